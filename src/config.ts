@@ -1,0 +1,87 @@
+/**
+ * Typed, validated configuration read from the environment. No side effects at import time:
+ * call `loadConfig(process.env)` where the process starts.
+ */
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  baseUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  temporal: {
+    /** External frontend address; undefined means: run the embedded dev server. */
+    address: string | undefined;
+    namespace: string;
+    taskQueue: string;
+    uiPort: number;
+    embeddedPort: number;
+  };
+  bootstrap: { clientId: string; clientSecret: string } | undefined;
+  trustProxy: boolean;
+  allowInsecureJwks: boolean;
+  accessTokenTtlSeconds: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
+  }
+  return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'false' || raw === '0' || raw === 'no') return false;
+  if (raw === 'true' || raw === '1' || raw === 'yes') return true;
+  throw new ConfigError(`${name} must be true or false`);
+}
+
+function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw ? raw : undefined;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const baseUrl = (optional(env, 'BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  try {
+    const parsed = new URL(baseUrl);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error();
+  } catch {
+    throw new ConfigError('BASE_URL must be an absolute http(s) URL');
+  }
+  const clientId = optional(env, 'BOOTSTRAP_CLIENT_ID');
+  const clientSecret = optional(env, 'BOOTSTRAP_CLIENT_SECRET');
+  if ((clientId === undefined) !== (clientSecret === undefined)) {
+    throw new ConfigError('BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET must be set together');
+  }
+  return {
+    port,
+    host: optional(env, 'HOST') ?? '0.0.0.0',
+    baseUrl,
+    dataDir: path.resolve(optional(env, 'DATA_DIR') ?? './.data'),
+    databaseUrl: optional(env, 'DATABASE_URL'),
+    temporal: {
+      address: optional(env, 'TEMPORAL_ADDRESS'),
+      namespace: optional(env, 'TEMPORAL_NAMESPACE') ?? 'default',
+      taskQueue: optional(env, 'TEMPORAL_TASK_QUEUE') ?? 'automations',
+      uiPort: integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535),
+      embeddedPort: integer(env, 'TEMPORAL_PORT', 7233, 1, 65535),
+    },
+    bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
+    trustProxy: flag(env, 'TRUST_PROXY'),
+    allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
+    accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
+    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+  };
+}

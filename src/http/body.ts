@@ -1,0 +1,49 @@
+/**
+ * Request body reading with the size limit enforced while streaming: a body is never buffered past
+ * its limit, whatever `Content-Length` claims.
+ */
+import type { Context } from 'koa';
+import { AppError, invalidArgument } from './errors';
+
+export const API_BODY_LIMIT = 1024 * 1024;
+
+/** Reads the raw body; 413 as soon as more than `limit` bytes have arrived (or are announced). */
+export async function readRawBody(ctx: Context, limit: number): Promise<Buffer> {
+  const declared = ctx.get('content-length');
+  if (declared && Number(declared) > limit) {
+    ctx.req.resume();
+    throw tooLarge(limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      ctx.req.unpipe();
+      ctx.req.resume();
+      throw tooLarge(limit);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function tooLarge(limit: number): AppError {
+  return new AppError(413, `request body exceeds ${limit} bytes`, { headers: { Connection: 'close' } });
+}
+
+/** Parses a JSON object body (empty body = `{}`); 400 for malformed JSON or a non-object. */
+export async function readJsonObject(ctx: Context, limit = API_BODY_LIMIT): Promise<Record<string, unknown>> {
+  const raw = await readRawBody(ctx, limit);
+  if (raw.length === 0) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new AppError(400, 'request body is not valid JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidArgument({ field: '(body)', description: 'must be a JSON object' });
+  }
+  return value as Record<string, unknown>;
+}

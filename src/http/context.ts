@@ -1,0 +1,17 @@
+/** What every router gets: built once at start-up, passed to `createApp`. */
+import type { Config } from '../config';
+import type { Db } from '../store/db';
+import type { Logger } from '../logger';
+import type { PageTokens } from '../domain/pagination';
+import type { AccessTokens } from '../auth/tokens';
+import type { AutomationRuns } from '../temporal/runs';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  pageTokens: PageTokens;
+  tokens: AccessTokens;
+  /** Starts and reads automation runs on Temporal. */
+  runs: AutomationRuns;
+}

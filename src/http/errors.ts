@@ -1,0 +1,99 @@
+/**
+ * The one error shape of the API (grpc-gateway style): `{code, message, details}` where `code` is a
+ * google.rpc.Code number. Throw an `AppError` anywhere; `errorMiddleware` renders it and hides
+ * anything unexpected behind a 500 without a stack trace.
+ */
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+
+export const RPC_CODE: Record<number, number> = {
+  400: 3, // INVALID_ARGUMENT
+  401: 16, // UNAUTHENTICATED
+  403: 7, // PERMISSION_DENIED
+  404: 5, // NOT_FOUND
+  405: 12, // UNIMPLEMENTED
+  409: 6, // ALREADY_EXISTS
+  413: 8, // RESOURCE_EXHAUSTED
+  415: 3,
+  429: 8,
+  500: 13, // INTERNAL
+  503: 14, // UNAVAILABLE
+};
+
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+export type ErrorDetail = Record<string, unknown> & { '@type': string };
+
+export class AppError extends Error {
+  override name = 'AppError';
+  readonly status: number;
+  readonly details: ErrorDetail[];
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.status = status;
+    this.details = options.details ?? [];
+    this.headers = options.headers ?? {};
+  }
+
+  get code(): number {
+    return RPC_CODE[this.status] ?? 2;
+  }
+
+  toBody(): { code: number; message: string; details: ErrorDetail[] } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+/** 400 naming the offending fields, with a google.rpc.BadRequest detail. */
+export function invalidArgument(violations: FieldViolation[] | FieldViolation): AppError {
+  const list = Array.isArray(violations) ? violations : [violations];
+  const message = list.map((v) => `${v.field}: ${v.description}`).join('; ');
+  return new AppError(400, message, {
+    details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: list }],
+  });
+}
+
+export function notFound(what: string): AppError {
+  return new AppError(404, `${what} not found`);
+}
+
+/** First middleware: renders AppError and hides everything else behind a plain 500. */
+export function errorMiddleware(logger: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new AppError(404, `no route for ${ctx.method} ${ctx.path}`);
+      }
+    } catch (err) {
+      const error = toAppError(err);
+      if (error.status >= 500) {
+        logger.error({ err: describe(err), method: ctx.method, path: ctx.path }, 'request failed');
+      }
+      ctx.status = error.status;
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      ctx.body = error.toBody();
+    }
+  };
+}
+
+function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const status = (err as { status?: unknown; expose?: unknown }).status;
+  // Koa/http-errors raised by the framework itself (e.g. malformed URL) carry a safe status.
+  if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose) {
+    return new AppError(status, (err as Error).message);
+  }
+  return new AppError(500, 'internal error');
+}
+
+/** Error summary for logs: name, message and stack, never request data. */
+export function describe(err: unknown): Record<string, unknown> {
+  if (err instanceof Error) return { type: err.name, message: err.message, stack: err.stack };
+  return { type: typeof err };
+}

@@ -1,0 +1,108 @@
+/**
+ * Schema migrations, applied in order, each once, under an advisory lock so that an API and a
+ * worker starting together against one PostgreSQL do not race. Never edit a shipped migration:
+ * append a new one.
+ */
+import type { Db } from './db';
+
+export const MIGRATIONS: readonly string[] = [
+  // 1: service secrets, API clients
+  `
+  CREATE TABLE service_secrets (
+    name text PRIMARY KEY,
+    value text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE TABLE api_clients (
+    id text PRIMARY KEY,
+    client_id text NOT NULL UNIQUE,
+    secret_hash text NOT NULL,
+    display_name text NOT NULL DEFAULT '',
+    roles jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  `,
+  // 2: apps, users, entitlements, ownership
+  `
+  CREATE TABLE apps (
+    id text PRIMARY KEY,
+    display_name text NOT NULL,
+    description text NOT NULL DEFAULT '',
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE TABLE users (
+    id text PRIMARY KEY,
+    display_name text NOT NULL,
+    email text NOT NULL DEFAULT '',
+    type text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE TABLE app_entitlements (
+    id text PRIMARY KEY,
+    app_id text NOT NULL REFERENCES apps(id),
+    alias text NOT NULL DEFAULT '',
+    display_name text NOT NULL DEFAULT '',
+    description text NOT NULL DEFAULT '',
+    slug text NOT NULL DEFAULT '',
+    record jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    deleted_at timestamptz
+  );
+  CREATE INDEX app_entitlements_app_live ON app_entitlements (app_id, id) WHERE deleted_at IS NULL;
+  CREATE INDEX app_entitlements_alias_live ON app_entitlements (alias, id) WHERE deleted_at IS NULL AND alias <> '';
+  CREATE INDEX app_entitlements_live ON app_entitlements (id) WHERE deleted_at IS NULL;
+  CREATE TABLE entitlement_owners (
+    user_id text NOT NULL REFERENCES users(id),
+    role_slug text NOT NULL,
+    app_id text NOT NULL,
+    entitlement_id text NOT NULL REFERENCES app_entitlements(id),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (user_id, role_slug, app_id, entitlement_id)
+  );
+  CREATE INDEX entitlement_owners_entitlement ON entitlement_owners (entitlement_id);
+  `,
+  // 3: automations
+  `
+  CREATE TABLE automations (
+    id text PRIMARY KEY,
+    display_name text NOT NULL,
+    description text NOT NULL DEFAULT '',
+    published boolean NOT NULL DEFAULT false,
+    version integer NOT NULL DEFAULT 1,
+    trigger jsonb NOT NULL,
+    steps jsonb NOT NULL,
+    listener_id text NOT NULL UNIQUE,
+    signing_secret text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+  );
+  `,
+];
+
+export async function migrate(db: Db): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(727274)');
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const rows = await tx.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const applied = new Set(rows.map((row) => Number(row.version)));
+    for (const [index, sql] of MIGRATIONS.entries()) {
+      const version = index + 1;
+      if (applied.has(version)) continue;
+      for (const statement of splitStatements(sql)) await tx.query(statement);
+      await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
+    }
+  });
+}
+
+/** Migrations hold plain DDL, so splitting on `;` at line ends is safe. */
+function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0);
+}

@@ -1,0 +1,71 @@
+/**
+ * A real service instance for HTTP tests: the real Koa app on a real store (PGlite in memory, or a
+ * fresh PostgreSQL schema), real access tokens. Drive it with supertest(ctx.server).
+ */
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { createApp } from '../../src/http/app';
+import type { AppDeps } from '../../src/http/context';
+import { loadConfig, type Config } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import { PageTokens } from '../../src/domain/pagination';
+import { AccessTokens } from '../../src/auth/tokens';
+import type { Role } from '../../src/auth/roles';
+import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
+import type { Db } from '../../src/store/db';
+import { openTestDb, type DatabaseTarget } from './databases';
+
+export interface TestService {
+  deps: AppDeps;
+  server: http.Server;
+  baseUrl: string;
+  /** A bearer token for a caller with these roles. */
+  tokenFor(...roles: Role[]): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Used where a test runs without Temporal: every start answers "engine unavailable". */
+export const NO_TEMPORAL: AutomationRuns = {
+  async start() {
+    throw new WorkflowEngineUnavailableError('no workflow engine in this test');
+  },
+};
+
+export interface TestServiceOptions {
+  target?: DatabaseTarget;
+  db?: Db;
+  runs?: AutomationRuns;
+  env?: Record<string, string>;
+  config?: Partial<Config>;
+}
+
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
+  const db = options.db ?? (await openTestDb(options.target ?? { name: 'pglite', url: undefined }));
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const config = {
+    ...loadConfig({ PORT: String(port), ALLOW_INSECURE_JWKS: 'true', ...options.env }),
+    ...options.config,
+  };
+  const deps: AppDeps = {
+    config,
+    db,
+    logger: createLogger('silent'),
+    pageTokens: new PageTokens(randomBytes(32)),
+    tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
+    runs: options.runs ?? NO_TEMPORAL,
+  };
+  const app = createApp(deps);
+  server.on('request', app.callback());
+  return {
+    deps,
+    server,
+    baseUrl: config.baseUrl,
+    tokenFor: (...roles: Role[]) => deps.tokens.issue(`test-${roles.join('-')}`, roles),
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (!options.db) await db.close();
+    },
+  };
+}

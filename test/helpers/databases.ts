@@ -1,0 +1,30 @@
+/**
+ * The databases a store test runs on: embedded PGlite always, PostgreSQL too when DATABASE_URL is
+ * set (CI sets it). Use as `for (const target of DATABASES) describe(target.name, ...)`.
+ */
+import { randomBytes } from 'node:crypto';
+import { openDb, type Db } from '../../src/store/db';
+
+export interface DatabaseTarget {
+  name: 'pglite' | 'postgres';
+  url: string | undefined;
+}
+
+export const DATABASES: DatabaseTarget[] = [
+  { name: 'pglite', url: undefined },
+  ...(process.env.DATABASE_URL ? [{ name: 'postgres' as const, url: process.env.DATABASE_URL }] : []),
+];
+
+/** A fresh, migrated database: in-memory PGlite, or a new schema in PostgreSQL. */
+export async function openTestDb(target: DatabaseTarget): Promise<Db> {
+  if (!target.url) return openDb({});
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const db = await openDb({ databaseUrl: target.url, schema });
+  const close = db.close.bind(db);
+  return Object.assign(db, {
+    async close() {
+      await db.exec(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
+      await close();
+    },
+  });
+}
