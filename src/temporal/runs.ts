@@ -2,7 +2,9 @@
  * The API's view of automation runs on Temporal. The webhook receiver starts runs through it; the
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { AutomationRunInput } from '../../workflows/types';
+import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
 
 export class DuplicateEventError extends Error {
   override name = 'DuplicateEventError';
@@ -31,4 +33,40 @@ export interface AutomationRuns {
 /** Workflow id of the run for one event: the idempotency key. */
 export function runWorkflowId(listenerId: string, eventId: string): string {
   return `webhook:${listenerId}:${eventId.toLowerCase()}`;
+}
+
+/** Starts runs on a real Temporal server. */
+export class TemporalRuns implements AutomationRuns {
+  constructor(
+    private readonly client: Client,
+    private readonly taskQueue: string,
+    /** Upper bound for one start call, so an unreachable server answers 503 quickly. */
+    private readonly startTimeoutMs = 5000,
+  ) {}
+
+  async start(input: AutomationRunInput): Promise<StartedRun> {
+    const workflowId = runWorkflowId(input.listenerId, input.eventId);
+    try {
+      await this.client.withDeadline(Date.now() + this.startTimeoutMs, () =>
+        this.client.workflow.start('automation', {
+          taskQueue: this.taskQueue,
+          workflowId,
+          args: [input],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          workflowIdConflictPolicy: 'FAIL',
+          typedSearchAttributes: [
+            { key: AutomationIdKey, value: input.automationId },
+            { key: ListenerIdKey, value: input.listenerId },
+            { key: WebhookEventIdKey, value: input.eventId },
+          ],
+          memo: { automationName: input.automationName, automationVersion: input.version },
+          staticSummary: `${input.automationName} (v${input.version}) — event ${input.eventId}`,
+        }),
+      );
+      return { executionId: workflowId };
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new DuplicateEventError(workflowId);
+      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+    }
+  }
 }

@@ -1,0 +1,51 @@
+/** API clients: /api/v1/iam/clients (super_admin only). The secret is in the create response only. */
+import Router from '@koa/router';
+import type { AppDeps } from '../context';
+import { authenticate, requireAccess } from '../auth';
+import { readJsonObject } from '../body';
+import { invalidArgument, notFound } from '../errors';
+import { createClient, deleteClient, getClient, listClients } from '../../auth/clients';
+import { isRole, ROLES } from '../../auth/roles';
+import { keysetPage, readPageRequest } from '../../domain/pagination';
+
+export function createClientsRouter(deps: AppDeps): Router {
+  const router = new Router({ prefix: '/api/v1/iam/clients' });
+  router.use(authenticate(deps.tokens), requireAccess('iam', 'write'));
+
+  router.post('/', async (ctx) => {
+    const body = await readJsonObject(ctx);
+    const displayName = body.displayName ?? '';
+    if (typeof displayName !== 'string' || displayName.length > 200) {
+      throw invalidArgument({ field: 'displayName', description: 'must be a string of at most 200 characters' });
+    }
+    const roles = body.roles;
+    if (!Array.isArray(roles) || roles.length === 0 || !roles.every(isRole)) {
+      throw invalidArgument({ field: 'roles', description: `must be a non-empty list of ${ROLES.join(', ')}` });
+    }
+    const created = await createClient(deps.db, { displayName, roles: [...new Set(roles)] });
+    ctx.body = created;
+  });
+
+  router.get('/', async (ctx) => {
+    const page = readPageRequest(ctx.query);
+    const after = deps.pageTokens.decode<string>('iam:clients', {}, page.pageToken);
+    const rows = await listClients(deps.db, after, page.pageSize + 1);
+    const result = keysetPage(rows, page.pageSize, (c) => c.id, (client) => ({ client }), (cursor) =>
+      deps.pageTokens.encode('iam:clients', {}, cursor),
+    );
+    ctx.body = { list: result.items, nextPageToken: result.nextPageToken };
+  });
+
+  router.get('/:id', async (ctx) => {
+    const client = await getClient(deps.db, ctx.params.id!);
+    if (!client) throw notFound('client');
+    ctx.body = { client };
+  });
+
+  router.delete('/:id', async (ctx) => {
+    if (!(await deleteClient(deps.db, ctx.params.id!))) throw notFound('client');
+    ctx.body = {};
+  });
+
+  return router;
+}

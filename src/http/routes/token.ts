@@ -1,0 +1,73 @@
+/**
+ * OAuth 2.0 client credentials (RFC 6749 §4.4) at POST /auth/v1/token, credentials in the body
+ * (form or JSON); errors in the RFC 6749 §5.2 shape. Public keys of the access tokens at /auth/v1/jwks.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AppDeps } from '../context';
+import { readRawBody } from '../body';
+import { authenticateClient } from '../../auth/clients';
+
+const TOKEN_BODY_LIMIT = 16 * 1024;
+
+type OAuthError = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type';
+
+function oauthError(ctx: Context, error: OAuthError, description: string): void {
+  ctx.status = error === 'invalid_client' ? 401 : 400;
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = { error, error_description: description };
+}
+
+async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> | string> {
+  const raw = (await readRawBody(ctx, TOKEN_BODY_LIMIT)).toString('utf8');
+  const type = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
+  if (type === 'application/x-www-form-urlencoded') {
+    return Object.fromEntries(new URLSearchParams(raw));
+  }
+  if (type === 'application/json') {
+    try {
+      const value: unknown = JSON.parse(raw);
+      if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+    } catch {
+      /* falls through */
+    }
+    return 'request body is not a JSON object';
+  }
+  return 'Content-Type must be application/x-www-form-urlencoded or application/json';
+}
+
+export function createTokenRouter(deps: AppDeps): Router {
+  const router = new Router();
+
+  router.post('/auth/v1/token', async (ctx) => {
+    if (/^Basic\s/i.test(ctx.get('authorization'))) {
+      return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
+    }
+    const body = await readTokenRequest(ctx);
+    if (typeof body === 'string') return oauthError(ctx, 'invalid_request', body);
+    const { grant_type: grantType, client_id: clientId, client_secret: clientSecret } = body;
+    if (typeof grantType !== 'string' || grantType === '') return oauthError(ctx, 'invalid_request', 'grant_type is required');
+    if (grantType !== 'client_credentials') {
+      return oauthError(ctx, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+    }
+    if (typeof clientId !== 'string' || clientId === '' || typeof clientSecret !== 'string' || clientSecret === '') {
+      return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
+    }
+    const client = await authenticateClient(deps.db, clientId, clientSecret);
+    if (!client) return oauthError(ctx, 'invalid_client', 'client authentication failed');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
+    ctx.body = {
+      access_token: await deps.tokens.issue(client.clientId, client.roles),
+      token_type: 'Bearer',
+      expires_in: deps.tokens.ttlSeconds,
+    };
+  });
+
+  router.get('/auth/v1/jwks', (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = deps.tokens.jwks();
+  });
+
+  return router;
+}
