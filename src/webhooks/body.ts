@@ -1,0 +1,23 @@
+/**
+ * The webhook body as automation context: parsed only after authentication succeeded (step 6 of
+ * the check order), and only as strict UTF-8 JSON.
+ */
+import { rejectWebhook } from './errors';
+
+/** Largest accepted webhook body, in bytes (enforced while reading, by the HTTP layer). */
+export const MAX_WEBHOOK_BODY_BYTES = 65_536;
+
+/** Parses the raw body as JSON (any JSON value); 400 'invalid_json' when it is not UTF-8 JSON. */
+export function parseWebhookJson(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw rejectWebhook(400, 'invalid_json', 'request body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw rejectWebhook(400, 'invalid_json', 'request body is not valid JSON');
+  }
+}

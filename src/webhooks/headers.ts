@@ -1,0 +1,141 @@
+/**
+ * Request-header checks of inbound webhooks (step 4 of the check order in API.md): presence,
+ * `Content-Type`, the `Webhook-Timestamp` window and the `Webhook-Event-Id` format, all 400; then,
+ * for JWT listeners, the `Authorization: Bearer` header (401, the first authentication check).
+ */
+import { rejectWebhook } from './errors';
+
+/** Largest distance, in seconds and in either direction, between `Webhook-Timestamp` and now. */
+export const TIMESTAMP_TOLERANCE_SECONDS = 300;
+
+export type WebhookAuthMethod = 'HMAC' | 'JWT';
+
+export interface WebhookHeaderInput {
+  contentType: string | undefined;
+  timestamp: string | undefined;
+  eventId: string | undefined;
+  signature: string | undefined;
+  authorization: string | undefined;
+  authMethod: WebhookAuthMethod;
+  /** Current Unix time in seconds (fractions are dropped). */
+  nowSeconds: number;
+}
+
+export interface CheckedWebhookHeaders {
+  /** `Webhook-Timestamp` as a number. */
+  timestamp: number;
+  /** `Webhook-Event-Id`, lower-cased: the idempotency key. */
+  eventId: string;
+  /** `Webhook-Timestamp` exactly as sent: part of the HMAC input. */
+  timestampHeader: string;
+  /** `Webhook-Event-Id` exactly as sent: part of the HMAC input. */
+  eventIdHeader: string;
+  /** `Webhook-Signature` (HMAC listeners only). */
+  signature?: string;
+  /** The bearer token of `Authorization` (JWT listeners only). */
+  token?: string;
+}
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const DECIMAL_SECONDS = /^[0-9]{1,12}$/;
+const MAX_TOKEN_CHARS = 16 * 1024;
+
+/** True for a hyphenated UUID of version 4 and RFC 4122 variant, in either case. */
+export function isUuidV4(s: string): boolean {
+  return UUID_V4.test(s);
+}
+
+/**
+ * Validates the webhook headers in a fixed order and returns them parsed. Throws a 400
+ * `WebhookRejection` for a missing header, a wrong content type, a bad or stale timestamp or an
+ * event id that is not a UUID v4; for JWT listeners, then a 401 for a missing or non-Bearer
+ * `Authorization` header.
+ */
+export function checkWebhookHeaders(input: WebhookHeaderInput): CheckedWebhookHeaders {
+  const contentType = present(input.contentType);
+  const timestampHeader = present(input.timestamp);
+  const eventIdHeader = present(input.eventId);
+  const signature = present(input.signature);
+
+  const missing: string[] = [];
+  if (contentType === undefined) missing.push('Content-Type');
+  if (timestampHeader === undefined) missing.push('Webhook-Timestamp');
+  if (eventIdHeader === undefined) missing.push('Webhook-Event-Id');
+  if (input.authMethod === 'HMAC' && signature === undefined) missing.push('Webhook-Signature');
+  if (missing.length > 0 || contentType === undefined || timestampHeader === undefined || eventIdHeader === undefined) {
+    // (the undefined tests only narrow the types: `missing` is non-empty whenever one holds)
+    throw rejectWebhook(400, 'missing_header', `missing required header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+  }
+
+  if (!isJsonContentType(contentType)) {
+    throw rejectWebhook(400, 'bad_content_type', 'Content-Type must be application/json');
+  }
+
+  const timestamp = checkTimestamp(timestampHeader, input.nowSeconds);
+
+  if (!isUuidV4(eventIdHeader)) {
+    throw rejectWebhook(400, 'bad_event_id', 'Webhook-Event-Id must be a UUID v4');
+  }
+
+  const checked: CheckedWebhookHeaders = {
+    timestamp,
+    eventId: eventIdHeader.toLowerCase(),
+    timestampHeader,
+    eventIdHeader,
+  };
+  if (input.authMethod === 'HMAC') {
+    checked.signature = signature;
+  } else {
+    checked.token = bearerToken(input.authorization);
+  }
+  return checked;
+}
+
+/** Extracts the token of `Authorization: Bearer <token>`; 401 when absent or another scheme. */
+export function bearerToken(authorization: string | undefined): string {
+  const value = present(authorization);
+  if (value === undefined) {
+    throw rejectWebhook(401, 'missing_authorization', 'missing Authorization header');
+  }
+  const match = /^bearer +([^\s]+)$/i.exec(value);
+  const token = match?.[1];
+  if (token === undefined || token.length > MAX_TOKEN_CHARS) {
+    throw rejectWebhook(401, 'bad_authorization', 'Authorization header must be "Bearer <JWT>"');
+  }
+  return token;
+}
+
+/** True for `application/json`, any case, with optional parameters; a charset must be UTF-8. */
+export function isJsonContentType(value: string): boolean {
+  const [mediaType, ...params] = value.split(';');
+  if (mediaType === undefined || mediaType.trim().toLowerCase() !== 'application/json') return false;
+  for (const param of params) {
+    const eq = param.indexOf('=');
+    if (eq < 0) continue;
+    const name = param.slice(0, eq).trim().toLowerCase();
+    const raw = param.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    if (name === 'charset' && raw !== 'utf-8' && raw !== 'utf8') return false;
+  }
+  return true;
+}
+
+function checkTimestamp(value: string, nowSeconds: number): number {
+  if (!DECIMAL_SECONDS.test(value)) {
+    throw rejectWebhook(400, 'bad_timestamp', 'Webhook-Timestamp must be Unix time in whole seconds');
+  }
+  const timestamp = Number(value);
+  if (Math.abs(timestamp - Math.floor(nowSeconds)) > TIMESTAMP_TOLERANCE_SECONDS) {
+    throw rejectWebhook(
+      400,
+      'timestamp_out_of_window',
+      `Webhook-Timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from the current time`,
+    );
+  }
+  return timestamp;
+}
+
+function present(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  return trimmed === '' ? undefined : trimmed;
+}

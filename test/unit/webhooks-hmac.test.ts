@@ -1,0 +1,81 @@
+import fc from 'fast-check';
+import { bodySha256, signHmac, verifyHmac } from '../../src/webhooks/hmac';
+
+const SECRET = 'c2VjcmV0LWZvci10ZXN0LXZlY3Rvci0wMDAwMDAwMDA';
+const TIMESTAMP = '1700000000';
+const EVENT_ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
+const BODY = '{"employee_id":"12345","status":"terminated"}';
+const SIGNATURE = 'H07KL-x37c1d6zTJ6aG_VwlzmA1LfiNzfn1hM40H2PM';
+
+describe('HMAC test vector', () => {
+  it('signs the vector with the secret string as the key', () => {
+    expect(signHmac(SECRET, TIMESTAMP, EVENT_ID, BODY)).toBe(SIGNATURE);
+    expect(signHmac(SECRET, TIMESTAMP, EVENT_ID, Buffer.from(BODY))).toBe(SIGNATURE);
+  });
+
+  it('verifies the vector', () => {
+    expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, SIGNATURE)).toBe(true);
+    expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, Buffer.from(BODY), SIGNATURE)).toBe(true);
+  });
+
+  it('hashes the vector body for htb_s256', () => {
+    expect(bodySha256(BODY)).toBe('cboFB3-nsKSV5NiWMJ7Kcy5WS1zAmX2vu6_R-Uzm_dU');
+    expect(bodySha256(Buffer.from(BODY))).toBe('cboFB3-nsKSV5NiWMJ7Kcy5WS1zAmX2vu6_R-Uzm_dU');
+  });
+
+  it('does not base64-decode the secret', () => {
+    const decoded = Buffer.from(SECRET, 'base64url').toString('latin1');
+    expect(signHmac(decoded, TIMESTAMP, EVENT_ID, BODY)).not.toBe(SIGNATURE);
+  });
+});
+
+describe('verifyHmac refusals', () => {
+  it.each([
+    ['tampered body', SECRET, TIMESTAMP, EVENT_ID, '{"employee_id":"12346","status":"terminated"}'],
+    ['body with extra whitespace', SECRET, TIMESTAMP, EVENT_ID, `${BODY} `],
+    ['tampered timestamp', SECRET, '1700000001', EVENT_ID, BODY],
+    ['tampered event id', SECRET, TIMESTAMP, '3f2504e0-4f89-41d3-9a0c-0305e82c3302', BODY],
+    ['upper-cased event id', SECRET, TIMESTAMP, EVENT_ID.toUpperCase(), BODY],
+    ['other secret', `${SECRET}x`, TIMESTAMP, EVENT_ID, BODY],
+  ])('refuses a %s', (_name, secret, timestamp, eventId, body) => {
+    expect(verifyHmac(secret, timestamp, eventId, body, SIGNATURE)).toBe(false);
+  });
+
+  it('refuses the padded spelling of the right signature', () => {
+    expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, `${SIGNATURE}=`)).toBe(false);
+  });
+
+  it('refuses the standard-base64 spelling of the right signature', () => {
+    const standard = Buffer.from(SIGNATURE, 'base64url').toString('base64');
+    expect(standard).not.toBe(SIGNATURE);
+    expect(standard).toMatch(/[+/]/);
+    expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, standard)).toBe(false);
+    expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, standard.replace(/=+$/, ''))).toBe(false);
+  });
+
+  it.each(['', 'x', SIGNATURE.slice(0, -1), `${SIGNATURE}A`, 'é'.repeat(43), 'a'.repeat(10_000)])(
+    'refuses a wrong-length signature without throwing (%#)',
+    (signature) => {
+      expect(() => verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, signature)).not.toThrow();
+      expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, signature)).toBe(false);
+    },
+  );
+
+  it('refuses a signature that differs in one character', () => {
+    const flipped = `${SIGNATURE.slice(0, 10)}${SIGNATURE[10] === 'A' ? 'B' : 'A'}${SIGNATURE.slice(11)}`;
+    expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, flipped)).toBe(false);
+  });
+});
+
+describe('HMAC properties', () => {
+  it('a signature verifies exactly its own input', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.uuid(), fc.uint8Array({ maxLength: 256 }), fc.uint8Array({ maxLength: 256 }), (secret, ts, id, a, b) => {
+        const signature = signHmac(secret, ts, id, Buffer.from(a));
+        expect(signature).toMatch(/^[A-Za-z0-9_-]{43}$/);
+        expect(verifyHmac(secret, ts, id, Buffer.from(a), signature)).toBe(true);
+        expect(verifyHmac(secret, ts, id, Buffer.from(b), signature)).toBe(Buffer.from(a).equals(Buffer.from(b)));
+      }),
+    );
+  });
+});

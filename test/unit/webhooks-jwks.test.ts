@@ -1,0 +1,119 @@
+import dns from 'node:dns/promises';
+import os from 'node:os';
+import { fetchJwks, guardedLookup, isForbiddenAddress, validateJwksUrl, ADDRESS_REFUSED } from '../../src/webhooks/jwks';
+import { parseWebhookJson } from '../../src/webhooks/body';
+import { WebhookRejection } from '../../src/webhooks/errors';
+
+describe('validateJwksUrl', () => {
+  it.each(['https://idp.example/jwks.json', 'https://idp.example:8443/.well-known/jwks.json?v=1', 'https://203.0.113.5/jwks', 'https://[2001:db8::1]/jwks'])(
+    'accepts %s',
+    (url) => {
+      expect(validateJwksUrl(url, false)).toBeUndefined();
+    },
+  );
+
+  it.each([
+    ['', 'empty'],
+    ['not a url', 'syntax'],
+    ['/relative/jwks.json', 'relative'],
+    ['http://idp.example/jwks.json', 'http'],
+    ['ftp://idp.example/jwks.json', 'scheme'],
+    ['file:///etc/passwd', 'file'],
+    ['https://user:pass@idp.example/jwks.json', 'credentials'],
+    ['https://localhost/jwks.json', 'localhost'],
+    ['https://LOCALHOST./jwks.json', 'localhost with dot'],
+    ['https://api.localhost/jwks.json', '.localhost'],
+    ['https://127.0.0.1/jwks.json', 'loopback'],
+    ['https://2130706433/jwks.json', 'loopback as an integer'],
+    ['https://0x7f.1/jwks.json', 'loopback in hex'],
+    ['https://10.1.2.3/jwks.json', '10/8'],
+    ['https://172.16.0.1/jwks.json', '172.16/12'],
+    ['https://172.31.255.255/jwks.json', '172.16/12 top'],
+    ['https://192.168.1.1/jwks.json', '192.168/16'],
+    ['https://169.254.169.254/latest/meta-data', 'metadata'],
+    ['https://0.0.0.0/jwks.json', 'unspecified'],
+    ['https://[::1]/jwks.json', 'IPv6 loopback'],
+    ['https://[::]/jwks.json', 'IPv6 unspecified'],
+    ['https://[fd00:ec2::254]/jwks.json', 'IPv6 unique local'],
+    ['https://[fe80::1]/jwks.json', 'IPv6 link-local'],
+    ['https://[::ffff:10.0.0.1]/jwks.json', 'mapped private'],
+    ['https://[::ffff:169.254.169.254]/jwks.json', 'mapped metadata'],
+    ['https://[64:ff9b::a9fe:a9fe]/jwks.json', 'NAT64 metadata'],
+    [`https://idp.example/${'a'.repeat(3000)}`, 'too long'],
+  ])('refuses %s (%s)', (url) => {
+    expect(validateJwksUrl(url, false)).toEqual(expect.any(String));
+  });
+
+  it('allows http and private hosts when insecure JWKS are allowed', () => {
+    expect(validateJwksUrl('http://127.0.0.1:8080/jwks.json', true)).toBeUndefined();
+    expect(validateJwksUrl('http://localhost/jwks.json', true)).toBeUndefined();
+    expect(validateJwksUrl('ftp://localhost/jwks.json', true)).toEqual(expect.any(String));
+  });
+});
+
+describe('isForbiddenAddress', () => {
+  it.each(['127.0.0.1', '10.0.0.1', '172.20.0.1', '192.168.0.1', '169.254.169.254', '0.0.0.0', '100.64.0.1', '224.0.0.1', '255.255.255.255', '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1%eth0', '::ffff:127.0.0.1', '2002:7f00:1::', 'garbage'])(
+    'forbids %s',
+    (address) => {
+      expect(isForbiddenAddress(address)).toBe(true);
+    },
+  );
+
+  it.each(['8.8.8.8', '203.0.113.10', '172.32.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'])('allows %s', (address) => {
+    expect(isForbiddenAddress(address)).toBe(false);
+  });
+});
+
+describe('guardedLookup', () => {
+  function lookup(hostname: string, all: boolean): Promise<{ err: NodeJS.ErrnoException | null; address: unknown }> {
+    return new Promise((resolve) => {
+      guardedLookup(hostname, { all }, (err, address) => resolve({ err, address }));
+    });
+  }
+
+  it.each([true, false])('refuses a name that resolves to loopback (all: %s)', async (all) => {
+    const { err } = await lookup('localhost', all);
+    expect(err?.code).toBe(ADDRESS_REFUSED);
+    expect(err?.message).not.toMatch(/127\.0\.0\.1|::1/);
+  });
+
+  it('guards the JWKS fetch: a host name resolving to loopback is refused at connect time', async () => {
+    // Needs a name other than "localhost" that resolves to loopback only; the machine's own name
+    // usually does. Where it does not, the check above covers guardedLookup itself.
+    const host = os.hostname();
+    const addresses = await dns.lookup(host, { all: true }).catch(() => []);
+    if (addresses.length === 0 || addresses.some((a) => !isForbiddenAddress(a.address))) return;
+    await expect(fetchJwks(`https://${host}:1/jwks.json`, { allowInsecure: false, timeoutMs: 2000, maxBytes: 1024 })).rejects.toMatchObject({
+      status: 401,
+      reason: 'jwks_url_refused',
+    });
+  });
+
+  it('passes resolver errors through', async () => {
+    const { err } = await lookup('no-such-host.invalid', false);
+    expect(err).not.toBeNull();
+    expect(err?.code).not.toBe(ADDRESS_REFUSED);
+  });
+});
+
+describe('parseWebhookJson', () => {
+  it.each(['{}', '[]', '"x"', '1', 'null', '{"a":{"b":[1,2,3]}}', '\ufeff{}'])('parses %j', (text) => {
+    expect(() => parseWebhookJson(Buffer.from(text))).not.toThrow();
+  });
+
+  it.each([
+    ['empty', Buffer.alloc(0)],
+    ['truncated', Buffer.from('{"a":')],
+    ['trailing garbage', Buffer.from('{} x')],
+    ['invalid UTF-8', Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])],
+    ['single quotes', Buffer.from("{'a':1}")],
+  ])('refuses %s with 400 invalid_json', (_name, body) => {
+    try {
+      parseWebhookJson(body);
+      throw new Error('expected a rejection');
+    } catch (err) {
+      expect(err).toBeInstanceOf(WebhookRejection);
+      expect(err).toMatchObject({ status: 400, reason: 'invalid_json' });
+    }
+  });
+});
