@@ -1,0 +1,142 @@
+/**
+ * Automations: create, update (with updateMask), publish, rotate the HMAC secret, and the public
+ * view of a record (never the secret). HMAC secrets are 256 random bits, base64url without padding.
+ */
+import type { Db } from '../store/db';
+import { newId, randomToken } from '../ids';
+import { invalidArgument, notFound, type FieldViolation } from '../http/errors';
+import * as store from '../store/automations';
+import type { AutomationRecord } from '../store/automations';
+import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from './automation-validation';
+
+export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
+
+/** A new HMAC signing secret: 256 random bits, base64url, no padding (43 characters). */
+export function newSigningSecret(): string {
+  return randomToken(32);
+}
+
+export function listenerUrl(baseUrl: string, listenerId: string): string {
+  return `${baseUrl}${WEBHOOK_PATH_PREFIX}${listenerId}`;
+}
+
+export function automationView(record: AutomationRecord, baseUrl: string): Record<string, unknown> {
+  const { authMethod, jwksUrl, allowedCidrs, enabled } = record.trigger;
+  return {
+    id: record.id,
+    displayName: record.displayName,
+    description: record.description,
+    published: record.published,
+    version: record.version,
+    trigger: {
+      incomingWebhook: {
+        authMethod,
+        jwksUrl: authMethod === 'JWT' ? jwksUrl : '',
+        allowedCidrs,
+        enabled,
+        listenerId: record.listenerId,
+        url: listenerUrl(baseUrl, record.listenerId),
+      },
+    },
+    steps: record.steps,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+  };
+}
+
+export interface AutomationOptions {
+  allowInsecureJwks: boolean;
+}
+
+export async function createAutomation(
+  db: Db,
+  body: Record<string, unknown>,
+  options: AutomationOptions,
+): Promise<{ record: AutomationRecord; signingSecret: string | null }> {
+  const violations: FieldViolation[] = [];
+  const displayName = validateDisplayName(body.displayName, 'displayName', violations);
+  const description = validateDescription(body.description, 'description', violations);
+  const trigger = validateTrigger(body.trigger, options.allowInsecureJwks, violations);
+  const steps = validateSteps(body.steps ?? [], violations);
+  if (violations.length > 0) throw invalidArgument(violations);
+  const signingSecret = trigger.authMethod === 'HMAC' ? newSigningSecret() : null;
+  const record = await store.insertAutomation(db, {
+    id: newId(),
+    displayName,
+    description,
+    trigger,
+    steps,
+    listenerId: randomToken(18),
+    signingSecret,
+  });
+  return { record, signingSecret };
+}
+
+const MASK_PATHS = ['displayName', 'description', 'trigger', 'steps'] as const;
+type MaskPath = (typeof MASK_PATHS)[number];
+
+function parseMask(mask: unknown, automation: Record<string, unknown>): Set<MaskPath> {
+  if (mask === undefined || mask === null || mask === '') {
+    return new Set(MASK_PATHS.filter((path) => automation[path] !== undefined));
+  }
+  const paths = Array.isArray(mask) ? mask : typeof mask === 'string' ? mask.split(',') : undefined;
+  if (!paths) throw invalidArgument({ field: 'updateMask', description: 'must be a comma-separated list of field paths' });
+  const result = new Set<MaskPath>();
+  for (const raw of paths) {
+    const path = String(raw).trim();
+    const top = path.split('.')[0] as MaskPath;
+    if (!(MASK_PATHS as readonly string[]).includes(top)) {
+      throw invalidArgument({ field: 'updateMask', description: `unknown field path "${path}"; allowed: ${MASK_PATHS.join(', ')}` });
+    }
+    result.add(top);
+  }
+  return result;
+}
+
+/**
+ * Applies `{automation, updateMask}`. A trigger switched to HMAC gets a new secret (returned once);
+ * one switched to JWT loses its secret.
+ */
+export async function updateAutomation(
+  db: Db,
+  id: string,
+  body: Record<string, unknown>,
+  options: AutomationOptions,
+): Promise<{ record: AutomationRecord; signingSecret: string | null }> {
+  const patch = body.automation;
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
+    throw invalidArgument({ field: 'automation', description: 'is required and must be an object' });
+  }
+  const fields = patch as Record<string, unknown>;
+  const mask = parseMask(body.updateMask, fields);
+  return db.transaction(async (tx) => {
+    const current = await store.getAutomation(tx, id, true);
+    if (!current) throw notFound('automation');
+    const violations: FieldViolation[] = [];
+    const next: AutomationRecord = { ...current };
+    if (mask.has('displayName')) next.displayName = validateDisplayName(fields.displayName, 'automation.displayName', violations);
+    if (mask.has('description')) next.description = validateDescription(fields.description, 'automation.description', violations);
+    if (mask.has('trigger')) next.trigger = validateTrigger(fields.trigger, options.allowInsecureJwks, violations);
+    if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
+    if (violations.length > 0) throw invalidArgument(violations);
+    let signingSecret: string | null = null;
+    if (next.trigger.authMethod === 'HMAC' && !current.signingSecret) {
+      signingSecret = newSigningSecret();
+      next.signingSecret = signingSecret;
+    } else if (next.trigger.authMethod === 'JWT') {
+      next.signingSecret = null;
+    }
+    return { record: await store.saveAutomation(tx, next), signingSecret };
+  });
+}
+
+export async function rotateSigningSecret(db: Db, id: string): Promise<string> {
+  const current = await store.getAutomation(db, id);
+  if (!current) throw notFound('automation');
+  if (current.trigger.authMethod !== 'HMAC') {
+    throw invalidArgument({ field: 'trigger.incomingWebhook.authMethod', description: 'only HMAC triggers have a signing secret' });
+  }
+  const secret = newSigningSecret();
+  await store.setSigningSecret(db, id, secret);
+  return secret;
+}

@@ -1,0 +1,61 @@
+/** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret. */
+import Router from '@koa/router';
+import type { AppDeps } from '../context';
+import { authenticate, requireAccess } from '../auth';
+import { readJsonObject } from '../body';
+import { notFound } from '../errors';
+import { keysetPage, readPageRequest } from '../../domain/pagination';
+import { automationView, createAutomation, rotateSigningSecret, updateAutomation } from '../../domain/automations';
+import * as store from '../../store/automations';
+
+export function createAutomationsRouter(deps: AppDeps): Router {
+  const router = new Router({ prefix: '/api/v1/automations' });
+  const options = { allowInsecureJwks: deps.config.allowInsecureJwks };
+  const view = (record: store.AutomationRecord): Record<string, unknown> => automationView(record, deps.config.baseUrl);
+  router.use(authenticate(deps.tokens), requireAccess('automations', 'write'));
+
+  router.post('/', async (ctx) => {
+    const { record, signingSecret } = await createAutomation(deps.db, await readJsonObject(ctx), options);
+    ctx.body = { automation: view(record), ...(signingSecret ? { signingSecret } : {}) };
+  });
+
+  router.get('/', async (ctx) => {
+    const page = readPageRequest(ctx.query);
+    const after = deps.pageTokens.decode<string>('automations', {}, page.pageToken);
+    const rows = await store.listAutomations(deps.db, after, page.pageSize + 1);
+    const result = keysetPage(rows, page.pageSize, (r) => r.id, (r) => ({ automation: view(r) }), (cursor) =>
+      deps.pageTokens.encode('automations', {}, cursor),
+    );
+    ctx.body = { list: result.items, nextPageToken: result.nextPageToken };
+  });
+
+  router.get('/:id', async (ctx) => {
+    const record = await store.getAutomation(deps.db, ctx.params.id!);
+    if (!record) throw notFound('automation');
+    ctx.body = { automation: view(record) };
+  });
+
+  router.post('/:id', async (ctx) => {
+    const { record, signingSecret } = await updateAutomation(deps.db, ctx.params.id!, await readJsonObject(ctx), options);
+    ctx.body = { automation: view(record), ...(signingSecret ? { signingSecret } : {}) };
+  });
+
+  router.delete('/:id', async (ctx) => {
+    if (!(await store.deleteAutomation(deps.db, ctx.params.id!))) throw notFound('automation');
+    ctx.body = {};
+  });
+
+  for (const [action, published] of [['publish', true], ['unpublish', false]] as const) {
+    router.post(`/:id/${action}`, async (ctx) => {
+      const record = await store.setPublished(deps.db, ctx.params.id!, published);
+      if (!record) throw notFound('automation');
+      ctx.body = { automation: view(record) };
+    });
+  }
+
+  router.post('/:id/trigger/rotate-secret', async (ctx) => {
+    ctx.body = { signingSecret: await rotateSigningSecret(deps.db, ctx.params.id!) };
+  });
+
+  return router;
+}

@@ -1,0 +1,146 @@
+/**
+ * The inbound webhook receiver, POST /api/v1/webhooks/incoming/{listener_id}. Checks run in the
+ * order of API.md, the first failure answers: listener (404) → source address (403) → body size,
+ * enforced while reading (413) → headers (400) → HMAC or JWT (401) → JSON (400) → duplicate (409).
+ * 200 only after Temporal has durably accepted the run; 503 with Retry-After when it cannot.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AppDeps } from '../context';
+import { readRawBody } from '../body';
+import { AppError } from '../errors';
+import {
+  checkWebhookHeaders,
+  isAddressAllowed,
+  JwtVerifier,
+  MAX_WEBHOOK_BODY_BYTES,
+  parseWebhookJson,
+  verifyHmac,
+  WebhookRejection,
+} from '../../webhooks';
+import { getAutomationByListener, type AutomationRecord } from '../../store/automations';
+import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
+import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../temporal/runs';
+
+const MAX_CACHED_VERIFIERS = 10_000;
+const RETRY_AFTER_SECONDS = '5';
+
+/** One JWT verifier (and so one cached JWKS) per listener and JWKS URL. */
+class VerifierCache {
+  private readonly verifiers = new Map<string, JwtVerifier>();
+  constructor(private readonly allowInsecure: boolean) {}
+
+  get(listenerId: string, jwksUrl: string): JwtVerifier {
+    const existing = this.verifiers.get(listenerId);
+    if (existing && existing.jwksUrl === jwksUrl) return existing;
+    if (this.verifiers.size >= MAX_CACHED_VERIFIERS) {
+      const oldest = this.verifiers.keys().next().value;
+      if (oldest !== undefined) this.verifiers.delete(oldest);
+    }
+    const verifier = new JwtVerifier(jwksUrl, { allowInsecure: this.allowInsecure });
+    this.verifiers.set(listenerId, verifier);
+    return verifier;
+  }
+}
+
+function sourceAddress(ctx: Context, trustProxy: boolean): string {
+  return (trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+}
+
+export function createWebhookRouter(deps: AppDeps): Router {
+  const router = new Router();
+  const verifiers = new VerifierCache(deps.config.allowInsecureJwks);
+  const log = deps.logger.child({ component: 'webhooks' });
+
+  router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, async (ctx) => {
+    const listenerId = ctx.params.listenerId!;
+    try {
+      const automation = await getAutomationByListener(deps.db, listenerId);
+      const trigger = automation?.trigger;
+      if (!automation || !automation.published || !trigger?.enabled) {
+        throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+      }
+      if (!isAddressAllowed(sourceAddress(ctx, deps.config.trustProxy), trigger.allowedCidrs)) {
+        throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
+      }
+      const body = await readRawBody(ctx, MAX_WEBHOOK_BODY_BYTES);
+      const headers = checkWebhookHeaders({
+        contentType: ctx.get('content-type') || undefined,
+        timestamp: ctx.get('webhook-timestamp') || undefined,
+        eventId: ctx.get('webhook-event-id') || undefined,
+        signature: ctx.get('webhook-signature') || undefined,
+        authorization: ctx.get('authorization') || undefined,
+        authMethod: trigger.authMethod,
+        nowSeconds: Math.floor(Date.now() / 1000),
+      });
+      await authenticateEvent(automation, headers, body);
+      const payload = parseWebhookJson(body);
+      const { executionId } = await deps.runs.start({
+        automationId: automation.id,
+        automationName: automation.displayName,
+        version: automation.version,
+        listenerId,
+        eventId: headers.eventId,
+        receivedAt: new Date().toISOString(),
+        trigger: payload,
+        steps: automation.steps,
+      });
+      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
+      ctx.body = { eventId: headers.eventId, executionId };
+    } catch (err) {
+      throw toHttpError(err, listenerId, log);
+    }
+  });
+
+  async function authenticateEvent(
+    automation: AutomationRecord,
+    headers: ReturnType<typeof checkWebhookHeaders>,
+    body: Buffer,
+  ): Promise<void> {
+    if (automation.trigger.authMethod === 'HMAC') {
+      const ok =
+        automation.signingSecret !== null &&
+        headers.signature !== undefined &&
+        verifyHmac(automation.signingSecret, headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
+      if (!ok) throw new WebhookRejection(401, 'invalid webhook signature', 'signature_mismatch');
+      return;
+    }
+    await verifiers.get(automation.listenerId, automation.trigger.jwksUrl).verify({
+      token: headers.token ?? '',
+      baseUrl: deps.config.baseUrl,
+      audience: listenerUrl(deps.config.baseUrl, automation.listenerId),
+      eventId: headers.eventId,
+      body,
+    });
+  }
+
+  return router;
+}
+
+function toHttpError(err: unknown, listenerId: string, log: AppDeps['logger']): unknown {
+  if (err instanceof WebhookRejection) {
+    log.info({ listenerId, status: err.status, reason: err.reason }, 'webhook refused');
+    const headers: Record<string, string> = err.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {};
+    return new AppError(err.status, err.message, { headers, details: [reasonDetail(err.reason)] });
+  }
+  if (err instanceof DuplicateEventError) {
+    log.info({ listenerId, status: 409, executionId: err.executionId }, 'webhook duplicate');
+    return new AppError(409, 'event id already received by this listener', {
+      details: [{ ...reasonDetail('duplicate_event'), metadata: { executionId: err.executionId } }],
+    });
+  }
+  if (err instanceof WorkflowEngineUnavailableError) {
+    log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
+    return new AppError(503, 'the workflow engine is unavailable; the event was not accepted, retry later', {
+      headers: { 'Retry-After': RETRY_AFTER_SECONDS },
+    });
+  }
+  if (err instanceof AppError && err.status === 413) {
+    log.info({ listenerId, status: 413, reason: 'body_too_large' }, 'webhook refused');
+  }
+  return err;
+}
+
+function reasonDetail(reason: string): { '@type': string; reason: string; domain: string } {
+  return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: reason.toUpperCase(), domain: 'webhooks' };
+}

@@ -1,0 +1,188 @@
+/**
+ * Entry point. `npm start` (no role): everything on one machine with embedded defaults — the
+ * Temporal dev server (unless TEMPORAL_ADDRESS is set), the store, the worker and the API.
+ * `npm run api` / `npm run worker`: one role each, against TEMPORAL_ADDRESS and DATABASE_URL.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
+import { loadConfig, type Config } from './config';
+import { createLogger, type Logger } from './logger';
+import { openDb, type Db } from './store/db';
+import { getOrCreateSecret } from './store/secrets';
+import { PageTokens } from './domain/pagination';
+import { AccessTokens } from './auth/tokens';
+import { ensureBootstrapClient } from './auth/clients';
+import { createApp } from './http/app';
+import { startDevServer, type DevServer } from './temporal/devserver';
+import { ensureNamespace } from './temporal/setup';
+import { createLazyClient, connectWorkerConnection } from './temporal/connection';
+import { TemporalRuns } from './temporal/runs';
+import { createAutomationWorker } from './temporal/worker';
+
+type Role = 'all' | 'api' | 'worker';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
+
+interface Running {
+  stop(): Promise<void>;
+}
+
+async function main(): Promise<void> {
+  const role = parseRole(process.argv[2]);
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel);
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const stops: Array<() => Promise<void>> = [];
+  let stopping = false;
+  const shutdown = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    for (const stop of stops.reverse()) {
+      await stop().catch((err: unknown) => logger.error({ err: String(err) }, 'error while stopping'));
+    }
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+
+  try {
+    const address = await temporalAddress(role, config, logger, stops);
+    await prepareNamespace(address, config, logger);
+
+    const db = await openStore(config, role, logger);
+    stops.push(() => db.close());
+
+    if (role !== 'api') {
+      const worker = await startWorker(address, config, db, logger);
+      stops.push(() => worker.stop());
+    }
+    if (role !== 'worker') {
+      const api = await startApi(address, config, db, logger);
+      stops.push(() => api.stop());
+      await printBootstrap(db, config, logger);
+    }
+  } catch (err) {
+    logger.fatal({ err: (err as Error).message }, 'start-up failed');
+    await shutdown('startup-failure');
+    process.exit(1);
+  }
+}
+
+function parseRole(arg: string | undefined): Role {
+  if (arg === undefined || arg === 'all') return 'all';
+  if (arg === 'api' || arg === 'worker') return arg;
+  throw new Error(`unknown role "${arg}": use api, worker or nothing`);
+}
+
+async function temporalAddress(role: Role, config: Config, logger: Logger, stops: Array<() => Promise<void>>): Promise<string> {
+  if (config.temporal.address) return config.temporal.address;
+  if (role !== 'all') {
+    throw new Error(`npm run ${role} runs against an existing Temporal server: set TEMPORAL_ADDRESS (or use npm start)`);
+  }
+  const cliPath = await ensureTemporalCli((line) => logger.info(line));
+  logger.info({ dataDir: config.dataDir }, 'starting the embedded Temporal dev server');
+  const server: DevServer = await startDevServer({
+    cliPath,
+    dataDir: path.join(config.dataDir, 'temporal'),
+    port: config.temporal.embeddedPort,
+    uiPort: config.temporal.uiPort,
+    namespace: config.temporal.namespace,
+    ip: '127.0.0.1',
+    log: (line) => logger.debug({ source: 'temporal' }, line),
+  });
+  stops.push(() => server.stop());
+  console.log(`Temporal Web UI:  ${server.uiUrl}`);
+  return server.address;
+}
+
+async function prepareNamespace(address: string, config: Config, logger: Logger): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const report = await ensureNamespace(connection, config.temporal.namespace);
+    logger.info({ namespace: config.temporal.namespace, ...report }, 'temporal namespace ready');
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'could not set up the namespace (retention, search attributes); continuing');
+  } finally {
+    await connection.close();
+  }
+}
+
+async function openStore(config: Config, role: Role, logger: Logger): Promise<Db> {
+  if (!config.databaseUrl && role !== 'all') {
+    logger.warn('DATABASE_URL is not set: using the embedded store, which only one process can open');
+  }
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: path.join(config.dataDir, 'store') });
+  logger.info({ store: db.kind }, 'store ready');
+  return db;
+}
+
+async function startWorker(address: string, config: Config, db: Db, logger: Logger): Promise<Running> {
+  const connection = await connectWorkerConnection(address);
+  const worker: Worker = await createAutomationWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    db,
+  });
+  const running = worker.run();
+  running.catch((err: unknown) => logger.fatal({ err: (err as Error).message }, 'worker stopped unexpectedly'));
+  logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
+  return {
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+    },
+  };
+}
+
+async function startApi(address: string, config: Config, db: Db, logger: Logger): Promise<Running> {
+  const { client, connection } = createLazyClient(address, config.temporal.namespace);
+  const pageKey = Buffer.from(await getOrCreateSecret(db, 'page_token_key', () => randomBytes(32).toString('base64url')), 'base64url');
+  const app = createApp({
+    config,
+    db,
+    logger,
+    pageTokens: new PageTokens(pageKey),
+    tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
+    runs: new TemporalRuns(client, config.temporal.taskQueue),
+  });
+  const server = http.createServer(app.callback());
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  console.log(`API:              ${config.baseUrl}  (listening on ${config.host}:${config.port})`);
+  return {
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await connection.close();
+    },
+  };
+}
+
+async function printBootstrap(db: Db, config: Config, logger: Logger): Promise<void> {
+  const result = await ensureBootstrapClient(db, config.bootstrap);
+  if (result.kind === 'created') {
+    // Printed once, to the terminal only (never to the log stream): it is not stored in clear anywhere.
+    console.log('\nA super_admin API client was created. Its secret is shown only now:');
+    console.log(`  client_id:     ${result.clientId}`);
+    console.log(`  client_secret: ${result.clientSecret}`);
+    console.log(`  token:         curl -s -d grant_type=client_credentials -d client_id=${result.clientId} -d client_secret=... ${config.baseUrl}/auth/v1/token\n`);
+  } else if (result.kind === 'configured') {
+    logger.info({ clientId: result.clientId }, 'bootstrap client from BOOTSTRAP_CLIENT_ID is ready');
+  }
+}
+
+void main();

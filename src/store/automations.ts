@@ -1,0 +1,110 @@
+/** Automations table: definition, trigger (with listener id) and the HMAC signing secret. */
+import type { Queryable } from './db';
+import { iso } from './db';
+import type { StepDefinition } from '../../workflows/types';
+import type { IncomingWebhookTrigger } from '../domain/automation-validation';
+
+export interface AutomationRecord {
+  id: string;
+  displayName: string;
+  description: string;
+  published: boolean;
+  version: number;
+  trigger: IncomingWebhookTrigger;
+  listenerId: string;
+  steps: StepDefinition[];
+  /** HMAC signing secret; null for JWT. Never leaves the service except on create and rotation. */
+  signingSecret: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface AutomationRow {
+  id: string;
+  display_name: string;
+  description: string;
+  published: boolean;
+  version: number;
+  trigger: IncomingWebhookTrigger;
+  steps: StepDefinition[];
+  listener_id: string;
+  signing_secret: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toRecord(row: AutomationRow): AutomationRecord {
+  return {
+    id: row.id,
+    displayName: row.display_name,
+    description: row.description,
+    published: row.published,
+    version: Number(row.version),
+    trigger: row.trigger,
+    listenerId: row.listener_id,
+    steps: row.steps,
+    signingSecret: row.signing_secret,
+    createdAt: iso(row.created_at) ?? '',
+    updatedAt: iso(row.updated_at) ?? '',
+  };
+}
+
+export type NewAutomation = Omit<AutomationRecord, 'createdAt' | 'updatedAt' | 'published' | 'version'>;
+
+export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
+  const rows = await db.query<AutomationRow>(
+    `INSERT INTO automations (id, display_name, description, trigger, steps, listener_id, signing_secret)
+     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING *`,
+    [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.signingSecret],
+  );
+  return toRecord(rows[0]!);
+}
+
+export async function getAutomation(db: Queryable, id: string, forUpdate = false): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(`SELECT * FROM automations WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [id]);
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+export async function getAutomationByListener(db: Queryable, listenerId: string): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>('SELECT * FROM automations WHERE listener_id = $1', [listenerId]);
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+export async function listAutomations(db: Queryable, afterId: string | undefined, limit: number): Promise<AutomationRecord[]> {
+  const rows = await db.query<AutomationRow>(
+    'SELECT * FROM automations WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
+    [afterId ?? null, limit],
+  );
+  return rows.map(toRecord);
+}
+
+/** Saves a changed definition; every change makes a new version. */
+export async function saveAutomation(db: Queryable, record: AutomationRecord): Promise<AutomationRecord> {
+  const rows = await db.query<AutomationRow>(
+    `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::jsonb,
+       signing_secret = $6, published = $7, version = version + 1, updated_at = now()
+     WHERE id = $1 RETURNING *`,
+    [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.signingSecret, record.published],
+  );
+  return toRecord(rows[0]!);
+}
+
+export async function setPublished(db: Queryable, id: string, published: boolean): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(
+    'UPDATE automations SET published = $2, updated_at = now() WHERE id = $1 RETURNING *',
+    [id, published],
+  );
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+export async function setSigningSecret(db: Queryable, id: string, secret: string): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(
+    'UPDATE automations SET signing_secret = $2, updated_at = now() WHERE id = $1 RETURNING *',
+    [id, secret],
+  );
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+export async function deleteAutomation(db: Queryable, id: string): Promise<boolean> {
+  return (await db.query('DELETE FROM automations WHERE id = $1 RETURNING id', [id])).length > 0;
+}
