@@ -47,7 +47,9 @@ export class TemporalRuns implements AutomationRuns {
   async start(input: AutomationRunInput): Promise<StartedRun> {
     const workflowId = runWorkflowId(input.listenerId, input.eventId);
     try {
-      await this.client.withDeadline(Date.now() + this.startTimeoutMs, () =>
+      const deadline = Date.now() + this.startTimeoutMs;
+      // withDeadline bounds the call; the race also bounds connecting to an unreachable server.
+      await raceDeadline(deadline, () => this.client.withDeadline(deadline, () =>
         this.client.workflow.start('automation', {
           taskQueue: this.taskQueue,
           workflowId,
@@ -62,11 +64,23 @@ export class TemporalRuns implements AutomationRuns {
           memo: { automationName: input.automationName, automationVersion: input.version },
           staticSummary: `${input.automationName} (v${input.version}) — event ${input.eventId}`,
         }),
-      );
+      ));
       return { executionId: workflowId };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new DuplicateEventError(workflowId);
       throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
     }
+  }
+}
+
+async function raceDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('deadline exceeded')), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([fn(), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,0 +1,134 @@
+/**
+ * The whole service for end-to-end tests: the real HTTP app on a real store, starting runs on the
+ * real Temporal dev server of this test run, with a real worker polling its own task queue.
+ */
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { TemporalRuns } from '../../src/temporal/runs';
+import { createAutomationWorker } from '../../src/temporal/worker';
+import { signHmac } from '../../src/webhooks';
+import { startTestService, type TestService, type TestServiceOptions } from './app';
+import { testTemporal, uniqueTaskQueue } from './temporal';
+
+export interface Stack {
+  service: TestService;
+  client: Client;
+  taskQueue: string;
+  adminToken: string;
+  /** Creates (and by default publishes) an automation through the API. */
+  createAutomation(body: Record<string, unknown>, publish?: boolean): Promise<{ automation: AutomationView; signingSecret?: string }>;
+  close(): Promise<void>;
+}
+
+export interface AutomationView {
+  id: string;
+  version: number;
+  trigger: { incomingWebhook: { listenerId: string; url: string } };
+  [key: string]: unknown;
+}
+
+export async function startStack(options: TestServiceOptions & { worker?: boolean } = {}): Promise<Stack> {
+  const temporal = await testTemporal();
+  const taskQueue = uniqueTaskQueue('stack');
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection, namespace: temporal.namespace });
+  const service = await startTestService({ runs: new TemporalRuns(client, taskQueue), ...options });
+  let worker: Worker | undefined;
+  let workerConnection: NativeConnection | undefined;
+  let running: Promise<void> | undefined;
+  if (options.worker !== false) {
+    workerConnection = await NativeConnection.connect({ address: temporal.address });
+    worker = await createAutomationWorker({ connection: workerConnection, namespace: temporal.namespace, taskQueue, db: service.deps.db });
+    running = worker.run();
+  }
+  const adminToken = await service.tokenFor('super_admin');
+  return {
+    service,
+    client,
+    taskQueue,
+    adminToken,
+    async createAutomation(body, publish = true) {
+      const created = await request(service.server).post('/api/v1/automations').set('Authorization', `Bearer ${adminToken}`).send(body);
+      if (created.status !== 200) throw new Error(`create automation: ${created.status} ${JSON.stringify(created.body)}`);
+      if (publish) {
+        const published = await request(service.server)
+          .post(`/api/v1/automations/${created.body.automation.id}/publish`)
+          .set('Authorization', `Bearer ${adminToken}`);
+        if (published.status !== 200) throw new Error(`publish: ${published.status}`);
+        created.body.automation = published.body.automation;
+      }
+      return created.body;
+    },
+    async close() {
+      if (worker) {
+        worker.shutdown();
+        await running;
+      }
+      await workerConnection?.close();
+      await service.close();
+      await connection.close();
+    },
+  };
+}
+
+export interface SignedEvent {
+  eventId: string;
+  timestamp: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** Headers and body of one HMAC-signed delivery, exactly as the seed describes. */
+export function hmacEvent(secret: string, payload: unknown, overrides: Partial<{ eventId: string; timestamp: string; body: string }> = {}): SignedEvent {
+  const eventId = overrides.eventId ?? randomUUID();
+  const timestamp = overrides.timestamp ?? String(Math.floor(Date.now() / 1000));
+  const body = overrides.body ?? JSON.stringify(payload);
+  return {
+    eventId,
+    timestamp,
+    body,
+    headers: {
+      'Content-Type': 'application/json',
+      'Webhook-Timestamp': timestamp,
+      'Webhook-Event-Id': eventId,
+      'Webhook-Signature': signHmac(secret, timestamp, eventId, body),
+    },
+  };
+}
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** POSTs exactly these headers and body bytes (no header added) to a path of the stack's server. */
+export function deliver(stack: Stack, path: string, event: { headers: Record<string, string>; body: string | Buffer }): Promise<RawResponse> {
+  const { port } = stack.service.server.address() as AddressInfo;
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: event.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: Record<string, unknown> = {};
+        try {
+          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+        } catch {
+          body = { raw: text };
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
+    });
+    req.on('error', reject);
+    req.end(event.body);
+  });
+}
+
+export function listenerPath(automation: AutomationView): string {
+  return new URL(automation.trigger.incomingWebhook.url).pathname;
+}
