@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   const role = parseRole(process.argv[2]);
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
   const stops: Array<() => Promise<void>> = [];
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {

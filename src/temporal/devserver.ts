@@ -41,7 +41,11 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (await isListening(ip, options.port)) {
     throw new Error(`port ${options.port} is already in use: is another Temporal server running? Set TEMPORAL_PORT or TEMPORAL_ADDRESS`);
   }
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  // The guard stops the server when this process is gone, even after a SIGKILL.
+  const guard = path.resolve(__dirname, '../../scripts/child-guard.js');
+  const child = spawn(process.execPath, [guard, String(process.pid), options.cliPath, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   const collect = (chunk: Buffer): void => {
     for (const line of chunk.toString().split('\n')) {
