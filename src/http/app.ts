@@ -6,6 +6,17 @@ import { ROUTERS } from './routes';
 
 export function createApp(deps: AppDeps): Koa {
   const app = new Koa({ proxy: deps.config.trustProxy });
+  app.use(async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      deps.metrics.httpRequests.inc({ method: ctx.method, route, status: String(ctx.status) });
+      deps.metrics.httpDuration.observe({ method: ctx.method, route }, seconds);
+    }
+  });
   app.use(errorMiddleware(deps.logger));
   app.use(async (ctx, next) => {
     ctx.set('Cache-Control', 'no-store');

@@ -1,19 +1,47 @@
 /**
  * Request body reading with the size limit enforced while streaming: a body is never buffered past
- * its limit, whatever `Content-Length` claims.
+ * its limit, whatever `Content-Length` claims; optionally with a deadline for the whole body, so a
+ * client that sends part of a body and stalls gets a 408 and loses its connection.
  */
 import type { Context } from 'koa';
 import { AppError, invalidArgument } from './errors';
 
 export const API_BODY_LIMIT = 1024 * 1024;
 
-/** Reads the raw body; 413 as soon as more than `limit` bytes have arrived (or are announced). */
-export async function readRawBody(ctx: Context, limit: number): Promise<Buffer> {
+export interface ReadBodyOptions {
+  /** Time allowed for the whole body to arrive; then 408 and the connection is closed. */
+  timeoutMs?: number;
+}
+
+/**
+ * Reads the raw body; 413 as soon as more than `limit` bytes have arrived (or are announced), 408
+ * when `timeoutMs` is given and the body has not fully arrived within it.
+ */
+export async function readRawBody(ctx: Context, limit: number, options: ReadBodyOptions = {}): Promise<Buffer> {
   const declared = ctx.get('content-length');
   if (declared && Number(declared) > limit) {
     ctx.req.resume();
     throw tooLarge(limit);
   }
+  const reading = collectBody(ctx, limit);
+  const timeoutMs = options.timeoutMs;
+  if (timeoutMs === undefined) return reading;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // The pending read ends with an error once the connection is closed after the 408.
+      reading.catch(() => undefined);
+      reject(new AppError(408, `request body not received within ${timeoutMs} ms`, { headers: { Connection: 'close' } }));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([reading, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function collectBody(ctx: Context, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {

@@ -5,6 +5,7 @@ import type { Logger } from '../logger';
 import type { PageTokens } from '../domain/pagination';
 import type { AccessTokens } from '../auth/tokens';
 import type { AutomationRuns } from '../temporal/runs';
+import type { Metrics } from './metrics';
 
 export interface AppDeps {
   config: Config;
@@ -14,4 +15,5 @@ export interface AppDeps {
   tokens: AccessTokens;
   /** Starts and reads automation runs on Temporal. */
   runs: AutomationRuns;
+  metrics: Metrics;
 }

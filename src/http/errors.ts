@@ -12,6 +12,7 @@ export const RPC_CODE: Record<number, number> = {
   403: 7, // PERMISSION_DENIED
   404: 5, // NOT_FOUND
   405: 12, // UNIMPLEMENTED
+  408: 4, // DEADLINE_EXCEEDED
   409: 6, // ALREADY_EXISTS
   413: 8, // RESOURCE_EXHAUSTED
   415: 3,

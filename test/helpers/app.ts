@@ -5,6 +5,7 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../src/http/app';
+import { Metrics } from '../../src/http/metrics';
 import type { AppDeps } from '../../src/http/context';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -27,6 +28,9 @@ export interface TestService {
 /** Used where a test runs without Temporal: every start answers "engine unavailable". */
 export const NO_TEMPORAL: AutomationRuns = {
   async start() {
+    throw new WorkflowEngineUnavailableError('no workflow engine in this test');
+  },
+  async ping() {
     throw new WorkflowEngineUnavailableError('no workflow engine in this test');
   },
 };
@@ -55,6 +59,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     pageTokens: new PageTokens(randomBytes(32)),
     tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
     runs: options.runs ?? NO_TEMPORAL,
+    metrics: new Metrics({ defaultMetrics: false }),
   };
   const app = createApp(deps);
   server.on('request', app.callback());

@@ -1,8 +1,11 @@
 /** Every router of the service, in mounting order. Each factory takes the app's dependencies. */
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
+import { createHealthRouter } from './health';
 import { createTokenRouter } from './token';
 import { createClientsRouter } from './clients';
+import { createAutomationsRouter } from './automations';
+import { createWebhookRouter } from './webhooks';
 import { createAppsRouter } from './apps';
 import { createUsersRouter } from './users';
 import { createEntitlementsRouter } from './entitlements';
@@ -11,8 +14,11 @@ import { createOwnersRouter } from './owners';
 export type RouterFactory = (deps: AppDeps) => Router;
 
 export const ROUTERS: RouterFactory[] = [
+  createHealthRouter,
   createTokenRouter,
   createClientsRouter,
+  createAutomationsRouter,
+  createWebhookRouter,
   createAppsRouter,
   createUsersRouter,
   createEntitlementsRouter,

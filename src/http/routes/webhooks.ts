@@ -24,6 +24,8 @@ import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../tempo
 
 const MAX_CACHED_VERIFIERS = 10_000;
 const RETRY_AFTER_SECONDS = '5';
+/** Time a sender has to deliver the whole body once the headers arrived (slow-body defence). */
+export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
 
 /** One JWT verifier (and so one cached JWKS) per listener and JWKS URL. */
 class VerifierCache {
@@ -52,8 +54,22 @@ export function createWebhookRouter(deps: AppDeps): Router {
   const verifiers = new VerifierCache(deps.config.allowInsecureJwks);
   const log = deps.logger.child({ component: 'webhooks' });
 
+  let inFlight = 0;
+  const metrics = deps.metrics;
+
   router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, async (ctx) => {
     const listenerId = ctx.params.listenerId!;
+    const started = process.hrtime.bigint();
+    if (inFlight >= deps.config.webhookMaxInFlight) {
+      // Load shedding before any work: memory stays bounded, the sender retries later.
+      metrics.webhookOutcomes.inc({ status: '429', reason: 'overloaded' });
+      ctx.set('Connection', 'close');
+      throw new AppError(429, 'too many webhook deliveries in progress; retry later', { headers: { 'Retry-After': '1' } });
+    }
+    inFlight += 1;
+    metrics.webhooksInFlight.set(inFlight);
+    let reason = 'accepted';
+    let status = 200;
     try {
       const automation = await getAutomationByListener(deps.db, listenerId);
       const trigger = automation?.trigger;
@@ -63,7 +79,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
       if (!isAddressAllowed(sourceAddress(ctx, deps.config.trustProxy), trigger.allowedCidrs)) {
         throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
       }
-      const body = await readRawBody(ctx, MAX_WEBHOOK_BODY_BYTES);
+      const body = await readRawBody(ctx, MAX_WEBHOOK_BODY_BYTES, { timeoutMs: WEBHOOK_BODY_TIMEOUT_MS });
       const headers = checkWebhookHeaders({
         contentType: ctx.get('content-type') || undefined,
         timestamp: ctx.get('webhook-timestamp') || undefined,
@@ -88,7 +104,24 @@ export function createWebhookRouter(deps: AppDeps): Router {
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       ctx.body = { eventId: headers.eventId, executionId };
     } catch (err) {
-      throw toHttpError(err, listenerId, log);
+      const httpError = toHttpError(err, listenerId, log);
+      status = httpError instanceof AppError ? httpError.status : 500;
+      reason =
+        err instanceof WebhookRejection
+          ? err.reason
+          : err instanceof DuplicateEventError
+            ? 'duplicate_event'
+            : err instanceof WorkflowEngineUnavailableError
+              ? 'engine_unavailable'
+              : status === 413
+                ? 'body_too_large'
+                : 'error';
+      throw httpError;
+    } finally {
+      inFlight -= 1;
+      metrics.webhooksInFlight.set(inFlight);
+      metrics.webhookOutcomes.inc({ status: String(status), reason });
+      metrics.webhookDuration.observe({ status: String(status) }, Number(process.hrtime.bigint() - started) / 1e9);
     }
   });
 

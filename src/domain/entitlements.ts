@@ -1,0 +1,98 @@
+/**
+ * App entitlements: create, get, update (with an update mask), soft delete, list under an app and
+ * search. Every write is validated whole before anything is written.
+ */
+import { newId } from '../ids';
+import { invalidArgument, notFound } from '../http/errors';
+import * as store from '../store/entitlements';
+import type { Db, Queryable } from '../store/db';
+import type { Page, PageRequest, PageTokens } from './pagination';
+import { getApp } from './apps';
+import { fieldsOf, toAppEntitlement, toColumns, type EntitlementFields } from './entitlement-record';
+import { parseEntitlementWrite, parseUpdateMask } from './entitlement-validation';
+import { isString, pageOf } from './listing';
+import { SearchEntitlementsFilter, type AppEntitlement } from './schemas';
+import { parseOrThrow } from './validation';
+
+/** `appId` is writable in the seed, but an entitlement stays under the app of its path. */
+function checkAppId(fields: EntitlementFields, appId: string, field: string): void {
+  if (fields.appId !== '' && fields.appId !== appId) {
+    throw invalidArgument({ field, description: 'must be empty or equal to the app_id of the path' });
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Creates an entitlement under `appId` from the flat body of writable fields; 404 unknown app. */
+export async function createEntitlement(db: Db, appId: string, body: unknown): Promise<AppEntitlement> {
+  await getApp(db, appId);
+  const fields = parseEntitlementWrite(body);
+  checkAppId(fields, appId, 'appId');
+  return toAppEntitlement(await store.insertEntitlement(db, newId(), appId, toColumns(fields)));
+}
+
+/** The live entitlement `id` of app `appId`, or 404. */
+export async function getEntitlement(db: Queryable, appId: string, id: string): Promise<AppEntitlement> {
+  const row = await store.findLiveEntitlement(db, appId, id);
+  if (!row) throw notFound('app entitlement');
+  return toAppEntitlement(row);
+}
+
+/**
+ * `{appEntitlement, updateMask}`: the masked fields take the given values (absent = default), the
+ * others keep theirs; the resulting record is validated as a whole.
+ */
+export async function updateEntitlement(db: Db, appId: string, id: string, body: Record<string, unknown>): Promise<AppEntitlement> {
+  const mask = parseUpdateMask(body.updateMask);
+  const patch = body.appEntitlement ?? {};
+  if (!isObject(patch)) throw invalidArgument({ field: 'appEntitlement', description: 'must be an object' });
+  return db.transaction(async (tx) => {
+    const existing = await store.findLiveEntitlement(tx, appId, id, { forUpdate: true });
+    if (!existing) throw notFound('app entitlement');
+    const merged: Record<string, unknown> = { ...fieldsOf(existing) };
+    for (const field of mask) merged[field] = patch[field];
+    const fields = parseEntitlementWrite(merged, 'appEntitlement');
+    checkAppId(fields, appId, 'appEntitlement.appId');
+    const row = await store.updateEntitlement(tx, appId, id, toColumns(fields, existing.record));
+    if (!row) throw notFound('app entitlement');
+    return toAppEntitlement(row);
+  });
+}
+
+/** Soft delete; 404 when there is no live entitlement `id` under `appId`. */
+export async function deleteEntitlement(db: Db, appId: string, id: string): Promise<void> {
+  if (!(await store.softDeleteEntitlement(db, appId, id))) throw notFound('app entitlement');
+}
+
+/** The live entitlements of an app, by id; 404 unknown app. */
+export async function listAppEntitlements(db: Db, tokens: PageTokens, appId: string, page: PageRequest): Promise<Page<AppEntitlement>> {
+  await getApp(db, appId);
+  return pageOf(tokens, page, {
+    name: `entitlements:app:${appId}`,
+    filter: {},
+    isCursor: isString,
+    fetch: (after, limit) => store.searchEntitlements(db, { appIds: [appId], afterId: after, limit }),
+    keyOf: (row) => row.id,
+    toItem: toAppEntitlement,
+  });
+}
+
+/** `{query, alias, appIds}` over all live entitlements, by id. */
+export async function searchEntitlements(db: Db, tokens: PageTokens, body: unknown, page: PageRequest): Promise<Page<AppEntitlement>> {
+  const input = parseOrThrow(SearchEntitlementsFilter, body);
+  const filter = {
+    query: input.query ?? '',
+    alias: input.alias ?? '',
+    appIds: [...new Set(input.appIds ?? [])].sort(),
+  };
+  return pageOf(tokens, page, {
+    name: 'entitlements:search',
+    filter,
+    isCursor: isString,
+    fetch: (after, limit) => store.searchEntitlements(db, { ...filter, afterId: after, limit }),
+    keyOf: (row) => row.id,
+    toItem: toAppEntitlement,
+  });
+}

@@ -1,0 +1,36 @@
+/**
+ * One keyset page of any governance listing: decode the page token (bound to the listing and its
+ * filter), fetch `pageSize + 1` rows after the cursor, and sign the cursor of the next page.
+ */
+import { invalidArgument } from '../http/errors';
+import { keysetPage, type Page, type PageRequest, type PageTokens } from './pagination';
+
+export interface Listing<Row, Item, Cursor> {
+  /** Names the listing, e.g. `entitlements:app:<appId>`: a token of another listing is refused. */
+  name: string;
+  /** Everything else that shapes the listing (search filters); `{}` when nothing does. */
+  filter: unknown;
+  isCursor: (value: unknown) => value is Cursor;
+  fetch: (after: Cursor | undefined, limit: number) => Promise<Row[]>;
+  keyOf: (row: Row) => Cursor;
+  toItem: (row: Row) => Item;
+}
+
+export async function pageOf<Row, Item, Cursor>(
+  tokens: PageTokens,
+  page: PageRequest,
+  listing: Listing<Row, Item, Cursor>,
+): Promise<Page<Item>> {
+  const cursor = tokens.decode<unknown>(listing.name, listing.filter, page.pageToken);
+  if (cursor !== undefined && !listing.isCursor(cursor)) {
+    throw invalidArgument({ field: 'page_token', description: 'page_token is invalid' });
+  }
+  const rows = await listing.fetch(cursor, page.pageSize + 1);
+  return keysetPage(rows, page.pageSize, listing.keyOf, listing.toItem, (key) =>
+    tokens.encode(listing.name, listing.filter, key),
+  );
+}
+
+export function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}

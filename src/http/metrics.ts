@@ -1,0 +1,44 @@
+/**
+ * Prometheus metrics of the API: HTTP requests by route and status, webhook outcomes by status
+ * and reason, latency histograms. Served at GET /metrics. One registry per app instance.
+ */
+import { Counter, Histogram, Registry, collectDefaultMetrics, Gauge } from 'prom-client';
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency by route',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly webhookOutcomes = new Counter({
+    name: 'webhook_requests_total',
+    help: 'Inbound webhook deliveries by status and reason',
+    labelNames: ['status', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly webhookDuration = new Histogram({
+    name: 'webhook_request_duration_seconds',
+    help: 'Inbound webhook latency by status',
+    labelNames: ['status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly webhooksInFlight = new Gauge({
+    name: 'webhook_requests_in_flight',
+    help: 'Inbound webhook deliveries being processed',
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,40 @@
+/** The users table (service accounts and humans). Listings are keyset pages by id. */
+import { iso, type Queryable } from './db';
+
+export interface UserRow {
+  id: string;
+  displayName: string;
+  email: string;
+  type: string;
+  createdAt: string;
+}
+
+const COLUMNS = `id, display_name AS "displayName", email, type, created_at AS "createdAt"`;
+
+type RawRow = Omit<UserRow, 'createdAt'> & { createdAt: unknown };
+
+function toRow(raw: RawRow): UserRow {
+  return { ...raw, createdAt: iso(raw.createdAt)! };
+}
+
+export async function insertUser(db: Queryable, user: Omit<UserRow, 'createdAt'>): Promise<UserRow> {
+  const rows = await db.query<RawRow>(
+    `INSERT INTO users (id, display_name, email, type) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+    [user.id, user.displayName, user.email, user.type],
+  );
+  return toRow(rows[0]!);
+}
+
+export async function findUser(db: Queryable, id: string): Promise<UserRow | undefined> {
+  const rows = await db.query<RawRow>(`SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
+  return rows[0] && toRow(rows[0]);
+}
+
+/** Up to `limit` users with ids after `afterId`, by id. */
+export async function listUsers(db: Queryable, afterId: string | undefined, limit: number): Promise<UserRow[]> {
+  const rows =
+    afterId === undefined
+      ? await db.query<RawRow>(`SELECT ${COLUMNS} FROM users ORDER BY id LIMIT $1`, [limit])
+      : await db.query<RawRow>(`SELECT ${COLUMNS} FROM users WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit]);
+  return rows.map(toRow);
+}
