@@ -17,7 +17,15 @@ export interface Config {
     taskQueue: string;
     uiPort: number;
     embeddedPort: number;
+    /** host:port where the Temporal SDK serves its Prometheus metrics (worker side); unset = off. */
+    metricsBind: string | undefined;
   };
+  worker: {
+    maxConcurrentActivityTaskExecutions?: number;
+    maxConcurrentWorkflowTaskExecutions?: number;
+  };
+  /** Webhook deliveries processed at once; beyond it the receiver answers 429 with Retry-After. */
+  webhookMaxInFlight: number;
   bootstrap: { clientId: string; clientSecret: string } | undefined;
   trustProxy: boolean;
   allowInsecureJwks: boolean;
@@ -77,7 +85,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskQueue: optional(env, 'TEMPORAL_TASK_QUEUE') ?? 'automations',
       uiPort: integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535),
       embeddedPort: integer(env, 'TEMPORAL_PORT', 7233, 1, 65535),
+      metricsBind: optional(env, 'TEMPORAL_METRICS_BIND'),
     },
+    worker: {
+      ...(env.WORKER_MAX_CONCURRENT_ACTIVITIES
+        ? { maxConcurrentActivityTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 100, 1, 10000) }
+        : {}),
+      ...(env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
+        ? { maxConcurrentWorkflowTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40, 2, 10000) }
+        : {}),
+    },
+    webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
     trustProxy: flag(env, 'TRUST_PROXY'),
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),

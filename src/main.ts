@@ -16,6 +16,7 @@ import { PageTokens } from './domain/pagination';
 import { AccessTokens } from './auth/tokens';
 import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
+import { Metrics } from './http/metrics';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { createLazyClient, connectWorkerConnection } from './temporal/connection';
@@ -35,7 +36,11 @@ async function main(): Promise<void> {
   const role = parseRole(process.argv[2]);
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    shutdownSignals: [],
+    ...(config.temporal.metricsBind ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.temporal.metricsBind } } } } : {}),
+  });
   const stops: Array<() => Promise<void>> = [];
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
@@ -129,6 +134,7 @@ async function startWorker(address: string, config: Config, db: Db, logger: Logg
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db,
+    ...config.worker,
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err: (err as Error).message }, 'worker stopped unexpectedly'));
@@ -152,6 +158,7 @@ async function startApi(address: string, config: Config, db: Db, logger: Logger)
     pageTokens: new PageTokens(pageKey),
     tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
     runs: new TemporalRuns(client, config.temporal.taskQueue),
+    metrics: new Metrics(),
   });
   const server = http.createServer(app.callback());
   server.requestTimeout = 30_000;

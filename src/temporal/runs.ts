@@ -28,6 +28,8 @@ export interface AutomationRuns {
    * WorkflowEngineUnavailableError when Temporal cannot be reached.
    */
   start(input: AutomationRunInput): Promise<StartedRun>;
+  /** Resolves when the workflow engine answers (readiness checks); rejects otherwise. */
+  ping(): Promise<void>;
 }
 
 /** Workflow id of the run for one event: the idempotency key. */
@@ -43,6 +45,12 @@ export class TemporalRuns implements AutomationRuns {
     /** Upper bound for one start call, so an unreachable server answers 503 quickly. */
     private readonly startTimeoutMs = 5000,
   ) {}
+
+  async ping(): Promise<void> {
+    await raceDeadline(Date.now() + this.startTimeoutMs, () =>
+      this.client.withDeadline(Date.now() + this.startTimeoutMs, () => this.client.workflowService.getSystemInfo({})),
+    );
+  }
 
   async start(input: AutomationRunInput): Promise<StartedRun> {
     const workflowId = runWorkflowId(input.listenerId, input.eventId);

@@ -1,4 +1,5 @@
 import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time';
 import { testTemporal } from '../helpers/temporal';
 import { ensureNamespace, RETENTION_SECONDS } from '../../src/temporal/setup';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/temporal/search-attributes';
@@ -29,7 +30,7 @@ describe('namespace setup on a real Temporal server', () => {
 
   it('raises the retention of an existing namespace to 7 days', async () => {
     const namespace = `ns3-${Date.now().toString(36)}`;
-    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 86400 } });
+    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(86400 * 1000) });
     await new Promise((resolve) => setTimeout(resolve, 500));
     const report = await ensureNamespace(connection, namespace);
     expect(report.retentionUpdated).toBe(true);
