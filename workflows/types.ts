@@ -55,6 +55,9 @@ export interface StepResult {
   error: string | null;
 }
 
+/** Name of the workflow query that answers the RunState of a run. */
+export const RUN_STATE_QUERY = 'state';
+
 export interface RunState {
   status: 'RUNNING' | 'COMPLETED' | 'FAILED';
   steps: StepResult[];

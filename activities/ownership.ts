@@ -1,0 +1,75 @@
+/**
+ * Entitlement-ownership activities. Both are idempotent, so a retry after a lost response is
+ * harmless: creating an existing ownership returns the original record, deleting an absent one
+ * succeeds. A missing user, app or entitlement, or a user that is not a service account, will not
+ * fix itself, so those fail without retry; anything else (database down, ...) is retried.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { Db } from '../src/store/db';
+import { AppError } from '../src/http/errors';
+import * as owners from '../src/domain/owners';
+
+export interface OwnershipRef {
+  userId: string;
+  roleSlug: string;
+  appId: string;
+  entitlementId: string;
+}
+
+export interface CreatedOwnership extends OwnershipRef {
+  /** RFC 3339 time the ownership was first recorded. */
+  createdAt: string;
+}
+
+/** Failure types of ownership activities (non-retryable). */
+export const OWNERSHIP_NOT_FOUND = 'OwnershipNotFound';
+export const OWNERSHIP_INVALID = 'OwnershipInvalid';
+
+export function createOwnershipActivities(deps: { db: Db }) {
+  return {
+    /** Records `userId` as owner of the entitlement under `roleSlug`; returns the record. */
+    async createEntitlementOwner(ref: OwnershipRef): Promise<CreatedOwnership> {
+      try {
+        const { userOwnerEntitlement } = await owners.createEntitlementOwner(deps.db, pick(ref));
+        return { ...pick(ref), createdAt: userOwnerEntitlement.createdAt };
+      } catch (err) {
+        throw toFailure(err, 'createEntitlementOwner', ref);
+      }
+    },
+
+    /** Removes the ownership; `deleted` is false when it did not exist (still a success). */
+    async deleteEntitlementOwner(ref: OwnershipRef): Promise<{ deleted: boolean }> {
+      try {
+        return { deleted: await owners.deleteEntitlementOwner(deps.db, pick(ref)) };
+      } catch (err) {
+        throw toFailure(err, 'deleteEntitlementOwner', ref);
+      }
+    },
+  };
+}
+
+function pick(ref: OwnershipRef): OwnershipRef {
+  return { userId: ref.userId, roleSlug: ref.roleSlug, appId: ref.appId, entitlementId: ref.entitlementId };
+}
+
+/** 404 and 400 from the domain are permanent; everything else is left to the retry policy. */
+function toFailure(err: unknown, operation: string, ref: OwnershipRef): unknown {
+  if (err instanceof AppError && (err.status === 404 || err.status === 400)) {
+    return ApplicationFailure.create({
+      type: err.status === 404 ? OWNERSHIP_NOT_FOUND : OWNERSHIP_INVALID,
+      message: `${operation}: ${describeFailure(err, ref)}`,
+      nonRetryable: true,
+      details: [{ status: err.status, ...pick(ref) }],
+    });
+  }
+  return err;
+}
+
+/** `user "svc-9" not found` rather than the domain's bare `user not found`. */
+function describeFailure(err: AppError, ref: OwnershipRef): string {
+  const ids: Record<string, string> = { user: ref.userId, app: ref.appId, 'app entitlement': `${ref.appId}/${ref.entitlementId}` };
+  const missing = /^(.*) not found$/.exec(err.message)?.[1];
+  if (err.status === 404 && missing !== undefined && ids[missing] !== undefined) return `${missing} ${JSON.stringify(ids[missing])} not found`;
+  const target = `user ${JSON.stringify(ref.userId)}, role ${JSON.stringify(ref.roleSlug)}, app ${JSON.stringify(ref.appId)}, entitlement ${JSON.stringify(ref.entitlementId)}`;
+  return `${err.message} (${target})`;
+}

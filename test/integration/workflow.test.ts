@@ -1,0 +1,250 @@
+/**
+ * The automation workflow on a real Temporal dev server, with real activities over a real store.
+ * The workflow code is bundled once; every test runs its own worker on its own task queue.
+ */
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Db } from '../../src/store/db';
+import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
+import type { automation } from '../../workflows';
+import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
+import { DATABASES, openTestDb } from '../helpers/databases';
+import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+
+let nativeConnection: NativeConnection;
+let connection: Connection;
+let client: Client;
+let namespace: string;
+let bundle: WorkflowBundleWithSourceMap;
+
+beforeAll(async () => {
+  // Expected workflow failures are logged as warnings: keep the test output to errors.
+  Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
+  const temporal = await testTemporal();
+  namespace = temporal.namespace;
+  nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  connection = await Connection.connect({ address: temporal.address });
+  client = new Client({ connection, namespace });
+  bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: quietLogger() });
+});
+
+afterAll(async () => {
+  await connection?.close();
+  await nativeConnection?.close();
+});
+
+function quietLogger() {
+  const noop = (): void => undefined;
+  return { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
+}
+
+function runInput(steps: StepDefinition[], trigger: unknown): AutomationRunInput {
+  return {
+    automationId: 'auto-1',
+    automationName: 'Test automation',
+    version: 1,
+    listenerId: 'listener-1',
+    eventId: randomUUID(),
+    receivedAt: new Date().toISOString(),
+    trigger,
+    steps,
+  };
+}
+
+for (const target of DATABASES) {
+  describe(`automation workflow (${target.name})`, () => {
+    let db: Db;
+
+    beforeAll(async () => {
+      db = await openTestDb(target);
+    });
+
+    afterAll(async () => {
+      await db?.close();
+    });
+
+    /** Starts a worker on a fresh task queue, runs `fn` with a starter for that queue, stops the worker. */
+    async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>): Promise<T> {
+      const taskQueue = uniqueTaskQueue('automation');
+      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle });
+      const start = (input: AutomationRunInput) =>
+        client.workflow.start<typeof automation>('automation', {
+          taskQueue,
+          workflowId: `test:${input.eventId}`,
+          args: [input],
+        });
+      return worker.runUntil(fn(start));
+    }
+
+    async function expectRunFailure(handle: WorkflowHandle<typeof automation>): Promise<ApplicationFailure> {
+      const err = await handle.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      const cause = (err as WorkflowFailedError).cause;
+      expect(cause).toBeInstanceOf(ApplicationFailure);
+      return cause as ApplicationFailure;
+    }
+
+    it('sets variables from the trigger (both syntaxes) and reads them in later steps', async () => {
+      const steps: StepDefinition[] = [
+        { id: 'vars', setVariables: { who: 'ctx.trigger.user', ent: 'ctx.trigger["entitlement"]', n: 'ctx.trigger.count * 2.0' } },
+        { id: 'derived', setVariables: { greeting: "'hello ' + ctx.steps.vars.who", isTwo: 'ctx.steps.vars.n == 4.0' } },
+      ];
+      const result = await withWorker(async (start) => {
+        const handle = await start(runInput(steps, { user: 'svc-1', entitlement: 'ent-9', count: 2 }));
+        return handle.result();
+      });
+      expect(result.status).toBe('COMPLETED');
+      expect(result.steps).toEqual([
+        { id: 'vars', kind: 'setVariables', status: 'DONE', output: { who: 'svc-1', ent: 'ent-9', n: 4 }, error: null },
+        { id: 'derived', kind: 'setVariables', status: 'DONE', output: { greeting: 'hello svc-1', isTwo: true }, error: null },
+      ]);
+    });
+
+    it('skips a step whose when is false and runs one whose when is true', async () => {
+      const steps: StepDefinition[] = [
+        { id: 'skipped', when: "ctx.trigger.kind == 'fire'", setVariables: { x: "'never'" } },
+        { id: 'ran', when: "ctx.trigger.kind == 'hire' && !has(ctx.steps.skipped)", setVariables: { x: "'yes'" } },
+      ];
+      const result = await withWorker(async (start) => (await start(runInput(steps, { kind: 'hire' }))).result());
+      expect(result.status).toBe('COMPLETED');
+      expect(result.steps.map((s) => [s.id, s.status, s.output])).toEqual([
+        ['skipped', 'SKIPPED', null],
+        ['ran', 'DONE', { x: 'yes' }],
+      ]);
+    });
+
+    it('fails the run at a CEL error, naming the step and field; later steps stay PENDING', async () => {
+      const steps: StepDefinition[] = [
+        { id: 'ok', setVariables: { a: '1' } },
+        { id: 'broken', setVariables: { value: 'ctx.trigger.missing' } },
+        { id: 'after', setVariables: { b: '2' } },
+      ];
+      await withWorker(async (start) => {
+        const handle = await start(runInput(steps, { present: true }));
+        const failure = await expectRunFailure(handle);
+        expect(failure.type).toBe('StepFailed');
+        expect(failure.message).toMatch(/^step "broken" failed: value: .*missing/);
+        const state = await handle.query<RunState>(RUN_STATE_QUERY);
+        expect(state.status).toBe('FAILED');
+        expect(state.steps.map((s) => s.status)).toEqual(['DONE', 'FAILED', 'PENDING']);
+        expect(state.steps[1]?.error).toMatch(/^value: .*missing/);
+      });
+    });
+
+    it('fails the step when `when` is not a boolean', async () => {
+      const steps: StepDefinition[] = [{ id: 'odd', when: 'ctx.trigger.kind', setVariables: {} }];
+      await withWorker(async (start) => {
+        const failure = await expectRunFailure(await start(runInput(steps, { kind: 'hire' })));
+        expect(failure.message).toBe('step "odd" failed: when: must evaluate to a boolean, got string "hire"');
+      });
+    });
+
+    it('shows WAITING during a durable wait, then DONE', async () => {
+      const steps: StepDefinition[] = [
+        { id: 'pause', wait: { duration: '1.5s' } },
+        { id: 'after', setVariables: { done: 'true' } },
+      ];
+      await withWorker(async (start) => {
+        const handle = await start(runInput(steps, {}));
+        let seen: RunState | undefined;
+        const deadline = Date.now() + 10_000;
+        while (Date.now() < deadline) {
+          seen = await handle.query<RunState>(RUN_STATE_QUERY);
+          if (seen.steps[0]?.status === 'WAITING') break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        expect(seen?.status).toBe('RUNNING');
+        expect(seen?.steps.map((s) => s.status)).toEqual(['WAITING', 'PENDING']);
+        const result = await handle.result();
+        expect(result.status).toBe('COMPLETED');
+        expect(result.steps.map((s) => [s.id, s.status, s.output])).toEqual([
+          ['pause', 'DONE', { duration: '1.5s' }],
+          ['after', 'DONE', { done: true }],
+        ]);
+      });
+    });
+
+    it('fails the step when the wait duration is invalid', async () => {
+      const steps: StepDefinition[] = [{ id: 'pause', wait: { duration: '1h' } }];
+      await withWorker(async (start) => {
+        const failure = await expectRunFailure(await start(runInput(steps, {})));
+        expect(failure.message).toMatch(/^step "pause" failed: wait.duration: "1h" is not a duration/);
+      });
+    });
+
+    describe('ownership steps', () => {
+      beforeAll(async () => {
+        await db.query(`INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE'), ('human-1', 'Ann', 'USER_TYPE_HUMAN')`);
+        await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
+        await db.query(
+          `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
+        );
+      });
+
+      async function owners(): Promise<Array<{ user_id: string; role_slug: string }>> {
+        return db.query('SELECT user_id, role_slug FROM entitlement_owners ORDER BY user_id, role_slug');
+      }
+
+      it('creates then deletes an ownership, reading the first step output in the last', async () => {
+        const fields = { roleSlug: "'owner'", appId: "'app-1'", entitlementId: "ctx.trigger['entitlement']" };
+        const steps: StepDefinition[] = [
+          { id: 'own', when: "ctx.trigger.kind == 'hire'", createEntitlementOwner: { userId: 'ctx.trigger.service_account', ...fields } },
+          { id: 'check', setVariables: { createdAt: 'ctx.steps.own.createdAt' } },
+          { id: 'pause', wait: { duration: '0.1s' } },
+          { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', ...fields } },
+          { id: 'again', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', ...fields } },
+        ];
+        const trigger = { kind: 'hire', service_account: 'svc-1', entitlement: 'ent-1' };
+        await withWorker(async (start) => {
+          const first = await (await start(runInput(steps.slice(0, 2), trigger))).result();
+          expect(first.steps[0]).toMatchObject({
+            id: 'own',
+            kind: 'createEntitlementOwner',
+            status: 'DONE',
+            output: { userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'ent-1' },
+          });
+          const createdAt = first.steps[0]?.output?.createdAt;
+          expect(typeof createdAt).toBe('string');
+          expect(first.steps[1]?.output).toEqual({ createdAt });
+          expect(await owners()).toEqual([{ user_id: 'svc-1', role_slug: 'owner' }]);
+
+          // the whole automation: create again (idempotent, same createdAt), delete, delete again
+          const all = await (await start(runInput(steps, trigger))).result();
+          expect(all.steps.map((s) => s.status)).toEqual(['DONE', 'DONE', 'DONE', 'DONE', 'DONE']);
+          expect(all.steps[0]?.output?.createdAt).toBe(createdAt);
+          expect(all.steps[3]?.output).toEqual({ deleted: true });
+          expect(all.steps[4]?.output).toEqual({ deleted: false });
+          expect(await owners()).toEqual([]);
+        });
+      });
+
+      it('fails without retrying for an unknown entitlement or a non-service user', async () => {
+        const step = (userId: string, entitlementId: string): StepDefinition => ({
+          id: 'own',
+          createEntitlementOwner: { userId: `'${userId}'`, roleSlug: "'owner'", appId: "'app-1'", entitlementId: `'${entitlementId}'` },
+        });
+        await withWorker(async (start) => {
+          const missing = await expectRunFailure(await start(runInput([step('svc-1', 'ent-404')], {})));
+          expect(missing.message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
+          const human = await expectRunFailure(await start(runInput([step('human-1', 'ent-1')], {})));
+          expect(human.message).toMatch(/^step "own" failed: createEntitlementOwner: .*service account/);
+        });
+      });
+
+      it('fails the step when a field does not evaluate to a string', async () => {
+        const steps: StepDefinition[] = [
+          { id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.n', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } },
+        ];
+        await withWorker(async (start) => {
+          const failure = await expectRunFailure(await start(runInput(steps, { n: 7 })));
+          expect(failure.message).toBe('step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7');
+        });
+      });
+    });
+  });
+}
