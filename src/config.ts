@@ -27,6 +27,8 @@ export interface Config {
   /** Webhook deliveries processed at once; beyond it the receiver answers 429 with Retry-After. */
   webhookMaxInFlight: number;
   bootstrap: { clientId: string; clientSecret: string } | undefined;
+  /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
+  secretKey: string | undefined;
   trustProxy: boolean;
   allowInsecureJwks: boolean;
   accessTokenTtlSeconds: number;
@@ -97,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
+    secretKey: optional(env, 'SECRET_KEY'),
     trustProxy: flag(env, 'TRUST_PROXY'),
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),

@@ -17,6 +17,7 @@ import { AccessTokens } from './auth/tokens';
 import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
 import { Metrics } from './http/metrics';
+import { SecretBox, loadSecretKey } from './auth/secret-box';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { createLazyClient, connectWorkerConnection } from './temporal/connection';
@@ -159,6 +160,7 @@ async function startApi(address: string, config: Config, db: Db, logger: Logger)
     tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
     runs: new TemporalRuns(client, config.temporal.taskQueue),
     metrics: new Metrics(),
+    secretBox: new SecretBox(secretKey(config, logger)),
   });
   const server = http.createServer(app.callback());
   server.requestTimeout = 30_000;
@@ -177,6 +179,15 @@ async function startApi(address: string, config: Config, db: Db, logger: Logger)
       await connection.close();
     },
   };
+}
+
+function secretKey(config: Config, logger: Logger): Buffer {
+  const { key, source } = loadSecretKey(config.secretKey, config.dataDir);
+  if (source !== 'env' && config.databaseUrl) {
+    logger.warn('SECRET_KEY is not set: signing secrets are sealed with a key file in DATA_DIR; every API process sharing DATABASE_URL needs the same SECRET_KEY');
+  }
+  if (source === 'generated') logger.info({ file: path.join(config.dataDir, 'secret.key') }, 'generated the key that seals secrets at rest (mode 0600)');
+  return key;
 }
 
 async function printBootstrap(db: Db, config: Config, logger: Logger): Promise<void> {

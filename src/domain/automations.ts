@@ -7,6 +7,8 @@ import { newId, randomToken } from '../ids';
 import { invalidArgument, notFound, type FieldViolation } from '../http/errors';
 import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
+import type { SecretBox } from '../auth/secret-box';
+import { recordAudit } from '../store/audit';
 import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from './automation-validation';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
@@ -46,6 +48,9 @@ export function automationView(record: AutomationRecord, baseUrl: string): Recor
 
 export interface AutomationOptions {
   allowInsecureJwks: boolean;
+  secretBox: SecretBox;
+  /** Who makes the change, for the audit trail. */
+  actor: string;
 }
 
 export async function createAutomation(
@@ -60,14 +65,18 @@ export async function createAutomation(
   const steps = validateSteps(body.steps ?? [], violations);
   if (violations.length > 0) throw invalidArgument(violations);
   const signingSecret = trigger.authMethod === 'HMAC' ? newSigningSecret() : null;
-  const record = await store.insertAutomation(db, {
-    id: newId(),
-    displayName,
-    description,
-    trigger,
-    steps,
-    listenerId: randomToken(18),
-    signingSecret,
+  const record = await db.transaction(async (tx) => {
+    const inserted = await store.insertAutomation(tx, {
+      id: newId(),
+      displayName,
+      description,
+      trigger,
+      steps,
+      listenerId: randomToken(18),
+      sealedSigningSecret: signingSecret === null ? null : options.secretBox.seal(signingSecret),
+    });
+    await recordAudit(tx, { actor: options.actor, action: 'automation.create', resourceType: 'automation', resourceId: inserted.id });
+    return inserted;
   });
   return { record, signingSecret };
 }
@@ -120,23 +129,55 @@ export async function updateAutomation(
     if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
     if (violations.length > 0) throw invalidArgument(violations);
     let signingSecret: string | null = null;
-    if (next.trigger.authMethod === 'HMAC' && !current.signingSecret) {
+    if (next.trigger.authMethod === 'HMAC' && !current.sealedSigningSecret) {
       signingSecret = newSigningSecret();
-      next.signingSecret = signingSecret;
+      next.sealedSigningSecret = options.secretBox.seal(signingSecret);
     } else if (next.trigger.authMethod === 'JWT') {
-      next.signingSecret = null;
+      next.sealedSigningSecret = null;
     }
-    return { record: await store.saveAutomation(tx, next), signingSecret };
+    const saved = await store.saveAutomation(tx, next);
+    await recordAudit(tx, {
+      actor: options.actor,
+      action: 'automation.update',
+      resourceType: 'automation',
+      resourceId: id,
+      details: { fields: [...mask], version: saved.version },
+    });
+    return { record: saved, signingSecret };
   });
 }
 
-export async function rotateSigningSecret(db: Db, id: string): Promise<string> {
-  const current = await store.getAutomation(db, id);
-  if (!current) throw notFound('automation');
-  if (current.trigger.authMethod !== 'HMAC') {
-    throw invalidArgument({ field: 'trigger.incomingWebhook.authMethod', description: 'only HMAC triggers have a signing secret' });
-  }
-  const secret = newSigningSecret();
-  await store.setSigningSecret(db, id, secret);
-  return secret;
+export async function rotateSigningSecret(db: Db, id: string, options: AutomationOptions): Promise<string> {
+  return db.transaction(async (tx) => {
+    const current = await store.getAutomation(tx, id, true);
+    if (!current) throw notFound('automation');
+    if (current.trigger.authMethod !== 'HMAC') {
+      throw invalidArgument({ field: 'trigger.incomingWebhook.authMethod', description: 'only HMAC triggers have a signing secret' });
+    }
+    const secret = newSigningSecret();
+    await store.setSealedSigningSecret(tx, id, options.secretBox.seal(secret));
+    await recordAudit(tx, { actor: options.actor, action: 'automation.rotate_secret', resourceType: 'automation', resourceId: id });
+    return secret;
+  });
+}
+
+/** Publish, unpublish or delete, with its audit record, in one transaction. */
+export async function changeAutomationState(
+  db: Db,
+  id: string,
+  change: 'publish' | 'unpublish' | 'delete',
+  actor: string,
+): Promise<AutomationRecord | undefined> {
+  return db.transaction(async (tx) => {
+    let record: AutomationRecord | undefined;
+    if (change === 'delete') {
+      record = await store.getAutomation(tx, id, true);
+      if (record) await store.deleteAutomation(tx, id);
+    } else {
+      record = await store.setPublished(tx, id, change === 'publish');
+    }
+    if (!record) throw notFound('automation');
+    await recordAudit(tx, { actor, action: `automation.${change}`, resourceType: 'automation', resourceId: id, details: { version: record.version } });
+    return record;
+  });
 }

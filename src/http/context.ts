@@ -6,6 +6,7 @@ import type { PageTokens } from '../domain/pagination';
 import type { AccessTokens } from '../auth/tokens';
 import type { AutomationRuns } from '../temporal/runs';
 import type { Metrics } from './metrics';
+import type { SecretBox } from '../auth/secret-box';
 
 export interface AppDeps {
   config: Config;
@@ -16,4 +17,6 @@ export interface AppDeps {
   /** Starts and reads automation runs on Temporal. */
   runs: AutomationRuns;
   metrics: Metrics;
+  /** Seals and opens secrets kept at rest (HMAC signing secrets). */
+  secretBox: SecretBox;
 }

@@ -13,8 +13,8 @@ export interface AutomationRecord {
   trigger: IncomingWebhookTrigger;
   listenerId: string;
   steps: StepDefinition[];
-  /** HMAC signing secret; null for JWT. Never leaves the service except on create and rotation. */
-  signingSecret: string | null;
+  /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
+  sealedSigningSecret: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -43,7 +43,7 @@ function toRecord(row: AutomationRow): AutomationRecord {
     trigger: row.trigger,
     listenerId: row.listener_id,
     steps: row.steps,
-    signingSecret: row.signing_secret,
+    sealedSigningSecret: row.signing_secret,
     createdAt: iso(row.created_at) ?? '',
     updatedAt: iso(row.updated_at) ?? '',
   };
@@ -55,7 +55,7 @@ export async function insertAutomation(db: Queryable, input: NewAutomation): Pro
   const rows = await db.query<AutomationRow>(
     `INSERT INTO automations (id, display_name, description, trigger, steps, listener_id, signing_secret)
      VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING *`,
-    [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.signingSecret],
+    [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.sealedSigningSecret],
   );
   return toRecord(rows[0]!);
 }
@@ -84,7 +84,7 @@ export async function saveAutomation(db: Queryable, record: AutomationRecord): P
     `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::jsonb,
        signing_secret = $6, published = $7, version = version + 1, updated_at = now()
      WHERE id = $1 RETURNING *`,
-    [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.signingSecret, record.published],
+    [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.sealedSigningSecret, record.published],
   );
   return toRecord(rows[0]!);
 }
@@ -97,10 +97,10 @@ export async function setPublished(db: Queryable, id: string, published: boolean
   return rows[0] ? toRecord(rows[0]) : undefined;
 }
 
-export async function setSigningSecret(db: Queryable, id: string, secret: string): Promise<AutomationRecord | undefined> {
+export async function setSealedSigningSecret(db: Queryable, id: string, sealed: string): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(
     'UPDATE automations SET signing_secret = $2, updated_at = now() WHERE id = $1 RETURNING *',
-    [id, secret],
+    [id, sealed],
   );
   return rows[0] ? toRecord(rows[0]) : undefined;
 }

@@ -79,6 +79,19 @@ export const MIGRATIONS: readonly string[] = [
     updated_at timestamptz NOT NULL DEFAULT now()
   );
   `,
+  // 4: audit trail of ownership and automation changes
+  `
+  CREATE TABLE audit_events (
+    id text PRIMARY KEY,
+    at timestamptz NOT NULL DEFAULT now(),
+    actor text NOT NULL,
+    action text NOT NULL,
+    resource_type text NOT NULL,
+    resource_id text NOT NULL,
+    details jsonb NOT NULL DEFAULT '{}'::jsonb
+  );
+  CREATE INDEX audit_events_resource ON audit_events (resource_type, resource_id, id);
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -6,6 +6,7 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../src/http/app';
 import { Metrics } from '../../src/http/metrics';
+import { SecretBox } from '../../src/auth/secret-box';
 import type { AppDeps } from '../../src/http/context';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
@@ -60,6 +61,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
     runs: options.runs ?? NO_TEMPORAL,
     metrics: new Metrics({ defaultMetrics: false }),
+    secretBox: new SecretBox(randomBytes(32)),
   };
   const app = createApp(deps);
   server.on('request', app.callback());

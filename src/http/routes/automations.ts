@@ -1,21 +1,33 @@
 /** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret. */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { authenticate, requireAccess } from '../auth';
+import type { Context } from 'koa';
+import { authenticate, principalOf, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
 import { notFound } from '../errors';
 import { keysetPage, readPageRequest } from '../../domain/pagination';
-import { automationView, createAutomation, rotateSigningSecret, updateAutomation } from '../../domain/automations';
+import {
+  automationView,
+  changeAutomationState,
+  createAutomation,
+  rotateSigningSecret,
+  updateAutomation,
+  type AutomationOptions,
+} from '../../domain/automations';
 import * as store from '../../store/automations';
 
 export function createAutomationsRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: '/api/v1/automations' });
-  const options = { allowInsecureJwks: deps.config.allowInsecureJwks };
+  const options = (ctx: Context): AutomationOptions => ({
+    allowInsecureJwks: deps.config.allowInsecureJwks,
+    secretBox: deps.secretBox,
+    actor: `client:${principalOf(ctx).clientId}`,
+  });
   const view = (record: store.AutomationRecord): Record<string, unknown> => automationView(record, deps.config.baseUrl);
   router.use(authenticate(deps.tokens), requireAccess('automations', 'write'));
 
   router.post('/', async (ctx) => {
-    const { record, signingSecret } = await createAutomation(deps.db, await readJsonObject(ctx), options);
+    const { record, signingSecret } = await createAutomation(deps.db, await readJsonObject(ctx), options(ctx));
     ctx.body = { automation: view(record), ...(signingSecret ? { signingSecret } : {}) };
   });
 
@@ -36,25 +48,24 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   });
 
   router.post('/:id', async (ctx) => {
-    const { record, signingSecret } = await updateAutomation(deps.db, ctx.params.id!, await readJsonObject(ctx), options);
+    const { record, signingSecret } = await updateAutomation(deps.db, ctx.params.id!, await readJsonObject(ctx), options(ctx));
     ctx.body = { automation: view(record), ...(signingSecret ? { signingSecret } : {}) };
   });
 
   router.delete('/:id', async (ctx) => {
-    if (!(await store.deleteAutomation(deps.db, ctx.params.id!))) throw notFound('automation');
+    await changeAutomationState(deps.db, ctx.params.id!, 'delete', options(ctx).actor);
     ctx.body = {};
   });
 
-  for (const [action, published] of [['publish', true], ['unpublish', false]] as const) {
+  for (const action of ['publish', 'unpublish'] as const) {
     router.post(`/:id/${action}`, async (ctx) => {
-      const record = await store.setPublished(deps.db, ctx.params.id!, published);
-      if (!record) throw notFound('automation');
-      ctx.body = { automation: view(record) };
+      const record = await changeAutomationState(deps.db, ctx.params.id!, action, options(ctx).actor);
+      ctx.body = { automation: view(record!) };
     });
   }
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {
-    ctx.body = { signingSecret: await rotateSigningSecret(deps.db, ctx.params.id!) };
+    ctx.body = { signingSecret: await rotateSigningSecret(deps.db, ctx.params.id!, options(ctx)) };
   });
 
   return router;

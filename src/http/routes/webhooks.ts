@@ -26,6 +26,8 @@ const MAX_CACHED_VERIFIERS = 10_000;
 const RETRY_AFTER_SECONDS = '5';
 /** Time a sender has to deliver the whole body once the headers arrived (slow-body defence). */
 export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
+/** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
+const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** One JWT verifier (and so one cached JWKS) per listener and JWKS URL. */
 class VerifierCache {
@@ -71,7 +73,8 @@ export function createWebhookRouter(deps: AppDeps): Router {
     let reason = 'accepted';
     let status = 200;
     try {
-      const automation = await getAutomationByListener(deps.db, listenerId);
+      // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
+      const automation = LISTENER_ID.test(listenerId) ? await getAutomationByListener(deps.db, listenerId) : undefined;
       const trigger = automation?.trigger;
       if (!automation || !automation.published || !trigger?.enabled) {
         throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
@@ -132,9 +135,9 @@ export function createWebhookRouter(deps: AppDeps): Router {
   ): Promise<void> {
     if (automation.trigger.authMethod === 'HMAC') {
       const ok =
-        automation.signingSecret !== null &&
+        automation.sealedSigningSecret !== null &&
         headers.signature !== undefined &&
-        verifyHmac(automation.signingSecret, headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
+        verifyHmac(deps.secretBox.open(automation.sealedSigningSecret), headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
       if (!ok) throw new WebhookRejection(401, 'invalid webhook signature', 'signature_mismatch');
       return;
     }

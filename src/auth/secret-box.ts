@@ -1,0 +1,56 @@
+/**
+ * Encryption at rest for secrets the service must read back (HMAC signing secrets): AES-256-GCM
+ * under a 256-bit key from SECRET_KEY, or from a key file made once in DATA_DIR with mode 0600.
+ * Sealed form: `v1.<iv>.<ciphertext>.<tag>`, base64url parts.
+ */
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const VERSION = 'v1';
+
+export class SecretBox {
+  constructor(private readonly key: Buffer) {
+    if (key.length !== 32) throw new Error('secret key must be 32 bytes');
+  }
+
+  seal(plain: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return [VERSION, iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  }
+
+  /** The plain secret; throws when the value was not sealed with this key or was altered. */
+  open(sealed: string): string {
+    const [version, iv, ciphertext, tag] = sealed.split('.');
+    if (version !== VERSION || !iv || ciphertext === undefined || !tag) throw new Error('not a sealed secret');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}
+
+/** Parses SECRET_KEY: 32 bytes as base64url, base64 or hex. */
+export function parseSecretKey(text: string): Buffer {
+  const trimmed = text.trim();
+  const candidates = [
+    /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : undefined,
+    Buffer.from(trimmed, 'base64url'),
+    Buffer.from(trimmed, 'base64'),
+  ];
+  const key = candidates.find((candidate) => candidate?.length === 32);
+  if (!key) throw new Error('SECRET_KEY must be 32 bytes, given as hex (64 characters) or base64/base64url (43-44 characters)');
+  return key;
+}
+
+/** The key from SECRET_KEY, else from DATA_DIR/secret.key (made with mode 0600 when missing). */
+export function loadSecretKey(secretKey: string | undefined, dataDir: string): { key: Buffer; source: 'env' | 'file' | 'generated' } {
+  if (secretKey) return { key: parseSecretKey(secretKey), source: 'env' };
+  const file = path.join(dataDir, 'secret.key');
+  if (fs.existsSync(file)) return { key: parseSecretKey(fs.readFileSync(file, 'utf8')), source: 'file' };
+  fs.mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  fs.writeFileSync(file, `${key.toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+  return { key, source: 'generated' };
+}
