@@ -27,9 +27,12 @@ export interface DbOptions {
   dataDir?: string | undefined;
   /** PostgreSQL schema to use (created if missing); lets tests isolate themselves. */
   schema?: string | undefined;
+  /** In-memory PGlite only: a data-dir image (from `dumpMemoryImage`) to start from instead of initdb. */
+  image?: Blob | undefined;
 }
 
 export async function openDb(options: DbOptions): Promise<Db> {
+  if (!options.databaseUrl && !options.dataDir) return openMemoryPglite(options.image);
   const db = options.databaseUrl ? await openPostgres(options.databaseUrl, options.schema) : await openPglite(options.dataDir);
   try {
     await migrate(db);
@@ -85,10 +88,46 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
   };
 }
 
+/** A migrated in-memory database image, made once per process: later in-memory opens load it. */
+let memoryTemplate: Promise<Blob> | undefined;
+
+/** In-memory PGlite (tests, tools): starts from the migrated template instead of initdb + migrations. */
+async function openMemoryPglite(image: Blob | undefined): Promise<Db> {
+  let template = image;
+  if (!template) {
+    memoryTemplate ??= dumpMemoryImage();
+    try {
+      template = await memoryTemplate;
+    } catch (err) {
+      memoryTemplate = undefined;
+      throw err;
+    }
+  }
+  const { PGlite } = await import('@electric-sql/pglite');
+  const db = wrapPglite(await PGlite.create({ loadDataDir: template }));
+  await migrate(db);
+  return db;
+}
+
+/** A migrated, empty in-memory database as a data-dir image (uncompressed tar). */
+export async function dumpMemoryImage(): Promise<Blob> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const pg = await PGlite.create({});
+  try {
+    await migrate(wrapPglite(pg));
+    return await pg.dumpDataDir('none');
+  } finally {
+    await pg.close();
+  }
+}
+
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   if (dataDir) fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  const pg = await PGlite.create(dataDir ? { dataDir } : {});
+  return wrapPglite(await PGlite.create(dataDir ? { dataDir } : {}));
+}
+
+function wrapPglite(pg: import('@electric-sql/pglite').PGlite): Db {
   return {
     kind: 'pglite',
     async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {

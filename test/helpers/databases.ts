@@ -3,6 +3,7 @@
  * set (CI sets it). Use as `for (const target of DATABASES) describe(target.name, ...)`.
  */
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { openDb, type Db } from '../../src/store/db';
 
 export interface DatabaseTarget {
@@ -15,9 +16,18 @@ export const DATABASES: DatabaseTarget[] = [
   ...(process.env.DATABASE_URL ? [{ name: 'postgres' as const, url: process.env.DATABASE_URL }] : []),
 ];
 
+let image: Blob | undefined;
+
+/** The migrated PGlite image made once by jest's globalSetup (undefined outside it). */
+function pgliteImage(): Blob | undefined {
+  const file = process.env.TEST_PGLITE_IMAGE;
+  if (!image && file && fs.existsSync(file)) image = new Blob([fs.readFileSync(file)]);
+  return image;
+}
+
 /** A fresh, migrated database: in-memory PGlite, or a new schema in PostgreSQL. */
 export async function openTestDb(target: DatabaseTarget): Promise<Db> {
-  if (!target.url) return openDb({});
+  if (!target.url) return openDb({ image: pgliteImage() });
   const schema = `t_${randomBytes(6).toString('hex')}`;
   const db = await openDb({ databaseUrl: target.url, schema });
   const close = db.close.bind(db);

@@ -12,7 +12,7 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
 import { startTestService, type TestService, type TestServiceOptions } from './app';
-import { testTemporal, uniqueTaskQueue } from './temporal';
+import { testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {
   service: TestService;
@@ -42,7 +42,14 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   let running: Promise<void> | undefined;
   if (options.worker !== false) {
     workerConnection = await NativeConnection.connect({ address: temporal.address });
-    worker = await createAutomationWorker({ connection: workerConnection, namespace: temporal.namespace, taskQueue, db: service.deps.db });
+    const bundle = testWorkflowBundle();
+    worker = await createAutomationWorker({
+      connection: workerConnection,
+      namespace: temporal.namespace,
+      taskQueue,
+      db: service.deps.db,
+      ...(bundle ? { bundle } : {}),
+    });
     running = worker.run();
   }
   const adminToken = await service.tokenFor('super_admin');

@@ -17,3 +17,9 @@ export async function testTemporal(): Promise<TestTemporal> {
 export function uniqueTaskQueue(prefix = 'test'): string {
   return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
+
+/** The automation workflow bundle built once by globalSetup, for Worker.create({ workflowBundle }). */
+export function testWorkflowBundle(): { codePath: string } | undefined {
+  const codePath = process.env.TEST_WORKFLOW_BUNDLE;
+  return codePath ? { codePath } : undefined;
+}
