@@ -8,6 +8,7 @@ import * as store from '../store/owners';
 import { findUser } from '../store/users';
 import { findLiveEntitlement } from '../store/entitlements';
 import type { Db } from '../store/db';
+import { recordAudit } from '../store/audit';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { getApp } from './apps';
 import { getUser, SERVICE_USER } from './users';
@@ -51,6 +52,7 @@ function checkRef(ref: EntitlementOwnerRef): void {
 export async function createEntitlementOwner(
   db: Db,
   ref: EntitlementOwnerRef,
+  actor = 'system',
 ): Promise<{ userOwnerEntitlement: UserOwnerEntitlementRecord }> {
   checkRef(ref);
   return db.transaction(async (tx) => {
@@ -63,6 +65,7 @@ export async function createEntitlementOwner(
     const entitlement = await findLiveEntitlement(tx, ref.appId, ref.entitlementId);
     if (!entitlement) throw notFound('app entitlement');
     const owner = await store.upsertOwner(tx, ref);
+    if (owner.created) await recordAudit(tx, { actor, action: 'entitlement_owner.create', ...auditResource(ref) });
     return {
       userOwnerEntitlement: {
         appEntitlement: toAppEntitlement(entitlement),
@@ -75,12 +78,25 @@ export async function createEntitlementOwner(
 }
 
 /** Removes the ownership; false when it did not exist. 400 only for a malformed reference. */
-export async function deleteEntitlementOwner(db: Db, ref: EntitlementOwnerRef): Promise<boolean> {
+export async function deleteEntitlementOwner(db: Db, ref: EntitlementOwnerRef, actor = 'system'): Promise<boolean> {
   for (const field of REF_FIELDS) {
     const value: unknown = ref[field];
     if (typeof value !== 'string') throw invalidArgument({ field, description: 'must be a string' });
   }
-  return store.deleteOwner(db, ref);
+  return db.transaction(async (tx) => {
+    const deleted = await store.deleteOwner(tx, ref);
+    if (deleted) await recordAudit(tx, { actor, action: 'entitlement_owner.delete', ...auditResource(ref) });
+    return deleted;
+  });
+}
+
+/** Audit resource of an ownership: the entitlement, with the owner and role in the details. */
+function auditResource(ref: EntitlementOwnerRef): { resourceType: string; resourceId: string; details: Record<string, unknown> } {
+  return {
+    resourceType: 'app_entitlement',
+    resourceId: ref.entitlementId,
+    details: { userId: ref.userId, roleSlug: ref.roleSlug, appId: ref.appId },
+  };
 }
 
 function isOwnerCursor(value: unknown): value is store.OwnerCursor {

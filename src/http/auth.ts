@@ -42,3 +42,8 @@ export function requireAccess(area: Area, mode: Mode) {
 export function principalOf(ctx: Context): Principal {
   return ctx.state.principal as Principal;
 }
+
+/** The caller as an audit actor: `client:<client_id>`. */
+export function actorOf(ctx: Context): string {
+  return `client:${principalOf(ctx).clientId}`;
+}

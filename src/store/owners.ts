@@ -24,14 +24,14 @@ const KEY = 'user_id = $1 AND role_slug = $2 AND app_id = $3 AND entitlement_id 
 const keyParams = (ref: OwnerRef): string[] => [ref.userId, ref.roleSlug, ref.appId, ref.entitlementId];
 
 /** Inserts the ownership unless it exists, then reads it: the original createdAt on a repeat. */
-export async function upsertOwner(db: Queryable, ref: OwnerRef): Promise<OwnerRow> {
-  await db.query(
+export async function upsertOwner(db: Queryable, ref: OwnerRef): Promise<OwnerRow & { created: boolean }> {
+  const inserted = await db.query(
     `INSERT INTO entitlement_owners (user_id, role_slug, app_id, entitlement_id) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (user_id, role_slug, app_id, entitlement_id) DO NOTHING`,
+     ON CONFLICT (user_id, role_slug, app_id, entitlement_id) DO NOTHING RETURNING user_id`,
     keyParams(ref),
   );
   const rows = await db.query<{ createdAt: unknown }>(`SELECT created_at AS "createdAt" FROM entitlement_owners WHERE ${KEY}`, keyParams(ref));
-  return { ...ref, createdAt: iso(rows[0]!.createdAt)! };
+  return { ...ref, createdAt: iso(rows[0]!.createdAt)!, created: inserted.length > 0 };
 }
 
 /** False when there was no such ownership. */

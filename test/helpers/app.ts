@@ -9,7 +9,7 @@ import { Metrics } from '../../src/http/metrics';
 import { SecretBox } from '../../src/auth/secret-box';
 import type { AppDeps } from '../../src/http/context';
 import { loadConfig, type Config } from '../../src/config';
-import { createLogger } from '../../src/logger';
+import { createLogger, type Logger } from '../../src/logger';
 import { PageTokens } from '../../src/domain/pagination';
 import { AccessTokens } from '../../src/auth/tokens';
 import type { Role } from '../../src/auth/roles';
@@ -42,6 +42,8 @@ export interface TestServiceOptions {
   runs?: AutomationRuns;
   env?: Record<string, string>;
   config?: Partial<Config>;
+  /** Logger of the app (default: silent). */
+  logger?: Logger;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -56,7 +58,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const deps: AppDeps = {
     config,
     db,
-    logger: createLogger('silent'),
+    logger: options.logger ?? createLogger('silent'),
     pageTokens: new PageTokens(randomBytes(32)),
     tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
     runs: options.runs ?? NO_TEMPORAL,

@@ -2,7 +2,7 @@
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
 import type { Context } from 'koa';
-import { authenticate, principalOf, requireAccess } from '../auth';
+import { actorOf, authenticate, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
 import { notFound } from '../errors';
 import { keysetPage, readPageRequest } from '../../domain/pagination';
@@ -21,7 +21,7 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   const options = (ctx: Context): AutomationOptions => ({
     allowInsecureJwks: deps.config.allowInsecureJwks,
     secretBox: deps.secretBox,
-    actor: `client:${principalOf(ctx).clientId}`,
+    actor: actorOf(ctx),
   });
   const view = (record: store.AutomationRecord): Record<string, unknown> => automationView(record, deps.config.baseUrl);
   router.use(authenticate(deps.tokens), requireAccess('automations', 'write'));

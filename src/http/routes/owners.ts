@@ -11,6 +11,7 @@ import { invalidArgument, notFound, type FieldViolation } from '../errors';
 import { readJsonObject } from '../body';
 import type { AppDeps } from '../context';
 import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
+import { actorOf } from '../auth';
 
 const COLLECTION = '/api/v2/users/:user_id/owners/entitlements';
 const ITEM = `${COLLECTION}/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id`;
@@ -46,14 +47,14 @@ export function createOwnersRouter(deps: AppDeps): Router {
   router.post(ITEM, ...write, async (ctx) => {
     const ref = refOf(ctx);
     checkBodyRef(await readJsonObject(ctx), ref);
-    ctx.body = await createEntitlementOwner(deps.db, ref);
+    ctx.body = await createEntitlementOwner(deps.db, ref, actorOf(ctx));
   });
   router.get(COLLECTION, ...read, async (ctx) => {
     const page = await listEntitlementOwners(deps.db, deps.pageTokens, param(ctx, 'user_id'), queryPage(ctx));
     ctx.body = listBody('userOwnerEntitlement', page);
   });
   router.delete(ITEM, ...write, async (ctx) => {
-    if (!(await deleteEntitlementOwner(deps.db, refOf(ctx)))) throw notFound('entitlement owner');
+    if (!(await deleteEntitlementOwner(deps.db, refOf(ctx), actorOf(ctx)))) throw notFound('entitlement owner');
     ctx.body = {};
   });
   return router;
