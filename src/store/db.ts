@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
 import { migrate } from './migrations';
 
 export interface Queryable {
@@ -127,7 +128,7 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   return wrapPglite(await PGlite.create(dataDir ? { dataDir } : {}));
 }
 
-function wrapPglite(pg: import('@electric-sql/pglite').PGlite): Db {
+function wrapPglite(pg: PGlite): Db {
   return {
     kind: 'pglite',
     async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
