@@ -21,6 +21,8 @@ export interface Config {
     metricsBind: string | undefined;
   };
   worker: {
+    /** Prebuilt workflow bundle (npm run bundle); unset = bundle from source at start. */
+    workflowBundlePath?: string;
     maxConcurrentActivityTaskExecutions?: number;
     maxConcurrentWorkflowTaskExecutions?: number;
   };
@@ -34,6 +36,32 @@ export interface Config {
   accessTokenTtlSeconds: number;
   logLevel: string;
 }
+
+/** Every environment variable the service reads (the README's configuration table lists them all). */
+export const CONFIG_VARIABLES = [
+  'PORT',
+  'HOST',
+  'BASE_URL',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_PORT',
+  'TEMPORAL_UI_PORT',
+  'TEMPORAL_METRICS_BIND',
+  'WORKFLOW_BUNDLE',
+  'WORKER_MAX_CONCURRENT_ACTIVITIES',
+  'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+  'WEBHOOK_MAX_IN_FLIGHT',
+  'BOOTSTRAP_CLIENT_ID',
+  'BOOTSTRAP_CLIENT_SECRET',
+  'SECRET_KEY',
+  'TRUST_PROXY',
+  'ALLOW_INSECURE_JWKS',
+  'ACCESS_TOKEN_TTL_SECONDS',
+  'LOG_LEVEL',
+] as const;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -90,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       metricsBind: optional(env, 'TEMPORAL_METRICS_BIND'),
     },
     worker: {
+      ...(optional(env, 'WORKFLOW_BUNDLE') ? { workflowBundlePath: path.resolve(optional(env, 'WORKFLOW_BUNDLE')!) } : {}),
       ...(env.WORKER_MAX_CONCURRENT_ACTIVITIES
         ? { maxConcurrentActivityTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 100, 1, 10000) }
         : {}),

@@ -7,7 +7,6 @@ import http from 'node:http';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
-import { Connection } from '@temporalio/client';
 import { loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDb, type Db } from './store/db';
@@ -20,7 +19,7 @@ import { Metrics } from './http/metrics';
 import { SecretBox, loadSecretKey } from './auth/secret-box';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
-import { createLazyClient, connectWorkerConnection } from './temporal/connection';
+import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
 import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
 
@@ -58,18 +57,18 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
   try {
-    const address = await temporalAddress(role, config, logger, stops);
-    await prepareNamespace(address, config, logger);
+    const target = await temporalTarget(role, config, logger, stops);
+    await prepareNamespace(target, config, logger);
 
     const db = await openStore(config, role, logger);
     stops.push(() => db.close());
 
     if (role !== 'api') {
-      const worker = await startWorker(address, config, db, logger);
+      const worker = await startWorker(target, config, db, logger);
       stops.push(() => worker.stop());
     }
     if (role !== 'worker') {
-      const api = await startApi(address, config, db, logger);
+      const api = await startApi(target, config, db, logger);
       stops.push(() => api.stop());
       await printBootstrap(db, config, logger);
     }
@@ -86,8 +85,8 @@ function parseRole(arg: string | undefined): Role {
   throw new Error(`unknown role "${arg}": use api, worker or nothing`);
 }
 
-async function temporalAddress(role: Role, config: Config, logger: Logger, stops: Array<() => Promise<void>>): Promise<string> {
-  if (config.temporal.address) return config.temporal.address;
+async function temporalTarget(role: Role, config: Config, logger: Logger, stops: Array<() => Promise<void>>): Promise<TemporalTarget> {
+  if (config.temporal.address) return { address: config.temporal.address, embedded: false };
   if (role !== 'all') {
     throw new Error(`npm run ${role} runs against an existing Temporal server: set TEMPORAL_ADDRESS (or use npm start)`);
   }
@@ -104,11 +103,11 @@ async function temporalAddress(role: Role, config: Config, logger: Logger, stops
   });
   stops.push(() => server.stop());
   console.log(`Temporal Web UI:  ${server.uiUrl}`);
-  return server.address;
+  return { address: server.address, embedded: true };
 }
 
-async function prepareNamespace(address: string, config: Config, logger: Logger): Promise<void> {
-  const connection = await Connection.connect({ address });
+async function prepareNamespace(target: TemporalTarget, config: Config, logger: Logger): Promise<void> {
+  const connection = await connectClientConnection(target);
   try {
     const report = await ensureNamespace(connection, config.temporal.namespace);
     logger.info({ namespace: config.temporal.namespace, ...report }, 'temporal namespace ready');
@@ -128,14 +127,16 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
   return db;
 }
 
-async function startWorker(address: string, config: Config, db: Db, logger: Logger): Promise<Running> {
-  const connection = await connectWorkerConnection(address);
+async function startWorker(target: TemporalTarget, config: Config, db: Db, logger: Logger): Promise<Running> {
+  const connection = await connectWorkerConnection(target);
   const worker: Worker = await createAutomationWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db,
-    ...config.worker,
+    ...(config.worker.workflowBundlePath ? { bundle: { codePath: config.worker.workflowBundlePath } } : {}),
+    ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
+    ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err: (err as Error).message }, 'worker stopped unexpectedly'));
@@ -149,8 +150,8 @@ async function startWorker(address: string, config: Config, db: Db, logger: Logg
   };
 }
 
-async function startApi(address: string, config: Config, db: Db, logger: Logger): Promise<Running> {
-  const { client, connection } = createLazyClient(address, config.temporal.namespace);
+async function startApi(target: TemporalTarget, config: Config, db: Db, logger: Logger): Promise<Running> {
+  const { client, connection } = createLazyClient(target, config.temporal.namespace);
   const pageKey = Buffer.from(await getOrCreateSecret(db, 'page_token_key', () => randomBytes(32).toString('base64url')), 'base64url');
   const app = createApp({
     config,

@@ -1,13 +1,36 @@
-/** Connections to the Temporal frontend: a lazy client connection for the API, a native one for workers. */
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+/**
+ * Connections to the Temporal frontend: a lazy client connection for the API, a native one for
+ * workers. Against an external cluster or Temporal Cloud, TLS, API key and gRPC metadata come from
+ * the standard Temporal environment configuration (@temporalio/envconfig: TEMPORAL_API_KEY,
+ * TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE); the embedded dev server needs none.
+ */
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+
+export interface TemporalTarget {
+  address: string;
+  /** True for a server this process started itself: no TLS, no credentials. */
+  embedded: boolean;
+}
+
+/** Connection options for the target; external targets get TLS and credentials from envconfig. */
+export function connectionOptions(target: TemporalTarget): NativeConnectionOptions {
+  if (target.embedded) return { address: target.address };
+  const { connectionOptions: fromEnv } = loadClientConnectConfig();
+  return { ...fromEnv, address: target.address };
+}
 
 /** A client whose connection is made on first use, so the API starts (and answers 503) while Temporal is down. */
-export function createLazyClient(address: string, namespace: string): { client: Client; connection: Connection } {
-  const connection = Connection.lazy({ address, connectTimeout: 3000 });
+export function createLazyClient(target: TemporalTarget, namespace: string): { client: Client; connection: Connection } {
+  const connection = Connection.lazy({ ...(connectionOptions(target) as ConnectionOptions), connectTimeout: 3000 });
   return { client: new Client({ connection, namespace }), connection };
 }
 
-export async function connectWorkerConnection(address: string): Promise<NativeConnection> {
-  return NativeConnection.connect({ address });
+export async function connectClientConnection(target: TemporalTarget): Promise<Connection> {
+  return Connection.connect(connectionOptions(target) as ConnectionOptions);
+}
+
+export async function connectWorkerConnection(target: TemporalTarget): Promise<NativeConnection> {
+  return NativeConnection.connect(connectionOptions(target));
 }

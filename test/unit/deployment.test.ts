@@ -1,0 +1,106 @@
+/**
+ * What can be checked of the deployment without a Docker engine: docker-compose.yml's app
+ * services parse with loadConfig and agree with each other, the Dockerfile is multi-stage,
+ * non-root and ships the prebuilt workflow bundle, and the README documents every variable.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config';
+import { connectionOptions } from '../../src/temporal/connection';
+
+const root = path.resolve(__dirname, '../..');
+const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
+
+/** Compose-style `${VAR:-default}` / `${VAR:?message}` with an empty shell environment. */
+function substitute(value: unknown, env: Record<string, string>): string {
+  return String(value).replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, name: string, op?: string, arg?: string) => {
+    if (env[name] !== undefined) return env[name]!;
+    if (op === '-') return arg ?? '';
+    throw new Error(`${name} must be set: ${arg}`);
+  });
+}
+
+interface ComposeService {
+  environment?: Record<string, unknown>;
+  command?: string[];
+  healthcheck?: unknown;
+}
+
+describe('docker-compose.yml', () => {
+  const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService> };
+  const shellEnv = { SECRET_KEY: 'a'.repeat(64) };
+  const envOf = (service: string): Record<string, string> =>
+    Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v, shellEnv)]));
+
+  it.each(['api', 'worker'])('%s: every variable is one the service reads, and loadConfig accepts them', (service) => {
+    const env = envOf(service);
+    for (const name of Object.keys(env)) expect(CONFIG_VARIABLES).toContain(name);
+    const config = loadConfig(env);
+    expect(config.temporal.address).toBe('temporal:7233');
+    expect(config.databaseUrl).toMatch(/^postgres:\/\/app:.+@postgres:5432\/app$/);
+    expect(config.secretKey).toBeDefined();
+  });
+
+  it('runs the API and the worker as separate roles on one task queue and namespace', () => {
+    expect(compose.services.api?.command).toEqual(['api']);
+    expect(compose.services.worker?.command).toEqual(['worker']);
+    const api = loadConfig(envOf('api'));
+    const worker = loadConfig(envOf('worker'));
+    expect(worker.temporal.taskQueue).toBe(api.temporal.taskQueue);
+    expect(worker.temporal.namespace).toBe(api.temporal.namespace);
+    expect(worker.databaseUrl).toBe(api.databaseUrl);
+    expect(worker.temporal.metricsBind).toBe('0.0.0.0:9464');
+    expect(worker.worker.maxConcurrentActivityTaskExecutions).toBe(100);
+  });
+
+  it('refuses to start without SECRET_KEY, which every API process must share', () => {
+    expect(() =>
+      Object.entries(compose.services.api?.environment ?? {}).forEach(([, v]) => substitute(v, {})),
+    ).toThrow(/SECRET_KEY/);
+  });
+
+  it('keeps closed runs 7 days (the event-id idempotency window) and has health checks', () => {
+    expect(compose.services.temporal?.environment?.DEFAULT_NAMESPACE_RETENTION).toBe('7d');
+    for (const name of ['postgres', 'temporal', 'api', 'worker']) expect(compose.services[name]?.healthcheck).toBeDefined();
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  it('is multi-stage, prebuilds the workflow bundle and runs as a non-root user', () => {
+    expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
+    expect(dockerfile).toMatch(/scripts\/bundle-workflows\.ts dist\/workflow-bundle\.js/);
+    expect(dockerfile).toMatch(/WORKFLOW_BUNDLE=\/app\/dist\/workflow-bundle\.js/);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/npm prune --omit=dev/);
+  });
+});
+
+describe('README', () => {
+  it('documents every configuration variable', () => {
+    const readme = read('README.md');
+    for (const name of CONFIG_VARIABLES) expect([name, readme.includes(`\`${name}\``)]).toEqual([name, true]);
+  });
+});
+
+describe('Temporal connection options', () => {
+  const saved = { ...process.env };
+  afterEach(() => {
+    process.env = { ...saved };
+  });
+
+  it('uses the bare address for the embedded server, whatever the environment says', () => {
+    process.env.TEMPORAL_API_KEY = 'should-not-be-used';
+    expect(connectionOptions({ address: '127.0.0.1:7233', embedded: true })).toEqual({ address: '127.0.0.1:7233' });
+  });
+
+  it('takes TLS and the API key from the Temporal environment configuration for a cluster or Temporal Cloud', () => {
+    process.env.TEMPORAL_API_KEY = 'cloud-key';
+    process.env.TEMPORAL_TLS = 'true';
+    const options = connectionOptions({ address: 'ns.a1b2.tmprl.cloud:7233', embedded: false });
+    expect(options.address).toBe('ns.a1b2.tmprl.cloud:7233');
+    expect(options.apiKey).toBe('cloud-key');
+    expect(options.tls).toBeTruthy();
+  });
+});
