@@ -38,7 +38,7 @@ module.exports = tseslint.config(
   },
   {
     files: ['**/*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', setInterval: 'readonly', clearInterval: 'readonly' } },
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setTimeout: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );
