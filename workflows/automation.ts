@@ -1,15 +1,32 @@
 /**
  * The automation workflow: runs the steps of the automation version it was started with, in
  * order. Deterministic: it imports only @temporalio/workflow and types; every expression is
- * evaluated in an activity, every side effect is an activity, a wait is a durable timer.
+ * evaluated in an activity, every side effect is an activity (ownership, callWebhook), a wait is
+ * a durable timer, and a `fail` step ends the run as FAILED with its evaluated message.
+ * Effectful steps run with their own retry policy (`step.retry`, defaults RETRY_DEFAULTS).
  *
  * Query `state` answers the RunState at any time: every step is listed from the start (PENDING),
  * then RUNNING, WAITING (timer), DONE, SKIPPED (`when` was false) or FAILED.
  */
-import { ActivityFailure, ApplicationFailure, defineQuery, isCancellation, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, defineQuery, isCancellation, proxyActivities, setHandler, sleep, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { parseDuration } from './duration';
-import { RUN_STATE_QUERY, STEP_KINDS, type AutomationRunInput, type RunState, type StepDefinition, type StepKind, type StepResult } from './types';
+import {
+  assembleCallWebhook,
+  CALL_WEBHOOK_DEFAULT_TIMEOUT_MS,
+  CALL_WEBHOOK_MAX_TIMEOUT_MS,
+  callWebhookExpressions,
+  describeValue,
+  ownershipValues,
+  RETRY_DEFAULTS,
+  RUN_STATE_QUERY,
+  STEP_KINDS,
+  type AutomationRunInput,
+  type RunState,
+  type StepDefinition,
+  type StepKind,
+  type StepResult,
+} from './types';
 
 /** Query for the run's progress. */
 export const stateQuery = defineQuery<RunState>(RUN_STATE_QUERY);
@@ -27,6 +44,11 @@ const acts = proxyActivities<Activities>({
 /** A step that cannot go on; its message becomes the step's `error`. */
 class StepError extends Error {}
 
+/** Longest message a fail step records. */
+const MAX_FAIL_MESSAGE = 2000;
+/** Time a callWebhook activity gets beyond the request's own deadline. */
+const CALL_WEBHOOK_GRACE_MS = 5_000;
+
 export async function automation(input: AutomationRunInput): Promise<RunState> {
   const state: RunState = {
     status: 'RUNNING',
@@ -41,7 +63,7 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     try {
       if (step.when !== undefined && step.when.trim() !== '') {
         const { when } = await evaluate(input, outputs, step, { when: step.when }, 'when');
-        if (typeof when !== 'boolean') throw new StepError(`when: must evaluate to a boolean, got ${describe(when)}`);
+        if (typeof when !== 'boolean') throw new StepError(`when: must evaluate to a boolean, got ${describeValue(when)}`);
         if (!when) {
           result.status = 'SKIPPED';
           continue;
@@ -61,7 +83,7 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
         type: STEP_FAILED,
         message: `step "${step.id}" failed: ${message}`,
         nonRetryable: true,
-        details: [{ stepId: step.id, error: message }],
+        details: [{ stepId: step.id, kind: result.kind, error: message }],
       });
     }
   }
@@ -88,11 +110,33 @@ async function runStep(
   }
   if ('createEntitlementOwner' in step) {
     const ref = await ownershipRef(input, outputs, step, { ...step.createEntitlementOwner }, 'createEntitlementOwner');
-    return { ...(await acts.createEntitlementOwner.executeWithOptions({ summary: summary(step, 'createEntitlementOwner') }, [ref])) };
+    const options = { summary: summary(step, 'createEntitlementOwner'), retry: retryPolicy(step) };
+    return { ...(await acts.createEntitlementOwner.executeWithOptions(options, [ref])) };
   }
   if ('deleteEntitlementOwner' in step) {
     const ref = await ownershipRef(input, outputs, step, { ...step.deleteEntitlementOwner }, 'deleteEntitlementOwner');
-    return { ...(await acts.deleteEntitlementOwner.executeWithOptions({ summary: summary(step, 'deleteEntitlementOwner') }, [ref])) };
+    const options = { summary: summary(step, 'deleteEntitlementOwner'), retry: retryPolicy(step) };
+    return { ...(await acts.deleteEntitlementOwner.executeWithOptions(options, [ref])) };
+  }
+  if ('callWebhook' in step) {
+    const fields = step.callWebhook;
+    const values = await evaluate(input, outputs, step, callWebhookExpressions(fields), 'callWebhook');
+    const request = assembleCallWebhook(fields, values);
+    if (typeof request === 'string') throw new StepError(request);
+    const timeoutMs = Math.min(fields.timeoutMs ?? CALL_WEBHOOK_DEFAULT_TIMEOUT_MS, CALL_WEBHOOK_MAX_TIMEOUT_MS);
+    const options = {
+      summary: summary(step, 'callWebhook'),
+      startToCloseTimeout: timeoutMs + CALL_WEBHOOK_GRACE_MS,
+      retry: retryPolicy(step),
+    };
+    return { ...(await acts.callWebhook.executeWithOptions(options, [{ stepId: step.id, ...request, timeoutMs }])) };
+  }
+  if ('fail' in step) {
+    const { message } = await evaluate(input, outputs, step, { message: step.fail.message }, 'fail');
+    if (typeof message !== 'string' || message === '') {
+      throw new StepError(`fail.message: must evaluate to a non-empty string, got ${describeValue(message)}`);
+    }
+    throw new StepError(message.length > MAX_FAIL_MESSAGE ? `${message.slice(0, MAX_FAIL_MESSAGE)}…` : message);
   }
   throw new StepError(`unknown step kind: expected one of ${STEP_KINDS.join(', ')}`);
 }
@@ -105,15 +149,23 @@ async function ownershipRef(
   fields: Record<string, string>,
   kind: StepKind,
 ): Promise<{ userId: string; roleSlug: string; appId: string; entitlementId: string }> {
-  const values = await evaluate(input, outputs, step, fields, kind);
-  const text = (name: string): string => {
-    const value = values[name];
-    if (typeof value !== 'string' || value === '') {
-      throw new StepError(`${kind}.${name}: must evaluate to a non-empty string, got ${describe(value)}`);
-    }
-    return value;
+  const ref = ownershipValues(kind, await evaluate(input, outputs, step, fields, kind));
+  if (typeof ref === 'string') throw new StepError(ref);
+  return ref;
+}
+
+/** The step's retry policy, unset fields from RETRY_DEFAULTS; the maximum interval is never below the initial one. */
+function retryPolicy(step: StepDefinition): RetryPolicy {
+  const retry = step.retry ?? {};
+  const interval = (text: string | undefined, fallback: string): number => Math.max(1, parseDuration(text ?? fallback) ?? parseDuration(fallback) ?? 1000);
+  const initialInterval = interval(retry.initialInterval, RETRY_DEFAULTS.initialInterval);
+  const maximumInterval = Math.max(initialInterval, interval(retry.maximumInterval, RETRY_DEFAULTS.maximumInterval));
+  return {
+    initialInterval,
+    maximumInterval,
+    backoffCoefficient: retry.backoffCoefficient ?? RETRY_DEFAULTS.backoffCoefficient,
+    maximumAttempts: retry.maximumAttempts ?? RETRY_DEFAULTS.maximumAttempts,
   };
-  return { userId: text('userId'), roleSlug: text('roleSlug'), appId: text('appId'), entitlementId: text('entitlementId') };
 }
 
 function evaluate(
@@ -136,14 +188,6 @@ function stepKind(step: StepDefinition): StepKind | undefined {
 function summary(step: StepDefinition, what: string): string {
   const id = step.id.length > 64 ? `${step.id.slice(0, 64)}…` : step.id;
   return `step: ${id} (${what})`;
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'a map';
-  const text = JSON.stringify(value);
-  return `${typeof value} ${text.length > 60 ? `${text.slice(0, 60)}…` : text}`;
 }
 
 /** The message a failed step shows: the activity's own failure, not "Activity task failed". */

@@ -30,6 +30,11 @@ export interface AutomationRuns {
   start(input: AutomationRunInput): Promise<StartedRun>;
   /** Resolves when the workflow engine answers (readiness checks); rejects otherwise. */
   ping(): Promise<void>;
+  /**
+   * The Temporal client the runs are started with, for reading them back (the executions API,
+   * src/temporal/executions.ts). Absent where runs are not on Temporal (tests without it).
+   */
+  readonly client?: Client;
 }
 
 /** Workflow id of the run for one event: the idempotency key. */
@@ -40,7 +45,7 @@ export function runWorkflowId(listenerId: string, eventId: string): string {
 /** Starts runs on a real Temporal server. */
 export class TemporalRuns implements AutomationRuns {
   constructor(
-    private readonly client: Client,
+    readonly client: Client,
     private readonly taskQueue: string,
     /** Upper bound for one start call, so an unreachable server answers 503 quickly. */
     private readonly startTimeoutMs = 5000,
@@ -81,13 +86,18 @@ export class TemporalRuns implements AutomationRuns {
   }
 }
 
-async function raceDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
+/** Rejects with "deadline exceeded" when `fn` has not settled by `deadline` (epoch ms). */
+export async function raceDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('deadline exceeded')), Math.max(0, deadline - Date.now()));
   });
+  const call = fn();
+  // When the deadline wins, the call may still settle later (e.g. a retry failing once the
+  // connection is closed): that late rejection is expected and must not go unhandled.
+  call.catch(() => undefined);
   try {
-    return await Promise.race([fn(), timeout]);
+    return await Promise.race([call, timeout]);
   } finally {
     clearTimeout(timer);
   }
