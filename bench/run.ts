@@ -1,0 +1,280 @@
+/**
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination]`
+ *
+ * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
+ * automation worker and a baseline worker, the API on free ports), then measures, each figure
+ * against a baseline taken in the same run:
+ *   ingress     accepted signed webhooks/s and p50/p99 at concurrency 32 vs bare client.workflow.start
+ *   reject      bad-signature requests/s vs a bare Koa handler answering 200
+ *   e2e         p50 from POST to workflow result (3-step automation) vs a bare 3-activity workflow
+ *   pagination  the page at row N/2 vs the first page, on PGlite and on PostgreSQL (DATABASE_URL)
+ *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
+ *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress
+ * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { createBenchAutomation, type BenchAutomation } from './automation';
+import { runCelBench, type CelResult } from './cel';
+import { runE2eBench, type E2eResult } from './e2e';
+import { LoadGenerator } from './load';
+import { runPaginationBench, type PaginationResult } from './pagination';
+import { installRuntime, startStack, type Stack } from './stack';
+import type { Db } from '../src/store/db';
+import { closeHttpAgent, peakRssOfPid, round, startRssSampler } from './util';
+import { runIngressBench, runRejectBench, type IngressResult, type RejectResult, type Timing } from './webhooks';
+
+const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination'] as const;
+type Section = (typeof SECTIONS)[number];
+
+interface Profile {
+  cel: { roundMs: number; rounds: number };
+  ingress: Timing;
+  reject: Timing;
+  e2e: { warmup: number; runs: number };
+  /** Runs of the three-setVariables diagnostic (0 = skipped). */
+  e2eDiagnosticRuns: number;
+  pagination: { rows: number; samples: number };
+}
+
+const FULL: Profile = {
+  cel: { roundMs: 2000, rounds: 3 },
+  ingress: { warmupSec: 5, durationSec: 15, rounds: 2, concurrency: 32 },
+  reject: { warmupSec: 3, durationSec: 10, rounds: 2, concurrency: 32 },
+  e2e: { warmup: 10, runs: 150 },
+  e2eDiagnosticRuns: 60,
+  pagination: { rows: 1_000_000, samples: 200 },
+};
+
+const QUICK: Profile = {
+  cel: { roundMs: 700, rounds: 2 },
+  ingress: { warmupSec: 2, durationSec: 5, rounds: 1, concurrency: 32 },
+  reject: { warmupSec: 2, durationSec: 4, rounds: 1, concurrency: 32 },
+  e2e: { warmup: 3, runs: 20 },
+  e2eDiagnosticRuns: 0,
+  pagination: { rows: 100_000, samples: 40 },
+};
+
+/** Everything measured, for the table (the JSON keeps the agreed keys only). */
+interface Detail {
+  cel?: CelResult;
+  ingress?: IngressResult;
+  reject?: RejectResult;
+  e2e?: E2eResult;
+  /** The same measurement with three setVariables steps (full runs only). */
+  e2eSetVariables?: E2eResult;
+  pglite?: PaginationResult;
+  postgres?: PaginationResult;
+  automation?: BenchAutomation;
+}
+
+interface Results {
+  ingress: { acceptedPerSec: number; p50Ms: number; p99Ms: number; bareStartPerSec: number; ratioToBareStart: number } | null;
+  reject: { perSec: number; bareKoaPerSec: number; ratioToBareKoa: number } | null;
+  e2e: { p50Ms: number; bareP50Ms: number; ratioToBare: number } | null;
+  pagination: {
+    pglite: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
+    postgres: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
+  };
+  cel: { perSec: number; rawPerSec: number; ratioToRaw: number } | null;
+  memory: { apiWorkerPeakRssMb: number; temporalPeakRssMb: number | null } | null;
+}
+
+const startedAt = performance.now();
+const log = (line: string): void => {
+  process.stderr.write(`[bench ${((performance.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
+};
+
+function parseArgs(argv: string[]): { quick: boolean; only: Set<Section> } {
+  let quick = false;
+  let only = new Set<Section>(SECTIONS);
+  for (const arg of argv) {
+    if (arg === '--quick') quick = true;
+    else if (arg.startsWith('--only=')) {
+      const names = arg.slice('--only='.length).split(',').filter(Boolean);
+      for (const name of names) {
+        if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`unknown section "${name}": use ${SECTIONS.join(', ')}`);
+      }
+      only = new Set(names as Section[]);
+    } else throw new Error(`unknown argument "${arg}": use --quick and/or --only=${SECTIONS.join(',')}`);
+  }
+  return { quick, only };
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const profile = args.quick ? QUICK : FULL;
+  const began = performance.now();
+  const notes: string[] = [];
+  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { pglite: null, postgres: null }, cel: null, memory: null };
+  const detail: Detail = {};
+
+  let stack: Stack | undefined;
+  let load: LoadGenerator | undefined;
+  const cleanUp = async (): Promise<void> => {
+    await load?.close().catch(() => undefined);
+    load = undefined;
+    await stack?.stop().catch(() => undefined);
+    stack = undefined;
+  };
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (interrupted) return;
+      interrupted = true;
+      log(`${signal}: stopping`);
+      void cleanUp().finally(() => process.exit(130));
+    });
+  }
+
+  log(`${args.quick ? 'quick' : 'full'} run: ${[...args.only].join(', ')}`);
+  try {
+    await measure();
+  } finally {
+    await cleanUp();
+    closeHttpAgent();
+  }
+
+  const file = path.resolve(__dirname, '..', 'bench-results.json');
+  fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  printTable(results, detail, profile, args.quick);
+  for (const note of notes) console.log(`note: ${note}`);
+  console.log(`\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+
+  async function measure(): Promise<void> {
+    if (args.only.has('cel')) {
+      log('CEL evaluations');
+      const cel = runCelBench(profile.cel);
+      detail.cel = cel;
+      results.cel = { perSec: round(cel.perSec, 0), rawPerSec: round(cel.rawPerSec, 0), ratioToRaw: round(cel.ratioToRaw, 3) };
+    }
+
+    const needsStack = args.only.has('ingress') || args.only.has('reject') || args.only.has('e2e');
+    if (needsStack) {
+      installRuntime();
+      stack = await startStack({ log, databaseUrl: undefined });
+      load = await LoadGenerator.start();
+      const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
+      detail.automation = automation;
+      if (automation.fallback) notes.push(`e2e/ingress automation fell back to three setVariables steps: ${automation.fallback}`);
+
+      if (args.only.has('ingress')) {
+        const sampler = startRssSampler();
+        const ingress = await runIngressBench(stack, load, automation, profile.ingress, log);
+        const apiWorkerPeakRssMb = sampler.stop();
+        const temporalPeak = stack.temporalPid !== undefined ? peakRssOfPid(stack.temporalPid) : undefined;
+        if (temporalPeak === undefined) notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
+        detail.ingress = ingress;
+        results.ingress = {
+          acceptedPerSec: round(ingress.acceptedPerSec, 1),
+          p50Ms: round(ingress.p50Ms),
+          p99Ms: round(ingress.p99Ms),
+          bareStartPerSec: round(ingress.bareStartPerSec, 1),
+          ratioToBareStart: round(ingress.ratioToBareStart, 3),
+        };
+        results.memory = { apiWorkerPeakRssMb: round(apiWorkerPeakRssMb, 1), temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1) };
+        if (Object.keys(ingress.otherStatuses).length > 0) notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
+      }
+      if (args.only.has('reject')) {
+        const reject = await runRejectBench(stack, load, automation, profile.reject, log);
+        detail.reject = reject;
+        results.reject = { perSec: round(reject.perSec, 1), bareKoaPerSec: round(reject.bareKoaPerSec, 1), ratioToBareKoa: round(reject.ratioToBareKoa, 3) };
+        if (Object.keys(reject.otherStatuses).length > 0) notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);
+      }
+      if (args.only.has('e2e')) {
+        const e2e = await runE2eBench(stack, automation, profile.e2e, log);
+        detail.e2e = e2e;
+        results.e2e = { p50Ms: round(e2e.p50Ms), bareP50Ms: round(e2e.bareP50Ms), ratioToBare: round(e2e.ratioToBare, 3) };
+        if (profile.e2eDiagnosticRuns > 0 && !automation.fallback) {
+          log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
+          const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
+          detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
+        }
+      }
+      log('stopping Temporal, the workers and the API (the store stays for the pagination figures)');
+      await load.close();
+      load = undefined;
+      await stack.stopAllButStore();
+    }
+
+    if (args.only.has('pagination')) {
+      // The stack's in-memory PGlite, when there is one, saves opening a second one.
+      const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined; db?: Db }> = [
+        { name: 'pglite', databaseUrl: undefined, ...(stack ? { db: stack.db } : {}) },
+      ];
+      const pgUrl = process.env.DATABASE_URL?.trim();
+      if (pgUrl) targets.push({ name: 'postgres', databaseUrl: pgUrl });
+      else notes.push('pagination on PostgreSQL skipped: DATABASE_URL is not set (pagination.postgres is null)');
+      for (const target of targets) {
+        const result = await runPaginationBench(target, profile.pagination, log);
+        if (target.db) {
+          await cleanUp();
+        }
+        detail[target.name] = result;
+        results.pagination[target.name] = {
+          firstMs: round(result.firstMs, 3),
+          deepMs: round(result.deepMs, 3),
+          ratioDeepToFirst: round(result.ratioDeepToFirst, 3),
+        };
+        if (result.tokenFrom === 'walked') notes.push(`pagination on ${target.name}: the deep token was reached by walking pages`);
+      }
+    }
+  }
+}
+
+function printTable(results: Results, detail: Detail, profile: Profile, quick: boolean): void {
+  const rows: string[][] = [['figure', 'measured', 'baseline', 'ratio', 'goal', '']];
+  const verdict = (ratio: number | undefined, goal: string): string => {
+    if (ratio === undefined || !Number.isFinite(ratio)) return '';
+    const [op, value] = [goal.slice(0, 1), Number(goal.slice(1))];
+    return (op === '≥' ? ratio >= value : ratio <= value) ? 'ok' : 'MISSED';
+  };
+  const add = (figure: string, measured: string, baseline: string, ratio: number | undefined, goal: string): void => {
+    rows.push([figure, measured, baseline, ratio === undefined ? '' : ratio.toFixed(3), goal, goal ? verdict(ratio, goal) : '']);
+  };
+  if (results.ingress) {
+    const d = detail.ingress!;
+    add(`ingress accepted/s (c=${profile.ingress.concurrency})`, results.ingress.acceptedPerSec.toFixed(0), `${d.bareStartPerSec.toFixed(0)} bare start/s`, d.ratioToBareStart, '≥0.90');
+    add('ingress latency p50 / p99 ms', `${d.p50Ms.toFixed(1)} / ${d.p99Ms.toFixed(1)}`, `${d.bareStartP50Ms.toFixed(1)} / ${d.bareStartP99Ms.toFixed(1)} bare start`, undefined, '');
+    add('  CPU of this process per request µs', d.apiCpuUsPerRequest.toFixed(0), `${d.bareCpuUsPerStart.toFixed(0)} per bare start`, undefined, '');
+  }
+  if (results.reject) {
+    const d = detail.reject!;
+    add('bad signature rejected/s', d.perSec.toFixed(0), `${d.bareKoaPerSec.toFixed(0)} bare Koa/s`, d.ratioToBareKoa, '≥0.70');
+    add('  CPU of this process per request µs', d.cpuUsPerRequest.toFixed(0), `${d.bareKoaCpuUsPerRequest.toFixed(0)} bare Koa`, undefined, '');
+  }
+  if (results.e2e) {
+    const d = detail.e2e!;
+    add(`e2e POST→result p50 ms (${detail.automation?.shape ?? ''})`, d.p50Ms.toFixed(1), `${d.bareP50Ms.toFixed(1)} bare 3 activities`, d.ratioToBare, '≤1.3');
+    add('  e2e p90 ms', d.p90Ms.toFixed(1), d.bareP90Ms.toFixed(1), undefined, '');
+    const plain = detail.e2eSetVariables;
+    if (plain) add('  e2e p50 ms, setVariables ×3 (diagnostic)', plain.p50Ms.toFixed(1), `${plain.bareP50Ms.toFixed(1)} bare 3 activities`, plain.ratioToBare, '');
+  }
+  for (const name of ['pglite', 'postgres'] as const) {
+    const d = detail[name];
+    if (!d) continue;
+    add(`page at row ${(d.rows / 2).toLocaleString('en')} of ${d.rows.toLocaleString('en')}, ${name} (ms)`, d.deepMs.toFixed(2), `${d.firstMs.toFixed(2)} first page`, d.ratioDeepToFirst, '≤1.5');
+  }
+  if (results.cel) {
+    const d = detail.cel!;
+    add('CEL evaluations/s (src/cel)', d.perSec.toFixed(0), `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`, d.ratioToRaw, '≥0.8');
+    add('  same, without the vm time limit', d.withoutTimeLimitPerSec.toFixed(0), '', d.withoutTimeLimitPerSec / d.rawPerSec, '');
+  }
+  if (results.memory) {
+    add('peak RSS MB: API + workers / Temporal', `${results.memory.apiWorkerPeakRssMb.toFixed(0)} / ${results.memory.temporalPeakRssMb?.toFixed(0) ?? '?'}`, '', undefined, '');
+  }
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+  console.log(`\nBenchmark (${quick ? 'quick' : 'full'}), ${new Date().toISOString()}`);
+  for (const [index, row] of rows.entries()) {
+    console.log(row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd());
+    if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    process.exit(1);
+  },
+);

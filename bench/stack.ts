@@ -1,0 +1,254 @@
+/**
+ * The embedded stack the benchmark measures, all started here and stopped by `stop()`: its own
+ * Temporal dev server (in memory, free port, guarded by scripts/child-guard.js), the store, the
+ * automation worker, a second worker running the baseline workflow (bench/workflows/bare.ts), and
+ * the real Koa app on free ports, built as src/main.ts builds it.
+ */
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import Koa from 'koa';
+import pino from 'pino';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { loadConfig } from '../src/config';
+import { createLogger } from '../src/logger';
+import { openDb, type Db } from '../src/store/db';
+import { PageTokens } from '../src/domain/pagination';
+import { AccessTokens } from '../src/auth/tokens';
+import { createApp } from '../src/http/app';
+import type { AppDeps } from '../src/http/context';
+import { Metrics } from '../src/http/metrics';
+import { SecretBox } from '../src/auth/secret-box';
+import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
+import { ensureNamespace } from '../src/temporal/setup';
+import { createLazyClient } from '../src/temporal/connection';
+import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
+import { createAutomationWorker } from '../src/temporal/worker';
+import { createBareActivities } from './bare-activities';
+import { commandLineOf, descendantPids } from './util';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
+
+export const NAMESPACE = 'default';
+/** Polled by the automation worker: end-to-end runs. */
+export const AUTOMATION_QUEUE = 'bench-automations';
+/** Polled by the baseline worker. */
+export const BARE_QUEUE = 'bench-bare';
+/**
+ * Polled by nobody: the ingress measurements start runs here, so that only the accept path is
+ * measured (no worker competes for the two cores while requests are timed).
+ */
+export const UNPOLLED_QUEUE = 'bench-unpolled';
+
+export interface Server {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface Stack {
+  temporalAddress: string;
+  /** Pid of the Temporal server process itself (not its guard), when found. */
+  temporalPid: number | undefined;
+  /** The benchmark's own client, for the baselines and for awaiting results. */
+  client: Client;
+  db: Db;
+  /** API starting runs on UNPOLLED_QUEUE (ingress, rejection). */
+  ingressApi: Server;
+  /** API starting runs on AUTOMATION_QUEUE (end to end). */
+  e2eApi: Server;
+  /** A bare Koa app answering 200 to everything (rejection baseline). */
+  bareKoa: Server;
+  adminToken: string;
+  /** Stops everything but the store, which stays open (the pagination figures reuse it). */
+  stopAllButStore(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  log: (line: string) => void;
+  databaseUrl: string | undefined;
+}
+
+/** Installs the Temporal runtime once, without its own signal handlers (the benchmark stops itself). */
+export function installRuntime(): void {
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const stops: Array<() => Promise<void>> = [];
+  let closeStore: (() => Promise<void>) | undefined;
+  const stopAllButStore = async (): Promise<void> => {
+    for (const fn of stops.reverse()) await fn().catch((err: unknown) => options.log(`stop: ${String(err)}`));
+    stops.length = 0;
+  };
+  const stop = async (): Promise<void> => {
+    await stopAllButStore();
+    await closeStore?.().catch((err: unknown) => options.log(`stop: ${String(err)}`));
+    closeStore = undefined;
+  };
+  try {
+    const cliPath = await ensureTemporalCli(options.log);
+    const port = await freePort();
+    options.log(`starting the Temporal dev server (in memory) on 127.0.0.1:${port}`);
+    const server: DevServer = await startDevServer({ cliPath, port, namespace: NAMESPACE, ip: '127.0.0.1' });
+    stops.push(() => server.stop());
+    const temporalPid = findTemporalPid(cliPath, port);
+
+    const connection = await Connection.connect({ address: server.address });
+    stops.push(() => connection.close());
+    await ensureNamespace(connection, NAMESPACE);
+    const client = new Client({ connection, namespace: NAMESPACE });
+
+    const db = await openStore(options.databaseUrl);
+    closeStore = () => db.close();
+
+    options.log('bundling and starting the workers');
+    const workerConnection = await NativeConnection.connect({ address: server.address });
+    stops.push(() => workerConnection.close());
+    const [automationWorker, bareWorker] = await Promise.all([
+      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db }),
+      Worker.create({
+        connection: workerConnection,
+        namespace: NAMESPACE,
+        taskQueue: BARE_QUEUE,
+        workflowsPath: path.join(__dirname, 'workflows', 'bare.ts'),
+        activities: createBareActivities(),
+      }),
+    ]);
+    for (const worker of [automationWorker, bareWorker]) {
+      const running = worker.run();
+      running.catch((err: unknown) => options.log(`worker stopped: ${String(err)}`));
+      stops.push(async () => {
+        worker.shutdown();
+        await running.catch(() => undefined);
+      });
+    }
+
+    const tokens = await AccessTokens.load(db, 600);
+    const pageTokens = new PageTokens(randomBytes(32));
+    const secretBox = new SecretBox(randomBytes(32));
+    const shared = { db, tokens, pageTokens, secretBox, temporalAddress: server.address };
+    const ingressApi = await startApi({ ...shared, taskQueue: UNPOLLED_QUEUE }, stops);
+    const e2eApi = await startApi({ ...shared, taskQueue: AUTOMATION_QUEUE }, stops);
+    const bareKoa = await startBareKoa();
+    stops.push(() => bareKoa.close());
+
+    return {
+      temporalAddress: server.address,
+      temporalPid,
+      client,
+      db,
+      ingressApi,
+      e2eApi,
+      bareKoa,
+      adminToken: await tokens.issue('bench', ['super_admin']),
+      stopAllButStore,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** A fresh store: in-memory PGlite, or a new schema in PostgreSQL (dropped on close). */
+export async function openStore(databaseUrl: string | undefined): Promise<Db> {
+  if (!databaseUrl) return openDb({});
+  const schema = `bench_${randomBytes(6).toString('hex')}`;
+  const db = await openDb({ databaseUrl, schema });
+  const close = db.close.bind(db);
+  return Object.assign(db, {
+    async close() {
+      await db.exec(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
+      await close();
+    },
+  });
+}
+
+/** Runs are never started by this one (pagination servers). */
+const NO_RUNS: AutomationRuns = {
+  async start() {
+    throw new WorkflowEngineUnavailableError('no workflow engine in this server');
+  },
+  async ping() {
+    throw new WorkflowEngineUnavailableError('no workflow engine in this server');
+  },
+};
+
+export interface ApiOptions {
+  db: Db;
+  tokens: AccessTokens;
+  pageTokens: PageTokens;
+  secretBox: SecretBox;
+  /** Where runs start; undefined = a server that never starts runs. */
+  temporalAddress?: string;
+  taskQueue?: string;
+}
+
+/**
+ * The real app as src/main.ts builds it (lazy client, pino at LOG_LEVEL or info, default metrics),
+ * logging to /dev/null so that serialising log lines is measured but nothing floods the terminal.
+ */
+export async function startApi(options: ApiOptions, stops: Array<() => Promise<void>>): Promise<Server & { deps: AppDeps }> {
+  const server = http.createServer();
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' });
+  let runs = NO_RUNS;
+  if (options.temporalAddress && options.taskQueue) {
+    const { client, connection } = createLazyClient({ address: options.temporalAddress, embedded: true }, NAMESPACE);
+    stops.push(() => connection.close());
+    runs = new TemporalRuns(client, options.taskQueue);
+  }
+  const deps: AppDeps = {
+    config,
+    db: options.db,
+    logger: createLogger(config.logLevel, pino.destination({ dest: '/dev/null', sync: true })),
+    pageTokens: options.pageTokens,
+    tokens: options.tokens,
+    runs,
+    metrics: new Metrics(),
+    secretBox: options.secretBox,
+  };
+  server.on('request', createApp(deps).callback());
+  const close = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  stops.push(close);
+  return { url: `http://127.0.0.1:${port}`, deps, close };
+}
+
+/** The rejection baseline: Koa with one handler that answers 200 `{}`. */
+async function startBareKoa(): Promise<Server> {
+  const app = new Koa();
+  app.use((ctx) => {
+    ctx.body = {};
+  });
+  const server = http.createServer(app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The dev server runs under a guard process; its own pid is the descendant running the CLI on `port`. */
+function findTemporalPid(cliPath: string, port: number): number | undefined {
+  for (const pid of descendantPids(process.pid)) {
+    const argv = commandLineOf(pid);
+    if (argv[0] === cliPath && argv.includes('start-dev') && argv.includes(String(port))) return pid;
+  }
+  return undefined;
+}

@@ -1,0 +1,218 @@
+/**
+ * The webhook figures. Ingress: accepted signed webhooks per second at concurrency 32 against a
+ * bare loop of `client.workflow.start` (same concurrency, same server, same run input, no HTTP).
+ * Rejection: bad-signature requests per second against a bare Koa handler answering 200.
+ * Rounds alternate between the measured path and its baseline; each side keeps its best round.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { getAutomationByListener } from '../src/store/automations';
+import type { AutomationRunInput } from '../workflows/types';
+import type { BenchAutomation } from './automation';
+import type { LoadGenerator } from './load';
+import type { LoadResult } from './loadgen';
+import { UNPOLLED_QUEUE, type Stack } from './stack';
+import { percentile } from './util';
+
+export interface Timing {
+  warmupSec: number;
+  durationSec: number;
+  rounds: number;
+  concurrency: number;
+}
+
+export interface IngressResult {
+  /** CPU time of this process (API + workers) per accepted request, µs; diagnostic. */
+  apiCpuUsPerRequest: number;
+  /** CPU time of this process per bare start, µs; diagnostic. */
+  bareCpuUsPerStart: number;
+  acceptedPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  bareStartPerSec: number;
+  bareStartP50Ms: number;
+  bareStartP99Ms: number;
+  ratioToBareStart: number;
+  /** Statuses other than 200 seen in the measured rounds (should be none). */
+  otherStatuses: Record<string, number>;
+}
+
+export interface RejectResult {
+  /** CPU time of this process per rejected request / per bare Koa request, µs; diagnostics. */
+  cpuUsPerRequest: number;
+  bareKoaCpuUsPerRequest: number;
+  perSec: number;
+  p50Ms: number;
+  bareKoaPerSec: number;
+  bareKoaP50Ms: number;
+  ratioToBareKoa: number;
+  otherStatuses: Record<string, number>;
+}
+
+interface LoopResult {
+  count: number;
+  perSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+/** `concurrency` loops of `client.workflow.start` for `durationSec`: the ingress baseline. */
+async function bareStartLoop(client: Client, input: AutomationRunInput, concurrency: number, durationSec: number): Promise<LoopResult> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const start = performance.now();
+  const end = start + durationSec * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        try {
+          await client.workflow.start('automation', {
+            taskQueue: UNPOLLED_QUEUE,
+            workflowId: `bare-start:${randomUUID()}`,
+            args: [input],
+          });
+          latencies.push(performance.now() - t0);
+        } catch {
+          errors += 1;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - start) / 1000;
+  return { count: latencies.length, perSec: latencies.length / elapsed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), errors };
+}
+
+/** Runs `fn` and returns its result with the CPU time this process spent meanwhile, in µs. */
+async function withCpu<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const before = process.cpuUsage();
+  const result = await fn();
+  const used = process.cpuUsage(before);
+  return [result, used.user + used.system];
+}
+
+function others(result: LoadResult, expected: number, into: Record<string, number>): void {
+  for (const [status, count] of Object.entries(result.statuses)) {
+    if (status !== String(expected)) into[status] = (into[status] ?? 0) + count;
+  }
+  if (result.errors > 0) into.connectionErrors = (into.connectionErrors ?? 0) + result.errors;
+}
+
+export async function runIngressBench(
+  stack: Stack,
+  load: LoadGenerator,
+  automation: BenchAutomation,
+  timing: Timing,
+  log: (line: string) => void,
+): Promise<IngressResult> {
+  const record = await getAutomationByListener(stack.db, automation.listenerPath.split('/').pop()!);
+  if (!record) throw new Error('the bench automation is not in the store');
+  const input: AutomationRunInput = {
+    automationId: record.id,
+    automationName: record.displayName,
+    version: record.version,
+    listenerId: record.listenerId,
+    eventId: randomUUID(),
+    receivedAt: new Date().toISOString(),
+    trigger: JSON.parse(automation.body) as unknown,
+    steps: record.steps,
+  };
+  const job = {
+    url: `${stack.ingressApi.url}${automation.listenerPath}`,
+    connections: timing.concurrency,
+    body: automation.body,
+    secret: automation.signingSecret,
+    mode: 'valid' as const,
+    expectStatus: 200,
+  };
+
+  log(`ingress: warm-up ${timing.warmupSec}s each`);
+  await load.run({ ...job, durationSec: timing.warmupSec });
+  await bareStartLoop(stack.client, input, timing.concurrency, timing.warmupSec);
+
+  let api: (LoadResult & { cpuUs: number }) | undefined;
+  let bare: (LoopResult & { cpuUs: number }) | undefined;
+  const otherStatuses: Record<string, number> = {};
+  for (let round = 1; round <= timing.rounds; round++) {
+    const measureApi = async (): Promise<void> => {
+      const [result, cpu] = await withCpu(() => load.run({ ...job, durationSec: timing.durationSec }));
+      const cpuUs = cpu / Math.max(1, result.expected);
+      others(result, 200, otherStatuses);
+      log(`ingress round ${round}: API ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
+      if (!api || result.perSec > api.perSec) api = { ...result, cpuUs };
+    };
+    const measureBare = async (): Promise<void> => {
+      const [result, cpu] = await withCpu(() => bareStartLoop(stack.client, input, timing.concurrency, timing.durationSec));
+      const cpuUs = cpu / Math.max(1, result.count);
+      if (result.errors > 0) otherStatuses.bareStartErrors = (otherStatuses.bareStartErrors ?? 0) + result.errors;
+      log(`ingress round ${round}: bare start ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/start`);
+      if (!bare || result.perSec > bare.perSec) bare = { ...result, cpuUs };
+    };
+    if (round % 2 === 1) {
+      await measureApi();
+      await measureBare();
+    } else {
+      await measureBare();
+      await measureApi();
+    }
+  }
+  return {
+    apiCpuUsPerRequest: api!.cpuUs,
+    bareCpuUsPerStart: bare!.cpuUs,
+    acceptedPerSec: api!.perSec,
+    p50Ms: api!.p50Ms,
+    p99Ms: api!.p99Ms,
+    bareStartPerSec: bare!.perSec,
+    bareStartP50Ms: bare!.p50Ms,
+    bareStartP99Ms: bare!.p99Ms,
+    ratioToBareStart: api!.perSec / bare!.perSec,
+    otherStatuses,
+  };
+}
+
+export async function runRejectBench(
+  stack: Stack,
+  load: LoadGenerator,
+  automation: BenchAutomation,
+  timing: Timing,
+  log: (line: string) => void,
+): Promise<RejectResult> {
+  const job = {
+    connections: timing.concurrency,
+    body: automation.body,
+    secret: automation.signingSecret,
+    mode: 'badSignature' as const,
+  };
+  const apiJob = { ...job, url: `${stack.ingressApi.url}${automation.listenerPath}`, expectStatus: 401 };
+  const koaJob = { ...job, url: `${stack.bareKoa.url}${automation.listenerPath}`, expectStatus: 200 };
+
+  log(`rejection: warm-up ${timing.warmupSec}s each`);
+  await load.run({ ...apiJob, durationSec: timing.warmupSec });
+  await load.run({ ...koaJob, durationSec: timing.warmupSec });
+
+  let api: (LoadResult & { cpuUs: number }) | undefined;
+  let koa: (LoadResult & { cpuUs: number }) | undefined;
+  const otherStatuses: Record<string, number> = {};
+  for (let round = 1; round <= timing.rounds; round++) {
+    const order = round % 2 === 1 ? (['api', 'koa'] as const) : (['koa', 'api'] as const);
+    for (const which of order) {
+      const [result, cpu] = await withCpu(() => load.run({ ...(which === 'api' ? apiJob : koaJob), durationSec: timing.durationSec }));
+      const cpuUs = cpu / Math.max(1, result.expected);
+      others(result, which === 'api' ? 401 : 200, otherStatuses);
+      log(`rejection round ${round}: ${which === 'api' ? 'API (401)' : 'bare Koa'} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
+      if (which === 'api' && (!api || result.perSec > api.perSec)) api = { ...result, cpuUs };
+      if (which === 'koa' && (!koa || result.perSec > koa.perSec)) koa = { ...result, cpuUs };
+    }
+  }
+  return {
+    cpuUsPerRequest: api!.cpuUs,
+    bareKoaCpuUsPerRequest: koa!.cpuUs,
+    perSec: api!.perSec,
+    p50Ms: api!.p50Ms,
+    bareKoaPerSec: koa!.perSec,
+    bareKoaP50Ms: koa!.p50Ms,
+    ratioToBareKoa: api!.perSec / koa!.perSec,
+    otherStatuses,
+  };
+}

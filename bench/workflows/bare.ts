@@ -1,0 +1,17 @@
+/**
+ * The benchmark's baseline workflow: three no-op activities in a row, nothing else. `npm run bench`
+ * compares the automation workflow (POST → three steps → result) against it, on the same server.
+ * Deterministic: imports only @temporalio/workflow and types.
+ */
+import { proxyActivities } from '@temporalio/workflow';
+import type { BareActivities } from '../bare-activities';
+
+const acts = proxyActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
+
+/** Runs the three no-ops, passing the trigger payload along as the automation's steps do. */
+export async function bare(input: { trigger: unknown }): Promise<string> {
+  await acts.noopOne(input.trigger);
+  await acts.noopTwo(input.trigger);
+  await acts.noopThree(input.trigger);
+  return 'done';
+}
