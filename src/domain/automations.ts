@@ -1,6 +1,8 @@
 /**
  * Automations: create, update (with updateMask), publish, rotate the HMAC secret, and the public
  * view of a record (never the secret). HMAC secrets are 256 random bits, base64url without padding.
+ * Each publish snapshots a version (display name and steps) in automation_versions: the receiver
+ * runs the latest published snapshot, so edits change nothing for new runs until published again.
  */
 import type { Db } from '../store/db';
 import { newId, randomToken } from '../ids';
@@ -9,6 +11,8 @@ import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
 import type { SecretBox } from '../auth/secret-box';
 import { recordAudit } from '../store/audit';
+import { getLatestPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
+import type { Queryable } from '../store/db';
 import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from './automation-validation';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
@@ -22,7 +26,25 @@ export function listenerUrl(baseUrl: string, listenerId: string): string {
   return `${baseUrl}${WEBHOOK_PATH_PREFIX}${listenerId}`;
 }
 
-export function automationView(record: AutomationRecord, baseUrl: string): Record<string, unknown> {
+/**
+ * A record with the number of its latest published version (`null`: never published), which new
+ * runs execute while the automation is published; `version` is the draft's.
+ */
+export type AutomationWithPublishedVersion = AutomationRecord & { publishedVersion: number | null };
+
+/** Adds `publishedVersion` to one record. */
+export async function withPublishedVersion(db: Queryable, record: AutomationRecord): Promise<AutomationWithPublishedVersion> {
+  return { ...record, publishedVersion: (await getLatestPublishedVersion(db, record.id))?.version ?? null };
+}
+
+/** Adds `publishedVersion` to each record of a page, in one query. */
+export async function withPublishedVersions(db: Queryable, records: AutomationRecord[]): Promise<AutomationWithPublishedVersion[]> {
+  const versions = await latestPublishedVersionNumbers(db, records.map((record) => record.id));
+  return records.map((record) => ({ ...record, publishedVersion: versions.get(record.id) ?? null }));
+}
+
+/** The public view; `publishedVersion` is shown when the record carries it (see withPublishedVersion). */
+export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string): Record<string, unknown> {
   const { authMethod, jwksUrl, allowedCidrs, enabled } = record.trigger;
   return {
     id: record.id,
@@ -30,6 +52,7 @@ export function automationView(record: AutomationRecord, baseUrl: string): Recor
     description: record.description,
     published: record.published,
     version: record.version,
+    ...(record.publishedVersion !== undefined ? { publishedVersion: record.publishedVersion } : {}),
     trigger: {
       incomingWebhook: {
         authMethod,
@@ -57,7 +80,7 @@ export async function createAutomation(
   db: Db,
   body: Record<string, unknown>,
   options: AutomationOptions,
-): Promise<{ record: AutomationRecord; signingSecret: string | null }> {
+): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
   const violations: FieldViolation[] = [];
   const displayName = validateDisplayName(body.displayName, 'displayName', violations);
   const description = validateDescription(body.description, 'description', violations);
@@ -78,7 +101,7 @@ export async function createAutomation(
     await recordAudit(tx, { actor: options.actor, action: 'automation.create', resourceType: 'automation', resourceId: inserted.id });
     return inserted;
   });
-  return { record, signingSecret };
+  return { record: { ...record, publishedVersion: null }, signingSecret };
 }
 
 const MASK_PATHS = ['displayName', 'description', 'trigger', 'steps'] as const;
@@ -111,7 +134,7 @@ export async function updateAutomation(
   id: string,
   body: Record<string, unknown>,
   options: AutomationOptions,
-): Promise<{ record: AutomationRecord; signingSecret: string | null }> {
+): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
   const patch = body.automation;
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
     throw invalidArgument({ field: 'automation', description: 'is required and must be an object' });
@@ -143,7 +166,7 @@ export async function updateAutomation(
       resourceId: id,
       details: { fields: [...mask], version: saved.version },
     });
-    return { record: saved, signingSecret };
+    return { record: await withPublishedVersion(tx, saved), signingSecret };
   });
 }
 
@@ -161,23 +184,31 @@ export async function rotateSigningSecret(db: Db, id: string, options: Automatio
   });
 }
 
-/** Publish, unpublish or delete, with its audit record, in one transaction. */
+/**
+ * Publish, unpublish or delete, with its audit record, in one transaction. Publishing snapshots
+ * the current definition as its version (the automation's version counter); runs already started
+ * keep the version they started with, whatever happens here.
+ */
 export async function changeAutomationState(
   db: Db,
   id: string,
   change: 'publish' | 'unpublish' | 'delete',
   actor: string,
-): Promise<AutomationRecord | undefined> {
+): Promise<AutomationWithPublishedVersion | undefined> {
   return db.transaction(async (tx) => {
     let record: AutomationRecord | undefined;
     if (change === 'delete') {
       record = await store.getAutomation(tx, id, true);
       if (record) await store.deleteAutomation(tx, id);
     } else {
+      // The UPDATE locks the row: a concurrent edit lands wholly before or after this snapshot.
       record = await store.setPublished(tx, id, change === 'publish');
+      if (record && change === 'publish') {
+        await recordPublishedVersion(tx, id, record.version, { displayName: record.displayName, steps: record.steps });
+      }
     }
     if (!record) throw notFound('automation');
     await recordAudit(tx, { actor, action: `automation.${change}`, resourceType: 'automation', resourceId: id, details: { version: record.version } });
-    return record;
+    return change === 'delete' ? { ...record, publishedVersion: null } : withPublishedVersion(tx, record);
   });
 }

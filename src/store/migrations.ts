@@ -92,6 +92,19 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX audit_events_resource ON audit_events (resource_type, resource_id, id);
   `,
+  // 5: published versions of automations (what the receiver runs); existing published ones backfilled
+  `
+  CREATE TABLE automation_versions (
+    automation_id text NOT NULL REFERENCES automations(id) ON DELETE CASCADE,
+    version integer NOT NULL,
+    snapshot jsonb NOT NULL,
+    published_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (automation_id, version)
+  );
+  INSERT INTO automation_versions (automation_id, version, snapshot, published_at)
+    SELECT id, version, jsonb_build_object('displayName', display_name, 'steps', steps), updated_at
+    FROM automations WHERE published;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -4,7 +4,7 @@
  * the standard Temporal environment configuration (@temporalio/envconfig: TEMPORAL_API_KEY,
  * TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE); the embedded dev server needs none.
  */
-import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 
@@ -21,9 +21,17 @@ export function connectionOptions(target: TemporalTarget): NativeConnectionOptio
   return { ...fromEnv, address: target.address };
 }
 
-/** A client whose connection is made on first use, so the API starts (and answers 503) while Temporal is down. */
+/**
+ * A client whose connection is made on first use, so the API starts (and answers 503) while
+ * Temporal is down. Its gRPC retries are few and short: an API request waits at most a few seconds
+ * for Temporal, and retrying past that deadline only keeps timers alive after the answer.
+ */
 export function createLazyClient(target: TemporalTarget, namespace: string): { client: Client; connection: Connection } {
-  const connection = Connection.lazy({ ...(connectionOptions(target) as ConnectionOptions), connectTimeout: 3000 });
+  const connection = Connection.lazy({
+    ...(connectionOptions(target) as ConnectionOptions),
+    connectTimeout: 3000,
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 3, maxIntervalMs: () => 500 }))],
+  });
   return { client: new Client({ connection, namespace }), connection };
 }
 

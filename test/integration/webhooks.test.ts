@@ -259,10 +259,10 @@ describe('inbound webhook, JWT', () => {
 
 describe('inbound webhook, workflow engine unreachable', () => {
   it('503 with Retry-After, never 200', async () => {
-    const { Client, Connection } = await import('@temporalio/client');
+    const { createLazyClient } = await import('../../src/temporal/connection');
     const { TemporalRuns } = await import('../../src/temporal/runs');
-    const connection = Connection.lazy({ address: '127.0.0.1:1' });
-    const stack = await startStack({ runs: new TemporalRuns(new Client({ connection }), 'nowhere', 1500), worker: false });
+    const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default');
+    const stack = await startStack({ runs: new TemporalRuns(client, 'nowhere', 1500), worker: false });
     try {
       const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
       const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, PAYLOAD));

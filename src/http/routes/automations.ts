@@ -1,10 +1,12 @@
-/** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret. */
+/** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret, dry run. */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
 import type { Context } from 'koa';
 import { actorOf, authenticate, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
-import { notFound } from '../errors';
+import { invalidArgument, notFound } from '../errors';
+import { dryRunSteps } from '../../domain/automation-dry-run';
+import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
 import { keysetPage, readPageRequest } from '../../domain/pagination';
 import {
   automationView,
@@ -12,6 +14,8 @@ import {
   createAutomation,
   rotateSigningSecret,
   updateAutomation,
+  withPublishedVersion,
+  withPublishedVersions,
   type AutomationOptions,
 } from '../../domain/automations';
 import * as store from '../../store/automations';
@@ -34,7 +38,7 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   router.get('/', async (ctx) => {
     const page = readPageRequest(ctx.query);
     const after = deps.pageTokens.decode<string>('automations', {}, page.pageToken);
-    const rows = await store.listAutomations(deps.db, after, page.pageSize + 1);
+    const rows = await withPublishedVersions(deps.db, await store.listAutomations(deps.db, after, page.pageSize + 1));
     const result = keysetPage(rows, page.pageSize, (r) => r.id, (r) => ({ automation: view(r) }), (cursor) =>
       deps.pageTokens.encode('automations', {}, cursor),
     );
@@ -44,7 +48,7 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   router.get('/:id', async (ctx) => {
     const record = await store.getAutomation(deps.db, ctx.params.id!);
     if (!record) throw notFound('automation');
-    ctx.body = { automation: view(record) };
+    ctx.body = { automation: view(await withPublishedVersion(deps.db, record)) };
   });
 
   router.post('/:id', async (ctx) => {
@@ -63,6 +67,18 @@ export function createAutomationsRouter(deps: AppDeps): Router {
       ctx.body = { automation: view(record!) };
     });
   }
+
+  // Dry run: evaluates the steps over a sample payload without running any effect.
+  router.post('/:id/test', async (ctx) => {
+    const record = await store.getAutomation(deps.db, ctx.params.id!);
+    if (!record) throw notFound('automation');
+    const body = await readJsonObject(ctx);
+    if (!('payload' in body)) throw invalidArgument({ field: 'payload', description: 'is required: a sample webhook body (any JSON), read as ctx.trigger' });
+    if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
+      throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
+    }
+    ctx.body = dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowInsecureJwks });
+  });
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {
     ctx.body = { signingSecret: await rotateSigningSecret(deps.db, ctx.params.id!, options(ctx)) };

@@ -19,6 +19,7 @@ import {
   WebhookRejection,
 } from '../../webhooks';
 import { getAutomationByListener, type AutomationRecord } from '../../store/automations';
+import { getLatestPublishedVersion } from '../../store/automation-versions';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../temporal/runs';
 
@@ -94,15 +95,18 @@ export function createWebhookRouter(deps: AppDeps): Router {
       });
       await authenticateEvent(automation, headers, body);
       const payload = parseWebhookJson(body);
+      // The run executes the latest published snapshot, not the draft; the trigger stays live.
+      const published = await getLatestPublishedVersion(deps.db, automation.id);
+      if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       const { executionId } = await deps.runs.start({
         automationId: automation.id,
-        automationName: automation.displayName,
-        version: automation.version,
+        automationName: published.snapshot.displayName,
+        version: published.version,
         listenerId,
         eventId: headers.eventId,
         receivedAt: new Date().toISOString(),
         trigger: payload,
-        steps: automation.steps,
+        steps: published.snapshot.steps,
       });
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       ctx.body = { eventId: headers.eventId, executionId };

@@ -1,0 +1,406 @@
+/**
+ * Reading automation runs back from Temporal, for the executions API. The list of an automation's
+ * runs comes from visibility (`AutomationId = "<id>"`, eventually consistent); one run's steps come
+ * from the workflow itself: the result of a completed run, else the `state` query (answered while
+ * a worker is up, for running and for closed runs alike), else a reconstruction from the run's
+ * history when the query cannot be answered (no worker): status, each step's progress, and the
+ * failed step with its error.
+ */
+import { isGrpcServiceError, ServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { RUN_STATE_QUERY, STEP_KINDS, type AutomationRunInput, type RunState, type StepDefinition, type StepKind, type StepResult } from '../../workflows/types';
+import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
+import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
+
+/** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
+export type ExecutionStatus = 'RUNNING' | 'COMPLETED' | 'FAILED' | 'TERMINATED';
+
+export interface ExecutionSummary {
+  /** The workflow id, `webhook:{listenerId}:{eventId}`. */
+  id: string;
+  eventId: string | null;
+  status: ExecutionStatus;
+  startedAt: string;
+  closedAt: string | null;
+  /** The automation version the run executes (fixed when it started). */
+  version: number | null;
+}
+
+export interface ExecutionDetail extends ExecutionSummary {
+  automationId: string;
+  /** Why a run that did not complete stopped (the failed step's message, a termination reason). */
+  error: string | null;
+  steps: StepResult[];
+}
+
+export interface ExecutionsPage {
+  executions: ExecutionSummary[];
+  /** Temporal's token for the next page; undefined on the last page. */
+  nextPageToken: Uint8Array | undefined;
+}
+
+/** Reads runs of automations. Throws WorkflowEngineUnavailableError when Temporal cannot be reached. */
+export interface AutomationExecutions {
+  list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage>;
+  /** undefined when no automation run has this id (unknown, another workflow type, or past retention). */
+  get(executionId: string): Promise<ExecutionDetail | undefined>;
+}
+
+/** Temporal refused a page token (e.g. one from before a server reset). */
+export class InvalidExecutionPageTokenError extends Error {
+  override name = 'InvalidExecutionPageTokenError';
+}
+
+/** Workflow type of automation runs (workflows/automation.ts). */
+const AUTOMATION_WORKFLOW_TYPE = 'automation';
+/** Temporal refuses longer workflow ids; nothing longer can name a run. */
+const MAX_EXECUTION_ID_LENGTH = 1000;
+/** gRPC status codes (google.rpc.Code). */
+const GRPC_INVALID_ARGUMENT = 3;
+const GRPC_NOT_FOUND = 5;
+
+export interface TemporalExecutionsOptions {
+  /** Upper bound for one visibility or describe call. */
+  callTimeoutMs?: number;
+  /** How long the `state` query may wait for a worker before the history fallback. */
+  queryTimeoutMs?: number;
+}
+
+export class TemporalExecutions implements AutomationExecutions {
+  private readonly callTimeoutMs: number;
+  private readonly queryTimeoutMs: number;
+
+  constructor(
+    private readonly client: Client,
+    options: TemporalExecutionsOptions = {},
+  ) {
+    this.callTimeoutMs = options.callTimeoutMs ?? 10_000;
+    this.queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
+  }
+
+  async list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage> {
+    let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
+    try {
+      response = await this.call(this.callTimeoutMs, () =>
+        this.client.workflowService.listWorkflowExecutions({
+          namespace: this.client.options.namespace,
+          pageSize,
+          ...(pageToken ? { nextPageToken: pageToken } : {}),
+          query: `AutomationId = ${quote(automationId)}`,
+        }),
+      );
+    } catch (err) {
+      if (pageToken && grpcCode(err) === GRPC_INVALID_ARGUMENT) {
+        throw new InvalidExecutionPageTokenError('page_token is no longer valid');
+      }
+      throw unavailable(err);
+    }
+    const token = response.nextPageToken;
+    return {
+      executions: (response.executions ?? []).map(summaryFromVisibility),
+      nextPageToken: token && token.length > 0 ? token : undefined,
+    };
+  }
+
+  async get(executionId: string): Promise<ExecutionDetail | undefined> {
+    if (executionId === '' || executionId.length > MAX_EXECUTION_ID_LENGTH) return undefined;
+    const handle = this.client.workflow.getHandle(executionId);
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await this.call(this.callTimeoutMs, () => handle.describe());
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+    const automationId = description.typedSearchAttributes.get(AutomationIdKey);
+    if (description.type !== AUTOMATION_WORKFLOW_TYPE || automationId === undefined) return undefined;
+
+    const status = executionStatus(description.status.name);
+    const summary: ExecutionSummary = {
+      id: executionId,
+      eventId: description.typedSearchAttributes.get(WebhookEventIdKey) ?? null,
+      status,
+      startedAt: description.startTime.toISOString(),
+      closedAt: description.closeTime?.toISOString() ?? null,
+      version: numberOrNull(description.memo?.automationVersion),
+    };
+
+    // A completed run's result is its final state: no worker needed.
+    if (status === 'COMPLETED') {
+      try {
+        const state = await this.call(this.callTimeoutMs, () => handle.result() as Promise<RunState>);
+        return { ...summary, automationId, error: null, steps: state.steps };
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        // Fall through to the history, which says the same.
+      }
+    }
+
+    let state: RunState | undefined;
+    if (status !== 'COMPLETED') {
+      try {
+        state = await this.call(this.queryTimeoutMs, () => handle.query<RunState>(RUN_STATE_QUERY));
+      } catch {
+        state = undefined; // no worker (or none in time): read the history instead
+      }
+    }
+    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, error: null, steps: state.steps };
+
+    // The history says why a closed run stopped, and what a run did when no worker answers.
+    let events: HistoryEvent[];
+    try {
+      events = (await this.call(this.callTimeoutMs, () => handle.fetchHistory())).events ?? [];
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+    const run = readHistory(events);
+    const steps = state?.steps ?? reconstructSteps(run, status);
+    const error = runError(run, status);
+    return {
+      ...summary,
+      version: summary.version ?? numberOrNull(run.input?.version),
+      automationId,
+      error,
+      steps: status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
+    };
+  }
+
+  private call<T>(timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    return raceDeadline(deadline, () => this.client.withDeadline(deadline, fn));
+  }
+}
+
+/**
+ * Temporal's workflow statuses in the API's four: a paused or continued-as-new run goes on
+ * (RUNNING), a timed-out one failed (FAILED), a cancelled one was stopped from outside (TERMINATED).
+ */
+export function executionStatus(name: string): ExecutionStatus {
+  switch (name) {
+    case 'COMPLETED':
+      return 'COMPLETED';
+    case 'FAILED':
+    case 'TIMED_OUT':
+      return 'FAILED';
+    case 'TERMINATED':
+    case 'CANCELLED':
+      return 'TERMINATED';
+    default:
+      return 'RUNNING';
+  }
+}
+
+const STATUS_NAMES: Record<number, string> = {
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'RUNNING',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED]: 'COMPLETED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_FAILED]: 'FAILED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: 'TIMED_OUT',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED]: 'TERMINATED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CANCELED]: 'CANCELLED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW]: 'CONTINUED_AS_NEW',
+};
+
+function summaryFromVisibility(raw: temporal.api.workflow.v1.IWorkflowExecutionInfo): ExecutionSummary {
+  const eventId = decode(raw.searchAttributes?.indexedFields?.[WebhookEventIdKey.name]);
+  return {
+    id: raw.execution?.workflowId ?? '',
+    eventId: typeof eventId === 'string' ? eventId : null,
+    status: executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING'),
+    startedAt: timestamp(raw.startTime) ?? '',
+    closedAt: timestamp(raw.closeTime) ?? null,
+    version: numberOrNull(decode(raw.memo?.fields?.automationVersion)),
+  };
+}
+
+// ---------------------------------------------------------------- the history fallback
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** One activity or timer of a step, as the history records it. */
+interface StepEffect {
+  /** What it did, from its summary: `evaluate when`, `callWebhook`, `wait 5s`, ... */
+  what: string;
+  timer: boolean;
+  done: boolean;
+  result: unknown;
+}
+
+interface RunHistory {
+  input: AutomationRunInput | undefined;
+  /** Effects per step id, in order. */
+  effects: Map<string, StepEffect[]>;
+  /** Step ids in the order their first effect was scheduled. */
+  touched: string[];
+  /** The run's failure; `stepError` is the failed step's own message (without `step "x" failed: `). */
+  failure: { stepId: string | undefined; message: string; stepError: string } | undefined;
+  stopReason: string | undefined;
+}
+
+function readHistory(events: HistoryEvent[]): RunHistory {
+  const run: RunHistory = { input: undefined, effects: new Map(), touched: [], failure: undefined, stopReason: undefined };
+  const byScheduledId = new Map<string, StepEffect>();
+  const byTimerId = new Map<string, StepEffect>();
+  const add = (stepId: string | undefined, effect: StepEffect): void => {
+    const id = stepId ?? run.touched[run.touched.length - 1];
+    if (id === undefined) return;
+    if (!run.effects.has(id)) {
+      run.effects.set(id, []);
+      run.touched.push(id);
+    }
+    run.effects.get(id)!.push(effect);
+  };
+  for (const event of events) {
+    const eventId = String(event.eventId ?? '');
+    if (event.workflowExecutionStartedEventAttributes) {
+      run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as AutomationRunInput | undefined;
+    } else if (event.activityTaskScheduledEventAttributes) {
+      const attributes = event.activityTaskScheduledEventAttributes;
+      const described = parseSummary(decode(event.userMetadata?.summary));
+      const input = decode(attributes.input?.payloads?.[0]) as { stepId?: unknown; expressions?: Record<string, unknown> } | undefined;
+      const stepId = described?.stepId ?? (typeof input?.stepId === 'string' ? input.stepId : undefined);
+      const what =
+        described?.what ??
+        (input?.expressions && Object.keys(input.expressions).join(',') === 'when' ? 'evaluate when' : (attributes.activityType?.name ?? ''));
+      const effect: StepEffect = { what, timer: false, done: false, result: undefined };
+      byScheduledId.set(eventId, effect);
+      add(stepId, effect);
+    } else if (event.activityTaskCompletedEventAttributes) {
+      const effect = byScheduledId.get(String(event.activityTaskCompletedEventAttributes.scheduledEventId ?? ''));
+      if (effect) {
+        effect.done = true;
+        effect.result = decode(event.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
+      }
+    } else if (event.timerStartedEventAttributes) {
+      const described = parseSummary(decode(event.userMetadata?.summary));
+      const effect: StepEffect = { what: described?.what ?? 'wait', timer: true, done: false, result: undefined };
+      byTimerId.set(event.timerStartedEventAttributes.timerId ?? '', effect);
+      add(described?.stepId, effect);
+    } else if (event.timerFiredEventAttributes) {
+      const effect = byTimerId.get(event.timerFiredEventAttributes.timerId ?? '');
+      if (effect) effect.done = true;
+    } else if (event.workflowExecutionFailedEventAttributes) {
+      run.failure = failureOf(event.workflowExecutionFailedEventAttributes.failure);
+    } else if (event.workflowExecutionTerminatedEventAttributes) {
+      const reason = event.workflowExecutionTerminatedEventAttributes.reason;
+      run.stopReason = `run terminated${reason ? `: ${reason}` : ''}`;
+    } else if (event.workflowExecutionCanceledEventAttributes) {
+      run.stopReason = 'run cancelled';
+    } else if (event.workflowExecutionTimedOutEventAttributes) {
+      run.stopReason = 'run timed out';
+    }
+  }
+  return run;
+}
+
+/** The steps as the workflow would report them, from what the history shows it did. */
+function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[] {
+  const steps: StepDefinition[] = Array.isArray(run.input?.steps) ? run.input.steps : [];
+  const lastTouched = Math.max(-1, ...run.touched.map((id) => steps.findIndex((step) => step.id === id)));
+  const failedIndex = run.failure?.stepId !== undefined ? steps.findIndex((step) => step.id === run.failure!.stepId) : -1;
+  // Steps before this one are over; this one is in progress (or failed); later ones never started.
+  const current = failedIndex >= 0 ? failedIndex : status === 'COMPLETED' ? steps.length : lastTouched;
+  return steps.map((step, index): StepResult => {
+    const result: StepResult = { id: step.id, kind: stepKind(step), status: 'PENDING', output: null, error: null };
+    const effects = run.effects.get(step.id) ?? [];
+    const skipped = effects.some((e) => e.what === 'evaluate when' && e.done && (e.result as { when?: unknown } | undefined)?.when === false);
+    if (index === failedIndex) {
+      result.status = 'FAILED';
+      result.error = run.failure?.stepError ?? null;
+    } else if (skipped) {
+      result.status = 'SKIPPED';
+    } else if (index < current) {
+      result.status = 'DONE';
+      result.output = outputOf(step, effects);
+    } else if (index === current) {
+      result.status = effects.some((e) => e.timer && !e.done) ? 'WAITING' : 'RUNNING';
+    }
+    return result;
+  });
+}
+
+/** A finished step's output: its last effect's result (a wait's is its duration). */
+function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, unknown> | null {
+  if ('wait' in step) return { duration: step.wait.duration };
+  const last = [...effects].reverse().find((e) => !e.timer && e.done && e.what !== 'evaluate when');
+  if (last && last.result !== null && typeof last.result === 'object' && !Array.isArray(last.result)) return { ...(last.result as Record<string, unknown>) };
+  return 'setVariables' in step ? {} : null;
+}
+
+/** A closed run's step still RUNNING or WAITING was stopped there: it shows why. */
+function markInterrupted(steps: StepResult[], error: string | null): StepResult[] {
+  return steps.map((step) =>
+    step.status === 'RUNNING' || step.status === 'WAITING' ? { ...step, status: 'FAILED', error: step.error ?? error ?? 'run stopped' } : step,
+  );
+}
+
+function runError(run: RunHistory, status: ExecutionStatus): string | null {
+  if (status === 'RUNNING' || status === 'COMPLETED') return null;
+  return run.failure?.message ?? run.stopReason ?? null;
+}
+
+/** The workflow's failure: `step "<id>" failed: <error>` with details `{stepId, error}`. */
+function failureOf(failure: temporal.api.failure.v1.IFailure | null | undefined): RunHistory['failure'] {
+  if (!failure) return undefined;
+  const message = failure.message ?? 'run failed';
+  const detail = decode(failure.applicationFailureInfo?.details?.payloads?.[0]) as { stepId?: unknown; error?: unknown } | undefined;
+  const fromMessage = /^step "([^"]+)" failed: (.*)$/s.exec(message);
+  const stepId = typeof detail?.stepId === 'string' ? detail.stepId : fromMessage?.[1];
+  const stepError = typeof detail?.error === 'string' ? detail.error : (fromMessage?.[2] ?? message);
+  return { stepId, message, stepError };
+}
+
+function stepKind(step: StepDefinition): StepKind {
+  return STEP_KINDS.find((kind) => kind in step) ?? ('unknown' as StepKind);
+}
+
+/** `step: <id> (<what>)`, the summary the workflow gives each activity and timer. */
+function parseSummary(summary: unknown): { stepId: string; what: string } | undefined {
+  if (typeof summary !== 'string') return undefined;
+  const match = /^step: ([A-Za-z_][A-Za-z0-9_]*) \((.*)\)$/s.exec(summary);
+  return match ? { stepId: match[1]!, what: match[2]! } : undefined;
+}
+
+// ---------------------------------------------------------------- small helpers
+
+function decode(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {
+  if (!payload) return undefined;
+  try {
+    return defaultPayloadConverter.fromPayload(payload as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function timestamp(ts: { seconds?: { toNumber(): number } | number | null; nanos?: number | null } | null | undefined): string | undefined {
+  if (!ts || ts.seconds === null || ts.seconds === undefined) return undefined;
+  const seconds = typeof ts.seconds === 'number' ? ts.seconds : ts.seconds.toNumber();
+  return new Date(seconds * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
+}
+
+function numberOrNull(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+/** A visibility query string literal. */
+function quote(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+function grpcCode(err: unknown): number | undefined {
+  if (isGrpcServiceError(err)) return err.code;
+  if (err instanceof ServiceError && isGrpcServiceError(err.cause)) return err.cause.code;
+  return undefined;
+}
+
+/** Unknown run: not found, or an id Temporal refuses outright. */
+function isNotFound(err: unknown): boolean {
+  if (err instanceof WorkflowNotFoundError) return true;
+  const code = grpcCode(err);
+  return code === GRPC_NOT_FOUND || code === GRPC_INVALID_ARGUMENT;
+}
+
+function unavailable(err: unknown): WorkflowEngineUnavailableError {
+  return new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`);
+}
