@@ -159,13 +159,20 @@ export const Annotations = z
 
 const StringMap = () => z.record(z.string(), z.string());
 
+/** Longest alias: it is indexed, and an index entry must stay far below PostgreSQL's 2704-byte limit. */
+export const ALIAS_MAX = 256;
+
 /** The writable fields of an AppEntitlement (create body; `appEntitlement` of an update). */
 export const AppEntitlementInput = z
   .object({
     appId: optString(),
     appResourceId: optString(),
     appResourceTypeId: optString(),
-    alias: optString(),
+    alias: z
+      .string()
+      .max(ALIAS_MAX, `must be at most ${ALIAS_MAX} characters`)
+      .nullish()
+      .meta({ description: 'Exact-match queryable alias (indexed: at most 256 characters).' }),
     displayName: requiredText(),
     description: optString(),
     slug: optString(),

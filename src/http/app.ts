@@ -1,7 +1,7 @@
 /** The Koa application: error mapping first, then every router. Tested with supertest(app.callback()). */
 import Koa from 'koa';
 import type { AppDeps } from './context';
-import { errorMiddleware } from './errors';
+import { AppError, errorMiddleware } from './errors';
 import { ROUTERS } from './routes';
 
 export function createApp(deps: AppDeps): Koa {
@@ -21,6 +21,8 @@ export function createApp(deps: AppDeps): Koa {
   app.use(async (ctx, next) => {
     ctx.set('Cache-Control', 'no-store');
     ctx.set('X-Content-Type-Options', 'nosniff');
+    // A NUL character (%00) in the path names nothing the store can hold (PostgreSQL refuses it).
+    if (ctx.path.includes('%00')) throw new AppError(404, 'not found: the path contains a NUL character');
     await next();
   });
   for (const factory of ROUTERS) {

@@ -5,6 +5,8 @@
  */
 import type { Context } from 'koa';
 import { AppError, invalidArgument } from './errors';
+import { fieldPath } from '../domain/validation';
+import { jsonDepth, MAX_JSON_DEPTH } from '../webhooks/body';
 
 export const API_BODY_LIMIT = 1024 * 1024;
 
@@ -65,13 +67,51 @@ export async function readJsonObject(ctx: Context, limit = API_BODY_LIMIT): Prom
   const raw = await readRawBody(ctx, limit);
   if (raw.length === 0) return {};
   let value: unknown;
+  const text = raw.toString('utf8');
   try {
-    value = JSON.parse(raw.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new AppError(400, 'request body is not valid JSON');
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalidArgument({ field: '(body)', description: 'must be a JSON object' });
   }
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    throw invalidArgument({ field: '(body)', description: `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels` });
+  }
+  const nul = pathOfNul(value);
+  if (nul) throw invalidArgument({ field: fieldPath(nul), description: 'must not contain NUL characters (\\u0000)' });
   return value as Record<string, unknown>;
+}
+
+/**
+ * The path of the first string or key holding a NUL character: the store cannot keep one
+ * (PostgreSQL text and jsonb refuse it), so such a body is a 400, never a 500. Iterative, so that
+ * a deeply nested body cannot exhaust the stack.
+ */
+function pathOfNul(root: unknown): PropertyKey[] | undefined {
+  interface Node {
+    value: unknown;
+    key: PropertyKey | undefined;
+    parent: Node | undefined;
+  }
+  const pathTo = (node: Node | undefined, last?: PropertyKey): PropertyKey[] => {
+    const path: PropertyKey[] = last === undefined ? [] : [last];
+    for (let at = node; at && at.key !== undefined; at = at.parent) path.unshift(at.key);
+    return path;
+  };
+  const stack: Node[] = [{ value: root, key: undefined, parent: undefined }];
+  for (let node = stack.pop(); node; node = stack.pop()) {
+    const value = node.value;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return pathTo(node);
+    } else if (value !== null && typeof value === 'object') {
+      const entries: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((item, i) => [i, item]) : Object.entries(value);
+      for (const [key, child] of entries.reverse()) {
+        if (typeof key === 'string' && key.includes('\u0000')) return pathTo(node, key.replaceAll('\u0000', '\\u0000'));
+        stack.push({ value: child, key, parent: node });
+      }
+    }
+  }
+  return undefined;
 }

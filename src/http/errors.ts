@@ -71,6 +71,12 @@ export function errorMiddleware(logger: Logger) {
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new AppError(404, `no route for ${ctx.method} ${ctx.path}`);
       }
+      // The router answers 405 (or 501 for a method it knows nothing of, such as TRACE) without a
+      // body: both become a 405 in the error shape, keeping the Allow header.
+      if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) {
+        const allow = ctx.response.get('Allow');
+        throw new AppError(405, `method ${ctx.method} is not allowed for ${ctx.path}`, { headers: allow ? { Allow: allow } : {} });
+      }
     } catch (err) {
       const error = toAppError(err);
       if (error.status >= 500) {

@@ -5,11 +5,13 @@ import { createHealthRouter } from './health';
 import { createTokenRouter } from './token';
 import { createClientsRouter } from './clients';
 import { createAutomationsRouter } from './automations';
+import { createExecutionsRouter } from './executions';
 import { createWebhookRouter } from './webhooks';
 import { createAppsRouter } from './apps';
 import { createUsersRouter } from './users';
 import { createEntitlementsRouter } from './entitlements';
 import { createOwnersRouter } from './owners';
+import { createOpenApiRouter } from './openapi';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
@@ -18,9 +20,11 @@ export const ROUTERS: RouterFactory[] = [
   createTokenRouter,
   createClientsRouter,
   createAutomationsRouter,
+  createExecutionsRouter,
   createWebhookRouter,
   createAppsRouter,
   createUsersRouter,
   createEntitlementsRouter,
   createOwnersRouter,
+  createOpenApiRouter,
 ];

@@ -53,7 +53,8 @@ export function createTokenRouter(deps: AppDeps): Router {
     if (typeof clientId !== 'string' || clientId === '' || typeof clientSecret !== 'string' || clientSecret === '') {
       return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
     }
-    const client = await authenticateClient(deps.db, clientId, clientSecret);
+    // No client id or secret holds a NUL character (and the store cannot even look one up).
+    const client = `${clientId}${clientSecret}`.includes('\u0000') ? undefined : await authenticateClient(deps.db, clientId, clientSecret);
     if (!client) return oauthError(ctx, 'invalid_client', 'client authentication failed');
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');

@@ -1,0 +1,338 @@
+/**
+ * Zod schemas of the operations outside governance: the OAuth token endpoint, API clients,
+ * automations (request and response shapes), the webhook receiver's answer, the operations
+ * endpoints and the one error body. Together with `schemas.ts` they are the source of the OpenAPI
+ * document (`src/http/openapi.ts`); schemas that become components carry `.meta({ id })`.
+ *
+ * Automation writes are validated by hand (`automation-validation.ts`, which also compiles every
+ * CEL expression); these schemas describe the same rules, and a property test
+ * (`test/unit/fuzz-api-schemas.test.ts`) checks that every body the validator accepts is accepted
+ * here and that every stored automation's view matches `Automation`.
+ */
+import { z } from 'zod';
+import { ROLES } from '../auth/roles';
+import { MAX_CIDRS } from '../webhooks/cidr';
+import { CALL_WEBHOOK_MAX_TIMEOUT_MS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, type StepKind } from '../../workflows/types';
+import { MAX_STEPS, MAX_VARIABLES_PER_STEP, MAX_WEBHOOK_BODY_FIELDS, MAX_WEBHOOK_HEADERS } from './automation-validation';
+
+// ---------------------------------------------------------------- errors
+
+export const ErrorDetail = z
+  .looseObject({ '@type': z.string().meta({ description: 'e.g. type.googleapis.com/google.rpc.BadRequest' }) })
+  .meta({
+    id: 'ErrorDetail',
+    description:
+      'A google.rpc detail: BadRequest (`fieldViolations: [{field, description}]`) or ErrorInfo (`reason`, `domain`, `metadata`).',
+  });
+
+export const ErrorBody = z
+  .object({
+    code: z.number().int().meta({ description: 'google.rpc.Code: 3 INVALID_ARGUMENT, 5 NOT_FOUND, 16 UNAUTHENTICATED, …' }),
+    message: z.string(),
+    details: z.array(ErrorDetail),
+  })
+  .meta({ id: 'Error', description: 'The one error shape of the API (grpc-gateway style).' });
+
+// ---------------------------------------------------------------- OAuth token
+
+export const TokenRequest = z
+  .object({
+    grant_type: z.literal('client_credentials'),
+    client_id: z.string().min(1),
+    client_secret: z.string().min(1),
+  })
+  .meta({ id: 'TokenRequest', description: 'OAuth 2.0 client credentials (RFC 6749 §4.4), sent in the body.' });
+
+export const TokenResponse = z
+  .object({
+    access_token: z.string(),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number().int().meta({ description: 'Lifetime of the access token in seconds.' }),
+  })
+  .meta({ id: 'TokenResponse' });
+
+export const OAuthError = z
+  .object({
+    error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type']),
+    error_description: z.string(),
+  })
+  .meta({ id: 'OAuthError', description: 'RFC 6749 §5.2 error; 401 for invalid_client, 400 otherwise.' });
+
+export const JwksDocument = z
+  .object({ keys: z.array(z.looseObject({ kty: z.string() })) })
+  .meta({ id: 'JwksDocument', description: 'Public keys of the access tokens (RFC 7517).' });
+
+// ---------------------------------------------------------------- API clients
+
+export const Role = z.enum(ROLES).meta({ id: 'Role' });
+
+export const CreateClientRequest = z
+  .object({
+    displayName: z.string().max(200).nullish(),
+    roles: z.array(Role).min(1),
+  })
+  .meta({ id: 'CreateClientRequest' });
+
+export const ApiClient = z
+  .object({
+    id: z.string(),
+    clientId: z.string(),
+    displayName: z.string(),
+    roles: z.array(Role),
+    createdAt: z.string().meta({ format: 'date-time' }),
+  })
+  .meta({ id: 'ApiClient' });
+
+export const CreateClientResponse = z
+  .object({ client: ApiClient, clientSecret: z.string().meta({ description: 'Shown only in this response.' }) })
+  .meta({ id: 'CreateClientResponse' });
+export const ApiClientResponse = z.object({ client: ApiClient }).meta({ id: 'ApiClientResponse' });
+export const ApiClientList = z
+  .object({ list: z.array(z.object({ client: ApiClient })), nextPageToken: z.string() })
+  .meta({ id: 'ApiClientList' });
+
+// ---------------------------------------------------------------- automations
+
+const CEL = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx (ctx.trigger, ctx.steps).' });
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const DURATION = () => z.string().meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
+
+const OwnershipStepFields = z
+  .object({ userId: CEL(), roleSlug: CEL(), appId: CEL(), entitlementId: CEL() })
+  .meta({ id: 'OwnershipStepFields', description: 'Every field is a CEL expression.' });
+
+const CallWebhookStepFields = z
+  .strictObject({
+    url: CEL().meta({ description: 'CEL giving the https URL to POST to.' }),
+    body: z
+      .union([
+        // eslint-disable-next-line no-control-regex -- field names: 1 to 128 characters, no control characters
+        z.record(z.string().regex(/^[^\u0000-\u001f]{1,128}$/), CEL()).meta({ maxProperties: MAX_WEBHOOK_BODY_FIELDS }),
+        CEL(),
+      ])
+      .meta({ description: 'Field name → CEL expression, or one CEL expression giving a map.' }),
+    headers: z
+      .record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/), CEL())
+      .nullish()
+      .meta({ maxProperties: MAX_WEBHOOK_HEADERS, description: 'Header name → CEL expression; framing and hop-by-hop headers are refused.' }),
+    timeoutMs: z.number().int().min(1).max(CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
+  })
+  .meta({ id: 'CallWebhookStep', description: 'An outbound HTTPS POST of a JSON body built with CEL.' });
+
+const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
+const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
+export const StepRetryPolicy = z
+  .strictObject({
+    maximumAttempts: z.number().int().min(minAttempts).max(maxAttempts).nullish(),
+    initialInterval: DURATION().nullish(),
+    maximumInterval: DURATION().nullish(),
+    backoffCoefficient: z.number().min(minCoefficient).max(maxCoefficient).nullish(),
+  })
+  .meta({ id: 'StepRetryPolicy', description: `Retry policy of an effectful step; intervals at most ${RETRY_LIMITS.maxIntervalSeconds}s.` });
+
+/** The body of each step kind. Adding a kind to STEP_KINDS without a schema here does not compile. */
+const STEP_BODIES = {
+  setVariables: z
+    .record(z.string().regex(IDENTIFIER), CEL())
+    .meta({
+      id: 'SetVariablesStep',
+      minProperties: 1,
+      maxProperties: MAX_VARIABLES_PER_STEP,
+      description: 'Variable name → CEL expression; read later as ctx.steps.<id>.<name>.',
+    }),
+  wait: z
+    .object({ duration: DURATION().meta({ description: 'Protobuf-JSON duration, e.g. "3600s"; positive, at most one year.' }) })
+    .meta({ id: 'WaitStep' }),
+  createEntitlementOwner: OwnershipStepFields,
+  deleteEntitlementOwner: OwnershipStepFields,
+  callWebhook: CallWebhookStepFields,
+  fail: z.strictObject({ message: CEL() }).meta({ id: 'FailStep', description: 'Ends the run as FAILED with the evaluated message.' }),
+} satisfies Record<StepKind, z.ZodType>;
+
+/**
+ * One step kind: `id`, optional `when`, `retry` where the kind takes one, the kind's body, and
+ * the other kinds at most as `null` (the service reads a null member as unset).
+ */
+function stepVariant(kind: StepKind): z.ZodObject {
+  const others = Object.fromEntries(STEP_KINDS.filter((other) => other !== kind).map((other) => [other, z.null().optional()]));
+  return z.strictObject({
+    id: z.string().regex(IDENTIFIER).meta({ description: 'Unique in the automation; outputs are ctx.steps.<id>.<field>.' }),
+    when: CEL().nullish().meta({ description: 'CEL condition; false skips the step.' }),
+    retry: RETRYABLE_STEP_KINDS.includes(kind) ? StepRetryPolicy.nullish() : z.null().optional(),
+    [kind]: STEP_BODIES[kind],
+    ...others,
+  });
+}
+
+/** One step: an id, an optional condition and exactly one kind. */
+export const AutomationStep = z
+  .xor(STEP_KINDS.map((kind) => stepVariant(kind)) as [z.ZodObject, z.ZodObject, ...z.ZodObject[]])
+  .meta({ id: 'AutomationStep', description: `Exactly one of ${STEP_KINDS.join(', ')}.` });
+
+const triggerCommon = {
+  allowedCidrs: z
+    .array(z.string())
+    .max(MAX_CIDRS)
+    .nullish()
+    .meta({ description: 'IPv4/IPv6 CIDR ranges or addresses; empty = any source.' }),
+  enabled: z.boolean().nullish().meta({ description: 'Default true.' }),
+};
+
+export const IncomingWebhookTriggerInput = z
+  .discriminatedUnion('authMethod', [
+    z.object({
+      authMethod: z.literal('HMAC'),
+      jwksUrl: z.literal('').nullish().meta({ description: 'Only for JWT.' }),
+      ...triggerCommon,
+    }),
+    z.object({
+      authMethod: z.literal('JWT'),
+      jwksUrl: z.string().min(1).meta({ format: 'uri', description: 'https URL of the sender’s JWKS.' }),
+      ...triggerCommon,
+    }),
+  ])
+  .meta({ id: 'IncomingWebhookTriggerInput' });
+
+export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhookTriggerInput }).meta({ id: 'AutomationTriggerInput' });
+
+const displayName = () => z.string().regex(/\S/).max(200);
+const description = () => z.string().max(4000);
+
+export const CreateAutomationRequest = z
+  .object({
+    displayName: displayName(),
+    description: description().nullish(),
+    trigger: AutomationTriggerInput,
+    steps: z.array(AutomationStep).max(MAX_STEPS).nullish(),
+  })
+  .meta({ id: 'CreateAutomationRequest' });
+
+export const UpdateAutomationRequest = z
+  .object({
+    automation: z
+      .object({
+        displayName: displayName().nullish(),
+        description: description().nullish(),
+        trigger: AutomationTriggerInput.nullish(),
+        steps: z.array(AutomationStep).max(MAX_STEPS).nullish(),
+      })
+      .meta({ description: 'The fields named by updateMask (all given fields when there is no mask).' }),
+    updateMask: z
+      .union([z.string(), z.array(z.string())])
+      .nullish()
+      .meta({ description: 'Comma-separated field paths among displayName, description, trigger, steps.' }),
+  })
+  .meta({ id: 'UpdateAutomationRequest' });
+
+export const IncomingWebhookTrigger = z
+  .object({
+    authMethod: z.enum(['HMAC', 'JWT']),
+    jwksUrl: z.string().meta({ description: '"" for HMAC.' }),
+    allowedCidrs: z.array(z.string()),
+    enabled: z.boolean(),
+    listenerId: z.string().meta({ readOnly: true }),
+    url: z.string().meta({ readOnly: true, format: 'uri', description: 'BASE_URL + /api/v1/webhooks/incoming/{listener_id}' }),
+  })
+  .meta({ id: 'IncomingWebhookTrigger' });
+
+export const Automation = z
+  .object({
+    id: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    published: z.boolean(),
+    version: z.number().int(),
+    publishedVersion: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .meta({ description: 'The version webhook events run (null when never published).' }),
+    trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
+    steps: z.array(AutomationStep),
+    createdAt: z.string().meta({ format: 'date-time' }),
+    updatedAt: z.string().meta({ format: 'date-time' }),
+  })
+  .meta({ id: 'Automation' });
+
+const signingSecret = () =>
+  z.string().meta({ description: 'HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation.' });
+
+export const AutomationWriteResponse = z
+  .object({ automation: Automation, signingSecret: signingSecret().optional() })
+  .meta({ id: 'AutomationWriteResponse' });
+export const AutomationResponse = z.object({ automation: Automation }).meta({ id: 'AutomationResponse' });
+export const AutomationList = z
+  .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
+  .meta({ id: 'AutomationList' });
+export const RotateSecretResponse = z.object({ signingSecret: signingSecret() }).meta({ id: 'RotateSecretResponse' });
+
+export const DryRunRequest = z
+  .object({ payload: z.unknown().meta({ description: 'A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger.' }) })
+  .meta({ id: 'DryRunRequest' });
+
+export const DryRunResponse = z
+  .object({
+    steps: z.array(
+      z.object({
+        id: z.string(),
+        kind: z.enum(STEP_KINDS as [StepKind, ...StepKind[]]),
+        status: z.enum(['WOULD_RUN', 'SKIPPED', 'ERROR', 'NOT_REACHED']),
+        output: z.record(z.string(), z.unknown()).nullable().meta({ description: 'What the step would produce; null unless WOULD_RUN.' }),
+        error: z.string().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'DryRunResponse', description: 'Every step evaluated over the payload, without any effect.' });
+
+// ---------------------------------------------------------------- executions
+
+const executionFields = {
+  id: z.string().meta({ description: 'webhook:{listenerId}:{eventId}' }),
+  eventId: z.string().nullable(),
+  status: z.enum(['RUNNING', 'COMPLETED', 'FAILED', 'TERMINATED']),
+  startedAt: z.string().meta({ format: 'date-time' }),
+  closedAt: z.string().nullable().meta({ format: 'date-time' }),
+  version: z.number().int().nullable().meta({ description: 'The automation version the run executes.' }),
+};
+
+export const ExecutionSummary = z.object(executionFields).meta({ id: 'ExecutionSummary' });
+
+export const StepResult = z
+  .object({
+    id: z.string(),
+    kind: z.enum(STEP_KINDS as [StepKind, ...StepKind[]]),
+    status: z.enum(['PENDING', 'RUNNING', 'WAITING', 'DONE', 'SKIPPED', 'FAILED']),
+    output: z.record(z.string(), z.unknown()).nullable(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'StepResult' });
+
+export const Execution = z
+  .object({ ...executionFields, automationId: z.string(), error: z.string().nullable(), steps: z.array(StepResult) })
+  .meta({ id: 'Execution' });
+
+export const ExecutionList = z
+  .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
+  .meta({ id: 'ExecutionList' });
+export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
+
+// ---------------------------------------------------------------- webhook receiver, operations
+
+export const WebhookAccepted = z
+  .object({
+    eventId: z.string().meta({ description: 'The Webhook-Event-Id, lower case.' }),
+    executionId: z.string(),
+  })
+  .meta({ id: 'WebhookAccepted' });
+
+/** Any JSON value (at most 64 KiB): the automation's ctx.trigger. */
+export const WebhookPayload = z.unknown().meta({ id: 'WebhookPayload', description: 'Any JSON value, at most 65,536 bytes.' });
+
+export const HealthStatus = z.object({ status: z.literal('ok') }).meta({ id: 'HealthStatus' });
+export const ReadyStatus = z
+  .object({
+    status: z.enum(['ready', 'not_ready']),
+    checks: z.object({ store: z.boolean(), temporal: z.boolean() }),
+  })
+  .meta({ id: 'ReadyStatus' });

@@ -1,0 +1,458 @@
+/**
+ * The OpenAPI 3.1 document: valid for a real OpenAPI 3.1 validator, complete (every mounted route
+ * is documented), with the seed's operation id, tag, version and security; and true: real
+ * responses of the running service (a real store, a real Temporal dev server for the webhook 200)
+ * validate against the operation's response schema with ajv (JSON Schema 2020-12), strictly
+ * enough that a missing, mistyped or undeclared field fails.
+ */
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
+import { callerFor, createApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
+import { createClient } from '../../src/auth/clients';
+import { ROUTERS } from '../../src/http/routes';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Method = 'get' | 'post' | 'delete';
+
+const SCHEMAS_ID = 'https://openapi.test/components.json';
+
+/** `@seriousme/openapi-schema-validator` is ESM only; jest's transform turns `import()` into `require`. */
+const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<Json>;
+
+/** The openapi path template a request path matches (`/api/v1/apps/abc` → `/api/v1/apps/{app_id}`). */
+function templateOf(doc: Json, method: Method, path: string): string {
+  const clean = path.split('?')[0]!;
+  const matches = Object.keys(doc.paths).filter((template) => {
+    if (!doc.paths[template][method]) return false;
+    const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
+    return pattern.test(clean);
+  });
+  // The most specific template: the one with the fewest parameters.
+  matches.sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0));
+  if (!matches[0]) throw new Error(`no documented operation for ${method.toUpperCase()} ${clean}`);
+  return matches[0];
+}
+
+describe('OpenAPI document', () => {
+  let stack: Stack;
+  let doc: Json;
+  let ajv: Ajv2020;
+  let admin: Caller;
+  let superAdmin: Caller;
+  let reader: Caller;
+  const validators = new Map<string, ValidateFunction>();
+  /** `METHOD template status` of every response checked against the document. */
+  const checked = new Set<string>();
+
+  function validatorFor(schema: unknown): ValidateFunction {
+    const text = JSON.stringify(schema).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`);
+    let validate = validators.get(text);
+    if (!validate) {
+      validate = ajv.compile(JSON.parse(text) as object);
+      validators.set(text, validate);
+    }
+    return validate;
+  }
+
+  /** Asserts that `res` is a documented response of `method path` and that its body matches the schema. */
+  function expectConforms(method: Method, path: string, res: { status: number; body: unknown; headers: Json }): void {
+    const template = templateOf(doc, method, path);
+    const operation = doc.paths[template][method];
+    const response = operation.responses[String(res.status)];
+    if (!response) throw new Error(`${method.toUpperCase()} ${template}: status ${res.status} is not documented (body ${JSON.stringify(res.body)})`);
+    const schema = response.content?.['application/json']?.schema;
+    if (!schema) throw new Error(`${method.toUpperCase()} ${template} ${res.status}: no JSON schema`);
+    expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
+    const validate = validatorFor(schema);
+    if (!validate(res.body)) {
+      throw new Error(
+        `${method.toUpperCase()} ${path} ${res.status} does not match the document: ${JSON.stringify(validate.errors?.slice(0, 5))}\nbody: ${JSON.stringify(res.body).slice(0, 2000)}`,
+      );
+    }
+    checked.add(`${method.toUpperCase()} ${template} ${res.status}`);
+  }
+
+  async function call(caller: Caller, method: Method, path: string, body?: unknown): Promise<request.Response> {
+    const res = await (method === 'post' ? caller.post(path, body) : method === 'get' ? caller.get(path) : caller.delete(path));
+    expectConforms(method, path, res);
+    return res;
+  }
+
+  beforeAll(async () => {
+    stack = await startStack();
+    const res = await request(stack.service.server).get('/api/openapi.json');
+    expect(res.status).toBe(200);
+    doc = res.body;
+    ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
+    addFormats(ajv);
+    ajv.addFormat('int64', { type: 'string', validate: (value: string) => /^-?[0-9]{1,19}$/.test(value) });
+    const defs = JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`));
+    ajv.addSchema({ $id: SCHEMAS_ID, $defs: defs });
+    superAdmin = callerFor(stack.service, stack.adminToken);
+    admin = callerFor(stack.service, await stack.service.tokenFor('admin'));
+    reader = callerFor(stack.service, await stack.service.tokenFor('read_only'));
+  });
+  afterAll(async () => stack.close());
+
+  describe('the document', () => {
+    it('is served without authentication and is valid OpenAPI 3.1 for @seriousme/openapi-schema-validator', async () => {
+      const { Validator } = await importEsm('@seriousme/openapi-schema-validator');
+      const validator = new Validator();
+      const result = await validator.validate(doc);
+      expect(result.errors).toBeUndefined();
+      expect(result.valid).toBe(true);
+      expect(validator.version).toBe('3.1');
+      expect(doc.openapi).toMatch(/^3\.1\./);
+    });
+
+    it('carries the version, the server URL and every component ajv can compile', () => {
+      expect(doc.info.version).toBe('0.1.0-alpha');
+      expect(doc.servers).toEqual([{ url: stack.service.baseUrl }]);
+      for (const name of Object.keys(doc.components.schemas)) {
+        expect(() => ajv.getSchema(`${SCHEMAS_ID}#/$defs/${name}`)).not.toThrow();
+      }
+    });
+
+    it('documents every route the service mounts, and nothing else', () => {
+      const normalise = (path: string) => path.replace(/\/$/, '').replace(/\{[^}]+\}|:[A-Za-z_][A-Za-z0-9_]*/g, '{}');
+      const mounted = new Set<string>();
+      for (const factory of ROUTERS) {
+        for (const layer of factory(stack.service.deps).stack as Array<{ methods: string[]; path: string }>) {
+          for (const method of layer.methods) if (method !== 'HEAD') mounted.add(`${method} ${normalise(layer.path)}`);
+        }
+      }
+      const documented = new Set<string>();
+      for (const [path, item] of Object.entries(doc.paths as Json)) {
+        for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${normalise(path)}`);
+      }
+      expect([...mounted].sort()).toEqual([...documented].sort());
+    });
+
+    it('gives the seed operation id and tag to the v2 create-owner operation', () => {
+      const path = '/api/v2/users/{user_id}/owners/entitlements/{role_slug}/{app_entitlement_ref_app_id}/{app_entitlement_ref_id}';
+      const operation = doc.paths[path].post;
+      expect(operation.operationId).toBe('svc.api.user.v2.UserOwnersV2.CreateEntitlementOwner');
+      expect(operation.tags).toEqual(['User Owner V2']);
+      expect(operation.parameters.map((p: Json) => [p.name, p.in, p.required])).toEqual([
+        ['user_id', 'path', true],
+        ['role_slug', 'path', true],
+        ['app_entitlement_ref_app_id', 'path', true],
+        ['app_entitlement_ref_id', 'path', true],
+      ]);
+      expect(operation.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateEntitlementOwnerRequest' });
+      expect(doc.components.schemas.CreateEntitlementOwnerRequest.properties.appEntitlementRef).toBeDefined();
+      expect(Object.keys(doc.components.schemas.UserOwnerEntitlement.properties)).toEqual(['appEntitlement', 'createdAt', 'roleSlug', 'userId']);
+    });
+
+    it('declares bearer and OAuth 2.0 client credentials together on every /api operation, none elsewhere', () => {
+      expect(doc.components.securitySchemes).toEqual({
+        bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+        oauth2: expect.objectContaining({ type: 'oauth2', flows: { clientCredentials: { tokenUrl: '/auth/v1/token', scopes: {} } } }),
+      });
+      expect(doc.security).toBeUndefined();
+      const open = ['/api/openapi.json', '/api/v1/webhooks/incoming/{listener_id}'];
+      for (const [path, item] of Object.entries(doc.paths as Json)) {
+        for (const [method, operation] of Object.entries(item as Json)) {
+          const secured = path.startsWith('/api/') && !open.includes(path);
+          expect([`${method} ${path}`, operation.security]).toEqual([`${method} ${path}`, secured ? [{ bearerAuth: [], oauth2: [] }] : []]);
+        }
+      }
+    });
+
+    it('lists page_size / page_token / pageSize / pageToken on every GET listing', () => {
+      const listings = ['/api/v1/apps', '/api/v1/users', '/api/v1/apps/{app_id}/entitlements', '/api/v2/users/{user_id}/owners/entitlements', '/api/v1/automations', '/api/v1/iam/clients'];
+      for (const path of listings) {
+        const query = doc.paths[path].get.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name);
+        expect([path, query]).toEqual([path, ['page_size', 'page_token', 'pageSize', 'pageToken']]);
+      }
+      const search = doc.components.schemas.SearchEntitlementsRequest.properties;
+      expect(search.page_size).toBeDefined();
+      expect(search.page_token).toBeDefined();
+    });
+
+    it('documents the webhook receiver: its headers and every status of the seed', () => {
+      const operation = doc.paths['/api/v1/webhooks/incoming/{listener_id}'].post;
+      expect(operation.security).toEqual([]);
+      const headers = operation.parameters.filter((p: Json) => p.in === 'header').map((p: Json) => [p.name, p.required]);
+      expect(headers).toEqual([
+        ['Webhook-Timestamp', true],
+        ['Webhook-Event-Id', true],
+        ['Webhook-Signature', false],
+        ['Authorization', false],
+      ]);
+      expect(Object.keys(operation.requestBody.content)).toEqual(['application/json']);
+      for (const status of ['200', '400', '401', '403', '404', '409', '413']) expect(operation.responses[status]).toBeDefined();
+      expect(operation.responses['409'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    });
+
+    it('gives every error response the one error shape {code, message, details}', () => {
+      const error = doc.components.schemas.Error;
+      expect(error.required).toEqual(['code', 'message', 'details']);
+      for (const [path, item] of Object.entries(doc.paths as Json)) {
+        for (const operation of Object.values(item as Json)) {
+          for (const [status, response] of Object.entries(operation.responses as Json)) {
+            if (Number(status) < 400 || path === '/auth/v1/token' || path === '/ready') continue;
+            expect([path, status, response.content['application/json'].schema]).toEqual([path, status, { $ref: '#/components/schemas/Error' }]);
+          }
+        }
+      }
+    });
+  });
+
+  describe('real responses match it', () => {
+    let appId: string;
+    let userId: string;
+    let entitlementId: string;
+
+    beforeAll(async () => {
+      appId = (await createApp(admin, 'Conformance')).id;
+      userId = (await createUser(admin, 'USER_TYPE_SERVICE')).id;
+      entitlementId = (await createEntitlement(admin, appId, { displayName: 'Plain' })).id;
+    });
+
+    it('operations endpoints and the token endpoint', async () => {
+      const anonymous = callerFor(stack.service, undefined);
+      await call(anonymous, 'get', '/health');
+      const ready = await call(anonymous, 'get', '/ready');
+      expect(ready.status).toBe(200);
+      await call(anonymous, 'get', '/auth/v1/jwks');
+      await call(anonymous, 'get', '/api/openapi.json');
+      const metrics = await anonymous.get('/metrics');
+      expect(metrics.status).toBe(200);
+      expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
+
+      await createClient(stack.service.deps.db, { displayName: 'conformance', roles: ['admin'], clientId: 'conformance-client', clientSecret: 'conformance-secret' });
+      const token = await request(stack.service.server)
+        .post('/auth/v1/token')
+        .type('form')
+        .send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'conformance-secret' });
+      expect(token.status).toBe(200);
+      expectConforms('post', '/auth/v1/token', token);
+      const json = await request(stack.service.server)
+        .post('/auth/v1/token')
+        .send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'conformance-secret' });
+      expectConforms('post', '/auth/v1/token', json);
+      const wrong = await request(stack.service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'nope' });
+      expect(wrong.status).toBe(401);
+      expectConforms('post', '/auth/v1/token', wrong);
+      const missing = await request(stack.service.server).post('/auth/v1/token').type('form').send({ client_id: 'x' });
+      expect(missing.status).toBe(400);
+      expectConforms('post', '/auth/v1/token', missing);
+    });
+
+    it('apps and users: create, get, list', async () => {
+      const app = await call(admin, 'post', '/api/v1/apps', { displayName: 'Docs app', description: 'described' });
+      expect(app.status).toBe(200);
+      await call(reader, 'get', `/api/v1/apps/${app.body.app.id}`);
+      await call(reader, 'get', '/api/v1/apps?page_size=10');
+      const user = await call(admin, 'post', '/api/v1/users', { displayName: 'Docs user', email: 'docs@example.com', type: 'USER_TYPE_HUMAN' });
+      expect(user.status).toBe(200);
+      await call(reader, 'get', `/api/v1/users/${user.body.user.id}`);
+      await call(reader, 'get', '/api/v1/users?pageSize=10');
+    });
+
+    it('entitlements: create (every field), get, list, update, search, delete', async () => {
+      const full = {
+        displayName: 'Full',
+        alias: 'full-alias',
+        description: 'all fields',
+        slug: 'admin',
+        purpose: 'APP_ENTITLEMENT_PURPOSE_VALUE_SOMETHING_NEW',
+        durationGrant: '3600s',
+        emergencyGrantEnabled: true,
+        provisionerPolicy: {
+          multiStep: {
+            provisionSteps: [
+              { manual: { instructions: 'do it', assignee: { group: { appGroupId: 'g', appId: 'a', fallbackUserIds: ['u'], allowReassignment: true } } } },
+              { connector: { account: { connectorId: 'c', schemaId: 's', config: { nested: { any: [1, 'x'] } }, saveToVault: { vaultIds: ['v'] } } } },
+              { delegated: { appId: 'a', entitlementId: 'e', implicit: true } },
+              { unconfigured: {} },
+            ],
+          },
+        },
+        deprovisionerPolicy: { webhook: { webhookId: 'w' } },
+        complianceFrameworkValueIds: ['sox'],
+        sourceConnectorIds: { c1: 'x' },
+        annotations: { managed_by: 'terraform', 'iac_resource_address': 'module.a' },
+        userEditedMask: 'displayName',
+      };
+      const created = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, full);
+      expect(created.status).toBe(200);
+      const id = created.body.appEntitlement.id;
+      await call(reader, 'get', `/api/v1/apps/${appId}/entitlements/${id}`);
+      await call(reader, 'get', `/api/v1/apps/${appId}/entitlements?page_size=10`);
+      const updated = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements/${id}`, {
+        appEntitlement: { displayName: 'Renamed', durationUnset: {}, durationGrant: null, provisionerPolicy: { devicePlacement: { vaultBoundaryId: 'b' } } },
+        updateMask: 'displayName,durationUnset,durationGrant,provisionerPolicy',
+      });
+      expect(updated.status).toBe(200);
+      const search = await call(reader, 'post', '/api/v1/search/entitlements', { query: 'Renamed', appIds: [appId], page_size: 10 });
+      expect(search.body.list).toHaveLength(1);
+      const deleted = await call(admin, 'delete', `/api/v1/apps/${appId}/entitlements/${id}`);
+      expect(deleted.status).toBe(200);
+    });
+
+    it('entitlement owners: create (v2), list, delete', async () => {
+      const path = `/api/v2/users/${userId}/owners/entitlements/owner/${appId}/${entitlementId}`;
+      const created = await call(admin, 'post', path, { appEntitlementRef: { appId, id: entitlementId } });
+      expect(created.status).toBe(200);
+      await call(admin, 'post', path.replace('/owner/', '/approver/'));
+      const list = await call(reader, 'get', `/api/v2/users/${userId}/owners/entitlements?page_size=10`);
+      expect(list.body.list).toHaveLength(2);
+      expect((await call(admin, 'delete', path.replace('/owner/', '/approver/'))).status).toBe(200);
+    });
+
+    it('API clients: create, list, get, delete', async () => {
+      const created = await call(superAdmin, 'post', '/api/v1/iam/clients', { displayName: 'ci', roles: ['read_only'] });
+      expect(created.status).toBe(200);
+      await call(superAdmin, 'get', '/api/v1/iam/clients');
+      await call(superAdmin, 'get', `/api/v1/iam/clients/${created.body.client.id}`);
+      expect((await call(superAdmin, 'delete', `/api/v1/iam/clients/${created.body.client.id}`)).status).toBe(200);
+    });
+
+    it('automations: create (HMAC and JWT, every step kind), get, list, update, publish, rotate, webhook 200 and 409, delete', async () => {
+      const steps = [
+        { id: 'vars', when: 'has(ctx.trigger.kind)', setVariables: { who: 'ctx.trigger.service_account' } },
+        { id: 'own', createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: `'${appId}'`, entitlementId: `'${entitlementId}'` } },
+        { id: 'pause', wait: { duration: '60s' } },
+        { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: `'${appId}'`, entitlementId: `'${entitlementId}'` } },
+      ];
+      const hmac = await call(superAdmin, 'post', '/api/v1/automations', {
+        displayName: 'HMAC automation',
+        trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['127.0.0.0/8', '::1'] } },
+        steps,
+      });
+      expect(hmac.status).toBe(200);
+      expect(typeof hmac.body.signingSecret).toBe('string');
+      const jwt = await call(superAdmin, 'post', '/api/v1/automations', {
+        displayName: 'JWT automation',
+        trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'https://idp.example/jwks.json', enabled: false } },
+        steps: [
+          {
+            id: 'notify',
+            retry: { maximumAttempts: 3, initialInterval: '0.5s' },
+            callWebhook: { url: "'https://hooks.example/x'", body: { who: 'ctx.trigger.who' }, headers: { 'X-Token': "'t'" }, timeoutMs: 5000 },
+          },
+          { id: 'notify2', callWebhook: { url: "'https://hooks.example/y'", body: '{"a": 1}' } },
+          { id: 'stop', when: 'false', fail: { message: "'nope'" } },
+        ],
+      });
+      expect(jwt.status).toBe(200);
+      expect(jwt.body.signingSecret).toBeUndefined();
+      const id = hmac.body.automation.id;
+      await call(superAdmin, 'get', `/api/v1/automations/${id}`);
+      await call(superAdmin, 'get', '/api/v1/automations?page_size=10');
+      await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}`, {
+        automation: { trigger: { incomingWebhook: { authMethod: 'HMAC' } } },
+        updateMask: 'trigger',
+      });
+      await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}/unpublish`);
+      const published = await call(superAdmin, 'post', `/api/v1/automations/${id}/publish`);
+      expect(published.body.automation.published).toBe(true);
+      const rotated = await call(superAdmin, 'post', `/api/v1/automations/${id}/trigger/rotate-secret`);
+      const secret: string = rotated.body.signingSecret;
+
+      const path = listenerPath(published.body.automation);
+      const event = hmacEvent(secret, { kind: 'hire', service_account: userId });
+      const accepted = await deliver(stack, path, event);
+      expect(accepted.status).toBe(200);
+      expectConforms('post', path, accepted);
+      const duplicate = await deliver(stack, path, event);
+      expect(duplicate.status).toBe(409);
+      expectConforms('post', path, duplicate);
+      const badSignature = await deliver(stack, path, { ...event, headers: { ...event.headers, 'Webhook-Signature': 'x'.repeat(43), 'Webhook-Event-Id': randomUUID() } });
+      expect(badSignature.status).toBe(401);
+      expectConforms('post', path, badSignature);
+      const noHeaders = await deliver(stack, path, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
+      expect(noHeaders.status).toBe(400);
+      expectConforms('post', path, noHeaders);
+      const unknown = await deliver(stack, '/api/v1/webhooks/incoming/nope', event);
+      expect(unknown.status).toBe(404);
+      expectConforms('post', '/api/v1/webhooks/incoming/nope', unknown);
+
+      const dryRun = await call(superAdmin, 'post', `/api/v1/automations/${id}/test`, { payload: { kind: 'hire', service_account: userId } });
+      expect(dryRun.body.steps.map((step: Json) => step.status)).toEqual(['WOULD_RUN', 'WOULD_RUN', 'WOULD_RUN', 'WOULD_RUN']);
+      expect((await call(superAdmin, 'post', `/api/v1/automations/${id}/test`, {})).status).toBe(400);
+
+      // The run waits in its `pause` step: visible in the executions listing and readable with its steps.
+      let listed: request.Response | undefined;
+      for (let attempt = 0; attempt < 50; attempt += 1) {
+        listed = await superAdmin.get(`/api/v1/automations/${id}/executions?page_size=10`);
+        if (listed.status === 200 && listed.body.list.length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expectConforms('get', `/api/v1/automations/${id}/executions`, listed!);
+      expect(listed!.body.list[0].execution.id).toBe(accepted.body.executionId);
+      const execution = await call(superAdmin, 'get', `/api/v1/automation_executions/${encodeURIComponent(accepted.body.executionId)}`);
+      expect(execution.status).toBe(200);
+      expect((await call(superAdmin, 'get', '/api/v1/automation_executions/webhook%3Anope%3Anope')).status).toBe(404);
+
+      await stack.client.workflow.getHandle(accepted.body.executionId).terminate('conformance test done').catch(() => undefined);
+      expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
+    });
+
+    it('error responses: 400, 401, 403, 404', async () => {
+      const anonymous = callerFor(stack.service, undefined);
+      expect((await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, { displayName: '', durationGrant: 'soon' })).status).toBe(400);
+      expect((await call(admin, 'post', '/api/v1/users', { displayName: 'x', type: 'ROBOT' })).status).toBe(400);
+      expect((await call(reader, 'get', '/api/v1/apps?page_token=forged')).status).toBe(400);
+      expect((await call(anonymous, 'get', '/api/v1/apps')).status).toBe(401);
+      expect((await call(callerFor(stack.service, 'not-a-token'), 'post', '/api/v1/search/entitlements', {})).status).toBe(401);
+      expect((await call(reader, 'post', '/api/v1/apps', { displayName: 'no' })).status).toBe(403);
+      expect((await call(admin, 'get', '/api/v1/automations')).status).toBe(403);
+      expect((await call(reader, 'get', '/api/v1/apps/missing')).status).toBe(404);
+      expect((await call(reader, 'get', `/api/v1/apps/${appId}/entitlements/missing`)).status).toBe(404);
+      expect((await call(admin, 'post', `/api/v2/users/missing/owners/entitlements/owner/${appId}/${entitlementId}`)).status).toBe(404);
+      expect((await call(superAdmin, 'get', '/api/v1/automations/missing')).status).toBe(404);
+    });
+
+    it('covered a 200 of every JSON operation', () => {
+      const missing: string[] = [];
+      for (const [path, item] of Object.entries(doc.paths as Json)) {
+        for (const [method, operation] of Object.entries(item as Json)) {
+          if (!operation.responses['200'].content['application/json']?.schema) continue;
+          if (!checked.has(`${method.toUpperCase()} ${path} 200`)) missing.push(`${method.toUpperCase()} ${path}`);
+        }
+      }
+      expect(missing).toEqual([]);
+    });
+  });
+
+  describe('the response schemas are strict', () => {
+    let entitlement: Json;
+
+    beforeAll(async () => {
+      const appId = (await createApp(admin, 'Strict')).id;
+      entitlement = (await admin.get(`/api/v1/apps/${appId}/entitlements/${(await createEntitlement(admin, appId)).id}`)).body;
+    });
+
+    const validate = () => validatorFor(doc.paths['/api/v1/apps/{app_id}/entitlements/{id}'].get.responses['200'].content['application/json'].schema);
+
+    it('accepts the real body', () => {
+      expect(validate()(entitlement)).toBe(true);
+    });
+
+    it.each([
+      ['a missing field', (e: Json) => delete e.appEntitlement.grantCount],
+      ['a mistyped field', (e: Json) => (e.appEntitlement.displayName = 5)],
+      ['a number for an int64 string', (e: Json) => (e.appEntitlement.grantCount = 0)],
+      ['a bad date-time', (e: Json) => (e.appEntitlement.createdAt = 'yesterday')],
+      ['an undeclared field', (e: Json) => (e.appEntitlement.surprise = true)],
+      ['a missing wrapper', (e: Json) => Object.assign(e, { appEntitlement: undefined, ...e.appEntitlement })],
+    ])('refuses %s', (_name, mutate) => {
+      const copy = structuredClone(entitlement);
+      mutate(copy);
+      expect(validate()(JSON.parse(JSON.stringify(copy)))).toBe(false);
+    });
+
+    it('refuses an error body without details', () => {
+      const schema = doc.paths['/api/v1/apps/{app_id}'].get.responses['404'].content['application/json'].schema;
+      expect(validatorFor(schema)({ code: 5, message: 'app not found', details: [] })).toBe(true);
+      expect(validatorFor(schema)({ code: 5, message: 'app not found' })).toBe(false);
+      expect(validatorFor(schema)({ code: '5', message: 'app not found', details: [] })).toBe(false);
+    });
+  });
+});
