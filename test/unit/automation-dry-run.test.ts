@@ -125,13 +125,15 @@ describe('dryRunSteps', () => {
   });
 
   describe('hostile expressions fail their step with a clear error, within the bounds', () => {
+    // 99 × 99 full scans of a 200,000-character text that an anchored pattern cannot match (so no
+    // literal prefilter can skip it): about 2 × 10^9 regex steps, far past the limit on any machine.
     const list99 = Array.from({ length: 99 }, (_, i) => i);
 
     it('a slow expression hits the per-evaluation time limit', () => {
       const steps: StepDefinition[] = [
-        { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('(a|b)*c')))" } },
+        { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } },
       ];
-      const [result] = dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) }, secure).steps;
+      const [result] = dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) + 'c' }, secure).steps;
       expect(result).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeded the time limit of 1000 ms' });
     });
 
@@ -151,8 +153,8 @@ describe('dryRunSteps', () => {
     });
 
     it('the whole dry run is bounded: steps after the time budget are not evaluated', () => {
-      const slow: StepDefinition = { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('(a|b)*c')))" } };
-      const results = dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) }, { ...secure, timeBudgetMs: 300 })
+      const slow: StepDefinition = { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } };
+      const results = dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 })
         .steps;
       expect(results[0]).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeded the time limit of 300 ms' });
       expect(results[1]!.status).toBe('NOT_REACHED');
