@@ -171,7 +171,9 @@ function toHttpError(err: unknown, listenerId: string, log: AppDeps['logger']): 
   }
   if (err instanceof WorkflowEngineUnavailableError) {
     log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
-    return new AppError(503, 'the workflow engine is unavailable; the event was not accepted, retry later', {
+    // Not "rejected": a start that timed out may still have been recorded. Retrying with the same
+    // event id is always safe: it runs once, and a 409 then confirms it was accepted.
+    return new AppError(503, 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id', {
       headers: { 'Retry-After': RETRY_AFTER_SECONDS },
     });
   }

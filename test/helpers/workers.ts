@@ -1,0 +1,56 @@
+/**
+ * A real automation worker in the test process, on any Temporal server and task queue (the stack's
+ * own worker always uses the shared test server). Pass a prebuilt bundle to start several quickly.
+ */
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
+import type { Db } from '../../src/store/db';
+
+export interface RunningWorker {
+  /** Graceful shutdown, then the connection is closed. */
+  stop(): Promise<void>;
+}
+
+/** Bundles the automation workflow once (quietly) for several workers. */
+export function bundleAutomationWorkflow(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
+}
+
+export async function startWorker(options: {
+  address: string;
+  taskQueue: string;
+  db: Db;
+  namespace?: string;
+  bundle?: WorkflowBundleWithSourceMap;
+}): Promise<RunningWorker> {
+  const connection = await connectWhenHealthy(options.address);
+  const worker = await createAutomationWorker({
+    connection,
+    namespace: options.namespace ?? 'default',
+    taskQueue: options.taskQueue,
+    db: options.db,
+    ...(options.bundle ? { bundle: options.bundle } : {}),
+  });
+  const running = worker.run();
+  running.catch(() => undefined);
+  return {
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close().catch(() => undefined);
+    },
+  };
+}
+
+/** A fresh dev server listens before its frontend is healthy: retry the connection for a while. */
+async function connectWhenHealthy(address: string, timeoutMs = 90_000): Promise<NativeConnection> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await NativeConnection.connect({ address });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
