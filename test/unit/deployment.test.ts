@@ -104,3 +104,11 @@ describe('Temporal connection options', () => {
     expect(options.tls).toBeTruthy();
   });
 });
+
+describe('package-lock.json', () => {
+  it('lists every optional dependency, so `npm ci` accepts it on a fresh clone', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { missingOptionals } = require('../../scripts/complete-lockfile.js') as { missingOptionals: (lock: unknown) => Array<{ name: string }> };
+    expect(missingOptionals(JSON.parse(read('package-lock.json'))).map((d) => d.name)).toEqual([]);
+  });
+});
