@@ -12,7 +12,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ApplicationFailure } from '@temporalio/common';
-import { ADDRESS_REFUSED, guardedLookup, isForbiddenAddress, parseIp } from '../src/webhooks';
+import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookup, MAX_URL_LENGTH } from '../src/webhooks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../workflows/types';
 
 export interface CallWebhookInput {
@@ -34,8 +34,8 @@ export interface CallWebhookOutput {
 
 /** Largest response body read, in bytes; a larger one fails the step. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
-/** Longest accepted URL. */
-export const MAX_URL_LENGTH = 2048;
+/** Longest accepted URL: the same bound as for every outbound URL. */
+export { MAX_URL_LENGTH };
 
 /** Failure types of the callWebhook activity. */
 export const CALL_WEBHOOK_REFUSED = 'CallWebhookRefused';
@@ -53,26 +53,8 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
  * checked again when they resolve).
  */
 export function validateOutboundUrl(url: string, allowInsecure: boolean): string | undefined {
-  if (url.length > MAX_URL_LENGTH) return `URL must be at most ${MAX_URL_LENGTH} characters`;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return `${JSON.stringify(url.length > 100 ? `${url.slice(0, 100)}…` : url)} is not a valid absolute URL`;
-  }
-  if (parsed.protocol !== 'https:' && !(allowInsecure && parsed.protocol === 'http:')) {
-    return allowInsecure ? 'URL must use http or https' : 'URL must use https';
-  }
-  if (parsed.username !== '' || parsed.password !== '') return 'URL must not contain credentials';
-  if (parsed.hostname === '') return 'URL must name a host';
-  if (allowInsecure) return undefined;
-  const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
-  if (host === 'localhost' || host.endsWith('.localhost')) return 'URL must not point to localhost';
-  const literal = host.startsWith('[') ? host.slice(1, -1) : host;
-  if (parseIp(literal) && isForbiddenAddress(literal)) {
-    return 'URL must not point to a loopback, private, link-local or other non-public address';
-  }
-  return undefined;
+  const shown = JSON.stringify(url.length > 100 ? `${url.slice(0, 100)}…` : url);
+  return checkOutboundUrl(url, allowInsecure, 'URL', `${shown} is not a valid absolute URL`);
 }
 
 export function createCallWebhookActivities(deps: { allowInsecureOutbound: boolean }) {

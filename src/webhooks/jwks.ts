@@ -49,7 +49,7 @@ export const JWKS_DEFAULTS: KeySetOptions = {
   failureCooldownMs: 5_000,
 };
 
-const MAX_URL_LENGTH = 2048;
+export const MAX_URL_LENGTH = 2048;
 
 const FORBIDDEN_RANGES: Cidr[] = [
   '0.0.0.0/8', // "this network", unspecified
@@ -100,24 +100,38 @@ export function isForbiddenAddress(address: string): boolean {
  */
 export function validateJwksUrl(url: string, allowInsecure: boolean): string | undefined {
   if (typeof url !== 'string' || url.length === 0) return 'JWKS URL is required';
-  if (url.length > MAX_URL_LENGTH) return `JWKS URL must be at most ${MAX_URL_LENGTH} characters`;
+  return checkOutboundUrl(url, allowInsecure, 'JWKS URL');
+}
+
+/**
+ * The policy for every URL the service calls out to (JWKS documents, callWebhook steps): an
+ * error message naming `label`, or undefined. Without `allowInsecure`: https only, no credentials,
+ * no `localhost` or literal non-public IP host (names are checked again when they resolve).
+ */
+export function checkOutboundUrl(
+  url: string,
+  allowInsecure: boolean,
+  label: string,
+  invalidMessage = `${label} is not a valid absolute URL`,
+): string | undefined {
+  if (url.length > MAX_URL_LENGTH) return `${label} must be at most ${MAX_URL_LENGTH} characters`;
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return 'JWKS URL is not a valid absolute URL';
+    return invalidMessage;
   }
   if (parsed.protocol !== 'https:' && !(allowInsecure && parsed.protocol === 'http:')) {
-    return allowInsecure ? 'JWKS URL must use http or https' : 'JWKS URL must use https';
+    return allowInsecure ? `${label} must use http or https` : `${label} must use https`;
   }
-  if (parsed.username !== '' || parsed.password !== '') return 'JWKS URL must not contain credentials';
-  if (parsed.hostname === '') return 'JWKS URL must name a host';
+  if (parsed.username !== '' || parsed.password !== '') return `${label} must not contain credentials`;
+  if (parsed.hostname === '') return `${label} must name a host`;
   if (allowInsecure) return undefined;
   const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
-  if (host === 'localhost' || host.endsWith('.localhost')) return 'JWKS URL must not point to localhost';
+  if (host === 'localhost' || host.endsWith('.localhost')) return `${label} must not point to localhost`;
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
   if (parseIp(literal) && isForbiddenAddress(literal)) {
-    return 'JWKS URL must not point to a loopback, private, link-local or other non-public address';
+    return `${label} must not point to a loopback, private, link-local or other non-public address`;
   }
   return undefined;
 }
