@@ -1,3 +1,4 @@
+import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 /** The real Temporal dev server that jest's globalSetup started for this run. */
 export interface TestTemporal {
   address: string;
@@ -22,4 +23,26 @@ export function uniqueTaskQueue(prefix = 'test'): string {
 export function testWorkflowBundle(): { codePath: string } | undefined {
   const codePath = process.env.TEST_WORKFLOW_BUNDLE;
   return codePath ? { codePath } : undefined;
+}
+
+/** Calls `fn` until `done` holds for its answer (or the time is up: the last answer is returned). */
+export async function poll<T>(fn: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** The ApplicationFailure a run failed with; fails the test when the run did not fail that way. */
+export async function expectRunFailure(handle: { result(): Promise<unknown> }): Promise<ApplicationFailure> {
+  const err = await handle.result().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WorkflowFailedError);
+  const cause = (err as WorkflowFailedError).cause;
+  expect(cause).toBeInstanceOf(ApplicationFailure);
+  return cause as ApplicationFailure;
 }

@@ -5,26 +5,17 @@
  * Real HTTP, real store, real Temporal dev server and worker. Visibility is eventually consistent,
  * so listings are polled until they show what the test waits for.
  */
+import { poll } from '../helpers/temporal';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { TemporalExecutions, type ExecutionDetail } from '../../src/temporal/executions';
-import { sleep } from '../helpers/processes';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const PAYLOAD = { employee_id: '12345', status: 'terminated' };
 
-/** Calls `fn` until `done` holds for its answer (or the time is up: the last answer is returned). */
-async function poll<T>(fn: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (done(value) || Date.now() > deadline) return value;
-    await sleep(250);
-  }
-}
 
 describe('executions API', () => {
   let stack: Stack;

@@ -10,8 +10,8 @@ import http from 'node:http';
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { isForbiddenAddress } from '../../src/webhooks';
@@ -21,7 +21,7 @@ import type { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { startTestService, type TestService } from '../helpers/app';
 import { openTestDb } from '../helpers/databases';
-import { testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { expectRunFailure, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 
 interface Received {
   method: string;
@@ -141,14 +141,8 @@ function start(steps: StepDefinition[], trigger: unknown, mode: 'insecure' | 'se
 }
 
 async function runFailure(handle: WorkflowHandle<typeof automation>): Promise<{ failure: ApplicationFailure; state: RunState }> {
-  const err = await handle.result().then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WorkflowFailedError);
-  const cause = (err as WorkflowFailedError).cause;
-  expect(cause).toBeInstanceOf(ApplicationFailure);
-  return { failure: cause as ApplicationFailure, state: await handle.query<RunState>(RUN_STATE_QUERY) };
+  const failure = await expectRunFailure(handle);
+  return { failure, state: await handle.query<RunState>(RUN_STATE_QUERY) };
 }
 
 describe('callWebhook step', () => {

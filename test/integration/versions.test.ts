@@ -4,13 +4,13 @@
  * draft. Trigger settings stay live. A run keeps the version it started with, even when the
  * automation is edited, republished or unpublished while it waits. Real HTTP, store, Temporal.
  */
+import { poll } from '../helpers/temporal';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { DATABASES, openTestDb } from '../helpers/databases';
 import { migrate, MIGRATIONS } from '../../src/store/migrations';
 import { getLatestPublishedVersion } from '../../src/store/automation-versions';
 import type { AutomationRunInput, RunState } from '../../workflows/types';
-import { sleep } from '../helpers/processes';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -168,14 +168,7 @@ describe('automation versions', () => {
     expect(await execution(started.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
   });
 
-  async function poll<T>(fn: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 90_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await fn();
-      if (done(value) || Date.now() > deadline) return value;
-      await sleep(250);
-    }
-  }
+
 });
 
 for (const target of DATABASES) {

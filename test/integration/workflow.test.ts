@@ -3,15 +3,14 @@
  * The workflow code is bundled once; every test runs its own worker on its own task queue.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Db } from '../../src/store/db';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import type { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
-import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { expectRunFailure, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -78,16 +77,7 @@ for (const target of DATABASES) {
       return worker.runUntil(fn(start));
     }
 
-    async function expectRunFailure(handle: WorkflowHandle<typeof automation>): Promise<ApplicationFailure> {
-      const err = await handle.result().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(WorkflowFailedError);
-      const cause = (err as WorkflowFailedError).cause;
-      expect(cause).toBeInstanceOf(ApplicationFailure);
-      return cause as ApplicationFailure;
-    }
+
 
     it('sets variables from the trigger (both syntaxes) and reads them in later steps', async () => {
       const steps: StepDefinition[] = [
