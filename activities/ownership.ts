@@ -6,7 +6,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
-import { AppError } from '../src/http/errors';
+import { DomainError, NotFoundError } from '../src/domain/errors';
 import * as owners from '../src/domain/owners';
 
 export interface OwnershipRef {
@@ -52,24 +52,22 @@ function pick(ref: OwnershipRef): OwnershipRef {
   return { userId: ref.userId, roleSlug: ref.roleSlug, appId: ref.appId, entitlementId: ref.entitlementId };
 }
 
-/** 404 and 400 from the domain are permanent; everything else is left to the retry policy. */
+/** Not found and invalid argument are permanent; everything else (the store unavailable, ...) is left to the retry policy. */
 function toFailure(err: unknown, operation: string, ref: OwnershipRef): unknown {
-  if (err instanceof AppError && (err.status === 404 || err.status === 400)) {
+  if (err instanceof DomainError && (err.kind === 'not_found' || err.kind === 'invalid_argument')) {
     return ApplicationFailure.create({
-      type: err.status === 404 ? OWNERSHIP_NOT_FOUND : OWNERSHIP_INVALID,
+      type: err.kind === 'not_found' ? OWNERSHIP_NOT_FOUND : OWNERSHIP_INVALID,
       message: `${operation}: ${describeFailure(err, ref)}`,
       nonRetryable: true,
-      details: [{ status: err.status, ...pick(ref) }],
+      details: [{ reason: err.kind, ...pick(ref) }],
     });
   }
   return err;
 }
 
 /** `user "svc-9" not found` rather than the domain's bare `user not found`. */
-function describeFailure(err: AppError, ref: OwnershipRef): string {
-  const ids: Record<string, string> = { user: ref.userId, app: ref.appId, 'app entitlement': `${ref.appId}/${ref.entitlementId}` };
-  const missing = /^(.*) not found$/.exec(err.message)?.[1];
-  if (err.status === 404 && missing !== undefined && ids[missing] !== undefined) return `${missing} ${JSON.stringify(ids[missing])} not found`;
+function describeFailure(err: DomainError, ref: OwnershipRef): string {
+  if (err instanceof NotFoundError && err.id !== undefined) return `${err.resource} ${JSON.stringify(err.id)} not found`;
   const target = `user ${JSON.stringify(ref.userId)}, role ${JSON.stringify(ref.roleSlug)}, app ${JSON.stringify(ref.appId)}, entitlement ${JSON.stringify(ref.entitlementId)}`;
   return `${err.message} (${target})`;
 }

@@ -1,6 +1,6 @@
 /** Apps: create, get, list. */
 import { newId } from '../ids';
-import { notFound } from '../http/errors';
+import { notFound } from './errors';
 import * as store from '../store/apps';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
@@ -21,7 +21,7 @@ export async function createApp(db: Db, body: unknown): Promise<App> {
 /** The app, or 404. */
 export async function getApp(db: Queryable, id: string): Promise<App> {
   const row = await store.findApp(db, id);
-  if (!row) throw notFound('app');
+  if (!row) throw notFound('app', id);
   return toApp(row);
 }
 

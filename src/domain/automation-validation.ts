@@ -18,7 +18,7 @@ import {
   type StepKind,
   type StepRetryPolicy,
 } from '../../workflows/types';
-import type { FieldViolation } from '../http/errors';
+import type { FieldViolation } from './errors';
 
 export const MAX_STEPS = 50;
 export const MAX_VARIABLES_PER_STEP = 50;

@@ -6,7 +6,7 @@
  */
 import type { Db } from '../store/db';
 import { newId, randomToken } from '../ids';
-import { invalidArgument, notFound, type FieldViolation } from '../http/errors';
+import { invalidArgument, notFound, type FieldViolation } from './errors';
 import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
 import type { SecretBox } from '../auth/secret-box';

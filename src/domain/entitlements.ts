@@ -3,7 +3,7 @@
  * search. Every write is validated whole before anything is written.
  */
 import { newId } from '../ids';
-import { invalidArgument, notFound } from '../http/errors';
+import { invalidArgument, notFound } from './errors';
 import * as store from '../store/entitlements';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';

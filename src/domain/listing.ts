@@ -2,7 +2,7 @@
  * One keyset page of any governance listing: decode the page token (bound to the listing and its
  * filter), fetch `pageSize + 1` rows after the cursor, and sign the cursor of the next page.
  */
-import { invalidArgument } from '../http/errors';
+import { invalidArgument } from './errors';
 import { keysetPage, type Page, type PageRequest, type PageTokens } from './pagination';
 
 export interface Listing<Row, Item, Cursor> {

@@ -3,7 +3,7 @@
  * the API and by the automation activities, so both operations are idempotent: creating an
  * existing ownership returns it with its original createdAt; deleting reports whether it existed.
  */
-import { invalidArgument, notFound, type FieldViolation } from '../http/errors';
+import { invalidArgument, notFound, type FieldViolation } from './errors';
 import * as store from '../store/owners';
 import { findUser } from '../store/users';
 import { findLiveEntitlement } from '../store/entitlements';
@@ -57,13 +57,13 @@ export async function createEntitlementOwner(
   checkRef(ref);
   return db.transaction(async (tx) => {
     const user = await findUser(tx, ref.userId);
-    if (!user) throw notFound('user');
+    if (!user) throw notFound('user', ref.userId);
     if (user.type !== SERVICE_USER) {
       throw invalidArgument({ field: 'userId', description: `user must be a service account (${SERVICE_USER})` });
     }
     await getApp(tx, ref.appId);
     const entitlement = await findLiveEntitlement(tx, ref.appId, ref.entitlementId);
-    if (!entitlement) throw notFound('app entitlement');
+    if (!entitlement) throw notFound('app entitlement', `${ref.appId}/${ref.entitlementId}`);
     const owner = await store.upsertOwner(tx, ref);
     if (owner.created) await recordAudit(tx, { actor, action: 'entitlement_owner.create', ...auditResource(ref) });
     return {

@@ -4,7 +4,7 @@
  * carries the last key returned, so a walk never repeats or skips a row that exists throughout it.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AppError } from '../http/errors';
+import { InvalidArgumentError } from './errors';
 
 export const PAGE_SIZE_DEFAULT = 25;
 export const PAGE_SIZE_MIN = 10;
@@ -80,15 +80,8 @@ export class PageTokens {
   }
 }
 
-function invalidToken(message = 'page_token is invalid'): AppError {
-  return new AppError(400, message, {
-    details: [
-      {
-        '@type': 'type.googleapis.com/google.rpc.BadRequest',
-        fieldViolations: [{ field: 'page_token', description: message }],
-      },
-    ],
-  });
+function invalidToken(message = 'page_token is invalid'): InvalidArgumentError {
+  return new InvalidArgumentError([{ field: 'page_token', description: message }], message);
 }
 
 /** JSON with object keys sorted, so equal filters give equal fingerprints. */

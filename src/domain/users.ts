@@ -1,6 +1,6 @@
 /** Users (service accounts and humans): create, get, list. */
 import { newId } from '../ids';
-import { notFound } from '../http/errors';
+import { notFound } from './errors';
 import * as store from '../store/users';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
@@ -23,7 +23,7 @@ export async function createUser(db: Db, body: unknown): Promise<User> {
 /** The user, or 404. */
 export async function getUser(db: Queryable, id: string): Promise<User> {
   const row = await store.findUser(db, id);
-  if (!row) throw notFound('user');
+  if (!row) throw notFound('user', id);
   return toUser(row);
 }
 

@@ -5,6 +5,9 @@
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
+import { ConflictError, DomainError, FailedPreconditionError, InvalidArgumentError, UnavailableError, type FieldViolation } from '../domain/errors';
+
+export type { FieldViolation };
 
 export const RPC_CODE: Record<number, number> = {
   400: 3, // INVALID_ARGUMENT
@@ -20,11 +23,6 @@ export const RPC_CODE: Record<number, number> = {
   500: 13, // INTERNAL
   503: 14, // UNAVAILABLE
 };
-
-export interface FieldViolation {
-  field: string;
-  description: string;
-}
 
 export type ErrorDetail = Record<string, unknown> & { '@type': string };
 
@@ -52,11 +50,24 @@ export class AppError extends Error {
 
 /** 400 naming the offending fields, with a google.rpc.BadRequest detail. */
 export function invalidArgument(violations: FieldViolation[] | FieldViolation): AppError {
-  const list = Array.isArray(violations) ? violations : [violations];
-  const message = list.map((v) => `${v.field}: ${v.description}`).join('; ');
-  return new AppError(400, message, {
-    details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: list }],
-  });
+  return fromDomain(new InvalidArgumentError(Array.isArray(violations) ? violations : [violations]));
+}
+
+/** The HTTP form of a domain error: status, google.rpc code, details and headers. */
+export function fromDomain(err: DomainError): AppError {
+  if (err instanceof InvalidArgumentError) {
+    return new AppError(400, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: err.violations }] });
+  }
+  if (err instanceof FailedPreconditionError) return new AppError(409, err.message, { details: reasonDetails(err.reason) });
+  if (err instanceof ConflictError) {
+    return new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] });
+  }
+  if (err instanceof UnavailableError) return new AppError(503, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
+  return new AppError(404, err.message);
+}
+
+function reasonDetails(reason: string | undefined): ErrorDetail[] {
+  return reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'automations' }] : [];
 }
 
 export function notFound(what: string): AppError {
@@ -79,7 +90,10 @@ export function errorMiddleware(logger: Logger) {
       }
     } catch (err) {
       const error = toAppError(err);
-      if (error.status >= 500) {
+      if (error.status === 503) {
+        // An expected, transient condition (a dependency is down): one line, no stack trace.
+        logger.warn({ err: { type: (err as Error)?.name, message: error.message }, method: ctx.method, path: ctx.path }, 'request refused: dependency unavailable');
+      } else if (error.status >= 500) {
         logger.error({ err: describe(err), method: ctx.method, path: ctx.path }, 'request failed');
       }
       ctx.status = error.status;
@@ -91,6 +105,7 @@ export function errorMiddleware(logger: Logger) {
 
 function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof DomainError) return fromDomain(err);
   const status = (err as { status?: unknown; expose?: unknown }).status;
   // Koa/http-errors raised by the framework itself (e.g. malformed URL) carry a safe status.
   if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose) {

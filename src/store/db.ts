@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
+import { UnavailableError } from '../domain/errors';
 import { migrate } from './migrations';
 
 export interface Queryable {
@@ -50,6 +51,8 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
   const pool = new Pool({
     connectionString: url,
     max: 10,
+    // A server that accepts no connection must not hold requests for long: they answer 503.
+    connectionTimeoutMillis: 5_000,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
   pool.on('error', () => {
@@ -59,11 +62,16 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
   return {
     kind: 'postgres',
     async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-      const result = await pool.query(sql, params);
-      return result.rows as R[];
+      try {
+        return (await pool.query(sql, params)).rows as R[];
+      } catch (err) {
+        throw storeError(err);
+      }
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((err: unknown) => {
+        throw storeError(err);
+      });
       try {
         await client.query('BEGIN');
         const result = await fn({
@@ -75,7 +83,7 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
         return result;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
+        throw storeError(err);
       } finally {
         client.release();
       }
@@ -152,9 +160,21 @@ function wrapPglite(pg: PGlite): Db {
   };
 }
 
-/** Unique-violation test that works for both drivers. */
-export function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: unknown })?.code === '23505';
+/** Socket errors and PostgreSQL SQLSTATEs that mean "the database cannot be reached now". */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
+
+/**
+ * A lost or refused database connection becomes UnavailableError (503 + Retry-After at the HTTP
+ * edge, a retryable failure in activities); every other error is returned unchanged.
+ */
+export function storeError(err: unknown): unknown {
+  if (err instanceof UnavailableError) return err;
+  const code = (err as { code?: unknown })?.code;
+  const message = err instanceof Error ? err.message : '';
+  const unreachable =
+    (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || code.startsWith('08'))) ||
+    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(message);
+  return unreachable ? new UnavailableError('the database is unavailable; retry later', 2) : err;
 }
 
 /** Timestamps come back as Date from both drivers; the API speaks RFC 3339 UTC. */
