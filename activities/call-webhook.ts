@@ -13,7 +13,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookup, MAX_URL_LENGTH } from '../src/webhooks';
-import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../workflows/types';
+import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 
 export interface CallWebhookInput {
   stepId: string;

@@ -11,7 +11,7 @@ import { createOwnershipActivities } from './ownership';
 import { createStepActivities } from './steps';
 
 export type { EvaluateStepInput } from './steps';
-export type { OwnershipRef, CreatedOwnership } from './ownership';
+export type { OwnershipRef, OwnershipInput, CreatedOwnership } from './ownership';
 export type { CallWebhookInput, CallWebhookOutput } from './call-webhook';
 export { CEL_EVALUATION_FAILURE } from './steps';
 export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './ownership';
@@ -32,7 +32,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const allowInsecureOutbound = deps.allowInsecureOutbound ?? /^(true|1|yes)$/i.test((process.env.ALLOW_INSECURE_JWKS ?? '').trim());
   return {
-    ...createStepActivities(),
+    ...createStepActivities({ db: deps.db }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({ allowInsecureOutbound }),
   };

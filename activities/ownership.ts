@@ -16,6 +16,12 @@ export interface OwnershipRef {
   entitlementId: string;
 }
 
+/** What the workflow sends: the ids, the step, and who acts (`automation:<id>:<event id>`, for the audit trail). */
+export interface OwnershipInput extends OwnershipRef {
+  stepId?: string;
+  actor?: string;
+}
+
 export interface CreatedOwnership extends OwnershipRef {
   /** RFC 3339 time the ownership was first recorded. */
   createdAt: string;
@@ -28,9 +34,9 @@ export const OWNERSHIP_INVALID = 'OwnershipInvalid';
 export function createOwnershipActivities(deps: { db: Db }) {
   return {
     /** Records `userId` as owner of the entitlement under `roleSlug`; returns the record. */
-    async createEntitlementOwner(ref: OwnershipRef): Promise<CreatedOwnership> {
+    async createEntitlementOwner(ref: OwnershipInput): Promise<CreatedOwnership> {
       try {
-        const { userOwnerEntitlement } = await owners.createEntitlementOwner(deps.db, pick(ref));
+        const { userOwnerEntitlement } = await owners.createEntitlementOwner(deps.db, pick(ref), ref.actor ?? 'system');
         return { ...pick(ref), createdAt: userOwnerEntitlement.createdAt };
       } catch (err) {
         throw toFailure(err, 'createEntitlementOwner', ref);
@@ -38,9 +44,9 @@ export function createOwnershipActivities(deps: { db: Db }) {
     },
 
     /** Removes the ownership; `deleted` is false when it did not exist (still a success). */
-    async deleteEntitlementOwner(ref: OwnershipRef): Promise<{ deleted: boolean }> {
+    async deleteEntitlementOwner(ref: OwnershipInput): Promise<{ deleted: boolean }> {
       try {
-        return { deleted: await owners.deleteEntitlementOwner(deps.db, pick(ref)) };
+        return { deleted: await owners.deleteEntitlementOwner(deps.db, pick(ref), ref.actor ?? 'system') };
       } catch (err) {
         throw toFailure(err, 'deleteEntitlementOwner', ref);
       }

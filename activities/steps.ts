@@ -1,10 +1,16 @@
 /**
- * The CEL activity: evaluates the expressions of one step over `ctx`. Evaluation is pure and
- * cheap, so it is an activity only to keep the workflow deterministic and to bound it by the
- * activity timeout; a CEL error will fail again on retry, so it is non-retryable.
+ * The run's local activities: evaluating a step's CEL expressions, loading the steps of the run's
+ * published version, and recording a log line. They are cheap and run in the worker that runs the
+ * workflow (recorded in the history as markers, retried on failure). A CEL error will fail again on
+ * retry, and so will a version that does not exist: both are non-retryable.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
 import { CelEvaluationError, evaluateAll, type CelContext } from '../src/cel';
+import type { Db } from '../src/store/db';
+import { getPublishedVersion } from '../src/store/automation-versions';
+import type { LogLevel } from '../src/steps';
+import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../workflows/types';
 
 export interface EvaluateStepInput {
   stepId: string;
@@ -16,12 +22,12 @@ export interface EvaluateStepInput {
 /** Failure type of an expression that cannot be evaluated; the workflow fails the step with it. */
 export const CEL_EVALUATION_FAILURE = 'CelEvaluationError';
 
-export function createStepActivities() {
+export function createStepActivities(deps: { db: Db }) {
   return {
-    /** Evaluates every expression of a step; field name → JSON value. */
-    async evaluateStep(input: EvaluateStepInput): Promise<Record<string, unknown>> {
+    /** Evaluates every expression of a step; answers the step id and field name → JSON value. */
+    async evaluateStep(input: EvaluateStepInput): Promise<EvaluatedStep> {
       try {
-        return evaluateAll(input.expressions, input.ctx);
+        return { stepId: input.stepId, values: evaluateAll(input.expressions, input.ctx) };
       } catch (err) {
         if (err instanceof CelEvaluationError) {
           const field = err.field === undefined ? '' : ` field "${err.field}"`;
@@ -34,6 +40,25 @@ export function createStepActivities() {
         }
         throw err;
       }
+    },
+
+    /** The steps of a published version, from its immutable snapshot. */
+    async loadAutomationVersion(ref: { automationId: string; version: number }): Promise<AutomationVersionSteps> {
+      const record = await getPublishedVersion(deps.db, ref.automationId, ref.version);
+      if (!record) {
+        throw ApplicationFailure.create({
+          type: VERSION_NOT_FOUND,
+          message: `automation ${JSON.stringify(ref.automationId)} has no published version ${ref.version}`,
+          nonRetryable: true,
+        });
+      }
+      return { automationName: record.snapshot.displayName, steps: record.snapshot.steps };
+    },
+
+    /** A log step's line: written to the worker's log; the history keeps it as this activity's summary and result. */
+    async annotate(input: { stepId: string; level: LogLevel; line: string }): Promise<{ stepId: string; line: string }> {
+      Context.current().log[input.level](input.line, { stepId: input.stepId });
+      return { stepId: input.stepId, line: input.line };
     },
   };
 }

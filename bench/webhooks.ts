@@ -110,13 +110,11 @@ export async function runIngressBench(
   if (!record) throw new Error('the bench automation is not in the store');
   const input: AutomationRunInput = {
     automationId: record.id,
-    automationName: record.displayName,
     version: record.version,
     listenerId: record.listenerId,
     eventId: randomUUID(),
     receivedAt: new Date().toISOString(),
     trigger: JSON.parse(automation.body) as unknown,
-    steps: record.steps,
   };
   const job = {
     url: `${stack.ingressApi.url}${automation.listenerPath}`,

@@ -4,16 +4,16 @@
  * endpoints and the one error body. Together with `schemas.ts` they are the source of the OpenAPI
  * document (`src/http/openapi.ts`); schemas that become components carry `.meta({ id })`.
  *
- * Automation writes are validated by hand (`automation-validation.ts`, which also compiles every
- * CEL expression); these schemas describe the same rules, and a property test
+ * Automation writes are validated by hand (`automation-validation.ts` and each step kind's
+ * `validate` in src/steps, with every CEL expression compiled); these schemas describe the same rules, and a property test
  * (`test/unit/fuzz-api-schemas.test.ts`) checks that every body the validator accepts is accepted
  * here and that every stored automation's view matches `Automation`.
  */
 import { z } from 'zod';
 import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../webhooks/cidr';
-import { CALL_WEBHOOK_MAX_TIMEOUT_MS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, type StepKind } from '../../workflows/types';
-import { MAX_STEPS, MAX_VARIABLES_PER_STEP, MAX_WEBHOOK_BODY_FIELDS, MAX_WEBHOOK_HEADERS } from './automation-validation';
+import { MAX_STEPS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
+import { celSchema, durationSchema, IDENTIFIER } from '../steps/kind';
 
 // ---------------------------------------------------------------- errors
 
@@ -93,31 +93,7 @@ export const ApiClientList = z
 
 // ---------------------------------------------------------------- automations
 
-const CEL = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx (ctx.trigger, ctx.steps).' });
-const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-const DURATION = () => z.string().meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
-
-const OwnershipStepFields = z
-  .object({ userId: CEL(), roleSlug: CEL(), appId: CEL(), entitlementId: CEL() })
-  .meta({ id: 'OwnershipStepFields', description: 'Every field is a CEL expression.' });
-
-const CallWebhookStepFields = z
-  .strictObject({
-    url: CEL().meta({ description: 'CEL giving the https URL to POST to.' }),
-    body: z
-      .union([
-        // eslint-disable-next-line no-control-regex -- field names: 1 to 128 characters, no control characters
-        z.record(z.string().regex(/^[^\u0000-\u001f]{1,128}$/), CEL()).meta({ maxProperties: MAX_WEBHOOK_BODY_FIELDS }),
-        CEL(),
-      ])
-      .meta({ description: 'Field name → CEL expression, or one CEL expression giving a map.' }),
-    headers: z
-      .record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/), CEL())
-      .nullish()
-      .meta({ maxProperties: MAX_WEBHOOK_HEADERS, description: 'Header name → CEL expression; framing and hop-by-hop headers are refused.' }),
-    timeoutMs: z.number().int().min(1).max(CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
-  })
-  .meta({ id: 'CallWebhookStep', description: 'An outbound HTTPS POST of a JSON body built with CEL.' });
+const DURATION = durationSchema;
 
 const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
 const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
@@ -130,36 +106,17 @@ export const StepRetryPolicy = z
   })
   .meta({ id: 'StepRetryPolicy', description: `Retry policy of an effectful step; intervals at most ${RETRY_LIMITS.maxIntervalSeconds}s.` });
 
-/** The body of each step kind. Adding a kind to STEP_KINDS without a schema here does not compile. */
-const STEP_BODIES = {
-  setVariables: z
-    .record(z.string().regex(IDENTIFIER), CEL())
-    .meta({
-      id: 'SetVariablesStep',
-      minProperties: 1,
-      maxProperties: MAX_VARIABLES_PER_STEP,
-      description: 'Variable name → CEL expression; read later as ctx.steps.<id>.<name>.',
-    }),
-  wait: z
-    .object({ duration: DURATION().meta({ description: 'Protobuf-JSON duration, e.g. "3600s"; positive, at most one year.' }) })
-    .meta({ id: 'WaitStep' }),
-  createEntitlementOwner: OwnershipStepFields,
-  deleteEntitlementOwner: OwnershipStepFields,
-  callWebhook: CallWebhookStepFields,
-  fail: z.strictObject({ message: CEL() }).meta({ id: 'FailStep', description: 'Ends the run as FAILED with the evaluated message.' }),
-} satisfies Record<StepKind, z.ZodType>;
-
 /**
- * One step kind: `id`, optional `when`, `retry` where the kind takes one, the kind's body, and
- * the other kinds at most as `null` (the service reads a null member as unset).
+ * One step kind: `id`, optional `when`, `retry` where the kind takes one, the kind's body (its
+ * schema from the step registry), and the other kinds at most as `null` (read as unset).
  */
 function stepVariant(kind: StepKind): z.ZodObject {
   const others = Object.fromEntries(STEP_KINDS.filter((other) => other !== kind).map((other) => [other, z.null().optional()]));
   return z.strictObject({
     id: z.string().regex(IDENTIFIER).meta({ description: 'Unique in the automation; outputs are ctx.steps.<id>.<field>.' }),
-    when: CEL().nullish().meta({ description: 'CEL condition; false skips the step.' }),
+    when: celSchema().nullish().meta({ description: 'CEL condition; false skips the step.' }),
     retry: RETRYABLE_STEP_KINDS.includes(kind) ? StepRetryPolicy.nullish() : z.null().optional(),
-    [kind]: STEP_BODIES[kind],
+    [kind]: STEP_REGISTRY[kind].schema,
     ...others,
   });
 }
@@ -302,7 +259,7 @@ export const StepResult = z
   .object({
     id: z.string(),
     kind: z.enum(STEP_KINDS as [StepKind, ...StepKind[]]),
-    status: z.enum(['PENDING', 'RUNNING', 'WAITING', 'DONE', 'SKIPPED', 'FAILED']),
+    status: z.enum(['PENDING', 'RUNNING', 'WAITING', 'WAITING_FOR_APPROVAL', 'DONE', 'SKIPPED', 'FAILED']),
     output: z.record(z.string(), z.unknown()).nullable(),
     error: z.string().nullable(),
   })

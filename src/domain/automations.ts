@@ -11,7 +11,8 @@ import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
 import type { SecretBox } from '../auth/secret-box';
 import { recordAudit } from '../store/audit';
-import { getLatestPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
+import { getLatestPublishedVersion, getPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
+import type { StepDefinition } from '../steps';
 import type { Queryable } from '../store/db';
 import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from './automation-validation';
 
@@ -211,4 +212,9 @@ export async function changeAutomationState(
     await recordAudit(tx, { actor, action: `automation.${change}`, resourceType: 'automation', resourceId: id, details: { version: record.version } });
     return change === 'delete' ? { ...record, publishedVersion: null } : withPublishedVersion(tx, record);
   });
+}
+
+/** The steps a run of `version` executes (the immutable published snapshot); undefined when there is no such version. */
+export async function publishedSteps(db: Queryable, automationId: string, version: number): Promise<StepDefinition[] | undefined> {
+  return (await getPublishedVersion(db, automationId, version))?.snapshot.steps;
 }

@@ -9,7 +9,9 @@
 import { isGrpcServiceError, ServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { RUN_STATE_QUERY, STEP_KINDS, type AutomationRunInput, type RunState, type StepDefinition, type StepKind, type StepResult } from '../../workflows/types';
+import { automation } from '../../workflows';
+import { STEP_REGISTRY, stepKind } from '../steps';
+import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../../workflows/types';
 import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 
@@ -53,7 +55,7 @@ export class InvalidExecutionPageTokenError extends Error {
 }
 
 /** Workflow type of automation runs (workflows/automation.ts). */
-const AUTOMATION_WORKFLOW_TYPE = 'automation';
+const AUTOMATION_WORKFLOW_TYPE = automation.name;
 /** Temporal refuses longer workflow ids; nothing longer can name a run. */
 const MAX_EXECUTION_ID_LENGTH = 1000;
 /** gRPC status codes (google.rpc.Code). */
@@ -65,11 +67,17 @@ export interface TemporalExecutionsOptions {
   callTimeoutMs?: number;
   /** How long the `state` query may wait for a worker before the history fallback. */
   queryTimeoutMs?: number;
+  /**
+   * The steps of a published version, for runs whose history does not hold them yet (no worker
+   * has picked the run up); without it such a run shows no steps.
+   */
+  loadSteps?: (automationId: string, version: number) => Promise<StepDefinition[] | undefined>;
 }
 
 export class TemporalExecutions implements AutomationExecutions {
   private readonly callTimeoutMs: number;
   private readonly queryTimeoutMs: number;
+  private readonly loadSteps: TemporalExecutionsOptions['loadSteps'];
 
   constructor(
     private readonly client: Client,
@@ -77,6 +85,7 @@ export class TemporalExecutions implements AutomationExecutions {
   ) {
     this.callTimeoutMs = options.callTimeoutMs ?? 10_000;
     this.queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
+    this.loadSteps = options.loadSteps;
   }
 
   async list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage> {
@@ -156,11 +165,13 @@ export class TemporalExecutions implements AutomationExecutions {
       throw unavailable(err);
     }
     const run = readHistory(events);
+    const version = summary.version ?? numberOrNull(run.input?.version);
+    if (run.steps.length === 0 && version !== null && this.loadSteps) run.steps = (await this.loadSteps(automationId, version)) ?? [];
     const steps = state?.steps ?? reconstructSteps(run, status);
     const error = runError(run, status);
     return {
       ...summary,
-      version: summary.version ?? numberOrNull(run.input?.version),
+      version,
       automationId,
       error,
       steps: status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
@@ -220,52 +231,70 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 /** One activity or timer of a step, as the history records it. */
 interface StepEffect {
-  /** What it did, from its summary: `evaluate when`, `callWebhook`, `wait 5s`, ... */
-  what: string;
-  timer: boolean;
+  kind: 'evaluate' | 'activity' | 'timer' | 'annotate';
   done: boolean;
   result: unknown;
 }
 
 interface RunHistory {
   input: AutomationRunInput | undefined;
+  /** The steps of the run's version, from the result of the local activity that loaded them. */
+  steps: StepDefinition[];
   /** Effects per step id, in order. */
   effects: Map<string, StepEffect[]>;
-  /** Step ids in the order their first effect was scheduled. */
+  /** Step ids in the order their first effect was recorded. */
   touched: string[];
-  /** The run's failure; `stepError` is the failed step's own message (without `step "x" failed: `). */
+  /** The run's failure; `stepError` is the failed step's own message. */
   failure: { stepId: string | undefined; message: string; stepError: string } | undefined;
   stopReason: string | undefined;
 }
 
+/**
+ * Reads what the run did from its history, by type: the started event's input, the results of the
+ * local activities (each names its step: the loaded version, `{stepId, values}` of an evaluation,
+ * `{stepId, line}` of a log line), the inputs of the effect activities (`stepId`), and the failure's
+ * details. A timer belongs to the next step, after the last one that recorded anything, whose kind
+ * parks the run (the loop runs steps one at a time, and every other kind evaluates before it acts).
+ */
 function readHistory(events: HistoryEvent[]): RunHistory {
-  const run: RunHistory = { input: undefined, effects: new Map(), touched: [], failure: undefined, stopReason: undefined };
+  const run: RunHistory = { input: undefined, steps: [], effects: new Map(), touched: [], failure: undefined, stopReason: undefined };
   const byScheduledId = new Map<string, StepEffect>();
   const byTimerId = new Map<string, StepEffect>();
-  const add = (stepId: string | undefined, effect: StepEffect): void => {
-    const id = stepId ?? run.touched[run.touched.length - 1];
-    if (id === undefined) return;
-    if (!run.effects.has(id)) {
-      run.effects.set(id, []);
-      run.touched.push(id);
+  const add = (stepId: string, effect: StepEffect): void => {
+    if (!run.effects.has(stepId)) {
+      run.effects.set(stepId, []);
+      run.touched.push(stepId);
     }
-    run.effects.get(id)!.push(effect);
+    run.effects.get(stepId)!.push(effect);
+  };
+  const nextParkingStep = (): string | undefined => {
+    const last = run.touched[run.touched.length - 1];
+    const from = last === undefined ? 0 : run.steps.findIndex((step) => step.id === last);
+    for (let i = Math.max(0, from); i < run.steps.length; i++) {
+      const step = run.steps[i]!;
+      const kind = stepKind(step);
+      const touchedAlready = run.effects.get(step.id)?.some((e) => e.kind === 'timer');
+      if (kind !== undefined && STEP_REGISTRY[kind].parks === true && !touchedAlready) return step.id;
+    }
+    return undefined;
   };
   for (const event of events) {
     const eventId = String(event.eventId ?? '');
     if (event.workflowExecutionStartedEventAttributes) {
       run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as AutomationRunInput | undefined;
+    } else if (event.markerRecordedEventAttributes) {
+      const result = decode(event.markerRecordedEventAttributes.details?.result?.payloads?.[0]);
+      if (isRecord(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
+        run.steps = result.steps as StepDefinition[];
+      } else if (isRecord(result) && typeof result.stepId === 'string') {
+        const kind = isRecord(result.values) ? 'evaluate' : 'annotate';
+        add(result.stepId, { kind, done: true, result: kind === 'evaluate' ? result.values : result });
+      }
     } else if (event.activityTaskScheduledEventAttributes) {
-      const attributes = event.activityTaskScheduledEventAttributes;
-      const described = parseSummary(decode(event.userMetadata?.summary));
-      const input = decode(attributes.input?.payloads?.[0]) as { stepId?: unknown; expressions?: Record<string, unknown> } | undefined;
-      const stepId = described?.stepId ?? (typeof input?.stepId === 'string' ? input.stepId : undefined);
-      const what =
-        described?.what ??
-        (input?.expressions && Object.keys(input.expressions).join(',') === 'when' ? 'evaluate when' : (attributes.activityType?.name ?? ''));
-      const effect: StepEffect = { what, timer: false, done: false, result: undefined };
+      const input = decode(event.activityTaskScheduledEventAttributes.input?.payloads?.[0]);
+      const effect: StepEffect = { kind: 'activity', done: false, result: undefined };
       byScheduledId.set(eventId, effect);
-      add(stepId, effect);
+      if (isRecord(input) && typeof input.stepId === 'string') add(input.stepId, effect);
     } else if (event.activityTaskCompletedEventAttributes) {
       const effect = byScheduledId.get(String(event.activityTaskCompletedEventAttributes.scheduledEventId ?? ''));
       if (effect) {
@@ -273,10 +302,10 @@ function readHistory(events: HistoryEvent[]): RunHistory {
         effect.result = decode(event.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
       }
     } else if (event.timerStartedEventAttributes) {
-      const described = parseSummary(decode(event.userMetadata?.summary));
-      const effect: StepEffect = { what: described?.what ?? 'wait', timer: true, done: false, result: undefined };
+      const effect: StepEffect = { kind: 'timer', done: false, result: undefined };
       byTimerId.set(event.timerStartedEventAttributes.timerId ?? '', effect);
-      add(described?.stepId, effect);
+      const stepId = nextParkingStep();
+      if (stepId !== undefined) add(stepId, effect);
     } else if (event.timerFiredEventAttributes) {
       const effect = byTimerId.get(event.timerFiredEventAttributes.timerId ?? '');
       if (effect) effect.done = true;
@@ -296,15 +325,18 @@ function readHistory(events: HistoryEvent[]): RunHistory {
 
 /** The steps as the workflow would report them, from what the history shows it did. */
 function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[] {
-  const steps: StepDefinition[] = Array.isArray(run.input?.steps) ? run.input.steps : [];
+  const steps = run.steps;
   const lastTouched = Math.max(-1, ...run.touched.map((id) => steps.findIndex((step) => step.id === id)));
   const failedIndex = run.failure?.stepId !== undefined ? steps.findIndex((step) => step.id === run.failure!.stepId) : -1;
   // Steps before this one are over; this one is in progress (or failed); later ones never started.
   const current = failedIndex >= 0 ? failedIndex : status === 'COMPLETED' ? steps.length : lastTouched;
   return steps.map((step, index): StepResult => {
-    const result: StepResult = { id: step.id, kind: stepKind(step), status: 'PENDING', output: null, error: null };
+    const kind = stepKind(step);
+    const result: StepResult = { id: step.id, kind: kind ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null };
     const effects = run.effects.get(step.id) ?? [];
-    const skipped = effects.some((e) => e.what === 'evaluate when' && e.done && (e.result as { when?: unknown } | undefined)?.when === false);
+    // A step with a condition evaluates it first; `false` skipped the step.
+    const condition = step.when !== undefined && step.when.trim() !== '' ? effects[0] : undefined;
+    const skipped = condition?.kind === 'evaluate' && condition.done && isRecord(condition.result) && condition.result.when === false;
     if (index === failedIndex) {
       result.status = 'FAILED';
       result.error = run.failure?.stepError ?? null;
@@ -312,26 +344,32 @@ function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[
       result.status = 'SKIPPED';
     } else if (index < current) {
       result.status = 'DONE';
-      result.output = outputOf(step, effects);
+      result.output = outputOf(step, condition ? effects.slice(1) : effects);
     } else if (index === current) {
-      result.status = effects.some((e) => e.timer && !e.done) ? 'WAITING' : 'RUNNING';
+      result.status = effects.some((e) => e.kind === 'timer' && !e.done) ? 'WAITING' : 'RUNNING';
     }
     return result;
   });
 }
 
-/** A finished step's output: its last effect's result (a wait's is its duration). */
+/** A finished step's output: its last effect's result (a wait's is its duration, a log's its line). */
 function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, unknown> | null {
   if ('wait' in step) return { duration: step.wait.duration };
-  const last = [...effects].reverse().find((e) => !e.timer && e.done && e.what !== 'evaluate when');
-  if (last && last.result !== null && typeof last.result === 'object' && !Array.isArray(last.result)) return { ...(last.result as Record<string, unknown>) };
+  if ('log' in step) {
+    const line = effects.find((e) => e.kind === 'annotate')?.result;
+    return isRecord(line) ? { level: step.log.level ?? 'info', message: line.line } : null;
+  }
+  const last = [...effects].reverse().find((e) => e.kind !== 'timer' && e.done);
+  if (last && isRecord(last.result)) return { ...last.result };
   return 'setVariables' in step ? {} : null;
 }
 
 /** A closed run's step still RUNNING or WAITING was stopped there: it shows why. */
 function markInterrupted(steps: StepResult[], error: string | null): StepResult[] {
   return steps.map((step) =>
-    step.status === 'RUNNING' || step.status === 'WAITING' ? { ...step, status: 'FAILED', error: step.error ?? error ?? 'run stopped' } : step,
+    step.status === 'RUNNING' || step.status === 'WAITING' || step.status === 'WAITING_FOR_APPROVAL'
+      ? { ...step, status: 'FAILED', error: step.error ?? error ?? 'run stopped' }
+      : step,
   );
 }
 
@@ -340,26 +378,21 @@ function runError(run: RunHistory, status: ExecutionStatus): string | null {
   return run.failure?.message ?? run.stopReason ?? null;
 }
 
-/** The workflow's failure: `step "<id>" failed: <error>` with details `{stepId, error}`. */
+/** The workflow's failure; a failed step's is of type STEP_FAILED with details `{stepId, kind, error}`. */
 function failureOf(failure: temporal.api.failure.v1.IFailure | null | undefined): RunHistory['failure'] {
   if (!failure) return undefined;
   const message = failure.message ?? 'run failed';
-  const detail = decode(failure.applicationFailureInfo?.details?.payloads?.[0]) as { stepId?: unknown; error?: unknown } | undefined;
-  const fromMessage = /^step "([^"]+)" failed: (.*)$/s.exec(message);
-  const stepId = typeof detail?.stepId === 'string' ? detail.stepId : fromMessage?.[1];
-  const stepError = typeof detail?.error === 'string' ? detail.error : (fromMessage?.[2] ?? message);
-  return { stepId, message, stepError };
+  if (failure.applicationFailureInfo?.type !== STEP_FAILED) return { stepId: undefined, message, stepError: message };
+  const detail = decode(failure.applicationFailureInfo.details?.payloads?.[0]) as Partial<StepFailureDetails> | undefined;
+  return {
+    stepId: typeof detail?.stepId === 'string' ? detail.stepId : undefined,
+    message,
+    stepError: typeof detail?.error === 'string' ? detail.error : message,
+  };
 }
 
-function stepKind(step: StepDefinition): StepKind {
-  return STEP_KINDS.find((kind) => kind in step) ?? ('unknown' as StepKind);
-}
-
-/** `step: <id> (<what>)`, the summary the workflow gives each activity and timer. */
-function parseSummary(summary: unknown): { stepId: string; what: string } | undefined {
-  if (typeof summary !== 'string') return undefined;
-  const match = /^step: ([A-Za-z_][A-Za-z0-9_]*) \((.*)\)$/s.exec(summary);
-  return match ? { stepId: match[1]!, what: match[2]! } : undefined;
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------- small helpers

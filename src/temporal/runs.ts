@@ -3,6 +3,7 @@
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { automation } from '../../workflows';
 import type { AutomationRunInput } from '../../workflows/types';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
 
@@ -21,13 +22,18 @@ export interface StartedRun {
   executionId: string;
 }
 
+/** What operators see of a run in the Web UI and its memo (not part of the run's input). */
+export interface RunDisplay {
+  automationName: string;
+}
+
 export interface AutomationRuns {
   /**
    * Starts one run; resolves only once Temporal has durably accepted it.
    * Throws DuplicateEventError when the event id was already received by the listener,
    * WorkflowEngineUnavailableError when Temporal cannot be reached.
    */
-  start(input: AutomationRunInput): Promise<StartedRun>;
+  start(input: AutomationRunInput, display: RunDisplay): Promise<StartedRun>;
   /** Resolves when the workflow engine answers (readiness checks); rejects otherwise. */
   ping(): Promise<void>;
   /**
@@ -57,13 +63,13 @@ export class TemporalRuns implements AutomationRuns {
     );
   }
 
-  async start(input: AutomationRunInput): Promise<StartedRun> {
+  async start(input: AutomationRunInput, display: RunDisplay): Promise<StartedRun> {
     const workflowId = runWorkflowId(input.listenerId, input.eventId);
     try {
       const deadline = Date.now() + this.startTimeoutMs;
       // withDeadline bounds the call; the race also bounds connecting to an unreachable server.
       await raceDeadline(deadline, () => this.client.withDeadline(deadline, () =>
-        this.client.workflow.start('automation', {
+        this.client.workflow.start(automation, {
           taskQueue: this.taskQueue,
           workflowId,
           args: [input],
@@ -74,8 +80,8 @@ export class TemporalRuns implements AutomationRuns {
             { key: ListenerIdKey, value: input.listenerId },
             { key: WebhookEventIdKey, value: input.eventId },
           ],
-          memo: { automationName: input.automationName, automationVersion: input.version },
-          staticSummary: `${input.automationName} (v${input.version}) — event ${input.eventId}`,
+          memo: { automationName: display.automationName, automationVersion: input.version },
+          staticSummary: `${display.automationName} (v${input.version}) — event ${input.eventId}`,
         }),
       ));
       return { executionId: workflowId };

@@ -4,7 +4,6 @@
  * ALLOW_INSECURE_JWKS semantics on, as in development) or is refused (semantics off). Save-time
  * validation of the new kinds goes through the real HTTP API.
  */
-import { randomUUID } from 'node:crypto';
 import dns from 'node:dns/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -17,10 +16,11 @@ import { createActivities } from '../../activities';
 import { isForbiddenAddress } from '../../src/webhooks';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
-import type { automation } from '../../workflows';
-import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
+import { automation } from '../../workflows';
+import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
 import { startTestService, type TestService } from '../helpers/app';
 import { openTestDb } from '../helpers/databases';
+import { publishedRunInput } from '../helpers/versions';
 import { expectRunFailure, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 
 interface Received {
@@ -72,18 +72,6 @@ async function startTarget(): Promise<Target> {
   return target;
 }
 
-function runInput(steps: StepDefinition[], trigger: unknown): AutomationRunInput {
-  return {
-    automationId: 'auto-steps',
-    automationName: 'Steps test',
-    version: 1,
-    listenerId: 'listener-steps',
-    eventId: randomUUID(),
-    receivedAt: new Date().toISOString(),
-    trigger,
-    steps,
-  };
-}
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -135,9 +123,9 @@ beforeEach(() => {
   };
 });
 
-function start(steps: StepDefinition[], trigger: unknown, mode: 'insecure' | 'secure' = 'insecure'): Promise<WorkflowHandle<typeof automation>> {
-  const input = runInput(steps, trigger);
-  return client.workflow.start<typeof automation>('automation', { taskQueue: queues[mode], workflowId: `steps:${input.eventId}`, args: [input] });
+async function start(steps: StepDefinition[], trigger: unknown, mode: 'insecure' | 'secure' = 'insecure'): Promise<WorkflowHandle<typeof automation>> {
+  const input = await publishedRunInput(db, steps, trigger, 'Steps test');
+  return client.workflow.start(automation, { taskQueue: queues[mode], workflowId: `steps:${input.eventId}`, args: [input] });
 }
 
 async function runFailure(handle: WorkflowHandle<typeof automation>): Promise<{ failure: ApplicationFailure; state: RunState }> {
@@ -452,10 +440,25 @@ describe('saving automations with the new step kinds', () => {
     ]);
     expect(violations(await create([{ id: 'stop', fail: { message: "'a' +" } }]))[0]).toMatchObject({ field: 'steps[0].fail.message' });
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description).toMatch(
-      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail must be set \(found 2\)/,
+      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log must be set \(found 2\)/,
     );
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, retyr: {} }]))).toEqual([
       { field: 'steps[0].retyr', description: 'step "stop": unknown field' },
     ]);
+  });
+
+  it('stores a log step, and refuses a bad level, a bad expression, unknown fields and a retry policy', async () => {
+    const steps = [{ id: 'note', log: { message: "'hello ' + ctx.trigger.user", level: 'warn' } }, { id: 'plain', log: { message: "'x'" } }];
+    const res = await create(steps);
+    expect(res.status).toBe(200);
+    expect(res.body.automation.steps).toEqual(steps);
+    expect(violations(await create([{ id: 'note', log: { message: "'x'", level: 'debug' } }]))).toEqual([
+      { field: 'steps[0].log.level', description: 'step "note": must be one of info, warn, error' },
+    ]);
+    expect(violations(await create([{ id: 'note', log: { message: "'x' +" } }]))[0]).toMatchObject({ field: 'steps[0].log.message' });
+    expect(violations(await create([{ id: 'note', log: { message: "'x'", extra: 1 } }]))).toEqual([
+      { field: 'steps[0].log.extra', description: 'step "note": unknown field; expected message, level' },
+    ]);
+    expect(violations(await create([{ id: 'note', retry: { maximumAttempts: 2 }, log: { message: "'x'" } }]))[0]).toMatchObject({ field: 'steps[0].retry' });
   });
 });

@@ -69,7 +69,7 @@ describe('automation versions', () => {
     expect(target.automation).toMatchObject({ published: true, version: 1, publishedVersion: 1 });
 
     const first = await run(target);
-    expect(first.input).toMatchObject({ version: 1, automationName: 'Versioned v1', steps: tagSteps('v1') });
+    expect(first.input).toEqual({ automationId: target.automation.id, version: 1, listenerId: target.automation.trigger.incomingWebhook.listenerId, eventId: expect.stringMatching(/^[0-9a-f-]{36}$/), receivedAt: expect.stringMatching(/^\d{4}-/), trigger: { employee_id: '7' } });
     expect((await resultOf(first.executionId)).steps[0]!.output).toEqual({ tag: 'v1', employee: '7' });
     expect(await execution(first.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
 
@@ -80,7 +80,7 @@ describe('automation versions', () => {
     expect(got.body.automation).toMatchObject({ published: true, version: 2, steps: tagSteps('v2') });
 
     const second = await run(target);
-    expect(second.input).toMatchObject({ version: 1, automationName: 'Versioned v1', steps: tagSteps('v1') });
+    expect(second.input).toMatchObject({ version: 1 });
     expect((await resultOf(second.executionId)).steps[0]!.output).toEqual({ tag: 'v1', employee: '7' });
     const described = await stack.client.workflow.getHandle(second.executionId).describe();
     expect(described.memo).toEqual({ automationName: 'Versioned v1', automationVersion: 1 });
@@ -89,7 +89,7 @@ describe('automation versions', () => {
     // Publish: v2 from now on.
     expect(await publish(target.automation.id)).toMatchObject({ published: true, version: 2, publishedVersion: 2 });
     const third = await run(target);
-    expect(third.input).toMatchObject({ version: 2, automationName: 'Versioned v2', steps: tagSteps('v2') });
+    expect(third.input).toMatchObject({ version: 2 });
     expect((await resultOf(third.executionId)).steps[0]!.output).toEqual({ tag: 'v2', employee: '7' });
     expect(await execution(third.executionId)).toMatchObject({ version: 2, status: 'COMPLETED' });
 

@@ -7,10 +7,11 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Db } from '../../src/store/db';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
-import type { automation } from '../../workflows';
+import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
 import { expectRunFailure, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { publishedRunInput } from '../helpers/versions';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -39,22 +40,11 @@ function quietLogger() {
   return { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
 }
 
-function runInput(steps: StepDefinition[], trigger: unknown): AutomationRunInput {
-  return {
-    automationId: 'auto-1',
-    automationName: 'Test automation',
-    version: 1,
-    listenerId: 'listener-1',
-    eventId: randomUUID(),
-    receivedAt: new Date().toISOString(),
-    trigger,
-    steps,
-  };
-}
 
 for (const target of DATABASES) {
   describe(`automation workflow (${target.name})`, () => {
     let db: Db;
+    const runInput = (steps: StepDefinition[], trigger: unknown): Promise<AutomationRunInput> => publishedRunInput(db, steps, trigger);
 
     beforeAll(async () => {
       db = await openTestDb(target);
@@ -69,7 +59,7 @@ for (const target of DATABASES) {
       const taskQueue = uniqueTaskQueue('automation');
       const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle });
       const start = (input: AutomationRunInput) =>
-        client.workflow.start<typeof automation>('automation', {
+        client.workflow.start(automation, {
           taskQueue,
           workflowId: `test:${input.eventId}`,
           args: [input],
@@ -85,7 +75,7 @@ for (const target of DATABASES) {
         { id: 'derived', setVariables: { greeting: "'hello ' + ctx.steps.vars.who", isTwo: 'ctx.steps.vars.n == 4.0' } },
       ];
       const result = await withWorker(async (start) => {
-        const handle = await start(runInput(steps, { user: 'svc-1', entitlement: 'ent-9', count: 2 }));
+        const handle = await start(await runInput(steps, { user: 'svc-1', entitlement: 'ent-9', count: 2 }));
         return handle.result();
       });
       expect(result.status).toBe('COMPLETED');
@@ -100,7 +90,7 @@ for (const target of DATABASES) {
         { id: 'skipped', when: "ctx.trigger.kind == 'fire'", setVariables: { x: "'never'" } },
         { id: 'ran', when: "ctx.trigger.kind == 'hire' && !has(ctx.steps.skipped)", setVariables: { x: "'yes'" } },
       ];
-      const result = await withWorker(async (start) => (await start(runInput(steps, { kind: 'hire' }))).result());
+      const result = await withWorker(async (start) => (await start(await runInput(steps, { kind: 'hire' }))).result());
       expect(result.status).toBe('COMPLETED');
       expect(result.steps.map((s) => [s.id, s.status, s.output])).toEqual([
         ['skipped', 'SKIPPED', null],
@@ -115,7 +105,7 @@ for (const target of DATABASES) {
         { id: 'after', setVariables: { b: '2' } },
       ];
       await withWorker(async (start) => {
-        const handle = await start(runInput(steps, { present: true }));
+        const handle = await start(await runInput(steps, { present: true }));
         const failure = await expectRunFailure(handle);
         expect(failure.type).toBe('StepFailed');
         expect(failure.message).toMatch(/^step "broken" failed: value: .*missing/);
@@ -129,7 +119,7 @@ for (const target of DATABASES) {
     it('fails the step when `when` is not a boolean', async () => {
       const steps: StepDefinition[] = [{ id: 'odd', when: 'ctx.trigger.kind', setVariables: {} }];
       await withWorker(async (start) => {
-        const failure = await expectRunFailure(await start(runInput(steps, { kind: 'hire' })));
+        const failure = await expectRunFailure(await start(await runInput(steps, { kind: 'hire' })));
         expect(failure.message).toBe('step "odd" failed: when: must evaluate to a boolean, got string "hire"');
       });
     });
@@ -140,7 +130,7 @@ for (const target of DATABASES) {
         { id: 'after', setVariables: { done: 'true' } },
       ];
       await withWorker(async (start) => {
-        const handle = await start(runInput(steps, {}));
+        const handle = await start(await runInput(steps, {}));
         let seen: RunState | undefined;
         const deadline = Date.now() + 10_000;
         while (Date.now() < deadline) {
@@ -162,7 +152,7 @@ for (const target of DATABASES) {
     it('fails the step when the wait duration is invalid', async () => {
       const steps: StepDefinition[] = [{ id: 'pause', wait: { duration: '1h' } }];
       await withWorker(async (start) => {
-        const failure = await expectRunFailure(await start(runInput(steps, {})));
+        const failure = await expectRunFailure(await start(await runInput(steps, {})));
         expect(failure.message).toMatch(/^step "pause" failed: wait.duration: "1h" is not a duration/);
       });
     });
@@ -191,7 +181,7 @@ for (const target of DATABASES) {
         ];
         const trigger = { kind: 'hire', service_account: 'svc-1', entitlement: 'ent-1' };
         await withWorker(async (start) => {
-          const first = await (await start(runInput(steps.slice(0, 2), trigger))).result();
+          const first = await (await start(await runInput(steps.slice(0, 2), trigger))).result();
           expect(first.steps[0]).toMatchObject({
             id: 'own',
             kind: 'createEntitlementOwner',
@@ -204,7 +194,7 @@ for (const target of DATABASES) {
           expect(await owners()).toEqual([{ user_id: 'svc-1', role_slug: 'owner' }]);
 
           // the whole automation: create again (idempotent, same createdAt), delete, delete again
-          const all = await (await start(runInput(steps, trigger))).result();
+          const all = await (await start(await runInput(steps, trigger))).result();
           expect(all.steps.map((s) => s.status)).toEqual(['DONE', 'DONE', 'DONE', 'DONE', 'DONE']);
           expect(all.steps[0]?.output?.createdAt).toBe(createdAt);
           expect(all.steps[3]?.output).toEqual({ deleted: true });
@@ -219,9 +209,9 @@ for (const target of DATABASES) {
           createEntitlementOwner: { userId: `'${userId}'`, roleSlug: "'owner'", appId: "'app-1'", entitlementId: `'${entitlementId}'` },
         });
         await withWorker(async (start) => {
-          const missing = await expectRunFailure(await start(runInput([step('svc-1', 'ent-404')], {})));
+          const missing = await expectRunFailure(await start(await runInput([step('svc-1', 'ent-404')], {})));
           expect(missing.message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
-          const human = await expectRunFailure(await start(runInput([step('human-1', 'ent-1')], {})));
+          const human = await expectRunFailure(await start(await runInput([step('human-1', 'ent-1')], {})));
           expect(human.message).toMatch(/^step "own" failed: createEntitlementOwner: .*service account/);
         });
       });
@@ -231,10 +221,59 @@ for (const target of DATABASES) {
           { id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.n', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } },
         ];
         await withWorker(async (start) => {
-          const failure = await expectRunFailure(await start(runInput(steps, { n: 7 })));
+          const failure = await expectRunFailure(await start(await runInput(steps, { n: 7 })));
           expect(failure.message).toBe('step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7');
+        });
+      });
+
+      it('runs only the stored steps of the referenced version: steps in a forged input never run', async () => {
+        const own: StepDefinition = {
+          id: 'own',
+          createEntitlementOwner: { userId: "'svc-1'", roleSlug: "'forged'", appId: "'app-1'", entitlementId: "'ent-1'" },
+        };
+        await withWorker(async (start) => {
+          // A real version with a harmless step, and an input that also carries an ownership step of its own.
+          const input = await runInput([{ id: 'vars', setVariables: { x: '1' } }], {});
+          const forged = { ...input, steps: [own], automationName: 'forged' } as AutomationRunInput;
+          const result = await (await start(forged)).result();
+          expect(result.steps.map((s) => [s.id, s.status])).toEqual([['vars', 'DONE']]);
+
+          // A version that does not exist: the run fails at once, before any step.
+          const missing = await expectRunFailure(await start({ ...input, eventId: randomUUID(), version: 99, steps: [own] } as AutomationRunInput));
+          expect(missing.type).toBe('AutomationVersionNotFound');
+          expect(missing.message).toBe(`automation ${JSON.stringify(input.automationId)} has no published version 99`);
+        });
+        expect((await owners()).filter((o) => o.role_slug === 'forged')).toEqual([]);
+      });
+
+      it('a log step writes its line to the history (as a summary) and answers it as its output', async () => {
+        const steps: StepDefinition[] = [
+          { id: 'note', log: { message: "'offboarding ' + ctx.trigger.user" } },
+          { id: 'loud', log: { message: "'done'", level: 'warn' } },
+        ];
+        await withWorker(async (start) => {
+          const handle = await start(await runInput(steps, { user: 'u-7' }));
+          const result = await handle.result();
+          expect(result.steps.map((s) => [s.id, s.kind, s.status, s.output])).toEqual([
+            ['note', 'log', 'DONE', { level: 'info', message: 'offboarding u-7' }],
+            ['loud', 'log', 'DONE', { level: 'warn', message: 'done' }],
+          ]);
+          const history = await handle.fetchHistory();
+          const summaries = (history.events ?? [])
+            .map((event) => event.userMetadata?.summary?.data)
+            .filter((data): data is Uint8Array => data instanceof Uint8Array)
+            .map((data) => JSON.parse(Buffer.from(data).toString('utf8')) as string);
+          expect(summaries).toEqual(expect.arrayContaining(['note: offboarding u-7', 'loud: done']));
         });
       });
     });
   });
 }
+
+describe('the workflow bundle', () => {
+  it('holds the step registry and no runtime code of the service (CEL, store, HTTP, webhooks, activities)', () => {
+    const modules = [...bundle.code.matchAll(/\/\*\*\*\/ "\.\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(modules).toEqual(expect.arrayContaining(['workflows/automation.ts', 'src/steps/index.ts', 'src/steps/log.ts', 'src/steps/call-webhook.ts']));
+    expect(modules.filter((path) => /^(src\/(cel|store|http|webhooks|auth|domain|temporal)|activities)\//.test(path))).toEqual([]);
+  });
+});

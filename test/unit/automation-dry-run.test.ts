@@ -6,7 +6,21 @@ const insecure = { allowInsecureOutbound: true };
 const secure = { allowInsecureOutbound: false };
 
 describe('dryRunSteps', () => {
-  it('evaluates every kind in order; later steps see earlier (simulated) outputs', () => {
+  it('runs a log step: its output is the line it would write, readable by later steps', async () => {
+    const steps: StepDefinition[] = [
+      { id: 'note', log: { message: "'user ' + ctx.trigger.user", level: 'warn' } },
+      { id: 'after', setVariables: { copy: 'ctx.steps.note.message' } },
+      { id: 'bad', log: { message: 'ctx.trigger.n' } },
+    ];
+    const results = (await dryRunSteps(steps, { user: 'u-1', n: 3 }, secure)).steps;
+    expect(results.map((s) => [s.id, s.kind, s.status, s.output, s.error])).toEqual([
+      ['note', 'log', 'WOULD_RUN', { level: 'warn', message: 'user u-1' }, null],
+      ['after', 'setVariables', 'WOULD_RUN', { copy: 'user u-1' }, null],
+      ['bad', 'log', 'ERROR', null, 'log.message: must evaluate to a string, got number 3'],
+    ]);
+  });
+
+  it('evaluates every kind in order; later steps see earlier (simulated) outputs', async () => {
     const steps: StepDefinition[] = [
       { id: 'vars', setVariables: { who: 'ctx.trigger.user', n: 'ctx.trigger.n * 2.0' } },
       { id: 'own', createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.ent' } },
@@ -18,7 +32,7 @@ describe('dryRunSteps', () => {
       { id: 'whole', callWebhook: { url: "'https://hooks.example/all'", body: '{"url": ctx.steps.hook.url}' } },
       { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'e'" } },
     ];
-    const { steps: results } = dryRunSteps(steps, { user: 'svc-1', n: 2, ent: 'ent-9' }, secure);
+    const { steps: results } = (await dryRunSteps(steps, { user: 'svc-1', n: 2, ent: 'ent-9' }, secure));
     expect(results).toEqual([
       { id: 'vars', kind: 'setVariables', status: 'WOULD_RUN', output: { who: 'svc-1', n: 4 }, error: null },
       {
@@ -53,34 +67,34 @@ describe('dryRunSteps', () => {
     ]);
   });
 
-  it('skips a step whose when is false; a skipped step has no output for later steps', () => {
+  it('skips a step whose when is false; a skipped step has no output for later steps', async () => {
     const steps: StepDefinition[] = [
       { id: 'maybe', when: "ctx.trigger.kind == 'fire'", setVariables: { x: '1' } },
       { id: 'check', setVariables: { ran: 'has(ctx.steps.maybe)' } },
     ];
-    expect(dryRunSteps(steps, { kind: 'hire' }, secure).steps.map((s) => [s.status, s.output])).toEqual([
+    expect((await dryRunSteps(steps, { kind: 'hire' }, secure)).steps.map((s) => [s.status, s.output])).toEqual([
       ['SKIPPED', null],
       ['WOULD_RUN', { ran: false }],
     ]);
   });
 
-  it('stops after a fail step that would run: its message is the output, the rest are NOT_REACHED', () => {
+  it('stops after a fail step that would run: its message is the output, the rest are NOT_REACHED', async () => {
     const steps: StepDefinition[] = [
       { id: 'a', setVariables: { x: '1' } },
       { id: 'stop', when: 'ctx.trigger.bad', fail: { message: '"bad user " + ctx.trigger.user' } },
       { id: 'b', setVariables: { y: '2' } },
       { id: 'c', wait: { duration: '1s' } },
     ];
-    expect(dryRunSteps(steps, { bad: true, user: 'u1' }, secure).steps.map((s) => [s.id, s.status, s.output, s.error])).toEqual([
+    expect((await dryRunSteps(steps, { bad: true, user: 'u1' }, secure)).steps.map((s) => [s.id, s.status, s.output, s.error])).toEqual([
       ['a', 'WOULD_RUN', { x: 1 }, null],
       ['stop', 'WOULD_RUN', { message: 'bad user u1' }, null],
       ['b', 'NOT_REACHED', null, null],
       ['c', 'NOT_REACHED', null, null],
     ]);
-    expect(dryRunSteps(steps, { bad: false, user: 'u1' }, secure).steps.map((s) => s.status)).toEqual(['WOULD_RUN', 'SKIPPED', 'WOULD_RUN', 'WOULD_RUN']);
+    expect((await dryRunSteps(steps, { bad: false, user: 'u1' }, secure)).steps.map((s) => s.status)).toEqual(['WOULD_RUN', 'SKIPPED', 'WOULD_RUN', 'WOULD_RUN']);
   });
 
-  it('reports an ERROR with the message a run would show, and does not reach the steps after it', () => {
+  it('reports an ERROR with the message a run would show, and does not reach the steps after it', async () => {
     const cases: Array<[StepDefinition, unknown, string]> = [
       [{ id: 's', setVariables: { v: 'ctx.trigger.missing' } }, {}, 'v: '],
       [{ id: 's', when: 'ctx.trigger.kind', setVariables: { v: '1' } }, { kind: 'x' }, 'when: must evaluate to a boolean, got string "x"'],
@@ -110,7 +124,7 @@ describe('dryRunSteps', () => {
       ],
     ];
     for (const [step, payload, error] of cases) {
-      const [first, second] = dryRunSteps([step, { id: 'next', setVariables: { z: '1' } }], payload, secure).steps;
+      const [first, second] = (await dryRunSteps([step, { id: 'next', setVariables: { z: '1' } }], payload, secure)).steps;
       expect([step.id, first!.status, first!.output]).toEqual([step.id, 'ERROR', null]);
       if (error.endsWith(': ')) expect(first!.error).toMatch(new RegExp(`^${error}`));
       else expect(first!.error).toBe(error);
@@ -118,10 +132,10 @@ describe('dryRunSteps', () => {
     }
   });
 
-  it('accepts http:// and private callWebhook URLs only when insecure outbound is allowed', () => {
+  it('accepts http:// and private callWebhook URLs only when insecure outbound is allowed', async () => {
     const step: StepDefinition = { id: 'h', callWebhook: { url: "'http://127.0.0.1:9/x'", body: {} } };
-    expect(dryRunSteps([step], {}, insecure).steps[0]!.status).toBe('WOULD_RUN');
-    expect(dryRunSteps([step], {}, secure).steps[0]!.error).toBe('callWebhook.url: URL must use https');
+    expect((await dryRunSteps([step], {}, insecure)).steps[0]!.status).toBe('WOULD_RUN');
+    expect((await dryRunSteps([step], {}, secure)).steps[0]!.error).toBe('callWebhook.url: URL must use https');
   });
 
   describe('hostile expressions fail their step with a clear error, within the bounds', () => {
@@ -129,15 +143,15 @@ describe('dryRunSteps', () => {
     // literal prefilter can skip it): about 2 × 10^9 regex steps, far past the limit on any machine.
     const list99 = Array.from({ length: 99 }, (_, i) => i);
 
-    it('a slow expression hits the per-evaluation time limit', () => {
+    it('a slow expression hits the per-evaluation time limit', async () => {
       const steps: StepDefinition[] = [
         { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } },
       ];
-      const [result] = dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) + 'c' }, secure).steps;
+      const [result] = (await dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) + 'c' }, secure)).steps;
       expect(result).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeded the time limit of 1000 ms' });
     });
 
-    it('a huge comprehension hits the iteration budget; deep nesting and long expressions are refused', () => {
+    it('a huge comprehension hits the iteration budget; deep nesting and long expressions are refused', async () => {
       const big = Array.from({ length: 20_000 }, (_, i) => i);
       const cases: Array<[string, RegExp]> = [
         ['ctx.trigger.l.map(x, ctx.trigger.l.map(y, x * y)).size()', /^v: comprehensions iterate more than 10000 times$/],
@@ -146,19 +160,19 @@ describe('dryRunSteps', () => {
         ['1 + '.repeat(1200) + '1', /^v: expression is too long/],
       ];
       for (const [source, error] of cases) {
-        const [result] = dryRunSteps([{ id: 'h', setVariables: { v: source } }], { l: big }, secure).steps;
+        const [result] = (await dryRunSteps([{ id: 'h', setVariables: { v: source } }], { l: big }, secure)).steps;
         expect([source.slice(0, 40), result!.status]).toEqual([source.slice(0, 40), 'ERROR']);
         expect(result!.error).toMatch(error);
       }
     });
 
-    it('the whole dry run is bounded: steps after the time budget are not evaluated', () => {
+    it('the whole dry run is bounded: steps after the time budget are not evaluated', async () => {
       const slow: StepDefinition = { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } };
-      const results = dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 })
+      const results = (await dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 }))
         .steps;
       expect(results[0]).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeded the time limit of 300 ms' });
       expect(results[1]!.status).toBe('NOT_REACHED');
-      const exhausted = dryRunSteps([{ id: 'a', setVariables: { z: '1' } }], {}, { ...secure, timeBudgetMs: 0 }).steps;
+      const exhausted = (await dryRunSteps([{ id: 'a', setVariables: { z: '1' } }], {}, { ...secure, timeBudgetMs: 0 })).steps;
       expect(exhausted[0]).toMatchObject({ status: 'ERROR', error: 'the dry run used up its time budget of 0 ms before this step' });
       expect(DRY_RUN_TIME_BUDGET_MS).toBe(5000);
     });

@@ -1,4 +1,4 @@
-import { AppError } from '../../src/http/errors';
+import { InvalidArgumentError } from '../../src/domain/errors';
 import { validateEntitlementWrite, parseUpdateMask } from '../../src/domain/entitlement-validation';
 import { WRITABLE_FIELDS } from '../../src/domain/entitlement-record';
 import { fieldPath } from '../../src/domain/validation';
@@ -319,9 +319,8 @@ describe('update mask', () => {
       } catch (err) {
         error = err;
       }
-      expect(error).toBeInstanceOf(AppError);
-      expect((error as AppError).status).toBe(400);
-      expect(JSON.stringify((error as AppError).details)).toContain('"field":"updateMask"');
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as InvalidArgumentError).violations.map((v) => v.field)).toEqual(['updateMask']);
     }
   });
 });

@@ -11,6 +11,7 @@ import { authenticate, requireAccess } from '../auth';
 import { AppError, notFound } from '../errors';
 import { readPageRequest } from '../../domain/pagination';
 import { getAutomation } from '../../store/automations';
+import { publishedSteps } from '../../domain/automations';
 import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
 import { WorkflowEngineUnavailableError } from '../../temporal/runs';
 
@@ -18,7 +19,8 @@ const RETRY_AFTER_SECONDS = '5';
 
 export function createExecutionsRouter(deps: AppDeps): Router {
   const router = new Router();
-  const reader: AutomationExecutions | undefined = deps.runs.client ? new TemporalExecutions(deps.runs.client) : undefined;
+  const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
+  const reader: AutomationExecutions | undefined = deps.runs.client ? new TemporalExecutions(deps.runs.client, { loadSteps }) : undefined;
   router.use(authenticate(deps.tokens), requireAccess('automations', 'read'));
 
   router.get('/api/v1/automations/:id/executions', async (ctx) => {

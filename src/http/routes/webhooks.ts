@@ -98,16 +98,17 @@ export function createWebhookRouter(deps: AppDeps): Router {
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
       const published = await getLatestPublishedVersion(deps.db, automation.id);
       if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
-      const { executionId } = await deps.runs.start({
-        automationId: automation.id,
-        automationName: published.snapshot.displayName,
-        version: published.version,
-        listenerId,
-        eventId: headers.eventId,
-        receivedAt: new Date().toISOString(),
-        trigger: payload,
-        steps: published.snapshot.steps,
-      });
+      const { executionId } = await deps.runs.start(
+        {
+          automationId: automation.id,
+          version: published.version,
+          listenerId,
+          eventId: headers.eventId,
+          receivedAt: new Date().toISOString(),
+          trigger: payload,
+        },
+        { automationName: published.snapshot.displayName },
+      );
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       ctx.body = { eventId: headers.eventId, executionId };
     } catch (err) {
