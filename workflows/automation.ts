@@ -11,8 +11,12 @@
  */
 import {
   ActivityFailure,
+  allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
+  condition,
   defineQuery,
+  defineUpdate,
   isCancellation,
   log,
   proxyActivities,
@@ -22,11 +26,15 @@ import {
   type RetryPolicy,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { RETRY_DEFAULTS, runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
+import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
 import { parseDuration } from './duration';
 import {
+  DECIDE_UPDATE,
   RUN_STATE_QUERY,
   STEP_FAILED,
+  STEP_NOT_WAITING,
+  UNKNOWN_STEP,
+  type DecideInput,
   VERSION_NOT_FOUND,
   type AutomationRunInput,
   type RunState,
@@ -39,6 +47,8 @@ export { STEP_FAILED };
 
 /** Query for the run's progress. */
 export const stateQuery = defineQuery<RunState>(RUN_STATE_QUERY);
+/** A person approves or rejects a waiting waitForApproval step; answers the run's state once the step has moved on. */
+export const decideUpdate = defineUpdate<RunState, [DecideInput]>(DECIDE_UPDATE);
 
 type Activities = ReturnType<typeof activities.createActivities>;
 
@@ -58,17 +68,45 @@ const CALL_WEBHOOK_GRACE_MS = 5_000;
 
 export async function automation(input: AutomationRunInput): Promise<RunState> {
   const state: RunState = { status: 'RUNNING', steps: [] };
+  const decisions = new Map<string, ApprovalDecision>();
   setHandler(stateQuery, () => state);
+  setHandler(
+    decideUpdate,
+    async (decide) => {
+      const result = state.steps.find((step) => step.id === decide.stepId) as StepResult;
+      decisions.set(decide.stepId, { decision: decide.decision, by: decide.by, at: new Date().toISOString(), comment: decide.comment });
+      await condition(() => result.status !== 'WAITING_FOR_APPROVAL');
+      return state;
+    },
+    {
+      validator: (decide) => {
+        const result = state.steps.find((step) => step.id === decide.stepId);
+        if (!result) throw ApplicationFailure.create({ type: UNKNOWN_STEP, message: `the run has no step ${JSON.stringify(decide.stepId)}`, nonRetryable: true });
+        if (result.status !== 'WAITING_FOR_APPROVAL' || decisions.has(decide.stepId)) {
+          throw ApplicationFailure.create({ type: STEP_NOT_WAITING, message: `step ${JSON.stringify(decide.stepId)} is not waiting for approval (it is ${result.status})`, nonRetryable: true });
+        }
+      },
+    },
+  );
 
   const { steps } = await loadSteps(input);
   state.steps = steps.map((step) => ({ id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null }));
   const outputs: Record<string, unknown> = {};
+  const resumeAt = input.resume ? steps.findIndex((step) => step.id === input.resume!.fromStepId) : 0;
 
   for (const [index, step] of steps.entries()) {
     const result = state.steps[index] as StepResult;
+    const recorded = index < resumeAt ? input.resume?.steps.find((done) => done.id === step.id) : undefined;
+    if (recorded) {
+      // A retry from the failed step: this one succeeded in the original run; its result stands.
+      result.status = recorded.status;
+      result.output = recorded.output;
+      if (recorded.status === 'DONE') outputs[step.id] = recorded.output;
+      continue;
+    }
     result.status = 'RUNNING';
     try {
-      const outcome = await runStep(step, workflowEffects(input, step, result, outputs));
+      const outcome = await runStep(step, workflowEffects(input, step, result, outputs, decisions));
       if (outcome.skipped) {
         result.status = 'SKIPPED';
         continue;
@@ -81,12 +119,15 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
       const message = failureMessage(err);
       result.status = 'FAILED';
       result.error = message;
+      if (err instanceof StepError && err.output) result.output = err.output;
       state.status = 'FAILED';
+      await condition(allHandlersFinished);
       const details: StepFailureDetails = { stepId: step.id, kind: result.kind, error: message };
       throw ApplicationFailure.create({ type: STEP_FAILED, message: `step "${step.id}" failed: ${message}`, nonRetryable: true, details: [details] });
     }
   }
   state.status = 'COMPLETED';
+  await condition(allHandlersFinished);
   return state;
 }
 
@@ -106,7 +147,13 @@ async function loadSteps(input: AutomationRunInput): Promise<{ steps: StepDefini
 }
 
 /** The effects of one step, as activities and timers of this run. */
-function workflowEffects(input: AutomationRunInput, step: StepDefinition, result: StepResult, outputs: Record<string, unknown>): StepEffects {
+function workflowEffects(
+  input: AutomationRunInput,
+  step: StepDefinition,
+  result: StepResult,
+  outputs: Record<string, unknown>,
+  decisions: Map<string, ApprovalDecision>,
+): StepEffects {
   const retry = retryPolicy(step.retry);
   const actor = `automation:${input.automationId}:${input.eventId}`;
   return {
@@ -121,6 +168,21 @@ function workflowEffects(input: AutomationRunInput, step: StepDefinition, result
     },
     park(status) {
       result.status = status;
+    },
+    async awaitApproval(timeoutMs, what) {
+      const decided = (): boolean => decisions.has(step.id);
+      if (timeoutMs === undefined) {
+        await condition(decided);
+      } else {
+        // A visible timer (its summary names the step) raced with the decision; the loser is cancelled.
+        await CancellationScope.cancellable(async () => {
+          const timer = sleep(timeoutMs, { summary: summary(step, what) });
+          timer.catch(() => undefined);
+          await Promise.race([condition(decided), timer]);
+          CancellationScope.current().cancel();
+        });
+      }
+      return decisions.get(step.id);
     },
     async annotate(level, line) {
       log[level](line, { stepId: step.id, automationId: input.automationId, eventId: input.eventId });

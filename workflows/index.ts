@@ -1,2 +1,2 @@
 /** Workflows registered on the automation task queue (bundled from this file). */
-export { automation, stateQuery, STEP_FAILED } from './automation';
+export { automation, decideUpdate, stateQuery, STEP_FAILED } from './automation';

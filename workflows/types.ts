@@ -23,6 +23,13 @@ export interface AutomationRunInput {
   receivedAt: string;
   /** The parsed JSON body: `ctx.trigger`. */
   trigger: unknown;
+  /** A rerun or retry: the run it repeats. */
+  rerunOf?: string;
+  /**
+   * A retry from the failed step: the recorded results of the steps before it, reused as they are
+   * (not run again); the run continues at `fromStepId`.
+   */
+  resume?: { fromStepId: string; steps: Array<{ id: string; status: 'DONE' | 'SKIPPED'; output: Record<string, unknown> | null }> };
 }
 
 /** The steps of one published version, as the worker loads them. */
@@ -60,6 +67,22 @@ export interface StepFailureDetails {
   kind: StepKind | 'unknown';
   error: string;
 }
+
+/** Name of the update through which a person decides a waitForApproval step. */
+export const DECIDE_UPDATE = 'decide';
+
+/** The decide update's argument. */
+export interface DecideInput {
+  stepId: string;
+  decision: 'approved' | 'rejected';
+  /** Who decides: the API client id. */
+  by: string;
+  comment: string | null;
+}
+
+/** Failure types of the decide update's validator. */
+export const UNKNOWN_STEP = 'UnknownStep';
+export const STEP_NOT_WAITING = 'StepNotWaiting';
 
 /** What the CEL local activity answers: the step it evaluated for, and the values. */
 export interface EvaluatedStep {

@@ -5,8 +5,11 @@
 export const ROLES = ['super_admin', 'admin', 'read_only'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** What a route touches: governance resources, automations (and their triggers), or API clients. */
-export type Area = 'governance' | 'automations' | 'iam';
+/**
+ * What a route touches: governance resources, automations (and their triggers), API clients, or
+ * approvals (deciding a waitForApproval step: admin may, as well as super_admin).
+ */
+export type Area = 'governance' | 'automations' | 'iam' | 'approvals';
 export type Mode = 'read' | 'write';
 
 export interface Principal {
@@ -21,6 +24,7 @@ export function isRole(value: unknown): value is Role {
 export function allows(principal: Principal, area: Area, mode: Mode): boolean {
   const roles = new Set(principal.roles);
   if (roles.has('super_admin')) return true;
+  if (area === 'approvals') return mode === 'write' && roles.has('admin');
   if (area !== 'governance') return false;
   if (roles.has('admin')) return true;
   return mode === 'read' && roles.has('read_only');

@@ -247,7 +247,7 @@ export const DryRunResponse = z
 const executionFields = {
   id: z.string().meta({ description: 'webhook:{listenerId}:{eventId}' }),
   eventId: z.string().nullable(),
-  status: z.enum(['RUNNING', 'COMPLETED', 'FAILED', 'TERMINATED']),
+  status: z.enum(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED']),
   startedAt: z.string().meta({ format: 'date-time' }),
   closedAt: z.string().nullable().meta({ format: 'date-time' }),
   version: z.number().int().nullable().meta({ description: 'The automation version the run executes.' }),
@@ -266,13 +266,33 @@ export const StepResult = z
   .meta({ id: 'StepResult' });
 
 export const Execution = z
-  .object({ ...executionFields, automationId: z.string(), error: z.string().nullable(), steps: z.array(StepResult) })
+  .object({
+    ...executionFields,
+    automationId: z.string(),
+    rerunOf: z.string().nullable().meta({ description: 'The run this one reruns or retries; null for a run started by an event.' }),
+    reruns: z.array(z.string()).meta({ description: 'Ids of the reruns and retries of this run, oldest first.' }),
+    error: z.string().nullable(),
+    steps: z.array(StepResult),
+  })
   .meta({ id: 'Execution' });
 
 export const ExecutionList = z
   .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
   .meta({ id: 'ExecutionList' });
 export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
+
+export const DecisionRequest = z
+  .object({ comment: z.string().max(2000).nullish().meta({ description: 'Why; kept in the step output and the audit trail.' }) })
+  .meta({ id: 'DecisionRequest' });
+export const TerminateRequest = z.object({ reason: z.string().min(1).max(1000) }).meta({ id: 'TerminateRequest' });
+export const RerunRequest = z
+  .object({
+    fromFailedStep: z
+      .boolean()
+      .nullish()
+      .meta({ description: 'true: retry from the failed step on the original version, reusing the results of the steps before it. Default: a fresh run on the published version.' }),
+  })
+  .meta({ id: 'RerunRequest' });
 
 // ---------------------------------------------------------------- webhook receiver, operations
 

@@ -85,6 +85,10 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
     },
     async sleep() {},
     park() {},
+    async awaitApproval() {
+      // A dry run follows the approved path; `by` and `at` stay empty: nobody decided.
+      return { decision: 'approved', by: '', at: '', comment: null };
+    },
     async annotate() {},
     async fail(message) {
       return { message };

@@ -194,6 +194,34 @@ const OPERATIONS: Operation[] = [
     secured: true, summary: 'Get one run with its steps (id: webhook:{listenerId}:{eventId}).', ok: api.ExecutionResponse,
     errors: [401, 403, 404, 500, 503],
   },
+  {
+    method: 'post', path: '/api/v1/automation_executions/{id}/steps/{stepId}/approve', operationId: 'automations.executions.approve',
+    tag: 'Automation Executions', secured: true,
+    summary: 'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on.',
+    body: { schema: api.DecisionRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+  },
+  {
+    method: 'post', path: '/api/v1/automation_executions/{id}/steps/{stepId}/reject', operationId: 'automations.executions.reject',
+    tag: 'Automation Executions', secured: true,
+    summary: 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.',
+    body: { schema: api.DecisionRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+  },
+  {
+    method: 'post', path: '/api/v1/automation_executions/{id}/cancel', operationId: 'automations.executions.cancel', tag: 'Automation Executions',
+    secured: true, summary: 'Cancel a run (super_admin): a pending wait or approval ends, later steps do not run; status CANCELED.',
+    ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+  },
+  {
+    method: 'post', path: '/api/v1/automation_executions/{id}/terminate', operationId: 'automations.executions.terminate', tag: 'Automation Executions',
+    secured: true, summary: 'Terminate a run at once with a reason (super_admin); status TERMINATED.',
+    body: { schema: api.TerminateRequest, required: true }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+  },
+  {
+    method: 'post', path: '/api/v1/automation_executions/{id}/rerun', operationId: 'automations.executions.rerun', tag: 'Automation Executions',
+    secured: true,
+    summary: 'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
+    body: { schema: api.RerunRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+  },
   // ---------------------------------------------------------------- inbound webhook
   {
     method: 'post', path: '/api/v1/webhooks/incoming/{listener_id}', operationId: 'webhooks.receive', tag: 'Inbound Webhooks',

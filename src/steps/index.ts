@@ -13,6 +13,7 @@ import { log } from './log';
 import { createEntitlementOwner, deleteEntitlementOwner } from './ownership';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
+import { waitForApproval } from './wait-for-approval';
 
 export const STEP_REGISTRY = {
   setVariables,
@@ -22,6 +23,7 @@ export const STEP_REGISTRY = {
   callWebhook,
   fail,
   log,
+  waitForApproval,
 } as const;
 
 export type StepKind = keyof typeof STEP_REGISTRY;
@@ -199,4 +201,4 @@ function validateRetry(value: unknown, check: StepCheck): StepRetryPolicy {
 }
 
 export { StepError, describeValue };
-export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel } from './kind';
+export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision } from './kind';

@@ -15,6 +15,23 @@ import type { FieldViolation } from '../domain/errors';
 /** A step that cannot go on; its message becomes the step's `error`. */
 export class StepError extends Error {
   override name = 'StepError';
+  /** What the step produced before it failed (e.g. a rejection's decision), shown as its output. */
+  constructor(
+    message: string,
+    readonly output?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+/** A person's decision on a waitForApproval step. */
+export interface ApprovalDecision {
+  decision: 'approved' | 'rejected';
+  /** Who decided: the API client id. */
+  by: string;
+  /** RFC 3339 time the run recorded the decision. */
+  at: string;
+  comment: string | null;
 }
 
 /** Retry policy of an effectful step; intervals are protobuf-JSON durations. Unset fields take RETRY_DEFAULTS. */
@@ -58,6 +75,8 @@ export interface StepEffects {
   park(status: ParkedStatus): void;
   /** Records one line in the run's history (as an event summary) and in the worker's log. */
   annotate(level: LogLevel, line: string): Promise<void>;
+  /** Parks until a person decides (undefined: `timeoutMs` passed first). `what` names the wait in the history. */
+  awaitApproval(timeoutMs: number | undefined, what: string): Promise<ApprovalDecision | undefined>;
   /** Ends the run as FAILED with `message` (the dry run records it as what would happen). */
   fail(message: string): Promise<Record<string, unknown>>;
   createEntitlementOwner(ref: OwnershipRef): Promise<Record<string, unknown>>;

@@ -16,7 +16,7 @@ import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
-export type ExecutionStatus = 'RUNNING' | 'COMPLETED' | 'FAILED' | 'TERMINATED';
+export type ExecutionStatus = 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
 
 export interface ExecutionSummary {
   /** The workflow id, `webhook:{listenerId}:{eventId}`. */
@@ -31,6 +31,10 @@ export interface ExecutionSummary {
 
 export interface ExecutionDetail extends ExecutionSummary {
   automationId: string;
+  /** The run this one reruns or retries (null for a run started by an event). */
+  rerunOf: string | null;
+  /** The reruns and retries of this run, oldest first. */
+  reruns: string[];
   /** Why a run that did not complete stopped (the failed step's message, a termination reason). */
   error: string | null;
   steps: StepResult[];
@@ -124,6 +128,7 @@ export class TemporalExecutions implements AutomationExecutions {
     }
     const automationId = description.typedSearchAttributes.get(AutomationIdKey);
     if (description.type !== AUTOMATION_WORKFLOW_TYPE || automationId === undefined) return undefined;
+    const links = { rerunOf: typeof description.memo?.rerunOf === 'string' ? description.memo.rerunOf : null, reruns: await this.reruns(executionId) };
 
     const status = executionStatus(description.status.name);
     const summary: ExecutionSummary = {
@@ -139,7 +144,7 @@ export class TemporalExecutions implements AutomationExecutions {
     if (status === 'COMPLETED') {
       try {
         const state = await this.call(this.callTimeoutMs, () => handle.result() as Promise<RunState>);
-        return { ...summary, automationId, error: null, steps: state.steps };
+        return { ...summary, automationId, ...links, error: null, steps: state.steps };
       } catch (err) {
         if (isNotFound(err)) return undefined;
         // Fall through to the history, which says the same.
@@ -154,7 +159,7 @@ export class TemporalExecutions implements AutomationExecutions {
         state = undefined; // no worker (or none in time): read the history instead
       }
     }
-    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, error: null, steps: state.steps };
+    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, ...links, error: null, steps: state.steps };
 
     // The history says why a closed run stopped, and what a run did when no worker answers.
     let events: HistoryEvent[];
@@ -173,9 +178,26 @@ export class TemporalExecutions implements AutomationExecutions {
       ...summary,
       version,
       automationId,
+      ...links,
       error,
       steps: status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
     };
+  }
+
+  /** The ids of this run's direct reruns (`<id>:rerun-<n>`), from visibility. */
+  private async reruns(executionId: string): Promise<string[]> {
+    const prefix = `${executionId}:rerun-`;
+    let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
+    try {
+      response = await this.call(this.callTimeoutMs, () =>
+        this.client.workflowService.listWorkflowExecutions({ namespace: this.client.options.namespace, pageSize: 100, query: `WorkflowId STARTS_WITH ${quote(prefix)}` }),
+      );
+    } catch (err) {
+      throw unavailable(err);
+    }
+    const ids = (response.executions ?? []).map((e) => e.execution?.workflowId ?? '');
+    const direct = ids.filter((id) => id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)));
+    return direct.sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
   }
 
   private call<T>(timeoutMs: number, fn: () => Promise<T>): Promise<T> {
@@ -186,7 +208,7 @@ export class TemporalExecutions implements AutomationExecutions {
 
 /**
  * Temporal's workflow statuses in the API's four: a paused or continued-as-new run goes on
- * (RUNNING), a timed-out one failed (FAILED), a cancelled one was stopped from outside (TERMINATED).
+ * (RUNNING), a timed-out one failed (FAILED); cancelled (CANCELED) and terminated (TERMINATED) runs were stopped from outside.
  */
 export function executionStatus(name: string): ExecutionStatus {
   switch (name) {
@@ -195,8 +217,9 @@ export function executionStatus(name: string): ExecutionStatus {
     case 'FAILED':
     case 'TIMED_OUT':
       return 'FAILED';
-    case 'TERMINATED':
     case 'CANCELLED':
+      return 'CANCELED';
+    case 'TERMINATED':
       return 'TERMINATED';
     default:
       return 'RUNNING';

@@ -41,6 +41,8 @@ export interface AutomationRuns {
    * src/temporal/executions.ts). Absent where runs are not on Temporal (tests without it).
    */
   readonly client?: Client;
+  /** The task queue runs start on (reruns start there too). */
+  readonly taskQueue?: string;
 }
 
 /** Workflow id of the run for one event: the idempotency key. */
@@ -52,7 +54,7 @@ export function runWorkflowId(listenerId: string, eventId: string): string {
 export class TemporalRuns implements AutomationRuns {
   constructor(
     readonly client: Client,
-    private readonly taskQueue: string,
+    readonly taskQueue: string,
     /** Upper bound for one start call, so an unreachable server answers 503 quickly. */
     private readonly startTimeoutMs = 5000,
   ) {}

@@ -129,6 +129,8 @@ describe('executions API', () => {
         id: run.executionId,
         eventId: run.eventId,
         automationId: target.automation.id,
+        rerunOf: null,
+        reruns: [],
         status: 'COMPLETED',
         startedAt: expect.any(String),
         closedAt: expect.any(String),

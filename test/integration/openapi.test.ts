@@ -390,6 +390,35 @@ describe('OpenAPI document', () => {
       expect(execution.status).toBe(200);
       expect((await call(superAdmin, 'get', '/api/v1/automation_executions/webhook%3Anope%3Anope')).status).toBe(404);
 
+
+      // Run control: approve, reject, cancel and terminate waiting runs; rerun one.
+      const gate = await call(superAdmin, 'post', '/api/v1/automations', {
+        displayName: 'Gate',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: [{ id: 'mgr', waitForApproval: { timeout: '3600s' } }],
+      });
+      const gatePublished = await call(superAdmin, 'post', `/api/v1/automations/${gate.body.automation.id}/publish`);
+      const gateRuns: string[] = [];
+      for (let n = 0; n < 4; n += 1) {
+        const delivered = await deliver(stack, listenerPath(gatePublished.body.automation), hmacEvent(gate.body.signingSecret, { n }));
+        expect(delivered.status).toBe(200);
+        gateRuns.push(encodeURIComponent(delivered.body.executionId));
+      }
+      for (const run of gateRuns) {
+        for (let attempt = 0; attempt < 100; attempt += 1) {
+          const got = await superAdmin.get(`/api/v1/automation_executions/${run}`);
+          if (got.body.execution?.steps?.[0]?.status === 'WAITING_FOR_APPROVAL') break;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+      const [approveRun, rejectRun, cancelRun, terminateRun] = gateRuns as [string, string, string, string];
+      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/steps/mgr/approve`, { comment: 'fine' })).status).toBe(200);
+      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${rejectRun}/steps/mgr/reject`, {})).status).toBe(200);
+      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${cancelRun}/cancel`)).status).toBe(200);
+      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${terminateRun}/terminate`, { reason: 'done' })).status).toBe(200);
+      const rerun = await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/rerun`, {});
+      expect(rerun.status).toBe(200);
+      await stack.client.workflow.getHandle(rerun.body.execution.id).terminate('conformance test done').catch(() => undefined);
       await stack.client.workflow.getHandle(accepted.body.executionId).terminate('conformance test done').catch(() => undefined);
       expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
     });

@@ -3,11 +3,17 @@
  * GET /api/v1/automations/{id}/executions (paginated, newest first, from visibility) and
  * GET /api/v1/automation_executions/{id} (one run with its steps). The execution id is the
  * workflow id `webhook:{listenerId}:{eventId}`; its ':' may come URL-encoded or not.
+ * Run control: POST .../automation_executions/{id}/steps/{stepId}/approve and /reject (admin or
+ * super_admin; a Temporal Update), /cancel, /terminate {reason}, /rerun {fromFailedStep?} (super_admin).
  * 503 when Temporal cannot be reached.
  */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { authenticate, requireAccess } from '../auth';
+import { authenticate, principalOf, requireAccess } from '../auth';
+import { readJsonObject } from '../body';
+import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
+import { UnavailableError } from '../../domain/errors';
+import { TemporalRunControl } from '../../temporal/run-control';
 import { AppError, notFound } from '../errors';
 import { readPageRequest } from '../../domain/pagination';
 import { getAutomation } from '../../store/automations';
@@ -21,9 +27,12 @@ export function createExecutionsRouter(deps: AppDeps): Router {
   const router = new Router();
   const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
   const reader: AutomationExecutions | undefined = deps.runs.client ? new TemporalExecutions(deps.runs.client, { loadSteps }) : undefined;
-  router.use(authenticate(deps.tokens), requireAccess('automations', 'read'));
+  const control = deps.runs.client ? new TemporalRunControl(deps.runs.client, deps.runs.taskQueue ?? deps.config.temporal.taskQueue, reader!) : undefined;
+  const read = requireAccess('automations', 'read');
+  const write = requireAccess('automations', 'write');
+  router.use(authenticate(deps.tokens));
 
-  router.get('/api/v1/automations/:id/executions', async (ctx) => {
+  router.get('/api/v1/automations/:id/executions', read, async (ctx) => {
     const automationId = ctx.params.id!;
     const page = readPageRequest(ctx.query);
     if (!(await getAutomation(deps.db, automationId))) throw notFound('automation');
@@ -36,15 +45,52 @@ export function createExecutionsRouter(deps: AppDeps): Router {
     };
   });
 
-  router.get('/api/v1/automation_executions/:id', async (ctx) => {
-    const execution = await readRuns(() => engine().get(ctx.params.id!));
-    if (!execution) throw notFound('automation execution');
-    ctx.body = { execution };
+  router.get('/api/v1/automation_executions/:id', read, async (ctx) => {
+    ctx.body = { execution: await current(ctx.params.id!) };
   });
+
+  for (const [action, decision] of [['approve', 'approved'], ['reject', 'rejected']] as const) {
+    router.post(`/api/v1/automation_executions/:id/steps/:stepId/${action}`, requireAccess('approvals', 'write'), async (ctx) => {
+      const body = await readJsonObject(ctx);
+      await decideStep(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!, ctx.params.stepId!, decision, body);
+      ctx.body = { execution: await current(ctx.params.id!) };
+    });
+  }
+
+  router.post('/api/v1/automation_executions/:id/cancel', write, async (ctx) => {
+    await readJsonObject(ctx);
+    await cancelRun(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!);
+    ctx.body = { execution: await current(ctx.params.id!) };
+  });
+
+  router.post('/api/v1/automation_executions/:id/terminate', write, async (ctx) => {
+    const body = await readJsonObject(ctx);
+    await terminateRun(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!, body);
+    ctx.body = { execution: await current(ctx.params.id!) };
+  });
+
+  router.post('/api/v1/automation_executions/:id/rerun', write, async (ctx) => {
+    const body = await readJsonObject(ctx);
+    const original = await current(ctx.params.id!);
+    const started = await rerunRun(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!, original.automationId, body);
+    ctx.body = { execution: await current(started.executionId) };
+  });
+
+  /** The run as it is now; 404 when there is none. */
+  async function current(executionId: string) {
+    const execution = await readRuns(() => engine().get(executionId));
+    if (!execution) throw notFound('automation execution');
+    return execution;
+  }
 
   function engine(): AutomationExecutions {
     if (!reader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
     return reader;
+  }
+
+  function controller(): TemporalRunControl {
+    if (!control) throw new UnavailableError('no workflow engine configured; retry later', 5);
+    return control;
   }
 
   return router;

@@ -1,0 +1,98 @@
+/**
+ * Run control as the API offers it: approve or reject a waiting step, cancel, terminate, rerun or
+ * retry from the failed step. Checks the request, asks the run controller (Temporal), and records
+ * who did what in the audit trail once the engine has accepted it.
+ */
+import type { Db } from '../store/db';
+import { recordAudit } from '../store/audit';
+import { getAutomation } from '../store/automations';
+import { getLatestPublishedVersion } from '../store/automation-versions';
+import { invalidArgument } from './errors';
+
+export interface RerunOptions {
+  /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */
+  fromFailedStep: boolean;
+  /** For a fresh run: the automation's currently published version and name, or undefined when it is not published. */
+  published: { version: number; automationName: string } | undefined;
+}
+
+/** What the domain needs of the engine (src/temporal/run-control.ts implements it). */
+export interface RunController {
+  decide(executionId: string, input: { stepId: string; decision: 'approved' | 'rejected'; by: string; comment: string | null }): Promise<void>;
+  cancel(executionId: string): Promise<void>;
+  terminate(executionId: string, reason: string): Promise<void>;
+  rerun(executionId: string, options: RerunOptions): Promise<{ executionId: string }>;
+}
+
+const MAX_COMMENT = 2000;
+const MAX_REASON = 1000;
+
+/** The optional `comment` of a decision: a string of at most 2000 characters. */
+function readComment(body: Record<string, unknown>): string | null {
+  const comment = body.comment;
+  if (comment === undefined || comment === null) return null;
+  if (typeof comment !== 'string' || comment.length > MAX_COMMENT) throw invalidArgument({ field: 'comment', description: `must be a string of at most ${MAX_COMMENT} characters` });
+  return comment;
+}
+
+export async function decideStep(
+  db: Db,
+  control: RunController,
+  actor: string,
+  executionId: string,
+  stepId: string,
+  decision: 'approved' | 'rejected',
+  body: Record<string, unknown>,
+): Promise<void> {
+  const comment = readComment(body);
+  await control.decide(executionId, { stepId, decision, by: actor, comment });
+  await recordAudit(db, {
+    actor,
+    action: decision === 'approved' ? 'automation_execution.approve' : 'automation_execution.reject',
+    resourceType: 'automation_execution',
+    resourceId: executionId,
+    details: { stepId, comment },
+  });
+}
+
+export async function cancelRun(db: Db, control: RunController, actor: string, executionId: string): Promise<void> {
+  await control.cancel(executionId);
+  await recordAudit(db, { actor, action: 'automation_execution.cancel', resourceType: 'automation_execution', resourceId: executionId });
+}
+
+export async function terminateRun(db: Db, control: RunController, actor: string, executionId: string, body: Record<string, unknown>): Promise<void> {
+  const reason = body.reason;
+  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_REASON) {
+    throw invalidArgument({ field: 'reason', description: `is required: a non-empty string of at most ${MAX_REASON} characters` });
+  }
+  await control.terminate(executionId, reason);
+  await recordAudit(db, { actor, action: 'automation_execution.terminate', resourceType: 'automation_execution', resourceId: executionId, details: { reason } });
+}
+
+/**
+ * A rerun (same payload, the currently published version) or, with `fromFailedStep: true`, a retry
+ * from the failed step (the original version; the recorded results of the steps before it are reused).
+ */
+export async function rerunRun(
+  db: Db,
+  control: RunController,
+  actor: string,
+  executionId: string,
+  automationId: string,
+  body: Record<string, unknown>,
+): Promise<{ executionId: string }> {
+  const fromFailedStep = body.fromFailedStep ?? false;
+  if (typeof fromFailedStep !== 'boolean') throw invalidArgument({ field: 'fromFailedStep', description: 'must be a boolean' });
+  const automation = await getAutomation(db, automationId);
+  const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
+  const published = latest ? { version: latest.version, automationName: latest.snapshot.displayName } : undefined;
+  const started = await control.rerun(executionId, { fromFailedStep, published });
+  await recordAudit(db, {
+    actor,
+    action: fromFailedStep ? 'automation_execution.retry' : 'automation_execution.rerun',
+    resourceType: 'automation_execution',
+    resourceId: executionId,
+    details: { newExecutionId: started.executionId },
+  });
+  return started;
+}

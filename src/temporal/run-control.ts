@@ -1,0 +1,202 @@
+/**
+ * Run control for operators: decide a waitForApproval step (a Temporal Update on the run), cancel
+ * a run (graceful: a pending wait or approval ends, later steps do not run), terminate it, and
+ * start a rerun (same payload, the currently published version) or a retry from the failed step
+ * (the original version; the recorded results of the steps before it are reused). Failures come
+ * back as domain errors: unknown run or step → NotFoundError, a step that is not waiting or a
+ * closed run → FailedPreconditionError, Temporal unreachable → UnavailableError.
+ */
+import {
+  isGrpcServiceError,
+  ServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailedPreconditionError, NotFoundError, UnavailableError } from '../domain/errors';
+import { automation, decideUpdate } from '../../workflows';
+import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../../workflows/types';
+import { raceDeadline } from './runs';
+import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
+import type { AutomationExecutions } from './executions';
+import type { RerunOptions, RunController } from '../domain/executions';
+
+/** A rerun's id: the original's, with `:rerun-<n>`; the first free n is taken. */
+export function rerunWorkflowId(originalId: string, n: number): string {
+  return `${originalId}:rerun-${n}`;
+}
+
+/** Most reruns of one run (ids `…:rerun-1` to `…:rerun-100`). */
+const MAX_RERUNS = 100;
+const GRPC_NOT_FOUND = 5;
+const GRPC_FAILED_PRECONDITION = 9;
+
+
+export class TemporalRunControl implements RunController {
+  constructor(
+    private readonly client: Client,
+    private readonly taskQueue: string,
+    private readonly executions: AutomationExecutions,
+    /** Upper bound for one call; an update waits for a worker to take it, so it gets longer. */
+    private readonly callTimeoutMs = 10_000,
+    private readonly updateTimeoutMs = 30_000,
+  ) {}
+
+  /** Records a person's decision on a waiting step; resolves once the run has moved past the step. */
+  async decide(executionId: string, input: DecideInput): Promise<void> {
+    await this.requireOpen(executionId);
+    const handle = this.client.workflow.getHandle<typeof automation>(executionId);
+    try {
+      await this.call(this.updateTimeoutMs, () => handle.executeUpdate(decideUpdate, { args: [input] }));
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+        if (err.cause.type === UNKNOWN_STEP) throw new NotFoundError('step', input.stepId);
+        if (err.cause.type === STEP_NOT_WAITING) throw new FailedPreconditionError(err.cause.message, 'STEP_NOT_WAITING');
+      }
+      throw this.closedOrUnavailable(err);
+    }
+  }
+
+  /** Asks the run to stop: a pending wait or approval ends, later steps do not run; status CANCELED. */
+  async cancel(executionId: string): Promise<void> {
+    await this.requireOpen(executionId);
+    try {
+      await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).cancel());
+    } catch (err) {
+      throw this.closedOrUnavailable(err);
+    }
+  }
+
+  /** Ends the run at once, recording `reason`; status TERMINATED. */
+  async terminate(executionId: string, reason: string): Promise<void> {
+    await this.requireOpen(executionId);
+    try {
+      await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).terminate(reason));
+    } catch (err) {
+      throw this.closedOrUnavailable(err);
+    }
+  }
+
+  /** Starts a rerun (or a retry from the failed step) of a run; answers the new run's id. */
+  async rerun(executionId: string, options: RerunOptions): Promise<{ executionId: string }> {
+    const original = await this.executions.get(executionId);
+    if (!original) throw new NotFoundError('automation execution', executionId);
+    const input = await this.originalInput(executionId);
+    let runInput: AutomationRunInput;
+    let automationName: string;
+    if (options.fromFailedStep) {
+      const failedIndex = original.steps.findIndex((step) => step.status === 'FAILED');
+      if (original.status !== 'FAILED' || failedIndex < 0 || original.version === null) {
+        throw new FailedPreconditionError('only a FAILED run with a failed step can be retried from that step', 'NOT_FAILED');
+      }
+      const earlier = original.steps.slice(0, failedIndex).filter((step) => step.status === 'DONE' || step.status === 'SKIPPED');
+      runInput = {
+        ...baseInput(input, original.version),
+        rerunOf: executionId,
+        resume: {
+          fromStepId: original.steps[failedIndex]!.id,
+          steps: earlier.map((step) => ({ id: step.id, status: step.status as 'DONE' | 'SKIPPED', output: step.output })),
+        },
+      };
+      automationName = await this.memoName(executionId);
+    } else {
+      if (!options.published) throw new FailedPreconditionError('the automation is not published: publish it before a rerun', 'NOT_PUBLISHED');
+      runInput = { ...baseInput(input, options.published.version), rerunOf: executionId };
+      automationName = options.published.automationName;
+    }
+    for (let n = 1; n <= MAX_RERUNS; n++) {
+      const workflowId = rerunWorkflowId(executionId, n);
+      try {
+        await this.call(this.callTimeoutMs, () =>
+          this.client.workflow.start(automation, {
+            taskQueue: this.taskQueue,
+            workflowId,
+            args: [runInput],
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            workflowIdConflictPolicy: 'FAIL',
+            typedSearchAttributes: [
+              { key: AutomationIdKey, value: runInput.automationId },
+              { key: ListenerIdKey, value: runInput.listenerId },
+              { key: WebhookEventIdKey, value: runInput.eventId },
+            ],
+            memo: { automationName, automationVersion: runInput.version, rerunOf: executionId },
+            staticSummary: `${automationName} (v${runInput.version}) — ${options.fromFailedStep ? 'retry' : 'rerun'} ${n} of ${executionId}`,
+          }),
+        );
+        return { executionId: workflowId };
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) continue;
+        throw unavailable(err);
+      }
+    }
+    throw new FailedPreconditionError(`a run can be rerun at most ${MAX_RERUNS} times`, 'TOO_MANY_RERUNS');
+  }
+
+  /** The input the run was started with (the first event of its history). */
+  private async originalInput(executionId: string): Promise<AutomationRunInput> {
+    let history;
+    try {
+      history = await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).fetchHistory());
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC_NOT_FOUND) throw new NotFoundError('automation execution', executionId);
+      throw unavailable(err);
+    }
+    const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) throw new NotFoundError('automation execution', executionId);
+    return this.client.options.loadedDataConverter.payloadConverter.fromPayload(payload) as AutomationRunInput;
+  }
+
+  private async memoName(executionId: string): Promise<string> {
+    const description = await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).describe()).catch((err: unknown) => {
+      throw unavailable(err);
+    });
+    const name = description.memo?.automationName;
+    return typeof name === 'string' ? name : 'automation';
+  }
+
+  /** NotFoundError for an unknown run, FailedPreconditionError for a closed one. */
+  private async requireOpen(executionId: string): Promise<void> {
+    const execution = await this.executions.get(executionId);
+    if (!execution) throw new NotFoundError('automation execution', executionId);
+    if (execution.status !== 'RUNNING') throw new FailedPreconditionError(`the run is closed (${execution.status})`, 'RUN_CLOSED');
+  }
+
+  /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */
+  private closedOrUnavailable(err: unknown): Error {
+    const code = grpcCode(err);
+    if (err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION) {
+      return new FailedPreconditionError('the run is closed', 'RUN_CLOSED');
+    }
+    return unavailable(err);
+  }
+
+  private call<T>(timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    return raceDeadline(deadline, () => this.client.withDeadline(deadline, fn));
+  }
+}
+
+function baseInput(input: AutomationRunInput, version: number): AutomationRunInput {
+  return {
+    automationId: input.automationId,
+    version,
+    listenerId: input.listenerId,
+    eventId: input.eventId,
+    receivedAt: input.receivedAt,
+    trigger: input.trigger,
+  };
+}
+
+function grpcCode(err: unknown): number | undefined {
+  if (isGrpcServiceError(err)) return err.code;
+  if (err instanceof ServiceError && isGrpcServiceError(err.cause)) return err.cause.code;
+  const cause = (err as { cause?: unknown })?.cause;
+  if (isGrpcServiceError(cause)) return cause.code;
+  return undefined;
+}
+
+function unavailable(_err: unknown): UnavailableError {
+  return new UnavailableError('the workflow engine is unavailable; retry later', 5);
+}

@@ -1,0 +1,285 @@
+/**
+ * Run control on the real dev server: approval steps decided through a Temporal Update (approve,
+ * reject, timeout, twice, on a closed run, after a worker restart), cancel during a wait, terminate,
+ * rerun after fixing the automation, and retry from the failed step. Real HTTP, store and worker.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { listAuditEvents } from '../../src/store/audit';
+import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
+import { poll, testTemporal, testWorkflowBundle } from '../helpers/temporal';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+let stack: Stack;
+let admin: string;
+let superAdmin: string;
+let readOnly: string;
+let connection: NativeConnection;
+let stopWorker: (() => Promise<void>) | undefined;
+
+/** Starts the worker of the stack's task queue (callWebhook may reach the loopback target). */
+async function startWorker(): Promise<void> {
+  const worker = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue: stack.taskQueue,
+    activities: createActivities({ db: stack.service.deps.db, allowInsecureOutbound: true }),
+    workflowBundle: testWorkflowBundle()!,
+  });
+  const running = worker.run();
+  stopWorker = async () => {
+    worker.shutdown();
+    await running;
+    stopWorker = undefined;
+  };
+}
+
+beforeAll(async () => {
+  stack = await startStack({ worker: false });
+  connection = await NativeConnection.connect({ address: (await testTemporal()).address });
+  await startWorker();
+  superAdmin = stack.adminToken;
+  admin = await stack.service.tokenFor('admin');
+  readOnly = await stack.service.tokenFor('read_only');
+});
+
+afterAll(async () => {
+  await stopWorker?.();
+  await connection?.close();
+  await stack?.close();
+});
+
+const api = (token: string) => ({
+  get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`),
+  post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${token}`).send(body as object),
+});
+const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
+
+async function automationWith(steps: unknown[]): Promise<{ id: string; secret: string; path: string }> {
+  const created = await stack.createAutomation({ displayName: 'run control', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
+  return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
+}
+
+async function send(target: { secret: string; path: string }, payload: unknown = { employee_id: '42' }): Promise<string> {
+  const res = await deliver(stack, target.path, hmacEvent(target.secret, payload));
+  expect(res.status).toBe(200);
+  return res.body.executionId as string;
+}
+
+async function execution(id: string): Promise<Json> {
+  const res = await api(superAdmin).get(runPath(id));
+  expect(res.status).toBe(200);
+  return res.body.execution;
+}
+
+async function untilStep(id: string, stepId: string, status: string): Promise<Json> {
+  const got = await poll(
+    () => execution(id),
+    (e) => e.steps.find((s: Json) => s.id === stepId)?.status === status,
+  );
+  expect(got.steps.find((s: Json) => s.id === stepId)?.status).toBe(status);
+  return got;
+}
+
+async function untilStatus(id: string, status: string): Promise<Json> {
+  const got = await poll(() => execution(id), (e) => e.status === status);
+  expect(got.status).toBe(status);
+  return got;
+}
+
+const approval = (extra: Record<string, unknown> = {}) => [
+  { id: 'mgr', waitForApproval: { ...extra } },
+  { id: 'after', setVariables: { decision: 'ctx.steps.mgr.decision', by: 'ctx.steps.mgr.by' } },
+];
+
+describe('waitForApproval', () => {
+  it('parks the run as WAITING_FOR_APPROVAL; an admin approves; later steps read the decision; the audit trail says who', async () => {
+    const target = await automationWith(approval({ timeout: '86400s' }));
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+
+    expect((await api(readOnly).post(`${runPath(id)}/steps/mgr/approve`, {})).status).toBe(403);
+    const res = await api(admin).post(`${runPath(id)}/steps/mgr/approve`, { comment: 'ok by me' });
+    expect(res.status).toBe(200);
+    const adminClient = (await stack.service.deps.tokens.verify(admin))!.clientId;
+    const step = res.body.execution.steps.find((s: Json) => s.id === 'mgr');
+    expect(step).toMatchObject({ status: 'DONE', output: { decision: 'approved', by: adminClient, comment: 'ok by me' } });
+    expect(Date.parse(step.output.at)).not.toBeNaN();
+
+    const done = await untilStatus(id, 'COMPLETED');
+    expect(done.steps[1].output).toEqual({ decision: 'approved', by: adminClient });
+    const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
+    expect(audit.map((a) => [a.action, a.actor, a.details])).toEqual([['automation_execution.approve', adminClient, { stepId: 'mgr', comment: 'ok by me' }]]);
+  });
+
+  it('a rejection ends the run as FAILED with reason rejected; the step keeps the decision', async () => {
+    const target = await automationWith(approval());
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    const res = await api(superAdmin).post(`${runPath(id)}/steps/mgr/reject`, { comment: 'no' });
+    expect(res.status).toBe(200);
+    const failed = await untilStatus(id, 'FAILED');
+    expect(failed.error).toBe('step "mgr" failed: rejected');
+    expect(failed.steps.map((s: Json) => [s.id, s.status])).toEqual([['mgr', 'FAILED'], ['after', 'PENDING']]);
+    expect(failed.steps[0].output).toMatchObject({ decision: 'rejected', comment: 'no' });
+  });
+
+  it('with onReject continue, a rejection lets later steps branch on the decision', async () => {
+    const target = await automationWith([
+      { id: 'mgr', waitForApproval: { onReject: 'continue' } },
+      { id: 'undo', when: "ctx.steps.mgr.decision == 'rejected'", setVariables: { undone: 'true' } },
+    ]);
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    expect((await api(superAdmin).post(`${runPath(id)}/steps/mgr/reject`)).status).toBe(200);
+    const done = await untilStatus(id, 'COMPLETED');
+    expect(done.steps.map((s: Json) => [s.id, s.status, s.output?.decision ?? s.output])).toEqual([
+      ['mgr', 'DONE', 'rejected'],
+      ['undo', 'DONE', { undone: true }],
+    ]);
+  });
+
+  it('a timeout decides: timed_out, then onTimeout approve goes on and reject (the default) fails', async () => {
+    const approveOnTimeout = await automationWith(approval({ timeout: '1s', onTimeout: 'approve' }));
+    const rejectOnTimeout = await automationWith(approval({ timeout: '1s' }));
+    const [a, b] = [await send(approveOnTimeout), await send(rejectOnTimeout)];
+    const done = await untilStatus(a, 'COMPLETED');
+    expect(done.steps[0]).toMatchObject({ status: 'DONE', output: { decision: 'timed_out', by: null } });
+    expect(done.steps[1].output).toEqual({ decision: 'timed_out', by: null });
+    const failed = await untilStatus(b, 'FAILED');
+    expect(failed.steps[0]).toMatchObject({ status: 'FAILED', error: 'rejected', output: { decision: 'timed_out' } });
+  });
+
+  it('approving twice: the second is 409; an unknown step 404; a closed run 409; an unknown run 404', async () => {
+    const target = await automationWith(approval());
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    expect((await api(superAdmin).post(`${runPath(id)}/steps/nope/approve`)).status).toBe(404);
+    expect((await api(superAdmin).post(`${runPath(id)}/steps/after/approve`)).status).toBe(409);
+    expect((await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`)).status).toBe(200);
+    const second = await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`);
+    expect(second.status).toBe(409);
+    expect(second.body.code).toBe(6);
+    await untilStatus(id, 'COMPLETED');
+    const closed = await api(superAdmin).post(`${runPath(id)}/steps/mgr/reject`);
+    expect([closed.status, closed.body.message]).toEqual([409, 'the run is closed (COMPLETED)']);
+    expect((await api(superAdmin).post(`${runPath('webhook:none:00000000-0000-4000-8000-000000000000')}/steps/mgr/approve`)).status).toBe(404);
+    expect((await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`, { comment: 7 })).status).toBe(400);
+  });
+
+  it('is approved after the worker was restarted while the run waited', async () => {
+    const target = await automationWith(approval());
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    await stopWorker!();
+    await startWorker();
+    const res = await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`);
+    expect(res.status).toBe(200);
+    expect((await untilStatus(id, 'COMPLETED')).steps[1].output.decision).toBe('approved');
+  });
+});
+
+describe('cancel, terminate', () => {
+  it('cancel during a wait: the wait ends, later steps do not run, status CANCELED', async () => {
+    const target = await automationWith([{ id: 'pause', wait: { duration: '3600s' } }, { id: 'after', setVariables: { x: '1' } }]);
+    const id = await send(target);
+    await untilStep(id, 'pause', 'WAITING');
+    expect((await api(admin).post(`${runPath(id)}/cancel`)).status).toBe(403);
+    expect((await api(superAdmin).post(`${runPath(id)}/cancel`)).status).toBe(200);
+    const canceled = await untilStatus(id, 'CANCELED');
+    expect(canceled.steps.map((s: Json) => s.status)).toEqual(['FAILED', 'PENDING']);
+    expect((await api(superAdmin).post(`${runPath(id)}/cancel`)).status).toBe(409);
+    const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
+    expect(audit.map((a) => a.action)).toEqual(['automation_execution.cancel']);
+  });
+
+  it('terminate needs a reason and ends the run at once', async () => {
+    const target = await automationWith(approval());
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    expect((await api(superAdmin).post(`${runPath(id)}/terminate`, {})).status).toBe(400);
+    expect((await api(superAdmin).post(`${runPath(id)}/terminate`, { reason: 'wrong target' })).status).toBe(200);
+    const terminated = await untilStatus(id, 'TERMINATED');
+    expect(terminated.error).toBe('run terminated: wrong target');
+  });
+});
+
+describe('rerun and retry', () => {
+  it('reruns a failed run on the fixed, republished automation; both runs name each other', async () => {
+    const target = await automationWith([{ id: 'check', when: 'ctx.trigger.employee_id == "42"', fail: { message: "'bad rule'" } }]);
+    const id = await send(target);
+    await untilStatus(id, 'FAILED');
+    const fixed = await api(superAdmin).post(`/api/v1/automations/${target.id}`, { automation: { steps: [{ id: 'ok', setVariables: { who: 'ctx.trigger.employee_id' } }] }, updateMask: 'steps' });
+    expect(fixed.status).toBe(200);
+    expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
+
+    const rerun = await api(superAdmin).post(`${runPath(id)}/rerun`, {});
+    expect(rerun.status).toBe(200);
+    const rerunId = rerun.body.execution.id as string;
+    expect(rerunId).toBe(`${id}:rerun-1`);
+    const done = await untilStatus(rerunId, 'COMPLETED');
+    expect(done).toMatchObject({ version: 2, rerunOf: id, eventId: (await execution(id)).eventId });
+    expect(done.steps).toEqual([{ id: 'ok', kind: 'setVariables', status: 'DONE', output: { who: '42' }, error: null }]);
+    const original = await poll(() => execution(id), (e) => e.reruns.length === 1);
+    expect(original.reruns).toEqual([rerunId]);
+    expect((await api(superAdmin).post(`${runPath(id)}/rerun`)).body.execution.id).toBe(`${id}:rerun-2`);
+    const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
+    expect(audit.map((a) => [a.action, a.details])).toEqual([
+      ['automation_execution.rerun', { newExecutionId: rerunId }],
+      ['automation_execution.rerun', { newExecutionId: `${id}:rerun-2` }],
+    ]);
+  });
+
+  it('retries from the failed step: earlier results are reused, the failed step runs again', async () => {
+    let answer = 400;
+    const server = http.createServer((_req, res) => {
+      res.writeHead(answer, { 'content-type': 'application/json' });
+      res.end('{"ok": true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const target = await automationWith([
+        { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
+        { id: 'hook', retry: { maximumAttempts: 1 }, callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } } },
+      ]);
+      const id = await send(target);
+      const failed = await untilStatus(id, 'FAILED');
+      expect(failed.steps.map((s: Json) => s.status)).toEqual(['DONE', 'FAILED']);
+      expect((await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: 'yes' })).status).toBe(400);
+
+      answer = 200;
+      const retry = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
+      expect(retry.status).toBe(200);
+      const done = await untilStatus(retry.body.execution.id, 'COMPLETED');
+      expect(done.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['hook', 'DONE']]);
+      expect(done.steps[0].output).toEqual(failed.steps[0].output);
+      expect(done.steps[1].output).toMatchObject({ status: 200, body: { ok: true } });
+      // Only the failed step ran again: the run's history holds no evaluation of `vars`.
+      const history = await stack.client.workflow.getHandle(retry.body.execution.id).fetchHistory();
+      const summaries = (history.events ?? []).map((e) => (e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : '')).join('\n');
+      expect(summaries).toContain('step: hook');
+      expect(summaries).not.toContain('step: vars');
+      // A run that completed cannot be retried from a failed step.
+      expect((await api(superAdmin).post(`${runPath(retry.body.execution.id)}/rerun`, { fromFailedStep: true })).status).toBe(409);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('a rerun of an unpublished automation is refused with 409', async () => {
+    const target = await automationWith([{ id: 'ok', setVariables: { x: '1' } }]);
+    const id = await send(target);
+    await untilStatus(id, 'COMPLETED');
+    expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/unpublish`)).status).toBe(200);
+    const res = await api(superAdmin).post(`${runPath(id)}/rerun`);
+    expect([res.status, res.body.message]).toEqual([409, 'the automation is not published: publish it before a rerun']);
+  });
+});
+
