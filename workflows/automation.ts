@@ -21,6 +21,7 @@ import {
   log,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   sleep,
   type RetryPolicy,
@@ -171,6 +172,8 @@ function workflowEffects(
     },
     async awaitApproval(timeoutMs, what) {
       const decided = (): boolean => decisions.has(step.id);
+      // Shown by the Web UI as the run's current details while it waits (no history event).
+      setCurrentDetails(`Waiting for approval: step ${step.id} (${what})`);
       if (timeoutMs === undefined) {
         await condition(decided);
       } else {
@@ -182,6 +185,7 @@ function workflowEffects(
           CancellationScope.current().cancel();
         });
       }
+      setCurrentDetails('');
       return decisions.get(step.id);
     },
     async annotate(level, line) {
