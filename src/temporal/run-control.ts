@@ -18,8 +18,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailedPreconditionError, NotFoundError, UnavailableError } from '../domain/errors';
 import { automation, decideUpdate } from '../../workflows';
 import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../../workflows/types';
-import { raceDeadline } from './runs';
-import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
+import { raceDeadline, runStartOptions } from './runs';
 import type { AutomationExecutions } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
 
@@ -110,20 +109,14 @@ export class TemporalRunControl implements RunController {
       const workflowId = rerunWorkflowId(executionId, n);
       try {
         await this.call(this.callTimeoutMs, () =>
-          this.client.workflow.start(automation, {
-            taskQueue: this.taskQueue,
-            workflowId,
-            args: [runInput],
-            workflowIdReusePolicy: 'REJECT_DUPLICATE',
-            workflowIdConflictPolicy: 'FAIL',
-            typedSearchAttributes: [
-              { key: AutomationIdKey, value: runInput.automationId },
-              { key: ListenerIdKey, value: runInput.listenerId },
-              { key: WebhookEventIdKey, value: runInput.eventId },
-            ],
-            memo: { automationName, automationVersion: runInput.version, rerunOf: executionId },
-            staticSummary: `${automationName} (v${runInput.version}) — ${options.fromFailedStep ? 'retry' : 'rerun'} ${n} of ${executionId}`,
-          }),
+          this.client.workflow.start(
+            automation,
+            runStartOptions(this.taskQueue, workflowId, runInput, {
+              automationName,
+              rerunOf: executionId,
+              summary: `${options.fromFailedStep ? 'retry' : 'rerun'} ${n} of ${executionId}`,
+            }),
+          ),
         );
         return { executionId: workflowId };
       } catch (err) {

@@ -2,7 +2,7 @@
  * The API's view of automation runs on Temporal. The webhook receiver starts runs through it; the
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import { automation } from '../../workflows';
 import type { AutomationRunInput } from '../../workflows/types';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
@@ -71,20 +71,7 @@ export class TemporalRuns implements AutomationRuns {
       const deadline = Date.now() + this.startTimeoutMs;
       // withDeadline bounds the call; the race also bounds connecting to an unreachable server.
       await raceDeadline(deadline, () => this.client.withDeadline(deadline, () =>
-        this.client.workflow.start(automation, {
-          taskQueue: this.taskQueue,
-          workflowId,
-          args: [input],
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-          workflowIdConflictPolicy: 'FAIL',
-          typedSearchAttributes: [
-            { key: AutomationIdKey, value: input.automationId },
-            { key: ListenerIdKey, value: input.listenerId },
-            { key: WebhookEventIdKey, value: input.eventId },
-          ],
-          memo: { automationName: display.automationName, automationVersion: input.version },
-          staticSummary: `${display.automationName} (v${input.version}) — event ${input.eventId}`,
-        }),
+        this.client.workflow.start(automation, runStartOptions(this.taskQueue, workflowId, input, { ...display, summary: `event ${input.eventId}` })),
       ));
       return { executionId: workflowId };
     } catch (err) {
@@ -92,6 +79,32 @@ export class TemporalRuns implements AutomationRuns {
       throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
     }
   }
+}
+
+/**
+ * How every run is started: the id refused when it was used before (REJECT_DUPLICATE, kept for the
+ * namespace retention), the search attributes operators find it by, its memo and its summary.
+ */
+export function runStartOptions(
+  taskQueue: string,
+  workflowId: string,
+  input: AutomationRunInput,
+  display: RunDisplay & { summary: string; rerunOf?: string },
+): WorkflowStartOptions<typeof automation> {
+  return {
+    taskQueue,
+    workflowId,
+    args: [input],
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    workflowIdConflictPolicy: 'FAIL',
+    typedSearchAttributes: [
+      { key: AutomationIdKey, value: input.automationId },
+      { key: ListenerIdKey, value: input.listenerId },
+      { key: WebhookEventIdKey, value: input.eventId },
+    ],
+    memo: { automationName: display.automationName, automationVersion: input.version, ...(display.rerunOf ? { rerunOf: display.rerunOf } : {}) },
+    staticSummary: `${display.automationName} (v${input.version}) — ${display.summary}`,
+  };
 }
 
 /** Rejects with "deadline exceeded" when `fn` has not settled by `deadline` (epoch ms). */
