@@ -35,6 +35,13 @@ export interface Config {
   allowInsecureJwks: boolean;
   accessTokenTtlSeconds: number;
   logLevel: string;
+  /** Token-endpoint flood guards: requests per source address and minute; slow verifications at once. */
+  tokenEndpoint: { perSourcePerMinute: number; maxSlowVerifications: number };
+  /**
+   * Where /metrics and /ready are served: `adminPort` set = only there (on `adminHost`); else on the
+   * API port, and only with `Authorization: Bearer <adminToken>` when ADMIN_TOKEN is set.
+   */
+  admin: { port: number | undefined; host: string; token: string | undefined };
 }
 
 /** Every environment variable the service reads (the README's configuration table lists them all). */
@@ -61,7 +68,15 @@ export const CONFIG_VARIABLES = [
   'ALLOW_INSECURE_JWKS',
   'ACCESS_TOKEN_TTL_SECONDS',
   'LOG_LEVEL',
+  'TOKEN_RATE_LIMIT_PER_MINUTE',
+  'TOKEN_MAX_SLOW_VERIFICATIONS',
+  'ADMIN_PORT',
+  'ADMIN_HOST',
+  'ADMIN_TOKEN',
 ] as const;
+
+/** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
+export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -103,6 +118,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if ((clientId === undefined) !== (clientSecret === undefined)) {
     throw new ConfigError('BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET must be set together');
   }
+  if (clientSecret !== undefined && clientSecret.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+    throw new ConfigError(
+      `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
+    );
+  }
+  const adminToken = optional(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+    throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`);
+  }
   return {
     port,
     host: optional(env, 'HOST') ?? '0.0.0.0',
@@ -133,5 +157,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    tokenEndpoint: {
+      perSourcePerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+      maxSlowVerifications: integer(env, 'TOKEN_MAX_SLOW_VERIFICATIONS', 2, 1, 64),
+    },
+    admin: {
+      port: env.ADMIN_PORT ? integer(env, 'ADMIN_PORT', 0, 0, 65535) : undefined,
+      host: optional(env, 'ADMIN_HOST') ?? '127.0.0.1',
+      token: adminToken,
+    },
   };
 }
