@@ -28,6 +28,11 @@ export interface Config {
   };
   /** Webhook deliveries processed at once; beyond it the receiver answers 429 with Retry-After. */
   webhookMaxInFlight: number;
+  /**
+   * Under the global cap: deliveries in progress per listener and per source address (429 beyond),
+   * and the least body data rate after a grace period (408 below it).
+   */
+  webhookAdmission: { perListener: number; perSource: number; minBytesPerSecond: number; graceMs: number };
   bootstrap: { clientId: string; clientSecret: string } | undefined;
   /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
   secretKey: string | undefined;
@@ -61,6 +66,9 @@ export const CONFIG_VARIABLES = [
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WEBHOOK_MAX_IN_FLIGHT',
+  'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER',
+  'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE',
+  'WEBHOOK_MIN_BODY_BYTES_PER_SECOND',
   'BOOTSTRAP_CLIENT_ID',
   'BOOTSTRAP_CLIENT_SECRET',
   'SECRET_KEY',
@@ -151,6 +159,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : {}),
     },
     webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),
+    webhookAdmission: {
+      perListener: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER', 128, 1, 100000),
+      perSource: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE', 64, 1, 100000),
+      minBytesPerSecond: integer(env, 'WEBHOOK_MIN_BODY_BYTES_PER_SECOND', 512, 0, 100_000_000),
+      graceMs: 2000,
+    },
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
     secretKey: optional(env, 'SECRET_KEY'),
     trustProxy: flag(env, 'TRUST_PROXY'),
