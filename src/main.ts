@@ -14,6 +14,7 @@ import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
 import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
+import { createAdminApp } from './http/admin';
 import { Metrics } from './http/metrics';
 import { SecretBox, ensurePrivateDir, loadSecretKey } from './auth/secret-box';
 import { startDevServer, type DevServer } from './temporal/devserver';
@@ -156,7 +157,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
 async function startApi(target: TemporalTarget, config: Config, db: Db, logger: Logger, secretBox: SecretBox): Promise<Running> {
   const { client, connection } = createLazyClient(target, config.temporal.namespace);
   const pageKey = await loadPageTokenKey(db, secretBox);
-  const app = createApp({
+  const deps = {
     config,
     db,
     logger,
@@ -165,7 +166,8 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
     runs: new TemporalRuns(client, config.temporal.taskQueue),
     metrics: new Metrics(),
     secretBox,
-  });
+  };
+  const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -174,8 +176,21 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
     server.listen(config.port, config.host, resolve);
   });
   console.log(`API:              ${config.baseUrl}  (listening on ${config.host}:${config.port})`);
+  let admin: http.Server | undefined;
+  if (config.admin.port !== undefined) {
+    const adminServer = http.createServer(createAdminApp(deps).callback());
+    await new Promise<void>((resolve, reject) => {
+      adminServer.once('error', reject);
+      adminServer.listen(config.admin.port, config.admin.host, resolve);
+    });
+    admin = adminServer;
+    console.log(`Admin (/ready, /metrics): http://${config.admin.host}:${config.admin.port}`);
+  } else if (config.admin.token === undefined) {
+    logger.warn('/ready and /metrics are public on the API port: set ADMIN_PORT or ADMIN_TOKEN in production');
+  }
   return {
     async stop() {
+      if (admin) await new Promise<void>((resolve) => admin!.close(() => resolve()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
