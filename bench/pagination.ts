@@ -76,9 +76,10 @@ export async function runPaginationBench(
     const seedStart = performance.now();
     const appId = await seed(db, options.rows, log);
     const seedSeconds = (performance.now() - seedStart) / 1000;
-    const tokens = await AccessTokens.load(db, 600);
+    const secretBox = new SecretBox(randomBytes(32));
+    const tokens = await AccessTokens.load(db, secretBox, 600);
     const pageTokens = new PageTokens(randomBytes(32));
-    const api = await startApi({ db, tokens, pageTokens, secretBox: new SecretBox(randomBytes(32)) }, stops);
+    const api = await startApi({ db, tokens, pageTokens, secretBox }, stops);
     const token = await tokens.issue('bench', ['read_only']);
     const listUrl = `${api.url}/api/v1/apps/${appId}/entitlements`;
     const listing = `entitlements:app:${appId}`;

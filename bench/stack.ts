@@ -127,9 +127,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       });
     }
 
-    const tokens = await AccessTokens.load(db, 600);
-    const pageTokens = new PageTokens(randomBytes(32));
     const secretBox = new SecretBox(randomBytes(32));
+    const tokens = await AccessTokens.load(db, secretBox, 600);
+    const pageTokens = new PageTokens(randomBytes(32));
     const shared = { db, tokens, pageTokens, secretBox, temporalAddress: server.address };
     const ingressApi = await startApi({ ...shared, taskQueue: UNPOLLED_QUEUE }, stops);
     const e2eApi = await startApi({ ...shared, taskQueue: AUTOMATION_QUEUE }, stops);

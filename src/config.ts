@@ -28,6 +28,11 @@ export interface Config {
   };
   /** Webhook deliveries processed at once; beyond it the receiver answers 429 with Retry-After. */
   webhookMaxInFlight: number;
+  /**
+   * Under the global cap: deliveries in progress per listener and per source address (429 beyond),
+   * and the least body data rate after a grace period (408 below it).
+   */
+  webhookAdmission: { perListener: number; perSource: number; minBytesPerSecond: number; graceMs: number };
   bootstrap: { clientId: string; clientSecret: string } | undefined;
   /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
   secretKey: string | undefined;
@@ -35,6 +40,13 @@ export interface Config {
   allowInsecureJwks: boolean;
   accessTokenTtlSeconds: number;
   logLevel: string;
+  /** Token-endpoint flood guards: requests per source address and minute; slow verifications at once. */
+  tokenEndpoint: { perSourcePerMinute: number; maxSlowVerifications: number };
+  /**
+   * Where /metrics and /ready are served: `adminPort` set = only there (on `adminHost`); else on the
+   * API port, and only with `Authorization: Bearer <adminToken>` when ADMIN_TOKEN is set.
+   */
+  admin: { port: number | undefined; host: string; token: string | undefined };
 }
 
 /** Every environment variable the service reads (the README's configuration table lists them all). */
@@ -54,6 +66,9 @@ export const CONFIG_VARIABLES = [
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WEBHOOK_MAX_IN_FLIGHT',
+  'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER',
+  'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE',
+  'WEBHOOK_MIN_BODY_BYTES_PER_SECOND',
   'BOOTSTRAP_CLIENT_ID',
   'BOOTSTRAP_CLIENT_SECRET',
   'SECRET_KEY',
@@ -61,7 +76,15 @@ export const CONFIG_VARIABLES = [
   'ALLOW_INSECURE_JWKS',
   'ACCESS_TOKEN_TTL_SECONDS',
   'LOG_LEVEL',
+  'TOKEN_RATE_LIMIT_PER_MINUTE',
+  'TOKEN_MAX_SLOW_VERIFICATIONS',
+  'ADMIN_PORT',
+  'ADMIN_HOST',
+  'ADMIN_TOKEN',
 ] as const;
+
+/** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
+export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -103,6 +126,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if ((clientId === undefined) !== (clientSecret === undefined)) {
     throw new ConfigError('BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET must be set together');
   }
+  if (clientSecret !== undefined && clientSecret.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+    throw new ConfigError(
+      `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
+    );
+  }
+  const adminToken = optional(env, 'ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+    throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`);
+  }
   return {
     port,
     host: optional(env, 'HOST') ?? '0.0.0.0',
@@ -127,11 +159,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : {}),
     },
     webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),
+    webhookAdmission: {
+      perListener: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER', 128, 1, 100000),
+      perSource: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE', 64, 1, 100000),
+      minBytesPerSecond: integer(env, 'WEBHOOK_MIN_BODY_BYTES_PER_SECOND', 512, 0, 100_000_000),
+      graceMs: 2000,
+    },
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
     secretKey: optional(env, 'SECRET_KEY'),
     trustProxy: flag(env, 'TRUST_PROXY'),
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    tokenEndpoint: {
+      perSourcePerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+      maxSlowVerifications: integer(env, 'TOKEN_MAX_SLOW_VERIFICATIONS', 2, 1, 64),
+    },
+    admin: {
+      port: env.ADMIN_PORT ? integer(env, 'ADMIN_PORT', 0, 0, 65535) : undefined,
+      host: optional(env, 'ADMIN_HOST') ?? '127.0.0.1',
+      token: adminToken,
+    },
   };
 }

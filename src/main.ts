@@ -5,18 +5,18 @@
  */
 import http from 'node:http';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDb, type Db } from './store/db';
-import { getOrCreateSecret } from './store/secrets';
 import { PageTokens } from './domain/pagination';
+import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
 import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
+import { createAdminApp } from './http/admin';
 import { Metrics } from './http/metrics';
-import { SecretBox, loadSecretKey } from './auth/secret-box';
+import { SecretBox, ensurePrivateDir, loadSecretKey } from './auth/secret-box';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
@@ -57,6 +57,9 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
   try {
+    if (ensurePrivateDir(config.dataDir).openToOthers) {
+      logger.warn({ dataDir: config.dataDir }, 'DATA_DIR can be read by other users: restrict it (chmod 700)');
+    }
     const target = await temporalTarget(role, config, logger, stops);
     await prepareNamespace(target, config, logger);
 
@@ -68,9 +71,10 @@ async function main(): Promise<void> {
       stops.push(() => worker.stop());
     }
     if (role !== 'worker') {
-      const api = await startApi(target, config, db, logger);
+      const secretBox = new SecretBox(secretKey(config, logger));
+      const api = await startApi(target, config, db, logger, secretBox);
       stops.push(() => api.stop());
-      await printBootstrap(db, config, logger);
+      await printBootstrap(db, secretBox, config, logger);
     }
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, 'start-up failed');
@@ -150,19 +154,20 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
   };
 }
 
-async function startApi(target: TemporalTarget, config: Config, db: Db, logger: Logger): Promise<Running> {
+async function startApi(target: TemporalTarget, config: Config, db: Db, logger: Logger, secretBox: SecretBox): Promise<Running> {
   const { client, connection } = createLazyClient(target, config.temporal.namespace);
-  const pageKey = Buffer.from(await getOrCreateSecret(db, 'page_token_key', () => randomBytes(32).toString('base64url')), 'base64url');
-  const app = createApp({
+  const pageKey = await loadPageTokenKey(db, secretBox);
+  const deps = {
     config,
     db,
     logger,
     pageTokens: new PageTokens(pageKey),
-    tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
+    tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
     runs: new TemporalRuns(client, config.temporal.taskQueue),
     metrics: new Metrics(),
-    secretBox: new SecretBox(secretKey(config, logger)),
-  });
+    secretBox,
+  };
+  const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -171,8 +176,21 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
     server.listen(config.port, config.host, resolve);
   });
   console.log(`API:              ${config.baseUrl}  (listening on ${config.host}:${config.port})`);
+  let admin: http.Server | undefined;
+  if (config.admin.port !== undefined) {
+    const adminServer = http.createServer(createAdminApp(deps).callback());
+    await new Promise<void>((resolve, reject) => {
+      adminServer.once('error', reject);
+      adminServer.listen(config.admin.port, config.admin.host, resolve);
+    });
+    admin = adminServer;
+    console.log(`Admin (/ready, /metrics): http://${config.admin.host}:${config.admin.port}`);
+  } else if (config.admin.token === undefined) {
+    logger.warn('/ready and /metrics are public on the API port: set ADMIN_PORT or ADMIN_TOKEN in production');
+  }
   return {
     async stop() {
+      if (admin) await new Promise<void>((resolve) => admin!.close(() => resolve()));
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
@@ -191,8 +209,8 @@ function secretKey(config: Config, logger: Logger): Buffer {
   return key;
 }
 
-async function printBootstrap(db: Db, config: Config, logger: Logger): Promise<void> {
-  const result = await ensureBootstrapClient(db, config.bootstrap);
+async function printBootstrap(db: Db, secretBox: SecretBox, config: Config, logger: Logger): Promise<void> {
+  const result = await ensureBootstrapClient(db, secretBox, config.bootstrap);
   if (result.kind === 'created') {
     // Printed once, to the terminal only (never to the log stream): it is not stored in clear anywhere.
     console.log('\nA super_admin API client was created. Its secret is shown only now:');

@@ -1,11 +1,13 @@
 /**
- * API clients (OAuth 2.0 client credentials): stored with a scrypt hash of the secret, never the
- * secret itself. The secret is shown once, when the client is made.
+ * API clients (OAuth 2.0 client credentials): stored with a hash of the secret, never the secret
+ * itself (a keyed hash for generated secrets, scrypt for operator-chosen ones: see ./secrets). The
+ * secret is shown once, when the client is made.
  */
 import type { Queryable } from '../store/db';
 import { iso } from '../store/db';
 import { newId, randomToken } from '../ids';
-import { hashSecret, verifySecret, DECOY_HASH_PROMISE } from './secrets';
+import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from './secrets';
+import type { SecretBox } from './secret-box';
 import { isRole, type Role } from './roles';
 
 export interface ApiClient {
@@ -30,26 +32,56 @@ function toClient(row: ClientRow): ApiClient {
   return { id: row.id, clientId: row.client_id, displayName: row.display_name, roles, createdAt: iso(row.created_at) ?? '' };
 }
 
+/** The key of the keyed hashes of generated client secrets (derived from the sealing key). */
+export function clientSecretKey(box: SecretBox): Buffer {
+  return box.deriveKey('client-secret-hmac');
+}
+
+/** A generated secret gets a keyed hash; an operator-chosen one (`clientSecret` given) scrypt. */
 export async function createClient(
   db: Queryable,
+  box: SecretBox,
   input: { displayName: string; roles: Role[]; clientId?: string; clientSecret?: string },
 ): Promise<{ client: ApiClient; clientSecret: string }> {
   const clientSecret = input.clientSecret ?? randomToken(32);
+  const hash = input.clientSecret === undefined ? hashGeneratedSecret(clientSecret, clientSecretKey(box)) : await hashChosenSecret(clientSecret);
   const rows = await db.query<ClientRow>(
     `INSERT INTO api_clients (id, client_id, secret_hash, display_name, roles)
      VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING *`,
-    [newId(), input.clientId ?? `cli_${randomToken(12)}`, await hashSecret(clientSecret), input.displayName, JSON.stringify(input.roles)],
+    [newId(), input.clientId ?? `cli_${randomToken(12)}`, hash, input.displayName, JSON.stringify(input.roles)],
   );
   return { client: toClient(rows[0]!), clientSecret };
 }
 
-/** The client when id and secret match, else undefined; takes the same time for unknown ids. */
-export async function authenticateClient(db: Queryable, clientId: string, clientSecret: string): Promise<ApiClient | undefined> {
+/**
+ * The client when id and secret match, else undefined. An unknown id costs one keyed hash, as a
+ * generated secret does; a scrypt verification passes through `gate` (which may refuse it). A
+ * legacy scrypt hash of a generated-looking secret is replaced by its keyed hash on success.
+ */
+export async function authenticateClient(
+  db: Queryable,
+  box: SecretBox,
+  clientId: string,
+  clientSecret: string,
+  gate: SlowGate = UNGATED,
+): Promise<ApiClient | undefined> {
   const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE client_id = $1', [clientId]);
   const row = rows[0];
-  const ok = await verifySecret(clientSecret, row?.secret_hash ?? (await DECOY_HASH_PROMISE));
-  return row && ok ? toClient(row) : undefined;
+  const key = clientSecretKey(box);
+  const ok = await verifySecret(clientSecret, row?.secret_hash ?? DECOY_HASH, key, gate);
+  if (!row || !ok) return undefined;
+  if (isSlowHash(row.secret_hash) && looksGenerated(clientSecret)) {
+    await db.query('UPDATE api_clients SET secret_hash = $2 WHERE id = $1 AND secret_hash = $3', [
+      row.id,
+      hashGeneratedSecret(clientSecret, key),
+      row.secret_hash,
+    ]);
+  }
+  return toClient(row);
 }
+
+/** Verified against when a client id is unknown: a keyed hash no secret matches. */
+const DECOY_HASH = `hmac-sha256$${randomToken(32)}`;
 
 export async function listClients(db: Queryable, afterId: string | undefined, limit: number): Promise<ApiClient[]> {
   const rows = await db.query<ClientRow>(
@@ -80,23 +112,27 @@ export type BootstrapResult =
  */
 export async function ensureBootstrapClient(
   db: Queryable,
+  box: SecretBox,
   bootstrap: { clientId: string; clientSecret: string } | undefined,
 ): Promise<BootstrapResult> {
   if (bootstrap) {
     const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE client_id = $1', [bootstrap.clientId]);
     const row = rows[0];
     if (!row) {
-      await createClient(db, { displayName: 'bootstrap', roles: ['super_admin'], ...bootstrap });
-    } else if (!(await verifySecret(bootstrap.clientSecret, row.secret_hash)) || !toClient(row).roles.includes('super_admin')) {
+      await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'], ...bootstrap });
+    } else if (
+      !(await verifySecret(bootstrap.clientSecret, row.secret_hash, clientSecretKey(box))) ||
+      !toClient(row).roles.includes('super_admin')
+    ) {
       await db.query(`UPDATE api_clients SET secret_hash = $2, roles = '["super_admin"]'::jsonb WHERE id = $1`, [
         row.id,
-        await hashSecret(bootstrap.clientSecret),
+        await hashChosenSecret(bootstrap.clientSecret),
       ]);
     }
     return { kind: 'configured', clientId: bootstrap.clientId };
   }
   const any = await db.query('SELECT 1 FROM api_clients LIMIT 1');
   if (any.length > 0) return { kind: 'existing' };
-  const { client, clientSecret } = await createClient(db, { displayName: 'bootstrap', roles: ['super_admin'] });
+  const { client, clientSecret } = await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'] });
   return { kind: 'created', clientId: client.clientId, clientSecret };
 }

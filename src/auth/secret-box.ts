@@ -3,7 +3,7 @@
  * under a 256-bit key from SECRET_KEY, or from a key file made once in DATA_DIR with mode 0600.
  * Sealed form: `v1.<iv>.<ciphertext>.<tag>`, base64url parts.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -19,6 +19,16 @@ export class SecretBox {
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return [VERSION, iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  }
+
+  /** True for a value in the sealed form (not necessarily sealed with this key). */
+  static isSealed(value: string): boolean {
+    return /^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+$/.test(value);
+  }
+
+  /** A 32-byte key for one purpose (HKDF-SHA256 of the sealing key): independent of the sealing key. */
+  deriveKey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `automation-governance:${purpose}`, 32));
   }
 
   /** The plain secret; throws when the value was not sealed with this key or was altered. */
@@ -49,8 +59,17 @@ export function loadSecretKey(secretKey: string | undefined, dataDir: string): {
   if (secretKey) return { key: parseSecretKey(secretKey), source: 'env' };
   const file = path.join(dataDir, 'secret.key');
   if (fs.existsSync(file)) return { key: parseSecretKey(fs.readFileSync(file, 'utf8')), source: 'file' };
-  fs.mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDir(dataDir);
   const key = randomBytes(32);
   fs.writeFileSync(file, `${key.toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
   return { key, source: 'generated' };
+}
+
+/**
+ * Creates `dir` (and missing parents) with mode 0700. An existing directory is left as it is (it
+ * may be shared, e.g. a mount point); `openToOthers` says whether group or others can reach it.
+ */
+export function ensurePrivateDir(dir: string): { openToOthers: boolean } {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return { openToOthers: (fs.statSync(dir).mode & 0o077) !== 0 };
 }

@@ -1,53 +1,144 @@
 /**
- * Access tokens: short-lived JWTs (ES256) signed by the service with jose. The signing key is made
- * once and kept in the store, so every API process accepts every other's tokens and a restart does
- * not log callers out. Public keys are served at /auth/v1/jwks.
+ * Access tokens: short-lived JWTs (ES256) signed by the service with jose. The signing keys are made
+ * once and kept in the store, sealed with the secret box, so every API process accepts every
+ * other's tokens, a restart does not log callers out, and a database copy alone mints nothing.
+ * Keys rotate by `kid`: `rotateSigningKey` makes a new current key and keeps the old one (public
+ * part only) as previous; both are served at /auth/v1/jwks and tokens of either verify, so tokens
+ * signed before a rotation stay valid until they expire. Processes pick up a rotation by reloading
+ * the key ring when they meet an unknown `kid` and at least once a minute.
  */
-import { SignJWT, jwtVerify, exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike } from 'jose';
+import { SignJWT, jwtVerify, exportJWK, generateKeyPair, importJWK, decodeProtectedHeader, type JWK, type KeyLike } from 'jose';
 import type { Queryable } from '../store/db';
-import { getOrCreateSecret } from '../store/secrets';
+import { getOrCreateSecret, replaceSecret } from '../store/secrets';
+import type { SecretBox } from './secret-box';
 import { isRole, type Principal, type Role } from './roles';
 import { randomToken } from '../ids';
 
 const ALG = 'ES256';
 const ISSUER = 'urn:automation-governance';
 const AUDIENCE = 'urn:automation-governance:api';
+/** The `service_secrets` row holding the key ring. */
+export const SIGNING_KEY_SECRET = 'access_token_signing_key';
+const RELOAD_INTERVAL_MS = 60_000;
+const UNKNOWN_KID_RELOAD_COOLDOWN_MS = 5_000;
+
+/** Stored (sealed) form: the current private key and, after a rotation, the previous public key. */
+interface KeyRing {
+  current: JWK;
+  previous?: JWK;
+  rotatedAt?: string;
+}
+
+interface LoadedRing {
+  raw: string;
+  ring: KeyRing;
+  privateKey: KeyLike;
+  kid: string;
+  publicKeys: Map<string, KeyLike>;
+  publicJwks: JWK[];
+}
+
+async function newPrivateJwk(): Promise<JWK> {
+  const generated = await generateKeyPair(ALG, { extractable: true });
+  return { ...(await exportJWK(generated.privateKey)), kid: randomToken(12), alg: ALG };
+}
+
+function publicPart(jwk: JWK): JWK {
+  const { d: _d, ...rest } = jwk;
+  return rest;
+}
+
+/** A key ring from its stored text; a bare JWK (the format before rotation existed) is the current key. */
+function parseRing(raw: string): KeyRing {
+  const value = JSON.parse(raw) as KeyRing | JWK;
+  return 'current' in value && value.current ? (value as KeyRing) : { current: value as JWK };
+}
+
+async function loadRing(raw: string): Promise<LoadedRing> {
+  const ring = parseRing(raw);
+  const kid = ring.current.kid ?? '';
+  const publicJwks = [ring.current, ...(ring.previous ? [ring.previous] : [])].map((jwk) => ({ ...publicPart(jwk), use: 'sig' }));
+  const publicKeys = new Map<string, KeyLike>();
+  for (const jwk of publicJwks) publicKeys.set(jwk.kid ?? '', (await importJWK(jwk, ALG)) as KeyLike);
+  return { raw, ring, privateKey: (await importJWK(ring.current, ALG)) as KeyLike, kid, publicKeys, publicJwks };
+}
 
 export class AccessTokens {
+  private loadedAt = Date.now();
+  private lastUnknownKidReload = 0;
+
   private constructor(
-    private readonly privateKey: KeyLike,
-    private readonly publicKey: KeyLike,
-    private readonly publicJwk: JWK,
+    private readonly db: Queryable,
+    private readonly box: SecretBox,
+    private ring: LoadedRing,
     readonly ttlSeconds: number,
   ) {}
 
-  /** Loads the signing key from the store, making it on first use. */
-  static async load(db: Queryable, ttlSeconds: number): Promise<AccessTokens> {
-    const generated = await generateKeyPair(ALG, { extractable: true });
-    const candidate = JSON.stringify({ ...(await exportJWK(generated.privateKey)), kid: randomToken(12), alg: ALG });
-    const stored = JSON.parse(await getOrCreateSecret(db, 'access_token_signing_key', () => candidate)) as JWK;
-    const { d: _d, ...publicJwk } = stored;
-    const privateKey = (await importJWK(stored, ALG)) as KeyLike;
-    const publicKey = (await importJWK(publicJwk, ALG)) as KeyLike;
-    return new AccessTokens(privateKey, publicKey, { ...publicJwk, use: 'sig' }, ttlSeconds);
+  /** Loads the key ring from the store, making it on first use (and sealing a plaintext one). */
+  static async load(db: Queryable, box: SecretBox, ttlSeconds: number): Promise<AccessTokens> {
+    const candidate = JSON.stringify({ current: await newPrivateJwk() } satisfies KeyRing);
+    const raw = await getOrCreateSecret(db, box, SIGNING_KEY_SECRET, () => candidate);
+    return new AccessTokens(db, box, await loadRing(raw), ttlSeconds);
+  }
+
+  /** The `kid` new tokens are signed with. */
+  get currentKid(): string {
+    return this.ring.kid;
+  }
+
+  /** Reads the key ring again (another process may have rotated it). */
+  async reload(): Promise<void> {
+    const raw = await getOrCreateSecret(this.db, this.box, SIGNING_KEY_SECRET, () => this.ring.raw);
+    this.loadedAt = Date.now();
+    if (raw !== this.ring.raw) this.ring = await loadRing(raw);
+  }
+
+  /**
+   * Makes a new current key; the current one becomes the previous (public part only) and the one
+   * before is dropped. Refused while the last rotation is younger than the token lifetime, since
+   * tokens signed by the dropped key could still be unexpired.
+   */
+  async rotate(now = new Date()): Promise<{ kid: string; previousKid: string }> {
+    await this.reload();
+    const { ring, raw } = this.ring;
+    if (ring.rotatedAt && now.getTime() - Date.parse(ring.rotatedAt) < this.ttlSeconds * 1000) {
+      throw new Error(`the signing key was rotated at ${ring.rotatedAt}; wait at least ${this.ttlSeconds} s (the token lifetime) between rotations`);
+    }
+    const next: KeyRing = { current: await newPrivateJwk(), previous: publicPart(ring.current), rotatedAt: now.toISOString() };
+    const nextRaw = JSON.stringify(next);
+    if (!(await replaceSecret(this.db, this.box, SIGNING_KEY_SECRET, raw, nextRaw))) {
+      throw new Error('the signing key ring changed meanwhile (another rotation?); try again');
+    }
+    this.ring = await loadRing(nextRaw);
+    this.loadedAt = Date.now();
+    return { kid: this.ring.kid, previousKid: ring.current.kid ?? '' };
   }
 
   async issue(clientId: string, roles: Role[]): Promise<string> {
+    if (Date.now() - this.loadedAt > RELOAD_INTERVAL_MS) await this.reload().catch(() => undefined);
     return new SignJWT({ roles })
-      .setProtectedHeader({ alg: ALG, kid: this.publicJwk.kid ?? '', typ: 'at+jwt' })
+      .setProtectedHeader({ alg: ALG, kid: this.ring.kid, typ: 'at+jwt' })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
       .setSubject(clientId)
       .setIssuedAt()
       .setJti(randomToken(16))
       .setExpirationTime(`${this.ttlSeconds}s`)
-      .sign(this.privateKey);
+      .sign(this.ring.privateKey);
   }
 
   /** The caller behind a token, or undefined when the token is invalid or expired. */
   async verify(token: string): Promise<Principal | undefined> {
     try {
-      const { payload } = await jwtVerify(token, this.publicKey, {
+      const kid = decodeProtectedHeader(token).kid ?? '';
+      let key = this.ring.publicKeys.get(kid);
+      if (!key && Date.now() - this.lastUnknownKidReload > UNKNOWN_KID_RELOAD_COOLDOWN_MS) {
+        this.lastUnknownKidReload = Date.now();
+        await this.reload();
+        key = this.ring.publicKeys.get(kid);
+      }
+      if (!key) return undefined;
+      const { payload } = await jwtVerify(token, key, {
         algorithms: [ALG],
         issuer: ISSUER,
         audience: AUDIENCE,
@@ -63,6 +154,6 @@ export class AccessTokens {
   }
 
   jwks(): { keys: JWK[] } {
-    return { keys: [this.publicJwk] };
+    return { keys: this.ring.publicJwks };
   }
 }

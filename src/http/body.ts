@@ -7,13 +7,18 @@ import type { Context } from 'koa';
 import { AppError, invalidArgument } from './errors';
 import { fieldPath } from '../domain/validation';
 import { jsonDepth, MAX_JSON_DEPTH } from '../webhooks/body';
+import type { DataRateWatch } from '../webhooks/admission';
 
 export const API_BODY_LIMIT = 1024 * 1024;
 
 export interface ReadBodyOptions {
   /** Time allowed for the whole body to arrive; then 408 and the connection is closed. */
   timeoutMs?: number;
+  /** A minimum data rate: when the body arrives slower, 408 and the connection is closed. */
+  rate?: DataRateWatch;
 }
+
+const RATE_CHECK_INTERVAL_MS = 250;
 
 /**
  * Reads the raw body; 413 as soon as more than `limit` bytes have arrived (or are announced), 408
@@ -25,29 +30,38 @@ export async function readRawBody(ctx: Context, limit: number, options: ReadBody
     ctx.req.resume();
     throw tooLarge(limit);
   }
-  const reading = collectBody(ctx, limit);
-  const timeoutMs = options.timeoutMs;
-  if (timeoutMs === undefined) return reading;
+  const { timeoutMs, rate } = options;
+  const reading = collectBody(ctx, limit, rate);
+  if (timeoutMs === undefined && rate === undefined) return reading;
   let timer: NodeJS.Timeout | undefined;
+  let rateTimer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    const fail = (message: string): void => {
       // The pending read ends with an error once the connection is closed after the 408.
       reading.catch(() => undefined);
-      reject(new AppError(408, `request body not received within ${timeoutMs} ms`, { headers: { Connection: 'close' } }));
-    }, timeoutMs);
+      reject(new AppError(408, message, { headers: { Connection: 'close' } }));
+    };
+    if (timeoutMs !== undefined) timer = setTimeout(() => fail(`request body not received within ${timeoutMs} ms`), timeoutMs);
+    if (rate !== undefined) {
+      rateTimer = setInterval(() => {
+        if (rate.tooSlow()) fail(`request body arrives slower than ${rate.minBytesPerSecond} bytes per second`);
+      }, RATE_CHECK_INTERVAL_MS);
+    }
   });
   try {
     return await Promise.race([reading, timedOut]);
   } finally {
     clearTimeout(timer);
+    clearInterval(rateTimer);
   }
 }
 
-async function collectBody(ctx: Context, limit: number): Promise<Buffer> {
+async function collectBody(ctx: Context, limit: number, rate?: DataRateWatch): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
     size += chunk.length;
+    rate?.add(chunk.length);
     if (size > limit) {
       ctx.req.unpipe();
       ctx.req.resume();

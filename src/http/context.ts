@@ -7,6 +7,7 @@ import type { AccessTokens } from '../auth/tokens';
 import type { AutomationRuns } from '../temporal/runs';
 import type { Metrics } from './metrics';
 import type { SecretBox } from '../auth/secret-box';
+import type { TokenGuard } from '../auth/token-guard';
 
 export interface AppDeps {
   config: Config;
@@ -19,4 +20,6 @@ export interface AppDeps {
   metrics: Metrics;
   /** Seals and opens secrets kept at rest (HMAC signing secrets). */
   secretBox: SecretBox;
+  /** Flood guards of /auth/v1/token; unset = made from `config.tokenEndpoint`. */
+  tokenGuard?: TokenGuard;
 }

@@ -48,6 +48,8 @@ interface Operation {
   errors: number[];
   /** Schema of the error bodies; the service's error shape unless given. */
   errorSchema?: z.ZodType;
+  /** Statuses answered in the service's error shape although `errorSchema` is given (flood guards). */
+  serviceErrors?: number[];
 }
 
 const PATH_PARAMS: Record<string, string> = {
@@ -98,11 +100,11 @@ const OPERATIONS: Operation[] = [
   { method: 'get', path: '/health', operationId: 'health', tag: 'Operations', summary: 'The process is up.', secured: false, ok: api.HealthStatus, errors: [] },
   {
     method: 'get', path: '/ready', operationId: 'ready', tag: 'Operations', summary: 'Store and Temporal are reachable (503 otherwise).',
-    secured: false, ok: api.ReadyStatus, okAlso: [503], errors: [],
+    secured: false, ok: api.ReadyStatus, okAlso: [503], errors: [401],
   },
   {
     method: 'get', path: '/metrics', operationId: 'metrics', tag: 'Operations', summary: 'Prometheus metrics.', secured: false,
-    ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' }, errors: [],
+    ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' }, errors: [401],
   },
   {
     method: 'get', path: OPENAPI_PATH, operationId: 'openapi', tag: 'Operations', summary: 'This OpenAPI 3.1 document.', secured: false,
@@ -119,7 +121,8 @@ const OPERATIONS: Operation[] = [
     method: 'post', path: '/auth/v1/token', operationId: 'auth.token', tag: 'Auth', secured: false,
     summary: 'OAuth 2.0 client credentials: an access token for the API.',
     description: 'Credentials in the body (form or JSON), never in an Authorization header (400 invalid_request).',
-    body: { schema: api.TokenRequest, required: true, form: true }, ok: api.TokenResponse, errors: [400, 401], errorSchema: api.OAuthError,
+    body: { schema: api.TokenRequest, required: true, form: true }, ok: api.TokenResponse, errors: [400, 401, 429, 503], errorSchema: api.OAuthError,
+    serviceErrors: [429, 503],
   },
   {
     method: 'get', path: '/auth/v1/jwks', operationId: 'auth.jwks', tag: 'Auth', secured: false,
@@ -474,7 +477,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): Record<string, un
           description: op.errorSchema || code === undefined ? text : `${text} (code ${code})`,
           ...(status === 401 && op.secured ? { headers: { 'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } } } } : {}),
           ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'string' } } } } : {}),
-          content: { 'application/json': { schema: errorBodyHolder.schema } },
+          content: { 'application/json': { schema: (op.serviceErrors?.includes(status) ? errorHolder : errorBodyHolder).schema } },
         };
       }
       operation.responses = responses;

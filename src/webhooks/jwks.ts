@@ -76,12 +76,26 @@ const FORBIDDEN_RANGES: Cidr[] = [
 });
 
 const NAT64 = parseCidr('64:ff9b::/96') as Cidr;
+/** RFC 8215 local-use NAT64 prefix; a network may use any RFC 6052 prefix length within it. */
+const NAT64_LOCAL = parseCidr('64:ff9b:1::/48') as Cidr;
+/**
+ * Where RFC 6052 puts the IPv4 address for prefix lengths /48, /56 and /64 (byte 8, bits 64-71,
+ * is skipped); /96 is the last four bytes. The prefix length a network uses is unknown here, so
+ * every position is decoded and any forbidden one forbids the address. A /48-/64 decoding that
+ * starts with a zero byte is not taken as 0.0.0.0/8: it is what the zero bytes of the common
+ * 64:ff9b:1::/96 layout read as, and no NAT64 gateway routes to "this network" anyway.
+ */
+const RFC6052_SHORT_PREFIX_IPV4_BYTES = [
+  [6, 7, 9, 10],
+  [7, 9, 10, 11],
+  [9, 10, 11, 12],
+];
 const SIX_TO_FOUR = parseCidr('2002::/16') as Cidr;
 
 /**
  * True for addresses a JWKS fetch must never reach: loopback, private, link-local (metadata),
- * unspecified, multicast and reserved ranges, also when wrapped in IPv4-mapped, NAT64 or 6to4
- * IPv6 forms. Unparseable text counts as forbidden.
+ * unspecified, multicast and reserved ranges, also when wrapped in IPv4-mapped, NAT64 (the
+ * well-known 64:ff9b::/96 and the local-use 64:ff9b:1::/48 of RFC 8215) or 6to4 IPv6 forms. Unparseable text counts as forbidden.
  */
 export function isForbiddenAddress(address: string): boolean {
   const zone = address.indexOf('%');
@@ -89,6 +103,13 @@ export function isForbiddenAddress(address: string): boolean {
   if (!ip) return true;
   const forms: IpAddress[] = [...addressForms(ip)];
   if (ip.family === 6 && cidrContains(NAT64, ip)) forms.push({ family: 4, bytes: ip.bytes.slice(12) });
+  if (ip.family === 6 && cidrContains(NAT64_LOCAL, ip)) {
+    forms.push({ family: 4, bytes: ip.bytes.slice(12) });
+    for (const positions of RFC6052_SHORT_PREFIX_IPV4_BYTES) {
+      const bytes = Uint8Array.from(positions, (i) => ip.bytes[i]!);
+      if (bytes[0] !== 0) forms.push({ family: 4, bytes });
+    }
+  }
   if (ip.family === 6 && cidrContains(SIX_TO_FOUR, ip)) forms.push({ family: 4, bytes: ip.bytes.slice(2, 6) });
   return forms.some((form) => FORBIDDEN_RANGES.some((range) => cidrContains(range, form)));
 }

@@ -44,6 +44,8 @@ export interface TestServiceOptions {
   config?: Partial<Config>;
   /** Logger of the app (default: silent). */
   logger?: Logger;
+  /** Dependencies to use instead of the defaults (e.g. a `tokenGuard` the test holds). */
+  deps?: Partial<AppDeps>;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -55,15 +57,17 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...loadConfig({ PORT: String(port), ALLOW_INSECURE_JWKS: 'true', ...options.env }),
     ...options.config,
   };
+  const secretBox = options.deps?.secretBox ?? new SecretBox(randomBytes(32));
   const deps: AppDeps = {
     config,
     db,
     logger: options.logger ?? createLogger('silent'),
     pageTokens: new PageTokens(randomBytes(32)),
-    tokens: await AccessTokens.load(db, config.accessTokenTtlSeconds),
+    tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
     runs: options.runs ?? NO_TEMPORAL,
     metrics: new Metrics({ defaultMetrics: false }),
-    secretBox: new SecretBox(randomBytes(32)),
+    secretBox,
+    ...options.deps,
   };
   const app = createApp(deps);
   server.on('request', app.callback());

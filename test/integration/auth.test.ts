@@ -11,7 +11,7 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      ({ client: { clientId }, clientSecret } = await createClient(service.deps.db, { displayName: 'ops', roles: ['admin'] }));
+      ({ client: { clientId }, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'ops', roles: ['admin'] }));
     });
     afterAll(async () => service.close());
 
@@ -117,7 +117,7 @@ for (const target of DATABASES) {
         const stored = await service.deps.db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE id = $1', [
           created.body.client.id,
         ]);
-        expect(stored[0]!.secret_hash).toMatch(/^scrypt\$/);
+        expect(stored[0]!.secret_hash).toMatch(/^hmac-sha256\$/);
         expect(stored[0]!.secret_hash).not.toContain(secret);
 
         const list = await request(service.server).get('/api/v1/iam/clients').set('Authorization', `Bearer ${token}`);
@@ -156,9 +156,9 @@ for (const target of DATABASES) {
     describe('bootstrap', () => {
       it('makes the configured super_admin client, and resets its secret to the configured one', async () => {
         const db = service.deps.db;
-        const first = await ensureBootstrapClient(db, { clientId: 'boot', clientSecret: 'first-secret-value' });
+        const first = await ensureBootstrapClient(db, service.deps.secretBox, { clientId: 'boot', clientSecret: 'first-secret-value' });
         expect(first).toEqual({ kind: 'configured', clientId: 'boot' });
-        await ensureBootstrapClient(db, { clientId: 'boot', clientSecret: 'second-secret-value' });
+        await ensureBootstrapClient(db, service.deps.secretBox, { clientId: 'boot', clientSecret: 'second-secret-value' });
         const res = await request(service.server)
           .post('/auth/v1/token')
           .type('form')
@@ -175,9 +175,9 @@ for (const target of DATABASES) {
       it('makes one client when none exists and none is configured, and none after that', async () => {
         const fresh = await startTestService({ target });
         try {
-          const made = await ensureBootstrapClient(fresh.deps.db, undefined);
+          const made = await ensureBootstrapClient(fresh.deps.db, fresh.deps.secretBox, undefined);
           expect(made.kind).toBe('created');
-          expect(await ensureBootstrapClient(fresh.deps.db, undefined)).toEqual({ kind: 'existing' });
+          expect(await ensureBootstrapClient(fresh.deps.db, fresh.deps.secretBox, undefined)).toEqual({ kind: 'existing' });
         } finally {
           await fresh.close();
         }

@@ -224,7 +224,7 @@ describe('OpenAPI document', () => {
       expect(metrics.status).toBe(200);
       expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toBeDefined();
 
-      await createClient(stack.service.deps.db, { displayName: 'conformance', roles: ['admin'], clientId: 'conformance-client', clientSecret: 'conformance-secret' });
+      await createClient(stack.service.deps.db, stack.service.deps.secretBox, { displayName: 'conformance', roles: ['admin'], clientId: 'conformance-client', clientSecret: 'conformance-secret' });
       const token = await request(stack.service.server)
         .post('/auth/v1/token')
         .type('form')

@@ -62,6 +62,23 @@ describe('isForbiddenAddress', () => {
   it.each(['8.8.8.8', '203.0.113.10', '172.32.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'])('allows %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(false);
   });
+
+  // RFC 8215 local-use NAT64 prefix, with the IPv4 address where RFC 6052 puts it for each prefix length.
+  it.each([
+    ['64:ff9b:1::7f00:1', '127.0.0.1 at /96'],
+    ['64:ff9b:1::a9fe:a9fe', '169.254.169.254 at /96'],
+    ['64:ff9b:1:ffff::a00:1', '10.0.0.1 at /96 with a subnet id'],
+    ['64:ff9b:1:a9fe:a9:fe00::', '169.254.169.254 at /48'],
+    ['64:ff9b:1:7f:0:100::', '127.0.0.1 at /56'],
+    ['64:ff9b:1:0:a:0:100:0', '10.0.0.1 at /64'],
+    ['64:ff9b:1::', '0.0.0.0'],
+  ])('forbids the NAT64 local-use address %s (%s)', (address) => {
+    expect(isForbiddenAddress(address)).toBe(true);
+  });
+
+  it.each(['64:ff9b:1::808:808', '64:ff9b:1::cb00:710a'])('allows the NAT64 local-use address %s of a public IPv4 address', (address) => {
+    expect(isForbiddenAddress(address)).toBe(false);
+  });
 });
 
 describe('guardedLookup', () => {

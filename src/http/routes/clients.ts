@@ -1,7 +1,11 @@
-/** API clients: /api/v1/iam/clients (super_admin only). The secret is in the create response only. */
+/**
+ * API clients: /api/v1/iam/clients (super_admin only). The secret is in the create response only.
+ * Creating and deleting a client is audited (actor, client id, roles; never the secret).
+ */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { authenticate, requireAccess } from '../auth';
+import { actorOf, authenticate, requireAccess } from '../auth';
+import { recordAudit } from '../../store/audit';
 import { readJsonObject } from '../body';
 import { invalidArgument, notFound } from '../errors';
 import { createClient, deleteClient, getClient, listClients } from '../../auth/clients';
@@ -22,7 +26,17 @@ export function createClientsRouter(deps: AppDeps): Router {
     if (!Array.isArray(roles) || roles.length === 0 || !roles.every(isRole)) {
       throw invalidArgument({ field: 'roles', description: `must be a non-empty list of ${ROLES.join(', ')}` });
     }
-    const created = await createClient(deps.db, { displayName, roles: [...new Set(roles)] });
+    const created = await deps.db.transaction(async (tx) => {
+      const made = await createClient(tx, deps.secretBox, { displayName, roles: [...new Set(roles)] });
+      await recordAudit(tx, {
+        actor: actorOf(ctx),
+        action: 'api_client.create',
+        resourceType: 'api_client',
+        resourceId: made.client.id,
+        details: { clientId: made.client.clientId, displayName: made.client.displayName, roles: made.client.roles },
+      });
+      return made;
+    });
     ctx.body = created;
   });
 
@@ -43,7 +57,19 @@ export function createClientsRouter(deps: AppDeps): Router {
   });
 
   router.delete('/:id', async (ctx) => {
-    if (!(await deleteClient(deps.db, ctx.params.id!))) throw notFound('client');
+    const deleted = await deps.db.transaction(async (tx) => {
+      const client = await getClient(tx, ctx.params.id!);
+      if (!client || !(await deleteClient(tx, client.id))) return false;
+      await recordAudit(tx, {
+        actor: actorOf(ctx),
+        action: 'api_client.delete',
+        resourceType: 'api_client',
+        resourceId: client.id,
+        details: { clientId: client.clientId, displayName: client.displayName, roles: client.roles },
+      });
+      return true;
+    });
+    if (!deleted) throw notFound('client');
     ctx.body = {};
   });
 

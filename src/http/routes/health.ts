@@ -1,11 +1,22 @@
 /**
- * Operations endpoints: GET /health (the process is up), GET /ready (store and Temporal reachable;
- * 503 otherwise), GET /metrics (Prometheus text format).
+ * Operations endpoints: GET /health (the process is up; always public), GET /ready (store and
+ * Temporal reachable; 503 otherwise; cached for a moment so that frequent probes cost nothing),
+ * GET /metrics (Prometheus text format).
+ *
+ * /ready and /metrics are operator endpoints: with ADMIN_PORT they are served only by the admin
+ * listener (`createAdminApp`), not on the API port; with ADMIN_TOKEN they need
+ * `Authorization: Bearer <ADMIN_TOKEN>` wherever they are served. With neither, they are public
+ * (development; start-up warns).
  */
+import { timingSafeEqual, createHash } from 'node:crypto';
 import Router from '@koa/router';
+import type { Context, Next } from 'koa';
 import type { AppDeps } from '../context';
+import { AppError } from '../errors';
 
 const CHECK_TIMEOUT_MS = 2000;
+/** How long a readiness verdict is reused. */
+export const READINESS_CACHE_MS = 1500;
 
 async function withTimeout(check: Promise<unknown>): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -19,24 +30,78 @@ async function withTimeout(check: Promise<unknown>): Promise<boolean> {
   }
 }
 
-export function createHealthRouter(deps: AppDeps): Router {
-  const router = new Router();
+interface Readiness {
+  store: boolean;
+  temporal: boolean;
+}
 
-  router.get('/health', (ctx) => {
-    ctx.body = { status: 'ok' };
+/** One readiness check at a time per app, its verdict reused for READINESS_CACHE_MS. */
+const probes = new WeakMap<AppDeps, { at: number; pending: Promise<Readiness> }>();
+
+function readiness(deps: AppDeps): Promise<Readiness> {
+  const cached = probes.get(deps);
+  if (cached && Date.now() - cached.at < READINESS_CACHE_MS) return cached.pending;
+  const pending = Promise.all([withTimeout(deps.db.query('SELECT 1')), withTimeout(deps.runs.ping())]).then(([store, temporal]) => {
+    // The verdict counts from when it was reached, not from when the check began.
+    probes.set(deps, { at: Date.now(), pending });
+    return { store, temporal };
   });
+  probes.set(deps, { at: Date.now(), pending });
+  return pending;
+}
 
-  router.get('/ready', async (ctx) => {
-    const [store, temporal] = await Promise.all([withTimeout(deps.db.query('SELECT 1')), withTimeout(deps.runs.ping())]);
+function sameToken(given: string, expected: string): boolean {
+  const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** 401 unless ADMIN_TOKEN is unset or given as the bearer token. */
+function requireAdminToken(deps: AppDeps) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const expected = deps.config.admin.token;
+    if (expected !== undefined) {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
+      if (!match?.[1] || !sameToken(match[1], expected)) {
+        throw new AppError(401, 'this operations endpoint needs the admin token', { headers: { 'WWW-Authenticate': 'Bearer' } });
+      }
+    }
+    await next();
+  };
+}
+
+function addOperatorRoutes(router: Router, deps: AppDeps): void {
+  const guard = requireAdminToken(deps);
+  router.get('/ready', guard, async (ctx) => {
+    const { store, temporal } = await readiness(deps);
     const ready = store && temporal;
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ready' : 'not_ready', checks: { store, temporal } };
   });
 
-  router.get('/metrics', async (ctx) => {
+  router.get('/metrics', guard, async (ctx) => {
     ctx.set('Content-Type', deps.metrics.registry.contentType);
     ctx.body = await deps.metrics.registry.metrics();
   });
+}
 
+function addHealth(router: Router): void {
+  router.get('/health', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+}
+
+/** The API port's operations routes: /health, and /ready and /metrics unless an admin port serves them. */
+export function createHealthRouter(deps: AppDeps): Router {
+  const router = new Router();
+  addHealth(router);
+  if (deps.config.admin.port === undefined) addOperatorRoutes(router, deps);
+  return router;
+}
+
+/** The admin listener's routes: /health, /ready and /metrics. */
+export function createAdminRouter(deps: AppDeps): Router {
+  const router = new Router();
+  addHealth(router);
+  addOperatorRoutes(router, deps);
   return router;
 }

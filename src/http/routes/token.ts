@@ -1,12 +1,17 @@
 /**
  * OAuth 2.0 client credentials (RFC 6749 §4.4) at POST /auth/v1/token, credentials in the body
  * (form or JSON); errors in the RFC 6749 §5.2 shape. Public keys of the access tokens at /auth/v1/jwks.
+ * Flood guards first: a per-source rate limit (429) and a cap on slow verifications (503), both
+ * with Retry-After, in the service's error shape. Failed attempts are audited (never the secret).
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
+import { createTokenGuard, GuardRefusal } from '../../auth/token-guard';
+import { recordAudit } from '../../store/audit';
+import { AppError } from '../errors';
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
@@ -38,8 +43,16 @@ async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> |
 
 export function createTokenRouter(deps: AppDeps): Router {
   const router = new Router();
+  const guard = deps.tokenGuard ?? createTokenGuard(deps.config.tokenEndpoint);
+  const log = deps.logger.child({ component: 'token' });
 
   router.post('/auth/v1/token', async (ctx) => {
+    const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+    try {
+      guard.perSource.take(source);
+    } catch (err) {
+      throw refusal(err);
+    }
     if (/^Basic\s/i.test(ctx.get('authorization'))) {
       return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
     }
@@ -54,8 +67,18 @@ export function createTokenRouter(deps: AppDeps): Router {
       return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
     }
     // No client id or secret holds a NUL character (and the store cannot even look one up).
-    const client = `${clientId}${clientSecret}`.includes('\u0000') ? undefined : await authenticateClient(deps.db, clientId, clientSecret);
-    if (!client) return oauthError(ctx, 'invalid_client', 'client authentication failed');
+    let client;
+    try {
+      client = `${clientId}${clientSecret}`.includes('\u0000')
+        ? undefined
+        : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
+    } catch (err) {
+      throw refusal(err);
+    }
+    if (!client) {
+      await auditFailure(clientId, source);
+      return oauthError(ctx, 'invalid_client', 'client authentication failed');
+    }
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
     ctx.body = {
@@ -65,10 +88,34 @@ export function createTokenRouter(deps: AppDeps): Router {
     };
   });
 
+  /** The client id as given (cut to 200 characters, NULs dropped), the source; never the secret. */
+  async function auditFailure(clientId: string, source: string): Promise<void> {
+    const id = clientId.replaceAll('\u0000', '').slice(0, 200);
+    try {
+      await recordAudit(deps.db, {
+        actor: 'anonymous',
+        action: 'api_client.token_denied',
+        resourceType: 'api_client',
+        resourceId: id,
+        details: { clientId: id, sourceAddress: source, reason: 'invalid_client' },
+      });
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not audit a failed token request');
+    }
+  }
+
   router.get('/auth/v1/jwks', (ctx) => {
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = deps.tokens.jwks();
   });
 
   return router;
+}
+
+/** A guard's refusal as an HTTP error with Retry-After; anything else unchanged. */
+function refusal(err: unknown): unknown {
+  if (!(err instanceof GuardRefusal)) return err;
+  return new AppError(err.status, err.message, {
+    headers: { 'Retry-After': String(err.retryAfterSeconds), 'Cache-Control': 'no-store' },
+  });
 }

@@ -3,6 +3,8 @@
  * order of API.md, the first failure answers: listener (404) → source address (403) → body size,
  * enforced while reading (413) → headers (400) → HMAC or JWT (401) → JSON (400) → duplicate (409).
  * 200 only after Temporal has durably accepted the run; 503 with Retry-After when it cannot.
+ * Admission (src/webhooks/admission.ts): global, per-listener and per-source in-flight caps (429),
+ * a header pre-check before the body where the contract's order allows it, a minimum body rate.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -22,6 +24,7 @@ import { getAutomationByListener, type AutomationRecord } from '../../store/auto
 import { getLatestPublishedVersion } from '../../store/automation-versions';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../temporal/runs';
+import { AdmissionRefusal, DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
 
 const MAX_CACHED_VERIFIERS = 10_000;
 const RETRY_AFTER_SECONDS = '5';
@@ -57,20 +60,27 @@ export function createWebhookRouter(deps: AppDeps): Router {
   const verifiers = new VerifierCache(deps.config.allowInsecureJwks);
   const log = deps.logger.child({ component: 'webhooks' });
 
-  let inFlight = 0;
+  const admissionLimits = deps.config.webhookAdmission;
+  const admission = new WebhookAdmission({
+    global: deps.config.webhookMaxInFlight,
+    perListener: Math.min(admissionLimits.perListener, deps.config.webhookMaxInFlight),
+    perSource: Math.min(admissionLimits.perSource, deps.config.webhookMaxInFlight),
+  });
   const metrics = deps.metrics;
 
   router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, async (ctx) => {
     const listenerId = ctx.params.listenerId!;
     const started = process.hrtime.bigint();
-    if (inFlight >= deps.config.webhookMaxInFlight) {
+    const source = sourceAddress(ctx, deps.config.trustProxy);
+    let ticket: AdmissionTicket;
+    try {
+      ticket = admission.enter(source);
+    } catch (err) {
       // Load shedding before any work: memory stays bounded, the sender retries later.
-      metrics.webhookOutcomes.inc({ status: '429', reason: 'overloaded' });
-      ctx.set('Connection', 'close');
-      throw new AppError(429, 'too many webhook deliveries in progress; retry later', { headers: { 'Retry-After': '1' } });
+      metrics.webhookOutcomes.inc({ status: '429', reason: err instanceof AdmissionRefusal && err.scope === 'source' ? 'source_busy' : 'overloaded' });
+      throw shed(ctx, err);
     }
-    inFlight += 1;
-    metrics.webhooksInFlight.set(inFlight);
+    metrics.webhooksInFlight.set(admission.inFlight);
     let reason = 'accepted';
     let status = 200;
     try {
@@ -80,19 +90,34 @@ export function createWebhookRouter(deps: AppDeps): Router {
       if (!automation || !automation.published || !trigger?.enabled) {
         throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       }
-      if (!isAddressAllowed(sourceAddress(ctx, deps.config.trustProxy), trigger.allowedCidrs)) {
+      if (!isAddressAllowed(source, trigger.allowedCidrs)) {
         throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
       }
-      const body = await readRawBody(ctx, MAX_WEBHOOK_BODY_BYTES, { timeoutMs: WEBHOOK_BODY_TIMEOUT_MS });
-      const headers = checkWebhookHeaders({
+      ticket.enterListener(listenerId);
+      const headerInput = {
         contentType: ctx.get('content-type') || undefined,
         timestamp: ctx.get('webhook-timestamp') || undefined,
         eventId: ctx.get('webhook-event-id') || undefined,
         signature: ctx.get('webhook-signature') || undefined,
         authorization: ctx.get('authorization') || undefined,
         authMethod: trigger.authMethod,
+      };
+      // Refuses before the body only what the check order would refuse anyway (413 first). The
+      // unread body is then discarded by the HTTP server, holding no delivery slot (closing the
+      // connection instead would reset it and could lose the answer).
+      precheckWebhookHeaders({
+        ...headerInput,
         nowSeconds: Math.floor(Date.now() / 1000),
+        contentLength: ctx.get('content-length') || undefined,
+        transferEncoding: ctx.get('transfer-encoding') || undefined,
+        maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
+        bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS,
       });
+      const body = await readRawBody(ctx, MAX_WEBHOOK_BODY_BYTES, {
+        timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
+        ...(admissionLimits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(admissionLimits.minBytesPerSecond, admissionLimits.graceMs) } : {}),
+      });
+      const headers = checkWebhookHeaders({ ...headerInput, nowSeconds: Math.floor(Date.now() / 1000) });
       await authenticateEvent(automation, headers, body);
       const payload = parseWebhookJson(body);
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
@@ -112,10 +137,12 @@ export function createWebhookRouter(deps: AppDeps): Router {
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       ctx.body = { eventId: headers.eventId, executionId };
     } catch (err) {
-      const httpError = toHttpError(err, listenerId, log);
+      const httpError = err instanceof AdmissionRefusal ? shed(ctx, err) : toHttpError(err, listenerId, log);
       status = httpError instanceof AppError ? httpError.status : 500;
       reason =
-        err instanceof WebhookRejection
+        err instanceof AdmissionRefusal
+          ? 'listener_busy'
+          : err instanceof WebhookRejection
           ? err.reason
           : err instanceof DuplicateEventError
             ? 'duplicate_event'
@@ -126,8 +153,8 @@ export function createWebhookRouter(deps: AppDeps): Router {
                 : 'error';
       throw httpError;
     } finally {
-      inFlight -= 1;
-      metrics.webhooksInFlight.set(inFlight);
+      ticket.release();
+      metrics.webhooksInFlight.set(admission.inFlight);
       metrics.webhookOutcomes.inc({ status: String(status), reason });
       metrics.webhookDuration.observe({ status: String(status) }, Number(process.hrtime.bigint() - started) / 1e9);
     }
@@ -156,6 +183,13 @@ export function createWebhookRouter(deps: AppDeps): Router {
   }
 
   return router;
+}
+
+/** An admission refusal as 429 with Retry-After; at the global cap the connection is closed too. */
+function shed(ctx: Context, err: unknown): unknown {
+  if (!(err instanceof AdmissionRefusal)) return err;
+  if (err.scope === 'global') ctx.set('Connection', 'close');
+  return new AppError(429, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
 }
 
 function toHttpError(err: unknown, listenerId: string, log: AppDeps['logger']): unknown {

@@ -1,0 +1,168 @@
+/**
+ * Admission control of the webhook receiver, so that slow or abusive senders cannot starve the
+ * others:
+ * - in-flight counts: a global cap, and under it a cap per listener and a cap per source address
+ *   (beyond any of them: 429 with Retry-After), so that slow bodies to one listener or from one
+ *   address leave the rest answering;
+ * - a minimum data rate for the body (after a short grace period), so a trickling body gives its
+ *   slot back early (408) instead of holding it for the whole body deadline;
+ * - a header pre-check that refuses, before a byte of body is read, what the check order of
+ *   API.md would refuse anyway, with the same status and reason.
+ *
+ * The pre-check is exact, not a heuristic. The order is 404, 403, 413, 400 (headers), 401, ...;
+ * listener and source are checked before it already. It runs only when the body cannot end in a
+ * 413: `Content-Length` is given, within the limit, and no `Transfer-Encoding` (a chunked body may
+ * still grow past the limit, and the 413 comes first in the contract, so such a request is read
+ * as before). The header checks (presence, Content-Type, timestamp window, event-id format, then
+ * for JWT listeners a Bearer `Authorization`) depend on the headers and on "now" only; the body
+ * must arrive within `bodyDeadlineMs`, so "now" at the later check lies between now and now plus
+ * the deadline. The pre-check refuses only when the header check fails with the same status and
+ * reason at both ends of that interval, and then it fails so at every time in between (the window
+ * is an interval of 600 s, the deadline seconds).
+ */
+import { checkWebhookHeaders, type WebhookHeaderInput } from './headers';
+import { WebhookRejection } from './errors';
+
+export interface AdmissionLimits {
+  /** Deliveries in progress at once, all listeners together. */
+  global: number;
+  /** Deliveries in progress at once for one listener. */
+  perListener: number;
+  /** Deliveries in progress at once from one source address. */
+  perSource: number;
+}
+
+/** A delivery refused for load (429, Retry-After); `scope` says which count was full. */
+export class AdmissionRefusal extends Error {
+  override name = 'AdmissionRefusal';
+  readonly status = 429;
+  constructor(
+    readonly scope: 'global' | 'listener' | 'source',
+    readonly retryAfterSeconds = 1,
+  ) {
+    super(
+      scope === 'global'
+        ? 'too many webhook deliveries in progress; retry later'
+        : scope === 'listener'
+          ? 'too many deliveries in progress for this listener; retry later'
+          : 'too many deliveries in progress from this address; retry later',
+    );
+  }
+}
+
+/** One admitted delivery; `release` once, when it is answered. */
+export interface AdmissionTicket {
+  /** Counts the delivery against its listener too (after the listener is known to exist). */
+  enterListener(listenerId: string): void;
+  release(): void;
+}
+
+function increment(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
+}
+
+function decrement(map: Map<string, number>, key: string): void {
+  const next = (map.get(key) ?? 0) - 1;
+  if (next <= 0) map.delete(key);
+  else map.set(key, next);
+}
+
+export class WebhookAdmission {
+  private total = 0;
+  private readonly byListener = new Map<string, number>();
+  private readonly bySource = new Map<string, number>();
+
+  constructor(readonly limits: AdmissionLimits) {}
+
+  get inFlight(): number {
+    return this.total;
+  }
+
+  /** Admits a delivery from `source` (global and per-source counts) or throws `AdmissionRefusal`. */
+  enter(source: string): AdmissionTicket {
+    if (this.total >= this.limits.global) throw new AdmissionRefusal('global');
+    if ((this.bySource.get(source) ?? 0) >= this.limits.perSource) throw new AdmissionRefusal('source');
+    this.total += 1;
+    increment(this.bySource, source);
+    let listener: string | undefined;
+    let released = false;
+    return {
+      enterListener: (listenerId) => {
+        if (listener !== undefined || released) return;
+        if ((this.byListener.get(listenerId) ?? 0) >= this.limits.perListener) throw new AdmissionRefusal('listener');
+        listener = listenerId;
+        increment(this.byListener, listenerId);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.total -= 1;
+        decrement(this.bySource, source);
+        if (listener !== undefined) decrement(this.byListener, listener);
+      },
+    };
+  }
+}
+
+export interface PrecheckInput extends WebhookHeaderInput {
+  /** `Content-Length` as sent (undefined when absent). */
+  contentLength: string | undefined;
+  /** `Transfer-Encoding` as sent (undefined when absent). */
+  transferEncoding: string | undefined;
+  /** The body limit (65,536 bytes). */
+  maxBodyBytes: number;
+  /** Time the body has to arrive once the headers are in. */
+  bodyDeadlineMs: number;
+}
+
+/**
+ * Throws the `WebhookRejection` the full check order would certainly answer, judged from the
+ * headers alone; returns quietly when the body is needed to know (see the module comment).
+ */
+export function precheckWebhookHeaders(input: PrecheckInput): void {
+  if (input.transferEncoding !== undefined) return;
+  if (input.contentLength === undefined || !/^[0-9]{1,10}$/.test(input.contentLength.trim())) return;
+  if (Number(input.contentLength.trim()) > input.maxBodyBytes) return; // the 413 path answers this
+  const early = headerVerdict(input, input.nowSeconds);
+  if (!early) return;
+  const late = headerVerdict(input, input.nowSeconds + Math.ceil(input.bodyDeadlineMs / 1000));
+  if (late && late.status === early.status && late.reason === early.reason) throw early;
+}
+
+function headerVerdict(input: WebhookHeaderInput, nowSeconds: number): WebhookRejection | undefined {
+  try {
+    checkWebhookHeaders({ ...input, nowSeconds });
+    return undefined;
+  } catch (err) {
+    if (err instanceof WebhookRejection) return err;
+    throw err;
+  }
+}
+
+/**
+ * Tracks how fast a body arrives: `tooSlow` is true once, after `graceMs`, fewer than
+ * `minBytesPerSecond` bytes per second (averaged since the start) have arrived and the body is
+ * not complete. A complete body is never too slow.
+ */
+export class DataRateWatch {
+  private received = 0;
+  private readonly startedMs: number;
+
+  constructor(
+    readonly minBytesPerSecond: number,
+    private readonly graceMs: number,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.startedMs = clock();
+  }
+
+  add(bytes: number): void {
+    this.received += bytes;
+  }
+
+  tooSlow(): boolean {
+    const elapsedMs = this.clock() - this.startedMs;
+    if (elapsedMs <= this.graceMs) return false;
+    return this.received < (this.minBytesPerSecond * (elapsedMs - this.graceMs)) / 1000;
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * Ownership changes made by automations are audited with the run as actor,
+ * `automation:<automationId>:<eventId>` (the workflow passes it), and `system` when not told.
+ */
+import { randomUUID } from 'node:crypto';
+import { startTestService, type TestService } from '../helpers/app';
+import { callerWith, createApp, createEntitlement, createUser } from '../helpers/governance';
+import { createOwnershipActivities } from '../../activities/ownership';
+import { listAuditEvents } from '../../src/store/audit';
+
+describe('ownership activities: audit actor', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService();
+  });
+  afterAll(async () => service.close());
+
+  it('records automation:<automationId>:<eventId> for create and delete', async () => {
+    const caller = await callerWith(service, 'admin');
+    const app = await createApp(caller);
+    const entitlement = await createEntitlement(caller, app.id);
+    const user = await createUser(caller);
+    const ref = { userId: user.id, roleSlug: 'owner', appId: app.id, entitlementId: entitlement.id };
+    const actor = `automation:${randomUUID()}:${randomUUID()}`;
+    const activities = createOwnershipActivities({ db: service.deps.db });
+
+    await activities.createEntitlementOwner({ ...ref, actor });
+    expect((await activities.deleteEntitlementOwner({ ...ref, actor })).deleted).toBe(true);
+    await activities.createEntitlementOwner(ref);
+
+    const events = await listAuditEvents(service.deps.db, 'app_entitlement', entitlement.id);
+    expect(events.filter((e) => e.action.startsWith('entitlement_owner.')).map((e) => [e.action, e.actor])).toEqual([
+      ['entitlement_owner.create', actor],
+      ['entitlement_owner.delete', actor],
+      ['entitlement_owner.create', 'system'],
+    ]);
+  });
+});

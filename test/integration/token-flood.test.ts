@@ -1,0 +1,89 @@
+/**
+ * A flood of token requests must not starve the rest of the service: scrypt verifications are
+ * capped (503 beyond the cap) and generated secrets and unknown ids cost a keyed hash, so the libuv
+ * thread pool stays free for DNS lookups and the JWKS fetch. While hundreds of token requests are
+ * in progress, a JWT webhook whose JWKS host is a name (resolved on that pool) is verified and
+ * accepted, and the API still accepts bearer tokens. Real HTTP, real store, real Temporal, a real
+ * JWKS server (test/fixtures/jwks-server.ts).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { startStack, deliver, listenerPath, type Stack } from '../helpers/stack';
+import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import { createClient } from '../../src/auth/clients';
+
+const FLOOD = 600;
+
+function tokenAttempt(port: number, clientId: string, clientSecret: string): Promise<{ status: number; retryAfter: string | undefined }> {
+  const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString();
+  return new Promise((resolve) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
+      },
+    );
+    req.on('error', () => resolve({ status: 0, retryAfter: undefined }));
+    req.end(body);
+  });
+}
+
+describe('token flood', () => {
+  let stack: Stack;
+  let jwks: JwksServer;
+  let key: SigningKey;
+  beforeAll(async () => {
+    key = await makeSigningKey('ES256', 'kid-flood');
+    jwks = await startJwksServer([key.publicJwk]);
+    // The per-source limit is lifted here: every request comes from 127.0.0.1, and the point is the cap.
+    stack = await startStack({ worker: false, env: { TOKEN_RATE_LIMIT_PER_MINUTE: '1000000' } });
+  });
+  afterAll(async () => {
+    await stack.close();
+    await jwks.close();
+  });
+
+  it('leaves webhooks, their JWT verification and the API working', async () => {
+    const db = stack.service.deps.db;
+    const box = stack.service.deps.secretBox;
+    // An operator-chosen secret (scrypt) is the expensive target; an unknown id is the decoy path.
+    await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'], clientId: 'boot', clientSecret: 'operator-chosen-bootstrap-secret-0123456789' });
+    const jwksUrl = jwks.url.replace('127.0.0.1', 'localhost'); // a name: its lookup runs on the thread pool
+    const created = await stack.createAutomation({
+      displayName: 'jwt under flood',
+      trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl } },
+      steps: [{ id: 'vars', setVariables: { a: '1' } }],
+    });
+    const path = listenerPath(created.automation);
+    const { port } = stack.service.server.address() as AddressInfo;
+
+    const flood = Promise.all(
+      Array.from({ length: FLOOD }, (_, i) => (i % 3 === 2 ? tokenAttempt(port, `cli_unknown_${i}`, 'guess') : tokenAttempt(port, 'boot', `guess-${i}`))),
+    );
+
+    const eventId = randomUUID();
+    const body = JSON.stringify({ employee_id: '1' });
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const token = signWebhookJwt({ key, baseUrl: stack.service.baseUrl, audience: created.automation.trigger.incomingWebhook.url, eventId, body });
+    const webhook = await deliver(stack, path, {
+      headers: { 'Content-Type': 'application/json', 'Webhook-Timestamp': timestamp, 'Webhook-Event-Id': eventId, Authorization: `Bearer ${token}` },
+      body,
+    });
+    const api = await request(stack.service.server).get('/api/v1/apps').set('Authorization', `Bearer ${stack.adminToken}`);
+
+    const attempts = await flood;
+    expect([webhook.status, webhook.body]).toEqual([200, { eventId, executionId: expect.any(String) }]);
+    expect(jwks.fetchCount()).toBeGreaterThan(0);
+    expect(api.status).toBe(200);
+    // Every attempt was refused, as invalid (401) or as over the cap (503 with Retry-After).
+    const statuses = new Set(attempts.map((a) => a.status));
+    expect([...statuses].filter((s) => s !== 401 && s !== 503)).toEqual([]);
+    for (const attempt of attempts.filter((a) => a.status === 503)) expect(attempt.retryAfter).toMatch(/^[1-9][0-9]*$/);
+    // The right secret still works once the flood is over.
+    const ok = await tokenAttempt(port, 'boot', 'operator-chosen-bootstrap-secret-0123456789');
+    expect(ok.status).toBe(200);
+  });
+});

@@ -1,0 +1,136 @@
+/**
+ * The token endpoint's defences against being used as a CPU-exhaustion lever: generated secrets
+ * verified by a keyed hash (no scrypt), scrypt only for operator-chosen secrets and gated (503 with
+ * Retry-After beyond the cap), a per-source rate limit (429 with Retry-After), legacy scrypt hashes
+ * still accepted (and upgraded), and the audit of client changes and failed attempts.
+ */
+import request from 'supertest';
+import { DATABASES } from '../helpers/databases';
+import { startTestService, type TestService } from '../helpers/app';
+import { createClient } from '../../src/auth/clients';
+import { hashChosenSecret } from '../../src/auth/secrets';
+import { createTokenGuard, type TokenGuard } from '../../src/auth/token-guard';
+import { ConfigError, loadConfig } from '../../src/config';
+import { listAuditEvents } from '../../src/store/audit';
+import { randomToken } from '../../src/ids';
+
+function tokenRequest(service: TestService, clientId: string, clientSecret: string): request.Test {
+  return request(service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+}
+
+async function secretHashOf(service: TestService, clientId: string): Promise<string> {
+  const rows = await service.deps.db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE client_id = $1', [clientId]);
+  return rows[0]!.secret_hash;
+}
+
+for (const target of DATABASES) {
+  describe(`token endpoint guards (${target.name})`, () => {
+    let service: TestService;
+    let guard: TokenGuard;
+    let generated: { clientId: string; clientSecret: string };
+    const chosen = { clientId: 'operator-chosen', clientSecret: 'an operator chose this secret, 32+ chars' };
+
+    beforeAll(async () => {
+      guard = createTokenGuard({ perSourcePerMinute: 1_000_000, maxSlowVerifications: 1 });
+      service = await startTestService({ target, deps: { tokenGuard: guard } });
+      const made = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'generated', roles: ['admin'] });
+      generated = { clientId: made.client.clientId, clientSecret: made.clientSecret };
+      await createClient(service.deps.db, service.deps.secretBox, { displayName: 'chosen', roles: ['read_only'], ...chosen });
+    });
+    afterAll(async () => service.close());
+
+    it('stores a generated secret as a keyed hash and an operator-chosen one as scrypt', async () => {
+      expect(await secretHashOf(service, generated.clientId)).toMatch(/^hmac-sha256\$[A-Za-z0-9_-]{43}$/);
+      expect(await secretHashOf(service, chosen.clientId)).toMatch(/^scrypt\$/);
+      expect((await tokenRequest(service, generated.clientId, generated.clientSecret)).status).toBe(200);
+      expect((await tokenRequest(service, chosen.clientId, chosen.clientSecret)).status).toBe(200);
+    });
+
+    it('answers 503 with Retry-After when the slow verifications are at their cap; keyed hashes are not held up', async () => {
+      let release!: () => void;
+      const held = guard.slowVerifications.run(() => new Promise<void>((resolve) => (release = resolve)));
+      try {
+        const busy = await tokenRequest(service, chosen.clientId, chosen.clientSecret);
+        expect(busy.status).toBe(503);
+        expect(busy.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
+        expect(busy.body).toEqual({ code: 14, message: expect.stringContaining('retry later'), details: [] });
+        expect(JSON.stringify(busy.body)).not.toContain(chosen.clientSecret);
+        // A generated secret (keyed hash) and an unknown client id need no slow verification.
+        expect((await tokenRequest(service, generated.clientId, generated.clientSecret)).status).toBe(200);
+        expect((await tokenRequest(service, 'cli_unknown', 'whatever')).status).toBe(401);
+      } finally {
+        release();
+        await held;
+      }
+      expect((await tokenRequest(service, chosen.clientId, chosen.clientSecret)).status).toBe(200);
+    });
+
+    it('still accepts a generated secret stored as scrypt (before keyed hashes), and upgrades its hash', async () => {
+      const legacySecret = randomToken(32);
+      await service.deps.db.query(
+        `INSERT INTO api_clients (id, client_id, secret_hash, display_name, roles) VALUES ($1, $2, $3, 'legacy', '["admin"]'::jsonb)`,
+        [`legacy-${randomToken(6)}`, 'legacy-client', await hashChosenSecret(legacySecret)],
+      );
+      expect((await tokenRequest(service, 'legacy-client', 'wrong')).status).toBe(401);
+      expect(await secretHashOf(service, 'legacy-client')).toMatch(/^scrypt\$/);
+      expect((await tokenRequest(service, 'legacy-client', legacySecret)).status).toBe(200);
+      expect(await secretHashOf(service, 'legacy-client')).toMatch(/^hmac-sha256\$/);
+      expect((await tokenRequest(service, 'legacy-client', legacySecret)).status).toBe(200);
+    });
+
+    it('audits failed attempts with the client id and source, never the secret', async () => {
+      const wrong = `wrong-secret-${randomToken(8)}`;
+      expect((await tokenRequest(service, generated.clientId, wrong)).status).toBe(401);
+      const events = await listAuditEvents(service.deps.db, 'api_client', generated.clientId);
+      const denied = events.filter((e) => e.action === 'api_client.token_denied');
+      expect(denied).toHaveLength(1);
+      expect(denied[0]).toMatchObject({ actor: 'anonymous', details: { clientId: generated.clientId, reason: 'invalid_client' } });
+      expect(JSON.stringify(denied)).not.toContain(wrong);
+    });
+
+    it('audits API client create and delete, with the roles and the acting client', async () => {
+      const token = await service.tokenFor('super_admin');
+      const made = await request(service.server)
+        .post('/api/v1/iam/clients')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ displayName: 'audited', roles: ['admin', 'read_only'] });
+      expect(made.status).toBe(200);
+      const id = made.body.client.id as string;
+      expect((await request(service.server).delete(`/api/v1/iam/clients/${id}`).set('Authorization', `Bearer ${token}`)).status).toBe(200);
+      const events = await listAuditEvents(service.deps.db, 'api_client', id);
+      expect(events.map((e) => [e.action, e.actor, e.details.roles])).toEqual([
+        ['api_client.create', 'client:test-super_admin', ['admin', 'read_only']],
+        ['api_client.delete', 'client:test-super_admin', ['admin', 'read_only']],
+      ]);
+      expect(JSON.stringify(events)).not.toContain(made.body.clientSecret);
+    });
+  });
+
+  describe(`token endpoint per-source limit (${target.name})`, () => {
+    let service: TestService;
+    beforeAll(async () => {
+      service = await startTestService({ target, env: { TOKEN_RATE_LIMIT_PER_MINUTE: '3' } });
+    });
+    afterAll(async () => service.close());
+
+    it('answers 429 with Retry-After once a source has used up its requests', async () => {
+      for (let i = 0; i < 3; i++) expect((await tokenRequest(service, 'cli_unknown', 'x')).status).toBe(401);
+      const limited = await tokenRequest(service, 'cli_unknown', 'x');
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ code: 8, message: expect.stringContaining('too many token requests'), details: [] });
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // The API itself is not limited: a valid bearer token still works.
+      const token = await service.tokenFor('read_only');
+      expect((await request(service.server).get('/api/v1/apps').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+    });
+  });
+}
+
+describe('BOOTSTRAP_CLIENT_SECRET', () => {
+  it('must be long enough: a clear start-up error otherwise', () => {
+    const short = () => loadConfig({ BOOTSTRAP_CLIENT_ID: 'boot', BOOTSTRAP_CLIENT_SECRET: 'short-secret' });
+    expect(short).toThrow(ConfigError);
+    expect(short).toThrow('BOOTSTRAP_CLIENT_SECRET must be at least 32 characters');
+    expect(loadConfig({ BOOTSTRAP_CLIENT_ID: 'boot', BOOTSTRAP_CLIENT_SECRET: 'x'.repeat(32) }).bootstrap?.clientId).toBe('boot');
+  });
+});
