@@ -440,7 +440,7 @@ describe('saving automations with the new step kinds', () => {
     ]);
     expect(violations(await create([{ id: 'stop', fail: { message: "'a' +" } }]))[0]).toMatchObject({ field: 'steps[0].fail.message' });
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description).toMatch(
-      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log must be set \(found 2\)/,
+      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval must be set \(found 2\)/,
     );
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, retyr: {} }]))).toEqual([
       { field: 'steps[0].retyr', description: 'step "stop": unknown field' },
