@@ -258,7 +258,6 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   if (results.cel) {
     const d = detail.cel!;
     add('CEL evaluations/s (src/cel)', d.perSec.toFixed(0), `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`, d.ratioToRaw, '≥0.8');
-    add('  same, without the vm time limit', d.withoutTimeLimitPerSec.toFixed(0), '', d.withoutTimeLimitPerSec / d.rawPerSec, '');
   }
   if (results.memory) {
     add('peak RSS MB: API + workers / Temporal', `${results.memory.apiWorkerPeakRssMb.toFixed(0)} / ${results.memory.temporalPeakRssMb?.toFixed(0) ?? '?'}`, '', undefined, '');
