@@ -105,6 +105,46 @@ export const MIGRATIONS: readonly string[] = [
     SELECT id, version, jsonb_build_object('displayName', display_name, 'steps', steps), updated_at
     FROM automations WHERE published;
   `,
+  // 6: every change to an automation or its published versions NOTIFYs its listener id, so that
+  // each process's listener cache (src/domain/listener-cache.ts) drops the entry at once
+  `
+  CREATE OR REPLACE FUNCTION notify_listener_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE
+    lid text;
+  BEGIN
+    IF TG_TABLE_NAME = 'automations' THEN
+      IF TG_OP <> 'INSERT' THEN PERFORM pg_notify('listener_changed', OLD.listener_id); END IF;
+      IF TG_OP <> 'DELETE' THEN PERFORM pg_notify('listener_changed', NEW.listener_id); END IF;
+    ELSE
+      SELECT listener_id INTO lid FROM automations
+        WHERE id = (CASE WHEN TG_OP = 'DELETE' THEN OLD.automation_id ELSE NEW.automation_id END);
+      IF lid IS NOT NULL THEN PERFORM pg_notify('listener_changed', lid); END IF;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER automations_listener_changed AFTER INSERT OR UPDATE OR DELETE ON automations
+    FOR EACH ROW EXECUTE FUNCTION notify_listener_changed();
+  CREATE TRIGGER automation_versions_listener_changed AFTER INSERT OR UPDATE OR DELETE ON automation_versions
+    FOR EACH ROW EXECUTE FUNCTION notify_listener_changed();
+  `,
+  // 7: trigram indexes for the entitlement search "query" filter (substring ILIKE) where the
+  // pg_trgm extension is available (PostgreSQL with contrib); elsewhere (PGlite) the filter scans
+  `
+  DO $$
+  BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+  EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'pg_trgm is not available: entitlement search by query scans the table';
+  END $$;
+  DO $$
+  BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+      CREATE INDEX IF NOT EXISTS app_entitlements_display_name_trgm ON app_entitlements USING gin (display_name gin_trgm_ops);
+      CREATE INDEX IF NOT EXISTS app_entitlements_slug_trgm ON app_entitlements USING gin (slug gin_trgm_ops);
+      CREATE INDEX IF NOT EXISTS app_entitlements_description_trgm ON app_entitlements USING gin (description gin_trgm_ops);
+    END IF;
+  END $$;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
