@@ -128,20 +128,25 @@ export const MIGRATIONS: readonly string[] = [
     FOR EACH ROW EXECUTE FUNCTION notify_listener_changed();
   `,
   // 7: trigram indexes for the entitlement search "query" filter (substring ILIKE) where the
-  // pg_trgm extension is available (PostgreSQL with contrib); elsewhere (PGlite) the filter scans
+  // pg_trgm extension is available (PostgreSQL with contrib; kept in public, whatever the
+  // search_path); elsewhere (PGlite) the filter scans
   `
   DO $$
   BEGIN
-    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+    CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
   EXCEPTION WHEN OTHERS THEN
     RAISE NOTICE 'pg_trgm is not available: entitlement search by query scans the table';
   END $$;
   DO $$
+  DECLARE
+    ext_schema text;
+    col text;
   BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
-      CREATE INDEX IF NOT EXISTS app_entitlements_display_name_trgm ON app_entitlements USING gin (display_name gin_trgm_ops);
-      CREATE INDEX IF NOT EXISTS app_entitlements_slug_trgm ON app_entitlements USING gin (slug gin_trgm_ops);
-      CREATE INDEX IF NOT EXISTS app_entitlements_description_trgm ON app_entitlements USING gin (description gin_trgm_ops);
+    SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF ext_schema IS NOT NULL THEN
+      FOREACH col IN ARRAY ARRAY['display_name', 'slug', 'description'] LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON app_entitlements USING gin (%I %I.gin_trgm_ops)', 'app_entitlements_' || col || '_trgm', col, ext_schema);
+      END LOOP;
     END IF;
   END $$;
   `,
@@ -165,10 +170,21 @@ export async function migrate(db: Db): Promise<void> {
   });
 }
 
-/** Migrations hold plain DDL, so splitting on `;` at line ends is safe. */
+/**
+ * Migrations hold plain DDL, so splitting on `;` at line ends is safe, except inside `$$` bodies
+ * (functions, DO blocks), which are kept whole.
+ */
 function splitStatements(sql: string): string[] {
-  return sql
-    .split(/;\s*$/m)
-    .map((part) => part.trim())
-    .filter((part) => part.length > 0);
+  const parts = sql.split(/;\s*$/m);
+  const statements: string[] = [];
+  let pending = '';
+  for (const part of parts) {
+    pending = pending ? `${pending};${part}` : part;
+    if ((pending.match(/\$\$/g)?.length ?? 0) % 2 === 0) {
+      statements.push(pending);
+      pending = '';
+    }
+  }
+  if (pending) statements.push(pending);
+  return statements.map((part) => part.trim()).filter((part) => part.length > 0);
 }
