@@ -39,6 +39,8 @@ export async function runMemoryBench(options: { settleMs: number }, log: (line: 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-idle-'));
   const env = {
     ...process.env,
+    // as npm run does
+    PATH: `${path.join(root, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH ?? ''}`,
     DATA_DIR: dataDir,
     PORT: String(await freePort()),
     TEMPORAL_PORT: String(await freePort()),

@@ -147,10 +147,27 @@ export async function dumpMemoryImage(): Promise<Blob> {
   }
 }
 
+/**
+ * PostgreSQL settings of the file-backed PGlite: 16 MB of shared buffers instead of 128 MB (the
+ * files stay in the OS page cache anyway); about 140 MB less resident memory for `npm start`.
+ */
+const PGLITE_SETTINGS = ['-c', 'shared_buffers=16MB'];
+
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   if (dataDir) fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  return wrapPglite(await PGlite.create(dataDir ? { dataDir } : {}));
+  const startParams = [...PGlite.defaultStartParams, ...PGLITE_SETTINGS];
+  if (dataDir && !fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    // A new data directory: initdb grows PGlite's WebAssembly memory to several hundred MB, which
+    // is never given back. Create and migrate it once, close it, and run on a fresh instance.
+    const fresh = wrapPglite(await PGlite.create({ dataDir, startParams }));
+    try {
+      await migrate(fresh);
+    } finally {
+      await fresh.close();
+    }
+  }
+  return wrapPglite(await PGlite.create(dataDir ? { dataDir, startParams } : {}));
 }
 
 function wrapPglite(pg: PGlite): Db {
