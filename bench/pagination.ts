@@ -24,6 +24,9 @@ export interface PaginationResult {
   firstMs: number;
   deepMs: number;
   ratioDeepToFirst: number;
+  /** p50 of a first page filtered by `query` (substring of display name, slug or description). */
+  searchMs: number;
+  ratioSearchToFirst: number;
   rows: number;
   /** How the deep token was obtained. */
   tokenFrom: 'computed' | 'walked';
@@ -126,9 +129,22 @@ export async function runPaginationBench(
       await get(deepToken);
       deepTimes.push(performance.now() - t0);
     }
+    // Search: POST /api/v1/search/entitlements with a substring `query` that matches few rows
+    // (ids ending in 4242), first page, against the unfiltered first page above.
+    const searchTimes: number[] = [];
+    const searchUrl = `${api.url}/api/v1/search/entitlements`;
+    const searchBody = { query: 'ment-4242', appIds: [appId] };
+    for (let i = 0; i < 5; i++) await request('POST', searchUrl, { token, body: JSON.stringify(searchBody) });
+    for (let i = 0; i < Math.max(10, Math.floor(options.samples / 4)); i++) {
+      const t0 = performance.now();
+      const response = await request('POST', searchUrl, { token, body: JSON.stringify(searchBody) });
+      if (response.status !== 200) throw new Error(`GET entitlements?query answered ${response.status}: ${JSON.stringify(response.body)}`);
+      searchTimes.push(performance.now() - t0);
+    }
     const firstMs = percentile(firstTimes, 50);
     const deepMs = percentile(deepTimes, 50);
-    return { firstMs, deepMs, ratioDeepToFirst: deepMs / firstMs, rows: options.rows, tokenFrom, seedSeconds };
+    const searchMs = percentile(searchTimes, 50);
+    return { firstMs, deepMs, ratioDeepToFirst: deepMs / firstMs, searchMs, ratioSearchToFirst: searchMs / firstMs, rows: options.rows, tokenFrom, seedSeconds };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   }

@@ -9,13 +9,16 @@
  *   e2e         p50 from POST to workflow result (3-step automation) vs a bare 3-activity workflow
  *   pagination  the page at row N/2 vs the first page, on PGlite and on PostgreSQL (DATABASE_URL)
  *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
- *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress
+ *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
+ *               RSS of every process of an idle `npm start`
+ *   search      entitlement search by `query` (substring) vs the first page (with pagination)
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
+import { runMemoryBench, type MemoryResult } from './memory';
 import { runE2eBench, type E2eResult } from './e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
@@ -24,7 +27,7 @@ import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, startRssSampler } from './util';
 import { runIngressBench, runRejectBench, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
-const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination'] as const;
+const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Profile {
@@ -35,6 +38,7 @@ interface Profile {
   /** Runs of the three-setVariables diagnostic (0 = skipped). */
   e2eDiagnosticRuns: number;
   pagination: { rows: number; samples: number };
+  memory: { settleMs: number };
 }
 
 const FULL: Profile = {
@@ -44,6 +48,7 @@ const FULL: Profile = {
   e2e: { warmup: 10, runs: 150 },
   e2eDiagnosticRuns: 60,
   pagination: { rows: 1_000_000, samples: 200 },
+  memory: { settleMs: 10_000 },
 };
 
 const QUICK: Profile = {
@@ -53,6 +58,7 @@ const QUICK: Profile = {
   e2e: { warmup: 3, runs: 20 },
   e2eDiagnosticRuns: 0,
   pagination: { rows: 100_000, samples: 40 },
+  memory: { settleMs: 5_000 },
 };
 
 /** Everything measured, for the table (the JSON keeps the agreed keys only). */
@@ -66,6 +72,7 @@ interface Detail {
   pglite?: PaginationResult;
   postgres?: PaginationResult;
   automation?: BenchAutomation;
+  idle?: MemoryResult;
 }
 
 interface Results {
@@ -77,7 +84,8 @@ interface Results {
     postgres: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
   };
   cel: { perSec: number; rawPerSec: number; ratioToRaw: number } | null;
-  memory: { apiWorkerPeakRssMb: number; temporalPeakRssMb: number | null } | null;
+  memory: { apiWorkerPeakRssMb: number | null; temporalPeakRssMb: number | null; idleRssMb: number | null } | null;
+  search: { firstPageMs: number; searchMs: number; ratioToFirstPage: number; store: 'pglite' | 'postgres' } | null;
 }
 
 const startedAt = performance.now();
@@ -106,7 +114,7 @@ async function main(): Promise<void> {
   const profile = args.quick ? QUICK : FULL;
   const began = performance.now();
   const notes: string[] = [];
-  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { pglite: null, postgres: null }, cel: null, memory: null };
+  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { pglite: null, postgres: null }, cel: null, memory: null, search: null };
   const detail: Detail = {};
 
   let stack: Stack | undefined;
@@ -142,6 +150,10 @@ async function main(): Promise<void> {
   console.log(`\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
 
   async function measure(): Promise<void> {
+    if (args.only.has('memory')) {
+      detail.idle = await runMemoryBench(profile.memory, log);
+      results.memory = { apiWorkerPeakRssMb: null, temporalPeakRssMb: null, idleRssMb: round(detail.idle.idleRssMb, 1) };
+    }
     if (args.only.has('cel')) {
       log('CEL evaluations');
       const cel = runCelBench(profile.cel);
@@ -172,7 +184,11 @@ async function main(): Promise<void> {
           bareStartPerSec: round(ingress.bareStartPerSec, 1),
           ratioToBareStart: round(ingress.ratioToBareStart, 3),
         };
-        results.memory = { apiWorkerPeakRssMb: round(apiWorkerPeakRssMb, 1), temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1) };
+        results.memory = {
+          apiWorkerPeakRssMb: round(apiWorkerPeakRssMb, 1),
+          temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1),
+          idleRssMb: results.memory?.idleRssMb ?? null,
+        };
         if (Object.keys(ingress.otherStatuses).length > 0) notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
       }
       if (args.only.has('reject')) {
@@ -211,6 +227,10 @@ async function main(): Promise<void> {
           await cleanUp();
         }
         detail[target.name] = result;
+        // PostgreSQL (with its trigram indexes) is the figure the goal is about; PGlite when it is the only one.
+        if (target.name === 'postgres' || !results.search) {
+          results.search = { firstPageMs: round(result.firstMs, 3), searchMs: round(result.searchMs, 3), ratioToFirstPage: round(result.ratioSearchToFirst, 3), store: target.name };
+        }
         results.pagination[target.name] = {
           firstMs: round(result.firstMs, 3),
           deepMs: round(result.deepMs, 3),
@@ -254,14 +274,18 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     const d = detail[name];
     if (!d) continue;
     add(`page at row ${(d.rows / 2).toLocaleString('en')} of ${d.rows.toLocaleString('en')}, ${name} (ms)`, d.deepMs.toFixed(2), `${d.firstMs.toFixed(2)} first page`, d.ratioDeepToFirst, '≤1.5');
+    add(`search by query at ${d.rows.toLocaleString('en')} rows, ${name} (ms)`, d.searchMs.toFixed(2), `${d.firstMs.toFixed(2)} first page`, d.ratioSearchToFirst, name === 'postgres' ? '≤5' : '');
   }
   if (results.cel) {
     const d = detail.cel!;
     add('CEL evaluations/s (src/cel)', d.perSec.toFixed(0), `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`, d.ratioToRaw, '≥0.8');
-    add('  same, without the vm time limit', d.withoutTimeLimitPerSec.toFixed(0), '', d.withoutTimeLimitPerSec / d.rawPerSec, '');
   }
-  if (results.memory) {
+  if (results.memory?.apiWorkerPeakRssMb != null) {
     add('peak RSS MB: API + workers / Temporal', `${results.memory.apiWorkerPeakRssMb.toFixed(0)} / ${results.memory.temporalPeakRssMb?.toFixed(0) ?? '?'}`, '', undefined, '');
+  }
+  if (detail.idle) {
+    const processes = detail.idle.processes.map((p) => `${p.command} ${p.rssMb.toFixed(0)}`).join(' + ');
+    rows.push(['idle npm start, RSS MB of all processes', detail.idle.idleRssMb.toFixed(0), processes, '', '≤450', detail.idle.idleRssMb <= 450 ? 'ok' : 'MISSED']);
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
   console.log(`\nBenchmark (${quick ? 'quick' : 'full'}), ${new Date().toISOString()}`);

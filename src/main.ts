@@ -4,6 +4,7 @@
  * `npm run api` / `npm run worker`: one role each, against TEMPORAL_ADDRESS and DATABASE_URL.
  */
 import http from 'node:http';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
@@ -131,14 +132,35 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
   return db;
 }
 
+/**
+ * Without WORKFLOW_BUNDLE, the workflow code is bundled from source by a short-lived child process
+ * into DATA_DIR: webpack's memory (about 180 MB) leaves with it instead of staying resident here.
+ */
+async function bundleInChildProcess(config: Config, logger: Logger): Promise<string> {
+  const out = path.join(config.dataDir, 'workflow-bundle.js');
+  const script = path.resolve(__dirname, '../scripts/bundle-workflows.ts');
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, out], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let errors = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      errors = (errors + chunk.toString()).slice(-4000);
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (${code}): ${errors}`))));
+  });
+  logger.info({ bundle: out }, 'workflow code bundled');
+  return out;
+}
+
 async function startWorker(target: TemporalTarget, config: Config, db: Db, logger: Logger): Promise<Running> {
   const connection = await connectWorkerConnection(target);
+  const bundlePath = config.worker.workflowBundlePath ?? (await bundleInChildProcess(config, logger));
   const worker: Worker = await createAutomationWorker({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db,
-    ...(config.worker.workflowBundlePath ? { bundle: { codePath: config.worker.workflowBundlePath } } : {}),
+    bundle: { codePath: bundlePath },
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
     ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
   });

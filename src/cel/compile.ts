@@ -1,11 +1,14 @@
 /**
  * Compiling an expression: parse, check the limits and the names it uses, instrument its
- * comprehensions with the iteration budget, plan it once and keep the plan in a bounded cache.
+ * comprehensions with the iteration budget, plan it once against the cost-charging environment
+ * (./cost) and keep the plan in a bounded cache.
  */
-import { celEnv, celFunc, CelScalar, isCelList, isCelMap, parse, plan, type CelResult } from '@bufbuild/cel';
+import { celEnv, celFunc, CelScalar, listType, parse, plan, type CelInput, type CelResult } from '@bufbuild/cel';
+import { concatLists } from './append-list';
 import { strings } from '@bufbuild/cel/ext';
 import { CelEvaluationError } from './errors';
-import { COMPILE_CACHE_SIZE, MAX_AST_DEPTH, MAX_AST_NODES, MAX_COMPREHENSION_ITERATIONS, MAX_EXPRESSION_LENGTH } from './limits';
+import { BUDGET_FUNCTION, chargingResolver } from './cost';
+import { COMPILE_CACHE_SIZE, MAX_AST_DEPTH, MAX_AST_NODES, MAX_EXPRESSION_LENGTH } from './limits';
 
 type ParsedExpr = ReturnType<typeof parse>;
 type Expr = ParsedExpr['expr'];
@@ -19,34 +22,15 @@ const TYPE_IDENTIFIERS = new Set(['bool', 'bytes', 'double', 'int', 'uint', 'str
 /** Functions called with a namespace (`strings.quote(s)` parses as a call on the identifier `strings`). */
 const NAMESPACED_FUNCTIONS = new Set(['strings.quote']);
 
-/** Name of the budget function wrapped around every comprehension range; `@` cannot be typed in CEL. */
-const BUDGET_FUNCTION = '@iteration_budget';
+/** Returns the range unchanged; the charging resolver (./cost) pays for its iterations first. */
+const budgetFunction = celFunc(BUDGET_FUNCTION, [CelScalar.DYN, CelScalar.INT], CelScalar.DYN, (range: unknown) => range as CelInput);
 
-/** Per-evaluation iteration budget. Evaluation is synchronous, so one module-level counter is safe. */
-const budget = { remaining: MAX_COMPREHENSION_ITERATIONS, exceeded: false };
+/** List `+` without the library's lazy chains (see ./append-list); overrides the standard overload. */
+const listConcat = celFunc('_+_', [listType(CelScalar.DYN), listType(CelScalar.DYN)], listType(CelScalar.DYN), concatLists);
 
-/** Resets the iteration budget before one expression is evaluated. */
-export function resetBudget(): void {
-  budget.remaining = MAX_COMPREHENSION_ITERATIONS;
-  budget.exceeded = false;
-}
-
-/** True when the last evaluation ran out of iterations (even if `||` or `&&` absorbed the error). */
-export function budgetExceeded(): boolean {
-  return budget.exceeded;
-}
-
-const budgetFunction = celFunc(BUDGET_FUNCTION, [CelScalar.DYN], CelScalar.DYN, function (range) {
-  const size = isCelList(range) || isCelMap(range) ? range.size : 0;
-  budget.remaining -= size;
-  if (budget.remaining < 0) {
-    budget.exceeded = true;
-    throw new Error(`comprehensions iterate more than ${MAX_COMPREHENSION_ITERATIONS} times`);
-  }
-  return range;
-});
-
-const env = celEnv({ funcs: [...strings, budgetFunction] });
+const baseEnv = celEnv({ funcs: [...strings, budgetFunction, listConcat] });
+/** The same environment with every function call charged to the cost budget. */
+const env: typeof baseEnv = Object.create(baseEnv, { funcs: { value: chargingResolver(baseEnv.funcs) } }) as typeof baseEnv;
 
 export interface CompiledExpression {
   source: string;
@@ -209,46 +193,77 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
   }
 }
 
-/** Wraps the range of every comprehension in the budget function. */
+/**
+ * Wraps the range of every comprehension in the budget function, with the number of AST nodes
+ * its loop condition and step evaluate per iteration as the second argument.
+ */
 function instrumentComprehensions(root: Expr): void {
   let nextId = 1_000_000n;
   const work: Expr[] = [root];
   for (let expr = work.pop(); expr; expr = work.pop()) {
+    for (const child of children(expr)) work.push(child);
     const kind = expr.exprKind;
-    switch (kind.case) {
-      case 'selectExpr':
-        if (kind.value.operand) work.push(kind.value.operand);
-        break;
-      case 'callExpr':
-        if (kind.value.target) work.push(kind.value.target);
-        work.push(...kind.value.args);
-        break;
-      case 'listExpr':
-        work.push(...kind.value.elements);
-        break;
-      case 'structExpr':
-        for (const entry of kind.value.entries) {
-          if (entry.keyKind.case === 'mapKey') work.push(entry.keyKind.value);
-          if (entry.value) work.push(entry.value);
-        }
-        break;
-      case 'comprehensionExpr': {
-        const c = kind.value;
-        for (const child of [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result]) if (child) work.push(child);
-        if (c.iterRange) {
-          c.iterRange = {
-            $typeName: 'cel.expr.Expr',
-            id: nextId++,
-            exprKind: {
-              case: 'callExpr',
-              value: { $typeName: 'cel.expr.Expr.Call', function: BUDGET_FUNCTION, args: [c.iterRange] },
-            },
-          } as Expr;
-        }
-        break;
-      }
-      default:
-        break;
+    if (kind.case === 'comprehensionExpr' && kind.value.iterRange) {
+      const c = kind.value;
+      const bodyNodes = Math.max(1, countNodes(c.loopCondition) + countNodes(c.loopStep));
+      c.iterRange = {
+        $typeName: 'cel.expr.Expr',
+        id: nextId++,
+        exprKind: {
+          case: 'callExpr',
+          value: {
+            $typeName: 'cel.expr.Expr.Call',
+            function: BUDGET_FUNCTION,
+            args: [
+              c.iterRange,
+              {
+                $typeName: 'cel.expr.Expr',
+                id: nextId++,
+                exprKind: { case: 'constExpr', value: { $typeName: 'cel.expr.Constant', constantKind: { case: 'int64Value', value: BigInt(bodyNodes) } } },
+              },
+            ],
+          },
+        },
+      } as Expr;
     }
   }
+}
+
+/** The direct sub-expressions of `expr`. */
+function children(expr: Expr): Expr[] {
+  const kind = expr.exprKind;
+  switch (kind.case) {
+    case 'selectExpr':
+      return kind.value.operand ? [kind.value.operand] : [];
+    case 'callExpr':
+      return kind.value.target ? [kind.value.target, ...kind.value.args] : [...kind.value.args];
+    case 'listExpr':
+      return [...kind.value.elements];
+    case 'structExpr': {
+      const out: Expr[] = [];
+      for (const entry of kind.value.entries) {
+        if (entry.keyKind.case === 'mapKey') out.push(entry.keyKind.value);
+        if (entry.value) out.push(entry.value);
+      }
+      return out;
+    }
+    case 'comprehensionExpr': {
+      const c = kind.value;
+      return [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result].filter((e): e is Expr => e !== undefined);
+    }
+    default:
+      return [];
+  }
+}
+
+/** Nodes of a sub-tree (nested comprehensions count their own body once; their iterations are charged when they run). */
+function countNodes(root: Expr | undefined): number {
+  if (!root) return 0;
+  let count = 0;
+  const work: Expr[] = [root];
+  for (let expr = work.pop(); expr; expr = work.pop()) {
+    count++;
+    work.push(...children(expr));
+  }
+  return count;
 }

@@ -25,6 +25,7 @@ export function toCelInput(value: unknown, depth = 0): CelInput {
       if (Array.isArray(value)) return value.map((item) => toCelInput(item, depth + 1));
       if (value instanceof Date) return value.toISOString();
       if (value instanceof Uint8Array) return value;
+      // A Map has no prototype chain to poison: a "__proto__" key is an ordinary key here.
       const map = new Map<string, CelInput>();
       for (const [key, item] of Object.entries(value)) {
         if (item !== undefined) map.set(key, toCelInput(item, depth + 1));
@@ -82,7 +83,10 @@ function convert(value: unknown, size: { used: number }, depth: number): unknown
     for (const [key, item] of value) {
       const name = isCelUint(key) ? key.value.toString() : String(key);
       charge(size, name.length);
-      out[name] = convert(item, size, depth + 1);
+      const converted = convert(item, size, depth + 1);
+      // Defined, not assigned: `out["__proto__"] = x` would swap the object's prototype.
+      if (name === '__proto__') Object.defineProperty(out, name, { value: converted, enumerable: true, writable: true, configurable: true });
+      else out[name] = converted;
     }
     return out;
   }

@@ -5,10 +5,8 @@ export type CelErrorCode =
   | 'ERR_CEL_SYNTAX'
   /** The expression names a variable other than `ctx` (or a comprehension variable). */
   | 'ERR_CEL_UNKNOWN_NAME'
-  /** The expression is too long, too deep, too big, iterates too much or makes too big a result. */
+  /** The expression is too long, too deep, too big, iterates too much, exceeds the cost budget or makes too big a result. */
   | 'ERR_CEL_LIMIT'
-  /** Evaluation exceeded the wall-clock limit. */
-  | 'ERR_CEL_TIMEOUT'
   /** Evaluation failed: missing field, no matching overload, division by zero, ... */
   | 'ERR_CEL_EVALUATION'
   /** The result cannot be represented as JSON. */

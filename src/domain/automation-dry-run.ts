@@ -10,7 +10,7 @@
  * run (WOULD_RUN, with its message); the steps after it are NOT_REACHED. Evaluation is
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
-import { CelEvaluationError, celLimits, evaluateAll } from '../cel';
+import { CelEvaluationError, evaluateAll } from '../cel';
 import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../../activities/call-webhook';
 
@@ -33,8 +33,11 @@ export interface DryRunOptions {
   timeBudgetMs?: number;
 }
 
-/** Wall-clock budget of one dry run: a few steps' worth of the per-evaluation CEL limit. */
-export const DRY_RUN_TIME_BUDGET_MS = 5 * celLimits.EVALUATION_TIME_LIMIT_MS;
+/**
+ * Wall-clock budget of one dry run, checked between evaluations (each evaluation is bounded by the
+ * CEL cost budget, so the check comes at most one evaluation late).
+ */
+export const DRY_RUN_TIME_BUDGET_MS = 5000;
 
 /** Dry-runs `steps` over `payload` (`ctx.trigger`). Never throws for a step's problem: it becomes that step's ERROR. */
 export async function dryRunSteps(steps: StepDefinition[], payload: unknown, options: DryRunOptions): Promise<{ steps: DryRunStep[] }> {
@@ -52,7 +55,6 @@ export async function dryRunSteps(steps: StepDefinition[], payload: unknown, opt
     const effects = simulatedEffects(payload, outputs, options, () => {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new StepError(`the dry run used up its time budget of ${budgetMs} ms before this step`);
-      return Math.min(celLimits.EVALUATION_TIME_LIMIT_MS, remaining);
     });
     effects.fail = async (message) => {
       failed = true;
@@ -78,10 +80,11 @@ export async function dryRunSteps(steps: StepDefinition[], payload: unknown, opt
 }
 
 /** Effects that change nothing: evaluation is real, everything else answers its evaluated input. */
-function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, options: DryRunOptions, timeLimitMs: () => number): StepEffects {
+function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, options: DryRunOptions, checkBudget: () => void): StepEffects {
   return {
     async evaluate(expressions) {
-      return evaluateAll(expressions, { trigger: payload, steps: outputs }, { timeLimitMs: timeLimitMs() });
+      checkBudget();
+      return evaluateAll(expressions, { trigger: payload, steps: outputs });
     },
     async sleep() {},
     park() {},

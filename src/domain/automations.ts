@@ -13,6 +13,7 @@ import type { SecretBox } from '../auth/secret-box';
 import { recordAudit } from '../store/audit';
 import { getLatestPublishedVersion, getPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
 import type { StepDefinition } from '../steps';
+import { listenerChanged } from './listener-cache';
 import type { Queryable } from '../store/db';
 import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from './automation-validation';
 
@@ -102,6 +103,7 @@ export async function createAutomation(
     await recordAudit(tx, { actor: options.actor, action: 'automation.create', resourceType: 'automation', resourceId: inserted.id });
     return inserted;
   });
+  listenerChanged(record.listenerId);
   return { record: { ...record, publishedVersion: null }, signingSecret };
 }
 
@@ -142,7 +144,7 @@ export async function updateAutomation(
   }
   const fields = patch as Record<string, unknown>;
   const mask = parseMask(body.updateMask, fields);
-  return db.transaction(async (tx) => {
+  const result = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
     const violations: FieldViolation[] = [];
@@ -169,10 +171,12 @@ export async function updateAutomation(
     });
     return { record: await withPublishedVersion(tx, saved), signingSecret };
   });
+  listenerChanged(result.record.listenerId);
+  return result;
 }
 
 export async function rotateSigningSecret(db: Db, id: string, options: AutomationOptions): Promise<string> {
-  return db.transaction(async (tx) => {
+  const { secret, listenerId } = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
     if (current.trigger.authMethod !== 'HMAC') {
@@ -181,8 +185,10 @@ export async function rotateSigningSecret(db: Db, id: string, options: Automatio
     const secret = newSigningSecret();
     await store.setSealedSigningSecret(tx, id, options.secretBox.seal(secret));
     await recordAudit(tx, { actor: options.actor, action: 'automation.rotate_secret', resourceType: 'automation', resourceId: id });
-    return secret;
+    return { secret, listenerId: current.listenerId };
   });
+  listenerChanged(listenerId);
+  return secret;
 }
 
 /**
@@ -196,7 +202,7 @@ export async function changeAutomationState(
   change: 'publish' | 'unpublish' | 'delete',
   actor: string,
 ): Promise<AutomationWithPublishedVersion | undefined> {
-  return db.transaction(async (tx) => {
+  const result = await db.transaction(async (tx) => {
     let record: AutomationRecord | undefined;
     if (change === 'delete') {
       record = await store.getAutomation(tx, id, true);
@@ -212,6 +218,8 @@ export async function changeAutomationState(
     await recordAudit(tx, { actor, action: `automation.${change}`, resourceType: 'automation', resourceId: id, details: { version: record.version } });
     return change === 'delete' ? { ...record, publishedVersion: null } : withPublishedVersion(tx, record);
   });
+  if (result) listenerChanged(result.listenerId);
+  return result;
 }
 
 /** The steps a run of `version` executes (the immutable published snapshot); undefined when there is no such version. */

@@ -19,7 +19,7 @@ export interface AutomationRecord {
   updatedAt: string;
 }
 
-interface AutomationRow {
+export interface AutomationRow {
   id: string;
   display_name: string;
   description: string;
@@ -33,7 +33,7 @@ interface AutomationRow {
   updated_at: Date;
 }
 
-function toRecord(row: AutomationRow): AutomationRecord {
+export function toAutomationRecord(row: AutomationRow): AutomationRecord {
   return {
     id: row.id,
     displayName: row.display_name,
@@ -57,17 +57,17 @@ export async function insertAutomation(db: Queryable, input: NewAutomation): Pro
      VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING *`,
     [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.sealedSigningSecret],
   );
-  return toRecord(rows[0]!);
+  return toAutomationRecord(rows[0]!);
 }
 
 export async function getAutomation(db: Queryable, id: string, forUpdate = false): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(`SELECT * FROM automations WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [id]);
-  return rows[0] ? toRecord(rows[0]) : undefined;
+  return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
 export async function getAutomationByListener(db: Queryable, listenerId: string): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>('SELECT * FROM automations WHERE listener_id = $1', [listenerId]);
-  return rows[0] ? toRecord(rows[0]) : undefined;
+  return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
 export async function listAutomations(db: Queryable, afterId: string | undefined, limit: number): Promise<AutomationRecord[]> {
@@ -75,7 +75,7 @@ export async function listAutomations(db: Queryable, afterId: string | undefined
     'SELECT * FROM automations WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
     [afterId ?? null, limit],
   );
-  return rows.map(toRecord);
+  return rows.map(toAutomationRecord);
 }
 
 /** Saves a changed definition; every change makes a new version. */
@@ -86,7 +86,7 @@ export async function saveAutomation(db: Queryable, record: AutomationRecord): P
      WHERE id = $1 RETURNING *`,
     [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.sealedSigningSecret, record.published],
   );
-  return toRecord(rows[0]!);
+  return toAutomationRecord(rows[0]!);
 }
 
 export async function setPublished(db: Queryable, id: string, published: boolean): Promise<AutomationRecord | undefined> {
@@ -94,7 +94,7 @@ export async function setPublished(db: Queryable, id: string, published: boolean
     'UPDATE automations SET published = $2, updated_at = now() WHERE id = $1 RETURNING *',
     [id, published],
   );
-  return rows[0] ? toRecord(rows[0]) : undefined;
+  return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
 export async function setSealedSigningSecret(db: Queryable, id: string, sealed: string): Promise<AutomationRecord | undefined> {
@@ -102,7 +102,7 @@ export async function setSealedSigningSecret(db: Queryable, id: string, sealed: 
     'UPDATE automations SET signing_secret = $2, updated_at = now() WHERE id = $1 RETURNING *',
     [id, sealed],
   );
-  return rows[0] ? toRecord(rows[0]) : undefined;
+  return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
 export async function deleteAutomation(db: Queryable, id: string): Promise<boolean> {

@@ -105,6 +105,51 @@ export const MIGRATIONS: readonly string[] = [
     SELECT id, version, jsonb_build_object('displayName', display_name, 'steps', steps), updated_at
     FROM automations WHERE published;
   `,
+  // 6: every change to an automation or its published versions NOTIFYs its listener id, so that
+  // each process's listener cache (src/domain/listener-cache.ts) drops the entry at once
+  `
+  CREATE OR REPLACE FUNCTION notify_listener_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE
+    lid text;
+  BEGIN
+    IF TG_TABLE_NAME = 'automations' THEN
+      IF TG_OP <> 'INSERT' THEN PERFORM pg_notify('listener_changed', OLD.listener_id); END IF;
+      IF TG_OP <> 'DELETE' THEN PERFORM pg_notify('listener_changed', NEW.listener_id); END IF;
+    ELSE
+      SELECT listener_id INTO lid FROM automations
+        WHERE id = (CASE WHEN TG_OP = 'DELETE' THEN OLD.automation_id ELSE NEW.automation_id END);
+      IF lid IS NOT NULL THEN PERFORM pg_notify('listener_changed', lid); END IF;
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER automations_listener_changed AFTER INSERT OR UPDATE OR DELETE ON automations
+    FOR EACH ROW EXECUTE FUNCTION notify_listener_changed();
+  CREATE TRIGGER automation_versions_listener_changed AFTER INSERT OR UPDATE OR DELETE ON automation_versions
+    FOR EACH ROW EXECUTE FUNCTION notify_listener_changed();
+  `,
+  // 7: trigram indexes for the entitlement search "query" filter (substring ILIKE) where the
+  // pg_trgm extension is available (PostgreSQL with contrib; kept in public, whatever the
+  // search_path); elsewhere (PGlite) the filter scans
+  `
+  DO $$
+  BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+  EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'pg_trgm is not available: entitlement search by query scans the table';
+  END $$;
+  DO $$
+  DECLARE
+    ext_schema text;
+    col text;
+  BEGIN
+    SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF ext_schema IS NOT NULL THEN
+      FOREACH col IN ARRAY ARRAY['display_name', 'slug', 'description'] LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON app_entitlements USING gin (%I %I.gin_trgm_ops)', 'app_entitlements_' || col || '_trgm', col, ext_schema);
+      END LOOP;
+    END IF;
+  END $$;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
@@ -125,10 +170,21 @@ export async function migrate(db: Db): Promise<void> {
   });
 }
 
-/** Migrations hold plain DDL, so splitting on `;` at line ends is safe. */
+/**
+ * Migrations hold plain DDL, so splitting on `;` at line ends is safe, except inside `$$` bodies
+ * (functions, DO blocks), which are kept whole.
+ */
 function splitStatements(sql: string): string[] {
-  return sql
-    .split(/;\s*$/m)
-    .map((part) => part.trim())
-    .filter((part) => part.length > 0);
+  const parts = sql.split(/;\s*$/m);
+  const statements: string[] = [];
+  let pending = '';
+  for (const part of parts) {
+    pending = pending ? `${pending};${part}` : part;
+    if ((pending.match(/\$\$/g)?.length ?? 0) % 2 === 0) {
+      statements.push(pending);
+      pending = '';
+    }
+  }
+  if (pending) statements.push(pending);
+  return statements.map((part) => part.trim()).filter((part) => part.length > 0);
 }

@@ -1,12 +1,22 @@
 /**
  * The embedded Temporal dev server (from the Temporal CLI): SQLite file in DATA_DIR, Web UI on its
- * port. Started by `npm start` and by the test suite; stopped with the process.
+ * port. Started by `npm start`, by the test suite and by the benchmark (so the product and the
+ * bench's bare baseline run on the same server settings); stopped with the process.
+ *
+ * Eager activity execution is on: when a workflow task completes with ScheduleActivityTask
+ * commands, the server hands the activity back to the same worker in the completion response
+ * instead of going through matching, which saves one task-queue dispatch per activity.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTE_NAMES } from './search-attributes';
+
+/** Dynamic configuration of the embedded server (see README, "Engine latency", for a cluster). */
+export const DYNAMIC_CONFIG: Record<string, string> = {
+  'system.enableActivityEagerExecution': 'true',
+};
 
 export interface DevServerOptions {
   cliPath: string;
@@ -30,6 +40,7 @@ export interface DevServer {
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const ip = options.ip ?? '127.0.0.1';
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(options.port), '--namespace', options.namespace, '--log-level', 'error'];
+  for (const [key, value] of Object.entries(DYNAMIC_CONFIG)) args.push('--dynamic-config-value', `${key}=${value}`);
   if (options.dataDir) {
     fs.mkdirSync(options.dataDir, { recursive: true });
     args.push('--db-filename', path.join(options.dataDir, 'temporal.db'));
@@ -41,11 +52,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (await isListening(ip, options.port)) {
     throw new Error(`port ${options.port} is already in use: is another Temporal server running? Set TEMPORAL_PORT or TEMPORAL_ADDRESS`);
   }
-  // The guard stops the server when this process is gone, even after a SIGKILL.
-  const guard = path.resolve(__dirname, '../../scripts/child-guard.js');
-  const child = spawn(process.execPath, [guard, String(process.pid), options.cliPath, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const [command, ...commandArgs] = guarded(options.cliPath, args);
+  const child = spawn(command!, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const collect = (chunk: Buffer): void => {
     for (const line of chunk.toString().split('\n')) {
@@ -75,6 +83,36 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     uiUrl: options.uiPort !== undefined ? `http://${ip === '0.0.0.0' ? 'localhost' : ip}:${options.uiPort}` : undefined,
     stop: () => stopChild(child, exited),
   };
+}
+
+/**
+ * The server must not outlive this process, even after a SIGKILL. On Linux `setpriv --pdeathsig`
+ * asks the kernel to send SIGTERM to the server when this process dies: no extra process. Else a
+ * small Node process (scripts/child-guard.js) polls this process and stops the server.
+ */
+function guarded(command: string, args: string[]): string[] {
+  if (process.platform === 'linux' && setprivPath !== null) {
+    setprivPath ??= findSetpriv();
+    if (setprivPath) return [setprivPath, '--pdeathsig', 'TERM', '--', command, ...args];
+  }
+  const guard = path.resolve(__dirname, '../../scripts/child-guard.js');
+  return [process.execPath, guard, String(process.pid), command, ...args];
+}
+
+/** undefined = not looked for yet; null = not found. */
+let setprivPath: string | null | undefined;
+
+function findSetpriv(): string | null {
+  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    const candidate = path.join(dir, 'setpriv');
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {

@@ -140,15 +140,15 @@ describe('dryRunSteps', () => {
 
   describe('hostile expressions fail their step with a clear error, within the bounds', () => {
     // 99 × 99 full scans of a 200,000-character text that an anchored pattern cannot match (so no
-    // literal prefilter can skip it): about 2 × 10^9 regex steps, far past the limit on any machine.
+    // literal prefilter can skip it): about 2 × 10^9 regex steps, far past the cost budget.
     const list99 = Array.from({ length: 99 }, (_, i) => i);
 
-    it('a slow expression hits the per-evaluation time limit', async () => {
+    it('a slow expression hits the per-evaluation cost budget', async () => {
       const steps: StepDefinition[] = [
         { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } },
       ];
       const [result] = (await dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) + 'c' }, secure)).steps;
-      expect(result).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeded the time limit of 1000 ms' });
+      expect(result).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeds the cost budget of 1000000' });
     });
 
     it('a huge comprehension hits the iteration budget; deep nesting and long expressions are refused', async () => {
@@ -170,7 +170,7 @@ describe('dryRunSteps', () => {
       const slow: StepDefinition = { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } };
       const results = (await dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 }))
         .steps;
-      expect(results[0]).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeded the time limit of 300 ms' });
+      expect(results[0]).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeds the cost budget of 1000000' });
       expect(results[1]!.status).toBe('NOT_REACHED');
       const exhausted = (await dryRunSteps([{ id: 'a', setVariables: { z: '1' } }], {}, { ...secure, timeBudgetMs: 0 })).steps;
       expect(exhausted[0]).toMatchObject({ status: 'ERROR', error: 'the dry run used up its time budget of 0 ms before this step' });

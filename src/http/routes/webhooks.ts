@@ -20,8 +20,7 @@ import {
   verifyHmac,
   WebhookRejection,
 } from '../../webhooks';
-import { getAutomationByListener, type AutomationRecord } from '../../store/automations';
-import { getLatestPublishedVersion } from '../../store/automation-versions';
+import { ListenerCache, type Listener } from '../../domain/listener-cache';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../temporal/runs';
 import { AdmissionRefusal, DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
@@ -58,6 +57,7 @@ function sourceAddress(ctx: Context, trustProxy: boolean): string {
 export function createWebhookRouter(deps: AppDeps): Router {
   const router = new Router();
   const verifiers = new VerifierCache(deps.config.allowInsecureJwks);
+  const listeners = new ListenerCache(deps.db, deps.secretBox);
   const log = deps.logger.child({ component: 'webhooks' });
 
   const admissionLimits = deps.config.webhookAdmission;
@@ -85,7 +85,8 @@ export function createWebhookRouter(deps: AppDeps): Router {
     let status = 200;
     try {
       // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
-      const automation = LISTENER_ID.test(listenerId) ? await getAutomationByListener(deps.db, listenerId) : undefined;
+      const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
+      const automation = listener?.automation;
       const trigger = automation?.trigger;
       if (!automation || !automation.published || !trigger?.enabled) {
         throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
@@ -118,10 +119,10 @@ export function createWebhookRouter(deps: AppDeps): Router {
         ...(admissionLimits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(admissionLimits.minBytesPerSecond, admissionLimits.graceMs) } : {}),
       });
       const headers = checkWebhookHeaders({ ...headerInput, nowSeconds: Math.floor(Date.now() / 1000) });
-      await authenticateEvent(automation, headers, body);
+      await authenticateEvent(listener!, headers, body);
       const payload = parseWebhookJson(body);
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
-      const published = await getLatestPublishedVersion(deps.db, automation.id);
+      const published = listener!.published;
       if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       const { executionId } = await deps.runs.start(
         {
@@ -160,16 +161,13 @@ export function createWebhookRouter(deps: AppDeps): Router {
     }
   });
 
-  async function authenticateEvent(
-    automation: AutomationRecord,
-    headers: ReturnType<typeof checkWebhookHeaders>,
-    body: Buffer,
-  ): Promise<void> {
+  async function authenticateEvent(listener: Listener, headers: ReturnType<typeof checkWebhookHeaders>, body: Buffer): Promise<void> {
+    const { automation } = listener;
     if (automation.trigger.authMethod === 'HMAC') {
       const ok =
-        automation.sealedSigningSecret !== null &&
+        listener.hmacSecret !== undefined &&
         headers.signature !== undefined &&
-        verifyHmac(deps.secretBox.open(automation.sealedSigningSecret), headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
+        verifyHmac(listener.hmacSecret, headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
       if (!ok) throw new WebhookRejection(401, 'invalid webhook signature', 'signature_mismatch');
       return;
     }

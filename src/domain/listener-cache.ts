@@ -1,0 +1,106 @@
+/**
+ * The webhook receiver's view of listeners, one store read per listener behind an in-process
+ * cache. The HMAC signing secret is unsealed once, when an entry is loaded.
+ *
+ * Freshness: every change to an automation or its versions NOTIFYs its listener id (a database
+ * trigger, migration 6), and each process drops that entry when the notification arrives; the
+ * writing process also drops it itself right after its transaction commits
+ * (`listenerChanged`). A lookup that raced with a change is returned but not kept. As a hard
+ * bound when notifications are lost (the listening connection dropped), an entry is never used
+ * more than MAX_STALENESS_MS after it was read, and a reconnect clears the whole cache.
+ */
+import type { Db } from '../store/db';
+import { getListener, LISTENER_CHANGED_CHANNEL, type ListenerRecord } from '../store/listeners';
+import type { SecretBox } from '../auth/secret-box';
+
+/** Longest time a cached entry is used without a re-read, notifications or not. */
+export const MAX_STALENESS_MS = 1000;
+/** Most listeners kept (least recently used evicted); unknown ids are cached too. */
+const MAX_ENTRIES = 10_000;
+
+export interface Listener extends ListenerRecord {
+  /** The unsealed HMAC signing secret; undefined for JWT triggers or when none is set. */
+  hmacSecret: string | undefined;
+}
+
+interface Entry {
+  value: Listener | undefined;
+  loadedAt: number;
+}
+
+/** Every cache of this process, so that `listenerChanged` reaches them all. */
+const caches = new Set<ListenerCache>();
+
+/** Drops `listenerId` from every cache in this process (call after the change committed). */
+export function listenerChanged(listenerId: string): void {
+  for (const cache of caches) cache.invalidate(listenerId);
+}
+
+export class ListenerCache {
+  private readonly entries = new Map<string, Entry>();
+  /** Bumped by every invalidation: a load that started before one is not kept. */
+  private generation = 0;
+  private stopListening: (() => Promise<void>) | undefined;
+  private readonly listening: Promise<void>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly secretBox: SecretBox,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    caches.add(this);
+    this.listening = db
+      .listen(LISTENER_CHANGED_CHANNEL, (id) => this.invalidate(id), () => this.clear())
+      .then((stop) => {
+        this.stopListening = stop;
+      })
+      .catch(() => {
+        // Without notifications the cache still re-reads every MAX_STALENESS_MS.
+      });
+  }
+
+  /** The listener with this id, or undefined when there is none. */
+  async lookup(listenerId: string): Promise<Listener | undefined> {
+    const hit = this.entries.get(listenerId);
+    if (hit && this.now() - hit.loadedAt < MAX_STALENESS_MS) return hit.value;
+    const generation = this.generation;
+    const loadedAt = this.now();
+    const record = await getListener(this.db, listenerId);
+    const value = record ? { ...record, hmacSecret: this.unseal(record) } : undefined;
+    if (generation === this.generation) {
+      this.entries.delete(listenerId);
+      this.entries.set(listenerId, { value, loadedAt });
+      if (this.entries.size > MAX_ENTRIES) {
+        const oldest = this.entries.keys().next();
+        if (!oldest.done) this.entries.delete(oldest.value);
+      }
+    }
+    return value;
+  }
+
+  invalidate(listenerId: string): void {
+    this.generation++;
+    this.entries.delete(listenerId);
+  }
+
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  /** Resolves once the LISTEN is in place (or failed); for tests. */
+  ready(): Promise<void> {
+    return this.listening;
+  }
+
+  async close(): Promise<void> {
+    caches.delete(this);
+    await this.listening;
+    await this.stopListening?.();
+  }
+
+  private unseal(record: ListenerRecord): string | undefined {
+    const sealed = record.automation.sealedSigningSecret;
+    return record.automation.trigger.authMethod === 'HMAC' && sealed !== null ? this.secretBox.open(sealed) : undefined;
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The receiver's listener cache: one store read per listener, dropped at once in the writing
+ * process, and across processes through PostgreSQL LISTEN/NOTIFY. The cross-process part runs a
+ * second real process (test/fixtures/listener-cache-process.ts) on the same schema and prints
+ * the staleness it measured (the README states the bound; no timing is asserted here).
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import readline from 'node:readline';
+import { DATABASES, openTestDb } from '../helpers/databases';
+import { openDb, type Db } from '../../src/store/db';
+import { insertAutomation, setPublished } from '../../src/store/automations';
+import { recordPublishedVersion } from '../../src/store/automation-versions';
+import { SecretBox } from '../../src/auth/secret-box';
+import { ListenerCache, listenerChanged } from '../../src/domain/listener-cache';
+
+const REPO_ROOT = path.resolve(__dirname, '../..');
+const key = randomBytes(32);
+const box = new SecretBox(key);
+
+async function createListener(db: Db, secret: string): Promise<{ id: string; listenerId: string }> {
+  const id = `aut_${randomBytes(6).toString('hex')}`;
+  const listenerId = randomBytes(12).toString('base64url');
+  await insertAutomation(db, {
+    id,
+    displayName: 'cache test',
+    description: '',
+    trigger: { authMethod: 'HMAC', jwksUrl: '', allowedCidrs: [], enabled: true },
+    listenerId,
+    steps: [],
+    sealedSigningSecret: box.seal(secret),
+  });
+  const record = await setPublished(db, id, true);
+  await recordPublishedVersion(db, id, record!.version, { displayName: 'cache test', steps: [] });
+  return { id, listenerId };
+}
+
+/** Polls `condition` until it holds (fails after 30 s, naming what it waited for). */
+async function poll(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function counting(db: Db): { db: Db; reads(): number } {
+  let reads = 0;
+  const counted = Object.assign(Object.create(db) as Db, {
+    query: (sql: string, params?: unknown[]) => {
+      reads++;
+      return db.query(sql, params);
+    },
+  });
+  return { db: counted, reads: () => reads };
+}
+
+for (const target of DATABASES) {
+  describe(`listener cache (${target.name})`, () => {
+    let db: Db;
+    beforeAll(async () => {
+      db = await openTestDb(target);
+    });
+    afterAll(async () => {
+      await db.close();
+    });
+
+    it('reads the store once per listener, unseals once, and drops the entry when this process changes it', async () => {
+      const { id, listenerId } = await createListener(db, 'first-secret');
+      const { db: counted, reads } = counting(db);
+      const cache = new ListenerCache(counted, box);
+      await cache.ready();
+      try {
+        const first = await cache.lookup(listenerId);
+        expect(first?.hmacSecret).toBe('first-secret');
+        expect(first?.published?.version).toBe(first?.automation.version);
+        const before = reads();
+        for (let i = 0; i < 20; i++) expect((await cache.lookup(listenerId))?.hmacSecret).toBe('first-secret');
+        expect(reads()).toBe(before);
+
+        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('second-secret'), id]);
+        listenerChanged(listenerId); // what the domain does after its transaction commits
+        expect((await cache.lookup(listenerId))?.hmacSecret).toBe('second-secret');
+
+        // unpublish through SQL only: the NOTIFY from the trigger drops the entry
+        await setPublished(db, id, false);
+        await poll(async () => (await cache.lookup(listenerId))?.automation.published === false, 'the unpublish to reach the cache');
+        expect(await cache.lookup('no-such-listener')).toBeUndefined();
+      } finally {
+        await cache.close();
+      }
+    });
+
+    if (target.name !== 'postgres') return;
+
+    it('drops the entry in another process through LISTEN/NOTIFY', async () => {
+      // The second process needs the schema by name: make one it can open.
+      const schema = `t_${randomBytes(6).toString('hex')}`;
+      const shared = await openDb({ databaseUrl: target.url, schema });
+      const child = spawn(process.execPath, [path.join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'), 'test/fixtures/listener-cache-process.ts', target.url!, schema, key.toString('base64url')], {
+        cwd: REPO_ROOT,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const lines: Array<Record<string, unknown>> = [];
+      readline.createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+      const ask = async (listenerId: string): Promise<Record<string, unknown>> => {
+        const answers = lines.filter((l) => 'lookup' in l).length;
+        child.stdin.write(`lookup ${listenerId}\n`);
+        await poll(() => lines.filter((l) => 'lookup' in l).length > answers, 'an answer from the second process');
+        return lines.filter((l) => 'lookup' in l).at(-1)!;
+      };
+      try {
+        await poll(() => lines.some((l) => l.ready === true), 'the second process to listen');
+        const { id, listenerId } = await createListener(shared, 'old-secret');
+        expect((await ask(listenerId)).lookup).toBe('old-secret');
+        const reads = (await ask(listenerId)).reads;
+        expect((await ask(listenerId)).reads).toBe(reads); // served from its cache
+
+        const staleness: number[] = [];
+        for (let round = 0; round < 5; round++) {
+          const secret = `rotated-${round}`;
+          const seen = lines.filter((l) => l.invalidated === listenerId).length;
+          const committedAt = Date.now();
+          await shared.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal(secret), id]);
+          await poll(() => lines.filter((l) => l.invalidated === listenerId).length > seen, 'the NOTIFY to reach the second process');
+          staleness.push((lines.filter((l) => l.invalidated === listenerId).at(-1)!.at as number) - committedAt);
+          expect((await ask(listenerId)).lookup).toBe(secret);
+        }
+        await shared.query(`UPDATE automations SET trigger = jsonb_set(trigger, '{enabled}', 'false') WHERE id = $1`, [id]);
+        await poll(async () => (await ask(listenerId)).enabled === false, 'the disable to reach the second process');
+        console.log(`listener cache: cross-process staleness (commit → invalidation) ms: ${staleness.join(', ')}`);
+      } finally {
+        child.stdin.end();
+        await new Promise((resolve) => child.once('exit', resolve));
+        await shared.exec(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
+        await shared.close();
+      }
+    });
+  });
+}
