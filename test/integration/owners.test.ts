@@ -2,7 +2,7 @@ import { DATABASES } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerFor, callerWith, createApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
-import { AppError } from '../../src/http/errors';
+import { DomainError, NotFoundError } from '../../src/domain/errors';
 
 for (const target of DATABASES) {
   describe(`entitlement owners (${target.name})`, () => {
@@ -152,20 +152,23 @@ for (const target of DATABASES) {
         expect(await deleteEntitlementOwner(service.deps.db, ref)).toBe(false);
       });
 
-      it('throws AppError 404 and 400', async () => {
-        const statusOf = async (ref: Parameters<typeof createEntitlementOwner>[1]) => {
+      it('throws domain errors: not found (naming the id) and invalid argument', async () => {
+        const kindOf = async (ref: Parameters<typeof createEntitlementOwner>[1]) => {
           try {
             await createEntitlementOwner(service.deps.db, ref);
-            return 200;
+            return 'ok';
           } catch (err) {
-            expect(err).toBeInstanceOf(AppError);
-            return (err as AppError).status;
+            expect(err).toBeInstanceOf(DomainError);
+            return (err as DomainError).kind;
           }
         };
-        expect(await statusOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe(404);
-        expect(await statusOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe(400);
-        expect(await statusOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe(400);
-        expect(await statusOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe(400);
+        expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('not_found');
+        const missing = await createEntitlementOwner(service.deps.db, { userId: 'nobody', roleSlug: 'owner', appId, entitlementId }).catch((err: unknown) => err);
+        expect(missing).toBeInstanceOf(NotFoundError);
+        expect([(missing as NotFoundError).resource, (missing as NotFoundError).id]).toEqual(['user', 'nobody']);
+        expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('invalid_argument');
+        expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('invalid_argument');
+        expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('invalid_argument');
       });
     });
   });
