@@ -8,7 +8,8 @@
  *   api ×2, worker ×2: `node dist/src/main.js api|worker` (compiled JS, prebuilt workflow bundle)
  *   nginx: the single entry in front of both APIs, appending X-Forwarded-For (TRUST_PROXY=1)
  *
- * Ctrl-C stops every process it started. Logs: one file per process in .data/prod/logs/.
+ * Ctrl-C stops every process it started; a process that dies is restarted. Logs: one file per
+ * process in .data/prod/logs/.
  * PostgreSQL: DATABASE_URL (a superuser URL of the server to use) or else the apt cluster CI uses.
  * Also importable: the drills (test/drills/) start the same stack with `startProdStack()` and kill
  * its processes one by one.
@@ -122,6 +123,10 @@ export class StackProcess {
     return this.child?.pid;
   }
 
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
   start(): void {
     const out = fs.openSync(this.logFile, 'a');
     fs.writeSync(out, `\n---- ${new Date().toISOString()} start ${this.name}\n`);
@@ -169,6 +174,8 @@ export interface ProdStack {
   /** Waits until a process answers again after a (re)start. */
   waitReady(name: string): Promise<void>;
   restart(name: string): Promise<void>;
+  /** Starts the four Temporal processes again (after the drills stopped them). */
+  startTemporal(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -181,6 +188,23 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A free port below 32768: Temporal stores membership ports in a PostgreSQL smallint, so the
+ * kernel's ephemeral range (above 32768) cannot be used for them.
+ */
+export async function freeLowPort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port between 20000 and 32000');
 }
 
 export async function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
@@ -196,10 +220,11 @@ export async function isListening(port: number, host = '127.0.0.1'): Promise<boo
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false>): Promise<T> {
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false>, proc?: StackProcess): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
+    if (proc && !proc.running) throw new Error(`${proc.name} exited while starting; its log: ${proc.logFile}`);
     try {
       const value = await probe();
       if (value !== undefined && value !== false) return value;
@@ -342,8 +367,15 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
 
   const processes = new Map<string, StackProcess>();
   let stopping = false;
+  // A process that dies is started again a second later, as a process supervisor (or compose's
+  // `restart: unless-stopped`) would; the drills rely on it after their SIGKILLs.
   const onUnexpectedExit = (name: string, code: number | null, signal: string | null): void => {
-    if (!stopping) log(`${name} exited (${signal ?? `code ${code}`}); its log: ${path.join(logDir, `${name}.log`)}`);
+    if (stopping) return;
+    log(`${name} exited (${signal ?? `code ${code}`}); restarting it in 1 s; its log: ${path.join(logDir, `${name}.log`)}`);
+    setTimeout(() => {
+      const proc = processes.get(name);
+      if (!stopping && proc && !proc.running) proc.start();
+    }, 1000).unref();
   };
   const add = (name: string, command: string, args: string[], childEnv: Record<string, string>): StackProcess => {
     const base: Record<string, string> = { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/tmp' };
@@ -359,14 +391,14 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   };
   for (const service of TEMPORAL_SERVICES) {
     if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await freePort());
-    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await freePort());
+    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await freeLowPort());
   }
   const temporalEnv = temporalEnvironment({ pgHost, pgPort, password: passwords.temporal, ports: temporalPorts, logLevel: env.TEMPORAL_LOG_LEVEL });
   for (const service of TEMPORAL_SERVICES) {
     add(
       `temporal-${service}`,
       bins['temporal-server'],
-      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', 'start', '--service', service],
+      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service', service],
       temporalEnv,
     );
   }
@@ -437,17 +469,21 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
     return res.ok;
   };
+  const proc = (name: string): StackProcess => processes.get(name)!;
   const readiness: Record<string, () => Promise<void>> = {
-    'temporal-frontend': () => until('temporal frontend', 120_000, () => isListening(temporalPort)).then(() => undefined),
-    'temporal-ui': () => until('Temporal Web UI', 60_000, () => isListening(uiPort)).then(() => undefined),
-    nginx: () => until('nginx', 30_000, () => httpOk(`${entryUrl}/health`)).then(() => undefined),
+    'temporal-frontend': () => until('temporal frontend', 120_000, () => isListening(temporalPort), proc('temporal-frontend')).then(() => undefined),
+    'temporal-ui': () => until('Temporal Web UI', 60_000, () => isListening(uiPort), proc('temporal-ui')).then(() => undefined),
+    nginx: () => until('nginx', 30_000, () => httpOk(`${entryUrl}/health`), proc('nginx')).then(() => undefined),
   };
   for (const service of ['history', 'matching', 'worker'] as const) {
     readiness[`temporal-${service}`] = () =>
-      until(`temporal ${service}`, 120_000, () => isListening(Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`]))).then(() => undefined);
+      // The internal worker serves no gRPC: it is up when its membership (ringpop) port answers.
+      until(`temporal ${service}`, 120_000, () => isListening(Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`])), proc(`temporal-${service}`)).then(
+        () => undefined,
+      );
   }
   apiPorts.forEach((port, i) => {
-    readiness[`api-${i + 1}`] = () => until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`)).then(() => undefined);
+    readiness[`api-${i + 1}`] = () => until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
   });
   for (const i of [1, 2]) {
     readiness[`worker-${i}`] = async () => {
@@ -456,9 +492,18 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
       await until(`worker-${i}`, 120_000, async () => {
         const runs = proc.logText().split('---- ');
         return runs.length >= before && (runs.at(-1) ?? '').includes('worker running');
-      });
+      }, proc);
     };
   }
+
+  // The frontend first: it writes the cluster metadata (e.g. a new frontend address) that the
+  // others would otherwise race to update at the same moment.
+  const startTemporal = async (): Promise<void> => {
+    proc('temporal-frontend').start();
+    await readiness['temporal-frontend']!();
+    for (const service of ['history', 'matching', 'worker']) proc(`temporal-${service}`).start();
+    await Promise.all(['history', 'matching', 'worker'].map((service) => readiness[`temporal-${service}`]!()));
+  };
 
   const stack: ProdStack = {
     bootstrapCreated,
@@ -469,6 +514,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     logDir,
     processes,
     waitReady: (name) => readiness[name]!(),
+    startTemporal,
     async restart(name) {
       const proc = processes.get(name)!;
       await proc.kill('SIGTERM');
@@ -489,8 +535,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   process.once('exit', killAll);
 
   try {
-    for (const service of TEMPORAL_SERVICES) processes.get(`temporal-${service}`)!.start();
-    await Promise.all(TEMPORAL_SERVICES.map((service) => readiness[`temporal-${service}`]!()));
+    await startTemporal();
     const report = await until('the default namespace', 120_000, async () => {
       const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 2000 });
       try {

@@ -79,11 +79,11 @@ describe('the Temporal server', () => {
     for (const service of TEMPORAL_SERVICES) {
       const s = compose.services[`temporal-${service}`]!;
       expect(s.command).toEqual([service]);
-      expect(s.entrypoint?.join(' ')).toMatch(/temporal-server --root \/etc\/temporal --config config --env production start --service \$\$0/);
+      expect(s.entrypoint?.join(' ')).toMatch(/temporal-server --root \/etc\/temporal --config config --env production --allow-no-auth start --service \$\$0/);
       expect(s.volumes).toContain('./deploy/temporal:/etc/temporal/config:ro');
     }
     expect(fs.existsSync(path.join(root, 'deploy/temporal/production.yaml'))).toBe(true);
-    expect(read('scripts/stack-prod.ts')).toMatch(/'--config', 'deploy\/temporal', '--env', 'production', 'start', '--service'/);
+    expect(read('scripts/stack-prod.ts')).toMatch(/'--config', 'deploy\/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service'/);
   });
 
   it('the config reads every variable both sides set, and both set the same persistence variables', () => {
