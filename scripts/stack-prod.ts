@@ -21,6 +21,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { ensureNamespace } from '../src/temporal/setup';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -485,15 +486,22 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   apiPorts.forEach((port, i) => {
     readiness[`api-${i + 1}`] = () => until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
   });
+  // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.
+  let pollerConnection: Connection | undefined;
+  const pollers = async (): Promise<string[]> => {
+    pollerConnection ??= await Connection.connect({ address: temporalAddress, connectTimeout: 2000 });
+    const described = await pollerConnection.workflowService.describeTaskQueue({
+      namespace: 'default',
+      taskQueue: { name: 'automations', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return (described.pollers ?? []).map((p) => p.identity ?? '');
+  };
   for (const i of [1, 2]) {
-    readiness[`worker-${i}`] = async () => {
-      const proc = processes.get(`worker-${i}`)!;
-      const before = proc.logText().split('---- ').length;
-      await until(`worker-${i}`, 120_000, async () => {
-        const runs = proc.logText().split('---- ');
-        return runs.length >= before && (runs.at(-1) ?? '').includes('worker running');
-      }, proc);
-    };
+    readiness[`worker-${i}`] = () =>
+      until(`worker-${i}`, 180_000, async () => (await pollers()).some((identity) => identity.startsWith(`${proc(`worker-${i}`).pid}@`)), proc(`worker-${i}`)).then(
+        () => undefined,
+      );
   }
 
   // The frontend first: it writes the cluster metadata (e.g. a new frontend address) that the
@@ -523,6 +531,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     },
     async stop() {
       stopping = true;
+      await pollerConnection?.close().catch(() => undefined);
       const order = ['nginx', 'api-1', 'api-2', 'worker-1', 'worker-2', 'temporal-ui', 'temporal-frontend', 'temporal-matching', 'temporal-history', 'temporal-worker'];
       for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
         await Promise.all(group.map((name) => processes.get(name)?.kill('SIGTERM')));
