@@ -1,6 +1,7 @@
 /**
  * Drills on the production shape (`npm run stack:prod`: Temporal as four processes on PostgreSQL,
  * two APIs behind nginx, two workers, compiled JavaScript), on a PostgreSQL of the drill's own:
+ *   0. The Web UI server answers on loopback, read-only, with the codec endpoint <entry>/codec.
  *   1. X-Forwarded-For through the real nginx: a forged leftmost entry does not pass a CIDR check.
  *   2. A rotation, an unpublish and a trigger disable made through API 1 are in force on API 2:
  *      the bound is measured (max over 50 tries) and printed.
@@ -140,6 +141,16 @@ afterAll(async () => {
   pg?.destroy();
   if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
 }, 120_000);
+
+describe('the Temporal Web UI server', () => {
+  it('serves the UI on loopback, read-only, decoding payloads through <entry>/codec', async () => {
+    expect(new URL(stack.uiUrl).hostname).toBe('127.0.0.1');
+    expect((await fetch(stack.uiUrl)).status).toBe(200);
+    const settings = (await (await fetch(`${stack.uiUrl}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string }; DisableWriteActions?: boolean };
+    expect(settings.Codec?.Endpoint).toBe(`${stack.entryUrl}/codec`);
+    expect(settings.DisableWriteActions).toBe(true);
+  });
+});
 
 describe('X-Forwarded-For through the real nginx (TRUST_PROXY=1)', () => {
   it('a forged leftmost entry naming an allowed address gets 403; a real allowed source gets 200', async () => {
