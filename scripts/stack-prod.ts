@@ -260,10 +260,17 @@ function localClusterAdminUrl(log: (line: string) => void): string {
 
 /** Roles and databases (made once), passwords set on every start; true per database made now. */
 async function prepareDatabases(adminUrl: string, passwords: { temporal: string; app: string }): Promise<Record<string, boolean>> {
-  const admin = new PgClient({ connectionString: adminUrl });
-  await until('PostgreSQL', 60_000, async () => {
-    await admin.connect();
-    return true;
+  // A pg client cannot connect twice: a new one per attempt while the server comes up.
+  const admin = await until('PostgreSQL', 60_000, async () => {
+    const client = new PgClient({ connectionString: adminUrl });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      return client;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
   });
   const created: Record<string, boolean> = {};
   try {
