@@ -1,16 +1,18 @@
 # One image for both roles (see docker-compose.yml): `api` and `worker`.
-# Stage 1 installs everything and prebuilds the workflow bundle; stage 2 carries production
-# dependencies, the sources (run with tsx) and the bundle, and runs as the unprivileged `node` user.
+# Stage 1 installs everything, compiles TypeScript to dist/ (npm run build) and prebuilds the
+# workflow bundle; stage 2 carries production dependencies and dist/ only, runs compiled JavaScript
+# with node (no tsx, no TypeScript sources) as the unprivileged `node` user.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY scripts ./scripts
-RUN npx tsx scripts/bundle-workflows.ts dist/workflow-bundle.js \
+RUN npm run build \
+ && npx tsx scripts/bundle-workflows.ts dist/workflow-bundle.js \
  && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
@@ -20,15 +22,11 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
-COPY --chown=node:node package.json tsconfig.json ./
-COPY --chown=node:node src ./src
-COPY --chown=node:node workflows ./workflows
-COPY --chown=node:node activities ./activities
-COPY --chown=node:node scripts ./scripts
-RUN mkdir -p /app/.data && chown node:node /app/.data
+COPY --chown=node:node package.json ./
+RUN mkdir -p /app/.data && chown node:node /app/.data && chmod 0700 /app/.data
 USER node
 EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node_modules/.bin/tsx", "src/main.ts"]
+ENTRYPOINT ["node", "dist/src/main.js"]
 CMD ["api"]

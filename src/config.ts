@@ -36,7 +36,14 @@ export interface Config {
   bootstrap: { clientId: string; clientSecret: string } | undefined;
   /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
   secretKey: string | undefined;
-  trustProxy: boolean;
+  /**
+   * TRUST_PROXY: how many proxies in front of the API append to X-Forwarded-For. 0 = the socket's
+   * address is the source; N = the N-th entry from the right (the one the outermost trusted proxy
+   * appended). Entries to its left are written by the client and never trusted.
+   */
+  trustProxy: number;
+  /** Settings that were accepted but deserve a warning in the log at start-up. */
+  warnings: string[];
   allowInsecureJwks: boolean;
   accessTokenTtlSeconds: number;
   logLevel: string;
@@ -107,6 +114,20 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name} must be true or false`);
 }
 
+/** TRUST_PROXY as a hop count; `true` (the old boolean) means one proxy, with a warning. */
+function proxyHops(env: NodeJS.ProcessEnv, warnings: string[]): number {
+  const raw = (env.TRUST_PROXY ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'false' || raw === 'no') return 0;
+  if (raw === 'true' || raw === 'yes') {
+    warnings.push('TRUST_PROXY=true is read as TRUST_PROXY=1 (one proxy in front appends X-Forwarded-For); set the number of proxies explicitly');
+    return 1;
+  }
+  if (!/^\d+$/.test(raw) || Number(raw) > 10) {
+    throw new ConfigError('TRUST_PROXY must be the number of proxies in front of the API (0 to 10), or false');
+  }
+  return Number(raw);
+}
+
 function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name]?.trim();
   return raw ? raw : undefined;
@@ -135,6 +156,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (adminToken !== undefined && adminToken.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
     throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`);
   }
+  const warnings: string[] = [];
+  const trustProxy = proxyHops(env, warnings);
   return {
     port,
     host: optional(env, 'HOST') ?? '0.0.0.0',
@@ -167,7 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
     secretKey: optional(env, 'SECRET_KEY'),
-    trustProxy: flag(env, 'TRUST_PROXY'),
+    trustProxy,
+    warnings,
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',

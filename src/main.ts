@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const role = parseRole(process.argv[2]);
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
+  for (const warning of config.warnings) logger.warn(warning);
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     shutdownSignals: [],

@@ -4,8 +4,17 @@ import type { AppDeps } from './context';
 import { AppError, errorMiddleware } from './errors';
 import { ROUTERS } from './routes';
 
+/**
+ * Koa's proxy settings for TRUST_PROXY = `hops`: with `maxIpsCount` Koa keeps only the last `hops`
+ * X-Forwarded-For entries, so `ctx.ip` is the N-th from the right (the address the outermost trusted
+ * proxy saw), never an entry the client wrote. 0 = the socket's address.
+ */
+export function proxyOptions(hops: number): { proxy: boolean; maxIpsCount: number } {
+  return { proxy: hops > 0, maxIpsCount: hops };
+}
+
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa({ proxy: deps.config.trustProxy });
+  const app = new Koa(proxyOptions(deps.config.trustProxy));
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     try {

@@ -50,8 +50,8 @@ class VerifierCache {
   }
 }
 
-function sourceAddress(ctx: Context, trustProxy: boolean): string {
-  return (trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+function sourceAddress(ctx: Context, proxyHops: number): string {
+  return (proxyHops > 0 ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
 }
 
 export function createWebhookRouter(deps: AppDeps): Router {

@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+/**
+ * The production shape's Go programs, built once with `go install` into .temporal/ and reused
+ * (nothing is rebuilt when the binary is present):
+ *   .temporal/bin/temporal-server      go.temporal.io/server/cmd/server@v1.29.1
+ *   .temporal/bin/temporal-sql-tool    go.temporal.io/server/cmd/tools/sql@v1.29.1
+ *   .temporal/bin/temporal-ui-server   github.com/temporalio/ui-server/v2/cmd/server@v2.55.0
+ *   .temporal/temporal-server-v1.29.1/schema/postgresql/v12/{temporal,visibility}  (from the module)
+ * Both servers' main packages are called `server`, so each is installed into its own GOBIN and
+ * renamed. v1.29.1 is the newest server that builds with Go 1.26.8; ui-server v2.55.0 is the newest
+ * UI server whose go.mod asks for no newer Go (v2.56+ wants 1.26.9 or later).
+ * Usage: `node scripts/prod-binaries.js` (CI and `npm run stack:prod` call it).
+ */
+'use strict';
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const DIR = path.join(ROOT, '.temporal');
+const BIN = path.join(DIR, 'bin');
+const TEMPORAL_VERSION = 'v1.29.1';
+const UI_VERSION = 'v2.55.0';
+
+const PROGRAMS = [
+  { name: 'temporal-server', pkg: `go.temporal.io/server/cmd/server@${TEMPORAL_VERSION}` },
+  { name: 'temporal-sql-tool', pkg: `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_VERSION}` },
+  { name: 'temporal-ui-server', pkg: `github.com/temporalio/ui-server/v2/cmd/server@${UI_VERSION}` },
+];
+
+const SCHEMA_DIR = path.join(DIR, `temporal-server-${TEMPORAL_VERSION}`, 'schema', 'postgresql', 'v12');
+
+function goEnv(name) {
+  return execFileSync('go', ['env', name], { encoding: 'utf8' }).trim();
+}
+
+function haveGo() {
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds what is missing; returns the paths of the three programs and of the PostgreSQL schemas. */
+function ensureProdBinaries(log = (line) => console.log(line)) {
+  const paths = Object.fromEntries(PROGRAMS.map((p) => [p.name, path.join(BIN, p.name)]));
+  const missing = PROGRAMS.filter((p) => !fs.existsSync(paths[p.name]));
+  const schemaMissing = !fs.existsSync(path.join(SCHEMA_DIR, 'visibility', 'versioned'));
+  if ((missing.length > 0 || schemaMissing) && !haveGo()) {
+    throw new Error(
+      `missing ${[...missing.map((p) => p.name), ...(schemaMissing ? ['the PostgreSQL schemas'] : [])].join(', ')} and no Go toolchain: ` +
+        'install Go 1.26 (https://go.dev/dl/) and run `node scripts/prod-binaries.js`',
+    );
+  }
+  fs.mkdirSync(BIN, { recursive: true });
+  for (const program of missing) {
+    const gobin = path.join(DIR, `build-${program.name}`);
+    fs.rmSync(gobin, { recursive: true, force: true });
+    fs.mkdirSync(gobin, { recursive: true });
+    log(`building ${program.name}: go install ${program.pkg} (the first build takes a few minutes)`);
+    const started = Date.now();
+    execFileSync('go', ['install', program.pkg], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, GOBIN: gobin, GOTOOLCHAIN: 'local', GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
+    });
+    const built = fs.readdirSync(gobin);
+    if (built.length !== 1) throw new Error(`go install ${program.pkg} left ${built.length} files in ${gobin}`);
+    fs.renameSync(path.join(gobin, built[0]), paths[program.name]);
+    fs.rmSync(gobin, { recursive: true, force: true });
+    log(`built ${program.name} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }
+  if (schemaMissing) {
+    execFileSync('go', ['mod', 'download', `go.temporal.io/server@${TEMPORAL_VERSION}`], { stdio: 'inherit', cwd: DIR });
+    const moduleDir = path.join(goEnv('GOMODCACHE'), `go.temporal.io/server@${TEMPORAL_VERSION}`);
+    fs.mkdirSync(path.dirname(SCHEMA_DIR), { recursive: true });
+    fs.cpSync(path.join(moduleDir, 'schema', 'postgresql', 'v12'), SCHEMA_DIR, { recursive: true });
+    // The module cache is read-only; the copy need not be.
+    execFileSync('chmod', ['-R', 'u+w', path.dirname(SCHEMA_DIR)]);
+    log(`PostgreSQL schemas of the Temporal server ${TEMPORAL_VERSION}: ${SCHEMA_DIR}`);
+  }
+  return { ...paths, schemaDir: SCHEMA_DIR };
+}
+
+module.exports = { ensureProdBinaries, TEMPORAL_VERSION, UI_VERSION, SCHEMA_DIR, BIN };
+
+if (require.main === module) {
+  try {
+    const result = ensureProdBinaries();
+    for (const [name, file] of Object.entries(result)) console.log(`${name}: ${file}`);
+  } catch (err) {
+    console.error(err.message);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,616 @@
+/**
+ * `npm run stack:prod`: the production shape on one machine, without Docker, in the foreground.
+ *
+ *   PostgreSQL ─┬─ temporal, temporal_visibility (role temporal; schemas by temporal-sql-tool)
+ *               └─ app (role app; the service's store)
+ *   Temporal server 1.29.1: frontend, history, matching, worker — four processes, deploy/temporal/
+ *   Temporal Web UI server (read-only, loopback, codec endpoint = <entry>/codec)
+ *   api ×2, worker ×2: `node dist/src/main.js api|worker` (compiled JS, prebuilt workflow bundle)
+ *   nginx: the single entry in front of both APIs, appending X-Forwarded-For (TRUST_PROXY=1)
+ *
+ * Ctrl-C stops every process it started; a process that dies is restarted. Logs: one file per
+ * process in .data/prod/logs/.
+ * PostgreSQL: DATABASE_URL (a superuser URL of the server to use) or else the apt cluster CI uses.
+ * Also importable: the drills (test/drills/) start the same stack with `startProdStack()` and kill
+ * its processes one by one.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Client as PgClient } from 'pg';
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { ensureNamespace } from '../src/temporal/setup';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureProdBinaries } = require('./prod-binaries.js') as {
+  ensureProdBinaries: (log: (line: string) => void) => {
+    'temporal-server': string;
+    'temporal-sql-tool': string;
+    'temporal-ui-server': string;
+    schemaDir: string;
+  };
+};
+
+const ROOT = path.resolve(__dirname, '..');
+export const TEMPORAL_SERVICES = ['frontend', 'history', 'matching', 'worker'] as const;
+export type TemporalService = (typeof TEMPORAL_SERVICES)[number];
+/** The three databases and two roles, shared with docker-compose.yml (test/unit/prod-shape.test.ts). */
+export const DATABASES = { temporal: 'temporal', visibility: 'temporal_visibility', app: 'app' } as const;
+export const ROLES = { temporal: 'temporal', app: 'app' } as const;
+
+/** Variables of the caller's environment handed to the API and worker processes as they are. */
+export const PASSED_THROUGH = ['BOOTSTRAP_CLIENT_ID', 'BOOTSTRAP_CLIENT_SECRET', 'ALLOW_INSECURE_JWKS', 'LOG_LEVEL', 'ACCESS_TOKEN_TTL_SECONDS', 'WEBHOOK_MAX_IN_FLIGHT'];
+
+/** Environment of each Temporal server process (read by deploy/temporal/production.yaml). */
+export function temporalEnvironment(p: { pgHost: string; pgPort: string; password: string; ports: Record<string, string>; logLevel?: string | undefined }): Record<string, string> {
+  return {
+    ...p.ports,
+    POSTGRES_HOST: p.pgHost,
+    POSTGRES_PORT: p.pgPort,
+    TEMPORAL_DB: DATABASES.temporal,
+    TEMPORAL_VISIBILITY_DB: DATABASES.visibility,
+    TEMPORAL_DB_USER: ROLES.temporal,
+    TEMPORAL_DB_PASSWORD: p.password,
+    TEMPORAL_BIND_IP: '127.0.0.1',
+    TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
+    TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(ROOT, 'deploy/temporal/dynamicconfig/production.yaml'),
+    TEMPORAL_LOG_LEVEL: p.logLevel ?? 'warn',
+  };
+}
+
+/** Environment of the Web UI server (read by deploy/temporal-ui/docker.yaml): read-only, loopback, codec. */
+export function uiEnvironment(p: { temporalAddress: string; uiPort: number; uiUrl: string; entryUrl: string }): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: p.temporalAddress,
+    TEMPORAL_UI_HOST: '127.0.0.1',
+    TEMPORAL_UI_PORT: String(p.uiPort),
+    TEMPORAL_UI_PUBLIC_URL: p.uiUrl,
+    TEMPORAL_DISABLE_WRITE_ACTIONS: 'true',
+    TEMPORAL_CSRF_COOKIE_INSECURE: 'true',
+    TEMPORAL_CODEC_ENDPOINT: `${p.entryUrl}/codec`,
+  };
+}
+
+/** Environment of an API or worker process (compiled JS: `node dist/src/main.js <role>`). */
+export function appEnvironment(
+  role: 'api' | 'worker',
+  p: { databaseUrl: string; temporalAddress: string; secretKey: string; entryUrl: string; dataDir: string; port?: number; passThrough?: Record<string, string> },
+): Record<string, string> {
+  const common = {
+    NODE_ENV: 'production',
+    DATABASE_URL: p.databaseUrl,
+    TEMPORAL_ADDRESS: p.temporalAddress,
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_TASK_QUEUE: 'automations',
+    SECRET_KEY: p.secretKey,
+    DATA_DIR: p.dataDir,
+    ...p.passThrough,
+  };
+  if (role === 'worker') return { ...common, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
+  // One proxy (nginx) in front: the source address is the X-Forwarded-For entry it appended.
+  return { ...common, PORT: String(p.port ?? 8080), HOST: '127.0.0.1', BASE_URL: p.entryUrl, TRUST_PROXY: '1' };
+}
+
+export interface StackOptions {
+  /** Superuser URL of the PostgreSQL server; unset = the local apt cluster. */
+  adminUrl?: string;
+  /** Entry (nginx) port; 0 = a free port. */
+  port?: number;
+  temporalPort?: number;
+  uiPort?: number;
+  stateDir?: string;
+  env?: Record<string, string | undefined>;
+  log?: (line: string) => void;
+}
+
+export class StackProcess {
+  child: ChildProcess | undefined;
+  exited: Promise<void> = Promise.resolve();
+  private expectedExit = false;
+
+  constructor(
+    readonly name: string,
+    readonly command: string,
+    readonly args: string[],
+    readonly env: Record<string, string>,
+    readonly logFile: string,
+    private readonly onUnexpectedExit: (name: string, code: number | null, signal: string | null) => void,
+  ) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  start(): void {
+    const out = fs.openSync(this.logFile, 'a');
+    fs.writeSync(out, `\n---- ${new Date().toISOString()} start ${this.name}\n`);
+    this.expectedExit = false;
+    const child = spawn(this.command, this.args, { cwd: ROOT, env: this.env, stdio: ['ignore', out, out] });
+    fs.closeSync(out);
+    this.child = child;
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        if (!this.expectedExit) this.onUnexpectedExit(this.name, code, signal);
+        resolve();
+      }),
+    );
+  }
+
+  /** Sends a signal; SIGKILL is the crash the drills make. */
+  async kill(signal: NodeJS.Signals = 'SIGTERM', expected = true): Promise<void> {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.expectedExit = expected;
+    this.child.kill(signal);
+    const timer = setTimeout(() => this.child?.kill('SIGKILL'), 15_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** Lines of the log file (for readiness markers such as "worker running"). */
+  logText(): string {
+    try {
+      return fs.readFileSync(this.logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  }
+}
+
+export interface ProdStack {
+  /** The super_admin client made on the first start of a new store (to print once), if any. */
+  bootstrapCreated: { clientId: string; clientSecret: string } | undefined;
+  entryUrl: string;
+  uiUrl: string;
+  temporalAddress: string;
+  appDatabaseUrl: string;
+  logDir: string;
+  processes: Map<string, StackProcess>;
+  /** Waits until a process answers again after a (re)start. */
+  waitReady(name: string): Promise<void>;
+  restart(name: string): Promise<void>;
+  /** Starts the four Temporal processes again (after the drills stopped them). */
+  startTemporal(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A free port below 32768: Temporal stores membership ports in a PostgreSQL smallint, so the
+ * kernel's ephemeral range (above 32768) cannot be used for them.
+ */
+export async function freeLowPort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error('no free port between 20000 and 32000');
+}
+
+export async function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false>, proc?: StackProcess): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (proc && !proc.running) throw new Error(`${proc.name} exited while starting; its log: ${proc.logFile}`);
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    await sleep(250);
+  }
+  throw new Error(`${what} not ready within ${Math.round(timeoutMs / 1000)} s${lastError ? `: ${(lastError as Error).message}` : ''}`);
+}
+
+/** The apt cluster (as in .ci/run): started if needed, `postgres` given the password `postgres`. */
+function localClusterAdminUrl(log: (line: string) => void): string {
+  const versions = fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)) : [];
+  const version = versions.at(-1);
+  if (!version) throw new Error('PostgreSQL is not installed: apt-get install postgresql, or set DATABASE_URL to a superuser URL');
+  const clusters = execFileSync('pg_lsclusters', ['-h'], { encoding: 'utf8' });
+  if (!clusters.split('\n').some((line) => line.startsWith(`${version} main `))) {
+    execFileSync('pg_createcluster', [version, 'main'], { stdio: 'ignore' });
+  }
+  const line = execFileSync('pg_lsclusters', ['-h'], { encoding: 'utf8' })
+    .split('\n')
+    .find((l) => l.startsWith(`${version} main `))!;
+  const port = Number(line.split(/\s+/)[2]);
+  if (!line.includes('online')) {
+    log(`starting the PostgreSQL ${version} cluster on port ${port}`);
+    execFileSync('pg_ctlcluster', [version, 'main', 'start'], { stdio: 'ignore' });
+  }
+  execFileSync('su', ['postgres', '-c', `psql -p ${port} -qc "ALTER USER postgres PASSWORD 'postgres'"`], { stdio: 'ignore' });
+  return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+}
+
+/** Roles and databases (made once), passwords set on every start; true per database made now. */
+async function prepareDatabases(adminUrl: string, passwords: { temporal: string; app: string }): Promise<Record<string, boolean>> {
+  // A pg client cannot connect twice: a new one per attempt while the server comes up.
+  const admin = await until('PostgreSQL', 60_000, async () => {
+    const client = new PgClient({ connectionString: adminUrl });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      return client;
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+  });
+  const created: Record<string, boolean> = {};
+  try {
+    for (const [role, password] of [
+      [ROLES.temporal, passwords.temporal],
+      [ROLES.app, passwords.app],
+    ] as const) {
+      const exists = await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+      const literal = (await admin.query('SELECT quote_literal($1) AS q', [password])).rows[0].q as string;
+      await admin.query(`${exists.rowCount ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN PASSWORD ${literal}`);
+    }
+    for (const [db, owner] of [
+      [DATABASES.temporal, ROLES.temporal],
+      [DATABASES.visibility, ROLES.temporal],
+      [DATABASES.app, ROLES.app],
+    ] as const) {
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db]);
+      created[db] = !exists.rowCount;
+      if (!exists.rowCount) await admin.query(`CREATE DATABASE ${db} OWNER ${owner}`);
+    }
+  } finally {
+    await admin.end();
+  }
+  return created;
+}
+
+function readOrCreate(file: string, make: () => string): string {
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const value = make();
+  fs.writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  return value;
+}
+
+/** `${NAME}` placeholders from `vars`, as the nginx image's envsubst does; `$name` is left alone. */
+export function renderTemplate(template: string, vars: Record<string, string>): string {
+  return template.replace(/\$\{(\w+)\}/g, (match, name: string) => vars[name] ?? match);
+}
+
+/** The dist/ build (tsc) and the workflow bundle, redone only when a source file is newer. */
+function ensureBuild(log: (line: string) => void): void {
+  const marker = path.join(ROOT, 'dist', 'workflow-bundle.js');
+  const newest = (dir: string): number => {
+    let latest = 0;
+    for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true, recursive: true })) {
+      if (entry.isFile()) latest = Math.max(latest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+    }
+    return latest;
+  };
+  const sources = Math.max(newest('src'), newest('workflows'), newest('activities'), fs.statSync(path.join(ROOT, 'package-lock.json')).mtimeMs);
+  if (fs.existsSync(marker) && fs.existsSync(path.join(ROOT, 'dist/src/main.js')) && fs.statSync(marker).mtimeMs > sources) return;
+  log('building dist/ (npm run build) and the workflow bundle (npm run bundle)');
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync('npm', ['run', '--silent', 'bundle'], { cwd: ROOT, stdio: 'inherit' });
+}
+
+export async function startProdStack(options: StackOptions = {}): Promise<ProdStack> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const env = options.env ?? process.env;
+  const stateDir = path.resolve(options.stateDir ?? path.join(ROOT, '.data', 'prod'));
+  const logDir = path.join(stateDir, 'logs');
+  fs.mkdirSync(logDir, { recursive: true, mode: 0o700 });
+
+  const bins = ensureProdBinaries(log);
+  ensureBuild(log);
+
+  const adminUrl = options.adminUrl ?? localClusterAdminUrl(log);
+  const pg = new URL(adminUrl);
+  const pgHost = pg.hostname;
+  const pgPort = pg.port || '5432';
+  const passwords = { temporal: randomBytes(18).toString('base64url'), app: randomBytes(18).toString('base64url') };
+  const created = await prepareDatabases(adminUrl, passwords);
+  const dbUrl = (role: string, password: string, db: string): string =>
+    `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
+
+  // Schemas exactly as an operator makes them with temporal-sql-tool (the script compose runs too).
+  log('Temporal schemas: temporal-sql-tool setup-schema -v 0.0, update-schema -d …/versioned');
+  const schemaLog = fs.openSync(path.join(logDir, 'schema.log'), 'a');
+  execFileSync('sh', [path.join(ROOT, 'deploy/temporal/setup-schema.sh')], {
+    stdio: ['ignore', schemaLog, schemaLog],
+    env: {
+      PATH: env.PATH ?? '/usr/bin:/bin',
+      SQL_TOOL: bins['temporal-sql-tool'],
+      SCHEMA_DIR: bins.schemaDir,
+      POSTGRES_HOST: pgHost,
+      POSTGRES_PORT: pgPort,
+      TEMPORAL_DB_USER: ROLES.temporal,
+      SQL_PASSWORD: passwords.temporal,
+      TEMPORAL_DB: DATABASES.temporal,
+      TEMPORAL_VISIBILITY_DB: DATABASES.visibility,
+    },
+  });
+  fs.closeSync(schemaLog);
+
+  const secretKey = env.SECRET_KEY || readOrCreate(path.join(stateDir, 'secret.key'), () => randomBytes(32).toString('hex'));
+  const entryPort = options.port || (await freePort());
+  const temporalPort = options.temporalPort || (await freePort());
+  const uiPort = options.uiPort || (await freePort());
+  const entryUrl = `http://127.0.0.1:${entryPort}`;
+  const uiUrl = `http://127.0.0.1:${uiPort}`;
+  const temporalAddress = `127.0.0.1:${temporalPort}`;
+  const appDatabaseUrl = dbUrl(ROLES.app, passwords.app, DATABASES.app);
+
+  const processes = new Map<string, StackProcess>();
+  let stopping = false;
+  // A process that dies is started again a second later, as a process supervisor (or compose's
+  // `restart: unless-stopped`) would; the drills rely on it after their SIGKILLs.
+  const onUnexpectedExit = (name: string, code: number | null, signal: string | null): void => {
+    if (stopping) return;
+    log(`${name} exited (${signal ?? `code ${code}`}); restarting it in 1 s; its log: ${path.join(logDir, `${name}.log`)}`);
+    setTimeout(() => {
+      const proc = processes.get(name);
+      if (!stopping && proc && !proc.running) proc.start();
+    }, 1000).unref();
+  };
+  const add = (name: string, command: string, args: string[], childEnv: Record<string, string>): StackProcess => {
+    const base: Record<string, string> = { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/tmp' };
+    const proc = new StackProcess(name, command, args, { ...base, ...childEnv }, path.join(logDir, `${name}.log`), onUnexpectedExit);
+    processes.set(name, proc);
+    return proc;
+  };
+
+  // Temporal: one process per service, every port chosen here.
+  const temporalPorts: Record<string, string> = {
+    TEMPORAL_FRONTEND_PORT: String(temporalPort),
+    TEMPORAL_FRONTEND_HTTP_PORT: String(await freePort()),
+  };
+  for (const service of TEMPORAL_SERVICES) {
+    if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await freePort());
+    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await freeLowPort());
+  }
+  const temporalEnv = temporalEnvironment({ pgHost, pgPort, password: passwords.temporal, ports: temporalPorts, logLevel: env.TEMPORAL_LOG_LEVEL });
+  for (const service of TEMPORAL_SERVICES) {
+    add(
+      `temporal-${service}`,
+      bins['temporal-server'],
+      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service', service],
+      temporalEnv,
+    );
+  }
+
+  add(
+    'temporal-ui',
+    bins['temporal-ui-server'],
+    ['--root', path.join(ROOT, 'deploy'), '--config', 'temporal-ui', '--env', 'docker', 'start'],
+    uiEnvironment({ temporalAddress, uiPort, uiUrl, entryUrl }),
+  );
+
+  // The first start of a new store makes the bootstrap super_admin client here, so its secret is
+  // shown once on the terminal and never lands in a log file; later starts keep the stored client.
+  let bootstrapCreated: { clientId: string; clientSecret: string } | undefined;
+  if (created[DATABASES.app] && !env.BOOTSTRAP_CLIENT_ID) {
+    bootstrapCreated = { clientId: 'bootstrap-admin', clientSecret: randomBytes(32).toString('base64url') };
+  }
+  const passThrough: Record<string, string> = {};
+  for (const name of PASSED_THROUGH) if (env[name]) passThrough[name] = env[name]!;
+  if (bootstrapCreated) {
+    passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
+    passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
+  }
+  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, entryUrl, passThrough };
+  const apiPorts = [await freePort(), await freePort()];
+  apiPorts.forEach((port, i) =>
+    add(`api-${i + 1}`, process.execPath, ['dist/src/main.js', 'api'], appEnvironment('api', { ...shared, port, dataDir: path.join(stateDir, `api-${i + 1}`) })),
+  );
+  for (const i of [1, 2]) {
+    add(`worker-${i}`, process.execPath, ['dist/src/main.js', 'worker'], appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }));
+  }
+
+  // nginx: the rendered template inside a main configuration of its own (no system nginx needed).
+  const nginxDir = path.join(stateDir, 'nginx');
+  fs.mkdirSync(path.join(nginxDir, 'temp'), { recursive: true });
+  if (process.getuid?.() === 0) {
+    const nobody = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
+    fs.chownSync(path.join(nginxDir, 'temp'), nobody, -1);
+  }
+  const site = renderTemplate(fs.readFileSync(path.join(ROOT, 'deploy/nginx/api.conf.template'), 'utf8'), {
+    API_SERVERS: apiPorts.map((port) => `server 127.0.0.1:${port} max_fails=1 fail_timeout=2s;`).join('\n    '),
+    LISTEN_PORT: `127.0.0.1:${entryPort}`,
+  });
+  fs.writeFileSync(path.join(nginxDir, 'api.conf'), site);
+  const temp = path.join(nginxDir, 'temp');
+  fs.writeFileSync(
+    path.join(nginxDir, 'nginx.conf'),
+    [
+      'daemon off;',
+      'worker_processes 1;',
+      `pid ${path.join(nginxDir, 'nginx.pid')};`,
+      `error_log ${path.join(logDir, 'nginx-error.log')} warn;`,
+      'events { worker_connections 4096; }',
+      'http {',
+      `  access_log ${path.join(logDir, 'nginx-access.log')};`,
+      `  client_body_temp_path ${temp}/body; proxy_temp_path ${temp}/proxy; fastcgi_temp_path ${temp}/fastcgi;`,
+      `  uwsgi_temp_path ${temp}/uwsgi; scgi_temp_path ${temp}/scgi;`,
+      `  include ${path.join(nginxDir, 'api.conf')};`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  const nginxBin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) => fs.existsSync(p));
+  if (!nginxBin) throw new Error('nginx is not installed: apt-get install nginx');
+  add('nginx', nginxBin, ['-e', path.join(logDir, 'nginx-error.log'), '-p', nginxDir, '-c', path.join(nginxDir, 'nginx.conf')], {});
+
+  const httpOk = async (url: string): Promise<boolean> => {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return res.ok;
+  };
+  const proc = (name: string): StackProcess => processes.get(name)!;
+  const readiness: Record<string, () => Promise<void>> = {
+    'temporal-frontend': () => until('temporal frontend', 120_000, () => isListening(temporalPort), proc('temporal-frontend')).then(() => undefined),
+    'temporal-ui': () => until('Temporal Web UI', 60_000, () => isListening(uiPort), proc('temporal-ui')).then(() => undefined),
+    nginx: () => until('nginx', 30_000, () => httpOk(`${entryUrl}/health`), proc('nginx')).then(() => undefined),
+  };
+  for (const service of ['history', 'matching', 'worker'] as const) {
+    readiness[`temporal-${service}`] = () =>
+      // The internal worker serves no gRPC: it is up when its membership (ringpop) port answers.
+      until(`temporal ${service}`, 120_000, () => isListening(Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`])), proc(`temporal-${service}`)).then(
+        () => undefined,
+      );
+  }
+  apiPorts.forEach((port, i) => {
+    readiness[`api-${i + 1}`] = () => until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
+  });
+  // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.
+  let pollerConnection: Connection | undefined;
+  const pollers = async (): Promise<string[]> => {
+    pollerConnection ??= await Connection.connect({ address: temporalAddress, connectTimeout: 2000 });
+    const described = await pollerConnection.workflowService.describeTaskQueue({
+      namespace: 'default',
+      taskQueue: { name: 'automations', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return (described.pollers ?? []).map((p) => p.identity ?? '');
+  };
+  for (const i of [1, 2]) {
+    readiness[`worker-${i}`] = () =>
+      until(`worker-${i}`, 180_000, async () => (await pollers()).some((identity) => identity.startsWith(`${proc(`worker-${i}`).pid}@`)), proc(`worker-${i}`)).then(
+        () => undefined,
+      );
+  }
+
+  // The frontend first: it writes the cluster metadata (e.g. a new frontend address) that the
+  // others would otherwise race to update at the same moment.
+  const startTemporal = async (): Promise<void> => {
+    proc('temporal-frontend').start();
+    await readiness['temporal-frontend']!();
+    for (const service of ['history', 'matching', 'worker']) proc(`temporal-${service}`).start();
+    await Promise.all(['history', 'matching', 'worker'].map((service) => readiness[`temporal-${service}`]!()));
+  };
+
+  const stack: ProdStack = {
+    bootstrapCreated,
+    entryUrl,
+    uiUrl,
+    temporalAddress,
+    appDatabaseUrl,
+    logDir,
+    processes,
+    waitReady: (name) => readiness[name]!(),
+    startTemporal,
+    async restart(name) {
+      const proc = processes.get(name)!;
+      await proc.kill('SIGTERM');
+      proc.start();
+      await readiness[name]!();
+    },
+    async stop() {
+      stopping = true;
+      await pollerConnection?.close().catch(() => undefined);
+      const order = ['nginx', 'api-1', 'api-2', 'worker-1', 'worker-2', 'temporal-ui', 'temporal-frontend', 'temporal-matching', 'temporal-history', 'temporal-worker'];
+      for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
+        await Promise.all(group.map((name) => processes.get(name)?.kill('SIGTERM')));
+      }
+    },
+  };
+  const killAll = (): void => {
+    for (const proc of processes.values()) proc.child?.kill('SIGKILL');
+  };
+  process.once('exit', killAll);
+
+  try {
+    await startTemporal();
+    const report = await until('the default namespace', 120_000, async () => {
+      const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 2000 });
+      try {
+        return await ensureNamespace(connection, 'default');
+      } finally {
+        await connection.close();
+      }
+    });
+    log(`Temporal namespace default: retention 7 days${report.createdNamespace ? ' (created)' : ''}; search attributes ready`);
+    processes.get('temporal-ui')!.start();
+    // API 1 first: it migrates the store and makes the bootstrap client; then the others.
+    processes.get('api-1')!.start();
+    await readiness['api-1']!();
+    for (const name of ['api-2', 'worker-1', 'worker-2']) processes.get(name)!.start();
+    await Promise.all(['api-2', 'worker-1', 'worker-2', 'temporal-ui'].map((name) => readiness[name]!()));
+    processes.get('nginx')!.start();
+    await readiness.nginx!();
+  } catch (err) {
+    const failed = [...processes.values()].filter((p) => p.child && p.child.exitCode !== null).map((p) => p.name);
+    await stack.stop().catch(() => undefined);
+    throw new Error(`${(err as Error).message}${failed.length ? ` (exited: ${failed.join(', ')}; logs in ${logDir})` : ` (logs in ${logDir})`}`);
+  }
+  return stack;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const port = process.env.PORT ? Number(process.env.PORT) : 8080;
+  const stack = await startProdStack({
+    ...(process.env.DATABASE_URL ? { adminUrl: process.env.DATABASE_URL } : {}),
+    port,
+    temporalPort: process.env.TEMPORAL_PORT ? Number(process.env.TEMPORAL_PORT) : 7233,
+    uiPort: process.env.TEMPORAL_UI_PORT ? Number(process.env.TEMPORAL_UI_PORT) : 8233,
+  });
+  const bootstrap = stack.bootstrapCreated;
+  console.log(`
+Production stack up in ${Math.round((Date.now() - started) / 1000)} s (Ctrl-C stops every process)
+  entry (nginx → api-1, api-2):  ${stack.entryUrl}
+  Temporal frontend:             ${stack.temporalAddress}
+  Temporal Web UI (read-only):   ${stack.uiUrl}
+  logs:                          ${stack.logDir}
+${bootstrap ? `  a super_admin API client was created; its secret is shown only now:\n    client_id ${bootstrap.clientId}\n    client_secret ${bootstrap.clientSecret}\n` : ''}`);
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log('stopping…');
+    stack.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(`stack:prod failed: ${(err as Error).message}`);
+    process.exit(1);
+  });
+}

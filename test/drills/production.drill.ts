@@ -1,0 +1,433 @@
+/**
+ * Drills on the production shape (`npm run stack:prod`: Temporal as four processes on PostgreSQL,
+ * two APIs behind nginx, two workers, compiled JavaScript), on a PostgreSQL of the drill's own:
+ *   0. The Web UI server answers on loopback, read-only, with the codec endpoint <entry>/codec.
+ *   1. X-Forwarded-For through the real nginx: a forged leftmost entry does not pass a CIDR check.
+ *   2. A rotation, an unpublish and a trigger disable made through API 1 are in force on API 2:
+ *      the bound is measured (max over 50 tries) and printed.
+ *   3. PostgreSQL stopped and started under load: 503 with Retry-After while it is down, never 500;
+ *      the APIs recover without being restarted.
+ *   4. 2,000 signed deliveries (20 % repeats, 32 at once) through nginx while a worker, an API and
+ *      the Temporal history process are SIGKILLed (and restarted by the stack's supervisor) and the
+ *      whole Temporal server is down for 20 s. Every answer is 200, 409, 429, 503 or a refused
+ *      connection; after resending every unacknowledged event (until 200 or 409), every event has
+ *      exactly one COMPLETED run and exactly one ownership row.
+ * Figures go to the console and to test-artifacts/drills.json (the README quotes them).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Pool } from 'pg';
+import { Client, Connection } from '@temporalio/client';
+import { signHmac } from '../../src/webhooks';
+import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
+import { postOnce, type PostOutcome } from '../helpers/raw-http';
+import { OwnPostgres } from './postgres';
+
+const TOTAL = 2000;
+const REPEAT_EVERY = 5;
+const CONCURRENCY = 32;
+const TEMPORAL_DOWN_MS = 20_000;
+const ATTEMPT_TIMEOUT_MS = 90_000;
+const PROPAGATION_TRIES = 50;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const figures: Record<string, unknown> = {};
+
+let pg: OwnPostgres;
+let stack: ProdStack;
+let stateDir: string;
+let entryPort: number;
+let token: string;
+let appPool: Pool;
+let temporalConnection: Connection;
+let temporal: Client;
+let target: { userId: string; appId: string; entitlementId: string };
+const clientId = `drill-${randomBytes(4).toString('hex')}`;
+const clientSecret = randomBytes(32).toString('base64url');
+
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
+
+async function call(method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(`http://127.0.0.1:${port}${pathname}`, {
+    method,
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200) throw new Error(`${method} ${pathname}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+interface Listener {
+  id: string;
+  listenerId: string;
+  path: string;
+  secret: string;
+}
+
+async function createAutomation(name: string, allowedCidrs?: string[]): Promise<Listener> {
+  const created = await call('POST', '/api/v1/automations', {
+    displayName: name,
+    trigger: { incomingWebhook: { authMethod: 'HMAC', ...(allowedCidrs ? { allowedCidrs } : {}) } },
+    steps: [
+      {
+        id: 'own',
+        createEntitlementOwner: { userId: `'${target.userId}'`, roleSlug: 'ctx.trigger.role', appId: `'${target.appId}'`, entitlementId: `'${target.entitlementId}'` },
+      },
+    ],
+  });
+  await call('POST', `/api/v1/automations/${created.automation.id}/publish`, {});
+  return {
+    id: created.automation.id,
+    listenerId: created.automation.trigger.incomingWebhook.listenerId,
+    path: new URL(created.automation.trigger.incomingWebhook.url).pathname,
+    secret: created.signingSecret,
+  };
+}
+
+function signed(secret: string, eventId: string, body: string, extra: Record<string, string> = {}): Record<string, string> {
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  return {
+    'Content-Type': 'application/json',
+    'Webhook-Timestamp': timestamp,
+    'Webhook-Event-Id': eventId,
+    'Webhook-Signature': signHmac(secret, timestamp, eventId, body),
+    ...extra,
+  };
+}
+
+function send(listener: Listener, eventId: string, body: string, port = entryPort, extra: Record<string, string> = {}): Promise<PostOutcome> {
+  return postOnce(port, listener.path, signed(listener.secret, eventId, body, extra), body, ATTEMPT_TIMEOUT_MS);
+}
+
+const statusOf = (o: PostOutcome): number | string => (o.kind === 'response' ? o.status : o.code);
+
+beforeAll(async () => {
+  pg = await OwnPostgres.create();
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-stack-'));
+  const started = Date.now();
+  stack = await startProdStack({
+    adminUrl: pg.adminUrl,
+    stateDir,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, BOOTSTRAP_CLIENT_ID: clientId, BOOTSTRAP_CLIENT_SECRET: clientSecret, LOG_LEVEL: 'warn' },
+    log: (line) => console.log(`[stack] ${line}`),
+  });
+  figures.stackStartSeconds = Math.round((Date.now() - started) / 1000);
+  entryPort = portOf(stack.entryUrl);
+  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+  const res = await fetch(`${stack.entryUrl}/auth/v1/token`, { method: 'POST', body: form });
+  token = ((await res.json()) as { access_token: string }).access_token;
+  const user = (await call('POST', '/api/v1/users', { displayName: 'drill robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' })).user;
+  const app = (await call('POST', '/api/v1/apps', { displayName: 'Drill app' })).app;
+  const entitlement = (await call('POST', `/api/v1/apps/${app.id}/entitlements`, { displayName: 'Owner', slug: 'owner' })).appEntitlement;
+  target = { userId: user.id, appId: app.id, entitlementId: entitlement.id };
+  appPool = new Pool({ connectionString: new URL('/app', pg.adminUrl).toString(), max: 2 });
+  appPool.on('error', () => undefined);
+  temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+  temporal = new Client({ connection: temporalConnection, namespace: 'default' });
+}, 30 * 60_000);
+
+afterAll(async () => {
+  fs.mkdirSync('test-artifacts', { recursive: true });
+  fs.writeFileSync('test-artifacts/drills.json', `${JSON.stringify(figures, null, 2)}\n`);
+  console.log(`drill figures: ${JSON.stringify(figures)}`);
+  await temporalConnection?.close().catch(() => undefined);
+  await appPool?.end().catch(() => undefined);
+  await stack?.stop().catch(() => undefined);
+  pg?.destroy();
+  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+}, 120_000);
+
+describe('the Temporal Web UI server', () => {
+  it('serves the UI on loopback, read-only, decoding payloads through <entry>/codec', async () => {
+    expect(new URL(stack.uiUrl).hostname).toBe('127.0.0.1');
+    expect((await fetch(stack.uiUrl)).status).toBe(200);
+    const settings = (await (await fetch(`${stack.uiUrl}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string }; DisableWriteActions?: boolean };
+    expect(settings.Codec?.Endpoint).toBe(`${stack.entryUrl}/codec`);
+    expect(settings.DisableWriteActions).toBe(true);
+  });
+});
+
+describe('X-Forwarded-For through the real nginx (TRUST_PROXY=1)', () => {
+  it('a forged leftmost entry naming an allowed address gets 403; a real allowed source gets 200', async () => {
+    const elsewhere = await createAutomation('only 203.0.113.0/24', ['203.0.113.0/24']);
+    const loopback = await createAutomation('only loopback', ['127.0.0.1/32']);
+    const forged = await send(elsewhere, randomUUID(), JSON.stringify({ role: 'xff-forged' }), entryPort, { 'X-Forwarded-For': '203.0.113.7' });
+    expect(statusOf(forged)).toBe(403);
+    const plain = await send(elsewhere, randomUUID(), JSON.stringify({ role: 'xff-plain' }));
+    expect(statusOf(plain)).toBe(403);
+    // The client really is 127.0.0.1; whatever it writes at the left does not matter.
+    const real = await send(loopback, randomUUID(), JSON.stringify({ role: 'xff-real' }), entryPort, { 'X-Forwarded-For': '203.0.113.7' });
+    expect(statusOf(real)).toBe(200);
+  });
+});
+
+describe('changes made through API 1 are in force on API 2', () => {
+  it(`rotation, unpublish and trigger disable: bound measured over ${PROPAGATION_TRIES} tries each`, async () => {
+    const api1 = portOf(`http://127.0.0.1:${stack.processes.get('api-1')!.env.PORT}`);
+    const api2 = portOf(`http://127.0.0.1:${stack.processes.get('api-2')!.env.PORT}`);
+    const listener = await createAutomation('propagation');
+    const measure = async (change: () => Promise<void>, inForce: () => Promise<boolean>): Promise<{ ms: number; polls: number }> => {
+      await change();
+      const t0 = process.hrtime.bigint();
+      let polls = 0;
+      for (;;) {
+        polls += 1;
+        if (await inForce()) return { ms: Number(process.hrtime.bigint() - t0) / 1e6, polls };
+        if (polls > 10_000) throw new Error('change never reached API 2');
+      }
+    };
+    const results: Record<string, Array<{ ms: number; polls: number }>> = { rotation: [], unpublish: [], disable: [] };
+    for (let i = 0; i < PROPAGATION_TRIES; i += 1) {
+      results.rotation!.push(
+        await measure(
+          async () => {
+            listener.secret = (await call('POST', `/api/v1/automations/${listener.id}/trigger/rotate-secret`, {}, api1)).signingSecret;
+          },
+          async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `rot-${i}` }), api2)) === 200,
+        ),
+      );
+      results.unpublish!.push(
+        await measure(
+          async () => void (await call('POST', `/api/v1/automations/${listener.id}/unpublish`, {}, api1)),
+          async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `unpub-${i}` }), api2)) === 404,
+        ),
+      );
+      await call('POST', `/api/v1/automations/${listener.id}/publish`, {}, api1);
+      results.disable!.push(
+        await measure(
+          async () =>
+            void (await call('POST', `/api/v1/automations/${listener.id}`, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } }, updateMask: 'trigger' }, api1)),
+          async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `dis-${i}` }), api2)) === 404,
+        ),
+      );
+      await call('POST', `/api/v1/automations/${listener.id}`, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: true } } }, updateMask: 'trigger' }, api1);
+    }
+    const summary = Object.fromEntries(
+      Object.entries(results).map(([name, list]) => [name, { maxMs: Math.round(Math.max(...list.map((r) => r.ms))), maxPolls: Math.max(...list.map((r) => r.polls)) }]),
+    );
+    figures.propagation = summary;
+    console.log(`propagation API 1 → API 2: ${JSON.stringify(summary)}`);
+    // No cache between the store and the receiver: the first request to API 2 already sees it.
+    for (const list of Object.values(results)) expect(list).toHaveLength(PROPAGATION_TRIES);
+    for (const entry of Object.values(summary)) expect(entry.maxPolls).toBe(1);
+  });
+});
+
+describe('PostgreSQL restarted under load', () => {
+  it('503 with Retry-After while it is down (never 500), and the APIs recover without a restart', async () => {
+    const listener = await createAutomation('postgres restart');
+    const pids = [stack.processes.get('api-1')!.pid, stack.processes.get('api-2')!.pid];
+    const answers: Array<{ phase: string; status: number | string; retryAfter?: string }> = [];
+    let phase = 'before';
+    let running = true;
+    const load = async (): Promise<void> => {
+      while (running) {
+        const now = phase;
+        const outcome = Math.random() < 0.5
+          ? await send(listener, randomUUID(), JSON.stringify({ role: `pg-${randomBytes(4).toString('hex')}` }))
+          : await fetch(`${stack.entryUrl}/api/v1/automations/${listener.id}`, { headers: { Authorization: `Bearer ${token}` } }).then(
+              async (r): Promise<PostOutcome> => ({ kind: 'response', status: r.status, headers: { 'retry-after': r.headers.get('retry-after') ?? undefined }, body: {} }),
+              (err: Error): PostOutcome => ({ kind: 'error', code: err.message }),
+            );
+        answers.push({ phase: now, status: statusOf(outcome), ...(outcome.kind === 'response' && outcome.headers['retry-after'] ? { retryAfter: String(outcome.headers['retry-after']) } : {}) });
+        await sleep(20);
+      }
+    };
+    const workers = Array.from({ length: 8 }, () => load());
+    await sleep(3000);
+    phase = 'down';
+    pg.stop();
+    await sleep(8000);
+    phase = 'restarting';
+    pg.start();
+    const restarted = Date.now();
+    phase = 'after';
+    // Recovered: 20 answers in a row (deliveries and reads) are 200 again, from the same API processes.
+    let recovered = false;
+    for (;;) {
+      const recent = answers.slice(-20);
+      if (recent.length === 20 && recent.every((a) => a.phase === 'after' && a.status === 200)) recovered = true;
+      if (recovered || Date.now() - restarted > 5 * 60_000) break;
+      await sleep(200);
+    }
+    const recoverySeconds = Math.round((Date.now() - restarted) / 1000);
+    running = false;
+    await Promise.all(workers);
+    const down = answers.filter((a) => a.phase === 'down');
+    const count = (list: typeof answers, status: number | string): number => list.filter((a) => a.status === status).length;
+    figures.postgresRestart = {
+      answers: answers.length,
+      whileDown: { total: down.length, s503: count(down, 503), s200: count(down, 200), other: down.filter((a) => a.status !== 503 && a.status !== 200).map((a) => a.status) },
+      s500: count(answers, 500),
+      recovered,
+      recoverySeconds,
+    };
+    console.log(`PostgreSQL restart: ${JSON.stringify(figures.postgresRestart)}`);
+    expect(answers.filter((a) => typeof a.status === 'number' && a.status >= 500 && a.status !== 503)).toEqual([]);
+    expect(count(down, 503)).toBeGreaterThan(0);
+    expect(down.filter((a) => a.status === 503 && !a.retryAfter)).toEqual([]);
+    expect(recovered).toBe(true);
+    expect([stack.processes.get('api-1')!.pid, stack.processes.get('api-2')!.pid]).toEqual(pids);
+  });
+});
+
+interface EventSpec {
+  eventId: string;
+  role: string;
+  body: string;
+  answers: Array<number | string>;
+}
+
+describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
+  it('every accepted event runs exactly once; every other answer is 409, 429, 503 or a refused connection', async () => {
+    const listener = await createAutomation('drill');
+    const events: EventSpec[] = [];
+    const outcomes: Array<number | string> = [];
+    const faults: string[] = [];
+    let answered = 0;
+    let next = 0;
+    const faultDone: Array<{ promise: Promise<void>; resolve: () => void }> = [0, 1, 2, 3].map(() => {
+      let resolve: () => void = () => undefined;
+      const promise = new Promise<void>((r) => (resolve = r));
+      return { promise, resolve };
+    });
+    const thresholds = [300, 700, 1100, 1500];
+
+    const sender = async (): Promise<void> => {
+      for (;;) {
+        const index = next++;
+        if (index >= TOTAL) return;
+        // Deliveries past a fault's threshold (+100) wait until that fault has been injected.
+        for (const [n, threshold] of thresholds.entries()) if (index >= threshold + 100) await faultDone[n]!.promise;
+        let event: EventSpec;
+        if (index % REPEAT_EVERY === REPEAT_EVERY - 1 && events.length > 0) {
+          event = events[Math.floor(Math.random() * events.length)]!;
+        } else {
+          const role = `d-${events.length}`;
+          event = { eventId: randomUUID(), role, body: JSON.stringify({ role }), answers: [] };
+          events.push(event);
+        }
+        const status = statusOf(await send(listener, event.eventId, event.body));
+        event.answers.push(status);
+        outcomes.push(status);
+        answered += 1;
+      }
+    };
+    const waitAnswered = async (n: number): Promise<void> => {
+      while (answered < n) await sleep(50);
+    };
+    const chaos = async (): Promise<void> => {
+      try {
+        await waitAnswered(thresholds[0]!);
+        await stack.processes.get('worker-1')!.kill('SIGKILL', false);
+        faults.push(`worker-1 SIGKILLed after ${answered} answers`);
+        faultDone[0]!.resolve();
+        await waitAnswered(thresholds[1]!);
+        await stack.processes.get('api-1')!.kill('SIGKILL', false);
+        faults.push(`api-1 SIGKILLed after ${answered} answers`);
+        faultDone[1]!.resolve();
+        await waitAnswered(thresholds[2]!);
+        await stack.processes.get('temporal-history')!.kill('SIGKILL', false);
+        faults.push(`temporal-history SIGKILLed after ${answered} answers`);
+        faultDone[2]!.resolve();
+        await waitAnswered(thresholds[3]!);
+        await Promise.all(['frontend', 'history', 'matching', 'worker'].map((s) => stack.processes.get(`temporal-${s}`)!.kill('SIGKILL', true)));
+        faults.push(`Temporal server (4 processes) SIGKILLed after ${answered} answers, down for ${TEMPORAL_DOWN_MS / 1000} s`);
+        faultDone[3]!.resolve();
+        await sleep(TEMPORAL_DOWN_MS);
+        await stack.startTemporal();
+        faults.push(`Temporal server up again after ${answered} answers`);
+      } finally {
+        for (const f of faultDone) f.resolve();
+      }
+    };
+    const started = Date.now();
+    const chaosRun = chaos();
+    await Promise.all(Array.from({ length: CONCURRENCY }, () => sender()));
+    await chaosRun;
+    const trafficSeconds = Math.round((Date.now() - started) / 1000);
+    for (const name of ['worker-1', 'api-1', 'temporal-history']) await stack.waitReady(name);
+
+    // Resend every event that was never acknowledged, as a sender would, until 200 or 409.
+    const unacknowledged = events.filter((e) => !e.answers.some((a) => a === 200 || a === 409));
+    const resendAnswers: Array<number | string> = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let i = w; i < unacknowledged.length; i += 8) {
+          const event = unacknowledged[i]!;
+          const deadline = Date.now() + 5 * 60_000;
+          for (;;) {
+            const status = statusOf(await send(listener, event.eventId, event.body));
+            resendAnswers.push(status);
+            event.answers.push(status);
+            if (status === 200 || status === 409 || Date.now() > deadline) break;
+            await sleep(1000);
+          }
+        }
+      }),
+    );
+
+    // Let the runs finish, then judge from Temporal's visibility and the ownership rows.
+    const ids = new Set(events.map((e) => `webhook:${listener.listenerId}:${e.eventId}`));
+    let runs = new Map<string, string[]>();
+    const settleDeadline = Date.now() + 10 * 60_000;
+    for (;;) {
+      runs = new Map();
+      for await (const run of temporal.workflow.list({ query: `ListenerId = "${listener.listenerId}"` })) {
+        runs.set(run.workflowId, [...(runs.get(run.workflowId) ?? []), run.status.name]);
+      }
+      const settled = [...ids].every((id) => runs.get(id)?.length === 1 && runs.get(id)![0] === 'COMPLETED');
+      if (settled || Date.now() > settleDeadline) break;
+      await sleep(3000);
+    }
+    const rows = await appPool.query<{ role_slug: string; n: string }>(
+      "SELECT role_slug, count(*) AS n FROM entitlement_owners WHERE user_id = $1 AND role_slug LIKE 'd-%' GROUP BY role_slug",
+      [target.userId],
+    );
+    const owned = new Map(rows.rows.map((r) => [r.role_slug, Number(r.n)]));
+
+    const allowed = new Set<number | string>([200, 409, 429, 503, 'ECONNREFUSED']);
+    const violations: string[] = [];
+    for (const status of [...outcomes, ...resendAnswers]) if (!allowed.has(status)) violations.push(`answer ${status}`);
+    for (const event of events) {
+      const id = `webhook:${listener.listenerId}:${event.eventId}`;
+      const oks = event.answers.filter((a) => a === 200).length;
+      if (oks > 1) violations.push(`${event.eventId}: ${oks} × 200`);
+      if (!event.answers.some((a) => a === 200 || a === 409)) violations.push(`${event.eventId}: never acknowledged`);
+      const statuses = runs.get(id) ?? [];
+      if (statuses.length !== 1 || statuses[0] !== 'COMPLETED') violations.push(`${id}: runs ${JSON.stringify(statuses)}`);
+      if (owned.get(event.role) !== 1) violations.push(`${event.role}: ${owned.get(event.role) ?? 0} ownership rows`);
+    }
+    for (const id of runs.keys()) if (!ids.has(id)) violations.push(`${id}: a run for an event never sent`);
+
+    const tally = (list: Array<number | string>): Record<string, number> => {
+      const out: Record<string, number> = {};
+      for (const s of list) out[String(s)] = (out[String(s)] ?? 0) + 1;
+      return out;
+    };
+    figures.deliveryDrill = {
+      deliveries: outcomes.length,
+      uniqueEvents: events.length,
+      repeats: outcomes.length - events.length,
+      answers: tally(outcomes),
+      resent: unacknowledged.length,
+      resendAnswers: tally(resendAnswers),
+      runs: runs.size,
+      completedRuns: [...runs.values()].filter((s) => s.length === 1 && s[0] === 'COMPLETED').length,
+      ownershipRows: [...owned.values()].reduce((a, b) => a + b, 0),
+      faults,
+      trafficSeconds,
+      violations: violations.length,
+    };
+    console.log(`delivery drill: ${JSON.stringify(figures.deliveryDrill)}`);
+    expect(violations.slice(0, 20)).toEqual([]);
+    expect(outcomes).toHaveLength(TOTAL);
+    expect(faults.filter((f) => f.includes('SIGKILLed'))).toHaveLength(4);
+    expect(runs.size).toBe(events.length);
+  });
+});

@@ -1,0 +1,198 @@
+/**
+ * docker-compose.yml and `npm run stack:prod` (scripts/stack-prod.ts) describe the same production
+ * shape: the same versions, the same Temporal server config and schema commands, the same three
+ * databases and two roles, the same namespace set-up, the same UI settings and the same app
+ * environment. A change to one without the other fails here.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { CONFIG_VARIABLES, loadConfig } from '../../src/config';
+import { RETENTION_SECONDS } from '../../src/temporal/setup';
+import {
+  DATABASES,
+  ROLES,
+  TEMPORAL_SERVICES,
+  appEnvironment,
+  renderTemplate,
+  temporalEnvironment,
+  uiEnvironment,
+} from '../../scripts/stack-prod';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const binaries = require('../../scripts/prod-binaries.js') as { TEMPORAL_VERSION: string; UI_VERSION: string };
+
+const root = path.resolve(__dirname, '../..');
+const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  entrypoint?: string[];
+  environment?: Record<string, unknown>;
+  volumes?: string[];
+  ports?: string[];
+}
+const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
+const shellEnv: Record<string, string> = {
+  SECRET_KEY: 'a'.repeat(64),
+  POSTGRES_PASSWORD: 'pg',
+  TEMPORAL_DB_PASSWORD: 'temporal-password',
+  APP_DB_PASSWORD: 'app-password',
+  BASE_URL: 'https://hooks.example.com',
+};
+function substitute(value: unknown): string {
+  return String(value).replace(/\$\{(\w+)(?::([-?])([^}]*))?\}/g, (_m, name: string, op?: string, arg?: string) => {
+    if (shellEnv[name] !== undefined) return shellEnv[name]!;
+    if (op === '-') return arg ?? '';
+    throw new Error(`${name} must be set: ${arg}`);
+  });
+}
+const envOf = (service: string): Record<string, string> =>
+  Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v)]));
+
+const scriptTemporalEnv = temporalEnvironment({ pgHost: '127.0.0.1', pgPort: '5432', password: 'x', ports: { TEMPORAL_FRONTEND_PORT: '7233' } });
+const scriptApp = {
+  databaseUrl: `postgres://${ROLES.app}:pw@127.0.0.1:5432/${DATABASES.app}`,
+  temporalAddress: '127.0.0.1:7233',
+  secretKey: 'b'.repeat(64),
+  entryUrl: 'http://127.0.0.1:8080',
+  dataDir: '/tmp/x',
+};
+
+describe('versions', () => {
+  it('the Temporal server, its schema tool and the Web UI are the versions the script builds', () => {
+    const temporal = binaries.TEMPORAL_VERSION.replace(/^v/, '');
+    for (const service of TEMPORAL_SERVICES) expect(compose.services[`temporal-${service}`]?.image).toBe(`temporalio/server:${temporal}`);
+    expect(compose.services['temporal-schema']?.image).toBe(`temporalio/admin-tools:${temporal}`);
+    expect(compose.services['temporal-ui']?.image).toBe(`temporalio/ui:${binaries.UI_VERSION.replace(/^v/, '')}`);
+  });
+
+  it('no auto-setup image (Temporal says it is for development)', () => {
+    expect(read('docker-compose.yml')).not.toMatch(/auto-setup/);
+  });
+});
+
+describe('the Temporal server', () => {
+  it('four services, each its own process from the same config file and environment name', () => {
+    for (const service of TEMPORAL_SERVICES) {
+      const s = compose.services[`temporal-${service}`]!;
+      expect(s.command).toEqual([service]);
+      expect(s.entrypoint?.join(' ')).toMatch(/temporal-server --root \/etc\/temporal --config config --env production --allow-no-auth start --service \$\$0/);
+      expect(s.volumes).toContain('./deploy/temporal:/etc/temporal/config:ro');
+    }
+    expect(fs.existsSync(path.join(root, 'deploy/temporal/production.yaml'))).toBe(true);
+    expect(read('scripts/stack-prod.ts')).toMatch(/'--config', 'deploy\/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service'/);
+  });
+
+  it('the config reads every variable both sides set, and both set the same persistence variables', () => {
+    const config = read('deploy/temporal/production.yaml');
+    const composeEnv = envOf('temporal-frontend');
+    for (const name of [...Object.keys(composeEnv), ...Object.keys(scriptTemporalEnv)]) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
+    for (const name of ['POSTGRES_HOST', 'POSTGRES_PORT', 'TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_DB_PASSWORD', 'TEMPORAL_DYNAMIC_CONFIG_FILE']) {
+      expect([name, name in composeEnv, name in scriptTemporalEnv]).toEqual([name, true, true]);
+    }
+    for (const name of ['TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_LOG_LEVEL']) expect([name, composeEnv[name]]).toEqual([name, scriptTemporalEnv[name]]);
+    expect(path.basename(composeEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!)).toBe(path.basename(scriptTemporalEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!));
+  });
+
+  it('PostgreSQL persistence and SQL visibility, no Elasticsearch', () => {
+    const config = read('deploy/temporal/production.yaml').replace(/^\s*#.*$/gm, '');
+    expect(config.match(/pluginName: postgres12/g)).toHaveLength(2);
+    expect(config).not.toMatch(/elasticsearch/i);
+  });
+
+  it('the schema job runs the same temporal-sql-tool script as the stack, on the same databases', () => {
+    const job = compose.services['temporal-schema']!;
+    expect(job.entrypoint).toEqual(['sh', '/deploy/temporal/setup-schema.sh']);
+    expect(read('scripts/stack-prod.ts')).toMatch(/deploy\/temporal\/setup-schema\.sh/);
+    const script = read('deploy/temporal/setup-schema.sh');
+    expect(script).toMatch(/setup-schema -v 0\.0/);
+    expect(script).toMatch(/update-schema -d "\$SCHEMA_DIR\/\$dir\/versioned"/);
+    const env = envOf('temporal-schema');
+    expect([env.TEMPORAL_DB, env.TEMPORAL_VISIBILITY_DB, env.TEMPORAL_DB_USER]).toEqual([DATABASES.temporal, DATABASES.visibility, ROLES.temporal]);
+    expect(env.SQL_PASSWORD).toBe(env.TEMPORAL_DB_PASSWORD);
+  });
+});
+
+describe('databases', () => {
+  it('three databases, two roles: Temporal has its own role, distinct from the app', () => {
+    expect(ROLES.temporal).not.toBe(ROLES.app);
+    const init = read('deploy/postgres/init-databases.sh');
+    expect(init).toContain(`CREATE DATABASE ${DATABASES.temporal} OWNER ${ROLES.temporal};`);
+    expect(init).toContain(`CREATE DATABASE ${DATABASES.visibility} OWNER ${ROLES.temporal};`);
+    expect(init).toContain(`CREATE DATABASE ${DATABASES.app} OWNER ${ROLES.app};`);
+    expect(compose.services.postgres?.volumes).toContain('./deploy/postgres/init-databases.sh:/docker-entrypoint-initdb.d/init-databases.sh:ro');
+    for (const name of ['api', 'worker']) {
+      const url = new URL(loadConfig(envOf(name)).databaseUrl!);
+      expect([url.username, url.pathname]).toEqual([ROLES.app, `/${DATABASES.app}`]);
+    }
+    const scriptUrl = new URL(scriptApp.databaseUrl);
+    expect([scriptUrl.username, scriptUrl.pathname]).toEqual([ROLES.app, `/${DATABASES.app}`]);
+  });
+});
+
+describe('namespace', () => {
+  it('retention 7 days, made by the same code on both sides (ensureNamespace at api/worker start, and by the script)', () => {
+    expect(RETENTION_SECONDS).toBe(7 * 24 * 3600);
+    expect(read('scripts/stack-prod.ts')).toMatch(/ensureNamespace\(connection, 'default'\)/);
+    expect(read('src/main.ts')).toMatch(/await prepareNamespace\(target, config, logger\)/);
+    expect(loadConfig(envOf('api')).temporal.namespace).toBe('default');
+  });
+});
+
+describe('the app processes', () => {
+  it.each(['api', 'worker'] as const)('%s: the same namespace, task queue, proxy trust and variables on both sides', (role) => {
+    const composeEnv = envOf(role);
+    const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
+    const names = [...Object.keys(composeEnv), ...Object.keys(scriptEnv)].filter((name) => name !== 'NODE_ENV');
+    for (const name of names) expect(CONFIG_VARIABLES as readonly string[]).toContain(name);
+    const a = loadConfig(composeEnv);
+    const b = loadConfig(scriptEnv);
+    expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([b.temporal.namespace, b.temporal.taskQueue, b.trustProxy]);
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY']) expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
+    expect(compose.services[role]?.command).toEqual([role]);
+  });
+
+  it('the APIs trust exactly the one proxy in front (nginx)', () => {
+    expect(loadConfig(envOf('api')).trustProxy).toBe(1);
+    expect(loadConfig(appEnvironment('api', scriptApp)).trustProxy).toBe(1);
+  });
+
+  it('the workers run the prebuilt workflow bundle (Dockerfile and script)', () => {
+    expect(read('Dockerfile')).toMatch(/WORKFLOW_BUNDLE=\/app\/dist\/workflow-bundle\.js/);
+    expect(appEnvironment('worker', scriptApp).WORKFLOW_BUNDLE).toMatch(/dist\/workflow-bundle\.js$/);
+    expect(read('scripts/stack-prod.ts')).toMatch(/'dist\/src\/main\.js', 'worker'/);
+  });
+});
+
+describe('nginx', () => {
+  it('one template for both: appends X-Forwarded-For in front of the API', () => {
+    const template = read('deploy/nginx/api.conf.template');
+    expect(template).toMatch(/proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;/);
+    expect(compose.services.nginx?.volumes).toContain('./deploy/nginx:/etc/nginx/templates:ro');
+    const env = envOf('nginx');
+    const rendered = renderTemplate(template, env);
+    expect(rendered).toMatch(/upstream api \{\s+server api:8080/);
+    expect(rendered).not.toMatch(/\$\{\w+\}/);
+    expect(rendered).toContain('$proxy_add_x_forwarded_for');
+    expect(compose.services.api?.ports).toBeUndefined();
+  });
+});
+
+describe('the Temporal Web UI', () => {
+  it('read-only, loopback only, payloads decoded by <entry>/codec — in compose and in the script', () => {
+    const ui = envOf('temporal-ui');
+    const script = uiEnvironment({ temporalAddress: '127.0.0.1:7233', uiPort: 8233, uiUrl: 'http://127.0.0.1:8233', entryUrl: scriptApp.entryUrl });
+    expect(ui.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+    expect(script.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+    expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`${shellEnv.BASE_URL}/codec`);
+    expect(script.TEMPORAL_CODEC_ENDPOINT).toBe(`${scriptApp.entryUrl}/codec`);
+    expect(compose.services['temporal-ui']?.ports).toEqual(['127.0.0.1:8233:8080']);
+    expect(script.TEMPORAL_UI_HOST).toBe('127.0.0.1');
+    expect(compose.services['temporal-ui']?.volumes).toContain('./deploy/temporal-ui/docker.yaml:/home/ui-server/config/docker.yaml:ro');
+    const config = read('deploy/temporal-ui/docker.yaml');
+    for (const name of [...Object.keys(ui), ...Object.keys(script)]) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * TRUST_PROXY is a hop count: the source address is the N-th X-Forwarded-For entry from the right,
+ * so an entry the client forged at the left never becomes the source.
+ */
+import Koa from 'koa';
+import request from 'supertest';
+import { ConfigError, loadConfig } from '../../src/config';
+import { proxyOptions } from '../../src/http/app';
+
+function ipApp(hops: number): ReturnType<Koa["callback"]> {
+  const app = new Koa(proxyOptions(hops));
+  app.use((ctx) => {
+    ctx.body = { ip: ctx.ip };
+  });
+  return app.callback();
+}
+
+describe('TRUST_PROXY', () => {
+  it.each([
+    [undefined, 0],
+    ['', 0],
+    ['false', 0],
+    ['0', 0],
+    ['1', 1],
+    ['2', 2],
+  ])('TRUST_PROXY=%p is %p hops, without a warning', (raw, hops) => {
+    const config = loadConfig(raw === undefined ? {} : { TRUST_PROXY: raw });
+    expect(config.trustProxy).toBe(hops);
+    expect(config.warnings).toEqual([]);
+  });
+
+  it('true means one proxy and says so in a warning', () => {
+    const config = loadConfig({ TRUST_PROXY: 'true' });
+    expect(config.trustProxy).toBe(1);
+    expect(config.warnings.join(' ')).toMatch(/TRUST_PROXY=1/);
+  });
+
+  it.each(['-1', '1.5', 'maybe', '11'])('refuses TRUST_PROXY=%p', (raw) => {
+    expect(() => loadConfig({ TRUST_PROXY: raw })).toThrow(ConfigError);
+  });
+
+  it('0: the socket address, whatever X-Forwarded-For says', async () => {
+    const res = await request(ipApp(0)).get('/').set('X-Forwarded-For', '203.0.113.7');
+    expect(res.body.ip).not.toBe('203.0.113.7');
+  });
+
+  it('1: the entry the one proxy appended (rightmost), not the forged leftmost one', async () => {
+    const res = await request(ipApp(1)).get('/').set('X-Forwarded-For', '10.0.0.1, 198.51.100.9');
+    expect(res.body.ip).toBe('198.51.100.9');
+  });
+
+  it('2: the second entry from the right', async () => {
+    const res = await request(ipApp(2)).get('/').set('X-Forwarded-For', '10.0.0.1, 198.51.100.9, 192.0.2.1');
+    expect(res.body.ip).toBe('198.51.100.9');
+  });
+});
