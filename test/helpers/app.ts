@@ -46,6 +46,10 @@ export interface TestServiceOptions {
   logger?: Logger;
   /** Dependencies to use instead of the defaults (e.g. a `tokenGuard` the test holds). */
   deps?: Partial<AppDeps>;
+  /** Bound of each /ready check (default: generous, for a loaded test machine). */
+  readinessTimeoutMs?: number;
+  /** The webhook receiver's clock (default: Date.now). */
+  clock?: () => number;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -67,6 +71,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     runs: options.runs ?? NO_TEMPORAL,
     metrics: new Metrics({ defaultMetrics: false }),
     secretBox,
+    readinessTimeoutMs: options.readinessTimeoutMs ?? 60_000,
+    ...(options.clock ? { clock: options.clock } : {}),
     ...options.deps,
   };
   const app = createApp(deps);

@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'pg';
 import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../../src/temporal/devserver';
+import { reservedPort } from '../helpers/ports';
 import { signHmac } from '../../src/webhooks';
 import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { killAllServices, sleep, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
@@ -114,7 +114,8 @@ describe('crash and restart: API and worker as separate processes', () => {
     childDbUrl.searchParams.set('options', `-c search_path=${schema}`);
 
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-'));
-    const port = await freePort();
+    // The API process is killed and started again on this port: see helpers/ports.ts.
+    const port = await reservedPort();
     const baseUrl = `http://127.0.0.1:${port}`;
     const taskQueue = uniqueTaskQueue('crash');
     const clientId = `reliability-${randomBytes(4).toString('hex')}`;

@@ -127,7 +127,7 @@ for (const target of DATABASES) {
     it('shows WAITING during a durable wait, then DONE', async () => {
       await withWorker(async (start) => {
         // An hour-long wait stays WAITING for as long as the test looks at it: no race with the timer.
-        const long = await start(await runInput([{ id: 'pause', wait: { duration: '1h' } }, { id: 'after', setVariables: { done: 'true' } }], {}));
+        const long = await start(await runInput([{ id: 'pause', wait: { duration: '3600s' } }, { id: 'after', setVariables: { done: 'true' } }], {}));
         const seen = await poll(
           () => long.query<RunState>(RUN_STATE_QUERY),
           (state) => state.steps[0]?.status === 'WAITING',

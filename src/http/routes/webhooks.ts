@@ -94,6 +94,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
         throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
       }
       ticket.enterListener(listenerId);
+      const clock = deps.clock ?? Date.now;
       const headerInput = {
         contentType: ctx.get('content-type') || undefined,
         timestamp: ctx.get('webhook-timestamp') || undefined,
@@ -107,7 +108,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
       // connection instead would reset it and could lose the answer).
       precheckWebhookHeaders({
         ...headerInput,
-        nowSeconds: Math.floor(Date.now() / 1000),
+        nowSeconds: Math.floor(clock() / 1000),
         contentLength: ctx.get('content-length') || undefined,
         transferEncoding: ctx.get('transfer-encoding') || undefined,
         maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
@@ -117,8 +118,9 @@ export function createWebhookRouter(deps: AppDeps): Router {
         timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
         ...(admissionLimits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(admissionLimits.minBytesPerSecond, admissionLimits.graceMs) } : {}),
       });
-      const headers = checkWebhookHeaders({ ...headerInput, nowSeconds: Math.floor(Date.now() / 1000) });
-      await authenticateEvent(automation, headers, body);
+      const nowSeconds = Math.floor(clock() / 1000);
+      const headers = checkWebhookHeaders({ ...headerInput, nowSeconds });
+      await authenticateEvent(automation, headers, body, nowSeconds);
       const payload = parseWebhookJson(body);
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
       const published = await getLatestPublishedVersion(deps.db, automation.id);
@@ -164,6 +166,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
     automation: AutomationRecord,
     headers: ReturnType<typeof checkWebhookHeaders>,
     body: Buffer,
+    nowSeconds: number,
   ): Promise<void> {
     if (automation.trigger.authMethod === 'HMAC') {
       const ok =
@@ -179,6 +182,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
       audience: listenerUrl(deps.config.baseUrl, automation.listenerId),
       eventId: headers.eventId,
       body,
+      nowSeconds,
     });
   }
 
