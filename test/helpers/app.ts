@@ -12,6 +12,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { PageTokens } from '../../src/domain/pagination';
 import { AccessTokens } from '../../src/auth/tokens';
+import { createClient } from '../../src/auth/clients';
 import type { Role } from '../../src/auth/roles';
 import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
 import type { Db } from '../../src/store/db';
@@ -81,7 +82,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     deps,
     server,
     baseUrl: config.baseUrl,
-    tokenFor: (...roles: Role[]) => deps.tokens.issue(`test-${roles.join('-')}`, roles),
+    // A real API client per call: tokens of deleted (or never made) clients are refused.
+    tokenFor: async (...roles: Role[]) => {
+      const { client } = await createClient(db, { displayName: `test ${roles.join(' ')}`, roles });
+      return deps.tokens.issue(client.clientId, roles);
+    },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (!options.db) await db.close();

@@ -474,10 +474,12 @@ describe('body transport attacks (raw sockets)', () => {
         },
         10_000,
       );
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Koa reports it once it sees the connection end (after the exchange): wait for the report.
+      await poll(async () => logged.length, (count) => count > 0, 60_000);
     } finally {
       consoleError.mockRestore();
     }
+    expect(logged.join('\n')).toMatch(/Parse Error/);
     const statuses = exchange.responses.map((r) => r.status);
     expect(statuses.length).toBeGreaterThan(0);
     expect(statuses.every((status) => status === 400 || status === 401)).toBe(true);
