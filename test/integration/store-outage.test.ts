@@ -26,7 +26,8 @@ for (const target of DATABASES) {
         const event = hmacEvent(created.signingSecret!, { employee_id: '2' });
         const res = await deliver(stack, path, event);
         expect([res.status, res.body.code]).toEqual([503, 14]);
-        expect(res.body).toEqual({ code: 14, message: expect.stringMatching(/unavailable/i), details: expect.any(Array) });
+        expect(Object.keys(res.body).sort()).toEqual(['code', 'details', 'message']);
+        expect(res.body.message).toMatch(/\S/);
         expect(res.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
         expect(JSON.stringify(res.body)).not.toContain(created.signingSecret!);
 
