@@ -16,7 +16,7 @@ import { createClient } from '../../src/auth/clients';
 import type { Role } from '../../src/auth/roles';
 import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
 import type { Db } from '../../src/store/db';
-import { openTestDb, type DatabaseTarget } from './databases';
+import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 
 export interface TestService {
   deps: AppDeps;
@@ -54,7 +54,7 @@ export interface TestServiceOptions {
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  const db = options.db ?? (await openTestDb(options.target ?? { name: 'pglite', url: undefined }));
+  const db = options.db ?? (await openTestDb(options.target ?? defaultTarget()));
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
