@@ -183,13 +183,16 @@ describe('executions API', () => {
   it('shows a WAITING step while the run sleeps, then the completed run', async () => {
     const target = await automationWith([
       { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id' } },
-      { id: 'pause', wait: { duration: '8s' } },
+      // Long enough for the checks made while it waits, even on a loaded machine (the RUNNING
+      // checks below would fail otherwise, never pass by chance).
+      { id: 'pause', wait: { duration: '20s' } },
       { id: 'after', setVariables: { done: 'true' } },
     ]);
     const run = await send(target);
     const waiting = await poll(
       () => execution(run.executionId),
-      (r) => r.status === 200 && r.body.execution.steps[1].status === 'WAITING',
+      // (the steps appear once the worker has loaded the run's version)
+      (r) => r.status === 200 && r.body.execution?.steps?.[1]?.status === 'WAITING',
     );
     expect(waiting.body.execution).toMatchObject({ id: run.executionId, status: 'RUNNING', closedAt: null, version: 1, error: null });
     expect(waiting.body.execution.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['pause', 'WAITING'], ['after', 'PENDING']]);
@@ -210,13 +213,14 @@ describe('executions API', () => {
     const done = await execution(run.executionId);
     expect(done.body.execution.status).toBe('COMPLETED');
     expect(done.body.execution.steps.map((s: Json) => s.status)).toEqual(['DONE', 'DONE', 'DONE']);
-    expect(done.body.execution.steps[1].output).toEqual({ duration: '8s' });
+    expect(done.body.execution.steps[1].output).toEqual({ duration: '20s' });
   });
 
   it('shows a terminated run as TERMINATED, the interrupted step saying why', async () => {
     const target = await automationWith([{ id: 'pause', wait: { duration: '3600s' } }]);
     const run = await send(target);
-    await poll(() => execution(run.executionId), (r) => r.body.execution?.steps?.[0]?.status === 'WAITING');
+    const waiting = await poll(() => execution(run.executionId), (r) => r.body.execution?.steps?.[0]?.status === 'WAITING');
+    expect(waiting.body.execution.steps[0].status).toBe('WAITING');
     await stack.client.workflow.getHandle(run.executionId).terminate('operator stopped it');
     const res = await poll(() => execution(run.executionId), (r) => r.body.execution?.status === 'TERMINATED');
     expect(res.body.execution.error).toBe('run terminated: operator stopped it');
