@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
+import { connectClient } from './helpers/temporal';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { dumpMemoryImage } from '../src/store/db';
 import { automationWorkflowsPath } from '../src/temporal/worker';
@@ -33,7 +33,7 @@ export default async function globalSetup(): Promise<void> {
   if (process.env.TEMPORAL_TEST_ADDRESS) return;
   const cliPath = await ensureTemporalCli();
   const server: DevServer = await startTestDevServer({ cliPath, namespace: 'default' });
-  const connection = await Connection.connect({ address: server.address });
+  const connection = await connectClient(server.address);
   try {
     await ensureNamespace(connection, 'default');
   } finally {

@@ -4,16 +4,16 @@
  * test about something else into a flaky 503. The runs go to the test run's Temporal server, on a
  * task queue of their own, served by a worker in this process.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { startStack, type Stack } from './stack';
 import type { TestServiceOptions } from './app';
-import { testTemporal, uniqueTaskQueue } from './temporal';
+import { connectClient, testTemporal, uniqueTaskQueue } from './temporal';
 import { startWorker } from './workers';
 
 export async function startPatientStack(startTimeoutMs = 30_000, options: TestServiceOptions = {}): Promise<Stack> {
   const temporal = await testTemporal();
-  const connection = await Connection.connect({ address: temporal.address });
+  const connection = await connectClient(temporal.address);
   const taskQueue = uniqueTaskQueue('patient');
   const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), taskQueue, startTimeoutMs);
   const stack = await startStack({ ...options, runs, worker: false });

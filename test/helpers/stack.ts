@@ -6,13 +6,13 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
 import { startTestService, type TestService, type TestServiceOptions } from './app';
-import { testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
+import { connectClient, connectNative, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {
   service: TestService;
@@ -37,7 +37,7 @@ export const PATIENT_START_TIMEOUT_MS = 60_000;
 export async function startStack(options: TestServiceOptions & { worker?: boolean } = {}): Promise<Stack> {
   const temporal = await testTemporal();
   const taskQueue = uniqueTaskQueue('stack');
-  const connection = await Connection.connect({ address: temporal.address });
+  const connection = await connectClient(temporal.address);
   const client = new Client({ connection, namespace: temporal.namespace });
   // Starts may take long on a loaded test machine: the production bound (5 s, then 503) would turn
   // a test about something else into a flaky 503. Tests about that bound pass `runs` of their own.
@@ -46,7 +46,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   let workerConnection: NativeConnection | undefined;
   let running: Promise<void> | undefined;
   if (options.worker !== false) {
-    workerConnection = await NativeConnection.connect({ address: temporal.address });
+    workerConnection = await connectNative(temporal.address);
     const bundle = testWorkflowBundle();
     worker = await createAutomationWorker({
       connection: workerConnection,

@@ -2,7 +2,8 @@ import { DATABASES } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerFor, callerWith, createApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
-import { AppError } from '../../src/http/errors';
+import { fromDomain } from '../../src/http/errors';
+import { DomainError } from '../../src/domain/errors';
 
 for (const target of DATABASES) {
   describe(`entitlement owners (${target.name})`, () => {
@@ -152,14 +153,14 @@ for (const target of DATABASES) {
         expect(await deleteEntitlementOwner(service.deps.db, ref)).toBe(false);
       });
 
-      it('throws AppError 404 and 400', async () => {
+      it('throws the domain errors the API maps to 404 and 400', async () => {
         const statusOf = async (ref: Parameters<typeof createEntitlementOwner>[1]) => {
           try {
             await createEntitlementOwner(service.deps.db, ref);
             return 200;
           } catch (err) {
-            expect(err).toBeInstanceOf(AppError);
-            return (err as AppError).status;
+            expect(err).toBeInstanceOf(DomainError);
+            return fromDomain(err as DomainError).status;
           }
         };
         expect(await statusOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe(404);

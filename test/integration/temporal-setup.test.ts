@@ -1,13 +1,13 @@
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { poll, testTemporal } from '../helpers/temporal';
+import { connectClient, poll, testTemporal } from '../helpers/temporal';
 import { ensureNamespace, RETENTION_SECONDS } from '../../src/temporal/setup';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/temporal/search-attributes';
 
 describe('namespace setup on a real Temporal server', () => {
   let connection: Connection;
   beforeAll(async () => {
-    connection = await Connection.connect({ address: (await testTemporal()).address });
+    connection = await connectClient((await testTemporal()).address);
   });
   afterAll(async () => connection.close());
 

@@ -3,14 +3,14 @@
  * The workflow code is bundled once; every test runs its own worker on its own task queue.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Db } from '../../src/store/db';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
-import { expectRunFailure, poll, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, connectNative, expectRunFailure, poll, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 
 let nativeConnection: NativeConnection;
@@ -24,8 +24,8 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
   const temporal = await testTemporal();
   namespace = temporal.namespace;
-  nativeConnection = await NativeConnection.connect({ address: temporal.address });
-  connection = await Connection.connect({ address: temporal.address });
+  nativeConnection = await connectNative(temporal.address);
+  connection = await connectClient(temporal.address);
   client = new Client({ connection, namespace });
   bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: quietLogger() });
 });
