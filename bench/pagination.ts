@@ -81,7 +81,7 @@ export async function runPaginationBench(
     const tokens = await AccessTokens.load(db, secretBox, 600);
     const pageTokens = new PageTokens(randomBytes(32));
     const api = await startApi({ db, tokens, pageTokens, secretBox }, stops);
-    const token = await tokens.issue((await createClient(db, { displayName: 'bench', roles: ['read_only'] })).client.clientId, ['read_only']);
+    const token = await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['read_only'] })).client.clientId, ['read_only']);
     const listUrl = `${api.url}/api/v1/apps/${appId}/entitlements`;
     const listing = `entitlements:app:${appId}`;
     const get = async (pageToken: string, pageSize?: number): Promise<ListBody> => {

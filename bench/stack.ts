@@ -145,7 +145,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ingressApi,
       e2eApi,
       bareKoa,
-      adminToken: await tokens.issue((await createClient(db, { displayName: 'bench', roles: ['super_admin'] })).client.clientId, ['super_admin']),
+      adminToken: await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['super_admin'] })).client.clientId, ['super_admin']),
       stopAllButStore,
       stop,
     };

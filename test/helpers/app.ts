@@ -84,7 +84,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     baseUrl: config.baseUrl,
     // A real API client per call: tokens of deleted (or never made) clients are refused.
     tokenFor: async (...roles: Role[]) => {
-      const { client } = await createClient(db, { displayName: `test ${roles.join(' ')}`, roles });
+      const { client } = await createClient(db, deps.secretBox, { displayName: `test ${roles.join(' ')}`, roles });
       return deps.tokens.issue(client.clientId, roles);
     },
     async close() {
