@@ -18,10 +18,11 @@ const CALLERS: Caller[] = ['none', 'read_only', 'admin', 'super_admin'];
 
 /**
  * Who may call a route: `public` (no token needed; every caller gets `status`), `governance-read`
- * (read_only, admin, super_admin), `governance-write` (admin, super_admin), `super` (super_admin).
+ * (read_only, admin, super_admin), `governance-write` and `approver` (admin, super_admin), `super`
+ * (super_admin).
  * `status`: the answer of an allowed caller to a request with unknown ids and an empty JSON body.
  */
-type Access = 'public' | 'governance-read' | 'governance-write' | 'super';
+type Access = 'public' | 'governance-read' | 'governance-write' | 'approver' | 'super';
 const ACCESS: Record<string, { access: Access; status: number }> = {
   'GET /health': { access: 'public', status: 200 },
   'GET /ready': { access: 'public', status: 503 },
@@ -47,6 +48,11 @@ const ACCESS: Record<string, { access: Access; status: number }> = {
   'POST /api/v1/automations/:id/trigger/rotate-secret': { access: 'super', status: 404 },
   'GET /api/v1/automations/:id/executions': { access: 'super', status: 404 },
   'GET /api/v1/automation_executions/:id': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/:id/steps/:stepId/approve': { access: 'approver', status: 503 },
+  'POST /api/v1/automation_executions/:id/steps/:stepId/reject': { access: 'approver', status: 503 },
+  'POST /api/v1/automation_executions/:id/cancel': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/:id/terminate': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/:id/rerun': { access: 'super', status: 503 },
 
   'POST /api/v1/apps': { access: 'governance-write', status: 400 },
   'GET /api/v1/apps': { access: 'governance-read', status: 200 },
@@ -69,6 +75,7 @@ const ALLOWED: Record<Access, Caller[]> = {
   public: ['none', 'read_only', 'admin', 'super_admin'],
   'governance-read': ['read_only', 'admin', 'super_admin'],
   'governance-write': ['admin', 'super_admin'],
+  approver: ['admin', 'super_admin'],
   super: ['super_admin'],
 };
 
