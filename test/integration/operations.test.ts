@@ -5,6 +5,7 @@ import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { startTestService } from '../helpers/app';
 import { DATABASES } from '../helpers/databases';
+import { poll } from '../helpers/temporal';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { createLazyClient } from '../../src/temporal/connection';
 import { TemporalRuns } from '../../src/temporal/runs';
@@ -51,7 +52,8 @@ describe('health, readiness and metrics', () => {
       try {
         expect((await request(service.server).get('/ready')).body).toEqual({ status: 'ready', checks: { store: true, temporal: true } });
         await store.takeDown();
-        const res = await request(service.server).get('/ready');
+        // /ready reuses its verdict for a moment (READINESS_CACHE_MS): poll until it is re-checked.
+        const res = await poll(() => request(service.server).get('/ready'), (r) => r.status !== 200, 60_000);
         expect(res.status).toBe(503);
         expect(res.body).toEqual({ status: 'not_ready', checks: { store: false, temporal: true } });
       } finally {
