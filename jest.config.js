@@ -1,11 +1,38 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Every test file runs on the embedded store (PGlite). With DATABASE_URL set (CI sets it), a second
+ * project, "postgres", runs the receiver-side suites again with PostgreSQL as their default store
+ * (test/setup/postgres.ts); the store suites themselves loop over both (test/helpers/databases.ts).
+ * @type {import('jest').Config}
+ */
+const project = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  setupFiles: ['<rootDir>/test/setup/fast-check.ts'],
+};
+
+/** Suites that use the default store of startTestService/startStack, run on PostgreSQL too. */
+const POSTGRES_SUITES = ['webhooks', 'executions', 'versions', 'openapi', 'attacks', 'dry-run', 'jwks-outage'].map(
+  (name) => `<rootDir>/test/integration/${name}.test.ts`,
+);
+
+module.exports = {
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   testTimeout: 180000,
   maxWorkers: 2,
+  ...(process.env.DATABASE_URL
+    ? {
+        projects: [
+          { ...project, displayName: 'pglite' },
+          {
+            ...project,
+            displayName: 'postgres',
+            testMatch: POSTGRES_SUITES,
+            setupFiles: [...project.setupFiles, '<rootDir>/test/setup/postgres.ts'],
+          },
+        ],
+      }
+    : project),
 };

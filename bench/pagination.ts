@@ -15,6 +15,7 @@ import { newId } from '../src/ids';
 import { PAGE_SIZE_DEFAULT, PageTokens } from '../src/domain/pagination';
 import { toColumns, withDefaults } from '../src/domain/entitlement-record';
 import { AccessTokens } from '../src/auth/tokens';
+import { createClient } from '../src/auth/clients';
 import { SecretBox } from '../src/auth/secret-box';
 import type { Db } from '../src/store/db';
 import { openStore, startApi } from './stack';
@@ -83,7 +84,7 @@ export async function runPaginationBench(
     const tokens = await AccessTokens.load(db, secretBox, 600);
     const pageTokens = new PageTokens(randomBytes(32));
     const api = await startApi({ db, tokens, pageTokens, secretBox }, stops);
-    const token = await tokens.issue('bench', ['read_only']);
+    const token = await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['read_only'] })).client.clientId, ['read_only']);
     const listUrl = `${api.url}/api/v1/apps/${appId}/entitlements`;
     const listing = `entitlements:app:${appId}`;
     const get = async (pageToken: string, pageSize?: number): Promise<ListBody> => {

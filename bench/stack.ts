@@ -17,6 +17,7 @@ import { createLogger } from '../src/logger';
 import { openDb, type Db } from '../src/store/db';
 import { PageTokens } from '../src/domain/pagination';
 import { AccessTokens } from '../src/auth/tokens';
+import { createClient } from '../src/auth/clients';
 import { createApp } from '../src/http/app';
 import type { AppDeps } from '../src/http/context';
 import { Metrics } from '../src/http/metrics';
@@ -144,7 +145,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ingressApi,
       e2eApi,
       bareKoa,
-      adminToken: await tokens.issue('bench', ['super_admin']),
+      adminToken: await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['super_admin'] })).client.clientId, ['super_admin']),
       stopAllButStore,
       stop,
     };

@@ -5,11 +5,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Connection } from '@temporalio/client';
+import { connectClient } from './helpers/temporal';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { dumpMemoryImage } from '../src/store/db';
 import { automationWorkflowsPath } from '../src/temporal/worker';
-import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
+import type { DevServer } from '../src/temporal/devserver';
+import { startTestDevServer } from './helpers/ports';
 import { ensureNamespace } from '../src/temporal/setup';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
@@ -31,8 +32,8 @@ export default async function globalSetup(): Promise<void> {
   await prepareSharedArtifacts();
   if (process.env.TEMPORAL_TEST_ADDRESS) return;
   const cliPath = await ensureTemporalCli();
-  const server: DevServer = await startDevServer({ cliPath, port: await freePort(), namespace: 'default' });
-  const connection = await Connection.connect({ address: server.address });
+  const server: DevServer = await startTestDevServer({ cliPath, namespace: 'default' });
+  const connection = await connectClient(server.address);
   try {
     await ensureNamespace(connection, 'default');
   } finally {

@@ -129,6 +129,7 @@ export class AccessTokens {
 
   /** The caller behind a token, or undefined when the token is invalid or expired. */
   async verify(token: string): Promise<Principal | undefined> {
+    let principal: Principal | undefined;
     try {
       const kid = decodeProtectedHeader(token).kid ?? '';
       let key = this.ring.publicKeys.get(kid);
@@ -147,10 +148,14 @@ export class AccessTokens {
       });
       const roles = Array.isArray(payload.roles) ? payload.roles.filter(isRole) : [];
       if (!payload.sub) return undefined;
-      return { clientId: payload.sub, roles };
+      principal = { clientId: payload.sub, roles };
     } catch {
       return undefined;
     }
+    // A deleted client's tokens are refused at once, not only when they expire. Outside the try:
+    // a store failure is not an invalid token (it must not answer 401).
+    const client = await this.db.query('SELECT 1 FROM api_clients WHERE client_id = $1', [principal.clientId]);
+    return client.length > 0 ? principal : undefined;
   }
 
   jwks(): { keys: JWK[] } {

@@ -22,4 +22,8 @@ export interface AppDeps {
   secretBox: SecretBox;
   /** Flood guards of /auth/v1/token; unset = made from `config.tokenEndpoint`. */
   tokenGuard?: TokenGuard;
+  /** Bound of each /ready check in ms (default 2000); tests on a loaded machine raise it. */
+  readinessTimeoutMs?: number;
+  /** The webhook receiver's clock in epoch ms (default Date.now); tests pin it for boundary cases. */
+  clock?: () => number;
 }

@@ -12,7 +12,8 @@ import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { chromium, type Browser } from 'playwright-core';
-import { freePort, startDevServer, type DevServer } from '../../src/temporal/devserver';
+import type { DevServer } from '../../src/temporal/devserver';
+import { startTestDevServer } from '../helpers/ports';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { startTestService, type TestService } from '../helpers/app';
@@ -79,7 +80,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
   let uiUrl: string;
 
   beforeAll(async () => {
-    server = await startDevServer({ cliPath: await temporalCli(), port: await freePort(), uiPort: await freePort(), namespace: 'default' });
+    server = await startTestDevServer({ cliPath: await temporalCli(), ui: true, namespace: 'default' });
     uiUrl = server.uiUrl!;
     connection = await Connection.connect({ address: server.address });
     client = new Client({ connection, namespace: 'default' });

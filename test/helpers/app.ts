@@ -12,10 +12,11 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { PageTokens } from '../../src/domain/pagination';
 import { AccessTokens } from '../../src/auth/tokens';
+import { createClient } from '../../src/auth/clients';
 import type { Role } from '../../src/auth/roles';
 import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
 import type { Db } from '../../src/store/db';
-import { openTestDb, type DatabaseTarget } from './databases';
+import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 
 export interface TestService {
   deps: AppDeps;
@@ -46,10 +47,14 @@ export interface TestServiceOptions {
   logger?: Logger;
   /** Dependencies to use instead of the defaults (e.g. a `tokenGuard` the test holds). */
   deps?: Partial<AppDeps>;
+  /** Bound of each /ready check (default: generous, for a loaded test machine). */
+  readinessTimeoutMs?: number;
+  /** The webhook receiver's clock (default: Date.now). */
+  clock?: () => number;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  const db = options.db ?? (await openTestDb(options.target ?? { name: 'pglite', url: undefined }));
+  const db = options.db ?? (await openTestDb(options.target ?? defaultTarget()));
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
@@ -67,6 +72,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     runs: options.runs ?? NO_TEMPORAL,
     metrics: new Metrics({ defaultMetrics: false }),
     secretBox,
+    readinessTimeoutMs: options.readinessTimeoutMs ?? 60_000,
+    ...(options.clock ? { clock: options.clock } : {}),
     ...options.deps,
   };
   const app = createApp(deps);
@@ -75,7 +82,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     deps,
     server,
     baseUrl: config.baseUrl,
-    tokenFor: (...roles: Role[]) => deps.tokens.issue(`test-${roles.join('-')}`, roles),
+    // A real API client per call: tokens of deleted (or never made) clients are refused.
+    tokenFor: async (...roles: Role[]) => {
+      const { client } = await createClient(db, deps.secretBox, { displayName: `test ${roles.join(' ')}`, roles });
+      return deps.tokens.issue(client.clientId, roles);
+    },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (!options.db) await db.close();

@@ -16,6 +16,15 @@ export const DATABASES: DatabaseTarget[] = [
   ...(process.env.DATABASE_URL ? [{ name: 'postgres' as const, url: process.env.DATABASE_URL }] : []),
 ];
 
+/**
+ * The store of a test that does not name one: PGlite, or PostgreSQL in the "postgres" jest project
+ * (TEST_DEFAULT_STORE=postgres, set by test/setup/postgres.ts).
+ */
+export function defaultTarget(): DatabaseTarget {
+  const url = process.env.DATABASE_URL;
+  return process.env.TEST_DEFAULT_STORE === 'postgres' && url ? { name: 'postgres', url } : { name: 'pglite', url: undefined };
+}
+
 let image: Blob | undefined;
 
 /** The migrated PGlite image made once by jest's globalSetup (undefined outside it). */

@@ -4,18 +4,19 @@
  * test about something else into a flaky 503. The runs go to the test run's Temporal server, on a
  * task queue of their own, served by a worker in this process.
  */
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { startStack, type Stack } from './stack';
-import { testTemporal, uniqueTaskQueue } from './temporal';
+import type { TestServiceOptions } from './app';
+import { connectClient, testTemporal, uniqueTaskQueue } from './temporal';
 import { startWorker } from './workers';
 
-export async function startPatientStack(startTimeoutMs = 30_000): Promise<Stack> {
+export async function startPatientStack(startTimeoutMs = 30_000, options: TestServiceOptions = {}): Promise<Stack> {
   const temporal = await testTemporal();
-  const connection = await Connection.connect({ address: temporal.address });
+  const connection = await connectClient(temporal.address);
   const taskQueue = uniqueTaskQueue('patient');
   const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), taskQueue, startTimeoutMs);
-  const stack = await startStack({ runs, worker: false });
+  const stack = await startStack({ ...options, runs, worker: false });
   const worker = await startWorker({ address: temporal.address, namespace: temporal.namespace, taskQueue, db: stack.service.deps.db });
   return {
     ...stack,

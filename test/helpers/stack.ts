@@ -6,13 +6,13 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
 import { startTestService, type TestService, type TestServiceOptions } from './app';
-import { testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
+import { connectClient, connectNative, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {
   service: TestService;
@@ -31,17 +31,22 @@ export interface AutomationView {
   [key: string]: unknown;
 }
 
+/** Upper bound for one workflow start in tests that expect 200. */
+export const PATIENT_START_TIMEOUT_MS = 60_000;
+
 export async function startStack(options: TestServiceOptions & { worker?: boolean } = {}): Promise<Stack> {
   const temporal = await testTemporal();
   const taskQueue = uniqueTaskQueue('stack');
-  const connection = await Connection.connect({ address: temporal.address });
+  const connection = await connectClient(temporal.address);
   const client = new Client({ connection, namespace: temporal.namespace });
-  const service = await startTestService({ runs: new TemporalRuns(client, taskQueue), ...options });
+  // Starts may take long on a loaded test machine: the production bound (5 s, then 503) would turn
+  // a test about something else into a flaky 503. Tests about that bound pass `runs` of their own.
+  const service = await startTestService({ runs: new TemporalRuns(client, taskQueue, PATIENT_START_TIMEOUT_MS), ...options });
   let worker: Worker | undefined;
   let workerConnection: NativeConnection | undefined;
   let running: Promise<void> | undefined;
   if (options.worker !== false) {
-    workerConnection = await NativeConnection.connect({ address: temporal.address });
+    workerConnection = await connectNative(temporal.address);
     const bundle = testWorkflowBundle();
     worker = await createAutomationWorker({
       connection: workerConnection,
@@ -117,7 +122,9 @@ export interface RawResponse {
 export function deliver(stack: Stack, path: string, event: { headers: Record<string, string>; body: string | Buffer }): Promise<RawResponse> {
   const { port } = stack.service.server.address() as AddressInfo;
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: event.headers }, (res) => {
+    // A connection of its own (agent: false): a pooled keep-alive socket can be closed by the
+    // server's idle timeout just as it is reused, which fails the request with ECONNRESET.
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: event.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => {

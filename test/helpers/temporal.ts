@@ -1,4 +1,5 @@
-import { ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, Connection, WorkflowFailedError } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 /** The real Temporal dev server that jest's globalSetup started for this run. */
 export interface TestTemporal {
   address: string;
@@ -45,4 +46,33 @@ export async function expectRunFailure(handle: { result(): Promise<unknown> }): 
   const cause = (err as WorkflowFailedError).cause;
   expect(cause).toBeInstanceOf(ApplicationFailure);
   return cause as ApplicationFailure;
+}
+
+/**
+ * A client connection to a test Temporal server. The SDK's connect gives up after a few seconds,
+ * which a starved machine can exceed: retry (with a long connect timeout) until `timeoutMs`.
+ */
+export async function connectClient(address: string, timeoutMs = 120_000): Promise<Connection> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await Connection.connect({ address, connectTimeout: 30_000 });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+/** The worker-side (native) connection, retried the same way. */
+export async function connectNative(address: string, timeoutMs = 120_000): Promise<NativeConnection> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await NativeConnection.connect({ address });
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }

@@ -5,7 +5,7 @@
  * Real HTTP, real store, real Temporal dev server and worker. Visibility is eventually consistent,
  * so listings are polled until they show what the test waits for.
  */
-import { poll } from '../helpers/temporal';
+import { expectRunFailure, poll } from '../helpers/temporal';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
@@ -156,7 +156,8 @@ describe('executions API', () => {
       { id: 'after', setVariables: { never: '"reached"' } },
     ]);
     const run = await send(target);
-    await expect(stack.client.workflow.getHandle(run.executionId).result()).rejects.toThrow();
+    const failure = await expectRunFailure(stack.client.workflow.getHandle(run.executionId));
+    expect(failure.message).toMatch(/^step "broken" failed: /);
 
     const res = await execution(run.executionId);
     expect(res.status).toBe(200);
@@ -182,13 +183,16 @@ describe('executions API', () => {
   it('shows a WAITING step while the run sleeps, then the completed run', async () => {
     const target = await automationWith([
       { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id' } },
-      { id: 'pause', wait: { duration: '8s' } },
+      // Long enough for the checks made while it waits, even on a loaded machine (the RUNNING
+      // checks below would fail otherwise, never pass by chance).
+      { id: 'pause', wait: { duration: '20s' } },
       { id: 'after', setVariables: { done: 'true' } },
     ]);
     const run = await send(target);
     const waiting = await poll(
       () => execution(run.executionId),
-      (r) => r.status === 200 && r.body.execution.steps[1].status === 'WAITING',
+      // (the steps appear once the worker has loaded the run's version)
+      (r) => r.status === 200 && r.body.execution?.steps?.[1]?.status === 'WAITING',
     );
     expect(waiting.body.execution).toMatchObject({ id: run.executionId, status: 'RUNNING', closedAt: null, version: 1, error: null });
     expect(waiting.body.execution.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['pause', 'WAITING'], ['after', 'PENDING']]);
@@ -209,13 +213,14 @@ describe('executions API', () => {
     const done = await execution(run.executionId);
     expect(done.body.execution.status).toBe('COMPLETED');
     expect(done.body.execution.steps.map((s: Json) => s.status)).toEqual(['DONE', 'DONE', 'DONE']);
-    expect(done.body.execution.steps[1].output).toEqual({ duration: '8s' });
+    expect(done.body.execution.steps[1].output).toEqual({ duration: '20s' });
   });
 
   it('shows a terminated run as TERMINATED, the interrupted step saying why', async () => {
     const target = await automationWith([{ id: 'pause', wait: { duration: '3600s' } }]);
     const run = await send(target);
-    await poll(() => execution(run.executionId), (r) => r.body.execution?.steps?.[0]?.status === 'WAITING');
+    const waiting = await poll(() => execution(run.executionId), (r) => r.body.execution?.steps?.[0]?.status === 'WAITING');
+    expect(waiting.body.execution.steps[0].status).toBe('WAITING');
     await stack.client.workflow.getHandle(run.executionId).terminate('operator stopped it');
     const res = await poll(() => execution(run.executionId), (r) => r.body.execution?.status === 'TERMINATED');
     expect(res.body.execution.error).toBe('run terminated: operator stopped it');
@@ -271,7 +276,7 @@ describe('executions API, workflow engine unreachable', () => {
         const res = await request(stack.service.server).get(path).set('Authorization', `Bearer ${stack.adminToken}`);
         expect([path, res.status]).toEqual([path, 503]);
         expect(res.body).toEqual({ code: 14, message: expect.stringMatching(/unavailable/), details: [] });
-        expect(res.headers['retry-after']).toBeDefined();
+        expect(res.headers['retry-after']).toBe('5');
       }
     } finally {
       await stack.close();

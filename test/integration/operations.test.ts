@@ -4,6 +4,11 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { startTestService } from '../helpers/app';
+import { DATABASES } from '../helpers/databases';
+import { poll } from '../helpers/temporal';
+import { openStoreWithOutage } from '../helpers/store-outage';
+import { createLazyClient } from '../../src/temporal/connection';
+import { TemporalRuns } from '../../src/temporal/runs';
 
 const STEPS = [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } }];
 
@@ -27,15 +32,36 @@ describe('health, readiness and metrics', () => {
   });
 
   it('/ready is 503 naming Temporal when it cannot be reached', async () => {
-    const service = await startTestService();
+    // The production client, pointed at a port nothing listens on (1: privileged, never bound here).
+    const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default');
+    const service = await startTestService({ runs: new TemporalRuns(client, 'nowhere', 1500) });
     try {
       const res = await request(service.server).get('/ready');
       expect(res.status).toBe(503);
-      expect(res.body.checks).toEqual({ store: true, temporal: false });
+      expect(res.body).toEqual({ status: 'not_ready', checks: { store: true, temporal: false } });
     } finally {
       await service.close();
+      await connection.close().catch(() => undefined);
     }
   });
+
+  for (const target of DATABASES) {
+    it(`/ready is 503 naming the store when it is down (${target.name})`, async () => {
+      const store = await openStoreWithOutage(target);
+      const service = await startTestService({ db: store.db, runs: stack.service.deps.runs });
+      try {
+        expect((await request(service.server).get('/ready')).body).toEqual({ status: 'ready', checks: { store: true, temporal: true } });
+        await store.takeDown();
+        // /ready reuses its verdict for a moment (READINESS_CACHE_MS): poll until it is re-checked.
+        const res = await poll(() => request(service.server).get('/ready'), (r) => r.status !== 200, 60_000);
+        expect(res.status).toBe(503);
+        expect(res.body).toEqual({ status: 'not_ready', checks: { store: false, temporal: true } });
+      } finally {
+        await service.close();
+        await store.close();
+      }
+    });
+  }
 
   it('/metrics counts webhook outcomes by status and reason', async () => {
     const created = await stack.createAutomation({ displayName: 'metrics', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
@@ -71,8 +97,10 @@ describe('webhook backpressure', () => {
       const slowResponse = new Promise<number>((resolve) => slow.on('response', (res) => resolve(res.statusCode ?? 0)));
       slow.on('error', () => undefined);
       slow.write(event.body.slice(0, 5));
+      // Poll until the slow request holds the slot (it must reach the handler first).
       let shed = 0;
-      for (let attempt = 0; attempt < 50 && shed === 0; attempt += 1) {
+      const deadline = Date.now() + 120_000;
+      while (shed === 0 && Date.now() < deadline) {
         const res = await deliver(stack, path, hmacEvent(created.signingSecret!, { employee_id: '2' }));
         if (res.status === 429) {
           shed += 1;

@@ -20,10 +20,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'pg';
-import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../../src/temporal/devserver';
+import { Client, type Connection } from '@temporalio/client';
+import { reservedPort } from '../helpers/ports';
 import { signHmac } from '../../src/webhooks';
-import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { killAllServices, sleep, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
 import { postOnce } from '../helpers/raw-http';
 
@@ -104,7 +104,7 @@ describe('crash and restart: API and worker as separate processes', () => {
 
   it(title, async () => {
     const temporal = await testTemporal();
-    connection = await Connection.connect({ address: temporal.address });
+    connection = await connectClient(temporal.address);
     const client = new Client({ connection, namespace: temporal.namespace });
 
     pool = new Pool({ connectionString: DATABASE_URL, max: 2 });
@@ -114,7 +114,8 @@ describe('crash and restart: API and worker as separate processes', () => {
     childDbUrl.searchParams.set('options', `-c search_path=${schema}`);
 
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-'));
-    const port = await freePort();
+    // The API process is killed and started again on this port: see helpers/ports.ts.
+    const port = await reservedPort();
     const baseUrl = `http://127.0.0.1:${port}`;
     const taskQueue = uniqueTaskQueue('crash');
     const clientId = `reliability-${randomBytes(4).toString('hex')}`;

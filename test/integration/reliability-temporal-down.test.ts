@@ -7,7 +7,8 @@
  * events were never accepted), and the very same events are accepted and run exactly once.
  */
 import type { Client } from '@temporalio/client';
-import { freePort, startDevServer, type DevServer } from '../../src/temporal/devserver';
+import type { DevServer } from '../../src/temporal/devserver';
+import { startTestDevServer } from '../helpers/ports';
 import { createLazyClient } from '../../src/temporal/connection';
 import { TemporalRuns } from '../../src/temporal/runs';
 import type { RunState } from '../../workflows/types';
@@ -56,8 +57,10 @@ describe('Temporal down mid-traffic', () => {
   it('answers 503 + Retry-After while Temporal is down (never 200), then accepts the same events once after a restart', async () => {
     const { cliPath } = await testTemporal();
     expect(cliPath).not.toBe('');
-    const port = await freePort();
-    server = await startDevServer({ cliPath, port, namespace: 'default' });
+    // A reserved port (helpers/ports.ts): nothing else takes it while the server is down, so the
+    // server comes back on the very address the API's client keeps using.
+    server = await startTestDevServer({ cliPath, namespace: 'default' });
+    const port = Number(server.address.split(':').pop());
     const taskQueue = uniqueTaskQueue('down');
     // The API's own lazy client (production code), pointed at this server.
     lazy = createLazyClient({ address: server.address, embedded: true }, 'default');
@@ -125,7 +128,7 @@ describe('Temporal down mid-traffic', () => {
     const refused = deliveries.filter((d) => d.res.status === 503);
 
     // A fresh server on the same port; the client reconnects by itself.
-    server = await startDevServer({ cliPath, port, namespace: 'default' });
+    server = await startTestDevServer({ cliPath, port, namespace: 'default' });
     worker = await startWorker({ address: server.address, taskQueue, db, bundle });
 
     const redelivered = await Promise.all(
@@ -157,7 +160,5 @@ describe('Temporal down mid-traffic', () => {
       expect((await send(eventId)).res.status).toBe(409);
       expect(await runsOf(client, workflowId)).toBe(1);
     }
-    // Let the last client-side retry timers run out before the connection is closed.
-    await sleep(6000);
   }, 600_000);
 });

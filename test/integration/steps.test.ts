@@ -9,9 +9,9 @@ import http from 'node:http';
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { isForbiddenAddress } from '../../src/webhooks';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
@@ -21,7 +21,7 @@ import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workf
 import { startTestService, type TestService } from '../helpers/app';
 import { openTestDb } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
-import { expectRunFailure, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, connectNative, expectRunFailure, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 
 interface Received {
   method: string;
@@ -85,8 +85,8 @@ const workers: Array<{ worker: Worker; running: Promise<void> }> = [];
 beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
   const temporal = await testTemporal();
-  nativeConnection = await NativeConnection.connect({ address: temporal.address });
-  connection = await Connection.connect({ address: temporal.address });
+  nativeConnection = await connectNative(temporal.address);
+  connection = await connectClient(temporal.address);
   client = new Client({ connection, namespace: temporal.namespace });
   db = await openTestDb({ name: 'pglite', url: undefined });
   target = await startTarget();

@@ -1,13 +1,13 @@
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { testTemporal } from '../helpers/temporal';
+import { connectClient, poll, testTemporal } from '../helpers/temporal';
 import { ensureNamespace, RETENTION_SECONDS } from '../../src/temporal/setup';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/temporal/search-attributes';
 
 describe('namespace setup on a real Temporal server', () => {
   let connection: Connection;
   beforeAll(async () => {
-    connection = await Connection.connect({ address: (await testTemporal()).address });
+    connection = await connectClient((await testTemporal()).address);
   });
   afterAll(async () => connection.close());
 
@@ -31,7 +31,13 @@ describe('namespace setup on a real Temporal server', () => {
   it('raises the retention of an existing namespace to 7 days', async () => {
     const namespace = `ns3-${Date.now().toString(36)}`;
     await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(86400 * 1000) });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A new namespace reaches the frontend's cache a moment after registration: wait until it answers.
+    const listed = await poll(
+      () => connection.operatorService.listSearchAttributes({ namespace }).then(() => true, () => false),
+      (ok) => ok,
+      60_000,
+    );
+    expect(listed).toBe(true);
     const report = await ensureNamespace(connection, namespace);
     expect(report.retentionUpdated).toBe(true);
     expect(report.addedSearchAttributes.sort()).toEqual([...SEARCH_ATTRIBUTE_NAMES].sort());

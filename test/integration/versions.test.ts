@@ -57,6 +57,15 @@ describe('automation versions', () => {
     return { executionId: res.body.executionId, input };
   }
 
+  /**
+   * Long enough that the API calls made while a run waits (a few, each well under a second) end
+   * before the wait does even on a loaded machine; `expectWaiting` afterwards proves they did.
+   */
+  const WAIT = '20s';
+  const expectWaiting = (got: Json): void => {
+    expect([got.status, got.steps?.map((s: Json) => s.status)]).toEqual(['RUNNING', ['WAITING', 'PENDING']]);
+  };
+
   const resultOf = (executionId: string): Promise<RunState> => stack.client.workflow.getHandle(executionId).result();
   const execution = async (executionId: string): Promise<Json> => {
     const res = await api.get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`);
@@ -121,12 +130,12 @@ describe('automation versions', () => {
 
   it('a run started before an edit and a publish finishes with the steps it started with', async () => {
     const oldSteps = [
-      { id: 'pause', wait: { duration: '3s' } },
+      { id: 'pause', wait: { duration: WAIT } },
       { id: 'vars', setVariables: { tag: '"old"' } },
     ];
     const target = await create('Long run', oldSteps);
     const started = await run(target);
-    await poll(() => execution(started.executionId), (e) => e.steps?.[0]?.status === 'WAITING');
+    expectWaiting(await poll(() => execution(started.executionId), (e) => e.steps?.[0]?.status === 'WAITING'));
 
     const newSteps = [
       { id: 'vars', setVariables: { tag: '"new"' } },
@@ -134,12 +143,15 @@ describe('automation versions', () => {
     ];
     await edit(target.automation.id, { steps: newSteps }, 'steps');
     expect(await publish(target.automation.id)).toMatchObject({ version: 2, publishedVersion: 2 });
-    expect((await execution(started.executionId)).steps.map((s: Json) => s.id)).toEqual(['pause', 'vars']);
+    // Still waiting: the edit and the publish really happened while the run was in flight.
+    const during = await execution(started.executionId);
+    expectWaiting(during);
+    expect(during.steps.map((s: Json) => s.id)).toEqual(['pause', 'vars']);
 
     const result = await resultOf(started.executionId);
     expect(result.status).toBe('COMPLETED');
     expect(result.steps.map((s) => [s.id, s.status, s.output])).toEqual([
-      ['pause', 'DONE', { duration: '3s' }],
+      ['pause', 'DONE', { duration: WAIT }],
       ['vars', 'DONE', { tag: 'old' }],
     ]);
     expect(await execution(started.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
@@ -154,13 +166,14 @@ describe('automation versions', () => {
 
   it('a run keeps going when its automation is unpublished while it waits', async () => {
     const target = await create('Unpublished mid-run', [
-      { id: 'pause', wait: { duration: '3s' } },
+      { id: 'pause', wait: { duration: WAIT } },
       { id: 'vars', setVariables: { tag: '"finished"' } },
     ]);
     const started = await run(target);
-    await poll(() => execution(started.executionId), (e) => e.steps?.[0]?.status === 'WAITING');
+    expectWaiting(await poll(() => execution(started.executionId), (e) => e.steps?.[0]?.status === 'WAITING'));
     expect(await publish(target.automation.id, 'unpublish')).toMatchObject({ published: false });
     expect((await deliver(stack, listenerPath(target.automation), hmacEvent(target.secret, {}))).status).toBe(404);
+    expectWaiting(await execution(started.executionId));
 
     const result = await resultOf(started.executionId);
     expect(result.status).toBe('COMPLETED');

@@ -267,8 +267,8 @@ describe('inbound webhook, workflow engine unreachable', () => {
       const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
       const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, PAYLOAD));
       expect(res.status).toBe(503);
-      expect(res.body.code).toBe(14);
-      expect(res.headers['retry-after']).toBeDefined();
+      expect(res.body).toEqual({ code: 14, message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id', details: [] });
+      expect(res.headers['retry-after']).toBe('5');
     } finally {
       await stack.close();
       await connection.close().catch(() => undefined);

@@ -3,14 +3,14 @@
  * The workflow code is bundled once; every test runs its own worker on its own task queue.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Db } from '../../src/store/db';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
-import { expectRunFailure, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, connectNative, expectRunFailure, poll, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 
 let nativeConnection: NativeConnection;
@@ -24,8 +24,8 @@ beforeAll(async () => {
   Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
   const temporal = await testTemporal();
   namespace = temporal.namespace;
-  nativeConnection = await NativeConnection.connect({ address: temporal.address });
-  connection = await Connection.connect({ address: temporal.address });
+  nativeConnection = await connectNative(temporal.address);
+  connection = await connectClient(temporal.address);
   client = new Client({ connection, namespace });
   bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: quietLogger() });
 });
@@ -125,22 +125,20 @@ for (const target of DATABASES) {
     });
 
     it('shows WAITING during a durable wait, then DONE', async () => {
-      const steps: StepDefinition[] = [
-        { id: 'pause', wait: { duration: '1.5s' } },
-        { id: 'after', setVariables: { done: 'true' } },
-      ];
       await withWorker(async (start) => {
-        const handle = await start(await runInput(steps, {}));
-        let seen: RunState | undefined;
-        const deadline = Date.now() + 10_000;
-        while (Date.now() < deadline) {
-          seen = await handle.query<RunState>(RUN_STATE_QUERY);
-          if (seen.steps[0]?.status === 'WAITING') break;
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-        expect(seen?.status).toBe('RUNNING');
-        expect(seen?.steps.map((s) => s.status)).toEqual(['WAITING', 'PENDING']);
-        const result = await handle.result();
+        // An hour-long wait stays WAITING for as long as the test looks at it: no race with the timer.
+        const long = await start(await runInput([{ id: 'pause', wait: { duration: '3600s' } }, { id: 'after', setVariables: { done: 'true' } }], {}));
+        const seen = await poll(
+          () => long.query<RunState>(RUN_STATE_QUERY),
+          (state) => state.steps[0]?.status === 'WAITING',
+        );
+        expect(seen.status).toBe('RUNNING');
+        expect(seen.steps.map((s) => s.status)).toEqual(['WAITING', 'PENDING']);
+        await long.terminate('test done');
+
+        // A short one runs to the end: the wait is DONE and the next step ran.
+        const short = await start(await runInput([{ id: 'pause', wait: { duration: '1.5s' } }, { id: 'after', setVariables: { done: 'true' } }], {}));
+        const result = await short.result();
         expect(result.status).toBe('COMPLETED');
         expect(result.steps.map((s) => [s.id, s.status, s.output])).toEqual([
           ['pause', 'DONE', { duration: '1.5s' }],

@@ -162,6 +162,9 @@ describe('dryRunSteps', () => {
       for (const [source, error] of cases) {
         const [result] = (await dryRunSteps([{ id: 'h', setVariables: { v: source } }], { l: big }, secure)).steps;
         expect([source.slice(0, 40), result!.status]).toEqual([source.slice(0, 40), 'ERROR']);
+        // On a starved machine the 1 s evaluation limit can stop a comprehension before the
+        // iteration budget does (the budget alone, untimed, is tested in cel.test.ts).
+        if (result!.error === 'v: evaluation exceeded the time limit of 1000 ms' && String(error).includes('iterate')) continue;
         expect(result!.error).toMatch(error);
       }
     });

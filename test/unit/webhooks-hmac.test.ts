@@ -56,7 +56,6 @@ describe('verifyHmac refusals', () => {
   it.each(['', 'x', SIGNATURE.slice(0, -1), `${SIGNATURE}A`, 'é'.repeat(43), 'a'.repeat(10_000)])(
     'refuses a wrong-length signature without throwing (%#)',
     (signature) => {
-      expect(() => verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, signature)).not.toThrow();
       expect(verifyHmac(SECRET, TIMESTAMP, EVENT_ID, BODY, signature)).toBe(false);
     },
   );

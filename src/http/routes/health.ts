@@ -18,10 +18,10 @@ const CHECK_TIMEOUT_MS = 2000;
 /** How long a readiness verdict is reused. */
 export const READINESS_CACHE_MS = 1500;
 
-async function withTimeout(check: Promise<unknown>): Promise<boolean> {
+async function withTimeout(check: Promise<unknown>, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+    timer = setTimeout(() => resolve(false), timeoutMs);
   });
   try {
     return await Promise.race([check.then(() => true, () => false), timeout]);
@@ -41,7 +41,8 @@ const probes = new WeakMap<AppDeps, { at: number; pending: Promise<Readiness> }>
 function readiness(deps: AppDeps): Promise<Readiness> {
   const cached = probes.get(deps);
   if (cached && Date.now() - cached.at < READINESS_CACHE_MS) return cached.pending;
-  const pending = Promise.all([withTimeout(deps.db.query('SELECT 1')), withTimeout(deps.runs.ping())]).then(([store, temporal]) => {
+  const timeoutMs = deps.readinessTimeoutMs ?? CHECK_TIMEOUT_MS;
+  const pending = Promise.all([withTimeout(deps.db.query('SELECT 1'), timeoutMs), withTimeout(deps.runs.ping(), timeoutMs)]).then(([store, temporal]) => {
     // The verdict counts from when it was reached, not from when the check began.
     probes.set(deps, { at: Date.now(), pending });
     return { store, temporal };

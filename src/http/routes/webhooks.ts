@@ -95,6 +95,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
         throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
       }
       ticket.enterListener(listenerId);
+      const clock = deps.clock ?? Date.now;
       const headerInput = {
         contentType: ctx.get('content-type') || undefined,
         timestamp: ctx.get('webhook-timestamp') || undefined,
@@ -108,7 +109,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
       // connection instead would reset it and could lose the answer).
       precheckWebhookHeaders({
         ...headerInput,
-        nowSeconds: Math.floor(Date.now() / 1000),
+        nowSeconds: Math.floor(clock() / 1000),
         contentLength: ctx.get('content-length') || undefined,
         transferEncoding: ctx.get('transfer-encoding') || undefined,
         maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
@@ -118,8 +119,9 @@ export function createWebhookRouter(deps: AppDeps): Router {
         timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
         ...(admissionLimits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(admissionLimits.minBytesPerSecond, admissionLimits.graceMs) } : {}),
       });
-      const headers = checkWebhookHeaders({ ...headerInput, nowSeconds: Math.floor(Date.now() / 1000) });
-      await authenticateEvent(listener!, headers, body);
+      const nowSeconds = Math.floor(clock() / 1000);
+      const headers = checkWebhookHeaders({ ...headerInput, nowSeconds });
+      await authenticateEvent(listener!, headers, body, nowSeconds);
       const payload = parseWebhookJson(body);
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
       const published = listener!.published;
@@ -161,7 +163,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
     }
   });
 
-  async function authenticateEvent(listener: Listener, headers: ReturnType<typeof checkWebhookHeaders>, body: Buffer): Promise<void> {
+  async function authenticateEvent(listener: Listener, headers: ReturnType<typeof checkWebhookHeaders>, body: Buffer, nowSeconds: number): Promise<void> {
     const { automation } = listener;
     if (automation.trigger.authMethod === 'HMAC') {
       const ok =
@@ -177,6 +179,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
       audience: listenerUrl(deps.config.baseUrl, automation.listenerId),
       eventId: headers.eventId,
       body,
+      nowSeconds,
     });
   }
 

@@ -1,0 +1,141 @@
+/**
+ * Every route the app mounts × every caller (no token, read_only, admin, super_admin): the exact
+ * status. The routes are read from the routers themselves (src/http/routes, ROUTERS), so a route
+ * added without a line in ACCESS below fails this test until someone decides who may call it.
+ * Requests name ids that do not exist and send an empty body: an allowed caller gets the route's
+ * own answer (404, 400, 200, ...), a caller without a token 401, a caller whose role does not
+ * allow the route 403. Real app, real store, real tokens; no workflow engine (so /ready is 503).
+ */
+import request from 'supertest';
+import type Router from '@koa/router';
+import { ROUTERS } from '../../src/http/routes';
+import type { Role } from '../../src/auth/roles';
+import { startTestService, type TestService } from '../helpers/app';
+import { DATABASES } from '../helpers/databases';
+
+type Caller = 'none' | Role;
+const CALLERS: Caller[] = ['none', 'read_only', 'admin', 'super_admin'];
+
+/**
+ * Who may call a route: `public` (no token needed; every caller gets `status`), `governance-read`
+ * (read_only, admin, super_admin), `governance-write` and `approver` (admin, super_admin), `super`
+ * (super_admin).
+ * `status`: the answer of an allowed caller to a request with unknown ids and an empty JSON body.
+ */
+type Access = 'public' | 'governance-read' | 'governance-write' | 'approver' | 'super';
+const ACCESS: Record<string, { access: Access; status: number }> = {
+  'GET /health': { access: 'public', status: 200 },
+  'GET /ready': { access: 'public', status: 503 },
+  'GET /metrics': { access: 'public', status: 200 },
+  'POST /auth/v1/token': { access: 'public', status: 400 },
+  'GET /auth/v1/jwks': { access: 'public', status: 200 },
+  'GET /api/openapi.json': { access: 'public', status: 200 },
+  'POST /api/v1/webhooks/incoming/:listenerId': { access: 'public', status: 404 },
+
+  'POST /api/v1/iam/clients': { access: 'super', status: 400 },
+  'GET /api/v1/iam/clients': { access: 'super', status: 200 },
+  'GET /api/v1/iam/clients/:id': { access: 'super', status: 404 },
+  'DELETE /api/v1/iam/clients/:id': { access: 'super', status: 404 },
+
+  'POST /api/v1/automations': { access: 'super', status: 400 },
+  'GET /api/v1/automations': { access: 'super', status: 200 },
+  'GET /api/v1/automations/:id': { access: 'super', status: 404 },
+  'POST /api/v1/automations/:id': { access: 'super', status: 400 },
+  'DELETE /api/v1/automations/:id': { access: 'super', status: 404 },
+  'POST /api/v1/automations/:id/publish': { access: 'super', status: 404 },
+  'POST /api/v1/automations/:id/unpublish': { access: 'super', status: 404 },
+  'POST /api/v1/automations/:id/test': { access: 'super', status: 404 },
+  'POST /api/v1/automations/:id/trigger/rotate-secret': { access: 'super', status: 404 },
+  'GET /api/v1/automations/:id/executions': { access: 'super', status: 404 },
+  'GET /api/v1/automation_executions/:id': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/:id/steps/:stepId/approve': { access: 'approver', status: 503 },
+  'POST /api/v1/automation_executions/:id/steps/:stepId/reject': { access: 'approver', status: 503 },
+  'POST /api/v1/automation_executions/:id/cancel': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/:id/terminate': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/:id/rerun': { access: 'super', status: 503 },
+
+  'POST /api/v1/apps': { access: 'governance-write', status: 400 },
+  'GET /api/v1/apps': { access: 'governance-read', status: 200 },
+  'GET /api/v1/apps/:app_id': { access: 'governance-read', status: 404 },
+  'POST /api/v1/users': { access: 'governance-write', status: 400 },
+  'GET /api/v1/users': { access: 'governance-read', status: 200 },
+  'GET /api/v1/users/:user_id': { access: 'governance-read', status: 404 },
+  'POST /api/v1/apps/:app_id/entitlements': { access: 'governance-write', status: 404 },
+  'GET /api/v1/apps/:app_id/entitlements': { access: 'governance-read', status: 404 },
+  'GET /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-read', status: 404 },
+  'POST /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
+  'DELETE /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
+  'POST /api/v1/search/entitlements': { access: 'governance-read', status: 200 },
+  'GET /api/v2/users/:user_id/owners/entitlements': { access: 'governance-read', status: 404 },
+  'POST /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': { access: 'governance-write', status: 404 },
+  'DELETE /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': { access: 'governance-write', status: 404 },
+};
+
+const ALLOWED: Record<Access, Caller[]> = {
+  public: ['none', 'read_only', 'admin', 'super_admin'],
+  'governance-read': ['read_only', 'admin', 'super_admin'],
+  'governance-write': ['admin', 'super_admin'],
+  approver: ['admin', 'super_admin'],
+  super: ['super_admin'],
+};
+
+/** `METHOD path` of every route the app mounts (HEAD, which koa-router adds to GET, left out). */
+function mountedRoutes(service: TestService): string[] {
+  const routes = new Set<string>();
+  for (const factory of ROUTERS) {
+    const router: Router = factory(service.deps);
+    for (const layer of router.stack) {
+      for (const method of layer.methods) if (method !== 'HEAD') routes.add(`${method} ${layer.path}`);
+    }
+  }
+  return [...routes].sort();
+}
+
+function expectedStatus(route: string, caller: Caller): number | 'no ACCESS entry' {
+  const entry = ACCESS[route];
+  if (!entry) return 'no ACCESS entry';
+  if (ALLOWED[entry.access].includes(caller)) return entry.status;
+  return caller === 'none' ? 401 : 403;
+}
+
+for (const target of DATABASES) {
+  describe(`route × role matrix (${target.name})`, () => {
+    let service: TestService;
+    const tokens = new Map<Caller, string>();
+
+    beforeAll(async () => {
+      service = await startTestService({ target });
+      for (const caller of CALLERS) if (caller !== 'none') tokens.set(caller, await service.tokenFor(caller));
+    });
+    afterAll(async () => service?.close());
+
+    it('every mounted route has an entry, and every entry is a mounted route', () => {
+      const mounted = mountedRoutes(service);
+      expect(mounted.length).toBeGreaterThan(30);
+      expect(mounted.filter((route) => !(route in ACCESS))).toEqual([]);
+      expect(Object.keys(ACCESS).filter((route) => !mounted.includes(route))).toEqual([]);
+    });
+
+    it('answers every route × caller with exactly the expected status', async () => {
+      const got: string[] = [];
+      const want: string[] = [];
+      for (const route of mountedRoutes(service)) {
+        const [method, template] = route.split(' ') as [string, string];
+        const path = template.replace(/:[A-Za-z_]+/g, 'missing');
+        for (const caller of CALLERS) {
+          let test = request(service.server)[method.toLowerCase() as 'get' | 'post' | 'delete'](path);
+          const token = tokens.get(caller);
+          if (token) test = test.set('Authorization', `Bearer ${token}`);
+          if (method === 'POST') test = test.set('Content-Type', 'application/json').send('{}');
+          const res = await test;
+          got.push(`${route} as ${caller}: ${res.status}`);
+          want.push(`${route} as ${caller}: ${expectedStatus(route, caller)}`);
+          if (caller === 'none' && expectedStatus(route, caller) === 401) {
+            expect([route, res.headers['www-authenticate']]).toEqual([route, 'Bearer']);
+          }
+        }
+      }
+      expect(got).toEqual(want);
+    });
+  });
+}
