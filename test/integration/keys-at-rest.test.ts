@@ -77,6 +77,7 @@ for (const target of DATABASES) {
       expect(rows.map((r) => r.name)).toEqual([SIGNING_KEY_SECRET, PAGE_TOKEN_KEY_SECRET].sort());
       for (const row of rows) expect(SecretBox.isSealed(row.value)).toBe(true);
       // ...and the keys still work after a restart with the same SECRET_KEY.
+      await createClient(db, box, { displayName: 'caller', roles: ['admin'], clientId: 'caller' });
       const token = await tokens.issue('caller', ['admin']);
       const again = await AccessTokens.load(db, box, 600);
       expect(await again.verify(token)).toEqual({ clientId: 'caller', roles: ['admin'] });
@@ -101,6 +102,7 @@ for (const target of DATABASES) {
       const pageKey = await loadPageTokenKey(db, box);
 
       expect(pageKey.toString('base64url')).toBe(pageKeyText);
+      await createClient(db, box, { displayName: 'legacy caller', roles: ['admin'], clientId: 'legacy-caller' });
       expect(await tokens.verify(issuedBefore)).toEqual({ clientId: 'legacy-caller', roles: ['admin'] });
       expect(tokens.currentKid).toBe('legacy-kid');
       const dump = await dumpDatabase(db);
@@ -113,6 +115,7 @@ for (const target of DATABASES) {
       const box = new SecretBox(randomBytes(32));
       const tokens = await AccessTokens.load(db, box, 600);
       const other = await AccessTokens.load(db, box, 600); // a second API process on the same store
+      await createClient(db, box, { displayName: 'caller', roles: ['read_only'], clientId: 'caller' });
       const before = await tokens.issue('caller', ['read_only']);
       const firstKid = tokens.currentKid;
 
