@@ -37,7 +37,10 @@ export interface Config {
   /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
   secretKey: string | undefined;
   trustProxy: boolean;
+  /** ALLOW_INSECURE_JWKS: `http://` and non-public JWKS URLs (development and tests only). */
   allowInsecureJwks: boolean;
+  /** ALLOW_PRIVATE_OUTBOUND: callWebhook steps may reach `http://` and loopback/private addresses (never link-local or metadata ones). */
+  allowPrivateOutbound: boolean;
   accessTokenTtlSeconds: number;
   logLevel: string;
   /** Token-endpoint flood guards: requests per source address and minute; slow verifications at once. */
@@ -74,6 +77,7 @@ export const CONFIG_VARIABLES = [
   'SECRET_KEY',
   'TRUST_PROXY',
   'ALLOW_INSECURE_JWKS',
+  'ALLOW_PRIVATE_OUTBOUND',
   'ACCESS_TOKEN_TTL_SECONDS',
   'LOG_LEVEL',
   'TOKEN_RATE_LIMIT_PER_MINUTE',
@@ -169,6 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     secretKey: optional(env, 'SECRET_KEY'),
     trustProxy: flag(env, 'TRUST_PROXY'),
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
+    allowPrivateOutbound: flag(env, 'ALLOW_PRIVATE_OUTBOUND'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     tokenEndpoint: {

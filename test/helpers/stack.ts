@@ -48,6 +48,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       namespace: temporal.namespace,
       taskQueue,
       db: service.deps.db,
+      allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
       ...(bundle ? { bundle } : {}),
     });
     running = worker.run();

@@ -69,7 +69,7 @@ export function createAutomationsRouter(deps: AppDeps): Router {
     if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
       throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
     }
-    ctx.body = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowInsecureJwks });
+    ctx.body = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound });
   });
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {
