@@ -16,7 +16,7 @@ import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 /** Seconds a sender is asked to wait after a 503 before retrying the same event. */
 const RETRY_AFTER_SECONDS = '5';
 /** Time a sender has to deliver the whole body once the headers arrived (slow-body defence). */
-export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
+const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
 
 function sourceAddress(ctx: Context, trustProxy: boolean): string {
   return (trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';

@@ -34,7 +34,7 @@ export function verifyHmac(secret: string, timestamp: string, eventId: string, b
 }
 
 /** A new signing secret: 256 random bits, base64url, no padding (43 characters). */
-export function newSigningSecret(): string {
+function newSigningSecret(): string {
   return randomToken(32);
 }
 
