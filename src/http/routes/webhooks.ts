@@ -7,7 +7,8 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
-import { AppError } from '../errors';
+import { AppError, fromDomain } from '../errors';
+import { DomainError } from '../../domain/errors';
 import { admissionTicket, shedLoad } from '../load-shedding';
 import { DataRateWatch } from '../../webhooks/admission';
 import { createWebhookIntake, type IntakeOutcome } from '../../webhooks/intake';
@@ -91,8 +92,9 @@ export function createWebhookRouter(deps: AppDeps): Router {
       [status, reason] = [outcome.status, outcome.reason];
       throw new AppError(outcome.status, outcome.message, { headers: refusalHeaders(outcome.status), details: outcome.details });
     } catch (err) {
-      // Refusals set status and reason above; anything else (a 408 body timeout, a 500) counts as 'error'.
-      if (reason === 'error' && err instanceof AppError) status = err.status;
+      // Refusals set status and reason above; anything else (a 408 body timeout, a store that is
+      // unavailable, a 500) counts as 'error', with the status it will be answered with.
+      if (reason === 'error') status = err instanceof AppError ? err.status : err instanceof DomainError ? fromDomain(err).status : 500;
       throw err;
     } finally {
       metrics.webhookOutcomes.inc({ status: String(status), reason });
