@@ -20,7 +20,7 @@ export type WebhookHeaderInput = {
   nowSeconds: number;
 } & {
   /** The raw credential header of each method (`signature`, `authorization`); only the listener's is read. */
-  [field in CredentialInput]: string | undefined;
+  [field in CredentialInput]?: string | undefined;
 };
 
 export type CheckedWebhookHeaders = {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import '../helpers/quiet-runtime';
 import { chromium, type Browser } from 'playwright-core';
 import { freePort, startDevServer, type DevServer } from '../../src/temporal/devserver';
 import { TemporalRuns } from '../../src/temporal/runs';
