@@ -2,8 +2,9 @@
  * The callWebhook activity: one outbound POST of a JSON body, guarded like the JWKS fetch against
  * server-side request forgery. https only, no credentials in the URL, no redirects followed, every
  * resolved address checked at connect time (`guardedLookup`) and IP-literal hosts checked directly,
- * an overall deadline and a response size cap. `allowInsecure` (ALLOW_INSECURE_JWKS=true, for
- * development and tests) lifts the scheme and address rules, never the others.
+ * an overall deadline and a response size cap. `allowPrivate` (ALLOW_PRIVATE_OUTBOUND=true, for
+ * development and tests) allows `http://` and loopback/private addresses; link-local, metadata
+ * and reserved addresses stay refused, and the other rules stay.
  *
  * Failures say whether a retry may help: 5xx, 429 and network errors are retryable (the step's
  * retry policy decides how often); a refused URL, any other 4xx, a redirect and an oversized
@@ -12,7 +13,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ApplicationFailure } from '@temporalio/common';
-import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookup, MAX_URL_LENGTH } from '../src/webhooks';
+import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 
 export interface CallWebhookInput {
@@ -49,19 +50,20 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
 /**
  * Checks an outbound URL against the policy; returns an error message, or undefined when it may be
- * called. Without `allowInsecure`: https only, no `localhost`, no literal non-public IP (names are
+ * called. Without `allowPrivate`: https only, no `localhost`, no literal non-public IP; with it:
+ * http too, loopback and private IPs too, never link-local, metadata or reserved ones (names are
  * checked again when they resolve).
  */
-export function validateOutboundUrl(url: string, allowInsecure: boolean): string | undefined {
+export function validateOutboundUrl(url: string, allowPrivate: boolean): string | undefined {
   const shown = JSON.stringify(url.length > 100 ? `${url.slice(0, 100)}…` : url);
-  return checkOutboundUrl(url, allowInsecure, 'URL', `${shown} is not a valid absolute URL`);
+  return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', `${shown} is not a valid absolute URL`);
 }
 
-export function createCallWebhookActivities(deps: { allowInsecureOutbound: boolean }) {
+export function createCallWebhookActivities(deps: { allowPrivateOutbound: boolean }) {
   return {
     /** POSTs the JSON body; resolves with the 2xx response, fails (retryable or not) otherwise. */
     async callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput> {
-      return callWebhook(input, deps.allowInsecureOutbound);
+      return callWebhook(input, deps.allowPrivateOutbound);
     },
   };
 }
@@ -75,8 +77,8 @@ function shown(target: URL): string {
   return `${target.origin}${target.pathname}`;
 }
 
-function callWebhook(input: CallWebhookInput, allowInsecure: boolean): Promise<CallWebhookOutput> {
-  const problem = validateOutboundUrl(input.url, allowInsecure);
+function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
+  const problem = validateOutboundUrl(input.url, allowPrivate);
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
   const timeoutMs = Math.min(Math.max(1, Math.floor(input.timeoutMs)), CALL_WEBHOOK_MAX_TIMEOUT_MS);
@@ -116,7 +118,7 @@ function callWebhook(input: CallWebhookInput, allowInsecure: boolean): Promise<C
     const network = (message: string): ApplicationFailure =>
       ApplicationFailure.create({ type: CALL_WEBHOOK_NETWORK_ERROR, message: `callWebhook: ${where}: ${message}`, nonRetryable: false });
 
-    const options: http.RequestOptions = { method: 'POST', agent: false, headers, lookup: allowInsecure ? undefined : guardedLookup };
+    const options: http.RequestOptions = { method: 'POST', agent: false, headers, lookup: guardedLookupFor(allowPrivate ? 'private' : 'public') };
     let req: http.ClientRequest;
     try {
       req = request(target, options, onResponse);
@@ -157,7 +159,8 @@ function callWebhook(input: CallWebhookInput, allowInsecure: boolean): Promise<C
     }
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === ADDRESS_REFUSED) {
-        finish(refused(`${shown(target)}: the host resolves to a loopback, private, link-local or other non-public address`));
+        const what = allowPrivate ? 'a link-local, metadata or other reserved' : 'a loopback, private, link-local or other non-public';
+        finish(refused(`${shown(target)}: the host resolves to ${what} address`));
       } else {
         finish(network(`the request failed (${err.code ?? err.message})`));
       }

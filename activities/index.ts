@@ -1,9 +1,7 @@
 /**
  * Activities of the automation workflow, built from their dependencies so tests can pass a real
- * or a fake store: `worker.create({ activities: createActivities({ db }) })`.
- *
- * `allowInsecureOutbound` lets callWebhook steps reach `http://` and loopback/private addresses
- * (development and tests only); by default it follows ALLOW_INSECURE_JWKS in the environment.
+ * or a fake store: `worker.create({ activities: createActivities({ db, allowPrivateOutbound }) })`.
+ * Configuration comes in through `deps` (from `loadConfig`), never from the environment.
  */
 import type { Db } from '../src/store/db';
 import { createCallWebhookActivities } from './call-webhook';
@@ -25,17 +23,17 @@ export {
 
 export interface ActivityDeps {
   db: Db;
-  /** Default: ALLOW_INSECURE_JWKS in the environment is true (`true`, `1` or `yes`, as config.ts reads it). */
-  allowInsecureOutbound?: boolean;
+  /**
+   * ALLOW_PRIVATE_OUTBOUND: callWebhook steps may reach `http://` and loopback/private addresses
+   * (development and tests only); link-local and metadata addresses stay refused.
+   */
+  allowPrivateOutbound: boolean;
 }
 
 export function createActivities(deps: ActivityDeps) {
-  const allowInsecureOutbound = deps.allowInsecureOutbound ?? /^(true|1|yes)$/i.test((process.env.ALLOW_INSECURE_JWKS ?? '').trim());
   return {
     ...createStepActivities({ db: deps.db }),
     ...createOwnershipActivities({ db: deps.db }),
-    ...createCallWebhookActivities({ allowInsecureOutbound }),
+    ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound }),
   };
 }
-
-export type AutomationActivities = ReturnType<typeof createActivities>;

@@ -5,75 +5,80 @@
  *   npm run send -- --url <listener url> --jwt-key key.pem --kid k1 --alg ES256 --data @event.json
  *
  * Prints the HTTP status and the response body; exits 0 for a 2xx answer, 1 otherwise.
- * Signing reuses src/webhooks (signHmac, bodySha256), the code the receiver verifies with.
+ * Each authentication method's options and signing come from its authenticator
+ * (src/webhooks/authenticators), the code the receiver verifies with.
  */
-import { createPrivateKey, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { parseArgs } from 'node:util';
-import { importPKCS8, SignJWT, type KeyLike } from 'jose';
-import { bodySha256, signHmac } from '../src/webhooks/hmac';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { AUTH_METHODS, authenticatorOf, SenderUsageError, type AuthMethod, type Signer } from '../src/webhooks/authenticators';
 
-const ALGORITHMS = ['RS256', 'ES256', 'EdDSA'] as const;
-type Algorithm = (typeof ALGORITHMS)[number];
-
-/** Lifetime of the JWT: the receiver accepts `exp` up to 600 s ahead. */
-const JWT_LIFETIME_SECONDS = 300;
 const REQUEST_TIMEOUT_MS = 30_000;
 
-const USAGE = `Send one signed event to an inbound webhook listener.
+const COMMON_OPTIONS: Record<string, { value: string; description: string }> = {
+  url: { value: '<url>', description: 'the listener URL shown on the automation (BASE_URL/api/v1/webhooks/incoming/<listener id>)' },
+  data: { value: '<json>', description: 'the JSON body, sent byte for byte; @path reads it from a file' },
+};
+const TRAILING_OPTIONS: Record<string, { value: string; description: string }> = {
+  'event-id': { value: '<uuid>', description: 'Webhook-Event-Id (and JWT jti); default: a fresh UUID v4' },
+};
 
-Usage:
-  npm run send -- --url <listener url> --data <json | @file> --secret <signing secret>
-  npm run send -- --url <listener url> --data <json | @file> --jwt-key <key.pem> --kid <kid> --alg <RS256|ES256|EdDSA> [--base-url <url>]
+function optionLines(options: Record<string, { value: string; description: string }>): string[] {
+  return Object.entries(options).map(([name, option]) =>
+    `  ${`--${name} ${option.value}`.padEnd(21)}${option.description.split('\n').join(`\n${' '.repeat(23)}`)}`,
+  );
+}
 
-Options:
-  --url <url>          the listener URL shown on the automation (BASE_URL/api/v1/webhooks/incoming/<listener id>)
-  --data <json>        the JSON body, sent byte for byte; @path reads it from a file
-  --secret <secret>    HMAC listeners: the signing secret, used exactly as given (not base64-decoded);
-                       sends Webhook-Signature = base64url(HMAC-SHA256("<timestamp>.<event id>.<body>"))
-  --jwt-key <file>     JWT listeners: PEM private key (PKCS#8; PKCS#1 and SEC1 are accepted too)
-  --kid <kid>          JWT header kid: the key's id in the JWKS the listener fetches
-  --alg <alg>          JWT algorithm: RS256, ES256 or EdDSA
-  --base-url <url>     JWT sub claim: the tenant base URL (default: the origin of --url)
-  --event-id <uuid>    Webhook-Event-Id (and JWT jti); default: a fresh UUID v4
-  -h, --help           this text
-
-Exit status: 0 when the listener answers 2xx, 1 otherwise (including usage errors).`;
+const USAGE = [
+  'Send one signed event to an inbound webhook listener.',
+  '',
+  'Usage:',
+  ...AUTH_METHODS.map((method) => `  npm run send -- --url <listener url> --data <json | @file> ${authenticatorOf(method).sender.synopsis}`),
+  '',
+  'Options:',
+  ...optionLines(COMMON_OPTIONS),
+  ...AUTH_METHODS.flatMap((method) => optionLines(authenticatorOf(method).sender.options)),
+  ...optionLines(TRAILING_OPTIONS),
+  `  ${'-h, --help'.padEnd(21)}this text`,
+  '',
+  'Exit status: 0 when the listener answers 2xx, 1 otherwise (including usage errors).',
+].join('\n');
 
 export interface SendOptions {
   url: string;
   body: Buffer;
   eventId: string;
-  secret?: string;
-  jwt?: { key: KeyLike; kid: string; alg: Algorithm; baseUrl: string };
+  /** Adds the authentication headers of the listener's method. */
+  sign: Signer;
 }
 
-class UsageError extends Error {}
+class UsageError extends SenderUsageError {}
+
+/** The method's own option values, and the options that belong to other methods. */
+function methodValues(method: AuthMethod, values: Record<string, unknown>): Record<string, string | undefined> {
+  const names = Object.keys(authenticatorOf(method).sender.options);
+  return Object.fromEntries(names.map((name) => [name, values[name] as string | undefined]));
+}
 
 async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      url: { type: 'string' },
-      data: { type: 'string' },
-      secret: { type: 'string' },
-      'jwt-key': { type: 'string' },
-      kid: { type: 'string' },
-      alg: { type: 'string' },
-      'base-url': { type: 'string' },
-      'event-id': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const methodOptions = Object.fromEntries(
+    AUTH_METHODS.flatMap((method) => Object.keys(authenticatorOf(method).sender.options).map((name) => [name, { type: 'string' as const }])),
+  );
+  const options: ParseArgsConfig['options'] = {
+    url: { type: 'string' },
+    data: { type: 'string' },
+    ...methodOptions,
+    'event-id': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  };
+  const { values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const url = required(values.url, '--url');
+  const url = required(values.url as string | undefined, '--url');
   let target: URL;
   try {
     target = new URL(url);
@@ -81,33 +86,31 @@ async function main(argv: string[]): Promise<number> {
     throw new UsageError(`--url: ${JSON.stringify(url)} is not an absolute URL`);
   }
   if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new UsageError('--url must be an http or https URL');
-  const body = readData(required(values.data, '--data'));
-  const eventId = values['event-id'] ?? randomUUID();
-  const options: SendOptions = { url, body, eventId };
+  const body = readData(required(values.data as string | undefined, '--data'));
+  const eventId = (values['event-id'] as string | undefined) ?? randomUUID();
 
-  if (values['jwt-key'] !== undefined) {
-    if (values.secret !== undefined) throw new UsageError('give either --secret (HMAC) or --jwt-key (JWT), not both');
-    const alg = required(values.alg, '--alg (with --jwt-key)');
-    if (!(ALGORITHMS as readonly string[]).includes(alg)) throw new UsageError(`--alg must be one of ${ALGORITHMS.join(', ')}`);
-    const kid = required(values.kid, '--kid (with --jwt-key)');
-    const pem = readFile(values['jwt-key'], '--jwt-key');
-    options.jwt = { key: await importKey(pem, alg as Algorithm), kid, alg: alg as Algorithm, baseUrl: values['base-url'] ?? target.origin };
-  } else if (values.secret !== undefined) {
-    for (const flag of ['kid', 'alg', 'base-url'] as const) {
-      if (values[flag] !== undefined) throw new UsageError(`--${flag} is only for JWT (--jwt-key)`);
-    }
-    options.secret = values.secret;
-  } else {
-    throw new UsageError('give --secret (HMAC listener) or --jwt-key with --kid and --alg (JWT listener)');
+  const chosen = AUTH_METHODS.filter((method) => values[authenticatorOf(method).sender.selector] !== undefined);
+  if (chosen.length > 1) {
+    throw new UsageError(`give either ${chosen.map((method) => `--${authenticatorOf(method).sender.selector} (${method})`).join(' or ')}, not both`);
   }
+  const method = chosen[0];
+  if (method === undefined) {
+    throw new UsageError(`give ${AUTH_METHODS.map((m) => authenticatorOf(m).sender.hint).join(' or ')}`);
+  }
+  for (const other of AUTH_METHODS.filter((m) => m !== method)) {
+    for (const [name, value] of Object.entries(methodValues(other, values))) {
+      if (value !== undefined) throw new UsageError(`--${name} is only for ${other} (--${authenticatorOf(other).sender.selector})`);
+    }
+  }
+  const sign = await authenticatorOf(method).sender.signer(methodValues(method, values), target);
 
-  const response = await send(options);
+  const response = await send({ url, body, eventId, sign });
   process.stdout.write(`${response.status}${response.statusText ? ` ${response.statusText}` : ''}\n`);
   if (response.body !== '') process.stdout.write(`${response.body}\n`);
   return response.status >= 200 && response.status < 300 ? 0 : 1;
 }
 
-/** Builds the headers (HMAC signature or JWT) and POSTs the body with node:http(s); redirects are not followed. */
+/** Builds the headers (the method's signature or token) and POSTs the body with node:http(s); redirects are not followed. */
 export async function send(options: SendOptions): Promise<{ status: number; statusText: string; body: string }> {
   const timestamp = String(Math.floor(Date.now() / 1000));
   const headers: Record<string, string> = {
@@ -115,9 +118,8 @@ export async function send(options: SendOptions): Promise<{ status: number; stat
     'Content-Length': String(options.body.length),
     'Webhook-Timestamp': timestamp,
     'Webhook-Event-Id': options.eventId,
+    ...(await options.sign({ url: options.url, body: options.body, eventId: options.eventId, timestamp })),
   };
-  if (options.secret !== undefined) headers['Webhook-Signature'] = signHmac(options.secret, timestamp, options.eventId, options.body);
-  if (options.jwt) headers.Authorization = `Bearer ${await webhookJwt(options, Number(timestamp))}`;
   const target = new URL(options.url);
   const request = target.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve, reject) => {
@@ -133,35 +135,6 @@ export async function send(options: SendOptions): Promise<{ status: number; stat
     req.on('error', reject);
     req.end(options.body);
   });
-}
-
-/** The webhook JWT: sub = base URL, aud = listener URL, exp = now + 300, jti = event id, htm, htb_s256. */
-async function webhookJwt(options: SendOptions, now: number): Promise<string> {
-  const jwt = options.jwt!;
-  return new SignJWT({ htm: 'POST', htb_s256: bodySha256(options.body) })
-    .setProtectedHeader({ alg: jwt.alg, kid: jwt.kid, typ: 'JWT' })
-    .setSubject(jwt.baseUrl)
-    .setAudience(options.url)
-    .setIssuedAt(now)
-    .setExpirationTime(now + JWT_LIFETIME_SECONDS)
-    .setJti(options.eventId)
-    .sign(jwt.key);
-}
-
-/** PKCS#8 through jose; other PEM encodings (PKCS#1 RSA, SEC1 EC) through node:crypto. */
-async function importKey(pem: Buffer, alg: Algorithm): Promise<KeyLike> {
-  const text = pem.toString('utf8');
-  try {
-    return await importPKCS8(text, alg);
-  } catch (err) {
-    try {
-      const key = createPrivateKey(text);
-      if (key.type === 'private') return key;
-    } catch {
-      // fall through to the original error
-    }
-    throw new UsageError(`--jwt-key: not a PEM private key usable for ${alg} (${(err as Error).message})`);
-  }
 }
 
 function required(value: string | undefined, name: string): string {
@@ -187,7 +160,7 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      const usage = err instanceof UsageError || (err as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS');
+      const usage = err instanceof SenderUsageError || (err as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS');
       const code = (err as { code?: unknown }).code;
       process.stderr.write(`send: ${(err as Error).message}${typeof code === 'string' && !usage ? ` (${code})` : ''}\n`);
       if (usage) process.stderr.write('run with --help for usage\n');

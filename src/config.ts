@@ -44,7 +44,10 @@ export interface Config {
   trustProxy: number;
   /** Settings that were accepted but deserve a warning in the log at start-up. */
   warnings: string[];
+  /** ALLOW_INSECURE_JWKS: `http://` and non-public JWKS URLs (development and tests only). */
   allowInsecureJwks: boolean;
+  /** ALLOW_PRIVATE_OUTBOUND: callWebhook steps may reach `http://` and loopback/private addresses (never link-local or metadata ones). */
+  allowPrivateOutbound: boolean;
   accessTokenTtlSeconds: number;
   logLevel: string;
   /** Token-endpoint flood guards: requests per source address and minute; slow verifications at once. */
@@ -81,6 +84,7 @@ export const CONFIG_VARIABLES = [
   'SECRET_KEY',
   'TRUST_PROXY',
   'ALLOW_INSECURE_JWKS',
+  'ALLOW_PRIVATE_OUTBOUND',
   'ACCESS_TOKEN_TTL_SECONDS',
   'LOG_LEVEL',
   'TOKEN_RATE_LIMIT_PER_MINUTE',
@@ -193,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy,
     warnings,
     allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
+    allowPrivateOutbound: flag(env, 'ALLOW_PRIVATE_OUTBOUND'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     tokenEndpoint: {

@@ -161,6 +161,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db,
+    allowPrivateOutbound: config.allowPrivateOutbound,
     bundle: { codePath: bundlePath },
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
     ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),

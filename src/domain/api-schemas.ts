@@ -14,6 +14,7 @@ import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../webhooks/cidr';
 import { MAX_STEPS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, durationSchema, IDENTIFIER } from '../steps/kind';
+import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthMethod } from '../webhooks/authenticators';
 
 // ---------------------------------------------------------------- errors
 
@@ -135,19 +136,28 @@ const triggerCommon = {
   enabled: z.boolean().nullish().meta({ description: 'Default true.' }),
 };
 
+/** The fields of the other methods: absent, null or "" on a trigger of `method`. */
+function otherMethodsFields(method: AuthMethod): Record<string, z.ZodType> {
+  return Object.fromEntries(
+    triggerFieldOwners()
+      .filter((owner) => owner.method !== method)
+      .map(({ field, method: owner }) => [field, z.literal('').nullish().meta({ description: `Only for ${owner}.` })]),
+  );
+}
+
+/** One variant per authentication method (src/webhooks/authenticators): its own fields, the others unset. */
 export const IncomingWebhookTriggerInput = z
-  .discriminatedUnion('authMethod', [
-    z.object({
-      authMethod: z.literal('HMAC'),
-      jwksUrl: z.literal('').nullish().meta({ description: 'Only for JWT.' }),
-      ...triggerCommon,
-    }),
-    z.object({
-      authMethod: z.literal('JWT'),
-      jwksUrl: z.string().min(1).meta({ format: 'uri', description: 'https URL of the sender’s JWKS.' }),
-      ...triggerCommon,
-    }),
-  ])
+  .discriminatedUnion(
+    'authMethod',
+    AUTH_METHODS.map((method) =>
+      z.object({
+        authMethod: z.literal(method),
+        ...otherMethodsFields(method),
+        ...authenticatorOf(method).fields.shape,
+        ...triggerCommon,
+      }),
+    ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+  )
   .meta({ id: 'IncomingWebhookTriggerInput' });
 
 export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhookTriggerInput }).meta({ id: 'AutomationTriggerInput' });
@@ -183,8 +193,13 @@ export const UpdateAutomationRequest = z
 
 export const IncomingWebhookTrigger = z
   .object({
-    authMethod: z.enum(['HMAC', 'JWT']),
-    jwksUrl: z.string().meta({ description: '"" for HMAC.' }),
+    authMethod: z.enum(AUTH_METHODS),
+    ...Object.fromEntries(
+      triggerFieldOwners().map(({ field, method }) => [
+        field,
+        z.string().meta({ description: `"" for ${AUTH_METHODS.filter((other) => other !== method).join(', ')}.` }),
+      ]),
+    ),
     allowedCidrs: z.array(z.string()),
     enabled: z.boolean(),
     listenerId: z.string().meta({ readOnly: true }),
@@ -213,7 +228,7 @@ export const Automation = z
   .meta({ id: 'Automation' });
 
 const signingSecret = () =>
-  z.string().meta({ description: 'HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation.' });
+  z.string().meta({ description: methodsWithSecret().map((method) => authenticatorOf(method).secret?.description).join(' ') });
 
 export const AutomationWriteResponse = z
   .object({ automation: Automation, signingSecret: signingSecret().optional() })

@@ -27,7 +27,7 @@ export interface DryRunStep {
 }
 
 export interface DryRunOptions {
-  /** Accept `http://` and non-public callWebhook URLs (ALLOW_PRIVATE_OUTBOUND). */
+  /** Accept `http://` and loopback/private callWebhook URLs (ALLOW_PRIVATE_OUTBOUND). */
   allowInsecureOutbound: boolean;
   /** Wall-clock budget of the whole dry run, in milliseconds. */
   timeBudgetMs?: number;

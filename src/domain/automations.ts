@@ -1,6 +1,8 @@
 /**
- * Automations: create, update (with updateMask), publish, rotate the HMAC secret, and the public
- * view of a record (never the secret). HMAC secrets are 256 random bits, base64url without padding.
+ * Automations: create, read, list, update (with updateMask), publish, rotate the signing secret,
+ * and the public view of a record (never the secret). Whether a trigger has a signing secret, and
+ * how one is made, is its authentication method's business (src/webhooks/authenticators): it is
+ * issued when a trigger gets such a method and on rotation, and dropped when it loses it.
  * Each publish snapshots a version (display name and steps) in automation_versions: the receiver
  * runs the latest published snapshot, so edits change nothing for new runs until published again.
  */
@@ -15,14 +17,13 @@ import { getLatestPublishedVersion, getPublishedVersion, latestPublishedVersionN
 import type { StepDefinition } from '../steps';
 import { listenerChanged } from './listener-cache';
 import type { Queryable } from '../store/db';
-import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from './automation-validation';
+import { authenticatorOf, methodsWithSecret, type AuthenticatorConfig } from '../webhooks/authenticators';
+import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
+import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
+import { isString, pageOf } from './listing';
+import type { Page, PageRequest, PageTokens } from './pagination';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
-
-/** A new HMAC signing secret: 256 random bits, base64url, no padding (43 characters). */
-export function newSigningSecret(): string {
-  return randomToken(32);
-}
 
 export function listenerUrl(baseUrl: string, listenerId: string): string {
   return `${baseUrl}${WEBHOOK_PATH_PREFIX}${listenerId}`;
@@ -47,7 +48,6 @@ export async function withPublishedVersions(db: Queryable, records: AutomationRe
 
 /** The public view; `publishedVersion` is shown when the record carries it (see withPublishedVersion). */
 export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string): Record<string, unknown> {
-  const { authMethod, jwksUrl, allowedCidrs, enabled } = record.trigger;
   return {
     id: record.id,
     displayName: record.displayName,
@@ -57,10 +57,7 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
     ...(record.publishedVersion !== undefined ? { publishedVersion: record.publishedVersion } : {}),
     trigger: {
       incomingWebhook: {
-        authMethod,
-        jwksUrl: authMethod === 'JWT' ? jwksUrl : '',
-        allowedCidrs,
-        enabled,
+        ...triggerConfigView(record.trigger),
         listenerId: record.listenerId,
         url: listenerUrl(baseUrl, record.listenerId),
       },
@@ -71,8 +68,33 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
   };
 }
 
+/** The automation with its published version number; 404 when there is none with this id. */
+export async function getAutomation(db: Queryable, id: string): Promise<AutomationWithPublishedVersion> {
+  const record = await store.getAutomation(db, id);
+  if (!record) throw notFound('automation');
+  return withPublishedVersion(db, record);
+}
+
+/** One page of automations by id, each with its published version number. */
+export function listAutomations(db: Queryable, tokens: PageTokens, page: PageRequest): Promise<Page<AutomationWithPublishedVersion>> {
+  return pageOf(tokens, page, {
+    name: 'automations',
+    filter: {},
+    isCursor: isString,
+    fetch: async (after, limit) => withPublishedVersions(db, await store.listAutomations(db, after, limit)),
+    keyOf: (record) => record.id,
+    toItem: (record) => record,
+  });
+}
+
+/** A new signing secret for a trigger of this method, or null when the method has none. */
+function newSecretFor(method: AutomationRecord['trigger']['authMethod']): string | null {
+  return authenticatorOf(method).secret?.generate() ?? null;
+}
+
 export interface AutomationOptions {
-  allowInsecureJwks: boolean;
+  /** What trigger validation depends on (the JWKS URL policy). */
+  authenticators: AuthenticatorConfig;
   secretBox: SecretBox;
   /** Who makes the change, for the audit trail. */
   actor: string;
@@ -86,10 +108,10 @@ export async function createAutomation(
   const violations: FieldViolation[] = [];
   const displayName = validateDisplayName(body.displayName, 'displayName', violations);
   const description = validateDescription(body.description, 'description', violations);
-  const trigger = validateTrigger(body.trigger, options.allowInsecureJwks, violations);
+  const trigger = validateTrigger(body.trigger, options.authenticators, violations);
   const steps = validateSteps(body.steps ?? [], violations);
   if (violations.length > 0) throw invalidArgument(violations);
-  const signingSecret = trigger.authMethod === 'HMAC' ? newSigningSecret() : null;
+  const signingSecret = newSecretFor(trigger.authMethod);
   const record = await db.transaction(async (tx) => {
     const inserted = await store.insertAutomation(tx, {
       id: newId(),
@@ -129,8 +151,8 @@ function parseMask(mask: unknown, automation: Record<string, unknown>): Set<Mask
 }
 
 /**
- * Applies `{automation, updateMask}`. A trigger switched to HMAC gets a new secret (returned once);
- * one switched to JWT loses its secret.
+ * Applies `{automation, updateMask}`. A trigger switched to a method with a signing secret (HMAC)
+ * gets a new secret (returned once); one switched to a method without (JWT) loses its secret.
  */
 export async function updateAutomation(
   db: Db,
@@ -151,15 +173,16 @@ export async function updateAutomation(
     const next: AutomationRecord = { ...current };
     if (mask.has('displayName')) next.displayName = validateDisplayName(fields.displayName, 'automation.displayName', violations);
     if (mask.has('description')) next.description = validateDescription(fields.description, 'automation.description', violations);
-    if (mask.has('trigger')) next.trigger = validateTrigger(fields.trigger, options.allowInsecureJwks, violations);
+    if (mask.has('trigger')) next.trigger = validateTrigger(fields.trigger, options.authenticators, violations);
     if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
     if (violations.length > 0) throw invalidArgument(violations);
     let signingSecret: string | null = null;
-    if (next.trigger.authMethod === 'HMAC' && !current.sealedSigningSecret) {
-      signingSecret = newSigningSecret();
-      next.sealedSigningSecret = options.secretBox.seal(signingSecret);
-    } else if (next.trigger.authMethod === 'JWT') {
+    const switched = next.trigger.authMethod !== current.trigger.authMethod;
+    if (!authenticatorOf(next.trigger.authMethod).secret) {
       next.sealedSigningSecret = null;
+    } else if (switched || !current.sealedSigningSecret) {
+      signingSecret = newSecretFor(next.trigger.authMethod);
+      next.sealedSigningSecret = signingSecret === null ? null : options.secretBox.seal(signingSecret);
     }
     const saved = await store.saveAutomation(tx, next);
     await recordAudit(tx, {
@@ -179,10 +202,13 @@ export async function rotateSigningSecret(db: Db, id: string, options: Automatio
   const { secret, listenerId } = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
-    if (current.trigger.authMethod !== 'HMAC') {
-      throw invalidArgument({ field: 'trigger.incomingWebhook.authMethod', description: 'only HMAC triggers have a signing secret' });
+    const secret = newSecretFor(current.trigger.authMethod);
+    if (secret === null) {
+      throw invalidArgument({
+        field: 'trigger.incomingWebhook.authMethod',
+        description: `only ${methodsWithSecret().join(' or ')} triggers have a signing secret`,
+      });
     }
-    const secret = newSigningSecret();
     await store.setSealedSigningSecret(tx, id, options.secretBox.seal(secret));
     await recordAudit(tx, { actor: options.actor, action: 'automation.rotate_secret', resourceType: 'automation', resourceId: id });
     return { secret, listenerId: current.listenerId };

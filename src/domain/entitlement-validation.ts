@@ -4,13 +4,11 @@
  * Also the update mask of `POST /apps/{app_id}/entitlements/{id}`.
  */
 import { invalidArgument, type FieldViolation } from './errors';
+import { MAX_JSON_DEPTH } from '../json';
 import { MAX_MULTI_STEP_DEPTH } from './entitlement-rules';
 import { READ_ONLY_FIELDS, WRITABLE_FIELDS, withDefaults, type EntitlementFields, type WritableField } from './entitlement-record';
 import { AppEntitlementInput } from './schemas';
 import { fieldPath, violationsOf } from './validation';
-
-/** Deepest JSON nesting accepted anywhere in a write (free-form `config` included). */
-export const MAX_JSON_DEPTH = 64;
 
 export type WriteValidation = { ok: true; fields: EntitlementFields } | { ok: false; violations: FieldViolation[] };
 

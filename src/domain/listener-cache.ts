@@ -12,6 +12,7 @@
 import type { Db } from '../store/db';
 import { getListener, LISTENER_CHANGED_CHANNEL, type ListenerRecord } from '../store/listeners';
 import type { SecretBox } from '../auth/secret-box';
+import { authenticatorOf } from '../webhooks/authenticators';
 
 /** Longest time a cached entry is used without a re-read, notifications or not. */
 export const MAX_STALENESS_MS = 1000;
@@ -101,6 +102,6 @@ export class ListenerCache {
 
   private unseal(record: ListenerRecord): string | undefined {
     const sealed = record.automation.sealedSigningSecret;
-    return record.automation.trigger.authMethod === 'HMAC' && sealed !== null ? this.secretBox.open(sealed) : undefined;
+    return authenticatorOf(record.automation.trigger.authMethod).secret && sealed !== null ? this.secretBox.open(sealed) : undefined;
   }
 }

@@ -6,7 +6,7 @@
 import type { Context } from 'koa';
 import { AppError, invalidArgument } from './errors';
 import { fieldPath } from '../domain/validation';
-import { jsonDepth, MAX_JSON_DEPTH } from '../webhooks/body';
+import { jsonDepth, MAX_JSON_DEPTH } from '../json';
 import type { DataRateWatch } from '../webhooks/admission';
 
 export const API_BODY_LIMIT = 1024 * 1024;

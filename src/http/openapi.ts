@@ -11,6 +11,7 @@ import { z } from 'zod';
 import * as api from '../domain/api-schemas';
 import * as gov from '../domain/schemas';
 import { RPC_CODE } from './errors';
+import { AUTH_METHODS, authenticatorOf } from '../webhooks/authenticators';
 
 export const OPENAPI_VERSION = '3.1.0';
 export const API_VERSION = '0.1.0-alpha';
@@ -231,14 +232,13 @@ const OPERATIONS: Operation[] = [
     secured: false,
     summary: 'Receive an inbound webhook event and run the linked automation.',
     description:
-      'Authenticated by the listener’s method: HMAC-SHA256 over "<timestamp>.<event_id>.<body>" (base64url, no padding) in ' +
-      'Webhook-Signature, or a JWT in Authorization: Bearer. Checks run in this order, the first failure answers: listener (404), ' +
+      `Authenticated by the listener’s method: ${AUTH_METHODS.map((method) => authenticatorOf(method).summary).join(', or ')}. ` +
+      'Checks run in this order, the first failure answers: listener (404), ' +
       'source address (403), body size (413), headers (400), signature or JWT (401), JSON (400), duplicate event id (409).',
     headers: [
       { name: 'Webhook-Timestamp', required: true, description: 'Current Unix time in seconds; must be within 300 s of the service’s clock.', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
       { name: 'Webhook-Event-Id', required: true, description: 'UUID v4 identifying the event; idempotency key (compared case-insensitively).', schema: { type: 'string', format: 'uuid' } },
-      { name: 'Webhook-Signature', required: false, description: 'HMAC listeners only: base64url (no padding) HMAC-SHA256 of "<timestamp>.<event_id>.<body>".' },
-      { name: 'Authorization', required: false, description: 'JWT listeners only: "Bearer <JWT>".' },
+      ...AUTH_METHODS.map((method) => ({ name: authenticatorOf(method).credential.name, required: false, description: authenticatorOf(method).credential.description })),
     ],
     body: { schema: api.WebhookPayload, required: true, description: 'Any JSON value, at most 64 KiB; the automation reads it as ctx.trigger.' },
     ok: api.WebhookAccepted, errors: [400, 401, 403, 404, 408, 409, 413, 429, 503],

@@ -2,7 +2,7 @@
 import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../../workflows/types';
-import type { IncomingWebhookTrigger } from '../domain/automation-validation';
+import type { IncomingWebhookTrigger } from '../webhooks/trigger';
 
 export interface AutomationRecord {
   id: string;

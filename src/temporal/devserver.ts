@@ -118,7 +118,13 @@ function findSetpriv(): string | null {
 async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
-  const result = await Promise.race([exited, sleep(10_000).then(() => 'timeout' as const)]);
+  // The grace timer is cleared once the child is gone: a pending timer would keep this process alive.
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), 10_000);
+  });
+  const result = await Promise.race([exited, timeout]);
+  clearTimeout(timer);
   if (result === 'timeout') {
     child.kill('SIGKILL');
     await exited;

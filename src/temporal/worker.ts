@@ -12,6 +12,8 @@ export interface AutomationWorkerOptions {
   namespace: string;
   taskQueue: string;
   db: Db;
+  /** ALLOW_PRIVATE_OUTBOUND (`Config.allowPrivateOutbound`); default false: public https targets only. */
+  allowPrivateOutbound?: boolean;
   /** Prebuilt workflow bundle; when absent the workflows are bundled from source at start. */
   bundle?: WorkflowBundleOption;
   maxConcurrentActivityTaskExecutions?: number;
@@ -29,7 +31,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities({ db: opts.db }),
+    activities: createActivities({ db: opts.db, allowPrivateOutbound: opts.allowPrivateOutbound ?? false }),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath() }),
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined
       ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }

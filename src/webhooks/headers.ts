@@ -1,27 +1,29 @@
 /**
- * Request-header checks of inbound webhooks (step 4 of the check order in API.md): presence,
- * `Content-Type`, the `Webhook-Timestamp` window and the `Webhook-Event-Id` format, all 400; then,
- * for JWT listeners, the `Authorization: Bearer` header (401, the first authentication check).
+ * Request-header checks of inbound webhooks (step 4 of the check order): presence, `Content-Type`,
+ * the `Webhook-Timestamp` window and the `Webhook-Event-Id` format, all 400; then the credential
+ * header of the listener's authentication method (./authenticators), whose absence is either one
+ * of the missing headers (400, e.g. `Webhook-Signature`) or the first authentication check (401,
+ * e.g. `Authorization: Bearer`).
  */
+import { authenticatorOf, type AuthMethod, type CredentialInput, type CredentialOutput } from './authenticators';
 import { rejectWebhook } from './errors';
 
 /** Largest distance, in seconds and in either direction, between `Webhook-Timestamp` and now. */
 export const TIMESTAMP_TOLERANCE_SECONDS = 300;
 
-export type WebhookAuthMethod = 'HMAC' | 'JWT';
-
-export interface WebhookHeaderInput {
+export type WebhookHeaderInput = {
   contentType: string | undefined;
   timestamp: string | undefined;
   eventId: string | undefined;
-  signature: string | undefined;
-  authorization: string | undefined;
-  authMethod: WebhookAuthMethod;
+  authMethod: AuthMethod;
   /** Current Unix time in seconds (fractions are dropped). */
   nowSeconds: number;
-}
+} & {
+  /** The raw credential header of each method (`signature`, `authorization`); only the listener's is read. */
+  [field in CredentialInput]?: string | undefined;
+};
 
-export interface CheckedWebhookHeaders {
+export type CheckedWebhookHeaders = {
   /** `Webhook-Timestamp` as a number. */
   timestamp: number;
   /** `Webhook-Event-Id`, lower-cased: the idempotency key. */
@@ -30,15 +32,13 @@ export interface CheckedWebhookHeaders {
   timestampHeader: string;
   /** `Webhook-Event-Id` exactly as sent: part of the HMAC input. */
   eventIdHeader: string;
-  /** `Webhook-Signature` (HMAC listeners only). */
-  signature?: string;
-  /** The bearer token of `Authorization` (JWT listeners only). */
-  token?: string;
-}
+} & {
+  /** The credential of the listener's method (`signature` for HMAC, `token` for JWT). */
+  [field in CredentialOutput]?: string;
+};
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const DECIMAL_SECONDS = /^[0-9]{1,12}$/;
-const MAX_TOKEN_CHARS = 16 * 1024;
 
 /** True for a hyphenated UUID of version 4 and RFC 4122 variant, in either case. */
 export function isUuidV4(s: string): boolean {
@@ -47,21 +47,23 @@ export function isUuidV4(s: string): boolean {
 
 /**
  * Validates the webhook headers in a fixed order and returns them parsed. Throws a 400
- * `WebhookRejection` for a missing header, a wrong content type, a bad or stale timestamp or an
- * event id that is not a UUID v4; for JWT listeners, then a 401 for a missing or non-Bearer
- * `Authorization` header.
+ * `WebhookRejection` for a missing header (the method's credential header included when it is
+ * required), a wrong content type, a bad or stale timestamp or an event id that is not a UUID v4;
+ * then whatever the method's `readCredential` throws (a 401, e.g. for a missing or non-Bearer
+ * `Authorization` header).
  */
 export function checkWebhookHeaders(input: WebhookHeaderInput): CheckedWebhookHeaders {
   const contentType = present(input.contentType);
   const timestampHeader = present(input.timestamp);
   const eventIdHeader = present(input.eventId);
-  const signature = present(input.signature);
+  const { credential: header, readCredential } = authenticatorOf(input.authMethod);
+  const credential = present(input[header.input as CredentialInput]);
 
   const missing: string[] = [];
   if (contentType === undefined) missing.push('Content-Type');
   if (timestampHeader === undefined) missing.push('Webhook-Timestamp');
   if (eventIdHeader === undefined) missing.push('Webhook-Event-Id');
-  if (input.authMethod === 'HMAC' && signature === undefined) missing.push('Webhook-Signature');
+  if (header.requiredHeader && credential === undefined) missing.push(header.name);
   if (missing.length > 0 || contentType === undefined || timestampHeader === undefined || eventIdHeader === undefined) {
     // (the undefined tests only narrow the types: `missing` is non-empty whenever one holds)
     throw rejectWebhook(400, 'missing_header', `missing required header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
@@ -83,26 +85,9 @@ export function checkWebhookHeaders(input: WebhookHeaderInput): CheckedWebhookHe
     timestampHeader,
     eventIdHeader,
   };
-  if (input.authMethod === 'HMAC') {
-    checked.signature = signature;
-  } else {
-    checked.token = bearerToken(input.authorization);
-  }
+  const value = readCredential(credential);
+  if (value !== undefined) checked[header.output as CredentialOutput] = value;
   return checked;
-}
-
-/** Extracts the token of `Authorization: Bearer <token>`; 401 when absent or another scheme. */
-export function bearerToken(authorization: string | undefined): string {
-  const value = present(authorization);
-  if (value === undefined) {
-    throw rejectWebhook(401, 'missing_authorization', 'missing Authorization header');
-  }
-  const match = /^bearer +([^\s]+)$/i.exec(value);
-  const token = match?.[1];
-  if (token === undefined || token.length > MAX_TOKEN_CHARS) {
-    throw rejectWebhook(401, 'bad_authorization', 'Authorization header must be "Bearer <JWT>"');
-  }
-  return token;
 }
 
 /** True for `application/json`, any case, with optional parameters; a charset must be UTF-8. */

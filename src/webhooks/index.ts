@@ -1,10 +1,14 @@
 /**
- * Pure verification of inbound webhooks: headers, source address, HMAC, JWT and body. No Koa, no
- * Temporal: the HTTP layer calls these in the order of API.md and renders `WebhookRejection`.
+ * Inbound webhooks: the intake (`receive`: listener → source address → body size → headers →
+ * authentication → JSON → start the run), the authentication methods in a registry
+ * (./authenticators), and the pure checks they are built from. No Koa: the HTTP layer only
+ * translates the intake's outcome.
  */
 export * from './errors';
 export * from './digest';
-export { signHmac, verifyHmac } from './hmac';
+export { signHmac, verifyHmac } from './authenticators/hmac';
+export { bearerToken } from './authenticators/jwt';
+export * from './authenticators';
 export * from './headers';
 export * from './cidr';
 export * from './jwks';

@@ -75,6 +75,21 @@ const FORBIDDEN_RANGES: Cidr[] = [
   return cidr;
 });
 
+/** Non-public ranges an outbound call may reach when private targets are allowed (ALLOW_PRIVATE_OUTBOUND). */
+const PRIVATE_RANGES: Cidr[] = ['10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '::1/128', 'fc00::/7'].map(
+  (text) => parseCidr(text) as Cidr,
+);
+
+/** Cloud metadata endpoints outside the link-local ranges: refused even when private targets are allowed. */
+const METADATA_RANGES: Cidr[] = ['fd00:ec2::254/128', '100.100.100.200/32'].map((text) => parseCidr(text) as Cidr);
+
+/**
+ * Where an outbound call may go. `public`: https, public addresses only. `private`: http or
+ * https, loopback and private addresses too, never link-local, metadata, multicast or reserved
+ * ones. `any`: no scheme or address rule at all (ALLOW_INSECURE_JWKS, JWKS URLs only).
+ */
+export type OutboundPolicy = 'public' | 'private' | 'any';
+
 const NAT64 = parseCidr('64:ff9b::/96') as Cidr;
 /** RFC 8215 local-use NAT64 prefix; a network may use any RFC 6052 prefix length within it. */
 const NAT64_LOCAL = parseCidr('64:ff9b:1::/48') as Cidr;
@@ -95,9 +110,11 @@ const SIX_TO_FOUR = parseCidr('2002::/16') as Cidr;
 /**
  * True for addresses a JWKS fetch must never reach: loopback, private, link-local (metadata),
  * unspecified, multicast and reserved ranges, also when wrapped in IPv4-mapped, NAT64 (the
- * well-known 64:ff9b::/96 and the local-use 64:ff9b:1::/48 of RFC 8215) or 6to4 IPv6 forms. Unparseable text counts as forbidden.
+ * well-known 64:ff9b::/96 and the local-use 64:ff9b:1::/48 of RFC 8215) or 6to4 IPv6 forms.
+ * Unparseable text counts as forbidden. With the `private` policy, loopback and private ranges
+ * are allowed, except metadata addresses.
  */
-export function isForbiddenAddress(address: string): boolean {
+export function isForbiddenAddress(address: string, policy: Exclude<OutboundPolicy, 'any'> = 'public'): boolean {
   const zone = address.indexOf('%');
   const ip = parseIp(zone < 0 ? address : address.slice(0, zone));
   if (!ip) return true;
@@ -111,7 +128,10 @@ export function isForbiddenAddress(address: string): boolean {
     }
   }
   if (ip.family === 6 && cidrContains(SIX_TO_FOUR, ip)) forms.push({ family: 4, bytes: ip.bytes.slice(2, 6) });
-  return forms.some((form) => FORBIDDEN_RANGES.some((range) => cidrContains(range, form)));
+  const within = (ranges: Cidr[]) => (form: IpAddress) => ranges.some((range) => cidrContains(range, form));
+  if (policy === 'public') return forms.some(within(FORBIDDEN_RANGES));
+  if (forms.some(within(METADATA_RANGES))) return true;
+  return forms.some((form) => within(FORBIDDEN_RANGES)(form) && !within(PRIVATE_RANGES)(form));
 }
 
 /**
@@ -126,15 +146,19 @@ export function validateJwksUrl(url: string, allowInsecure: boolean): string | u
 
 /**
  * The policy for every URL the service calls out to (JWKS documents, callWebhook steps): an
- * error message naming `label`, or undefined. Without `allowInsecure`: https only, no credentials,
- * no `localhost` or literal non-public IP host (names are checked again when they resolve).
+ * error message naming `label`, or undefined. Always: an absolute URL of bounded length, no
+ * credentials. `public`: https only, no `localhost` or literal non-public IP host (names are
+ * checked again when they resolve); `private`: http too, loopback and private hosts too, but no
+ * literal link-local, metadata or reserved IP host; `any`: nothing more. A boolean is `any`
+ * (true) or `public` (false).
  */
 export function checkOutboundUrl(
   url: string,
-  allowInsecure: boolean,
+  policy: OutboundPolicy | boolean,
   label: string,
   invalidMessage = `${label} is not a valid absolute URL`,
 ): string | undefined {
+  const rule: OutboundPolicy = policy === true ? 'any' : policy === false ? 'public' : policy;
   if (url.length > MAX_URL_LENGTH) return `${label} must be at most ${MAX_URL_LENGTH} characters`;
   let parsed: URL;
   try {
@@ -142,17 +166,19 @@ export function checkOutboundUrl(
   } catch {
     return invalidMessage;
   }
-  if (parsed.protocol !== 'https:' && !(allowInsecure && parsed.protocol === 'http:')) {
-    return allowInsecure ? `${label} must use http or https` : `${label} must use https`;
+  if (parsed.protocol !== 'https:' && !(rule !== 'public' && parsed.protocol === 'http:')) {
+    return rule !== 'public' ? `${label} must use http or https` : `${label} must use https`;
   }
   if (parsed.username !== '' || parsed.password !== '') return `${label} must not contain credentials`;
   if (parsed.hostname === '') return `${label} must name a host`;
-  if (allowInsecure) return undefined;
+  if (rule === 'any') return undefined;
   const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
-  if (host === 'localhost' || host.endsWith('.localhost')) return `${label} must not point to localhost`;
+  if (rule === 'public' && (host === 'localhost' || host.endsWith('.localhost'))) return `${label} must not point to localhost`;
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
-  if (parseIp(literal) && isForbiddenAddress(literal)) {
-    return `${label} must not point to a loopback, private, link-local or other non-public address`;
+  if (parseIp(literal) && isForbiddenAddress(literal, rule)) {
+    return rule === 'public'
+      ? `${label} must not point to a loopback, private, link-local or other non-public address`
+      : `${label} must not point to a link-local, metadata or other reserved address`;
   }
   return undefined;
 }
@@ -162,25 +188,32 @@ export const ADDRESS_REFUSED = 'ERR_JWKS_ADDRESS_REFUSED';
 
 /**
  * A `lookup` for sockets that resolves like `dns.lookup` but fails when any resolved address is
- * forbidden, so the connection can only go to an address that was checked.
+ * forbidden by `policy`, so the connection can only go to an address that was checked.
  */
-export const guardedLookup: LookupFunction = (hostname, options, callback) => {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) {
-      callback(err, '', 0);
-      return;
-    }
-    const first = addresses[0];
-    if (first === undefined || addresses.some((entry) => isForbiddenAddress(entry.address))) {
-      const refused: NodeJS.ErrnoException = new Error('JWKS host resolves to a non-public address');
-      refused.code = ADDRESS_REFUSED;
-      callback(refused, '', 0);
-      return;
-    }
-    if (options.all) callback(null, addresses);
-    else callback(null, first.address, first.family);
-  });
-};
+export function guardedLookupFor(policy: Exclude<OutboundPolicy, 'any'>): LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) {
+        callback(err, '', 0);
+        return;
+      }
+      const first = addresses[0];
+      if (first === undefined || addresses.some((entry) => isForbiddenAddress(entry.address, policy))) {
+        const refused: NodeJS.ErrnoException = new Error(
+          policy === 'public' ? 'JWKS host resolves to a non-public address' : 'host resolves to a link-local, metadata or other reserved address',
+        );
+        refused.code = ADDRESS_REFUSED;
+        callback(refused, '', 0);
+        return;
+      }
+      if (options.all) callback(null, addresses);
+      else callback(null, first.address, first.family);
+    });
+  };
+}
+
+/** `guardedLookupFor('public')`: only public addresses. */
+export const guardedLookup: LookupFunction = guardedLookupFor('public');
 
 /**
  * Fetches and parses a JWKS document. Throws a 401 `WebhookRejection`: 'jwks_url_refused' for a

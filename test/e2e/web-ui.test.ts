@@ -11,6 +11,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
+import '../helpers/quiet-runtime';
 import { chromium, type Browser } from 'playwright-core';
 import type { DevServer } from '../../src/temporal/devserver';
 import { startTestDevServer } from '../helpers/ports';

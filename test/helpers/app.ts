@@ -59,7 +59,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   const config = {
-    ...loadConfig({ PORT: String(port), ALLOW_INSECURE_JWKS: 'true', ...options.env }),
+    ...loadConfig({ PORT: String(port), ALLOW_INSECURE_JWKS: 'true', ALLOW_PRIVATE_OUTBOUND: 'true', ...options.env }),
     ...options.config,
   };
   const secretBox = options.deps?.secretBox ?? new SecretBox(randomBytes(32));

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
+import './quiet-runtime';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
@@ -53,6 +54,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       namespace: temporal.namespace,
       taskQueue,
       db: service.deps.db,
+      allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
       ...(bundle ? { bundle } : {}),
     });
     running = worker.run();

@@ -3,6 +3,7 @@
  * own worker always uses the shared test server). Pass a prebuilt bundle to start several quickly.
  */
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import './quiet-runtime';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 

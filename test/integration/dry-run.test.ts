@@ -142,7 +142,7 @@ describe('automation dry run', () => {
   });
 
   it('refuses callWebhook URLs the worker would refuse when insecure outbound is off', async () => {
-    const strict = await startTestService({ env: { ALLOW_INSECURE_JWKS: 'false' } });
+    const strict = await startTestService({ env: { ALLOW_PRIVATE_OUTBOUND: 'false' } });
     try {
       const strictToken = await strict.tokenFor('super_admin');
       const created = await request(strict.server)

@@ -28,7 +28,7 @@ async function startWorker(): Promise<void> {
     connection,
     namespace: 'default',
     taskQueue: stack.taskQueue,
-    activities: createActivities({ db: stack.service.deps.db, allowInsecureOutbound: true }),
+    activities: createActivities({ db: stack.service.deps.db, allowPrivateOutbound: true }),
     workflowBundle: testWorkflowBundle()!,
   });
   const running = worker.run();

@@ -1,7 +1,7 @@
 /**
  * The callWebhook and fail steps, per-step retry policies and hostile expressions, on a real
  * Temporal dev server with real activities: callWebhook calls a real local HTTP server (with
- * ALLOW_INSECURE_JWKS semantics on, as in development) or is refused (semantics off). Save-time
+ * ALLOW_PRIVATE_OUTBOUND on, as in development) or is refused (off). Save-time
  * validation of the new kinds goes through the real HTTP API.
  */
 import dns from 'node:dns/promises';
@@ -97,7 +97,7 @@ beforeAll(async () => {
       connection: nativeConnection,
       namespace: temporal.namespace,
       taskQueue: queues[mode],
-      activities: createActivities({ db, allowInsecureOutbound: mode === 'insecure' }),
+      activities: createActivities({ db, allowPrivateOutbound: mode === 'insecure' }),
       ...(bundle ? { workflowBundle: bundle } : { workflowsPath: automationWorkflowsPath() }),
     });
     workers.push({ worker, running: worker.run() });

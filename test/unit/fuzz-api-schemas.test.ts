@@ -9,7 +9,8 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { buildOpenApiDocument } from '../../src/http/openapi';
 import { CreateAutomationRequest } from '../../src/domain/api-schemas';
-import { validateDescription, validateDisplayName, validateSteps, validateTrigger } from '../../src/domain/automation-validation';
+import { validateDescription, validateDisplayName, validateSteps } from '../../src/domain/automation-validation';
+import { validateTrigger } from '../../src/webhooks/trigger';
 import { automationView } from '../../src/domain/automations';
 import type { AutomationRecord } from '../../src/store/automations';
 import type { FieldViolation } from '../../src/http/errors';
@@ -103,7 +104,7 @@ function validate(body: Record<string, unknown>): { violations: FieldViolation[]
   const violations: FieldViolation[] = [];
   const displayName = validateDisplayName(body.displayName, 'displayName', violations);
   const description = validateDescription(body.description, 'description', violations);
-  const trigger = validateTrigger(body.trigger, false, violations);
+  const trigger = validateTrigger(body.trigger, { baseUrl: BASE_URL, allowInsecureJwks: false }, violations);
   const steps = validateSteps(body.steps ?? [], violations);
   const now = new Date().toISOString();
   const record = {

@@ -1,5 +1,6 @@
 import { WebhookRejection } from '../../src/webhooks/errors';
-import { bearerToken, checkWebhookHeaders, isJsonContentType, isUuidV4, type WebhookHeaderInput } from '../../src/webhooks/headers';
+import { checkWebhookHeaders, isJsonContentType, isUuidV4, type WebhookHeaderInput } from '../../src/webhooks/headers';
+import { bearerToken } from '../../src/webhooks/authenticators/jwt';
 
 const NOW = 1_700_000_000;
 const EVENT_ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { bodySha256, signHmac, verifyHmac } from '../../src/webhooks/hmac';
+import { bodySha256, signHmac, verifyHmac } from '../../src/webhooks/authenticators/hmac';
 
 const SECRET = 'c2VjcmV0LWZvci10ZXN0LXZlY3Rvci0wMDAwMDAwMDA';
 const TIMESTAMP = '1700000000';

@@ -4,30 +4,30 @@ import type { AppDeps } from '../context';
 import type { Context } from 'koa';
 import { actorOf, authenticate, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
-import { invalidArgument, notFound } from '../errors';
+import { invalidArgument } from '../errors';
 import { dryRunSteps } from '../../domain/automation-dry-run';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
-import { keysetPage, readPageRequest } from '../../domain/pagination';
+import { readPageRequest } from '../../domain/pagination';
 import {
   automationView,
   changeAutomationState,
   createAutomation,
+  getAutomation,
+  listAutomations,
   rotateSigningSecret,
   updateAutomation,
-  withPublishedVersion,
-  withPublishedVersions,
   type AutomationOptions,
+  type AutomationWithPublishedVersion,
 } from '../../domain/automations';
-import * as store from '../../store/automations';
 
 export function createAutomationsRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: '/api/v1/automations' });
   const options = (ctx: Context): AutomationOptions => ({
-    allowInsecureJwks: deps.config.allowInsecureJwks,
+    authenticators: deps.config,
     secretBox: deps.secretBox,
     actor: actorOf(ctx),
   });
-  const view = (record: store.AutomationRecord): Record<string, unknown> => automationView(record, deps.config.baseUrl);
+  const view = (record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
   router.use(authenticate(deps.tokens), requireAccess('automations', 'write'));
 
   router.post('/', async (ctx) => {
@@ -36,19 +36,12 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   });
 
   router.get('/', async (ctx) => {
-    const page = readPageRequest(ctx.query);
-    const after = deps.pageTokens.decode<string>('automations', {}, page.pageToken);
-    const rows = await withPublishedVersions(deps.db, await store.listAutomations(deps.db, after, page.pageSize + 1));
-    const result = keysetPage(rows, page.pageSize, (r) => r.id, (r) => ({ automation: view(r) }), (cursor) =>
-      deps.pageTokens.encode('automations', {}, cursor),
-    );
-    ctx.body = { list: result.items, nextPageToken: result.nextPageToken };
+    const page = await listAutomations(deps.db, deps.pageTokens, readPageRequest(ctx.query));
+    ctx.body = { list: page.items.map((record) => ({ automation: view(record) })), nextPageToken: page.nextPageToken };
   });
 
   router.get('/:id', async (ctx) => {
-    const record = await store.getAutomation(deps.db, ctx.params.id!);
-    if (!record) throw notFound('automation');
-    ctx.body = { automation: view(await withPublishedVersion(deps.db, record)) };
+    ctx.body = { automation: view(await getAutomation(deps.db, ctx.params.id!)) };
   });
 
   router.post('/:id', async (ctx) => {
@@ -70,14 +63,13 @@ export function createAutomationsRouter(deps: AppDeps): Router {
 
   // Dry run: evaluates the steps over a sample payload without running any effect.
   router.post('/:id/test', async (ctx) => {
-    const record = await store.getAutomation(deps.db, ctx.params.id!);
-    if (!record) throw notFound('automation');
+    const record = await getAutomation(deps.db, ctx.params.id!);
     const body = await readJsonObject(ctx);
     if (!('payload' in body)) throw invalidArgument({ field: 'payload', description: 'is required: a sample webhook body (any JSON), read as ctx.trigger' });
     if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
       throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
     }
-    ctx.body = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowInsecureJwks });
+    ctx.body = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound });
   });
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {

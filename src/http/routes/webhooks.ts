@@ -1,224 +1,106 @@
 /**
- * The inbound webhook receiver, POST /api/v1/webhooks/incoming/{listener_id}. Checks run in the
- * order of API.md, the first failure answers: listener (404) → source address (403) → body size,
- * enforced while reading (413) → headers (400) → HMAC or JWT (401) → JSON (400) → duplicate (409).
- * 200 only after Temporal has durably accepted the run; 503 with Retry-After when it cannot.
- * Admission (src/webhooks/admission.ts): global, per-listener and per-source in-flight caps (429),
- * a header pre-check before the body where the contract's order allows it, a minimum body rate.
+ * The inbound webhook receiver, POST /api/v1/webhooks/incoming/{listener_id}: translates between
+ * HTTP and the intake (src/webhooks/intake.ts), which runs the checks in their contract order.
+ * Load shedding (429) runs before it, as a middleware; metrics are recorded from the outcome.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
-import { AppError } from '../errors';
-import {
-  checkWebhookHeaders,
-  isAddressAllowed,
-  JwtVerifier,
-  MAX_WEBHOOK_BODY_BYTES,
-  parseWebhookJson,
-  verifyHmac,
-  WebhookRejection,
-} from '../../webhooks';
-import { ListenerCache, type Listener } from '../../domain/listener-cache';
+import { AppError, fromDomain } from '../errors';
+import { DomainError } from '../../domain/errors';
+import { admissionTicket, shedLoad } from '../load-shedding';
+import { DataRateWatch } from '../../webhooks/admission';
+import { createWebhookIntake, type IntakeOutcome } from '../../webhooks/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
-import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../temporal/runs';
-import { AdmissionRefusal, DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
 
-const MAX_CACHED_VERIFIERS = 10_000;
+/** Seconds a sender is asked to wait after a 503 before retrying the same event. */
 const RETRY_AFTER_SECONDS = '5';
 /** Time a sender has to deliver the whole body once the headers arrived (slow-body defence). */
-export const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
-/** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
-const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
-
-/** One JWT verifier (and so one cached JWKS) per listener and JWKS URL. */
-class VerifierCache {
-  private readonly verifiers = new Map<string, JwtVerifier>();
-  constructor(private readonly allowInsecure: boolean) {}
-
-  get(listenerId: string, jwksUrl: string): JwtVerifier {
-    const existing = this.verifiers.get(listenerId);
-    if (existing && existing.jwksUrl === jwksUrl) return existing;
-    if (this.verifiers.size >= MAX_CACHED_VERIFIERS) {
-      const oldest = this.verifiers.keys().next().value;
-      if (oldest !== undefined) this.verifiers.delete(oldest);
-    }
-    const verifier = new JwtVerifier(jwksUrl, { allowInsecure: this.allowInsecure });
-    this.verifiers.set(listenerId, verifier);
-    return verifier;
-  }
-}
+const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
 
 function sourceAddress(ctx: Context, proxyHops: number): string {
   return (proxyHops > 0 ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
 }
 
+/**
+ * Reads the body within the limit, the deadline and the minimum data rate; undefined when it is
+ * too large (a 408 for a late or trickling body passes through).
+ */
+async function readBody(ctx: Context, maxBytes: number, rate: { minBytesPerSecond: number; graceMs: number }): Promise<Buffer | undefined> {
+  try {
+    return await readRawBody(ctx, maxBytes, {
+      timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
+      ...(rate.minBytesPerSecond > 0 ? { rate: new DataRateWatch(rate.minBytesPerSecond, rate.graceMs) } : {}),
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.status === 413) return undefined;
+    throw err;
+  }
+}
+
+/** The HTTP headers a refusal carries besides the error body. */
+function refusalHeaders(status: number): Record<string, string> {
+  if (status === 401) return { 'WWW-Authenticate': 'Bearer' };
+  if (status === 413) return { Connection: 'close' };
+  if (status === 429) return { 'Retry-After': '1' };
+  if (status === 503) return { 'Retry-After': RETRY_AFTER_SECONDS };
+  return {};
+}
+
 export function createWebhookRouter(deps: AppDeps): Router {
   const router = new Router();
-  const verifiers = new VerifierCache(deps.config.allowInsecureJwks);
-  const listeners = new ListenerCache(deps.db, deps.secretBox);
-  const log = deps.logger.child({ component: 'webhooks' });
-
-  const admissionLimits = deps.config.webhookAdmission;
-  const admission = new WebhookAdmission({
-    global: deps.config.webhookMaxInFlight,
-    perListener: Math.min(admissionLimits.perListener, deps.config.webhookMaxInFlight),
-    perSource: Math.min(admissionLimits.perSource, deps.config.webhookMaxInFlight),
+  const intake = createWebhookIntake({
+    db: deps.db,
+    runs: deps.runs,
+    secretBox: deps.secretBox,
+    config: deps.config,
+    logger: deps.logger,
+    listenerUrl: (listenerId) => listenerUrl(deps.config.baseUrl, listenerId),
   });
-  const metrics = deps.metrics;
+  const { metrics } = deps;
+  const limits = deps.config.webhookAdmission;
+  const shedding = shedLoad({
+    limits: {
+      global: deps.config.webhookMaxInFlight,
+      perListener: Math.min(limits.perListener, deps.config.webhookMaxInFlight),
+      perSource: Math.min(limits.perSource, deps.config.webhookMaxInFlight),
+    },
+    metrics,
+    sourceAddress: (ctx) => sourceAddress(ctx, deps.config.trustProxy),
+  });
 
-  router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, async (ctx) => {
-    const listenerId = ctx.params.listenerId!;
+  router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, shedding, async (ctx) => {
     const started = process.hrtime.bigint();
-    const source = sourceAddress(ctx, deps.config.trustProxy);
-    let ticket: AdmissionTicket;
+    let status = 500;
+    let reason = 'error';
     try {
-      ticket = admission.enter(source);
-    } catch (err) {
-      // Load shedding before any work: memory stays bounded, the sender retries later.
-      metrics.webhookOutcomes.inc({ status: '429', reason: err instanceof AdmissionRefusal && err.scope === 'source' ? 'source_busy' : 'overloaded' });
-      throw shed(ctx, err);
-    }
-    metrics.webhooksInFlight.set(admission.inFlight);
-    let reason = 'accepted';
-    let status = 200;
-    try {
-      // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
-      const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
-      const automation = listener?.automation;
-      const trigger = automation?.trigger;
-      if (!automation || !automation.published || !trigger?.enabled) {
-        throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
-      }
-      if (!isAddressAllowed(source, trigger.allowedCidrs)) {
-        throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
-      }
-      ticket.enterListener(listenerId);
-      const clock = deps.clock ?? Date.now;
-      const headerInput = {
-        contentType: ctx.get('content-type') || undefined,
-        timestamp: ctx.get('webhook-timestamp') || undefined,
-        eventId: ctx.get('webhook-event-id') || undefined,
-        signature: ctx.get('webhook-signature') || undefined,
-        authorization: ctx.get('authorization') || undefined,
-        authMethod: trigger.authMethod,
-      };
-      // Refuses before the body only what the check order would refuse anyway (413 first). The
-      // unread body is then discarded by the HTTP server, holding no delivery slot (closing the
-      // connection instead would reset it and could lose the answer).
-      precheckWebhookHeaders({
-        ...headerInput,
-        nowSeconds: Math.floor(clock() / 1000),
-        contentLength: ctx.get('content-length') || undefined,
-        transferEncoding: ctx.get('transfer-encoding') || undefined,
-        maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
+      const outcome: IntakeOutcome = await intake.receive({
+        listenerId: ctx.params.listenerId!,
+        sourceAddress: sourceAddress(ctx, deps.config.trustProxy),
+        header: (name) => ctx.get(name) || undefined,
+        readBody: (maxBytes) => readBody(ctx, maxBytes, limits),
+        now: new Date((deps.clock ?? Date.now)()),
         bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS,
+        enterListener: (listenerId) => admissionTicket(ctx)?.enterListener(listenerId),
       });
-      const body = await readRawBody(ctx, MAX_WEBHOOK_BODY_BYTES, {
-        timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
-        ...(admissionLimits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(admissionLimits.minBytesPerSecond, admissionLimits.graceMs) } : {}),
-      });
-      const nowSeconds = Math.floor(clock() / 1000);
-      const headers = checkWebhookHeaders({ ...headerInput, nowSeconds });
-      await authenticateEvent(listener!, headers, body, nowSeconds);
-      const payload = parseWebhookJson(body);
-      // The run executes the latest published snapshot, not the draft; the trigger stays live.
-      const published = listener!.published;
-      if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
-      const { executionId } = await deps.runs.start(
-        {
-          automationId: automation.id,
-          version: published.version,
-          listenerId,
-          eventId: headers.eventId,
-          receivedAt: new Date().toISOString(),
-          trigger: payload,
-        },
-        { automationName: published.snapshot.displayName },
-      );
-      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
-      ctx.body = { eventId: headers.eventId, executionId };
+      if (outcome.accepted) {
+        [status, reason] = [200, 'accepted'];
+        ctx.body = { eventId: outcome.eventId, executionId: outcome.executionId };
+        return;
+      }
+      [status, reason] = [outcome.status, outcome.reason];
+      throw new AppError(outcome.status, outcome.message, { headers: refusalHeaders(outcome.status), details: outcome.details });
     } catch (err) {
-      const httpError = err instanceof AdmissionRefusal ? shed(ctx, err) : toHttpError(err, listenerId, log);
-      status = httpError instanceof AppError ? httpError.status : 500;
-      reason =
-        err instanceof AdmissionRefusal
-          ? 'listener_busy'
-          : err instanceof WebhookRejection
-          ? err.reason
-          : err instanceof DuplicateEventError
-            ? 'duplicate_event'
-            : err instanceof WorkflowEngineUnavailableError
-              ? 'engine_unavailable'
-              : status === 413
-                ? 'body_too_large'
-                : 'error';
-      throw httpError;
+      // Refusals set status and reason above; anything else (a 408 body timeout, a store that is
+      // unavailable, a 500) counts as 'error', with the status it will be answered with.
+      if (reason === 'error') status = err instanceof AppError ? err.status : err instanceof DomainError ? fromDomain(err).status : 500;
+      throw err;
     } finally {
-      ticket.release();
-      metrics.webhooksInFlight.set(admission.inFlight);
       metrics.webhookOutcomes.inc({ status: String(status), reason });
       metrics.webhookDuration.observe({ status: String(status) }, Number(process.hrtime.bigint() - started) / 1e9);
     }
   });
 
-  async function authenticateEvent(listener: Listener, headers: ReturnType<typeof checkWebhookHeaders>, body: Buffer, nowSeconds: number): Promise<void> {
-    const { automation } = listener;
-    if (automation.trigger.authMethod === 'HMAC') {
-      const ok =
-        listener.hmacSecret !== undefined &&
-        headers.signature !== undefined &&
-        verifyHmac(listener.hmacSecret, headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
-      if (!ok) throw new WebhookRejection(401, 'invalid webhook signature', 'signature_mismatch');
-      return;
-    }
-    await verifiers.get(automation.listenerId, automation.trigger.jwksUrl).verify({
-      token: headers.token ?? '',
-      baseUrl: deps.config.baseUrl,
-      audience: listenerUrl(deps.config.baseUrl, automation.listenerId),
-      eventId: headers.eventId,
-      body,
-      nowSeconds,
-    });
-  }
-
   return router;
-}
-
-/** An admission refusal as 429 with Retry-After; at the global cap the connection is closed too. */
-function shed(ctx: Context, err: unknown): unknown {
-  if (!(err instanceof AdmissionRefusal)) return err;
-  if (err.scope === 'global') ctx.set('Connection', 'close');
-  return new AppError(429, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
-}
-
-function toHttpError(err: unknown, listenerId: string, log: AppDeps['logger']): unknown {
-  if (err instanceof WebhookRejection) {
-    log.info({ listenerId, status: err.status, reason: err.reason }, 'webhook refused');
-    const headers: Record<string, string> = err.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {};
-    return new AppError(err.status, err.message, { headers, details: [reasonDetail(err.reason)] });
-  }
-  if (err instanceof DuplicateEventError) {
-    log.info({ listenerId, status: 409, executionId: err.executionId }, 'webhook duplicate');
-    return new AppError(409, 'event id already received by this listener', {
-      details: [{ ...reasonDetail('duplicate_event'), metadata: { executionId: err.executionId } }],
-    });
-  }
-  if (err instanceof WorkflowEngineUnavailableError) {
-    log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
-    // Not "rejected": a start that timed out may still have been recorded. Retrying with the same
-    // event id is always safe: it runs once, and a 409 then confirms it was accepted.
-    return new AppError(503, 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id', {
-      headers: { 'Retry-After': RETRY_AFTER_SECONDS },
-    });
-  }
-  if (err instanceof AppError && err.status === 413) {
-    log.info({ listenerId, status: 413, reason: 'body_too_large' }, 'webhook refused');
-  }
-  return err;
-}
-
-function reasonDetail(reason: string): { '@type': string; reason: string; domain: string } {
-  return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: reason.toUpperCase(), domain: 'webhooks' };
 }

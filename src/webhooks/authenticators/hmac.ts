@@ -1,0 +1,80 @@
+/**
+ * HMAC authentication of inbound webhooks. The signature is HMAC-SHA256 over
+ * `<timestamp>.<event_id>.<raw body>`, keyed with the UTF-8 bytes of the signing secret exactly as
+ * it was handed out (never base64-decoded), sent base64url-encoded without padding in
+ * `Webhook-Signature`. The trigger configures nothing of its own; the signing secret (256 random
+ * bits) is issued when a trigger gets this method and on rotation.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { randomToken } from '../../ids';
+import { rejectWebhook } from '../errors';
+import type { Authenticator } from './authenticator';
+
+export { bodySha256 } from '../digest';
+
+/** Computes the `Webhook-Signature` value a sender must send for this request. */
+export function signHmac(secret: string, timestamp: string, eventId: string, body: Buffer | string): string {
+  return createHmac('sha256', Buffer.from(secret, 'utf8'))
+    .update(`${timestamp}.${eventId}.`, 'utf8')
+    .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
+    .digest('base64url');
+}
+
+/**
+ * True when `signature` is exactly the expected base64url (no padding) value. `timestamp` and
+ * `eventId` must be the header values as sent, not normalised. Constant time in the signature
+ * contents; padded or standard-base64 spellings of the right value do not verify.
+ */
+export function verifyHmac(secret: string, timestamp: string, eventId: string, body: Buffer | string, signature: string): boolean {
+  const expected = Buffer.from(signHmac(secret, timestamp, eventId, body), 'utf8');
+  const given = Buffer.from(signature, 'utf8');
+  if (given.length !== expected.length) return false;
+  return timingSafeEqual(given, expected);
+}
+
+/** A new signing secret: 256 random bits, base64url, no padding (43 characters). */
+function newSigningSecret(): string {
+  return randomToken(32);
+}
+
+export const hmacAuthenticator = {
+  summary: 'HMAC-SHA256 over "<timestamp>.<event_id>.<body>" (base64url, no padding) in Webhook-Signature',
+  credential: {
+    name: 'Webhook-Signature',
+    input: 'signature',
+    output: 'signature',
+    requiredHeader: true,
+    description: 'HMAC listeners only: base64url (no padding) HMAC-SHA256 of "<timestamp>.<event_id>.<body>".',
+  },
+  readCredential: (raw) => raw,
+  fields: z.object({}),
+  secret: {
+    generate: newSigningSecret,
+    description: 'HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation.',
+  },
+  createVerifier: () => async (request) => {
+    const ok =
+      request.secret !== undefined &&
+      request.credential !== undefined &&
+      verifyHmac(request.secret, request.timestampHeader, request.eventIdHeader, request.body, request.credential);
+    if (!ok) throw rejectWebhook(401, 'signature_mismatch', 'invalid webhook signature');
+  },
+  sender: {
+    selector: 'secret',
+    options: {
+      secret: {
+        value: '<secret>',
+        description:
+          'HMAC listeners: the signing secret, used exactly as given (not base64-decoded);\n' +
+          'sends Webhook-Signature = base64url(HMAC-SHA256("<timestamp>.<event id>.<body>"))',
+      },
+    },
+    synopsis: '--secret <signing secret>',
+    hint: '--secret (HMAC listener)',
+    signer: async (values) => {
+      const secret = values.secret ?? '';
+      return async ({ body, eventId, timestamp }) => ({ 'Webhook-Signature': signHmac(secret, timestamp, eventId, body) });
+    },
+  },
+} satisfies Authenticator<Record<string, never>, 'signature', 'signature'>;

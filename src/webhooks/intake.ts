@@ -1,0 +1,204 @@
+/**
+ * The webhook intake, without HTTP: `receive` takes the facts of one delivery and answers
+ * accepted (the run is durably started) or refused (status, reason, message, details). Checks run
+ * in the order of docs/api.md, the first failure answers: listener (404) → source address (403) →
+ * body size, enforced while reading (413) → headers (400) → the listener's authentication method
+ * (401) → JSON (400) → duplicate event id (409) → 200. When the workflow engine does not confirm
+ * the start: 503. The HTTP route only translates the outcome.
+ */
+import type { Logger } from '../logger';
+import type { SecretBox } from '../auth/secret-box';
+import type { Db } from '../store/db';
+import { ListenerCache } from '../domain/listener-cache';
+import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
+import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type Verify } from './authenticators';
+import { AdmissionRefusal, precheckWebhookHeaders } from './admission';
+import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from './body';
+import { isAddressAllowed } from './cidr';
+import { WebhookRejection } from './errors';
+import { checkWebhookHeaders, type CheckedWebhookHeaders, type WebhookHeaderInput } from './headers';
+import { fieldsOf } from './trigger';
+
+/** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
+const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** The facts of one delivery, as the transport saw them. */
+export interface WebhookDelivery {
+  listenerId: string;
+  /** The sender's address (the socket peer, or the trusted proxy's `X-Forwarded-For` entry). */
+  sourceAddress: string;
+  /** A request header by (case-insensitive) name; undefined when absent or empty. */
+  header(name: string): string | undefined;
+  /**
+   * Reads the whole body, stopping as soon as it exceeds `maxBytes`: then resolves undefined.
+   * Called once, after the listener and the source address were accepted.
+   */
+  readBody(maxBytes: number): Promise<Buffer | undefined>;
+  /** The time the delivery is judged at (timestamp window, JWT expiry, `receivedAt`). */
+  now: Date;
+  /** Time the body has to arrive once the headers are in (bounds the header pre-check). */
+  bodyDeadlineMs: number;
+  /**
+   * Counts the delivery against its listener's in-flight cap (src/webhooks/admission.ts); throws
+   * `AdmissionRefusal` when the listener is busy. Called once the listener and source are accepted.
+   */
+  enterListener(listenerId: string): void;
+}
+
+/** An ErrorInfo detail of the one error shape (google.rpc.ErrorInfo). */
+export type ReasonDetail = {
+  '@type': 'type.googleapis.com/google.rpc.ErrorInfo';
+  reason: string;
+  domain: 'webhooks';
+  metadata?: Record<string, string>;
+};
+
+export type IntakeOutcome =
+  | { accepted: true; eventId: string; executionId: string }
+  | {
+      accepted: false;
+      status: 400 | 401 | 403 | 404 | 409 | 413 | 429 | 503;
+      /** Short machine code (metrics label, logs): e.g. 'signature_mismatch', 'engine_unavailable'. */
+      reason: string;
+      /** Safe to show the sender: never a secret, token, signature or payload. */
+      message: string;
+      details: ReasonDetail[];
+    };
+
+export interface IntakeDeps {
+  db: Db;
+  runs: AutomationRuns;
+  secretBox: SecretBox;
+  config: AuthenticatorConfig;
+  logger: Logger;
+  /** The listener URL for an id (the JWT `aud`). */
+  listenerUrl(listenerId: string): string;
+}
+
+export interface WebhookIntake {
+  receive(delivery: WebhookDelivery): Promise<IntakeOutcome>;
+}
+
+function reasonDetail(reason: string, metadata?: Record<string, string>): ReasonDetail {
+  return {
+    '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+    reason: reason.toUpperCase(),
+    domain: 'webhooks',
+    ...(metadata ? { metadata } : {}),
+  };
+}
+
+/** Builds the intake; it keeps one verifier per method (with its caches) for its lifetime. */
+export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
+  const log = deps.logger.child({ component: 'webhooks' });
+  const listeners = new ListenerCache(deps.db, deps.secretBox);
+  const verifiers = Object.fromEntries(AUTH_METHODS.map((method) => [method, authenticatorOf(method).createVerifier(deps.config)])) as Record<
+    AuthMethod,
+    Verify<Record<string, string>>
+  >;
+
+  function refused(listenerId: string, err: WebhookRejection): IntakeOutcome {
+    log.info({ listenerId, status: err.status, reason: err.reason }, 'webhook refused');
+    if (err.status === 413) {
+      return { accepted: false, status: 413, reason: err.reason, message: err.message, details: [] };
+    }
+    return { accepted: false, status: err.status as 400 | 401 | 403 | 404 | 409, reason: err.reason, message: err.message, details: [reasonDetail(err.reason)] };
+  }
+
+  async function receive(delivery: WebhookDelivery): Promise<IntakeOutcome> {
+    const { listenerId } = delivery;
+    try {
+      // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
+      const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
+      const automation = listener?.automation;
+      const trigger = automation?.trigger;
+      if (!automation || !automation.published || !trigger?.enabled) {
+        throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+      }
+      if (!isAddressAllowed(delivery.sourceAddress, trigger.allowedCidrs)) {
+        throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
+      }
+      delivery.enterListener(listenerId);
+      const authenticator = authenticatorOf(trigger.authMethod);
+      const input = {
+        contentType: delivery.header('content-type'),
+        timestamp: delivery.header('webhook-timestamp'),
+        eventId: delivery.header('webhook-event-id'),
+        authMethod: trigger.authMethod,
+        nowSeconds: Math.floor(delivery.now.getTime() / 1000),
+        [authenticator.credential.input]: delivery.header(authenticator.credential.name),
+      } as WebhookHeaderInput;
+      // Refuses before the body only what the check order would refuse anyway (413 first).
+      precheckWebhookHeaders({
+        ...input,
+        contentLength: delivery.header('content-length'),
+        transferEncoding: delivery.header('transfer-encoding'),
+        maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
+        bodyDeadlineMs: delivery.bodyDeadlineMs,
+      });
+      const body = await delivery.readBody(MAX_WEBHOOK_BODY_BYTES);
+      if (body === undefined) {
+        throw new WebhookRejection(413, `request body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`, 'body_too_large');
+      }
+      const headers = checkWebhookHeaders({ ...input, nowSeconds: Math.floor(Date.now() / 1000) });
+      await verifiers[trigger.authMethod]({
+        listenerId,
+        listenerUrl: deps.listenerUrl(listenerId),
+        fields: fieldsOf(trigger),
+        secret: listener?.hmacSecret,
+        credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
+        timestampHeader: headers.timestampHeader,
+        eventIdHeader: headers.eventIdHeader,
+        eventId: headers.eventId,
+        body,
+      });
+      const payload = parseWebhookJson(body);
+      // The run executes the latest published snapshot, not the draft; the trigger stays live.
+      const published = listener?.published;
+      if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+      const { executionId } = await deps.runs.start(
+        {
+          automationId: automation.id,
+          version: published.version,
+          listenerId,
+          eventId: headers.eventId,
+          receivedAt: delivery.now.toISOString(),
+          trigger: payload,
+        },
+        { automationName: published.snapshot.displayName },
+      );
+      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
+      return { accepted: true, eventId: headers.eventId, executionId };
+    } catch (err) {
+      if (err instanceof WebhookRejection) return refused(listenerId, err);
+      if (err instanceof AdmissionRefusal) {
+        return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
+      }
+      if (err instanceof DuplicateEventError) {
+        log.info({ listenerId, status: 409, executionId: err.executionId }, 'webhook duplicate');
+        return {
+          accepted: false,
+          status: 409,
+          reason: 'duplicate_event',
+          message: 'event id already received by this listener',
+          details: [reasonDetail('duplicate_event', { executionId: err.executionId })],
+        };
+      }
+      if (err instanceof WorkflowEngineUnavailableError) {
+        log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
+        // Not "rejected": a start that timed out may still have been recorded. Retrying with the
+        // same event id is always safe: it runs once, and a 409 then confirms it was accepted.
+        return {
+          accepted: false,
+          status: 503,
+          reason: 'engine_unavailable',
+          message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id',
+          details: [],
+        };
+      }
+      throw err;
+    }
+  }
+
+  return { receive };
+}

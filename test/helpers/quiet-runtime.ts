@@ -1,0 +1,9 @@
+/**
+ * Temporal's Runtime (workers, native connections) logs at WARN in tests instead of INFO, so a
+ * test run does not print every worker state change. Import this module before any worker or
+ * NativeConnection is made; a test that installs its own Runtime still may (this only sets the
+ * defaults the Runtime is created with when nobody installed one).
+ */
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+
+Runtime.defaultOptions = { ...Runtime.defaultOptions, logger: new DefaultLogger('WARN'), shutdownSignals: [] };
