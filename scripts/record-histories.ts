@@ -13,12 +13,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { recordPublishedVersion } from '../src/store/automation-versions';
 import { openDb, type Db } from '../src/store/db';
 import { freePort, startDevServer } from '../src/temporal/devserver';
-import { HISTORIES_DIR, historyToJson } from '../src/temporal/history-replay';
+import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/temporal/history-replay';
 import { ensureNamespace } from '../src/temporal/setup';
 import { automationWorkflowsPath } from '../src/temporal/worker';
 import type { automation } from '../workflows';
@@ -332,7 +332,7 @@ async function main(): Promise<void> {
     throw new Error(`release ${RELEASE} already has committed histories; bump the version in package.json (histories are append-only), or --force before it is merged`);
   }
 
-  Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  installQuietRuntime();
   const cliPath = await ensureTemporalCli();
   const server = await startDevServer({ cliPath, port: await freePort(), namespace: 'default' });
   const db = await openDb({});

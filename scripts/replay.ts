@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleOption } from '@temporalio/worker';
 import { connectClientConnection } from '../src/temporal/connection';
-import { describeFailures, HISTORIES_DIR, loadCommittedHistories, replayHistories, type NamedHistory } from '../src/temporal/history-replay';
+import { describeFailures, HISTORIES_DIR, installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../src/temporal/history-replay';
 import { automationWorkflowsPath } from '../src/temporal/worker';
 
 const USAGE = `usage: npm run replay -- [--bundle <file>] [--dir <folder>] [--from-cluster --query <visibility query> [--limit <n>]]`;
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
   const fromCluster = args.includes('--from-cluster');
   if (fromCluster && !query) throw new Error(`--from-cluster needs --query\n${USAGE}`);
   const limit = Number(option(args, '--limit') ?? 1000);
+  installQuietRuntime();
 
   const histories = fromCluster ? await clusterHistories(query!, limit) : loadCommittedHistories(path.resolve(option(args, '--dir') ?? HISTORIES_DIR));
   if (histories.length === 0) throw new Error('no histories to replay');

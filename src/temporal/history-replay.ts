@@ -73,19 +73,16 @@ export function loadCommittedHistories(dir = HISTORIES_DIR): NamedHistory[] {
   return listHistoryFiles(dir).map((name) => ({ name, history: historyFromJson(JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'))) }));
 }
 
-let runtimeReady = false;
+/**
+ * For scripts and tests that only replay: the SDK runtime logs errors only (a replay logs every
+ * nondeterminism at WARN; the failures are reported by name instead). Call before any Worker.
+ */
+export function installQuietRuntime(): void {
+  Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+}
 
 /** Replays each history on `bundle`; answers the histories that failed (empty: all replayed cleanly). */
 export async function replayHistories(bundle: WorkflowBundleOption, histories: NamedHistory[]): Promise<ReplayFailure[]> {
-  if (!runtimeReady) {
-    // Replays log every nondeterminism at WARN; the failures are reported by name instead.
-    try {
-      Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
-    } catch {
-      /* already installed by the host process */
-    }
-    runtimeReady = true;
-  }
   const failures: ReplayFailure[] = [];
   // The replay worker reports by workflow id: each history gets its own name as id.
   const items = histories.map((h) => ({ workflowId: h.name, history: h.history }));

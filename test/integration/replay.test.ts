@@ -4,9 +4,11 @@
  * (which names the event and the command that no longer match).
  */
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { describeFailures, loadCommittedHistories, replayHistories } from '../../src/temporal/history-replay';
+import { describeFailures, installQuietRuntime, loadCommittedHistories, replayHistories } from '../../src/temporal/history-replay';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
 import { testWorkflowBundle } from '../helpers/temporal';
+
+beforeAll(() => installQuietRuntime());
 
 it('replays every committed history on the current workflow code', async () => {
   const histories = loadCommittedHistories();

@@ -11,11 +11,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities';
 import type { Db } from '../../src/store/db';
-import { loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
+import { installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
+import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
 import { openTestDb } from '../helpers/databases';
 import { poll, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
@@ -57,7 +58,7 @@ let unpatchedB: WorkflowBundleWithSourceMap;
 const artifacts = path.join(ROOT, 'test-artifacts', `upgrade-drill-${process.pid}`);
 
 beforeAll(async () => {
-  Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  installQuietRuntime();
   const temporal = await testTemporal();
   connection = await Connection.connect({ address: temporal.address });
   nativeConnection = await NativeConnection.connect({ address: temporal.address });
@@ -168,4 +169,12 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
   } finally {
     await stopB();
   }
+});
+
+it('a worker with verifyHistories refuses to start on code that fails the committed histories', async () => {
+  const options = { connection: nativeConnection, namespace: 'default', taskQueue: uniqueTaskQueue('verify'), db, verifyHistories: true };
+  await expect(createAutomationWorker({ ...options, bundle: unpatchedB })).rejects.toThrow(
+    /^WORKER_VERIFY_HISTORIES: this workflow code is not compatible with \d+ of \d+ committed histories, refusing to start:\n0\.1\.0\/[a-z-]+\.history\.json: DeterminismViolationError: /,
+  );
+  expect(await verifyCommittedHistories(patchedB)).toBeGreaterThanOrEqual(12);
 });
