@@ -25,6 +25,8 @@ export interface Config {
     workflowBundlePath?: string;
     maxConcurrentActivityTaskExecutions?: number;
     maxConcurrentWorkflowTaskExecutions?: number;
+    /** WORKER_VERIFY_HISTORIES: refuse to start unless the workflow code replays the committed histories. */
+    verifyHistories?: boolean;
   };
   /** Webhook deliveries processed at once; beyond it the receiver answers 429 with Retry-After. */
   webhookMaxInFlight: number;
@@ -92,6 +94,7 @@ export const CONFIG_VARIABLES = [
   'ADMIN_PORT',
   'ADMIN_HOST',
   'ADMIN_TOKEN',
+  'WORKER_VERIFY_HISTORIES',
 ] as const;
 
 /** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
@@ -184,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
         ? { maxConcurrentWorkflowTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40, 2, 10000) }
         : {}),
+      ...(flag(env, 'WORKER_VERIFY_HISTORIES') ? { verifyHistories: true } : {}),
     },
     webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),
     webhookAdmission: {

@@ -165,6 +165,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
     bundle: { codePath: bundlePath },
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
     ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
+    ...(config.worker.verifyHistories ? { verifyHistories: true } : {}),
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err: (err as Error).message }, 'worker stopped unexpectedly'));

@@ -3,9 +3,10 @@
  * In development the workflow code is bundled from source (`workflowsPath`); in production pass a
  * bundle prebuilt with `bundleWorkflowCode({ workflowsPath: automationWorkflowsPath() })`.
  */
-import { Worker, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import type { Db } from '../store/db';
+import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
@@ -18,6 +19,8 @@ export interface AutomationWorkerOptions {
   bundle?: WorkflowBundleOption;
   maxConcurrentActivityTaskExecutions?: number;
   maxConcurrentWorkflowTaskExecutions?: number;
+  /** Refuse to start unless the workflow code replays every committed history (WORKER_VERIFY_HISTORIES). */
+  verifyHistories?: boolean;
 }
 
 /** Path of the workflow module the bundler starts from. */
@@ -27,6 +30,11 @@ export function automationWorkflowsPath(): string {
 
 /** Creates (does not run) the worker; call `worker.run()` and `worker.shutdown()`. */
 export async function createAutomationWorker(opts: AutomationWorkerOptions): Promise<Worker> {
+  if (opts.verifyHistories) {
+    const bundle = opts.bundle ?? (await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath() }));
+    await verifyCommittedHistories(bundle);
+    opts = { ...opts, bundle };
+  }
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
@@ -40,4 +48,15 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
       ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions }
       : {}),
   });
+}
+
+/** Throws, naming each history and its nondeterminism, unless `bundle` replays every committed history. */
+export async function verifyCommittedHistories(bundle: WorkflowBundleOption): Promise<number> {
+  const histories = loadCommittedHistories();
+  if (histories.length === 0) throw new Error('WORKER_VERIFY_HISTORIES: no committed histories found (test/fixtures/histories)');
+  const failures = await replayHistories(bundle, histories);
+  if (failures.length > 0) {
+    throw new Error(`WORKER_VERIFY_HISTORIES: this workflow code is not compatible with ${failures.length} of ${histories.length} committed histories, refusing to start:\n${describeFailures(failures)}`);
+  }
+  return histories.length;
 }

@@ -1,0 +1,414 @@
+/**
+ * npm run record-histories: runs real automations on a dev server of its own (in-memory store,
+ * loopback HTTP target) and saves each run's history with its input under
+ * test/fixtures/histories/<release>/ (release = package.json version), then rewrites the manifest
+ * (sha256 of every file). Committed histories are append-only: a release folder that is already in
+ * the manifest is refused unless --force (only for a release that has not been merged yet).
+ *
+ *   npm run record-histories [-- --force] [-- --only <name>]
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import { recordPublishedVersion } from '../src/store/automation-versions';
+import { openDb, type Db } from '../src/store/db';
+import { freePort, startDevServer } from '../src/temporal/devserver';
+import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/temporal/history-replay';
+import { ensureNamespace } from '../src/temporal/setup';
+import { automationWorkflowsPath } from '../src/temporal/worker';
+import type { automation } from '../workflows';
+import { DECIDE_UPDATE, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../workflows/types';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
+
+const ROOT = path.resolve(__dirname, '..');
+const RELEASE = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const MANIFEST = path.join(HISTORIES_DIR, 'manifest.json');
+
+type Handle = WorkflowHandle<typeof automation>;
+
+/** What a scenario does with its run once started; answers how the run ended. */
+type Drive = (handle: Handle, ctx: { client: Client }) => Promise<string>;
+
+interface Scenario {
+  name: string;
+  description: string;
+  steps: StepDefinition[];
+  trigger: unknown;
+  /** Extra run input (rerunOf, resume). */
+  extra?: Partial<AutomationRunInput>;
+  drive?: Drive;
+}
+
+const OWNERSHIP = { userId: "'svc-1'", roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' };
+
+function scenarios(target: string): Scenario[] {
+  return [
+    {
+      name: 'set-variables-completed',
+      description: 'setVariables over the trigger, completed',
+      steps: [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } }],
+      trigger: { employee_id: '12345', status: 'terminated' },
+    },
+    {
+      name: 'wait-completed',
+      description: 'a 1 s wait (durable timer), then setVariables',
+      steps: [
+        { id: 'pause', wait: { duration: '1s' } },
+        { id: 'after', setVariables: { done: 'true' } },
+      ],
+      trigger: {},
+    },
+    {
+      name: 'ownership-create-delete',
+      description: 'createEntitlementOwner then deleteEntitlementOwner reading the first output',
+      steps: [
+        { id: 'own', createEntitlementOwner: OWNERSHIP },
+        {
+          id: 'disown',
+          deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: 'ctx.steps.own.roleSlug', appId: 'ctx.steps.own.appId', entitlementId: 'ctx.steps.own.entitlementId' },
+        },
+      ],
+      trigger: { entitlement: 'ent-1' },
+    },
+    {
+      name: 'call-webhook-completed',
+      description: 'callWebhook answered 200 at once',
+      steps: [{ id: 'notify', callWebhook: { url: `'${target}/ok'`, body: '{"who": ctx.trigger.user}', headers: { 'X-Run': "'history'" } } }],
+      trigger: { user: 'u-1' },
+    },
+    {
+      name: 'call-webhook-retried',
+      description: 'callWebhook answered 500 twice, then 200 (retried under the step policy)',
+      steps: [{ id: 'notify', retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 }, callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: {} } }],
+      trigger: { key: randomUUID() },
+    },
+    {
+      name: 'log-completed',
+      description: 'log steps at info and warn',
+      steps: [
+        { id: 'hello', log: { message: '"offboarding " + ctx.trigger.user' } },
+        { id: 'careful', log: { message: '"second line"', level: 'warn' } },
+      ],
+      trigger: { user: 'u-2' },
+    },
+    {
+      name: 'approval-approved',
+      description: 'waitForApproval approved through the decide update, then a later step',
+      steps: [
+        { id: 'approve', waitForApproval: {} },
+        { id: 'after', setVariables: { by: 'ctx.steps.approve.by' } },
+      ],
+      trigger: {},
+      drive: decide('approve', 'approved'),
+    },
+    {
+      name: 'approval-rejected',
+      description: 'waitForApproval rejected (onReject fail): the run fails at the step',
+      steps: [{ id: 'approve', waitForApproval: { timeout: '3600s' } }],
+      trigger: {},
+      drive: decide('approve', 'rejected'),
+    },
+    {
+      name: 'approval-rejected-continue',
+      description: 'waitForApproval rejected with onReject continue; a later step branches on the decision',
+      steps: [
+        { id: 'approve', waitForApproval: { onReject: 'continue' } },
+        { id: 'ifApproved', when: 'ctx.steps.approve.decision == "approved"', setVariables: { path: '"approved"' } },
+        { id: 'ifRejected', when: 'ctx.steps.approve.decision == "rejected"', setVariables: { path: '"rejected"' } },
+      ],
+      trigger: {},
+      drive: decide('approve', 'rejected'),
+    },
+    {
+      name: 'approval-timed-out',
+      description: 'waitForApproval with a 1 s timeout that approves',
+      steps: [
+        { id: 'approve', waitForApproval: { timeout: '1s', onTimeout: 'approve' } },
+        { id: 'after', setVariables: { decision: 'ctx.steps.approve.decision' } },
+      ],
+      trigger: {},
+    },
+    {
+      name: 'when-skipped',
+      description: 'a step whose when is false is skipped; the next one runs',
+      steps: [
+        { id: 'maybe', when: 'ctx.trigger.status == "hired"', setVariables: { x: '1' } },
+        { id: 'always', setVariables: { y: '2' } },
+      ],
+      trigger: { status: 'terminated' },
+    },
+    {
+      name: 'cel-error-failed',
+      description: 'a CEL evaluation error (missing field) fails the run at the step',
+      steps: [
+        { id: 'ok', setVariables: { a: '1' } },
+        { id: 'broken', setVariables: { b: 'ctx.trigger.missing' } },
+        { id: 'never', setVariables: { c: '3' } },
+      ],
+      trigger: {},
+    },
+    {
+      name: 'fail-step',
+      description: 'a fail step ends the run as FAILED with its message',
+      steps: [
+        { id: 'check', setVariables: { ok: 'ctx.trigger.status == "active"' } },
+        { id: 'stop', when: '!ctx.steps.check.ok', fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' } },
+      ],
+      trigger: { user: 'u-7', status: 'suspended' },
+    },
+    {
+      name: 'terminated-mid-wait',
+      description: 'terminated while parked in a 1 h wait: the history ends there',
+      steps: [
+        { id: 'before', setVariables: { a: '1' } },
+        { id: 'pause', wait: { duration: '3600s' } },
+        { id: 'after', setVariables: { b: '2' } },
+      ],
+      trigger: {},
+      drive: async (handle) => {
+        await untilStep(handle, 'pause', 'WAITING');
+        await handle.terminate('recording a run parked in a wait');
+        return 'TERMINATED';
+      },
+    },
+    {
+      name: 'terminated-mid-retry',
+      description: 'terminated while callWebhook backs off between attempts (target answers 500)',
+      steps: [{ id: 'notify', retry: { initialInterval: '3600s', maximumAttempts: 5 }, callWebhook: { url: `'${target}/down'`, body: {} } }],
+      trigger: {},
+      drive: async (handle) => {
+        await until(async () => {
+          const described = await handle.describe();
+          const pending = described.raw.pendingActivities ?? [];
+          return pending.some((a) => (a.attempt ?? 0) >= 2 && a.lastFailure);
+        });
+        await handle.terminate('recording a run parked mid-retry');
+        return 'TERMINATED';
+      },
+    },
+    {
+      name: 'cancelled-mid-wait',
+      description: 'cancelled while parked in a wait: the timer is cancelled, later steps do not run',
+      steps: [
+        { id: 'pause', wait: { duration: '3600s' } },
+        { id: 'after', setVariables: { b: '2' } },
+      ],
+      trigger: {},
+      drive: async (handle) => {
+        await untilStep(handle, 'pause', 'WAITING');
+        await handle.cancel();
+        return settle(handle);
+      },
+    },
+    {
+      name: 'retry-from-failed-step',
+      description: 'a retry from the failed step: the first step is reused from the original run (resume input)',
+      steps: [
+        { id: 'first', setVariables: { who: '"u-9"' } },
+        { id: 'second', setVariables: { again: 'ctx.steps.first.who' } },
+      ],
+      trigger: {},
+      extra: { rerunOf: 'webhook:listener-original:event-original', resume: { fromStepId: 'second', steps: [{ id: 'first', status: 'DONE', output: { who: 'u-9' } }] } },
+    },
+    {
+      name: 'many-steps',
+      description: '24 steps of every non-parking kind, with skips and a short wait',
+      steps: [
+        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({ id: `v${i}`, setVariables: { n: `${i}.0 + ctx.trigger.base` } })),
+        { id: 'skip1', when: 'ctx.steps.v0.n > 100.0', setVariables: { never: '1' } },
+        { id: 'note', log: { message: '"sum " + string(ctx.steps.v7.n)' } },
+        { id: 'own', createEntitlementOwner: OWNERSHIP },
+        { id: 'hook', callWebhook: { url: `'${target}/ok'`, body: '{"n": ctx.steps.v3.n}' } },
+        { id: 'pause', wait: { duration: '0.5s' } },
+        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({ id: `w${i}`, when: i % 2 === 0 ? 'true' : 'false', setVariables: { m: `ctx.steps.v${i}.n * 2.0` } })),
+        { id: 'disown', deleteEntitlementOwner: OWNERSHIP },
+        { id: 'done', log: { message: '"done"', level: 'info' } },
+      ],
+      trigger: { base: 1, entitlement: 'ent-1' },
+    },
+  ];
+}
+
+function decide(stepId: string, decision: DecideInput['decision']): Drive {
+  return async (handle) => {
+    await untilStep(handle, stepId, 'WAITING_FOR_APPROVAL');
+    await handle.executeUpdate(DECIDE_UPDATE, { args: [{ stepId, decision, by: 'client-recorder', comment: `${decision} while recording` } satisfies DecideInput] });
+    return settle(handle);
+  };
+}
+
+async function settle(handle: Handle): Promise<string> {
+  try {
+    await handle.result();
+    return 'COMPLETED';
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) return err.cause?.constructor.name === 'CancelledFailure' ? 'CANCELED' : 'FAILED';
+    throw err;
+  }
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function untilStep(handle: Handle, stepId: string, status: string): Promise<void> {
+  await until(async () => {
+    const state = await handle.query<RunState>(RUN_STATE_QUERY).catch(() => undefined);
+    return state?.steps.find((s) => s.id === stepId)?.status === status;
+  });
+}
+
+/** Loopback target: /ok answers 200, /flaky/<key> 500 twice then 200, /down always 500. */
+async function startTarget(): Promise<{ origin: string; close(): Promise<void> }> {
+  const attempts = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const url = req.url ?? '';
+      const n = (attempts.get(url) ?? 0) + 1;
+      attempts.set(url, n);
+      const ok = url === '/ok' || (url.startsWith('/flaky/') && n > 2);
+      res.writeHead(ok ? 200 : 500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(ok ? { ok: true } : { error: 'try again' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function seed(db: Db): Promise<void> {
+  await db.query(`INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE')`);
+  await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
+  await db.query(`INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`);
+}
+
+async function publish(db: Db, name: string, steps: StepDefinition[]): Promise<{ automationId: string; listenerId: string }> {
+  const automationId = `auto-${name}`;
+  const listenerId = `listener-${name}`;
+  await db.query(`INSERT INTO automations (id, display_name, published, version, trigger, steps, listener_id) VALUES ($1, $2, true, 1, $3, $4, $5)`, [
+    automationId,
+    name,
+    JSON.stringify({ incomingWebhook: { authMethod: 'HMAC', jwksUrl: '', allowedCidrs: [], enabled: true } }),
+    JSON.stringify(steps),
+    listenerId,
+  ]);
+  await recordPublishedVersion(db, automationId, 1, { displayName: name, steps });
+  return { automationId, listenerId };
+}
+
+export function sha256(file: string): string {
+  return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+/** The manifest: sha256 of every committed history and input file, by path under the histories folder. */
+export function readManifest(): Record<string, string> {
+  return fs.existsSync(MANIFEST) ? (JSON.parse(fs.readFileSync(MANIFEST, 'utf8')) as { files: Record<string, string> }).files : {};
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const force = args.includes('--force');
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+  const releaseDir = path.join(HISTORIES_DIR, RELEASE);
+  const manifest = readManifest();
+  if (!force && Object.keys(manifest).some((file) => file.startsWith(`${RELEASE}/`))) {
+    throw new Error(`release ${RELEASE} already has committed histories; bump the version in package.json (histories are append-only), or --force before it is merged`);
+  }
+
+  installQuietRuntime();
+  const cliPath = await ensureTemporalCli();
+  const server = await startDevServer({ cliPath, port: await freePort(), namespace: 'default' });
+  const db = await openDb({});
+  const target = await startTarget();
+  const connection = await Connection.connect({ address: server.address });
+  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  try {
+    await ensureNamespace(connection, 'default');
+    await seed(db);
+    const client = new Client({ connection, namespace: 'default' });
+    const taskQueue = 'record-histories';
+    const bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
+    worker = await Worker.create({
+      connection: nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      workflowBundle: bundle,
+      activities: createActivities({ db, allowInsecureOutbound: true }),
+    });
+    running = worker.run();
+    fs.mkdirSync(releaseDir, { recursive: true });
+
+    const chosen = scenarios(target.origin).filter((s) => !only || s.name === only);
+    const results = await Promise.allSettled(
+      chosen.map(async (scenario) => {
+        const { automationId, listenerId } = await publish(db, scenario.name, scenario.steps);
+        const eventId = randomUUID();
+        const input: AutomationRunInput = {
+          automationId,
+          version: 1,
+          listenerId,
+          eventId,
+          receivedAt: new Date().toISOString(),
+          trigger: scenario.trigger,
+          ...scenario.extra,
+        };
+        const workflowId = `webhook:${listenerId}:${eventId}`;
+        const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
+        const outcome = await (scenario.drive ?? settle)(handle, { client });
+        const history = await handle.fetchHistory();
+        const base = path.join(releaseDir, scenario.name);
+        fs.writeFileSync(`${base}.history.json`, `${JSON.stringify(historyToJson(history), null, 1)}\n`);
+        const record = { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome, workflowId, steps: scenario.steps, input };
+        fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
+        console.log(`${RELEASE}/${scenario.name}: ${outcome}, ${history.events?.length ?? 0} events`);
+      }),
+    );
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : []));
+    if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);
+
+    const files: Record<string, string> = {};
+    for (const release of fs.readdirSync(HISTORIES_DIR, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+      for (const file of fs.readdirSync(path.join(HISTORIES_DIR, release.name)).sort()) {
+        files[`${release.name}/${file}`] = sha256(path.join(HISTORIES_DIR, release.name, file));
+      }
+    }
+    fs.writeFileSync(MANIFEST, `${JSON.stringify({ note: 'sha256 of every committed history; append-only (checked by test/unit/history-manifest.test.ts)', files }, null, 2)}\n`);
+  } finally {
+    worker?.shutdown();
+    await running?.catch(() => undefined);
+    await nativeConnection.close().catch(() => undefined);
+    await connection.close().catch(() => undefined);
+    await target.close();
+    await db.close();
+    await server.stop();
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exit(1);
+    },
+  );
+}
