@@ -352,7 +352,7 @@ async function main(): Promise<void> {
       namespace: 'default',
       taskQueue,
       workflowBundle: bundle,
-      activities: createActivities({ db, allowInsecureOutbound: true }),
+      activities: createActivities({ db, allowPrivateOutbound: true }),
     });
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });

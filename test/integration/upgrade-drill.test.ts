@@ -81,7 +81,7 @@ async function runWorker(taskQueue: string, bundle: { codePath: string } | Workf
     namespace: 'default',
     taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ db, allowInsecureOutbound: true }),
+    activities: createActivities({ db, allowPrivateOutbound: true }),
   });
   const running = worker.run();
   return async () => {
