@@ -23,6 +23,8 @@ import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
 import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
+import { EncryptionCodec, loadPayloadKeys } from './temporal/codec';
+import { CODEC_PATH } from './http/routes/codec';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -61,6 +63,7 @@ async function main(): Promise<void> {
     if (ensurePrivateDir(config.dataDir).openToOthers) {
       logger.warn({ dataDir: config.dataDir }, 'DATA_DIR can be read by other users: restrict it (chmod 700)');
     }
+    const codec = payloadCodec(config, logger);
     const target = await temporalTarget(role, config, logger, stops);
     await prepareNamespace(target, config, logger);
 
@@ -68,12 +71,12 @@ async function main(): Promise<void> {
     stops.push(() => db.close());
 
     if (role !== 'api') {
-      const worker = await startWorker(target, config, db, logger);
+      const worker = await startWorker(target, config, db, codec, logger);
       stops.push(() => worker.stop());
     }
     if (role !== 'worker') {
       const secretBox = new SecretBox(secretKey(config, logger));
-      const api = await startApi(target, config, db, logger, secretBox);
+      const api = await startApi(target, config, db, codec, logger, secretBox);
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
     }
@@ -102,6 +105,8 @@ async function temporalTarget(role: Role, config: Config, logger: Logger, stops:
     dataDir: path.join(config.dataDir, 'temporal'),
     port: config.temporal.embeddedPort,
     uiPort: config.temporal.uiPort,
+    // The UI decodes encrypted payloads through this service's codec endpoint (loopback callers).
+    uiCodecEndpoint: `${config.baseUrl}${CODEC_PATH}`,
     namespace: config.temporal.namespace,
     ip: '127.0.0.1',
     log: (line) => logger.debug({ source: 'temporal' }, line),
@@ -152,7 +157,7 @@ async function bundleInChildProcess(config: Config, logger: Logger): Promise<str
   return out;
 }
 
-async function startWorker(target: TemporalTarget, config: Config, db: Db, logger: Logger): Promise<Running> {
+async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger): Promise<Running> {
   const connection = await connectWorkerConnection(target);
   const bundlePath = config.worker.workflowBundlePath ?? (await bundleInChildProcess(config, logger));
   const worker: Worker = await createAutomationWorker({
@@ -161,6 +166,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
     taskQueue: config.temporal.taskQueue,
     db,
     bundle: { codePath: bundlePath },
+    codec,
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
     ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
   });
@@ -176,8 +182,8 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
   };
 }
 
-async function startApi(target: TemporalTarget, config: Config, db: Db, logger: Logger, secretBox: SecretBox): Promise<Running> {
-  const { client, connection } = createLazyClient(target, config.temporal.namespace);
+async function startApi(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
+  const { client, connection } = createLazyClient(target, config.temporal.namespace, codec);
   const pageKey = await loadPageTokenKey(db, secretBox);
   const deps = {
     config,
@@ -188,6 +194,7 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
     runs: new TemporalRuns(client, config.temporal.taskQueue),
     metrics: new Metrics(),
     secretBox,
+    payloadCodec: codec,
   };
   const app = createApp(deps);
   const server = http.createServer(app.callback());
@@ -220,6 +227,18 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
       await connection.close();
     },
   };
+}
+
+/** Payload encryption keys: PAYLOAD_KEYS, else DATA_DIR/payload.keys (made once, mode 0600). */
+function payloadCodec(config: Config, logger: Logger): EncryptionCodec {
+  const { keys, source, file } = loadPayloadKeys(config.codec.payloadKeys, config.dataDir);
+  if (source !== 'env' && (config.databaseUrl || config.temporal.address)) {
+    logger.warn('PAYLOAD_KEYS is not set: Temporal payloads are encrypted with a key file in DATA_DIR; every API and worker process needs the same PAYLOAD_KEYS');
+  }
+  if (source === 'generated') logger.info({ file }, 'generated the key that encrypts Temporal payloads (mode 0600)');
+  const codec = new EncryptionCodec(keys);
+  logger.info({ keyId: codec.currentKeyId, keys: keys.length, source }, 'Temporal payloads are encrypted');
+  return codec;
 }
 
 function secretKey(config: Config, logger: Logger): Buffer {

@@ -8,6 +8,7 @@ import type { AutomationRuns } from '../temporal/runs';
 import type { Metrics } from './metrics';
 import type { SecretBox } from '../auth/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
+import type { PayloadCodec } from '@temporalio/common';
 
 export interface AppDeps {
   config: Config;
@@ -22,4 +23,6 @@ export interface AppDeps {
   secretBox: SecretBox;
   /** Flood guards of /auth/v1/token; unset = made from `config.tokenEndpoint`. */
   tokenGuard?: TokenGuard;
+  /** The Temporal payload codec served at /codec (absent: the codec endpoint answers 503). */
+  payloadCodec?: PayloadCodec;
 }

@@ -5,13 +5,17 @@
  */
 import { Worker, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities';
+import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
+import { encryptedDataConverter } from './codec';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
   db: Db;
+  /** Encrypts and decrypts payloads around the workflow sandbox (the bundle never sees it). */
+  codec: PayloadCodec;
   /** Prebuilt workflow bundle; when absent the workflows are bundled from source at start. */
   bundle?: WorkflowBundleOption;
   maxConcurrentActivityTaskExecutions?: number;
@@ -30,6 +34,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: createActivities({ db: opts.db }),
+    dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath() }),
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined
       ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }

@@ -17,7 +17,7 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { startTestService, type TestService } from '../helpers/app';
 import { hmacEvent } from '../helpers/stack';
-import { testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 import { sleep } from '../helpers/processes';
 import type { RunState } from '../../workflows/types';
 
@@ -82,7 +82,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     server = await startDevServer({ cliPath: await temporalCli(), port: await freePort(), uiPort: await freePort(), namespace: 'default' });
     uiUrl = server.uiUrl!;
     connection = await Connection.connect({ address: server.address });
-    client = new Client({ connection, namespace: 'default' });
+    client = new Client({ connection, namespace: 'default', ...testDataConverter() });
     const taskQueue = uniqueTaskQueue('web-ui');
     service = await startTestService({ runs: new TemporalRuns(client, taskQueue, 30_000) });
     workerConnection = await NativeConnection.connect({ address: server.address });
@@ -92,6 +92,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
       namespace: 'default',
       taskQueue,
       db: service.deps.db,
+      codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });
     running = worker.run();

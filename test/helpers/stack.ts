@@ -12,7 +12,7 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
 import { startTestService, type TestService, type TestServiceOptions } from './app';
-import { testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
+import { testCodec, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {
   service: TestService;
@@ -35,7 +35,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   const temporal = await testTemporal();
   const taskQueue = uniqueTaskQueue('stack');
   const connection = await Connection.connect({ address: temporal.address });
-  const client = new Client({ connection, namespace: temporal.namespace });
+  const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
   const service = await startTestService({ runs: new TemporalRuns(client, taskQueue), ...options });
   let worker: Worker | undefined;
   let workerConnection: NativeConnection | undefined;
@@ -48,6 +48,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       namespace: temporal.namespace,
       taskQueue,
       db: service.deps.db,
+      codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });
     running = worker.run();

@@ -23,7 +23,7 @@ import { Pool } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../../src/temporal/devserver';
 import { signHmac } from '../../src/webhooks';
-import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { killAllServices, sleep, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
 import { postOnce } from '../helpers/raw-http';
 
@@ -105,7 +105,7 @@ describe('crash and restart: API and worker as separate processes', () => {
   it(title, async () => {
     const temporal = await testTemporal();
     connection = await Connection.connect({ address: temporal.address });
-    const client = new Client({ connection, namespace: temporal.namespace });
+    const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
 
     pool = new Pool({ connectionString: DATABASE_URL, max: 2 });
     schema = `rel_${randomBytes(6).toString('hex')}`;

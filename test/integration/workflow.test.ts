@@ -10,7 +10,7 @@ import { automationWorkflowsPath, createAutomationWorker } from '../../src/tempo
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
-import { expectRunFailure, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { expectRunFailure, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 
 let nativeConnection: NativeConnection;
@@ -26,7 +26,7 @@ beforeAll(async () => {
   namespace = temporal.namespace;
   nativeConnection = await NativeConnection.connect({ address: temporal.address });
   connection = await Connection.connect({ address: temporal.address });
-  client = new Client({ connection, namespace });
+  client = new Client({ connection, namespace, ...testDataConverter() });
   bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: quietLogger() });
 });
 
@@ -57,7 +57,7 @@ for (const target of DATABASES) {
     /** Starts a worker on a fresh task queue, runs `fn` with a starter for that queue, stops the worker. */
     async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>): Promise<T> {
       const taskQueue = uniqueTaskQueue('automation');
-      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle });
+      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle, codec: testCodec() });
       const start = (input: AutomationRunInput) =>
         client.workflow.start(automation, {
           taskQueue,

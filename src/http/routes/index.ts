@@ -12,6 +12,7 @@ import { createUsersRouter } from './users';
 import { createEntitlementsRouter } from './entitlements';
 import { createOwnersRouter } from './owners';
 import { createOpenApiRouter } from './openapi';
+import { createCodecRouter } from './codec';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
@@ -27,4 +28,5 @@ export const ROUTERS: RouterFactory[] = [
   createEntitlementsRouter,
   createOwnersRouter,
   createOpenApiRouter,
+  createCodecRouter,
 ];
