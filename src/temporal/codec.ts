@@ -143,10 +143,16 @@ export function loadPayloadKeys(payloadKeys: string | undefined, dataDir: string
   if (fs.existsSync(file)) return { keys: parsePayloadKeys(fs.readFileSync(file, 'utf8')), source: 'file', file };
   fs.mkdirSync(dataDir, { recursive: true });
   const entry = newPayloadKeyEntry();
-  fs.writeFileSync(file, `# Temporal payload keys, newest first (kid:key). Keep old keys while runs using them are retained.\n${entry}\n`, {
-    mode: 0o600,
-    flag: 'wx',
-  });
+  try {
+    fs.writeFileSync(file, `# Temporal payload keys, newest first (kid:key). Keep old keys while runs using them are retained.\n${entry}\n`, {
+      mode: 0o600,
+      flag: 'wx',
+    });
+  } catch (err) {
+    // Another process (api and worker sharing DATA_DIR) made it first: use that one.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return { keys: parsePayloadKeys(fs.readFileSync(file, 'utf8')), source: 'file', file };
+  }
   return { keys: parsePayloadKeys(entry), source: 'generated', file };
 }
 

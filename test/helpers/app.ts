@@ -16,6 +16,7 @@ import type { Role } from '../../src/auth/roles';
 import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
 import type { Db } from '../../src/store/db';
 import { openTestDb, type DatabaseTarget } from './databases';
+import { testCodec } from './temporal';
 
 export interface TestService {
   deps: AppDeps;
@@ -67,6 +68,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     runs: options.runs ?? NO_TEMPORAL,
     metrics: new Metrics({ defaultMetrics: false }),
     secretBox,
+    ...(process.env.TEST_PAYLOAD_KEYS ? { payloadCodec: testCodec() } : {}),
     ...options.deps,
   };
   const app = createApp(deps);

@@ -131,6 +131,8 @@ describe('crash and restart: API and worker as separate processes', () => {
       BOOTSTRAP_CLIENT_ID: clientId,
       BOOTSTRAP_CLIENT_SECRET: clientSecret,
       LOG_LEVEL: 'warn',
+      // API and worker encrypt payloads with the test run's keys, which this test's client reads with.
+      PAYLOAD_KEYS: process.env.TEST_PAYLOAD_KEYS ?? '',
     };
 
     // --- the service, and what the automation works on -----------------------------------------
