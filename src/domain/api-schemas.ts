@@ -222,7 +222,24 @@ export const AutomationResponse = z.object({ automation: Automation }).meta({ id
 export const AutomationList = z
   .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
   .meta({ id: 'AutomationList' });
-export const RotateSecretResponse = z.object({ signingSecret: signingSecret() }).meta({ id: 'RotateSecretResponse' });
+export const RotateSecretRequest = z
+  .object({
+    gracePeriod: z
+      .string()
+      .regex(/^\d{1,7}(\.\d{1,9})?s$/)
+      .optional()
+      .meta({ description: 'How long the replaced secret keeps verifying, as seconds ("86400s", the default; at most "604800s"); "0s" revokes it at once.' }),
+  })
+  .meta({ id: 'RotateSecretRequest' });
+export const RotateSecretResponse = z
+  .object({
+    signingSecret: signingSecret(),
+    previousSecretExpiresAt: z
+      .string()
+      .meta({ format: 'date-time', description: 'When the replaced secret stops verifying (RFC 3339); null when it was revoked at once.' })
+      .nullable(),
+  })
+  .meta({ id: 'RotateSecretResponse' });
 
 export const DryRunRequest = z
   .object({ payload: z.unknown().meta({ description: 'A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger.' }) })

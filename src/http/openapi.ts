@@ -179,7 +179,8 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: 'post', path: '/api/v1/automations/{id}/trigger/rotate-secret', operationId: 'automations.rotateSecret', tag: 'Automations',
-    secured: true, summary: 'Rotate the HMAC signing secret (400 for a JWT trigger).', ok: api.RotateSecretResponse,
+    secured: true, summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
+    body: { schema: api.RotateSecretRequest, required: false }, ok: api.RotateSecretResponse,
     errors: [400, 401, 403, 404, 500],
   },
   {

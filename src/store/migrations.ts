@@ -150,6 +150,11 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // 8: signing-secret rotation with a grace period: the previous secret (sealed) and when it stops verifying
+  `
+  ALTER TABLE automations ADD COLUMN previous_signing_secret text;
+  ALTER TABLE automations ADD COLUMN previous_secret_expires_at timestamptz;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

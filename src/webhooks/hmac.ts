@@ -26,3 +26,16 @@ export function verifyHmac(secret: string, timestamp: string, eventId: string, b
   if (given.length !== expected.length) return false;
   return timingSafeEqual(given, expected);
 }
+
+/**
+ * True when `signature` verifies with any of `secrets` (the current signing secret and, during a
+ * rotation's grace period, the previous one). Every secret is tried, whatever the outcome of the
+ * others, so the time taken does not say which one matched.
+ */
+export function verifyHmacWithAny(secrets: readonly string[], timestamp: string, eventId: string, body: Buffer | string, signature: string): boolean {
+  let ok = false;
+  for (const secret of secrets) {
+    if (verifyHmac(secret, timestamp, eventId, body, signature)) ok = true;
+  }
+  return ok;
+}

@@ -4,7 +4,7 @@
  */
 export * from './errors';
 export * from './digest';
-export { signHmac, verifyHmac } from './hmac';
+export { signHmac, verifyHmac, verifyHmacWithAny } from './hmac';
 export * from './headers';
 export * from './cidr';
 export * from './jwks';

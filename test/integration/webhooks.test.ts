@@ -163,10 +163,11 @@ describe('inbound webhook, HMAC', () => {
     expect((await deliver(stack, listenerPath(limited.automation), hmacEvent(limited.signingSecret!, PAYLOAD))).status).toBe(200);
   });
 
-  it('rotating the secret makes the old one fail and the new one work', async () => {
+  it('rotating the secret with no grace period makes the old one fail and the new one work', async () => {
     const rotated = await request(stack.service.server)
       .post(`/api/v1/automations/${automation.id}/trigger/rotate-secret`)
-      .set('Authorization', `Bearer ${stack.adminToken}`);
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .send({ gracePeriod: '0s' });
     expect(rotated.status).toBe(200);
     expect(rotated.body.signingSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect((await deliver(stack, path, hmacEvent(secret, PAYLOAD))).status).toBe(401);

@@ -12,6 +12,7 @@ import {
   automationView,
   changeAutomationState,
   createAutomation,
+  parseGracePeriod,
   rotateSigningSecret,
   updateAutomation,
   withPublishedVersion,
@@ -81,7 +82,10 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   });
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {
-    ctx.body = { signingSecret: await rotateSigningSecret(deps.db, ctx.params.id!, options(ctx)) };
+    const body = await readJsonObject(ctx);
+    const unknown = Object.keys(body).filter((key) => key !== 'gracePeriod');
+    if (unknown.length > 0) throw invalidArgument({ field: unknown[0]!, description: 'is not a field of this request (only gracePeriod)' });
+    ctx.body = await rotateSigningSecret(deps.db, ctx.params.id!, parseGracePeriod(body.gracePeriod), options(ctx));
   });
 
   return router;

@@ -17,10 +17,10 @@ import {
   JwtVerifier,
   MAX_WEBHOOK_BODY_BYTES,
   parseWebhookJson,
-  verifyHmac,
+  verifyHmacWithAny,
   WebhookRejection,
 } from '../../webhooks';
-import { ListenerCache, type Listener } from '../../domain/listener-cache';
+import { ListenerCache, verifyingHmacSecrets, type Listener } from '../../domain/listener-cache';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import { DuplicateEventError, WorkflowEngineUnavailableError } from '../../temporal/runs';
 import { AdmissionRefusal, DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
@@ -164,10 +164,10 @@ export function createWebhookRouter(deps: AppDeps): Router {
   async function authenticateEvent(listener: Listener, headers: ReturnType<typeof checkWebhookHeaders>, body: Buffer): Promise<void> {
     const { automation } = listener;
     if (automation.trigger.authMethod === 'HMAC') {
+      // During a rotation's grace period the previous secret verifies too.
       const ok =
-        listener.hmacSecret !== undefined &&
         headers.signature !== undefined &&
-        verifyHmac(listener.hmacSecret, headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
+        verifyHmacWithAny(verifyingHmacSecrets(listener), headers.timestampHeader, headers.eventIdHeader, body, headers.signature);
       if (!ok) throw new WebhookRejection(401, 'invalid webhook signature', 'signature_mismatch');
       return;
     }
