@@ -25,6 +25,7 @@ import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
 import { EncryptionCodec, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
+import { DeliveryLog } from './webhooks/delivery-log';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -184,6 +185,9 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, codec
 
 async function startApi(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
   const { client, connection } = createLazyClient(target, config.temporal.namespace, codec);
+  const deliveryLog = new DeliveryLog(db, {
+    onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
+  });
   const pageKey = await loadPageTokenKey(db, secretBox);
   const deps = {
     config,
@@ -195,6 +199,7 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, codec: E
     metrics: new Metrics(),
     secretBox,
     payloadCodec: codec,
+    deliveryLog,
   };
   const app = createApp(deps);
   const server = http.createServer(app.callback());
@@ -224,6 +229,7 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, codec: E
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await deliveryLog.close(); // what is buffered is written before the store closes
       await connection.close();
     },
   };

@@ -9,6 +9,7 @@ import type { Metrics } from './metrics';
 import type { SecretBox } from '../auth/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
+import type { DeliveryLog } from '../webhooks/delivery-log';
 
 export interface AppDeps {
   config: Config;
@@ -25,4 +26,6 @@ export interface AppDeps {
   tokenGuard?: TokenGuard;
   /** The Temporal payload codec served at /codec (absent: the codec endpoint answers 503). */
   payloadCodec?: PayloadCodec;
+  /** The webhook delivery log (buffered writes); absent: deliveries are not logged. */
+  deliveryLog?: DeliveryLog;
 }

@@ -130,7 +130,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     const automation = created.body.automation;
     expect((await request(service!.server).post(`/api/v1/automations/${automation.id}/publish`).set('Authorization', `Bearer ${admin}`)).status).toBe(200);
 
-    const event = hmacEvent(created.body.signingSecret, { employee_id: '12345', status: 'terminated' });
+    const event = hmacEvent(created.body.signingSecret, { employee_id: MARKER, status: 'terminated' });
     const accepted = await request(service!.server).post(new URL(automation.trigger.incomingWebhook.url).pathname).set(event.headers).send(event.body);
     expect(accepted.status).toBe(200);
     const workflowId: string = accepted.body.executionId;

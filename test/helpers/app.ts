@@ -17,6 +17,7 @@ import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/t
 import type { Db } from '../../src/store/db';
 import { openTestDb, type DatabaseTarget } from './databases';
 import { testCodec } from './temporal';
+import { DeliveryLog } from '../../src/webhooks/delivery-log';
 
 export interface TestService {
   deps: AppDeps;
@@ -69,6 +70,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     metrics: new Metrics({ defaultMetrics: false }),
     secretBox,
     ...(process.env.TEST_PAYLOAD_KEYS ? { payloadCodec: testCodec() } : {}),
+    deliveryLog: new DeliveryLog(db, { flushIntervalMs: 200 }),
     ...options.deps,
   };
   const app = createApp(deps);
@@ -80,6 +82,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     tokenFor: (...roles: Role[]) => deps.tokens.issue(`test-${roles.join('-')}`, roles),
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deps.deliveryLog?.close();
       if (!options.db) await db.close();
     },
   };

@@ -13,6 +13,7 @@ import { createEntitlementsRouter } from './entitlements';
 import { createOwnersRouter } from './owners';
 import { createOpenApiRouter } from './openapi';
 import { createCodecRouter } from './codec';
+import { createDeliveriesRouter } from './deliveries';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
@@ -22,6 +23,7 @@ export const ROUTERS: RouterFactory[] = [
   createClientsRouter,
   createAutomationsRouter,
   createExecutionsRouter,
+  createDeliveriesRouter,
   createWebhookRouter,
   createAppsRouter,
   createUsersRouter,

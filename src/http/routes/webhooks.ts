@@ -83,6 +83,9 @@ export function createWebhookRouter(deps: AppDeps): Router {
     metrics.webhooksInFlight.set(admission.inFlight);
     let reason = 'accepted';
     let status = 200;
+    // What the delivery log keeps of this delivery (filled in as the checks learn it).
+    const delivery = { automationId: undefined as string | undefined, eventId: null as string | null, executionId: null as string | null };
+    const receivedAt = new Date();
     try {
       // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
       const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
@@ -91,6 +94,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
       if (!automation || !automation.published || !trigger?.enabled) {
         throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       }
+      delivery.automationId = automation.id;
       if (!isAddressAllowed(source, trigger.allowedCidrs)) {
         throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
       }
@@ -119,6 +123,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
         ...(admissionLimits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(admissionLimits.minBytesPerSecond, admissionLimits.graceMs) } : {}),
       });
       const headers = checkWebhookHeaders({ ...headerInput, nowSeconds: Math.floor(Date.now() / 1000) });
+      delivery.eventId = headers.eventId;
       await authenticateEvent(listener!, headers, body);
       const payload = parseWebhookJson(body);
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
@@ -135,11 +140,13 @@ export function createWebhookRouter(deps: AppDeps): Router {
         },
         { automationName: published.snapshot.displayName },
       );
+      delivery.executionId = executionId;
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       ctx.body = { eventId: headers.eventId, executionId };
     } catch (err) {
       const httpError = err instanceof AdmissionRefusal ? shed(ctx, err) : toHttpError(err, listenerId, log);
       status = httpError instanceof AppError ? httpError.status : 500;
+      if (err instanceof DuplicateEventError) delivery.executionId = err.executionId;
       reason =
         err instanceof AdmissionRefusal
           ? 'listener_busy'
@@ -157,7 +164,20 @@ export function createWebhookRouter(deps: AppDeps): Router {
       ticket.release();
       metrics.webhooksInFlight.set(admission.inFlight);
       metrics.webhookOutcomes.inc({ status: String(status), reason });
-      metrics.webhookDuration.observe({ status: String(status) }, Number(process.hrtime.bigint() - started) / 1e9);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.webhookDuration.observe({ status: String(status) }, seconds);
+      if (delivery.automationId !== undefined) {
+        deps.deliveryLog?.record({
+          ...delivery,
+          automationId: delivery.automationId,
+          listenerId,
+          receivedAt,
+          status,
+          reason,
+          sourceAddress: source,
+          latencyMs: seconds * 1000,
+        });
+      }
     }
   });
 
