@@ -185,7 +185,9 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, codec
 
 async function startApi(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
   const { client, connection } = createLazyClient(target, config.temporal.namespace, codec);
+  const metrics = new Metrics();
   const deliveryLog = new DeliveryLog(db, {
+    onSummarized: () => metrics.deliveryLogSummarized.inc(),
     onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
   });
   const pageKey = await loadPageTokenKey(db, secretBox);
@@ -196,7 +198,7 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, codec: E
     pageTokens: new PageTokens(pageKey),
     tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
     runs: new TemporalRuns(client, config.temporal.taskQueue),
-    metrics: new Metrics(),
+    metrics,
     secretBox,
     payloadCodec: codec,
     deliveryLog,

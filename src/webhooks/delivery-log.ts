@@ -35,6 +35,8 @@ export interface DeliveryLogOptions {
   maxBuffered?: number;
   /** Time between two prunings. */
   pruneIntervalMs?: number;
+  /** Called for each delivery counted instead of kept in detail (a metric). */
+  onSummarized?: () => void;
   /** Told about a failed write (the entries of that batch are lost; the receiver is unaffected). */
   onError?: (err: unknown) => void;
 }
@@ -92,6 +94,7 @@ export class DeliveryLog {
       return;
     }
     this.summarized += 1;
+    this.options.onSummarized?.();
     const key = `${entry.automationId}\n${minute}\n${entry.status}\n${entry.reason}`;
     const count = this.counts.get(key);
     if (count) count.count += 1;
