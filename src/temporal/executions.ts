@@ -110,6 +110,8 @@ export class TemporalExecutions implements AutomationExecutions {
       throw unavailable(err);
     }
     const token = response.nextPageToken;
+    // Memos are payloads too (encrypted by the codec): decode them before reading the version.
+    await decodePayloadsInPlace(response.executions ?? [], this.client.options.loadedDataConverter.payloadCodecs);
     return {
       executions: (response.executions ?? []).map(summaryFromVisibility),
       nextPageToken: token && token.length > 0 ? token : undefined,
