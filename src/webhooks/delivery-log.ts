@@ -44,7 +44,7 @@ export interface DeliveryLogOptions {
 const ROWS_PER_INSERT = 500;
 
 export class DeliveryLog {
-  private buffer: DeliveryRecord[] = [];
+  private buffer: Array<Omit<DeliveryRecord, 'id'>> = [];
   private counts = new Map<string, DeliveryCount>();
   private perListener = new Map<string, number>();
   private minute = 0;
@@ -81,7 +81,6 @@ export class DeliveryLog {
     if (seen < this.detailPerMinute && this.buffer.length < this.maxBuffered) {
       this.perListener.set(entry.listenerId, seen + 1);
       this.buffer.push({
-        id: newId(),
         automationId: entry.automationId,
         receivedAt: entry.receivedAt.toISOString(),
         status: entry.status,
@@ -129,7 +128,9 @@ export class DeliveryLog {
     this.buffer = [];
     this.counts = new Map();
     try {
-      for (let i = 0; i < batch.length; i += ROWS_PER_INSERT) await insertDeliveries(this.db, batch.slice(i, i + ROWS_PER_INSERT));
+      // Ids (UUIDv7, the listing order) are made here, in arrival order, off the ingress path.
+      const records: DeliveryRecord[] = batch.map((entry) => ({ id: newId(), ...entry }));
+      for (let i = 0; i < records.length; i += ROWS_PER_INSERT) await insertDeliveries(this.db, records.slice(i, i + ROWS_PER_INSERT));
       for (let i = 0; i < counts.length; i += ROWS_PER_INSERT) await addDeliveryCounts(this.db, counts.slice(i, i + ROWS_PER_INSERT));
       const now = Date.now();
       if (now - this.lastPrune >= this.pruneIntervalMs) {
