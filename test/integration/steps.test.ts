@@ -98,6 +98,7 @@ beforeAll(async () => {
       namespace: temporal.namespace,
       taskQueue: queues[mode],
       activities: createActivities({ db, allowInsecureOutbound: mode === 'insecure' }),
+      ...testDataConverter(),
       ...(bundle ? { workflowBundle: bundle } : { workflowsPath: automationWorkflowsPath() }),
     });
     workers.push({ worker, running: worker.run() });

@@ -12,6 +12,7 @@ import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefin
 import { DATABASES, openTestDb } from '../helpers/databases';
 import { expectRunFailure, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
+import { decodePayloadsInPlace } from '../../src/temporal/executions';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -259,6 +260,7 @@ for (const target of DATABASES) {
             ['loud', 'log', 'DONE', { level: 'warn', message: 'done' }],
           ]);
           const history = await handle.fetchHistory();
+          await decodePayloadsInPlace(history, [testCodec()]); // summaries are encrypted in Temporal
           const summaries = (history.events ?? [])
             .map((event) => event.userMetadata?.summary?.data)
             .filter((data): data is Uint8Array => data instanceof Uint8Array)
