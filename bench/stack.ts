@@ -27,6 +27,10 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
 import { createAutomationWorker } from '../src/temporal/worker';
+import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
+
+/** Payloads are encrypted in the bench as in production (one fresh key per bench run). */
+const BENCH_CODEC = new EncryptionCodec(parsePayloadKeys(newPayloadKeyEntry()));
 import { createBareActivities } from './bare-activities';
 import { commandLineOf, descendantPids } from './util';
 
@@ -101,7 +105,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const connection = await Connection.connect({ address: server.address });
     stops.push(() => connection.close());
     await ensureNamespace(connection, NAMESPACE);
-    const client = new Client({ connection, namespace: NAMESPACE });
+    const client = new Client({ connection, namespace: NAMESPACE, dataConverter: encryptedDataConverter(BENCH_CODEC) });
 
     const db = await openStore(options.databaseUrl);
     closeStore = () => db.close();
@@ -110,7 +114,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const workerConnection = await NativeConnection.connect({ address: server.address });
     stops.push(() => workerConnection.close());
     const [automationWorker, bareWorker] = await Promise.all([
-      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db }),
+      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC }),
       Worker.create({
         connection: workerConnection,
         namespace: NAMESPACE,
@@ -202,7 +206,7 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
   const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' });
   let runs = NO_RUNS;
   if (options.temporalAddress && options.taskQueue) {
-    const { client, connection } = createLazyClient({ address: options.temporalAddress, embedded: true }, NAMESPACE);
+    const { client, connection } = createLazyClient({ address: options.temporalAddress, embedded: true }, NAMESPACE, BENCH_CODEC);
     stops.push(() => connection.close());
     runs = new TemporalRuns(client, options.taskQueue);
   }

@@ -23,6 +23,7 @@ import { Client as PgClient } from 'pg';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ensureNamespace } from '../src/temporal/setup';
+import { newPayloadKeyEntry } from '../src/temporal/codec';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureProdBinaries } = require('./prod-binaries.js') as {
@@ -77,7 +78,19 @@ export function uiEnvironment(p: { temporalAddress: string; uiPort: number; uiUr
 /** Environment of an API or worker process (compiled JS: `node dist/src/main.js <role>`). */
 export function appEnvironment(
   role: 'api' | 'worker',
-  p: { databaseUrl: string; temporalAddress: string; secretKey: string; entryUrl: string; dataDir: string; port?: number; passThrough?: Record<string, string> },
+  p: {
+    databaseUrl: string;
+    temporalAddress: string;
+    secretKey: string;
+    /** PAYLOAD_KEYS shared by every API and worker (each must decrypt what the others encrypt). */
+    payloadKeys: string;
+    entryUrl: string;
+    /** The Web UI's origin: the only one allowed to call the codec endpoint from a browser. */
+    uiUrl: string;
+    dataDir: string;
+    port?: number;
+    passThrough?: Record<string, string>;
+  },
 ): Record<string, string> {
   const common = {
     NODE_ENV: 'production',
@@ -86,12 +99,13 @@ export function appEnvironment(
     TEMPORAL_NAMESPACE: 'default',
     TEMPORAL_TASK_QUEUE: 'automations',
     SECRET_KEY: p.secretKey,
+    PAYLOAD_KEYS: p.payloadKeys,
     DATA_DIR: p.dataDir,
     ...p.passThrough,
   };
   if (role === 'worker') return { ...common, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
   // One proxy (nginx) in front: the source address is the X-Forwarded-For entry it appended.
-  return { ...common, PORT: String(p.port ?? 8080), HOST: '127.0.0.1', BASE_URL: p.entryUrl, TRUST_PROXY: '1' };
+  return { ...common, PORT: String(p.port ?? 8080), HOST: '127.0.0.1', BASE_URL: p.entryUrl, TRUST_PROXY: '1', CODEC_CORS_ORIGINS: p.uiUrl };
 }
 
 export interface StackOptions {
@@ -365,6 +379,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   fs.closeSync(schemaLog);
 
   const secretKey = env.SECRET_KEY || readOrCreate(path.join(stateDir, 'secret.key'), () => randomBytes(32).toString('hex'));
+  const payloadKeys = env.PAYLOAD_KEYS || readOrCreate(path.join(stateDir, 'payload.keys'), () => newPayloadKeyEntry());
   const entryPort = options.port || (await freePort());
   const temporalPort = options.temporalPort || (await freePort());
   const uiPort = options.uiPort || (await freePort());
@@ -430,7 +445,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
     passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
   }
-  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, entryUrl, passThrough };
+  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl, uiUrl, passThrough };
   const apiPorts = [await freePort(), await freePort()];
   apiPorts.forEach((port, i) =>
     add(`api-${i + 1}`, process.execPath, ['dist/src/main.js', 'api'], appEnvironment('api', { ...shared, port, dataDir: path.join(stateDir, `api-${i + 1}`) })),

@@ -59,6 +59,15 @@ export interface Config {
    * API port, and only with `Authorization: Bearer <adminToken>` when ADMIN_TOKEN is set.
    */
   admin: { port: number | undefined; host: string; token: string | undefined };
+  /** Payload encryption in Temporal and the codec endpoint for the Web UI. */
+  codec: {
+    /** PAYLOAD_KEYS: `kid:key,...` newest first; unset = a key file in DATA_DIR. */
+    payloadKeys: string | undefined;
+    /** Origins (the Web UI's) allowed to call /codec from a browser. */
+    corsOrigins: string[];
+    /** Callers on loopback may decode without a token (the embedded dev UI). */
+    allowLoopback: boolean;
+  };
 }
 
 /** Every environment variable the service reads (the README's configuration table lists them all). */
@@ -95,6 +104,9 @@ export const CONFIG_VARIABLES = [
   'ADMIN_HOST',
   'ADMIN_TOKEN',
   'WORKER_VERIFY_HISTORIES',
+  'PAYLOAD_KEYS',
+  'CODEC_CORS_ORIGINS',
+  'CODEC_ALLOW_LOOPBACK',
 ] as const;
 
 /** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
@@ -213,5 +225,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       host: optional(env, 'ADMIN_HOST') ?? '127.0.0.1',
       token: adminToken,
     },
+    codec: codecConfig(env),
+  };
+}
+
+/**
+ * With the embedded dev server (no TEMPORAL_ADDRESS) the Web UI is on 127.0.0.1:TEMPORAL_UI_PORT
+ * in a browser on this machine: its origin is allowed and loopback callers need no token.
+ * Elsewhere both are off unless configured.
+ */
+function codecConfig(env: NodeJS.ProcessEnv): Config['codec'] {
+  const embedded = optional(env, 'TEMPORAL_ADDRESS') === undefined;
+  const uiPort = integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
+  const listed = optional(env, 'CODEC_CORS_ORIGINS');
+  const corsOrigins = listed
+    ? listed.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
+    : embedded
+      ? [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`]
+      : [];
+  for (const origin of corsOrigins) {
+    let parsed: URL;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      throw new ConfigError(`CODEC_CORS_ORIGINS: "${origin}" is not an origin such as https://temporal-ui.example.com`);
+    }
+    if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== origin) {
+      throw new ConfigError(`CODEC_CORS_ORIGINS: "${origin}" is not an origin such as https://temporal-ui.example.com (scheme, host, port; no path)`);
+    }
+  }
+  return {
+    payloadKeys: optional(env, 'PAYLOAD_KEYS'),
+    corsOrigins,
+    allowLoopback: env.CODEC_ALLOW_LOOPBACK === undefined || env.CODEC_ALLOW_LOOPBACK === '' ? embedded : flag(env, 'CODEC_ALLOW_LOOPBACK'),
   };
 }

@@ -23,6 +23,9 @@ import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
 import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
+import { EncryptionCodec, loadPayloadKeys } from './temporal/codec';
+import { CODEC_PATH } from './http/routes/codec';
+import { DeliveryLog } from './webhooks/delivery-log';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -62,6 +65,7 @@ async function main(): Promise<void> {
     if (ensurePrivateDir(config.dataDir).openToOthers) {
       logger.warn({ dataDir: config.dataDir }, 'DATA_DIR can be read by other users: restrict it (chmod 700)');
     }
+    const codec = payloadCodec(config, logger);
     const target = await temporalTarget(role, config, logger, stops);
     await prepareNamespace(target, config, logger);
 
@@ -69,12 +73,12 @@ async function main(): Promise<void> {
     stops.push(() => db.close());
 
     if (role !== 'api') {
-      const worker = await startWorker(target, config, db, logger);
+      const worker = await startWorker(target, config, db, codec, logger);
       stops.push(() => worker.stop());
     }
     if (role !== 'worker') {
       const secretBox = new SecretBox(secretKey(config, logger));
-      const api = await startApi(target, config, db, logger, secretBox);
+      const api = await startApi(target, config, db, codec, logger, secretBox);
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
     }
@@ -103,6 +107,8 @@ async function temporalTarget(role: Role, config: Config, logger: Logger, stops:
     dataDir: path.join(config.dataDir, 'temporal'),
     port: config.temporal.embeddedPort,
     uiPort: config.temporal.uiPort,
+    // The UI decodes encrypted payloads through this service's codec endpoint (loopback callers).
+    uiCodecEndpoint: `${config.baseUrl}${CODEC_PATH}`,
     namespace: config.temporal.namespace,
     ip: '127.0.0.1',
     log: (line) => logger.debug({ source: 'temporal' }, line),
@@ -153,7 +159,7 @@ async function bundleInChildProcess(config: Config, logger: Logger): Promise<str
   return out;
 }
 
-async function startWorker(target: TemporalTarget, config: Config, db: Db, logger: Logger): Promise<Running> {
+async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger): Promise<Running> {
   const connection = await connectWorkerConnection(target);
   const bundlePath = config.worker.workflowBundlePath ?? (await bundleInChildProcess(config, logger));
   const worker: Worker = await createAutomationWorker({
@@ -163,6 +169,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
     db,
     allowPrivateOutbound: config.allowPrivateOutbound,
     bundle: { codePath: bundlePath },
+    codec,
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
     ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
     ...(config.worker.verifyHistories ? { verifyHistories: true } : {}),
@@ -179,8 +186,13 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, logge
   };
 }
 
-async function startApi(target: TemporalTarget, config: Config, db: Db, logger: Logger, secretBox: SecretBox): Promise<Running> {
-  const { client, connection } = createLazyClient(target, config.temporal.namespace);
+async function startApi(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
+  const { client, connection } = createLazyClient(target, config.temporal.namespace, codec);
+  const metrics = new Metrics();
+  const deliveryLog = new DeliveryLog(db, {
+    onSummarized: () => metrics.deliveryLogSummarized.inc(),
+    onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
+  });
   const pageKey = await loadPageTokenKey(db, secretBox);
   const deps = {
     config,
@@ -189,8 +201,10 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
     pageTokens: new PageTokens(pageKey),
     tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
     runs: new TemporalRuns(client, config.temporal.taskQueue),
-    metrics: new Metrics(),
+    metrics,
     secretBox,
+    payloadCodec: codec,
+    deliveryLog,
   };
   const app = createApp(deps);
   const server = http.createServer(app.callback());
@@ -220,9 +234,22 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, logger: 
         server.close(() => resolve());
         server.closeIdleConnections();
       });
+      await deliveryLog.close(); // what is buffered is written before the store closes
       await connection.close();
     },
   };
+}
+
+/** Payload encryption keys: PAYLOAD_KEYS, else DATA_DIR/payload.keys (made once, mode 0600). */
+function payloadCodec(config: Config, logger: Logger): EncryptionCodec {
+  const { keys, source, file } = loadPayloadKeys(config.codec.payloadKeys, config.dataDir);
+  if (source !== 'env' && (config.databaseUrl || config.temporal.address)) {
+    logger.warn('PAYLOAD_KEYS is not set: Temporal payloads are encrypted with a key file in DATA_DIR; every API and worker process needs the same PAYLOAD_KEYS');
+  }
+  if (source === 'generated') logger.info({ file }, 'generated the key that encrypts Temporal payloads (mode 0600)');
+  const codec = new EncryptionCodec(keys);
+  logger.info({ keyId: codec.currentKeyId, keys: keys.length, source }, 'Temporal payloads are encrypted');
+  return codec;
 }
 
 function secretKey(config: Config, logger: Logger): Buffer {

@@ -12,6 +12,7 @@ import { automationWorkflowsPath } from '../src/temporal/worker';
 import type { DevServer } from '../src/temporal/devserver';
 import { startTestDevServer } from './helpers/ports';
 import { ensureNamespace } from '../src/temporal/setup';
+import { newPayloadKeyEntry } from '../src/temporal/codec';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
 
@@ -30,6 +31,7 @@ async function prepareSharedArtifacts(): Promise<void> {
 
 export default async function globalSetup(): Promise<void> {
   await prepareSharedArtifacts();
+  process.env.TEST_PAYLOAD_KEYS ??= newPayloadKeyEntry();
   if (process.env.TEMPORAL_TEST_ADDRESS) return;
   const cliPath = await ensureTemporalCli();
   const server: DevServer = await startTestDevServer({ cliPath, namespace: 'default' });

@@ -237,7 +237,24 @@ export const AutomationResponse = z.object({ automation: Automation }).meta({ id
 export const AutomationList = z
   .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
   .meta({ id: 'AutomationList' });
-export const RotateSecretResponse = z.object({ signingSecret: signingSecret() }).meta({ id: 'RotateSecretResponse' });
+export const RotateSecretRequest = z
+  .object({
+    gracePeriod: z
+      .string()
+      .regex(/^\d{1,7}(\.\d{1,9})?s$/)
+      .optional()
+      .meta({ description: 'How long the replaced secret keeps verifying, as seconds ("86400s", the default; at most "604800s"); "0s" revokes it at once.' }),
+  })
+  .meta({ id: 'RotateSecretRequest' });
+export const RotateSecretResponse = z
+  .object({
+    signingSecret: signingSecret(),
+    previousSecretExpiresAt: z
+      .string()
+      .meta({ format: 'date-time', description: 'When the replaced secret stops verifying (RFC 3339); null when it was revoked at once.' })
+      .nullable(),
+  })
+  .meta({ id: 'RotateSecretResponse' });
 
 export const DryRunRequest = z
   .object({ payload: z.unknown().meta({ description: 'A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger.' }) })
@@ -290,6 +307,33 @@ export const Execution = z
     steps: z.array(StepResult),
   })
   .meta({ id: 'Execution' });
+
+export const Delivery = z
+  .object({
+    receivedAt: z.string().meta({ format: 'date-time' }),
+    status: z.number().int().meta({ description: 'The HTTP status the receiver answered.' }),
+    reason: z.string().meta({
+      description: 'The receiver’s reason code: accepted, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
+    }),
+    eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
+    sourceAddress: z.string(),
+    executionId: z.string().nullable().meta({ description: 'The run started (200) or already started (409) for the event.' }),
+    latencyMs: z.number(),
+  })
+  .meta({ id: 'Delivery' });
+export const DeliveryList = z
+  .object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() })
+  .meta({ id: 'DeliveryList' });
+
+const CodecPayload = z
+  .object({
+    metadata: z.record(z.string(), z.string().meta({ description: 'base64' })).nullish(),
+    data: z.string().meta({ description: 'base64' }).nullish(),
+  })
+  .meta({ id: 'CodecPayload' });
+export const CodecPayloads = z
+  .object({ payloads: z.array(CodecPayload) })
+  .meta({ id: 'CodecPayloads', description: 'temporal.api.common.v1.Payloads in protobuf JSON (Temporal Codec Server protocol).' });
 
 export const ExecutionList = z
   .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })

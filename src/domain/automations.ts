@@ -198,8 +198,37 @@ export async function updateAutomation(
   return result;
 }
 
-export async function rotateSigningSecret(db: Db, id: string, options: AutomationOptions): Promise<string> {
-  const { secret, listenerId } = await db.transaction(async (tx) => {
+/** Default grace period of a rotation (Svix keeps the old secret for 24 hours). */
+export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
+export const MAX_ROTATION_GRACE_SECONDS = 7 * 86_400;
+
+/** Parses `gracePeriod` (a protobuf Duration string such as "86400s"); 400 when malformed or over 7 days. */
+export function parseGracePeriod(value: unknown): number {
+  if (value === undefined) return DEFAULT_ROTATION_GRACE_SECONDS;
+  const match = typeof value === 'string' ? /^(\d{1,7})(\.\d{1,9})?s$/.exec(value) : null;
+  if (!match) {
+    throw invalidArgument({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s" (0s revokes the old secret at once)' });
+  }
+  const seconds = Number(match[1]) + Number(match[2] ?? 0);
+  if (seconds > MAX_ROTATION_GRACE_SECONDS) {
+    throw invalidArgument({ field: 'gracePeriod', description: `must be at most ${MAX_ROTATION_GRACE_SECONDS}s (7 days)` });
+  }
+  return seconds;
+}
+
+export interface RotatedSecret {
+  signingSecret: string;
+  /** When the replaced secret stops verifying; null when it was revoked at once. */
+  previousSecretExpiresAt: string | null;
+}
+
+/**
+ * Replaces the HMAC signing secret. For `graceSeconds` the replaced secret keeps verifying, so a
+ * sender can deploy the new one without a failed delivery; a rotation during a grace period drops
+ * the oldest secret (two at most). 0 revokes the old secret at once (the leak case).
+ */
+export async function rotateSigningSecret(db: Db, id: string, graceSeconds: number, options: AutomationOptions): Promise<RotatedSecret> {
+  const { rotated, listenerId } = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
     const secret = newSecretFor(current.trigger.authMethod);
@@ -209,12 +238,25 @@ export async function rotateSigningSecret(db: Db, id: string, options: Automatio
         description: `only ${methodsWithSecret().join(' or ')} triggers have a signing secret`,
       });
     }
-    await store.setSealedSigningSecret(tx, id, options.secretBox.seal(secret));
-    await recordAudit(tx, { actor: options.actor, action: 'automation.rotate_secret', resourceType: 'automation', resourceId: id });
-    return { secret, listenerId: current.listenerId };
+    const expiresAt = graceSeconds > 0 && current.sealedSigningSecret ? new Date(Date.now() + Math.round(graceSeconds * 1000)) : undefined;
+    await store.setSealedSigningSecret(
+      tx,
+      id,
+      options.secretBox.seal(secret),
+      expiresAt && current.sealedSigningSecret ? { sealed: current.sealedSigningSecret, expiresAt } : undefined,
+    );
+    const previousSecretExpiresAt = expiresAt?.toISOString() ?? null;
+    await recordAudit(tx, {
+      actor: options.actor,
+      action: 'automation.rotate_secret',
+      resourceType: 'automation',
+      resourceId: id,
+      details: { gracePeriod: `${graceSeconds}s`, previousSecretExpiresAt },
+    });
+    return { rotated: { signingSecret: secret, previousSecretExpiresAt }, listenerId: current.listenerId };
   });
   listenerChanged(listenerId);
-  return secret;
+  return rotated;
 }
 
 /**

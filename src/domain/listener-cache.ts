@@ -22,6 +22,15 @@ const MAX_ENTRIES = 10_000;
 export interface Listener extends ListenerRecord {
   /** The unsealed HMAC signing secret; undefined for JWT triggers or when none is set. */
   hmacSecret: string | undefined;
+  /** The secret replaced by the last rotation (unsealed), while its grace period lasts. */
+  previousHmacSecret: { secret: string; expiresAtMs: number } | undefined;
+}
+
+/** The secrets a delivery's HMAC may be made with: the current one, and the previous one until it expires. */
+export function verifyingHmacSecrets(listener: Listener, nowMs = Date.now()): string[] {
+  const secrets = listener.hmacSecret === undefined ? [] : [listener.hmacSecret];
+  if (listener.previousHmacSecret && nowMs < listener.previousHmacSecret.expiresAtMs) secrets.push(listener.previousHmacSecret.secret);
+  return secrets;
 }
 
 interface Entry {
@@ -67,7 +76,7 @@ export class ListenerCache {
     const generation = this.generation;
     const loadedAt = this.now();
     const record = await getListener(this.db, listenerId);
-    const value = record ? { ...record, hmacSecret: this.unseal(record) } : undefined;
+    const value = record ? { ...record, hmacSecret: this.unseal(record), previousHmacSecret: this.unsealPrevious(record) } : undefined;
     if (generation === this.generation) {
       this.entries.delete(listenerId);
       this.entries.set(listenerId, { value, loadedAt });
@@ -98,6 +107,12 @@ export class ListenerCache {
     caches.delete(this);
     await this.listening;
     await this.stopListening?.();
+  }
+
+  private unsealPrevious(record: ListenerRecord): Listener['previousHmacSecret'] {
+    const { sealedPreviousSigningSecret: sealed, previousSecretExpiresAt: expires, trigger } = record.automation;
+    if (trigger.authMethod !== 'HMAC' || sealed === null || expires === null) return undefined;
+    return { secret: this.secretBox.open(sealed), expiresAtMs: Date.parse(expires) };
   }
 
   private unseal(record: ListenerRecord): string | undefined {

@@ -8,6 +8,8 @@ import type { AutomationRuns } from '../temporal/runs';
 import type { Metrics } from './metrics';
 import type { SecretBox } from '../auth/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
+import type { PayloadCodec } from '@temporalio/common';
+import type { DeliveryLog } from '../webhooks/delivery-log';
 
 export interface AppDeps {
   config: Config;
@@ -26,4 +28,8 @@ export interface AppDeps {
   readinessTimeoutMs?: number;
   /** The webhook receiver's clock in epoch ms (default Date.now); tests pin it for boundary cases. */
   clock?: () => number;
+  /** The Temporal payload codec served at /codec (absent: the codec endpoint answers 503). */
+  payloadCodec?: PayloadCodec;
+  /** The webhook delivery log (buffered writes); absent: deliveries are not logged. */
+  deliveryLog?: DeliveryLog;
 }

@@ -37,6 +37,11 @@ export class Metrics {
     help: 'Inbound webhook deliveries being processed',
     registers: [this.registry],
   });
+  readonly deliveryLogSummarized = new Counter({
+    name: 'webhook_delivery_log_summarized_total',
+    help: 'Webhook deliveries only counted in the delivery log (over the per-listener per-minute detail limit)',
+    registers: [this.registry],
+  });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });

@@ -42,6 +42,8 @@ interface Operation {
   /** Adds page_size / page_token / pageSize / pageToken query parameters. */
   paged?: boolean;
   headers?: Array<{ name: string; required: boolean; description: string; schema?: JsonSchema }>;
+  /** Query parameters other than the page ones. */
+  query?: Array<{ name: string; description: string; schema: JsonSchema }>;
   body?: { schema: z.ZodType; required: boolean; form?: boolean; description?: string };
   ok: z.ZodType | TextResponse;
   /** Other documented statuses that carry a body of `ok`'s schema (e.g. /ready's 503). */
@@ -180,7 +182,8 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: 'post', path: '/api/v1/automations/{id}/trigger/rotate-secret', operationId: 'automations.rotateSecret', tag: 'Automations',
-    secured: true, summary: 'Rotate the HMAC signing secret (400 for a JWT trigger).', ok: api.RotateSecretResponse,
+    secured: true, summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
+    body: { schema: api.RotateSecretRequest, required: false }, ok: api.RotateSecretResponse,
     errors: [400, 401, 403, 404, 500],
   },
   {
@@ -192,6 +195,29 @@ const OPERATIONS: Operation[] = [
     method: 'get', path: '/api/v1/automations/{id}/executions', operationId: 'automations.executions.list', tag: 'Automation Executions',
     secured: true, paged: true, summary: 'List the runs of an automation, newest first.', ok: api.ExecutionList,
     errors: [400, 401, 403, 404, 500, 503],
+  },
+  {
+    method: 'get', path: '/api/v1/automations/{id}/deliveries', operationId: 'automations.deliveries.list', tag: 'Automations',
+    secured: true, paged: true, summary: 'The delivery log of the automation’s webhook listener, newest first (7 days; never a body, signature or secret).',
+    description:
+      'Detail is kept for a bounded number of deliveries per listener and minute; the rest are counted per minute, status and reason (store table webhook_delivery_counts, metric webhook_delivery_log_summarized_total).',
+    query: [
+      { name: 'status', description: 'Only deliveries answered with this HTTP status.', schema: { type: 'integer', minimum: 100, maximum: 599 } },
+      { name: 'reason', description: 'Only deliveries with this reason code.', schema: { type: 'string', pattern: '^[a-z_]{1,64}$' } },
+    ],
+    ok: api.DeliveryList, errors: [400, 401, 403, 404, 500],
+  },
+  {
+    method: 'post', path: '/codec/decode', operationId: 'codec.decode', tag: 'Temporal Codec', secured: false,
+    summary: 'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK.',
+    headers: [{ name: 'X-Namespace', required: false, description: 'The Temporal namespace (must be the service’s).' }],
+    body: { schema: api.CodecPayloads, required: true }, ok: api.CodecPayloads, errors: [400, 401, 403, 413, 500, 503],
+  },
+  {
+    method: 'post', path: '/codec/encode', operationId: 'codec.encode', tag: 'Temporal Codec', secured: false,
+    summary: 'Temporal Codec Server: encrypt payloads with the newest key. Same access as /codec/decode.',
+    headers: [{ name: 'X-Namespace', required: false, description: 'The Temporal namespace (must be the service’s).' }],
+    body: { schema: api.CodecPayloads, required: true }, ok: api.CodecPayloads, errors: [400, 401, 403, 413, 500, 503],
   },
   {
     method: 'get', path: '/api/v1/automation_executions/{id}', operationId: 'automations.executions.get', tag: 'Automation Executions',
@@ -436,6 +462,7 @@ export function buildOpenApiDocument(options: OpenApiOptions): Record<string, un
     const statusText = isWebhook ? WEBHOOK_STATUS_TEXT : STATUS_TEXT;
     const parameters: Array<Record<string, unknown>> = [...pathParameters(op.path)];
     if (op.paged) parameters.push(...PAGE_PARAMETERS.map((p) => ({ ...p, in: 'query', required: false })));
+    for (const q of op.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
     for (const header of op.headers ?? []) {
       parameters.push({ name: header.name, in: 'header', required: header.required, description: header.description, schema: header.schema ?? { type: 'string' } });
     }

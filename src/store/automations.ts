@@ -15,6 +15,9 @@ export interface AutomationRecord {
   steps: StepDefinition[];
   /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
   sealedSigningSecret: string | null;
+  /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
+  sealedPreviousSigningSecret: string | null;
+  previousSecretExpiresAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -29,6 +32,8 @@ export interface AutomationRow {
   steps: StepDefinition[];
   listener_id: string;
   signing_secret: string | null;
+  previous_signing_secret?: string | null;
+  previous_secret_expires_at?: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -44,12 +49,17 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     listenerId: row.listener_id,
     steps: row.steps,
     sealedSigningSecret: row.signing_secret,
+    sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
+    previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
     createdAt: iso(row.created_at) ?? '',
     updatedAt: iso(row.updated_at) ?? '',
   };
 }
 
-export type NewAutomation = Omit<AutomationRecord, 'createdAt' | 'updatedAt' | 'published' | 'version'>;
+export type NewAutomation = Omit<
+  AutomationRecord,
+  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt'
+>;
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
@@ -82,7 +92,9 @@ export async function listAutomations(db: Queryable, afterId: string | undefined
 export async function saveAutomation(db: Queryable, record: AutomationRecord): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
     `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::jsonb,
-       signing_secret = $6, published = $7, version = version + 1, updated_at = now()
+       signing_secret = $6, published = $7, version = version + 1, updated_at = now(),
+       previous_signing_secret = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_signing_secret END,
+       previous_secret_expires_at = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_secret_expires_at END
      WHERE id = $1 RETURNING *`,
     [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.sealedSigningSecret, record.published],
   );
@@ -97,10 +109,20 @@ export async function setPublished(db: Queryable, id: string, published: boolean
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
-export async function setSealedSigningSecret(db: Queryable, id: string, sealed: string): Promise<AutomationRecord | undefined> {
+/**
+ * Replaces the signing secret. With `previous` the replaced secret keeps verifying until
+ * `previous.expiresAt` (an older previous one is dropped); without it, it stops at once.
+ */
+export async function setSealedSigningSecret(
+  db: Queryable,
+  id: string,
+  sealed: string,
+  previous?: { sealed: string; expiresAt: Date },
+): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(
-    'UPDATE automations SET signing_secret = $2, updated_at = now() WHERE id = $1 RETURNING *',
-    [id, sealed],
+    `UPDATE automations SET signing_secret = $2, previous_signing_secret = $3, previous_secret_expires_at = $4, updated_at = now()
+     WHERE id = $1 RETURNING *`,
+    [id, sealed, previous?.sealed ?? null, previous?.expiresAt ?? null],
   );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }

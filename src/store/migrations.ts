@@ -150,6 +150,36 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // 8: signing-secret rotation with a grace period: the previous secret (sealed) and when it stops verifying
+  `
+  ALTER TABLE automations ADD COLUMN previous_signing_secret text;
+  ALTER TABLE automations ADD COLUMN previous_secret_expires_at timestamptz;
+  `,
+  // 7: the webhook delivery log (7 days): detail rows, and per-minute counts of deliveries not kept in detail
+  `
+  CREATE TABLE webhook_deliveries (
+    id text PRIMARY KEY,
+    automation_id text NOT NULL,
+    received_at timestamptz NOT NULL,
+    status integer NOT NULL,
+    reason text NOT NULL,
+    event_id text,
+    source_address text NOT NULL,
+    execution_id text,
+    latency_ms double precision NOT NULL
+  );
+  CREATE INDEX webhook_deliveries_by_automation ON webhook_deliveries (automation_id, id DESC);
+  CREATE INDEX webhook_deliveries_by_time ON webhook_deliveries (received_at);
+  CREATE TABLE webhook_delivery_counts (
+    automation_id text NOT NULL,
+    minute timestamptz NOT NULL,
+    status integer NOT NULL,
+    reason text NOT NULL,
+    count bigint NOT NULL,
+    PRIMARY KEY (automation_id, minute, status, reason)
+  );
+  CREATE INDEX webhook_delivery_counts_by_time ON webhook_delivery_counts (minute);
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -6,7 +6,9 @@
  */
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
+import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
+import { encryptedDataConverter } from './codec';
 
 export interface TemporalTarget {
   address: string;
@@ -25,14 +27,15 @@ export function connectionOptions(target: TemporalTarget): NativeConnectionOptio
  * A client whose connection is made on first use, so the API starts (and answers 503) while
  * Temporal is down. Its gRPC retries are few and short: an API request waits at most a few seconds
  * for Temporal, and retrying past that deadline only keeps timers alive after the answer.
+ * Payloads go through `codec` (encrypted in Temporal).
  */
-export function createLazyClient(target: TemporalTarget, namespace: string): { client: Client; connection: Connection } {
+export function createLazyClient(target: TemporalTarget, namespace: string, codec: PayloadCodec): { client: Client; connection: Connection } {
   const connection = Connection.lazy({
     ...(connectionOptions(target) as ConnectionOptions),
     connectTimeout: 3000,
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 3, maxIntervalMs: () => 500 }))],
   });
-  return { client: new Client({ connection, namespace }), connection };
+  return { client: new Client({ connection, namespace, dataConverter: encryptedDataConverter(codec) }), connection };
 }
 
 export async function connectClientConnection(target: TemporalTarget): Promise<Connection> {

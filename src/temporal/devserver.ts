@@ -25,6 +25,8 @@ export interface DevServerOptions {
   port: number;
   /** Web UI port; undefined = headless. */
   uiPort?: number;
+  /** Codec Server URL the Web UI decodes payloads with (`--ui-codec-endpoint`). */
+  uiCodecEndpoint?: string;
   namespace: string;
   ip?: string;
   /** Receives the server's own output lines (warnings and errors only). */
@@ -45,7 +47,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     fs.mkdirSync(options.dataDir, { recursive: true });
     args.push('--db-filename', path.join(options.dataDir, 'temporal.db'));
   }
-  if (options.uiPort !== undefined) args.push('--ui-port', String(options.uiPort), '--ui-ip', ip);
+  if (options.uiPort !== undefined) {
+    args.push('--ui-port', String(options.uiPort), '--ui-ip', ip);
+    if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
+  }
   else args.push('--headless');
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
 

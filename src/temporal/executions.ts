@@ -7,7 +7,7 @@
  * failed step with its error.
  */
 import { isGrpcServiceError, ServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { automation } from '../../workflows';
 import { STEP_REGISTRY, stepKind } from '../steps';
@@ -110,6 +110,8 @@ export class TemporalExecutions implements AutomationExecutions {
       throw unavailable(err);
     }
     const token = response.nextPageToken;
+    // Memos are payloads too (encrypted by the codec): decode them before reading the version.
+    await decodePayloadsInPlace(response.executions ?? [], this.client.options.loadedDataConverter.payloadCodecs);
     return {
       executions: (response.executions ?? []).map(summaryFromVisibility),
       nextPageToken: token && token.length > 0 ? token : undefined,
@@ -169,6 +171,7 @@ export class TemporalExecutions implements AutomationExecutions {
       if (isNotFound(err)) return undefined;
       throw unavailable(err);
     }
+    await decodePayloadsInPlace(events, this.client.options.loadedDataConverter.payloadCodecs);
     const run = readHistory(events);
     const version = summary.version ?? numberOrNull(run.input?.version);
     if (run.steps.length === 0 && version !== null && this.loadSteps) run.steps = (await this.loadSteps(automationId, version)) ?? [];
@@ -419,6 +422,32 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 // ---------------------------------------------------------------- small helpers
+
+/**
+ * The raw history holds payloads as the codec left them (encrypted): every payload in the events
+ * is decoded in place through the client's codecs before the events are read.
+ */
+export async function decodePayloadsInPlace(root: unknown, codecs: readonly PayloadCodec[]): Promise<void> {
+  if (codecs.length === 0) return;
+  const found: Payload[] = [];
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object' || node instanceof Uint8Array || ArrayBuffer.isView(node)) continue;
+    const metadata = (node as { metadata?: unknown }).metadata;
+    if (metadata !== null && typeof metadata === 'object' && (metadata as Record<string, unknown>).encoding instanceof Uint8Array) {
+      found.push(node as Payload);
+      continue;
+    }
+    for (const value of Object.values(node)) stack.push(value);
+  }
+  for (const payload of found) {
+    let decoded: Payload[] = [payload];
+    for (const codec of [...codecs].reverse()) decoded = await codec.decode(decoded);
+    payload.metadata = decoded[0]!.metadata;
+    payload.data = decoded[0]!.data;
+  }
+}
 
 function decode(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {
   if (!payload) return undefined;

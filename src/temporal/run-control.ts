@@ -6,6 +6,7 @@
  * back as domain errors: unknown run or step → NotFoundError, a step that is not waiting or a
  * closed run → FailedPreconditionError, Temporal unreachable → UnavailableError.
  */
+import { decodePayloadsInPlace } from './executions';
 import {
   isGrpcServiceError,
   ServiceError,
@@ -138,6 +139,8 @@ export class TemporalRunControl implements RunController {
     }
     const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
     if (!payload) throw new NotFoundError('automation execution', executionId);
+    // The history holds the payload as the codec left it (encrypted): decode it first.
+    await decodePayloadsInPlace(payload, this.client.options.loadedDataConverter.payloadCodecs);
     return this.client.options.loadedDataConverter.payloadConverter.fromPayload(payload) as AutomationRunInput;
   }
 

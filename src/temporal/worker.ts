@@ -5,8 +5,10 @@
  */
 import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities';
+import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
+import { encryptedDataConverter } from './codec';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
@@ -15,6 +17,8 @@ export interface AutomationWorkerOptions {
   db: Db;
   /** ALLOW_PRIVATE_OUTBOUND (`Config.allowPrivateOutbound`); default false: public https targets only. */
   allowPrivateOutbound?: boolean;
+  /** Encrypts and decrypts payloads around the workflow sandbox (the bundle never sees it). */
+  codec: PayloadCodec;
   /** Prebuilt workflow bundle; when absent the workflows are bundled from source at start. */
   bundle?: WorkflowBundleOption;
   maxConcurrentActivityTaskExecutions?: number;
@@ -40,6 +44,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: createActivities({ db: opts.db, allowPrivateOutbound: opts.allowPrivateOutbound ?? false }),
+    dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath() }),
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined
       ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }

@@ -6,7 +6,7 @@
  */
 export * from './errors';
 export * from './digest';
-export { signHmac, verifyHmac } from './authenticators/hmac';
+export { signHmac, verifyHmac, verifyHmacWithAny } from './authenticators/hmac';
 export { bearerToken } from './authenticators/jwt';
 export * from './authenticators';
 export * from './headers';

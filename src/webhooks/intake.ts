@@ -9,7 +9,7 @@
 import type { Logger } from '../logger';
 import type { SecretBox } from '../auth/secret-box';
 import type { Db } from '../store/db';
-import { ListenerCache } from '../domain/listener-cache';
+import { ListenerCache, verifyingHmacSecrets } from '../domain/listener-cache';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
 import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type Verify } from './authenticators';
 import { AdmissionRefusal, precheckWebhookHeaders } from './admission';
@@ -43,6 +43,15 @@ export interface WebhookDelivery {
    * `AdmissionRefusal` when the listener is busy. Called once the listener and source are accepted.
    */
   enterListener(listenerId: string): void;
+  /** What the delivery log keeps of this delivery, filled in as the checks learn it (optional). */
+  facts?: DeliveryFacts;
+}
+
+/** The automation, event and run a delivery turned out to concern, as far as the checks got. */
+export interface DeliveryFacts {
+  automationId?: string;
+  eventId: string | null;
+  executionId: string | null;
 }
 
 /** An ErrorInfo detail of the one error shape (google.rpc.ErrorInfo). */
@@ -115,6 +124,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (!automation || !automation.published || !trigger?.enabled) {
         throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       }
+      if (delivery.facts) delivery.facts.automationId = automation.id;
       if (!isAddressAllowed(delivery.sourceAddress, trigger.allowedCidrs)) {
         throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
       }
@@ -140,12 +150,13 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (body === undefined) {
         throw new WebhookRejection(413, `request body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`, 'body_too_large');
       }
-      const headers = checkWebhookHeaders({ ...input, nowSeconds: Math.floor(Date.now() / 1000) });
+      const headers = checkWebhookHeaders({ ...input, nowSeconds: Math.floor(delivery.now.getTime() / 1000) });
+      if (delivery.facts) delivery.facts.eventId = headers.eventId;
       await verifiers[trigger.authMethod]({
         listenerId,
         listenerUrl: deps.listenerUrl(listenerId),
         fields: fieldsOf(trigger),
-        secret: listener?.hmacSecret,
+        secrets: listener ? verifyingHmacSecrets(listener, delivery.now.getTime()) : [],
         credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
         timestampHeader: headers.timestampHeader,
         eventIdHeader: headers.eventIdHeader,
@@ -167,6 +178,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         },
         { automationName: published.snapshot.displayName },
       );
+      if (delivery.facts) delivery.facts.executionId = executionId;
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       return { accepted: true, eventId: headers.eventId, executionId };
     } catch (err) {
@@ -175,6 +187,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
       }
       if (err instanceof DuplicateEventError) {
+        if (delivery.facts) delivery.facts.executionId = err.executionId;
         log.info({ listenerId, status: 409, executionId: err.executionId }, 'webhook duplicate');
         return {
           accepted: false,

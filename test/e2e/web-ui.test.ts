@@ -3,7 +3,7 @@
  * a real worker, opened in the Temporal Web UI in headless Chromium (Debian's `chromium`, driven by
  * playwright-core). The test starts a dev server of its own WITH the UI (the shared one of the test
  * run is headless), checks that the run's page shows the workflow type and the steps' activities,
- * and saves a screenshot to test-artifacts/web-ui-run.png. Skipped, saying why, when
+ * and the webhook body decoded by the service's codec endpoint (payloads are encrypted), and saves a screenshot to test-artifacts/web-ui-run.png. Skipped, saying why, when
  * /usr/bin/chromium is absent (`apt-get install -y chromium`).
  */
 import fs from 'node:fs';
@@ -13,13 +13,13 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import '../helpers/quiet-runtime';
 import { chromium, type Browser } from 'playwright-core';
-import type { DevServer } from '../../src/temporal/devserver';
-import { startTestDevServer } from '../helpers/ports';
+import { startDevServer, type DevServer } from '../../src/temporal/devserver';
+import { reservedPort } from '../helpers/ports';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { startTestService, type TestService } from '../helpers/app';
 import { hmacEvent } from '../helpers/stack';
-import { testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 import { sleep } from '../helpers/processes';
 import type { RunState } from '../../workflows/types';
 
@@ -37,6 +37,8 @@ const CHROMIUM_ARGS = [
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
 const SCREENSHOT = path.join(ARTIFACTS, 'web-ui-run.png');
 const UI_TIMEOUT_MS = 120_000;
+/** Sent in the webhook body: encrypted in Temporal, readable in the UI only through the codec endpoint. */
+const MARKER = `emp-${Math.random().toString(36).slice(2, 10)}`;
 
 const STEPS = [
   { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } },
@@ -81,12 +83,19 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
   let uiUrl: string;
 
   beforeAll(async () => {
-    server = await startTestDevServer({ cliPath: await temporalCli(), ui: true, namespace: 'default' });
-    uiUrl = server.uiUrl!;
-    connection = await Connection.connect({ address: server.address });
-    client = new Client({ connection, namespace: 'default' });
+    // The service comes first (its codec endpoint is the UI's), on a lazy client of the server to be.
+    const port = await reservedPort();
+    const uiPort = await reservedPort();
+    uiUrl = `http://127.0.0.1:${uiPort}`;
     const taskQueue = uniqueTaskQueue('web-ui');
-    service = await startTestService({ runs: new TemporalRuns(client, taskQueue, 30_000) });
+    connection = Connection.lazy({ address: `127.0.0.1:${port}` });
+    client = new Client({ connection, namespace: 'default', ...testDataConverter() });
+    service = await startTestService({
+      runs: new TemporalRuns(client, taskQueue, 30_000),
+      env: { CODEC_CORS_ORIGINS: uiUrl },
+    });
+    const codecEndpoint = `http://127.0.0.1:${(service.server.address() as { port: number }).port}/codec`;
+    server = await startDevServer({ cliPath: await temporalCli(), port, uiPort, uiCodecEndpoint: codecEndpoint, namespace: 'default' });
     workerConnection = await NativeConnection.connect({ address: server.address });
     const bundle = testWorkflowBundle();
     worker = await createAutomationWorker({
@@ -94,6 +103,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
       namespace: 'default',
       taskQueue,
       db: service.deps.db,
+      codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });
     running = worker.run();
@@ -122,7 +132,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     const automation = created.body.automation;
     expect((await request(service!.server).post(`/api/v1/automations/${automation.id}/publish`).set('Authorization', `Bearer ${admin}`)).status).toBe(200);
 
-    const event = hmacEvent(created.body.signingSecret, { employee_id: '12345', status: 'terminated' });
+    const event = hmacEvent(created.body.signingSecret, { employee_id: MARKER, status: 'terminated' });
     const accepted = await request(service!.server).post(new URL(automation.trigger.incomingWebhook.url).pathname).set(event.headers).send(event.body);
     expect(accepted.status).toBe(200);
     const workflowId: string = accepted.body.executionId;
@@ -131,6 +141,13 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
 
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: UI_TIMEOUT_MS });
     const page = await browser.newPage({ viewport: { width: 1600, height: 1200 } });
+    const codecCalls: string[] = [];
+    page.on('response', (response) => {
+      if (response.url().includes('/codec/')) codecCalls.push(`${response.request().method()} ${response.url()} ${response.status()}`);
+    });
+    page.on('console', (message) => {
+      if (message.type() === 'error') codecCalls.push(`console: ${message.text()}`);
+    });
     await page.goto(`${uiUrl}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`, { timeout: UI_TIMEOUT_MS });
 
     // The run's page: its id, its type, its status, and the steps' activities in the event history.
@@ -144,6 +161,16 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     // Each step's activity carries its summary, shown in the timeline: `step: vars (evaluate setVariables)`.
     await page.getByText('step: vars (evaluate setVariables)').first().waitFor({ timeout: UI_TIMEOUT_MS });
     await page.getByText('step: derived (evaluate when)').first().waitFor({ timeout: UI_TIMEOUT_MS });
+
+    // Payloads are encrypted in Temporal; the UI shows them decoded through the codec endpoint.
+    try {
+      await page.getByText(MARKER).first().waitFor({ timeout: UI_TIMEOUT_MS });
+    } catch (err) {
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, 'web-ui-run-failed.png'), fullPage: true });
+      fs.writeFileSync(path.join(ARTIFACTS, 'web-ui-run-failed.txt'), `${codecCalls.join('\n')}\n---\n${await page.locator('body').innerText()}`);
+      throw err;
+    }
 
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });

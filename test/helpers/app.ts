@@ -17,6 +17,8 @@ import type { Role } from '../../src/auth/roles';
 import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
 import type { Db } from '../../src/store/db';
 import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
+import { testCodec } from './temporal';
+import { DeliveryLog } from '../../src/webhooks/delivery-log';
 
 export interface TestService {
   deps: AppDeps;
@@ -74,6 +76,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     secretBox,
     readinessTimeoutMs: options.readinessTimeoutMs ?? 60_000,
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(process.env.TEST_PAYLOAD_KEYS ? { payloadCodec: testCodec() } : {}),
+    deliveryLog: new DeliveryLog(db, { flushIntervalMs: 200 }),
     ...options.deps,
   };
   const app = createApp(deps);
@@ -89,6 +93,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deps.deliveryLog?.close();
       if (!options.db) await db.close();
     },
   };

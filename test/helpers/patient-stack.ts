@@ -8,14 +8,14 @@ import { Client } from '@temporalio/client';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { startStack, type Stack } from './stack';
 import type { TestServiceOptions } from './app';
-import { connectClient, testTemporal, uniqueTaskQueue } from './temporal';
+import { connectClient, testDataConverter, testTemporal, uniqueTaskQueue } from './temporal';
 import { startWorker } from './workers';
 
 export async function startPatientStack(startTimeoutMs = 30_000, options: TestServiceOptions = {}): Promise<Stack> {
   const temporal = await testTemporal();
   const connection = await connectClient(temporal.address);
   const taskQueue = uniqueTaskQueue('patient');
-  const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), taskQueue, startTimeoutMs);
+  const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace, ...testDataConverter() }), taskQueue, startTimeoutMs);
   const stack = await startStack({ ...options, runs, worker: false });
   const worker = await startWorker({ address: temporal.address, namespace: temporal.namespace, taskQueue, db: stack.service.deps.db });
   return {

@@ -13,7 +13,7 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
 import { startTestService, type TestService, type TestServiceOptions } from './app';
-import { connectClient, connectNative, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
+import { connectClient, connectNative, testCodec, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {
   service: TestService;
@@ -39,7 +39,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   const temporal = await testTemporal();
   const taskQueue = uniqueTaskQueue('stack');
   const connection = await connectClient(temporal.address);
-  const client = new Client({ connection, namespace: temporal.namespace });
+  const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
   // Starts may take long on a loaded test machine: the production bound (5 s, then 503) would turn
   // a test about something else into a flaky 503. Tests about that bound pass `runs` of their own.
   const service = await startTestService({ runs: new TemporalRuns(client, taskQueue, PATIENT_START_TIMEOUT_MS), ...options });
@@ -55,6 +55,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       taskQueue,
       db: service.deps.db,
       allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
+      codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });
     running = worker.run();

@@ -1,5 +1,6 @@
 import { ApplicationFailure, Connection, WorkflowFailedError } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import { EncryptionCodec, encryptedDataConverter, parsePayloadKeys } from '../../src/temporal/codec';
 /** The real Temporal dev server that jest's globalSetup started for this run. */
 export interface TestTemporal {
   address: string;
@@ -13,6 +14,24 @@ export async function testTemporal(): Promise<TestTemporal> {
   const cliPath = process.env.TEMPORAL_TEST_CLI ?? '';
   if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is not set: run the tests with `npm test` (jest globalSetup starts Temporal)');
   return { address, namespace: 'default', cliPath };
+}
+
+let codec: EncryptionCodec | undefined;
+
+/**
+ * The payload codec of this test run (keys made by globalSetup, in TEST_PAYLOAD_KEYS): every test
+ * worker and client encrypts payloads as production does.
+ */
+export function testCodec(): EncryptionCodec {
+  const keys = process.env.TEST_PAYLOAD_KEYS;
+  if (!keys) throw new Error('TEST_PAYLOAD_KEYS is not set: run the tests with `npm test` (jest globalSetup makes the payload keys)');
+  codec ??= new EncryptionCodec(parsePayloadKeys(keys));
+  return codec;
+}
+
+/** Client options that encrypt payloads with the test run's codec: `new Client({ ..., ...testDataConverter() })`. */
+export function testDataConverter(): { dataConverter: ReturnType<typeof encryptedDataConverter> } {
+  return { dataConverter: encryptedDataConverter(testCodec()) };
 }
 
 /** A task queue no other test uses. */

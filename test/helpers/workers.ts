@@ -6,6 +6,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, type WorkflowBundl
 import './quiet-runtime';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
+import { testCodec } from './temporal';
 
 export interface RunningWorker {
   /** Graceful shutdown, then the connection is closed. */
@@ -30,6 +31,7 @@ export async function startWorker(options: {
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue,
     db: options.db,
+    codec: testCodec(),
     ...(options.bundle ? { bundle: options.bundle } : {}),
   });
   const running = worker.run();

@@ -5,7 +5,7 @@
  * Real HTTP, real store, real Temporal dev server and worker. Visibility is eventually consistent,
  * so listings are polled until they show what the test waits for.
  */
-import { expectRunFailure, poll } from '../helpers/temporal';
+import { expectRunFailure, poll, testDataConverter } from '../helpers/temporal';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
@@ -269,7 +269,7 @@ describe('executions API, workflow engine unreachable', () => {
   it('503 with Retry-After in the error shape', async () => {
     // No gRPC retry interceptor: calls fail at once, and no retry is left pending when the connection closes.
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 1000, interceptors: [] });
-    const stack = await startStack({ runs: new TemporalRuns(new Client({ connection }), 'nowhere', 1500), worker: false });
+    const stack = await startStack({ runs: new TemporalRuns(new Client({ connection, ...testDataConverter() }), 'nowhere', 1500), worker: false });
     try {
       const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [] });
       for (const path of [`/api/v1/automations/${created.automation.id}/executions`, '/api/v1/automation_executions/webhook:a:b']) {

@@ -121,7 +121,8 @@ describe('OpenAPI document', () => {
       const mounted = new Set<string>();
       for (const factory of ROUTERS) {
         for (const layer of factory(stack.service.deps).stack as Array<{ methods: string[]; path: string }>) {
-          for (const method of layer.methods) if (method !== 'HEAD') mounted.add(`${method} ${normalise(layer.path)}`);
+          // HEAD and CORS preflights (OPTIONS on /codec) are not operations of their own.
+          for (const method of layer.methods) if (method !== 'HEAD' && method !== 'OPTIONS') mounted.add(`${method} ${normalise(layer.path)}`);
         }
       }
       const documented = new Set<string>();
@@ -358,7 +359,7 @@ describe('OpenAPI document', () => {
       await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}/unpublish`);
       const published = await call(superAdmin, 'post', `/api/v1/automations/${id}/publish`);
       expect(published.body.automation.published).toBe(true);
-      const rotated = await call(superAdmin, 'post', `/api/v1/automations/${id}/trigger/rotate-secret`);
+      const rotated = await call(superAdmin, 'post', `/api/v1/automations/${id}/trigger/rotate-secret`, { gracePeriod: '0s' });
       const secret: string = rotated.body.signingSecret;
 
       const path = listenerPath(published.body.automation);
@@ -374,6 +375,12 @@ describe('OpenAPI document', () => {
       expectConforms('post', path, badSignature);
       const noHeaders = await deliver(stack, path, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
       expect(noHeaders.status).toBe(400);
+      await stack.service.deps.deliveryLog!.flush();
+      const deliveries = await call(superAdmin, 'get', `/api/v1/automations/${id}/deliveries?status=401`);
+      expect(deliveries.status).toBe(200);
+      const encoded = await call(superAdmin, 'post', '/codec/encode', { payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('1').toString('base64') }] });
+      expect(encoded.status).toBe(200);
+      expect((await call(superAdmin, 'post', '/codec/decode', encoded.body)).status).toBe(200);
       expectConforms('post', path, noHeaders);
       const unknown = await deliver(stack, '/api/v1/webhooks/incoming/nope', event);
       expect(unknown.status).toBe(404);

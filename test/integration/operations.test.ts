@@ -5,7 +5,7 @@ import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { startTestService } from '../helpers/app';
 import { DATABASES } from '../helpers/databases';
-import { poll } from '../helpers/temporal';
+import { poll, testCodec } from '../helpers/temporal';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { createLazyClient } from '../../src/temporal/connection';
 import { TemporalRuns } from '../../src/temporal/runs';
@@ -33,7 +33,7 @@ describe('health, readiness and metrics', () => {
 
   it('/ready is 503 naming Temporal when it cannot be reached', async () => {
     // The production client, pointed at a port nothing listens on (1: privileged, never bound here).
-    const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default');
+    const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default', testCodec());
     const service = await startTestService({ runs: new TemporalRuns(client, 'nowhere', 1500) });
     try {
       const res = await request(service.server).get('/ready');

@@ -23,7 +23,7 @@ import { Pool } from 'pg';
 import { Client, type Connection } from '@temporalio/client';
 import { reservedPort } from '../helpers/ports';
 import { signHmac } from '../../src/webhooks';
-import { connectClient, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { killAllServices, sleep, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
 import { postOnce } from '../helpers/raw-http';
 
@@ -105,7 +105,7 @@ describe('crash and restart: API and worker as separate processes', () => {
   it(title, async () => {
     const temporal = await testTemporal();
     connection = await connectClient(temporal.address);
-    const client = new Client({ connection, namespace: temporal.namespace });
+    const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
 
     pool = new Pool({ connectionString: DATABASE_URL, max: 2 });
     schema = `rel_${randomBytes(6).toString('hex')}`;
@@ -132,6 +132,8 @@ describe('crash and restart: API and worker as separate processes', () => {
       BOOTSTRAP_CLIENT_ID: clientId,
       BOOTSTRAP_CLIENT_SECRET: clientSecret,
       LOG_LEVEL: 'warn',
+      // API and worker encrypt payloads with the test run's keys, which this test's client reads with.
+      PAYLOAD_KEYS: process.env.TEST_PAYLOAD_KEYS ?? '',
     };
 
     // --- the service, and what the automation works on -----------------------------------------

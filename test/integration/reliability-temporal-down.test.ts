@@ -13,7 +13,7 @@ import { createLazyClient } from '../../src/temporal/connection';
 import { TemporalRuns } from '../../src/temporal/runs';
 import type { RunState } from '../../workflows/types';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type RawResponse } from '../helpers/stack';
-import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { testCodec, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { sleep } from '../helpers/processes';
 import { bundleAutomationWorkflow, startWorker, type RunningWorker } from '../helpers/workers';
 
@@ -63,7 +63,7 @@ describe('Temporal down mid-traffic', () => {
     const port = Number(server.address.split(':').pop());
     const taskQueue = uniqueTaskQueue('down');
     // The API's own lazy client (production code), pointed at this server.
-    lazy = createLazyClient({ address: server.address, embedded: true }, 'default');
+    lazy = createLazyClient({ address: server.address, embedded: true }, 'default', testCodec());
     const client = lazy.client;
     stack = await startStack({ runs: new TemporalRuns(client, taskQueue), worker: false });
     const db = stack.service.deps.db;

@@ -54,7 +54,7 @@ describe('secrets and audit trail', () => {
     const id: string = created.body.automation.id;
     secrets.push(created.body.signingSecret);
     await request(server).post(`/api/v1/automations/${id}/publish`).set('Authorization', `Bearer ${bearer}`).expect(200);
-    const rotated = await request(server).post(`/api/v1/automations/${id}/trigger/rotate-secret`).set('Authorization', `Bearer ${bearer}`);
+    const rotated = await request(server).post(`/api/v1/automations/${id}/trigger/rotate-secret`).set('Authorization', `Bearer ${bearer}`).send({ gracePeriod: '0s' });
     secrets.push(rotated.body.signingSecret);
 
     const path = listenerPath(created.body.automation);

@@ -21,7 +21,7 @@ import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workf
 import { startTestService, type TestService } from '../helpers/app';
 import { openTestDb } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
-import { connectClient, connectNative, expectRunFailure, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, connectNative, expectRunFailure, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 
 interface Received {
   method: string;
@@ -87,7 +87,7 @@ beforeAll(async () => {
   const temporal = await testTemporal();
   nativeConnection = await connectNative(temporal.address);
   connection = await connectClient(temporal.address);
-  client = new Client({ connection, namespace: temporal.namespace });
+  client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
   db = await openTestDb({ name: 'pglite', url: undefined });
   target = await startTarget();
   const bundle = testWorkflowBundle();
@@ -98,6 +98,7 @@ beforeAll(async () => {
       namespace: temporal.namespace,
       taskQueue: queues[mode],
       activities: createActivities({ db, allowPrivateOutbound: mode === 'insecure' }),
+      ...testDataConverter(),
       ...(bundle ? { workflowBundle: bundle } : { workflowsPath: automationWorkflowsPath() }),
     });
     workers.push({ worker, running: worker.run() });

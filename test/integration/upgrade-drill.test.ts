@@ -19,7 +19,7 @@ import { installQuietRuntime, loadCommittedHistories, replayHistories, type Name
 import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
 import { openTestDb } from '../helpers/databases';
-import { poll, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { poll, testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -172,7 +172,7 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
 });
 
 it('a worker with verifyHistories refuses to start on code that fails the committed histories', async () => {
-  const options = { connection: nativeConnection, namespace: 'default', taskQueue: uniqueTaskQueue('verify'), db, verifyHistories: true };
+  const options = { connection: nativeConnection, namespace: 'default', taskQueue: uniqueTaskQueue('verify'), db, verifyHistories: true, codec: testCodec() };
   await expect(createAutomationWorker({ ...options, bundle: unpatchedB })).rejects.toThrow(
     /^WORKER_VERIFY_HISTORIES: this workflow code is not compatible with \d+ of \d+ committed histories, refusing to start:\n0\.1\.0\/[a-z-]+\.history\.json: DeterminismViolationError: /,
   );

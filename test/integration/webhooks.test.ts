@@ -163,10 +163,11 @@ describe('inbound webhook, HMAC', () => {
     expect((await deliver(stack, listenerPath(limited.automation), hmacEvent(limited.signingSecret!, PAYLOAD))).status).toBe(200);
   });
 
-  it('rotating the secret makes the old one fail and the new one work', async () => {
+  it('rotating the secret with no grace period makes the old one fail and the new one work', async () => {
     const rotated = await request(stack.service.server)
       .post(`/api/v1/automations/${automation.id}/trigger/rotate-secret`)
-      .set('Authorization', `Bearer ${stack.adminToken}`);
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .send({ gracePeriod: '0s' });
     expect(rotated.status).toBe(200);
     expect(rotated.body.signingSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect((await deliver(stack, path, hmacEvent(secret, PAYLOAD))).status).toBe(401);
@@ -261,7 +262,8 @@ describe('inbound webhook, workflow engine unreachable', () => {
   it('503 with Retry-After, never 200', async () => {
     const { createLazyClient } = await import('../../src/temporal/connection');
     const { TemporalRuns } = await import('../../src/temporal/runs');
-    const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default');
+    const { testCodec } = await import('../helpers/temporal');
+    const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default', testCodec());
     const stack = await startStack({ runs: new TemporalRuns(client, 'nowhere', 1500), worker: false });
     try {
       const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });

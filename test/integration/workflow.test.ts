@@ -10,8 +10,9 @@ import { automationWorkflowsPath, createAutomationWorker } from '../../src/tempo
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
-import { connectClient, connectNative, expectRunFailure, poll, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, connectNative, expectRunFailure, poll, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
+import { decodePayloadsInPlace } from '../../src/temporal/executions';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -26,7 +27,7 @@ beforeAll(async () => {
   namespace = temporal.namespace;
   nativeConnection = await connectNative(temporal.address);
   connection = await connectClient(temporal.address);
-  client = new Client({ connection, namespace });
+  client = new Client({ connection, namespace, ...testDataConverter() });
   bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: quietLogger() });
 });
 
@@ -57,7 +58,7 @@ for (const target of DATABASES) {
     /** Starts a worker on a fresh task queue, runs `fn` with a starter for that queue, stops the worker. */
     async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>): Promise<T> {
       const taskQueue = uniqueTaskQueue('automation');
-      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle });
+      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle, codec: testCodec() });
       const start = (input: AutomationRunInput) =>
         client.workflow.start(automation, {
           taskQueue,
@@ -257,6 +258,7 @@ for (const target of DATABASES) {
             ['loud', 'log', 'DONE', { level: 'warn', message: 'done' }],
           ]);
           const history = await handle.fetchHistory();
+          await decodePayloadsInPlace(history, [testCodec()]); // summaries are encrypted in Temporal
           const summaries = (history.events ?? [])
             .map((event) => event.userMetadata?.summary?.data)
             .filter((data): data is Uint8Array => data instanceof Uint8Array)

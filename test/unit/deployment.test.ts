@@ -29,7 +29,7 @@ interface ComposeService {
 
 describe('docker-compose.yml', () => {
   const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService> };
-  const shellEnv = { SECRET_KEY: 'a'.repeat(64), APP_DB_PASSWORD: 'app-password' };
+  const shellEnv = { SECRET_KEY: 'a'.repeat(64), APP_DB_PASSWORD: 'app-password', PAYLOAD_KEYS: `k1:${'b'.repeat(64)}` };
   const envOf = (service: string): Record<string, string> =>
     Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v, shellEnv)]));
 

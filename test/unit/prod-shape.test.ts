@@ -57,6 +57,8 @@ const scriptApp = {
   databaseUrl: `postgres://${ROLES.app}:pw@127.0.0.1:5432/${DATABASES.app}`,
   temporalAddress: '127.0.0.1:7233',
   secretKey: 'b'.repeat(64),
+  payloadKeys: `k1:${'c'.repeat(43)}`,
+  uiUrl: 'http://127.0.0.1:8233',
   entryUrl: 'http://127.0.0.1:8080',
   dataDir: '/tmp/x',
 };
@@ -151,7 +153,7 @@ describe('the app processes', () => {
     const a = loadConfig(composeEnv);
     const b = loadConfig(scriptEnv);
     expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([b.temporal.namespace, b.temporal.taskQueue, b.trustProxy]);
-    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY']) expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS']) expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
     expect(compose.services[role]?.command).toEqual([role]);
   });
 

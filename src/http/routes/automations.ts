@@ -14,6 +14,7 @@ import {
   createAutomation,
   getAutomation,
   listAutomations,
+  parseGracePeriod,
   rotateSigningSecret,
   updateAutomation,
   type AutomationOptions,
@@ -73,7 +74,10 @@ export function createAutomationsRouter(deps: AppDeps): Router {
   });
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {
-    ctx.body = { signingSecret: await rotateSigningSecret(deps.db, ctx.params.id!, options(ctx)) };
+    const body = await readJsonObject(ctx);
+    const unknown = Object.keys(body).filter((key) => key !== 'gracePeriod');
+    if (unknown.length > 0) throw invalidArgument({ field: unknown[0]!, description: 'is not a field of this request (only gracePeriod)' });
+    ctx.body = await rotateSigningSecret(deps.db, ctx.params.id!, parseGracePeriod(body.gracePeriod), options(ctx));
   });
 
   return router;

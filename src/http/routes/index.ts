@@ -12,6 +12,8 @@ import { createUsersRouter } from './users';
 import { createEntitlementsRouter } from './entitlements';
 import { createOwnersRouter } from './owners';
 import { createOpenApiRouter } from './openapi';
+import { createCodecRouter } from './codec';
+import { createDeliveriesRouter } from './deliveries';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
@@ -21,10 +23,12 @@ export const ROUTERS: RouterFactory[] = [
   createClientsRouter,
   createAutomationsRouter,
   createExecutionsRouter,
+  createDeliveriesRouter,
   createWebhookRouter,
   createAppsRouter,
   createUsersRouter,
   createEntitlementsRouter,
   createOwnersRouter,
   createOpenApiRouter,
+  createCodecRouter,
 ];

@@ -11,7 +11,7 @@ import { AppError, fromDomain } from '../errors';
 import { DomainError } from '../../domain/errors';
 import { admissionTicket, shedLoad } from '../load-shedding';
 import { DataRateWatch } from '../../webhooks/admission';
-import { createWebhookIntake, type IntakeOutcome } from '../../webhooks/intake';
+import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome } from '../../webhooks/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 
 /** Seconds a sender is asked to wait after a 503 before retrying the same event. */
@@ -72,17 +72,22 @@ export function createWebhookRouter(deps: AppDeps): Router {
 
   router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, shedding, async (ctx) => {
     const started = process.hrtime.bigint();
+    const listenerId = ctx.params.listenerId!;
+    const source = sourceAddress(ctx, deps.config.trustProxy);
+    const receivedAt = new Date((deps.clock ?? Date.now)());
+    const facts: DeliveryFacts = { eventId: null, executionId: null };
     let status = 500;
     let reason = 'error';
     try {
       const outcome: IntakeOutcome = await intake.receive({
-        listenerId: ctx.params.listenerId!,
-        sourceAddress: sourceAddress(ctx, deps.config.trustProxy),
+        listenerId,
+        sourceAddress: source,
         header: (name) => ctx.get(name) || undefined,
         readBody: (maxBytes) => readBody(ctx, maxBytes, limits),
-        now: new Date((deps.clock ?? Date.now)()),
+        now: receivedAt,
         bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS,
-        enterListener: (listenerId) => admissionTicket(ctx)?.enterListener(listenerId),
+        enterListener: (id) => admissionTicket(ctx)?.enterListener(id),
+        facts,
       });
       if (outcome.accepted) {
         [status, reason] = [200, 'accepted'];
@@ -98,7 +103,22 @@ export function createWebhookRouter(deps: AppDeps): Router {
       throw err;
     } finally {
       metrics.webhookOutcomes.inc({ status: String(status), reason });
-      metrics.webhookDuration.observe({ status: String(status) }, Number(process.hrtime.bigint() - started) / 1e9);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.webhookDuration.observe({ status: String(status) }, seconds);
+      // Deliveries to an unknown listener are not logged: they belong to no automation.
+      if (facts.automationId !== undefined) {
+        deps.deliveryLog?.record({
+          eventId: facts.eventId,
+          executionId: facts.executionId,
+          automationId: facts.automationId,
+          listenerId,
+          receivedAt,
+          status,
+          reason,
+          sourceAddress: source,
+          latencyMs: seconds * 1000,
+        });
+      }
     }
   });
 

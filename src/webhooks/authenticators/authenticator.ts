@@ -39,8 +39,11 @@ export interface VerifyRequest<Fields> {
   listenerUrl: string;
   /** The method's own trigger fields, as validated when the trigger was saved. */
   fields: Fields;
-  /** The signing secret in clear; undefined for methods without one, or when none is stored. */
-  secret: string | undefined;
+  /**
+   * The signing secrets in clear that may have made the credential: the current one and, during a
+   * rotation's grace period, the previous one; empty for methods without a secret.
+   */
+  secrets: readonly string[];
   /** The credential read from the request (see `CredentialHeader`). */
   credential: string | undefined;
   /** `Webhook-Timestamp` and `Webhook-Event-Id` exactly as sent, and the normalised event id. */

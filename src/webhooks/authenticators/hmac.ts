@@ -33,6 +33,18 @@ export function verifyHmac(secret: string, timestamp: string, eventId: string, b
   return timingSafeEqual(given, expected);
 }
 
+/**
+ * True when `signature` verifies with any of `secrets` (the current secret and, during a rotation's
+ * grace period, the previous one). Every secret is tried, so the time taken does not say which matched.
+ */
+export function verifyHmacWithAny(secrets: readonly string[], timestamp: string, eventId: string, body: Buffer | string, signature: string): boolean {
+  let ok = false;
+  for (const secret of secrets) {
+    if (verifyHmac(secret, timestamp, eventId, body, signature)) ok = true;
+  }
+  return ok;
+}
+
 /** A new signing secret: 256 random bits, base64url, no padding (43 characters). */
 function newSigningSecret(): string {
   return randomToken(32);
@@ -55,9 +67,9 @@ export const hmacAuthenticator = {
   },
   createVerifier: () => async (request) => {
     const ok =
-      request.secret !== undefined &&
+      request.secrets.length > 0 &&
       request.credential !== undefined &&
-      verifyHmac(request.secret, request.timestampHeader, request.eventIdHeader, request.body, request.credential);
+      verifyHmacWithAny(request.secrets, request.timestampHeader, request.eventIdHeader, request.body, request.credential);
     if (!ok) throw rejectWebhook(401, 'signature_mismatch', 'invalid webhook signature');
   },
   sender: {
