@@ -98,9 +98,11 @@ for (const target of DATABASES) {
       const id = made.body.client.id as string;
       expect((await request(service.server).delete(`/api/v1/iam/clients/${id}`).set('Authorization', `Bearer ${token}`)).status).toBe(200);
       const events = await listAuditEvents(service.deps.db, 'api_client', id);
+      const actor = `client:${(await service.deps.tokens.verify(token))!.clientId}`;
+      expect(actor).toMatch(/^client:cli_/);
       expect(events.map((e) => [e.action, e.actor, e.details.roles])).toEqual([
-        ['api_client.create', 'client:test-super_admin', ['admin', 'read_only']],
-        ['api_client.delete', 'client:test-super_admin', ['admin', 'read_only']],
+        ['api_client.create', actor, ['admin', 'read_only']],
+        ['api_client.delete', actor, ['admin', 'read_only']],
       ]);
       expect(JSON.stringify(events)).not.toContain(made.body.clientSecret);
     });
