@@ -12,7 +12,7 @@ export type WritableField = keyof Input;
 
 export const DEFAULT_PURPOSE = 'APP_ENTITLEMENT_PURPOSE_VALUE_UNSPECIFIED';
 
-/** Every writable field with its value when unset; the key order is the order of the seed. */
+/** Every writable field with its value when unset; the key order is the order of docs/api.md (App entitlements). */
 const WRITABLE_DEFAULTS = {
   appId: '',
   appResourceId: '',
@@ -90,7 +90,7 @@ function roString(value: unknown, fallback: string): string {
   return typeof value === 'string' ? value : fallback;
 }
 
-/** The API record of a stored row, every field present, in the seed's order. */
+/** The API record of a stored row, every field present, in the order of docs/api.md (App entitlements). */
 export function toAppEntitlement(row: EntitlementRow): AppEntitlement {
   const f = fieldsOf(row);
   const ro = row.record;

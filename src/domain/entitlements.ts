@@ -14,7 +14,7 @@ import { isString, pageOf } from './listing';
 import { SearchEntitlementsFilter, type AppEntitlement } from './schemas';
 import { parseOrThrow } from './validation';
 
-/** `appId` is writable in the seed, but an entitlement stays under the app of its path. */
+/** `appId` is a writable field of the record (docs/api.md), but an entitlement stays under the app of its path. */
 function checkAppId(fields: EntitlementFields, appId: string, field: string): void {
   if (fields.appId !== '' && fields.appId !== appId) {
     throw invalidArgument({ field, description: 'must be empty or equal to the app_id of the path' });

@@ -5,7 +5,7 @@
  * signatures, resolved addresses or the payload.
  */
 
-/** Statuses a webhook check may answer with (see the check order in API.md). */
+/** Statuses a webhook check may answer with (see the check order in docs/api.md). */
 export type WebhookRejectionStatus = 400 | 401 | 403 | 404 | 409 | 413;
 
 /**

@@ -97,7 +97,7 @@ export interface SignedEvent {
   headers: Record<string, string>;
 }
 
-/** Headers and body of one HMAC-signed delivery, exactly as the seed describes. */
+/** Headers and body of one HMAC-signed delivery, exactly as docs/api.md describes. */
 export function hmacEvent(secret: string, payload: unknown, overrides: Partial<{ eventId: string; timestamp: string; body: string }> = {}): SignedEvent {
   const eventId = overrides.eventId ?? randomUUID();
   const timestamp = overrides.timestamp ?? String(Math.floor(Date.now() / 1000));

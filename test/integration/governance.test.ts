@@ -2,7 +2,7 @@ import { DATABASES } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerFor, callerWith, createApp, createEntitlement, violatedFields, type Caller } from '../helpers/governance';
 
-/** Every field of the seed's AppEntitlement table, in its order. */
+/** Every field of the AppEntitlement record (docs/api.md), in its order. */
 const SEED_FIELDS = [
   'id', 'appId', 'appResourceId', 'appResourceTypeId', 'alias', 'displayName', 'description', 'slug', 'purpose',
   'durationUnset', 'durationGrant', 'grantPolicyId', 'revokePolicyId', 'certifyPolicyId', 'emergencyGrantEnabled',

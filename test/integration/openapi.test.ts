@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 document: valid for a real OpenAPI 3.1 validator, complete (every mounted route
- * is documented), with the seed's operation id, tag, version and security; and true: real
+ * is documented), with the original specification's operation id, tag, version and security; and true: real
  * responses of the running service (a real store, a real Temporal dev server for the webhook 200)
  * validate against the operation's response schema with ajv (JSON Schema 2020-12), strictly
  * enough that a missing, mistyped or undeclared field fails.
@@ -132,7 +132,7 @@ describe('OpenAPI document', () => {
       expect([...mounted].sort()).toEqual([...documented].sort());
     });
 
-    it('gives the seed operation id and tag to the v2 create-owner operation', () => {
+    it('gives the specified operation id and tag to the v2 create-owner operation', () => {
       const path = '/api/v2/users/{user_id}/owners/entitlements/{role_slug}/{app_entitlement_ref_app_id}/{app_entitlement_ref_id}';
       const operation = doc.paths[path].post;
       expect(operation.operationId).toBe('svc.api.user.v2.UserOwnersV2.CreateEntitlementOwner');
@@ -174,7 +174,7 @@ describe('OpenAPI document', () => {
       expect(search.page_token).toBeDefined();
     });
 
-    it('documents the webhook receiver: its headers and every status of the seed', () => {
+    it('documents the webhook receiver: its headers and every status of docs/api.md', () => {
       const operation = doc.paths['/api/v1/webhooks/incoming/{listener_id}'].post;
       expect(operation.security).toEqual([]);
       const headers = operation.parameters.filter((p: Json) => p.in === 'header').map((p: Json) => [p.name, p.required]);
