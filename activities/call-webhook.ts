@@ -13,7 +13,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ApplicationFailure } from '@temporalio/common';
-import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH } from '../src/webhooks/jwks';
+import { ADDRESS_REFUSED, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 
 export interface CallWebhookInput {
@@ -48,16 +48,8 @@ const KEPT_RESPONSE_HEADERS = ['content-type', 'content-length', 'date', 'etag',
 const JSON_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/json)\s*(?:;|$)/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
-/**
- * Checks an outbound URL against the policy; returns an error message, or undefined when it may be
- * called. Without `allowPrivate`: https only, no `localhost`, no literal non-public IP; with it:
- * http too, loopback and private IPs too, never link-local, metadata or reserved ones (names are
- * checked again when they resolve).
- */
-export function validateOutboundUrl(url: string, allowPrivate: boolean): string | undefined {
-  const shown = JSON.stringify(url.length > 100 ? `${url.slice(0, 100)}…` : url);
-  return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', `${shown} is not a valid absolute URL`);
-}
+export { validateOutboundUrl };
+
 
 export function createCallWebhookActivities(deps: { allowPrivateOutbound: boolean }) {
   return {

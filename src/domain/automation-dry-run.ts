@@ -12,7 +12,7 @@
  */
 import { CelEvaluationError, evaluateAll } from '../cel';
 import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
-import { validateOutboundUrl } from '../../activities/call-webhook';
+import { validateOutboundUrl } from '../webhooks';
 
 export type DryRunStatus = 'WOULD_RUN' | 'SKIPPED' | 'ERROR' | 'NOT_REACHED';
 

@@ -392,3 +392,14 @@ export class RemoteKeySet {
 function definedOnly<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+/**
+ * Checks an outbound URL against the policy; returns an error message, or undefined when it may be
+ * called. Without `allowPrivate`: https only, no `localhost`, no literal non-public IP; with it:
+ * http too, loopback and private IPs too, never link-local, metadata or reserved ones (names are
+ * checked again when they resolve).
+ */
+export function validateOutboundUrl(url: string, allowPrivate: boolean): string | undefined {
+  const shown = JSON.stringify(url.length > 100 ? `${url.slice(0, 100)}…` : url);
+  return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', `${shown} is not a valid absolute URL`);
+}

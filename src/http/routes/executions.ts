@@ -16,8 +16,7 @@ import { UnavailableError } from '../../domain/errors';
 import { TemporalRunControl } from '../../temporal/run-control';
 import { AppError, notFound } from '../errors';
 import { readPageRequest } from '../../domain/pagination';
-import { getAutomation } from '../../store/automations';
-import { publishedSteps } from '../../domain/automations';
+import { getAutomation, publishedSteps } from '../../domain/automations';
 import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
 import { WorkflowEngineUnavailableError } from '../../temporal/runs';
 
@@ -35,7 +34,7 @@ export function createExecutionsRouter(deps: AppDeps): Router {
   router.get('/api/v1/automations/:id/executions', read, async (ctx) => {
     const automationId = ctx.params.id!;
     const page = readPageRequest(ctx.query);
-    if (!(await getAutomation(deps.db, automationId))) throw notFound('automation');
+    await getAutomation(deps.db, automationId); // 404 for an unknown automation
     const listing = `executions:${automationId}`;
     const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
     const result = await readRuns(() => engine().list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64')));
