@@ -37,6 +37,7 @@ interface Service {
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
 const shellEnv: Record<string, string> = {
   SECRET_KEY: 'a'.repeat(64),
+  PAYLOAD_KEYS: `k1:${'d'.repeat(43)}`,
   POSTGRES_PASSWORD: 'pg',
   TEMPORAL_DB_PASSWORD: 'temporal-password',
   APP_DB_PASSWORD: 'app-password',
