@@ -59,7 +59,7 @@ describe('signing-secret rotation with a grace period', () => {
 
     const audit = (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).filter((e) => e.action === 'automation.rotate_secret');
     expect(audit).toHaveLength(1);
-    expect(audit[0]!.actor).toBe('client:test-super_admin');
+    expect(audit[0]!.actor).toBe(`client:${(await stack.service.deps.tokens.verify(stack.adminToken))!.clientId}`);
     expect(audit[0]!.details).toEqual({ gracePeriod: '86400s', previousSecretExpiresAt: res.body.previousSecretExpiresAt });
     expect(JSON.stringify(audit)).not.toContain(second);
   });
