@@ -10,7 +10,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
-import { poll, testTemporal, testWorkflowBundle } from '../helpers/temporal';
+import { poll, testDataConverter, testTemporal, testWorkflowBundle } from '../helpers/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -30,6 +30,7 @@ async function startWorker(): Promise<void> {
     taskQueue: stack.taskQueue,
     activities: createActivities({ db: stack.service.deps.db, allowPrivateOutbound: true }),
     workflowBundle: testWorkflowBundle()!,
+    ...testDataConverter(),
   });
   const running = worker.run();
   stopWorker = async () => {
