@@ -23,7 +23,17 @@ const CALLERS: Caller[] = ['none', 'read_only', 'admin', 'super_admin'];
  * `status`: the answer of an allowed caller to a request with unknown ids and an empty JSON body.
  */
 type Access = 'public' | 'governance-read' | 'governance-write' | 'approver' | 'super';
-const ACCESS: Record<string, { access: Access; status: number }> = {
+/**
+ * The codec endpoint decodes run payloads: a token that may read runs (super_admin), or no token
+ * from loopback where allowed (the test service allows it, as the embedded dev setup does).
+ */
+const CODEC = { statuses: { none: 400, read_only: 403, admin: 403, super_admin: 400 } } as const;
+const ACCESS: Record<string, { access: Access; status: number } | { statuses: Readonly<Record<Caller, number>> }> = {
+  'POST /codec/decode': CODEC,
+  'POST /codec/encode': CODEC,
+  'OPTIONS /codec/decode': { access: 'public', status: 204 },
+  'OPTIONS /codec/encode': { access: 'public', status: 204 },
+  'GET /api/v1/automations/:id/deliveries': { access: 'super', status: 404 },
   'GET /health': { access: 'public', status: 200 },
   'GET /ready': { access: 'public', status: 503 },
   'GET /metrics': { access: 'public', status: 200 },
@@ -94,6 +104,7 @@ function mountedRoutes(service: TestService): string[] {
 function expectedStatus(route: string, caller: Caller): number | 'no ACCESS entry' {
   const entry = ACCESS[route];
   if (!entry) return 'no ACCESS entry';
+  if ('statuses' in entry) return entry.statuses[caller];
   if (ALLOWED[entry.access].includes(caller)) return entry.status;
   return caller === 'none' ? 401 : 403;
 }

@@ -9,6 +9,7 @@ import request from 'supertest';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
+import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { poll, testDataConverter, testTemporal, testWorkflowBundle } from '../helpers/temporal';
 
@@ -263,6 +264,7 @@ describe('rerun and retry', () => {
       expect(done.steps[1].output).toMatchObject({ status: 200, body: { ok: true } });
       // Only the failed step ran again: the run's history holds no evaluation of `vars`.
       const history = await stack.client.workflow.getHandle(retry.body.execution.id).fetchHistory();
+      await decodePayloadsInPlace(history.events ?? [], stack.client.options.loadedDataConverter.payloadCodecs);
       const summaries = (history.events ?? []).map((e) => (e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : '')).join('\n');
       expect(summaries).toContain('step: hook');
       expect(summaries).not.toContain('step: vars');

@@ -10,6 +10,7 @@ import { startStack, hmacEvent, deliver, listenerPath, type Stack, type Automati
 import { DATABASES, openTestDb } from '../helpers/databases';
 import { migrate, MIGRATIONS } from '../../src/store/migrations';
 import { getLatestPublishedVersion } from '../../src/store/automation-versions';
+import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import type { AutomationRunInput, RunState } from '../../workflows/types';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -51,6 +52,8 @@ describe('automation versions', () => {
     expect(res.status).toBe(200);
     const handle = stack.client.workflow.getHandle(res.body.executionId);
     const history = await handle.fetchHistory();
+    // Payloads are encrypted in the history: decode them with the client's codec first.
+    await decodePayloadsInPlace(history.events ?? [], stack.client.options.loadedDataConverter.payloadCodecs);
     const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
     const { defaultPayloadConverter } = await import('@temporalio/common');
     const input = defaultPayloadConverter.fromPayload(started!.input!.payloads![0]!) as AutomationRunInput;
