@@ -6,6 +6,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, type WorkflowBundl
 import './quiet-runtime';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
+import { connectNative } from './temporal';
 import { testCodec } from './temporal';
 
 export interface RunningWorker {
@@ -25,7 +26,7 @@ export async function startWorker(options: {
   namespace?: string;
   bundle?: WorkflowBundleWithSourceMap;
 }): Promise<RunningWorker> {
-  const connection = await connectWhenHealthy(options.address);
+  const connection = await connectNative(options.address, 90_000);
   const worker = await createAutomationWorker({
     connection,
     namespace: options.namespace ?? 'default',
@@ -43,17 +44,4 @@ export async function startWorker(options: {
       await connection.close().catch(() => undefined);
     },
   };
-}
-
-/** A fresh dev server listens before its frontend is healthy: retry the connection for a while. */
-async function connectWhenHealthy(address: string, timeoutMs = 90_000): Promise<NativeConnection> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await NativeConnection.connect({ address });
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-  }
 }
