@@ -2,12 +2,11 @@
  * A real automation worker in the test process, on any Temporal server and task queue (the stack's
  * own worker always uses the shared test server). Pass a prebuilt bundle to start several quickly.
  */
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import './quiet-runtime';
 import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
-import { connectNative } from './temporal';
-import { testCodec } from './temporal';
+import { connectNative, testCodec } from './temporal';
 
 export interface RunningWorker {
   /** Graceful shutdown, then the connection is closed. */
