@@ -14,6 +14,7 @@
  *      exactly one COMPLETED run and exactly one ownership row.
  * Figures go to the console and to test-artifacts/drills.json (the README quotes them).
  */
+import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -109,11 +110,12 @@ const statusOf = (o: PostOutcome): number | string => (o.kind === 'response' ? o
 beforeAll(async () => {
   pg = await OwnPostgres.create();
   stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-stack-'));
+  const payloadKeys = newPayloadKeyEntry();
   const started = Date.now();
   stack = await startProdStack({
     adminUrl: pg.adminUrl,
     stateDir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BOOTSTRAP_CLIENT_ID: clientId, BOOTSTRAP_CLIENT_SECRET: clientSecret, LOG_LEVEL: 'warn' },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, BOOTSTRAP_CLIENT_ID: clientId, BOOTSTRAP_CLIENT_SECRET: clientSecret, LOG_LEVEL: 'warn', PAYLOAD_KEYS: payloadKeys },
     log: (line) => console.log(`[stack] ${line}`),
   });
   figures.stackStartSeconds = Math.round((Date.now() - started) / 1000);
@@ -128,7 +130,8 @@ beforeAll(async () => {
   appPool = new Pool({ connectionString: new URL('/app', pg.adminUrl).toString(), max: 2 });
   appPool.on('error', () => undefined);
   temporalConnection = await Connection.connect({ address: stack.temporalAddress });
-  temporal = new Client({ connection: temporalConnection, namespace: 'default' });
+  // Payloads are encrypted in Temporal: the drill reads runs with the stack's own keys.
+  temporal = new Client({ connection: temporalConnection, namespace: 'default', dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))) });
 }, 30 * 60_000);
 
 afterAll(async () => {
