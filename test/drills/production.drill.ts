@@ -174,17 +174,24 @@ describe('changes made through API 1 are in force on API 2', () => {
     const api1 = portOf(`http://127.0.0.1:${stack.processes.get('api-1')!.env.PORT}`);
     const api2 = portOf(`http://127.0.0.1:${stack.processes.get('api-2')!.env.PORT}`);
     const listener = await createAutomation('propagation');
-    const measure = async (change: () => Promise<void>, inForce: () => Promise<boolean>): Promise<{ ms: number; polls: number }> => {
+    // The listener cache's bound: an entry is never used more than 1 s after it was read, and the
+    // writer's NOTIFY usually drops it sooner. A request to API 2 that starts once the bound has
+    // passed since the change must see it; earlier ones may not (that is the measured figure).
+    const BOUND_MS = 1000;
+    const measure = async (change: () => Promise<void>, inForce: () => Promise<boolean>): Promise<{ ms: number; polls: number; lateMisses: number }> => {
       await change();
       const t0 = process.hrtime.bigint();
       let polls = 0;
+      let lateMisses = 0;
       for (;;) {
         polls += 1;
-        if (await inForce()) return { ms: Number(process.hrtime.bigint() - t0) / 1e6, polls };
+        const startedMs = Number(process.hrtime.bigint() - t0) / 1e6;
+        if (await inForce()) return { ms: Number(process.hrtime.bigint() - t0) / 1e6, polls, lateMisses };
+        if (startedMs >= BOUND_MS) lateMisses += 1;
         if (polls > 10_000) throw new Error('change never reached API 2');
       }
     };
-    const results: Record<string, Array<{ ms: number; polls: number }>> = { rotation: [], unpublish: [], disable: [] };
+    const results: Record<string, Array<{ ms: number; polls: number; lateMisses: number }>> = { rotation: [], unpublish: [], disable: [] };
     for (let i = 0; i < PROPAGATION_TRIES; i += 1) {
       results.rotation!.push(
         await measure(
@@ -211,13 +218,16 @@ describe('changes made through API 1 are in force on API 2', () => {
       await call('POST', `/api/v1/automations/${listener.id}`, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: true } } }, updateMask: 'trigger' }, api1);
     }
     const summary = Object.fromEntries(
-      Object.entries(results).map(([name, list]) => [name, { maxMs: Math.round(Math.max(...list.map((r) => r.ms))), maxPolls: Math.max(...list.map((r) => r.polls)) }]),
+      Object.entries(results).map(([name, list]) => [
+        name,
+        { maxMs: Math.round(Math.max(...list.map((r) => r.ms))), maxPolls: Math.max(...list.map((r) => r.polls)), lateMisses: list.reduce((n, r) => n + r.lateMisses, 0) },
+      ]),
     );
     figures.propagation = summary;
     console.log(`propagation API 1 → API 2: ${JSON.stringify(summary)}`);
-    // No cache between the store and the receiver: the first request to API 2 already sees it.
     for (const list of Object.values(results)) expect(list).toHaveLength(PROPAGATION_TRIES);
-    for (const entry of Object.values(summary)) expect(entry.maxPolls).toBe(1);
+    // No request that started after the bound ever missed a change.
+    for (const [name, entry] of Object.entries(summary)) expect([name, entry.lateMisses]).toEqual([name, 0]);
   });
 });
 
