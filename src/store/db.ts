@@ -171,22 +171,38 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
 }
 
 function wrapPglite(pg: PGlite): Db {
+  // A closed or crashed embedded database (its WebAssembly aborted) answers like an unreachable
+  // server: UnavailableError, 503 + Retry-After at the HTTP edge, never a 500.
+  const failed = (err: unknown): unknown =>
+    pg.closed || (err instanceof Error && err.name === 'RuntimeError') ? new UnavailableError('the database is unavailable; retry later', 2) : err;
   return {
     kind: 'pglite',
     async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-      return (await pg.query<R>(sql, params)).rows;
+      try {
+        return (await pg.query<R>(sql, params)).rows;
+      } catch (err) {
+        throw failed(err);
+      }
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return pg.transaction(async (tx) =>
-        fn({
-          async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-            return (await tx.query<R>(sql, params)).rows;
-          },
-        }),
-      );
+      try {
+        return await pg.transaction(async (tx) =>
+          fn({
+            async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+              return (await tx.query<R>(sql, params)).rows;
+            },
+          }),
+        );
+      } catch (err) {
+        throw failed(err);
+      }
     },
     async exec(sql: string): Promise<void> {
-      await pg.exec(sql);
+      try {
+        await pg.exec(sql);
+      } catch (err) {
+        throw failed(err);
+      }
     },
     async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
       // One PGlite instance per process: its NOTIFYs are delivered in-process, never lost.

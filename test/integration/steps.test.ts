@@ -4,16 +4,14 @@
  * ALLOW_PRIVATE_OUTBOUND on, as in development) or is refused (off). Save-time
  * validation of the new kinds goes through the real HTTP API.
  */
-import dns from 'node:dns/promises';
+import dnsCallbacks from 'node:dns';
 import http from 'node:http';
-import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, type NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
-import { isForbiddenAddress } from '../../src/webhooks';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 import { automation } from '../../workflows';
@@ -274,11 +272,22 @@ describe('callWebhook step', () => {
     }
     expect(await refusedBy('https://localhost/x')).toBe('step "hook" failed: callWebhook: URL must not point to localhost');
     expect(await refusedBy('https://user:pw@example.com/x')).toBe('step "hook" failed: callWebhook: URL must not contain credentials');
-    // A name that resolves to a non-public address is refused at connect time (the guarded lookup).
-    const name = os.hostname();
-    const addresses = await dns.lookup(name, { all: true }).catch(() => []);
-    if (addresses.length > 0 && addresses.every((a) => isForbiddenAddress(a.address)) && name !== 'localhost') {
-      expect(await refusedBy(`https://${name}:${target.port}/x`)).toMatch(/resolves to a loopback, private, link-local or other non-public address$/);
+    // A name that passes the URL check and resolves to a non-public address is refused at connect
+    // time (the guarded lookup). No machine's DNS can be relied on for such a name, so the resolver
+    // answers for this one name; the guard and the activity around it are the real ones.
+    const realLookup = dnsCallbacks.lookup;
+    const spy = jest.spyOn(dnsCallbacks, 'lookup').mockImplementation(((hostname: string, options: unknown, callback: unknown) => {
+      if (hostname === 'hook.loopback.test') {
+        (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
+        return;
+      }
+      (realLookup as (...args: unknown[]) => void)(hostname, options, callback);
+    }) as typeof dnsCallbacks.lookup);
+    try {
+      expect(await refusedBy(`https://hook.loopback.test:${target.port}/x`)).toMatch(/resolves to a loopback, private, link-local or other non-public address$/);
+      expect(spy).toHaveBeenCalledWith('hook.loopback.test', expect.anything(), expect.any(Function));
+    } finally {
+      spy.mockRestore();
     }
     expect(target.received).toHaveLength(0);
   });
