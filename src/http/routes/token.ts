@@ -10,7 +10,7 @@ import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
 import { createTokenGuard, GuardRefusal } from '../../auth/token-guard';
-import { recordAudit } from '../../store/audit';
+import { auditTokenDenied } from '../../domain/clients';
 import { AppError } from '../errors';
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
@@ -88,17 +88,10 @@ export function createTokenRouter(deps: AppDeps): Router {
     };
   });
 
-  /** The client id as given (cut to 200 characters, NULs dropped), the source; never the secret. */
+  /** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
   async function auditFailure(clientId: string, source: string): Promise<void> {
-    const id = clientId.replaceAll('\u0000', '').slice(0, 200);
     try {
-      await recordAudit(deps.db, {
-        actor: 'anonymous',
-        action: 'api_client.token_denied',
-        resourceType: 'api_client',
-        resourceId: id,
-        details: { clientId: id, sourceAddress: source, reason: 'invalid_client' },
-      });
+      await auditTokenDenied(deps.db, clientId, source);
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'could not audit a failed token request');
     }

@@ -1,0 +1,75 @@
+/**
+ * The delivery log of an automation's webhook listener, newest first: when, what answer and why,
+ * from where, which event and run, how long; never a body, a signature, a token or a secret.
+ * Written in batches by the receiver (webhooks/delivery-log).
+ */
+import { getAutomation } from '../store/automations';
+import type { Db } from '../store/db';
+import { listDeliveries, type DeliveryFilter, type DeliveryRecord } from '../store/deliveries';
+import { invalidArgument, notFound } from './errors';
+import { isString, pageOf } from './listing';
+import type { Page, PageRequest, PageTokens } from './pagination';
+
+export interface Delivery {
+  receivedAt: string;
+  status: number;
+  reason: string;
+  eventId: string | null;
+  sourceAddress: string;
+  executionId: string | null;
+  latencyMs: number;
+}
+
+const REASON = /^[a-z_]{1,64}$/;
+
+function one(value: unknown): string | undefined {
+  return Array.isArray(value) ? (value[0] as string | undefined) : (value as string | undefined);
+}
+
+/** The `status` and `reason` filters of a query string; 400 naming the field when one is malformed. */
+export function readDeliveryFilter(query: Record<string, unknown>): DeliveryFilter {
+  const filter: DeliveryFilter = {};
+  const status = one(query.status);
+  if (status !== undefined && status !== '') {
+    if (!/^[1-5]\d\d$/.test(status)) throw invalidArgument({ field: 'status', description: 'must be an HTTP status code such as 401' });
+    filter.status = Number(status);
+  }
+  const reason = one(query.reason);
+  if (reason !== undefined && reason !== '') {
+    if (!REASON.test(reason)) throw invalidArgument({ field: 'reason', description: 'must be a reason code such as signature_mismatch' });
+    filter.reason = reason;
+  }
+  return filter;
+}
+
+function toDelivery(record: DeliveryRecord): Delivery {
+  return {
+    receivedAt: record.receivedAt,
+    status: record.status,
+    reason: record.reason,
+    eventId: record.eventId,
+    sourceAddress: record.sourceAddress,
+    executionId: record.executionId,
+    latencyMs: record.latencyMs,
+  };
+}
+
+/** One page of an automation's delivery log; 404 when the automation does not exist. */
+export async function listAutomationDeliveries(
+  db: Db,
+  tokens: PageTokens,
+  automationId: string,
+  query: Record<string, unknown>,
+  page: PageRequest,
+): Promise<Page<{ delivery: Delivery }>> {
+  const filter = readDeliveryFilter(query);
+  if (!(await getAutomation(db, automationId))) throw notFound('automation', automationId);
+  return pageOf(tokens, page, {
+    name: `deliveries:${automationId}`,
+    filter,
+    isCursor: isString,
+    fetch: (before, limit) => listDeliveries(db, automationId, filter, before, limit),
+    keyOf: (record) => record.id,
+    toItem: (record) => ({ delivery: toDelivery(record) }),
+  });
+}
