@@ -130,7 +130,11 @@ export class TemporalExecutions implements AutomationExecutions {
     }
     const automationId = description.typedSearchAttributes.get(AutomationIdKey);
     if (description.type !== AUTOMATION_WORKFLOW_TYPE || automationId === undefined) return undefined;
-    const links = { rerunOf: typeof description.memo?.rerunOf === 'string' ? description.memo.rerunOf : null, reruns: await this.reruns(executionId) };
+    // Read alongside the run itself (not after it); a failure surfaces where it is awaited.
+    const rerunsRead = this.reruns(executionId);
+    rerunsRead.catch(() => undefined);
+    const rerunOf = typeof description.memo?.rerunOf === 'string' ? description.memo.rerunOf : null;
+    const links = async (): Promise<{ rerunOf: string | null; reruns: string[] }> => ({ rerunOf, reruns: await rerunsRead });
 
     const status = executionStatus(description.status.name);
     const summary: ExecutionSummary = {
@@ -146,7 +150,7 @@ export class TemporalExecutions implements AutomationExecutions {
     if (status === 'COMPLETED') {
       try {
         const state = await this.call(this.callTimeoutMs, () => handle.result() as Promise<RunState>);
-        return { ...summary, automationId, ...links, error: null, steps: state.steps };
+        return { ...summary, automationId, ...(await links()), error: null, steps: state.steps };
       } catch (err) {
         if (isNotFound(err)) return undefined;
         // Fall through to the history, which says the same.
@@ -161,7 +165,7 @@ export class TemporalExecutions implements AutomationExecutions {
         state = undefined; // no worker (or none in time): read the history instead
       }
     }
-    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, ...links, error: null, steps: state.steps };
+    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, ...(await links()), error: null, steps: state.steps };
 
     // The history says why a closed run stopped, and what a run did when no worker answers.
     let events: HistoryEvent[];
@@ -181,15 +185,25 @@ export class TemporalExecutions implements AutomationExecutions {
       ...summary,
       version,
       automationId,
-      ...links,
+      ...(await links()),
       error,
       steps: status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
     };
   }
 
-  /** The ids of this run's direct reruns (`<id>:rerun-<n>`), from visibility. */
+  /**
+   * The ids of this run's direct reruns (`<id>:rerun-<n>`). Reruns take the first free n, so a run
+   * without `:rerun-1` has none: one describe answers that (most runs), and only a rerun run's
+   * original is listed from visibility.
+   */
   private async reruns(executionId: string): Promise<string[]> {
     const prefix = `${executionId}:rerun-`;
+    try {
+      await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(`${prefix}1`).describe());
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw unavailable(err);
+    }
     let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
     try {
       response = await this.call(this.callTimeoutMs, () =>
@@ -199,7 +213,8 @@ export class TemporalExecutions implements AutomationExecutions {
       throw unavailable(err);
     }
     const ids = (response.executions ?? []).map((e) => e.execution?.workflowId ?? '');
-    const direct = ids.filter((id) => id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)));
+    // `:rerun-1` exists (described above) even while visibility has not caught up with it.
+    const direct = [...new Set([`${prefix}1`, ...ids.filter((id) => id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)))])];
     return direct.sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
   }
 
