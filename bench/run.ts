@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination]`
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination] [-- --cpu-prof=<dir>]`
  *
  * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
  * automation worker and a baseline worker, the API on free ports), then measures, each figure
@@ -12,6 +12,8 @@
  *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
  *               RSS of every process of an idle `npm start`
  *   search      entitlement search by `query` (substring) vs the first page (with pagination)
+ * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured API round of
+ * the ingress and reject sections (<section>-round<N>.cpuprofile).
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
 import fs from 'node:fs';
@@ -24,8 +26,8 @@ import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
 import { installRuntime, startStack, type Stack } from './stack';
 import type { Db } from '../src/store/db';
-import { closeHttpAgent, peakRssOfPid, round, startRssSampler } from './util';
-import { runIngressBench, runRejectBench, type IngressResult, type RejectResult, type Timing } from './webhooks';
+import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
+import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
 const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -93,20 +95,22 @@ const log = (line: string): void => {
   process.stderr.write(`[bench ${((performance.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
 };
 
-function parseArgs(argv: string[]): { quick: boolean; only: Set<Section> } {
+function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; cpuProfDir: string | undefined } {
   let quick = false;
+  let cpuProfDir: string | undefined;
   let only = new Set<Section>(SECTIONS);
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
+    else if (arg.startsWith('--cpu-prof=')) cpuProfDir = path.resolve(arg.slice('--cpu-prof='.length));
     else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       for (const name of names) {
         if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`unknown section "${name}": use ${SECTIONS.join(', ')}`);
       }
       only = new Set(names as Section[]);
-    } else throw new Error(`unknown argument "${arg}": use --quick and/or --only=${SECTIONS.join(',')}`);
+    } else throw new Error(`unknown argument "${arg}": use --quick, --cpu-prof=<dir> and/or --only=${SECTIONS.join(',')}`);
   }
-  return { quick, only };
+  return { quick, only, cpuProfDir };
 }
 
 async function main(): Promise<void> {
@@ -149,6 +153,21 @@ async function main(): Promise<void> {
   for (const note of notes) console.log(`note: ${note}`);
   console.log(`\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
 
+  /** Runs a measured API round of a section under the CPU profiler when --cpu-prof was given. */
+  function profiled(section: Section): AroundApi {
+    return async (round, fn) => {
+      if (!args.cpuProfDir) return fn();
+      const profiler = await startCpuProfile();
+      try {
+        return await fn();
+      } finally {
+        const file = path.join(args.cpuProfDir, `${section}-round${round}.cpuprofile`);
+        await profiler.stop(file);
+        log(`CPU profile of ${section}, API round ${round}: ${file}`);
+      }
+    };
+  }
+
   async function measure(): Promise<void> {
     if (args.only.has('memory')) {
       detail.idle = await runMemoryBench(profile.memory, log);
@@ -172,7 +191,7 @@ async function main(): Promise<void> {
 
       if (args.only.has('ingress')) {
         const sampler = startRssSampler();
-        const ingress = await runIngressBench(stack, load, automation, profile.ingress, log);
+        const ingress = await runIngressBench(stack, load, automation, profile.ingress, log, profiled('ingress'));
         const apiWorkerPeakRssMb = sampler.stop();
         const temporalPeak = stack.temporalPid !== undefined ? peakRssOfPid(stack.temporalPid) : undefined;
         if (temporalPeak === undefined) notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
@@ -192,7 +211,7 @@ async function main(): Promise<void> {
         if (Object.keys(ingress.otherStatuses).length > 0) notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
       }
       if (args.only.has('reject')) {
-        const reject = await runRejectBench(stack, load, automation, profile.reject, log);
+        const reject = await runRejectBench(stack, load, automation, profile.reject, log, profiled('reject'));
         detail.reject = reject;
         results.reject = { perSec: round(reject.perSec, 1), bareKoaPerSec: round(reject.bareKoaPerSec, 1), ratioToBareKoa: round(reject.ratioToBareKoa, 3) };
         if (Object.keys(reject.otherStatuses).length > 0) notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);

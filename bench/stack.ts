@@ -27,6 +27,7 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
 import { createAutomationWorker } from '../src/temporal/worker';
+import { DeliveryLog } from '../src/webhooks/delivery-log';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
 
 /** Payloads are encrypted in the bench as in production (one fresh key per bench run). */
@@ -194,7 +195,8 @@ export interface ApiOptions {
 }
 
 /**
- * The real app as src/main.ts builds it (lazy client, pino at LOG_LEVEL or info, default metrics),
+ * The real app as src/main.ts builds it (lazy client, pino at LOG_LEVEL or info, default metrics,
+ * the delivery log),
  * logging to /dev/null so that serialising log lines is measured but nothing floods the terminal.
  */
 export async function startApi(options: ApiOptions, stops: Array<() => Promise<void>>): Promise<Server & { deps: AppDeps }> {
@@ -210,6 +212,10 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
     stops.push(() => connection.close());
     runs = new TemporalRuns(client, options.taskQueue);
   }
+  const metrics = new Metrics();
+  // As src/main.ts: every delivery is noted in the delivery log (buffered, written off the request path).
+  const deliveryLog = new DeliveryLog(options.db, { onSummarized: () => metrics.deliveryLogSummarized.inc() });
+  stops.push(() => deliveryLog.close());
   const deps: AppDeps = {
     config,
     db: options.db,
@@ -217,8 +223,9 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
     pageTokens: options.pageTokens,
     tokens: options.tokens,
     runs,
-    metrics: new Metrics(),
+    metrics,
     secretBox: options.secretBox,
+    deliveryLog,
   };
   server.on('request', createApp(deps).callback());
   const close = (): Promise<void> =>
