@@ -120,6 +120,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         connection: workerConnection,
         namespace: NAMESPACE,
         taskQueue: BARE_QUEUE,
+        // The same payload encryption as the automation worker (the bench client encrypts).
+        dataConverter: encryptedDataConverter(BENCH_CODEC),
         workflowsPath: path.join(__dirname, 'workflows', 'bare.ts'),
         activities: createBareActivities(),
       }),
