@@ -74,7 +74,7 @@ async function main(): Promise<void> {
       const a1 = performance.now();
       const b0 = performance.now();
       const workflowId = `bare:${randomUUID()}`;
-      const handle = await stack.client.workflow.start('bare', { taskQueue: BARE_QUEUE, workflowId, args: [{ trigger }] });
+      const handle = await stack.workerClient.workflow.start('bare', { taskQueue: BARE_QUEUE, workflowId, args: [{ trigger }], requestEagerStart: true });
       await handle.result();
       const b1 = performance.now();
       if (i >= warmup - 2) {
