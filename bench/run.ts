@@ -6,7 +6,8 @@
  * against a baseline taken in the same run:
  *   ingress     accepted signed webhooks/s and p50/p99 at concurrency 32 vs bare client.workflow.start
  *   reject      bad-signature requests/s vs a bare Koa handler answering 200
- *   e2e         p50 from POST to workflow result (3-step automation) vs a bare 3-activity workflow
+ *   e2e         p50 from POST to workflow result (3-step automation) vs a bare 3-activity workflow;
+ *               and the same p50, absolute, on a fresh `npm start` (bench/start-e2e.ts)
  *   pagination  the page at row N/2 vs the first page, on PGlite and on PostgreSQL (DATABASE_URL)
  *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
  *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
@@ -22,6 +23,7 @@ import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
 import { runMemoryBench, type MemoryResult } from './memory';
 import { runE2eBench, type E2eResult } from './e2e';
+import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
 import { installRuntime, startStack, type Stack } from './stack';
@@ -37,6 +39,8 @@ interface Profile {
   ingress: Timing;
   reject: Timing;
   e2e: { warmup: number; runs: number };
+  /** Runs of the end-to-end measurement on `npm start` itself. */
+  e2eOnStartRuns: number;
   /** Runs of the three-setVariables diagnostic (0 = skipped). */
   e2eDiagnosticRuns: number;
   pagination: { rows: number; samples: number };
@@ -48,6 +52,7 @@ const FULL: Profile = {
   ingress: { warmupSec: 5, durationSec: 15, rounds: 2, concurrency: 32 },
   reject: { warmupSec: 3, durationSec: 10, rounds: 2, concurrency: 32 },
   e2e: { warmup: 10, runs: 150 },
+  e2eOnStartRuns: 60,
   e2eDiagnosticRuns: 60,
   pagination: { rows: 1_000_000, samples: 200 },
   memory: { settleMs: 10_000 },
@@ -58,6 +63,7 @@ const QUICK: Profile = {
   ingress: { warmupSec: 2, durationSec: 5, rounds: 1, concurrency: 32 },
   reject: { warmupSec: 2, durationSec: 4, rounds: 1, concurrency: 32 },
   e2e: { warmup: 3, runs: 20 },
+  e2eOnStartRuns: 20,
   e2eDiagnosticRuns: 0,
   pagination: { rows: 100_000, samples: 40 },
   memory: { settleMs: 5_000 },
@@ -71,6 +77,7 @@ interface Detail {
   e2e?: E2eResult;
   /** The same measurement with three setVariables steps (full runs only). */
   e2eSetVariables?: E2eResult;
+  e2eOnStart?: StartE2eResult;
   pglite?: PaginationResult;
   postgres?: PaginationResult;
   automation?: BenchAutomation;
@@ -80,8 +87,10 @@ interface Detail {
 interface Results {
   ingress: { acceptedPerSec: number; p50Ms: number; p99Ms: number; bareStartPerSec: number; ratioToBareStart: number } | null;
   reject: { perSec: number; bareKoaPerSec: number; ratioToBareKoa: number } | null;
-  e2e: { p50Ms: number; bareP50Ms: number; ratioToBare: number } | null;
+  e2e: { p50Ms: number; bareP50Ms: number; ratioToBare: number; npmStartP50Ms: number | null } | null;
   pagination: {
+    /** The PostgreSQL figure when measured, else PGlite's. */
+    ratioDeepToFirst: number | null;
     pglite: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
     postgres: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
   };
@@ -118,7 +127,7 @@ async function main(): Promise<void> {
   const profile = args.quick ? QUICK : FULL;
   const began = performance.now();
   const notes: string[] = [];
-  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { pglite: null, postgres: null }, cel: null, memory: null, search: null };
+  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { ratioDeepToFirst: null, pglite: null, postgres: null }, cel: null, memory: null, search: null };
   const detail: Detail = {};
 
   let stack: Stack | undefined;
@@ -219,7 +228,7 @@ async function main(): Promise<void> {
       if (args.only.has('e2e')) {
         const e2e = await runE2eBench(stack, automation, profile.e2e, log);
         detail.e2e = e2e;
-        results.e2e = { p50Ms: round(e2e.p50Ms), bareP50Ms: round(e2e.bareP50Ms), ratioToBare: round(e2e.ratioToBare, 3) };
+        results.e2e = { p50Ms: round(e2e.p50Ms), bareP50Ms: round(e2e.bareP50Ms), ratioToBare: round(e2e.ratioToBare, 3), npmStartP50Ms: null };
         if (profile.e2eDiagnosticRuns > 0 && !automation.fallback) {
           log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
           const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
@@ -230,6 +239,10 @@ async function main(): Promise<void> {
       await load.close();
       load = undefined;
       await stack.stopAllButStore();
+    }
+    if (args.only.has('e2e') && results.e2e) {
+      detail.e2eOnStart = await runStartE2eBench(profile.e2eOnStartRuns, log);
+      results.e2e.npmStartP50Ms = round(detail.e2eOnStart.p50Ms);
     }
 
     if (args.only.has('pagination')) {
@@ -250,6 +263,7 @@ async function main(): Promise<void> {
         if (target.name === 'postgres' || !results.search) {
           results.search = { firstPageMs: round(result.firstMs, 3), searchMs: round(result.searchMs, 3), ratioToFirstPage: round(result.ratioSearchToFirst, 3), store: target.name };
         }
+        if (target.name === 'postgres' || results.pagination.ratioDeepToFirst === null) results.pagination.ratioDeepToFirst = round(result.ratioDeepToFirst, 3);
         results.pagination[target.name] = {
           firstMs: round(result.firstMs, 3),
           deepMs: round(result.deepMs, 3),
@@ -287,6 +301,8 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     add(`e2e POST→result p50 ms (${detail.automation?.shape ?? ''})`, d.p50Ms.toFixed(1), `${d.bareP50Ms.toFixed(1)} bare 3 activities`, d.ratioToBare, '≤1.0');
     add('  e2e p90 ms', d.p90Ms.toFixed(1), d.bareP90Ms.toFixed(1), undefined, '');
     const plain = detail.e2eSetVariables;
+    const onStart = detail.e2eOnStart;
+    if (onStart) rows.push(['e2e p50 ms on npm start, absolute', onStart.p50Ms.toFixed(1), `p90 ${onStart.p90Ms.toFixed(1)}`, '', '≤100 ms', onStart.p50Ms <= 100 ? 'ok' : 'MISSED']);
     if (plain) add('  e2e p50 ms, setVariables ×3 (diagnostic)', plain.p50Ms.toFixed(1), `${plain.bareP50Ms.toFixed(1)} bare 3 activities`, plain.ratioToBare, '');
   }
   for (const name of ['pglite', 'postgres'] as const) {
