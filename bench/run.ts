@@ -1,17 +1,20 @@
 /**
- * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination]`
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination] [-- --cpu-prof=<dir>]`
  *
  * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
  * automation worker and a baseline worker, the API on free ports), then measures, each figure
  * against a baseline taken in the same run:
  *   ingress     accepted signed webhooks/s and p50/p99 at concurrency 32 vs bare client.workflow.start
  *   reject      bad-signature requests/s vs a bare Koa handler answering 200
- *   e2e         p50 from POST to workflow result (3-step automation) vs a bare 3-activity workflow
+ *   e2e         p50 from POST to workflow result (3-step automation) vs a bare 3-activity workflow;
+ *               and the same p50, absolute, on a fresh `npm start` (bench/start-e2e.ts)
  *   pagination  the page at row N/2 vs the first page, on PGlite and on PostgreSQL (DATABASE_URL)
  *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
  *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
  *               RSS of every process of an idle `npm start`
  *   search      entitlement search by `query` (substring) vs the first page (with pagination)
+ * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured API round of
+ * the ingress and reject sections (<section>-round<N>.cpuprofile).
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
 import fs from 'node:fs';
@@ -20,12 +23,13 @@ import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
 import { runMemoryBench, type MemoryResult } from './memory';
 import { runE2eBench, type E2eResult } from './e2e';
+import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
 import { installRuntime, startStack, type Stack } from './stack';
 import type { Db } from '../src/store/db';
-import { closeHttpAgent, peakRssOfPid, round, startRssSampler } from './util';
-import { runIngressBench, runRejectBench, type IngressResult, type RejectResult, type Timing } from './webhooks';
+import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
+import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
 const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -35,6 +39,8 @@ interface Profile {
   ingress: Timing;
   reject: Timing;
   e2e: { warmup: number; runs: number };
+  /** Runs of the end-to-end measurement on `npm start` itself. */
+  e2eOnStartRuns: number;
   /** Runs of the three-setVariables diagnostic (0 = skipped). */
   e2eDiagnosticRuns: number;
   pagination: { rows: number; samples: number };
@@ -46,6 +52,7 @@ const FULL: Profile = {
   ingress: { warmupSec: 5, durationSec: 15, rounds: 2, concurrency: 32 },
   reject: { warmupSec: 3, durationSec: 10, rounds: 2, concurrency: 32 },
   e2e: { warmup: 10, runs: 150 },
+  e2eOnStartRuns: 60,
   e2eDiagnosticRuns: 60,
   pagination: { rows: 1_000_000, samples: 200 },
   memory: { settleMs: 10_000 },
@@ -56,6 +63,7 @@ const QUICK: Profile = {
   ingress: { warmupSec: 2, durationSec: 5, rounds: 1, concurrency: 32 },
   reject: { warmupSec: 2, durationSec: 4, rounds: 1, concurrency: 32 },
   e2e: { warmup: 3, runs: 20 },
+  e2eOnStartRuns: 20,
   e2eDiagnosticRuns: 0,
   pagination: { rows: 100_000, samples: 40 },
   memory: { settleMs: 5_000 },
@@ -69,6 +77,7 @@ interface Detail {
   e2e?: E2eResult;
   /** The same measurement with three setVariables steps (full runs only). */
   e2eSetVariables?: E2eResult;
+  e2eOnStart?: StartE2eResult;
   pglite?: PaginationResult;
   postgres?: PaginationResult;
   automation?: BenchAutomation;
@@ -78,8 +87,10 @@ interface Detail {
 interface Results {
   ingress: { acceptedPerSec: number; p50Ms: number; p99Ms: number; bareStartPerSec: number; ratioToBareStart: number } | null;
   reject: { perSec: number; bareKoaPerSec: number; ratioToBareKoa: number } | null;
-  e2e: { p50Ms: number; bareP50Ms: number; ratioToBare: number } | null;
+  e2e: { p50Ms: number; bareP50Ms: number; ratioToBare: number; npmStartP50Ms: number | null } | null;
   pagination: {
+    /** The PostgreSQL figure when measured, else PGlite's. */
+    ratioDeepToFirst: number | null;
     pglite: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
     postgres: { firstMs: number; deepMs: number; ratioDeepToFirst: number } | null;
   };
@@ -93,20 +104,22 @@ const log = (line: string): void => {
   process.stderr.write(`[bench ${((performance.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
 };
 
-function parseArgs(argv: string[]): { quick: boolean; only: Set<Section> } {
+function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; cpuProfDir: string | undefined } {
   let quick = false;
+  let cpuProfDir: string | undefined;
   let only = new Set<Section>(SECTIONS);
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
+    else if (arg.startsWith('--cpu-prof=')) cpuProfDir = path.resolve(arg.slice('--cpu-prof='.length));
     else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       for (const name of names) {
         if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`unknown section "${name}": use ${SECTIONS.join(', ')}`);
       }
       only = new Set(names as Section[]);
-    } else throw new Error(`unknown argument "${arg}": use --quick and/or --only=${SECTIONS.join(',')}`);
+    } else throw new Error(`unknown argument "${arg}": use --quick, --cpu-prof=<dir> and/or --only=${SECTIONS.join(',')}`);
   }
-  return { quick, only };
+  return { quick, only, cpuProfDir };
 }
 
 async function main(): Promise<void> {
@@ -114,7 +127,7 @@ async function main(): Promise<void> {
   const profile = args.quick ? QUICK : FULL;
   const began = performance.now();
   const notes: string[] = [];
-  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { pglite: null, postgres: null }, cel: null, memory: null, search: null };
+  const results: Results = { ingress: null, reject: null, e2e: null, pagination: { ratioDeepToFirst: null, pglite: null, postgres: null }, cel: null, memory: null, search: null };
   const detail: Detail = {};
 
   let stack: Stack | undefined;
@@ -149,6 +162,21 @@ async function main(): Promise<void> {
   for (const note of notes) console.log(`note: ${note}`);
   console.log(`\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
 
+  /** Runs a measured API round of a section under the CPU profiler when --cpu-prof was given. */
+  function profiled(section: Section): AroundApi {
+    return async (round, fn) => {
+      if (!args.cpuProfDir) return fn();
+      const profiler = await startCpuProfile();
+      try {
+        return await fn();
+      } finally {
+        const file = path.join(args.cpuProfDir, `${section}-round${round}.cpuprofile`);
+        await profiler.stop(file);
+        log(`CPU profile of ${section}, API round ${round}: ${file}`);
+      }
+    };
+  }
+
   async function measure(): Promise<void> {
     if (args.only.has('memory')) {
       detail.idle = await runMemoryBench(profile.memory, log);
@@ -172,7 +200,7 @@ async function main(): Promise<void> {
 
       if (args.only.has('ingress')) {
         const sampler = startRssSampler();
-        const ingress = await runIngressBench(stack, load, automation, profile.ingress, log);
+        const ingress = await runIngressBench(stack, load, automation, profile.ingress, log, profiled('ingress'));
         const apiWorkerPeakRssMb = sampler.stop();
         const temporalPeak = stack.temporalPid !== undefined ? peakRssOfPid(stack.temporalPid) : undefined;
         if (temporalPeak === undefined) notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
@@ -192,7 +220,7 @@ async function main(): Promise<void> {
         if (Object.keys(ingress.otherStatuses).length > 0) notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
       }
       if (args.only.has('reject')) {
-        const reject = await runRejectBench(stack, load, automation, profile.reject, log);
+        const reject = await runRejectBench(stack, load, automation, profile.reject, log, profiled('reject'));
         detail.reject = reject;
         results.reject = { perSec: round(reject.perSec, 1), bareKoaPerSec: round(reject.bareKoaPerSec, 1), ratioToBareKoa: round(reject.ratioToBareKoa, 3) };
         if (Object.keys(reject.otherStatuses).length > 0) notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);
@@ -200,7 +228,7 @@ async function main(): Promise<void> {
       if (args.only.has('e2e')) {
         const e2e = await runE2eBench(stack, automation, profile.e2e, log);
         detail.e2e = e2e;
-        results.e2e = { p50Ms: round(e2e.p50Ms), bareP50Ms: round(e2e.bareP50Ms), ratioToBare: round(e2e.ratioToBare, 3) };
+        results.e2e = { p50Ms: round(e2e.p50Ms), bareP50Ms: round(e2e.bareP50Ms), ratioToBare: round(e2e.ratioToBare, 3), npmStartP50Ms: null };
         if (profile.e2eDiagnosticRuns > 0 && !automation.fallback) {
           log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
           const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
@@ -211,6 +239,10 @@ async function main(): Promise<void> {
       await load.close();
       load = undefined;
       await stack.stopAllButStore();
+    }
+    if (args.only.has('e2e') && results.e2e) {
+      detail.e2eOnStart = await runStartE2eBench(profile.e2eOnStartRuns, log);
+      results.e2e.npmStartP50Ms = round(detail.e2eOnStart.p50Ms);
     }
 
     if (args.only.has('pagination')) {
@@ -231,6 +263,7 @@ async function main(): Promise<void> {
         if (target.name === 'postgres' || !results.search) {
           results.search = { firstPageMs: round(result.firstMs, 3), searchMs: round(result.searchMs, 3), ratioToFirstPage: round(result.ratioSearchToFirst, 3), store: target.name };
         }
+        if (target.name === 'postgres' || results.pagination.ratioDeepToFirst === null) results.pagination.ratioDeepToFirst = round(result.ratioDeepToFirst, 3);
         results.pagination[target.name] = {
           firstMs: round(result.firstMs, 3),
           deepMs: round(result.deepMs, 3),
@@ -265,9 +298,11 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   }
   if (results.e2e) {
     const d = detail.e2e!;
-    add(`e2e POST→result p50 ms (${detail.automation?.shape ?? ''})`, d.p50Ms.toFixed(1), `${d.bareP50Ms.toFixed(1)} bare 3 activities`, d.ratioToBare, '≤1.3');
+    add(`e2e POST→result p50 ms (${detail.automation?.shape ?? ''})`, d.p50Ms.toFixed(1), `${d.bareP50Ms.toFixed(1)} bare 3 activities`, d.ratioToBare, '≤1.0');
     add('  e2e p90 ms', d.p90Ms.toFixed(1), d.bareP90Ms.toFixed(1), undefined, '');
     const plain = detail.e2eSetVariables;
+    const onStart = detail.e2eOnStart;
+    if (onStart) rows.push(['e2e p50 ms on npm start, absolute', onStart.p50Ms.toFixed(1), `p90 ${onStart.p90Ms.toFixed(1)}`, '', '≤100 ms', onStart.p50Ms <= 100 ? 'ok' : 'MISSED']);
     if (plain) add('  e2e p50 ms, setVariables ×3 (diagnostic)', plain.p50Ms.toFixed(1), `${plain.bareP50Ms.toFixed(1)} bare 3 activities`, plain.ratioToBare, '');
   }
   for (const name of ['pglite', 'postgres'] as const) {

@@ -27,6 +27,7 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
 import { createAutomationWorker } from '../src/temporal/worker';
+import { DeliveryLog } from '../src/webhooks/delivery-log';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
 
 /** Payloads are encrypted in the bench as in production (one fresh key per bench run). */
@@ -59,6 +60,8 @@ export interface Stack {
   temporalPid: number | undefined;
   /** The benchmark's own client, for the baselines and for awaiting results. */
   client: Client;
+  /** A client on the workers' native connection: eager workflow start reaches them. */
+  workerClient: Client;
   db: Db;
   /** API starting runs on UNPOLLED_QUEUE (ingress, rejection). */
   ingressApi: Server;
@@ -119,6 +122,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         connection: workerConnection,
         namespace: NAMESPACE,
         taskQueue: BARE_QUEUE,
+        // The same payload encryption as the automation worker (the bench client encrypts).
+        dataConverter: encryptedDataConverter(BENCH_CODEC),
         workflowsPath: path.join(__dirname, 'workflows', 'bare.ts'),
         activities: createBareActivities(),
       }),
@@ -136,8 +141,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const tokens = await AccessTokens.load(db, secretBox, 600);
     const pageTokens = new PageTokens(randomBytes(32));
     const shared = { db, tokens, pageTokens, secretBox, temporalAddress: server.address };
+    // As `npm start` (src/main.ts): the API starts runs through a client on the worker's native
+    // connection, with eager workflow start; the bare baseline starts its runs the same way.
+    const workerClient = new Client({ connection: workerConnection, namespace: NAMESPACE, dataConverter: encryptedDataConverter(BENCH_CODEC) });
     const ingressApi = await startApi({ ...shared, taskQueue: UNPOLLED_QUEUE }, stops);
-    const e2eApi = await startApi({ ...shared, taskQueue: AUTOMATION_QUEUE }, stops);
+    const e2eApi = await startApi({ ...shared, taskQueue: AUTOMATION_QUEUE, runsClient: workerClient }, stops);
     const bareKoa = await startBareKoa();
     stops.push(() => bareKoa.close());
 
@@ -145,6 +153,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       temporalAddress: server.address,
       temporalPid,
       client,
+      workerClient,
       db,
       ingressApi,
       e2eApi,
@@ -191,10 +200,13 @@ export interface ApiOptions {
   /** Where runs start; undefined = a server that never starts runs. */
   temporalAddress?: string;
   taskQueue?: string;
+  /** Start runs through this client (on a worker's connection) with eager workflow start. */
+  runsClient?: Client;
 }
 
 /**
- * The real app as src/main.ts builds it (lazy client, pino at LOG_LEVEL or info, default metrics),
+ * The real app as src/main.ts builds it (lazy client, pino at LOG_LEVEL or info, default metrics,
+ * the delivery log),
  * logging to /dev/null so that serialising log lines is measured but nothing floods the terminal.
  */
 export async function startApi(options: ApiOptions, stops: Array<() => Promise<void>>): Promise<Server & { deps: AppDeps }> {
@@ -205,11 +217,17 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
   const port = (server.address() as AddressInfo).port;
   const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' });
   let runs = NO_RUNS;
-  if (options.temporalAddress && options.taskQueue) {
+  if (options.runsClient && options.taskQueue) {
+    runs = new TemporalRuns(options.runsClient, options.taskQueue, undefined, { eagerStart: true });
+  } else if (options.temporalAddress && options.taskQueue) {
     const { client, connection } = createLazyClient({ address: options.temporalAddress, embedded: true }, NAMESPACE, BENCH_CODEC);
     stops.push(() => connection.close());
     runs = new TemporalRuns(client, options.taskQueue);
   }
+  const metrics = new Metrics();
+  // As src/main.ts: every delivery is noted in the delivery log (buffered, written off the request path).
+  const deliveryLog = new DeliveryLog(options.db, { onSummarized: () => metrics.deliveryLogSummarized.inc() });
+  stops.push(() => deliveryLog.close());
   const deps: AppDeps = {
     config,
     db: options.db,
@@ -217,8 +235,9 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
     pageTokens: options.pageTokens,
     tokens: options.tokens,
     runs,
-    metrics: new Metrics(),
+    metrics,
     secretBox: options.secretBox,
+    deliveryLog,
   };
   server.on('request', createApp(deps).callback());
   const close = (): Promise<void> =>

@@ -1,6 +1,7 @@
 /** Small helpers of the benchmark: percentiles, a keep-alive HTTP client, process memory. */
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,4 +130,25 @@ export function commandLineOf(pid: number): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * Starts the V8 CPU profiler in this process (API + workers); `stop(file)` writes a
+ * `.cpuprofile` (open it in Chrome DevTools or speedscope). Used by `npm run bench -- --cpu-prof=<dir>`.
+ */
+export async function startCpuProfile(): Promise<{ stop(file: string): Promise<void> }> {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return {
+    async stop(file) {
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, JSON.stringify(profile));
+    },
+  };
 }

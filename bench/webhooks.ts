@@ -14,6 +14,10 @@ import type { LoadResult } from './loadgen';
 import { UNPOLLED_QUEUE, type Stack } from './stack';
 import { percentile } from './util';
 
+/** Wraps each measured round of the API side (run.ts uses it for --cpu-prof). */
+export type AroundApi = <T>(round: number, fn: () => Promise<T>) => Promise<T>;
+const direct: AroundApi = (_round, fn) => fn();
+
 export interface Timing {
   warmupSec: number;
   durationSec: number;
@@ -105,6 +109,7 @@ export async function runIngressBench(
   automation: BenchAutomation,
   timing: Timing,
   log: (line: string) => void,
+  aroundApi: AroundApi = direct,
 ): Promise<IngressResult> {
   const record = await getAutomationByListener(stack.db, automation.listenerPath.split('/').pop()!);
   if (!record) throw new Error('the bench automation is not in the store');
@@ -134,7 +139,7 @@ export async function runIngressBench(
   const otherStatuses: Record<string, number> = {};
   for (let round = 1; round <= timing.rounds; round++) {
     const measureApi = async (): Promise<void> => {
-      const [result, cpu] = await withCpu(() => load.run({ ...job, durationSec: timing.durationSec }));
+      const [result, cpu] = await aroundApi(round, () => withCpu(() => load.run({ ...job, durationSec: timing.durationSec })));
       const cpuUs = cpu / Math.max(1, result.expected);
       others(result, 200, otherStatuses);
       log(`ingress round ${round}: API ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
@@ -175,6 +180,7 @@ export async function runRejectBench(
   automation: BenchAutomation,
   timing: Timing,
   log: (line: string) => void,
+  aroundApi: AroundApi = direct,
 ): Promise<RejectResult> {
   const job = {
     connections: timing.concurrency,
@@ -195,7 +201,8 @@ export async function runRejectBench(
   for (let round = 1; round <= timing.rounds; round++) {
     const order = round % 2 === 1 ? (['api', 'koa'] as const) : (['koa', 'api'] as const);
     for (const which of order) {
-      const [result, cpu] = await withCpu(() => load.run({ ...(which === 'api' ? apiJob : koaJob), durationSec: timing.durationSec }));
+      const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...(which === 'api' ? apiJob : koaJob), durationSec: timing.durationSec }));
+      const [result, cpu] = which === 'api' ? await aroundApi(round, measured) : await measured();
       const cpuUs = cpu / Math.max(1, result.expected);
       others(result, which === 'api' ? 401 : 200, otherStatuses);
       log(`rejection round ${round}: ${which === 'api' ? 'API (401)' : 'bare Koa'} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);

@@ -6,7 +6,8 @@
 import http from 'node:http';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
 import { openDb, type Db } from './store/db';
@@ -23,7 +24,7 @@ import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
 import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
-import { EncryptionCodec, loadPayloadKeys } from './temporal/codec';
+import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
 import { DeliveryLog } from './webhooks/delivery-log';
 
@@ -34,6 +35,8 @@ const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureT
 
 interface Running {
   stop(): Promise<void>;
+  /** The worker's native connection (workers only): the API in the same process starts runs through it. */
+  connection?: NativeConnection;
 }
 
 async function main(): Promise<void> {
@@ -72,13 +75,14 @@ async function main(): Promise<void> {
     const db = await openStore(config, role, logger);
     stops.push(() => db.close());
 
+    let worker: Running | undefined;
     if (role !== 'api') {
-      const worker = await startWorker(target, config, db, codec, logger);
-      stops.push(() => worker.stop());
+      worker = await startWorker(target, config, db, codec, logger);
+      stops.push(() => worker!.stop());
     }
     if (role !== 'worker') {
       const secretBox = new SecretBox(secretKey(config, logger));
-      const api = await startApi(target, config, db, codec, logger, secretBox);
+      const api = await startApi(target, config, db, codec, logger, secretBox, worker?.connection);
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
     }
@@ -178,6 +182,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, codec
   running.catch((err: unknown) => logger.fatal({ err: (err as Error).message }, 'worker stopped unexpectedly'));
   logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
   return {
+    connection,
     async stop() {
       worker.shutdown();
       await running.catch(() => undefined);
@@ -186,8 +191,23 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, codec
   };
 }
 
-async function startApi(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
-  const { client, connection } = createLazyClient(target, config.temporal.namespace, codec);
+/**
+ * `workerConnection`: the native connection of a worker of this process (npm start); runs are then
+ * started through it with eager workflow start, so their first workflow task skips matching.
+ */
+async function startApi(
+  target: TemporalTarget,
+  config: Config,
+  db: Db,
+  codec: EncryptionCodec,
+  logger: Logger,
+  secretBox: SecretBox,
+  workerConnection?: NativeConnection,
+): Promise<Running> {
+  const { client: lazyClient, connection } = createLazyClient(target, config.temporal.namespace, codec);
+  const client = workerConnection
+    ? new Client({ connection: workerConnection, namespace: config.temporal.namespace, dataConverter: encryptedDataConverter(codec) })
+    : lazyClient;
   const metrics = new Metrics();
   const deliveryLog = new DeliveryLog(db, {
     onSummarized: () => metrics.deliveryLogSummarized.inc(),
@@ -200,7 +220,7 @@ async function startApi(target: TemporalTarget, config: Config, db: Db, codec: E
     logger,
     pageTokens: new PageTokens(pageKey),
     tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
-    runs: new TemporalRuns(client, config.temporal.taskQueue),
+    runs: new TemporalRuns(client, config.temporal.taskQueue, undefined, { eagerStart: workerConnection !== undefined }),
     metrics,
     secretBox,
     payloadCodec: codec,

@@ -44,8 +44,13 @@ export class AppError extends Error {
   }
 
   toBody(): { code: number; message: string; details: ErrorDetail[] } {
-    return { code: this.code, message: this.message, details: this.details };
+    return errorBody(this.status, this.message, this.details);
   }
+}
+
+/** The body of the one error shape for an HTTP status (what `AppError.toBody` renders). */
+export function errorBody(status: number, message: string, details: ErrorDetail[]): { code: number; message: string; details: ErrorDetail[] } {
+  return { code: RPC_CODE[status] ?? 2, message, details };
 }
 
 /** 400 naming the offending fields, with a google.rpc.BadRequest detail. */

@@ -57,6 +57,13 @@ export class TemporalRuns implements AutomationRuns {
     readonly taskQueue: string,
     /** Upper bound for one start call, so an unreachable server answers 503 quickly. */
     private readonly startTimeoutMs = 5000,
+    /**
+     * Ask for eager workflow start: the server hands the run's first workflow task back in the
+     * start response, to a worker of this process, skipping one dispatch through matching. Only
+     * when `client` is on the NativeConnection of a worker polling `taskQueue` in this process
+     * (`npm start`); the server falls back to a normal start when no slot is free.
+     */
+    private readonly options: { eagerStart?: boolean } = {},
   ) {}
 
   async ping(): Promise<void> {
@@ -71,7 +78,10 @@ export class TemporalRuns implements AutomationRuns {
       const deadline = Date.now() + this.startTimeoutMs;
       // withDeadline bounds the call; the race also bounds connecting to an unreachable server.
       await raceDeadline(deadline, () => this.client.withDeadline(deadline, () =>
-        this.client.workflow.start(automation, runStartOptions(this.taskQueue, workflowId, input, { ...display, summary: `event ${input.eventId}` })),
+        this.client.workflow.start(automation, {
+          ...runStartOptions(this.taskQueue, workflowId, input, { ...display, summary: `event ${input.eventId}` }),
+          ...(this.options.eagerStart ? { requestEagerStart: true } : {}),
+        }),
       ));
       return { executionId: workflowId };
     } catch (err) {

@@ -32,14 +32,17 @@ export interface AdmissionLimits {
   perSource: number;
 }
 
-/** A delivery refused for load (429, Retry-After); `scope` says which count was full. */
+/**
+ * A delivery refused for load (429, Retry-After); `scope` says which count was full. Made without a
+ * stack trace, like `WebhookRejection`: under overload it is the common answer and must stay cheap.
+ */
 export class AdmissionRefusal extends Error {
-  override name = 'AdmissionRefusal';
-  readonly status = 429;
-  constructor(
-    readonly scope: 'global' | 'listener' | 'source',
-    readonly retryAfterSeconds = 1,
-  ) {
+  readonly status = 429 as const;
+  readonly scope: 'global' | 'listener' | 'source';
+  readonly retryAfterSeconds: number;
+  constructor(scope: 'global' | 'listener' | 'source', retryAfterSeconds = 1) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(
       scope === 'global'
         ? 'too many webhook deliveries in progress; retry later'
@@ -47,8 +50,12 @@ export class AdmissionRefusal extends Error {
           ? 'too many deliveries in progress for this listener; retry later'
           : 'too many deliveries in progress from this address; retry later',
     );
+    Error.stackTraceLimit = limit;
+    this.scope = scope;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
+AdmissionRefusal.prototype.name = 'AdmissionRefusal';
 
 /** One admitted delivery; `release` once, when it is answered. */
 export interface AdmissionTicket {

@@ -39,19 +39,25 @@ export type WebhookReason =
   // 403
   | 'source_not_allowed';
 
-/** Thrown by every webhook check; `status` is the answer, `reason` a short machine code. */
+/**
+ * Thrown by every webhook check; `status` is the answer, `reason` a short machine code. A refusal is
+ * an expected answer, not a fault: it is made without a stack trace (capturing one was the largest
+ * single cost of refusing a request), so `stack` holds only the name and message.
+ */
 export class WebhookRejection extends Error {
-  override name = 'WebhookRejection';
+  readonly status: WebhookRejectionStatus;
+  readonly reason: string;
 
-  constructor(
-    readonly status: WebhookRejectionStatus,
-    message: string,
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
+  constructor(status: WebhookRejectionStatus, message: string, reason: string, options?: { cause?: unknown }) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message, options);
+    Error.stackTraceLimit = limit;
+    this.status = status;
+    this.reason = reason;
   }
 }
+WebhookRejection.prototype.name = 'WebhookRejection';
 
 /** Shorthand used by the checks in this folder. */
 export function rejectWebhook(status: WebhookRejectionStatus, reason: WebhookReason, message: string, cause?: unknown): WebhookRejection {

@@ -97,6 +97,41 @@ function reasonDetail(reason: string, metadata?: Record<string, string>): Reason
   };
 }
 
+/** Refusal log lines per listener per minute; beyond, refusals are only counted (one line per minute). */
+export const REFUSAL_LOG_LINES_PER_MINUTE = 20;
+/** Listeners tracked per minute; beyond, further listeners' refusals are only counted. */
+const REFUSAL_LOG_MAX_LISTENERS = 10_000;
+
+/**
+ * Bounds the "webhook refused" log lines, so that a flood of bad deliveries (a wrong secret, a
+ * scan of listener URLs) costs neither a log line each nor a flooded log: per listener and minute
+ * the first REFUSAL_LOG_LINES_PER_MINUTE are logged, the rest counted and reported in one line at
+ * the next logged refusal of a later minute. Metrics and the delivery log still count every one.
+ */
+class RefusalLogBudget {
+  private minute = 0;
+  private readonly perListener = new Map<string, number>();
+  private unlogged = 0;
+
+  take(listenerId: string, nowMs: number): { log: boolean; unlogged: number } {
+    const minute = Math.floor(nowMs / 60_000);
+    let unlogged = 0;
+    if (minute !== this.minute) {
+      this.minute = minute;
+      this.perListener.clear();
+      unlogged = this.unlogged;
+      this.unlogged = 0;
+    }
+    const seen = this.perListener.get(listenerId);
+    if (seen === undefined ? this.perListener.size >= REFUSAL_LOG_MAX_LISTENERS : seen >= REFUSAL_LOG_LINES_PER_MINUTE) {
+      this.unlogged += 1;
+      return { log: false, unlogged };
+    }
+    this.perListener.set(listenerId, (seen ?? 0) + 1);
+    return { log: true, unlogged };
+  }
+}
+
 /** Builds the intake; it keeps one verifier per method (with its caches) for its lifetime. */
 export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
   const log = deps.logger.child({ component: 'webhooks' });
@@ -106,8 +141,12 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     Verify<Record<string, string>>
   >;
 
-  function refused(listenerId: string, err: WebhookRejection): IntakeOutcome {
-    log.info({ listenerId, status: err.status, reason: err.reason }, 'webhook refused');
+  const refusalLog = new RefusalLogBudget();
+
+  function refused(listenerId: string, err: WebhookRejection, nowMs: number): IntakeOutcome {
+    const budget = refusalLog.take(listenerId, nowMs);
+    if (budget.unlogged > 0) log.info({ unlogged: budget.unlogged }, 'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)');
+    if (budget.log) log.info({ listenerId, status: err.status, reason: err.reason }, 'webhook refused');
     if (err.status === 413) {
       return { accepted: false, status: 413, reason: err.reason, message: err.message, details: [] };
     }
@@ -182,7 +221,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       return { accepted: true, eventId: headers.eventId, executionId };
     } catch (err) {
-      if (err instanceof WebhookRejection) return refused(listenerId, err);
+      if (err instanceof WebhookRejection) return refused(listenerId, err, delivery.now.getTime());
       if (err instanceof AdmissionRefusal) {
         return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
       }

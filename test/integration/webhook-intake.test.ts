@@ -4,6 +4,7 @@
  * route will translate it, and the authenticator registry driving the header check.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { SecretBox } from '../../src/auth/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl } from '../../src/domain/automations';
@@ -12,7 +13,7 @@ import type { Db } from '../../src/store/db';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
-import { createWebhookIntake, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
+import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
 import { openTestDb } from '../helpers/databases';
 import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
@@ -107,6 +108,38 @@ describe('webhook intake', () => {
     expect(refusal(await intake.receive(delivery({ headers: { 'webhook-signature': 'x'.repeat(43) } })))).toEqual({ status: 401, reason: 'signature_mismatch' });
     // JSON is checked after authentication: a signed non-JSON body is a 400
     expect(refusal(await intake.receive(delivery({ body: 'not json' })))).toEqual({ status: 400, reason: 'invalid_json' });
+  });
+
+  it('logs at most REFUSAL_LOG_LINES_PER_MINUTE refusals per listener and minute, then one line counting the rest', async () => {
+    const lines: Array<{ msg: string; listenerId?: string; reason?: string; unlogged?: number }> = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as (typeof lines)[number]);
+        done();
+      },
+    });
+    const neverStarts: AutomationRuns = {
+      start: async () => {
+        throw new Error('a refused delivery starts no run');
+      },
+      ping: async () => undefined,
+    };
+    const logged = createWebhookIntake({ db, runs: neverStarts, secretBox, config, logger: createLogger('info', sink), listenerUrl: (id) => listenerUrl(BASE_URL, id) });
+    const minuteStart = Math.floor(Date.now() / 60_000) * 60_000;
+    const bad = (at: number) => delivery({ headers: { 'webhook-signature': 'A'.repeat(43) }, now: new Date(at) });
+    for (let i = 0; i < REFUSAL_LOG_LINES_PER_MINUTE + 5; i++) {
+      expect(refusal(await logged.receive(bad(minuteStart + 1000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
+    }
+    const refusedLines = lines.filter((l) => l.msg === 'webhook refused');
+    expect(refusedLines).toHaveLength(REFUSAL_LOG_LINES_PER_MINUTE);
+    expect(refusedLines[0]).toMatchObject({ listenerId, reason: 'signature_mismatch' });
+    // The next minute: one line counts the 5 unlogged refusals, and refusals are logged again.
+    lines.length = 0;
+    expect(refusal(await logged.receive(bad(minuteStart + 61_000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
+    expect(lines.map((l) => [l.msg.startsWith('webhook refusals not logged') ? 'summary' : l.msg, l.unlogged])).toEqual([
+      ['summary', 5],
+      ['webhook refused', undefined],
+    ]);
   });
 
   it('answers 503 (never accepted) when the workflow engine does not confirm the start', async () => {

@@ -7,7 +7,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
-import { AppError, fromDomain } from '../errors';
+import { AppError, errorBody, fromDomain } from '../errors';
 import { DomainError } from '../../domain/errors';
 import { admissionTicket, shedLoad } from '../load-shedding';
 import { DataRateWatch } from '../../webhooks/admission';
@@ -95,7 +95,11 @@ export function createWebhookRouter(deps: AppDeps): Router {
         return;
       }
       [status, reason] = [outcome.status, outcome.reason];
-      throw new AppError(outcome.status, outcome.message, { headers: refusalHeaders(outcome.status), details: outcome.details });
+      // Answered here, in the one error shape, rather than thrown to the error middleware: a
+      // refusal is the expected answer to a bad delivery and must stay cheap (no exception).
+      ctx.status = outcome.status;
+      for (const [name, value] of Object.entries(refusalHeaders(outcome.status))) ctx.set(name, value);
+      ctx.body = errorBody(outcome.status, outcome.message, outcome.details);
     } catch (err) {
       // Refusals set status and reason above; anything else (a 408 body timeout, a store that is
       // unavailable, a 500) counts as 'error', with the status it will be answered with.
