@@ -8,13 +8,26 @@
  *
  * Failures say whether a retry may help: 5xx, 429 and network errors are retryable (the step's
  * retry policy decides how often); a refused URL, any other 4xx, a redirect and an oversized
- * response are not.
+ * response are not. Failure messages name the URL's origin only (scheme, host, port: a path or
+ * query may carry a token) and the status code, never the response body (a target may echo
+ * credentials back).
+ *
+ * Header values that read named secrets (`'Bearer ' + secrets.crm_token`) arrive as CEL source
+ * (`secretHeaders`): this activity reads the secrets from the store, opens them with the secret
+ * box and evaluates the expression here, so a secret's value is never in the workflow's history,
+ * an activity input or result, or a message. A secret that no longer exists fails the step
+ * (non-retryably) naming the secret. Secret values echoed in a 2xx response are replaced by
+ * `[secret]` before the response becomes the step's output.
  */
 import http from 'node:http';
 import https from 'node:https';
 import { ApplicationFailure } from '@temporalio/common';
-import { ADDRESS_REFUSED, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
+import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
+import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
+import type { SecretBox } from '../src/auth/secret-box';
+import type { Queryable } from '../src/store/db';
+import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
 
 export interface CallWebhookInput {
   stepId: string;
@@ -22,6 +35,8 @@ export interface CallWebhookInput {
   /** The JSON body, sent as `application/json`. */
   body: Record<string, unknown>;
   headers: Record<string, string>;
+  /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
+  secretHeaders?: Record<string, string>;
   timeoutMs: number;
 }
 
@@ -43,6 +58,8 @@ export const CALL_WEBHOOK_REFUSED = 'CallWebhookRefused';
 export const CALL_WEBHOOK_HTTP_ERROR = 'CallWebhookHttpError';
 export const CALL_WEBHOOK_NETWORK_ERROR = 'CallWebhookNetworkError';
 export const CALL_WEBHOOK_RESPONSE_TOO_LARGE = 'CallWebhookResponseTooLarge';
+/** A header reads a secret that does not exist (deleted after the automation was published). */
+export const CALL_WEBHOOK_SECRET_MISSING = 'CallWebhookSecretMissing';
 
 const KEPT_RESPONSE_HEADERS = ['content-type', 'content-length', 'date', 'etag', 'last-modified', 'location', 'retry-after', 'x-request-id', 'request-id'];
 const JSON_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/json)\s*(?:;|$)/i;
@@ -51,26 +68,114 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 export { validateOutboundUrl };
 
 
-export function createCallWebhookActivities(deps: { allowPrivateOutbound: boolean }) {
+export interface CallWebhookDeps {
+  allowPrivateOutbound: boolean;
+  /** Where named secrets are read, and the box that opens them; without them a header that reads a secret fails. */
+  db?: Queryable;
+  secretBox?: SecretBox;
+}
+
+export function createCallWebhookActivities(deps: CallWebhookDeps) {
   return {
     /** POSTs the JSON body; resolves with the 2xx response, fails (retryable or not) otherwise. */
     async callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput> {
-      return callWebhook(input, deps.allowPrivateOutbound);
+      const sources = input.secretHeaders ?? {};
+      if (Object.keys(sources).length === 0) return callWebhook(input, deps.allowPrivateOutbound);
+      const resolved = await resolveSecretHeaders(sources, deps);
+      const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound);
+      return redacted(output, resolved.sensitive);
     },
   };
+}
+
+/**
+ * Evaluates the header values that read secrets. Messages name headers and secrets, never a value
+ * (a CEL evaluation error is reported by its code only: its text could quote an operand).
+ */
+async function resolveSecretHeaders(sources: Record<string, string>, deps: CallWebhookDeps): Promise<{ headers: Record<string, string>; sensitive: string[] }> {
+  const namesOf: Record<string, string[]> = {};
+  for (const [header, source] of Object.entries(sources)) {
+    try {
+      namesOf[header] = secretNames(source);
+    } catch (err) {
+      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: ${err.message}`);
+      throw err;
+    }
+  }
+  if (!deps.db || !deps.secretBox) throw refused('this worker has no access to named secrets (no store or secret key)');
+  const wanted = [...new Set(Object.values(namesOf).flat())];
+  const sealed = await sealedOutboundSecrets(deps.db, wanted);
+  const values: Record<string, string> = {};
+  for (const [header, names] of Object.entries(namesOf)) {
+    for (const name of names) {
+      if (name in values) continue;
+      const stored = sealed.get(name);
+      if (stored === undefined) {
+        throw ApplicationFailure.create({
+          type: CALL_WEBHOOK_SECRET_MISSING,
+          message: `callWebhook: headers.${header}: secret "${name}" does not exist (deleted after the automation was published?)`,
+          nonRetryable: true,
+          details: [{ secret: name, header }],
+        });
+      }
+      try {
+        values[name] = deps.secretBox.open(stored);
+      } catch {
+        throw refused(`headers.${header}: secret "${name}" cannot be opened with this worker's SECRET_KEY`);
+      }
+    }
+  }
+  const headers: Record<string, string> = {};
+  for (const [header, source] of Object.entries(sources)) {
+    let value: unknown;
+    try {
+      value = evaluateSecretExpression(source, values);
+    } catch (err) {
+      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: the expression over secrets cannot be evaluated (${err.code})`);
+      throw err;
+    }
+    if (typeof value !== 'string') throw refused(`headers.${header}: must evaluate to a string, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`);
+    if (!HEADER_VALUE.test(value)) throw refused(`headers.${header}: must contain only tabs and printable Latin-1 characters (no line breaks)`);
+    headers[header] = value;
+  }
+  // What a response must not carry into the step's output: the values and the headers made of them.
+  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers)])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
+  sensitive.sort((a, b) => b.length - a.length);
+  return { headers, sensitive };
+}
+
+/** Shorter values are not searched for in responses (they would match by chance). */
+const MIN_REDACTED_LENGTH = 4;
+
+/** The output with every occurrence of a sensitive text in its strings (and keys) replaced by `[secret]`. */
+function redacted(output: CallWebhookOutput, sensitive: string[]): CallWebhookOutput {
+  if (sensitive.length === 0) return output;
+  const scrub = (text: string): string => sensitive.reduce((acc, secret) => acc.split(secret).join('[secret]'), text);
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string') return scrub(value);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value !== null && typeof value === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [key, child] of Object.entries(value)) out[scrub(key)] = walk(child);
+      return out;
+    }
+    return value;
+  };
+  return walk(output) as CallWebhookOutput;
 }
 
 function refused(message: string, details: Record<string, unknown> = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: CALL_WEBHOOK_REFUSED, message: `callWebhook: ${message}`, nonRetryable: true, details: [details] });
 }
 
-/** `https://host:port/path` without query or fragment (they may carry secrets), for messages. */
+/** `scheme://host:port` only: a path, query or fragment may carry a token. For messages. */
 function shown(target: URL): string {
-  return `${target.origin}${target.pathname}`;
+  return target.origin;
 }
 
 function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
-  const problem = validateOutboundUrl(input.url, allowPrivate);
+  // The URL is not quoted in the message: it may carry a token.
+  const problem = checkOutboundUrl(input.url, allowPrivate ? 'private' : 'public', 'the URL');
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
   const timeoutMs = Math.min(Math.max(1, Math.floor(input.timeoutMs)), CALL_WEBHOOK_MAX_TIMEOUT_MS);
@@ -146,7 +251,7 @@ function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<Ca
           finish(undefined, { status, headers: kept, body: parseBody(text, kept['content-type']) });
           return;
         }
-        finish(httpFailure(where, status, text, kept['retry-after']));
+        finish(httpFailure(where, status, kept['retry-after']));
       });
     }
     req.on('error', (err: NodeJS.ErrnoException) => {
@@ -170,15 +275,17 @@ function tooLarge(where: string): ApplicationFailure {
   });
 }
 
-/** Non-2xx: 5xx and 429 may succeed later (honouring a short Retry-After); redirects and other 4xx will not. */
-function httpFailure(where: string, status: number, text: string, retryAfter: string | undefined): ApplicationFailure {
+/**
+ * Non-2xx: 5xx and 429 may succeed later (honouring a short Retry-After); redirects and other 4xx
+ * will not. The message carries the status only, never the body (a target may echo credentials).
+ */
+function httpFailure(where: string, status: number, retryAfter: string | undefined): ApplicationFailure {
   const retryable = status >= 500 || status === 429;
-  const snippet = text.replace(/\s+/g, ' ').trim().slice(0, 200);
   const reason = status >= 300 && status < 400 ? ' (redirects are not followed)' : '';
   const seconds = retryAfter !== undefined && /^\d{1,3}$/.test(retryAfter) ? Number(retryAfter) : undefined;
   return ApplicationFailure.create({
     type: CALL_WEBHOOK_HTTP_ERROR,
-    message: `callWebhook: ${where} answered HTTP ${status}${reason}${snippet ? `: ${snippet}` : ''}`,
+    message: `callWebhook: ${where} answered HTTP ${status}${reason}`,
     nonRetryable: !retryable,
     details: [{ status }],
     ...(retryable && seconds !== undefined && seconds > 0 && seconds <= 60 ? { nextRetryDelay: seconds * 1000 } : {}),

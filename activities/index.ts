@@ -4,6 +4,7 @@
  * Configuration comes in through `deps` (from `loadConfig`), never from the environment.
  */
 import type { Db } from '../src/store/db';
+import type { SecretBox } from '../src/auth/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
 import { createOwnershipActivities } from './ownership';
 import { createStepActivities } from './steps';
@@ -18,6 +19,7 @@ export {
   CALL_WEBHOOK_NETWORK_ERROR,
   CALL_WEBHOOK_REFUSED,
   CALL_WEBHOOK_RESPONSE_TOO_LARGE,
+  CALL_WEBHOOK_SECRET_MISSING,
   MAX_RESPONSE_BYTES,
 } from './call-webhook';
 
@@ -28,12 +30,14 @@ export interface ActivityDeps {
    * (development and tests only); link-local and metadata addresses stay refused.
    */
   allowPrivateOutbound: boolean;
+  /** Opens named outbound secrets (`secrets.<name>` in callWebhook headers); without it such a header fails its step. */
+  secretBox?: SecretBox;
 }
 
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createStepActivities({ db: deps.db }),
     ...createOwnershipActivities({ db: deps.db }),
-    ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound }),
+    ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
   };
 }

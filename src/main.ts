@@ -75,13 +75,14 @@ async function main(): Promise<void> {
     const db = await openStore(config, role, logger);
     stops.push(() => db.close());
 
+    // The API seals secrets with it; the worker opens named outbound secrets (callWebhook headers).
+    const secretBox = new SecretBox(secretKey(config, logger));
     let worker: Running | undefined;
     if (role !== 'api') {
-      worker = await startWorker(target, config, db, codec, logger);
+      worker = await startWorker(target, config, db, codec, logger, secretBox);
       stops.push(() => worker!.stop());
     }
     if (role !== 'worker') {
-      const secretBox = new SecretBox(secretKey(config, logger));
       const api = await startApi(target, config, db, codec, logger, secretBox, worker?.connection);
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
@@ -163,7 +164,7 @@ async function bundleInChildProcess(config: Config, logger: Logger): Promise<str
   return out;
 }
 
-async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger): Promise<Running> {
+async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
   const connection = await connectWorkerConnection(target);
   const bundlePath = config.worker.workflowBundlePath ?? (await bundleInChildProcess(config, logger));
   const worker: Worker = await createAutomationWorker({
@@ -172,6 +173,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, codec
     taskQueue: config.temporal.taskQueue,
     db,
     allowPrivateOutbound: config.allowPrivateOutbound,
+    secretBox,
     bundle: { codePath: bundlePath },
     codec,
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),

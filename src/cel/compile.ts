@@ -15,6 +15,14 @@ type Expr = ParsedExpr['expr'];
 
 /** The one variable an expression may name. */
 export const ROOT_VARIABLE = 'ctx';
+/**
+ * The variable of a secret-bearing expression (a callWebhook header value): `secrets.<name>`, and
+ * nothing else but literals, so the value of a secret depends on no run input.
+ */
+export const SECRETS_VARIABLE = 'secrets';
+
+/** Which variable an expression may name: `ctx` (every CEL field) or `secrets` (callWebhook header values). */
+export type ExpressionRoot = typeof ROOT_VARIABLE | typeof SECRETS_VARIABLE;
 
 /** Type names usable as identifiers (`type(x) == string`). */
 const TYPE_IDENTIFIERS = new Set(['bool', 'bytes', 'double', 'int', 'uint', 'string', 'list', 'map', 'null_type', 'type', 'dyn']);
@@ -34,8 +42,10 @@ const env: typeof baseEnv = Object.create(baseEnv, { funcs: { value: chargingRes
 
 export interface CompiledExpression {
   source: string;
+  /** The names read as `secrets.<name>` (secret-bearing expressions only), in order of first use. */
+  secrets: string[];
   /** Runs the plan; returns a CelError rather than throwing for evaluation errors. */
-  run(bindings: { ctx: unknown }): CelResult;
+  run(bindings: Record<string, unknown>): CelResult;
   /** "line L, column C" of an AST node, for error messages. */
   position(exprId: bigint | undefined): string | undefined;
 }
@@ -43,15 +53,16 @@ export interface CompiledExpression {
 const cache = new Map<string, CompiledExpression>();
 
 /** Compiles `source` once; later calls hit the cache (least recently used entries are evicted). */
-export function compile(source: string): CompiledExpression {
-  const hit = cache.get(source);
+export function compile(source: string, root: ExpressionRoot = ROOT_VARIABLE): CompiledExpression {
+  const key = root === ROOT_VARIABLE ? source : `${root}\u0000${source}`;
+  const hit = cache.get(key);
   if (hit) {
-    cache.delete(source);
-    cache.set(source, hit);
+    cache.delete(key);
+    cache.set(key, hit);
     return hit;
   }
-  const compiled = compileUncached(source);
-  cache.set(source, compiled);
+  const compiled = compileUncached(source, root);
+  cache.set(key, compiled);
   if (cache.size > COMPILE_CACHE_SIZE) {
     const oldest = cache.keys().next();
     if (!oldest.done) cache.delete(oldest.value);
@@ -59,7 +70,7 @@ export function compile(source: string): CompiledExpression {
   return compiled;
 }
 
-function compileUncached(source: string): CompiledExpression {
+function compileUncached(source: string, root: ExpressionRoot): CompiledExpression {
   if (source.length > MAX_EXPRESSION_LENGTH) {
     throw new CelEvaluationError('ERR_CEL_LIMIT', `expression is too long: ${source.length} characters, at most ${MAX_EXPRESSION_LENGTH}`);
   }
@@ -70,15 +81,18 @@ function compileUncached(source: string): CompiledExpression {
     const offset = parsed.sourceInfo?.positions[exprId.toString()];
     return offset === undefined ? undefined : lineColumn(source, offset);
   };
-  inspect(parsed.expr, positionOf);
+  const secrets = inspect(parsed.expr, positionOf, root);
+  if (root === SECRETS_VARIABLE && secrets.length === 0) {
+    throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `an expression that names ${SECRETS_VARIABLE} must read at least one secret as ${SECRETS_VARIABLE}.<name>`);
+  }
   instrumentComprehensions(parsed.expr);
-  let evaluate: (bindings: { ctx: unknown }) => CelResult;
+  let evaluate: (bindings: Record<string, unknown>) => CelResult;
   try {
-    evaluate = plan(env, parsed.expr) as (bindings: { ctx: unknown }) => CelResult;
+    evaluate = plan(env, parsed.expr) as (bindings: Record<string, unknown>) => CelResult;
   } catch (err) {
     throw new CelEvaluationError('ERR_CEL_SYNTAX', `invalid expression: ${(err as Error).message}`);
   }
-  return { source, run: evaluate, position: positionOf };
+  return { source, secrets, run: evaluate, position: positionOf };
 }
 
 function parseSource(source: string): ParsedExpr {
@@ -127,10 +141,12 @@ function push(scope: Scope | undefined, ...names: string[]): Scope | undefined {
 
 /**
  * Checks depth, node count and names, without recursion (a long `a + b + ...` chain is a deep
- * tree, and this runs before the depth is known).
+ * tree, and this runs before the depth is known). `variable` is the one free name allowed; for
+ * `secrets` it must be read as `secrets.<name>`. Answers the secret names read.
  */
-function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | undefined): void {
+function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | undefined, variable: ExpressionRoot): string[] {
   const work: Array<{ expr: Expr; depth: number; scope: Scope | undefined }> = [{ expr: root, depth: 1, scope: undefined }];
+  const secrets: string[] = [];
   let nodes = 0;
   for (let item = work.pop(); item; item = work.pop()) {
     const { expr, depth, scope } = item;
@@ -150,16 +166,42 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
         const name = kind.value.name;
         if (name !== ROOT_VARIABLE && !inScope(scope, name) && !TYPE_IDENTIFIERS.has(name)) {
           const where = positionOf(expr.id);
+          const at = where ? ` at ${where}` : '';
+          if (name === SECRETS_VARIABLE && variable === SECRETS_VARIABLE) {
+            throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `${SECRETS_VARIABLE}${at} must be read as ${SECRETS_VARIABLE}.<name>`);
+          }
+          if (name === SECRETS_VARIABLE) {
+            throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `${SECRETS_VARIABLE}.<name>${at} may be used only in callWebhook header values`);
+          }
           throw new CelEvaluationError(
             'ERR_CEL_UNKNOWN_NAME',
-            `unknown name "${name}"${where ? ` at ${where}` : ''}: only ${ROOT_VARIABLE} is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)`,
+            `unknown name "${name}"${at}: only ${ROOT_VARIABLE} is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)`,
+          );
+        }
+        if (name === ROOT_VARIABLE && variable === SECRETS_VARIABLE && !inScope(scope, name)) {
+          const where = positionOf(expr.id);
+          throw new CelEvaluationError(
+            'ERR_CEL_UNKNOWN_NAME',
+            `a header value that reads ${SECRETS_VARIABLE} may not read ${ROOT_VARIABLE}${where ? ` (at ${where})` : ''}: only ${SECRETS_VARIABLE}.<name> and literals`,
           );
         }
         break;
       }
-      case 'selectExpr':
-        next(kind.value.operand);
+      case 'selectExpr': {
+        const operand = kind.value.operand;
+        if (
+          variable === SECRETS_VARIABLE &&
+          operand?.exprKind.case === 'identExpr' &&
+          operand.exprKind.value.name === SECRETS_VARIABLE &&
+          !inScope(scope, SECRETS_VARIABLE) &&
+          !kind.value.testOnly
+        ) {
+          if (!secrets.includes(kind.value.field)) secrets.push(kind.value.field);
+          break;
+        }
+        next(operand);
         break;
+      }
       case 'callExpr': {
         const target = kind.value.target;
         const namespaced =
@@ -191,6 +233,7 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
         break;
     }
   }
+  return secrets;
 }
 
 /**

@@ -9,7 +9,7 @@
  * expression over the same input gets the same verdict on every machine; no watchdog runs.
  */
 import { isCelError } from '@bufbuild/cel';
-import { compile, type CompiledExpression } from './compile';
+import { compile, SECRETS_VARIABLE, type CompiledExpression } from './compile';
 import { fromCelValue, toCelInput } from './convert';
 import { budgetExceeded, BudgetExceeded, resetBudget } from './cost';
 import { CelEvaluationError } from './errors';
@@ -37,6 +37,47 @@ export function checkExpression(source: string): string | undefined {
     if (err instanceof CelEvaluationError) return err.message;
     throw err;
   }
+}
+
+/**
+ * Save-time check of a secret-bearing expression (a callWebhook header value that reads
+ * `secrets.<name>`): only `secrets.<name>` and literals, no `ctx`. Answers the problem, or the
+ * names of the secrets it reads.
+ */
+export function checkSecretExpression(source: string): { problem: string } | { problem?: undefined; secrets: string[] } {
+  try {
+    return { secrets: [...compile(source, SECRETS_VARIABLE).secrets] };
+  } catch (err) {
+    if (err instanceof CelEvaluationError) return { problem: err.message };
+    throw err;
+  }
+}
+
+/**
+ * Evaluates a secret-bearing expression with `secrets` bound to `values` (name → plain value; the
+ * caller resolves every name the expression reads). Throws CelEvaluationError; its message may
+ * quote the expression, never a value bound to it, but callers that hold real secrets should still
+ * report only the error code.
+ */
+export function evaluateSecretExpression(source: string, values: Record<string, string>): unknown {
+  try {
+    const compiled = compile(source, SECRETS_VARIABLE);
+    const secrets: Record<string, string> = Object.create(null) as Record<string, string>;
+    for (const name of compiled.secrets) {
+      const value = values[name];
+      if (typeof value !== 'string') throw new CelEvaluationError('ERR_CEL_EVALUATION', `secret "${name}" is not available`);
+      secrets[name] = value;
+    }
+    return run(compiled, { [SECRETS_VARIABLE]: toCelInput(secrets) });
+  } catch (err) {
+    if (err instanceof RangeError) throw new CelEvaluationError('ERR_CEL_LIMIT', `evaluation ran out of resources: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The names a secret-bearing expression reads; throws CelEvaluationError when it is not one. */
+export function secretNames(source: string): string[] {
+  return [...compile(source, SECRETS_VARIABLE).secrets];
 }
 
 /** Evaluates one expression; throws CelEvaluationError. Returns a JSON-compatible value. */
@@ -71,7 +112,7 @@ export function evaluateAll(expressions: Record<string, string>, ctx: CelContext
   }
 }
 
-function run(compiled: CompiledExpression, bindings: { ctx: unknown }): unknown {
+function run(compiled: CompiledExpression, bindings: Record<string, unknown>): unknown {
   resetBudget();
   let result: ReturnType<CompiledExpression['run']> | undefined;
   try {

@@ -4,13 +4,15 @@
  * effects: no ownership change, no HTTP call, no waiting, no log line. An effect's simulated output
  * is its evaluated input (ownership: the four ids; callWebhook: url, body and headers; wait: the
  * duration; log: the line), so later steps read `ctx.steps.<id>` as in a run, except that a
- * callWebhook's simulated output is its request, not a response.
+ * callWebhook's simulated output is its request, not a response. A header value that reads named
+ * secrets shows a placeholder for each (`'Bearer ' + secrets.crm_token` → `Bearer [secret crm_token]`),
+ * never a value: the dry run does not open secrets.
  *
  * Like a run, the dry run stops at the first step that fails (ERROR) or at a fail step that would
  * run (WOULD_RUN, with its message); the steps after it are NOT_REACHED. Evaluation is
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
-import { CelEvaluationError, evaluateAll } from '../cel';
+import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
 import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../webhooks';
 
@@ -31,6 +33,13 @@ export interface DryRunOptions {
   allowInsecureOutbound: boolean;
   /** Wall-clock budget of the whole dry run, in milliseconds. */
   timeBudgetMs?: number;
+  /** The named secrets that exist (a header reading another one is an ERROR); undefined: not checked. */
+  existingSecrets?: ReadonlySet<string>;
+}
+
+/** What the dry run shows for a secret's value. */
+export function secretPlaceholder(name: string): string {
+  return `[secret ${name}]`;
 }
 
 /**
@@ -105,7 +114,26 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
     async callWebhook(request) {
       const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
       if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
-      return { url: request.url, body: request.body, headers: request.headers };
+      const headers = { ...request.headers };
+      for (const [header, source] of Object.entries(request.secretHeaders ?? {})) {
+        checkBudget();
+        const placeholders: Record<string, string> = {};
+        for (const name of secretNames(source)) {
+          if (options.existingSecrets && !options.existingSecrets.has(name)) {
+            throw new StepError(`callWebhook.headers.${header}: secret "${name}" does not exist`);
+          }
+          placeholders[name] = secretPlaceholder(name);
+        }
+        try {
+          const value = evaluateSecretExpression(source, placeholders);
+          if (typeof value !== 'string') throw new StepError(`callWebhook.headers.${header}: must evaluate to a string`);
+          headers[header] = value;
+        } catch (err) {
+          if (err instanceof CelEvaluationError) throw new StepError(`callWebhook.headers.${header}: ${err.message}`);
+          throw err;
+        }
+      }
+      return { url: request.url, body: request.body, headers };
     },
   };
 }

@@ -3,7 +3,7 @@
  * registry, src/steps, with every expression compiled as CEL); the trigger is validated by
  * src/webhooks/trigger.ts. Errors name the field path and, for steps, the step id.
  */
-import { checkExpression } from '../cel';
+import { checkExpression, checkSecretExpression } from '../cel';
 import { validateSteps as validateRegisteredSteps, type StepDefinition } from '../steps';
 import type { FieldViolation } from './errors';
 
@@ -26,5 +26,5 @@ export function validateDescription(value: unknown, field: string, violations: F
 
 /** Steps: the step registry checks each kind; every CEL expression is compiled here. */
 export function validateSteps(value: unknown, violations: FieldViolation[]): StepDefinition[] {
-  return validateRegisteredSteps(value, checkExpression, violations);
+  return validateRegisteredSteps(value, checkExpression, violations, (source) => checkSecretExpression(source).problem);
 }

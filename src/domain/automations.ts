@@ -20,6 +20,7 @@ import type { Queryable } from '../store/db';
 import { authenticatorOf, methodsWithSecret, type AuthenticatorConfig } from '../webhooks/authenticators';
 import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
 import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
+import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 
@@ -110,6 +111,7 @@ export async function createAutomation(
   const description = validateDescription(body.description, 'description', violations);
   const trigger = validateTrigger(body.trigger, options.authenticators, violations);
   const steps = validateSteps(body.steps ?? [], violations);
+  if (violations.length === 0) violations.push(...(await missingSecretViolations(db, steps)));
   if (violations.length > 0) throw invalidArgument(violations);
   const signingSecret = newSecretFor(trigger.authMethod);
   const record = await db.transaction(async (tx) => {
@@ -175,6 +177,7 @@ export async function updateAutomation(
     if (mask.has('description')) next.description = validateDescription(fields.description, 'automation.description', violations);
     if (mask.has('trigger')) next.trigger = validateTrigger(fields.trigger, options.authenticators, violations);
     if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
+    if (mask.has('steps') && violations.length === 0) violations.push(...(await missingSecretViolations(tx, next.steps)));
     if (violations.length > 0) throw invalidArgument(violations);
     let signingSecret: string | null = null;
     const switched = next.trigger.authMethod !== current.trigger.authMethod;
@@ -279,6 +282,9 @@ export async function changeAutomationState(
       // The UPDATE locks the row: a concurrent edit lands wholly before or after this snapshot.
       record = await store.setPublished(tx, id, change === 'publish');
       if (record && change === 'publish') {
+        // A step that reads a secret that does not exist (deleted since the save) is not published.
+        const missing = await missingSecretViolations(tx, record.steps);
+        if (missing.length > 0) throw invalidArgument(missing);
         await recordPublishedVersion(tx, id, record.version, { displayName: record.displayName, steps: record.steps });
       }
     }

@@ -10,6 +10,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import * as api from '../domain/api-schemas';
 import * as gov from '../domain/schemas';
+import * as secrets from '../domain/secret-schemas';
 import { RPC_CODE } from './errors';
 import { AUTH_METHODS, authenticatorOf } from '../webhooks/authenticators';
 
@@ -18,7 +19,7 @@ export const API_VERSION = '0.1.0-alpha';
 export const OPENAPI_PATH = '/api/openapi.json';
 
 type JsonSchema = Record<string, unknown>;
-type Method = 'get' | 'post' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'delete';
 type Io = 'input' | 'output';
 
 const SECURED = [{ bearerAuth: [], oauth2: [] }];
@@ -63,6 +64,7 @@ const PATH_PARAMS: Record<string, string> = {
   role_slug: 'Role slug under which the ownership is recorded.',
   app_entitlement_ref_app_id: 'Id of the entitlement’s app.',
   app_entitlement_ref_id: 'Id of the entitlement.',
+  name: 'Name of the secret.',
 };
 
 const STATUS_TEXT: Record<number, string> = {
@@ -276,6 +278,29 @@ const OPERATIONS: Operation[] = [
   },
   { method: 'get', path: '/api/v1/apps', operationId: 'apps.list', tag: 'Apps', secured: true, paged: true, summary: 'List apps.', ok: gov.AppList, errors: READ },
   { method: 'get', path: '/api/v1/apps/{app_id}', operationId: 'apps.get', tag: 'Apps', secured: true, summary: 'Get an app.', ok: gov.AppResponse, errors: ITEM_READ },
+  // ---------------------------------------------------------------- outbound secrets
+  {
+    method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: 'Secrets', secured: true,
+    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values; the value is never returned.',
+    body: { schema: secrets.CreateSecretRequest, required: true }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
+  },
+  {
+    method: 'get', path: '/api/v1/secrets', operationId: 'secrets.list', tag: 'Secrets', secured: true, paged: true,
+    summary: 'List outbound secrets: names and timestamps only.', ok: secrets.SecretList, errors: READ,
+  },
+  {
+    method: 'get', path: '/api/v1/secrets/{name}', operationId: 'secrets.get', tag: 'Secrets', secured: true,
+    summary: 'Get a secret’s metadata (never its value).', ok: secrets.SecretResponse, errors: ITEM_READ,
+  },
+  {
+    method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: 'Secrets', secured: true,
+    summary: 'Replace a secret’s value (rotation, admin): requests made from now on send the new value.',
+    body: { schema: secrets.ReplaceSecretRequest, required: true }, ok: secrets.SecretResponse, errors: ITEM_WRITE,
+  },
+  {
+    method: 'delete', path: '/api/v1/secrets/{name}', operationId: 'secrets.delete', tag: 'Secrets', secured: true,
+    summary: 'Delete a secret (admin); a run whose step reads it fails at that step.', ok: gov.EmptyResponse, errors: ITEM_READ,
+  },
   // ---------------------------------------------------------------- users
   {
     method: 'post', path: '/api/v1/users', operationId: 'users.create', tag: 'Users', secured: true, summary: 'Create a user.',

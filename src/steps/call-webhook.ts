@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { celSchema, defineStep, describeValue, isObject, StepError, unknownFields, type CallWebhookRequest } from './kind';
+import { readsSecrets, splitSecretHeaders } from './secret-references';
 
 /** `timeoutMs`: default and largest value. */
 export const CALL_WEBHOOK_DEFAULT_TIMEOUT_MS = 10_000;
@@ -48,7 +49,12 @@ const schema = z
     headers: z
       .record(z.string().regex(HEADER_NAME), celSchema())
       .nullish()
-      .meta({ maxProperties: MAX_WEBHOOK_HEADERS, description: 'Header name → CEL expression; framing and hop-by-hop headers are refused.' }),
+      .meta({
+        maxProperties: MAX_WEBHOOK_HEADERS,
+        description:
+          'Header name → CEL expression; framing and hop-by-hop headers are refused. A header value may read named secrets ' +
+          "(`'Bearer ' + secrets.crm_token`): such an expression reads only secrets.<name> and literals, and is evaluated by the worker at request time.",
+      }),
     timeoutMs: z.number().int().min(1).max(CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
   })
   .meta({ id: 'CallWebhookStep', description: 'An outbound HTTPS POST of a JSON body built with CEL.' });
@@ -137,6 +143,7 @@ export const callWebhook = defineStep({
           if (!HEADER_NAME.test(name)) check.violation(`${at}.headers.${name}`, 'not a valid header name');
           else if (CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || lower.startsWith('proxy-')) check.violation(`${at}.headers.${name}`, 'the service sets this header itself');
           else if (seen.has(lower)) check.violation(`${at}.headers.${name}`, 'header names are case-insensitive; this one is given twice');
+          else if (typeof source === 'string' && readsSecrets(source)) headers[name] = check.secretCel(source, `${at}.headers.${name}`);
           else headers[name] = check.cel(source, `${at}.headers.${name}`);
           seen.add(lower);
         }
@@ -154,7 +161,12 @@ export const callWebhook = defineStep({
     return result as Body;
   },
   async run(body, effects) {
-    const values = await effects.evaluate(callWebhookExpressions(body), 'evaluate callWebhook');
-    return effects.callWebhook(assembleCallWebhook(body, values));
+    // Header values that read secrets are not evaluated here (their values would enter the
+    // history): their sources go to the effect, which resolves the secrets where the request is made.
+    const { plain, secret } = splitSecretHeaders(body.headers);
+    const fields = Object.keys(secret).length === 0 ? body : { ...body, headers: plain };
+    const values = await effects.evaluate(callWebhookExpressions(fields), 'evaluate callWebhook');
+    const request = assembleCallWebhook(fields, values);
+    return effects.callWebhook(Object.keys(secret).length === 0 ? request : { ...request, secretHeaders: secret });
   },
 });

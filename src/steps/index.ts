@@ -82,7 +82,12 @@ const STEP_FIELDS = new Set<string>(['id', 'when', 'retry', ...STEP_KINDS]);
  * `cel` compiles an expression and answers a problem (undefined when it compiles): the validator
  * is given it so that this folder stays free of the CEL runtime.
  */
-export function validateSteps(value: unknown, cel: (source: string) => string | undefined, violations: FieldViolation[]): StepDefinition[] {
+export function validateSteps(
+  value: unknown,
+  cel: (source: string) => string | undefined,
+  violations: FieldViolation[],
+  secretCel: (source: string) => string | undefined = () => 'named secrets cannot be checked here',
+): StepDefinition[] {
   if (!Array.isArray(value)) {
     violations.push({ field: 'steps', description: 'must be an array of steps' });
     return [];
@@ -116,6 +121,15 @@ export function validateSteps(value: unknown, cel: (source: string) => string | 
           return '';
         }
         const problem = cel(source);
+        if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
+        return source;
+      },
+      secretCel: (source, field) => {
+        if (typeof source !== 'string' || source.trim() === '') {
+          violations.push({ field, description: `step "${id}": must be a CEL expression (a non-empty string)` });
+          return '';
+        }
+        const problem = secretCel(source);
         if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
         return source;
       },
@@ -201,4 +215,5 @@ function validateRetry(value: unknown, check: StepCheck): StepRetryPolicy {
 }
 
 export { StepError, describeValue };
+export { readsSecrets, splitSecretHeaders, SECRETS_IDENTIFIER } from './secret-references';
 export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision } from './kind';

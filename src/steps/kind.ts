@@ -55,6 +55,11 @@ export interface CallWebhookRequest {
   url: string;
   body: Record<string, unknown>;
   headers: Record<string, string>;
+  /**
+   * Header name → CEL source of a header value that reads `secrets.<name>`: not evaluated in the
+   * workflow; the callWebhook activity resolves the secrets and evaluates it (absent when none).
+   */
+  secretHeaders?: Record<string, string>;
   /** Whole-request deadline in milliseconds. */
   timeoutMs: number;
 }
@@ -96,6 +101,11 @@ export interface StepCheck {
   violation(field: string, description: string): void;
   /** Compiles `source` as CEL and records a violation at `field` when it is not; returns the source. */
   cel(source: unknown, field: string): string;
+  /**
+   * Compiles `source` as a secret-bearing CEL expression (only `secrets.<name>` and literals) and
+   * records a violation at `field` when it is not one; returns the source.
+   */
+  secretCel(source: unknown, field: string): string;
 }
 
 export interface StepKindDefinition<Kind extends string, Schema extends z.ZodType> {

@@ -180,6 +180,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX webhook_delivery_counts_by_time ON webhook_delivery_counts (minute);
   `,
+  // outbound credentials: named secrets read by callWebhook header values (`secrets.<name>`), sealed
+  `
+  CREATE TABLE outbound_secrets (
+    name text PRIMARY KEY,
+    sealed_value text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+  );
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -7,6 +7,7 @@ import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundleO
 import { createActivities } from '../../activities';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
+import type { SecretBox } from '../auth/secret-box';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
 
@@ -17,6 +18,8 @@ export interface AutomationWorkerOptions {
   db: Db;
   /** ALLOW_PRIVATE_OUTBOUND (`Config.allowPrivateOutbound`); default false: public https targets only. */
   allowPrivateOutbound?: boolean;
+  /** Opens named outbound secrets for callWebhook headers (the API's SECRET_KEY); without it such steps fail. */
+  secretBox?: SecretBox;
   /** Encrypts and decrypts payloads around the workflow sandbox (the bundle never sees it). */
   codec: PayloadCodec;
   /** Prebuilt workflow bundle; when absent the workflows are bundled from source at start. */
@@ -43,7 +46,11 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities({ db: opts.db, allowPrivateOutbound: opts.allowPrivateOutbound ?? false }),
+    activities: createActivities({
+      db: opts.db,
+      allowPrivateOutbound: opts.allowPrivateOutbound ?? false,
+      ...(opts.secretBox ? { secretBox: opts.secretBox } : {}),
+    }),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath() }),
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined

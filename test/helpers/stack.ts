@@ -55,6 +55,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       taskQueue,
       db: service.deps.db,
       allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
+      secretBox: service.deps.secretBox,
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });

@@ -72,6 +72,11 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'GET /api/v1/users/:user_id': { access: 'governance-read', status: 404 },
   'POST /api/v1/apps/:app_id/entitlements': { access: 'governance-write', status: 404 },
   'GET /api/v1/apps/:app_id/entitlements': { access: 'governance-read', status: 404 },
+  'POST /api/v1/secrets': { access: 'governance-write', status: 400 },
+  'GET /api/v1/secrets': { access: 'governance-read', status: 200 },
+  'GET /api/v1/secrets/:name': { access: 'governance-read', status: 404 },
+  'PUT /api/v1/secrets/:name': { access: 'governance-write', status: 400 },
+  'DELETE /api/v1/secrets/:name': { access: 'governance-write', status: 404 },
   'GET /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-read', status: 404 },
   'POST /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
   'DELETE /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
@@ -134,10 +139,10 @@ for (const target of DATABASES) {
         const [method, template] = route.split(' ') as [string, string];
         const path = template.replace(/:[A-Za-z_]+/g, 'missing');
         for (const caller of CALLERS) {
-          let test = request(service.server)[method.toLowerCase() as 'get' | 'post' | 'delete'](path);
+          let test = request(service.server)[method.toLowerCase() as 'get' | 'post' | 'put' | 'delete'](path);
           const token = tokens.get(caller);
           if (token) test = test.set('Authorization', `Bearer ${token}`);
-          if (method === 'POST') test = test.set('Content-Type', 'application/json').send('{}');
+          if (method === 'POST' || method === 'PUT') test = test.set('Content-Type', 'application/json').send('{}');
           const res = await test;
           got.push(`${route} as ${caller}: ${res.status}`);
           want.push(`${route} as ${caller}: ${expectedStatus(route, caller)}`);

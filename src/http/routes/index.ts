@@ -14,6 +14,7 @@ import { createOwnersRouter } from './owners';
 import { createOpenApiRouter } from './openapi';
 import { createCodecRouter } from './codec';
 import { createDeliveriesRouter } from './deliveries';
+import { createSecretsRouter } from './secrets';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
@@ -31,4 +32,5 @@ export const ROUTERS: RouterFactory[] = [
   createOwnersRouter,
   createOpenApiRouter,
   createCodecRouter,
+  createSecretsRouter,
 ];

@@ -1,0 +1,152 @@
+/**
+ * Named outbound secrets: credentials that callWebhook steps send (`'Bearer ' + secrets.crm_token`
+ * in a header value), kept out of automations, run histories and logs. The value is sealed with
+ * the secret box, read back only by the worker's callWebhook activity, and never returned, logged,
+ * audited or put in an error message: every response carries the name and timestamps only.
+ */
+import type { SecretBox } from '../auth/secret-box';
+import { recordAudit } from '../store/audit';
+import type { Db, Queryable } from '../store/db';
+import * as store from '../store/outbound-secrets';
+import { secretNames } from '../cel';
+import { HEADER_VALUE } from '../steps/call-webhook';
+import { readsSecrets, stepKind, type StepDefinition } from '../steps';
+import { ConflictError, invalidArgument, notFound, type FieldViolation } from './errors';
+import { isString, pageOf } from './listing';
+import type { Page, PageRequest, PageTokens } from './pagination';
+
+export type OutboundSecret = store.OutboundSecretMetadata;
+
+/** A secret's name: read as `secrets.<name>` in CEL. */
+export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+/** Largest value, in bytes (UTF-8). */
+export const MAX_SECRET_VALUE_BYTES = 4096;
+
+function validateName(value: unknown, field: string, violations: FieldViolation[]): string {
+  if (typeof value !== 'string' || !SECRET_NAME.test(value)) {
+    violations.push({ field, description: 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)' });
+    return '';
+  }
+  return value;
+}
+
+/** Checks the value without ever quoting it. */
+function validateValue(value: unknown, violations: FieldViolation[]): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    violations.push({ field: 'value', description: 'is required: a non-empty string' });
+    return '';
+  }
+  if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_VALUE_BYTES) {
+    violations.push({ field: 'value', description: `must be at most ${MAX_SECRET_VALUE_BYTES} bytes` });
+    return '';
+  }
+  if (!HEADER_VALUE.test(value)) {
+    violations.push({ field: 'value', description: 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header' });
+    return '';
+  }
+  return value;
+}
+
+function unknownFields(body: Record<string, unknown>, known: string[], violations: FieldViolation[]): void {
+  for (const key of Object.keys(body)) {
+    if (!known.includes(key)) violations.push({ field: key, description: `is not a field of this request (only ${known.join(', ')})` });
+  }
+}
+
+export interface SecretChange {
+  secretBox: SecretBox;
+  /** Who makes the change, for the audit trail. */
+  actor: string;
+}
+
+/** `{name, value}` → the new secret's metadata; 400 for a bad name or value, 409 when the name is taken. */
+export async function createOutboundSecret(db: Db, body: Record<string, unknown>, change: SecretChange): Promise<OutboundSecret> {
+  const violations: FieldViolation[] = [];
+  unknownFields(body, ['name', 'value'], violations);
+  const name = validateName(body.name, 'name', violations);
+  const value = validateValue(body.value, violations);
+  if (violations.length > 0) throw invalidArgument(violations);
+  const sealed = change.secretBox.seal(value);
+  return db.transaction(async (tx) => {
+    const created = await store.insertOutboundSecret(tx, name, sealed);
+    if (!created) throw new ConflictError(`a secret named "${name}" exists already (replace its value with PUT)`, { name });
+    await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.create', resourceType: 'outbound_secret', resourceId: name });
+    return created;
+  });
+}
+
+/** `{value}` → replaces the value (rotation: the next request of every run uses it); 404 when unknown. */
+export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<OutboundSecret> {
+  const violations: FieldViolation[] = [];
+  unknownFields(body, ['value'], violations);
+  const value = validateValue(body.value, violations);
+  if (violations.length > 0) throw invalidArgument(violations);
+  if (!SECRET_NAME.test(name)) throw notFound('secret', name);
+  const sealed = change.secretBox.seal(value);
+  return db.transaction(async (tx) => {
+    const replaced = await store.replaceOutboundSecret(tx, name, sealed);
+    if (!replaced) throw notFound('secret', name);
+    await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.rotate', resourceType: 'outbound_secret', resourceId: name });
+    return replaced;
+  });
+}
+
+/** Deletes a secret; runs whose steps read it fail (non-retryably) at their next request. 404 when unknown. */
+export async function deleteOutboundSecret(db: Db, name: string, actor: string): Promise<void> {
+  if (!SECRET_NAME.test(name)) throw notFound('secret', name);
+  await db.transaction(async (tx) => {
+    if (!(await store.deleteOutboundSecret(tx, name))) throw notFound('secret', name);
+    await recordAudit(tx, { actor, action: 'outbound_secret.delete', resourceType: 'outbound_secret', resourceId: name });
+  });
+}
+
+export async function getOutboundSecret(db: Queryable, name: string): Promise<OutboundSecret> {
+  const found = SECRET_NAME.test(name) ? await store.findOutboundSecret(db, name) : undefined;
+  if (!found) throw notFound('secret', name);
+  return found;
+}
+
+export function listOutboundSecrets(db: Queryable, tokens: PageTokens, page: PageRequest): Promise<Page<OutboundSecret>> {
+  return pageOf(tokens, page, {
+    name: 'secrets',
+    filter: {},
+    isCursor: isString,
+    fetch: (after, limit) => store.listOutboundSecrets(db, after, limit),
+    keyOf: (row) => row.name,
+    toItem: (row) => row,
+  });
+}
+
+/** Every secret the steps read: field path (`steps[i].callWebhook.headers.<name>`) → secret names. */
+export function secretReferences(steps: readonly StepDefinition[], prefix = 'steps'): Array<{ field: string; stepId: string; names: string[] }> {
+  const out: Array<{ field: string; stepId: string; names: string[] }> = [];
+  steps.forEach((step, index) => {
+    if (stepKind(step) !== 'callWebhook' || !('callWebhook' in step)) return;
+    for (const [header, source] of Object.entries(step.callWebhook.headers ?? {})) {
+      if (!readsSecrets(source)) continue;
+      let names: string[];
+      try {
+        names = secretNames(source);
+      } catch {
+        continue; // refused by validation already
+      }
+      out.push({ field: `${prefix}[${index}].callWebhook.headers.${header}`, stepId: step.id, names });
+    }
+  });
+  return out;
+}
+
+/** A violation for every secret the steps read that does not exist. */
+export async function missingSecretViolations(db: Queryable, steps: readonly StepDefinition[], prefix = 'steps'): Promise<FieldViolation[]> {
+  const references = secretReferences(steps, prefix);
+  const existing = await store.existingOutboundSecrets(db, [...new Set(references.flatMap((ref) => ref.names))]);
+  const violations: FieldViolation[] = [];
+  for (const ref of references) {
+    for (const name of ref.names) {
+      if (!existing.has(name)) {
+        violations.push({ field: ref.field, description: `step "${ref.stepId}": secret "${name}" does not exist (create it with POST /api/v1/secrets)` });
+      }
+    }
+  }
+  return violations;
+}

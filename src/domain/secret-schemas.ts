@@ -1,0 +1,35 @@
+/** Request and response schemas of the named outbound secrets (`/api/v1/secrets`), for the OpenAPI document. */
+import { z } from 'zod';
+import { MAX_SECRET_VALUE_BYTES } from './outbound-secrets';
+
+const name = () =>
+  z
+    .string()
+    .regex(/^[a-z][a-z0-9_]{0,62}$/)
+    .meta({ description: 'Read as secrets.<name> in callWebhook header values: ^[a-z][a-z0-9_]{0,62}$.' });
+const value = () =>
+  z
+    .string()
+    .min(1)
+    // Tabs and printable Latin-1 only: the value is sent in a header.
+    .regex(/^[\t\x20-\x7e\x80-\xff]+$/)
+    .meta({ description: `The credential, at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8; sealed at rest and never returned.` });
+
+export const CreateSecretRequest = z.object({ name: name(), value: value() }).meta({ id: 'CreateSecretRequest' });
+export const ReplaceSecretRequest = z.object({ value: value() }).meta({ id: 'ReplaceSecretRequest' });
+
+export const SecretMetadata = z
+  .strictObject({
+    name: name(),
+    createdAt: z.string().meta({ description: 'RFC 3339.' }),
+    updatedAt: z.string().meta({ description: 'RFC 3339: when the value was last set (create or rotation).' }),
+  })
+  .meta({ id: 'Secret', description: 'A named outbound secret: its name and timestamps only, never its value.' });
+
+export const SecretResponse = z.object({ secret: SecretMetadata }).meta({ id: 'SecretResponse' });
+export const SecretList = z
+  .object({
+    list: z.array(z.object({ secret: SecretMetadata })),
+    nextPageToken: z.string().meta({ description: '"" on the last page.' }),
+  })
+  .meta({ id: 'SecretList' });

@@ -1,0 +1,73 @@
+/**
+ * Named outbound secrets (credentials callWebhook steps send, read as `secrets.<name>`): the value
+ * is stored sealed with the secret box and read back only by the worker's callWebhook activity.
+ * Listings and metadata never select the value.
+ */
+import { iso, type Queryable } from './db';
+
+export interface OutboundSecretMetadata {
+  name: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+const METADATA = `name, created_at AS "createdAt", updated_at AS "updatedAt"`;
+type RawMetadata = { name: string; createdAt: unknown; updatedAt: unknown };
+
+function toMetadata(raw: RawMetadata): OutboundSecretMetadata {
+  return { name: raw.name, createdAt: iso(raw.createdAt)!, updatedAt: iso(raw.updatedAt)! };
+}
+
+/** Inserts a secret; undefined when one with this name exists. */
+export async function insertOutboundSecret(db: Queryable, name: string, sealedValue: string): Promise<OutboundSecretMetadata | undefined> {
+  const rows = await db.query<RawMetadata>(
+    `INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING ${METADATA}`,
+    [name, sealedValue],
+  );
+  return rows[0] && toMetadata(rows[0]);
+}
+
+/** Replaces the value of a secret; undefined when there is none with this name. */
+export async function replaceOutboundSecret(db: Queryable, name: string, sealedValue: string): Promise<OutboundSecretMetadata | undefined> {
+  const rows = await db.query<RawMetadata>(
+    `UPDATE outbound_secrets SET sealed_value = $2, updated_at = now() WHERE name = $1 RETURNING ${METADATA}`,
+    [name, sealedValue],
+  );
+  return rows[0] && toMetadata(rows[0]);
+}
+
+export async function deleteOutboundSecret(db: Queryable, name: string): Promise<boolean> {
+  const rows = await db.query<{ name: string }>('DELETE FROM outbound_secrets WHERE name = $1 RETURNING name', [name]);
+  return rows.length > 0;
+}
+
+export async function findOutboundSecret(db: Queryable, name: string): Promise<OutboundSecretMetadata | undefined> {
+  const rows = await db.query<RawMetadata>(`SELECT ${METADATA} FROM outbound_secrets WHERE name = $1`, [name]);
+  return rows[0] && toMetadata(rows[0]);
+}
+
+/** Up to `limit` secrets with names after `after`, by name. */
+export async function listOutboundSecrets(db: Queryable, after: string | undefined, limit: number): Promise<OutboundSecretMetadata[]> {
+  const rows =
+    after === undefined
+      ? await db.query<RawMetadata>(`SELECT ${METADATA} FROM outbound_secrets ORDER BY name LIMIT $1`, [limit])
+      : await db.query<RawMetadata>(`SELECT ${METADATA} FROM outbound_secrets WHERE name > $1 ORDER BY name LIMIT $2`, [after, limit]);
+  return rows.map(toMetadata);
+}
+
+/** Which of `names` exist. */
+export async function existingOutboundSecrets(db: Queryable, names: readonly string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const rows = await db.query<{ name: string }>('SELECT name FROM outbound_secrets WHERE name = ANY($1::text[])', [[...names]]);
+  return new Set(rows.map((row) => row.name));
+}
+
+/** The sealed values of `names` that exist (name → sealed value). */
+export async function sealedOutboundSecrets(db: Queryable, names: readonly string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const rows = await db.query<{ name: string; sealed_value: string }>(
+    'SELECT name, sealed_value FROM outbound_secrets WHERE name = ANY($1::text[])',
+    [[...names]],
+  );
+  return new Map(rows.map((row) => [row.name, row.sealed_value]));
+}
