@@ -175,7 +175,7 @@ function shown(target: URL): string {
 
 function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
   // The URL is not quoted in the message: it may carry a token.
-  const problem = checkOutboundUrl(input.url, allowPrivate ? 'private' : 'public', 'the URL');
+  const problem = checkOutboundUrl(input.url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
   const timeoutMs = Math.min(Math.max(1, Math.floor(input.timeoutMs)), CALL_WEBHOOK_MAX_TIMEOUT_MS);

@@ -190,8 +190,9 @@ describe('callWebhook step', () => {
       res.end('{"error":"no such hook"}');
     };
     const missing = await runFailure(await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/gone?secret=s3'`, body: {} } }], {}));
-    expect(missing.failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin}/gone answered HTTP 404: {"error":"no such hook"}`);
-    expect(missing.state.steps[0]).toMatchObject({ status: 'FAILED', error: `callWebhook: POST ${target.origin}/gone answered HTTP 404: {"error":"no such hook"}` });
+    // The URL's origin only (the path and query may carry a token), and the status only (no body).
+    expect(missing.failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin} answered HTTP 404`);
+    expect(missing.state.steps[0]).toMatchObject({ status: 'FAILED', error: `callWebhook: POST ${target.origin} answered HTTP 404` });
     expect(target.received).toHaveLength(1);
 
     target.received.length = 0;
@@ -211,7 +212,7 @@ describe('callWebhook step', () => {
     ];
     const { failure, state } = await runFailure(await start(steps, {}));
     expect(target.received).toHaveLength(3);
-    expect(failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin}/x answered HTTP 503: maintenance`);
+    expect(failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin} answered HTTP 503`);
     expect(state.steps.map((s) => s.status)).toEqual(['FAILED', 'PENDING']);
   });
 
@@ -244,7 +245,7 @@ describe('callWebhook step', () => {
     const slow = await runFailure(
       await start([{ id: 'hook', retry: { maximumAttempts: 1 }, callWebhook: { url: `'${target.origin}/silent'`, body: {}, timeoutMs: 300 } }], {}),
     );
-    expect(slow.failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin}/silent: no complete response within 300 ms`);
+    expect(slow.failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin}: no complete response within 300 ms`);
   });
 
   it('fails the step when url, body or a header evaluates to the wrong type', async () => {
