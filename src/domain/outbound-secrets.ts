@@ -19,8 +19,8 @@ export type OutboundSecret = store.OutboundSecretMetadata;
 
 /** A secret's name: read as `secrets.<name>` in CEL. */
 export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
-/** Largest value, in bytes (UTF-8). */
-export const MAX_SECRET_VALUE_BYTES = 4096;
+/** Longest value, in characters (each a tab or printable Latin-1 character). */
+export const MAX_SECRET_VALUE_LENGTH = 4096;
 
 function validateName(value: unknown, field: string, violations: FieldViolation[]): string {
   if (typeof value !== 'string' || !SECRET_NAME.test(value)) {
@@ -36,8 +36,8 @@ function validateValue(value: unknown, violations: FieldViolation[]): string {
     violations.push({ field: 'value', description: 'is required: a non-empty string' });
     return '';
   }
-  if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_VALUE_BYTES) {
-    violations.push({ field: 'value', description: `must be at most ${MAX_SECRET_VALUE_BYTES} bytes` });
+  if (value.length > MAX_SECRET_VALUE_LENGTH) {
+    violations.push({ field: 'value', description: `must be at most ${MAX_SECRET_VALUE_LENGTH} characters` });
     return '';
   }
   if (!HEADER_VALUE.test(value)) {

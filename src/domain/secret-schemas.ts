@@ -1,6 +1,6 @@
 /** Request and response schemas of the named outbound secrets (`/api/v1/secrets`), for the OpenAPI document. */
 import { z } from 'zod';
-import { MAX_SECRET_VALUE_BYTES } from './outbound-secrets';
+import { MAX_SECRET_VALUE_LENGTH } from './outbound-secrets';
 
 const name = () =>
   z
@@ -11,12 +11,13 @@ const value = () =>
   z
     .string()
     .min(1)
+    .max(MAX_SECRET_VALUE_LENGTH)
     // Tabs and printable Latin-1 only: the value is sent in a header.
     .regex(/^[\t\x20-\x7e\x80-\xff]+$/)
-    .meta({ description: `The credential, at most ${MAX_SECRET_VALUE_BYTES} bytes of UTF-8; sealed at rest and never returned.` });
+    .meta({ description: `The credential, at most ${MAX_SECRET_VALUE_LENGTH} characters; sealed at rest and never returned.` });
 
-export const CreateSecretRequest = z.object({ name: name(), value: value() }).meta({ id: 'CreateSecretRequest' });
-export const ReplaceSecretRequest = z.object({ value: value() }).meta({ id: 'ReplaceSecretRequest' });
+export const CreateSecretRequest = z.strictObject({ name: name(), value: value() }).meta({ id: 'CreateSecretRequest' });
+export const ReplaceSecretRequest = z.strictObject({ value: value() }).meta({ id: 'ReplaceSecretRequest' });
 
 export const SecretMetadata = z
   .strictObject({

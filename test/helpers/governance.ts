@@ -9,6 +9,7 @@ import type { Role } from '../../src/auth/roles';
 export interface Caller {
   get(path: string): request.Test;
   post(path: string, body?: unknown): request.Test;
+  put(path: string, body?: unknown): request.Test;
   delete(path: string): request.Test;
 }
 
@@ -18,6 +19,10 @@ export function callerFor(service: TestService, token: string | undefined): Call
     get: (path) => auth(request(service.server).get(path)),
     post: (path, body) => {
       const test = auth(request(service.server).post(path));
+      return body === undefined ? test : test.send(body as object);
+    },
+    put: (path, body) => {
+      const test = auth(request(service.server).put(path));
       return body === undefined ? test : test.send(body as object);
     },
     delete: (path) => auth(request(service.server).delete(path)),

@@ -15,7 +15,7 @@ import { createClient } from '../../src/auth/clients';
 import { ROUTERS } from '../../src/http/routes';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Method = 'get' | 'post' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'delete';
 
 const SCHEMAS_ID = 'https://openapi.test/components.json';
 
@@ -76,7 +76,13 @@ describe('OpenAPI document', () => {
   }
 
   async function call(caller: Caller, method: Method, path: string, body?: unknown): Promise<request.Response> {
-    const res = await (method === 'post' ? caller.post(path, body) : method === 'get' ? caller.get(path) : caller.delete(path));
+    const res = await (method === 'post'
+      ? caller.post(path, body)
+      : method === 'put'
+        ? caller.put(path, body)
+        : method === 'get'
+          ? caller.get(path)
+          : caller.delete(path));
     expectConforms(method, path, res);
     return res;
   }
@@ -434,6 +440,21 @@ describe('OpenAPI document', () => {
       await stack.client.workflow.getHandle(rerun.body.execution.id).terminate('conformance test done').catch(() => undefined);
       await stack.client.workflow.getHandle(accepted.body.executionId).terminate('conformance test done').catch(() => undefined);
       expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
+    });
+
+    responseTest('outbound secrets: create, list, get, replace, delete, and their errors', async () => {
+      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value' })).status).toBe(200);
+      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value' })).status).toBe(409);
+      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'Bad-Name', value: 'v' })).status).toBe(400);
+      expect((await call(reader, 'get', '/api/v1/secrets')).status).toBe(200);
+      expect((await call(reader, 'get', '/api/v1/secrets/openapi_token')).status).toBe(200);
+      expect((await call(reader, 'get', '/api/v1/secrets/missing')).status).toBe(404);
+      expect((await call(reader, 'post', '/api/v1/secrets', { name: 'nope', value: 'v' })).status).toBe(403);
+      expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_openapi_rotated' })).status).toBe(200);
+      expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: '' })).status).toBe(400);
+      expect((await call(admin, 'put', '/api/v1/secrets/missing', { value: 'v' })).status).toBe(404);
+      expect((await call(admin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(200);
+      expect((await call(admin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(404);
     });
 
     responseTest('error responses: 400, 401, 403, 404', async () => {
