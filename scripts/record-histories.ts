@@ -7,7 +7,7 @@
  *
  *   npm run record-histories [-- --force] [-- --only <name>]
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +15,8 @@ import path from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { SecretBox } from '../src/auth/secret-box';
+import { insertOutboundSecret } from '../src/store/outbound-secrets';
 import { recordPublishedVersion } from '../src/store/automation-versions';
 import { openDb, type Db } from '../src/store/db';
 import { freePort, startDevServer } from '../src/temporal/devserver';
@@ -44,6 +46,9 @@ interface Scenario {
   extra?: Partial<AutomationRunInput>;
   drive?: Drive;
 }
+
+/** The value of the named secret the secret-header scenario sends; never written to a history (checked). */
+const HISTORY_SECRET = `sk_history_${randomBytes(12).toString('hex')}`;
 
 const OWNERSHIP = { userId: "'svc-1'", roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' };
 
@@ -87,6 +92,23 @@ function scenarios(target: string): Scenario[] {
       description: 'callWebhook answered 500 twice, then 200 (retried under the step policy)',
       steps: [{ id: 'notify', retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 }, callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: {} } }],
       trigger: { key: randomUUID() },
+    },
+    {
+      name: 'call-webhook-secret-header',
+      description: 'callWebhook with a header reading a named secret (resolved in the activity) and a plain header, answered 200',
+      steps: [
+        {
+          id: 'notify',
+          callWebhook: { url: `'${target}/ok'`, body: { who: 'ctx.trigger.user' }, headers: { Authorization: "'Bearer ' + secrets.history_token", 'X-Run': "'history'" } },
+        },
+      ],
+      trigger: { user: 'u-3' },
+    },
+    {
+      name: 'call-webhook-secret-missing',
+      description: 'callWebhook with a header reading a secret that does not exist: the step fails at once, naming the secret',
+      steps: [{ id: 'notify', callWebhook: { url: `'${target}/ok'`, body: {}, headers: { Authorization: "'Bearer ' + secrets.deleted_token" } } }],
+      trigger: {},
     },
     {
       name: 'log-completed',
@@ -235,6 +257,20 @@ function scenarios(target: string): Scenario[] {
   ];
 }
 
+/** True when any string of the history, as it is or base64-decoded (payload data), holds HISTORY_SECRET. */
+function holdsSecret(root: unknown): boolean {
+  const work: unknown[] = [root];
+  while (work.length > 0) {
+    const node = work.pop();
+    if (typeof node === 'string') {
+      if (node.includes(HISTORY_SECRET) || Buffer.from(node, 'base64').toString('utf8').includes(HISTORY_SECRET)) return true;
+    } else if (node !== null && typeof node === 'object') {
+      work.push(...Object.values(node));
+    }
+  }
+  return false;
+}
+
 function decide(stepId: string, decision: DecideInput['decision']): Drive {
   return async (handle) => {
     await untilStep(handle, stepId, 'WAITING_FOR_APPROVAL');
@@ -344,6 +380,8 @@ async function main(): Promise<void> {
   try {
     await ensureNamespace(connection, 'default');
     await seed(db);
+    const secretBox = new SecretBox(randomBytes(32));
+    await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET));
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
     const bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
@@ -352,7 +390,7 @@ async function main(): Promise<void> {
       namespace: 'default',
       taskQueue,
       workflowBundle: bundle,
-      activities: createActivities({ db, allowPrivateOutbound: true }),
+      activities: createActivities({ db, allowPrivateOutbound: true, secretBox }),
     });
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
@@ -376,7 +414,11 @@ async function main(): Promise<void> {
         const outcome = await (scenario.drive ?? settle)(handle, { client });
         const history = await handle.fetchHistory();
         const base = path.join(releaseDir, scenario.name);
-        fs.writeFileSync(`${base}.history.json`, `${JSON.stringify(historyToJson(history), null, 1)}\n`);
+        const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
+        if (holdsSecret(JSON.parse(text))) {
+          throw new Error(`${scenario.name}: the history holds the value of a named secret`);
+        }
+        fs.writeFileSync(`${base}.history.json`, text);
         const record = { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome, workflowId, steps: scenario.steps, input };
         fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
         console.log(`${RELEASE}/${scenario.name}: ${outcome}, ${history.events?.length ?? 0} events`);
