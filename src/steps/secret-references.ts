@@ -16,7 +16,13 @@ export const SECRETS_IDENTIFIER = 'secrets';
 
 /** True when `source` names the identifier `secrets` (outside literals and comments, not as a field). */
 export function readsSecrets(source: string): boolean {
+  // The last two significant characters (a string literal counts as '"', a word as 'a', a number as '0').
   let previous = '';
+  let beforePrevious = '';
+  const note = (token: string): void => {
+    beforePrevious = previous;
+    previous = token;
+  };
   let i = 0;
   const n = source.length;
   while (i < n) {
@@ -31,7 +37,7 @@ export function readsSecrets(source: string): boolean {
     }
     if (c === '"' || c === "'") {
       i = skipString(source, i, false);
-      previous = '"';
+      note('"');
       continue;
     }
     if (/[A-Za-z_]/.test(c)) {
@@ -41,22 +47,23 @@ export function readsSecrets(source: string): boolean {
       const quote = source[j];
       if ((quote === '"' || quote === "'") && /^(?:[rR]|[bB]|[rR][bB]|[bB][rR])$/.test(word)) {
         i = skipString(source, j, /[rR]/.test(word));
-        previous = '"';
+        note('"');
         continue;
       }
-      if (word === SECRETS_IDENTIFIER && previous !== '.') return true;
-      previous = 'a';
+      // `x.secrets` is a field; `secrets` and `.secrets` (a leading dot: the root name) are the variable.
+      if (word === SECRETS_IDENTIFIER && (previous !== '.' || !/^[A-Za-z0-9_"')\]}]$/.test(beforePrevious))) return true;
+      note('a');
       i = j;
       continue;
     }
     if (/[0-9]/.test(c)) {
       let j = i + 1;
       while (j < n && /[A-Za-z0-9_]/.test(source[j]!)) j++;
-      previous = '0';
+      note('0');
       i = j;
       continue;
     }
-    previous = c;
+    note(c);
     i++;
   }
   return false;
