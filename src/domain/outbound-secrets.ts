@@ -136,6 +136,11 @@ export function secretReferences(steps: readonly StepDefinition[], prefix = 'ste
   return out;
 }
 
+/** The secrets the steps read that exist (for the dry run). */
+export async function existingSecretsReadBy(db: Queryable, steps: readonly StepDefinition[]): Promise<Set<string>> {
+  return store.existingOutboundSecrets(db, [...new Set(secretReferences(steps).flatMap((ref) => ref.names))]);
+}
+
 /** A violation for every secret the steps read that does not exist. */
 export async function missingSecretViolations(db: Queryable, steps: readonly StepDefinition[], prefix = 'steps'): Promise<FieldViolation[]> {
   const references = secretReferences(steps, prefix);

@@ -6,8 +6,7 @@ import { actorOf, authenticate, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
 import { invalidArgument } from '../errors';
 import { dryRunSteps } from '../../domain/automation-dry-run';
-import { secretReferences } from '../../domain/outbound-secrets';
-import { existingOutboundSecrets } from '../../store/outbound-secrets';
+import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
 import { readPageRequest } from '../../domain/pagination';
 import {
@@ -72,8 +71,7 @@ export function createAutomationsRouter(deps: AppDeps): Router {
     if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
       throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
     }
-    const referenced = [...new Set(secretReferences(record.steps).flatMap((ref) => ref.names))];
-    const existingSecrets = await existingOutboundSecrets(deps.db, referenced);
+    const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
     ctx.body = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
   });
 
