@@ -60,6 +60,15 @@ export const CALL_WEBHOOK_NETWORK_ERROR = 'CallWebhookNetworkError';
 export const CALL_WEBHOOK_RESPONSE_TOO_LARGE = 'CallWebhookResponseTooLarge';
 /** A header reads a secret that does not exist (deleted after the automation was published). */
 export const CALL_WEBHOOK_SECRET_MISSING = 'CallWebhookSecretMissing';
+/**
+ * This worker cannot open named secrets (no secret key, or another SECRET_KEY than the API's): a
+ * deployment problem, retried under the step's policy so that a corrected worker can still succeed.
+ */
+export const CALL_WEBHOOK_SECRET_UNAVAILABLE = 'CallWebhookSecretUnavailable';
+
+function secretUnavailable(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: CALL_WEBHOOK_SECRET_UNAVAILABLE, message: `callWebhook: ${message}`, nonRetryable: false });
+}
 
 const KEPT_RESPONSE_HEADERS = ['content-type', 'content-length', 'date', 'etag', 'last-modified', 'location', 'retry-after', 'x-request-id', 'request-id'];
 const JSON_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/json)\s*(?:;|$)/i;
@@ -102,7 +111,7 @@ async function resolveSecretHeaders(sources: Record<string, string>, deps: CallW
       throw err;
     }
   }
-  if (!deps.db || !deps.secretBox) throw refused('this worker has no access to named secrets (no store or secret key)');
+  if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
   const wanted = [...new Set(Object.values(namesOf).flat())];
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
   const values: Record<string, string> = {};
@@ -121,7 +130,7 @@ async function resolveSecretHeaders(sources: Record<string, string>, deps: CallW
       try {
         values[name] = deps.secretBox.open(stored);
       } catch {
-        throw refused(`headers.${header}: secret "${name}" cannot be opened with this worker's SECRET_KEY`);
+        throw secretUnavailable(`headers.${header}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
       }
     }
   }
