@@ -13,6 +13,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { ApplicationFailure } from '@temporalio/common';
+import { createActivities } from '../../activities';
+import { SecretBox } from '../../src/auth/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -299,5 +302,31 @@ describe('outbound secrets in a real run', () => {
       expect(JSON.stringify([created.body, rotated.body, audit])).not.toContain(value);
       expect(logs).not.toContain(value);
     }
+  });
+
+  it('a worker that cannot open the secret fails the attempt retryably; a missing secret fails it for good; neither sends anything', async () => {
+    const value = newValue();
+    await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value }).expect(200);
+    const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000 };
+    const failureOf = async (run: () => Promise<unknown>): Promise<ApplicationFailure> => {
+      const err = await run().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ApplicationFailure);
+      return err as ApplicationFailure;
+    };
+    const before = received.length;
+    const db = stack.service.deps.db;
+    const otherKey = await failureOf(() => createActivities({ db, allowPrivateOutbound: true, secretBox: new SecretBox(randomBytes(32)) }).callWebhook(input));
+    expect([otherKey.type, otherKey.nonRetryable]).toEqual(['CallWebhookSecretUnavailable', false]);
+    expect(otherKey.message).toBe(`callWebhook: headers.Authorization: secret "worker_key" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+    const noKey = await failureOf(() => createActivities({ db, allowPrivateOutbound: true }).callWebhook(input));
+    expect([noKey.type, noKey.nonRetryable]).toEqual(['CallWebhookSecretUnavailable', false]);
+    const right = createActivities({ db, allowPrivateOutbound: true, secretBox: stack.service.deps.secretBox });
+    const missing = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }));
+    expect([missing.type, missing.nonRetryable]).toEqual(['CallWebhookSecretMissing', true]);
+    const notString = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.worker_key.size()' } }));
+    expect(notString.message).toBe('callWebhook: headers.Authorization: must evaluate to a string, got number');
+    expect(received.length).toBe(before);
+    expect(await right.callWebhook(input)).toMatchObject({ status: 200, body: { ok: true, echo: '[secret]' } });
+    expect(received.at(-1)?.authorization).toBe(`Bearer ${value}`);
   });
 });
