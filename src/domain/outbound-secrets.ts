@@ -22,9 +22,16 @@ export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 /** Longest value, in characters (each a tab or printable Latin-1 character). */
 export const MAX_SECRET_VALUE_LENGTH = 4096;
 
+/** Names CEL cannot read as a field (`secrets.in` does not parse). */
+const CEL_KEYWORDS = new Set(['in', 'true', 'false', 'null']);
+
 function validateName(value: unknown, field: string, violations: FieldViolation[]): string {
   if (typeof value !== 'string' || !SECRET_NAME.test(value)) {
     violations.push({ field, description: 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)' });
+    return '';
+  }
+  if (CEL_KEYWORDS.has(value)) {
+    violations.push({ field, description: `"${value}" is a CEL keyword: secrets.${value} cannot be read` });
     return '';
   }
   return value;

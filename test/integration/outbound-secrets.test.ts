@@ -107,7 +107,7 @@ for (const target of DATABASES) {
         }
       };
       await bad({ value: 'v' }, 'name');
-      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null]) await bad({ name, value: 'v' }, 'name');
+      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null']) await bad({ name, value: 'v' }, 'name');
       await bad({ name: 'ok_name' }, 'value');
       await bad({ name: 'ok_name', value: '' }, 'value');
       await bad({ name: 'ok_name', value: 42 }, 'value');
