@@ -10,7 +10,7 @@ import { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
-import { openDb, type Db } from './store/db';
+import { openDb, pgliteDataDirExists, type Db } from './store/db';
 import { PageTokens } from './domain/pagination';
 import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
@@ -138,7 +138,13 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
   if (!config.databaseUrl && role !== 'all') {
     logger.warn('DATABASE_URL is not set: using the embedded store, which only one process can open');
   }
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: path.join(config.dataDir, 'store') });
+  const storeDir = path.join(config.dataDir, 'store');
+  if (!config.databaseUrl && !pgliteDataDirExists(storeDir)) {
+    // initdb's memory leaves with a child process instead of staying resident here.
+    await runNodeChild(path.join(__dirname, 'store', `init-pglite${path.extname(__filename)}`), [storeDir], 'creating the embedded store');
+    logger.info({ dataDir: storeDir }, 'embedded store created');
+  }
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: storeDir });
   logger.info({ store: db.kind }, 'store ready');
   return db;
 }
@@ -149,18 +155,23 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
  */
 async function bundleInChildProcess(config: Config, logger: Logger): Promise<string> {
   const out = path.join(config.dataDir, 'workflow-bundle.js');
-  const script = path.resolve(__dirname, '../scripts/bundle-workflows.ts');
+  await runNodeChild(path.resolve(__dirname, '../scripts/bundle-workflows.ts'), [out], 'bundling the workflows');
+  logger.info({ bundle: out }, 'workflow code bundled');
+  return out;
+}
+
+/** Runs a script in a short-lived Node child with this process's loader flags (tsx for a .ts script). */
+async function runNodeChild(script: string, args: string[], what: string): Promise<void> {
+  const flags = script.endsWith('.ts') && !process.execArgv.some((flag) => flag.includes('tsx')) ? ['--require', 'tsx/cjs'] : process.execArgv;
   await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, out], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...flags, script, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     let errors = '';
     child.stderr.on('data', (chunk: Buffer) => {
       errors = (errors + chunk.toString()).slice(-4000);
     });
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling the workflows failed (${code}): ${errors}`))));
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (${code}): ${errors}`))));
   });
-  logger.info({ bundle: out }, 'workflow code bundled');
-  return out;
 }
 
 async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger): Promise<Running> {
