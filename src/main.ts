@@ -6,6 +6,7 @@
 import http from 'node:http';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
@@ -139,6 +140,9 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
     logger.warn('DATABASE_URL is not set: using the embedded store, which only one process can open');
   }
   const storeDir = path.join(config.dataDir, 'store');
+  // The embedded store's WebAssembly (PostgreSQL, 9 MB) runs on V8's baseline compiler only: about
+  // 40 MB less resident code and compiler memory, at no measurable cost for this service's queries.
+  if (!config.databaseUrl) v8.setFlagsFromString('--liftoff-only');
   if (!config.databaseUrl && !pgliteDataDirExists(storeDir)) {
     // initdb's memory leaves with a child process instead of staying resident here.
     await runNodeChild(path.join(__dirname, 'store', `init-pglite${path.extname(__filename)}`), [storeDir], 'creating the embedded store');
