@@ -191,6 +191,7 @@ async function startWorker(target: TemporalTarget, config: Config, db: Db, codec
     codec,
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
     ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
+    ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
     ...(config.worker.verifyHistories ? { verifyHistories: true } : {}),
   });
   const running = worker.run();
