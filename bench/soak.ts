@@ -10,7 +10,7 @@ import vm from 'node:vm';
 import { installRuntime, startStack, type Stack } from './stack';
 import { LoadGenerator } from './load';
 import { createBenchAutomation } from './automation';
-import { round } from './util';
+import { round, startRssSampler } from './util';
 
 const WINDOW_SEC = 30;
 const FLAT_RATIO = 1.2;
@@ -56,6 +56,9 @@ async function main(): Promise<void> {
   let load: LoadGenerator | undefined;
   try {
     stack = await startStack({ log, databaseUrl: undefined });
+    // Peak RSS under load, from the end of start-up (after a GC: start-up garbage is not load).
+    heapAfterGcMb();
+    const rssSampler = startRssSampler(200);
     load = await LoadGenerator.start();
     const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
     const windows = Math.max(2, Math.round((args.minutes * 60) / WINDOW_SEC));
@@ -96,12 +99,14 @@ async function main(): Promise<void> {
       heapGrowthRatio: round(last.heapMb / first.heapMb, 3),
       heapSlopeMbPerMin: round(slope(measured.map((s) => s.minute), measured.map((s) => s.heapMb)), 3),
       flat: last.heapMb / first.heapMb <= FLAT_RATIO,
+      /** Peak RSS of this process (the APIs and the workers, in-memory store) under load, sampled every 200 ms. */
+      peakRssMb: round(rssSampler.stop(), 1),
       samples,
     };
     fs.writeFileSync('bench-soak-results.json', `${JSON.stringify(result, null, 2)}\n`);
     console.log(
       `soak ${args.minutes} min: ${result.acceptedTotal} accepted; heap after GC ${first.heapMb} → ${last.heapMb} MB ` +
-        `(ratio ${result.heapGrowthRatio}, slope ${result.heapSlopeMbPerMin} MB/min): ${result.flat ? 'FLAT' : 'GROWING'}`,
+        `(ratio ${result.heapGrowthRatio}, slope ${result.heapSlopeMbPerMin} MB/min): ${result.flat ? 'FLAT' : 'GROWING'}; peak RSS ${result.peakRssMb} MB (goal ≤ 600)`,
     );
   } finally {
     await load?.close();

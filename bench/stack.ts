@@ -26,8 +26,9 @@ import { startDevServer, freePort, type DevServer } from '../src/temporal/devser
 import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
-import { createAutomationWorker } from '../src/temporal/worker';
+import { automationWorkflowsPath, createAutomationWorker } from '../src/temporal/worker';
 import { DeliveryLog } from '../src/webhooks/delivery-log';
+import { bundleInChild } from './bundle-child';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
 
 /** Payloads are encrypted in the bench as in production (one fresh key per bench run). */
@@ -116,15 +117,17 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     options.log('bundling and starting the workers');
     const workerConnection = await NativeConnection.connect({ address: server.address });
     stops.push(() => workerConnection.close());
+    // Prebuilt bundles, as production workers run them: webpack's memory stays out of this process.
+    const [automationBundle, bareBundle] = await Promise.all([bundleInChild(automationWorkflowsPath()), bundleInChild(path.join(__dirname, 'workflows', 'bare.ts'))]);
     const [automationWorker, bareWorker] = await Promise.all([
-      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC }),
+      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC, bundle: automationBundle }),
       Worker.create({
         connection: workerConnection,
         namespace: NAMESPACE,
         taskQueue: BARE_QUEUE,
         // The same payload encryption as the automation worker (the bench client encrypts).
         dataConverter: encryptedDataConverter(BENCH_CODEC),
-        workflowsPath: path.join(__dirname, 'workflows', 'bare.ts'),
+        workflowBundle: bareBundle,
         activities: createBareActivities(),
       }),
     ]);

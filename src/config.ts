@@ -25,6 +25,8 @@ export interface Config {
     workflowBundlePath?: string;
     maxConcurrentActivityTaskExecutions?: number;
     maxConcurrentWorkflowTaskExecutions?: number;
+    /** WORKER_MAX_CACHED_WORKFLOWS: runs kept in the worker's sticky cache; unset = the worker's default. */
+    maxCachedWorkflows?: number;
     /** WORKER_VERIFY_HISTORIES: refuse to start unless the workflow code replays the committed histories. */
     verifyHistories?: boolean;
   };
@@ -86,6 +88,7 @@ export const CONFIG_VARIABLES = [
   'WORKFLOW_BUNDLE',
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+  'WORKER_MAX_CACHED_WORKFLOWS',
   'WEBHOOK_MAX_IN_FLIGHT',
   'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER',
   'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE',
@@ -199,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...(env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
         ? { maxConcurrentWorkflowTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40, 2, 10000) }
         : {}),
+      ...(env.WORKER_MAX_CACHED_WORKFLOWS ? { maxCachedWorkflows: integer(env, 'WORKER_MAX_CACHED_WORKFLOWS', 200, 0, 100000) } : {}),
       ...(flag(env, 'WORKER_VERIFY_HISTORIES') ? { verifyHistories: true } : {}),
     },
     webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),

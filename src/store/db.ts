@@ -130,7 +130,7 @@ async function openMemoryPglite(image: Blob | undefined): Promise<Db> {
     }
   }
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = wrapPglite(await PGlite.create({ loadDataDir: template }));
+  const db = wrapPglite(await PGlite.create({ loadDataDir: template, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS] }));
   await migrate(db);
   return db;
 }
@@ -148,25 +148,39 @@ export async function dumpMemoryImage(): Promise<Blob> {
 }
 
 /**
- * PostgreSQL settings of the file-backed PGlite: 16 MB of shared buffers instead of 128 MB (the
- * files stay in the OS page cache anyway); about 140 MB less resident memory for `npm start`.
+ * PostgreSQL settings of PGlite: 16 MB of shared buffers instead of 128 MB (a file-backed store's
+ * files stay in the OS page cache anyway); about 140 MB less resident memory for `npm start`, and
+ * up to 110 MB less per in-memory store (tests, the benchmark) once its buffers fill.
  */
 const PGLITE_SETTINGS = ['-c', 'shared_buffers=16MB'];
+
+/** True when `dataDir` holds a PGlite (PostgreSQL) data directory already. */
+export function pgliteDataDirExists(dataDir: string): boolean {
+  return fs.existsSync(path.join(dataDir, 'PG_VERSION'));
+}
+
+/**
+ * Creates and migrates a new PGlite data directory, then closes it. initdb grows PGlite's
+ * WebAssembly memory to several hundred MB, which a process does not get back: `npm start` runs
+ * this in a short-lived child process (src/store/init-pglite.ts) before opening the store.
+ */
+export async function initPgliteDataDir(dataDir: string): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+  const fresh = wrapPglite(await PGlite.create({ dataDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS] }));
+  try {
+    await migrate(fresh);
+  } finally {
+    await fresh.close();
+  }
+}
 
 async function openPglite(dataDir: string | undefined): Promise<Db> {
   const { PGlite } = await import('@electric-sql/pglite');
   if (dataDir) fs.mkdirSync(path.dirname(dataDir), { recursive: true });
   const startParams = [...PGlite.defaultStartParams, ...PGLITE_SETTINGS];
-  if (dataDir && !fs.existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    // A new data directory: initdb grows PGlite's WebAssembly memory to several hundred MB, which
-    // is never given back. Create and migrate it once, close it, and run on a fresh instance.
-    const fresh = wrapPglite(await PGlite.create({ dataDir, startParams }));
-    try {
-      await migrate(fresh);
-    } finally {
-      await fresh.close();
-    }
-  }
+  // A new data directory: create and migrate it once, close it, and run on a fresh instance.
+  if (dataDir && !pgliteDataDirExists(dataDir)) await initPgliteDataDir(dataDir);
   return wrapPglite(await PGlite.create(dataDir ? { dataDir, startParams } : {}));
 }
 

@@ -26,9 +26,18 @@ export interface AutomationWorkerOptions {
   bundle?: WorkflowBundleOption;
   maxConcurrentActivityTaskExecutions?: number;
   maxConcurrentWorkflowTaskExecutions?: number;
+  /** Runs kept in the sticky cache (WORKER_MAX_CACHED_WORKFLOWS); default DEFAULT_MAX_CACHED_WORKFLOWS. */
+  maxCachedWorkflows?: number;
   /** Refuse to start unless the workflow code replays every committed history (WORKER_VERIFY_HISTORIES). */
   verifyHistories?: boolean;
 }
+
+/**
+ * Sticky-cache size. The SDK's default grows with the heap limit (about 2,300 runs on a 4 GB heap),
+ * and every cached run keeps its state in the workflow isolate: under sustained load that was
+ * hundreds of MB. A run evicted from the cache is replayed from its history on its next task.
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 200;
 
 /** Path of the workflow module the bundler starts from. */
 export function automationWorkflowsPath(): string {
@@ -53,6 +62,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     }),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath() }),
+    maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined
       ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }
       : {}),

@@ -1,0 +1,123 @@
+/**
+ * `npm start` as a user runs it (the package.json start script, embedded defaults, a fresh
+ * DATA_DIR, free ports): it creates the embedded store in a short-lived child process and bundles
+ * the workflow code in another, so once it serves, its only child is the Temporal dev server;
+ * that server does not outlive a SIGKILLed service (Linux); a second start opens the existing store.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../src/temporal/devserver';
+import { poll } from '../helpers/temporal';
+
+const ROOT = path.resolve(__dirname, '../..');
+const START_SCRIPT = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+const linux = process.platform === 'linux';
+
+interface Started {
+  child: ChildProcess;
+  baseUrl: string;
+  output(): string;
+  exited: Promise<unknown>;
+}
+
+async function npmStart(dataDir: string): Promise<Started> {
+  const port = await freePort();
+  const child = spawn('/bin/sh', ['-c', `exec ${START_SCRIPT}`], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      PATH: `${path.join(ROOT, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH ?? ''}`,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      TEMPORAL_ADDRESS: '',
+      DATABASE_URL: '',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const ready = await poll(
+    async () => /^API:/m.test(output) || child.exitCode !== null,
+    (done) => done,
+    150_000,
+  );
+  if (!ready || child.exitCode !== null) throw new Error(`npm start did not serve:\n${output.slice(-3000)}`);
+  return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output, exited };
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((task) => fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' '))
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    // A zombie (state Z) has exited already.
+    return !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function commandOf(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
+describe('npm start (embedded defaults)', () => {
+  let dataDir: string;
+  let started: Started | undefined;
+  beforeAll(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'npm-start-'));
+  });
+  afterEach(async () => {
+    if (started && started.child.exitCode === null && started.child.signalCode === null) {
+      started.child.kill('SIGTERM');
+      await started.exited;
+    }
+    started = undefined;
+  });
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('creates the store and the bundle in child processes that are gone once it serves; its only child is the dev server', async () => {
+    started = await npmStart(dataDir);
+    expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
+    expect(fs.existsSync(path.join(dataDir, 'store', 'PG_VERSION'))).toBe(true);
+    expect(started.output()).toMatch(/embedded store created/);
+    if (linux) {
+      const children = childPids(started.child.pid!);
+      expect(children.map(commandOf).filter((command) => !/node_modules\/@esbuild\//.test(command))).toEqual([
+        expect.stringMatching(/temporal server start-dev/),
+      ]);
+    }
+  });
+
+  (linux ? it : it.skip)('the dev server does not outlive a SIGKILLed service; a second start opens the existing store', async () => {
+    started = await npmStart(dataDir);
+    expect(started.output()).not.toMatch(/embedded store created/);
+    expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
+    const devServer = childPids(started.child.pid!).find((pid) => /temporal server start-dev/.test(commandOf(pid)));
+    expect(devServer).toBeDefined();
+    started.child.kill('SIGKILL');
+    await started.exited;
+    const gone = await poll(async () => !alive(devServer!), (done) => done, 30_000);
+    expect(gone).toBe(true);
+  });
+});
