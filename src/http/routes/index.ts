@@ -18,14 +18,18 @@ import { createSecretsRouter } from './secrets';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
+/**
+ * The webhook receiver comes first: a delivery (the hottest path, and every refusal of a flood)
+ * then passes through no other router's path matching. No other router's paths overlap it.
+ */
 export const ROUTERS: RouterFactory[] = [
+  createWebhookRouter,
   createHealthRouter,
   createTokenRouter,
   createClientsRouter,
   createAutomationsRouter,
   createExecutionsRouter,
   createDeliveriesRouter,
-  createWebhookRouter,
   createAppsRouter,
   createUsersRouter,
   createEntitlementsRouter,
