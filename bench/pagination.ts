@@ -66,9 +66,12 @@ interface ListBody {
   nextPageToken?: string;
 }
 
-/** `target.db`: an open store to seed (the stack's PGlite); otherwise a fresh one is opened and closed. */
+/**
+ * `target.db`: an open store to seed (the stack's PGlite), with the box its secrets are sealed
+ * with; otherwise a fresh one is opened and closed.
+ */
 export async function runPaginationBench(
-  target: { name: string; databaseUrl: string | undefined; db?: Db },
+  target: { name: string; databaseUrl: string | undefined; db?: Db; secretBox?: SecretBox },
   options: { rows: number; samples: number },
   log: (line: string) => void,
 ): Promise<PaginationResult> {
@@ -80,7 +83,7 @@ export async function runPaginationBench(
     const seedStart = performance.now();
     const appId = await seed(db, options.rows, log);
     const seedSeconds = (performance.now() - seedStart) / 1000;
-    const secretBox = new SecretBox(randomBytes(32));
+    const secretBox = target.secretBox ?? new SecretBox(randomBytes(32));
     const tokens = await AccessTokens.load(db, secretBox, 600);
     const pageTokens = new PageTokens(randomBytes(32));
     const api = await startApi({ db, tokens, pageTokens, secretBox }, stops);

@@ -26,6 +26,7 @@ import { runE2eBench, type E2eResult } from './e2e';
 import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
+import type { SecretBox } from '../src/auth/secret-box';
 import { installRuntime, startStack, type Stack } from './stack';
 import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
@@ -247,8 +248,8 @@ async function main(): Promise<void> {
 
     if (args.only.has('pagination')) {
       // The stack's in-memory PGlite, when there is one, saves opening a second one.
-      const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined; db?: Db }> = [
-        { name: 'pglite', databaseUrl: undefined, ...(stack ? { db: stack.db } : {}) },
+      const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined; db?: Db; secretBox?: SecretBox }> = [
+        { name: 'pglite', databaseUrl: undefined, ...(stack ? { db: stack.db, secretBox: stack.secretBox } : {}) },
       ];
       const pgUrl = process.env.DATABASE_URL?.trim();
       if (pgUrl) targets.push({ name: 'postgres', databaseUrl: pgUrl });

@@ -64,6 +64,8 @@ export interface Stack {
   /** A client on the workers' native connection: eager workflow start reaches them. */
   workerClient: Client;
   db: Db;
+  /** The box the store's secrets are sealed with (a second user of the store needs the same one). */
+  secretBox: SecretBox;
   /** API starting runs on UNPOLLED_QUEUE (ingress, rejection). */
   ingressApi: Server;
   /** API starting runs on AUTOMATION_QUEUE (end to end). */
@@ -158,6 +160,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       client,
       workerClient,
       db,
+      secretBox,
       ingressApi,
       e2eApi,
       bareKoa,
