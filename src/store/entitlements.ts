@@ -104,6 +104,10 @@ export async function softDeleteEntitlement(db: Queryable, appId: string, id: st
   return rows.length > 0;
 }
 
+/** Joins the searched columns in SEARCH_TEXT; the same expression as the trigram index (migration 11). */
+const SEARCH_SEPARATOR = '\u001f';
+const SEARCH_TEXT = "display_name || E'\\x1f' || slug || E'\\x1f' || description";
+
 /** `%`, `_` and `\` are literal in a substring search. */
 function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -126,7 +130,13 @@ export function entitlementSearchQuery(search: EntitlementSearch): { text: strin
   if (search.alias) where.push(`alias = ${param(search.alias)}`, `alias <> ''`);
   if (search.query) {
     const pattern = param(likePattern(search.query));
-    where.push(`(display_name ILIKE ${pattern} OR slug ILIKE ${pattern} OR description ILIKE ${pattern})`);
+    // The three columns joined by U+001F (the expression of the search trigram index): a query
+    // without that character matches the joined text exactly when it matches one of the columns.
+    where.push(
+      search.query.includes(SEARCH_SEPARATOR)
+        ? `(display_name ILIKE ${pattern} OR slug ILIKE ${pattern} OR description ILIKE ${pattern})`
+        : `(${SEARCH_TEXT}) ILIKE ${pattern}`,
+    );
   }
   if (search.afterId !== undefined) where.push(`id > ${param(search.afterId)}`);
   const text = `SELECT ${COLUMNS} FROM app_entitlements WHERE ${where.join(' AND ')} ORDER BY id LIMIT ${param(search.limit)}`;

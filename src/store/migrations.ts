@@ -189,6 +189,23 @@ export const MIGRATIONS: readonly string[] = [
     updated_at timestamptz NOT NULL DEFAULT now()
   );
   `,
+  // entitlement search: one trigram index over the three searched columns (joined by U+001F, which
+  // no query contains when this index serves it) instead of one per column: a substring search
+  // scans one index, not three. PostgreSQL with pg_trgm only, like migration 7.
+  `
+  DO $$
+  DECLARE
+    ext_schema text;
+  BEGIN
+    SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF ext_schema IS NOT NULL THEN
+      EXECUTE format('CREATE INDEX IF NOT EXISTS app_entitlements_search_trgm ON app_entitlements USING gin ((display_name || E''\\x1f'' || slug || E''\\x1f'' || description) %I.gin_trgm_ops)', ext_schema);
+      DROP INDEX IF EXISTS app_entitlements_display_name_trgm;
+      DROP INDEX IF EXISTS app_entitlements_slug_trgm;
+      DROP INDEX IF EXISTS app_entitlements_description_trgm;
+    END IF;
+  END $$;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -75,5 +75,53 @@ for (const target of DATABASES) {
       const alias = entitlementSearchQuery({ alias: 'alias-3-5', limit: 26 });
       expect((await db.query<{ id: string }>(alias.text, alias.values)).map((row) => row.id)).toEqual([entitlementIds[3 * PER_APP + 5]]);
     });
+
+    it('finds by substring exactly the rows where one column holds it, never across two columns', async () => {
+      const appId = appIds[2]!;
+      const ids = entitlementIds.slice(2 * PER_APP + 1, 2 * PER_APP + 3); // live ones (every tenth is deleted)
+      await db.query(`UPDATE app_entitlements SET slug = 'crm-admin', description = 'Full CRM access' WHERE id = $1`, [ids[0]]);
+      await db.query(`UPDATE app_entitlements SET slug = 'admin', description = E'odd\\x1fdescription' WHERE id = $1`, [ids[1]]);
+      const found = async (query: string): Promise<string[]> => {
+        const { text, values } = entitlementSearchQuery({ appIds: [appId], query, limit: 1000 });
+        return (await db.query<{ id: string }>(text, values)).map((row) => row.id);
+      };
+      expect(await found('CRM-ADM')).toEqual([ids[0]]);
+      expect(await found('crm acc')).toEqual([ids[0]]);
+      expect(await found('admin')).toEqual([ids[0], ids[1]]);
+      // The end of the display name and the start of the slug are not one text.
+      expect(await found('2/1crm')).toEqual([]);
+      expect(await found('2/1\u001fcrm')).toEqual([]);
+      // A query holding the separator still finds a column that holds it.
+      expect(await found('odd\u001fdesc')).toEqual([ids[1]]);
+    });
+
+    if (target.url) {
+      it('serves a substring query from the one trigram index over the three columns (PostgreSQL with pg_trgm)', async () => {
+        const trgm = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`);
+        expect(trgm[0]!.n).toBe(1);
+        // The planner picks the trigram index once the table is big enough for it to matter: add
+        // 50,000 rows to another app, ANALYZE, EXPLAIN, and roll all of it back.
+        let text = '';
+        await db
+          .transaction(async (tx) => {
+            const appId = newId();
+            await tx.query('INSERT INTO apps (id, display_name) VALUES ($1, $2)', [appId, 'big app']);
+            await tx.query(
+              `INSERT INTO app_entitlements (id, app_id, alias, display_name, slug, description, record)
+               SELECT gen_random_uuid()::text, $1, '', 'Entitlement ' || g, 'entitlement-' || g, 'Seeded', '{}'::jsonb FROM generate_series(1, 50000) AS g`,
+              [appId],
+            );
+            await tx.query('ANALYZE app_entitlements');
+            const { text: sql, values } = entitlementSearchQuery({ query: 'ment-4242', limit: 26 });
+            text = (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).map((row) => row['QUERY PLAN']).join('\n');
+            throw new Error('roll back');
+          })
+          .catch((err: unknown) => {
+            if ((err as Error).message !== 'roll back') throw err;
+          });
+        await db.exec('ANALYZE app_entitlements');
+        expect([text]).toEqual([expect.stringMatching(/Bitmap Index Scan on app_entitlements_search_trgm/)]);
+      });
+    }
   });
 }
