@@ -4,6 +4,8 @@
  * setVariables. When the governance routes or the ownership step are missing, it falls back to
  * three setVariables steps and says so.
  */
+import { randomUUID } from 'node:crypto';
+import { signHmac } from '../src/webhooks';
 import { request } from './util';
 
 export interface BenchAutomation {
@@ -114,4 +116,19 @@ async function prepareOwnership(apiUrl: string, token: string): Promise<{ userId
   });
   if (entitlement.status !== 200) return `POST /api/v1/apps/{id}/entitlements answered ${entitlement.status}`;
   return { userId: String(user.body.user.id), appId, entitlementId: String(entitlement.body.appEntitlement.id) };
+}
+
+/** POSTs the automation's body as one new signed event (a fresh event id) to the API at `apiUrl`. */
+export function postEvent(apiUrl: string, automation: BenchAutomation): ReturnType<typeof request> {
+  const eventId = randomUUID();
+  const timestamp = String(Math.floor(Date.now() / 1000));
+  return request('POST', `${apiUrl}${automation.listenerPath}`, {
+    body: automation.body,
+    headers: {
+      'Content-Type': 'application/json',
+      'Webhook-Timestamp': timestamp,
+      'Webhook-Event-Id': eventId,
+      'Webhook-Signature': signHmac(automation.signingSecret, timestamp, eventId, automation.body),
+    },
+  });
 }

@@ -4,10 +4,9 @@
  * awaiting its result. Runs alternate between the two so that background noise hits both alike.
  */
 import { randomUUID } from 'node:crypto';
-import { signHmac } from '../src/webhooks';
-import type { BenchAutomation } from './automation';
+import { postEvent, type BenchAutomation } from './automation';
 import { BARE_QUEUE, type Stack } from './stack';
-import { percentile, request } from './util';
+import { percentile } from './util';
 
 export interface E2eResult {
   p50Ms: number;
@@ -19,18 +18,8 @@ export interface E2eResult {
 }
 
 async function automationRun(stack: Stack, automation: BenchAutomation): Promise<number> {
-  const eventId = randomUUID();
   const started = performance.now();
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const response = await request('POST', `${stack.e2eApi.url}${automation.listenerPath}`, {
-    body: automation.body,
-    headers: {
-      'Content-Type': 'application/json',
-      'Webhook-Timestamp': timestamp,
-      'Webhook-Event-Id': eventId,
-      'Webhook-Signature': signHmac(automation.signingSecret, timestamp, eventId, automation.body),
-    },
-  });
+  const response = await postEvent(stack.e2eApi.url, automation);
   if (response.status !== 200) throw new Error(`webhook answered ${response.status}: ${JSON.stringify(response.body)}`);
   const state = (await stack.client.workflow.getHandle(String(response.body.executionId)).result()) as { status?: string };
   const elapsed = performance.now() - started;

@@ -5,16 +5,14 @@
  * (observed with a long-polling Temporal client) for `runs` runs after 5 warm-up runs; prints p50/p90.
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../src/temporal/devserver';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from '../src/temporal/codec';
-import { signHmac } from '../src/webhooks';
-import { createBenchAutomation } from './automation';
-import { closeHttpAgent, percentile, request } from './util';
+import { createBenchAutomation, postEvent } from './automation';
+import { closeHttpAgent, percentile } from './util';
 
 export interface StartE2eResult {
   p50Ms: number;
@@ -68,18 +66,8 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
     log(`e2e on npm start: 5 warm-up runs, then ${runs}`);
     const times: number[] = [];
     for (let i = 0; i < runs + 5; i++) {
-      const eventId = randomUUID();
-      const timestamp = String(Math.floor(Date.now() / 1000));
       const t0 = performance.now();
-      const response = await request('POST', `${api}${automation.listenerPath}`, {
-        body: automation.body,
-        headers: {
-          'Content-Type': 'application/json',
-          'Webhook-Timestamp': timestamp,
-          'Webhook-Event-Id': eventId,
-          'Webhook-Signature': signHmac(automation.signingSecret, timestamp, eventId, automation.body),
-        },
-      });
+      const response = await postEvent(api, automation);
       if (response.status !== 200) throw new Error(`webhook answered ${response.status}: ${JSON.stringify(response.body)}`);
       await client.workflow.getHandle(String(response.body.executionId)).result();
       if (i >= 5) times.push(performance.now() - t0);

@@ -6,10 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
-import { signHmac } from '../src/webhooks';
-import { createBenchAutomation } from './automation';
+import { createBenchAutomation, postEvent } from './automation';
 import { BARE_QUEUE, installRuntime, startStack, type Stack } from './stack';
-import { closeHttpAgent, request } from './util';
+import { closeHttpAgent } from './util';
 
 const log = (line: string): void => void process.stderr.write(`[timeline] ${line}\n`);
 
@@ -57,18 +56,8 @@ async function main(): Promise<void> {
     let lastAutomation = '';
     let lastBare = '';
     for (let i = 0; i <= warmup; i++) {
-      const eventId = randomUUID();
-      const timestamp = String(Math.floor(Date.now() / 1000));
       const a0 = performance.now();
-      const response = await request('POST', `${stack.e2eApi.url}${automation.listenerPath}`, {
-        body: automation.body,
-        headers: {
-          'Content-Type': 'application/json',
-          'Webhook-Timestamp': timestamp,
-          'Webhook-Event-Id': eventId,
-          'Webhook-Signature': signHmac(automation.signingSecret, timestamp, eventId, automation.body),
-        },
-      });
+      const response = await postEvent(stack.e2eApi.url, automation);
       const aPosted = performance.now();
       await stack.client.workflow.getHandle(String(response.body.executionId)).result();
       const a1 = performance.now();

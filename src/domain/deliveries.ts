@@ -10,15 +10,8 @@ import { invalidArgument, notFound } from './errors';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 
-export interface Delivery {
-  receivedAt: string;
-  status: number;
-  reason: string;
-  eventId: string | null;
-  sourceAddress: string;
-  executionId: string | null;
-  latencyMs: number;
-}
+/** An entry as the API shows it: the stored record without its internal ids. */
+export type Delivery = Omit<DeliveryRecord, 'id' | 'automationId'>;
 
 const REASON = /^[a-z_]{1,64}$/;
 

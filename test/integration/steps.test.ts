@@ -4,7 +4,6 @@
  * ALLOW_PRIVATE_OUTBOUND on, as in development) or is refused (off). Save-time
  * validation of the new kinds goes through the real HTTP API.
  */
-import dnsCallbacks from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
@@ -17,6 +16,7 @@ import type { Db } from '../../src/store/db';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
 import { startTestService, type TestService } from '../helpers/app';
+import { resolveNameTo } from '../helpers/resolver';
 import { openTestDb } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
 import { connectClient, connectNative, expectRunFailure, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
@@ -274,21 +274,13 @@ describe('callWebhook step', () => {
     expect(await refusedBy('https://localhost/x')).toBe('step "hook" failed: callWebhook: URL must not point to localhost');
     expect(await refusedBy('https://user:pw@example.com/x')).toBe('step "hook" failed: callWebhook: URL must not contain credentials');
     // A name that passes the URL check and resolves to a non-public address is refused at connect
-    // time (the guarded lookup). No machine's DNS can be relied on for such a name, so the resolver
-    // answers for this one name; the guard and the activity around it are the real ones.
-    const realLookup = dnsCallbacks.lookup;
-    const spy = jest.spyOn(dnsCallbacks, 'lookup').mockImplementation(((hostname: string, options: unknown, callback: unknown) => {
-      if (hostname === 'hook.loopback.test') {
-        (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
-        return;
-      }
-      (realLookup as (...args: unknown[]) => void)(hostname, options, callback);
-    }) as typeof dnsCallbacks.lookup);
+    // time (the guarded lookup).
+    const resolver = resolveNameTo('hook.loopback.test', '127.0.0.1');
     try {
       expect(await refusedBy(`https://hook.loopback.test:${target.port}/x`)).toMatch(/resolves to a loopback, private, link-local or other non-public address$/);
-      expect(spy).toHaveBeenCalledWith('hook.loopback.test', expect.anything(), expect.any(Function));
+      expect(resolver).toHaveBeenCalledWith('hook.loopback.test', expect.anything(), expect.any(Function));
     } finally {
-      spy.mockRestore();
+      resolver.restore();
     }
     expect(target.received).toHaveLength(0);
   });

@@ -1,4 +1,4 @@
-import dnsCallbacks from 'node:dns';
+import { resolveNameTo } from '../helpers/resolver';
 import { fetchJwks, guardedLookup, isForbiddenAddress, validateJwksUrl, ADDRESS_REFUSED } from '../../src/webhooks/jwks';
 import { parseWebhookJson } from '../../src/webhooks/body';
 import { WebhookRejection } from '../../src/webhooks/errors';
@@ -99,14 +99,7 @@ describe('guardedLookup', () => {
     // The name must pass the URL check (so not "localhost") and resolve to loopback. No test
     // machine's DNS can be relied on for that, so the resolver answers for this one name; the
     // guard and the fetch around it are the real ones.
-    const realLookup = dnsCallbacks.lookup;
-    const spy = jest.spyOn(dnsCallbacks, 'lookup').mockImplementation(((hostname: string, options: unknown, callback: unknown) => {
-      if (hostname === 'jwks.loopback.test') {
-        (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address: '127.0.0.1', family: 4 }]);
-        return;
-      }
-      (realLookup as (...args: unknown[]) => void)(hostname, options, callback);
-    }) as typeof dnsCallbacks.lookup);
+    const spy = resolveNameTo('jwks.loopback.test', '127.0.0.1');
     try {
       await expect(fetchJwks('https://jwks.loopback.test:1/jwks.json', { allowInsecure: false, timeoutMs: 10_000, maxBytes: 1024 })).rejects.toMatchObject({
         status: 401,
@@ -114,7 +107,7 @@ describe('guardedLookup', () => {
       });
       expect(spy).toHaveBeenCalledWith('jwks.loopback.test', expect.anything(), expect.any(Function));
     } finally {
-      spy.mockRestore();
+      spy.restore();
     }
   });
 
