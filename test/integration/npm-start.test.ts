@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../src/temporal/devserver';
+import { reservedPort } from '../helpers/ports';
 import { poll } from '../helpers/temporal';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -23,7 +23,7 @@ interface Started {
 }
 
 async function npmStart(dataDir: string): Promise<Started> {
-  const port = await freePort();
+  const port = await reservedPort();
   const child = spawn('/bin/sh', ['-c', `exec ${START_SCRIPT}`], {
     cwd: ROOT,
     env: {
@@ -31,8 +31,8 @@ async function npmStart(dataDir: string): Promise<Started> {
       PATH: `${path.join(ROOT, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH ?? ''}`,
       DATA_DIR: dataDir,
       PORT: String(port),
-      TEMPORAL_PORT: String(await freePort()),
-      TEMPORAL_UI_PORT: String(await freePort()),
+      TEMPORAL_PORT: String(await reservedPort()),
+      TEMPORAL_UI_PORT: String(await reservedPort()),
       TEMPORAL_ADDRESS: '',
       DATABASE_URL: '',
       LOG_LEVEL: 'info',
@@ -82,21 +82,28 @@ function commandOf(pid: number): string {
 }
 
 describe('npm start (embedded defaults)', () => {
-  let dataDir: string;
+  // Each test has a DATA_DIR of its own, so they hold in any order.
+  const dataDirs: string[] = [];
+  const newDataDir = (): string => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'npm-start-'));
+    dataDirs.push(dir);
+    return dir;
+  };
   let started: Started | undefined;
-  beforeAll(() => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'npm-start-'));
-  });
-  afterEach(async () => {
+  const stop = async (): Promise<void> => {
     if (started && started.child.exitCode === null && started.child.signalCode === null) {
       started.child.kill('SIGTERM');
       await started.exited;
     }
     started = undefined;
+  };
+  afterEach(stop);
+  afterAll(() => {
+    for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   });
-  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   it('creates the store and the bundle in child processes that are gone once it serves; its only child is the dev server', async () => {
+    const dataDir = newDataDir();
     started = await npmStart(dataDir);
     expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
     expect(fs.existsSync(path.join(dataDir, 'store', 'PG_VERSION'))).toBe(true);
@@ -110,11 +117,16 @@ describe('npm start (embedded defaults)', () => {
   });
 
   (linux ? it : it.skip)('the dev server does not outlive a SIGKILLed service; a second start opens the existing store', async () => {
+    const dataDir = newDataDir();
+    started = await npmStart(dataDir);
+    expect(started.output()).toMatch(/embedded store created/);
+    await stop();
     started = await npmStart(dataDir);
     expect(started.output()).not.toMatch(/embedded store created/);
+    expect(started.output()).toMatch(/store ready/);
     expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
     const devServer = childPids(started.child.pid!).find((pid) => /temporal server start-dev/.test(commandOf(pid)));
-    expect(devServer).toBeDefined();
+    expect(devServer).toEqual(expect.any(Number));
     started.child.kill('SIGKILL');
     await started.exited;
     const gone = await poll(async () => !alive(devServer!), (done) => done, 30_000);
