@@ -61,7 +61,11 @@ describe('docker-compose.yml', () => {
   });
 
   it('has health checks', () => {
-    for (const name of ['postgres', 'temporal-frontend', 'api', 'worker']) expect(compose.services[name]?.healthcheck).toBeDefined();
+    for (const name of ['postgres', 'temporal-frontend', 'api', 'worker']) {
+      // A command Docker can run: ["CMD", program, ...] or ["CMD-SHELL", "shell line"].
+      const test = (compose.services[name]?.healthcheck as { test?: unknown } | undefined)?.test;
+      expect([name, Array.isArray(test) && /^CMD(-SHELL)?$/.test(String(test[0])) && test.length >= 2 && String(test[1]).trim() !== '']).toEqual([name, true]);
+    }
   });
 });
 

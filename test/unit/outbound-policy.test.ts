@@ -35,8 +35,15 @@ describe('callWebhook URLs with private targets allowed', () => {
 });
 
 describe('callWebhook URLs with private targets refused (the default)', () => {
-  it.each(['http://example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://10.0.0.1/x', 'https://169.254.169.254/x'])('refuses %s', (url) => {
-    expect(validateOutboundUrl(url, false)).toBeDefined();
+  const nonPublic = 'URL must not point to a loopback, private, link-local or other non-public address';
+  it.each([
+    ['http://example.com/x', 'URL must use https'],
+    ['https://127.0.0.1/x', nonPublic],
+    ['https://localhost/x', 'URL must not point to localhost'],
+    ['https://10.0.0.1/x', nonPublic],
+    ['https://169.254.169.254/x', nonPublic],
+  ])('refuses %s', (url, message) => {
+    expect(validateOutboundUrl(url, false)).toBe(message);
   });
 
   it('accepts a public https URL', () => {
