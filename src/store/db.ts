@@ -187,37 +187,27 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
 function wrapPglite(pg: PGlite): Db {
   // A closed or crashed embedded database (its WebAssembly aborted) answers like an unreachable
   // server: UnavailableError, 503 + Retry-After at the HTTP edge, never a 500.
-  const failed = (err: unknown): unknown =>
-    pg.closed || (err instanceof Error && err.name === 'RuntimeError') ? new UnavailableError('the database is unavailable; retry later', 2) : err;
+  const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      throw pg.closed || (err instanceof Error && err.name === 'RuntimeError') ? new UnavailableError('the database is unavailable; retry later', 2) : err;
+    }
+  };
   return {
     kind: 'pglite',
-    async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
-      try {
-        return (await pg.query<R>(sql, params)).rows;
-      } catch (err) {
-        throw failed(err);
-      }
-    },
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      try {
-        return await pg.transaction(async (tx) =>
+    query: <R>(sql: string, params: unknown[] = []): Promise<R[]> => guarded(async () => (await pg.query<R>(sql, params)).rows),
+    transaction: <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> =>
+      guarded(() =>
+        pg.transaction(async (tx) =>
           fn({
             async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
               return (await tx.query<R>(sql, params)).rows;
             },
           }),
-        );
-      } catch (err) {
-        throw failed(err);
-      }
-    },
-    async exec(sql: string): Promise<void> {
-      try {
-        await pg.exec(sql);
-      } catch (err) {
-        throw failed(err);
-      }
-    },
+        ),
+      ),
+    exec: (sql: string): Promise<void> => guarded(async () => void (await pg.exec(sql))),
     async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
       // One PGlite instance per process: its NOTIFYs are delivered in-process, never lost.
       return pg.listen(channel, onNotify);

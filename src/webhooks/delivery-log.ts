@@ -14,17 +14,8 @@ import { addDeliveryCounts, insertDeliveries, pruneDeliveries, type DeliveryCoun
 
 export const DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
-export interface DeliveryEntry {
-  automationId: string;
-  listenerId: string;
-  receivedAt: Date;
-  status: number;
-  reason: string;
-  eventId: string | null;
-  sourceAddress: string;
-  executionId: string | null;
-  latencyMs: number;
-}
+/** One delivery as the receiver hands it over: the stored record before it has an id, with its listener and a Date. */
+export type DeliveryEntry = Omit<DeliveryRecord, 'id' | 'receivedAt'> & { listenerId: string; receivedAt: Date };
 
 export interface DeliveryLogOptions {
   /** Deliveries kept in detail per listener and minute; the rest are counted. */
