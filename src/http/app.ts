@@ -1,20 +1,37 @@
 /** The Koa application: error mapping first, then every router. Tested with supertest(app.callback()). */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import type { AppDeps } from './context';
 import { AppError, errorMiddleware } from './errors';
+import { proxyOptions } from './proxy';
 import { ROUTERS } from './routes';
+import { createWebhookEndpoint, createWebhookRouter, webhookFastPath } from './routes/webhooks';
+
+type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 /**
- * Koa's proxy settings for TRUST_PROXY = `hops`: with `maxIpsCount` Koa keeps only the last `hops`
- * X-Forwarded-For entries, so `ctx.ip` is the N-th from the right (the address the outermost trusted
- * proxy saw), never an entry the client wrote. 0 = the socket's address.
+ * Koa, whose request listener (`callback()`, which `listen()` uses too) first offers each request
+ * to a fast path: webhook deliveries to their canonical path are answered there, without Koa's
+ * context, middleware chain and router; every other request goes through Koa.
  */
-export function proxyOptions(hops: number): { proxy: boolean; maxIpsCount: number } {
-  return { proxy: hops > 0, maxIpsCount: hops };
+class ServiceApp extends Koa {
+  constructor(
+    options: { proxy: boolean; maxIpsCount: number },
+    private readonly fastPath: FastPath,
+  ) {
+    super(options);
+  }
+
+  override callback(): ReturnType<Koa['callback']> {
+    const koa = super.callback();
+    const fastPath = this.fastPath;
+    return (req, res) => (fastPath(req as IncomingMessage, res as ServerResponse) ? Promise.resolve() : koa(req, res));
+  }
 }
 
 export function createApp(deps: AppDeps): Koa {
-  const app = new Koa(proxyOptions(deps.config.trustProxy));
+  const webhooks = createWebhookEndpoint(deps);
+  const app = new ServiceApp(proxyOptions(deps.config.trustProxy), webhookFastPath(webhooks, deps.metrics, deps.logger));
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     try {
@@ -34,8 +51,10 @@ export function createApp(deps: AppDeps): Koa {
     if (ctx.path.includes('%00')) throw new AppError(404, 'not found: the path contains a NUL character');
     await next();
   });
-  for (const factory of ROUTERS) {
-    const router = factory(deps);
+  // The webhook receiver first: a delivery the fast path left to Koa passes no other router's
+  // path matching. No other router's paths overlap it.
+  const routers = [createWebhookRouter(webhooks), ...ROUTERS.map((factory) => factory(deps))];
+  for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

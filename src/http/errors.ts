@@ -94,18 +94,28 @@ export function errorMiddleware(logger: Logger) {
         throw new AppError(405, `method ${ctx.method} is not allowed for ${ctx.path}`, { headers: allow ? { Allow: allow } : {} });
       }
     } catch (err) {
-      const error = toAppError(err);
-      if (error.status === 503) {
-        // An expected, transient condition (a dependency is down): one line, no stack trace.
-        logger.warn({ err: { type: (err as Error)?.name, message: error.message }, method: ctx.method, path: ctx.path }, 'request refused: dependency unavailable');
-      } else if (error.status >= 500) {
-        logger.error({ err: describe(err), method: ctx.method, path: ctx.path }, 'request failed');
-      }
+      const error = reportError(err, logger, { method: ctx.method, path: ctx.path });
       ctx.status = error.status;
       for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
       ctx.body = error.toBody();
     }
   };
+}
+
+/**
+ * What a failed request is answered with, logged as it deserves: a 503 (a dependency is down, an
+ * expected and transient condition) in one line without a stack trace, anything else of 500 and
+ * above with its stack; an unexpected error becomes a plain 500. The request is named by method
+ * and path only, never by its data.
+ */
+export function reportError(err: unknown, logger: Logger, request: { method: string; path: string }): AppError {
+  const error = toAppError(err);
+  if (error.status === 503) {
+    logger.warn({ err: { type: (err as Error)?.name, message: error.message }, ...request }, 'request refused: dependency unavailable');
+  } else if (error.status >= 500) {
+    logger.error({ err: describe(err), ...request }, 'request failed');
+  }
+  return error;
 }
 
 function toAppError(err: unknown): AppError {

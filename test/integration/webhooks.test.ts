@@ -99,6 +99,39 @@ describe('inbound webhook, HMAC', () => {
     expect(res.status).toBe(401);
   });
 
+  it('every spelling of the path Koa accepts answers as the canonical one (fast path and Koa route)', async () => {
+    const listenerId = automation.trigger.incomingWebhook.listenerId;
+    const prefix = path.slice(0, -listenerId.length);
+    const hex = listenerId.charCodeAt(0).toString(16).toUpperCase();
+    const spellings = {
+      canonical: path,
+      query: `${path}?source=crm`,
+      trailingSlash: `${path}/`,
+      upperCase: `${prefix.toUpperCase()}${listenerId}`,
+      percentEncoded: `${prefix}%${hex}${listenerId.slice(1)}`,
+    };
+    const metrics = stack.service.deps.metrics;
+    const routeCount = async (status: string): Promise<number> =>
+      (await metrics.httpRequests.get()).values.find((v) => v.labels.route === '/api/v1/webhooks/incoming/:listenerId' && v.labels.status === status && v.labels.method === 'POST')?.value ?? 0;
+    for (const [name, spelled] of Object.entries(spellings)) {
+      const before = { accepted: await routeCount('200'), refused: await routeCount('401') };
+      const event = hmacEvent(secret, PAYLOAD);
+      const accepted = await deliver(stack, spelled, event);
+      expect([name, accepted.status, accepted.body]).toEqual([name, 200, { eventId: event.eventId, executionId: `webhook:${listenerId}:${event.eventId}` }]);
+      const bad = hmacEvent(secret, PAYLOAD);
+      const refused = await deliver(stack, spelled, { ...bad, headers: { ...bad.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! } });
+      expect([name, refused.status, refused.body.code, refused.headers['www-authenticate']]).toEqual([name, 401, 16, 'Bearer']);
+      for (const res of [accepted, refused]) {
+        expect([name, res.headers['cache-control'], res.headers['x-content-type-options'], res.headers['content-type']]).toEqual([name, 'no-store', 'nosniff', 'application/json; charset=utf-8']);
+      }
+      // Both ways of serving record the same route label in the HTTP metrics.
+      expect([name, await routeCount('200'), await routeCount('401')]).toEqual([name, before.accepted + 1, before.refused + 1]);
+    }
+    // Only POST is served: another method on the path is Koa's 405 with Allow, in the one error shape.
+    const get = await request(stack.service.server).get(path);
+    expect([get.status, get.headers.allow, get.body.code]).toEqual([405, 'POST', 12]);
+  });
+
   it('400: each required header missing', async () => {
     for (const header of ['Content-Type', 'Webhook-Timestamp', 'Webhook-Event-Id', 'Webhook-Signature']) {
       const event = hmacEvent(secret, PAYLOAD);

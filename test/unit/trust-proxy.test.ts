@@ -5,7 +5,7 @@
 import Koa from 'koa';
 import request from 'supertest';
 import { ConfigError, loadConfig } from '../../src/config';
-import { proxyOptions } from '../../src/http/app';
+import { clientAddress, proxyOptions } from '../../src/http/proxy';
 
 function ipApp(hops: number): ReturnType<Koa["callback"]> {
   const app = new Koa(proxyOptions(hops));
@@ -52,5 +52,43 @@ describe('TRUST_PROXY', () => {
   it('2: the second entry from the right', async () => {
     const res = await request(ipApp(2)).get('/').set('X-Forwarded-For', '10.0.0.1, 198.51.100.9, 192.0.2.1');
     expect(res.body.ip).toBe('198.51.100.9');
+  });
+});
+
+describe('clientAddress (the webhook receiver, which answers before Koa)', () => {
+  /** Koa's ctx.ip and clientAddress for the same request, side by side. */
+  function bothApp(hops: number): ReturnType<Koa['callback']> {
+    const app = new Koa(proxyOptions(hops));
+    app.use((ctx) => {
+      ctx.body = { koa: ctx.ip, ours: clientAddress(ctx.req, hops) };
+    });
+    return app.callback();
+  }
+
+  const headers: Array<string | undefined> = [
+    undefined,
+    '',
+    '203.0.113.7',
+    '10.0.0.1, 198.51.100.9',
+    '10.0.0.1,198.51.100.9 ,  192.0.2.1',
+    ' , 192.0.2.1',
+    '192.0.2.1, ',
+    ',,',
+    '2001:db8::1, ::ffff:192.0.2.5',
+  ];
+  for (const hops of [0, 1, 2, 3]) {
+    it.each(headers.map((h) => [h]))(`hops=${hops}, X-Forwarded-For %p: the same address as Koa's ctx.ip`, async (header) => {
+      const req = request(bothApp(hops)).get('/');
+      const res = await (header === undefined ? req : req.set('X-Forwarded-For', header));
+      expect(typeof res.body.koa).toBe('string');
+      expect(res.body.ours).toBe(res.body.koa);
+    });
+  }
+
+  it('1 hop: the rightmost entry, trimmed; the socket address when that entry is empty', async () => {
+    const one = await request(bothApp(1)).get('/').set('X-Forwarded-For', '10.0.0.1,  198.51.100.9 ');
+    expect(one.body.ours).toBe('198.51.100.9');
+    const empty = await request(bothApp(1)).get('/').set('X-Forwarded-For', '198.51.100.9, ');
+    expect(empty.body.ours).toMatch(/127\.0\.0\.1|::1/);
   });
 });

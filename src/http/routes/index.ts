@@ -6,7 +6,6 @@ import { createTokenRouter } from './token';
 import { createClientsRouter } from './clients';
 import { createAutomationsRouter } from './automations';
 import { createExecutionsRouter } from './executions';
-import { createWebhookRouter } from './webhooks';
 import { createAppsRouter } from './apps';
 import { createUsersRouter } from './users';
 import { createEntitlementsRouter } from './entitlements';
@@ -18,12 +17,8 @@ import { createSecretsRouter } from './secrets';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
-/**
- * The webhook receiver comes first: a delivery (the hottest path, and every refusal of a flood)
- * then passes through no other router's path matching. No other router's paths overlap it.
- */
+/** The webhook receiver is not here: `createApp` serves it first (src/http/routes/webhooks.ts). */
 export const ROUTERS: RouterFactory[] = [
-  createWebhookRouter,
   createHealthRouter,
   createTokenRouter,
   createClientsRouter,

@@ -24,7 +24,7 @@ function oauthError(ctx: Context, error: OAuthError, description: string): void 
 }
 
 async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> | string> {
-  const raw = (await readRawBody(ctx, TOKEN_BODY_LIMIT)).toString('utf8');
+  const raw = (await readRawBody(ctx.req, TOKEN_BODY_LIMIT)).toString('utf8');
   const type = (ctx.get('content-type').split(';')[0] ?? '').trim().toLowerCase();
   if (type === 'application/x-www-form-urlencoded') {
     return Object.fromEntries(new URLSearchParams(raw));

@@ -1,43 +1,42 @@
 /**
- * The inbound webhook receiver, POST /api/v1/webhooks/incoming/{listener_id}: translates between
- * HTTP and the intake (src/webhooks/intake.ts), which runs the checks in their contract order.
- * Load shedding (429) runs before it, as a middleware; metrics are recorded from the outcome.
+ * The inbound webhook receiver, POST /api/v1/webhooks/incoming/{listener_id}. One endpoint, from
+ * the Node request to the answer: load shedding (429) → the intake (src/webhooks/intake.ts, which
+ * runs the checks in their contract order) → the answer in the one error shape, with the metrics
+ * and the delivery log. It is served two ways:
+ * - `webhookFastPath`, from Node's request event before Koa, for the canonical path (every
+ *   delivery senders make): a refusal in a flood costs the checks and little else;
+ * - `createWebhookRouter`, a Koa route, for the other spellings Koa's router accepts (a trailing
+ *   slash, other letter case, a percent-encoded id).
+ * Both answer the same: same endpoint, same headers, same HTTP metrics labels.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
-import { AppError, errorBody, fromDomain } from '../errors';
-import { DomainError } from '../../domain/errors';
-import { admissionTicket, shedLoad } from '../load-shedding';
-import { DataRateWatch } from '../../webhooks/admission';
-import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome } from '../../webhooks/intake';
+import { AppError, errorBody, reportError } from '../errors';
+import { clientAddress } from '../proxy';
+import type { Metrics } from '../metrics';
+import type { Logger } from '../../logger';
+import { AdmissionRefusal, DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
+import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../webhooks/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 
 /** Seconds a sender is asked to wait after a 503 before retrying the same event. */
 const RETRY_AFTER_SECONDS = '5';
 /** Time a sender has to deliver the whole body once the headers arrived (slow-body defence). */
 const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
+/** The route label of the HTTP metrics (Koa's matched route for the same path). */
+export const WEBHOOK_ROUTE = `${WEBHOOK_PATH_PREFIX}:listenerId`;
 
-function sourceAddress(ctx: Context, proxyHops: number): string {
-  return (proxyHops > 0 ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+/** What a delivery is answered with: status, headers beyond the standard ones, JSON body. */
+export interface WebhookAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
 }
 
-/**
- * Reads the body within the limit, the deadline and the minimum data rate; undefined when it is
- * too large (a 408 for a late or trickling body passes through).
- */
-async function readBody(ctx: Context, maxBytes: number, rate: { minBytesPerSecond: number; graceMs: number }): Promise<Buffer | undefined> {
-  try {
-    return await readRawBody(ctx, maxBytes, {
-      timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
-      ...(rate.minBytesPerSecond > 0 ? { rate: new DataRateWatch(rate.minBytesPerSecond, rate.graceMs) } : {}),
-    });
-  } catch (err) {
-    if (err instanceof AppError && err.status === 413) return undefined;
-    throw err;
-  }
-}
+/** Answers one delivery to `listenerId`; `path` names the request in logs. Never rejects. */
+export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
 
 /** The HTTP headers a refusal carries besides the error body. */
 function refusalHeaders(status: number): Record<string, string> {
@@ -48,8 +47,64 @@ function refusalHeaders(status: number): Record<string, string> {
   return {};
 }
 
-export function createWebhookRouter(deps: AppDeps): Router {
-  const router = new Router();
+/** A refusal for load: 429 with Retry-After; at the global cap the connection is closed too. */
+function loadRefusal(refusal: AdmissionRefusal): WebhookAnswer {
+  return {
+    status: 429,
+    headers: { 'Retry-After': String(refusal.retryAfterSeconds), ...(refusal.scope === 'global' ? { Connection: 'close' } : {}) },
+    body: errorBody(429, refusal.message, []),
+  };
+}
+
+/** The body within the limit, the deadline and the minimum data rate; undefined when too large. */
+async function readWebhookBody(req: IncomingMessage, maxBytes: number, limits: AppDeps['config']['webhookAdmission']): Promise<Buffer | undefined> {
+  try {
+    return await readRawBody(req, maxBytes, {
+      timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
+      ...(limits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(limits.minBytesPerSecond, limits.graceMs) } : {}),
+    });
+  } catch (err) {
+    if (err instanceof AppError && err.status === 413) return undefined;
+    throw err; // a 408 for a late or trickling body, or the client going away
+  }
+}
+
+/**
+ * One delivery as the intake sees it, over a Node request. A class rather than an object of
+ * closures: nothing is allocated per delivery beyond the instance.
+ */
+class NodeDelivery implements WebhookDelivery {
+  readonly bodyDeadlineMs = WEBHOOK_BODY_TIMEOUT_MS;
+  readonly facts: DeliveryFacts = { eventId: null, executionId: null };
+
+  constructor(
+    readonly listenerId: string,
+    readonly sourceAddress: string,
+    readonly now: Date,
+    private readonly req: IncomingMessage,
+    private readonly ticket: AdmissionTicket,
+    private readonly limits: AppDeps['config']['webhookAdmission'],
+  ) {}
+
+  header(name: string): string | undefined {
+    return (this.req.headers[name.toLowerCase()] as string | undefined) || undefined;
+  }
+
+  readBody(maxBytes: number): Promise<Buffer | undefined> {
+    return readWebhookBody(this.req, maxBytes, this.limits);
+  }
+
+  enterListener(listenerId: string): void {
+    this.ticket.enterListener(listenerId);
+  }
+}
+
+/**
+ * Builds the endpoint (one per app: its admission counts and listener cache are shared by both
+ * ways of serving it). Beyond the global in-flight cap, or the cap per source address, a delivery
+ * is answered 429 before any work; the cap per listener applies once the listener is known.
+ */
+export function createWebhookEndpoint(deps: AppDeps): WebhookEndpoint {
   const intake = createWebhookIntake({
     db: deps.db,
     runs: deps.runs,
@@ -60,52 +115,46 @@ export function createWebhookRouter(deps: AppDeps): Router {
   });
   const { metrics } = deps;
   const limits = deps.config.webhookAdmission;
-  const shedding = shedLoad({
-    limits: {
-      global: deps.config.webhookMaxInFlight,
-      perListener: Math.min(limits.perListener, deps.config.webhookMaxInFlight),
-      perSource: Math.min(limits.perSource, deps.config.webhookMaxInFlight),
-    },
-    metrics,
-    sourceAddress: (ctx) => sourceAddress(ctx, deps.config.trustProxy),
+  const admission = new WebhookAdmission({
+    global: deps.config.webhookMaxInFlight,
+    perListener: Math.min(limits.perListener, deps.config.webhookMaxInFlight),
+    perSource: Math.min(limits.perSource, deps.config.webhookMaxInFlight),
   });
 
-  router.post(`${WEBHOOK_PATH_PREFIX}:listenerId`, shedding, async (ctx) => {
+  return async function answerDelivery(listenerId, req, path) {
+    const source = clientAddress(req, deps.config.trustProxy);
+    let ticket: AdmissionTicket;
+    try {
+      ticket = admission.enter(source);
+    } catch (err) {
+      if (!(err instanceof AdmissionRefusal)) throw err;
+      metrics.webhookOutcomes.inc({ status: '429', reason: err.scope === 'source' ? 'source_busy' : 'overloaded' });
+      return loadRefusal(err);
+    }
+    metrics.webhooksInFlight.set(admission.inFlight);
     const started = process.hrtime.bigint();
-    const listenerId = ctx.params.listenerId!;
-    const source = sourceAddress(ctx, deps.config.trustProxy);
-    const receivedAt = new Date((deps.clock ?? Date.now)());
-    const facts: DeliveryFacts = { eventId: null, executionId: null };
+    const delivery = new NodeDelivery(listenerId, source, new Date((deps.clock ?? Date.now)()), req, ticket, limits);
+    const { facts } = delivery;
     let status = 500;
     let reason = 'error';
     try {
-      const outcome: IntakeOutcome = await intake.receive({
-        listenerId,
-        sourceAddress: source,
-        header: (name) => ctx.get(name) || undefined,
-        readBody: (maxBytes) => readBody(ctx, maxBytes, limits),
-        now: receivedAt,
-        bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS,
-        enterListener: (id) => admissionTicket(ctx)?.enterListener(id),
-        facts,
-      });
+      const outcome: IntakeOutcome = await intake.receive(delivery);
       if (outcome.accepted) {
         [status, reason] = [200, 'accepted'];
-        ctx.body = { eventId: outcome.eventId, executionId: outcome.executionId };
-        return;
+        return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
       }
+      // A refusal is the expected answer to a bad delivery: answered here, without an exception.
       [status, reason] = [outcome.status, outcome.reason];
-      // Answered here, in the one error shape, rather than thrown to the error middleware: a
-      // refusal is the expected answer to a bad delivery and must stay cheap (no exception).
-      ctx.status = outcome.status;
-      for (const [name, value] of Object.entries(refusalHeaders(outcome.status))) ctx.set(name, value);
-      ctx.body = errorBody(outcome.status, outcome.message, outcome.details);
+      return { status, headers: refusalHeaders(status), body: errorBody(status, outcome.message, outcome.details) };
     } catch (err) {
-      // Refusals set status and reason above; anything else (a 408 body timeout, a store that is
-      // unavailable, a 500) counts as 'error', with the status it will be answered with.
-      if (reason === 'error') status = err instanceof AppError ? err.status : err instanceof DomainError ? fromDomain(err).status : 500;
-      throw err;
+      // Anything but a refusal (a 408 body timeout, a store that is unavailable, a 500) counts as
+      // 'error', with the status it is answered with.
+      const error = reportError(err, deps.logger, { method: 'POST', path });
+      status = error.status;
+      return { status, headers: error.headers, body: error.toBody() };
     } finally {
+      ticket.release();
+      metrics.webhooksInFlight.set(admission.inFlight);
       metrics.webhookOutcomes.inc({ status: String(status), reason });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.webhookDuration.observe({ status: String(status) }, seconds);
@@ -116,7 +165,7 @@ export function createWebhookRouter(deps: AppDeps): Router {
           executionId: facts.executionId,
           automationId: facts.automationId,
           listenerId,
-          receivedAt,
+          receivedAt: delivery.now,
           status,
           reason,
           sourceAddress: source,
@@ -124,7 +173,57 @@ export function createWebhookRouter(deps: AppDeps): Router {
         });
       }
     }
-  });
+  };
+}
 
+/** The headers of every answer of the service (as the app's first middlewares set them for Koa). */
+const STANDARD_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', 'Content-Type': 'application/json; charset=utf-8' };
+
+/** The canonical delivery path: the prefix, a listener id's characters, then the end or a query. */
+const CANONICAL_PATH = /^\/api\/v1\/webhooks\/incoming\/([A-Za-z0-9_-]+)(?:\?|$)/;
+
+/**
+ * A Node request listener that answers deliveries to the canonical path without Koa and returns
+ * true; for any other request it does nothing and returns false (the caller hands it to Koa).
+ * Records the same HTTP metrics as the app's first middleware.
+ */
+export function webhookFastPath(endpoint: WebhookEndpoint, metrics: Metrics, logger: Logger): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return function serveWebhook(req, res) {
+    if (req.method !== 'POST') return false;
+    const match = CANONICAL_PATH.exec(req.url ?? '');
+    if (!match) return false;
+    const started = process.hrtime.bigint();
+    const listenerId = match[1]!;
+    const path = WEBHOOK_PATH_PREFIX + listenerId;
+    endpoint(listenerId, req, path).then(
+      (answer) => sendAnswer(res, answer, started, metrics),
+      (err: unknown) => {
+        const error = reportError(err, logger, { method: 'POST', path });
+        sendAnswer(res, { status: error.status, headers: error.headers, body: error.toBody() }, started, metrics);
+      },
+    );
+    return true;
+  };
+}
+
+/** Writes the answer (unless the client went away) and records the HTTP metrics. */
+function sendAnswer(res: ServerResponse, answer: WebhookAnswer, started: bigint, metrics: Metrics): void {
+  metrics.httpRequests.inc({ method: 'POST', route: WEBHOOK_ROUTE, status: String(answer.status) });
+  metrics.httpDuration.observe({ method: 'POST', route: WEBHOOK_ROUTE }, Number(process.hrtime.bigint() - started) / 1e9);
+  if (res.headersSent || res.destroyed) return;
+  const body = JSON.stringify(answer.body);
+  res.writeHead(answer.status, { ...STANDARD_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...answer.headers });
+  res.end(body);
+}
+
+/** The Koa route of the endpoint, for the spellings of the path the fast path leaves to Koa. */
+export function createWebhookRouter(endpoint: WebhookEndpoint): Router {
+  const router = new Router();
+  router.post(WEBHOOK_ROUTE, async (ctx) => {
+    const answer = await endpoint(ctx.params.listenerId!, ctx.req, ctx.path);
+    ctx.status = answer.status;
+    for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
+    ctx.body = answer.body;
+  });
   return router;
 }
