@@ -5,7 +5,7 @@ import type { AppDeps } from './context';
 import { AppError, errorMiddleware } from './errors';
 import { proxyOptions } from './proxy';
 import { ROUTERS } from './routes';
-import { createWebhookEndpoint, createWebhookRouter, webhookFastPath } from './routes/webhooks';
+import { webhookEndpointOf, webhookFastPath } from './routes/webhooks';
 
 type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -30,8 +30,7 @@ class ServiceApp extends Koa {
 }
 
 export function createApp(deps: AppDeps): Koa {
-  const webhooks = createWebhookEndpoint(deps);
-  const app = new ServiceApp(proxyOptions(deps.config.trustProxy), webhookFastPath(webhooks, deps.metrics, deps.logger));
+  const app = new ServiceApp(proxyOptions(deps.config.trustProxy), webhookFastPath(webhookEndpointOf(deps), deps.metrics, deps.logger));
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     try {
@@ -51,10 +50,7 @@ export function createApp(deps: AppDeps): Koa {
     if (ctx.path.includes('%00')) throw new AppError(404, 'not found: the path contains a NUL character');
     await next();
   });
-  // The webhook receiver first: a delivery the fast path left to Koa passes no other router's
-  // path matching. No other router's paths overlap it.
-  const routers = [createWebhookRouter(webhooks), ...ROUTERS.map((factory) => factory(deps))];
-  for (const router of routers) {
+  for (const router of ROUTERS.map((factory) => factory(deps))) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

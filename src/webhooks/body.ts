@@ -8,11 +8,14 @@ import { rejectWebhook } from './errors';
 /** Largest accepted webhook body, in bytes (enforced while reading, by the HTTP layer). */
 export const MAX_WEBHOOK_BODY_BYTES = 65_536;
 
+/** Strict UTF-8 (a malformed sequence throws); stateless between calls, so one serves every request. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** Parses the raw body as JSON (any JSON value); 400 'invalid_json' when it is not UTF-8 JSON. */
 export function parseWebhookJson(body: Buffer): unknown {
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    text = UTF8.decode(body);
   } catch {
     throw rejectWebhook(400, 'invalid_json', 'request body is not valid UTF-8');
   }

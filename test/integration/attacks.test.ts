@@ -459,8 +459,8 @@ describe('body transport attacks (raw sockets)', () => {
   it('a Content-Length smaller than the body: the truncated request is refused, the rest is not a request', async () => {
     const event = signed();
     const body = Buffer.from(event.body);
-    // Koa reports the parse error of the trailing bytes on stderr (the app has no 'error' listener):
-    // capture it, and check that it leaks nothing either.
+    // Whatever reaches stderr meanwhile (Node's or a framework's report of the parse error of the
+    // trailing bytes) is captured, and must leak nothing either.
     const logged: string[] = [];
     const consoleError = jest.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
       logged.push(args.map(String).join(' '));
@@ -474,15 +474,16 @@ describe('body transport attacks (raw sockets)', () => {
         },
         10_000,
       );
-      // Koa reports it once it sees the connection end (after the exchange): wait for the report.
-      await poll(async () => logged.length, (count) => count > 0, 60_000);
     } finally {
       consoleError.mockRestore();
     }
-    expect(logged.join('\n')).toMatch(/Parse Error/);
+    // The 12 trailing bytes are no request: Node's parser refuses them with a 400 and closes the
+    // connection, as it reads them in the same packet, often before the truncated request (whose
+    // body fails its signature: 401) is answered. Never a 200, never a second request.
     const statuses = exchange.responses.map((r) => r.status);
-    expect(statuses.length).toBeGreaterThan(0);
+    expect(statuses).toContain(400);
     expect(statuses.every((status) => status === 400 || status === 401)).toBe(true);
+    expect(exchange.closedByServer).toBe(true);
     for (const response of exchange.responses) expectNoLeak(response.body, [event.headers['Webhook-Signature']!]);
     expectNoLeak(logged.join('\n'), [event.headers['Webhook-Signature']!]);
   });

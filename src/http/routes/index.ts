@@ -12,13 +12,18 @@ import { createEntitlementsRouter } from './entitlements';
 import { createOwnersRouter } from './owners';
 import { createOpenApiRouter } from './openapi';
 import { createCodecRouter } from './codec';
+import { createWebhookRouter } from './webhooks';
 import { createDeliveriesRouter } from './deliveries';
 import { createSecretsRouter } from './secrets';
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
-/** The webhook receiver is not here: `createApp` serves it first (src/http/routes/webhooks.ts). */
+/**
+ * The webhook receiver comes first: a delivery the fast path leaves to Koa (src/http/routes/webhooks.ts)
+ * then passes through no other router's path matching. No other router's paths overlap it.
+ */
 export const ROUTERS: RouterFactory[] = [
+  createWebhookRouter,
   createHealthRouter,
   createTokenRouter,
   createClientsRouter,

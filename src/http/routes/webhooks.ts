@@ -99,12 +99,26 @@ class NodeDelivery implements WebhookDelivery {
   }
 }
 
+const endpoints = new WeakMap<AppDeps, WebhookEndpoint>();
+
 /**
- * Builds the endpoint (one per app: its admission counts and listener cache are shared by both
- * ways of serving it). Beyond the global in-flight cap, or the cap per source address, a delivery
+ * The endpoint of an app's dependencies: one per `deps`, so that both ways of serving it share its
+ * admission counts and listener cache.
+ */
+export function webhookEndpointOf(deps: AppDeps): WebhookEndpoint {
+  let endpoint = endpoints.get(deps);
+  if (!endpoint) {
+    endpoint = createWebhookEndpoint(deps);
+    endpoints.set(deps, endpoint);
+  }
+  return endpoint;
+}
+
+/**
+ * Builds an endpoint. Beyond the global in-flight cap, or the cap per source address, a delivery
  * is answered 429 before any work; the cap per listener applies once the listener is known.
  */
-export function createWebhookEndpoint(deps: AppDeps): WebhookEndpoint {
+function createWebhookEndpoint(deps: AppDeps): WebhookEndpoint {
   const intake = createWebhookIntake({
     db: deps.db,
     runs: deps.runs,
@@ -216,8 +230,9 @@ function sendAnswer(res: ServerResponse, answer: WebhookAnswer, started: bigint,
   res.end(body);
 }
 
-/** The Koa route of the endpoint, for the spellings of the path the fast path leaves to Koa. */
-export function createWebhookRouter(endpoint: WebhookEndpoint): Router {
+/** The Koa route of the app's endpoint, for the spellings of the path the fast path leaves to Koa. */
+export function createWebhookRouter(deps: AppDeps): Router {
+  const endpoint = webhookEndpointOf(deps);
   const router = new Router();
   router.post(WEBHOOK_ROUTE, async (ctx) => {
     const answer = await endpoint(ctx.params.listenerId!, ctx.req, ctx.path);
