@@ -59,50 +59,69 @@ export async function readRawBody(req: IncomingMessage, limit: number, options: 
   }
 }
 
+/** What `collectBody` keeps while a body arrives (on the request, under a symbol). */
+interface Collecting {
+  chunks: Buffer[];
+  size: number;
+  limit: number;
+  rate: DataRateWatch | undefined;
+  resolve(body: Buffer): void;
+  reject(err: unknown): void;
+}
+
+const COLLECTING = Symbol('collecting');
+type CollectingRequest = IncomingMessage & { [COLLECTING]?: Collecting };
+
+// The listeners are module functions (`this` is the request), not closures made per request.
+function stopCollecting(req: CollectingRequest): Collecting | undefined {
+  const state = req[COLLECTING];
+  if (!state) return undefined;
+  req[COLLECTING] = undefined;
+  req.off('data', onBodyData);
+  req.off('end', onBodyEnd);
+  req.off('error', onBodyError);
+  req.off('close', onBodyClose);
+  return state;
+}
+
+function onBodyData(this: CollectingRequest, chunk: Buffer): void {
+  const state = this[COLLECTING];
+  if (!state) return;
+  state.size += chunk.length;
+  state.rate?.add(chunk.length);
+  if (state.size > state.limit) {
+    stopCollecting(this);
+    this.unpipe();
+    this.resume();
+    state.reject(tooLarge(state.limit));
+    return;
+  }
+  state.chunks.push(chunk);
+}
+
+function onBodyEnd(this: CollectingRequest): void {
+  const state = stopCollecting(this);
+  if (state) state.resolve(state.chunks.length === 1 ? state.chunks[0]! : Buffer.concat(state.chunks, state.size));
+}
+
+function onBodyError(this: CollectingRequest, err: Error): void {
+  stopCollecting(this)?.reject(err);
+}
+
+/** The connection closed before the body ended (the client went away). */
+function onBodyClose(this: CollectingRequest): void {
+  stopCollecting(this)?.reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
+}
+
 /** The body's chunks as they arrive (stream events: cheaper than an async iterator per request). */
-function collectBody(req: IncomingMessage, limit: number, rate?: DataRateWatch): Promise<Buffer> {
+function collectBody(req: CollectingRequest, limit: number, rate?: DataRateWatch): Promise<Buffer> {
+  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
   return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      rate?.add(chunk.length);
-      if (size > limit) {
-        cleanup();
-        req.unpipe();
-        req.resume();
-        reject(tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onError = (err: Error): void => {
-      cleanup();
-      reject(err);
-    };
-    // The connection closed before the body ended (the client went away).
-    const onClose = (): void => {
-      cleanup();
-      reject(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }));
-    };
-    if (req.readableEnded) {
-      resolve(Buffer.alloc(0));
-      return;
-    }
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
+    req[COLLECTING] = { chunks: [], size: 0, limit, rate, resolve, reject };
+    req.on('data', onBodyData);
+    req.on('end', onBodyEnd);
+    req.on('error', onBodyError);
+    req.on('close', onBodyClose);
   });
 }
 

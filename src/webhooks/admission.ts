@@ -20,7 +20,7 @@
  * reason at both ends of that interval, and then it fails so at every time in between (the window
  * is an interval of 600 s, the deadline seconds).
  */
-import { checkWebhookHeaders, type WebhookHeaderInput } from './headers';
+import { checkWebhookHeaders, type CheckedWebhookHeaders, type WebhookHeaderInput } from './headers';
 import { WebhookRejection } from './errors';
 
 export interface AdmissionLimits {
@@ -91,23 +91,43 @@ export class WebhookAdmission {
     if ((this.bySource.get(source) ?? 0) >= this.limits.perSource) throw new AdmissionRefusal('source');
     this.total += 1;
     increment(this.bySource, source);
-    let listener: string | undefined;
-    let released = false;
-    return {
-      enterListener: (listenerId) => {
-        if (listener !== undefined || released) return;
-        if ((this.byListener.get(listenerId) ?? 0) >= this.limits.perListener) throw new AdmissionRefusal('listener');
-        listener = listenerId;
-        increment(this.byListener, listenerId);
-      },
-      release: () => {
-        if (released) return;
-        released = true;
-        this.total -= 1;
-        decrement(this.bySource, source);
-        if (listener !== undefined) decrement(this.byListener, listener);
-      },
-    };
+    return new Ticket(this, source);
+  }
+
+  /** Counts a delivery against `listenerId`, or throws `AdmissionRefusal` when the listener is full. */
+  enterListener(listenerId: string): void {
+    if ((this.byListener.get(listenerId) ?? 0) >= this.limits.perListener) throw new AdmissionRefusal('listener');
+    increment(this.byListener, listenerId);
+  }
+
+  /** Gives back what `enter` (and `enterListener`, when `listenerId` is set) counted. */
+  release(source: string, listenerId: string | undefined): void {
+    this.total -= 1;
+    decrement(this.bySource, source);
+    if (listenerId !== undefined) decrement(this.byListener, listenerId);
+  }
+}
+
+/** A class, not an object of closures: one small allocation per delivery. */
+class Ticket implements AdmissionTicket {
+  private listener: string | undefined;
+  private released = false;
+
+  constructor(
+    private readonly admission: WebhookAdmission,
+    private readonly source: string,
+  ) {}
+
+  enterListener(listenerId: string): void {
+    if (this.listener !== undefined || this.released) return;
+    this.admission.enterListener(listenerId);
+    this.listener = listenerId;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.admission.release(this.source, this.listener);
   }
 }
 
@@ -122,28 +142,29 @@ export interface PrecheckInput extends WebhookHeaderInput {
   bodyDeadlineMs: number;
 }
 
-/**
- * Throws the `WebhookRejection` the full check order would certainly answer, judged from the
- * headers alone; returns quietly when the body is needed to know (see the module comment).
- */
-export function precheckWebhookHeaders(input: PrecheckInput): void {
-  if (input.transferEncoding !== undefined) return;
-  if (input.contentLength === undefined || !/^[0-9]{1,10}$/.test(input.contentLength.trim())) return;
-  if (Number(input.contentLength.trim()) > input.maxBodyBytes) return; // the 413 path answers this
-  const early = headerVerdict(input, input.nowSeconds);
-  if (!early) return;
-  const late = headerVerdict(input, input.nowSeconds + Math.ceil(input.bodyDeadlineMs / 1000));
-  if (late && late.status === early.status && late.reason === early.reason) throw early;
-}
-
-function headerVerdict(input: WebhookHeaderInput, nowSeconds: number): WebhookRejection | undefined {
+/** The header check at `nowSeconds` (default: the input's own time): the checked headers or the refusal. */
+export function headerVerdict(input: WebhookHeaderInput, nowSeconds = input.nowSeconds): CheckedWebhookHeaders | WebhookRejection {
   try {
-    checkWebhookHeaders({ ...input, nowSeconds });
-    return undefined;
+    return checkWebhookHeaders(input, nowSeconds);
   } catch (err) {
     if (err instanceof WebhookRejection) return err;
     throw err;
   }
+}
+
+/**
+ * Throws the `WebhookRejection` the full check order would certainly answer, judged from the
+ * headers alone; returns quietly when the body is needed to know (see the module comment).
+ * `early` is the header check at the input's time when the caller has it already (the intake
+ * keeps it for the check after the body, which judges the same headers at the same time).
+ */
+export function precheckWebhookHeaders(input: PrecheckInput, early: CheckedWebhookHeaders | WebhookRejection = headerVerdict(input)): void {
+  if (!(early instanceof WebhookRejection)) return;
+  if (input.transferEncoding !== undefined) return;
+  if (input.contentLength === undefined || !/^[0-9]{1,10}$/.test(input.contentLength.trim())) return;
+  if (Number(input.contentLength.trim()) > input.maxBodyBytes) return; // the 413 path answers this
+  const late = headerVerdict(input, input.nowSeconds + Math.ceil(input.bodyDeadlineMs / 1000));
+  if (late instanceof WebhookRejection && late.status === early.status && late.reason === early.reason) throw early;
 }
 
 /**

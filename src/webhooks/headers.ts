@@ -50,9 +50,9 @@ export function isUuidV4(s: string): boolean {
  * `WebhookRejection` for a missing header (the method's credential header included when it is
  * required), a wrong content type, a bad or stale timestamp or an event id that is not a UUID v4;
  * then whatever the method's `readCredential` throws (a 401, e.g. for a missing or non-Bearer
- * `Authorization` header).
+ * `Authorization` header). `nowSeconds` is the time judged at (default: the input's).
  */
-export function checkWebhookHeaders(input: WebhookHeaderInput): CheckedWebhookHeaders {
+export function checkWebhookHeaders(input: WebhookHeaderInput, nowSeconds = input.nowSeconds): CheckedWebhookHeaders {
   const contentType = present(input.contentType);
   const timestampHeader = present(input.timestamp);
   const eventIdHeader = present(input.eventId);
@@ -73,7 +73,7 @@ export function checkWebhookHeaders(input: WebhookHeaderInput): CheckedWebhookHe
     throw rejectWebhook(400, 'bad_content_type', 'Content-Type must be application/json');
   }
 
-  const timestamp = checkTimestamp(timestampHeader, input.nowSeconds);
+  const timestamp = checkTimestamp(timestampHeader, nowSeconds);
 
   if (!isUuidV4(eventIdHeader)) {
     throw rejectWebhook(400, 'bad_event_id', 'Webhook-Event-Id must be a UUID v4');

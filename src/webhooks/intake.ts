@@ -11,12 +11,12 @@ import type { SecretBox } from '../auth/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets } from '../domain/listener-cache';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
-import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type Verify } from './authenticators';
-import { AdmissionRefusal, precheckWebhookHeaders } from './admission';
+import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from './authenticators';
+import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from './admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from './body';
 import { isAddressAllowed } from './cidr';
 import { WebhookRejection } from './errors';
-import { checkWebhookHeaders, type CheckedWebhookHeaders, type WebhookHeaderInput } from './headers';
+import type { CheckedWebhookHeaders } from './headers';
 import { fieldsOf } from './trigger';
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
@@ -169,27 +169,28 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       }
       delivery.enterListener(listenerId);
       const authenticator = authenticatorOf(trigger.authMethod);
-      const input = {
+      const input: PrecheckInput = {
         contentType: delivery.header('content-type'),
         timestamp: delivery.header('webhook-timestamp'),
         eventId: delivery.header('webhook-event-id'),
         authMethod: trigger.authMethod,
         nowSeconds: Math.floor(delivery.now.getTime() / 1000),
-        [authenticator.credential.input]: delivery.header(authenticator.credential.name),
-      } as WebhookHeaderInput;
-      // Refuses before the body only what the check order would refuse anyway (413 first).
-      precheckWebhookHeaders({
-        ...input,
         contentLength: delivery.header('content-length'),
         transferEncoding: delivery.header('transfer-encoding'),
         maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
         bodyDeadlineMs: delivery.bodyDeadlineMs,
-      });
+      };
+      input[authenticator.credential.input as CredentialInput] = delivery.header(authenticator.credential.name);
+      // The header check (step 4) judges the headers at the delivery's time: done once, here. Before
+      // the body, it refuses only what the check order would refuse anyway (413 first).
+      const verdict = headerVerdict(input);
+      precheckWebhookHeaders(input, verdict);
       const body = await delivery.readBody(MAX_WEBHOOK_BODY_BYTES);
       if (body === undefined) {
         throw new WebhookRejection(413, `request body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`, 'body_too_large');
       }
-      const headers = checkWebhookHeaders({ ...input, nowSeconds: Math.floor(delivery.now.getTime() / 1000) });
+      if (verdict instanceof WebhookRejection) throw verdict;
+      const headers = verdict;
       if (delivery.facts) delivery.facts.eventId = headers.eventId;
       await verifiers[trigger.authMethod]({
         listenerId,
