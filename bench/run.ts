@@ -13,7 +13,7 @@
  *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
  *               RSS of every process of an idle `npm start`
  *   search      entitlement search by `query` (substring) vs the first page (with pagination)
- * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured API round of
+ * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured round (API and baseline) of
  * the ingress and reject sections (<section>-round<N>.cpuprofile).
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
@@ -163,17 +163,17 @@ async function main(): Promise<void> {
   for (const note of notes) console.log(`note: ${note}`);
   console.log(`\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
 
-  /** Runs a measured API round of a section under the CPU profiler when --cpu-prof was given. */
+  /** Runs a measured round of a section (API, or its baseline) under the CPU profiler when --cpu-prof was given. */
   function profiled(section: Section): AroundApi {
-    return async (round, fn) => {
+    return async (round, fn, side = 'API') => {
       if (!args.cpuProfDir) return fn();
       const profiler = await startCpuProfile();
       try {
         return await fn();
       } finally {
-        const file = path.join(args.cpuProfDir, `${section}-round${round}.cpuprofile`);
+        const file = path.join(args.cpuProfDir, `${section}${side === 'API' ? '' : `-${side}`}-round${round}.cpuprofile`);
         await profiler.stop(file);
-        log(`CPU profile of ${section}, API round ${round}: ${file}`);
+        log(`CPU profile of ${section}, ${side} round ${round}: ${file}`);
       }
     };
   }

@@ -14,8 +14,8 @@ import type { LoadResult } from './loadgen';
 import { UNPOLLED_QUEUE, type Stack } from './stack';
 import { percentile } from './util';
 
-/** Wraps each measured round of the API side (run.ts uses it for --cpu-prof). */
-export type AroundApi = <T>(round: number, fn: () => Promise<T>) => Promise<T>;
+/** Wraps each measured round of the API side, or of the baseline (run.ts uses it for --cpu-prof). */
+export type AroundApi = <T>(round: number, fn: () => Promise<T>, side?: 'API' | 'baseline') => Promise<T>;
 const direct: AroundApi = (_round, fn) => fn();
 
 export interface Timing {
@@ -146,7 +146,7 @@ export async function runIngressBench(
       if (!api || result.perSec > api.perSec) api = { ...result, cpuUs };
     };
     const measureBare = async (): Promise<void> => {
-      const [result, cpu] = await withCpu(() => bareStartLoop(stack.client, input, timing.concurrency, timing.durationSec));
+      const [result, cpu] = await aroundApi(round, () => withCpu(() => bareStartLoop(stack.client, input, timing.concurrency, timing.durationSec)), 'baseline');
       const cpuUs = cpu / Math.max(1, result.count);
       if (result.errors > 0) otherStatuses.bareStartErrors = (otherStatuses.bareStartErrors ?? 0) + result.errors;
       log(`ingress round ${round}: bare start ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/start`);
@@ -202,7 +202,7 @@ export async function runRejectBench(
     const order = round % 2 === 1 ? (['api', 'koa'] as const) : (['koa', 'api'] as const);
     for (const which of order) {
       const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...(which === 'api' ? apiJob : koaJob), durationSec: timing.durationSec }));
-      const [result, cpu] = which === 'api' ? await aroundApi(round, measured) : await measured();
+      const [result, cpu] = await aroundApi(round, measured, which === 'api' ? 'API' : 'baseline');
       const cpuUs = cpu / Math.max(1, result.expected);
       others(result, which === 'api' ? 401 : 200, otherStatuses);
       log(`rejection round ${round}: ${which === 'api' ? 'API (401)' : 'bare Koa'} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
