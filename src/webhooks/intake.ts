@@ -192,7 +192,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (verdict instanceof WebhookRejection) throw verdict;
       const headers = verdict;
       if (delivery.facts) delivery.facts.eventId = headers.eventId;
-      await verifiers[trigger.authMethod]({
+      const verified = verifiers[trigger.authMethod]({
         listenerId,
         listenerUrl: deps.listenerUrl(listenerId),
         fields: fieldsOf(trigger),
@@ -203,6 +203,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         eventId: headers.eventId,
         body,
       });
+      if (verified) await verified;
       const payload = parseWebhookJson(body);
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
       const published = listener?.published;

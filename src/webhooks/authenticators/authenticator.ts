@@ -54,8 +54,11 @@ export interface VerifyRequest<Fields> {
   body: Buffer;
 }
 
-/** Verifies one request; resolves when authentic, else throws a 401 `WebhookRejection`. */
-export type Verify<Fields> = (request: VerifyRequest<Fields>) => Promise<void>;
+/**
+ * Verifies one request: returns (or resolves) when authentic, else throws (or rejects with) a 401
+ * `WebhookRejection`. A method that needs no I/O answers synchronously (HMAC: no promise per delivery).
+ */
+export type Verify<Fields> = (request: VerifyRequest<Fields>) => void | Promise<void>;
 
 /** What the sender CLI needs to sign one delivery. */
 export interface SignRequest {

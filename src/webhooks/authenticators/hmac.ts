@@ -65,7 +65,7 @@ export const hmacAuthenticator = {
     generate: newSigningSecret,
     description: 'HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation.',
   },
-  createVerifier: () => async (request) => {
+  createVerifier: () => (request) => {
     const ok =
       request.secrets.length > 0 &&
       request.credential !== undefined &&
