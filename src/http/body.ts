@@ -21,42 +21,85 @@ export interface ReadBodyOptions {
 
 const RATE_CHECK_INTERVAL_MS = 250;
 
+/** A body being read under a deadline or a minimum rate, until it ends or `fail` is called. */
+interface WatchedBody {
+  /** Epoch ms after which the body is late (408), or undefined. */
+  deadlineAt: number | undefined;
+  timeoutMs: number | undefined;
+  rate: DataRateWatch | undefined;
+  fail(message: string): void;
+}
+
+/**
+ * Every body read under a deadline or a rate is checked by one timer, every RATE_CHECK_INTERVAL_MS
+ * while any is pending (so a 408 comes at most that much after the deadline), instead of two
+ * timers per request.
+ */
+const watched = new Set<WatchedBody>();
+let sweeper: NodeJS.Timeout | undefined;
+
+function sweepBodies(): void {
+  const now = Date.now();
+  for (const body of watched) {
+    if (body.deadlineAt !== undefined && now >= body.deadlineAt) body.fail(`request body not received within ${body.timeoutMs} ms`);
+    else if (body.rate?.tooSlow()) body.fail(`request body arrives slower than ${body.rate.minBytesPerSecond} bytes per second`);
+  }
+}
+
+function watchBody(body: WatchedBody): void {
+  watched.add(body);
+  if (!sweeper) {
+    sweeper = setInterval(sweepBodies, RATE_CHECK_INTERVAL_MS);
+    sweeper.unref();
+  }
+}
+
+function unwatchBody(body: WatchedBody): void {
+  watched.delete(body);
+  if (watched.size === 0 && sweeper) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
+
 /**
  * Reads the raw body; 413 as soon as more than `limit` bytes have arrived (or are announced), 408
- * when `timeoutMs` is given and the body has not fully arrived within it.
+ * when `timeoutMs` is given and the body has not fully arrived within it, or when it arrives slower
+ * than `rate` allows.
  */
-export async function readRawBody(req: IncomingMessage, limit: number, options: ReadBodyOptions = {}): Promise<Buffer> {
+export function readRawBody(req: IncomingMessage, limit: number, options: ReadBodyOptions = {}): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared && Number(declared) > limit) {
     req.resume();
-    throw tooLarge(limit);
+    return Promise.reject(tooLarge(limit));
   }
   const { timeoutMs, rate } = options;
   const reading = collectBody(req, limit, rate);
-  // A body that has fully arrived (the usual small body, in the packets of its headers) can be
-  // neither late nor slow: no timers.
+  // A body that has fully arrived can be neither late nor slow.
   if ((timeoutMs === undefined && rate === undefined) || req.complete) return reading;
-  let timer: NodeJS.Timeout | undefined;
-  let rateTimer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<never>((_, reject) => {
-    const fail = (message: string): void => {
-      // The pending read ends with an error once the connection is closed after the 408.
-      reading.catch(() => undefined);
-      reject(new AppError(408, message, { headers: { Connection: 'close' } }));
+  return new Promise<Buffer>((resolve, reject) => {
+    const body: WatchedBody = {
+      deadlineAt: timeoutMs === undefined ? undefined : Date.now() + timeoutMs,
+      timeoutMs,
+      rate,
+      fail(message) {
+        unwatchBody(body);
+        // The pending read ends with an error once the connection is closed after the 408.
+        reject(new AppError(408, message, { headers: { Connection: 'close' } }));
+      },
     };
-    if (timeoutMs !== undefined) timer = setTimeout(() => fail(`request body not received within ${timeoutMs} ms`), timeoutMs);
-    if (rate !== undefined) {
-      rateTimer = setInterval(() => {
-        if (rate.tooSlow()) fail(`request body arrives slower than ${rate.minBytesPerSecond} bytes per second`);
-      }, RATE_CHECK_INTERVAL_MS);
-    }
+    watchBody(body);
+    reading.then(
+      (value) => {
+        unwatchBody(body);
+        resolve(value);
+      },
+      (err: unknown) => {
+        unwatchBody(body);
+        reject(err);
+      },
+    );
   });
-  try {
-    return await Promise.race([reading, timedOut]);
-  } finally {
-    clearTimeout(timer);
-    clearInterval(rateTimer);
-  }
 }
 
 /** What `collectBody` keeps while a body arrives (on the request, under a symbol). */
