@@ -217,6 +217,8 @@ export const MIGRATIONS: readonly string[] = [
     SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
     IF ext_schema IS NOT NULL AND current_setting('server_version_num')::int >= 140000 THEN
       EXECUTE format('CREATE STATISTICS IF NOT EXISTS app_entitlements_search_trgm_stats ON (%I.show_trgm(display_name || E''\\x1f'' || slug || E''\\x1f'' || description)) FROM app_entitlements', ext_schema);
+      -- Now, not when autovacuum next analyses the table (after 10% of it has changed).
+      ANALYZE app_entitlements;
     END IF;
   END $$;
   `,
