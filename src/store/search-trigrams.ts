@@ -131,12 +131,19 @@ const cache = new WeakMap<Queryable, { at: number; stats: Promise<TrigramStats |
 
 /**
  * `loadTrigramStats`, kept a minute per store (statistics change when ANALYZE runs, and they only
- * steer the plan: stale ones cost time, never results). A failed read counts as no statistics.
+ * steer the plan: stale ones cost time, never results). A failed read counts as no statistics
+ * and is not kept: the next search reads again.
  */
 export function trigramStats(db: Queryable, now = Date.now()): Promise<TrigramStats | undefined> {
   const hit = cache.get(db);
   if (hit && now - hit.at < STATS_TTL_MS) return hit.stats;
-  const stats = loadTrigramStats(db).catch(() => undefined);
-  cache.set(db, { at: now, stats });
-  return stats;
+  const entry = {
+    at: now,
+    stats: loadTrigramStats(db).catch(() => {
+      if (cache.get(db) === entry) cache.delete(db);
+      return undefined;
+    }),
+  };
+  cache.set(db, entry);
+  return entry.stats;
 }
