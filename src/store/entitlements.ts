@@ -5,6 +5,7 @@
  * `app_entitlements_alias_live`, `app_entitlements_live`).
  */
 import { iso, type Queryable } from './db';
+import { searchPieces, trigramStats, type TrigramStats } from './search-trigrams';
 
 export interface EntitlementColumns {
   alias: string;
@@ -116,8 +117,10 @@ function likePattern(text: string): string {
 /**
  * The SQL of one keyset page of live entitlements, exported so that tests can EXPLAIN exactly
  * what runs. One app id compares with `=` so the (app_id, id) index also gives the order.
+ * `stats` (the trigram frequencies ANALYZE keeps, see search-trigrams.ts) decides which parts of
+ * a `query` the trigram index is asked for; the rows are the same with or without them.
  */
-export function entitlementSearchQuery(search: EntitlementSearch): { text: string; values: unknown[] } {
+export function entitlementSearchQuery(search: EntitlementSearch, stats?: TrigramStats): { text: string; values: unknown[] } {
   const values: unknown[] = [];
   const param = (value: unknown): string => {
     values.push(value);
@@ -130,13 +133,24 @@ export function entitlementSearchQuery(search: EntitlementSearch): { text: strin
   if (search.alias) where.push(`alias = ${param(search.alias)}`, `alias <> ''`);
   if (search.query) {
     const pattern = param(likePattern(search.query));
-    // The three columns joined by U+001F (the expression of the search trigram index): a query
-    // without that character matches the joined text exactly when it matches one of the columns.
-    where.push(
-      search.query.includes(SEARCH_SEPARATOR)
-        ? `(display_name ILIKE ${pattern} OR slug ILIKE ${pattern} OR description ILIKE ${pattern})`
-        : `(${SEARCH_TEXT}) ILIKE ${pattern}`,
-    );
+    if (search.query.includes(SEARCH_SEPARATOR)) {
+      where.push(`(display_name ILIKE ${pattern} OR slug ILIKE ${pattern} OR description ILIKE ${pattern})`);
+    } else {
+      // The three columns joined by U+001F (the expression of the search trigram index): a query
+      // without that character matches the joined text exactly when it matches one of the columns.
+      const pieces = searchPieces(search.query, stats);
+      if (pieces.length === 1 && pieces[0] === search.query) {
+        where.push(`(${SEARCH_TEXT}) ILIKE ${pattern}`);
+      } else {
+        // The index is asked for the pieces of the query made of its rarer trigrams (each piece
+        // is in every text that holds the query), and the query itself decides. That check is a
+        // CASE so that the planner does not count it as a second selective condition (it
+        // estimates a CASE at 1/2): the pieces already match about as many rows as the query, and
+        // the estimate chooses between this bitmap scan and walking the ids in order.
+        for (const piece of pieces) where.push(`(${SEARCH_TEXT}) ILIKE ${param(likePattern(piece))}`);
+        where.push(`CASE WHEN (${SEARCH_TEXT}) ILIKE ${pattern} THEN true ELSE false END`);
+      }
+    }
   }
   if (search.afterId !== undefined) where.push(`id > ${param(search.afterId)}`);
   const text = `SELECT ${COLUMNS} FROM app_entitlements WHERE ${where.join(' AND ')} ORDER BY id LIMIT ${param(search.limit)}`;
@@ -144,7 +158,7 @@ export function entitlementSearchQuery(search: EntitlementSearch): { text: strin
 }
 
 export async function searchEntitlements(db: Queryable, search: EntitlementSearch): Promise<EntitlementRow[]> {
-  const { text, values } = entitlementSearchQuery(search);
+  const { text, values } = entitlementSearchQuery(search, search.query ? await trigramStats(db) : undefined);
   const rows = await db.query<RawEntitlementRow>(text, values);
   return rows.map(toEntitlementRow);
 }

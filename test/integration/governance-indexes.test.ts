@@ -6,7 +6,8 @@
 import { DATABASES, openTestDb } from '../helpers/databases';
 import type { Db } from '../../src/store/db';
 import { newId } from '../../src/ids';
-import { entitlementSearchQuery, type EntitlementSearch } from '../../src/store/entitlements';
+import { entitlementSearchQuery, searchEntitlements, type EntitlementSearch } from '../../src/store/entitlements';
+import { loadTrigramStats, searchPieces, wildcardTrigrams, type TrigramStats } from '../../src/store/search-trigrams';
 
 const APPS = 20;
 const PER_APP = 100;
@@ -95,13 +96,48 @@ for (const target of DATABASES) {
       expect(await found('odd\u001fdesc')).toEqual([ids[1]]);
     });
 
+    it('finds the same rows when the index is asked for pieces of the query (trigram statistics)', async () => {
+      const appId = appIds[4]!;
+      const ids = entitlementIds.slice(4 * PER_APP + 1, 4 * PER_APP + 4);
+      await db.query(`UPDATE app_entitlements SET slug = 'crm-admin', description = 'Full CRM access' WHERE id = $1`, [ids[0]]);
+      await db.query(`UPDATE app_entitlements SET slug = 'entitlement-4242', description = 'ment-4242 twice' WHERE id = $1`, [ids[1]]);
+      await db.query(`UPDATE app_entitlements SET display_name = 'Entitlement 4/4242', description = E'x\x1fment-4242' WHERE id = $1`, [ids[2]]);
+      // As if ANALYZE had found "Entitlement" in every row, and the digits rare.
+      const common = new Set(wildcardTrigrams('xx Entitlement entitlement- ment- crm- ').map((t) => t.trigram));
+      const stats: TrigramStats = { frequency: new Map([...common].map((t) => [t, 1])), unlisted: 0.001 };
+      const live = await db.query<{ id: string; display_name: string; slug: string; description: string }>(
+        'SELECT id, display_name, slug, description FROM app_entitlements WHERE app_id = $1 AND deleted_at IS NULL ORDER BY id',
+        [appId],
+      );
+      const queries = ['ment-4242', 'Entitlement 4/4', 'ENTITLEMENT 4/42', 'ment 4/1', 'ment 4/1crm', 'nt-4242 tw', 'crm-adm', 'crm-access', 'ment-4242\u001fx', 'lement 4/9'];
+      let piecesUsed = 0;
+      for (const query of queries) {
+        const expected = live
+          .filter((row) => [row.display_name, row.slug, row.description].some((column) => column.toLowerCase().includes(query.toLowerCase())))
+          .map((row) => row.id);
+        const run = async (withStats: TrigramStats | undefined): Promise<string[]> => {
+          const { text, values } = entitlementSearchQuery({ appIds: [appId], query, limit: 1000 }, withStats);
+          return (await db.query<{ id: string }>(text, values)).map((row) => row.id);
+        };
+        if (searchPieces(query, stats)[0] !== query) piecesUsed += 1;
+        expect({ query, rows: await run(stats) }).toEqual({ query, rows: expected });
+        expect({ query, rows: await run(undefined) }).toEqual({ query, rows: expected });
+      }
+      expect(piecesUsed).toBeGreaterThanOrEqual(6);
+      // The three kinds of match are there: a display name, a slug and a description.
+      const { text, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
+      expect((await db.query<{ id: string }>(text, values)).map((row) => row.id)).toEqual(ids.slice(1, 3));
+      // Through the store call, with whatever statistics the store has (none on PGlite).
+      expect((await searchEntitlements(db, { appIds: [appId], query: 'ment-4242', limit: 1000 })).map((row) => row.id)).toEqual(ids.slice(1, 3));
+    });
+
     if (target.url) {
-      it('serves a substring query from the one trigram index over the three columns (PostgreSQL with pg_trgm)', async () => {
+      it('serves a substring query from the one trigram index, asked only for its rare trigrams (PostgreSQL with pg_trgm)', async () => {
         const trgm = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`);
         expect(trgm[0]!.n).toBe(1);
         // The planner picks the trigram index once the table is big enough for it to matter: add
         // 50,000 rows to another app, ANALYZE, EXPLAIN, and roll all of it back.
-        let text = '';
+        const seen: { stats?: TrigramStats; pieces?: string[]; plain?: string; withStats?: string; rows?: string[]; rowsWithStats?: string[] } = {};
         await db
           .transaction(async (tx) => {
             const appId = newId();
@@ -112,15 +148,50 @@ for (const target of DATABASES) {
               [appId],
             );
             await tx.query('ANALYZE app_entitlements');
-            const { text: sql, values } = entitlementSearchQuery({ query: 'ment-4242', limit: 26 });
-            text = (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).map((row) => row['QUERY PLAN']).join('\n');
+            seen.stats = await loadTrigramStats(tx);
+            seen.pieces = searchPieces('ment-4242', seen.stats);
+            const explain = async (stats: TrigramStats | undefined): Promise<string> => {
+              const { text: sql, values } = entitlementSearchQuery({ query: 'ment-4242', limit: 26 }, stats);
+              return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).map((row) => row['QUERY PLAN']).join('\n');
+            };
+            seen.plain = await explain(undefined);
+            seen.withStats = await explain(seen.stats);
+            const ids = async (stats: TrigramStats | undefined): Promise<string[]> => {
+              const { text: sql, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
+              return (await tx.query<{ id: string }>(sql, values)).map((row) => row.id);
+            };
+            seen.rows = await ids(undefined);
+            seen.rowsWithStats = await ids(seen.stats);
             throw new Error('roll back');
           })
           .catch((err: unknown) => {
             if ((err as Error).message !== 'roll back') throw err;
           });
         await db.exec('ANALYZE app_entitlements');
-        expect([text]).toEqual([expect.stringMatching(/Bitmap Index Scan on app_entitlements_search_trgm/)]);
+        // ANALYZE found the trigrams of "Entitlement" in every row and those of the digits rare.
+        expect(seen.stats?.frequency.get('men')).toBeGreaterThan(0.99);
+        expect(seen.stats?.frequency.get('424') ?? seen.stats?.unlisted).toBeLessThan(0.01);
+        expect(seen.pieces).toEqual(['-4242']);
+        const index = /Bitmap Index Scan on app_entitlements_search_trgm .*\n\s+Index Cond: (.*)$/m;
+        // Without statistics the index is asked for every trigram of the query…
+        expect(index.exec(seen.plain!)?.[1]).toMatch(/~~\* '%ment-4242%'/);
+        // …with them, only for "-4242"; the query itself is checked on the candidates.
+        expect(index.exec(seen.withStats!)?.[1]).toMatch(/^\(\(\(\(\(display_name .* ~~\* '%-4242%'::text\)$/);
+        expect(seen.withStats).not.toMatch(/Seq Scan/);
+        expect(seen.withStats).toMatch(/Filter: .*CASE WHEN .* ~~\* '%ment-4242%'/);
+        // The same 11 rows (entitlement-4242, entitlement-42420 … 42429) either way.
+        expect(seen.rows).toHaveLength(11);
+        expect(seen.rowsWithStats).toEqual(seen.rows);
+      });
+
+      it('extracts the trigrams pg_trgm extracts', async () => {
+        // show_trgm pads every word on both sides, as wildcardTrigrams does for a word between
+        // two non-word characters.
+        const schema = await db.query<{ s: string }>(`SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`);
+        for (const text of ['ment-4242', 'Entitlement 12 of 3', 'CRM_admin.x', 'a-b--cd', 'Zebra42 x9y', '%_\\%done', 'UPPER lower']) {
+          const rows = await db.query<{ t: string[] }>(`SELECT "${schema[0]!.s}".show_trgm($1) AS t`, [text]);
+          expect({ text, trigrams: new Set(wildcardTrigrams(` ${text} `).map((t) => t.trigram)) }).toEqual({ text, trigrams: new Set(rows[0]!.t) });
+        }
       });
     }
   });
