@@ -283,7 +283,8 @@ export function storeError(err: unknown): unknown {
   const code = (err as { code?: unknown })?.code;
   const message = err instanceof Error ? err.message : '';
   const unreachable =
-    (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || code.startsWith('08'))) ||
+    // Class 08 is "connection exception", except 08P01 (protocol violation: a malformed query, a bug).
+    (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) ||
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(message);
   return unreachable ? new UnavailableError('the database is unavailable; retry later', 2) : err;
 }
