@@ -26,7 +26,7 @@ import { startDevServer, freePort, type DevServer } from '../src/temporal/devser
 import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
-import { automationWorkflowsPath, createAutomationWorker } from '../src/temporal/worker';
+import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
 import { DeliveryLog } from '../src/webhooks/delivery-log';
 import { bundleInChild } from './bundle-child';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
@@ -120,7 +120,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const workerConnection = await NativeConnection.connect({ address: server.address });
     stops.push(() => workerConnection.close());
     // Prebuilt bundles, as production workers run them: webpack's memory stays out of this process.
-    const [automationBundle, bareBundle] = await Promise.all([bundleInChild(automationWorkflowsPath()), bundleInChild(path.join(__dirname, 'workflows', 'bare.ts'))]);
+    const [automationBundle, bareBundle] = await Promise.all([bundleInChild(automationBundleOptions()), bundleInChild({ workflowsPath: path.join(__dirname, 'workflows', 'bare.ts') })]);
     const [automationWorker, bareWorker] = await Promise.all([
       createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC, bundle: automationBundle }),
       Worker.create({

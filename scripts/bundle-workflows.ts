@@ -6,11 +6,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { automationWorkflowsPath } from '../src/temporal/worker';
+import { automationBundleOptions } from '../src/temporal/worker';
 
 async function main(): Promise<void> {
   const out = path.resolve(process.argv[2] ?? 'dist/workflow-bundle.js');
-  const { code } = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath() });
+  const { code } = await bundleWorkflowCode(automationBundleOptions());
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, code);
   console.log(`workflow bundle: ${out} (${Math.round(code.length / 1024)} KiB)`);

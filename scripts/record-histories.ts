@@ -22,7 +22,7 @@ import { openDb, type Db } from '../src/store/db';
 import { freePort, startDevServer } from '../src/temporal/devserver';
 import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/temporal/history-replay';
 import { ensureNamespace } from '../src/temporal/setup';
-import { automationWorkflowsPath } from '../src/temporal/worker';
+import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
 import { DECIDE_UPDATE, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../workflows/types';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -384,7 +384,7 @@ async function main(): Promise<void> {
     await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET));
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
-    const bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
+    const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
     worker = await Worker.create({
       connection: nativeConnection,
       namespace: 'default',

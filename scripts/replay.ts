@@ -15,7 +15,7 @@ import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleOption } from '@temporalio/worker';
 import { connectClientConnection } from '../src/temporal/connection';
 import { describeFailures, HISTORIES_DIR, installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../src/temporal/history-replay';
-import { automationWorkflowsPath } from '../src/temporal/worker';
+import { automationBundleOptions } from '../src/temporal/worker';
 
 const USAGE = `usage: npm run replay -- [--bundle <file>] [--dir <folder>] [--from-cluster --query <visibility query> [--limit <n>]]`;
 
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   if (histories.length === 0) throw new Error('no histories to replay');
   const bundle: WorkflowBundleOption = bundlePath
     ? { codePath: path.resolve(bundlePath) }
-    : await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
+    : await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
   const failures = await replayHistories(bundle, histories);
   const against = bundlePath ? `bundle ${bundlePath}` : 'the workflow code in workflows/';
   if (failures.length > 0) {

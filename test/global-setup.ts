@@ -8,7 +8,7 @@ import path from 'node:path';
 import { connectClient } from './helpers/temporal';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { dumpMemoryImage } from '../src/store/db';
-import { automationWorkflowsPath } from '../src/temporal/worker';
+import { automationBundleOptions } from '../src/temporal/worker';
 import type { DevServer } from '../src/temporal/devserver';
 import { startTestDevServer } from './helpers/ports';
 import { ensureNamespace } from '../src/temporal/setup';
@@ -22,7 +22,7 @@ async function prepareSharedArtifacts(): Promise<void> {
   const image = path.join(dir, 'pglite-image.tar');
   fs.writeFileSync(image, Buffer.from(await (await dumpMemoryImage()).arrayBuffer()));
   process.env.TEST_PGLITE_IMAGE = image;
-  const bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
+  const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
   const bundlePath = path.join(dir, 'workflow-bundle.js');
   fs.writeFileSync(bundlePath, bundle.code);
   process.env.TEST_WORKFLOW_BUNDLE = bundlePath;

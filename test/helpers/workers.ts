@@ -4,7 +4,7 @@
  */
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import './quiet-runtime';
-import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
+import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 import { connectNative, testCodec } from './temporal';
 
@@ -15,7 +15,7 @@ export interface RunningWorker {
 
 /** Bundles the automation workflow once (quietly) for several workers. */
 export function bundleAutomationWorkflow(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') });
+  return bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
 }
 
 export async function startWorker(options: {

@@ -5,7 +5,7 @@
  */
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { describeFailures, installQuietRuntime, loadCommittedHistories, replayHistories } from '../../src/temporal/history-replay';
-import { automationWorkflowsPath } from '../../src/temporal/worker';
+import { automationBundleOptions } from '../../src/temporal/worker';
 import { testWorkflowBundle } from '../helpers/temporal';
 
 beforeAll(() => installQuietRuntime());
@@ -13,7 +13,7 @@ beforeAll(() => installQuietRuntime());
 it('replays every committed history on the current workflow code', async () => {
   const histories = loadCommittedHistories();
   expect(histories.length).toBeGreaterThanOrEqual(12);
-  const bundle = testWorkflowBundle() ?? (await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: new DefaultLogger('WARN') }));
+  const bundle = testWorkflowBundle() ?? (await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') }));
   const failures = await replayHistories(bundle, histories);
   if (failures.length > 0) throw new Error(`nondeterminism in ${failures.length} of ${histories.length} committed histories:\n${describeFailures(failures)}`);
 });

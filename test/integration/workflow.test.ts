@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Db } from '../../src/store/db';
-import { automationWorkflowsPath, createAutomationWorker } from '../../src/temporal/worker';
+import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
 import { DATABASES, openTestDb } from '../helpers/databases';
@@ -28,7 +28,7 @@ beforeAll(async () => {
   nativeConnection = await connectNative(temporal.address);
   connection = await connectClient(temporal.address);
   client = new Client({ connection, namespace, ...testDataConverter() });
-  bundle = await bundleWorkflowCode({ workflowsPath: automationWorkflowsPath(), logger: quietLogger() });
+  bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: quietLogger() });
 });
 
 afterAll(async () => {
