@@ -55,7 +55,8 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   let load: LoadGenerator | undefined;
   try {
-    stack = await startStack({ log, databaseUrl: undefined });
+    // The store as `npm start` has it (files in a data directory), not an in-memory one.
+    stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
     // Peak RSS under load, from the end of start-up (after a GC: start-up garbage is not load).
     heapAfterGcMb();
     const rssSampler = startRssSampler(200);

@@ -4,7 +4,9 @@
  * automation worker, a second worker running the baseline workflow (bench/workflows/bare.ts), and
  * the real Koa app on free ports, built as src/main.ts builds it.
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -15,6 +17,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { openDb, type Db } from '../src/store/db';
+import { openEmbeddedStore } from '../src/store/embedded';
 import { PageTokens } from '../src/domain/pagination';
 import { AccessTokens } from '../src/auth/tokens';
 import { createClient } from '../src/auth/clients';
@@ -81,6 +84,12 @@ export interface Stack {
 export interface StackOptions {
   log: (line: string) => void;
   databaseUrl: string | undefined;
+  /**
+   * Without databaseUrl: `dataDir` opens the embedded store as `npm start` does (PGlite files in a
+   * temporary data directory, src/store/embedded.ts); `memory` (default) an in-memory PGlite,
+   * whose database files are JavaScript buffers in this process (about 80 MB more resident).
+   */
+  embeddedStore?: 'memory' | 'dataDir';
 }
 
 /** Installs the Temporal runtime once, without its own signal handlers (the benchmark stops itself). */
@@ -113,7 +122,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await ensureNamespace(connection, NAMESPACE);
     const client = new Client({ connection, namespace: NAMESPACE, dataConverter: encryptedDataConverter(BENCH_CODEC) });
 
-    const db = await openStore(options.databaseUrl);
+    const db = !options.databaseUrl && options.embeddedStore === 'dataDir' ? await openDataDirStore() : await openStore(options.databaseUrl);
     closeStore = () => db.close();
 
     options.log('bundling and starting the workers');
@@ -186,6 +195,24 @@ export async function openStore(databaseUrl: string | undefined): Promise<Db> {
       await close();
     },
   });
+}
+
+/** The embedded store as `npm start` opens it, in a temporary data directory removed on close. */
+export async function openDataDirStore(): Promise<Db> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-store-'));
+  try {
+    const db = await openEmbeddedStore(path.join(dir, 'store'));
+    const close = db.close.bind(db);
+    return Object.assign(db, {
+      async close() {
+        await close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    });
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /** Runs are never started by this one (pagination servers). */

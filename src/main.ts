@@ -4,14 +4,14 @@
  * `npm run api` / `npm run worker`: one role each, against TEMPORAL_ADDRESS and DATABASE_URL.
  */
 import http from 'node:http';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import v8 from 'node:v8';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
 import { createLogger, type Logger } from './logger';
-import { openDb, pgliteDataDirExists, type Db } from './store/db';
+import { openDb, type Db } from './store/db';
+import { openEmbeddedStore } from './store/embedded';
+import { runNodeChild } from './node-child';
 import { PageTokens } from './domain/pagination';
 import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
@@ -141,15 +141,9 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
     logger.warn('DATABASE_URL is not set: using the embedded store, which only one process can open');
   }
   const storeDir = path.join(config.dataDir, 'store');
-  // The embedded store's WebAssembly (PostgreSQL, 9 MB) runs on V8's baseline compiler only: about
-  // 40 MB less resident code and compiler memory, at no measurable cost for this service's queries.
-  if (!config.databaseUrl) v8.setFlagsFromString('--liftoff-only');
-  if (!config.databaseUrl && !pgliteDataDirExists(storeDir)) {
-    // initdb's memory leaves with a child process instead of staying resident here.
-    await runNodeChild(path.join(__dirname, 'store', `init-pglite${path.extname(__filename)}`), [storeDir], 'creating the embedded store');
-    logger.info({ dataDir: storeDir }, 'embedded store created');
-  }
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: storeDir });
+  const db = config.databaseUrl
+    ? await openDb({ databaseUrl: config.databaseUrl })
+    : await openEmbeddedStore(storeDir, () => logger.info({ dataDir: storeDir }, 'embedded store created'));
   logger.info({ store: db.kind }, 'store ready');
   return db;
 }
@@ -163,20 +157,6 @@ async function bundleInChildProcess(config: Config, logger: Logger): Promise<str
   await runNodeChild(path.resolve(__dirname, '../scripts/bundle-workflows.ts'), [out], 'bundling the workflows');
   logger.info({ bundle: out }, 'workflow code bundled');
   return out;
-}
-
-/** Runs a script in a short-lived Node child with this process's loader flags (tsx for a .ts script). */
-async function runNodeChild(script: string, args: string[], what: string): Promise<void> {
-  const flags = script.endsWith('.ts') && !process.execArgv.some((flag) => flag.includes('tsx')) ? ['--require', 'tsx/cjs'] : process.execArgv;
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, [...flags, script, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let errors = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      errors = (errors + chunk.toString()).slice(-4000);
-    });
-    child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (${code}): ${errors}`))));
-  });
 }
 
 async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
