@@ -1,0 +1,45 @@
+/**
+ * The embedded store as `npm start` (and the benchmark's soak) opens it: created once by a child
+ * process, migrated, and reopened with its data on the next start.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openEmbeddedStore } from '../../src/store/embedded';
+
+describe('openEmbeddedStore', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-store-'));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('creates a missing store once, migrated, and reopens the same data afterwards', async () => {
+    const storeDir = path.join(dir, 'store');
+    const created: string[] = [];
+    const first = await openEmbeddedStore(storeDir, () => created.push('first'));
+    try {
+      expect(created).toEqual(['first']);
+      expect(fs.existsSync(path.join(storeDir, 'PG_VERSION'))).toBe(true);
+      const [migrations] = await first.query<{ count: string | number }>('SELECT count(*) AS count FROM schema_migrations');
+      expect(Number(migrations!.count)).toBeGreaterThan(0);
+      await first.exec("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')");
+    } finally {
+      await first.close();
+    }
+
+    const second = await openEmbeddedStore(storeDir, () => created.push('second'));
+    try {
+      expect(created).toEqual(['first']);
+      expect(await second.query<{ v: string }>('SELECT v FROM kept')).toEqual([{ v: 'still here' }]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('says why when the store cannot be created', async () => {
+    const blocked = path.join(dir, 'not-a-directory');
+    fs.writeFileSync(blocked, 'a file where the data directory should go');
+    await expect(openEmbeddedStore(path.join(blocked, 'store'))).rejects.toThrow(/creating the embedded store failed/);
+  });
+});
