@@ -193,7 +193,8 @@ async function main(): Promise<void> {
     const needsStack = args.only.has('ingress') || args.only.has('reject') || args.only.has('e2e');
     if (needsStack) {
       installRuntime();
-      stack = await startStack({ log, databaseUrl: undefined });
+      // The store as `npm start` has it (files in a data directory): the API + workers figures measure the product.
+      stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
       load = await LoadGenerator.start();
       const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
       detail.automation = automation;
@@ -247,9 +248,9 @@ async function main(): Promise<void> {
     }
 
     if (args.only.has('pagination')) {
-      // The stack's in-memory PGlite, when there is one, saves opening a second one.
+      // An in-memory PGlite of its own (the stack's store is the file-backed one of npm start).
       const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined; db?: Db; secretBox?: SecretBox }> = [
-        { name: 'pglite', databaseUrl: undefined, ...(stack ? { db: stack.db, secretBox: stack.secretBox } : {}) },
+        { name: 'pglite', databaseUrl: undefined },
       ];
       const pgUrl = process.env.DATABASE_URL?.trim();
       if (pgUrl) targets.push({ name: 'postgres', databaseUrl: pgUrl });
