@@ -55,8 +55,9 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   let load: LoadGenerator | undefined;
   try {
-    // The store as `npm start` has it (files in a data directory), not an in-memory one.
-    stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
+    // The product only: the store as `npm start` has it (files in a data directory, not in memory),
+    // and no baseline worker (the soak compares nothing with it).
+    stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir', baselineWorker: false });
     // Peak RSS under load, from the end of start-up (after a GC: start-up garbage is not load).
     heapAfterGcMb();
     const rssSampler = startRssSampler(200);
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
       heapGrowthRatio: round(last.heapMb / first.heapMb, 3),
       heapSlopeMbPerMin: round(slope(measured.map((s) => s.minute), measured.map((s) => s.heapMb)), 3),
       flat: last.heapMb / first.heapMb <= FLAT_RATIO,
-      /** Peak RSS of this process (the APIs and the workers, in-memory store) under load, sampled every 200 ms. */
+      /** Peak RSS of this process (the APIs, the automation worker, the embedded store as npm start has it) under load, sampled every 200 ms. */
       peakRssMb: round(rssSampler.stop(), 1),
       samples,
     };

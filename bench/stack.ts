@@ -1,8 +1,9 @@
 /**
  * The embedded stack the benchmark measures, all started here and stopped by `stop()`: its own
  * Temporal dev server (in memory, free port, guarded by scripts/child-guard.js), the store, the
- * automation worker, a second worker running the baseline workflow (bench/workflows/bare.ts), and
- * the real Koa app on free ports, built as src/main.ts builds it.
+ * automation worker, a second worker running the baseline workflow (bench/workflows/bare.ts;
+ * `baselineWorker: false` leaves it out), and the real Koa app on free ports, built as src/main.ts
+ * builds it.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -90,6 +91,8 @@ export interface StackOptions {
    * whose database files are JavaScript buffers in this process (about 80 MB more resident).
    */
   embeddedStore?: 'memory' | 'dataDir';
+  /** Start the baseline worker (BARE_QUEUE, bench/workflows/bare.ts); default true. The soak measures the product only. */
+  baselineWorker?: boolean;
 }
 
 /** Installs the Temporal runtime once, without its own signal handlers (the benchmark stops itself). */
@@ -129,20 +132,28 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const workerConnection = await NativeConnection.connect({ address: server.address });
     stops.push(() => workerConnection.close());
     // Prebuilt bundles, as production workers run them: webpack's memory stays out of this process.
-    const [automationBundle, bareBundle] = await Promise.all([bundleInChild(automationBundleOptions()), bundleInChild({ workflowsPath: path.join(__dirname, 'workflows', 'bare.ts') })]);
-    const [automationWorker, bareWorker] = await Promise.all([
-      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC, bundle: automationBundle }),
-      Worker.create({
-        connection: workerConnection,
-        namespace: NAMESPACE,
-        taskQueue: BARE_QUEUE,
-        // The same payload encryption as the automation worker (the bench client encrypts).
-        dataConverter: encryptedDataConverter(BENCH_CODEC),
-        workflowBundle: bareBundle,
-        activities: createBareActivities(),
-      }),
+    const withBaseline = options.baselineWorker ?? true;
+    const [automationBundle, bareBundle] = await Promise.all([
+      bundleInChild(automationBundleOptions()),
+      withBaseline ? bundleInChild({ workflowsPath: path.join(__dirname, 'workflows', 'bare.ts') }) : undefined,
     ]);
-    for (const worker of [automationWorker, bareWorker]) {
+    const workers = await Promise.all([
+      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC, bundle: automationBundle }),
+      ...(bareBundle
+        ? [
+            Worker.create({
+              connection: workerConnection,
+              namespace: NAMESPACE,
+              taskQueue: BARE_QUEUE,
+              // The same payload encryption as the automation worker (the bench client encrypts).
+              dataConverter: encryptedDataConverter(BENCH_CODEC),
+              workflowBundle: bareBundle,
+              activities: createBareActivities(),
+            }),
+          ]
+        : []),
+    ]);
+    for (const worker of workers) {
       const running = worker.run();
       running.catch((err: unknown) => options.log(`worker stopped: ${String(err)}`));
       stops.push(async () => {
