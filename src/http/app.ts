@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type { AppDeps } from './context';
 import { AppError, errorMiddleware } from './errors';
 import { proxyOptions } from './proxy';
+import { SERVICE_HEADERS } from './response-headers';
 import { ROUTERS } from './routes';
 import { webhookEndpointOf, webhookFastPath } from './routes/webhooks';
 
@@ -36,16 +37,12 @@ export function createApp(deps: AppDeps): Koa {
     try {
       await next();
     } finally {
-      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      deps.metrics.httpRequests.inc({ method: ctx.method, route, status: String(ctx.status) });
-      deps.metrics.httpDuration.observe({ method: ctx.method, route }, seconds);
+      deps.metrics.recordHttp(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched', ctx.status, started);
     }
   });
   app.use(errorMiddleware(deps.logger));
   app.use(async (ctx, next) => {
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set(SERVICE_HEADERS);
     // A NUL character (%00) in the path names nothing the store can hold (PostgreSQL refuses it).
     if (ctx.path.includes('%00')) throw new AppError(404, 'not found: the path contains a NUL character');
     await next();

@@ -43,6 +43,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** One answered HTTP request: its count by status and its latency since `startedNs` (process.hrtime.bigint). */
+  recordHttp(method: string, route: string, status: number, startedNs: bigint): void {
+    this.httpRequests.inc({ method, route, status: String(status) });
+    this.httpDuration.observe({ method, route }, Number(process.hrtime.bigint() - startedNs) / 1e9);
+  }
+
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }

@@ -111,28 +111,24 @@ export function validateSteps(
     }
     if (seen.has(id)) violations.push({ field: `${at}.id`, description: `step id "${id}" is used twice` });
     seen.add(id);
+    /** A CEL field checked by `validate` (plain CEL, or a header that may read secrets). */
+    const celField =
+      (validate: (source: string) => string | undefined) =>
+      (source: unknown, field: string): string => {
+        if (typeof source !== 'string' || source.trim() === '') {
+          violations.push({ field, description: `step "${id}": must be a CEL expression (a non-empty string)` });
+          return '';
+        }
+        const problem = validate(source);
+        if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
+        return source;
+      };
     const check = (bodyAt: string): StepCheck => ({
       at: bodyAt,
       id,
       violation: (field, description) => violations.push({ field, description: `step "${id}": ${description}` }),
-      cel: (source, field) => {
-        if (typeof source !== 'string' || source.trim() === '') {
-          violations.push({ field, description: `step "${id}": must be a CEL expression (a non-empty string)` });
-          return '';
-        }
-        const problem = cel(source);
-        if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
-        return source;
-      },
-      secretCel: (source, field) => {
-        if (typeof source !== 'string' || source.trim() === '') {
-          violations.push({ field, description: `step "${id}": must be a CEL expression (a non-empty string)` });
-          return '';
-        }
-        const problem = secretCel(source);
-        if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
-        return source;
-      },
+      cel: celField(cel),
+      secretCel: celField(secretCel),
     });
     const kinds = STEP_KINDS.filter((kind) => raw[kind] !== undefined && raw[kind] !== null);
     if (kinds.length !== 1) {

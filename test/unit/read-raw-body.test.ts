@@ -58,23 +58,27 @@ function partialRequest(port: number, length: number, sent: string): Promise<str
 }
 
 describe('readRawBody deadlines and rates', () => {
-  it('a body that stops arriving gets a 408 at the deadline when no rate is set, and the connection closes', async () => {
-    const server = await serve(() => ({ timeoutMs: 300 }));
+  it.each([
+    {
+      what: 'a body that stops arriving, no rate set: 408 at the deadline',
+      options: (): ReadBodyOptions => ({ timeoutMs: 300 }),
+      length: 100,
+      sent: 40,
+      message: 'request body not received within 300 ms',
+    },
+    {
+      what: 'a body slower than the minimum rate: 408 naming the rate, well before a long deadline',
+      options: (): ReadBodyOptions => ({ timeoutMs: 600_000, rate: new DataRateWatch(1_000, 100) }),
+      length: 500,
+      sent: 10,
+      message: 'request body arrives slower than 1000 bytes per second',
+    },
+  ])('$what, and the connection closes', async ({ options, length, sent, message }) => {
+    const server = await serve(options);
     try {
-      const answer = await partialRequest(server.port, 100, 'x'.repeat(40));
+      const answer = await partialRequest(server.port, length, 'x'.repeat(sent));
       expect(answer.startsWith('HTTP/1.1 408')).toBe(true);
-      expect(server.outcomes).toEqual([{ status: 408, message: 'request body not received within 300 ms' }]);
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('a body slower than the minimum rate gets a 408 naming the rate, well before a long deadline', async () => {
-    const server = await serve(() => ({ timeoutMs: 600_000, rate: new DataRateWatch(1_000, 100) }));
-    try {
-      const answer = await partialRequest(server.port, 500, 'x'.repeat(10));
-      expect(answer.startsWith('HTTP/1.1 408')).toBe(true);
-      expect(server.outcomes).toEqual([{ status: 408, message: 'request body arrives slower than 1000 bytes per second' }]);
+      expect(server.outcomes).toEqual([{ status: 408, message }]);
     } finally {
       await server.close();
     }

@@ -15,6 +15,7 @@ import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { AppError, errorBody, reportError } from '../errors';
 import { clientAddress } from '../proxy';
+import { SERVICE_HEADERS } from '../response-headers';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../../logger';
 import { AdmissionRefusal, DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
@@ -35,7 +36,7 @@ export interface WebhookAnswer {
   body: unknown;
 }
 
-/** Answers one delivery to `listenerId`; `path` names the request in logs. Never rejects. */
+/** Answers one delivery to `listenerId`; `path` names the request in logs. Every failure is an answer (a rejection would be a bug). */
 export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
 
 /** The HTTP headers a refusal carries besides the error body. */
@@ -190,8 +191,8 @@ function createWebhookEndpoint(deps: AppDeps): WebhookEndpoint {
   };
 }
 
-/** The headers of every answer of the service (as the app's first middlewares set them for Koa). */
-const STANDARD_HEADERS = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', 'Content-Type': 'application/json; charset=utf-8' };
+/** The service's headers and the JSON content type Koa gives a JSON body. */
+const ANSWER_HEADERS = { ...SERVICE_HEADERS, 'Content-Type': 'application/json; charset=utf-8' };
 
 /** The canonical delivery path: the prefix, a listener id's characters, then the end or a query. */
 const CANONICAL_PATH = /^\/api\/v1\/webhooks\/incoming\/([A-Za-z0-9_-]+)(?:\?|$)/;
@@ -222,11 +223,10 @@ export function webhookFastPath(endpoint: WebhookEndpoint, metrics: Metrics, log
 
 /** Writes the answer (unless the client went away) and records the HTTP metrics. */
 function sendAnswer(res: ServerResponse, answer: WebhookAnswer, started: bigint, metrics: Metrics): void {
-  metrics.httpRequests.inc({ method: 'POST', route: WEBHOOK_ROUTE, status: String(answer.status) });
-  metrics.httpDuration.observe({ method: 'POST', route: WEBHOOK_ROUTE }, Number(process.hrtime.bigint() - started) / 1e9);
+  metrics.recordHttp('POST', WEBHOOK_ROUTE, answer.status, started);
   if (res.headersSent || res.destroyed) return;
   const body = JSON.stringify(answer.body);
-  res.writeHead(answer.status, { ...STANDARD_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...answer.headers });
+  res.writeHead(answer.status, { ...ANSWER_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...answer.headers });
   res.end(body);
 }
 
