@@ -222,6 +222,15 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // prodstack (bootstrap client made once): the BOOTSTRAP_CLIENT_ID clients ever made here, so that one
+  // deleted through the API is not made again at the next start. Existing bootstrap clients are recorded.
+  `
+  CREATE TABLE bootstrap_clients (
+    client_id text PRIMARY KEY,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  INSERT INTO bootstrap_clients (client_id) SELECT client_id FROM api_clients WHERE display_name = 'bootstrap';
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
