@@ -20,6 +20,10 @@ DIR=${CERT_DIR:?set CERT_DIR}
 DAYS=${CERT_DAYS:-825}
 OPENSSL=${OPENSSL:-openssl}
 umask 077
+# The compose job runs in a plain alpine image: openssl is added there on first use.
+if ! command -v "$OPENSSL" >/dev/null 2>&1 && command -v apk >/dev/null 2>&1; then
+  apk add --no-cache openssl >/dev/null
+fi
 mkdir -p "$DIR/ca" "$DIR/temporal" "$DIR/api" "$DIR/worker" "$DIR/ui"
 
 if [ ! -s "$DIR/ca/ca.pem" ] || [ ! -s "$DIR/ca/ca.key" ]; then
