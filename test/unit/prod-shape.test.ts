@@ -4,11 +4,14 @@
  * databases and two roles, the same namespace set-up, the same UI settings and the same app
  * environment. A change to one without the other fails here.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config';
 import { RETENTION_SECONDS } from '../../src/temporal/setup';
+import { connectionOptions } from '../../src/temporal/connection';
 import {
   DATABASES,
   ROLES,
@@ -261,6 +264,26 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
       expect([name, certFileOf(role, composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
     }
     expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CLIENT_CERT_PATH!)).toBe(`${role}/client.pem`);
+  });
+
+  it('the environment the stack gives a worker makes the connection code present the worker\'s certificate', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prod-shape-tls-'));
+    const saved = { ...process.env };
+    try {
+      execFileSync('sh', [path.join(root, 'deploy/temporal/make-certs.sh')], { env: { PATH: process.env.PATH, CERT_DIR: dir } });
+      Object.assign(process.env, appEnvironment('worker', { ...scriptApp, tlsDir: dir }));
+      const options = connectionOptions({ address: '127.0.0.1:7233', embedded: false });
+      const tls = options.tls as { serverNameOverride?: string; serverRootCACertificate?: Uint8Array; clientCertPair?: { crt: Uint8Array; key: Uint8Array } };
+      const text = (bytes: Uint8Array | undefined): string => Buffer.from(bytes ?? []).toString('utf8');
+      const file = (name: string): string => fs.readFileSync(path.join(dir, name), 'utf8');
+      expect(tls.serverNameOverride).toBe(TEMPORAL_TLS_SERVER_NAME);
+      expect(text(tls.serverRootCACertificate)).toBe(file('ca/ca.pem'));
+      expect(text(tls.clientCertPair?.crt)).toBe(file('worker/client.pem'));
+      expect(text(tls.clientCertPair?.key)).toBe(file('worker/client.key'));
+    } finally {
+      process.env = saved;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the Web UI server connects with the ui certificate, verifying the frontend\'s name', () => {
