@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config';
 import { RETENTION_SECONDS } from '../../src/temporal/setup';
-import { connectionOptions } from '../../src/temporal/connection';
+import { TEMPORAL_ENVCONFIG_VARIABLES, connectionOptions } from '../../src/temporal/connection';
 import {
   DATABASES,
   ROLES,
@@ -156,9 +156,10 @@ describe('the app processes', () => {
   it.each(['api', 'worker'] as const)('%s: the same namespace, task queue, proxy trust and variables on both sides', (role) => {
     const composeEnv = envOf(role);
     const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
-    // TEMPORAL_TLS_* are Temporal's own environment configuration (@temporalio/envconfig), checked below.
-    const names = [...Object.keys(composeEnv), ...Object.keys(scriptEnv)].filter((name) => name !== 'NODE_ENV' && !name.startsWith('TEMPORAL_TLS_'));
-    for (const name of names) expect(CONFIG_VARIABLES as readonly string[]).toContain(name);
+    // The service's own variables, or Temporal's environment configuration (TLS, checked below).
+    const names = [...Object.keys(composeEnv), ...Object.keys(scriptEnv)].filter((name) => name !== 'NODE_ENV');
+    const known: readonly string[] = [...CONFIG_VARIABLES, ...TEMPORAL_ENVCONFIG_VARIABLES];
+    for (const name of names) expect(known).toContain(name);
     const a = loadConfig(composeEnv);
     const b = loadConfig(scriptEnv);
     expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([b.temporal.namespace, b.temporal.taskQueue, b.trustProxy]);
