@@ -782,7 +782,8 @@ async function main(): Promise<void> {
   console.log(`
 Production stack up in ${Math.round((Date.now() - started) / 1000)} s (Ctrl-C stops every process)
   entry (nginx → api-1, api-2):  ${stack.entryUrl}
-  Temporal frontend:             ${stack.temporalAddress}
+  Temporal frontend (mTLS):      ${stack.temporalAddress}
+    temporal workflow list ${stack.temporalCliArgs('api').join(' ')}
   Temporal Web UI (read-only):   ${stack.uiUrl}
   logs:                          ${stack.logDir}
 ${bootstrap ? `  a super_admin API client was created; its secret is shown only now:\n    client_id ${bootstrap.clientId}\n    client_secret ${bootstrap.clientSecret}\n` : ''}`);

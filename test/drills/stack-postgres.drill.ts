@@ -3,13 +3,14 @@
  * `postgres` OS user over the Unix socket (peer authentication); the roles the stack makes get random
  * passwords kept 0600 in the state directory; no existing role's password is ever changed (the
  * superuser's included). On a PostgreSQL of the drill's own with Debian's authentication rules
- * (local: peer, 127.0.0.1: scram-sha-256), through the stack's own step (preparePostgres).
+ * (local: peer, 127.0.0.1: scram-sha-256): the stack's own step (preparePostgres), then the whole
+ * stack on it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { preparePostgres, type LocalPostgres } from '../../scripts/stack-prod';
+import { preparePostgres, startProdStack, type LocalPostgres } from '../../scripts/stack-prod';
 import { OwnPostgres } from './postgres';
 
 const SUPERUSER_PASSWORD = 'the-operators-own-superuser-password';
@@ -88,6 +89,20 @@ describe('stack:prod on the local PostgreSQL (no DATABASE_URL)', () => {
     expect(await storedPasswords()).toEqual(before);
     expect(prepared.created).toEqual({ temporal: false, temporal_visibility: false, app: false });
     expect(prepared.passwords.app).toBe(fs.readFileSync(path.join(stateDir, 'postgres', 'app.password'), 'utf8').trim());
+  });
+
+  it('the whole stack starts on it (Temporal and the APIs log in by password over TCP) and leaves every password as it was', async () => {
+    const before = await storedPasswords();
+    const stack = await startProdStack({ localPostgres: local, stateDir, env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' }, log: () => undefined });
+    try {
+      expect((await fetch(`${stack.entryUrl}/health`)).status).toBe(200);
+      const api1 = stack.processes.get('api-1')!.env.PORT;
+      // Ready = the store (role app) and Temporal (on role temporal's databases) both answer.
+      expect((await fetch(`http://127.0.0.1:${api1}/ready`)).status).toBe(200);
+    } finally {
+      await stack.stop();
+    }
+    expect(await storedPasswords()).toEqual(before);
   });
 
   it('a role that exists without its password in the state directory is refused with the fix, and left as it was', async () => {
