@@ -222,6 +222,12 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // outbound calls signed the Standard Webhooks way: a secret's rotation keeps the previous value
+  // (sealed) until its grace period ends, and signed calls carry both signatures meanwhile
+  `
+  ALTER TABLE outbound_secrets ADD COLUMN previous_sealed_value text;
+  ALTER TABLE outbound_secrets ADD COLUMN previous_expires_at timestamptz;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
