@@ -18,16 +18,24 @@
  * an activity input or result, or a message. A secret that no longer exists fails the step
  * (non-retryably) naming the secret. Secret values echoed in a 2xx response are replaced by
  * `[secret]` before the response becomes the step's output.
+ *
+ * Every request carries the call's key as `Idempotency-Key` and `webhook-id`, derived here from the
+ * activity's info (the run's workflow id and run id) and the step id, so it is the same for every
+ * attempt of the step in the run (src/webhooks/standard-webhooks.ts). With `signature` the request
+ * is signed the Standard Webhooks way over the exact body bytes sent; the signing secret is resolved
+ * with the header secrets (same store read, same checks) and never leaves this activity.
  */
 import http from 'node:http';
 import https from 'node:https';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
 import type { SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
-import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
+import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
+import { callKey, isMalformedWhsec, signingKey, standardSignature, type CallKeyScope } from '../src/webhooks/standard-webhooks';
 
 export interface CallWebhookInput {
   stepId: string;
@@ -38,6 +46,13 @@ export interface CallWebhookInput {
   /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
   secretHeaders?: Record<string, string>;
   timeoutMs: number;
+  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
+  signature?: { secret: string };
+  /**
+   * The run whose call keys this call carries when it is not the activity's own run: a retry from
+   * the failed step continues the original run (absent: the activity's run).
+   */
+  keysOf?: CallKeyScope;
 }
 
 export interface CallWebhookOutput {
@@ -88,20 +103,42 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
   return {
     /** POSTs the JSON body; resolves with the 2xx response, fails (retryable or not) otherwise. */
     async callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput> {
+      const key = callKey(input.keysOf ?? activityRun(), input.stepId);
       const sources = input.secretHeaders ?? {};
-      if (Object.keys(sources).length === 0) return callWebhook(input, deps.allowPrivateOutbound);
-      const resolved = await resolveSecretHeaders(sources, deps);
-      const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound);
+      const signing = input.signature?.secret;
+      if (Object.keys(sources).length === 0 && signing === undefined) return callWebhook(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
+      const resolved = await resolveSecretHeaders(sources, deps, signing);
+      const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound, {
+        key,
+        signingKeys: resolved.signingKeys,
+      });
       return redacted(output, resolved.sensitive);
     },
   };
 }
 
+/** The workflow id and run id of the run whose activity this is. */
+function activityRun(): CallKeyScope {
+  let execution: { workflowId: string; runId: string } | undefined;
+  try {
+    execution = Context.current().info.workflowExecution;
+  } catch {
+    execution = undefined;
+  }
+  if (!execution) throw new Error('callWebhook runs as an activity of a run (or is given keysOf)');
+  return { workflowId: execution.workflowId, runId: execution.runId };
+}
+
 /**
- * Evaluates the header values that read secrets. Messages name headers and secrets, never a value
- * (a CEL evaluation error is reported by its code only: its text could quote an operand).
+ * Evaluates the header values that read secrets, and opens the signing secret (`signing`, with the
+ * previous value of a rotation still in its grace period). Messages name headers and secrets, never
+ * a value (a CEL evaluation error is reported by its code only: its text could quote an operand).
  */
-async function resolveSecretHeaders(sources: Record<string, string>, deps: CallWebhookDeps): Promise<{ headers: Record<string, string>; sensitive: string[] }> {
+async function resolveSecretHeaders(
+  sources: Record<string, string>,
+  deps: CallWebhookDeps,
+  signing?: string,
+): Promise<{ headers: Record<string, string>; sensitive: string[]; signingKeys: Buffer[] }> {
   const namesOf: Record<string, string[]> = {};
   for (const [header, source] of Object.entries(sources)) {
     try {
@@ -112,26 +149,47 @@ async function resolveSecretHeaders(sources: Record<string, string>, deps: CallW
     }
   }
   if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
-  const wanted = [...new Set(Object.values(namesOf).flat())];
+  const secretBox = deps.secretBox;
+  const wanted = [...new Set([...Object.values(namesOf).flat(), ...(signing === undefined ? [] : [signing])])];
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
   const values: Record<string, string> = {};
+  const open = (name: string, field: string, details: Record<string, string>): void => {
+    if (name in values) return;
+    const stored = sealed.get(name);
+    if (stored === undefined) {
+      throw ApplicationFailure.create({
+        type: CALL_WEBHOOK_SECRET_MISSING,
+        message: `callWebhook: ${field}: secret "${name}" does not exist (deleted after the automation was published?)`,
+        nonRetryable: true,
+        details: [{ secret: name, ...details }],
+      });
+    }
+    try {
+      values[name] = secretBox.open(stored);
+    } catch {
+      throw secretUnavailable(`${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+    }
+  };
   for (const [header, names] of Object.entries(namesOf)) {
-    for (const name of names) {
-      if (name in values) continue;
-      const stored = sealed.get(name);
-      if (stored === undefined) {
-        throw ApplicationFailure.create({
-          type: CALL_WEBHOOK_SECRET_MISSING,
-          message: `callWebhook: headers.${header}: secret "${name}" does not exist (deleted after the automation was published?)`,
-          nonRetryable: true,
-          details: [{ secret: name, header }],
-        });
-      }
+    for (const name of names) open(name, `headers.${header}`, { header });
+  }
+  const signingKeys: Buffer[] = [];
+  const signingValues: string[] = [];
+  if (signing !== undefined) {
+    open(signing, 'signature.secret', { field: 'signature.secret' });
+    signingValues.push(values[signing]!);
+    // During a rotation's grace period the receiver may still hold the previous value: sign with both.
+    const previous = await previousSealedOutboundSecret(deps.db, signing);
+    if (previous !== undefined) {
       try {
-        values[name] = deps.secretBox.open(stored);
+        signingValues.push(secretBox.open(previous));
       } catch {
-        throw secretUnavailable(`headers.${header}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+        throw secretUnavailable(`signature.secret: secret "${signing}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
       }
+    }
+    for (const value of signingValues) {
+      if (isMalformedWhsec(value)) throw refused(`signature.secret: secret "${signing}" starts with whsec_ but is not base64 after it`);
+      signingKeys.push(signingKey(value));
     }
   }
   const headers: Record<string, string> = {};
@@ -148,9 +206,9 @@ async function resolveSecretHeaders(sources: Record<string, string>, deps: CallW
     headers[header] = value;
   }
   // What a response must not carry into the step's output: the values and the headers made of them.
-  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers)])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
+  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers), ...signingValues])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
   sensitive.sort((a, b) => b.length - a.length);
-  return { headers, sensitive };
+  return { headers, sensitive, signingKeys };
 }
 
 /** Shorter values are not searched for in responses (they would match by chance). */
@@ -182,7 +240,13 @@ function shown(target: URL): string {
   return target.origin;
 }
 
-function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
+/** What the service adds to every request: the call's key, and the keys that sign it (none: unsigned). */
+interface CallIdentity {
+  key: string;
+  signingKeys: Buffer[];
+}
+
+function callWebhook(input: CallWebhookInput, allowPrivate: boolean, identity: CallIdentity): Promise<CallWebhookOutput> {
   // The URL is not quoted in the message: it may carry a token.
   const problem = checkOutboundUrl(input.url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
   if (problem !== undefined) return Promise.reject(refused(problem));
@@ -205,6 +269,8 @@ function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<Ca
   }
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(payload.length);
+  // Set last: the service's values win over a step's (validation refuses these names on save).
+  Object.assign(headers, outboundIdentityHeaders(identity, payload));
   const request = target.protocol === 'https:' ? https.request : http.request;
   const where = `POST ${shown(target)}`;
 
@@ -274,6 +340,17 @@ function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<Ca
     const timer = setTimeout(() => finish(network(`no complete response within ${timeoutMs} ms`)), timeoutMs);
     req.end(payload);
   });
+}
+
+/** `Idempotency-Key` and `webhook-id`; when signed, `webhook-timestamp` (now) and `webhook-signature` over `payload`. */
+function outboundIdentityHeaders(identity: CallIdentity, payload: Buffer): Record<string, string> {
+  const headers: Record<string, string> = { 'idempotency-key': identity.key, 'webhook-id': identity.key };
+  if (identity.signingKeys.length > 0) {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    headers['webhook-timestamp'] = timestamp;
+    headers['webhook-signature'] = standardSignature(identity.signingKeys, identity.key, timestamp, payload);
+  }
+  return headers;
 }
 
 function tooLarge(where: string): ApplicationFailure {

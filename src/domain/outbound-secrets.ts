@@ -12,6 +12,8 @@ import { secretNames } from '../cel';
 import { HEADER_VALUE } from '../steps/call-webhook';
 import { readsSecrets, stepKind, type StepDefinition } from '../steps';
 import { ConflictError, invalidArgument, notFound, type FieldViolation } from './errors';
+import { parseGracePeriod } from './rotation-grace';
+import { isMalformedWhsec } from '../webhooks/standard-webhooks';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 
@@ -51,6 +53,10 @@ function validateValue(value: unknown, violations: FieldViolation[]): string {
     violations.push({ field: 'value', description: 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header' });
     return '';
   }
+  if (isMalformedWhsec(value)) {
+    violations.push({ field: 'value', description: 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)' });
+    return '';
+  }
   return value;
 }
 
@@ -82,18 +88,38 @@ export async function createOutboundSecret(db: Db, body: Record<string, unknown>
   });
 }
 
-/** `{value}` → replaces the value (rotation: the next request of every run uses it); 404 when unknown. */
-export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<OutboundSecret> {
+/** A replaced secret, and when its previous value stops signing calls (null: it stopped at once). */
+export type ReplacedOutboundSecret = OutboundSecret & { previousValueExpiresAt: string | null };
+
+/**
+ * `{value, gracePeriod?}` → replaces the value (rotation: the next request of every run uses it);
+ * 404 when unknown. For `gracePeriod` (default 24 h, at most 7 days, "0s" at once) the replaced
+ * value keeps signing callWebhook requests next to the new one (two signatures), so a receiver can
+ * deploy the new value without a failed verification; header values use the new value at once.
+ */
+export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<ReplacedOutboundSecret> {
   const violations: FieldViolation[] = [];
-  unknownFields(body, ['value'], violations);
+  unknownFields(body, ['value', 'gracePeriod'], violations);
   const value = validateValue(body.value, violations);
+  let graceSeconds = 0;
+  try {
+    graceSeconds = parseGracePeriod(body.gracePeriod);
+  } catch {
+    violations.push({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once' });
+  }
   if (violations.length > 0) throw invalidArgument(violations);
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
   const sealed = change.secretBox.seal(value);
   return db.transaction(async (tx) => {
-    const replaced = await store.replaceOutboundSecret(tx, name, sealed);
+    const replaced = await store.replaceOutboundSecret(tx, name, sealed, graceSeconds);
     if (!replaced) throw notFound('secret', name);
-    await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.rotate', resourceType: 'outbound_secret', resourceId: name });
+    await recordAudit(tx, {
+      actor: change.actor,
+      action: 'outbound_secret.rotate',
+      resourceType: 'outbound_secret',
+      resourceId: name,
+      details: { gracePeriod: `${graceSeconds}s`, previousValueExpiresAt: replaced.previousValueExpiresAt },
+    });
     return replaced;
   });
 }
@@ -139,6 +165,9 @@ export function secretReferences(steps: readonly StepDefinition[], prefix = 'ste
       }
       out.push({ field: `${prefix}[${index}].callWebhook.headers.${header}`, stepId: step.id, names });
     }
+    // The secret that signs the step's calls (Standard Webhooks).
+    const signing = step.callWebhook.signature?.secret;
+    if (typeof signing === 'string') out.push({ field: `${prefix}[${index}].callWebhook.signature.secret`, stepId: step.id, names: [signing] });
   });
   return out;
 }

@@ -6,7 +6,7 @@ const name = () =>
   z
     .string()
     .regex(/^[a-z][a-z0-9_]{0,62}$/)
-    .meta({ description: 'Read as secrets.<name> in callWebhook header values: ^[a-z][a-z0-9_]{0,62}$.' });
+    .meta({ description: 'Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$.' });
 const value = () =>
   z
     .string()
@@ -17,7 +17,19 @@ const value = () =>
     .meta({ description: `The credential, at most ${MAX_SECRET_VALUE_LENGTH} characters; sealed at rest and never returned.` });
 
 export const CreateSecretRequest = z.strictObject({ name: name(), value: value() }).meta({ id: 'CreateSecretRequest' });
-export const ReplaceSecretRequest = z.strictObject({ value: value() }).meta({ id: 'ReplaceSecretRequest' });
+export const ReplaceSecretRequest = z
+  .strictObject({
+    value: value(),
+    gracePeriod: z
+      .string()
+      .regex(/^\d{1,7}(\.\d{1,9})?s$/)
+      .optional()
+      .meta({
+        description:
+          'How long the replaced value keeps signing callWebhook requests next to the new one, as seconds ("86400s", the default; at most "604800s"); "0s" drops it at once. Header values use the new value at once.',
+      }),
+  })
+  .meta({ id: 'ReplaceSecretRequest' });
 
 export const SecretMetadata = z
   .strictObject({
@@ -28,6 +40,15 @@ export const SecretMetadata = z
   .meta({ id: 'Secret', description: 'A named outbound secret: its name and timestamps only, never its value.' });
 
 export const SecretResponse = z.object({ secret: SecretMetadata }).meta({ id: 'SecretResponse' });
+export const ReplaceSecretResponse = z
+  .object({
+    secret: SecretMetadata,
+    previousValueExpiresAt: z
+      .string()
+      .meta({ format: 'date-time', description: 'When the replaced value stops signing calls (RFC 3339); null when it was dropped at once.' })
+      .nullable(),
+  })
+  .meta({ id: 'ReplaceSecretResponse' });
 export const SecretList = z
   .object({
     list: z.array(z.object({ secret: SecretMetadata })),

@@ -231,6 +231,12 @@ export const MIGRATIONS: readonly string[] = [
   );
   INSERT INTO bootstrap_clients (client_id) SELECT client_id FROM api_clients WHERE display_name = 'bootstrap';
   `,
+  // outbound calls signed the Standard Webhooks way: a secret's rotation keeps the previous value
+  // (sealed) until its grace period ends, and signed calls carry both signatures meanwhile
+  `
+  ALTER TABLE outbound_secrets ADD COLUMN previous_sealed_value text;
+  ALTER TABLE outbound_secrets ADD COLUMN previous_expires_at timestamptz;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

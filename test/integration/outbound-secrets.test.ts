@@ -308,7 +308,9 @@ describe('outbound secrets in a real run', () => {
   it('a worker that cannot open the secret fails the attempt retryably; a missing secret fails it for good; neither sends anything', async () => {
     const value = newValue();
     await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value }).expect(200);
-    const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000 };
+    // Called directly, outside a run: the run whose call keys it sends is given (keysOf).
+    const keysOf = { workflowId: 'direct-call', runId: 'run-1' };
+    const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000, keysOf };
     const failureOf = async (run: () => Promise<unknown>): Promise<ApplicationFailure> => {
       const err = await run().then(() => undefined, (e: unknown) => e);
       expect(err).toBeInstanceOf(ApplicationFailure);
