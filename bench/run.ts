@@ -22,6 +22,7 @@
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
@@ -364,7 +365,8 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     rows.push(['idle npm start, RSS MB of all processes', detail.idle.idleRssMb.toFixed(0), processes, '', '≤450', detail.idle.idleRssMb <= 450 ? 'ok' : 'MISSED']);
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  console.log(`\nBenchmark (${quick ? 'quick' : 'full'}), ${new Date().toISOString()}`);
+  const cpus = os.cpus();
+  console.log(`\nBenchmark (${quick ? 'quick' : 'full'}), ${new Date().toISOString()}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, load average ${os.loadavg()[0]!.toFixed(1)}`);
   for (const [index, row] of rows.entries()) {
     console.log(row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd());
     if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
