@@ -83,6 +83,13 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);
   });
+
+  it('builds and runs on the Node 24 image, a version package.json engines allows', () => {
+    const images = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+    expect(images).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+    const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
+    expect(engines).toBe('>=22');
+  });
 });
 
 describe('README', () => {
