@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
  * `npm start [role]`: runs the compiled JavaScript in dist/. When dist/ is missing or older than a
- * source file, compiles it first (incremental tsc without type checking — `npm run typecheck` and
- * `npm run build` check types), and meanwhile makes sure the Temporal CLI is there (unless
- * TEMPORAL_ADDRESS is set); then runs dist/src/main.js in this same process.
+ * source file, compiles the changed files first (scripts/build-dist.js: file by file with swc, as
+ * jest does, without type checking — `npm run typecheck` and `npm run build` check types); then
+ * runs dist/src/main.js in this same process (which gets the Temporal CLI, creates the store and
+ * bundles the workflow code at the same time).
  * `npm run dev` runs from the TypeScript sources instead, restarting on change.
  */
 'use strict';
@@ -47,16 +48,15 @@ function staleReason(root = ROOT) {
 
 function build(reason) {
   const started = Date.now();
-  console.error(`Compiling TypeScript into dist/ (${reason}) ...`);
-  const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
-  const args = [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', path.join(DIST, '.tsbuildinfo'), '--noCheck'];
+  console.error(`Compiling into dist/ (${reason}) ...`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    // A child process: the compiler's memory leaves with it.
+    const child = spawn(process.execPath, [path.join(__dirname, 'build-dist.js')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
     child.once('error', reject);
     child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`tsc -p tsconfig.build.json failed (exit ${code})`));
+      if (code !== 0) return reject(new Error(`compiling into dist/ failed (exit ${code})`));
       fs.writeFileSync(STAMP, `${new Date().toISOString()}\n`);
-      console.error(`Compiled in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
+      console.error(`... in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
       resolve();
     });
   });
@@ -64,10 +64,7 @@ function build(reason) {
 
 async function main() {
   const reason = staleReason();
-  const cli = process.env.TEMPORAL_ADDRESS || ['api', 'worker'].includes(process.argv[2] ?? '')
-    ? Promise.resolve()
-    : require('./temporal-cli.js').ensureTemporalCli();
-  await Promise.all([reason ? build(reason) : undefined, cli]);
+  if (reason) await build(reason);
   require(MAIN);
 }
 

@@ -74,17 +74,25 @@ async function main(): Promise<void> {
       logger.warn({ dataDir: config.dataDir }, 'DATA_DIR can be read by other users: restrict it (chmod 700)');
     }
     const codec = payloadCodec(config, logger);
-    const target = await temporalTarget(role, config, logger, stops);
-    await prepareNamespace(target, config, logger);
-
-    const db = await openStore(config, role, logger);
-    stops.push(() => db.close());
+    // Three slow first-start steps at once: the Temporal CLI and dev server, the store (a new one is
+    // created by a child process), and the workflow bundle (another child process).
+    const bundling = role !== 'api' && !config.worker.workflowBundlePath ? bundleInChildProcess(config, logger) : undefined;
+    bundling?.catch(() => undefined); // awaited by startWorker; a failure elsewhere must not leave it unhandled
+    const opening = openStore(config, role, logger);
+    opening.then((db) => stops.push(() => db.close())).catch(() => undefined);
+    const [target, db] = await Promise.all([
+      temporalTarget(role, config, logger, stops).then(async (t) => {
+        await prepareNamespace(t, config, logger);
+        return t;
+      }),
+      opening,
+    ]);
 
     // The API seals secrets with it; the worker opens named outbound secrets (callWebhook headers).
     const secretBox = new SecretBox(secretKey(config, logger));
     let worker: Running | undefined;
     if (role !== 'api') {
-      worker = await startWorker(target, config, db, codec, logger, secretBox);
+      worker = await startWorker(target, config, db, codec, logger, secretBox, bundling);
       stops.push(() => worker!.stop());
     }
     if (role !== 'worker') {
@@ -165,9 +173,17 @@ async function bundleInChildProcess(config: Config, logger: Logger): Promise<str
   return out;
 }
 
-async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
+async function startWorker(
+  target: TemporalTarget,
+  config: Config,
+  db: Db,
+  codec: EncryptionCodec,
+  logger: Logger,
+  secretBox: SecretBox,
+  bundling: Promise<string> | undefined,
+): Promise<Running> {
   const connection = await connectWorkerConnection(target);
-  const bundlePath = config.worker.workflowBundlePath ?? (await bundleInChildProcess(config, logger));
+  const bundlePath = config.worker.workflowBundlePath ?? (await (bundling ?? bundleInChildProcess(config, logger)));
   const worker: Worker = await createAutomationWorker({
     connection,
     namespace: config.temporal.namespace,
