@@ -74,7 +74,7 @@ export interface Config {
   };
 }
 
-/** Every environment variable the service reads (the README's configuration table lists them all). */
+/** Every environment variable the service reads (the configuration table in docs/operations.md lists them all). */
 export const CONFIG_VARIABLES = [
   'PORT',
   'HOST',

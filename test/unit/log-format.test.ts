@@ -33,8 +33,8 @@ describe('log format', () => {
 
   it('a readable line is the level, the message, then the fields and the time', () => {
     const line = formatLogLine(JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 1, 12), msg: 'store ready', store: 'pglite', n: 3, note: 'two words' }), false);
-    expect(line).toMatch(/^WARN  store ready {2}store=pglite n=3 note="two words" · \d\d:\d\d:\d\d$/);
-    expect(formatLogLine(JSON.stringify({ level: 30, time: 0, msg: 'stopped' }), true)).toMatch(/^\u001b\[32mINFO \u001b\[0m stopped/);
+    expect(line).toMatch(/^WARN {2}store ready {2}store=pglite n=3 note="two words" · \d\d:\d\d:\d\d$/);
+    expect(formatLogLine(JSON.stringify({ level: 30, time: 0, msg: 'stopped' }), true)).toContain('\u001b[32mINFO \u001b[0m stopped');
     expect(formatLogLine('not json\n', false)).toBe('not json');
   });
 
@@ -46,7 +46,7 @@ describe('log format', () => {
       expect(lines[0]).not.toContain('very-secret-value');
       expect(lines[0]).toContain('[redacted]');
       if (format === 'json') expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'client made', level: 30 });
-      else expect(lines[0]).toMatch(/^INFO  client made {2}client=/);
+      else expect(lines[0]).toMatch(/^INFO {2}client made {2}client=/);
     }
   });
 });
