@@ -81,9 +81,9 @@ async function main(): Promise<void> {
     const opening = openStore(config, role, logger);
     opening.then((db) => stops.push(() => db.close())).catch(() => undefined);
     const [target, db] = await Promise.all([
-      temporalTarget(role, config, logger, stops).then(async (t) => {
-        await prepareNamespace(t, config, logger);
-        return t;
+      temporalTarget(role, config, logger, stops).then(async (target) => {
+        await prepareNamespace(target, config, logger);
+        return target;
       }),
       opening,
     ]);
