@@ -54,6 +54,8 @@ export interface Config {
   allowPrivateOutbound: boolean;
   accessTokenTtlSeconds: number;
   logLevel: string;
+  /** LOG_FORMAT: `json` or `pretty`; unset = pretty on a terminal, JSON otherwise (src/logger.ts). */
+  logFormat: 'json' | 'pretty' | undefined;
   /** Token-endpoint flood guards: requests per source address and minute; slow verifications at once. */
   tokenEndpoint: { perSourcePerMinute: number; maxSlowVerifications: number };
   /**
@@ -72,7 +74,7 @@ export interface Config {
   };
 }
 
-/** Every environment variable the service reads (the README's configuration table lists them all). */
+/** Every environment variable the service reads (the configuration table in docs/operations.md lists them all). */
 export const CONFIG_VARIABLES = [
   'PORT',
   'HOST',
@@ -101,6 +103,7 @@ export const CONFIG_VARIABLES = [
   'ALLOW_PRIVATE_OUTBOUND',
   'ACCESS_TOKEN_TTL_SECONDS',
   'LOG_LEVEL',
+  'LOG_FORMAT',
   'TOKEN_RATE_LIMIT_PER_MINUTE',
   'TOKEN_MAX_SLOW_VERIFICATIONS',
   'ADMIN_PORT',
@@ -134,6 +137,12 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   if (raw === '' || raw === 'false' || raw === '0' || raw === 'no') return false;
   if (raw === 'true' || raw === '1' || raw === 'yes') return true;
   throw new ConfigError(`${name} must be true or false`);
+}
+
+function logFormat(env: NodeJS.ProcessEnv): Config['logFormat'] {
+  const raw = optional(env, 'LOG_FORMAT')?.toLowerCase();
+  if (raw === undefined || raw === 'json' || raw === 'pretty') return raw;
+  throw new ConfigError('LOG_FORMAT must be json or pretty (unset: pretty on a terminal, JSON otherwise)');
 }
 
 /** TRUST_PROXY as a hop count; `true` (the old boolean) means one proxy, with a warning. */
@@ -220,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateOutbound: flag(env, 'ALLOW_PRIVATE_OUTBOUND'),
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    logFormat: logFormat(env),
     tokenEndpoint: {
       perSourcePerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
       maxSlowVerifications: integer(env, 'TOKEN_MAX_SLOW_VERIFICATIONS', 2, 1, 64),

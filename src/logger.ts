@@ -1,9 +1,19 @@
-/** pino JSON logs. Secrets, tokens and payloads are never logged; these paths are redacted too. */
+/**
+ * pino logs. Secrets, tokens and payloads are never logged; these paths are redacted too.
+ * `json`: one JSON object per line (for log collectors); `pretty`: readable lines for a terminal.
+ */
 import pino, { type Logger } from 'pino';
+import { prettyDestination } from './log-pretty';
 
 export type { Logger };
+export type LogFormat = 'json' | 'pretty';
 
-export function createLogger(level = 'info', destination?: pino.DestinationStream): Logger {
+/** LOG_FORMAT, or by default: pretty on a terminal, JSON otherwise (a pipe, a file, a collector). */
+export function resolveLogFormat(configured: LogFormat | undefined, stream: { isTTY?: boolean } = process.stdout): LogFormat {
+  return configured ?? (stream.isTTY ? 'pretty' : 'json');
+}
+
+export function createLogger(level = 'info', destination?: pino.DestinationStream, format: LogFormat = 'json'): Logger {
   return pino(
     {
       level,
@@ -21,6 +31,8 @@ export function createLogger(level = 'info', destination?: pino.DestinationStrea
         censor: '[redacted]',
       },
     },
-    destination,
+    format === 'pretty'
+      ? prettyDestination(destination ?? process.stdout, destination === undefined && process.stdout.isTTY === true && !process.env.NO_COLOR)
+      : destination,
   );
 }

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig, type Config } from './config';
-import { createLogger, type Logger } from './logger';
+import { createLogger, resolveLogFormat, type Logger } from './logger';
+import { StartBanner } from './banner';
 import { openDb, type Db } from './store/db';
 import { openEmbeddedStore } from './store/embedded';
 import { runNodeChild } from './node-child';
@@ -34,6 +35,9 @@ type Role = 'all' | 'api' | 'worker';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
 
+/** The URLs and the one-time secret, printed as one block once start-up is done. */
+const banner = new StartBanner();
+
 interface Running {
   stop(): Promise<void>;
   /** The worker's native connection (workers only): the API in the same process starts runs through it. */
@@ -43,7 +47,7 @@ interface Running {
 async function main(): Promise<void> {
   const role = parseRole(process.argv[2]);
   const config = loadConfig(process.env);
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, resolveLogFormat(config.logFormat));
   for (const warning of config.warnings) logger.warn(warning);
   Runtime.install({
     logger: new DefaultLogger('WARN'),
@@ -70,23 +74,32 @@ async function main(): Promise<void> {
       logger.warn({ dataDir: config.dataDir }, 'DATA_DIR can be read by other users: restrict it (chmod 700)');
     }
     const codec = payloadCodec(config, logger);
-    const target = await temporalTarget(role, config, logger, stops);
-    await prepareNamespace(target, config, logger);
-
-    const db = await openStore(config, role, logger);
-    stops.push(() => db.close());
+    // Three slow first-start steps at once: the Temporal CLI and dev server, the store (a new one is
+    // created by a child process), and the workflow bundle (another child process).
+    const bundling = role !== 'api' && !config.worker.workflowBundlePath ? bundleInChildProcess(config, logger) : undefined;
+    bundling?.catch(() => undefined); // awaited by startWorker; a failure elsewhere must not leave it unhandled
+    const opening = openStore(config, role, logger);
+    opening.then((db) => stops.push(() => db.close())).catch(() => undefined);
+    const [target, db] = await Promise.all([
+      temporalTarget(role, config, logger, stops).then(async (target) => {
+        await prepareNamespace(target, config, logger);
+        return target;
+      }),
+      opening,
+    ]);
 
     // The API seals secrets with it; the worker opens named outbound secrets (callWebhook headers).
     const secretBox = new SecretBox(secretKey(config, logger));
     let worker: Running | undefined;
     if (role !== 'api') {
-      worker = await startWorker(target, config, db, codec, logger, secretBox);
+      worker = await startWorker(target, config, db, codec, logger, secretBox, bundling);
       stops.push(() => worker!.stop());
     }
     if (role !== 'worker') {
       const api = await startApi(target, config, db, codec, logger, secretBox, worker?.connection);
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
+      console.log(banner.render(process.stdout.isTTY === true && !process.env.NO_COLOR));
     }
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, 'start-up failed');
@@ -120,7 +133,7 @@ async function temporalTarget(role: Role, config: Config, logger: Logger, stops:
     log: (line) => logger.debug({ source: 'temporal' }, line),
   });
   stops.push(() => server.stop());
-  console.log(`Temporal Web UI:  ${server.uiUrl}`);
+  if (server.uiUrl) banner.addUrl('Temporal Web UI', server.uiUrl);
   return { address: server.address, embedded: true };
 }
 
@@ -154,14 +167,23 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
  */
 async function bundleInChildProcess(config: Config, logger: Logger): Promise<string> {
   const out = path.join(config.dataDir, 'workflow-bundle.js');
-  await runNodeChild(path.resolve(__dirname, '../scripts/bundle-workflows.ts'), [out], 'bundling the workflows');
+  // scripts/bundle-workflows.ts from the sources (npm run dev), its compiled .js from dist/ (npm start)
+  await runNodeChild(path.resolve(__dirname, `../scripts/bundle-workflows${path.extname(__filename)}`), [out], 'bundling the workflows');
   logger.info({ bundle: out }, 'workflow code bundled');
   return out;
 }
 
-async function startWorker(target: TemporalTarget, config: Config, db: Db, codec: EncryptionCodec, logger: Logger, secretBox: SecretBox): Promise<Running> {
+async function startWorker(
+  target: TemporalTarget,
+  config: Config,
+  db: Db,
+  codec: EncryptionCodec,
+  logger: Logger,
+  secretBox: SecretBox,
+  bundling: Promise<string> | undefined,
+): Promise<Running> {
   const connection = await connectWorkerConnection(target);
-  const bundlePath = config.worker.workflowBundlePath ?? (await bundleInChildProcess(config, logger));
+  const bundlePath = config.worker.workflowBundlePath ?? (await (bundling ?? bundleInChildProcess(config, logger)));
   const worker: Worker = await createAutomationWorker({
     connection,
     namespace: config.temporal.namespace,
@@ -232,7 +254,7 @@ async function startApi(
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
   });
-  console.log(`API:              ${config.baseUrl}  (listening on ${config.host}:${config.port})`);
+  banner.addUrl('API', `${config.baseUrl}  (listening on ${config.host}:${config.port})`);
   let admin: http.Server | undefined;
   if (config.admin.port !== undefined) {
     const adminServer = http.createServer(createAdminApp(deps).callback());
@@ -241,7 +263,7 @@ async function startApi(
       adminServer.listen(config.admin.port, config.admin.host, resolve);
     });
     admin = adminServer;
-    console.log(`Admin (/ready, /metrics): http://${config.admin.host}:${config.admin.port}`);
+    banner.addUrl('Admin (/ready, /metrics)', `http://${config.admin.host}:${config.admin.port}`);
   } else if (config.admin.token === undefined) {
     logger.warn('/ready and /metrics are public on the API port: set ADMIN_PORT or ADMIN_TOKEN in production');
   }
@@ -282,11 +304,8 @@ function secretKey(config: Config, logger: Logger): Buffer {
 async function printBootstrap(db: Db, secretBox: SecretBox, config: Config, logger: Logger): Promise<void> {
   const result = await ensureBootstrapClient(db, secretBox, config.bootstrap);
   if (result.kind === 'created') {
-    // Printed once, to the terminal only (never to the log stream): it is not stored in clear anywhere.
-    console.log('\nA super_admin API client was created. Its secret is shown only now:');
-    console.log(`  client_id:     ${result.clientId}`);
-    console.log(`  client_secret: ${result.clientSecret}`);
-    console.log(`  token:         curl -s -d grant_type=client_credentials -d client_id=${result.clientId} -d client_secret=... ${config.baseUrl}/auth/v1/token\n`);
+    // Shown once, in the start banner on stdout (never in the log stream): it is not stored in clear anywhere.
+    banner.setBootstrap({ clientId: result.clientId, clientSecret: result.clientSecret, tokenUrl: `${config.baseUrl}/auth/v1/token` });
   } else if (result.kind === 'configured') {
     logger.info({ clientId: result.clientId }, 'bootstrap client from BOOTSTRAP_CLIENT_ID is ready');
   } else if (result.kind === 'deleted') {

@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTE_NAMES } from './search-attributes';
 
-/** Dynamic configuration of the embedded server (see README, "Engine latency", for a cluster). */
+/** Dynamic configuration of the embedded server (see docs/performance.md, "Engine latency", for a cluster). */
 export const DYNAMIC_CONFIG: Record<string, string> = {
   'system.enableActivityEagerExecution': 'true',
 };

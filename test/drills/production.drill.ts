@@ -15,7 +15,7 @@
  *      whole Temporal server is down for 20 s. Every answer is 200, 409, 429, 503 or a refused
  *      connection; after resending every unacknowledged event (until 200 or 409), every event has
  *      exactly one COMPLETED run and exactly one ownership row.
- * Figures go to the console and to test-artifacts/drills.json (the README quotes them).
+ * Figures go to the console and to test-artifacts/drills.json (docs/production.md quotes them).
  */
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { randomBytes, randomUUID } from 'node:crypto';

@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+/**
+ * `npm start [role]`: runs the compiled JavaScript in dist/. When dist/ is missing or older than a
+ * source file, compiles the changed files first (scripts/build-dist.js: file by file with swc, as
+ * jest does, without type checking — `npm run typecheck` and `npm run build` check types); then
+ * runs dist/src/main.js in this same process (which gets the Temporal CLI, creates the store and
+ * bundles the workflow code at the same time).
+ * `npm run dev` runs from the TypeScript sources instead, restarting on change.
+ */
+'use strict';
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const DIST = path.join(ROOT, 'dist');
+const MAIN = path.join(DIST, 'src', 'main.js');
+/** Written after each successful build: dist/ is current when no source is newer than it. */
+const STAMP = path.join(DIST, '.build-stamp');
+const SOURCES = ['src', 'workflows', 'activities', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+
+function newestMtime(entry) {
+  let stat;
+  try {
+    stat = fs.statSync(entry);
+  } catch {
+    return 0;
+  }
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs; // a deleted or renamed file changes its directory's mtime
+  for (const name of fs.readdirSync(entry)) newest = Math.max(newest, newestMtime(path.join(entry, name)));
+  return newest;
+}
+
+/** Why dist/ must be built, or undefined when it is current. */
+function staleReason(root = ROOT) {
+  const dist = path.join(root, 'dist');
+  if (!fs.existsSync(path.join(dist, 'src', 'main.js'))) return 'dist/ is missing';
+  let built;
+  try {
+    built = fs.statSync(path.join(dist, '.build-stamp')).mtimeMs;
+  } catch {
+    return 'dist/ was not built by npm start';
+  }
+  const newest = Math.max(...SOURCES.map((entry) => newestMtime(path.join(root, entry))));
+  return newest > built ? 'the sources changed since the last build' : undefined;
+}
+
+function build(reason) {
+  const started = Date.now();
+  console.error(`Compiling into dist/ (${reason}) ...`);
+  return new Promise((resolve, reject) => {
+    // A child process: the compiler's memory leaves with it.
+    const child = spawn(process.execPath, [path.join(__dirname, 'build-dist.js')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`compiling into dist/ failed (exit ${code})`));
+      fs.writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+      console.error(`... in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
+      resolve();
+    });
+  });
+}
+
+async function main() {
+  const reason = staleReason();
+  if (reason) await build(reason);
+  require(MAIN);
+}
+
+module.exports = { staleReason };
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err.message);
+    process.exit(1);
+  });
+}

