@@ -18,6 +18,11 @@
  * an activity input or result, or a message. A secret that no longer exists fails the step
  * (non-retryably) naming the secret. Secret values echoed in a 2xx response are replaced by
  * `[secret]` before the response becomes the step's output.
+ *
+ * A request that carries secrets goes only where they are bound: the URL is checked against the
+ * outbound policy, then against every secret's `allowedOrigins`, before any secret is opened or any
+ * such header evaluated; a URL the delivery chose that points elsewhere fails the step without
+ * retry and nothing is sent. No message, output or retry decision depends on a secret's value.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -28,6 +33,7 @@ import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../sr
 import type { SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
 import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
+import { allowedOriginsOf, originRefusal, refusedSecret } from '../src/domain/secret-origins';
 
 export interface CallWebhookInput {
   stepId: string;
@@ -60,6 +66,8 @@ export const CALL_WEBHOOK_NETWORK_ERROR = 'CallWebhookNetworkError';
 export const CALL_WEBHOOK_RESPONSE_TOO_LARGE = 'CallWebhookResponseTooLarge';
 /** A header reads a secret that does not exist (deleted after the automation was published). */
 export const CALL_WEBHOOK_SECRET_MISSING = 'CallWebhookSecretMissing';
+/** A header reads a secret that may not be sent to the request's origin (its `allowedOrigins`): nothing is sent. */
+export const CALL_WEBHOOK_SECRET_ORIGIN_REFUSED = 'CallWebhookSecretOriginRefused';
 /**
  * This worker cannot open named secrets (no secret key, or another SECRET_KEY than the API's): a
  * deployment problem, retried under the step's policy so that a corrected worker can still succeed.
@@ -90,7 +98,11 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
     async callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput> {
       const sources = input.secretHeaders ?? {};
       if (Object.keys(sources).length === 0) return callWebhook(input, deps.allowPrivateOutbound);
-      const resolved = await resolveSecretHeaders(sources, deps);
+      // The URL first, as the request will be made: the outbound policy, then (in
+      // resolveSecretHeaders) the origins the secrets allow; only then is a secret opened.
+      const problem = urlProblem(input.url, deps.allowPrivateOutbound);
+      if (problem !== undefined) throw refused(problem);
+      const resolved = await resolveSecretHeaders(sources, new URL(input.url).origin, deps);
       const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound);
       return redacted(output, resolved.sensitive);
     },
@@ -98,10 +110,18 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
 }
 
 /**
- * Evaluates the header values that read secrets. Messages name headers and secrets, never a value
- * (a CEL evaluation error is reported by its code only: its text could quote an operand).
+ * Evaluates the header values that read secrets, for a request to `origin` (a URL that passed the
+ * outbound policy). In this order, none of it depending on a secret's value: the expressions'
+ * form (the closed grammar of src/cel/secret-form.ts) and the names they read; that every secret
+ * exists and allows `origin` (src/domain/secret-origins.ts; otherwise the step fails for good and
+ * nothing is sent); only then are the secrets opened and the expressions evaluated. Messages name
+ * headers, secrets and the origin, never a value, and are the same whatever the values are.
  */
-async function resolveSecretHeaders(sources: Record<string, string>, deps: CallWebhookDeps): Promise<{ headers: Record<string, string>; sensitive: string[] }> {
+async function resolveSecretHeaders(
+  sources: Record<string, string>,
+  origin: string,
+  deps: CallWebhookDeps,
+): Promise<{ headers: Record<string, string>; sensitive: string[] }> {
   const namesOf: Record<string, string[]> = {};
   for (const [header, source] of Object.entries(sources)) {
     try {
@@ -113,20 +133,27 @@ async function resolveSecretHeaders(sources: Record<string, string>, deps: CallW
   }
   if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
   const wanted = [...new Set(Object.values(namesOf).flat())];
+  const originsOf = await allowedOriginsOf(deps.db, wanted);
+  for (const [header, names] of Object.entries(namesOf)) {
+    for (const name of names) {
+      if (!originsOf.has(name)) throw secretMissing(header, name);
+      if (refusedSecret(origin, [name], originsOf) !== undefined) {
+        throw ApplicationFailure.create({
+          type: CALL_WEBHOOK_SECRET_ORIGIN_REFUSED,
+          message: `callWebhook: headers.${header}: ${originRefusal(name, origin, originsOf.get(name)!)}`,
+          nonRetryable: true,
+          details: [{ secret: name, header, origin }],
+        });
+      }
+    }
+  }
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
   const values: Record<string, string> = {};
   for (const [header, names] of Object.entries(namesOf)) {
     for (const name of names) {
       if (name in values) continue;
       const stored = sealed.get(name);
-      if (stored === undefined) {
-        throw ApplicationFailure.create({
-          type: CALL_WEBHOOK_SECRET_MISSING,
-          message: `callWebhook: headers.${header}: secret "${name}" does not exist (deleted after the automation was published?)`,
-          nonRetryable: true,
-          details: [{ secret: name, header }],
-        });
-      }
+      if (stored === undefined) throw secretMissing(header, name);
       try {
         values[name] = deps.secretBox.open(stored);
       } catch {
@@ -136,21 +163,32 @@ async function resolveSecretHeaders(sources: Record<string, string>, deps: CallW
   }
   const headers: Record<string, string> = {};
   for (const [header, source] of Object.entries(sources)) {
+    // The closed grammar makes every such expression a string made of literals and values that
+    // were checked when they were stored: these failures cannot depend on a value, and their
+    // messages are fixed texts (a CEL error's text or code could reflect an operand).
     let value: unknown;
     try {
       value = evaluateSecretExpression(source, values);
     } catch (err) {
-      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: the expression over secrets cannot be evaluated (${err.code})`);
+      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: the expression over secrets cannot be evaluated`);
       throw err;
     }
-    if (typeof value !== 'string') throw refused(`headers.${header}: must evaluate to a string, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`);
-    if (!HEADER_VALUE.test(value)) throw refused(`headers.${header}: must contain only tabs and printable Latin-1 characters (no line breaks)`);
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) throw refused(`headers.${header}: the expression over secrets does not give a header value`);
     headers[header] = value;
   }
   // What a response must not carry into the step's output: the values and the headers made of them.
   const sensitive = [...new Set([...Object.values(values), ...Object.values(headers)])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
   sensitive.sort((a, b) => b.length - a.length);
   return { headers, sensitive };
+}
+
+function secretMissing(header: string, name: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: CALL_WEBHOOK_SECRET_MISSING,
+    message: `callWebhook: headers.${header}: secret "${name}" does not exist (deleted after the automation was published?)`,
+    nonRetryable: true,
+    details: [{ secret: name, header }],
+  });
 }
 
 /** Shorter values are not searched for in responses (they would match by chance). */
@@ -182,9 +220,14 @@ function shown(target: URL): string {
   return target.origin;
 }
 
-function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
+/** Why the outbound policy refuses `url` (https, no credentials, no literal non-public address...), or undefined. */
+function urlProblem(url: string, allowPrivate: boolean): string | undefined {
   // The URL is not quoted in the message: it may carry a token.
-  const problem = checkOutboundUrl(input.url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
+  return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
+}
+
+function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
+  const problem = urlProblem(input.url, allowPrivate);
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
   const timeoutMs = Math.min(Math.max(1, Math.floor(input.timeoutMs)), CALL_WEBHOOK_MAX_TIMEOUT_MS);

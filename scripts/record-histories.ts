@@ -381,7 +381,7 @@ async function main(): Promise<void> {
     await ensureNamespace(connection, 'default');
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
-    await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET));
+    await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET), [target.origin]);
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
     const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });

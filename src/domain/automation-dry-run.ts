@@ -15,6 +15,7 @@
 import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
 import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../webhooks';
+import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 
 export type DryRunStatus = 'WOULD_RUN' | 'SKIPPED' | 'ERROR' | 'NOT_REACHED';
 
@@ -33,8 +34,11 @@ export interface DryRunOptions {
   allowInsecureOutbound: boolean;
   /** Wall-clock budget of the whole dry run, in milliseconds. */
   timeBudgetMs?: number;
-  /** The named secrets that exist (a header reading another one is an ERROR); undefined: not checked. */
-  existingSecrets?: ReadonlySet<string>;
+  /**
+   * The named secrets that exist, each with the origins it may be sent to (a header reading another
+   * one, or a URL outside a secret's origins, is an ERROR); undefined: not checked.
+   */
+  existingSecrets?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** What the dry run shows for a secret's value. */
@@ -115,12 +119,16 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
       const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
       if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
       const headers = { ...request.headers };
+      const origin = targetOrigin(request.url);
       for (const [header, source] of Object.entries(request.secretHeaders ?? {})) {
         checkBudget();
         const placeholders: Record<string, string> = {};
         for (const name of secretNames(source)) {
           if (options.existingSecrets && !options.existingSecrets.has(name)) {
             throw new StepError(`callWebhook.headers.${header}: secret "${name}" does not exist`);
+          }
+          if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [name], options.existingSecrets) !== undefined) {
+            throw new StepError(`callWebhook.headers.${header}: ${originRefusal(name, origin, options.existingSecrets.get(name)!)}`);
           }
           placeholders[name] = secretPlaceholder(name);
         }

@@ -281,12 +281,12 @@ const OPERATIONS: Operation[] = [
   // ---------------------------------------------------------------- outbound secrets
   {
     method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: 'Secrets', secured: true,
-    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values; the value is never returned.',
+    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values and sent only to its allowedOrigins; the value is never returned.',
     body: { schema: secrets.CreateSecretRequest, required: true }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
   },
   {
     method: 'get', path: '/api/v1/secrets', operationId: 'secrets.list', tag: 'Secrets', secured: true, paged: true,
-    summary: 'List outbound secrets: names and timestamps only.', ok: secrets.SecretList, errors: READ,
+    summary: 'List outbound secrets: names, allowed origins and timestamps only.', ok: secrets.SecretList, errors: READ,
   },
   {
     method: 'get', path: '/api/v1/secrets/{name}', operationId: 'secrets.get', tag: 'Secrets', secured: true,
@@ -294,7 +294,7 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: 'Secrets', secured: true,
-    summary: 'Replace a secret’s value (rotation, admin): requests made from now on send the new value.',
+    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (admin): requests made from now on send the new value and are checked against the new origins.',
     body: { schema: secrets.ReplaceSecretRequest, required: true }, ok: secrets.SecretResponse, errors: ITEM_WRITE,
   },
   {

@@ -4,6 +4,7 @@
  * append a new one.
  */
 import type { Db } from './db';
+import { backfillSecretOrigins } from '../domain/secret-origins';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: service secrets, API clients
@@ -222,6 +223,12 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // secret origins (issue 23): where each named outbound secret may be sent. NULL only for rows from
+  // before this migration; migrate() then fills them from the automations that read them
+  // (src/domain/secret-origins.ts, backfillSecretOrigins) in the same transaction.
+  `
+  ALTER TABLE outbound_secrets ADD COLUMN allowed_origins jsonb;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
@@ -239,6 +246,8 @@ export async function migrate(db: Db): Promise<void> {
       for (const statement of splitStatements(sql)) await tx.query(statement);
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
     }
+    // Data migration in code (it parses the automations' CEL): secrets stored before allowedOrigins.
+    await backfillSecretOrigins(tx);
   });
 }
 
