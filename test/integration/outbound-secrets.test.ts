@@ -49,19 +49,19 @@ for (const target of DATABASES) {
 
     it('creates, lists, reads, rotates and deletes; never answers, stores in clear or audits a value', async () => {
       const value = newValue();
-      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value });
+      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
       expect(created.status).toBe(200);
-      expect(created.body).toEqual({ secret: { name: 'crm_token', createdAt: expect.any(String), updatedAt: expect.any(String) } });
+      expect(created.body).toEqual({ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } });
 
-      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value: 'other-value' });
+      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value: 'other-value', allowedOrigins: ['https://crm.example'] });
       expect(duplicate.status).toBe(409);
       expect(duplicate.body).toMatchObject({ code: expect.any(Number), message: expect.stringContaining('crm_token') });
 
       const reader = await service.tokenFor('read_only');
       const list = await api().get('/api/v1/secrets').set('Authorization', `Bearer ${reader}`);
       expect(list.status).toBe(200);
-      expect(list.body).toEqual({ list: expect.arrayContaining([{ secret: { name: 'crm_token', createdAt: expect.any(String), updatedAt: expect.any(String) } }]), nextPageToken: '' });
-      expect(list.body.list.every((item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'createdAt,name,updatedAt')).toBe(true);
+      expect(list.body).toEqual({ list: expect.arrayContaining([{ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } }]), nextPageToken: '' });
+      expect(list.body.list.every((item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'allowedOrigins,createdAt,name,updatedAt')).toBe(true);
       const one = await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`);
       expect(one.status).toBe(200);
       expect(one.body).toEqual(created.body);
@@ -106,17 +106,26 @@ for (const target of DATABASES) {
           expect(JSON.stringify(res.body)).not.toContain((body as { value: string }).value);
         }
       };
-      await bad({ value: 'v' }, 'name');
-      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null']) await bad({ name, value: 'v' }, 'name');
+      await bad({ value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
+      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null']) await bad({ name, value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
       await bad({ name: 'ok_name' }, 'value');
       await bad({ name: 'ok_name', value: '' }, 'value');
       await bad({ name: 'ok_name', value: 42 }, 'value');
       await bad({ name: 'ok_name', value: 'x'.repeat(4097) }, 'value');
       await bad({ name: 'ok_name', value: 'line-one\r\nInjected: yes' }, 'value');
-      await bad({ name: 'ok_name', value: 'v', extra: true }, 'extra');
-      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'ok_name', value: 'x'.repeat(4096) })).status).toBe(200);
+      await bad({ name: 'ok_name', value: 'v', extra: true, allowedOrigins: ['https://crm.example'] }, 'extra');
+      // allowedOrigins: required, 1..20 exact origins scheme://host[:port].
+      await bad({ name: 'ok_name', value: 'v' }, 'allowedOrigins');
+      const many = Array.from({ length: 21 }, (_, i) => `https://h${i}.example`);
+      for (const origins of [[], 'https://crm.example', many, null, [7], [''], ['ftp://crm.example'], ['https://crm.example/path'], ['https://*.example'],
+        ['https://user:pw@crm.example'], ['https://crm.example?x=1'], ['https://crm.example#f'], ['crm.example'], ['https://crm.example, https://b.example']]) {
+        await bad({ name: 'ok_name', value: 'v', allowedOrigins: origins }, 'allowedOrigins');
+      }
+      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'ok_name', value: 'x'.repeat(4096), allowedOrigins: ['https://crm.example'] })).status).toBe(200);
       await bad({ value: 'bad\nvalue' }, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({}, 'value', 'put', '/api/v1/secrets/ok_name');
+      await bad({ allowedOrigins: [] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
+      await bad({ value: 'v', allowedOrigins: ['https://crm.example/x'] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
       await bad({ value: 'v', name: 'other' }, 'name', 'put', '/api/v1/secrets/ok_name');
       expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
       // Nothing half-written: of all these requests, only the one good create left a row.
@@ -126,7 +135,7 @@ for (const target of DATABASES) {
 
     it('allows secrets.<name> only in callWebhook header values, without ctx, and only for secrets that exist (save and publish)', async () => {
       const superToken = await service.tokenFor('super_admin');
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'hook_key', value: newValue() }).expect(200);
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'hook_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
       const save = (steps: unknown[]) =>
         api().post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: 'secrets', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
       const hook = (headers: Record<string, string>, extra: Record<string, unknown> = {}) => ({ url: "'https://hooks.example/x'", body: {}, headers, ...extra });
@@ -224,7 +233,7 @@ describe('outbound secrets in a real run', () => {
   it('sends the credential to the target only: not in the history, the execution, the dry run, the responses, the audit or the logs', async () => {
     const first = newValue();
     const second = newValue();
-    const created = await auth(api().post('/api/v1/secrets')).send({ name: 'crm_token', value: first });
+    const created = await auth(api().post('/api/v1/secrets')).send({ name: 'crm_token', value: first, allowedOrigins: [origin] });
     expect(created.status).toBe(200);
 
     const steps = (path: string) => [
@@ -307,7 +316,7 @@ describe('outbound secrets in a real run', () => {
 
   it('a worker that cannot open the secret fails the attempt retryably; a missing secret fails it for good; neither sends anything', async () => {
     const value = newValue();
-    await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value }).expect(200);
+    await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value, allowedOrigins: [origin] }).expect(200);
     const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000 };
     const failureOf = async (run: () => Promise<unknown>): Promise<ApplicationFailure> => {
       const err = await run().then(() => undefined, (e: unknown) => e);
@@ -325,7 +334,7 @@ describe('outbound secrets in a real run', () => {
     const missing = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }));
     expect([missing.type, missing.nonRetryable]).toEqual(['CallWebhookSecretMissing', true]);
     const notString = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.worker_key.size()' } }));
-    expect(notString.message).toBe('callWebhook: headers.Authorization: must evaluate to a string, got number');
+    expect(notString.message).toMatch(/^callWebhook: headers\.Authorization: a header value that reads secrets is secrets\.<name> and string literals joined by \+.*found a call to size\(\)/);
     expect(received.length).toBe(before);
     expect(await right.callWebhook(input)).toMatchObject({ status: 200, body: { ok: true, echo: '[secret]' } });
     expect(received.at(-1)?.authorization).toBe(`Bearer ${value}`);
