@@ -229,14 +229,14 @@ const OPERATIONS: Operation[] = [
   {
     method: 'post', path: '/api/v1/automation_executions/{id}/steps/{stepId}/approve', operationId: 'automations.executions.approve',
     tag: 'Automation Executions', secured: true,
-    summary: 'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on.',
-    body: { schema: api.DecisionRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+    summary: 'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on: the run for a super_admin, the decision only for an admin.',
+    body: { schema: api.DecisionRequest, required: false }, ok: api.DecisionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
   },
   {
     method: 'post', path: '/api/v1/automation_executions/{id}/steps/{stepId}/reject', operationId: 'automations.executions.reject',
     tag: 'Automation Executions', secured: true,
     summary: 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.',
-    body: { schema: api.DecisionRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+    body: { schema: api.DecisionRequest, required: false }, ok: api.DecisionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
   },
   {
     method: 'post', path: '/api/v1/automation_executions/{id}/cancel', operationId: 'automations.executions.cancel', tag: 'Automation Executions',
