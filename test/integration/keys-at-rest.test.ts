@@ -111,7 +111,7 @@ for (const target of DATABASES) {
       expect(dump).not.toContain(pageKeyText);
     });
 
-    it('rotates the signing key by kid: both keys published, tokens of the previous key valid until a second rotation', async () => {
+    it('rotates the signing key by kid: replaced keys stay published and valid for one token lifetime, a second rotation within it included', async () => {
       const box = new SecretBox(randomBytes(32));
       const tokens = await AccessTokens.load(db, box, 600);
       const other = await AccessTokens.load(db, box, 600); // a second API process on the same store
@@ -131,12 +131,55 @@ for (const target of DATABASES) {
       expect(await other.verify(after)).toEqual({ clientId: 'caller', roles: ['read_only'] });
       expect(other.jwks().keys.map((k) => k.kid)).toEqual([rotated.kid, firstKid]);
 
-      // A second rotation within the token lifetime would cut tokens of the first key short: refused.
-      await expect(tokens.rotate()).rejects.toThrow(/wait at least 600 s/);
-      await tokens.rotate(new Date(Date.now() + 601_000));
+      // A second rotation within the token lifetime (a leaked key retired at once) keeps both earlier keys.
+      const second = await tokens.rotate();
+      expect(second.retiredKids).toEqual([rotated.kid, firstKid]);
+      expect(tokens.jwks().keys.map((k) => k.kid)).toEqual([second.kid, rotated.kid, firstKid]);
+      const third = await tokens.issue('caller', ['read_only']);
+      for (const token of [before, after, third]) expect(await tokens.verify(token)).toEqual({ clientId: 'caller', roles: ['read_only'] });
+      // Keys retired more than a token lifetime ago are dropped (every token they signed has expired).
+      const later = await tokens.rotate(new Date(Date.now() + 601_000));
+      expect(later.retiredKids).toEqual([second.kid]);
       expect(await tokens.verify(before)).toBeUndefined();
-      expect(await tokens.verify(after)).toEqual({ clientId: 'caller', roles: ['read_only'] });
+      expect(await tokens.verify(after)).toBeUndefined();
+      expect(await tokens.verify(third)).toEqual({ clientId: 'caller', roles: ['read_only'] });
       expectNoPrivateKeyMaterial(await dumpDatabase(db));
+    });
+
+    it('a revoking rotation drops every earlier key at once, in this process and (on its next reload) in the others', async () => {
+      const box = new SecretBox(randomBytes(32));
+      const tokens = await AccessTokens.load(db, box, 600);
+      const other = await AccessTokens.load(db, box, 600);
+      await createClient(db, box, { displayName: 'revoked caller', roles: ['read_only'], clientId: 'revoked-caller' });
+      await tokens.rotate();
+      const leaked = await tokens.issue('revoked-caller', ['read_only']);
+      expect(await other.verify(leaked)).toEqual({ clientId: 'revoked-caller', roles: ['read_only'] });
+      const revoked = await tokens.rotate(new Date(), { revoke: true });
+      expect(revoked.retiredKids).toEqual([]);
+      expect(tokens.jwks().keys.map((k) => k.kid)).toEqual([revoked.kid]);
+      expect(await tokens.verify(leaked)).toBeUndefined();
+      await other.reload();
+      expect(await other.verify(leaked)).toBeUndefined();
+      expect(await other.verify(await tokens.issue('revoked-caller', ['read_only']))).toEqual({ clientId: 'revoked-caller', roles: ['read_only'] });
+    });
+
+    it('reads a key ring stored in the one-previous-key form: its previous key still verifies', async () => {
+      const box = new SecretBox(randomBytes(32));
+      const first = await AccessTokens.load(db, box, 600);
+      await createClient(db, box, { displayName: 'old ring caller', roles: ['admin'], clientId: 'old-ring-caller' });
+      const oldToken = await first.issue('old-ring-caller', ['admin']);
+      const oldKid = first.currentKid;
+      // What the previous version wrote after a rotation: {current, previous, rotatedAt}.
+      const rows = await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET]);
+      const ring = JSON.parse(box.open(rows[0]!.value)) as { current?: JWK; retired?: Array<{ jwk: JWK }> };
+      const fresh = { ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)), kid: 'one-previous-current', alg: 'ES256' };
+      const { d: _d, ...previous } = ring.current!;
+      const legacy = JSON.stringify({ current: fresh, previous, rotatedAt: new Date().toISOString() });
+      await db.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [SIGNING_KEY_SECRET, box.seal(legacy)]);
+      const loaded = await AccessTokens.load(db, box, 600);
+      expect(loaded.currentKid).toBe('one-previous-current');
+      expect(loaded.jwks().keys.map((k) => k.kid)).toEqual(['one-previous-current', oldKid]);
+      expect(await loaded.verify(oldToken)).toEqual({ clientId: 'old-ring-caller', roles: ['admin'] });
     });
   });
 }
