@@ -30,7 +30,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
-import type { SecretBox } from '../src/auth/secret-box';
+import { sealContext, type SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
 import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
 import { allowedOriginsOf, originRefusal, refusedSecret } from '../src/domain/secret-origins';
@@ -155,7 +155,7 @@ async function resolveSecretHeaders(
       const stored = sealed.get(name);
       if (stored === undefined) throw secretMissing(header, name);
       try {
-        values[name] = deps.secretBox.open(stored);
+        values[name] = deps.secretBox.open(stored, sealContext('outbound_secret', name));
       } catch {
         throw secretUnavailable(`headers.${header}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
       }

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { SecretBox } from '../src/auth/secret-box';
+import { SecretBox, sealContext } from '../src/auth/secret-box';
 import { insertOutboundSecret } from '../src/store/outbound-secrets';
 import { recordPublishedVersion } from '../src/store/automation-versions';
 import { openDb, type Db } from '../src/store/db';
@@ -381,7 +381,7 @@ async function main(): Promise<void> {
     await ensureNamespace(connection, 'default');
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
-    await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET), [target.origin]);
+    await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')), [target.origin]);
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
     const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });

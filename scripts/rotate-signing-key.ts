@@ -11,12 +11,14 @@ import { loadConfig } from '../src/config';
 import { openDb } from '../src/store/db';
 import { SecretBox, loadSecretKey } from '../src/auth/secret-box';
 import { AccessTokens } from '../src/auth/tokens';
+import { bindSealedValues } from '../src/store/sealing';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: path.join(config.dataDir, 'store') });
   try {
     const box = new SecretBox(loadSecretKey(config.secretKey, config.dataDir).key);
+    await bindSealedValues(db, box);
     const tokens = await AccessTokens.load(db, box, config.accessTokenTtlSeconds);
     const args = process.argv.slice(2);
     const unknown = args.filter((arg) => arg !== '--revoke');

@@ -5,7 +5,7 @@
  * the secret box, read back only by the worker's callWebhook activity, and never returned, logged,
  * audited or put in an error message: every response carries the name and timestamps only.
  */
-import type { SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../auth/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db, Queryable } from '../store/db';
 import * as store from '../store/outbound-secrets';
@@ -76,7 +76,7 @@ export async function createOutboundSecret(db: Db, body: Record<string, unknown>
   const value = validateValue(body.value, violations);
   const origins = validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations);
   if (violations.length > 0) throw invalidArgument(violations);
-  const sealed = change.secretBox.seal(value);
+  const sealed = change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
     const created = await store.insertOutboundSecret(tx, name, sealed, origins);
     if (!created) throw new ConflictError(`a secret named "${name}" exists already (replace its value with PUT)`, { name });
@@ -100,7 +100,7 @@ export async function replaceOutboundSecret(db: Db, name: string, body: Record<s
   const origins = 'allowedOrigins' in body ? validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations) : undefined;
   if (violations.length > 0) throw invalidArgument(violations);
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
-  const sealed = value === undefined ? undefined : change.secretBox.seal(value);
+  const sealed = value === undefined ? undefined : change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
     let replaced: OutboundSecret | undefined;
     if (origins !== undefined) {

@@ -229,6 +229,19 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE outbound_secrets ADD COLUMN allowed_origins jsonb;
   `,
+  // sealed values bound to their row (issue 23): whether the sealing migration (src/store/sealing.ts,
+  // run in code at start-up: it needs SECRET_KEY) has sealed again what earlier versions stored. A
+  // store with nothing sealed yet needs none.
+  `
+  CREATE TABLE secret_sealing (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    context_bound_at timestamptz
+  );
+  INSERT INTO secret_sealing (context_bound_at)
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM service_secrets) OR EXISTS (SELECT 1 FROM outbound_secrets)
+      OR EXISTS (SELECT 1 FROM automations WHERE signing_secret IS NOT NULL OR previous_signing_secret IS NOT NULL)
+      THEN NULL ELSE now() END;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -7,14 +7,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike } from 'jose';
 import { DATABASES, openTestDb } from '../helpers/databases';
 import { startTestService } from '../helpers/app';
 import { AccessTokens, SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 import { loadPageTokenKey, PAGE_TOKEN_KEY_SECRET } from '../../src/auth/service-keys';
-import { SecretBox, ensurePrivateDir, loadSecretKey } from '../../src/auth/secret-box';
+import { SecretBox, ensurePrivateDir, loadSecretKey, sealContext } from '../../src/auth/secret-box';
+import { bindSealedValues, sealedValuesBound } from '../../src/store/sealing';
+import { getOrCreateSecret } from '../../src/store/secrets';
+import { ListenerCache } from '../../src/domain/listener-cache';
 import { createClient } from '../../src/auth/clients';
 import type { Db } from '../../src/store/db';
 
@@ -95,9 +98,11 @@ for (const target of DATABASES) {
         PAGE_TOKEN_KEY_SECRET,
         pageKeyText,
       ]);
+      await db.query('UPDATE secret_sealing SET context_bound_at = NULL'); // a store from before the sealing migration
       const issuedBefore = await legacyToken(jwk);
 
       const box = new SecretBox(randomBytes(32));
+      expect(await bindSealedValues(db, box)).toEqual({ resealed: 2 }); // what every process does at start
       const tokens = await AccessTokens.load(db, box, 600);
       const pageKey = await loadPageTokenKey(db, box);
 
@@ -171,15 +176,90 @@ for (const target of DATABASES) {
       const oldKid = first.currentKid;
       // What the previous version wrote after a rotation: {current, previous, rotatedAt}.
       const rows = await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET]);
-      const ring = JSON.parse(box.open(rows[0]!.value)) as { current?: JWK; retired?: Array<{ jwk: JWK }> };
+      const ring = JSON.parse(box.open(rows[0]!.value, sealContext('service_secret', SIGNING_KEY_SECRET))) as { current?: JWK; retired?: Array<{ jwk: JWK }> };
       const fresh = { ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)), kid: 'one-previous-current', alg: 'ES256' };
       const { d: _d, ...previous } = ring.current!;
       const legacy = JSON.stringify({ current: fresh, previous, rotatedAt: new Date().toISOString() });
-      await db.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [SIGNING_KEY_SECRET, box.seal(legacy)]);
+      await db.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [SIGNING_KEY_SECRET, box.seal(legacy, sealContext('service_secret', SIGNING_KEY_SECRET))]);
       const loaded = await AccessTokens.load(db, box, 600);
       expect(loaded.currentKid).toBe('one-previous-current');
       expect(loaded.jwks().keys.map((k) => k.kid)).toEqual(['one-previous-current', oldKid]);
       expect(await loaded.verify(oldToken)).toEqual({ clientId: 'old-ring-caller', roles: ['admin'] });
+    });
+  });
+}
+
+for (const target of DATABASES) {
+  describe(`sealed values bound to their rows (${target.name})`, () => {
+    let db: Db;
+    beforeEach(async () => {
+      db = await openTestDb(target);
+    });
+    afterEach(async () => db.close());
+
+    it('migrates values sealed without a binding (v1) and clear service secrets once; then a moved, clear or unbound value is refused', async () => {
+      const key = randomBytes(32);
+      const box = new SecretBox(key);
+      const service = await startTestService({ db, deps: { secretBox: box } });
+      try {
+        const superToken = await service.tokenFor('super_admin');
+        const make = async (name: string) =>
+          (await request(service.server).post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [] })).body as {
+            automation: { id: string };
+            signingSecret: string;
+          };
+        const [a, b] = [await make('a'), await make('b')];
+        await request(service.server).post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'crm', value: 'sk_crm_value', allowedOrigins: ['https://crm.example'] }).expect(200);
+
+        // The store as an earlier version left it: v1 values without a binding, a service secret in clear.
+        const legacySeal = (plain: string): string => {
+          const iv = randomBytes(12);
+          const cipher = createCipheriv('aes-256-gcm', key, iv);
+          const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+          return ['v1', iv.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+        };
+        await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [a.automation.id, legacySeal(a.signingSecret)]);
+        await db.query("UPDATE outbound_secrets SET sealed_value = $1 WHERE name = 'crm'", [legacySeal('sk_crm_value')]);
+        await db.query("INSERT INTO service_secrets (name, value) VALUES ('legacy_clear', 'clear-value')");
+        await db.query('UPDATE secret_sealing SET context_bound_at = NULL');
+        expect(await sealedValuesBound(db)).toBe(false);
+        // The wrong key changes nothing.
+        await expect(bindSealedValues(db, new SecretBox(randomBytes(32)))).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
+        expect(await sealedValuesBound(db)).toBe(false);
+
+        expect(await bindSealedValues(db, box)).toEqual({ resealed: 3 });
+        expect(await sealedValuesBound(db)).toBe(true);
+        expect(await bindSealedValues(db, box)).toEqual({ resealed: 0 });
+        const [rowA] = await db.query<{ signing_secret: string }>('SELECT signing_secret FROM automations WHERE id = $1', [a.automation.id]);
+        expect(box.open(rowA!.signing_secret, sealContext('automation_signing_secret', a.automation.id))).toBe(a.signingSecret);
+        const [crm] = await db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm'");
+        expect(box.open(crm!.sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_value');
+        expect(await getOrCreateSecret(db, box, 'legacy_clear', () => 'unused')).toBe('clear-value');
+
+        // A sealed value moved to another row, or to another purpose, does not open.
+        expect(() => box.open(rowA!.signing_secret, sealContext('automation_signing_secret', b.automation.id))).toThrow();
+        expect(() => box.open(crm!.sealed_value, sealContext('service_secret', 'crm'))).toThrow();
+        await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [b.automation.id, rowA!.signing_secret]);
+        const moved = await db.query<{ listener_id: string }>('SELECT listener_id FROM automations WHERE id = $1', [b.automation.id]);
+        const cache = new ListenerCache(db, box);
+        try {
+          await expect(cache.lookup(moved[0]!.listener_id)).rejects.toThrow();
+        } finally {
+          await cache.close();
+        }
+        // After the migration a service secret in clear, or sealed without its binding, is refused.
+        await db.query("INSERT INTO service_secrets (name, value) VALUES ('planted', 'planted-in-clear')");
+        await expect(getOrCreateSecret(db, box, 'planted', () => 'unused')).rejects.toThrow(/stored in clear: refused/);
+        await db.query("UPDATE service_secrets SET value = $1 WHERE name = 'planted'", [legacySeal('planted-v1')]);
+        await expect(getOrCreateSecret(db, box, 'planted', () => 'unused')).rejects.toThrow(/without its row binding: refused/);
+        await db.query('UPDATE service_secrets SET value = $1 WHERE name = $2', [
+          (await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET]))[0]!.value,
+          'planted',
+        ]);
+        await expect(getOrCreateSecret(db, box, 'planted', () => 'unused')).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
+      } finally {
+        await service.close();
+      }
     });
   });
 }

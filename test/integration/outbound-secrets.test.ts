@@ -15,7 +15,7 @@ import request from 'supertest';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox, sealContext } from '../../src/auth/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -71,9 +71,9 @@ for (const target of DATABASES) {
 
       // Sealed at rest with the service's secret box.
       const rows = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
-      expect(rows[0]!.sealed_value.startsWith('v1.')).toBe(true);
+      expect(rows[0]!.sealed_value.startsWith('v2.')).toBe(true);
       expect(rows[0]!.sealed_value).not.toContain(value);
-      expect(service.deps.secretBox.open(rows[0]!.sealed_value)).toBe(value);
+      expect(service.deps.secretBox.open(rows[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
 
       const rotatedValue = newValue();
       const rotated = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: rotatedValue });
@@ -81,7 +81,7 @@ for (const target of DATABASES) {
       expect(rotated.body.secret.name).toBe('crm_token');
       expect(Date.parse(rotated.body.secret.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.body.secret.updatedAt));
       const after = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
-      expect(service.deps.secretBox.open(after[0]!.sealed_value)).toBe(rotatedValue);
+      expect(service.deps.secretBox.open(after[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(rotatedValue);
 
       expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(200);
       expect((await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(404);

@@ -20,6 +20,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
+import { sealContext } from '../../src/auth/secret-box';
 import { listAuditEvents } from '../../src/store/audit';
 import { migrate } from '../../src/store/migrations';
 import { startTestService, type TestService } from '../helpers/app';
@@ -67,7 +68,7 @@ for (const target of DATABASES) {
       expect(moved.status).toBe(200);
       expect(moved.body.secret).toEqual({ ...created.body.secret, allowedOrigins: ['https://crm2.example:8443'] });
       const row = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'norm_key'");
-      expect(service.deps.secretBox.open(row[0]!.sealed_value)).toBe(value);
+      expect(service.deps.secretBox.open(row[0]!.sealed_value, sealContext('outbound_secret', 'norm_key'))).toBe(value);
       const one = await api().get('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${admin}`);
       expect(one.body.secret.allowedOrigins).toEqual(['https://crm2.example:8443']);
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'norm_key');
@@ -141,7 +142,7 @@ for (const target of DATABASES) {
       const db = service.deps.db;
       await db.query("DELETE FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused')");
       for (const name of ['legacy_const', 'legacy_expr', 'legacy_unused']) {
-        await db.query('INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2)', [name, service.deps.secretBox.seal(newValue())]);
+        await db.query('INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2)', [name, service.deps.secretBox.seal(newValue(), sealContext('outbound_secret', name))]);
       }
       const steps = [
         { id: 'a', callWebhook: { url: "'https://crm.example/a'", body: {}, headers: { Authorization: "'Bearer ' + secrets.legacy_const" } } },
