@@ -33,7 +33,7 @@ import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../sr
 import { sealContext, type SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
 import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
-import { allowedOriginsOf, originRefusal, refusedSecret } from '../src/domain/secret-origins';
+import { checkSecretOrigins } from './secret-origin-check';
 
 export interface CallWebhookInput {
   stepId: string;
@@ -66,8 +66,7 @@ export const CALL_WEBHOOK_NETWORK_ERROR = 'CallWebhookNetworkError';
 export const CALL_WEBHOOK_RESPONSE_TOO_LARGE = 'CallWebhookResponseTooLarge';
 /** A header reads a secret that does not exist (deleted after the automation was published). */
 export const CALL_WEBHOOK_SECRET_MISSING = 'CallWebhookSecretMissing';
-/** A header reads a secret that may not be sent to the request's origin (its `allowedOrigins`): nothing is sent. */
-export const CALL_WEBHOOK_SECRET_ORIGIN_REFUSED = 'CallWebhookSecretOriginRefused';
+export { CALL_WEBHOOK_SECRET_ORIGIN_REFUSED } from './secret-origin-check';
 /**
  * This worker cannot open named secrets (no secret key, or another SECRET_KEY than the API's): a
  * deployment problem, retried under the step's policy so that a corrected worker can still succeed.
@@ -133,20 +132,11 @@ async function resolveSecretHeaders(
   }
   if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
   const wanted = [...new Set(Object.values(namesOf).flat())];
-  const originsOf = await allowedOriginsOf(deps.db, wanted);
-  for (const [header, names] of Object.entries(namesOf)) {
-    for (const name of names) {
-      if (!originsOf.has(name)) throw secretMissing(header, name);
-      if (refusedSecret(origin, [name], originsOf) !== undefined) {
-        throw ApplicationFailure.create({
-          type: CALL_WEBHOOK_SECRET_ORIGIN_REFUSED,
-          message: `callWebhook: headers.${header}: ${originRefusal(name, origin, originsOf.get(name)!)}`,
-          nonRetryable: true,
-          details: [{ secret: name, header, origin }],
-        });
-      }
-    }
-  }
+  await checkSecretOrigins(
+    deps.db,
+    origin,
+    Object.entries(namesOf).flatMap(([header, names]) => names.map((name) => ({ name, field: `headers.${header}` }))),
+  );
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
   const values: Record<string, string> = {};
   for (const [header, names] of Object.entries(namesOf)) {
