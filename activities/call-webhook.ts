@@ -23,16 +23,24 @@
  * outbound policy, then against every secret's `allowedOrigins`, before any secret is opened or any
  * such header evaluated; a URL the delivery chose that points elsewhere fails the step without
  * retry and nothing is sent. No message, output or retry decision depends on a secret's value.
+ *
+ * Every request carries the call's key as `Idempotency-Key` and `webhook-id`, derived here from the
+ * activity's info (the run's workflow id and run id) and the step id, so it is the same for every
+ * attempt of the step in the run (src/webhooks/standard-webhooks.ts). With `signature` the request
+ * is signed the Standard Webhooks way over the exact body bytes sent; the signing secret is resolved
+ * with the header secrets (same store read, same checks) and never leaves this activity.
  */
 import http from 'node:http';
 import https from 'node:https';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
 import { sealContext, type SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
-import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
+import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
+import { callKey, isMalformedWhsec, signingKey, standardSignature, type CallKeyScope } from '../src/webhooks/standard-webhooks';
 import { checkSecretOrigins } from './secret-origin-check';
 
 export interface CallWebhookInput {
@@ -44,6 +52,13 @@ export interface CallWebhookInput {
   /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
   secretHeaders?: Record<string, string>;
   timeoutMs: number;
+  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
+  signature?: { secret: string };
+  /**
+   * The run whose call keys this call carries when it is not the activity's own run: a retry from
+   * the failed step continues the original run (absent: the activity's run).
+   */
+  keysOf?: CallKeyScope;
 }
 
 export interface CallWebhookOutput {
@@ -95,32 +110,52 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
   return {
     /** POSTs the JSON body; resolves with the 2xx response, fails (retryable or not) otherwise. */
     async callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput> {
+      const key = callKey(input.keysOf ?? activityRun(), input.stepId);
       const sources = input.secretHeaders ?? {};
-      if (Object.keys(sources).length === 0) return callWebhook(input, deps.allowPrivateOutbound);
+      const signing = input.signature?.secret;
+      if (Object.keys(sources).length === 0 && signing === undefined) return callWebhook(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
       // The URL first, as the request will be made: the outbound policy, then (in
       // resolveSecretHeaders) the origins the secrets allow; only then is a secret opened.
       const problem = urlProblem(input.url, deps.allowPrivateOutbound);
       if (problem !== undefined) throw refused(problem);
-      const resolved = await resolveSecretHeaders(sources, new URL(input.url).origin, deps);
-      const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound);
+      const resolved = await resolveSecretHeaders(sources, new URL(input.url).origin, deps, signing);
+      const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound, {
+        key,
+        signingKeys: resolved.signingKeys,
+      });
       return redacted(output, resolved.sensitive);
     },
   };
 }
 
+/** The workflow id and run id of the run whose activity this is. */
+function activityRun(): CallKeyScope {
+  let execution: { workflowId: string; runId: string } | undefined;
+  try {
+    execution = Context.current().info.workflowExecution;
+  } catch {
+    execution = undefined;
+  }
+  if (!execution) throw new Error('callWebhook runs as an activity of a run (or is given keysOf)');
+  return { workflowId: execution.workflowId, runId: execution.runId };
+}
+
 /**
- * Evaluates the header values that read secrets, for a request to `origin` (a URL that passed the
- * outbound policy). In this order, none of it depending on a secret's value: the expressions'
- * form (the closed grammar of src/cel/secret-form.ts) and the names they read; that every secret
- * exists and allows `origin` (src/domain/secret-origins.ts; otherwise the step fails for good and
- * nothing is sent); only then are the secrets opened and the expressions evaluated. Messages name
- * headers, secrets and the origin, never a value, and are the same whatever the values are.
+ * Evaluates the header values that read secrets, and opens the signing secret (`signing`, with the
+ * previous value of a rotation still in its grace period), for a request to `origin` (a URL that
+ * passed the outbound policy). In this order, none of it depending on a secret's value: the
+ * expressions' form (the closed grammar of src/cel/secret-form.ts) and the names they read; that
+ * every secret read, the signing secret included, exists and allows `origin`
+ * (src/domain/secret-origins.ts; otherwise the step fails for good and nothing is sent); only then
+ * are the secrets opened and the expressions evaluated. Messages name headers, secrets and the
+ * origin, never a value, and are the same whatever the values are.
  */
 async function resolveSecretHeaders(
   sources: Record<string, string>,
   origin: string,
   deps: CallWebhookDeps,
-): Promise<{ headers: Record<string, string>; sensitive: string[] }> {
+  signing?: string,
+): Promise<{ headers: Record<string, string>; sensitive: string[]; signingKeys: Buffer[] }> {
   const namesOf: Record<string, string[]> = {};
   for (const [header, source] of Object.entries(sources)) {
     try {
@@ -131,24 +166,51 @@ async function resolveSecretHeaders(
     }
   }
   if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
-  const wanted = [...new Set(Object.values(namesOf).flat())];
-  await checkSecretOrigins(
-    deps.db,
-    origin,
-    Object.entries(namesOf).flatMap(([header, names]) => names.map((name) => ({ name, field: `headers.${header}` }))),
-  );
+  const secretBox = deps.secretBox;
+  const wanted = [...new Set([...Object.values(namesOf).flat(), ...(signing === undefined ? [] : [signing])])];
+  await checkSecretOrigins(deps.db, origin, [
+    ...Object.entries(namesOf).flatMap(([header, names]) => names.map((name) => ({ name, field: `headers.${header}` }))),
+    ...(signing === undefined ? [] : [{ name: signing, field: 'signature.secret' }]),
+  ]);
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
   const values: Record<string, string> = {};
+  const open = (name: string, field: string, details: Record<string, string>): void => {
+    if (name in values) return;
+    const stored = sealed.get(name);
+    if (stored === undefined) {
+      throw ApplicationFailure.create({
+        type: CALL_WEBHOOK_SECRET_MISSING,
+        message: `callWebhook: ${field}: secret "${name}" does not exist (deleted after the automation was published?)`,
+        nonRetryable: true,
+        details: [{ secret: name, ...details }],
+      });
+    }
+    try {
+      values[name] = secretBox.open(stored, sealContext('outbound_secret', name));
+    } catch {
+      throw secretUnavailable(`${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+    }
+  };
   for (const [header, names] of Object.entries(namesOf)) {
-    for (const name of names) {
-      if (name in values) continue;
-      const stored = sealed.get(name);
-      if (stored === undefined) throw secretMissing(header, name);
+    for (const name of names) open(name, `headers.${header}`, { header });
+  }
+  const signingKeys: Buffer[] = [];
+  const signingValues: string[] = [];
+  if (signing !== undefined) {
+    open(signing, 'signature.secret', { field: 'signature.secret' });
+    signingValues.push(values[signing]!);
+    // During a rotation's grace period the receiver may still hold the previous value: sign with both.
+    const previous = await previousSealedOutboundSecret(deps.db, signing);
+    if (previous !== undefined) {
       try {
-        values[name] = deps.secretBox.open(stored, sealContext('outbound_secret', name));
+        signingValues.push(secretBox.open(previous, sealContext('outbound_secret', signing)));
       } catch {
-        throw secretUnavailable(`headers.${header}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+        throw secretUnavailable(`signature.secret: secret "${signing}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
       }
+    }
+    for (const value of signingValues) {
+      if (isMalformedWhsec(value)) throw refused(`signature.secret: secret "${signing}" starts with whsec_ but is not base64 after it`);
+      signingKeys.push(signingKey(value));
     }
   }
   const headers: Record<string, string> = {};
@@ -167,18 +229,9 @@ async function resolveSecretHeaders(
     headers[header] = value;
   }
   // What a response must not carry into the step's output: the values and the headers made of them.
-  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers)])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
+  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers), ...signingValues])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
   sensitive.sort((a, b) => b.length - a.length);
-  return { headers, sensitive };
-}
-
-function secretMissing(header: string, name: string): ApplicationFailure {
-  return ApplicationFailure.create({
-    type: CALL_WEBHOOK_SECRET_MISSING,
-    message: `callWebhook: headers.${header}: secret "${name}" does not exist (deleted after the automation was published?)`,
-    nonRetryable: true,
-    details: [{ secret: name, header }],
-  });
+  return { headers, sensitive, signingKeys };
 }
 
 /** Shorter values are not searched for in responses (they would match by chance). */
@@ -216,7 +269,13 @@ function urlProblem(url: string, allowPrivate: boolean): string | undefined {
   return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
 }
 
-function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<CallWebhookOutput> {
+/** What the service adds to every request: the call's key, and the keys that sign it (none: unsigned). */
+interface CallIdentity {
+  key: string;
+  signingKeys: Buffer[];
+}
+
+function callWebhook(input: CallWebhookInput, allowPrivate: boolean, identity: CallIdentity): Promise<CallWebhookOutput> {
   const problem = urlProblem(input.url, allowPrivate);
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
@@ -238,6 +297,8 @@ function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<Ca
   }
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(payload.length);
+  // Set last: the service's values win over a step's (validation refuses these names on save).
+  Object.assign(headers, outboundIdentityHeaders(identity, payload));
   const request = target.protocol === 'https:' ? https.request : http.request;
   const where = `POST ${shown(target)}`;
 
@@ -307,6 +368,17 @@ function callWebhook(input: CallWebhookInput, allowPrivate: boolean): Promise<Ca
     const timer = setTimeout(() => finish(network(`no complete response within ${timeoutMs} ms`)), timeoutMs);
     req.end(payload);
   });
+}
+
+/** `Idempotency-Key` and `webhook-id`; when signed, `webhook-timestamp` (now) and `webhook-signature` over `payload`. */
+function outboundIdentityHeaders(identity: CallIdentity, payload: Buffer): Record<string, string> {
+  const headers: Record<string, string> = { 'idempotency-key': identity.key, 'webhook-id': identity.key };
+  if (identity.signingKeys.length > 0) {
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    headers['webhook-timestamp'] = timestamp;
+    headers['webhook-signature'] = standardSignature(identity.signingKeys, identity.key, timestamp, payload);
+  }
+  return headers;
 }
 
 function tooLarge(where: string): ApplicationFailure {

@@ -1,7 +1,9 @@
 /**
  * End to end, one run at a time: from sending a signed POST until the automation's workflow result
- * is known, against the baseline of starting bench/workflows/bare.ts (three no-op activities) and
- * awaiting its result. Runs alternate between the two so that background noise hits both alike.
+ * is known, against two baselines on the same server and client: starting bench/workflows/bare.ts
+ * `bare` (three no-op activities) and awaiting its result, and the same for `empty` (a workflow
+ * that returns at once: the engine's floor, start → result). Runs rotate between the three so that
+ * background noise hits all alike.
  */
 import { randomUUID } from 'node:crypto';
 import { postEvent, type BenchAutomation } from './automation';
@@ -14,6 +16,11 @@ export interface E2eResult {
   ratioToBare: number;
   p90Ms: number;
   bareP90Ms: number;
+  /** p50 from start to result of a workflow that returns at once. */
+  emptyP50Ms: number;
+  emptyP90Ms: number;
+  /** p50Ms ÷ emptyP50Ms. */
+  ratioToEmptyWorkflow: number;
   runs: number;
 }
 
@@ -27,10 +34,11 @@ async function automationRun(stack: Stack, automation: BenchAutomation): Promise
   return elapsed;
 }
 
-async function bareRun(stack: Stack, trigger: unknown): Promise<number> {
+async function baselineRun(stack: Stack, workflow: 'bare' | 'empty', trigger: unknown): Promise<number> {
   const started = performance.now();
   // Started as the API starts runs: on the workers' connection, with eager workflow start.
-  const handle = await stack.workerClient.workflow.start('bare', { taskQueue: BARE_QUEUE, workflowId: `bare:${randomUUID()}`, args: [{ trigger }], requestEagerStart: true });
+  const args = workflow === 'bare' ? [{ trigger }] : [];
+  const handle = await stack.workerClient.workflow.start(workflow, { taskQueue: BARE_QUEUE, workflowId: `${workflow}:${randomUUID()}`, args, requestEagerStart: true });
   await handle.result();
   return performance.now() - started;
 }
@@ -42,30 +50,33 @@ export async function runE2eBench(
   log: (line: string) => void,
 ): Promise<E2eResult> {
   const trigger = JSON.parse(automation.body) as unknown;
-  log(`end to end: ${options.warmup} warm-up runs, then ${options.runs} of each, alternating`);
-  for (let i = 0; i < options.warmup; i++) {
-    await automationRun(stack, automation);
-    await bareRun(stack, trigger);
-  }
-  const measured: number[] = [];
-  const bare: number[] = [];
+  log(`end to end: ${options.warmup} warm-up runs, then ${options.runs} of each (automation, 3 activities, empty workflow), in rotation`);
+  const kinds = {
+    automation: { run: () => automationRun(stack, automation), times: [] as number[] },
+    bare: { run: () => baselineRun(stack, 'bare', trigger), times: [] as number[] },
+    empty: { run: () => baselineRun(stack, 'empty', trigger), times: [] as number[] },
+  };
+  const order = ['automation', 'bare', 'empty'] as const;
+  for (let i = 0; i < options.warmup; i++) for (const kind of order) await kinds[kind].run();
   for (let i = 0; i < options.runs; i++) {
-    if (i % 2 === 0) {
-      measured.push(await automationRun(stack, automation));
-      bare.push(await bareRun(stack, trigger));
-    } else {
-      bare.push(await bareRun(stack, trigger));
-      measured.push(await automationRun(stack, automation));
+    // Each of the three goes first, second and third equally often.
+    for (let k = 0; k < order.length; k++) {
+      const kind = kinds[order[(i + k) % order.length]!];
+      kind.times.push(await kind.run());
     }
   }
-  const p50Ms = percentile(measured, 50);
-  const bareP50Ms = percentile(bare, 50);
+  const p50Ms = percentile(kinds.automation.times, 50);
+  const bareP50Ms = percentile(kinds.bare.times, 50);
+  const emptyP50Ms = percentile(kinds.empty.times, 50);
   return {
     p50Ms,
     bareP50Ms,
     ratioToBare: p50Ms / bareP50Ms,
-    p90Ms: percentile(measured, 90),
-    bareP90Ms: percentile(bare, 90),
+    p90Ms: percentile(kinds.automation.times, 90),
+    bareP90Ms: percentile(kinds.bare.times, 90),
+    emptyP50Ms,
+    emptyP90Ms: percentile(kinds.empty.times, 90),
+    ratioToEmptyWorkflow: p50Ms / emptyP50Ms,
     runs: options.runs,
   };
 }

@@ -49,6 +49,8 @@ interface Scenario {
 
 /** The value of the named secret the secret-header scenario sends; never written to a history (checked). */
 const HISTORY_SECRET = `sk_history_${randomBytes(12).toString('hex')}`;
+/** The signing secret of the signed-call scenario (Standard Webhooks format); never written to a history (checked). */
+const HISTORY_SIGNING_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 
 const OWNERSHIP = { userId: "'svc-1'", roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' };
 
@@ -109,6 +111,35 @@ function scenarios(target: string): Scenario[] {
       description: 'callWebhook with a header reading a secret that does not exist: the step fails at once, naming the secret',
       steps: [{ id: 'notify', callWebhook: { url: `'${target}/ok'`, body: {}, headers: { Authorization: "'Bearer ' + secrets.deleted_token" } } }],
       trigger: {},
+    },
+    {
+      name: 'call-webhook-signed',
+      description: 'a callWebhook signed with a named secret (Standard Webhooks), answered 500 twice, then 200: three attempts with one call key',
+      steps: [
+        {
+          id: 'notify',
+          retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
+          callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: { who: 'ctx.trigger.user' }, signature: { secret: 'history_signing' } },
+        },
+      ],
+      trigger: { key: randomUUID(), user: 'u-4' },
+    },
+    {
+      name: 'retry-from-failed-step-call-key',
+      description: 'a retry from the failed step whose callWebhook carries the original run’s call key (resume.keysOf)',
+      steps: [
+        { id: 'first', setVariables: { who: '"u-10"' } },
+        { id: 'notify', callWebhook: { url: `'${target}/ok'`, body: { who: 'ctx.steps.first.who' } } },
+      ],
+      trigger: {},
+      extra: {
+        rerunOf: 'webhook:listener-original:event-original',
+        resume: {
+          fromStepId: 'notify',
+          steps: [{ id: 'first', status: 'DONE', output: { who: 'u-10' } }],
+          keysOf: { workflowId: 'webhook:listener-original:event-original', runId: '0193a0c4-0000-7000-8000-000000000000' },
+        },
+      },
     },
     {
       name: 'log-completed',
@@ -263,7 +294,9 @@ function holdsSecret(root: unknown): boolean {
   while (work.length > 0) {
     const node = work.pop();
     if (typeof node === 'string') {
-      if (node.includes(HISTORY_SECRET) || Buffer.from(node, 'base64').toString('utf8').includes(HISTORY_SECRET)) return true;
+      for (const secret of [HISTORY_SECRET, HISTORY_SIGNING_SECRET.slice('whsec_'.length)]) {
+        if (node.includes(secret) || Buffer.from(node, 'base64').toString('utf8').includes(secret)) return true;
+      }
     } else if (node !== null && typeof node === 'object') {
       work.push(...Object.values(node));
     }
@@ -382,6 +415,7 @@ async function main(): Promise<void> {
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
     await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')), [target.origin]);
+    await insertOutboundSecret(db, 'history_signing', secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')), [target.origin]);
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
     const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });

@@ -10,7 +10,12 @@
  *
  * Ctrl-C stops every process it started; a process that dies is restarted. Logs: one file per
  * process in .data/prod/logs/.
- * PostgreSQL: DATABASE_URL (a superuser URL of the server to use) or else the apt cluster CI uses.
+ * Temporal requires mutual TLS: a private CA made on the first start (deploy/temporal/make-certs.sh,
+ * files in .data/prod/tls/, keys 0600), a server certificate for the frontend and one between the
+ * services, a client certificate each for the APIs, the workers and the Web UI server.
+ * PostgreSQL: DATABASE_URL (a superuser URL of the server to use) or else the local apt cluster,
+ * administered as the `postgres` OS user over its socket (peer authentication). No existing role's
+ * password is ever changed; the roles made here get random passwords kept in .data/prod/postgres/.
  * Also importable: the drills (test/drills/) start the same stack with `startProdStack()` and kill
  * its processes one by one.
  */
@@ -18,9 +23,10 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
-import { Connection } from '@temporalio/client';
+import { Connection, type TLSConfig } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ensureNamespace } from '../src/temporal/setup';
 import { newPayloadKeyEntry } from '../src/temporal/codec';
@@ -45,8 +51,73 @@ export const ROLES = { temporal: 'temporal', app: 'app' } as const;
 /** Variables of the caller's environment handed to the API and worker processes as they are. */
 export const PASSED_THROUGH = ['BOOTSTRAP_CLIENT_ID', 'BOOTSTRAP_CLIENT_SECRET', 'ALLOW_INSECURE_JWKS', 'LOG_LEVEL', 'ACCESS_TOKEN_TTL_SECONDS', 'WEBHOOK_MAX_IN_FLIGHT'];
 
+/**
+ * The certificate holders of deploy/temporal/make-certs.sh: the four Temporal services share
+ * `temporal` (frontend and internode certificates); each client kind has its own certificate.
+ */
+export const TLS_HOLDERS = ['temporal', 'api', 'worker', 'ui'] as const;
+export type TlsClient = 'api' | 'worker' | 'ui';
+/** The name every client expects in the frontend's certificate (compose's service name). */
+export const TEMPORAL_TLS_SERVER_NAME = 'temporal-frontend';
+
+/** The client certificate files of one holder inside the certificate folder. */
+export function clientTlsFiles(tlsDir: string, holder: TlsClient): { ca: string; cert: string; key: string } {
+  return { ca: path.join(tlsDir, holder, 'ca.pem'), cert: path.join(tlsDir, holder, 'client.pem'), key: path.join(tlsDir, holder, 'client.key') };
+}
+
+/**
+ * The Temporal environment configuration (@temporalio/envconfig, read by src/temporal/connection.ts;
+ * the Temporal CLI reads the same names) that makes an API or a worker connect with its certificate.
+ */
+export function clientTlsEnvironment(tlsDir: string, holder: 'api' | 'worker'): Record<string, string> {
+  const files = clientTlsFiles(tlsDir, holder);
+  return {
+    TEMPORAL_TLS_CLIENT_CERT_PATH: files.cert,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: files.key,
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: files.ca,
+    TEMPORAL_TLS_SERVER_NAME: TEMPORAL_TLS_SERVER_NAME,
+  };
+}
+
+/** Connection options (Connection.connect, NativeConnection.connect) with a client certificate of the stack. */
+export function temporalConnectionOptions(address: string, tlsDir: string, holder: TlsClient = 'api'): { address: string; tls: TLSConfig } {
+  const files = clientTlsFiles(tlsDir, holder);
+  return {
+    address,
+    tls: {
+      serverNameOverride: TEMPORAL_TLS_SERVER_NAME,
+      serverRootCACertificate: fs.readFileSync(files.ca),
+      clientCertPair: { crt: fs.readFileSync(files.cert), key: fs.readFileSync(files.key) },
+    },
+  };
+}
+
+/** The same for the Temporal CLI. */
+export function temporalCliArgs(address: string, tlsDir: string, holder: TlsClient = 'api'): string[] {
+  const files = clientTlsFiles(tlsDir, holder);
+  return ['--address', address, '--tls-ca-path', files.ca, '--tls-cert-path', files.cert, '--tls-key-path', files.key, '--tls-server-name', TEMPORAL_TLS_SERVER_NAME];
+}
+
+/** Makes what is missing of the CA and the certificates (a second run keeps every file). */
+export function ensureCertificates(tlsDir: string, log: (line: string) => void): void {
+  fs.mkdirSync(tlsDir, { recursive: true, mode: 0o700 });
+  const output = execFileSync('sh', [path.join(ROOT, 'deploy/temporal/make-certs.sh')], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', CERT_DIR: tlsDir },
+  });
+  for (const line of output.split('\n')) if (line.trim()) log(`TLS: ${line}`);
+}
+
 /** Environment of each Temporal server process (read by deploy/temporal/production.yaml). */
-export function temporalEnvironment(p: { pgHost: string; pgPort: string; password: string; ports: Record<string, string>; logLevel?: string | undefined }): Record<string, string> {
+export function temporalEnvironment(p: {
+  pgHost: string;
+  pgPort: string;
+  password: string;
+  ports: Record<string, string>;
+  /** The certificate folder (make-certs.sh's CERT_DIR); the services read its `temporal/` holder. */
+  tlsDir: string;
+  logLevel?: string | undefined;
+}): Record<string, string> {
   return {
     ...p.ports,
     POSTGRES_HOST: p.pgHost,
@@ -57,15 +128,22 @@ export function temporalEnvironment(p: { pgHost: string; pgPort: string; passwor
     TEMPORAL_DB_PASSWORD: p.password,
     TEMPORAL_BIND_IP: '127.0.0.1',
     TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
+    TEMPORAL_TLS_DIR: path.join(p.tlsDir, 'temporal'),
     TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(ROOT, 'deploy/temporal/dynamicconfig/production.yaml'),
     TEMPORAL_LOG_LEVEL: p.logLevel ?? 'warn',
   };
 }
 
-/** Environment of the Web UI server (read by deploy/temporal-ui/docker.yaml): read-only, loopback, codec. */
-export function uiEnvironment(p: { temporalAddress: string; uiPort: number; uiUrl: string; entryUrl: string }): Record<string, string> {
+/** Environment of the Web UI server (read by deploy/temporal-ui/docker.yaml): read-only, loopback, codec, mTLS. */
+export function uiEnvironment(p: { temporalAddress: string; uiPort: number; uiUrl: string; entryUrl: string; tlsDir: string }): Record<string, string> {
+  const files = clientTlsFiles(p.tlsDir, 'ui');
   return {
     TEMPORAL_ADDRESS: p.temporalAddress,
+    TEMPORAL_TLS_CA: files.ca,
+    TEMPORAL_TLS_CERT: files.cert,
+    TEMPORAL_TLS_KEY: files.key,
+    TEMPORAL_TLS_SERVER_NAME: TEMPORAL_TLS_SERVER_NAME,
+    TEMPORAL_TLS_ENABLE_HOST_VERIFICATION: 'true',
     TEMPORAL_UI_HOST: '127.0.0.1',
     TEMPORAL_UI_PORT: String(p.uiPort),
     TEMPORAL_UI_PUBLIC_URL: p.uiUrl,
@@ -88,6 +166,8 @@ export function appEnvironment(
     /** The Web UI's origin: the only one allowed to call the codec endpoint from a browser. */
     uiUrl: string;
     dataDir: string;
+    /** The certificate folder: each role connects to Temporal with its own client certificate. */
+    tlsDir: string;
     port?: number;
     passThrough?: Record<string, string>;
   },
@@ -101,6 +181,7 @@ export function appEnvironment(
     SECRET_KEY: p.secretKey,
     PAYLOAD_KEYS: p.payloadKeys,
     DATA_DIR: p.dataDir,
+    ...clientTlsEnvironment(p.tlsDir, role),
     ...p.passThrough,
   };
   if (role === 'worker') return { ...common, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
@@ -109,8 +190,10 @@ export function appEnvironment(
 }
 
 export interface StackOptions {
-  /** Superuser URL of the PostgreSQL server; unset = the local apt cluster. */
+  /** Superuser URL of the PostgreSQL server; unset = the local apt cluster (or `localPostgres`). */
   adminUrl?: string;
+  /** The local PostgreSQL administered over its socket as the `postgres` OS user; unset = the apt cluster. */
+  localPostgres?: LocalPostgres;
   /** Entry (nginx) port; 0 = a free port. */
   port?: number;
   temporalPort?: number;
@@ -185,6 +268,12 @@ export interface ProdStack {
   temporalAddress: string;
   appDatabaseUrl: string;
   logDir: string;
+  /** The certificate folder (deploy/temporal/make-certs.sh): ca/, temporal/, api/, worker/, ui/. */
+  tlsDir: string;
+  /** Options for a Temporal connection with a client certificate of the stack (default: the APIs'). */
+  temporalConnectionOptions(holder?: TlsClient): { address: string; tls: TLSConfig };
+  /** The Temporal CLI's flags for the same (`temporal workflow list ${flags}`). */
+  temporalCliArgs(holder?: TlsClient): string[];
   processes: Map<string, StackProcess>;
   /** Waits until a process answers again after a (re)start. */
   waitReady(name: string): Promise<void>;
@@ -251,8 +340,15 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
   throw new Error(`${what} not ready within ${Math.round(timeoutMs / 1000)} s${lastError ? `: ${(lastError as Error).message}` : ''}`);
 }
 
-/** The apt cluster (as in .ci/run): started if needed, `postgres` given the password `postgres`. */
-function localClusterAdminUrl(log: (line: string) => void): string {
+/** The local PostgreSQL, administered as its `postgres` OS user over the Unix socket (peer authentication). */
+export interface LocalPostgres {
+  port: number;
+  /** The socket folder (Debian: /var/run/postgresql). */
+  socketDir: string;
+}
+
+/** The apt cluster (as in .ci/run): made and started if needed. Nothing about its roles is changed. */
+function localCluster(log: (line: string) => void): LocalPostgres {
   const versions = fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)) : [];
   const version = versions.at(-1);
   if (!version) throw new Error('PostgreSQL is not installed: apt-get install postgresql, or set DATABASE_URL to a superuser URL');
@@ -268,47 +364,120 @@ function localClusterAdminUrl(log: (line: string) => void): string {
     log(`starting the PostgreSQL ${version} cluster on port ${port}`);
     execFileSync('pg_ctlcluster', [version, 'main', 'start'], { stdio: 'ignore' });
   }
-  execFileSync('su', ['postgres', '-c', `psql -p ${port} -qc "ALTER USER postgres PASSWORD 'postgres'"`], { stdio: 'ignore' });
-  return `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+  return { port, socketDir: '/var/run/postgresql' };
 }
 
-/** Roles and databases (made once), passwords set on every start; true per database made now. */
-async function prepareDatabases(adminUrl: string, passwords: { temporal: string; app: string }): Promise<Record<string, boolean>> {
+/** Administrative SQL: over DATABASE_URL, or with psql as the `postgres` OS user over the socket. */
+interface PgAdmin {
+  /** Rows as arrays of text values. */
+  query(sql: string): Promise<string[][]>;
+  close(): Promise<void>;
+}
+
+async function urlAdmin(adminUrl: string): Promise<PgAdmin> {
   // A pg client cannot connect twice: a new one per attempt while the server comes up.
-  const admin = await until('PostgreSQL', 60_000, async () => {
-    const client = new PgClient({ connectionString: adminUrl });
-    client.on('error', () => undefined);
+  const client = await until('PostgreSQL', 60_000, async () => {
+    const c = new PgClient({ connectionString: adminUrl });
+    c.on('error', () => undefined);
     try {
-      await client.connect();
-      return client;
+      await c.connect();
+      return c;
     } catch (err) {
-      await client.end().catch(() => undefined);
+      await c.end().catch(() => undefined);
       throw err;
     }
   });
+  return {
+    query: async (sql) => (await client.query({ text: sql, rowMode: 'array' })).rows.map((row: unknown[]) => row.map(String)),
+    close: () => client.end(),
+  };
+}
+
+function socketAdmin(local: LocalPostgres): PgAdmin {
+  const psql = ['psql', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-h', local.socketDir, '-p', String(local.port), '-d', 'postgres'];
+  // As root: `su postgres` (peer authentication maps the OS user to the role of the same name).
+  const [command, args] =
+    process.getuid?.() === 0 ? ['su', ['postgres', '-s', '/bin/sh', '-c', psql.map((a) => `'${a}'`).join(' ')]] : [psql[0]!, psql.slice(1)];
+  return {
+    query: async (sql) => {
+      const out = execFileSync(command, args as string[], { input: sql, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+      return out
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => line.split('|'));
+    },
+    close: async () => undefined,
+  };
+}
+
+export interface PreparedPostgres {
+  host: string;
+  port: string;
+  /** The passwords of the roles this stack uses (read from, or first written to, the state directory). */
+  passwords: { temporal: string; app: string };
+  /** True per database made now. */
+  created: Record<string, boolean>;
+}
+
+/**
+ * Roles and databases, made once. A role made here gets a random password, written first to
+ * <stateDir>/postgres/<role>.password (0600); a role that exists keeps its password, which must be in
+ * that file: no password of any role (the superuser's included) is ever set or changed here.
+ */
+export async function preparePostgres(p: { adminUrl?: string; local?: LocalPostgres; stateDir: string }): Promise<PreparedPostgres> {
+  const dir = path.join(p.stateDir, 'postgres');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  let admin: PgAdmin;
+  let host: string;
+  let port: string;
+  if (p.adminUrl) {
+    const url = new URL(p.adminUrl);
+    host = url.hostname;
+    port = url.port || '5432';
+    admin = await urlAdmin(p.adminUrl);
+  } else {
+    if (!p.local) throw new Error('preparePostgres: adminUrl or local is required');
+    host = '127.0.0.1';
+    port = String(p.local.port);
+    const local = socketAdmin(p.local);
+    await until('PostgreSQL', 60_000, async () => (await local.query('SELECT 1')).length === 1);
+    admin = local;
+  }
+  const passwords = { temporal: '', app: '' };
   const created: Record<string, boolean> = {};
   try {
-    for (const [role, password] of [
-      [ROLES.temporal, passwords.temporal],
-      [ROLES.app, passwords.app],
-    ] as const) {
-      const exists = await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
-      const literal = (await admin.query('SELECT quote_literal($1) AS q', [password])).rows[0].q as string;
-      await admin.query(`${exists.rowCount ? 'ALTER' : 'CREATE'} ROLE ${role} LOGIN PASSWORD ${literal}`);
+    for (const role of [ROLES.temporal, ROLES.app] as const) {
+      const file = path.join(dir, `${role}.password`);
+      const exists = (await admin.query(`SELECT 1 FROM pg_roles WHERE rolname = '${role}'`)).length > 0;
+      if (exists) {
+        if (!fs.existsSync(file)) {
+          throw new Error(
+            `the PostgreSQL role "${role}" exists but its password is not in ${file}: stack:prod never changes an existing role's password; ` +
+              'write it to that file (mode 0600), or drop the role and its databases to have them made anew',
+          );
+        }
+        passwords[role] = fs.readFileSync(file, 'utf8').trim();
+      } else {
+        // base64url: no quote can end the literal.
+        const password = randomBytes(24).toString('base64url');
+        fs.writeFileSync(file, `${password}\n`, { mode: 0o600 });
+        await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+        passwords[role] = password;
+      }
     }
     for (const [db, owner] of [
       [DATABASES.temporal, ROLES.temporal],
       [DATABASES.visibility, ROLES.temporal],
       [DATABASES.app, ROLES.app],
     ] as const) {
-      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [db]);
-      created[db] = !exists.rowCount;
-      if (!exists.rowCount) await admin.query(`CREATE DATABASE ${db} OWNER ${owner}`);
+      const exists = (await admin.query(`SELECT 1 FROM pg_database WHERE datname = '${db}'`)).length > 0;
+      created[db] = !exists;
+      if (!exists) await admin.query(`CREATE DATABASE ${db} OWNER ${owner}`);
     }
   } finally {
-    await admin.end();
+    await admin.close();
   }
-  return created;
+  return { host, port, passwords, created };
 }
 
 function readOrCreate(file: string, make: () => string): string {
@@ -350,12 +519,13 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   const bins = ensureProdBinaries(log);
   ensureBuild(log);
 
-  const adminUrl = options.adminUrl ?? localClusterAdminUrl(log);
-  const pg = new URL(adminUrl);
-  const pgHost = pg.hostname;
-  const pgPort = pg.port || '5432';
-  const passwords = { temporal: randomBytes(18).toString('base64url'), app: randomBytes(18).toString('base64url') };
-  const created = await prepareDatabases(adminUrl, passwords);
+  const tlsDir = path.join(stateDir, 'tls');
+  ensureCertificates(tlsDir, log);
+
+  const { host: pgHost, port: pgPort, passwords, created } = await preparePostgres({
+    stateDir,
+    ...(options.adminUrl ? { adminUrl: options.adminUrl } : { local: options.localPostgres ?? localCluster(log) }),
+  });
   const dbUrl = (role: string, password: string, db: string): string =>
     `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
 
@@ -416,7 +586,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await freePort());
     temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await freeLowPort());
   }
-  const temporalEnv = temporalEnvironment({ pgHost, pgPort, password: passwords.temporal, ports: temporalPorts, logLevel: env.TEMPORAL_LOG_LEVEL });
+  const temporalEnv = temporalEnvironment({ pgHost, pgPort, password: passwords.temporal, ports: temporalPorts, tlsDir, logLevel: env.TEMPORAL_LOG_LEVEL });
   for (const service of TEMPORAL_SERVICES) {
     add(
       `temporal-${service}`,
@@ -430,7 +600,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     'temporal-ui',
     bins['temporal-ui-server'],
     ['--root', path.join(ROOT, 'deploy'), '--config', 'temporal-ui', '--env', 'docker', 'start'],
-    uiEnvironment({ temporalAddress, uiPort, uiUrl, entryUrl }),
+    uiEnvironment({ temporalAddress, uiPort, uiUrl, entryUrl, tlsDir }),
   );
 
   // The first start of a new store makes the bootstrap super_admin client here, so its secret is
@@ -445,7 +615,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
     passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
   }
-  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl, uiUrl, passThrough };
+  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl, uiUrl, tlsDir, passThrough };
   const apiPorts = [await freePort(), await freePort()];
   apiPorts.forEach((port, i) =>
     add(`api-${i + 1}`, process.execPath, ['dist/src/main.js', 'api'], appEnvironment('api', { ...shared, port, dataDir: path.join(stateDir, `api-${i + 1}`) })),
@@ -456,17 +626,20 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
 
   // nginx: the rendered template inside a main configuration of its own (no system nginx needed).
   const nginxDir = path.join(stateDir, 'nginx');
-  fs.mkdirSync(path.join(nginxDir, 'temp'), { recursive: true });
+  fs.mkdirSync(nginxDir, { recursive: true, mode: 0o700 });
+  // nginx's worker (`nobody` when started as root) writes request bodies over the in-memory buffer
+  // and large responses to its temp folders: they live in a folder of its own under the system's
+  // temp folder, since it cannot enter the state directory (0700, the stack's user).
+  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-nginx-'));
   if (process.getuid?.() === 0) {
     const nobody = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
-    fs.chownSync(path.join(nginxDir, 'temp'), nobody, -1);
+    fs.chownSync(temp, nobody, -1);
   }
   const site = renderTemplate(fs.readFileSync(path.join(ROOT, 'deploy/nginx/api.conf.template'), 'utf8'), {
     API_SERVERS: apiPorts.map((port) => `server 127.0.0.1:${port} max_fails=1 fail_timeout=2s;`).join('\n    '),
     LISTEN_PORT: `127.0.0.1:${entryPort}`,
   });
   fs.writeFileSync(path.join(nginxDir, 'api.conf'), site);
-  const temp = path.join(nginxDir, 'temp');
   fs.writeFileSync(
     path.join(nginxDir, 'nginx.conf'),
     [
@@ -511,7 +684,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.
   let pollerConnection: Connection | undefined;
   const pollers = async (): Promise<string[]> => {
-    pollerConnection ??= await Connection.connect({ address: temporalAddress, connectTimeout: 2000 });
+    pollerConnection ??= await Connection.connect({ ...temporalConnectionOptions(temporalAddress, tlsDir), connectTimeout: 2000 });
     const described = await pollerConnection.workflowService.describeTaskQueue({
       namespace: 'default',
       taskQueue: { name: 'automations', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
@@ -542,6 +715,9 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     temporalAddress,
     appDatabaseUrl,
     logDir,
+    tlsDir,
+    temporalConnectionOptions: (holder = 'api') => temporalConnectionOptions(temporalAddress, tlsDir, holder),
+    temporalCliArgs: (holder = 'api') => temporalCliArgs(temporalAddress, tlsDir, holder),
     processes,
     waitReady: (name) => readiness[name]!(),
     startTemporal,
@@ -558,6 +734,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
       for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
         await Promise.all(group.map((name) => processes.get(name)?.kill('SIGTERM')));
       }
+      fs.rmSync(temp, { recursive: true, force: true });
     },
   };
   const killAll = (): void => {
@@ -568,7 +745,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   try {
     await startTemporal();
     const report = await until('the default namespace', 120_000, async () => {
-      const connection = await Connection.connect({ address: temporalAddress, connectTimeout: 2000 });
+      const connection = await Connection.connect({ ...temporalConnectionOptions(temporalAddress, tlsDir), connectTimeout: 2000 });
       try {
         return await ensureNamespace(connection, 'default');
       } finally {
@@ -605,7 +782,8 @@ async function main(): Promise<void> {
   console.log(`
 Production stack up in ${Math.round((Date.now() - started) / 1000)} s (Ctrl-C stops every process)
   entry (nginx → api-1, api-2):  ${stack.entryUrl}
-  Temporal frontend:             ${stack.temporalAddress}
+  Temporal frontend (mTLS):      ${stack.temporalAddress}
+    temporal workflow list ${stack.temporalCliArgs('api').join(' ')}
   Temporal Web UI (read-only):   ${stack.uiUrl}
   logs:                          ${stack.logDir}
 ${bootstrap ? `  a super_admin API client was created; its secret is shown only now:\n    client_id ${bootstrap.clientId}\n    client_secret ${bootstrap.clientSecret}\n` : ''}`);

@@ -293,6 +293,8 @@ async function printBootstrap(db: Db, secretBox: SecretBox, config: Config, logg
     console.log(`  token:         curl -s -d grant_type=client_credentials -d client_id=${result.clientId} -d client_secret=... ${config.baseUrl}/auth/v1/token\n`);
   } else if (result.kind === 'configured') {
     logger.info({ clientId: result.clientId }, 'bootstrap client from BOOTSTRAP_CLIENT_ID is ready');
+  } else if (result.kind === 'deleted') {
+    logger.warn({ clientId: result.clientId }, 'the bootstrap client from BOOTSTRAP_CLIENT_ID was deleted through the API and is not made again; unset BOOTSTRAP_CLIENT_ID/SECRET');
   }
 }
 

@@ -203,7 +203,10 @@ function workflowEffects(
     },
     async callWebhook(request) {
       const options = { summary: summary(step, 'callWebhook'), startToCloseTimeout: request.timeoutMs + CALL_WEBHOOK_GRACE_MS, retry };
-      return { ...(await acts.callWebhook.executeWithOptions(options, [{ stepId: step.id, ...request }])) };
+      // A retry from the failed step continues the original run: its calls carry that run's keys.
+      // (Activity arguments are not part of replay's determinism check: no patch needed.)
+      const keysOf = input.resume?.keysOf;
+      return { ...(await acts.callWebhook.executeWithOptions(options, [{ stepId: step.id, ...request, ...(keysOf ? { keysOf } : {}) }])) };
     },
   };
 }

@@ -29,7 +29,16 @@ export interface AutomationRunInput {
    * A retry from the failed step: the recorded results of the steps before it, reused as they are
    * (not run again); the run continues at `fromStepId`.
    */
-  resume?: { fromStepId: string; steps: Array<{ id: string; status: 'DONE' | 'SKIPPED'; output: Record<string, unknown> | null }> };
+  resume?: {
+    fromStepId: string;
+    steps: Array<{ id: string; status: 'DONE' | 'SKIPPED'; output: Record<string, unknown> | null }>;
+    /**
+     * The run whose call keys this retry's callWebhook requests carry: the original run (the first
+     * of a chain of retries), so that the failed call, repeated, carries the key it had. Absent in
+     * retries started before call keys existed: their calls carry their own run's keys.
+     */
+    keysOf?: { workflowId: string; runId: string };
+  };
 }
 
 /** The steps of one published version, as the worker loads them. */

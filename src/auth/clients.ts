@@ -3,7 +3,7 @@
  * itself (a keyed hash for generated secrets, scrypt for operator-chosen ones: see ./secrets). The
  * secret is shown once, when the client is made.
  */
-import type { Queryable } from '../store/db';
+import type { Db, Queryable } from '../store/db';
 import { iso } from '../store/db';
 import { newId, randomToken } from '../ids';
 import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from './secrets';
@@ -104,14 +104,18 @@ export async function deleteClient(db: Queryable, id: string): Promise<boolean> 
 export type BootstrapResult =
   | { kind: 'configured'; clientId: string }
   | { kind: 'created'; clientId: string; clientSecret: string }
-  | { kind: 'existing' };
+  | { kind: 'existing' }
+  /** BOOTSTRAP_CLIENT_ID names a client made here before and deleted through the API since. */
+  | { kind: 'deleted'; clientId: string };
 
 /**
  * BOOTSTRAP_CLIENT_ID/SECRET set: a super_admin client with exactly those credentials exists
- * afterwards. Unset and no client at all: one is made, and its secret returned to be shown once.
+ * afterwards, unless it was made here once and deleted through the API since (table
+ * bootstrap_clients): a deletion is final, whatever the environment still says.
+ * Unset and no client at all: one is made, and its secret returned to be shown once.
  */
 export async function ensureBootstrapClient(
-  db: Queryable,
+  db: Db,
   box: SecretBox,
   bootstrap: { clientId: string; clientSecret: string } | undefined,
 ): Promise<BootstrapResult> {
@@ -119,7 +123,15 @@ export async function ensureBootstrapClient(
     const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE client_id = $1', [bootstrap.clientId]);
     const row = rows[0];
     if (!row) {
-      await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'], ...bootstrap });
+      // The record and the client in one transaction: of two processes starting at once, one makes
+      // the client; and a client made once and deleted since is not made again.
+      const made = await db.transaction(async (tx) => {
+        const claimed = await tx.query('INSERT INTO bootstrap_clients (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING RETURNING client_id', [bootstrap.clientId]);
+        if (claimed.length === 0) return false;
+        await createClient(tx, box, { displayName: 'bootstrap', roles: ['super_admin'], ...bootstrap });
+        return true;
+      });
+      if (!made) return { kind: 'deleted', clientId: bootstrap.clientId };
     } else if (
       !(await verifySecret(bootstrap.clientSecret, row.secret_hash, clientSecretKey(box))) ||
       !toClient(row).roles.includes('super_admin')
@@ -129,6 +141,7 @@ export async function ensureBootstrapClient(
         await hashChosenSecret(bootstrap.clientSecret),
       ]);
     }
+    await db.query('INSERT INTO bootstrap_clients (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING', [bootstrap.clientId]);
     return { kind: 'configured', clientId: bootstrap.clientId };
   }
   const any = await db.query('SELECT 1 FROM api_clients LIMIT 1');

@@ -294,6 +294,10 @@ export const StepResult = z
     status: z.enum(['PENDING', 'RUNNING', 'WAITING', 'WAITING_FOR_APPROVAL', 'DONE', 'SKIPPED', 'FAILED']),
     output: z.record(z.string(), z.unknown()).nullable(),
     error: z.string().nullable(),
+    idempotencyKey: z
+      .string()
+      .optional()
+      .meta({ description: 'callWebhook steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.' }),
   })
   .meta({ id: 'StepResult' });
 

@@ -6,7 +6,9 @@
  * duration; log: the line), so later steps read `ctx.steps.<id>` as in a run, except that a
  * callWebhook's simulated output is its request, not a response. A header value that reads named
  * secrets shows a placeholder for each (`'Bearer ' + secrets.crm_token` → `Bearer [secret crm_token]`),
- * never a value: the dry run does not open secrets.
+ * never a value: the dry run does not open secrets. The headers the service adds show placeholders
+ * too: `Idempotency-Key` and `webhook-id` are `[per run]` (each run's key differs), and a signed
+ * step's `webhook-timestamp` is `[at send]` and `webhook-signature` `[signed with <name>]`.
  *
  * Like a run, the dry run stops at the first step that fails (ERROR) or at a fail step that would
  * run (WOULD_RUN, with its message); the steps after it are NOT_REACHED. Evaluation is
@@ -45,6 +47,9 @@ export interface DryRunOptions {
 export function secretPlaceholder(name: string): string {
   return `[secret ${name}]`;
 }
+
+/** What the dry run shows for the call's key (Idempotency-Key, webhook-id): each run has its own. */
+export const CALL_KEY_PLACEHOLDER = '[per run]';
 
 /**
  * Wall-clock budget of one dry run, checked between evaluations (each evaluation is bounded by the
@@ -140,6 +145,17 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
           if (err instanceof CelEvaluationError) throw new StepError(`callWebhook.headers.${header}: ${err.message}`);
           throw err;
         }
+      }
+      headers['Idempotency-Key'] = CALL_KEY_PLACEHOLDER;
+      headers['webhook-id'] = CALL_KEY_PLACEHOLDER;
+      const signing = request.signature?.secret;
+      if (signing !== undefined) {
+        if (options.existingSecrets && !options.existingSecrets.has(signing)) throw new StepError(`callWebhook.signature.secret: secret "${signing}" does not exist`);
+        if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [signing], options.existingSecrets) !== undefined) {
+          throw new StepError(`callWebhook.signature.secret: ${originRefusal(signing, origin, options.existingSecrets.get(signing)!)}`);
+        }
+        headers['webhook-timestamp'] = '[at send]';
+        headers['webhook-signature'] = `[signed with ${signing}]`;
       }
       return { url: request.url, body: request.body, headers };
     },

@@ -14,6 +14,8 @@ import { HEADER_VALUE } from '../steps/call-webhook';
 import { readsSecrets, stepKind, type StepDefinition } from '../steps';
 import { allowedOriginsOf, originRefusal, refusedSecret, staticOrigin, validateAllowedOrigins } from './secret-origins';
 import { ConflictError, invalidArgument, notFound, type FieldViolation } from './errors';
+import { parseGracePeriod } from './rotation-grace';
+import { isMalformedWhsec } from '../webhooks/standard-webhooks';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 
@@ -53,6 +55,10 @@ function validateValue(value: unknown, violations: FieldViolation[]): string {
     violations.push({ field: 'value', description: 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header' });
     return '';
   }
+  if (isMalformedWhsec(value)) {
+    violations.push({ field: 'value', description: 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)' });
+    return '';
+  }
   return value;
 }
 
@@ -85,33 +91,57 @@ export async function createOutboundSecret(db: Db, body: Record<string, unknown>
   });
 }
 
+/** A replaced secret, and when its previous value stops signing calls (null: not replaced, or dropped at once). */
+export type ReplacedOutboundSecret = OutboundSecret & { previousValueExpiresAt: string | null };
+
 /**
- * `{value?, allowedOrigins?}` (at least one) → replaces the value (rotation: the next request of
- * every run uses it) and/or where the secret may be sent (the next request is checked against the
- * new list); 404 when unknown.
+ * `{value?, gracePeriod?, allowedOrigins?}` (value or allowedOrigins, at least one) → replaces the
+ * value (rotation: the next request of every run uses it) and/or where the secret may be sent (the
+ * next request is checked against the new list); 404 when unknown. With a new value, for
+ * `gracePeriod` (default 24 h, at most 7 days, "0s" at once) the replaced value keeps signing
+ * callWebhook requests next to the new one (two signatures), so a receiver can deploy the new value
+ * without a failed verification; header values use the new value at once. `gracePeriod` without
+ * `value` is a 400.
  */
-export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<OutboundSecret> {
+export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<ReplacedOutboundSecret> {
   const violations: FieldViolation[] = [];
-  unknownFields(body, ['value', 'allowedOrigins'], violations);
+  unknownFields(body, ['value', 'gracePeriod', 'allowedOrigins'], violations);
   if (!('value' in body) && !('allowedOrigins' in body)) {
     violations.push({ field: 'value', description: 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)' });
   }
   const value = 'value' in body ? validateValue(body.value, violations) : undefined;
   const origins = 'allowedOrigins' in body ? validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations) : undefined;
+  let graceSeconds = 0;
+  if ('gracePeriod' in body && !('value' in body)) {
+    violations.push({ field: 'gracePeriod', description: 'applies to a new value only: give value with it' });
+  } else if ('value' in body) {
+    try {
+      graceSeconds = parseGracePeriod(body.gracePeriod);
+    } catch {
+      violations.push({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once' });
+    }
+  }
   if (violations.length > 0) throw invalidArgument(violations);
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
   const sealed = value === undefined ? undefined : change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
-    let replaced: OutboundSecret | undefined;
+    let replaced: ReplacedOutboundSecret | undefined;
     if (origins !== undefined) {
-      replaced = await store.replaceOutboundSecretOrigins(tx, name, origins);
-      if (!replaced) throw notFound('secret', name);
+      const updated = await store.replaceOutboundSecretOrigins(tx, name, origins);
+      if (!updated) throw notFound('secret', name);
+      replaced = { ...updated, previousValueExpiresAt: null };
       await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.set_origins', resourceType: 'outbound_secret', resourceId: name, details: { allowedOrigins: origins } });
     }
     if (sealed !== undefined) {
-      replaced = await store.replaceOutboundSecret(tx, name, sealed);
+      replaced = await store.replaceOutboundSecret(tx, name, sealed, graceSeconds);
       if (!replaced) throw notFound('secret', name);
-      await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.rotate', resourceType: 'outbound_secret', resourceId: name });
+      await recordAudit(tx, {
+        actor: change.actor,
+        action: 'outbound_secret.rotate',
+        resourceType: 'outbound_secret',
+        resourceId: name,
+        details: { gracePeriod: `${graceSeconds}s`, previousValueExpiresAt: replaced.previousValueExpiresAt },
+      });
     }
     return replaced!;
   });
@@ -162,6 +192,9 @@ export function secretReferences(
       }
       out.push({ field: `${prefix}[${index}].callWebhook.headers.${header}`, stepId: step.id, names, origin });
     }
+    // The secret that signs the step's calls (Standard Webhooks): bound to origins like a header's.
+    const signing = step.callWebhook.signature?.secret;
+    if (typeof signing === 'string') out.push({ field: `${prefix}[${index}].callWebhook.signature.secret`, stepId: step.id, names: [signing], origin });
   });
   return out;
 }

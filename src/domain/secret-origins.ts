@@ -119,12 +119,12 @@ export function originList(stored: unknown): string[] {
 }
 
 interface StoredStep {
-  callWebhook?: { url?: unknown; headers?: unknown };
+  callWebhook?: { url?: unknown; headers?: unknown; signature?: unknown };
 }
 
 /**
  * Migration of secrets stored before `allowedOrigins`: each gets the origins of the constant
- * (static-origin) URLs of the callWebhook steps that read it, in drafts and published versions,
+ * (static-origin) URLs of the callWebhook steps that read it (in a header or as `signature.secret`), in drafts and published versions,
  * at most 20; a secret read only by expression URLs, or by nothing, gets none (refused until an
  * administrator sets them). Runs inside the migration transaction; touches only rows still NULL.
  */
@@ -141,17 +141,23 @@ export async function backfillSecretOrigins(db: Queryable): Promise<number> {
     if (!Array.isArray(steps)) continue;
     for (const step of steps as StoredStep[]) {
       const call = step?.callWebhook;
-      if (!call || typeof call.url !== 'string' || call.headers === null || typeof call.headers !== 'object') continue;
+      if (!call || typeof call.url !== 'string') continue;
       const origin = staticOrigin(call.url);
       if (origin === undefined) continue;
-      for (const source of Object.values(call.headers as Record<string, unknown>)) {
-        if (typeof source !== 'string' || !readsSecrets(source)) continue;
-        for (const name of secretsSelectedBy(source)) {
-          if (!wanted.has(name)) continue;
-          const list = origins.get(name) ?? [];
-          if (!list.includes(origin) && list.length < MAX_ALLOWED_ORIGINS) list.push(origin);
-          origins.set(name, list);
+      const read: string[] = [];
+      if (call.headers !== null && typeof call.headers === 'object') {
+        for (const source of Object.values(call.headers as Record<string, unknown>)) {
+          if (typeof source === 'string' && readsSecrets(source)) read.push(...secretsSelectedBy(source));
         }
+      }
+      // The secret that signs the step's calls (`signature.secret`) is sent there too, in effect.
+      const signing = call.signature !== null && typeof call.signature === 'object' ? (call.signature as { secret?: unknown }).secret : undefined;
+      if (typeof signing === 'string') read.push(signing);
+      for (const name of read) {
+        if (!wanted.has(name)) continue;
+        const list = origins.get(name) ?? [];
+        if (!list.includes(origin) && list.length < MAX_ALLOWED_ORIGINS) list.push(origin);
+        origins.set(name, list);
       }
     }
   }

@@ -7,7 +7,7 @@ const name = () =>
   z
     .string()
     .regex(/^[a-z][a-z0-9_]{0,62}$/)
-    .meta({ description: 'Read as secrets.<name> in callWebhook header values: ^[a-z][a-z0-9_]{0,62}$.' });
+    .meta({ description: 'Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$.' });
 const value = () =>
   z
     .string()
@@ -39,8 +39,23 @@ export const CreateSecretRequest = z
   .strictObject({ name: name(), value: value(), allowedOrigins: allowedOrigins() })
   .meta({ id: 'CreateSecretRequest' });
 export const ReplaceSecretRequest = z
-  .strictObject({ value: value().optional(), allowedOrigins: allowedOrigins().optional() })
-  .meta({ id: 'ReplaceSecretRequest', description: 'The new value (rotation), new allowedOrigins, or both; at least one.', minProperties: 1 });
+  .strictObject({
+    value: value().optional(),
+    gracePeriod: z
+      .string()
+      .regex(/^\d{1,7}(\.\d{1,9})?s$/)
+      .optional()
+      .meta({
+        description:
+          'With value only: how long the replaced value keeps signing callWebhook requests next to the new one, as seconds ("86400s", the default; at most "604800s"); "0s" drops it at once. Header values use the new value at once.',
+      }),
+    allowedOrigins: allowedOrigins().optional(),
+  })
+  .meta({
+    id: 'ReplaceSecretRequest',
+    description: 'The new value (rotation, with an optional gracePeriod), new allowedOrigins, or both; value or allowedOrigins is required.',
+    minProperties: 1,
+  });
 
 export const SecretMetadata = z
   .strictObject({
@@ -55,6 +70,15 @@ export const SecretMetadata = z
   .meta({ id: 'Secret', description: 'A named outbound secret: its name, allowed origins and timestamps, never its value.' });
 
 export const SecretResponse = z.object({ secret: SecretMetadata }).meta({ id: 'SecretResponse' });
+export const ReplaceSecretResponse = z
+  .object({
+    secret: SecretMetadata,
+    previousValueExpiresAt: z
+      .string()
+      .meta({ format: 'date-time', description: 'When the replaced value stops signing calls (RFC 3339); null when the value was not changed (allowedOrigins only) or the old one was dropped at once.' })
+      .nullable(),
+  })
+  .meta({ id: 'ReplaceSecretResponse' });
 export const SecretList = z
   .object({
     list: z.array(z.object({ secret: SecretMetadata })),

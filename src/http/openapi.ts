@@ -294,8 +294,8 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: 'Secrets', secured: true,
-    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (admin): requests made from now on send the new value and are checked against the new origins.',
-    body: { schema: secrets.ReplaceSecretRequest, required: true }, ok: secrets.SecretResponse, errors: ITEM_WRITE,
+    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (admin): requests made from now on send the new value and are checked against the new origins; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
+    body: { schema: secrets.ReplaceSecretRequest, required: true }, ok: secrets.ReplaceSecretResponse, errors: ITEM_WRITE,
   },
   {
     method: 'delete', path: '/api/v1/secrets/{name}', operationId: 'secrets.delete', tag: 'Secrets', secured: true,

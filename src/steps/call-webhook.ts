@@ -1,7 +1,9 @@
 /**
  * `callWebhook`: an outbound HTTPS POST of a JSON body built with CEL. `url`, every `body` field
  * (or `body` itself, an expression giving a map) and every header value are CEL. The request runs
- * in its own activity (activities/call-webhook.ts) with the step's retry policy.
+ * in its own activity (activities/call-webhook.ts) with the step's retry policy. Every request
+ * carries the call's key (`Idempotency-Key`, `webhook-id`); `signature` signs it the Standard
+ * Webhooks way with a named secret (the activity resolves the secret; its value never reaches here).
  */
 import { z } from 'zod';
 import { celSchema, defineStep, describeValue, isObject, StepError, unknownFields, type CallWebhookRequest } from './kind';
@@ -32,6 +34,15 @@ export const CALL_WEBHOOK_RESERVED_HEADERS: readonly string[] = [
   'proxy-connection',
 ];
 
+/**
+ * Request headers the service sets on every call (the call's key; the Standard Webhooks signature
+ * headers): a step may not set them.
+ */
+export const CALL_WEBHOOK_SERVICE_HEADERS: readonly string[] = ['idempotency-key', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
+
+/** A named secret's name (as /api/v1/secrets accepts it). */
+const SIGNING_SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+
 /** What an HTTP header value may hold (Node refuses anything else when sending). */
 export const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
@@ -56,6 +67,13 @@ const schema = z
           "(`'Bearer ' + secrets.crm_token`): such an expression reads only secrets.<name> and literals, and is evaluated by the worker at request time.",
       }),
     timeoutMs: z.number().int().min(1).max(CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
+    signature: z
+      .strictObject({ secret: z.string().regex(SIGNING_SECRET_NAME).meta({ description: 'The named outbound secret that signs (it must exist).' }) })
+      .nullish()
+      .meta({
+        description:
+          'Sign each request the Standard Webhooks way: webhook-timestamp and webhook-signature (v1, HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.{body}"), keyed by the named secret (a whsec_ value is base64-decoded).',
+      }),
   })
   .meta({ id: 'CallWebhookStep', description: 'An outbound HTTPS POST of a JSON body built with CEL.' });
 
@@ -110,7 +128,7 @@ export const callWebhook = defineStep({
   schema,
   validate(body, check) {
     const { at } = check;
-    unknownFields(body, ['url', 'body', 'headers', 'timeoutMs'], check);
+    unknownFields(body, ['url', 'body', 'headers', 'timeoutMs', 'signature'], check);
     const result: Record<string, unknown> = { url: check.cel(body.url, `${at}.url`) };
     const payload = body.body;
     if (typeof payload === 'string') {
@@ -141,7 +159,9 @@ export const callWebhook = defineStep({
         for (const [name, source] of entries) {
           const lower = name.toLowerCase();
           if (!HEADER_NAME.test(name)) check.violation(`${at}.headers.${name}`, 'not a valid header name');
-          else if (CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || lower.startsWith('proxy-')) check.violation(`${at}.headers.${name}`, 'the service sets this header itself');
+          else if (CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || CALL_WEBHOOK_SERVICE_HEADERS.includes(lower) || lower.startsWith('proxy-')) {
+            check.violation(`${at}.headers.${name}`, 'the service sets this header itself');
+          }
           else if (seen.has(lower)) check.violation(`${at}.headers.${name}`, 'header names are case-insensitive; this one is given twice');
           else if (typeof source === 'string' && readsSecrets(source)) headers[name] = check.secretCel(source, `${at}.headers.${name}`);
           else headers[name] = check.cel(source, `${at}.headers.${name}`);
@@ -158,6 +178,16 @@ export const callWebhook = defineStep({
         result.timeoutMs = timeoutMs;
       }
     }
+    if (body.signature !== undefined && body.signature !== null) {
+      const signature = body.signature;
+      if (!isObject(signature) || Object.keys(signature).some((key) => key !== 'secret')) {
+        check.violation(`${at}.signature`, 'must be {"secret": "<name>"}: the named secret that signs the requests');
+      } else if (typeof signature.secret !== 'string' || !SIGNING_SECRET_NAME.test(signature.secret)) {
+        check.violation(`${at}.signature.secret`, 'must name a secret: ^[a-z][a-z0-9_]{0,62}$');
+      } else {
+        result.signature = { secret: signature.secret };
+      }
+    }
     return result as Body;
   },
   async run(body, effects) {
@@ -167,6 +197,7 @@ export const callWebhook = defineStep({
     const fields = Object.keys(secret).length === 0 ? body : { ...body, headers: plain };
     const values = await effects.evaluate(callWebhookExpressions(fields), 'evaluate callWebhook');
     const request = assembleCallWebhook(fields, values);
-    return effects.callWebhook(Object.keys(secret).length === 0 ? request : { ...request, secretHeaders: secret });
+    const withSecrets = Object.keys(secret).length === 0 ? request : { ...request, secretHeaders: secret };
+    return effects.callWebhook(body.signature ? { ...withSecrets, signature: { secret: body.signature.secret } } : withSecrets);
   },
 });

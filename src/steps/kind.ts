@@ -62,6 +62,8 @@ export interface CallWebhookRequest {
   secretHeaders?: Record<string, string>;
   /** Whole-request deadline in milliseconds. */
   timeoutMs: number;
+  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
+  signature?: { secret: string };
 }
 
 /** Status a parked step shows while it waits. */

@@ -4,7 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { PGlite } from '@electric-sql/pglite';
+import type { Extensions, PGlite } from '@electric-sql/pglite';
 import { UnavailableError } from '../domain/errors';
 import { migrate } from './migrations';
 
@@ -130,7 +130,7 @@ async function openMemoryPglite(image: Blob | undefined): Promise<Db> {
     }
   }
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = wrapPglite(await PGlite.create({ loadDataDir: template, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS] }));
+  const db = wrapPglite(await PGlite.create({ loadDataDir: template, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }));
   await migrate(db);
   return db;
 }
@@ -138,7 +138,7 @@ async function openMemoryPglite(image: Blob | undefined): Promise<Db> {
 /** A migrated, empty in-memory database as a data-dir image (uncompressed tar). */
 export async function dumpMemoryImage(): Promise<Blob> {
   const { PGlite } = await import('@electric-sql/pglite');
-  const pg = await PGlite.create({});
+  const pg = await PGlite.create({ extensions: await pgliteExtensions() });
   try {
     await migrate(wrapPglite(pg));
     return await pg.dumpDataDir('none');
@@ -154,6 +154,17 @@ export async function dumpMemoryImage(): Promise<Blob> {
  */
 const PGLITE_SETTINGS = ['-c', 'shared_buffers=16MB'];
 
+/**
+ * The contrib extensions every PGlite opens with: pg_trgm, so the migrations create the trigram
+ * index and the statistics of the entitlement search (as on PostgreSQL with contrib) and a search
+ * by `query` reads the index instead of scanning the table. Loaded on every open, not only the
+ * first: once a database has the extension, its index cannot be used or updated without it.
+ */
+async function pgliteExtensions(): Promise<Extensions> {
+  const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
+  return { pg_trgm };
+}
+
 /** True when `dataDir` holds a PGlite (PostgreSQL) data directory already. */
 export function pgliteDataDirExists(dataDir: string): boolean {
   return fs.existsSync(path.join(dataDir, 'PG_VERSION'));
@@ -167,7 +178,7 @@ export function pgliteDataDirExists(dataDir: string): boolean {
 export async function initPgliteDataDir(dataDir: string): Promise<void> {
   const { PGlite } = await import('@electric-sql/pglite');
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  const fresh = wrapPglite(await PGlite.create({ dataDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS] }));
+  const fresh = wrapPglite(await PGlite.create({ dataDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }));
   try {
     await migrate(fresh);
   } finally {
@@ -181,7 +192,8 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   const startParams = [...PGlite.defaultStartParams, ...PGLITE_SETTINGS];
   // A new data directory: create and migrate it once, close it, and run on a fresh instance.
   if (dataDir && !pgliteDataDirExists(dataDir)) await initPgliteDataDir(dataDir);
-  return wrapPglite(await PGlite.create(dataDir ? { dataDir, startParams } : {}));
+  const extensions = await pgliteExtensions();
+  return wrapPglite(await PGlite.create(dataDir ? { dataDir, startParams, extensions } : { extensions }));
 }
 
 function wrapPglite(pg: PGlite): Db {

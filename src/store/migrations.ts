@@ -223,6 +223,46 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // prodstack (bootstrap client made once): the BOOTSTRAP_CLIENT_ID clients ever made here, so that one
+  // deleted through the API is not made again at the next start. Existing bootstrap clients are recorded.
+  `
+  CREATE TABLE bootstrap_clients (
+    client_id text PRIMARY KEY,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  INSERT INTO bootstrap_clients (client_id) SELECT client_id FROM api_clients WHERE display_name = 'bootstrap';
+  `,
+  // outbound calls signed the Standard Webhooks way: a secret's rotation keeps the previous value
+  // (sealed) until its grace period ends, and signed calls carry both signatures meanwhile
+  `
+  ALTER TABLE outbound_secrets ADD COLUMN previous_sealed_value text;
+  ALTER TABLE outbound_secrets ADD COLUMN previous_expires_at timestamptz;
+  `,
+  // runtime (issue 27): pg_trgm in the embedded store. PGlite now opens with the pg_trgm contrib
+  // extension, so a new store gets the search index and statistics from the migrations above; a
+  // store migrated before (the extension was missing then) gets them here. A no-op where they
+  // exist, and where pg_trgm is still not available.
+  `
+  DO $$
+  BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+  EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'pg_trgm is not available: entitlement search by query scans the table';
+  END $$;
+  DO $$
+  DECLARE
+    ext_schema text;
+  BEGIN
+    SELECT n.nspname INTO ext_schema FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    IF ext_schema IS NOT NULL AND to_regclass('app_entitlements_search_trgm') IS NULL THEN
+      EXECUTE format('CREATE INDEX app_entitlements_search_trgm ON app_entitlements USING gin ((display_name || E''\\x1f'' || slug || E''\\x1f'' || description) %I.gin_trgm_ops)', ext_schema);
+      IF current_setting('server_version_num')::int >= 140000 THEN
+        EXECUTE format('CREATE STATISTICS IF NOT EXISTS app_entitlements_search_trgm_stats ON (%I.show_trgm(display_name || E''\\x1f'' || slug || E''\\x1f'' || description)) FROM app_entitlements', ext_schema);
+      END IF;
+      ANALYZE app_entitlements;
+    END IF;
+  END $$;
+  `,
   // secret origins (issue 23): where each named outbound secret may be sent. NULL only for rows from
   // before this migration; migrate() then fills them from the automations that read them
   // (src/domain/secret-origins.ts, backfillSecretOrigins) in the same transaction.

@@ -39,13 +39,35 @@ export async function replaceOutboundSecretOrigins(db: Queryable, name: string, 
   return rows[0] && toMetadata(rows[0]);
 }
 
-/** Replaces the value of a secret; undefined when there is none with this name. */
-export async function replaceOutboundSecret(db: Queryable, name: string, sealedValue: string): Promise<OutboundSecretMetadata | undefined> {
-  const rows = await db.query<RawMetadata>(
-    `UPDATE outbound_secrets SET sealed_value = $2, updated_at = now() WHERE name = $1 RETURNING ${METADATA}`,
-    [name, sealedValue],
+/**
+ * Replaces the value of a secret; undefined when there is none with this name. With `graceSeconds`
+ * above 0 the replaced value is kept (sealed) until then, for signatures; an older previous value
+ * is dropped. 0 drops the replaced value at once.
+ */
+export async function replaceOutboundSecret(
+  db: Queryable,
+  name: string,
+  sealedValue: string,
+  graceSeconds = 0,
+): Promise<(OutboundSecretMetadata & { previousValueExpiresAt: string | null }) | undefined> {
+  const rows = await db.query<RawMetadata & { previousValueExpiresAt: unknown }>(
+    `UPDATE outbound_secrets SET
+       previous_sealed_value = CASE WHEN $3::double precision > 0 THEN sealed_value END,
+       previous_expires_at = CASE WHEN $3::double precision > 0 THEN now() + make_interval(secs => $3::double precision) END,
+       sealed_value = $2, updated_at = now()
+     WHERE name = $1 RETURNING ${METADATA}, previous_expires_at AS "previousValueExpiresAt"`,
+    [name, sealedValue, graceSeconds],
   );
-  return rows[0] && toMetadata(rows[0]);
+  return rows[0] && { ...toMetadata(rows[0]), previousValueExpiresAt: iso(rows[0].previousValueExpiresAt ?? null) ?? null };
+}
+
+/** The previous value of a secret (sealed) while its rotation's grace period lasts; undefined otherwise. */
+export async function previousSealedOutboundSecret(db: Queryable, name: string): Promise<string | undefined> {
+  const rows = await db.query<{ previous_sealed_value: string | null }>(
+    'SELECT previous_sealed_value FROM outbound_secrets WHERE name = $1 AND previous_expires_at > now()',
+    [name],
+  );
+  return rows[0]?.previous_sealed_value ?? undefined;
 }
 
 export async function deleteOutboundSecret(db: Queryable, name: string): Promise<boolean> {

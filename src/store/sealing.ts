@@ -39,9 +39,20 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
       const next = rebind('service_secret', row.name, row.value, true);
       if (next !== undefined) await tx.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [row.name, next]);
     }
-    for (const row of await tx.query<{ name: string; sealed_value: string }>('SELECT name, sealed_value FROM outbound_secrets')) {
-      const next = rebind('outbound_secret', row.name, row.sealed_value, false);
-      if (next !== undefined) await tx.query('UPDATE outbound_secrets SET sealed_value = $2 WHERE name = $1', [row.name, next]);
+    const outbound = await tx.query<{ name: string; sealed_value: string; previous_sealed_value: string | null }>(
+      'SELECT name, sealed_value, previous_sealed_value FROM outbound_secrets',
+    );
+    for (const row of outbound) {
+      const current = rebind('outbound_secret', row.name, row.sealed_value, false);
+      // The value a rotation replaced, kept for signatures during its grace period: same binding.
+      const previous = row.previous_sealed_value === null ? undefined : rebind('outbound_secret', row.name, row.previous_sealed_value, false);
+      if (current !== undefined || previous !== undefined) {
+        await tx.query('UPDATE outbound_secrets SET sealed_value = COALESCE($2, sealed_value), previous_sealed_value = COALESCE($3, previous_sealed_value) WHERE name = $1', [
+          row.name,
+          current ?? null,
+          previous ?? null,
+        ]);
+      }
     }
     const automations = await tx.query<{ id: string; signing_secret: string | null; previous_signing_secret: string | null }>(
       'SELECT id, signing_secret, previous_signing_secret FROM automations WHERE signing_secret IS NOT NULL OR previous_signing_secret IS NOT NULL',

@@ -1,6 +1,6 @@
 /**
- * Which parts of an entitlement search `query` the trigram index is asked for (PostgreSQL with
- * pg_trgm).
+ * Which parts of an entitlement search `query` the trigram index is asked for (pg_trgm: PostgreSQL
+ * with contrib, and PGlite, which loads its pg_trgm contrib extension).
  *
  * GIN answers `text ILIKE '%q%'` by reading the posting list of every trigram of `q`, and a
  * trigram that occurs in nearly every row (`ent` where every entitlement is "Entitlement …") has a
@@ -13,8 +13,9 @@
  * How often each trigram occurs comes from ANALYZE: the statistics object
  * `app_entitlements_search_trgm_stats` over `show_trgm` of the searched text (a migration) gives
  * the most common trigrams and the fraction of rows holding each (`pg_stats_ext_exprs`). Without
- * those statistics (PGlite, a table never analysed, a role that does not own the table) the query
- * goes to the index whole, as before.
+ * those statistics (a table never analysed, a role that does not own the table) the query goes to
+ * the index whole, as before. PGlite runs no autovacuum: its statistics are those of the last
+ * ANALYZE (the migrations', or one run by hand).
  */
 import type { Queryable } from './db';
 
@@ -107,7 +108,7 @@ export function searchPieces(query: string, stats: TrigramStats | undefined): st
   return [...new Set(pieces)];
 }
 
-/** The statistics object the search migration creates (PostgreSQL with pg_trgm). */
+/** The statistics object the search migration creates (where pg_trgm is loaded). */
 export const SEARCH_STATS_NAME = 'app_entitlements_search_trgm_stats';
 
 /** Reads the trigram frequencies ANALYZE stored for the search text; undefined when there are none. */

@@ -10,6 +10,22 @@ import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import { encryptedDataConverter } from './codec';
 
+/**
+ * The Temporal environment configuration variables that reach the connection (read by
+ * @temporalio/envconfig for an external target, not by src/config.ts): Temporal's own names, the
+ * same as the Temporal CLI's.
+ */
+export const TEMPORAL_ENVCONFIG_VARIABLES = [
+  'TEMPORAL_API_KEY',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_PROFILE',
+  'TEMPORAL_CONFIG_FILE',
+] as const;
+
 export interface TemporalTarget {
   address: string;
   /** True for a server this process started itself: no TLS, no credentials. */

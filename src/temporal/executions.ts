@@ -4,7 +4,9 @@
  * from the workflow itself: the result of a completed run, else the `state` query (answered while
  * a worker is up, for running and for closed runs alike), else a reconstruction from the run's
  * history when the query cannot be answered (no worker): status, each step's progress, and the
- * failed step with its error.
+ * failed step with its error. Each callWebhook step that ran shows its call's key
+ * (`idempotencyKey`, the Idempotency-Key and webhook-id its requests carry), so that an operator can
+ * find the call in the receiver's logs.
  */
 import { isGrpcServiceError, ServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
@@ -14,6 +16,7 @@ import { STEP_REGISTRY, stepKind } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../../workflows/types';
 import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
+import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
 export type ExecutionStatus = 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
@@ -37,8 +40,11 @@ export interface ExecutionDetail extends ExecutionSummary {
   reruns: string[];
   /** Why a run that did not complete stopped (the failed step's message, a termination reason). */
   error: string | null;
-  steps: StepResult[];
+  steps: ExecutionStep[];
 }
+
+/** A step as the executions view shows it: a callWebhook step that ran also shows its call's key. */
+export type ExecutionStep = StepResult & { idempotencyKey?: string };
 
 export interface ExecutionsPage {
   executions: ExecutionSummary[];
@@ -135,6 +141,8 @@ export class TemporalExecutions implements AutomationExecutions {
     rerunsRead.catch(() => undefined);
     const rerunOf = typeof description.memo?.rerunOf === 'string' ? description.memo.rerunOf : null;
     const links = async (): Promise<{ rerunOf: string | null; reruns: string[] }> => ({ rerunOf, reruns: await rerunsRead });
+    const keysOf = callKeyScope(description.memo?.callKeysOf) ?? { workflowId: executionId, runId: description.runId };
+    const keyed = (steps: StepResult[]): ExecutionStep[] => withCallKeys(steps, keysOf);
 
     const status = executionStatus(description.status.name);
     const summary: ExecutionSummary = {
@@ -150,7 +158,7 @@ export class TemporalExecutions implements AutomationExecutions {
     if (status === 'COMPLETED') {
       try {
         const state = await this.call(this.callTimeoutMs, () => handle.result() as Promise<RunState>);
-        return { ...summary, automationId, ...(await links()), error: null, steps: state.steps };
+        return { ...summary, automationId, ...(await links()), error: null, steps: keyed(state.steps) };
       } catch (err) {
         if (isNotFound(err)) return undefined;
         // Fall through to the history, which says the same.
@@ -165,7 +173,7 @@ export class TemporalExecutions implements AutomationExecutions {
         state = undefined; // no worker (or none in time): read the history instead
       }
     }
-    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, ...(await links()), error: null, steps: state.steps };
+    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, ...(await links()), error: null, steps: keyed(state.steps) };
 
     // The history says why a closed run stopped, and what a run did when no worker answers.
     let events: HistoryEvent[];
@@ -187,7 +195,7 @@ export class TemporalExecutions implements AutomationExecutions {
       automationId,
       ...(await links()),
       error,
-      steps: status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
+      steps: keyed(status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error)),
     };
   }
 
@@ -264,6 +272,19 @@ function summaryFromVisibility(raw: temporal.api.workflow.v1.IWorkflowExecutionI
     closedAt: timestamp(raw.closeTime) ?? null,
     version: numberOrNull(decode(raw.memo?.fields?.automationVersion)),
   };
+}
+
+/** The memo's `callKeysOf` (a retry from the failed step: the original run), when well-formed. */
+function callKeyScope(value: unknown): CallKeyScope | undefined {
+  if (!isRecord(value) || typeof value.workflowId !== 'string' || typeof value.runId !== 'string') return undefined;
+  return { workflowId: value.workflowId, runId: value.runId };
+}
+
+/** The steps, each callWebhook step that ran (or runs) with the key its requests carry. */
+function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): ExecutionStep[] {
+  return steps.map((step) =>
+    step.kind === 'callWebhook' && step.status !== 'PENDING' && step.status !== 'SKIPPED' ? { ...step, idempotencyKey: callKey(keysOf, step.id) } : step,
+  );
 }
 
 // ---------------------------------------------------------------- the history fallback

@@ -2,7 +2,8 @@
  * Run control for operators: decide a waitForApproval step (a Temporal Update on the run), cancel
  * a run (graceful: a pending wait or approval ends, later steps do not run), terminate it, and
  * start a rerun (same payload, the currently published version) or a retry from the failed step
- * (the original version; the recorded results of the steps before it are reused). Failures come
+ * (the original version; the recorded results of the steps before it are reused; its callWebhook
+ * requests carry the original run's keys, see workflows/types.ts `resume.keysOf`). Failures come
  * back as domain errors: unknown run or step → NotFoundError, a step that is not waiting or a
  * closed run → FailedPreconditionError, Temporal unreachable → UnavailableError.
  */
@@ -87,21 +88,26 @@ export class TemporalRunControl implements RunController {
     const input = await this.originalInput(executionId);
     let runInput: AutomationRunInput;
     let automationName: string;
+    let keysOf: { workflowId: string; runId: string } | undefined;
     if (options.fromFailedStep) {
       const failedIndex = original.steps.findIndex((step) => step.status === 'FAILED');
       if (original.status !== 'FAILED' || failedIndex < 0 || original.version === null) {
         throw new FailedPreconditionError('only a FAILED run with a failed step can be retried from that step', 'NOT_FAILED');
       }
       const earlier = original.steps.slice(0, failedIndex).filter((step) => step.status === 'DONE' || step.status === 'SKIPPED');
+      const described = await this.describe(executionId);
+      // The failed call may have reached its target: repeated here, it carries the key it had.
+      keysOf = input.resume?.keysOf ?? { workflowId: executionId, runId: described.runId };
       runInput = {
         ...baseInput(input, original.version),
         rerunOf: executionId,
         resume: {
           fromStepId: original.steps[failedIndex]!.id,
           steps: earlier.map((step) => ({ id: step.id, status: step.status as 'DONE' | 'SKIPPED', output: step.output })),
+          keysOf,
         },
       };
-      automationName = await this.memoName(executionId);
+      automationName = described.automationName;
     } else {
       if (!options.published) throw new FailedPreconditionError('the automation is not published: publish it before a rerun', 'NOT_PUBLISHED');
       runInput = { ...baseInput(input, options.published.version), rerunOf: executionId };
@@ -117,6 +123,7 @@ export class TemporalRunControl implements RunController {
               automationName,
               rerunOf: executionId,
               summary: `${options.fromFailedStep ? 'retry' : 'rerun'} ${n} of ${executionId}`,
+              ...(keysOf ? { keysOf } : {}),
             }),
           ),
         );
@@ -145,12 +152,13 @@ export class TemporalRunControl implements RunController {
     return this.client.options.loadedDataConverter.payloadConverter.fromPayload(payload) as AutomationRunInput;
   }
 
-  private async memoName(executionId: string): Promise<string> {
+  /** The run's automation name (from its memo) and run id. */
+  private async describe(executionId: string): Promise<{ automationName: string; runId: string }> {
     const description = await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).describe()).catch((err: unknown) => {
       throw unavailable(err);
     });
     const name = description.memo?.automationName;
-    return typeof name === 'string' ? name : 'automation';
+    return { automationName: typeof name === 'string' ? name : 'automation', runId: description.runId };
   }
 
   /** NotFoundError for an unknown run, FailedPreconditionError for a closed one (naming its status when `showStatus`). */

@@ -99,7 +99,7 @@ export function runStartOptions(
   taskQueue: string,
   workflowId: string,
   input: AutomationRunInput,
-  display: RunDisplay & { summary: string; rerunOf?: string },
+  display: RunDisplay & { summary: string; rerunOf?: string; keysOf?: { workflowId: string; runId: string } },
 ): WorkflowStartOptions<typeof automation> {
   return {
     taskQueue,
@@ -112,7 +112,13 @@ export function runStartOptions(
       { key: ListenerIdKey, value: input.listenerId },
       { key: WebhookEventIdKey, value: input.eventId },
     ],
-    memo: { automationName: display.automationName, automationVersion: input.version, ...(display.rerunOf ? { rerunOf: display.rerunOf } : {}) },
+    memo: {
+      automationName: display.automationName,
+      automationVersion: input.version,
+      ...(display.rerunOf ? { rerunOf: display.rerunOf } : {}),
+      // A retry from the failed step: the run whose call keys it sends (for the executions view).
+      ...(display.keysOf ? { callKeysOf: display.keysOf } : {}),
+    },
     staticSummary: `${display.automationName} (v${input.version}) — ${display.summary}`,
   };
 }

@@ -2,6 +2,9 @@
  * Drills on the production shape (`npm run stack:prod`: Temporal as four processes on PostgreSQL,
  * two APIs behind nginx, two workers, compiled JavaScript), on a PostgreSQL of the drill's own:
  *   0. The Web UI server answers on loopback, read-only, with the codec endpoint <entry>/codec.
+ *      The Temporal frontend refuses a client without a certificate of the stack's CA; nginx takes a
+ *      60 KB webhook (200) and leaves the refusal of a 70 KB one to the API (413); the stack changed
+ *      no PostgreSQL password.
  *   1. X-Forwarded-For through the real nginx: a forged leftmost entry does not pass a CIDR check.
  *   2. A rotation, an unpublish and a trigger disable made through API 1 are in force on API 2:
  *      the bound is measured (max over 50 tries) and printed.
@@ -19,10 +22,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Pool } from 'pg';
+import { execFile, execFileSync } from 'node:child_process';
+import { Client as PgClient, Pool } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { signHmac } from '../../src/webhooks';
-import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
+import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
 
@@ -107,8 +111,15 @@ function send(listener: Listener, eventId: string, body: string, port = entryPor
 
 const statusOf = (o: PostOutcome): number | string => (o.kind === 'response' ? o.status : o.code);
 
+let superuserPasswordBefore: string;
+
 beforeAll(async () => {
   pg = await OwnPostgres.create();
+  // The superuser has a password of its own before the stack starts; the stack must leave it alone.
+  superuserPasswordBefore = await withAdmin(async (admin) => {
+    await admin.query(`ALTER ROLE postgres PASSWORD 'drill-own-superuser-password'`);
+    return (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string;
+  });
   stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-stack-'));
   const payloadKeys = newPayloadKeyEntry();
   const started = Date.now();
@@ -129,7 +140,8 @@ beforeAll(async () => {
   target = { userId: user.id, appId: app.id, entitlementId: entitlement.id };
   appPool = new Pool({ connectionString: new URL('/app', pg.adminUrl).toString(), max: 2 });
   appPool.on('error', () => undefined);
-  temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+  // The frontend requires mutual TLS: the drill connects with the APIs' client certificate.
+  temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api'));
   // Payloads are encrypted in Temporal: the drill reads runs with the stack's own keys.
   temporal = new Client({ connection: temporalConnection, namespace: 'default', dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))) });
 }, 30 * 60_000);
@@ -166,6 +178,106 @@ describe('X-Forwarded-For through the real nginx (TRUST_PROXY=1)', () => {
     // The client really is 127.0.0.1; whatever it writes at the left does not matter.
     const real = await send(loopback, randomUUID(), JSON.stringify({ role: 'xff-real' }), entryPort, { 'X-Forwarded-For': '203.0.113.7' });
     expect(statusOf(real)).toBe(200);
+  });
+});
+
+async function withAdmin<T>(use: (admin: PgClient) => Promise<T>): Promise<T> {
+  const admin = new PgClient({ connectionString: pg.adminUrl });
+  await admin.connect();
+  try {
+    return await use(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Runs the Temporal CLI (on PATH) with a clean environment; resolves with its exit code and output. */
+function temporalCli(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    execFile('temporal', args, { env: { PATH: process.env.PATH, HOME: stateDir }, timeout: 120_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? -1) : 0, output: `${stdout}${stderr}` }),
+    );
+  });
+}
+
+describe('the engine requires mutual TLS', () => {
+  it('`temporal workflow list` without a certificate, or with one of another CA, is refused; with the APIs\' certificate it lists', async () => {
+    const plain = await temporalCli(['workflow', 'list', '--address', stack.temporalAddress, '--limit', '1', '--command-timeout', '20s']);
+    expect(plain.code).not.toBe(0);
+    const ours = clientTlsFiles(stack.tlsDir, 'api');
+    const server = ['--address', stack.temporalAddress, '--tls-ca-path', ours.ca, '--tls-server-name', TEMPORAL_TLS_SERVER_NAME];
+    const caOnly = await temporalCli(['workflow', 'list', ...server, '--limit', '1', '--command-timeout', '20s']);
+    expect(caOnly.code).not.toBe(0);
+    // A client certificate from a CA of the same shape that is not the stack's.
+    const strangerDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-stranger-ca-'));
+    try {
+      execFileSync('sh', ['deploy/temporal/make-certs.sh'], { env: { PATH: process.env.PATH, CERT_DIR: strangerDir } });
+      const theirs = clientTlsFiles(strangerDir, 'api');
+      const stranger = await temporalCli(['workflow', 'list', ...server, '--tls-cert-path', theirs.cert, '--tls-key-path', theirs.key, '--limit', '1', '--command-timeout', '20s']);
+      expect(stranger.code).not.toBe(0);
+    } finally {
+      fs.rmSync(strangerDir, { recursive: true, force: true });
+    }
+    const listed = await temporalCli(['workflow', 'list', ...stack.temporalCliArgs('api'), '--limit', '1', '--command-timeout', '20s']);
+    expect([listed.code, listed.output]).toEqual([0, expect.any(String)]);
+    // The Node client too: no TLS, no connection.
+    await expect(Connection.connect({ address: stack.temporalAddress, connectTimeout: 5000 }).then((c) => c.workflowService.getSystemInfo({}))).rejects.toThrow();
+  });
+
+  it('the workers and the Web UI server connect with their own certificates; every key is 0600', async () => {
+    const ui = await fetch(`${stack.uiUrl}/api/v1/namespaces/default/workflows`);
+    expect(ui.status).toBe(200);
+    for (const holder of ['api', 'worker', 'ui'] as const) {
+      const info = await new Promise<{ code: number | null; output: string }>((resolve) =>
+        execFile('openssl', ['x509', '-noout', '-subject', '-in', path.join(stack.tlsDir, holder, 'client.pem')], (err, out) => resolve({ code: err ? 1 : 0, output: out })),
+      );
+      expect(info.output).toContain(`temporal-client-${holder}`);
+    }
+    for (const key of ['ca/ca.key', 'temporal/frontend.key', 'temporal/internode.key', 'api/client.key', 'worker/client.key', 'ui/client.key']) {
+      expect([key, fs.statSync(path.join(stack.tlsDir, key)).mode & 0o777]).toEqual([key, 0o600]);
+    }
+    for (const worker of ['worker-1', 'worker-2']) expect(stack.processes.get(worker)!.env.TEMPORAL_TLS_CLIENT_CERT_PATH).toBe(path.join(stack.tlsDir, 'worker', 'client.pem'));
+  });
+});
+
+describe('PostgreSQL roles and the stack', () => {
+  it('the superuser password is what it was before the stack started; the stack\'s roles have random passwords kept 0600', async () => {
+    const after = await withAdmin(async (admin) => (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string);
+    expect(after).toBe(superuserPasswordBefore);
+    for (const role of ['temporal', 'app']) {
+      const file = path.join(stateDir, 'postgres', `${role}.password`);
+      expect([role, fs.statSync(file).mode & 0o777]).toEqual([role, 0o600]);
+      expect(fs.readFileSync(file, 'utf8').trim()).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    }
+  });
+});
+
+describe('nginx in front of the APIs', () => {
+  it('a 60 KB webhook answers 200, a 70 KB one 413 from the API, a 200 KB one (over the memory buffer) 413 too, never 500', async () => {
+    const listener = await createAutomation('large bodies');
+    const body = (bytes: number): string => {
+      const shell = JSON.stringify({ role: 'large', pad: '' });
+      return JSON.stringify({ role: 'large', pad: 'x'.repeat(bytes - shell.length) });
+    };
+    const sixty = await send(listener, randomUUID(), body(60_000));
+    expect(statusOf(sixty)).toBe(200);
+    const seventy = await send(listener, randomUUID(), body(70_000));
+    expect(statusOf(seventy)).toBe(413);
+    // The API's own 413, in the one error shape (nginx's limit is 1 MiB).
+    expect(seventy.kind === 'response' ? (seventy.body as { code?: number }).code : undefined).toBeDefined();
+    const large = await send(listener, randomUUID(), body(200_000));
+    expect(statusOf(large)).toBe(413);
+    expect(fs.readFileSync(path.join(stack.logDir, 'nginx-error.log'), 'utf8')).not.toMatch(/Permission denied/);
+  });
+
+  it('/metrics and /ready are not served through the public entry; each API still answers them directly', async () => {
+    for (const pathname of ['/metrics', '/ready']) {
+      const res = await fetch(`${stack.entryUrl}${pathname}`);
+      expect([pathname, res.status]).toEqual([pathname, 404]);
+      expect(((await res.json()) as { code: number }).code).toBe(5);
+    }
+    const api1 = stack.processes.get('api-1')!.env.PORT;
+    expect((await fetch(`http://127.0.0.1:${api1}/ready`)).status).toBe(200);
   });
 });
 

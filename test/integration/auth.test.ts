@@ -172,6 +172,25 @@ for (const target of DATABASES) {
         expect(old.status).toBe(401);
       });
 
+      it('does not make the configured client again once it was deleted through the API', async () => {
+        const db = service.deps.db;
+        const bootstrap = { clientId: 'boot-deleted', clientSecret: 'boot-deleted-secret-value-0123456789' };
+        expect(await ensureBootstrapClient(db, service.deps.secretBox, bootstrap)).toEqual({ kind: 'configured', clientId: 'boot-deleted' });
+        const [row] = await db.query<{ id: string }>('SELECT id FROM api_clients WHERE client_id = $1', ['boot-deleted']);
+        const deleted = await request(service.server)
+          .delete(`/api/v1/iam/clients/${row!.id}`)
+          .set('Authorization', `Bearer ${await service.tokenFor('super_admin')}`);
+        expect(deleted.status).toBe(200);
+        // The next start (the same environment) leaves it deleted, and says so.
+        expect(await ensureBootstrapClient(db, service.deps.secretBox, bootstrap)).toEqual({ kind: 'deleted', clientId: 'boot-deleted' });
+        expect(await db.query('SELECT 1 FROM api_clients WHERE client_id = $1', ['boot-deleted'])).toHaveLength(0);
+        const token = await request(service.server)
+          .post('/auth/v1/token')
+          .type('form')
+          .send({ grant_type: 'client_credentials', client_id: bootstrap.clientId, client_secret: bootstrap.clientSecret });
+        expect(token.status).toBe(401);
+      });
+
       it('makes one client when none exists and none is configured, and none after that', async () => {
         const fresh = await startTestService({ target });
         try {

@@ -81,7 +81,7 @@ describe('automation dry run', () => {
           id: 'notify',
           kind: 'callWebhook',
           status: 'WOULD_RUN',
-          output: { url: `${hookUrl}?u=svc-1`, body: { user: 'svc-1', note: 'granted ent-1' }, headers: { 'X-Kind': 'hire' } },
+          output: { url: `${hookUrl}?u=svc-1`, body: { user: 'svc-1', note: 'granted ent-1' }, headers: { 'X-Kind': 'hire', 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' } },
           error: null,
         },
         { id: 'pause', kind: 'wait', status: 'WOULD_RUN', output: { duration: '3600s' }, error: null },

@@ -1,11 +1,12 @@
 /**
  * The embedded store as `npm start` (and the benchmark's soak) opens it: created once by a child
- * process, migrated, and reopened with its data on the next start.
+ * process, migrated, and reopened with its data on the next start, with pg_trgm each time.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openEmbeddedStore } from '../../src/store/embedded';
+import { entitlementSearchQuery } from '../../src/store/entitlements';
 
 describe('openEmbeddedStore', () => {
   let dir: string;
@@ -32,6 +33,14 @@ describe('openEmbeddedStore', () => {
     try {
       expect(created).toEqual(['first']);
       expect(await second.query<{ v: string }>('SELECT v FROM kept')).toEqual([{ v: 'still here' }]);
+      // pg_trgm is loaded on every open: the search index is there and takes new rows (an insert
+      // fails when the index's extension is not loaded); which plans use it: governance-indexes.test.ts.
+      expect(await second.query(`SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'`)).toEqual([{ extname: 'pg_trgm' }]);
+      expect(await second.query(`SELECT indexname FROM pg_indexes WHERE indexname = 'app_entitlements_search_trgm'`)).toEqual([{ indexname: 'app_entitlements_search_trgm' }]);
+      await second.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'app')`);
+      await second.query(`INSERT INTO app_entitlements (id, app_id, alias, display_name, record) VALUES ('ent-1', 'app-1', '', 'Entitlement 4242', '{}'::jsonb)`);
+      const { text, values } = entitlementSearchQuery({ query: 'ment 4242', limit: 26 });
+      expect((await second.query<{ id: string }>(text, values)).map((row) => row.id)).toEqual(['ent-1']);
     } finally {
       await second.close();
     }

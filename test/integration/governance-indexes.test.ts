@@ -7,7 +7,8 @@ import { DATABASES, openTestDb } from '../helpers/databases';
 import type { Db } from '../../src/store/db';
 import { newId } from '../../src/ids';
 import { entitlementSearchQuery, searchEntitlements, type EntitlementSearch } from '../../src/store/entitlements';
-import { loadTrigramStats, searchPieces, wildcardTrigrams, type TrigramStats } from '../../src/store/search-trigrams';
+import { loadTrigramStats, searchPieces, SEARCH_STATS_NAME, wildcardTrigrams, type TrigramStats } from '../../src/store/search-trigrams';
+import { MIGRATIONS, migrate } from '../../src/store/migrations';
 
 const APPS = 20;
 const PER_APP = 100;
@@ -127,80 +128,99 @@ for (const target of DATABASES) {
       // The three kinds of match are there: a display name, a slug and a description.
       const { text, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
       expect((await db.query<{ id: string }>(text, values)).map((row) => row.id)).toEqual(ids.slice(1, 3));
-      // Through the store call, with whatever statistics the store has (none on PGlite).
+      // Through the store call, with whatever statistics the store has.
       expect((await searchEntitlements(db, { appIds: [appId], query: 'ment-4242', limit: 1000 })).map((row) => row.id)).toEqual(ids.slice(1, 3));
     });
 
-    if (target.url) {
-      it('serves a substring query from the one trigram index, asked only for its rare trigrams (PostgreSQL with pg_trgm)', async () => {
-        const trgm = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`);
-        expect(trgm[0]!.n).toBe(1);
-        // The planner picks the trigram index once the table is big enough for it to matter: add
-        // 50,000 rows to another app, ANALYZE, EXPLAIN, and roll all of it back.
-        const seen: { stats?: TrigramStats; pieces?: string[]; plain?: string; withStats?: string; rows?: string[]; rowsWithStats?: string[] } = {};
-        await db
-          .transaction(async (tx) => {
-            const appId = newId();
-            await tx.query('INSERT INTO apps (id, display_name) VALUES ($1, $2)', [appId, 'big app']);
-            await tx.query(
-              `INSERT INTO app_entitlements (id, app_id, alias, display_name, slug, description, record)
-               SELECT gen_random_uuid()::text, $1, '', 'Entitlement ' || g, 'entitlement-' || g, 'Seeded', '{}'::jsonb FROM generate_series(1, 50000) AS g`,
-              [appId],
-            );
-            await tx.query('ANALYZE app_entitlements');
-            seen.stats = await loadTrigramStats(tx);
-            seen.pieces = searchPieces('ment-4242', seen.stats);
-            const explain = async (stats: TrigramStats | undefined): Promise<string> => {
-              const { text: sql, values } = entitlementSearchQuery({ query: 'ment-4242', limit: 26 }, stats);
-              return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).map((row) => row['QUERY PLAN']).join('\n');
-            };
-            // Which pattern goes to the trigram index is what is checked here, not whether the
-            // planner prefers the index to walking the ids in order: at 50,000 rows that choice
-            // is close and turns on the size of the GIN pending list (the 50,000 inserts), so
-            // it varied from run to run. Both other paths are taken off the table for the EXPLAINs.
-            await tx.query('SET LOCAL enable_indexscan = off');
-            await tx.query('SET LOCAL enable_seqscan = off');
-            seen.plain = await explain(undefined);
-            seen.withStats = await explain(seen.stats);
-            await tx.query('SET LOCAL enable_indexscan = on');
-            await tx.query('SET LOCAL enable_seqscan = on');
-            const ids = async (stats: TrigramStats | undefined): Promise<string[]> => {
-              const { text: sql, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
-              return (await tx.query<{ id: string }>(sql, values)).map((row) => row.id);
-            };
-            seen.rows = await ids(undefined);
-            seen.rowsWithStats = await ids(seen.stats);
-            throw new Error('roll back');
-          })
-          .catch((err: unknown) => {
-            if ((err as Error).message !== 'roll back') throw err;
-          });
-        await db.exec('ANALYZE app_entitlements');
-        // ANALYZE found the trigrams of "Entitlement" in every row and those of the digits rare.
-        expect(seen.stats?.frequency.get('men')).toBeGreaterThan(0.99);
-        expect(seen.stats?.frequency.get('424') ?? seen.stats?.unlisted).toBeLessThan(0.01);
-        expect(seen.pieces).toEqual(['-4242']);
-        const index = /Bitmap Index Scan on app_entitlements_search_trgm .*\n\s+Index Cond: (.*)$/m;
-        // Without statistics the index is asked for every trigram of the query…
-        expect(index.exec(seen.plain!)?.[1]).toMatch(/~~\* '%ment-4242%'/);
-        // …with them, only for "-4242"; the query itself is checked on the candidates.
-        expect(index.exec(seen.withStats!)?.[1]).toMatch(/^\(\(\(\(\(display_name .* ~~\* '%-4242%'::text\)$/);
-        expect(seen.withStats).not.toMatch(/Seq Scan/);
-        expect(seen.withStats).toMatch(/Filter: .*CASE WHEN .* ~~\* '%ment-4242%'/);
-        // The same 11 rows (entitlement-4242, entitlement-42420 … 42429) either way.
-        expect(seen.rows).toHaveLength(11);
-        expect(seen.rowsWithStats).toEqual(seen.rows);
-      });
+    // pg_trgm on both stores: PostgreSQL's contrib, and PGlite's contrib extension, loaded when the embedded store opens.
+    it(`serves a substring query from the one trigram index, asked only for its rare trigrams (${target.name} with pg_trgm)`, async () => {
+      const trgm = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`);
+      expect(trgm[0]!.n).toBe(1);
+      // The planner picks the trigram index once the table is big enough for it to matter: add
+      // 50,000 rows to another app, ANALYZE, EXPLAIN, and roll all of it back.
+      const seen: { stats?: TrigramStats; pieces?: string[]; plain?: string; withStats?: string; rows?: string[]; rowsWithStats?: string[] } = {};
+      await db
+        .transaction(async (tx) => {
+          const appId = newId();
+          await tx.query('INSERT INTO apps (id, display_name) VALUES ($1, $2)', [appId, 'big app']);
+          await tx.query(
+            `INSERT INTO app_entitlements (id, app_id, alias, display_name, slug, description, record)
+             SELECT gen_random_uuid()::text, $1, '', 'Entitlement ' || g, 'entitlement-' || g, 'Seeded', '{}'::jsonb FROM generate_series(1, 50000) AS g`,
+            [appId],
+          );
+          await tx.query('ANALYZE app_entitlements');
+          seen.stats = await loadTrigramStats(tx);
+          seen.pieces = searchPieces('ment-4242', seen.stats);
+          const explain = async (stats: TrigramStats | undefined): Promise<string> => {
+            const { text: sql, values } = entitlementSearchQuery({ query: 'ment-4242', limit: 26 }, stats);
+            return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).map((row) => row['QUERY PLAN']).join('\n');
+          };
+          // Which pattern goes to the trigram index is what is checked here, not whether the
+          // planner prefers the index to walking the ids in order: at 50,000 rows that choice
+          // is close and turns on the size of the GIN pending list (the 50,000 inserts), so
+          // it varied from run to run. Both other paths are taken off the table for the EXPLAINs.
+          await tx.query('SET LOCAL enable_indexscan = off');
+          await tx.query('SET LOCAL enable_seqscan = off');
+          seen.plain = await explain(undefined);
+          seen.withStats = await explain(seen.stats);
+          await tx.query('SET LOCAL enable_indexscan = on');
+          await tx.query('SET LOCAL enable_seqscan = on');
+          const ids = async (stats: TrigramStats | undefined): Promise<string[]> => {
+            const { text: sql, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
+            return (await tx.query<{ id: string }>(sql, values)).map((row) => row.id);
+          };
+          seen.rows = await ids(undefined);
+          seen.rowsWithStats = await ids(seen.stats);
+          throw new Error('roll back');
+        })
+        .catch((err: unknown) => {
+          if ((err as Error).message !== 'roll back') throw err;
+        });
+      await db.exec('ANALYZE app_entitlements');
+      // ANALYZE found the trigrams of "Entitlement" in every row and those of the digits rare.
+      expect(seen.stats?.frequency.get('men')).toBeGreaterThan(0.99);
+      expect(seen.stats?.frequency.get('424') ?? seen.stats?.unlisted).toBeLessThan(0.01);
+      expect(seen.pieces).toEqual(['-4242']);
+      const index = /Bitmap Index Scan on app_entitlements_search_trgm .*\n\s+Index Cond: (.*)$/m;
+      // Without statistics the index is asked for every trigram of the query…
+      expect(index.exec(seen.plain!)?.[1]).toMatch(/~~\* '%ment-4242%'/);
+      // …with them, only for "-4242"; the query itself is checked on the candidates.
+      expect(index.exec(seen.withStats!)?.[1]).toMatch(/^\(\(\(\(\(display_name .* ~~\* '%-4242%'::text\)$/);
+      expect(seen.withStats).not.toMatch(/Seq Scan/);
+      expect(seen.withStats).toMatch(/Filter: .*CASE WHEN .* ~~\* '%ment-4242%'/);
+      // The same 11 rows (entitlement-4242, entitlement-42420 … 42429) either way.
+      expect(seen.rows).toHaveLength(11);
+      expect(seen.rowsWithStats).toEqual(seen.rows);
+    });
 
-      it('extracts the trigrams pg_trgm extracts', async () => {
-        // show_trgm pads every word on both sides, as wildcardTrigrams does for a word between
-        // two non-word characters.
-        const schema = await db.query<{ s: string }>(`SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`);
-        for (const text of ['ment-4242', 'Entitlement 12 of 3', 'CRM_admin.x', 'a-b--cd', 'Zebra42 x9y', '%_\\%done', 'UPPER lower']) {
-          const rows = await db.query<{ t: string[] }>(`SELECT "${schema[0]!.s}".show_trgm($1) AS t`, [text]);
-          expect({ text, trigrams: new Set(wildcardTrigrams(` ${text} `).map((t) => t.trigram)) }).toEqual({ text, trigrams: new Set(rows[0]!.t) });
-        }
-      });
-    }
+    it('extracts the trigrams pg_trgm extracts', async () => {
+      // show_trgm pads every word on both sides, as wildcardTrigrams does for a word between
+      // two non-word characters.
+      const schema = await db.query<{ s: string }>(`SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`);
+      for (const text of ['ment-4242', 'Entitlement 12 of 3', 'CRM_admin.x', 'a-b--cd', 'Zebra42 x9y', '%_\\%done', 'UPPER lower']) {
+        const rows = await db.query<{ t: string[] }>(`SELECT "${schema[0]!.s}".show_trgm($1) AS t`, [text]);
+        expect({ text, trigrams: new Set(wildcardTrigrams(` ${text} `).map((t) => t.trigram)) }).toEqual({ text, trigrams: new Set(rows[0]!.t) });
+      }
+    });
+
+    it('gives a store migrated without pg_trgm the search index and statistics once the extension is there (the last migration)', async () => {
+      // A store migrated before pg_trgm was loaded (a PGlite data directory of an earlier version):
+      // no search index, no statistics, and every migration recorded but the last.
+      await db.exec(`DROP STATISTICS IF EXISTS ${SEARCH_STATS_NAME}; DROP INDEX app_entitlements_search_trgm`);
+      await db.query('DELETE FROM schema_migrations WHERE version = $1', [MIGRATIONS.length]);
+      const objects = async (): Promise<string[]> =>
+        (
+          await db.query<{ name: string }>(
+            `SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'app_entitlements_search_trgm'
+             UNION ALL SELECT stxname FROM pg_statistic_ext WHERE stxname = $1 AND stxnamespace = current_schema()::regnamespace`,
+            [SEARCH_STATS_NAME],
+          )
+        ).map((row) => row.name);
+      expect(await objects()).toEqual([]);
+      await migrate(db);
+      expect((await objects()).sort()).toEqual(['app_entitlements_search_trgm', SEARCH_STATS_NAME]);
+      // …and the statistics are there at once (the migration analysed the table).
+      expect((await loadTrigramStats(db))?.frequency.size).toBeGreaterThan(0);
+    });
   });
 }

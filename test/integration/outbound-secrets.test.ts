@@ -80,8 +80,21 @@ for (const target of DATABASES) {
       expect(rotated.status).toBe(200);
       expect(rotated.body.secret.name).toBe('crm_token');
       expect(Date.parse(rotated.body.secret.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.body.secret.updatedAt));
-      const after = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
+      expect(Date.parse(rotated.body.previousValueExpiresAt)).toBeGreaterThan(Date.now());
+      const after = await service.deps.db.query<{ sealed_value: string; previous_sealed_value: string }>(
+        "SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm_token'",
+      );
       expect(service.deps.secretBox.open(after[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(rotatedValue);
+      expect(service.deps.secretBox.open(after[0]!.previous_sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
+      // All three fields at once: a new value with its grace period and new origins, in one change.
+      const both = await api()
+        .put('/api/v1/secrets/crm_token')
+        .set('Authorization', `Bearer ${admin}`)
+        .send({ value: newValue(), gracePeriod: '0s', allowedOrigins: ['https://crm2.example'] });
+      expect([both.status, both.body.secret.allowedOrigins, both.body.previousValueExpiresAt]).toEqual([200, ['https://crm2.example'], null]);
+      // Origins only: the value is not changed, so nothing is kept for signatures.
+      const rebound = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ allowedOrigins: ['https://crm.example'] });
+      expect([rebound.status, rebound.body.secret.allowedOrigins, rebound.body.previousValueExpiresAt]).toEqual([200, ['https://crm.example'], null]);
 
       expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(200);
       expect((await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
@@ -89,7 +102,7 @@ for (const target of DATABASES) {
       expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: 'v' })).status).toBe(404);
 
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'crm_token');
-      expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.delete']);
+      expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.delete']);
       expect(audit.every((event) => event.actor.startsWith('client:'))).toBe(true);
       const everything = JSON.stringify([created.body, duplicate.body, list.body, one.body, rotated.body, audit]);
       expect(everything).not.toContain(value);
@@ -127,6 +140,10 @@ for (const target of DATABASES) {
       await bad({ allowedOrigins: [] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
       await bad({ value: 'v', allowedOrigins: ['https://crm.example/x'] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
       await bad({ value: 'v', name: 'other' }, 'name', 'put', '/api/v1/secrets/ok_name');
+      // gracePeriod belongs to a new value: alone, or with allowedOrigins only, it is a 400.
+      await bad({ gracePeriod: '60s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
+      await bad({ gracePeriod: '60s', allowedOrigins: ['https://crm.example'] }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
+      await bad({ value: 'v', gracePeriod: '604801s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
       expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
       // Nothing half-written: of all these requests, only the one good create left a row.
       const names = await service.deps.db.query<{ name: string }>("SELECT name FROM outbound_secrets WHERE name IN ('ok_name', 'crm', 'a_b', 'other') ORDER BY name");
@@ -317,7 +334,9 @@ describe('outbound secrets in a real run', () => {
   it('a worker that cannot open the secret fails the attempt retryably; a missing secret fails it for good; neither sends anything', async () => {
     const value = newValue();
     await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value, allowedOrigins: [origin] }).expect(200);
-    const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000 };
+    // Called directly, outside a run: the run whose call keys it sends is given (keysOf).
+    const keysOf = { workflowId: 'direct-call', runId: 'run-1' };
+    const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000, keysOf };
     const failureOf = async (run: () => Promise<unknown>): Promise<ApplicationFailure> => {
       const err = await run().then(() => undefined, (e: unknown) => e);
       expect(err).toBeInstanceOf(ApplicationFailure);

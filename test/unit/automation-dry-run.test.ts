@@ -47,14 +47,14 @@ describe('dryRunSteps', () => {
         id: 'hook',
         kind: 'callWebhook',
         status: 'WOULD_RUN',
-        output: { url: 'https://hooks.example/svc-1', body: { n: 4 }, headers: { 'X-Who': 'svc-1' } },
+        output: { url: 'https://hooks.example/svc-1', body: { n: 4 }, headers: { 'X-Who': 'svc-1', 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' } },
         error: null,
       },
       {
         id: 'whole',
         kind: 'callWebhook',
         status: 'WOULD_RUN',
-        output: { url: 'https://hooks.example/all', body: { url: 'https://hooks.example/svc-1' }, headers: {} },
+        output: { url: 'https://hooks.example/all', body: { url: 'https://hooks.example/svc-1' }, headers: { 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' } },
         error: null,
       },
       {

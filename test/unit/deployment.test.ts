@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config';
-import { connectionOptions } from '../../src/temporal/connection';
+import { TEMPORAL_ENVCONFIG_VARIABLES, connectionOptions } from '../../src/temporal/connection';
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
@@ -35,7 +35,9 @@ describe('docker-compose.yml', () => {
 
   it.each(['api', 'worker'])('%s: every variable is one the service reads, and loadConfig accepts them', (service) => {
     const env = envOf(service);
-    for (const name of Object.keys(env)) expect(CONFIG_VARIABLES).toContain(name);
+    // The service's own variables, or Temporal's environment configuration (TLS to the frontend).
+    const known: readonly string[] = [...CONFIG_VARIABLES, ...TEMPORAL_ENVCONFIG_VARIABLES];
+    for (const name of Object.keys(env)) expect(known).toContain(name);
     const config = loadConfig(env);
     expect(config.temporal.address).toBe('temporal-frontend:7233');
     expect(config.databaseUrl).toMatch(/^postgres:\/\/app:.+@postgres:5432\/app$/);
@@ -80,6 +82,13 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/WORKFLOW_BUNDLE=\/app\/dist\/workflow-bundle\.js/);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/npm prune --omit=dev/);
+  });
+
+  it('builds and runs on the Node 24 image, a version package.json engines allows', () => {
+    const images = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
+    expect(images).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+    const engines = (JSON.parse(read('package.json')) as { engines: { node: string } }).engines.node;
+    expect(engines).toBe('>=22');
   });
 });
 

@@ -4,15 +4,20 @@
  * databases and two roles, the same namespace set-up, the same UI settings and the same app
  * environment. A change to one without the other fails here.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config';
 import { RETENTION_SECONDS } from '../../src/temporal/setup';
+import { TEMPORAL_ENVCONFIG_VARIABLES, connectionOptions } from '../../src/temporal/connection';
 import {
   DATABASES,
   ROLES,
   TEMPORAL_SERVICES,
+  TEMPORAL_TLS_SERVER_NAME,
+  TLS_HOLDERS,
   appEnvironment,
   renderTemplate,
   temporalEnvironment,
@@ -53,8 +58,10 @@ function substitute(value: unknown): string {
 const envOf = (service: string): Record<string, string> =>
   Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v)]));
 
-const scriptTemporalEnv = temporalEnvironment({ pgHost: '127.0.0.1', pgPort: '5432', password: 'x', ports: { TEMPORAL_FRONTEND_PORT: '7233' } });
+const TLS_DIR = '/state/tls';
+const scriptTemporalEnv = temporalEnvironment({ pgHost: '127.0.0.1', pgPort: '5432', password: 'x', ports: { TEMPORAL_FRONTEND_PORT: '7233' }, tlsDir: TLS_DIR });
 const scriptApp = {
+  tlsDir: TLS_DIR,
   databaseUrl: `postgres://${ROLES.app}:pw@127.0.0.1:5432/${DATABASES.app}`,
   temporalAddress: '127.0.0.1:7233',
   secretKey: 'b'.repeat(64),
@@ -149,8 +156,10 @@ describe('the app processes', () => {
   it.each(['api', 'worker'] as const)('%s: the same namespace, task queue, proxy trust and variables on both sides', (role) => {
     const composeEnv = envOf(role);
     const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
+    // The service's own variables, or Temporal's environment configuration (TLS, checked below).
     const names = [...Object.keys(composeEnv), ...Object.keys(scriptEnv)].filter((name) => name !== 'NODE_ENV');
-    for (const name of names) expect(CONFIG_VARIABLES as readonly string[]).toContain(name);
+    const known: readonly string[] = [...CONFIG_VARIABLES, ...TEMPORAL_ENVCONFIG_VARIABLES];
+    for (const name of names) expect(known).toContain(name);
     const a = loadConfig(composeEnv);
     const b = loadConfig(scriptEnv);
     expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([b.temporal.namespace, b.temporal.taskQueue, b.trustProxy]);
@@ -187,7 +196,7 @@ describe('nginx', () => {
 describe('the Temporal Web UI', () => {
   it('read-only, loopback only, payloads decoded by <entry>/codec — in compose and in the script', () => {
     const ui = envOf('temporal-ui');
-    const script = uiEnvironment({ temporalAddress: '127.0.0.1:7233', uiPort: 8233, uiUrl: 'http://127.0.0.1:8233', entryUrl: scriptApp.entryUrl });
+    const script = uiEnvironment({ temporalAddress: '127.0.0.1:7233', uiPort: 8233, uiUrl: 'http://127.0.0.1:8233', entryUrl: scriptApp.entryUrl, tlsDir: TLS_DIR });
     expect(ui.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
     expect(script.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
     expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`${shellEnv.BASE_URL}/codec`);
@@ -197,5 +206,112 @@ describe('the Temporal Web UI', () => {
     expect(compose.services['temporal-ui']?.volumes).toContain('./deploy/temporal-ui/docker.yaml:/home/ui-server/config/docker.yaml:ro');
     const config = read('deploy/temporal-ui/docker.yaml');
     for (const name of [...Object.keys(ui), ...Object.keys(script)]) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
+  });
+});
+
+/** The host folder a compose service mounts at `target` (`${TEMPORAL_CERTS_DIR:-...}` substituted). */
+function mountedFrom(service: string, target: string): string | undefined {
+  for (const volume of compose.services[service]?.volumes ?? []) {
+    const [source, at] = substitute(volume).split(':');
+    if (at === target) return source;
+  }
+  return undefined;
+}
+
+/** The certificate file a path inside a container comes from, as `<holder>/<file>` of the certificate folder. */
+function certFileOf(service: string, file: string): string {
+  const folder = path.posix.dirname(file);
+  const source = mountedFrom(service, folder);
+  if (!source) throw new Error(`${service}: nothing is mounted at ${folder}`);
+  return `${path.posix.basename(source)}/${path.posix.basename(file)}`;
+}
+const scriptCertFile = (file: string): string => path.relative(TLS_DIR, file);
+
+describe('mutual TLS to Temporal (the same certificates, holders and names on both sides)', () => {
+  it('one certificate script: the compose job and the stack run deploy/temporal/make-certs.sh into one folder per holder', () => {
+    const job = compose.services['temporal-certs']!;
+    expect(job.entrypoint).toEqual(['sh', '/deploy/temporal/make-certs.sh']);
+    expect(job.volumes).toContain('./deploy/temporal:/deploy/temporal:ro');
+    expect(read('scripts/stack-prod.ts')).toMatch(/'deploy\/temporal\/make-certs\.sh'/);
+    const script = read('deploy/temporal/make-certs.sh');
+    for (const holder of TLS_HOLDERS) expect(script).toMatch(new RegExp(`mkdir -p [^\n]*"\\$DIR/${holder}"`));
+    expect(script).toMatch(/umask 077/);
+    expect(script).toMatch(/chmod 600 "\$DIR"\/\*\/\*\.key/);
+    // The frontend certificate names what every client expects.
+    expect(script).toContain(`DNS:${TEMPORAL_TLS_SERVER_NAME}`);
+  });
+
+  it('the frontend and the services require a client certificate from the cluster CA; no default lets a server start without TLS', () => {
+    const config = read('deploy/temporal/production.yaml').replace(/^\s*#.*$/gm, '');
+    expect(config.match(/requireClientAuth: true/g)).toHaveLength(2);
+    expect(config).toMatch(/\$tls := env "TEMPORAL_TLS_DIR"/);
+    expect(config).toContain(`serverName: ${TEMPORAL_TLS_SERVER_NAME}`);
+    for (const service of TEMPORAL_SERVICES) {
+      const env = envOf(`temporal-${service}`);
+      expect(certFileOf(`temporal-${service}`, `${env.TEMPORAL_TLS_DIR}/ca.pem`)).toBe('temporal/ca.pem');
+      expect(compose.services[`temporal-${service}`]?.volumes?.some((v) => v.endsWith(':ro') && v.includes('/temporal:'))).toBe(true);
+    }
+    expect(path.relative(TLS_DIR, scriptTemporalEnv.TEMPORAL_TLS_DIR!)).toBe('temporal');
+  });
+
+  it.each(['api', 'worker'] as const)('%s: its own client certificate, the CA and the server name, through the Temporal environment configuration', (role) => {
+    const composeEnv = envOf(role);
+    const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
+    const tlsNames = (env: Record<string, string>): string[] => Object.keys(env).filter((n) => n.startsWith('TEMPORAL_TLS_')).sort();
+    expect(tlsNames(composeEnv)).toEqual(tlsNames(scriptEnv));
+    expect(tlsNames(scriptEnv)).toEqual(['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_NAME']);
+    expect([composeEnv.TEMPORAL_TLS_SERVER_NAME, scriptEnv.TEMPORAL_TLS_SERVER_NAME]).toEqual([TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_SERVER_NAME]);
+    for (const name of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH']) {
+      expect([name, certFileOf(role, composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
+    }
+    expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CLIENT_CERT_PATH!)).toBe(`${role}/client.pem`);
+  });
+
+  it('the environment the stack gives a worker makes the connection code present the worker\'s certificate', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prod-shape-tls-'));
+    const saved = { ...process.env };
+    try {
+      execFileSync('sh', [path.join(root, 'deploy/temporal/make-certs.sh')], { env: { PATH: process.env.PATH, CERT_DIR: dir } });
+      Object.assign(process.env, appEnvironment('worker', { ...scriptApp, tlsDir: dir }));
+      const options = connectionOptions({ address: '127.0.0.1:7233', embedded: false });
+      const tls = options.tls as { serverNameOverride?: string; serverRootCACertificate?: Uint8Array; clientCertPair?: { crt: Uint8Array; key: Uint8Array } };
+      const text = (bytes: Uint8Array | undefined): string => Buffer.from(bytes ?? []).toString('utf8');
+      const file = (name: string): string => fs.readFileSync(path.join(dir, name), 'utf8');
+      expect(tls.serverNameOverride).toBe(TEMPORAL_TLS_SERVER_NAME);
+      expect(text(tls.serverRootCACertificate)).toBe(file('ca/ca.pem'));
+      expect(text(tls.clientCertPair?.crt)).toBe(file('worker/client.pem'));
+      expect(text(tls.clientCertPair?.key)).toBe(file('worker/client.key'));
+    } finally {
+      process.env = saved;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the Web UI server connects with the ui certificate, verifying the frontend\'s name', () => {
+    const composeEnv = envOf('temporal-ui');
+    const scriptEnv = uiEnvironment({ temporalAddress: '127.0.0.1:7233', uiPort: 8233, uiUrl: 'http://127.0.0.1:8233', entryUrl: scriptApp.entryUrl, tlsDir: TLS_DIR });
+    for (const name of ['TEMPORAL_TLS_CA', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY']) {
+      expect([name, certFileOf('temporal-ui', composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
+    }
+    expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CERT!)).toBe('ui/client.pem');
+    for (const env of [composeEnv, scriptEnv]) expect([env.TEMPORAL_TLS_SERVER_NAME, env.TEMPORAL_TLS_ENABLE_HOST_VERIFICATION]).toEqual([TEMPORAL_TLS_SERVER_NAME, 'true']);
+  });
+
+  it('every container that talks to Temporal waits for the certificate job; the services of compose are those of the stack', () => {
+    for (const name of [...TEMPORAL_SERVICES.map((s) => `temporal-${s}`)]) {
+      expect((compose.services[name] as { depends_on?: Record<string, { condition: string }> }).depends_on?.['temporal-certs']).toEqual({ condition: 'service_completed_successfully' });
+    }
+    expect(Object.keys(compose.services).sort()).toEqual(
+      ['api', 'nginx', 'postgres', 'temporal-certs', 'temporal-schema', 'temporal-ui', 'worker', ...TEMPORAL_SERVICES.map((s) => `temporal-${s}`)].sort(),
+    );
+  });
+});
+
+describe('the public entry', () => {
+  it('compose publishes nginx on loopback by default, and nginx keeps /metrics and /ready off the entry', () => {
+    expect((compose.services.nginx?.ports ?? []).map(substitute)).toEqual(['127.0.0.1:8080:8080']);
+    const template = read('deploy/nginx/api.conf.template');
+    for (const endpoint of ['/metrics', '/ready']) expect(template).toMatch(new RegExp(`location = ${endpoint} \\{\\s+default_type application/json;\\s+return 404 `));
+    expect(read('scripts/stack-prod.ts')).toMatch(/deploy\/nginx\/api\.conf\.template/);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * Named outbound secrets: `POST /api/v1/secrets` {name, value, allowedOrigins}, `GET
  * /api/v1/secrets` (names, allowed origins and timestamps), `GET /api/v1/secrets/{name}`
- * (metadata), `PUT /api/v1/secrets/{name}` {value?, allowedOrigins?} (rotation, re-binding),
- * `DELETE /api/v1/secrets/{name}`. Governance access: read_only reads metadata, admin
+ * (metadata), `PUT /api/v1/secrets/{name}` {value?, gracePeriod?, allowedOrigins?} (rotation,
+ * re-binding), `DELETE /api/v1/secrets/{name}`. Governance access: read_only reads metadata, admin
  * and super_admin write. No response ever carries a value.
  */
 import Router from '@koa/router';
@@ -34,7 +34,8 @@ export function createSecretsRouter(deps: AppDeps): Router {
   });
   router.put('/api/v1/secrets/:name', ...write, async (ctx) => {
     const body = await readJsonObject(ctx);
-    ctx.body = { secret: await replaceOutboundSecret(deps.db, param(ctx, 'name'), body, { secretBox: deps.secretBox, actor: actorOf(ctx) }) };
+    const { previousValueExpiresAt, ...secret } = await replaceOutboundSecret(deps.db, param(ctx, 'name'), body, { secretBox: deps.secretBox, actor: actorOf(ctx) });
+    ctx.body = { secret, previousValueExpiresAt };
   });
   router.delete('/api/v1/secrets/:name', ...write, async (ctx) => {
     await deleteOutboundSecret(deps.db, param(ctx, 'name'), actorOf(ctx));

