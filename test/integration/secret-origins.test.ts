@@ -12,7 +12,9 @@
  * - the URL is checked before any secret is looked at, and no error depends on a secret's value:
  *   the issue's two oracle probes give identical errors, on save and in the activity;
  * - the migration gives existing secrets the origins of the constant URLs that read them, and none
- *   to a secret read only through expression URLs (which then sends nothing).
+ *   to a secret read only through expression URLs (which then sends nothing);
+ * - the secret that signs a step (`signature.secret`) is bound the same way: refused on save for a
+ *   constant URL outside its origins, and for a URL the sender chose nothing is sent.
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -138,10 +140,24 @@ for (const target of DATABASES) {
       expect(stored.body.automation).toMatchObject({ published: false, publishedVersion: null });
     });
 
+    it('binds the signing secret too: a signed step whose fixed URL it does not allow is refused on save, naming the secret and the origin', async () => {
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'sign_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
+      const signed = (url: string) => [{ id: 'h', callWebhook: { url, body: {}, signature: { secret: 'sign_key' } } }];
+      for (const url of ["'https://evil.example/hook'", "'https://evil.example/u/' + ctx.trigger.id"]) {
+        const res = await save(signed(url));
+        expect([url, res.status]).toEqual([url, 400]);
+        expect(fieldViolations(res.body)).toContainEqual({
+          field: 'steps[0].callWebhook.signature.secret',
+          description: 'step "h": secret "sign_key" may not be sent to https://evil.example (its allowedOrigins: https://crm.example)',
+        });
+      }
+      for (const url of ["'https://crm.example/hook'", 'ctx.trigger.cb']) expect([url, (await save(signed(url))).status]).toEqual([url, 200]);
+    });
+
     it('migrates secrets stored before origins: the constant URLs that read them give their origins; one read only by expression URLs gets none', async () => {
       const db = service.deps.db;
-      await db.query("DELETE FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused')");
-      for (const name of ['legacy_const', 'legacy_expr', 'legacy_unused']) {
+      await db.query("DELETE FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing')");
+      for (const name of ['legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing']) {
         await db.query('INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2)', [name, service.deps.secretBox.seal(newValue(), sealContext('outbound_secret', name))]);
       }
       const steps = [
@@ -149,6 +165,7 @@ for (const target of DATABASES) {
         { id: 'b', callWebhook: { url: "'https://crm.example:8443/u/' + ctx.trigger.id", body: {}, headers: { 'X-Key': 'secrets.legacy_const.substring(0, 3)' } } },
         { id: 'c', callWebhook: { url: 'ctx.trigger.cb', body: {}, headers: { Authorization: 'secrets.legacy_expr', 'X-Other': 'secrets.legacy_const' } } },
         { id: 'd', callWebhook: { url: "'https://plain.example/'", body: {}, headers: { 'X-Plain': "'secrets.legacy_expr'" } } },
+        { id: 'e', callWebhook: { url: "'https://signed.example/e'", body: {}, signature: { secret: 'legacy_signing' } } },
       ];
       const automationId = `aut_legacy_${randomBytes(4).toString('hex')}`;
       await db.query(
@@ -161,11 +178,12 @@ for (const target of DATABASES) {
       ]);
       await migrate(db);
       const rows = await db.query<{ name: string; allowed_origins: unknown }>(
-        "SELECT name, allowed_origins FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused') ORDER BY name",
+        "SELECT name, allowed_origins FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing') ORDER BY name",
       );
       expect(rows.map((row) => [row.name, row.allowed_origins])).toEqual([
         ['legacy_const', ['https://crm.example', 'https://crm.example:8443']],
         ['legacy_expr', []],
+        ['legacy_signing', ['https://signed.example']],
         ['legacy_unused', []],
       ]);
       const shown = await api().get('/api/v1/secrets/legacy_expr').set('Authorization', `Bearer ${admin}`);
@@ -178,7 +196,7 @@ for (const target of DATABASES) {
 describe('secret origins in a real run', () => {
   let stack: Stack;
   const servers: http.Server[] = [];
-  const received: Record<'crm' | 'evil', Array<{ url: string; authorization: string | undefined }>> = { crm: [], evil: [] };
+  const received: Record<'crm' | 'evil', Array<{ url: string; authorization: string | undefined; signature?: string | undefined }>> = { crm: [], evil: [] };
   const origins: Record<'crm' | 'evil', string> = { crm: '', evil: '' };
 
   beforeAll(async () => {
@@ -186,7 +204,8 @@ describe('secret origins in a real run', () => {
       const server = http.createServer((req, res) => {
         req.resume();
         req.on('end', () => {
-          received[name].push({ url: req.url ?? '', authorization: req.headers.authorization });
+          const signature = req.headers['webhook-signature'];
+          received[name].push({ url: req.url ?? '', authorization: req.headers.authorization, ...(signature === undefined ? {} : { signature: String(signature) }) });
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ ok: true, got: req.headers.authorization }));
         });
@@ -260,6 +279,38 @@ describe('secret origins in a real run', () => {
     expect(dry.body.steps[0]).toMatchObject({ status: 'ERROR', error: `callWebhook.headers.Authorization: secret "crm_token" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})` });
   });
 
+  it('binds the signing secret: a signed step whose URL the sender chose outside its origins sends nothing and fails without retry', async () => {
+    const value = `whsec_${randomBytes(24).toString('base64')}`;
+    await auth(api().post('/api/v1/secrets')).send({ name: 'crm_signing', value, allowedOrigins: [origins.crm] }).expect(200);
+    const { automation, signingSecret } = await stack.createAutomation({
+      displayName: 'steered signed',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: [
+        {
+          id: 'notify',
+          retry: { maximumAttempts: 5, initialInterval: '1s', maximumInterval: '1s' },
+          callWebhook: { url: 'ctx.trigger.cb', body: { who: 'ctx.trigger.who' }, signature: { secret: 'crm_signing' } },
+        },
+      ],
+    });
+    const evilBefore = received.evil.length;
+    const steered = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }));
+    expect(steered.status).toBe(200);
+    const failure = await expectRunFailure(stack.client.workflow.getHandle(steered.body.executionId));
+    expect(failure.message).toBe(`step "notify" failed: callWebhook: signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`);
+    expect(received.evil.length).toBe(evilBefore);
+    expect(await attempts(steered.body.executionId)).toBe(1);
+    expect(JSON.stringify(failure)).not.toContain(value);
+
+    // To the bound origin the same automation's call is sent (and signed).
+    const crmBefore = received.crm.length;
+    const bound = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.crm}/signed`, who: 'ada' }));
+    await stack.client.workflow.getHandle(bound.body.executionId).result();
+    expect(received.crm.length).toBe(crmBefore + 1);
+    expect(received.crm.at(-1)!.url).toBe('/signed');
+    expect(received.crm.at(-1)!.signature).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+  });
+
   it('checks the URL before any secret, and no error of the activity depends on a secret value: the two oracle probes fail alike', async () => {
     const db = stack.service.deps.db;
     const activities = createActivities({ db, allowPrivateOutbound: true, secretBox: stack.service.deps.secretBox });
@@ -270,7 +321,9 @@ describe('secret origins in a real run', () => {
       return { type: failure.type, message: failure.message, nonRetryable: failure.nonRetryable, details: failure.details };
     };
     await auth(api().post('/api/v1/secrets')).send({ name: 'probe_key', value: `sk_live_${randomBytes(8).toString('hex')}`, allowedOrigins: [origins.crm] }).expect(200);
-    const input = (url: string, secretHeaders: Record<string, string>) => ({ stepId: 'probe', url, body: {}, headers: {}, secretHeaders, timeoutMs: 5000 });
+    // Called directly, outside a run: the run whose call keys it sends is given (keysOf).
+    const keysOf = { workflowId: 'direct-probe', runId: 'run-1' };
+    const input = (url: string, secretHeaders: Record<string, string>) => ({ stepId: 'probe', url, body: {}, headers: {}, secretHeaders, timeoutMs: 5000, keysOf });
     const sentBefore = received.crm.length + received.evil.length;
 
     // The issue's probes, with an invalid URL (stored before the closed grammar, say): identical.
