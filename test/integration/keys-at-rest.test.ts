@@ -220,6 +220,10 @@ for (const target of DATABASES) {
         };
         await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [a.automation.id, legacySeal(a.signingSecret)]);
         await db.query("UPDATE outbound_secrets SET sealed_value = $1 WHERE name = 'crm'", [legacySeal('sk_crm_value')]);
+        // A rotation's previous value, kept for signatures during its grace period: sealed the old way too.
+        await db.query("UPDATE outbound_secrets SET previous_sealed_value = $1, previous_expires_at = now() + interval '1 hour' WHERE name = 'crm'", [
+          legacySeal('sk_crm_previous'),
+        ]);
         await db.query("INSERT INTO service_secrets (name, value) VALUES ('legacy_clear', 'clear-value')");
         await db.query('UPDATE secret_sealing SET context_bound_at = NULL');
         expect(await sealedValuesBound(db)).toBe(false);
@@ -227,13 +231,14 @@ for (const target of DATABASES) {
         await expect(bindSealedValues(db, new SecretBox(randomBytes(32)))).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
         expect(await sealedValuesBound(db)).toBe(false);
 
-        expect(await bindSealedValues(db, box)).toEqual({ resealed: 3 });
+        expect(await bindSealedValues(db, box)).toEqual({ resealed: 4 });
         expect(await sealedValuesBound(db)).toBe(true);
         expect(await bindSealedValues(db, box)).toEqual({ resealed: 0 });
         const [rowA] = await db.query<{ signing_secret: string }>('SELECT signing_secret FROM automations WHERE id = $1', [a.automation.id]);
         expect(box.open(rowA!.signing_secret, sealContext('automation_signing_secret', a.automation.id))).toBe(a.signingSecret);
-        const [crm] = await db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm'");
+        const [crm] = await db.query<{ sealed_value: string; previous_sealed_value: string }>("SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm'");
         expect(box.open(crm!.sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_value');
+        expect(box.open(crm!.previous_sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_previous');
         expect(await getOrCreateSecret(db, box, 'legacy_clear', () => 'unused')).toBe('clear-value');
 
         // A sealed value moved to another row, or to another purpose, does not open.
