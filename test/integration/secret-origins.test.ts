@@ -309,6 +309,9 @@ describe('secret origins in a real run', () => {
     expect(received.crm.length).toBe(crmBefore + 1);
     expect(received.crm.at(-1)!.url).toBe('/signed');
     expect(received.crm.at(-1)!.signature).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
+    // The dry run says the same for a URL outside the origins.
+    const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({ payload: { cb: `${origins.evil}/steal`, who: 'x' } });
+    expect(dry.body.steps[0]).toMatchObject({ status: 'ERROR', error: `callWebhook.signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})` });
   });
 
   it('checks the URL before any secret, and no error of the activity depends on a secret value: the two oracle probes fail alike', async () => {
