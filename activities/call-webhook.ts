@@ -19,6 +19,11 @@
  * (non-retryably) naming the secret. Secret values echoed in a 2xx response are replaced by
  * `[secret]` before the response becomes the step's output.
  *
+ * A request that carries secrets goes only where they are bound: the URL is checked against the
+ * outbound policy, then against every secret's `allowedOrigins`, before any secret is opened or any
+ * such header evaluated; a URL the delivery chose that points elsewhere fails the step without
+ * retry and nothing is sent. No message, output or retry decision depends on a secret's value.
+ *
  * Every request carries the call's key as `Idempotency-Key` and `webhook-id`, derived here from the
  * activity's info (the run's workflow id and run id) and the step id, so it is the same for every
  * attempt of the step in the run (src/webhooks/standard-webhooks.ts). With `signature` the request
@@ -32,10 +37,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
-import type { SecretBox } from '../src/auth/secret-box';
+import { sealContext, type SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
 import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
 import { callKey, isMalformedWhsec, signingKey, standardSignature, type CallKeyScope } from '../src/webhooks/standard-webhooks';
+import { checkSecretOrigins } from './secret-origin-check';
 
 export interface CallWebhookInput {
   stepId: string;
@@ -75,6 +81,7 @@ export const CALL_WEBHOOK_NETWORK_ERROR = 'CallWebhookNetworkError';
 export const CALL_WEBHOOK_RESPONSE_TOO_LARGE = 'CallWebhookResponseTooLarge';
 /** A header reads a secret that does not exist (deleted after the automation was published). */
 export const CALL_WEBHOOK_SECRET_MISSING = 'CallWebhookSecretMissing';
+export { CALL_WEBHOOK_SECRET_ORIGIN_REFUSED } from './secret-origin-check';
 /**
  * This worker cannot open named secrets (no secret key, or another SECRET_KEY than the API's): a
  * deployment problem, retried under the step's policy so that a corrected worker can still succeed.
@@ -107,7 +114,11 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
       const sources = input.secretHeaders ?? {};
       const signing = input.signature?.secret;
       if (Object.keys(sources).length === 0 && signing === undefined) return callWebhook(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
-      const resolved = await resolveSecretHeaders(sources, deps, signing);
+      // The URL first, as the request will be made: the outbound policy, then (in
+      // resolveSecretHeaders) the origins the secrets allow; only then is a secret opened.
+      const problem = urlProblem(input.url, deps.allowPrivateOutbound);
+      if (problem !== undefined) throw refused(problem);
+      const resolved = await resolveSecretHeaders(sources, new URL(input.url).origin, deps, signing);
       const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound, {
         key,
         signingKeys: resolved.signingKeys,
@@ -131,11 +142,17 @@ function activityRun(): CallKeyScope {
 
 /**
  * Evaluates the header values that read secrets, and opens the signing secret (`signing`, with the
- * previous value of a rotation still in its grace period). Messages name headers and secrets, never
- * a value (a CEL evaluation error is reported by its code only: its text could quote an operand).
+ * previous value of a rotation still in its grace period), for a request to `origin` (a URL that
+ * passed the outbound policy). In this order, none of it depending on a secret's value: the
+ * expressions' form (the closed grammar of src/cel/secret-form.ts) and the names they read; that
+ * every secret read, the signing secret included, exists and allows `origin`
+ * (src/domain/secret-origins.ts; otherwise the step fails for good and nothing is sent); only then
+ * are the secrets opened and the expressions evaluated. Messages name headers, secrets and the
+ * origin, never a value, and are the same whatever the values are.
  */
 async function resolveSecretHeaders(
   sources: Record<string, string>,
+  origin: string,
   deps: CallWebhookDeps,
   signing?: string,
 ): Promise<{ headers: Record<string, string>; sensitive: string[]; signingKeys: Buffer[] }> {
@@ -151,6 +168,10 @@ async function resolveSecretHeaders(
   if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
   const secretBox = deps.secretBox;
   const wanted = [...new Set([...Object.values(namesOf).flat(), ...(signing === undefined ? [] : [signing])])];
+  await checkSecretOrigins(deps.db, origin, [
+    ...Object.entries(namesOf).flatMap(([header, names]) => names.map((name) => ({ name, field: `headers.${header}` }))),
+    ...(signing === undefined ? [] : [{ name: signing, field: 'signature.secret' }]),
+  ]);
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
   const values: Record<string, string> = {};
   const open = (name: string, field: string, details: Record<string, string>): void => {
@@ -165,7 +186,7 @@ async function resolveSecretHeaders(
       });
     }
     try {
-      values[name] = secretBox.open(stored);
+      values[name] = secretBox.open(stored, sealContext('outbound_secret', name));
     } catch {
       throw secretUnavailable(`${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
     }
@@ -182,7 +203,7 @@ async function resolveSecretHeaders(
     const previous = await previousSealedOutboundSecret(deps.db, signing);
     if (previous !== undefined) {
       try {
-        signingValues.push(secretBox.open(previous));
+        signingValues.push(secretBox.open(previous, sealContext('outbound_secret', signing)));
       } catch {
         throw secretUnavailable(`signature.secret: secret "${signing}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
       }
@@ -194,15 +215,17 @@ async function resolveSecretHeaders(
   }
   const headers: Record<string, string> = {};
   for (const [header, source] of Object.entries(sources)) {
+    // The closed grammar makes every such expression a string made of literals and values that
+    // were checked when they were stored: these failures cannot depend on a value, and their
+    // messages are fixed texts (a CEL error's text or code could reflect an operand).
     let value: unknown;
     try {
       value = evaluateSecretExpression(source, values);
     } catch (err) {
-      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: the expression over secrets cannot be evaluated (${err.code})`);
+      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: the expression over secrets cannot be evaluated`);
       throw err;
     }
-    if (typeof value !== 'string') throw refused(`headers.${header}: must evaluate to a string, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`);
-    if (!HEADER_VALUE.test(value)) throw refused(`headers.${header}: must contain only tabs and printable Latin-1 characters (no line breaks)`);
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) throw refused(`headers.${header}: the expression over secrets does not give a header value`);
     headers[header] = value;
   }
   // What a response must not carry into the step's output: the values and the headers made of them.
@@ -240,6 +263,12 @@ function shown(target: URL): string {
   return target.origin;
 }
 
+/** Why the outbound policy refuses `url` (https, no credentials, no literal non-public address...), or undefined. */
+function urlProblem(url: string, allowPrivate: boolean): string | undefined {
+  // The URL is not quoted in the message: it may carry a token.
+  return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
+}
+
 /** What the service adds to every request: the call's key, and the keys that sign it (none: unsigned). */
 interface CallIdentity {
   key: string;
@@ -247,8 +276,7 @@ interface CallIdentity {
 }
 
 function callWebhook(input: CallWebhookInput, allowPrivate: boolean, identity: CallIdentity): Promise<CallWebhookOutput> {
-  // The URL is not quoted in the message: it may carry a token.
-  const problem = checkOutboundUrl(input.url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
+  const problem = urlProblem(input.url, allowPrivate);
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
   const timeoutMs = Math.min(Math.max(1, Math.floor(input.timeoutMs)), CALL_WEBHOOK_MAX_TIMEOUT_MS);

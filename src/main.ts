@@ -21,6 +21,7 @@ import { createApp } from './http/app';
 import { createAdminApp } from './http/admin';
 import { Metrics } from './http/metrics';
 import { SecretBox, ensurePrivateDir, loadSecretKey } from './auth/secret-box';
+import { bindSealedValues } from './store/sealing';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
@@ -90,6 +91,9 @@ async function main(): Promise<void> {
 
     // The API seals secrets with it; the worker opens named outbound secrets (callWebhook headers).
     const secretBox = new SecretBox(secretKey(config, logger));
+    // Values sealed by earlier versions are bound to their rows before anything reads one.
+    const sealing = await bindSealedValues(db, secretBox);
+    if (sealing.resealed > 0) logger.info({ resealed: sealing.resealed }, 'sealed values bound to their rows (one-time migration)');
     let worker: Running | undefined;
     if (role !== 'api') {
       worker = await startWorker(target, config, db, codec, logger, secretBox, bundling);

@@ -2,9 +2,9 @@
  * Access tokens: short-lived JWTs (ES256) signed by the service with jose. The signing keys are made
  * once and kept in the store, sealed with the secret box, so every API process accepts every
  * other's tokens, a restart does not log callers out, and a database copy alone mints nothing.
- * Keys rotate by `kid`: `rotateSigningKey` makes a new current key and keeps the old one (public
- * part only) as previous; both are served at /auth/v1/jwks and tokens of either verify, so tokens
- * signed before a rotation stay valid until they expire. Processes pick up a rotation by reloading
+ * Keys rotate by `kid`: `rotate` makes a new current key and keeps the replaced ones (public part
+ * only) for one token lifetime; all are served at /auth/v1/jwks and tokens of any verify, so tokens
+ * signed before a rotation stay valid until they expire — unless the rotation revokes them. Processes pick up a rotation by reloading
  * the key ring when they meet an unknown `kid` and at least once a minute.
  */
 import { SignJWT, jwtVerify, exportJWK, generateKeyPair, importJWK, decodeProtectedHeader, type JWK, type KeyLike } from 'jose';
@@ -22,12 +22,18 @@ export const SIGNING_KEY_SECRET = 'access_token_signing_key';
 const RELOAD_INTERVAL_MS = 60_000;
 const UNKNOWN_KID_RELOAD_COOLDOWN_MS = 5_000;
 
-/** Stored (sealed) form: the current private key and, after a rotation, the previous public key. */
+/**
+ * Stored (sealed) form: the current private key and the public parts of the keys it replaced
+ * within the last token lifetime (`retiredAt`: when each stopped signing). Older stored forms — a
+ * bare JWK, or `{current, previous, rotatedAt}` with one previous key — are read as this one.
+ */
 interface KeyRing {
   current: JWK;
-  previous?: JWK;
-  rotatedAt?: string;
+  retired?: Array<{ jwk: JWK; retiredAt: string }>;
 }
+
+/** Most retired keys kept: a longer burst of rotations drops the oldest (its tokens stop verifying early). */
+export const MAX_RETIRED_KEYS = 10;
 
 interface LoadedRing {
   raw: string;
@@ -48,16 +54,22 @@ function publicPart(jwk: JWK): JWK {
   return rest;
 }
 
-/** A key ring from its stored text; a bare JWK (the format before rotation existed) is the current key. */
+/**
+ * A key ring from its stored text: a bare JWK (the format before rotation existed) is the current
+ * key; `{current, previous, rotatedAt}` (one previous key) becomes a ring with that retired key.
+ */
 function parseRing(raw: string): KeyRing {
-  const value = JSON.parse(raw) as KeyRing | JWK;
-  return 'current' in value && value.current ? (value as KeyRing) : { current: value as JWK };
+  const value = JSON.parse(raw) as (KeyRing & { previous?: JWK; rotatedAt?: string }) | JWK;
+  if (!('current' in value) || !value.current) return { current: value as JWK };
+  const stored = value as KeyRing & { previous?: JWK; rotatedAt?: string };
+  const retired = stored.retired ?? (stored.previous ? [{ jwk: stored.previous, retiredAt: stored.rotatedAt ?? new Date(0).toISOString() }] : []);
+  return { current: stored.current, retired };
 }
 
 async function loadRing(raw: string): Promise<LoadedRing> {
   const ring = parseRing(raw);
   const kid = ring.current.kid ?? '';
-  const publicJwks = [ring.current, ...(ring.previous ? [ring.previous] : [])].map((jwk) => ({ ...publicPart(jwk), use: 'sig' }));
+  const publicJwks = [ring.current, ...(ring.retired ?? []).map((entry) => entry.jwk)].map((jwk) => ({ ...publicPart(jwk), use: 'sig' }));
   const publicKeys = new Map<string, KeyLike>();
   for (const jwk of publicJwks) publicKeys.set(jwk.kid ?? '', (await importJWK(jwk, ALG)) as KeyLike);
   return { raw, ring, privateKey: (await importJWK(ring.current, ALG)) as KeyLike, kid, publicKeys, publicJwks };
@@ -94,24 +106,28 @@ export class AccessTokens {
   }
 
   /**
-   * Makes a new current key; the current one becomes the previous (public part only) and the one
-   * before is dropped. Refused while the last rotation is younger than the token lifetime, since
-   * tokens signed by the dropped key could still be unexpired.
+   * Makes a new current key. The replaced one stays valid (public part only) for the tokens it
+   * signed, until they have all expired: retired keys older than the token lifetime are dropped,
+   * so rotations may follow each other at any pace (a leaked key is retired at once). With
+   * `revoke: true` every retired key is dropped too: tokens signed before this rotation stop
+   * verifying at once (each process reloads the ring within a minute, or at once on a restart).
    */
-  async rotate(now = new Date()): Promise<{ kid: string; previousKid: string }> {
+  async rotate(now = new Date(), options: { revoke?: boolean } = {}): Promise<{ kid: string; previousKid: string; retiredKids: string[] }> {
     await this.reload();
     const { ring, raw } = this.ring;
-    if (ring.rotatedAt && now.getTime() - Date.parse(ring.rotatedAt) < this.ttlSeconds * 1000) {
-      throw new Error(`the signing key was rotated at ${ring.rotatedAt}; wait at least ${this.ttlSeconds} s (the token lifetime) between rotations`);
-    }
-    const next: KeyRing = { current: await newPrivateJwk(), previous: publicPart(ring.current), rotatedAt: now.toISOString() };
+    const live = options.revoke
+      ? []
+      : [{ jwk: publicPart(ring.current), retiredAt: now.toISOString() }, ...(ring.retired ?? [])]
+          .filter((entry) => now.getTime() - Date.parse(entry.retiredAt) < this.ttlSeconds * 1000)
+          .slice(0, MAX_RETIRED_KEYS);
+    const next: KeyRing = { current: await newPrivateJwk(), retired: live };
     const nextRaw = JSON.stringify(next);
     if (!(await replaceSecret(this.db, this.box, SIGNING_KEY_SECRET, raw, nextRaw))) {
       throw new Error('the signing key ring changed meanwhile (another rotation?); try again');
     }
     this.ring = await loadRing(nextRaw);
     this.loadedAt = Date.now();
-    return { kid: this.ring.kid, previousKid: ring.current.kid ?? '' };
+    return { kid: this.ring.kid, previousKid: ring.current.kid ?? '', retiredKids: live.map((entry) => entry.jwk.kid ?? '') };
   }
 
   async issue(clientId: string, roles: Role[]): Promise<string> {
@@ -130,6 +146,8 @@ export class AccessTokens {
   /** The caller behind a token, or undefined when the token is invalid or expired. */
   async verify(token: string): Promise<Principal | undefined> {
     let principal: Principal | undefined;
+    // A revoking rotation in another process reaches this one within RELOAD_INTERVAL_MS.
+    if (Date.now() - this.loadedAt > RELOAD_INTERVAL_MS) await this.reload().catch(() => undefined);
     try {
       const kid = decodeProtectedHeader(token).kid ?? '';
       let key = this.ring.publicKeys.get(kid);

@@ -7,6 +7,7 @@ import { celEnv, celFunc, CelScalar, listType, parse, plan, type CelInput, type 
 import { concatLists } from './append-list';
 import { strings } from '@bufbuild/cel/ext';
 import { CelEvaluationError } from './errors';
+import { checkSecretForm } from './secret-form';
 import { BUDGET_FUNCTION, chargingResolver } from './cost';
 import { COMPILE_CACHE_SIZE, MAX_AST_DEPTH, MAX_AST_NODES, MAX_EXPRESSION_LENGTH } from './limits';
 
@@ -85,6 +86,7 @@ function compileUncached(source: string, root: ExpressionRoot): CompiledExpressi
   if (root === SECRETS_VARIABLE && secrets.length === 0) {
     throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `an expression that names ${SECRETS_VARIABLE} must read at least one secret as ${SECRETS_VARIABLE}.<name>`);
   }
+  if (root === SECRETS_VARIABLE) checkSecretForm(parsed.expr, SECRETS_VARIABLE, positionOf);
   instrumentComprehensions(parsed.expr);
   let evaluate: (bindings: Record<string, unknown>) => CelResult;
   try {

@@ -10,7 +10,9 @@ export type CelErrorCode =
   /** Evaluation failed: missing field, no matching overload, division by zero, ... */
   | 'ERR_CEL_EVALUATION'
   /** The result cannot be represented as JSON. */
-  | 'ERR_CEL_RESULT';
+  | 'ERR_CEL_RESULT'
+  /** A header value that reads named secrets is not `secrets.<name>` and string literals joined by `+`. */
+  | 'ERR_CEL_SECRET_FORM';
 
 /** Thrown when an expression cannot be compiled or evaluated; the message is safe to show. */
 export class CelEvaluationError extends Error {

@@ -8,7 +8,8 @@
  * the interpreter per operation and operand size (./cost), and a result size cap. The same
  * expression over the same input gets the same verdict on every machine; no watchdog runs.
  */
-import { isCelError } from '@bufbuild/cel';
+import { isCelError, parse } from '@bufbuild/cel';
+import { literalPrefix, selectedSecrets } from './secret-form';
 import { compile, SECRETS_VARIABLE, type CompiledExpression } from './compile';
 import { fromCelValue, toCelInput } from './convert';
 import { budgetExceeded, BudgetExceeded, resetBudget } from './cost';
@@ -72,6 +73,31 @@ export function evaluateSecretExpression(source: string, values: Record<string, 
   } catch (err) {
     if (err instanceof RangeError) throw new CelEvaluationError('ERR_CEL_LIMIT', `evaluation ran out of resources: ${err.message}`);
     throw err;
+  }
+}
+
+/**
+ * The literal text an expression starts with (`complete`: it is only literals), or undefined; for
+ * finding the origin of a callWebhook URL on save. Never throws (an expression that does not parse
+ * has no prefix).
+ */
+export function constantPrefix(source: string): { text: string; complete: boolean } | undefined {
+  try {
+    return literalPrefix(parse(source).expr);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Every secret name an expression selects as `secrets.<name>`, whatever else it does (an empty
+ * list when it does not parse): for migrating automations saved before the closed grammar.
+ */
+export function secretsSelectedBy(source: string): string[] {
+  try {
+    return selectedSecrets(parse(source).expr, SECRETS_VARIABLE);
+  } catch {
+    return [];
   }
 }
 

@@ -309,6 +309,13 @@ export const Execution = z
     reruns: z.array(z.string()).meta({ description: 'Ids of the reruns and retries of this run, oldest first.' }),
     error: z.string().nullable(),
     steps: z.array(StepResult),
+    unaudited: z
+      .array(z.string())
+      .optional()
+      .meta({
+        description:
+          'What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way.',
+      }),
   })
   .meta({ id: 'Execution' });
 
@@ -343,6 +350,24 @@ export const ExecutionList = z
   .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
   .meta({ id: 'ExecutionList' });
 export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
+/** What approve/reject answers: the run for a caller who may read runs (super_admin), the decision only otherwise (admin). */
+export const DecisionResponse = z
+  .union([
+    ExecutionResponse,
+    z
+      .object({
+        decision: z.object({
+          executionId: z.string(),
+          stepId: z.string(),
+          decision: z.string().meta({ description: 'approved or rejected.' }),
+          by: z.string().nullable(),
+          at: z.string().nullable(),
+          comment: z.string().nullable(),
+        }),
+      })
+      .meta({ id: 'DecisionOnlyResponse', description: 'For an admin, who may decide but not read runs: the recorded decision only.' }),
+  ])
+  .meta({ id: 'DecisionResponse' });
 
 export const DecisionRequest = z
   .object({ comment: z.string().max(2000).nullish().meta({ description: 'Why; kept in the step output and the audit trail.' }) })

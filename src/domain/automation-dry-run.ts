@@ -17,6 +17,7 @@
 import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
 import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../webhooks';
+import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 
 export type DryRunStatus = 'WOULD_RUN' | 'SKIPPED' | 'ERROR' | 'NOT_REACHED';
 
@@ -35,8 +36,11 @@ export interface DryRunOptions {
   allowInsecureOutbound: boolean;
   /** Wall-clock budget of the whole dry run, in milliseconds. */
   timeBudgetMs?: number;
-  /** The named secrets that exist (a header reading another one is an ERROR); undefined: not checked. */
-  existingSecrets?: ReadonlySet<string>;
+  /**
+   * The named secrets that exist, each with the origins it may be sent to (a header reading another
+   * one, or a URL outside a secret's origins, is an ERROR); undefined: not checked.
+   */
+  existingSecrets?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** What the dry run shows for a secret's value. */
@@ -120,12 +124,16 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
       const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
       if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
       const headers = { ...request.headers };
+      const origin = targetOrigin(request.url);
       for (const [header, source] of Object.entries(request.secretHeaders ?? {})) {
         checkBudget();
         const placeholders: Record<string, string> = {};
         for (const name of secretNames(source)) {
           if (options.existingSecrets && !options.existingSecrets.has(name)) {
             throw new StepError(`callWebhook.headers.${header}: secret "${name}" does not exist`);
+          }
+          if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [name], options.existingSecrets) !== undefined) {
+            throw new StepError(`callWebhook.headers.${header}: ${originRefusal(name, origin, options.existingSecrets.get(name)!)}`);
           }
           placeholders[name] = secretPlaceholder(name);
         }
@@ -143,6 +151,9 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
       const signing = request.signature?.secret;
       if (signing !== undefined) {
         if (options.existingSecrets && !options.existingSecrets.has(signing)) throw new StepError(`callWebhook.signature.secret: secret "${signing}" does not exist`);
+        if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [signing], options.existingSecrets) !== undefined) {
+          throw new StepError(`callWebhook.signature.secret: ${originRefusal(signing, origin, options.existingSecrets.get(signing)!)}`);
+        }
         headers['webhook-timestamp'] = '[at send]';
         headers['webhook-signature'] = `[signed with ${signing}]`;
       }

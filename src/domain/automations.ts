@@ -11,7 +11,7 @@ import { newId, randomToken } from '../ids';
 import { invalidArgument, notFound, type FieldViolation } from './errors';
 import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
-import type { SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../auth/secret-box';
 import { recordAudit } from '../store/audit';
 import { getLatestPublishedVersion, getPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
 import type { StepDefinition } from '../steps';
@@ -115,14 +115,15 @@ export async function createAutomation(
   if (violations.length > 0) throw invalidArgument(violations);
   const signingSecret = newSecretFor(trigger.authMethod);
   const record = await db.transaction(async (tx) => {
+    const id = newId();
     const inserted = await store.insertAutomation(tx, {
-      id: newId(),
+      id,
       displayName,
       description,
       trigger,
       steps,
       listenerId: randomToken(18),
-      sealedSigningSecret: signingSecret === null ? null : options.secretBox.seal(signingSecret),
+      sealedSigningSecret: signingSecret === null ? null : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', id)),
     });
     await recordAudit(tx, { actor: options.actor, action: 'automation.create', resourceType: 'automation', resourceId: inserted.id });
     return inserted;
@@ -185,7 +186,7 @@ export async function updateAutomation(
       next.sealedSigningSecret = null;
     } else if (switched || !current.sealedSigningSecret) {
       signingSecret = newSecretFor(next.trigger.authMethod);
-      next.sealedSigningSecret = signingSecret === null ? null : options.secretBox.seal(signingSecret);
+      next.sealedSigningSecret = signingSecret === null ? null : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', current.id));
     }
     const saved = await store.saveAutomation(tx, next);
     await recordAudit(tx, {
@@ -229,7 +230,7 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
     await store.setSealedSigningSecret(
       tx,
       id,
-      options.secretBox.seal(secret),
+      options.secretBox.seal(secret, sealContext('automation_signing_secret', id)),
       expiresAt && current.sealedSigningSecret ? { sealed: current.sealedSigningSecret, expiresAt } : undefined,
     );
     const previousSecretExpiresAt = expiresAt?.toISOString() ?? null;

@@ -7,7 +7,7 @@ import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
 import { getLatestPublishedVersion } from '../store/automation-versions';
-import { invalidArgument } from './errors';
+import { FailedPreconditionError, invalidArgument } from './errors';
 
 export interface RerunOptions {
   /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */
@@ -86,6 +86,11 @@ export async function rerunRun(
   const automation = await getAutomation(db, automationId);
   const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
   const published = latest ? { version: latest.version, automationName: latest.snapshot.displayName } : undefined;
+  // Unpublished means the automation runs nothing more, a retry included (it would run the failed
+  // step's effects and the ones after it); a retry still runs the original version.
+  if (fromFailedStep && !published) {
+    throw new FailedPreconditionError('the automation is not published: publish it before a retry from the failed step', 'NOT_PUBLISHED');
+  }
   const started = await control.rerun(executionId, { fromFailedStep, published });
   await recordAudit(db, {
     actor,

@@ -11,7 +11,7 @@
  */
 import type { Db } from '../store/db';
 import { getListener, LISTENER_CHANGED_CHANNEL, type ListenerRecord } from '../store/listeners';
-import type { SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../auth/secret-box';
 import { authenticatorOf } from '../webhooks/authenticators';
 
 /** Longest time a cached entry is used without a re-read, notifications or not. */
@@ -112,11 +112,11 @@ export class ListenerCache {
   private unsealPrevious(record: ListenerRecord): Listener['previousHmacSecret'] {
     const { sealedPreviousSigningSecret: sealed, previousSecretExpiresAt: expires, trigger } = record.automation;
     if (trigger.authMethod !== 'HMAC' || sealed === null || expires === null) return undefined;
-    return { secret: this.secretBox.open(sealed), expiresAtMs: Date.parse(expires) };
+    return { secret: this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id)), expiresAtMs: Date.parse(expires) };
   }
 
   private unseal(record: ListenerRecord): string | undefined {
     const sealed = record.automation.sealedSigningSecret;
-    return authenticatorOf(record.automation.trigger.authMethod).secret && sealed !== null ? this.secretBox.open(sealed) : undefined;
+    return authenticatorOf(record.automation.trigger.authMethod).secret && sealed !== null ? this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id)) : undefined;
   }
 }

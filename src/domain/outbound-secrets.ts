@@ -1,16 +1,18 @@
 /**
  * Named outbound secrets: credentials that callWebhook steps send (`'Bearer ' + secrets.crm_token`
- * in a header value), kept out of automations, run histories and logs. The value is sealed with
+ * in a header value), kept out of automations, run histories and logs, and bound to the origins
+ * they may be sent to (`allowedOrigins`, src/domain/secret-origins.ts). The value is sealed with
  * the secret box, read back only by the worker's callWebhook activity, and never returned, logged,
  * audited or put in an error message: every response carries the name and timestamps only.
  */
-import type { SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../auth/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db, Queryable } from '../store/db';
 import * as store from '../store/outbound-secrets';
 import { secretNames } from '../cel';
 import { HEADER_VALUE } from '../steps/call-webhook';
 import { readsSecrets, stepKind, type StepDefinition } from '../steps';
+import { allowedOriginsOf, originRefusal, refusedSecret, staticOrigin, validateAllowedOrigins } from './secret-origins';
 import { ConflictError, invalidArgument, notFound, type FieldViolation } from './errors';
 import { parseGracePeriod } from './rotation-grace';
 import { isMalformedWhsec } from '../webhooks/standard-webhooks';
@@ -72,55 +74,76 @@ export interface SecretChange {
   actor: string;
 }
 
-/** `{name, value}` → the new secret's metadata; 400 for a bad name or value, 409 when the name is taken. */
+/** `{name, value, allowedOrigins}` → the new secret's metadata; 400 for a bad field, 409 when the name is taken. */
 export async function createOutboundSecret(db: Db, body: Record<string, unknown>, change: SecretChange): Promise<OutboundSecret> {
   const violations: FieldViolation[] = [];
-  unknownFields(body, ['name', 'value'], violations);
+  unknownFields(body, ['name', 'value', 'allowedOrigins'], violations);
   const name = validateName(body.name, 'name', violations);
   const value = validateValue(body.value, violations);
+  const origins = validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations);
   if (violations.length > 0) throw invalidArgument(violations);
-  const sealed = change.secretBox.seal(value);
+  const sealed = change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
-    const created = await store.insertOutboundSecret(tx, name, sealed);
+    const created = await store.insertOutboundSecret(tx, name, sealed, origins);
     if (!created) throw new ConflictError(`a secret named "${name}" exists already (replace its value with PUT)`, { name });
-    await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.create', resourceType: 'outbound_secret', resourceId: name });
+    await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.create', resourceType: 'outbound_secret', resourceId: name, details: { allowedOrigins: origins } });
     return created;
   });
 }
 
-/** A replaced secret, and when its previous value stops signing calls (null: it stopped at once). */
+/** A replaced secret, and when its previous value stops signing calls (null: not replaced, or dropped at once). */
 export type ReplacedOutboundSecret = OutboundSecret & { previousValueExpiresAt: string | null };
 
 /**
- * `{value, gracePeriod?}` → replaces the value (rotation: the next request of every run uses it);
- * 404 when unknown. For `gracePeriod` (default 24 h, at most 7 days, "0s" at once) the replaced
- * value keeps signing callWebhook requests next to the new one (two signatures), so a receiver can
- * deploy the new value without a failed verification; header values use the new value at once.
+ * `{value?, gracePeriod?, allowedOrigins?}` (value or allowedOrigins, at least one) → replaces the
+ * value (rotation: the next request of every run uses it) and/or where the secret may be sent (the
+ * next request is checked against the new list); 404 when unknown. With a new value, for
+ * `gracePeriod` (default 24 h, at most 7 days, "0s" at once) the replaced value keeps signing
+ * callWebhook requests next to the new one (two signatures), so a receiver can deploy the new value
+ * without a failed verification; header values use the new value at once. `gracePeriod` without
+ * `value` is a 400.
  */
 export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<ReplacedOutboundSecret> {
   const violations: FieldViolation[] = [];
-  unknownFields(body, ['value', 'gracePeriod'], violations);
-  const value = validateValue(body.value, violations);
+  unknownFields(body, ['value', 'gracePeriod', 'allowedOrigins'], violations);
+  if (!('value' in body) && !('allowedOrigins' in body)) {
+    violations.push({ field: 'value', description: 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)' });
+  }
+  const value = 'value' in body ? validateValue(body.value, violations) : undefined;
+  const origins = 'allowedOrigins' in body ? validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations) : undefined;
   let graceSeconds = 0;
-  try {
-    graceSeconds = parseGracePeriod(body.gracePeriod);
-  } catch {
-    violations.push({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once' });
+  if ('gracePeriod' in body && !('value' in body)) {
+    violations.push({ field: 'gracePeriod', description: 'applies to a new value only: give value with it' });
+  } else if ('value' in body) {
+    try {
+      graceSeconds = parseGracePeriod(body.gracePeriod);
+    } catch {
+      violations.push({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once' });
+    }
   }
   if (violations.length > 0) throw invalidArgument(violations);
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
-  const sealed = change.secretBox.seal(value);
+  const sealed = value === undefined ? undefined : change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
-    const replaced = await store.replaceOutboundSecret(tx, name, sealed, graceSeconds);
-    if (!replaced) throw notFound('secret', name);
-    await recordAudit(tx, {
-      actor: change.actor,
-      action: 'outbound_secret.rotate',
-      resourceType: 'outbound_secret',
-      resourceId: name,
-      details: { gracePeriod: `${graceSeconds}s`, previousValueExpiresAt: replaced.previousValueExpiresAt },
-    });
-    return replaced;
+    let replaced: ReplacedOutboundSecret | undefined;
+    if (origins !== undefined) {
+      const updated = await store.replaceOutboundSecretOrigins(tx, name, origins);
+      if (!updated) throw notFound('secret', name);
+      replaced = { ...updated, previousValueExpiresAt: null };
+      await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.set_origins', resourceType: 'outbound_secret', resourceId: name, details: { allowedOrigins: origins } });
+    }
+    if (sealed !== undefined) {
+      replaced = await store.replaceOutboundSecret(tx, name, sealed, graceSeconds);
+      if (!replaced) throw notFound('secret', name);
+      await recordAudit(tx, {
+        actor: change.actor,
+        action: 'outbound_secret.rotate',
+        resourceType: 'outbound_secret',
+        resourceId: name,
+        details: { gracePeriod: `${graceSeconds}s`, previousValueExpiresAt: replaced.previousValueExpiresAt },
+      });
+    }
+    return replaced!;
   });
 }
 
@@ -151,10 +174,14 @@ export function listOutboundSecrets(db: Queryable, tokens: PageTokens, page: Pag
 }
 
 /** Every secret the steps read: field path (`steps[i].callWebhook.headers.<name>`) → secret names. */
-export function secretReferences(steps: readonly StepDefinition[], prefix = 'steps'): Array<{ field: string; stepId: string; names: string[] }> {
-  const out: Array<{ field: string; stepId: string; names: string[] }> = [];
+export function secretReferences(
+  steps: readonly StepDefinition[],
+  prefix = 'steps',
+): Array<{ field: string; stepId: string; names: string[]; origin: string | undefined }> {
+  const out: Array<{ field: string; stepId: string; names: string[]; origin: string | undefined }> = [];
   steps.forEach((step, index) => {
     if (stepKind(step) !== 'callWebhook' || !('callWebhook' in step)) return;
+    const origin = staticOrigin(step.callWebhook.url);
     for (const [header, source] of Object.entries(step.callWebhook.headers ?? {})) {
       if (!readsSecrets(source)) continue;
       let names: string[];
@@ -163,29 +190,36 @@ export function secretReferences(steps: readonly StepDefinition[], prefix = 'ste
       } catch {
         continue; // refused by validation already
       }
-      out.push({ field: `${prefix}[${index}].callWebhook.headers.${header}`, stepId: step.id, names });
+      out.push({ field: `${prefix}[${index}].callWebhook.headers.${header}`, stepId: step.id, names, origin });
     }
-    // The secret that signs the step's calls (Standard Webhooks).
+    // The secret that signs the step's calls (Standard Webhooks): bound to origins like a header's.
     const signing = step.callWebhook.signature?.secret;
-    if (typeof signing === 'string') out.push({ field: `${prefix}[${index}].callWebhook.signature.secret`, stepId: step.id, names: [signing] });
+    if (typeof signing === 'string') out.push({ field: `${prefix}[${index}].callWebhook.signature.secret`, stepId: step.id, names: [signing], origin });
   });
   return out;
 }
 
-/** The secrets the steps read that exist (for the dry run). */
-export async function existingSecretsReadBy(db: Queryable, steps: readonly StepDefinition[]): Promise<Set<string>> {
-  return store.existingOutboundSecrets(db, [...new Set(secretReferences(steps).flatMap((ref) => ref.names))]);
+/** The secrets the steps read that exist, with where each may be sent (for the dry run). */
+export async function existingSecretsReadBy(db: Queryable, steps: readonly StepDefinition[]): Promise<Map<string, string[]>> {
+  return allowedOriginsOf(db, [...new Set(secretReferences(steps).flatMap((ref) => ref.names))]);
 }
 
-/** A violation for every secret the steps read that does not exist. */
+/**
+ * A violation for every secret the steps read that does not exist, and for every secret read by a
+ * step whose URL has a fixed origin (src/domain/secret-origins.ts, `staticOrigin`) that the secret
+ * does not allow: named by the header, the secret and the origin. A step whose URL comes from the
+ * run's input is checked by the callWebhook activity instead, before anything is sent.
+ */
 export async function missingSecretViolations(db: Queryable, steps: readonly StepDefinition[], prefix = 'steps'): Promise<FieldViolation[]> {
   const references = secretReferences(steps, prefix);
-  const existing = await store.existingOutboundSecrets(db, [...new Set(references.flatMap((ref) => ref.names))]);
+  const originsOf = await allowedOriginsOf(db, [...new Set(references.flatMap((ref) => ref.names))]);
   const violations: FieldViolation[] = [];
   for (const ref of references) {
     for (const name of ref.names) {
-      if (!existing.has(name)) {
+      if (!originsOf.has(name)) {
         violations.push({ field: ref.field, description: `step "${ref.stepId}": secret "${name}" does not exist (create it with POST /api/v1/secrets)` });
+      } else if (ref.origin !== undefined && refusedSecret(ref.origin, [name], originsOf) !== undefined) {
+        violations.push({ field: ref.field, description: `step "${ref.stepId}": ${originRefusal(name, ref.origin, originsOf.get(name)!)}` });
       }
     }
   }

@@ -1,6 +1,7 @@
 /** Request and response schemas of the named outbound secrets (`/api/v1/secrets`), for the OpenAPI document. */
 import { z } from 'zod';
 import { MAX_SECRET_VALUE_LENGTH } from './outbound-secrets';
+import { MAX_ALLOWED_ORIGINS } from './secret-origins';
 
 const name = () =>
   z
@@ -16,28 +17,57 @@ const value = () =>
     .regex(/^[\t\x20-\x7e\x80-\xff]+$/)
     .meta({ description: `The credential, at most ${MAX_SECRET_VALUE_LENGTH} characters; sealed at rest and never returned.` });
 
-export const CreateSecretRequest = z.strictObject({ name: name(), value: value() }).meta({ id: 'CreateSecretRequest' });
+const allowedOrigins = () =>
+  z
+    .array(
+      z
+        .string()
+        .min(1)
+        .max(300)
+        .regex(/^[hH][tT][tT][pP][sS]?:\/\/[^/?#@\s*]+\/?$/)
+        .meta({ description: 'An origin, scheme://host[:port] (https, or http where plain-HTTP targets are allowed); stored normalised.' }),
+    )
+    .min(1)
+    .max(MAX_ALLOWED_ORIGINS)
+    .meta({
+      description:
+        `Where a request carrying the secret may be sent: 1 to ${MAX_ALLOWED_ORIGINS} origins. A callWebhook step whose URL is fixed elsewhere is refused on save; ` +
+        'one whose URL comes from the run fails (without retry, sending nothing) when it points elsewhere.',
+    });
+
+export const CreateSecretRequest = z
+  .strictObject({ name: name(), value: value(), allowedOrigins: allowedOrigins() })
+  .meta({ id: 'CreateSecretRequest' });
 export const ReplaceSecretRequest = z
   .strictObject({
-    value: value(),
+    value: value().optional(),
     gracePeriod: z
       .string()
       .regex(/^\d{1,7}(\.\d{1,9})?s$/)
       .optional()
       .meta({
         description:
-          'How long the replaced value keeps signing callWebhook requests next to the new one, as seconds ("86400s", the default; at most "604800s"); "0s" drops it at once. Header values use the new value at once.',
+          'With value only: how long the replaced value keeps signing callWebhook requests next to the new one, as seconds ("86400s", the default; at most "604800s"); "0s" drops it at once. Header values use the new value at once.',
       }),
+    allowedOrigins: allowedOrigins().optional(),
   })
-  .meta({ id: 'ReplaceSecretRequest' });
+  .meta({
+    id: 'ReplaceSecretRequest',
+    description: 'The new value (rotation, with an optional gracePeriod), new allowedOrigins, or both; value or allowedOrigins is required.',
+    minProperties: 1,
+  });
 
 export const SecretMetadata = z
   .strictObject({
     name: name(),
+    allowedOrigins: z
+      .array(z.string())
+      .max(MAX_ALLOWED_ORIGINS)
+      .meta({ description: 'Where a request carrying the secret may be sent (normalised origins). Empty only for a secret migrated from before origins existed: it is sent nowhere until they are set.' }),
     createdAt: z.string().meta({ description: 'RFC 3339.' }),
     updatedAt: z.string().meta({ description: 'RFC 3339: when the value was last set (create or rotation).' }),
   })
-  .meta({ id: 'Secret', description: 'A named outbound secret: its name and timestamps only, never its value.' });
+  .meta({ id: 'Secret', description: 'A named outbound secret: its name, allowed origins and timestamps, never its value.' });
 
 export const SecretResponse = z.object({ secret: SecretMetadata }).meta({ id: 'SecretResponse' });
 export const ReplaceSecretResponse = z
@@ -45,7 +75,7 @@ export const ReplaceSecretResponse = z
     secret: SecretMetadata,
     previousValueExpiresAt: z
       .string()
-      .meta({ format: 'date-time', description: 'When the replaced value stops signing calls (RFC 3339); null when it was dropped at once.' })
+      .meta({ format: 'date-time', description: 'When the replaced value stops signing calls (RFC 3339); null when the value was not changed (allowedOrigins only) or the old one was dropped at once.' })
       .nullable(),
   })
   .meta({ id: 'ReplaceSecretResponse' });

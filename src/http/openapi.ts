@@ -229,14 +229,14 @@ const OPERATIONS: Operation[] = [
   {
     method: 'post', path: '/api/v1/automation_executions/{id}/steps/{stepId}/approve', operationId: 'automations.executions.approve',
     tag: 'Automation Executions', secured: true,
-    summary: 'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on.',
-    body: { schema: api.DecisionRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+    summary: 'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on: the run for a super_admin, the decision only for an admin.',
+    body: { schema: api.DecisionRequest, required: false }, ok: api.DecisionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
   },
   {
     method: 'post', path: '/api/v1/automation_executions/{id}/steps/{stepId}/reject', operationId: 'automations.executions.reject',
     tag: 'Automation Executions', secured: true,
     summary: 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.',
-    body: { schema: api.DecisionRequest, required: false }, ok: api.ExecutionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
+    body: { schema: api.DecisionRequest, required: false }, ok: api.DecisionResponse, errors: [400, 401, 403, 404, 409, 500, 503],
   },
   {
     method: 'post', path: '/api/v1/automation_executions/{id}/cancel', operationId: 'automations.executions.cancel', tag: 'Automation Executions',
@@ -281,12 +281,12 @@ const OPERATIONS: Operation[] = [
   // ---------------------------------------------------------------- outbound secrets
   {
     method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: 'Secrets', secured: true,
-    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values; the value is never returned.',
+    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values and sent only to its allowedOrigins; the value is never returned.',
     body: { schema: secrets.CreateSecretRequest, required: true }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
   },
   {
     method: 'get', path: '/api/v1/secrets', operationId: 'secrets.list', tag: 'Secrets', secured: true, paged: true,
-    summary: 'List outbound secrets: names and timestamps only.', ok: secrets.SecretList, errors: READ,
+    summary: 'List outbound secrets: names, allowed origins and timestamps only.', ok: secrets.SecretList, errors: READ,
   },
   {
     method: 'get', path: '/api/v1/secrets/{name}', operationId: 'secrets.get', tag: 'Secrets', secured: true,
@@ -294,7 +294,7 @@ const OPERATIONS: Operation[] = [
   },
   {
     method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: 'Secrets', secured: true,
-    summary: 'Replace a secret’s value (rotation, admin): requests made from now on send the new value; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
+    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (admin): requests made from now on send the new value and are checked against the new origins; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
     body: { schema: secrets.ReplaceSecretRequest, required: true }, ok: secrets.ReplaceSecretResponse, errors: ITEM_WRITE,
   },
   {

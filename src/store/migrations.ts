@@ -4,6 +4,7 @@
  * append a new one.
  */
 import type { Db } from './db';
+import { backfillSecretOrigins } from '../domain/secret-origins';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: service secrets, API clients
@@ -262,6 +263,25 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // secret origins (issue 23): where each named outbound secret may be sent. NULL only for rows from
+  // before this migration; migrate() then fills them from the automations that read them
+  // (src/domain/secret-origins.ts, backfillSecretOrigins) in the same transaction.
+  `
+  ALTER TABLE outbound_secrets ADD COLUMN allowed_origins jsonb;
+  `,
+  // sealed values bound to their row (issue 23): whether the sealing migration (src/store/sealing.ts,
+  // run in code at start-up: it needs SECRET_KEY) has sealed again what earlier versions stored. A
+  // store with nothing sealed yet needs none.
+  `
+  CREATE TABLE secret_sealing (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    context_bound_at timestamptz
+  );
+  INSERT INTO secret_sealing (context_bound_at)
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM service_secrets) OR EXISTS (SELECT 1 FROM outbound_secrets)
+      OR EXISTS (SELECT 1 FROM automations WHERE signing_secret IS NOT NULL OR previous_signing_secret IS NOT NULL)
+      THEN NULL ELSE now() END;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
@@ -279,6 +299,8 @@ export async function migrate(db: Db): Promise<void> {
       for (const statement of splitStatements(sql)) await tx.query(statement);
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
     }
+    // Data migration in code (it parses the automations' CEL): secrets stored before allowedOrigins.
+    await backfillSecretOrigins(tx);
   });
 }
 

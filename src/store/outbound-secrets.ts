@@ -4,26 +4,38 @@
  * Listings and metadata never select the value.
  */
 import { iso, type Queryable } from './db';
+import { originList } from '../domain/secret-origins';
 
 export interface OutboundSecretMetadata {
   name: string;
+  /** Where a request carrying the secret may go (src/domain/secret-origins.ts); empty: nowhere yet. */
+  allowedOrigins: string[];
   createdAt: string;
   updatedAt: string;
 }
 
-const METADATA = `name, created_at AS "createdAt", updated_at AS "updatedAt"`;
-type RawMetadata = { name: string; createdAt: unknown; updatedAt: unknown };
+const METADATA = `name, allowed_origins AS "allowedOrigins", created_at AS "createdAt", updated_at AS "updatedAt"`;
+type RawMetadata = { name: string; allowedOrigins: unknown; createdAt: unknown; updatedAt: unknown };
 
 function toMetadata(raw: RawMetadata): OutboundSecretMetadata {
-  return { name: raw.name, createdAt: iso(raw.createdAt)!, updatedAt: iso(raw.updatedAt)! };
+  return { name: raw.name, allowedOrigins: originList(raw.allowedOrigins), createdAt: iso(raw.createdAt)!, updatedAt: iso(raw.updatedAt)! };
 }
 
 /** Inserts a secret; undefined when one with this name exists. */
-export async function insertOutboundSecret(db: Queryable, name: string, sealedValue: string): Promise<OutboundSecretMetadata | undefined> {
+export async function insertOutboundSecret(db: Queryable, name: string, sealedValue: string, allowedOrigins: readonly string[]): Promise<OutboundSecretMetadata | undefined> {
   const rows = await db.query<RawMetadata>(
-    `INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING ${METADATA}`,
-    [name, sealedValue],
+    `INSERT INTO outbound_secrets (name, sealed_value, allowed_origins) VALUES ($1, $2, $3::jsonb) ON CONFLICT (name) DO NOTHING RETURNING ${METADATA}`,
+    [name, sealedValue, JSON.stringify(allowedOrigins)],
   );
+  return rows[0] && toMetadata(rows[0]);
+}
+
+/** Replaces where a secret may be sent; undefined when there is none with this name. */
+export async function replaceOutboundSecretOrigins(db: Queryable, name: string, allowedOrigins: readonly string[]): Promise<OutboundSecretMetadata | undefined> {
+  const rows = await db.query<RawMetadata>(`UPDATE outbound_secrets SET allowed_origins = $2::jsonb WHERE name = $1 RETURNING ${METADATA}`, [
+    name,
+    JSON.stringify(allowedOrigins),
+  ]);
   return rows[0] && toMetadata(rows[0]);
 }
 

@@ -47,14 +47,15 @@ export class TemporalRunControl implements RunController {
 
   /** Records a person's decision on a waiting step; resolves once the run has moved past the step. */
   async decide(executionId: string, input: DecideInput): Promise<void> {
-    await this.requireOpen(executionId);
+    // An admin may decide without reading runs: no message here names a run's or a step's status.
+    await this.requireOpen(executionId, false);
     const handle = this.client.workflow.getHandle<typeof automation>(executionId);
     try {
       await this.call(this.updateTimeoutMs, () => handle.executeUpdate(decideUpdate, { args: [input] }));
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
         if (err.cause.type === UNKNOWN_STEP) throw new NotFoundError('step', input.stepId);
-        if (err.cause.type === STEP_NOT_WAITING) throw new FailedPreconditionError(err.cause.message, 'STEP_NOT_WAITING');
+        if (err.cause.type === STEP_NOT_WAITING) throw new FailedPreconditionError(`step ${JSON.stringify(input.stepId)} is not waiting for approval`, 'STEP_NOT_WAITING');
       }
       throw this.closedOrUnavailable(err);
     }
@@ -160,11 +161,11 @@ export class TemporalRunControl implements RunController {
     return { automationName: typeof name === 'string' ? name : 'automation', runId: description.runId };
   }
 
-  /** NotFoundError for an unknown run, FailedPreconditionError for a closed one. */
-  private async requireOpen(executionId: string): Promise<void> {
+  /** NotFoundError for an unknown run, FailedPreconditionError for a closed one (naming its status when `showStatus`). */
+  private async requireOpen(executionId: string, showStatus = true): Promise<void> {
     const execution = await this.executions.get(executionId);
     if (!execution) throw new NotFoundError('automation execution', executionId);
-    if (execution.status !== 'RUNNING') throw new FailedPreconditionError(`the run is closed (${execution.status})`, 'RUN_CLOSED');
+    if (execution.status !== 'RUNNING') throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
   }
 
   /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */

@@ -9,7 +9,7 @@
 import type { Logger } from '../logger';
 import type { SecretBox } from '../auth/secret-box';
 import type { Db } from '../store/db';
-import { ListenerCache, verifyingHmacSecrets } from '../domain/listener-cache';
+import { ListenerCache, verifyingHmacSecrets, type Listener } from '../domain/listener-cache';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
 import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from './authenticators';
 import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from './admission';
@@ -153,20 +153,26 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     return { accepted: false, status: err.status as 400 | 401 | 403 | 404 | 409, reason: err.reason, message: err.message, details: [reasonDetail(err.reason)] };
   }
 
+  /** Steps 1 and 2 of the check order for `listener`: its active trigger, or a 404 / 403 rejection. */
+  function activeTrigger(listener: Listener | undefined, delivery: WebhookDelivery) {
+    const automation = listener?.automation;
+    const trigger = automation?.trigger;
+    if (!automation || !automation.published || !trigger?.enabled) {
+      throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+    }
+    if (delivery.facts) delivery.facts.automationId = automation.id;
+    if (!isAddressAllowed(delivery.sourceAddress, trigger.allowedCidrs)) {
+      throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
+    }
+    return { automation, trigger };
+  }
+
   async function receive(delivery: WebhookDelivery): Promise<IntakeOutcome> {
     const { listenerId } = delivery;
     try {
       // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
       const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
-      const automation = listener?.automation;
-      const trigger = automation?.trigger;
-      if (!automation || !automation.published || !trigger?.enabled) {
-        throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
-      }
-      if (delivery.facts) delivery.facts.automationId = automation.id;
-      if (!isAddressAllowed(delivery.sourceAddress, trigger.allowedCidrs)) {
-        throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
-      }
+      const { automation, trigger } = activeTrigger(listener, delivery);
       delivery.enterListener(listenerId);
       const authenticator = authenticatorOf(trigger.authMethod);
       const input: PrecheckInput = {
@@ -192,21 +198,36 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (verdict instanceof WebhookRejection) throw verdict;
       const headers = verdict;
       if (delivery.facts) delivery.facts.eventId = headers.eventId;
-      const verified = verifiers[trigger.authMethod]({
-        listenerId,
-        listenerUrl: deps.listenerUrl(listenerId),
-        fields: fieldsOf(trigger),
-        secrets: listener ? verifyingHmacSecrets(listener, delivery.now.getTime()) : [],
-        credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
-        timestampHeader: headers.timestampHeader,
-        eventIdHeader: headers.eventIdHeader,
-        eventId: headers.eventId,
-        body,
-      });
-      if (verified) await verified;
+      const verify = async (current: Listener, currentTrigger: typeof trigger): Promise<void> => {
+        const verified = verifiers[currentTrigger.authMethod]({
+          listenerId,
+          listenerUrl: deps.listenerUrl(listenerId),
+          fields: fieldsOf(currentTrigger),
+          secrets: verifyingHmacSecrets(current, delivery.now.getTime()),
+          credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
+          timestampHeader: headers.timestampHeader,
+          eventIdHeader: headers.eventIdHeader,
+          eventId: headers.eventId,
+          body,
+        });
+        if (verified) await verified;
+      };
+      await verify(listener!, trigger);
       const payload = parseWebhookJson(body);
+      // The body may have taken up to its deadline to arrive: the listener is looked up again (the
+      // cached entry, re-read when a change invalidated it or it is over a second old) and, when it
+      // changed, judged again — an unpublish, a disabled trigger, a CIDR change or a "0s" rotation
+      // made while the body arrived refuses the delivery, as it would have at its headers.
+      const latest = await listeners.lookup(listenerId);
+      if (latest !== listener) {
+        const again = activeTrigger(latest, delivery);
+        if (again.trigger.authMethod !== trigger.authMethod) {
+          throw new WebhookRejection(401, "the listener's authentication method changed while the body arrived", 'signature_mismatch');
+        }
+        await verify(latest!, again.trigger);
+      }
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
-      const published = listener?.published;
+      const published = latest?.published;
       if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       const { executionId } = await deps.runs.start(
         {

@@ -12,7 +12,7 @@ import { DATABASES, openTestDb } from '../helpers/databases';
 import { openDb, type Db } from '../../src/store/db';
 import { insertAutomation, setPublished } from '../../src/store/automations';
 import { recordPublishedVersion } from '../../src/store/automation-versions';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox, sealContext } from '../../src/auth/secret-box';
 import { ListenerCache, listenerChanged } from '../../src/domain/listener-cache';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
@@ -29,7 +29,7 @@ async function createListener(db: Db, secret: string): Promise<{ id: string; lis
     trigger: { authMethod: 'HMAC', jwksUrl: '', allowedCidrs: [], enabled: true },
     listenerId,
     steps: [],
-    sealedSigningSecret: box.seal(secret),
+    sealedSigningSecret: box.seal(secret, sealContext('automation_signing_secret', id)),
   });
   const record = await setPublished(db, id, true);
   await recordPublishedVersion(db, id, record!.version, { displayName: 'cache test', steps: [] });
@@ -79,7 +79,7 @@ for (const target of DATABASES) {
         for (let i = 0; i < 20; i++) expect((await cache.lookup(listenerId))?.hmacSecret).toBe('first-secret');
         expect(reads()).toBe(before);
 
-        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('second-secret'), id]);
+        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('second-secret', sealContext('automation_signing_secret', id)), id]);
         listenerChanged(listenerId); // what the domain does after its transaction commits
         expect((await cache.lookup(listenerId))?.hmacSecret).toBe('second-secret');
 
@@ -122,7 +122,7 @@ for (const target of DATABASES) {
           const secret = `rotated-${round}`;
           const seen = lines.filter((l) => l.invalidated === listenerId).length;
           const committedAt = Date.now();
-          await shared.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal(secret), id]);
+          await shared.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal(secret, sealContext('automation_signing_secret', id)), id]);
           await poll(() => lines.filter((l) => l.invalidated === listenerId).length > seen, 'the NOTIFY to reach the second process');
           staleness.push((lines.filter((l) => l.invalidated === listenerId).at(-1)!.at as number) - committedAt);
           expect((await ask(listenerId)).lookup).toBe(secret);

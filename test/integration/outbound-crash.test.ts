@@ -91,7 +91,7 @@ describe('outbound call keys across a worker crash (worker as a separate process
 
     const api = () => request(stack!.service.server);
     const signing = `whsec_${randomBytes(24).toString('base64')}`;
-    await api().post('/api/v1/secrets').set('Authorization', `Bearer ${stack.adminToken}`).send({ name: 'crash_signing', value: signing }).expect(200);
+    await api().post('/api/v1/secrets').set('Authorization', `Bearer ${stack.adminToken}`).send({ name: 'crash_signing', value: signing, allowedOrigins: [origin] }).expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'held call',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },

@@ -103,7 +103,7 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
 
   it('a 500 then a 200: both attempts carry one key and verify with standardwebhooks; a changed body does not; another run and a rerun get other keys', async () => {
     const secret = whsec();
-    await auth(api().post('/api/v1/secrets')).send({ name: 'hook_signing', value: secret }).expect(200);
+    await auth(api().post('/api/v1/secrets')).send({ name: 'hook_signing', value: secret, allowedOrigins: [origin] }).expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'signed flaky',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -215,7 +215,7 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     const first = whsec();
     const second = whsec();
     const third = `plain-${randomBytes(12).toString('hex')}`;
-    await auth(api().post('/api/v1/secrets')).send({ name: 'rotating', value: first }).expect(200);
+    await auth(api().post('/api/v1/secrets')).send({ name: 'rotating', value: first, allowedOrigins: [origin] }).expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'rotating',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -281,7 +281,7 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
       await violation(hook('/x', { headers: { [header]: "'mine'" } }), `steps[0].callWebhook.headers.${header}`, 'the service sets this header itself');
     }
     for (const value of ['whsec_', 'whsec_not base64!', 'whsec_abc']) {
-      const res = await auth(api().post('/api/v1/secrets')).send({ name: 'bad_whsec', value });
+      const res = await auth(api().post('/api/v1/secrets')).send({ name: 'bad_whsec', value, allowedOrigins: [origin] });
       expect([value, res.status]).toEqual([value, 400]);
       expect(JSON.stringify(res.body)).toContain('whsec_ value must be base64');
     }

@@ -15,7 +15,7 @@ import request from 'supertest';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox, sealContext } from '../../src/auth/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -49,19 +49,19 @@ for (const target of DATABASES) {
 
     it('creates, lists, reads, rotates and deletes; never answers, stores in clear or audits a value', async () => {
       const value = newValue();
-      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value });
+      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
       expect(created.status).toBe(200);
-      expect(created.body).toEqual({ secret: { name: 'crm_token', createdAt: expect.any(String), updatedAt: expect.any(String) } });
+      expect(created.body).toEqual({ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } });
 
-      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value: 'other-value' });
+      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value: 'other-value', allowedOrigins: ['https://crm.example'] });
       expect(duplicate.status).toBe(409);
       expect(duplicate.body).toMatchObject({ code: expect.any(Number), message: expect.stringContaining('crm_token') });
 
       const reader = await service.tokenFor('read_only');
       const list = await api().get('/api/v1/secrets').set('Authorization', `Bearer ${reader}`);
       expect(list.status).toBe(200);
-      expect(list.body).toEqual({ list: expect.arrayContaining([{ secret: { name: 'crm_token', createdAt: expect.any(String), updatedAt: expect.any(String) } }]), nextPageToken: '' });
-      expect(list.body.list.every((item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'createdAt,name,updatedAt')).toBe(true);
+      expect(list.body).toEqual({ list: expect.arrayContaining([{ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } }]), nextPageToken: '' });
+      expect(list.body.list.every((item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'allowedOrigins,createdAt,name,updatedAt')).toBe(true);
       const one = await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`);
       expect(one.status).toBe(200);
       expect(one.body).toEqual(created.body);
@@ -71,17 +71,30 @@ for (const target of DATABASES) {
 
       // Sealed at rest with the service's secret box.
       const rows = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
-      expect(rows[0]!.sealed_value.startsWith('v1.')).toBe(true);
+      expect(rows[0]!.sealed_value.startsWith('v2.')).toBe(true);
       expect(rows[0]!.sealed_value).not.toContain(value);
-      expect(service.deps.secretBox.open(rows[0]!.sealed_value)).toBe(value);
+      expect(service.deps.secretBox.open(rows[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
 
       const rotatedValue = newValue();
       const rotated = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: rotatedValue });
       expect(rotated.status).toBe(200);
       expect(rotated.body.secret.name).toBe('crm_token');
       expect(Date.parse(rotated.body.secret.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.body.secret.updatedAt));
-      const after = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
-      expect(service.deps.secretBox.open(after[0]!.sealed_value)).toBe(rotatedValue);
+      expect(Date.parse(rotated.body.previousValueExpiresAt)).toBeGreaterThan(Date.now());
+      const after = await service.deps.db.query<{ sealed_value: string; previous_sealed_value: string }>(
+        "SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm_token'",
+      );
+      expect(service.deps.secretBox.open(after[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(rotatedValue);
+      expect(service.deps.secretBox.open(after[0]!.previous_sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
+      // All three fields at once: a new value with its grace period and new origins, in one change.
+      const both = await api()
+        .put('/api/v1/secrets/crm_token')
+        .set('Authorization', `Bearer ${admin}`)
+        .send({ value: newValue(), gracePeriod: '0s', allowedOrigins: ['https://crm2.example'] });
+      expect([both.status, both.body.secret.allowedOrigins, both.body.previousValueExpiresAt]).toEqual([200, ['https://crm2.example'], null]);
+      // Origins only: the value is not changed, so nothing is kept for signatures.
+      const rebound = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ allowedOrigins: ['https://crm.example'] });
+      expect([rebound.status, rebound.body.secret.allowedOrigins, rebound.body.previousValueExpiresAt]).toEqual([200, ['https://crm.example'], null]);
 
       expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(200);
       expect((await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
@@ -89,7 +102,7 @@ for (const target of DATABASES) {
       expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: 'v' })).status).toBe(404);
 
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'crm_token');
-      expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.delete']);
+      expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.delete']);
       expect(audit.every((event) => event.actor.startsWith('client:'))).toBe(true);
       const everything = JSON.stringify([created.body, duplicate.body, list.body, one.body, rotated.body, audit]);
       expect(everything).not.toContain(value);
@@ -106,18 +119,31 @@ for (const target of DATABASES) {
           expect(JSON.stringify(res.body)).not.toContain((body as { value: string }).value);
         }
       };
-      await bad({ value: 'v' }, 'name');
-      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null']) await bad({ name, value: 'v' }, 'name');
+      await bad({ value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
+      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null']) await bad({ name, value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
       await bad({ name: 'ok_name' }, 'value');
       await bad({ name: 'ok_name', value: '' }, 'value');
       await bad({ name: 'ok_name', value: 42 }, 'value');
       await bad({ name: 'ok_name', value: 'x'.repeat(4097) }, 'value');
       await bad({ name: 'ok_name', value: 'line-one\r\nInjected: yes' }, 'value');
-      await bad({ name: 'ok_name', value: 'v', extra: true }, 'extra');
-      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'ok_name', value: 'x'.repeat(4096) })).status).toBe(200);
+      await bad({ name: 'ok_name', value: 'v', extra: true, allowedOrigins: ['https://crm.example'] }, 'extra');
+      // allowedOrigins: required, 1..20 exact origins scheme://host[:port].
+      await bad({ name: 'ok_name', value: 'v' }, 'allowedOrigins');
+      const many = Array.from({ length: 21 }, (_, i) => `https://h${i}.example`);
+      for (const origins of [[], 'https://crm.example', many, null, [7], [''], ['ftp://crm.example'], ['https://crm.example/path'], ['https://*.example'],
+        ['https://user:pw@crm.example'], ['https://crm.example?x=1'], ['https://crm.example#f'], ['crm.example'], ['https://crm.example, https://b.example']]) {
+        await bad({ name: 'ok_name', value: 'v', allowedOrigins: origins }, 'allowedOrigins');
+      }
+      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'ok_name', value: 'x'.repeat(4096), allowedOrigins: ['https://crm.example'] })).status).toBe(200);
       await bad({ value: 'bad\nvalue' }, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({}, 'value', 'put', '/api/v1/secrets/ok_name');
+      await bad({ allowedOrigins: [] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
+      await bad({ value: 'v', allowedOrigins: ['https://crm.example/x'] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
       await bad({ value: 'v', name: 'other' }, 'name', 'put', '/api/v1/secrets/ok_name');
+      // gracePeriod belongs to a new value: alone, or with allowedOrigins only, it is a 400.
+      await bad({ gracePeriod: '60s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
+      await bad({ gracePeriod: '60s', allowedOrigins: ['https://crm.example'] }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
+      await bad({ value: 'v', gracePeriod: '604801s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
       expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
       // Nothing half-written: of all these requests, only the one good create left a row.
       const names = await service.deps.db.query<{ name: string }>("SELECT name FROM outbound_secrets WHERE name IN ('ok_name', 'crm', 'a_b', 'other') ORDER BY name");
@@ -126,7 +152,7 @@ for (const target of DATABASES) {
 
     it('allows secrets.<name> only in callWebhook header values, without ctx, and only for secrets that exist (save and publish)', async () => {
       const superToken = await service.tokenFor('super_admin');
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'hook_key', value: newValue() }).expect(200);
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'hook_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
       const save = (steps: unknown[]) =>
         api().post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: 'secrets', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
       const hook = (headers: Record<string, string>, extra: Record<string, unknown> = {}) => ({ url: "'https://hooks.example/x'", body: {}, headers, ...extra });
@@ -224,7 +250,7 @@ describe('outbound secrets in a real run', () => {
   it('sends the credential to the target only: not in the history, the execution, the dry run, the responses, the audit or the logs', async () => {
     const first = newValue();
     const second = newValue();
-    const created = await auth(api().post('/api/v1/secrets')).send({ name: 'crm_token', value: first });
+    const created = await auth(api().post('/api/v1/secrets')).send({ name: 'crm_token', value: first, allowedOrigins: [origin] });
     expect(created.status).toBe(200);
 
     const steps = (path: string) => [
@@ -307,7 +333,7 @@ describe('outbound secrets in a real run', () => {
 
   it('a worker that cannot open the secret fails the attempt retryably; a missing secret fails it for good; neither sends anything', async () => {
     const value = newValue();
-    await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value }).expect(200);
+    await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value, allowedOrigins: [origin] }).expect(200);
     // Called directly, outside a run: the run whose call keys it sends is given (keysOf).
     const keysOf = { workflowId: 'direct-call', runId: 'run-1' };
     const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000, keysOf };
@@ -327,7 +353,7 @@ describe('outbound secrets in a real run', () => {
     const missing = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }));
     expect([missing.type, missing.nonRetryable]).toEqual(['CallWebhookSecretMissing', true]);
     const notString = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.worker_key.size()' } }));
-    expect(notString.message).toBe('callWebhook: headers.Authorization: must evaluate to a string, got number');
+    expect(notString.message).toMatch(/^callWebhook: headers\.Authorization: a header value that reads secrets is secrets\.<name> and string literals joined by \+.*found a call to size\(\)/);
     expect(received.length).toBe(before);
     expect(await right.callWebhook(input)).toMatchObject({ status: 200, body: { ok: true, echo: '[secret]' } });
     expect(received.at(-1)?.authorization).toBe(`Bearer ${value}`);

@@ -10,6 +10,9 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { automation, decideUpdate } from '../../workflows';
+import type { AutomationRunInput } from '../../workflows/types';
+import { runStartOptions } from '../../src/temporal/runs';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { poll, testDataConverter, testTemporal, testWorkflowBundle } from '../helpers/temporal';
 
@@ -109,12 +112,14 @@ describe('waitForApproval', () => {
     const res = await api(admin).post(`${runPath(id)}/steps/mgr/approve`, { comment: 'ok by me' });
     expect(res.status).toBe(200);
     const adminClient = (await stack.service.deps.tokens.verify(admin))!.clientId;
-    const step = res.body.execution.steps.find((s: Json) => s.id === 'mgr');
-    expect(step).toMatchObject({ status: 'DONE', output: { decision: 'approved', by: adminClient, comment: 'ok by me' } });
-    expect(Date.parse(step.output.at)).not.toBeNaN();
+    // An admin may decide, not read runs: the answer is the decision only (no run, no other step).
+    expect(res.body).toEqual({ decision: { executionId: id, stepId: 'mgr', decision: 'approved', by: adminClient, at: expect.any(String), comment: 'ok by me' } });
+    expect(Date.parse(res.body.decision.at)).not.toBeNaN();
 
     const done = await untilStatus(id, 'COMPLETED');
     expect(done.steps[1].output).toEqual({ decision: 'approved', by: adminClient });
+    expect(done.steps[0].output).toEqual({ ...res.body.decision, executionId: undefined, stepId: undefined });
+    expect(done.unaudited).toEqual([]);
     const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
     expect(audit.map((a) => [a.action, a.actor, a.details])).toEqual([['automation_execution.approve', adminClient, { stepId: 'mgr', comment: 'ok by me' }]]);
   });
@@ -162,16 +167,47 @@ describe('waitForApproval', () => {
     const id = await send(target);
     await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
     expect((await api(superAdmin).post(`${runPath(id)}/steps/nope/approve`)).status).toBe(404);
-    expect((await api(superAdmin).post(`${runPath(id)}/steps/after/approve`)).status).toBe(409);
+    const notWaiting = await api(admin).post(`${runPath(id)}/steps/after/approve`);
+    expect([notWaiting.status, notWaiting.body.message]).toEqual([409, 'step "after" is not waiting for approval']);
     expect((await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`)).status).toBe(200);
     const second = await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`);
     expect(second.status).toBe(409);
     expect(second.body.code).toBe(6);
     await untilStatus(id, 'COMPLETED');
     const closed = await api(superAdmin).post(`${runPath(id)}/steps/mgr/reject`);
-    expect([closed.status, closed.body.message]).toEqual([409, 'the run is closed (COMPLETED)']);
+    expect([closed.status, closed.body.message]).toEqual([409, 'the run is closed']);
+    // Neither answer names a run's or a step's status (an admin may decide without reading runs).
+    const byAdmin = await api(admin).post(`${runPath(id)}/steps/after/approve`);
+    expect([byAdmin.status, byAdmin.body.message]).toEqual([409, 'the run is closed']);
+    expect(JSON.stringify([second.body, closed.body, byAdmin.body])).not.toMatch(/COMPLETED|DONE|WAITING|RUNNING|FAILED/);
     expect((await api(superAdmin).post(`${runPath('webhook:none:00000000-0000-4000-8000-000000000000')}/steps/mgr/approve`)).status).toBe(404);
     expect((await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`, { comment: 7 })).status).toBe(400);
+  });
+
+  it('a decision sent to the engine directly (not through the API) is taken as the engine delivers it, and shows as unaudited', async () => {
+    const target = await automationWith(approval());
+    const id = await send(target);
+    await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    // Anyone the Temporal frontend accepts can send the update, with any `by`.
+    await stack.client.workflow.getHandle(id).executeUpdate(decideUpdate, { args: [{ stepId: 'mgr', decision: 'approved', by: 'client:forged', comment: null }] });
+    const done = await untilStatus(id, 'COMPLETED');
+    expect(done.steps[0].output).toMatchObject({ decision: 'approved', by: 'client:forged' });
+    expect(done.unaudited).toEqual(['decision:mgr']);
+    expect(await listAuditEvents(stack.service.deps.db, 'automation_execution', id)).toEqual([]);
+
+    // A run started on the engine directly, linked to this one and marking the approval step done.
+    const history = await stack.client.workflow.getHandle(id).fetchHistory();
+    const started = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    await decodePayloadsInPlace(started, stack.client.options.loadedDataConverter.payloadCodecs);
+    const input = stack.client.options.loadedDataConverter.payloadConverter.fromPayload(started) as AutomationRunInput;
+    const forgedId = `${id}:forged`;
+    const resume = { fromStepId: 'after', steps: [{ id: 'mgr', status: 'DONE' as const, output: { decision: 'approved', by: 'client:forged', at: null, comment: null } }] };
+    await stack.client.workflow.start(
+      automation,
+      runStartOptions(stack.taskQueue, forgedId, { ...input, rerunOf: id, resume }, { automationName: 'forged', rerunOf: id, summary: 'forged' }),
+    );
+    const forged = await untilStatus(forgedId, 'COMPLETED');
+    expect(forged.unaudited).toEqual(['decision:mgr', 'rerunOf']);
   });
 
   it('is approved after the worker was restarted while the run waited', async () => {
@@ -256,9 +292,18 @@ describe('rerun and retry', () => {
       expect((await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: 'yes' })).status).toBe(400);
 
       answer = 200;
+      // Unpublished, the automation runs nothing more: no retry either (it would run its effects).
+      expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/unpublish`)).status).toBe(200);
+      const refused = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
+      expect([refused.status, refused.body.message]).toEqual([409, 'the automation is not published: publish it before a retry from the failed step']);
+      expect(await listAuditEvents(stack.service.deps.db, 'automation_execution', id)).toEqual([]);
+      expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
       const retry = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
       expect(retry.status).toBe(200);
+      expect(retry.body.execution.unaudited).toEqual([]);
       const done = await untilStatus(retry.body.execution.id, 'COMPLETED');
+      // Still the original version (1), although publishing again made version 2.
+      expect(done.version).toBe(1);
       expect(done.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['hook', 'DONE']]);
       expect(done.steps[0].output).toEqual(failed.steps[0].output);
       expect(done.steps[1].output).toMatchObject({ status: 200, body: { ok: true } });

@@ -7,6 +7,7 @@
 import request from 'supertest';
 import { listAuditEvents } from '../../src/store/audit';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
+import { sealContext } from '../../src/auth/secret-box';
 
 const PAYLOAD = { employee_id: '1' };
 const STEPS = [{ id: 'v', setVariables: { x: 'ctx.trigger.employee_id' } }];
@@ -51,11 +52,11 @@ describe('signing-secret rotation with a grace period', () => {
       'SELECT signing_secret, previous_signing_secret FROM automations WHERE id = $1',
       [automation.id],
     );
-    expect(row!.signing_secret.startsWith('v1.')).toBe(true);
-    expect(row!.previous_signing_secret.startsWith('v1.')).toBe(true);
+    expect(row!.signing_secret.startsWith('v2.')).toBe(true);
+    expect(row!.previous_signing_secret.startsWith('v2.')).toBe(true);
     expect(JSON.stringify(row)).not.toContain(first);
     expect(JSON.stringify(row)).not.toContain(second);
-    expect(stack.service.deps.secretBox.open(row!.previous_signing_secret)).toBe(first);
+    expect(stack.service.deps.secretBox.open(row!.previous_signing_secret, sealContext('automation_signing_secret', automation.id))).toBe(first);
 
     const audit = (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).filter((e) => e.action === 'automation.rotate_secret');
     expect(audit).toHaveLength(1);

@@ -7,6 +7,7 @@ import request from 'supertest';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
+import { sealContext } from '../../src/auth/secret-box';
 
 describe('secrets and audit trail', () => {
   let stack: Stack;
@@ -68,9 +69,9 @@ describe('secrets and audit trail', () => {
     // Sealed at rest: the stored value is not the secret, and opens to it.
     const rows = await stack.service.deps.db.query<{ signing_secret: string }>('SELECT signing_secret FROM automations WHERE id = $1', [id]);
     const stored = rows[0]!.signing_secret;
-    expect(stored.startsWith('v1.')).toBe(true);
+    expect(stored.startsWith('v2.')).toBe(true);
     expect(stored).not.toContain(rotated.body.signingSecret);
-    expect(stack.service.deps.secretBox.open(stored)).toBe(rotated.body.signingSecret);
+    expect(stack.service.deps.secretBox.open(stored, sealContext('automation_signing_secret', id))).toBe(rotated.body.signingSecret);
 
     // Ownership changes through the API, audited too.
     const user = await request(server).post('/api/v1/users').set('Authorization', `Bearer ${bearer}`).send({ displayName: 'svc', email: 's@example.com', type: 'USER_TYPE_SERVICE' });

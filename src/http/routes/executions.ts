@@ -4,12 +4,16 @@
  * GET /api/v1/automation_executions/{id} (one run with its steps). The execution id is the
  * workflow id `webhook:{listenerId}:{eventId}`; its ':' may come URL-encoded or not.
  * Run control: POST .../automation_executions/{id}/steps/{stepId}/approve and /reject (admin or
- * super_admin; a Temporal Update), /cancel, /terminate {reason}, /rerun {fromFailedStep?} (super_admin).
+ * super_admin; a Temporal Update: super_admin gets the run, admin the decision only), /cancel,
+ * /terminate {reason}, /rerun {fromFailedStep?} (super_admin). Every execution answer lists in
+ * `unaudited` what of the run no API request recorded in the audit trail.
  * 503 when Temporal cannot be reached.
  */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
 import { authenticate, principalOf, requireAccess } from '../auth';
+import { allows } from '../../auth/roles';
+import { unauditedParts } from '../../domain/run-audit';
 import { readJsonObject } from '../body';
 import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
 import { UnavailableError } from '../../domain/errors';
@@ -51,8 +55,16 @@ export function createExecutionsRouter(deps: AppDeps): Router {
   for (const [action, decision] of [['approve', 'approved'], ['reject', 'rejected']] as const) {
     router.post(`/api/v1/automation_executions/:id/steps/:stepId/${action}`, requireAccess('approvals', 'write'), async (ctx) => {
       const body = await readJsonObject(ctx);
-      await decideStep(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!, ctx.params.stepId!, decision, body);
-      ctx.body = { execution: await current(ctx.params.id!) };
+      const principal = principalOf(ctx);
+      await decideStep(deps.db, controller(), principal.clientId, ctx.params.id!, ctx.params.stepId!, decision, body);
+      const execution = await current(ctx.params.id!);
+      if (allows(principal, 'automations', 'read')) {
+        ctx.body = { execution };
+      } else {
+        // An admin may decide, not read runs: the decision only, no other step, output or status.
+        const step = execution.steps.find((s) => s.id === ctx.params.stepId);
+        ctx.body = { decision: { executionId: execution.id, stepId: ctx.params.stepId!, ...decisionOf(step?.output ?? null, decision) } };
+      }
     });
   }
 
@@ -75,11 +87,11 @@ export function createExecutionsRouter(deps: AppDeps): Router {
     ctx.body = { execution: await current(started.executionId) };
   });
 
-  /** The run as it is now; 404 when there is none. */
+  /** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
   async function current(executionId: string) {
     const execution = await readRuns(() => engine().get(executionId));
     if (!execution) throw notFound('automation execution');
-    return execution;
+    return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
   }
 
   function engine(): AutomationExecutions {
@@ -93,6 +105,12 @@ export function createExecutionsRouter(deps: AppDeps): Router {
   }
 
   return router;
+}
+
+/** A waitForApproval step's recorded decision, as the admin's answer shows it. */
+function decisionOf(output: Record<string, unknown> | null, made: string): { decision: string; by: string | null; at: string | null; comment: string | null } {
+  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  return { decision: text(output?.decision) ?? made, by: text(output?.by), at: text(output?.at), comment: text(output?.comment) };
 }
 
 /** Temporal's failures in the one error shape: 503 (retry later), or 400 for a stale page token. */

@@ -1,7 +1,8 @@
 /**
- * Named outbound secrets: `POST /api/v1/secrets` {name, value}, `GET /api/v1/secrets` (names and
- * timestamps), `GET /api/v1/secrets/{name}` (metadata), `PUT /api/v1/secrets/{name}` {value, gracePeriod?}
- * (rotation), `DELETE /api/v1/secrets/{name}`. Governance access: read_only reads metadata, admin
+ * Named outbound secrets: `POST /api/v1/secrets` {name, value, allowedOrigins}, `GET
+ * /api/v1/secrets` (names, allowed origins and timestamps), `GET /api/v1/secrets/{name}`
+ * (metadata), `PUT /api/v1/secrets/{name}` {value?, gracePeriod?, allowedOrigins?} (rotation,
+ * re-binding), `DELETE /api/v1/secrets/{name}`. Governance access: read_only reads metadata, admin
  * and super_admin write. No response ever carries a value.
  */
 import Router from '@koa/router';
