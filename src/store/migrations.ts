@@ -222,6 +222,25 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // flow control between runs (issue 22): an automation's filter, concurrency and rateLimit (also
+  // in each version's snapshot); the ids of filtered events, so that a repeat answers 409; the
+  // rate limits' state, one row per (automation, key) holding its GCRA theoretical arrival time.
+  `
+  ALTER TABLE automations ADD COLUMN flow jsonb NOT NULL DEFAULT '{}'::jsonb;
+  CREATE TABLE filtered_events (
+    listener_id text NOT NULL,
+    event_id text NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (listener_id, event_id)
+  );
+  CREATE INDEX filtered_events_received ON filtered_events (received_at);
+  CREATE TABLE rate_limits (
+    automation_id text NOT NULL,
+    key_hash text NOT NULL,
+    tat_ms bigint NOT NULL,
+    PRIMARY KEY (automation_id, key_hash)
+  );
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

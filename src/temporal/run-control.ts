@@ -22,6 +22,7 @@ import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInp
 import { raceDeadline, runStartOptions } from './runs';
 import type { AutomationExecutions } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
+import { runQueueOf } from '../domain/flow-control';
 
 /** A rerun's id: the original's, with `:rerun-<n>`; the first free n is taken. */
 export function rerunWorkflowId(originalId: string, n: number): string {
@@ -92,8 +93,11 @@ export class TemporalRunControl implements RunController {
         throw new FailedPreconditionError('only a FAILED run with a failed step can be retried from that step', 'NOT_FAILED');
       }
       const earlier = original.steps.slice(0, failedIndex).filter((step) => step.status === 'DONE' || step.status === 'SKIPPED');
+      // The original version's lane, asked by the retry itself (a rerun has no acceptance order to keep).
+      const queue = input.flow?.queue;
       runInput = {
         ...baseInput(input, original.version),
+        ...(queue ? { flow: { queue: { ...queue, requested: false } } } : {}),
         rerunOf: executionId,
         resume: {
           fromStepId: original.steps[failedIndex]!.id,
@@ -103,7 +107,9 @@ export class TemporalRunControl implements RunController {
       automationName = await this.memoName(executionId);
     } else {
       if (!options.published) throw new FailedPreconditionError('the automation is not published: publish it before a rerun', 'NOT_PUBLISHED');
-      runInput = { ...baseInput(input, options.published.version), rerunOf: executionId };
+      // A person asked for this run: the filter does not apply; the concurrency limit does.
+      const flow = runQueueOf(input.automationId, options.published.flow, input.trigger, false);
+      runInput = { ...baseInput(input, options.published.version), ...(flow ? { flow } : {}), rerunOf: executionId };
       automationName = options.published.automationName;
     }
     for (let n = 1; n <= MAX_RERUNS; n++) {
