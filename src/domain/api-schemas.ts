@@ -297,6 +297,22 @@ export const DryRunResponse = z
         error: z.string().nullable(),
       }),
     ),
+    flowControl: z
+      .object({
+        filter: z
+          .object({ matches: z.boolean().nullable(), error: z.string().nullable() })
+          .nullable()
+          .meta({ description: "The filter's verdict for the payload (false: the event would be filtered); null without a filter." }),
+        concurrency: z
+          .object({ key: z.string().nullable(), error: z.string().nullable() })
+          .nullable()
+          .meta({ description: 'The concurrency key value the run would queue under ("" without a key); null without a limit.' }),
+        rateLimit: z
+          .object({ key: z.string().nullable(), error: z.string().nullable() })
+          .nullable()
+          .meta({ description: 'The rate-limit key value the delivery would count under; null without a limit.' }),
+      })
+      .meta({ description: "The draft's flow control over the payload." }),
   })
   .meta({ id: 'DryRunResponse', description: 'Every step evaluated over the payload, without any effect.' });
 

@@ -196,3 +196,26 @@ export function runQueueOf(automationId: string, flow: FlowControl | undefined, 
   if (!key.ok) return { error: { field: 'concurrency.key', message: key.error } };
   return { queue: { key: key.value, lane: laneWorkflowId(automationId, key.value), limit: flow.concurrency.limit, requested } };
 }
+
+/** What the dry run shows of flow control for a sample payload. */
+export interface FlowControlDryRun {
+  /** The filter's verdict (true: a run starts); null when it could not be evaluated (then `error`). Absent filter: null. */
+  filter: { matches: boolean | null; error: string | null } | null;
+  /** The concurrency key's value for the payload ('' without a key expression). */
+  concurrency: { key: string | null; error: string | null } | null;
+  rateLimit: { key: string | null; error: string | null } | null;
+}
+
+export function dryRunFlowControl(flow: FlowControl, payload: unknown): FlowControlDryRun {
+  const key = (settings: { key: string | null } | null) => {
+    if (!settings) return null;
+    const value = keyValue(settings.key, payload);
+    return value.ok ? { key: value.value, error: null } : { key: null, error: value.error };
+  };
+  let filter: FlowControlDryRun['filter'] = null;
+  if (flow.filter !== null) {
+    const verdict = filterVerdict(flow.filter, payload);
+    filter = verdict.ok ? { matches: verdict.value, error: null } : { matches: null, error: verdict.error };
+  }
+  return { filter, concurrency: key(flow.concurrency), rateLimit: key(flow.rateLimit) };
+}

@@ -162,7 +162,7 @@ export class TemporalRunControl implements RunController {
   private async requireOpen(executionId: string): Promise<void> {
     const execution = await this.executions.get(executionId);
     if (!execution) throw new NotFoundError('automation execution', executionId);
-    if (execution.status !== 'RUNNING') throw new FailedPreconditionError(`the run is closed (${execution.status})`, 'RUN_CLOSED');
+    if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED') throw new FailedPreconditionError(`the run is closed (${execution.status})`, 'RUN_CLOSED');
   }
 
   /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */
