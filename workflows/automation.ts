@@ -30,7 +30,7 @@ import {
   workflowInfo,
   type RetryPolicy,
 } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@temporalio/common';
 import { grantSignal, releaseSignal } from './lane';
 import type * as activities from '../activities';
 import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
@@ -78,6 +78,8 @@ export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttribut
 
 /** How long a queued run waits for a grant before it repeats its request to the lane itself. */
 const PERMIT_REQUEST_REPEAT = '30 seconds';
+/** Then how often it repeats it (a lane that was terminated by hand learns of its queue again). */
+const PERMIT_REQUEST_REFRESH = '10 minutes';
 
 /** Time a callWebhook activity gets beyond the request's own deadline. */
 const CALL_WEBHOOK_GRACE_MS = 5_000;
@@ -133,8 +135,9 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
 /**
  * Waits in the key's lane until it grants a permit: the run is QUEUED meanwhile (its state, the
  * FlowQueue search attribute, and the details the Web UI shows). Asks the lane itself when the
- * starter did not (a rerun), and again when no grant came for a while (the API may have stopped
- * between the start and its request; the lane ignores a request it already has).
+ * starter did not (a rerun), and again when no grant came after 30 s and every 10 minutes after (the
+ * API may have stopped between the start and its request, an operator may have terminated the
+ * lane; a lane ignores a request it already has).
  */
 async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState): Promise<void> {
   let granted = false;
@@ -155,9 +158,10 @@ async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState
   };
   const ask = () => acts.requestLanePermit.executeWithOptions({ summary: `ask lane ${queue.lane} for a permit` }, [request]);
   if (!queue.requested) await ask();
-  if (!(await condition(() => granted, PERMIT_REQUEST_REPEAT))) {
+  let wait: Duration = PERMIT_REQUEST_REPEAT;
+  while (!(await condition(() => granted, wait))) {
     await ask();
-    await condition(() => granted);
+    wait = PERMIT_REQUEST_REFRESH;
   }
   upsertSearchAttributes([{ key: FlowQueueKey, value: null }]);
   setCurrentDetails('');
