@@ -277,6 +277,18 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         }
       }
       const runFlow: RunFlow | undefined = flowError ? { error: flowError } : runQueueOf(automation.id, flow, payload, deps.runs.requestLanePermit !== undefined);
+      const queue = runFlow?.queue;
+      /**
+       * The lane request, in acceptance order: before the answer, so a sender that sends a key's
+       * events one after the other gets them admitted in that order. Also for a repeat (409): its
+       * first delivery may have ended between the start and this request (a killed API); the lane
+       * ignores a request it already has. When it fails the answer is 503 (the run is recorded:
+       * the sender's retry gets the 409, which asks again).
+       */
+      const askLane = async (runId: string): Promise<void> => {
+        if (!queue || !deps.runs.requestLanePermit) return;
+        await deps.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId, limit: queue.limit, automationName: published.snapshot.displayName });
+      };
       let executionId: string;
       try {
         ({ executionId } = await deps.runs.start(
@@ -292,17 +304,14 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           { automationName: published.snapshot.displayName },
         ));
       } catch (err) {
-        if (taken && err instanceof DuplicateEventError) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
+        if (err instanceof DuplicateEventError) {
+          if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
+          await askLane(err.executionId);
+        }
         throw err;
       }
       if (delivery.facts) delivery.facts.executionId = executionId;
-      const queue = runFlow?.queue;
-      if (queue && deps.runs.requestLanePermit) {
-        // The run is durably recorded: a failure here only delays it (it asks the lane itself after a while).
-        await deps.runs
-          .requestLanePermit({ automationId: automation.id, lane: queue.lane, runId: executionId, limit: queue.limit, automationName: published.snapshot.displayName })
-          .catch((err: unknown) => log.warn({ listenerId, executionId, err: (err as Error).message }, 'lane request failed; the run repeats it'));
-      }
+      await askLane(executionId);
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       return { accepted: true, eventId: headers.eventId, executionId };
     } catch (err) {
