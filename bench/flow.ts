@@ -6,8 +6,9 @@
  *                   so only the accept path is measured: the start plus the lane request)
  *   hand-off p50    one run's end (its WorkflowExecutionCompleted) to the next queued run's first
  *                   step (its first marker after the grant), runs of one key on the polled queue
- *                   with a worker ÷ the bare workflow-start round trip of the same runs (each
- *                   run's WorkflowExecutionStarted to its first completed workflow task)
+ *                   with a worker ÷ the bare workflow-start round trip of the same kind of run
+ *                   (its WorkflowExecutionStarted to its first completed workflow task), runs of
+ *                   the same steps without a limit, started one at a time
  * Goals from the issue: ratio ≥ 0.8, hand-off ÷ start ≤ 2.
  */
 import { randomUUID } from 'node:crypto';
@@ -125,7 +126,18 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
     runIds.push(String(res.body.executionId));
   }
   await stack.client.workflow.getHandle(runIds.at(-1)!).result();
-  const { gaps, starts: runStarts } = await handoffs(stack.client, runIds);
+  const { gaps } = await handoffs(stack.client, runIds);
+  // The start round trip of the same kind of run, one at a time (no queue, no backlog): the same
+  // steps without a concurrency limit, each event sent after the previous run completed.
+  const plainOnWorker = await createAutomation(stack.e2eApi.url, stack.adminToken, {}, steps);
+  const plainIds: string[] = [];
+  for (let i = 0; i < options.chain; i++) {
+    const res = await post(stack.e2eApi.url, plainOnWorker, { user: key, n: i });
+    if (res.status !== 200) throw new Error(`start baseline event: ${res.status}`);
+    plainIds.push(String(res.body.executionId));
+    await stack.client.workflow.getHandle(plainIds.at(-1)!).result();
+  }
+  const { starts: runStarts } = await handoffs(stack.client, plainIds);
   // The client's start call, for reference (the RPC alone, on a queue nobody polls).
   const rpc: number[] = [];
   for (let i = 0; i < options.chain; i++) {
