@@ -31,13 +31,14 @@ import { runE2eBench, type E2eResult } from './e2e';
 import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
+import { runFlowBench, type FlowResult } from './flow';
 import type { SecretBox } from '../src/auth/secret-box';
 import { installRuntime, startStack, type Stack } from './stack';
 import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
 import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
-const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory'] as const;
+const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Profile {
@@ -119,6 +120,8 @@ interface Results {
     pglite: SearchFigure | null;
     postgres: SearchFigure | null;
   } | null;
+  /** bench/flow.ts: concurrency-limited ingress ÷ plain ingress; lane hand-off p50 ÷ workflow start p50. */
+  flow?: FlowResult | null;
 }
 
 interface SearchFigure {
@@ -218,7 +221,7 @@ async function main(): Promise<void> {
       results.cel = { perSec: round(cel.perSec, 0), rawPerSec: round(cel.rawPerSec, 0), ratioToRaw: round(cel.ratioToRaw, 3) };
     }
 
-    const needsStack = args.only.has('ingress') || args.only.has('reject') || args.only.has('e2e');
+    const needsStack = args.only.has('ingress') || args.only.has('reject') || args.only.has('e2e') || args.only.has('flow');
     if (needsStack) {
       installRuntime();
       // The store as `npm start` has it (files in a data directory): the API + workers figures measure the product.
@@ -228,6 +231,10 @@ async function main(): Promise<void> {
       detail.automation = automation;
       if (automation.fallback) notes.push(`e2e/ingress automation fell back to three setVariables steps: ${automation.fallback}`);
 
+      if (args.only.has('flow')) {
+        results.flow = await runFlowBench(stack, { seconds: args.quick ? 4 : 10, chain: args.quick ? 15 : 40 }, log);
+        notes.push(`flow: limit-1 ingress ${results.flow.limitedPerSec.toFixed(0)}/s ÷ plain ${results.flow.plainPerSec.toFixed(0)}/s = ${results.flow.ingressRatio.toFixed(2)} (goal ≥ 0.8); hand-off p50 ${results.flow.handoffP50Ms.toFixed(1)} ms ÷ start p50 ${results.flow.startP50Ms.toFixed(1)} ms = ${results.flow.handoffRatio.toFixed(2)} (goal ≤ 2)`);
+      }
       if (args.only.has('ingress')) {
         const sampler = startRssSampler();
         const ingress = await runIngressBench(stack, load, automation, profile.ingress, log, profiled('ingress'));

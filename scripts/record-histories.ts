@@ -24,7 +24,8 @@ import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/tempor
 import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
-import { DECIDE_UPDATE, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../workflows/types';
+import { requestLanePermit } from '../src/temporal/lanes';
+import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../workflows/types';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
 
@@ -35,16 +36,28 @@ export const MANIFEST = path.join(HISTORIES_DIR, 'manifest.json');
 type Handle = WorkflowHandle<typeof automation>;
 
 /** What a scenario does with its run once started; answers how the run ended. */
-type Drive = (handle: Handle, ctx: { client: Client }) => Promise<string>;
+type Drive = (handle: Handle, ctx: { client: Client; releaseHolder: () => Promise<void> }) => Promise<string>;
 
 interface Scenario {
   name: string;
   description: string;
   steps: StepDefinition[];
   trigger: unknown;
-  /** Extra run input (rerunOf, resume). */
+  /** Extra run input (rerunOf, resume, flow). */
   extra?: Partial<AutomationRunInput>;
+  /** Before the run starts, another run takes the only permit of the run's lane (`extra.flow.queue`), so the run is QUEUED. */
+  laneHeld?: boolean;
   drive?: Drive;
+}
+
+/** The queue of a run admitted through a lane of limit 1 that it asks itself (as a rerun does). */
+function laneQueue(name: string): NonNullable<AutomationRunInput['flow']> {
+  return { queue: { key: 'user-1', lane: `lane:auto-${name}:recorded`, limit: 1, requested: false } };
+}
+
+/** Waits until the run says it is QUEUED. */
+async function untilQueued(handle: Handle): Promise<void> {
+  await until(async () => (await handle.query<RunState>(RUN_STATE_QUERY).catch(() => undefined))?.status === 'QUEUED');
 }
 
 /** The value of the named secret the secret-header scenario sends; never written to a history (checked). */
@@ -270,6 +283,39 @@ function scenarios(target: string): Scenario[] {
       extra: { rerunOf: 'webhook:listener-original:event-original', resume: { fromStepId: 'second', steps: [{ id: 'first', status: 'DONE', output: { who: 'u-9' } }] } },
     },
     {
+      name: 'flow-filter-error',
+      description: 'flow control: the filter could not be evaluated; the run fails at once naming filter, no step runs',
+      steps: [{ id: 'v', setVariables: { a: '1' } }],
+      trigger: { other: true },
+      extra: { flow: { error: { field: 'filter', message: 'no such key: type' } } },
+    },
+    {
+      name: 'flow-queued-then-granted',
+      description: 'flow control: QUEUED in its lane behind another run, granted when that run gives the permit back, then completed',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: laneQueue('flow-queued-then-granted') },
+      laneHeld: true,
+      drive: async (handle, { releaseHolder }) => {
+        await untilQueued(handle);
+        await releaseHolder();
+        return settle(handle);
+      },
+    },
+    {
+      name: 'flow-canceled-while-queued',
+      description: 'flow control: canceled while QUEUED; no step runs, the request is given back to the lane',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: laneQueue('flow-canceled-while-queued') },
+      laneHeld: true,
+      drive: async (handle) => {
+        await untilQueued(handle);
+        await handle.cancel();
+        return settle(handle);
+      },
+    },
+    {
       name: 'many-steps',
       description: '24 steps of every non-parking kind, with skips and a short wait',
       steps: [
@@ -424,7 +470,7 @@ async function main(): Promise<void> {
       namespace: 'default',
       taskQueue,
       workflowBundle: bundle,
-      activities: createActivities({ db, allowPrivateOutbound: true, secretBox }),
+      activities: createActivities({ db, allowPrivateOutbound: true, secretBox, client }),
     });
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
@@ -444,8 +490,25 @@ async function main(): Promise<void> {
           ...scenario.extra,
         };
         const workflowId = `webhook:${listenerId}:${eventId}`;
+        let releaseHolder = async (): Promise<void> => undefined;
+        const queue = input.flow?.queue;
+        if (scenario.laneHeld && queue) {
+          // The holder: a run parked for approval (version 2 of the automation) that the lane grants the only permit to first.
+          await recordPublishedVersion(db, automationId, 2, { displayName: scenario.name, steps: [{ id: 'hold', waitForApproval: {} }] });
+          const holder = await client.workflow.start('automation', {
+            taskQueue,
+            workflowId: `${workflowId}:holder`,
+            args: [{ ...input, version: 2, eventId: `${eventId}-holder`, flow: undefined } as AutomationRunInput],
+          });
+          await requestLanePermit(client, { automationId, lane: queue.lane, runId: holder.workflowId, limit: 1, taskQueue });
+          releaseHolder = async () => {
+            await client.workflow.getHandle(queue.lane).signal(LANE_RELEASE_SIGNAL, { runId: holder.workflowId });
+            await holder.terminate('recording: the holder gave its permit back');
+          };
+        }
         const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
-        const outcome = await (scenario.drive ?? settle)(handle, { client });
+        const outcome = await (scenario.drive ?? settle)(handle, { client, releaseHolder });
+        if (scenario.laneHeld) await releaseHolder().catch(() => undefined);
         const history = await handle.fetchHistory();
         const base = path.join(releaseDir, scenario.name);
         const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;

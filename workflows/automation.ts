@@ -17,19 +17,28 @@ import {
   condition,
   defineQuery,
   defineUpdate,
+  getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   sleep,
+  upsertSearchAttributes,
+  workflowInfo,
   type RetryPolicy,
 } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@temporalio/common';
+import { grantSignal, releaseSignal } from './lane';
 import type * as activities from '../activities';
 import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
 import { parseDuration } from './duration';
 import {
+  FLOW_CONTROL_FAILED,
+  FLOW_CONTROL_PATCH,
+  type RunQueue,
   DECIDE_UPDATE,
   RUN_STATE_QUERY,
   STEP_FAILED,
@@ -64,6 +73,14 @@ const local = proxyLocalActivities<Activities>({
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
 
+/** Search attribute a run holds while it waits in its lane (value QUEUED); the executions list reads it. */
+export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttributeType.KEYWORD);
+
+/** How long a queued run waits for a grant before it repeats its request to the lane itself. */
+const PERMIT_REQUEST_REPEAT = '30 seconds';
+/** Then how often it repeats it (a lane that was terminated by hand learns of its queue again). */
+const PERMIT_REQUEST_REFRESH = '10 minutes';
+
 /** Time a callWebhook activity gets beyond the request's own deadline. */
 const CALL_WEBHOOK_GRACE_MS = 5_000;
 
@@ -90,8 +107,70 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     },
   );
 
+  // Flow control (docs/upgrades.md): runs recorded before it existed never ask for the patch.
+  const flow = input.flow && patched(FLOW_CONTROL_PATCH) ? input.flow : undefined;
+  if (flow?.error) {
+    state.status = 'FAILED';
+    await condition(allHandlersFinished);
+    throw ApplicationFailure.create({ type: FLOW_CONTROL_FAILED, message: `${flow.error.field}: ${flow.error.message}`, nonRetryable: true, details: [flow.error] });
+  }
+
   const { steps } = await loadSteps(input);
   state.steps = steps.map((step) => ({ id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null }));
+  if (!flow?.queue) return runSteps(input, steps, state, decisions);
+  const queue = flow.queue;
+  try {
+    await admit(input, queue, state);
+    return await runSteps(input, steps, state, decisions);
+  } finally {
+    // Whatever the end (completed, failed, canceled — queued or not), the lane gets the permit or the request back.
+    await CancellationScope.nonCancellable(() =>
+      getExternalWorkflowHandle(queue.lane)
+        .signal(releaseSignal, { runId: workflowInfo().workflowId })
+        .catch(() => undefined),
+    );
+  }
+}
+
+/**
+ * Waits in the key's lane until it grants a permit: the run is QUEUED meanwhile (its state, the
+ * FlowQueue search attribute, and the details the Web UI shows). Asks the lane itself when the
+ * starter did not (a rerun), and again when no grant came after 30 s and every 10 minutes after (the
+ * API may have stopped between the start and its request, an operator may have terminated the
+ * lane; a lane ignores a request it already has).
+ */
+async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState): Promise<void> {
+  let granted = false;
+  setHandler(grantSignal, () => {
+    granted = true;
+  });
+  state.status = 'QUEUED';
+  state.queue = { key: queue.key };
+  const key = queue.key.length > 64 ? `${queue.key.slice(0, 64)}…` : queue.key;
+  setCurrentDetails(`queued (concurrency key ${JSON.stringify(key)})`);
+  upsertSearchAttributes([{ key: FlowQueueKey, value: 'QUEUED' }]);
+  const request = {
+    automationId: input.automationId,
+    lane: queue.lane,
+    runId: workflowInfo().workflowId,
+    limit: queue.limit,
+    taskQueue: workflowInfo().taskQueue,
+  };
+  const ask = () => acts.requestLanePermit.executeWithOptions({ summary: `ask lane ${queue.lane} for a permit` }, [request]);
+  if (!queue.requested) await ask();
+  let wait: Duration = PERMIT_REQUEST_REPEAT;
+  while (!(await condition(() => granted, wait))) {
+    await ask();
+    wait = PERMIT_REQUEST_REFRESH;
+  }
+  upsertSearchAttributes([{ key: FlowQueueKey, value: null }]);
+  setCurrentDetails('');
+  state.status = 'RUNNING';
+  delete state.queue;
+}
+
+/** Runs the steps in order; answers the final state, or throws STEP_FAILED at the first failed step. */
+async function runSteps(input: AutomationRunInput, steps: StepDefinition[], state: RunState, decisions: Map<string, ApprovalDecision>): Promise<RunState> {
   const outputs: Record<string, unknown> = {};
   const resumeAt = input.resume ? steps.findIndex((step) => step.id === input.resume!.fromStepId) : 0;
 

@@ -39,6 +39,57 @@ export interface AutomationRunInput {
      */
     keysOf?: { workflowId: string; runId: string };
   };
+  /** Flow control of the run's version, decided by whoever started the run (absent: none). */
+  flow?: RunFlow;
+}
+
+/**
+ * What flow control decided for a run when it was started (src/domain/flow-control.ts): the lane
+ * that admits it, or an expression that failed (the run then fails at once, naming the field).
+ */
+export interface RunFlow {
+  queue?: RunQueue;
+  error?: { field: 'filter' | 'concurrency.key'; message: string };
+}
+
+export interface RunQueue {
+  /** The concurrency key's value (evaluated once, when the event was accepted). */
+  key: string;
+  /** Workflow id of the key's lane (workflows/lane.ts). */
+  lane: string;
+  /** The version's `concurrency.limit`. */
+  limit: number;
+  /** True when the starter asked the lane for a permit itself, right after the start (in acceptance order). */
+  requested: boolean;
+}
+
+/** Failure type of a run whose filter or concurrency key could not be evaluated (never retried). */
+export const FLOW_CONTROL_FAILED = 'FlowControlFailed';
+
+/** Name of the patch that admits runs through a lane (docs/upgrades.md). */
+export const FLOW_CONTROL_PATCH = 'flow-control-lane';
+
+/** Signal names of a lane (workflows/lane.ts) and of the run it admits. */
+export const LANE_ACQUIRE_SIGNAL = 'acquire';
+export const LANE_RELEASE_SIGNAL = 'release';
+export const RUN_GRANT_SIGNAL = 'grant';
+
+export interface LaneAcquire {
+  /** Workflow id of the run asking. */
+  runId: string;
+  limit: number;
+}
+
+/** A lane's state, carried across continue-as-new. */
+export interface LaneState {
+  automationId: string;
+  limit: number;
+  /** Runs holding a permit. */
+  holders: string[];
+  /** Runs waiting, in arrival order. */
+  waiting: string[];
+  /** Runs that gave their permit back lately (a late repeat of their request is ignored); bounded. */
+  released: string[];
 }
 
 /** The steps of one published version, as the worker loads them. */
@@ -61,8 +112,10 @@ export interface StepResult {
 export const RUN_STATE_QUERY = 'state';
 
 export interface RunState {
-  status: 'RUNNING' | 'COMPLETED' | 'FAILED';
+  status: 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED';
   steps: StepResult[];
+  /** While QUEUED: the concurrency key the run waits for. */
+  queue?: { key: string };
 }
 
 /** Failure type of a run that stopped at a failed step; details `[{stepId, kind, error}]`. */

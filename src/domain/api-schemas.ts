@@ -14,6 +14,7 @@ import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../webhooks/cidr';
 import { MAX_STEPS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, durationSchema, IDENTIFIER } from '../steps/kind';
+import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';
 import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthMethod } from '../webhooks/authenticators';
 
 // ---------------------------------------------------------------- errors
@@ -162,6 +163,26 @@ export const IncomingWebhookTriggerInput = z
 
 export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhookTriggerInput }).meta({ id: 'AutomationTriggerInput' });
 
+const flowExpression = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx.trigger.' });
+export const ConcurrencySettings = z
+  .strictObject({
+    limit: z.number().int().min(CONCURRENCY_LIMITS[0]).max(CONCURRENCY_LIMITS[1]),
+    key: flowExpression().nullish().meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
+  })
+  .meta({ id: 'ConcurrencySettings', description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.' });
+export const RateLimitSettings = z
+  .strictObject({
+    limit: z.number().int().min(RATE_LIMITS[0]).max(RATE_LIMITS[1]),
+    period: z.string().regex(/^\d{1,6}s$/).meta({ description: 'Whole seconds, "1s" to "86400s".' }),
+    key: flowExpression().nullish().meta({ description: 'The key deliveries are counted by; absent: one key for the whole automation.' }),
+  })
+  .meta({ id: 'RateLimitSettings', description: 'At most `limit` runs start per `period` and key value; over it the delivery answers 429 with Retry-After.' });
+const flowInputs = {
+  filter: flowExpression().nullish().meta({ description: 'CEL bool over ctx.trigger; false: the event is recorded but no run starts.' }),
+  concurrency: ConcurrencySettings.nullish(),
+  rateLimit: RateLimitSettings.nullish(),
+};
+
 const displayName = () => z.string().regex(/\S/).max(200);
 const description = () => z.string().max(4000);
 
@@ -171,6 +192,7 @@ export const CreateAutomationRequest = z
     description: description().nullish(),
     trigger: AutomationTriggerInput,
     steps: z.array(AutomationStep).max(MAX_STEPS).nullish(),
+    ...flowInputs,
   })
   .meta({ id: 'CreateAutomationRequest' });
 
@@ -182,12 +204,13 @@ export const UpdateAutomationRequest = z
         description: description().nullish(),
         trigger: AutomationTriggerInput.nullish(),
         steps: z.array(AutomationStep).max(MAX_STEPS).nullish(),
+        ...flowInputs,
       })
       .meta({ description: 'The fields named by updateMask (all given fields when there is no mask).' }),
     updateMask: z
       .union([z.string(), z.array(z.string())])
       .nullish()
-      .meta({ description: 'Comma-separated field paths among displayName, description, trigger, steps.' }),
+      .meta({ description: 'Comma-separated field paths among displayName, description, trigger, steps, filter, concurrency, rateLimit.' }),
   })
   .meta({ id: 'UpdateAutomationRequest' });
 
@@ -222,6 +245,9 @@ export const Automation = z
       .meta({ description: 'The version webhook events run (null when never published).' }),
     trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
     steps: z.array(AutomationStep),
+    filter: z.string().nullable(),
+    concurrency: ConcurrencySettings.nullable(),
+    rateLimit: RateLimitSettings.nullable(),
     createdAt: z.string().meta({ format: 'date-time' }),
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
@@ -271,6 +297,22 @@ export const DryRunResponse = z
         error: z.string().nullable(),
       }),
     ),
+    flowControl: z
+      .object({
+        filter: z
+          .object({ matches: z.boolean().nullable(), error: z.string().nullable() })
+          .nullable()
+          .meta({ description: "The filter's verdict for the payload (false: the event would be filtered); null without a filter." }),
+        concurrency: z
+          .object({ key: z.string().nullable(), error: z.string().nullable() })
+          .nullable()
+          .meta({ description: 'The concurrency key value the run would queue under ("" without a key); null without a limit.' }),
+        rateLimit: z
+          .object({ key: z.string().nullable(), error: z.string().nullable() })
+          .nullable()
+          .meta({ description: 'The rate-limit key value the delivery would count under; null without a limit.' }),
+      })
+      .meta({ description: "The draft's flow control over the payload." }),
   })
   .meta({ id: 'DryRunResponse', description: 'Every step evaluated over the payload, without any effect.' });
 
@@ -279,7 +321,7 @@ export const DryRunResponse = z
 const executionFields = {
   id: z.string().meta({ description: 'webhook:{listenerId}:{eventId}' }),
   eventId: z.string().nullable(),
-  status: z.enum(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED']),
+  status: z.enum(['QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED']).meta({ description: 'QUEUED: waiting for its concurrency key (no step started).' }),
   startedAt: z.string().meta({ format: 'date-time' }),
   closedAt: z.string().nullable().meta({ format: 'date-time' }),
   version: z.number().int().nullable().meta({ description: 'The automation version the run executes.' }),
@@ -316,6 +358,7 @@ export const Execution = z
         description:
           'What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way.',
       }),
+    queue: z.object({ key: z.string() }).optional().meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
   })
   .meta({ id: 'Execution' });
 
@@ -324,7 +367,7 @@ export const Delivery = z
     receivedAt: z.string().meta({ format: 'date-time' }),
     status: z.number().int().meta({ description: 'The HTTP status the receiver answered.' }),
     reason: z.string().meta({
-      description: 'The receiver’s reason code: accepted, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
+      description: 'The receiver’s reason code: accepted, filtered, rate_limited, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
     }),
     eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
     sourceAddress: z.string(),
@@ -387,7 +430,8 @@ export const RerunRequest = z
 export const WebhookAccepted = z
   .object({
     eventId: z.string().meta({ description: 'The Webhook-Event-Id, lower case.' }),
-    executionId: z.string(),
+    executionId: z.string().nullable().meta({ description: 'The run started for the event; null when the filter was false.' }),
+    filtered: z.literal(true).optional().meta({ description: "Present when the version's filter was false: the event is recorded, no run started." }),
   })
   .meta({ id: 'WebhookAccepted' });
 

@@ -22,6 +22,7 @@ import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
 import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
 import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
+import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
 import type { Page, PageRequest, PageTokens } from './pagination';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
@@ -64,6 +65,9 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
       },
     },
     steps: record.steps,
+    filter: record.flow.filter,
+    concurrency: record.flow.concurrency,
+    rateLimit: record.flow.rateLimit,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };
@@ -111,6 +115,7 @@ export async function createAutomation(
   const description = validateDescription(body.description, 'description', violations);
   const trigger = validateTrigger(body.trigger, options.authenticators, violations);
   const steps = validateSteps(body.steps ?? [], violations);
+  const flow = validateFlowControl(body, '', violations);
   if (violations.length === 0) violations.push(...(await missingSecretViolations(db, steps)));
   if (violations.length > 0) throw invalidArgument(violations);
   const signingSecret = newSecretFor(trigger.authMethod);
@@ -122,6 +127,7 @@ export async function createAutomation(
       description,
       trigger,
       steps,
+      flow,
       listenerId: randomToken(18),
       sealedSigningSecret: signingSecret === null ? null : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', id)),
     });
@@ -132,7 +138,7 @@ export async function createAutomation(
   return { record: { ...record, publishedVersion: null }, signingSecret };
 }
 
-const MASK_PATHS = ['displayName', 'description', 'trigger', 'steps'] as const;
+const MASK_PATHS = ['displayName', 'description', 'trigger', 'steps', ...FLOW_FIELDS] as const;
 type MaskPath = (typeof MASK_PATHS)[number];
 
 function parseMask(mask: unknown, automation: Record<string, unknown>): Set<MaskPath> {
@@ -178,6 +184,10 @@ export async function updateAutomation(
     if (mask.has('description')) next.description = validateDescription(fields.description, 'automation.description', violations);
     if (mask.has('trigger')) next.trigger = validateTrigger(fields.trigger, options.authenticators, violations);
     if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
+    next.flow = { ...current.flow };
+    for (const name of FLOW_FIELDS) {
+      if (mask.has(name)) (next.flow as unknown as Record<string, unknown>)[name] = validateFlowField(name, fields[name], 'automation.', violations);
+    }
     if (mask.has('steps') && violations.length === 0) violations.push(...(await missingSecretViolations(tx, next.steps)));
     if (violations.length > 0) throw invalidArgument(violations);
     let signingSecret: string | null = null;
@@ -270,7 +280,7 @@ export async function changeAutomationState(
         // A step that reads a secret that does not exist (deleted since the save) is not published.
         const missing = await missingSecretViolations(tx, record.steps);
         if (missing.length > 0) throw invalidArgument(missing);
-        await recordPublishedVersion(tx, id, record.version, { displayName: record.displayName, steps: record.steps });
+        await recordPublishedVersion(tx, id, record.version, { displayName: record.displayName, steps: record.steps, flow: record.flow });
       }
     }
     if (!record) throw notFound('automation');

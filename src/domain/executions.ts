@@ -3,6 +3,7 @@
  * retry from the failed step. Checks the request, asks the run controller (Temporal), and records
  * who did what in the audit trail once the engine has accepted it.
  */
+import type { FlowControl } from './flow-control';
 import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
@@ -13,7 +14,7 @@ export interface RerunOptions {
   /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */
   fromFailedStep: boolean;
   /** For a fresh run: the automation's currently published version and name, or undefined when it is not published. */
-  published: { version: number; automationName: string } | undefined;
+  published: { version: number; automationName: string; flow?: FlowControl } | undefined;
 }
 
 /** What the domain needs of the engine (src/temporal/run-control.ts implements it). */
@@ -85,7 +86,7 @@ export async function rerunRun(
   if (typeof fromFailedStep !== 'boolean') throw invalidArgument({ field: 'fromFailedStep', description: 'must be a boolean' });
   const automation = await getAutomation(db, automationId);
   const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
-  const published = latest ? { version: latest.version, automationName: latest.snapshot.displayName } : undefined;
+  const published = latest ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) } : undefined;
   // Unpublished means the automation runs nothing more, a retry included (it would run the failed
   // step's effects and the ones after it); a retry still runs the original version.
   if (fromFailedStep && !published) {

@@ -88,9 +88,9 @@ const WEBHOOK_STATUS_TEXT: Record<number, string> = {
   403: 'Source address not in the listener’s allowed CIDR list.',
   404: 'Unknown listener, automation not published, or trigger not enabled.',
   408: 'The body did not arrive in time.',
-  409: 'Duplicate event id for this listener (within 7 days); details carry the original executionId. Idempotency protection, not a fault.',
+  409: 'Duplicate event id for this listener (within 7 days), whatever its first delivery became (a run, filtered); details carry the original executionId. Idempotency protection, not a fault.',
   413: 'Body over 65,536 bytes.',
-  429: 'Too many deliveries in progress; retry after Retry-After seconds.',
+  429: "Too many deliveries in progress, or the automation's rate limit is exhausted for the event's key; retry after Retry-After seconds.",
   503: 'The workflow engine is unavailable; the event was not accepted, retry later.',
 };
 

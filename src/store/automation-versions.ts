@@ -7,11 +7,14 @@
 import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../../workflows/types';
+import type { FlowControl } from '../domain/flow-control';
 
 /** What a run of one published version executes. */
 export interface AutomationSnapshot {
   displayName: string;
   steps: StepDefinition[];
+  /** The version's filter, concurrency and rate limit; absent in snapshots published before they existed. */
+  flow?: FlowControl;
 }
 
 export interface AutomationVersionRecord {

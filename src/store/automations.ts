@@ -3,6 +3,7 @@ import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../../workflows/types';
 import type { IncomingWebhookTrigger } from '../webhooks/trigger';
+import type { FlowControl } from '../domain/flow-control';
 
 export interface AutomationRecord {
   id: string;
@@ -13,6 +14,8 @@ export interface AutomationRecord {
   trigger: IncomingWebhookTrigger;
   listenerId: string;
   steps: StepDefinition[];
+  /** filter, concurrency, rateLimit (docs/api.md, "Flow control between runs"). */
+  flow: FlowControl;
   /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
   sealedSigningSecret: string | null;
   /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
@@ -30,6 +33,7 @@ export interface AutomationRow {
   version: number;
   trigger: IncomingWebhookTrigger;
   steps: StepDefinition[];
+  flow?: Partial<FlowControl> | null;
   listener_id: string;
   signing_secret: string | null;
   previous_signing_secret?: string | null;
@@ -48,6 +52,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     trigger: row.trigger,
     listenerId: row.listener_id,
     steps: row.steps,
+    flow: { filter: row.flow?.filter ?? null, concurrency: row.flow?.concurrency ?? null, rateLimit: row.flow?.rateLimit ?? null },
     sealedSigningSecret: row.signing_secret,
     sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
@@ -58,14 +63,14 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 
 export type NewAutomation = Omit<
   AutomationRecord,
-  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt'
->;
+  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow'
+> & { flow?: FlowControl };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
-    `INSERT INTO automations (id, display_name, description, trigger, steps, listener_id, signing_secret)
-     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7) RETURNING *`,
-    [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.sealedSigningSecret],
+    `INSERT INTO automations (id, display_name, description, trigger, steps, listener_id, signing_secret, flow)
+     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::jsonb) RETURNING *`,
+    [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.sealedSigningSecret, JSON.stringify(input.flow ?? {})],
   );
   return toAutomationRecord(rows[0]!);
 }
@@ -92,11 +97,11 @@ export async function listAutomations(db: Queryable, afterId: string | undefined
 export async function saveAutomation(db: Queryable, record: AutomationRecord): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
     `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::jsonb,
-       signing_secret = $6, published = $7, version = version + 1, updated_at = now(),
+       signing_secret = $6, published = $7, flow = $8::jsonb, version = version + 1, updated_at = now(),
        previous_signing_secret = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_signing_secret END,
        previous_secret_expires_at = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_secret_expires_at END
      WHERE id = $1 RETURNING *`,
-    [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.sealedSigningSecret, record.published],
+    [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.sealedSigningSecret, record.published, JSON.stringify(record.flow)],
   );
   return toAutomationRecord(rows[0]!);
 }

@@ -156,7 +156,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE automations ADD COLUMN previous_signing_secret text;
   ALTER TABLE automations ADD COLUMN previous_secret_expires_at timestamptz;
   `,
-  // 7: the webhook delivery log (7 days): detail rows, and per-minute counts of deliveries not kept in detail
+  // 9: the webhook delivery log (7 days): detail rows, and per-minute counts of deliveries not kept in detail
   `
   CREATE TABLE webhook_deliveries (
     id text PRIMARY KEY,
@@ -223,7 +223,7 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
-  // prodstack (bootstrap client made once): the BOOTSTRAP_CLIENT_ID clients ever made here, so that one
+  // 13: the bootstrap client made once: the BOOTSTRAP_CLIENT_ID clients ever made here, so that one
   // deleted through the API is not made again at the next start. Existing bootstrap clients are recorded.
   `
   CREATE TABLE bootstrap_clients (
@@ -232,13 +232,13 @@ export const MIGRATIONS: readonly string[] = [
   );
   INSERT INTO bootstrap_clients (client_id) SELECT client_id FROM api_clients WHERE display_name = 'bootstrap';
   `,
-  // outbound calls signed the Standard Webhooks way: a secret's rotation keeps the previous value
+  // 14: outbound calls signed the Standard Webhooks way: a secret's rotation keeps the previous value
   // (sealed) until its grace period ends, and signed calls carry both signatures meanwhile
   `
   ALTER TABLE outbound_secrets ADD COLUMN previous_sealed_value text;
   ALTER TABLE outbound_secrets ADD COLUMN previous_expires_at timestamptz;
   `,
-  // runtime (issue 27): pg_trgm in the embedded store. PGlite now opens with the pg_trgm contrib
+  // 15: pg_trgm in the embedded store. PGlite now opens with the pg_trgm contrib
   // extension, so a new store gets the search index and statistics from the migrations above; a
   // store migrated before (the extension was missing then) gets them here. A no-op where they
   // exist, and where pg_trgm is still not available.
@@ -263,13 +263,13 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
-  // secret origins (issue 23): where each named outbound secret may be sent. NULL only for rows from
+  // 16: secret origins: where each named outbound secret may be sent. NULL only for rows from
   // before this migration; migrate() then fills them from the automations that read them
   // (src/domain/secret-origins.ts, backfillSecretOrigins) in the same transaction.
   `
   ALTER TABLE outbound_secrets ADD COLUMN allowed_origins jsonb;
   `,
-  // sealed values bound to their row (issue 23): whether the sealing migration (src/store/sealing.ts,
+  // 17: sealed values bound to their row: whether the sealing migration (src/store/sealing.ts,
   // run in code at start-up: it needs SECRET_KEY) has sealed again what earlier versions stored. A
   // store with nothing sealed yet needs none.
   `
@@ -281,6 +281,25 @@ export const MIGRATIONS: readonly string[] = [
     SELECT CASE WHEN EXISTS (SELECT 1 FROM service_secrets) OR EXISTS (SELECT 1 FROM outbound_secrets)
       OR EXISTS (SELECT 1 FROM automations WHERE signing_secret IS NOT NULL OR previous_signing_secret IS NOT NULL)
       THEN NULL ELSE now() END;
+  `,
+  // 18: flow control between runs: an automation's filter, concurrency and rateLimit (also
+  // in each version's snapshot); the ids of filtered events, so that a repeat answers 409; the
+  // rate limits' state, one row per (automation, key) holding its GCRA theoretical arrival time.
+  `
+  ALTER TABLE automations ADD COLUMN flow jsonb NOT NULL DEFAULT '{}'::jsonb;
+  CREATE TABLE filtered_events (
+    listener_id text NOT NULL,
+    event_id text NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (listener_id, event_id)
+  );
+  CREATE INDEX filtered_events_received ON filtered_events (received_at);
+  CREATE TABLE rate_limits (
+    automation_id text NOT NULL,
+    key_hash text NOT NULL,
+    tat_ms bigint NOT NULL,
+    PRIMARY KEY (automation_id, key_hash)
+  );
   `,
 ];
 

@@ -12,6 +12,7 @@ import { isGrpcServiceError, ServiceError, WorkflowNotFoundError, type Client, t
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { automation } from '../../workflows';
+import { FlowQueueKey } from '../../workflows/automation';
 import { STEP_REGISTRY, stepKind } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../../workflows/types';
 import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
@@ -19,7 +20,7 @@ import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
-export type ExecutionStatus = 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
+export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
 
 export interface ExecutionSummary {
   /** The workflow id, `webhook:{listenerId}:{eventId}`. */
@@ -41,6 +42,8 @@ export interface ExecutionDetail extends ExecutionSummary {
   /** Why a run that did not complete stopped (the failed step's message, a termination reason). */
   error: string | null;
   steps: ExecutionStep[];
+  /** While QUEUED: the concurrency key value the run waits for. */
+  queue?: { key: string };
 }
 
 /** A step as the executions view shows it: a callWebhook step that ran also shows its call's key. */
@@ -144,7 +147,8 @@ export class TemporalExecutions implements AutomationExecutions {
     const keysOf = callKeyScope(description.memo?.callKeysOf) ?? { workflowId: executionId, runId: description.runId };
     const keyed = (steps: StepResult[]): ExecutionStep[] => withCallKeys(steps, keysOf);
 
-    const status = executionStatus(description.status.name);
+    const queued = description.status.name === 'RUNNING' && description.typedSearchAttributes.get(FlowQueueKey) === 'QUEUED';
+    const status = queued ? 'QUEUED' : executionStatus(description.status.name);
     const summary: ExecutionSummary = {
       id: executionId,
       eventId: description.typedSearchAttributes.get(WebhookEventIdKey) ?? null,
@@ -173,7 +177,11 @@ export class TemporalExecutions implements AutomationExecutions {
         state = undefined; // no worker (or none in time): read the history instead
       }
     }
-    if (state && status === 'RUNNING' && summary.version !== null) return { ...summary, automationId, ...(await links()), error: null, steps: keyed(state.steps) };
+    if (state && (status === 'RUNNING' || status === 'QUEUED') && summary.version !== null) {
+      // The run's own word is the freshest: visibility may lag behind a grant by a moment.
+      const current = state.status === 'QUEUED' ? 'QUEUED' : 'RUNNING';
+      return { ...summary, status: current, automationId, ...(await links()), error: null, steps: keyed(state.steps), ...(state.queue ? { queue: state.queue } : {}) };
+    }
 
     // The history says why a closed run stopped, and what a run did when no worker answers.
     let events: HistoryEvent[];
@@ -195,7 +203,8 @@ export class TemporalExecutions implements AutomationExecutions {
       automationId,
       ...(await links()),
       error,
-      steps: keyed(status === 'RUNNING' || status === 'COMPLETED' ? steps : markInterrupted(steps, error)),
+      steps: keyed(status === 'RUNNING' || status === 'QUEUED' || status === 'COMPLETED' ? steps : markInterrupted(steps, error)),
+      ...(status === 'QUEUED' && run.input?.flow?.queue ? { queue: { key: run.input.flow.queue.key } } : {}),
     };
   }
 
@@ -264,10 +273,12 @@ const STATUS_NAMES: Record<number, string> = {
 
 function summaryFromVisibility(raw: temporal.api.workflow.v1.IWorkflowExecutionInfo): ExecutionSummary {
   const eventId = decode(raw.searchAttributes?.indexedFields?.[WebhookEventIdKey.name]);
+  const status = executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING');
+  const queued = status === 'RUNNING' && decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name]) === 'QUEUED';
   return {
     id: raw.execution?.workflowId ?? '',
     eventId: typeof eventId === 'string' ? eventId : null,
-    status: executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING'),
+    status: queued ? 'QUEUED' : status,
     startedAt: timestamp(raw.startTime) ?? '',
     closedAt: timestamp(raw.closeTime) ?? null,
     version: numberOrNull(decode(raw.memo?.fields?.automationVersion)),

@@ -23,6 +23,7 @@ import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInp
 import { raceDeadline, runStartOptions } from './runs';
 import type { AutomationExecutions } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
+import { runQueueOf } from '../domain/flow-control';
 
 /** A rerun's id: the original's, with `:rerun-<n>`; the first free n is taken. */
 export function rerunWorkflowId(originalId: string, n: number): string {
@@ -98,8 +99,11 @@ export class TemporalRunControl implements RunController {
       const described = await this.describe(executionId);
       // The failed call may have reached its target: repeated here, it carries the key it had.
       keysOf = input.resume?.keysOf ?? { workflowId: executionId, runId: described.runId };
+      // The original version's lane, asked by the retry itself (a rerun has no acceptance order to keep).
+      const queue = input.flow?.queue;
       runInput = {
         ...baseInput(input, original.version),
+        ...(queue ? { flow: { queue: { ...queue, requested: false } } } : {}),
         rerunOf: executionId,
         resume: {
           fromStepId: original.steps[failedIndex]!.id,
@@ -110,7 +114,9 @@ export class TemporalRunControl implements RunController {
       automationName = described.automationName;
     } else {
       if (!options.published) throw new FailedPreconditionError('the automation is not published: publish it before a rerun', 'NOT_PUBLISHED');
-      runInput = { ...baseInput(input, options.published.version), rerunOf: executionId };
+      // A person asked for this run: the filter does not apply; the concurrency limit does.
+      const flow = runQueueOf(input.automationId, options.published.flow, input.trigger, false);
+      runInput = { ...baseInput(input, options.published.version), ...(flow ? { flow } : {}), rerunOf: executionId };
       automationName = options.published.automationName;
     }
     for (let n = 1; n <= MAX_RERUNS; n++) {
@@ -165,7 +171,7 @@ export class TemporalRunControl implements RunController {
   private async requireOpen(executionId: string, showStatus = true): Promise<void> {
     const execution = await this.executions.get(executionId);
     if (!execution) throw new NotFoundError('automation execution', executionId);
-    if (execution.status !== 'RUNNING') throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
+    if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED') throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
   }
 
   /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */

@@ -2,7 +2,8 @@
  * The API's view of automation runs on Temporal. The webhook receiver starts runs through it; the
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
-import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import { requestLanePermit, type LaneRequest } from './lanes';
 import { automation } from '../../workflows';
 import type { AutomationRunInput } from '../../workflows/types';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
@@ -37,6 +38,17 @@ export interface AutomationRuns {
   /** Resolves when the workflow engine answers (readiness checks); rejects otherwise. */
   ping(): Promise<void>;
   /**
+   * Asks the lane of a run's concurrency key for a permit, right after the run's start, so that
+   * requests reach the lane in the order events were accepted (src/temporal/lanes.ts). Throws
+   * WorkflowEngineUnavailableError; the run repeats the request itself when it gets no permit.
+   */
+  requestLanePermit?(request: Omit<LaneRequest, 'taskQueue'>): Promise<void>;
+  /**
+   * The run started for this event, if there is one (the repeat check of a filtered or rate-limited
+   * delivery, which starts nothing). Throws WorkflowEngineUnavailableError.
+   */
+  runOf?(listenerId: string, eventId: string): Promise<string | undefined>;
+  /**
    * The Temporal client the runs are started with, for reading them back (the executions API,
    * src/temporal/executions.ts). Absent where runs are not on Temporal (tests without it).
    */
@@ -70,6 +82,27 @@ export class TemporalRuns implements AutomationRuns {
     await raceDeadline(Date.now() + this.startTimeoutMs, () =>
       this.client.withDeadline(Date.now() + this.startTimeoutMs, () => this.client.workflowService.getSystemInfo({})),
     );
+  }
+
+  async requestLanePermit(request: Omit<LaneRequest, 'taskQueue'>): Promise<void> {
+    try {
+      const deadline = Date.now() + this.startTimeoutMs;
+      await raceDeadline(deadline, () => this.client.withDeadline(deadline, () => requestLanePermit(this.client, { ...request, taskQueue: this.taskQueue })));
+    } catch (err) {
+      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+    }
+  }
+
+  async runOf(listenerId: string, eventId: string): Promise<string | undefined> {
+    const workflowId = runWorkflowId(listenerId, eventId);
+    try {
+      const deadline = Date.now() + this.startTimeoutMs;
+      await raceDeadline(deadline, () => this.client.withDeadline(deadline, () => this.client.workflow.getHandle(workflowId).describe()));
+      return workflowId;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+    }
   }
 
   async start(input: AutomationRunInput, display: RunDisplay): Promise<StartedRun> {

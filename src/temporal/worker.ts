@@ -3,6 +3,7 @@
  * In development the workflow code is bundled from source (`workflowsPath`); in production pass a
  * bundle prebuilt with `bundleWorkflowCode(automationBundleOptions())`.
  */
+import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, Worker, type BundleOptions, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import type { PayloadCodec } from '@temporalio/common';
@@ -85,6 +86,8 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
       db: opts.db,
       allowPrivateOutbound: opts.allowPrivateOutbound ?? false,
       ...(opts.secretBox ? { secretBox: opts.secretBox } : {}),
+      // Lanes are started and signalled with the worker's connection and payload codec.
+      client: new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: encryptedDataConverter(opts.codec) }),
     }),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath(), bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook } }),

@@ -11,6 +11,7 @@
 import { newId } from '../ids';
 import type { Db } from '../store/db';
 import { addDeliveryCounts, insertDeliveries, pruneDeliveries, type DeliveryCount, type DeliveryRecord } from '../store/deliveries';
+import { pruneFlowControl } from '../store/flow-control';
 
 export const DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
@@ -127,6 +128,8 @@ export class DeliveryLog {
       if (now - this.lastPrune >= this.pruneIntervalMs) {
         this.lastPrune = now;
         await pruneDeliveries(this.db, new Date(now - DELIVERY_RETENTION_MS));
+        // The same retention for filtered event ids; rate-limit rows that limit nothing any more.
+        await pruneFlowControl(this.db);
       }
     } catch (err) {
       this.options.onError?.(err);

@@ -3,8 +3,17 @@
  * accepted (the run is durably started) or refused (status, reason, message, details). Checks run
  * in the order of docs/api.md, the first failure answers: listener (404) → source address (403) →
  * body size, enforced while reading (413) → headers (400) → the listener's authentication method
- * (401) → JSON (400) → duplicate event id (409) → 200. When the workflow engine does not confirm
- * the start: 503. The HTTP route only translates the outcome.
+ * (401) → JSON (400) → duplicate event id (409) → the version's filter (200, filtered: no run) →
+ * its rate limit (429) → 200. When the workflow engine does not confirm the start: 503. The HTTP
+ * route only translates the outcome.
+ *
+ * Flow control costs nothing for automations without it. The 409 of an event that started a run is
+ * Temporal's (the run's workflow id is the event's); a filtered event starts nothing, so its id is
+ * recorded in the store (filtered_events) and looked up before a start only when the version has a
+ * filter or the listener has filtered events on record. A filtered or rate-limited delivery asks
+ * Temporal whether the id already started a run (a repeat answers 409, whatever its first delivery
+ * became). A rate limit is one statement (src/store/flow-control.ts) per delivery; a delivery that
+ * then turns out to be a repeat gives its share back.
  */
 import type { Logger } from '../logger';
 import type { SecretBox } from '../auth/secret-box';
@@ -18,6 +27,9 @@ import { isAddressAllowed } from './cidr';
 import { WebhookRejection } from './errors';
 import type { CheckedWebhookHeaders } from './headers';
 import { fieldsOf } from './trigger';
+import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domain/flow-control';
+import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
+import type { RunFlow } from '../../workflows/types';
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -63,10 +75,14 @@ export type ReasonDetail = {
 };
 
 export type IntakeOutcome =
-  | { accepted: true; eventId: string; executionId: string }
+  | { accepted: true; eventId: string; executionId: string; filtered?: undefined }
+  /** The version's filter was false: the event is recorded, no run started. */
+  | { accepted: true; eventId: string; executionId: null; filtered: true }
   | {
       accepted: false;
       status: 400 | 401 | 403 | 404 | 409 | 413 | 429 | 503;
+      /** Whole seconds the sender should wait (a rate limit's 429). */
+      retryAfterSeconds?: number;
       /** Short machine code (metrics label, logs): e.g. 'signature_mismatch', 'engine_unavailable'. */
       reason: string;
       /** Safe to show the sender: never a secret, token, signature or payload. */
@@ -167,6 +183,19 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     return { automation, trigger };
   }
 
+  /** The 409 of an event id this listener already received; `executionId` null when it was filtered. */
+  function duplicate(listenerId: string, executionId: string | null, delivery: WebhookDelivery): IntakeOutcome {
+    if (delivery.facts) delivery.facts.executionId = executionId;
+    log.info({ listenerId, status: 409, executionId }, 'webhook duplicate');
+    return {
+      accepted: false,
+      status: 409,
+      reason: 'duplicate_event',
+      message: 'event id already received by this listener',
+      details: [reasonDetail('duplicate_event', executionId === null ? { filtered: 'true' } : { executionId })],
+    };
+  }
+
   async function receive(delivery: WebhookDelivery): Promise<IntakeOutcome> {
     const { listenerId } = delivery;
     try {
@@ -227,20 +256,83 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         await verify(latest!, again.trigger);
       }
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
-      const published = latest?.published;
-      if (!published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
-      const { executionId } = await deps.runs.start(
-        {
-          automationId: automation.id,
-          version: published.version,
-          listenerId,
-          eventId: headers.eventId,
-          receivedAt: delivery.now.toISOString(),
-          trigger: payload,
-        },
-        { automationName: published.snapshot.displayName },
-      );
+      if (!latest?.published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+      const published = latest.published;
+      const { eventId } = headers;
+      const flow = published.snapshot.flow;
+      let flowError: RunFlow['error'];
+      if (flow?.filter) {
+        const verdict = filterVerdict(flow.filter, payload);
+        if (!verdict.ok) flowError = { field: 'filter', message: verdict.error };
+        else if (!verdict.value) {
+          // Filtered: a repeat of an id that started a run (the filter changed since) or was filtered already is a 409.
+          const existing = await deps.runs.runOf?.(listenerId, eventId);
+          if (existing !== undefined) throw new DuplicateEventError(existing);
+          if (!(await recordFilteredEvent(deps.db, listenerId, eventId))) return duplicate(listenerId, null, delivery);
+          log.info({ listenerId, eventId, status: 200 }, 'webhook filtered');
+          return { accepted: true, eventId, executionId: null, filtered: true };
+        }
+      }
+      if ((flow?.filter || latest.hasFilteredEvents) && (await isFilteredEvent(deps.db, listenerId, eventId))) {
+        return duplicate(listenerId, null, delivery);
+      }
+      let taken: { hash: string; limit: number; periodMs: number } | undefined;
+      if (flow?.rateLimit) {
+        // A key that cannot be evaluated counts under the automation-wide key ('').
+        const key = keyValue(flow.rateLimit.key, payload);
+        taken = { hash: keyHash(key.ok ? key.value : ''), limit: flow.rateLimit.limit, periodMs: periodMs(flow.rateLimit) };
+        const decision = await takeRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
+        if (!decision.allowed) {
+          const existing = await deps.runs.runOf?.(listenerId, eventId);
+          if (existing !== undefined) throw new DuplicateEventError(existing);
+          const retryAfterSeconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+          log.info({ listenerId, eventId, status: 429, retryAfterSeconds }, 'webhook rate limited');
+          return {
+            accepted: false,
+            status: 429,
+            reason: 'rate_limited',
+            message: `the automation's rate limit is exhausted for this event's key; retry after ${retryAfterSeconds} s with the same Webhook-Event-Id`,
+            details: [reasonDetail('rate_limited')],
+            retryAfterSeconds,
+          };
+        }
+      }
+      const runFlow: RunFlow | undefined = flowError ? { error: flowError } : runQueueOf(automation.id, flow, payload, deps.runs.requestLanePermit !== undefined);
+      const queue = runFlow?.queue;
+      /**
+       * The lane request, in acceptance order: before the answer, so a sender that sends a key's
+       * events one after the other gets them admitted in that order. Also for a repeat (409): its
+       * first delivery may have ended between the start and this request (a killed API); the lane
+       * ignores a request it already has. When it fails the answer is 503 (the run is recorded:
+       * the sender's retry gets the 409, which asks again).
+       */
+      const askLane = async (runId: string): Promise<void> => {
+        if (!queue || !deps.runs.requestLanePermit) return;
+        await deps.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId, limit: queue.limit, automationName: published.snapshot.displayName });
+      };
+      let executionId: string;
+      try {
+        ({ executionId } = await deps.runs.start(
+          {
+            automationId: automation.id,
+            version: published.version,
+            listenerId,
+            eventId,
+            receivedAt: delivery.now.toISOString(),
+            trigger: payload,
+            ...(runFlow ? { flow: runFlow } : {}),
+          },
+          { automationName: published.snapshot.displayName },
+        ));
+      } catch (err) {
+        if (err instanceof DuplicateEventError) {
+          if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
+          await askLane(err.executionId);
+        }
+        throw err;
+      }
       if (delivery.facts) delivery.facts.executionId = executionId;
+      await askLane(executionId);
       log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
       return { accepted: true, eventId: headers.eventId, executionId };
     } catch (err) {
@@ -248,17 +340,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (err instanceof AdmissionRefusal) {
         return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
       }
-      if (err instanceof DuplicateEventError) {
-        if (delivery.facts) delivery.facts.executionId = err.executionId;
-        log.info({ listenerId, status: 409, executionId: err.executionId }, 'webhook duplicate');
-        return {
-          accepted: false,
-          status: 409,
-          reason: 'duplicate_event',
-          message: 'event id already received by this listener',
-          details: [reasonDetail('duplicate_event', { executionId: err.executionId })],
-        };
-      }
+      if (err instanceof DuplicateEventError) return duplicate(listenerId, err.executionId, delivery);
       if (err instanceof WorkflowEngineUnavailableError) {
         log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
         // Not "rejected": a start that timed out may still have been recorded. Retrying with the

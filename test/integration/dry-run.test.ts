@@ -68,6 +68,7 @@ describe('automation dry run', () => {
     const res = await dryRun(id, { payload: { kind: 'hire', service_account: 'svc-1', entitlement: 'ent-1' } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
+      flowControl: { filter: null, concurrency: null, rateLimit: null },
       steps: [
         { id: 'vars', kind: 'setVariables', status: 'WOULD_RUN', output: { who: 'svc-1', kind: 'hire' }, error: null },
         {

@@ -4,6 +4,7 @@
  * service then shows (`automationView`) matches the document's strict response schema. So the
  * OpenAPI document never refuses a valid request nor hides a field of a response.
  */
+import { validateFlowControl } from '../../src/domain/flow-control';
 import fc from 'fast-check';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -37,6 +38,8 @@ const cel = fc.oneof(
 );
 const maybeNull = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null });
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+/** Absent in most bodies (each of the flow-control fields), so that valid bodies stay common. */
+const rarely = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 const duration = fc.oneof({ weight: 6, arbitrary: fc.constantFrom('60s', '0.5s', '3600s', '1.5s') }, { weight: 1, arbitrary: fc.constantFrom('0s', '-1s', 'soon') });
 const retry = fc.record(
   {
@@ -95,6 +98,11 @@ const automation = fc.record(
     description: maybeNull(fc.string({ maxLength: 50 })),
     trigger,
     steps: maybeNull(fc.uniqueArray(step, { maxLength: 4, selector: (value) => value.id })),
+    filter: rarely(maybeNull(cel)),
+    concurrency: rarely(maybeNull(fc.record({ limit: fc.constantFrom(1, 2, 100, 0, 101, 1.5), key: maybeNull(cel) }, { requiredKeys: ['limit'] }))),
+    rateLimit: rarely(maybeNull(
+      fc.record({ limit: fc.constantFrom(1, 10_000, 0, 10_001), period: fc.constantFrom('1s', '60s', '86400s', '0s', '86401s', '1m', '1.5s'), key: maybeNull(cel) }, { requiredKeys: ['limit', 'period'] }),
+    )),
   },
   { requiredKeys: ['displayName', 'trigger'] },
 );
@@ -106,6 +114,7 @@ function validate(body: Record<string, unknown>): { violations: FieldViolation[]
   const description = validateDescription(body.description, 'description', violations);
   const trigger = validateTrigger(body.trigger, { baseUrl: BASE_URL, allowInsecureJwks: false }, violations);
   const steps = validateSteps(body.steps ?? [], violations);
+  const flow = validateFlowControl(body, '', violations);
   const now = new Date().toISOString();
   const record = {
     id: 'aut_1',
@@ -116,6 +125,7 @@ function validate(body: Record<string, unknown>): { violations: FieldViolation[]
     trigger,
     listenerId: 'lst_1',
     steps,
+    flow,
     sealedSigningSecret: null,
     createdAt: now,
     updatedAt: now,

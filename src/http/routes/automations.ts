@@ -6,6 +6,7 @@ import { actorOf, authenticate, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
 import { invalidArgument } from '../errors';
 import { dryRunSteps } from '../../domain/automation-dry-run';
+import { dryRunFlowControl } from '../../domain/flow-control';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
 import { readPageRequest } from '../../domain/pagination';
@@ -72,7 +73,8 @@ export function createAutomationsRouter(deps: AppDeps): Router {
       throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
     }
     const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
-    ctx.body = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
+    const steps = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
+    ctx.body = { ...steps, flowControl: dryRunFlowControl(record.flow, body.payload) };
   });
 
   router.post('/:id/trigger/rotate-secret', async (ctx) => {

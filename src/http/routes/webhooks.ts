@@ -154,13 +154,19 @@ function createWebhookEndpoint(deps: AppDeps): WebhookEndpoint {
     let reason = 'error';
     try {
       const outcome: IntakeOutcome = await intake.receive(delivery);
+      if (outcome.accepted && outcome.filtered) {
+        [status, reason] = [200, 'filtered'];
+        return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
+      }
       if (outcome.accepted) {
         [status, reason] = [200, 'accepted'];
         return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
       }
       // A refusal is the expected answer to a bad delivery: answered here, without an exception.
       [status, reason] = [outcome.status, outcome.reason];
-      return { status, headers: refusalHeaders(status), body: errorBody(status, outcome.message, outcome.details) };
+      const headers = refusalHeaders(status);
+      if (outcome.retryAfterSeconds !== undefined) headers['Retry-After'] = String(outcome.retryAfterSeconds);
+      return { status, headers, body: errorBody(status, outcome.message, outcome.details) };
     } catch (err) {
       // Anything but a refusal (a 408 body timeout, a store that is unavailable, a 500) counts as
       // 'error', with the status it is answered with.

@@ -1,0 +1,49 @@
+/**
+ * The client side of lanes (workflows/lane.ts): asking a key's lane for a permit for a run, with
+ * signal-with-start (the lane is started when it is not running), and telling which runs have
+ * closed. Used by the API right after it starts a run, and by the run's activities.
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { lane } from '../../workflows/lane';
+import { LANE_ACQUIRE_SIGNAL, type LaneAcquire, type LaneState } from '../../workflows/types';
+
+export interface LaneRequest {
+  automationId: string;
+  /** The lane's workflow id (src/domain/flow-control.ts laneWorkflowId). */
+  lane: string;
+  runId: string;
+  limit: number;
+  taskQueue: string;
+  /** For the Web UI: what the lane admits (never the key's value: it may be personal data). */
+  automationName?: string;
+}
+
+/** Asks the lane for a permit for `runId` (idempotent per run id); starts the lane when needed. */
+export async function requestLanePermit(client: Client, request: LaneRequest): Promise<void> {
+  const initial: LaneState = { automationId: request.automationId, limit: request.limit, holders: [], waiting: [], released: [] };
+  await client.workflow.signalWithStart(lane, {
+    workflowId: request.lane,
+    taskQueue: request.taskQueue,
+    args: [initial],
+    signal: LANE_ACQUIRE_SIGNAL,
+    signalArgs: [{ runId: request.runId, limit: request.limit } satisfies LaneAcquire],
+    staticSummary: `lane of ${request.automationName ?? `automation ${request.automationId}`} (concurrency ${request.limit})`,
+  });
+}
+
+/** Of `runIds`, those that are closed (or unknown: past retention, never started). */
+export async function closedRuns(client: Client, runIds: string[]): Promise<string[]> {
+  const closed: string[] = [];
+  await Promise.all(
+    runIds.map(async (runId) => {
+      try {
+        const description = await client.workflow.getHandle(runId).describe();
+        if (description.status.name !== 'RUNNING') closed.push(runId);
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) closed.push(runId);
+        else throw err;
+      }
+    }),
+  );
+  return runIds.filter((id) => closed.includes(id));
+}

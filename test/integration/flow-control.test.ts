@@ -1,0 +1,313 @@
+/**
+ * Flow control between runs, on both stores, with the real dev server, HTTP and worker: the
+ * filter (true, false, error; a filtered id's repeat is 409, also after the filter changed), the
+ * concurrency limit (limit 1 and 2 with runs held by waitForApproval: later runs QUEUED in both
+ * executions endpoints, FIFO hand-off, cancel and terminate of queued and running holders, the slot
+ * of a terminated holder freed by the lane's check), a failing concurrency key, the rate limit
+ * (429 with Retry-After, accepted on retry, counted across two API processes sharing the store),
+ * the dry run, and the validation of the three fields.
+ */
+import { randomBytes } from 'node:crypto';
+import request from 'supertest';
+import { openDb, type Db } from '../../src/store/db';
+import { DATABASES, type DatabaseTarget } from '../helpers/databases';
+import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
+import { startTestService, type TestService } from '../helpers/app';
+import { poll } from '../helpers/temporal';
+import { TemporalRuns } from '../../src/temporal/runs';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const TRIGGER = { incomingWebhook: { authMethod: 'HMAC' } };
+const HOLD = [
+  { id: 'hold', waitForApproval: {} },
+  { id: 'done', setVariables: { user: 'ctx.trigger.user' } },
+];
+
+/** A database two services can open independently: PostgreSQL gets a schema of its own; PGlite is one process's store, shared. */
+async function sharedDb(target: DatabaseTarget): Promise<{ open(): Promise<Db>; drop(): Promise<void> }> {
+  if (!target.url) {
+    const db = await openDb({});
+    return { open: async () => db, drop: () => db.close() };
+  }
+  const schema = `t_flow_${randomBytes(5).toString('hex')}`;
+  const opened: Db[] = [];
+  return {
+    async open() {
+      const db = await openDb({ databaseUrl: target.url, schema });
+      opened.push(db);
+      return db;
+    },
+    async drop() {
+      await opened[0]?.exec(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
+      for (const db of opened) await db.close().catch(() => undefined);
+    },
+  };
+}
+
+for (const target of DATABASES) {
+  describe(`flow control (${target.name})`, () => {
+    let stack: Stack;
+    let second: TestService;
+    let store: Awaited<ReturnType<typeof sharedDb>>;
+
+    beforeAll(async () => {
+      store = await sharedDb(target);
+      stack = await startStack({ db: await store.open() });
+      // A second API process on the same store and Temporal (its own listener cache, its own pool on PostgreSQL).
+      second = await startTestService({
+        db: await store.open(),
+        runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS),
+        deps: { secretBox: stack.service.deps.secretBox },
+      });
+    });
+
+    afterAll(async () => {
+      await second?.close().catch(() => undefined);
+      await stack?.close().catch(() => undefined);
+      await store?.drop();
+    });
+
+    const api = () => ({
+      get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${stack.adminToken}`),
+      post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${stack.adminToken}`).send(body as object),
+    });
+    const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
+
+    async function automation(fields: Record<string, unknown>, steps: unknown[] = HOLD): Promise<{ id: string; secret: string; path: string }> {
+      const created = await stack.createAutomation({ displayName: 'flow', trigger: TRIGGER, steps, ...fields });
+      return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
+    }
+
+    const send = (target: { secret: string; path: string }, payload: unknown, eventId?: string) =>
+      deliver(stack, target.path, hmacEvent(target.secret, payload, eventId ? { eventId } : {}));
+
+    async function accepted(target: { secret: string; path: string }, payload: unknown): Promise<string> {
+      const res = await send(target, payload);
+      expect(res.status).toBe(200);
+      return res.body.executionId as string;
+    }
+
+    async function execution(id: string): Promise<Json> {
+      const res = await api().get(runPath(id));
+      expect(res.status).toBe(200);
+      return res.body.execution;
+    }
+
+    async function until(id: string, done: (e: Json) => boolean): Promise<Json> {
+      return poll(() => execution(id), done);
+    }
+
+    const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
+
+    async function listed(automationId: string): Promise<Map<string, string>> {
+      const res = await api().get(`/api/v1/automations/${automationId}/executions?pageSize=100`);
+      expect(res.status).toBe(200);
+      return new Map(res.body.list.map((item: Json) => [item.execution.id, item.execution.status]));
+    }
+
+    const approve = async (id: string) => expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
+
+    describe('filter', () => {
+      it('true starts a run; false answers filtered without one, and the repeat of that id is 409; the delivery log says filtered', async () => {
+        const target = await automation({ filter: "ctx.trigger.type == 'user.created'" }, [{ id: 'v', setVariables: { t: 'ctx.trigger.type' } }]);
+        const run = await accepted(target, { type: 'user.created' });
+        expect((await until(run, (e) => e.status === 'COMPLETED')).steps[0].output).toEqual({ t: 'user.created' });
+
+        const event = hmacEvent(target.secret, { type: 'user.deleted' });
+        const filtered = await deliver(stack, target.path, event);
+        expect(filtered.status).toBe(200);
+        expect(filtered.body).toEqual({ eventId: event.eventId, executionId: null, filtered: true });
+        const again = await deliver(stack, target.path, hmacEvent(target.secret, { type: 'user.deleted' }, { eventId: event.eventId }));
+        expect(again.status).toBe(409);
+        expect(again.body.code).toBe(6);
+        // The other API process knows it too (the record is in the store).
+        const elsewhere = await request(second.server).post(target.path).set(hmacEvent(target.secret, { type: 'user.created' }, { eventId: event.eventId }).headers).send(JSON.stringify({ type: 'user.created' }));
+        expect(elsewhere.status).toBe(409);
+
+        await stack.service.deps.deliveryLog?.flush();
+        const log = await api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50`);
+        const reasons = log.body.list.map((item: Json) => item.delivery.reason);
+        expect(reasons).toContain('filtered');
+        expect(log.body.list.find((item: Json) => item.delivery.reason === 'filtered').delivery).toMatchObject({ status: 200, eventId: event.eventId, executionId: null });
+      });
+
+      it('a repeat is 409 whatever its first delivery became: a run, though the filter now says false; a filtered id, though the filter is gone', async () => {
+        const target = await automation({ filter: 'ctx.trigger.go' }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const ran = hmacEvent(target.secret, { go: true });
+        const first = await deliver(stack, target.path, ran);
+        expect(first.status).toBe(200);
+        const dropped = hmacEvent(target.secret, { go: false });
+        expect((await deliver(stack, target.path, dropped)).body.filtered).toBe(true);
+
+        // Now every event is filtered: the repeat of the one that ran is still a 409 naming its run.
+        expect((await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: 'false' }, updateMask: 'filter' })).status).toBe(200);
+        expect((await api().post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
+        const repeat = await poll(() => deliver(stack, target.path, hmacEvent(target.secret, { go: true }, { eventId: ran.eventId })), (res) => res.status !== 200);
+        expect(repeat.status).toBe(409);
+        expect(JSON.stringify(repeat.body.details)).toContain(first.body.executionId);
+
+        // No filter at all: the filtered id's repeat is still a 409 (no run starts for it).
+        expect((await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: null }, updateMask: 'filter' })).status).toBe(200);
+        expect((await api().post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
+        const late = await poll(() => deliver(stack, target.path, hmacEvent(target.secret, { go: false }, { eventId: dropped.eventId })), (res) => res.status !== 200 || res.body.filtered !== true);
+        expect(late.status).toBe(409);
+      });
+
+      it('an evaluation error drops nothing: a run starts and fails at once, naming filter, with no step run', async () => {
+        const target = await automation({ filter: 'ctx.trigger.type == "x"' }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const run = await accepted(target, { other: 1 });
+        const failed = await until(run, (e) => e.status === 'FAILED');
+        expect(failed.error).toMatch(/^filter: /);
+        expect(failed.steps).toEqual([]);
+      });
+    });
+
+    describe('concurrency', () => {
+      it('limit 1: later runs of a key are QUEUED (both endpoints, with the key), start in acceptance order; other keys run at once', async () => {
+        const target = await automation({ concurrency: { limit: 1, key: 'ctx.trigger.user' } });
+        const a = await accepted(target, { user: 'u1', n: 1 });
+        const b = await accepted(target, { user: 'u1', n: 2 });
+        const c = await accepted(target, { user: 'u1', n: 3 });
+        const other = await accepted(target, { user: 'u2', n: 1 });
+        await until(a, holding);
+        await until(other, holding);
+        for (const id of [b, c]) {
+          const queued = await until(id, (e) => e.status === 'QUEUED');
+          expect(queued.queue).toEqual({ key: 'u1' });
+          expect(queued.steps.map((s: Json) => s.status)).toEqual(['PENDING', 'PENDING']);
+        }
+        const statuses = await poll(() => listed(target.id), (m) => m.get(b) === 'QUEUED' && m.get(c) === 'QUEUED' && m.get(a) === 'RUNNING');
+        expect([statuses.get(a), statuses.get(b), statuses.get(c), statuses.get(other)]).toEqual(['RUNNING', 'QUEUED', 'QUEUED', 'RUNNING']);
+
+        await approve(a);
+        await until(a, (e) => e.status === 'COMPLETED');
+        const second = await until(b, holding);
+        expect(second.queue).toBeUndefined();
+        expect((await execution(c)).status).toBe('QUEUED');
+        await approve(b);
+        await until(c, holding);
+        await approve(c);
+        await approve(other);
+        for (const id of [c, other]) await until(id, (e) => e.status === 'COMPLETED');
+      });
+
+      it('a queued run canceled or terminated runs no step; a terminated holder frees its slot (the lane finds it)', async () => {
+        const target = await automation({ concurrency: { limit: 1 } });
+        const holder = await accepted(target, { user: 'x' });
+        const canceled = await accepted(target, { user: 'x' });
+        const terminated = await accepted(target, { user: 'x' });
+        const next = await accepted(target, { user: 'x' });
+        await until(holder, holding);
+        await until(terminated, (e) => e.status === 'QUEUED');
+
+        expect((await api().post(`${runPath(canceled)}/cancel`, {})).status).toBe(200);
+        expect((await api().post(`${runPath(terminated)}/terminate`, { reason: 'not needed' })).status).toBe(200);
+        const wasCanceled = await until(canceled, (e) => e.status === 'CANCELED');
+        const wasTerminated = await until(terminated, (e) => e.status === 'TERMINATED');
+        for (const run of [wasCanceled, wasTerminated]) expect(run.steps.every((s: Json) => s.status === 'PENDING' || s.status === 'FAILED')).toBe(true);
+        for (const run of [wasCanceled, wasTerminated]) expect(run.steps.some((s: Json) => s.output !== null)).toBe(false);
+
+        // The holder is terminated (no code of it runs): the lane frees the slot by itself, and the next run goes.
+        expect((await execution(next)).status).toBe('QUEUED');
+        expect((await api().post(`${runPath(holder)}/terminate`, { reason: 'stuck' })).status).toBe(200);
+        await poll(() => execution(next), holding, 90_000);
+        // Canceling a running holder hands the slot on at once.
+        const after = await accepted(target, { user: 'x' });
+        await until(after, (e) => e.status === 'QUEUED');
+        expect((await api().post(`${runPath(next)}/cancel`, {})).status).toBe(200);
+        await until(after, holding);
+        await approve(after);
+        await until(after, (e) => e.status === 'COMPLETED');
+      }, 240_000);
+
+      it('limit 2: two runs of a key hold, the third waits for either', async () => {
+        const target = await automation({ concurrency: { limit: 2, key: "'all'" } });
+        const runs = [await accepted(target, { user: 'a' }), await accepted(target, { user: 'b' }), await accepted(target, { user: 'c' })];
+        await until(runs[0]!, holding);
+        await until(runs[1]!, holding);
+        expect((await until(runs[2]!, (e) => e.status === 'QUEUED')).queue).toEqual({ key: 'all' });
+        await approve(runs[1]!);
+        await until(runs[2]!, holding);
+        await approve(runs[0]!);
+        await approve(runs[2]!);
+        for (const id of runs) await until(id, (e) => e.status === 'COMPLETED');
+      });
+
+      it('a key that fails to evaluate fails the run at once, naming concurrency.key', async () => {
+        const target = await automation({ concurrency: { limit: 1, key: 'ctx.trigger.user' } });
+        const run = await accepted(target, { nobody: true });
+        const failed = await until(run, (e) => e.status === 'FAILED');
+        expect(failed.error).toMatch(/^concurrency\.key: /);
+      });
+    });
+
+    describe('rate limit', () => {
+      it('over the limit: 429, code 8, Retry-After; nothing recorded, so the retry after it is accepted; counted across two API processes', async () => {
+        const target = await automation({ rateLimit: { limit: 1, period: '3s', key: 'ctx.trigger.tenant' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const first = await send(target, { tenant: 't1' });
+        expect(first.status).toBe(200);
+        // The other API process: the same limit, from the store.
+        const event = hmacEvent(target.secret, { tenant: 't1' });
+        const refused = await request(second.server).post(target.path).set(event.headers).send(event.body);
+        expect(refused.status).toBe(429);
+        expect(refused.body.code).toBe(8);
+        const retryAfter = Number(refused.headers['retry-after']);
+        expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 3).toBe(true);
+        // Another key is not limited.
+        expect((await send(target, { tenant: 't2' })).status).toBe(200);
+
+        await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+        const retried = await deliver(stack, target.path, hmacEvent(target.secret, { tenant: 't1' }, { eventId: event.eventId }));
+        expect(retried.status).toBe(200);
+        await stack.service.deps.deliveryLog?.flush();
+        await second.deps.deliveryLog?.flush();
+        const log = await api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50&reason=rate_limited`);
+        expect(log.body.list.map((item: Json) => item.delivery.status)).toEqual([429]);
+      });
+
+      it('a repeat of an accepted event is 409, not 429, and does not use up the limit', async () => {
+        const target = await automation({ rateLimit: { limit: 2, period: '3600s' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const event = hmacEvent(target.secret, {});
+        expect((await deliver(stack, target.path, event)).status).toBe(200);
+        for (let i = 0; i < 3; i++) expect((await deliver(stack, target.path, hmacEvent(target.secret, {}, { eventId: event.eventId }))).status).toBe(409);
+        expect((await send(target, {})).status).toBe(200);
+        expect((await send(target, {})).status).toBe(429);
+        expect((await deliver(stack, target.path, hmacEvent(target.secret, {}, { eventId: event.eventId }))).status).toBe(409);
+      });
+    });
+
+    describe('saving and the dry run', () => {
+      it('each field is compiled on save: 400 naming the field; the saved values are shown and versioned', async () => {
+        const bad = async (fields: Record<string, unknown>, field: string) => {
+          const res = await api().post('/api/v1/automations', { displayName: 'x', trigger: TRIGGER, steps: [], ...fields });
+          expect(res.status).toBe(400);
+          expect(res.body.details[0].fieldViolations.map((v: Json) => v.field)).toContain(field);
+        };
+        await bad({ filter: 'ctx.trigger.(' }, 'filter');
+        await bad({ concurrency: { limit: 0 } }, 'concurrency.limit');
+        await bad({ concurrency: { limit: 1, key: 'ctx.' } }, 'concurrency.key');
+        await bad({ rateLimit: { limit: 1, period: '1m' } }, 'rateLimit.period');
+        await bad({ rateLimit: { limit: 10_001, period: '1s' } }, 'rateLimit.limit');
+
+        const flow = { filter: 'true', concurrency: { limit: 3, key: 'ctx.trigger.user' }, rateLimit: { limit: 5, period: '60s', key: null } };
+        const target = await automation(flow);
+        const shown = await api().get(`/api/v1/automations/${target.id}`);
+        expect(shown.body.automation).toMatchObject(flow);
+        const update = await api().post(`/api/v1/automations/${target.id}`, { automation: { concurrency: null }, updateMask: 'concurrency' });
+        expect(update.body.automation).toMatchObject({ filter: 'true', concurrency: null, rateLimit: flow.rateLimit });
+      });
+
+      it('the dry run shows the filter verdict and the key values for the sample payload', async () => {
+        const target = await automation({ filter: "ctx.trigger.type == 'a'", concurrency: { limit: 1, key: 'ctx.trigger.user' }, rateLimit: { limit: 5, period: '60s', key: 'ctx.trigger.tenant' } });
+        const run = await api().post(`/api/v1/automations/${target.id}/test`, { payload: { type: 'b', user: 'u7', tenant: 42 } });
+        expect(run.status).toBe(200);
+        expect(run.body.flowControl).toEqual({ filter: { matches: false, error: null }, concurrency: { key: 'u7', error: null }, rateLimit: { key: '42', error: null } });
+        const broken = await api().post(`/api/v1/automations/${target.id}/test`, { payload: {} });
+        expect(broken.body.flowControl.filter.matches).toBeNull();
+        expect(broken.body.flowControl.concurrency.error).toEqual(expect.any(String));
+      });
+    });
+  });
+}
