@@ -1,6 +1,7 @@
-import { ApplicationFailure, Connection, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, Connection, WorkflowFailedError, type Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { EncryptionCodec, encryptedDataConverter, parsePayloadKeys } from '../../src/temporal/codec';
+import { decodePayloadsInPlace } from '../../src/temporal/executions';
 /** The real Temporal dev server that jest's globalSetup started for this run. */
 export interface TestTemporal {
   address: string;
@@ -94,4 +95,23 @@ export async function connectNative(address: string, timeoutMs = 120_000): Promi
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+}
+
+/**
+ * A run's whole history, payloads decoded through the tests' codec, as text: every string and byte
+ * field (bytes as UTF-8), walked directly (protobuf's toJSON would base64 the bytes). For checking
+ * that a value never reached the history.
+ */
+export async function historyText(client: Client, executionId: string): Promise<string> {
+  const history = await client.workflow.getHandle(executionId).fetchHistory();
+  await decodePayloadsInPlace(history, [testCodec()]);
+  const parts: string[] = [];
+  const work: unknown[] = [history];
+  while (work.length > 0) {
+    const node = work.pop();
+    if (node instanceof Uint8Array) parts.push(Buffer.from(node).toString('utf8'));
+    else if (typeof node === 'string') parts.push(node);
+    else if (node !== null && typeof node === 'object') work.push(...Object.values(node));
+  }
+  return parts.join('\n');
 }

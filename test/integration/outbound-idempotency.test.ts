@@ -12,9 +12,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
-import { expectRunFailure, poll, testCodec } from '../helpers/temporal';
+import { expectRunFailure, poll, historyText as historyTextOf } from '../helpers/temporal';
 
 interface Received {
   path: string;
@@ -80,20 +79,7 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     return res.body.execution;
   }
 
-  /** The run's decoded history as text (every string and byte field). */
-  async function historyText(executionId: string): Promise<string> {
-    const history = await stack.client.workflow.getHandle(executionId).fetchHistory();
-    await decodePayloadsInPlace(history, [testCodec()]);
-    const parts: string[] = [];
-    const work: unknown[] = [history];
-    while (work.length > 0) {
-      const node = work.pop();
-      if (node instanceof Uint8Array) parts.push(Buffer.from(node).toString('utf8'));
-      else if (typeof node === 'string') parts.push(node);
-      else if (node !== null && typeof node === 'object') work.push(...Object.values(node));
-    }
-    return parts.join('\n');
-  }
+  const historyText = (executionId: string): Promise<string> => historyTextOf(stack.client, executionId);
 
   const hook = (path: string, extra: Record<string, unknown> = {}) => ({
     url: `'${origin}${path}?who=' + ctx.trigger.who`,

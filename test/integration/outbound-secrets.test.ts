@@ -18,11 +18,10 @@ import { createActivities } from '../../activities';
 import { SecretBox, sealContext } from '../../src/auth/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { startTestService, type TestService } from '../helpers/app';
 import { DATABASES } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
-import { expectRunFailure, testCodec } from '../helpers/temporal';
+import { expectRunFailure, historyText as historyTextOf } from '../helpers/temporal';
 
 /** Everything the worker's runtime logs (activity failures are logged at WARN by the SDK). */
 const runtimeLines: string[] = [];
@@ -231,21 +230,7 @@ describe('outbound secrets in a real run', () => {
     return res.body.executionId as string;
   }
 
-  /** The run's whole history, payloads decoded through the client's codec, as text. */
-  async function historyText(executionId: string): Promise<string> {
-    const history = await stack.client.workflow.getHandle(executionId).fetchHistory();
-    await decodePayloadsInPlace(history, [testCodec()]);
-    // Every string and byte field (bytes as UTF-8), walked directly: protobuf's toJSON would base64 the bytes.
-    const parts: string[] = [];
-    const work: unknown[] = [history];
-    while (work.length > 0) {
-      const node = work.pop();
-      if (node instanceof Uint8Array) parts.push(Buffer.from(node).toString('utf8'));
-      else if (typeof node === 'string') parts.push(node);
-      else if (node !== null && typeof node === 'object') work.push(...Object.values(node));
-    }
-    return parts.join('\n');
-  }
+  const historyText = (executionId: string): Promise<string> => historyTextOf(stack.client, executionId);
 
   it('sends the credential to the target only: not in the history, the execution, the dry run, the responses, the audit or the logs', async () => {
     const first = newValue();

@@ -32,10 +32,12 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   // Imports by absolute path, so the copy compiles from its own folder.
   source = source.replace(/from '\.\.\/([^']+)'/g, (_m, p: string) => `from '${path.join(ROOT, p)}'`);
   source = source.replace(/from '\.\/([^']+)'/g, (_m, p: string) => `from '${path.join(ROOT, 'workflows', p)}'`);
-  source = source.replace("import {\n  ActivityFailure,", 'import {\n  patched,\n  ActivityFailure,');
+  // `patched` joins the imports unless the workflow already uses it (flow control's lane patch does).
+  if (!source.includes('\n  patched,\n')) source = source.replace("import {\n  ActivityFailure,", 'import {\n  patched,\n  ActivityFailure,');
   expect(source).toContain('patched,');
-  // Decided once at the start of the run (a run started on A replays without the marker: false).
-  const start = 'const state: RunState = { status: \'RUNNING\', steps: [] };\n';
+  // Decided once where the steps start running, in the function that finishes the run (a run
+  // started on A replays without the marker: false).
+  const start = 'const outputs: Record<string, unknown> = {};\n';
   expect(source).toContain(start);
   source = source.replace(start, `${start}  const releaseB = ${withPatch ? `patched('${PATCH_ID}')` : 'true'};\n`);
   expect(source).toContain(FINISH_MARK);
@@ -45,7 +47,7 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   );
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'automation.ts'), source);
-  fs.writeFileSync(path.join(dir, 'index.ts'), "export { automation, decideUpdate, stateQuery } from './automation';\n");
+  fs.writeFileSync(path.join(dir, 'index.ts'), `export { automation, decideUpdate, stateQuery } from './automation';\nexport { lane } from '${path.join(ROOT, 'workflows', 'lane')}';\n`);
   return bundleWorkflowCode({ workflowsPath: path.join(dir, 'index.ts'), logger: new DefaultLogger('WARN') });
 }
 
