@@ -20,7 +20,7 @@ import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { startTestService, type TestService } from '../helpers/app';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
 import { expectRunFailure, testCodec } from '../helpers/temporal';
 
@@ -36,7 +36,7 @@ Runtime.install({
 const newValue = (): string => `sk_live_${randomBytes(16).toString('hex')}`;
 
 for (const target of DATABASES) {
-  describe(`outbound secrets API (${target.name})`, () => {
+  describeOn(target)(`outbound secrets API (${target.label})`, () => {
     let service: TestService;
     let admin: string;
     const api = () => request(service.server);

@@ -5,7 +5,7 @@
  * still accepted (and upgraded), and the audit of client changes and failed attempts.
  */
 import request from 'supertest';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { createClient } from '../../src/auth/clients';
 import { hashChosenSecret } from '../../src/auth/secrets';
@@ -24,7 +24,7 @@ async function secretHashOf(service: TestService, clientId: string): Promise<str
 }
 
 for (const target of DATABASES) {
-  describe(`token endpoint guards (${target.name})`, () => {
+  describeOn(target)(`token endpoint guards (${target.label})`, () => {
     let service: TestService;
     let guard: TokenGuard;
     let generated: { clientId: string; clientSecret: string };

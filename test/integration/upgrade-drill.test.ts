@@ -18,7 +18,7 @@ import type { Db } from '../../src/store/db';
 import { installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
 import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
-import { openTestDb } from '../helpers/databases';
+import { openTestDb, PGLITE } from '../helpers/databases';
 import { poll, testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 
@@ -63,7 +63,7 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: temporal.address });
   nativeConnection = await NativeConnection.connect({ address: temporal.address });
   client = new Client({ connection, namespace: temporal.namespace });
-  db = await openTestDb({ name: 'pglite', url: undefined });
+  db = await openTestDb(PGLITE);
   patchedB = await bundleB(path.join(artifacts, 'patched'), true);
   unpatchedB = await bundleB(path.join(artifacts, 'unpatched'), false);
 });

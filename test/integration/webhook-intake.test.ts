@@ -14,7 +14,7 @@ import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } fro
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
-import { openTestDb } from '../helpers/databases';
+import { openTestDb, PGLITE } from '../helpers/databases';
 import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
 const BASE_URL = 'https://tenant.example.test';
@@ -33,7 +33,7 @@ describe('webhook intake', () => {
   }
 
   beforeAll(async () => {
-    db = await openTestDb({ name: 'pglite', url: undefined });
+    db = await openTestDb(PGLITE);
     const temporal = await testTemporal();
     connection = await Connection.connect({ address: temporal.address });
     intake = intakeWith(new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('intake')));
