@@ -55,7 +55,7 @@ for (const target of DATABASES) {
 
       const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value: 'other-value' });
       expect(duplicate.status).toBe(409);
-      expect(duplicate.body).toMatchObject({ code: expect.any(Number), message: expect.stringContaining('crm_token') });
+      expect(duplicate.body).toMatchObject({ code: 6, message: expect.stringContaining('crm_token') }); // ALREADY_EXISTS
 
       const reader = await service.tokenFor('read_only');
       const list = await api().get('/api/v1/secrets').set('Authorization', `Bearer ${reader}`);
@@ -79,7 +79,9 @@ for (const target of DATABASES) {
       const rotated = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: rotatedValue });
       expect(rotated.status).toBe(200);
       expect(rotated.body.secret.name).toBe('crm_token');
-      expect(Date.parse(rotated.body.secret.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.body.secret.updatedAt));
+      // Created stays, updated moves on (many requests lie between the two: never the same millisecond).
+      expect(rotated.body.secret.createdAt).toBe(created.body.secret.createdAt);
+      expect(Date.parse(rotated.body.secret.updatedAt)).toBeGreaterThan(Date.parse(created.body.secret.updatedAt));
       const after = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
       expect(service.deps.secretBox.open(after[0]!.sealed_value)).toBe(rotatedValue);
 
