@@ -16,7 +16,7 @@ export default {
   // Static mutants (module-level constants) re-run every test and took two thirds of the time.
   ignoreStatic: true,
   concurrency: 2,
-  timeoutMS: 20000,
+  timeoutMS: 5000,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },

@@ -26,9 +26,27 @@ export const POSTGRES: DatabaseTarget = process.env.DATABASE_URL
   : { name: 'postgres', url: undefined, label: `postgres, skipped: ${NEEDS_DATABASE_URL}`, available: false };
 export const DATABASES: DatabaseTarget[] = [PGLITE, POSTGRES];
 
-/** `describe` for a target that can run here, `describe.skip` for one that cannot. */
+const HOOKS = ['beforeAll', 'beforeEach', 'afterAll', 'afterEach'] as const;
+
+/**
+ * `describe` for a target that can run here, `describe.skip` for one that cannot. In the skipped
+ * block no hook is registered, nested blocks' included: jest would still run the `beforeAll` of a
+ * nested `describe` whose tests it then skips.
+ */
 export function describeOn(target: DatabaseTarget): jest.Describe {
-  return target.available ? describe : describe.skip;
+  if (target.available) return describe;
+  const g = globalThis as unknown as Record<(typeof HOOKS)[number], unknown>;
+  const skipped = (name: string, fn: () => void): void =>
+    describe.skip(name, () => {
+      const saved = HOOKS.map((hook) => g[hook]);
+      for (const hook of HOOKS) g[hook] = () => undefined;
+      try {
+        fn();
+      } finally {
+        HOOKS.forEach((hook, i) => (g[hook] = saved[i]));
+      }
+    });
+  return Object.assign(skipped, describe.skip, { skip: describe.skip, only: describe.skip }) as unknown as jest.Describe;
 }
 
 /** `it` for a target that can run here, `it.skip` for one that cannot. */

@@ -1,6 +1,6 @@
 /**
  * The upgrade drill, on the real dev server: runs start on bundle A (the current workflow code) and
- * park in a `wait`; A's worker stops; a worker starts on bundle B, whose workflow writes one more
+ * park waiting for an approval; A's worker stops; a worker starts on bundle B, whose workflow writes one more
  * log line and marks its result when the run finishes — behind `patched()`. The parked runs finish
  * with A's behaviour, new runs get B's. The same change without `patched()` fails the replay of the
  * parked runs' histories (and of the committed ones) with a nondeterminism error.
