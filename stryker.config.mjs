@@ -17,6 +17,7 @@ export default {
   ignoreStatic: true,
   concurrency: 2,
   timeoutMS: 5000,
+  dryRunTimeoutMinutes: 30,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
