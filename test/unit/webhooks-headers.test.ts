@@ -201,3 +201,43 @@ describe('isUuidV4 and isJsonContentType', () => {
     expect(isJsonContentType('application/json; charset=utf-16')).toBe(false);
   });
 });
+
+describe('exact answers (each found by mutation testing)', () => {
+  const message = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return undefined;
+  };
+
+  it.each([
+    ['Content-Type', { contentType: undefined }],
+    ['Webhook-Timestamp', { timestamp: undefined }],
+    ['Webhook-Event-Id', { eventId: undefined }],
+    ['Webhook-Signature', { signature: undefined }],
+  ])('names a single missing %s, in the singular', (name, overrides) => {
+    expect(message(() => checkWebhookHeaders(hmacInput(overrides)))).toBe(`missing required header: ${name}`);
+  });
+
+  it('names all four missing headers in the check order', () => {
+    expect(message(() => checkWebhookHeaders(hmacInput({ contentType: undefined, timestamp: undefined, eventId: undefined, signature: undefined })))).toBe(
+      'missing required headers: Content-Type, Webhook-Timestamp, Webhook-Event-Id, Webhook-Signature',
+    );
+  });
+
+  it.each(['application/json ; charset=utf-8', 'application/json; charset= utf-8 ', 'application/json; foo=bar', 'application/json; foo=latin1', 'application/json; charset'])(
+    'accepts the media type %j',
+    (value) => {
+      expect(isJsonContentType(value)).toBe(true);
+    },
+  );
+
+  it.each(['application/json; charset=utf-8""', 'application/json; charset=""utf-8', 'application/json; CHARSET = latin1', 'application/json; charset="latin1"'])(
+    'refuses the media type %j',
+    (value) => {
+      expect(isJsonContentType(value)).toBe(false);
+    },
+  );
+});
