@@ -227,7 +227,16 @@ describe('exact answers (each found by mutation testing)', () => {
     );
   });
 
-  it.each(['application/json ; charset=utf-8', 'application/json; charset= utf-8 ', 'application/json; foo=bar', 'application/json; foo=latin1', 'application/json; charset'])(
+  it.each([
+    ['Content-Type must be application/json', { contentType: 'text/plain' }],
+    ['Webhook-Timestamp must be Unix time in whole seconds', { timestamp: '1.5' }],
+    ['Webhook-Timestamp is more than 300 seconds away from the current time', { timestamp: String(NOW - 301) }],
+    ['Webhook-Event-Id must be a UUID v4', { eventId: 'not-a-uuid' }],
+  ])('says %j', (text, overrides) => {
+    expect(message(() => checkWebhookHeaders(hmacInput(overrides)))).toBe(text);
+  });
+
+  it.each(['application/json; charset=utf8', 'application/json ; charset=utf-8', 'application/json; charset= utf-8 ', 'application/json; foo=bar', 'application/json; foo=latin1', 'application/json; charset'])(
     'accepts the media type %j',
     (value) => {
       expect(isJsonContentType(value)).toBe(true);
