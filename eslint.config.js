@@ -7,7 +7,7 @@ const { builtinModules } = require('node:module');
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
 module.exports = tseslint.config(
-  { ignores: ['node_modules/', '.temporal/', '.data/', 'dist/', 'coverage/', 'test-artifacts/'] },
+  { ignores: ['node_modules/', '.temporal/', '.data/', 'dist/', 'coverage/', 'test-artifacts/', '.stryker-tmp/', 'reports/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

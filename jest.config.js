@@ -2,6 +2,7 @@
  * Every test file runs on the embedded store (PGlite). With DATABASE_URL set (CI sets it), a second
  * project, "postgres", runs the receiver-side suites again with PostgreSQL as their default store
  * (test/setup/postgres.ts); the store suites themselves loop over both (test/helpers/databases.ts).
+ * Without DATABASE_URL the PostgreSQL cases are reported as skipped, and counted on the last line.
  * @type {import('jest').Config}
  */
 const project = {
@@ -22,17 +23,17 @@ module.exports = {
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   testTimeout: 180000,
   maxWorkers: 2,
-  ...(process.env.DATABASE_URL
-    ? {
-        projects: [
-          { ...project, displayName: 'pglite' },
-          {
-            ...project,
-            displayName: 'postgres',
-            testMatch: POSTGRES_SUITES,
-            setupFiles: [...project.setupFiles, '<rootDir>/test/setup/postgres.ts'],
-          },
-        ],
-      }
-    : project),
+  // The last line of a run: how many PostgreSQL cases were skipped (no DATABASE_URL), and how to run them.
+  reporters: ['default', '<rootDir>/test/reporters/postgres-skips.js'],
+  projects: [
+    { ...project, displayName: 'pglite' },
+    {
+      // Without DATABASE_URL its cases are declared skipped ("needs DATABASE_URL"), not left out.
+      ...project,
+      displayName: 'postgres',
+      testMatch: POSTGRES_SUITES,
+      setupFiles: [...project.setupFiles, '<rootDir>/test/setup/postgres.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/setup/postgres-skips.ts'],
+    },
+  ],
 };

@@ -81,13 +81,21 @@ export function installQuietRuntime(): void {
   Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
 }
 
-/** Replays each history on `bundle`; answers the histories that failed (empty: all replayed cleanly). */
+/**
+ * Replays each history on `bundle`; answers the histories that failed (empty: all replayed cleanly).
+ * A history the replayer answered for other than exactly once is a failure too: silence is not a pass.
+ */
 export async function replayHistories(bundle: WorkflowBundleOption, histories: NamedHistory[]): Promise<ReplayFailure[]> {
   const failures: ReplayFailure[] = [];
+  const answered = new Map(histories.map((h) => [h.name, 0]));
   // The replay worker reports by workflow id: each history gets its own name as id.
   const items = histories.map((h) => ({ workflowId: h.name, history: h.history }));
   for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, items)) {
+    answered.set(result.workflowId, (answered.get(result.workflowId) ?? 0) + 1);
     if (result.error) failures.push({ name: result.workflowId, kind: result.error.name, message: result.error.message });
+  }
+  for (const [name, results] of answered) {
+    if (results !== 1) failures.push({ name, kind: 'ReplayResultCount', message: `${results} replay results for one history (expected 1)` });
   }
   return failures;
 }

@@ -29,6 +29,8 @@ import { signHmac } from '../../src/webhooks';
 import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
+import { seededRandom } from '../helpers/seeded-random';
+import { completedActivities, ownershipCreations, type RunRef } from '../helpers/effects';
 
 const TOTAL = 2000;
 const REPEAT_EVERY = 5;
@@ -46,6 +48,9 @@ let stateDir: string;
 let entryPort: number;
 let token: string;
 let appPool: Pool;
+/** The drill's coin flips and picks: seeded, the seed printed (replay with TEST_RANDOM_SEED). */
+const random = seededRandom();
+console.log(`production drill: random seed ${random.seed} (replay: ${random.replay})`);
 let temporalConnection: Connection;
 let temporal: Client;
 let target: { userId: string; appId: string; entitlementId: string };
@@ -353,7 +358,7 @@ describe('PostgreSQL restarted under load', () => {
     const load = async (): Promise<void> => {
       while (running) {
         const now = phase;
-        const outcome = Math.random() < 0.5
+        const outcome = random.next() < 0.5
           ? await send(listener, randomUUID(), JSON.stringify({ role: `pg-${randomBytes(4).toString('hex')}` }))
           : await fetch(`${stack.entryUrl}/api/v1/automations/${listener.id}`, { headers: { Authorization: `Bearer ${token}` } }).then(
               async (r): Promise<PostOutcome> => ({ kind: 'response', status: r.status, headers: { 'retry-after': r.headers.get('retry-after') ?? undefined }, body: {} }),
@@ -431,7 +436,7 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
         for (const [n, threshold] of thresholds.entries()) if (index >= threshold + 100) await faultDone[n]!.promise;
         let event: EventSpec;
         if (index % REPEAT_EVERY === REPEAT_EVERY - 1 && events.length > 0) {
-          event = events[Math.floor(Math.random() * events.length)]!;
+          event = events[Math.floor(random.next() * events.length)]!;
         } else {
           const role = `d-${events.length}`;
           event = { eventId: randomUUID(), role, body: JSON.stringify({ role }), answers: [] };
@@ -500,11 +505,14 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
     // Let the runs finish, then judge from Temporal's visibility and the ownership rows.
     const ids = new Set(events.map((e) => `webhook:${listener.listenerId}:${e.eventId}`));
     let runs = new Map<string, string[]>();
+    let runRefs: RunRef[] = [];
     const settleDeadline = Date.now() + 10 * 60_000;
     for (;;) {
       runs = new Map();
+      runRefs = [];
       for await (const run of temporal.workflow.list({ query: `ListenerId = "${listener.listenerId}"` })) {
         runs.set(run.workflowId, [...(runs.get(run.workflowId) ?? []), run.status.name]);
+        runRefs.push({ workflowId: run.workflowId, runId: run.runId });
       }
       const settled = [...ids].every((id) => runs.get(id)?.length === 1 && runs.get(id)![0] === 'COMPLETED');
       if (settled || Date.now() > settleDeadline) break;
@@ -515,6 +523,11 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
       [target.userId],
     );
     const owned = new Map(rows.rows.map((r) => [r.role_slug, Number(r.n)]));
+    // Rows cannot show a duplicate (the key and ON CONFLICT DO NOTHING hold them at one): count the
+    // effect itself, the completed ownership activities in every run's history and the audit
+    // events the insert writes only when it created the row.
+    const ownershipActivities = await completedActivities(temporal, runRefs, 'createEntitlementOwner');
+    const creations = await ownershipCreations(appPool, target.userId);
 
     const allowed = new Set<number | string>([200, 409, 429, 503, 'ECONNREFUSED']);
     const violations: string[] = [];
@@ -527,6 +540,8 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
       const statuses = runs.get(id) ?? [];
       if (statuses.length !== 1 || statuses[0] !== 'COMPLETED') violations.push(`${id}: runs ${JSON.stringify(statuses)}`);
       if (owned.get(event.role) !== 1) violations.push(`${event.role}: ${owned.get(event.role) ?? 0} ownership rows`);
+      if (ownershipActivities.get(id) !== 1) violations.push(`${id}: ${ownershipActivities.get(id) ?? 0} completed createEntitlementOwner activities`);
+      if (creations.get(event.role) !== 1) violations.push(`${event.role}: created ${creations.get(event.role) ?? 0} times`);
     }
     for (const id of runs.keys()) if (!ids.has(id)) violations.push(`${id}: a run for an event never sent`);
 
@@ -545,12 +560,15 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
       runs: runs.size,
       completedRuns: [...runs.values()].filter((s) => s.length === 1 && s[0] === 'COMPLETED').length,
       ownershipRows: [...owned.values()].reduce((a, b) => a + b, 0),
+      ownershipActivities: [...ownershipActivities.values()].reduce((a, b) => a + b, 0),
+      ownershipCreations: [...creations.values()].reduce((a, b) => a + b, 0),
+      randomSeed: random.seed,
       faults,
       trafficSeconds,
       violations: violations.length,
     };
     console.log(`delivery drill: ${JSON.stringify(figures.deliveryDrill)}`);
-    expect(violations.slice(0, 20)).toEqual([]);
+    expect({ seed: random.replay, violations: violations.slice(0, 20) }).toEqual({ seed: random.replay, violations: [] });
     expect(outcomes).toHaveLength(TOTAL);
     expect(faults.filter((f) => f.includes('SIGKILLed'))).toHaveLength(4);
     expect(runs.size).toBe(events.length);

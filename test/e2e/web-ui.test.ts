@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import '../helpers/quiet-runtime';
 import { chromium, type Browser } from 'playwright-core';
 import { startDevServer, type DevServer } from '../../src/temporal/devserver';
@@ -19,7 +19,7 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { startTestService, type TestService } from '../helpers/app';
 import { hmacEvent } from '../helpers/stack';
-import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue, connectNative } from '../helpers/temporal';
 import { sleep } from '../helpers/processes';
 import type { RunState } from '../../workflows/types';
 
@@ -96,7 +96,7 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     });
     const codecEndpoint = `http://127.0.0.1:${(service.server.address() as { port: number }).port}/codec`;
     server = await startDevServer({ cliPath: await temporalCli(), port, uiPort, uiCodecEndpoint: codecEndpoint, namespace: 'default' });
-    workerConnection = await NativeConnection.connect({ address: server.address });
+    workerConnection = await connectNative(server.address);
     const bundle = testWorkflowBundle();
     worker = await createAutomationWorker({
       connection: workerConnection,

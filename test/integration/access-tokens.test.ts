@@ -7,7 +7,7 @@
  */
 import request from 'supertest';
 import { SignJWT, generateKeyPair, importJWK, type JWK, type JWTPayload, type KeyLike } from 'jose';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { getOrCreateSecret } from '../../src/store/secrets';
 import { SIGNING_KEY_SECRET } from '../../src/auth/tokens';
@@ -16,7 +16,7 @@ const ISSUER = 'urn:automation-governance';
 const AUDIENCE = 'urn:automation-governance:api';
 
 for (const target of DATABASES) {
-  describe(`access tokens (${target.name})`, () => {
+  describeOn(target)(`access tokens (${target.label})`, () => {
     let service: TestService;
     let serviceKey: { key: KeyLike; kid: string };
     let clientId: string;

@@ -30,6 +30,7 @@ let otherSecret: string;
 let otherAutomation: AutomationView;
 let jwtAutomation: AutomationView;
 let jwtPath: string;
+let restrictedAutomation: AutomationView;
 let restrictedPath: string;
 let restrictedSecret: string;
 const keys: Record<'RS256' | 'ES256' | 'EdDSA' | 'weak1024' | 'weak1536' | 'ed448' | 'attacker', SigningKey> = {} as never;
@@ -66,6 +67,7 @@ beforeAll(async () => {
     trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['203.0.113.0/24'] } },
     steps: STEPS,
   });
+  restrictedAutomation = restricted.automation;
   restrictedPath = listenerPath(restricted.automation);
   restrictedSecret = restricted.signingSecret!;
 });
@@ -82,7 +84,7 @@ afterAll(async () => {
 });
 
 async function expectOnlyAcceptedRuns(): Promise<void> {
-  const listeners = [hmacAutomation, jwtAutomation, otherAutomation].map((a) => `ListenerId = "${a.trigger.incomingWebhook.listenerId}"`);
+  const listeners = [hmacAutomation, jwtAutomation, otherAutomation, restrictedAutomation].map((a) => `ListenerId = "${a.trigger.incomingWebhook.listenerId}"`);
   const query = listeners.join(' OR ');
   const list = async (): Promise<string[]> => {
     const seen: string[] = [];

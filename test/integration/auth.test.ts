@@ -1,10 +1,10 @@
 import request from 'supertest';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { createClient, ensureBootstrapClient } from '../../src/auth/clients';
 
 for (const target of DATABASES) {
-  describe(`auth (${target.name})`, () => {
+  describeOn(target)(`auth (${target.label})`, () => {
     let service: TestService;
     let clientId: string;
     let clientSecret: string;

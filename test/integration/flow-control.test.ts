@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { openDb, type Db } from '../../src/store/db';
-import { DATABASES, type DatabaseTarget } from '../helpers/databases';
+import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
 import { startTestService, type TestService } from '../helpers/app';
 import { poll } from '../helpers/temporal';
@@ -47,7 +47,7 @@ async function sharedDb(target: DatabaseTarget): Promise<{ open(): Promise<Db>; 
 }
 
 for (const target of DATABASES) {
-  describe(`flow control (${target.name})`, () => {
+  describeOn(target)(`flow control (${target.label})`, () => {
     let stack: Stack;
     let second: TestService;
     let store: Awaited<ReturnType<typeof sharedDb>>;

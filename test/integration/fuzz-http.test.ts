@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startStack, type Stack } from '../helpers/stack';
 import { signHmac } from '../../src/webhooks';
 import { RPC_CODE } from '../../src/http/errors';
@@ -224,7 +224,7 @@ const segment = fc.oneof(
 );
 
 for (const target of DATABASES) {
-  describe(`HTTP fuzzing (${target.name})`, () => {
+  describeOn(target)(`HTTP fuzzing (${target.label})`, () => {
     let stack: Stack;
     let port: number;
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });

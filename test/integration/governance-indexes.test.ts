@@ -3,7 +3,7 @@
  * big (1M rows in production): EXPLAIN the exact SQL the store runs, on a table with a few
  * thousand analysed rows, and check the plan.
  */
-import { DATABASES, openTestDb } from '../helpers/databases';
+import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import type { Db } from '../../src/store/db';
 import { newId } from '../../src/ids';
 import { entitlementSearchQuery, searchEntitlements, type EntitlementSearch } from '../../src/store/entitlements';
@@ -14,7 +14,7 @@ const APPS = 20;
 const PER_APP = 100;
 
 for (const target of DATABASES) {
-  describe(`app_entitlements indexes (${target.name})`, () => {
+  describeOn(target)(`app_entitlements indexes (${target.label})`, () => {
     let db: Db;
     const appIds: string[] = [];
     const entitlementIds: string[] = [];

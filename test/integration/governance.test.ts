@@ -1,4 +1,4 @@
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerFor, callerWith, createApp, createEntitlement, violatedFields, type Caller } from '../helpers/governance';
 
@@ -13,7 +13,7 @@ const SEED_FIELDS = [
 ];
 
 for (const target of DATABASES) {
-  describe(`governance API (${target.name})`, () => {
+  describeOn(target)(`governance API (${target.label})`, () => {
     let service: TestService;
     let admin: Caller;
     let reader: Caller;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { createCipheriv, randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike } from 'jose';
-import { DATABASES, openTestDb } from '../helpers/databases';
+import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { startTestService } from '../helpers/app';
 import { AccessTokens, SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 import { loadPageTokenKey, PAGE_TOKEN_KEY_SECRET } from '../../src/auth/service-keys';
@@ -60,7 +60,7 @@ async function legacyToken(jwk: JWK): Promise<string> {
 }
 
 for (const target of DATABASES) {
-  describe(`keys at rest (${target.name})`, () => {
+  describeOn(target)(`keys at rest (${target.label})`, () => {
     let db: Db;
     beforeEach(async () => {
       db = await openTestDb(target);

@@ -8,12 +8,12 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import readline from 'node:readline';
-import { DATABASES, openTestDb } from '../helpers/databases';
+import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { openDb, type Db } from '../../src/store/db';
 import { insertAutomation, setPublished } from '../../src/store/automations';
 import { recordPublishedVersion } from '../../src/store/automation-versions';
 import { SecretBox, sealContext } from '../../src/auth/secret-box';
-import { ListenerCache, listenerChanged } from '../../src/domain/listener-cache';
+import { ListenerCache, listenerChanged, MAX_STALENESS_MS } from '../../src/domain/listener-cache';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
 const key = randomBytes(32);
@@ -57,7 +57,7 @@ function counting(db: Db): { db: Db; reads(): number } {
 }
 
 for (const target of DATABASES) {
-  describe(`listener cache (${target.name})`, () => {
+  describeOn(target)(`listener cache (${target.label})`, () => {
     let db: Db;
     beforeAll(async () => {
       db = await openTestDb(target);
@@ -69,7 +69,10 @@ for (const target of DATABASES) {
     it('reads the store once per listener, unseals once, and drops the entry when this process changes it', async () => {
       const { id, listenerId } = await createListener(db, 'first-secret');
       const { db: counted, reads } = counting(db);
-      const cache = new ListenerCache(counted, box);
+      // The cache's clock stands still: no entry ever expires by age in this test, so only an
+      // invalidation (this process's own, or the trigger's NOTIFY) can make it read again.
+      let clock = 0;
+      const cache = new ListenerCache(counted, box, () => clock);
       await cache.ready();
       try {
         const first = await cache.lookup(listenerId);
@@ -84,17 +87,33 @@ for (const target of DATABASES) {
         expect((await cache.lookup(listenerId))?.hmacSecret).toBe('second-secret');
 
         // unpublish through SQL only: the NOTIFY from the trigger drops the entry
+        expect((await cache.lookup(listenerId))?.automation.published).toBe(true);
         await setPublished(db, id, false);
         await poll(async () => (await cache.lookup(listenerId))?.automation.published === false, 'the unpublish to reach the cache');
+
+        // Without a notification the entry is kept until it is MAX_STALENESS_MS old, then read again.
+        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('third-secret', sealContext('automation_signing_secret', id)), id]);
+        await poll(async () => (await cache.lookup(listenerId))?.hmacSecret === 'third-secret', 'the NOTIFY of the secret change');
+        await db.query('ALTER TABLE automations DISABLE TRIGGER USER');
+        try {
+          await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('fourth-secret', sealContext('automation_signing_secret', id)), id]);
+        } finally {
+          await db.query('ALTER TABLE automations ENABLE TRIGGER USER');
+        }
+        clock += MAX_STALENESS_MS - 1;
+        expect((await cache.lookup(listenerId))?.hmacSecret).toBe('third-secret');
+        clock += 1;
+        expect((await cache.lookup(listenerId))?.hmacSecret).toBe('fourth-secret');
         expect(await cache.lookup('no-such-listener')).toBeUndefined();
       } finally {
         await cache.close();
       }
     });
 
-    if (target.name !== 'postgres') return;
-
-    it('drops the entry in another process through LISTEN/NOTIFY', async () => {
+    // Two processes cannot share an embedded store: this case is declared for PostgreSQL only (and
+    // reported as skipped, with the rest of that block, when DATABASE_URL is unset).
+    const postgresOnly = (title: string, fn: jest.ProvidesCallback): void => (target.name === 'postgres' ? it(title, fn) : undefined);
+    postgresOnly('drops the entry in another process through LISTEN/NOTIFY', async () => {
       // The second process needs the schema by name: make one it can open.
       const schema = `t_${randomBytes(6).toString('hex')}`;
       const shared = await openDb({ databaseUrl: target.url, schema });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { startTestService } from '../helpers/app';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, itOn } from '../helpers/databases';
 import { poll, testCodec } from '../helpers/temporal';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { createLazyClient } from '../../src/temporal/connection';
@@ -46,7 +46,7 @@ describe('health, readiness and metrics', () => {
   });
 
   for (const target of DATABASES) {
-    it(`/ready is 503 naming the store when it is down (${target.name})`, async () => {
+    itOn(target)(`/ready is 503 naming the store when it is down (${target.label})`, async () => {
       const store = await openStoreWithOutage(target);
       const service = await startTestService({ db: store.db, runs: stack.service.deps.runs });
       try {

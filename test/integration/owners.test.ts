@@ -1,11 +1,11 @@
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerFor, callerWith, createApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
 import { DomainError, NotFoundError } from '../../src/domain/errors';
 
 for (const target of DATABASES) {
-  describe(`entitlement owners (${target.name})`, () => {
+  describeOn(target)(`entitlement owners (${target.label})`, () => {
     let service: TestService;
     let admin: Caller;
     let reader: Caller;

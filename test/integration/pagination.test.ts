@@ -1,4 +1,4 @@
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerWith, createApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createEntitlement as createEntitlementDirect } from '../../src/domain/entitlements';
@@ -11,7 +11,7 @@ interface ListBody {
 const idsOf = (body: ListBody) => body.list.map((item) => item.appEntitlement.id);
 
 for (const target of DATABASES) {
-  describe(`pagination (${target.name})`, () => {
+  describeOn(target)(`pagination (${target.label})`, () => {
     let service: TestService;
     let admin: Caller;
     let reader: Caller;

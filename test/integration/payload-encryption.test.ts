@@ -7,10 +7,10 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import request from 'supertest';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { poll, testCodec, testTemporal } from '../helpers/temporal';
+import { poll, testCodec, testTemporal, connectClient } from '../helpers/temporal';
 import { EncryptionCodec, encryptedDataConverter, KEY_ID_METADATA, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { TemporalExecutions } from '../../src/temporal/executions';
 import type { RunState } from '../../workflows/types';
@@ -137,7 +137,7 @@ describe('payloads encrypted in Temporal', () => {
     const newest = parsePayloadKeys(newPayloadKeyEntry())[0]!;
     const oldKeys = parsePayloadKeys(process.env.TEST_PAYLOAD_KEYS!);
     const rotated = new EncryptionCodec([newest, ...oldKeys]);
-    const connection = await Connection.connect({ address: temporal.address });
+    const connection = await connectClient(temporal.address);
     try {
       const client = new Client({ connection, namespace: 'default', dataConverter: encryptedDataConverter(rotated) });
       const detail = await poll(

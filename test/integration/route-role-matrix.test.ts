@@ -11,7 +11,7 @@ import type Router from '@koa/router';
 import { ROUTERS } from '../../src/http/routes';
 import type { Role } from '../../src/auth/roles';
 import { startTestService, type TestService } from '../helpers/app';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 
 type Caller = 'none' | Role;
 const CALLERS: Caller[] = ['none', 'read_only', 'admin', 'super_admin'];
@@ -115,7 +115,7 @@ function expectedStatus(route: string, caller: Caller): number | 'no ACCESS entr
 }
 
 for (const target of DATABASES) {
-  describe(`route × role matrix (${target.name})`, () => {
+  describeOn(target)(`route × role matrix (${target.label})`, () => {
     let service: TestService;
     const tokens = new Map<Caller, string>();
 

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { type NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -14,7 +14,7 @@ import { automation, decideUpdate } from '../../workflows';
 import type { AutomationRunInput } from '../../workflows/types';
 import { runStartOptions } from '../../src/temporal/runs';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
-import { poll, testDataConverter, testTemporal, testWorkflowBundle } from '../helpers/temporal';
+import { poll, testDataConverter, testTemporal, testWorkflowBundle, connectNative } from '../helpers/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -46,7 +46,7 @@ async function startWorker(): Promise<void> {
 
 beforeAll(async () => {
   stack = await startStack({ worker: false });
-  connection = await NativeConnection.connect({ address: (await testTemporal()).address });
+  connection = await connectNative((await testTemporal()).address);
   await startWorker();
   superAdmin = stack.adminToken;
   admin = await stack.service.tokenFor('admin');

@@ -26,7 +26,7 @@ import { sealContext } from '../../src/auth/secret-box';
 import { listAuditEvents } from '../../src/store/audit';
 import { migrate } from '../../src/store/migrations';
 import { startTestService, type TestService } from '../helpers/app';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { expectRunFailure } from '../helpers/temporal';
 
@@ -41,7 +41,7 @@ function fieldViolations(body: { details?: Array<{ fieldViolations?: Array<{ fie
 }
 
 for (const target of DATABASES) {
-  describe(`secret origins and the closed secret grammar (${target.name})`, () => {
+  describeOn(target)(`secret origins and the closed secret grammar (${target.label})`, () => {
     let service: TestService;
     let admin: string;
     let superToken: string;

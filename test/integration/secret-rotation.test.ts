@@ -90,7 +90,12 @@ describe('signing-secret rotation with a grace period', () => {
 
   it('a second rotation during the grace period drops the oldest secret', async () => {
     const { automation, secret: first } = await hmacAutomation();
-    const second = (await rotate(automation.id, { gracePeriod: '3600s' })).body.signingSecret as string;
+    const rotated = await rotate(automation.id, { gracePeriod: '3600s' });
+    expect(rotated.status).toBe(200);
+    const second = rotated.body.signingSecret as string;
+    // During the grace period both the old and the new secret verify.
+    expect(await status(automation, first)).toBe(200);
+    expect(await status(automation, second)).toBe(200);
     const third = await rotate(automation.id, { gracePeriod: '3600s' });
     expect(third.status).toBe(200);
     expect(await status(automation, first)).toBe(401);
@@ -113,7 +118,10 @@ describe('signing-secret rotation with a grace period', () => {
 
   it('switching the trigger to JWT and back forgets the previous secret', async () => {
     const { automation, secret: first } = await hmacAutomation();
-    await rotate(automation.id, { gracePeriod: '3600s' });
+    const rotated = await rotate(automation.id, { gracePeriod: '3600s' });
+    expect(rotated.status).toBe(200);
+    expect(Date.parse(rotated.body.previousSecretExpiresAt)).toBeGreaterThan(Date.now() + 3_500_000);
+    expect(await status(automation, first)).toBe(200); // in its grace period, until the switch
     const server = stack.service.server;
     const toJwt = await request(server)
       .post(`/api/v1/automations/${automation.id}`)

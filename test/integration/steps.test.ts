@@ -17,7 +17,7 @@ import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
 import { startTestService, type TestService } from '../helpers/app';
 import { resolveNameTo } from '../helpers/resolver';
-import { openTestDb } from '../helpers/databases';
+import { openTestDb, PGLITE } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
 import { connectClient, connectNative, expectRunFailure, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
 
@@ -86,7 +86,7 @@ beforeAll(async () => {
   nativeConnection = await connectNative(temporal.address);
   connection = await connectClient(temporal.address);
   client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
-  db = await openTestDb({ name: 'pglite', url: undefined });
+  db = await openTestDb(PGLITE);
   target = await startTarget();
   const bundle = testWorkflowBundle();
   for (const mode of ['insecure', 'secure'] as const) {

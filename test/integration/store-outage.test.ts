@@ -4,7 +4,7 @@
  * Real PostgreSQL behind a relay that is cut (or the embedded PGlite closed), real Temporal, real HTTP.
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { deliver, hmacEvent, listenerPath, startStack } from '../helpers/stack';
 import { runWorkflowId } from '../../src/temporal/runs';
@@ -14,7 +14,7 @@ const STEPS = [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } }]
 // Every store: PostgreSQL behind a relay that is cut, and the embedded PGlite closed under the app
 // (what its failure looks like in-process); both answer 503, never 500.
 for (const target of DATABASES) {
-  describe(`store unavailable during a webhook (${target.name})`, () => {
+  describeOn(target)(`store unavailable during a webhook (${target.label})`, () => {
     it('answers 503 + Retry-After in the error shape, and starts no run', async () => {
       const store = await openStoreWithOutage(target);
       const stack = await startStack({ db: store.db });

@@ -13,8 +13,11 @@ import request from 'supertest';
 import { startStack, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { createClient } from '../../src/auth/clients';
+import { resolveNameThroughThreadPool } from '../helpers/resolver';
 
 const FLOOD = 600;
+/** The JWKS server's host name (answered by the test's resolver, through the thread pool). */
+const JWKS_HOST = 'jwks.flood.test';
 
 function tokenAttempt(port: number, clientId: string, clientSecret: string): Promise<{ status: number; retryAfter: string | undefined }> {
   const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString();
@@ -35,13 +38,16 @@ describe('token flood', () => {
   let stack: Stack;
   let jwks: JwksServer;
   let key: SigningKey;
+  let resolver: ReturnType<typeof resolveNameThroughThreadPool>;
   beforeAll(async () => {
+    resolver = resolveNameThroughThreadPool(JWKS_HOST, '127.0.0.1');
     key = await makeSigningKey('ES256', 'kid-flood');
     jwks = await startJwksServer([key.publicJwk]);
     // The per-source limit is lifted here: every request comes from 127.0.0.1, and the point is the cap.
     stack = await startStack({ worker: false, env: { TOKEN_RATE_LIMIT_PER_MINUTE: '1000000' } });
   });
   afterAll(async () => {
+    resolver.restore();
     await stack.close();
     await jwks.close();
   });
@@ -51,7 +57,9 @@ describe('token flood', () => {
     const box = stack.service.deps.secretBox;
     // An operator-chosen secret (scrypt) is the expensive target; an unknown id is the decoy path.
     await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'], clientId: 'boot', clientSecret: 'operator-chosen-bootstrap-secret-0123456789' });
-    const jwksUrl = jwks.url.replace('127.0.0.1', 'localhost'); // a name: its lookup runs on the thread pool
+    // A name, so that its lookup runs on the thread pool; answered by the test (through the pool),
+    // not by the machine's resolver.
+    const jwksUrl = jwks.url.replace('127.0.0.1', JWKS_HOST);
     const created = await stack.createAutomation({
       displayName: 'jwt under flood',
       trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl } },
@@ -77,6 +85,7 @@ describe('token flood', () => {
     const attempts = await flood;
     expect([webhook.status, webhook.body]).toEqual([200, { eventId, executionId: expect.any(String) }]);
     expect(jwks.fetchCount()).toBeGreaterThan(0);
+    expect(resolver).toHaveBeenCalledWith(JWKS_HOST, expect.anything(), expect.any(Function)); // the name was looked up
     expect(api.status).toBe(200);
     // Every attempt was refused, as invalid (401) or as over the cap (503 with Retry-After).
     const statuses = new Set(attempts.map((a) => a.status));

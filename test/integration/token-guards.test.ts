@@ -5,11 +5,11 @@
  * still accepted (and upgraded), and the audit of client changes and failed attempts.
  */
 import request from 'supertest';
-import { DATABASES } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { createClient } from '../../src/auth/clients';
 import { hashChosenSecret } from '../../src/auth/secrets';
-import { createTokenGuard, type TokenGuard } from '../../src/auth/token-guard';
+import { createTokenGuard, RateLimiter, type TokenGuard } from '../../src/auth/token-guard';
 import { ConfigError, loadConfig } from '../../src/config';
 import { listAuditEvents } from '../../src/store/audit';
 import { randomToken } from '../../src/ids';
@@ -24,7 +24,7 @@ async function secretHashOf(service: TestService, clientId: string): Promise<str
 }
 
 for (const target of DATABASES) {
-  describe(`token endpoint guards (${target.name})`, () => {
+  describeOn(target)(`token endpoint guards (${target.label})`, () => {
     let service: TestService;
     let guard: TokenGuard;
     let generated: { clientId: string; clientSecret: string };
@@ -108,10 +108,15 @@ for (const target of DATABASES) {
     });
   });
 
-  describe(`token endpoint per-source limit (${target.name})`, () => {
+  describeOn(target)(`token endpoint per-source limit (${target.label})`, () => {
     let service: TestService;
+    // The limiter's clock is the test's: the bucket refills (one request per 20 s at 3 a minute)
+    // only when the test moves it, however slow the machine.
+    let clock = 1_000_000;
     beforeAll(async () => {
-      service = await startTestService({ target, env: { TOKEN_RATE_LIMIT_PER_MINUTE: '3' } });
+      const env = { TOKEN_RATE_LIMIT_PER_MINUTE: '3' };
+      const tokenGuard: TokenGuard = { ...createTokenGuard(loadConfig(env).tokenEndpoint), perSource: new RateLimiter(3, 100_000, () => clock) };
+      service = await startTestService({ target, env, deps: { tokenGuard } });
     });
     afterAll(async () => service.close());
 
@@ -120,7 +125,12 @@ for (const target of DATABASES) {
       const limited = await tokenRequest(service, 'cli_unknown', 'x');
       expect(limited.status).toBe(429);
       expect(limited.body).toEqual({ code: 8, message: expect.stringContaining('too many token requests'), details: [] });
-      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(limited.headers['retry-after']).toBe('20'); // one request per 20 s refills
+      clock += 19_000;
+      expect((await tokenRequest(service, 'cli_unknown', 'x')).status).toBe(429);
+      clock += 2_000; // past the 20 s (well clear of floating-point dust at the boundary)
+      expect((await tokenRequest(service, 'cli_unknown', 'x')).status).toBe(401);
+      expect((await tokenRequest(service, 'cli_unknown', 'x')).status).toBe(429);
       // The API itself is not limited: a valid bearer token still works.
       const token = await service.tokenFor('read_only');
       expect((await request(service.server).get('/api/v1/apps').set('Authorization', `Bearer ${token}`)).status).toBe(200);

@@ -1,6 +1,6 @@
 /**
  * The upgrade drill, on the real dev server: runs start on bundle A (the current workflow code) and
- * park in a `wait`; A's worker stops; a worker starts on bundle B, whose workflow writes one more
+ * park waiting for an approval; A's worker stops; a worker starts on bundle B, whose workflow writes one more
  * log line and marks its result when the run finishes — behind `patched()`. The parked runs finish
  * with A's behaviour, new runs get B's. The same change without `patched()` fails the replay of the
  * parked runs' histories (and of the committed ones) with a nondeterminism error.
@@ -10,16 +10,17 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Client, type Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities';
 import type { Db } from '../../src/store/db';
 import { installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
 import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
-import { openTestDb } from '../helpers/databases';
-import { poll, testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import { decideUpdate } from '../../workflows';
+import { openTestDb, PGLITE } from '../helpers/databases';
+import { poll, testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue, connectClient, connectNative } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -62,10 +63,10 @@ const artifacts = path.join(ROOT, 'test-artifacts', `upgrade-drill-${process.pid
 beforeAll(async () => {
   installQuietRuntime();
   const temporal = await testTemporal();
-  connection = await Connection.connect({ address: temporal.address });
-  nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  connection = await connectClient(temporal.address);
+  nativeConnection = await connectNative(temporal.address);
   client = new Client({ connection, namespace: temporal.namespace });
-  db = await openTestDb({ name: 'pglite', url: undefined });
+  db = await openTestDb(PGLITE);
   patchedB = await bundleB(path.join(artifacts, 'patched'), true);
   unpatchedB = await bundleB(path.join(artifacts, 'unpatched'), false);
 });
@@ -104,7 +105,9 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
   const taskQueue = uniqueTaskQueue('drill');
   const steps: StepDefinition[] = [
     { id: 'before', setVariables: { who: 'ctx.trigger.user' } },
-    { id: 'pause', wait: { duration: '10s' } },
+    // Parked on a decision, not a timer: the runs stay parked however long stopping A and reading the
+    // histories take on a loaded machine, and resume when the test approves them on B.
+    { id: 'pause', waitForApproval: { timeout: '3600s' } },
     { id: 'after', setVariables: { again: 'ctx.steps.before.who' } },
   ];
   const bundleA = testWorkflowBundle() ?? (await bundleWorkflowCode({ workflowsPath: path.join(ROOT, 'workflows'), logger: new DefaultLogger('WARN') }));
@@ -120,21 +123,24 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
   for (const handle of parked) {
     const state = await poll(
       () => handle.query<RunState>(RUN_STATE_QUERY).catch(() => undefined),
-      (s) => s?.steps[1]?.status === 'WAITING',
+      (s) => s?.steps[1]?.status === 'WAITING_FOR_APPROVAL',
     );
-    expect(state?.steps[1]?.status).toBe('WAITING');
+    expect(state?.steps[1]?.status).toBe('WAITING_FOR_APPROVAL');
   }
   await stopA();
   for (const handle of parked) {
-    // Still parked when A is gone: the timer has not fired yet (else the drill would prove nothing).
+    // Still parked when A is gone: undecided, its timeout timer not fired (else the drill would prove nothing).
     const described = await handle.describe();
     expect(described.status.name).toBe('RUNNING');
-    expect(eventTypes(await history(handle.workflowId))).not.toContain(temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_FIRED);
+    const types = eventTypes(await history(handle.workflowId));
+    expect(types).not.toContain(temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_FIRED);
+    expect(types).not.toContain(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED);
   }
 
   // Release B (patched): the parked runs resume on it and finish the old way; a new run gets B's behaviour.
   const stopB = await runWorker(taskQueue, patchedB);
   try {
+    for (const handle of parked) await handle.executeUpdate(decideUpdate, { args: [{ stepId: 'pause', decision: 'approved', by: 'drill', comment: null }] });
     const oldResults = await Promise.all(parked.map((h) => h.result() as Promise<RunState & { release?: string }>));
     for (const result of oldResults) {
       expect(result.status).toBe('COMPLETED');

@@ -7,7 +7,7 @@
 import { poll } from '../helpers/temporal';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
-import { DATABASES, openTestDb } from '../helpers/databases';
+import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { migrate, MIGRATIONS } from '../../src/store/migrations';
 import { getLatestPublishedVersion } from '../../src/store/automation-versions';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -188,7 +188,7 @@ describe('automation versions', () => {
 });
 
 for (const target of DATABASES) {
-  describe(`automation_versions migration (${target.name})`, () => {
+  describeOn(target)(`automation_versions migration (${target.label})`, () => {
     it('backfills a snapshot for every automation published before it', async () => {
       const db = await openTestDb(target);
       try {

@@ -47,9 +47,14 @@ function slowDelivery(stack: Stack, path: string, event: SignedEvent, source: st
   answer.catch(() => undefined);
   if (sentBytes > 0) req.write(event.body.slice(0, sentBytes));
   else req.flushHeaders();
+  let finished = false;
   return {
     answer,
-    finish: () => req.end(event.body.slice(sentBytes)),
+    finish: () => {
+      if (finished) return;
+      finished = true;
+      req.end(event.body.slice(sentBytes));
+    },
     abort: () => req.destroy(),
   };
 }
@@ -64,6 +69,17 @@ function deliverFrom(stack: Stack, path: string, event: SignedEvent, source: str
 async function inFlight(stack: Stack): Promise<number> {
   const metric = await stack.service.deps.metrics.webhooksInFlight.get();
   return metric.values[0]?.value ?? 0;
+}
+
+/**
+ * Completes `held` and waits until the gauge is back at `baseline`: each test lets go of its own
+ * slow deliveries, so that none outlives it (the server would answer 408 when its 10 s body
+ * deadline passes, and the next test's baseline would move under it).
+ */
+async function release(stack: Stack, held: SlowRequest[], baseline: number): Promise<void> {
+  for (const request of held) request.finish();
+  await Promise.all(held.map((request) => request.answer.catch(() => undefined)));
+  expect(await poll(() => inFlight(stack), (n) => n === baseline, 30_000)).toBe(baseline);
 }
 
 const STEPS = [{ id: 'vars', setVariables: { a: '1' } }];
@@ -95,9 +111,11 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
     const before = await inFlight(stack);
     // As many slow senders as the global cap allows, each from its own address, all to listener A.
     const refused: Answer[] = [];
+    const held: SlowRequest[] = [];
     for (let i = 1; i <= 10; i++) {
       const request = slowDelivery(stack, pathA, hmacEvent(a.signingSecret!, PAYLOAD), `127.0.1.${i}`);
       open.push(request);
+      held.push(request);
       request.answer.then((answer) => refused.push(answer), () => undefined);
     }
     // Every sender is either held (admitted) or answered: the gauge also counts a request that is
@@ -114,19 +132,22 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
     // Listener B still answers, from yet another address.
     const other = await deliverFrom(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.2.1');
     expect(other.status).toBe(200);
+    await release(stack, held, before);
   });
 
   it('one source address cannot hold more than its share', async () => {
     const b = await stack.createAutomation({ displayName: 'per source', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
     const pathB = listenerPath(b.automation);
     const before = await inFlight(stack);
-    for (let i = 0; i < 2; i++) open.push(slowDelivery(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.1'));
+    const held = [0, 1].map(() => slowDelivery(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.1'));
+    open.push(...held);
     expect(await poll(() => inFlight(stack), (n) => n === before + 2, 30_000)).toBe(before + 2);
 
     const third = await deliverFrom(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.1');
     expect(third.status).toBe(429);
     expect(third.body.message).toContain('from this address');
     expect((await deliverFrom(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.2')).status).toBe(200);
+    await release(stack, held, before);
   });
 });
 

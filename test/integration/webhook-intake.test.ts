@@ -5,7 +5,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { SecretBox } from '../../src/auth/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
@@ -14,8 +14,8 @@ import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } fro
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
-import { openTestDb } from '../helpers/databases';
-import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { openTestDb, PGLITE } from '../helpers/databases';
+import { testTemporal, uniqueTaskQueue, connectClient } from '../helpers/temporal';
 
 const BASE_URL = 'https://tenant.example.test';
 const config = { baseUrl: BASE_URL, allowInsecureJwks: true };
@@ -33,9 +33,9 @@ describe('webhook intake', () => {
   }
 
   beforeAll(async () => {
-    db = await openTestDb({ name: 'pglite', url: undefined });
+    db = await openTestDb(PGLITE);
     const temporal = await testTemporal();
-    connection = await Connection.connect({ address: temporal.address });
+    connection = await connectClient(temporal.address);
     intake = intakeWith(new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('intake')));
     const options = { authenticators: config, secretBox, actor: 'test' };
     const created = await createAutomation(

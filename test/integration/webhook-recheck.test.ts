@@ -5,7 +5,7 @@
  * on the real Temporal dev server; the delivery's body is held back until the change committed.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import { SecretBox } from '../../src/auth/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl, rotateSigningSecret, updateAutomation } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
@@ -13,8 +13,8 @@ import type { Db } from '../../src/store/db';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
-import { openTestDb } from '../helpers/databases';
-import { testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { openTestDb, PGLITE } from '../helpers/databases';
+import { connectClient, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
 const BASE_URL = 'https://tenant.example.test';
 const config = { baseUrl: BASE_URL, allowInsecureJwks: true };
@@ -27,9 +27,9 @@ describe('a delivery is judged again after its body', () => {
   const options = { authenticators: config, secretBox, actor: 'test' };
 
   beforeAll(async () => {
-    db = await openTestDb({ name: 'pglite', url: undefined });
+    db = await openTestDb(PGLITE);
     const temporal = await testTemporal();
-    connection = await Connection.connect({ address: temporal.address });
+    connection = await connectClient(temporal.address);
     const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('recheck'));
     intake = createWebhookIntake({ db, runs, secretBox, config, logger: createLogger('silent'), listenerUrl: (id) => listenerUrl(BASE_URL, id) });
   });

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import type { RunState } from '../../workflows/types';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
+import { poll } from '../helpers/temporal';
 import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { AutomationIdKey } from '../../src/temporal/search-attributes';
 
@@ -76,14 +77,13 @@ describe('inbound webhook, HMAC', () => {
   it('finds runs by AutomationId in Temporal visibility', async () => {
     const res = await deliver(stack, path, hmacEvent(secret, PAYLOAD));
     expect(res.status).toBe(200);
-    let found = false;
-    for (let attempt = 0; attempt < 50 && !found; attempt += 1) {
-      for await (const run of stack.client.workflow.list({ query: `AutomationId = "${automation.id}"` })) {
-        if (run.workflowId === res.body.executionId) found = true;
-      }
-      if (!found) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    expect(found).toBe(true);
+    // Visibility lags behind the start: poll until the run shows (90 s bound), then assert it did.
+    const listed = async (): Promise<string[]> => {
+      const ids: string[] = [];
+      for await (const run of stack.client.workflow.list({ query: `AutomationId = "${automation.id}"` })) ids.push(run.workflowId);
+      return ids;
+    };
+    expect(await poll(listed, (ids) => ids.includes(res.body.executionId))).toContain(res.body.executionId);
   });
 
   it('401: a wrong signature', async () => {

@@ -9,7 +9,7 @@ import type { Db } from '../../src/store/db';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
-import { DATABASES, openTestDb } from '../helpers/databases';
+import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { connectClient, connectNative, expectRunFailure, poll, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -43,7 +43,7 @@ function quietLogger() {
 
 
 for (const target of DATABASES) {
-  describe(`automation workflow (${target.name})`, () => {
+  describeOn(target)(`automation workflow (${target.label})`, () => {
     let db: Db;
     const runInput = (steps: StepDefinition[], trigger: unknown): Promise<AutomationRunInput> => publishedRunInput(db, steps, trigger);
 

@@ -201,3 +201,52 @@ describe('isUuidV4 and isJsonContentType', () => {
     expect(isJsonContentType('application/json; charset=utf-16')).toBe(false);
   });
 });
+
+describe('exact answers (each found by mutation testing)', () => {
+  const message = (fn: () => unknown): string | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return undefined;
+  };
+
+  it.each([
+    ['Content-Type', { contentType: undefined }],
+    ['Webhook-Timestamp', { timestamp: undefined }],
+    ['Webhook-Event-Id', { eventId: undefined }],
+    ['Webhook-Signature', { signature: undefined }],
+  ])('names a single missing %s, in the singular', (name, overrides) => {
+    expect(message(() => checkWebhookHeaders(hmacInput(overrides)))).toBe(`missing required header: ${name}`);
+  });
+
+  it('names all four missing headers in the check order', () => {
+    expect(message(() => checkWebhookHeaders(hmacInput({ contentType: undefined, timestamp: undefined, eventId: undefined, signature: undefined })))).toBe(
+      'missing required headers: Content-Type, Webhook-Timestamp, Webhook-Event-Id, Webhook-Signature',
+    );
+  });
+
+  it.each([
+    ['Content-Type must be application/json', { contentType: 'text/plain' }],
+    ['Webhook-Timestamp must be Unix time in whole seconds', { timestamp: '1.5' }],
+    ['Webhook-Timestamp is more than 300 seconds away from the current time', { timestamp: String(NOW - 301) }],
+    ['Webhook-Event-Id must be a UUID v4', { eventId: 'not-a-uuid' }],
+  ])('says %j', (text, overrides) => {
+    expect(message(() => checkWebhookHeaders(hmacInput(overrides)))).toBe(text);
+  });
+
+  it.each(['application/json; charset=utf8', 'application/json ; charset=utf-8', 'application/json; charset= utf-8 ', 'application/json; foo=bar', 'application/json; foo=latin1', 'application/json; charset'])(
+    'accepts the media type %j',
+    (value) => {
+      expect(isJsonContentType(value)).toBe(true);
+    },
+  );
+
+  it.each(['application/json; charset=utf-8""', 'application/json; charset=""utf-8', 'application/json; CHARSET = latin1', 'application/json; charset="latin1"'])(
+    'refuses the media type %j',
+    (value) => {
+      expect(isJsonContentType(value)).toBe(false);
+    },
+  );
+});

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { bodySha256, signHmac, verifyHmac } from '../../src/webhooks/authenticators/hmac';
+import { bodySha256, hmacAuthenticator, signHmac, verifyHmac, verifyHmacWithAny } from '../../src/webhooks/authenticators/hmac';
 
 const SECRET = 'c2VjcmV0LWZvci10ZXN0LXZlY3Rvci0wMDAwMDAwMDA';
 const TIMESTAMP = '1700000000';
@@ -76,5 +76,61 @@ describe('HMAC properties', () => {
         expect(verifyHmac(secret, ts, id, Buffer.from(b), signature)).toBe(Buffer.from(a).equals(Buffer.from(b)));
       }),
     );
+  });
+});
+
+describe('verification with the rotation secrets', () => {
+  const signature = signHmac(SECRET, TIMESTAMP, EVENT_ID, BODY);
+
+  it.each([
+    ['the current secret alone', [SECRET], true],
+    ['the right one first', [SECRET, 'old-secret'], true],
+    ['the right one second (the previous secret during a grace period)', ['new-secret', SECRET], true],
+    ['only wrong secrets', ['new-secret', 'old-secret'], false],
+    ['no secret at all', [], false],
+  ])('verifyHmacWithAny with %s', (_what, secrets, expected) => {
+    expect(verifyHmacWithAny(secrets, TIMESTAMP, EVENT_ID, BODY, signature)).toBe(expected);
+  });
+
+  const verify = hmacAuthenticator.createVerifier();
+  const request = (secrets: string[], credential: string | undefined) => ({
+    listenerId: 'l',
+    listenerUrl: 'https://example.test/l',
+    fields: {},
+    secrets,
+    credential,
+    timestampHeader: TIMESTAMP,
+    eventIdHeader: EVENT_ID,
+    body: Buffer.from(BODY),
+  });
+  const refusal = async (secrets: string[], credential: string | undefined): Promise<unknown> => {
+    try {
+      await verify(request(secrets, credential) as unknown as Parameters<typeof verify>[0]);
+      return undefined;
+    } catch (err) {
+      return { ...(err as object), message: (err as Error).message };
+    }
+  };
+
+  it('the verifier accepts a signature made with either secret, and refuses a wrong, missing or secret-less one with 401', async () => {
+    expect(await refusal([SECRET], signature)).toBeUndefined();
+    expect(await refusal(['new-secret', SECRET], signature)).toBeUndefined();
+    const mismatch = { status: 401, reason: 'signature_mismatch', message: 'invalid webhook signature' };
+    expect(await refusal(['new-secret'], signature)).toMatchObject(mismatch);
+    expect(await refusal([SECRET], undefined)).toMatchObject(mismatch);
+    expect(await refusal([], signature)).toMatchObject(mismatch);
+    expect(await refusal([''], signHmac('', TIMESTAMP, EVENT_ID, BODY))).toBeUndefined(); // an empty secret is still a secret
+  });
+
+  it('the sender signs exactly as signHmac', async () => {
+    const sign = await hmacAuthenticator.sender.signer({ secret: SECRET });
+    expect(await sign({ url: 'https://example.test/l', body: Buffer.from(BODY), eventId: EVENT_ID, timestamp: TIMESTAMP })).toEqual({ 'Webhook-Signature': SIGNATURE });
+  });
+
+  it('reads the credential as sent and issues 256-bit base64url secrets', () => {
+    expect(hmacAuthenticator.readCredential(SIGNATURE)).toBe(SIGNATURE);
+    const secrets = new Set(Array.from({ length: 20 }, () => hmacAuthenticator.secret.generate()));
+    expect(secrets.size).toBe(20);
+    for (const secret of secrets) expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 });

@@ -1,0 +1,27 @@
+/**
+ * The unit tests StrykerJS runs against each mutant (stryker.config.mjs): no Temporal server, no
+ * global setup, only the files that cover the mutated modules.
+ * @type {import('jest').Config}
+ */
+const ALL = [
+  '**/webhooks-*.test.ts',
+  '**/fuzz-verifiers.test.ts',
+  '**/fuzz-api-schemas.test.ts',
+  '**/cel.test.ts',
+  '**/auth-*.test.ts',
+  '**/pagination.test.ts',
+  '**/entitlement-validation.test.ts',
+  '**/automation-dry-run.test.ts',
+  '**/secret-references.test.ts',
+  '**/steps-*.test.ts',
+  '**/outbound-policy.test.ts',
+];
+
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test/unit'],
+  // MUTATION_TESTS="webhooks-hmac,webhooks-headers" narrows a run (with --mutate) to those files.
+  testMatch: process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',').map((name) => `**/${name}.test.ts`) : ALL,
+  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
+  setupFiles: ['<rootDir>/test/setup/fast-check.ts'],
+};

@@ -1,0 +1,40 @@
+/**
+ * Mutation testing (npm run test:mutation): StrykerJS mutates the modules that unit tests cover
+ * without a server (webhook verification, CIDR, admission, CEL, tokens and secrets, validation and
+ * pagination, the step schemas) and runs the unit tests against each mutant. Slow: not part of CI.
+ * The HTML report lands in reports/mutation/.
+ * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
+ */
+export default {
+  packageManager: 'npm',
+  testRunner: 'jest',
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.mutation.json',
+  typescriptChecker: { prioritizePerformanceOverAccuracy: true },
+  jest: { projectType: 'custom', configFile: 'jest.mutation.config.js', enableFindRelatedTests: false },
+  coverageAnalysis: 'perTest',
+  // Static mutants (module-level constants) re-run every test and took two thirds of the time.
+  ignoreStatic: true,
+  concurrency: 2,
+  timeoutMS: 5000,
+  dryRunTimeoutMinutes: 30,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  ignorePatterns: ['.temporal', '.data', 'dist', 'reports', 'bench', 'deploy', '.stryker-tmp'],
+  thresholds: { high: 90, low: 85, break: null },
+  mutate: [
+    'src/webhooks/headers.ts',
+    'src/webhooks/cidr.ts',
+    'src/webhooks/admission.ts',
+    'src/webhooks/jwt.ts',
+    'src/webhooks/authenticators/*.ts',
+    'src/cel/*.ts',
+    'src/auth/*.ts',
+    'src/domain/validation.ts',
+    'src/domain/pagination.ts',
+    'src/domain/entitlement-validation.ts',
+    'src/domain/automation-validation.ts',
+    'src/steps/*.ts',
+  ],
+};
