@@ -17,6 +17,7 @@ import { signHmac } from '../../src/webhooks';
 import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
+import { callApi } from './api-call';
 
 const KEYS = 5;
 const EVENTS_PER_KEY = 40;
@@ -34,16 +35,7 @@ let temporal: Client;
 const clientId = `drill-${randomBytes(4).toString('hex')}`;
 const clientSecret = randomBytes(32).toString('base64url');
 
-async function call(method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await fetch(`http://127.0.0.1:${entryPort}${pathname}`, {
-    method,
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (res.status !== 200) throw new Error(`${method} ${pathname}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const call = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Record<string, any>> => callApi(entryPort, token, method, pathname, body); // eslint-disable-line @typescript-eslint/no-explicit-any
 
 function send(listener: { path: string; secret: string }, eventId: string, body: string): Promise<PostOutcome> {
   const timestamp = String(Math.floor(Date.now() / 1000));

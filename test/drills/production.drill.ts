@@ -31,6 +31,7 @@ import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
 import { seededRandom } from '../helpers/seeded-random';
 import { completedActivities, ownershipCreations, type RunRef } from '../helpers/effects';
+import { callApi } from './api-call';
 
 const TOTAL = 2000;
 const REPEAT_EVERY = 5;
@@ -61,16 +62,7 @@ function portOf(url: string): number {
   return Number(new URL(url).port);
 }
 
-async function call(method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await fetch(`http://127.0.0.1:${port}${pathname}`, {
-    method,
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (res.status !== 200) throw new Error(`${method} ${pathname}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const call = (method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Record<string, any>> => callApi(port, token, method, pathname, body); // eslint-disable-line @typescript-eslint/no-explicit-any
 
 interface Listener {
   id: string;
