@@ -4,7 +4,6 @@
  * closed. Used by the API right after it starts a run, and by the run's activities.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { lane } from '../../workflows/lane';
 import { LANE_ACQUIRE_SIGNAL, type LaneAcquire, type LaneState } from '../../workflows/types';
 
 export interface LaneRequest {
@@ -21,7 +20,9 @@ export interface LaneRequest {
 /** Asks the lane for a permit for `runId` (idempotent per run id); starts the lane when needed. */
 export async function requestLanePermit(client: Client, request: LaneRequest): Promise<void> {
   const initial: LaneState = { automationId: request.automationId, limit: request.limit, holders: [], waiting: [], released: [] };
-  await client.workflow.signalWithStart(lane, {
+  // By the workflow type's name (workflows/lane.ts `lane`, whose one argument is a LaneState), so
+  // that this module, an activity's dependency, does not import the workflow code.
+  await client.workflow.signalWithStart<(state: LaneState) => Promise<void>, [LaneAcquire]>('lane', {
     workflowId: request.lane,
     taskQueue: request.taskQueue,
     args: [initial],
