@@ -4,7 +4,7 @@
  * append a new one.
  */
 import type { Db } from './db';
-import { backfillSecretOrigins } from '../domain/secret-origins';
+import { backfillSecretOrigins } from './secret-origins';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: service secrets, API clients
@@ -265,7 +265,7 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 16: secret origins: where each named outbound secret may be sent. NULL only for rows from
   // before this migration; migrate() then fills them from the automations that read them
-  // (src/domain/secret-origins.ts, backfillSecretOrigins) in the same transaction.
+  // (src/store/secret-origins.ts, backfillSecretOrigins) in the same transaction.
   `
   ALTER TABLE outbound_secrets ADD COLUMN allowed_origins jsonb;
   `,

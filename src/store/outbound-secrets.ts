@@ -4,7 +4,7 @@
  * Listings and metadata never select the value.
  */
 import { iso, type Queryable } from './db';
-import { originList } from '../domain/secret-origins';
+import { originList } from './secret-origins';
 
 export interface OutboundSecretMetadata {
   name: string;
