@@ -48,8 +48,12 @@ export function listenerChanged(listenerId: string): void {
 
 export class ListenerCache {
   private readonly entries = new Map<string, Entry>();
-  /** Bumped by every invalidation: a load that started before one is not kept. */
-  private generation = 0;
+  /**
+   * Loads in flight, by listener id: an invalidation of that id (or a clear) marks them stale, and
+   * a stale load is returned but not kept. Per id, because the channel carries every listener's
+   * changes: a busy database would otherwise keep any load from being cached.
+   */
+  private readonly loading = new Map<string, Set<{ stale: boolean }>>();
   private stopListening: (() => Promise<void>) | undefined;
   private readonly listening: Promise<void>;
 
@@ -73,11 +77,20 @@ export class ListenerCache {
   async lookup(listenerId: string): Promise<Listener | undefined> {
     const hit = this.entries.get(listenerId);
     if (hit && this.now() - hit.loadedAt < MAX_STALENESS_MS) return hit.value;
-    const generation = this.generation;
+    const load = { stale: false };
+    let inFlight = this.loading.get(listenerId);
+    if (!inFlight) this.loading.set(listenerId, (inFlight = new Set()));
+    inFlight.add(load);
     const loadedAt = this.now();
-    const record = await getListener(this.db, listenerId);
-    const value = record ? { ...record, hmacSecret: this.unseal(record), previousHmacSecret: this.unsealPrevious(record) } : undefined;
-    if (generation === this.generation) {
+    let value: Listener | undefined;
+    try {
+      const record = await getListener(this.db, listenerId);
+      value = record ? { ...record, hmacSecret: this.unseal(record), previousHmacSecret: this.unsealPrevious(record) } : undefined;
+    } finally {
+      inFlight.delete(load);
+      if (inFlight.size === 0 && this.loading.get(listenerId) === inFlight) this.loading.delete(listenerId);
+    }
+    if (!load.stale) {
       this.entries.delete(listenerId);
       this.entries.set(listenerId, { value, loadedAt });
       if (this.entries.size > MAX_ENTRIES) {
@@ -89,12 +102,12 @@ export class ListenerCache {
   }
 
   invalidate(listenerId: string): void {
-    this.generation++;
+    for (const load of this.loading.get(listenerId) ?? []) load.stale = true;
     this.entries.delete(listenerId);
   }
 
   clear(): void {
-    this.generation++;
+    for (const loads of this.loading.values()) for (const load of loads) load.stale = true;
     this.entries.clear();
   }
 

@@ -82,18 +82,32 @@ for (const target of DATABASES) {
         for (let i = 0; i < 20; i++) expect((await cache.lookup(listenerId))?.hmacSecret).toBe('first-secret');
         expect(reads()).toBe(before);
 
+        // Every invalidation this cache receives (this process's own, and the trigger's NOTIFYs,
+        // which arrive in commit order): the test waits for the one each write causes, so that no
+        // late notification can drop an entry after the point the test checks.
+        let invalidations = 0;
+        const invalidate = cache.invalidate.bind(cache);
+        cache.invalidate = (changed: string) => {
+          if (changed === listenerId) invalidations++;
+          invalidate(changed);
+        };
+        const invalidated = async (count: number, what: string): Promise<void> => poll(() => invalidations >= count, what);
+
         await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('second-secret', sealContext('automation_signing_secret', id)), id]);
         listenerChanged(listenerId); // what the domain does after its transaction commits
+        await invalidated(2, "this process's drop and the UPDATE's NOTIFY");
         expect((await cache.lookup(listenerId))?.hmacSecret).toBe('second-secret');
 
         // unpublish through SQL only: the NOTIFY from the trigger drops the entry
         expect((await cache.lookup(listenerId))?.automation.published).toBe(true);
         await setPublished(db, id, false);
-        await poll(async () => (await cache.lookup(listenerId))?.automation.published === false, 'the unpublish to reach the cache');
+        await invalidated(3, "the unpublish's NOTIFY");
+        expect((await cache.lookup(listenerId))?.automation.published).toBe(false);
 
         // Without a notification the entry is kept until it is MAX_STALENESS_MS old, then read again.
         await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('third-secret', sealContext('automation_signing_secret', id)), id]);
-        await poll(async () => (await cache.lookup(listenerId))?.hmacSecret === 'third-secret', 'the NOTIFY of the secret change');
+        await invalidated(4, 'the NOTIFY of the secret change');
+        expect((await cache.lookup(listenerId))?.hmacSecret).toBe('third-secret');
         await db.query('ALTER TABLE automations DISABLE TRIGGER USER');
         try {
           await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('fourth-secret', sealContext('automation_signing_secret', id)), id]);
@@ -105,6 +119,50 @@ for (const target of DATABASES) {
         clock += 1;
         expect((await cache.lookup(listenerId))?.hmacSecret).toBe('fourth-secret');
         expect(await cache.lookup('no-such-listener')).toBeUndefined();
+      } finally {
+        await cache.close();
+      }
+    });
+
+    it('keeps a load that only other listeners changed during, and drops one that its own listener changed during', async () => {
+      const { listenerId } = await createListener(db, 'gated-secret');
+      let reads = 0;
+      let gate: Promise<void> | undefined;
+      const gated = Object.assign(Object.create(db) as Db, {
+        query: async (sql: string, params?: unknown[]) => {
+          reads++;
+          if (gate) await gate;
+          return db.query(sql, params);
+        },
+      });
+      const cache = new ListenerCache(gated, box, () => 0);
+      await cache.ready();
+      const loadWhile = async (during: () => void): Promise<void> => {
+        let open!: () => void;
+        gate = new Promise((resolve) => (open = resolve));
+        const pending = cache.lookup(listenerId);
+        during();
+        open();
+        expect((await pending)?.hmacSecret).toBe('gated-secret');
+        gate = undefined;
+      };
+      try {
+        // Another listener's change (the channel carries every listener's) does not cost this one its entry.
+        await loadWhile(() => cache.invalidate('some-other-listener'));
+        const afterFirst = reads;
+        expect((await cache.lookup(listenerId))?.hmacSecret).toBe('gated-secret');
+        expect(reads).toBe(afterFirst);
+        // Its own change during the load: the value read may predate it, so it is not kept.
+        cache.invalidate(listenerId);
+        await loadWhile(() => cache.invalidate(listenerId));
+        const afterRaced = reads;
+        await cache.lookup(listenerId);
+        expect(reads).toBe(afterRaced + 1);
+        // A reset (the listening connection came back) also makes a load in flight stale.
+        await loadWhile(() => cache.clear());
+        const afterReset = reads;
+        await cache.lookup(listenerId);
+        expect(reads).toBe(afterReset + 1);
       } finally {
         await cache.close();
       }
