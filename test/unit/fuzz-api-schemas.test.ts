@@ -8,7 +8,7 @@ import { validateFlowControl } from '../../src/domain/flow-control';
 import fc from 'fast-check';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { buildOpenApiDocument } from '../../src/http/openapi';
+import { buildOpenApiDocument } from '../../src/http/routes';
 import { CreateAutomationRequest } from '../../src/domain/api-schemas';
 import { validateDescription, validateDisplayName, validateSteps } from '../../src/domain/automation-validation';
 import { validateTrigger } from '../../src/webhooks/trigger';

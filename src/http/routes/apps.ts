@@ -1,23 +1,29 @@
 /** Apps: `POST /api/v1/apps`, `GET /api/v1/apps/{app_id}`, `GET /api/v1/apps`. */
 import Router from '@koa/router';
 import { createApp, getApp, listApps } from '../../domain/apps';
-import { readJsonObject } from '../body';
+import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
+import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS } from '../operation';
+import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
+
+export const APP_OPERATIONS = [
+  operation({
+    method: 'post', path: '/api/v1/apps', operationId: 'apps.create', tag: 'Apps', summary: 'Create an app.', access: GOVERNANCE_WRITE,
+    body: { schema: gov.CreateAppRequest, required: true, validation: 'schema' }, ok: gov.AppResponse, errors: WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => ({ app: await createApp(deps.db, await input.body()) }),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/apps/{app_id}', operationId: 'apps.get', tag: 'Apps', summary: 'Get an app.', access: GOVERNANCE_READ,
+    ok: gov.AppResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ app: await getApp(deps.db, input.params.app_id) }),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/apps', operationId: 'apps.list', tag: 'Apps', paged: true, summary: 'List apps.', access: GOVERNANCE_READ,
+    ok: gov.AppList, errors: READ_ERRORS,
+    handle: async (input, _ctx, deps) => listBody('app', await listApps(deps.db, deps.pageTokens, input.page)),
+  }),
+];
 
 export function createAppsRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const read = governanceAccess(deps, 'read');
-  const write = governanceAccess(deps, 'write');
-
-  router.post('/api/v1/apps', ...write, async (ctx) => {
-    ctx.body = { app: await createApp(deps.db, await readJsonObject(ctx)) };
-  });
-  router.get('/api/v1/apps/:app_id', ...read, async (ctx) => {
-    ctx.body = { app: await getApp(deps.db, param(ctx, 'app_id')) };
-  });
-  router.get('/api/v1/apps', ...read, async (ctx) => {
-    ctx.body = listBody('app', await listApps(deps.db, deps.pageTokens, queryPage(ctx)));
-  });
-  return router;
+  return mountOperations(new Router(), deps, APP_OPERATIONS);
 }

@@ -1,15 +1,13 @@
 /** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret, dry run. */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import type { Context } from 'koa';
-import { actorOf, authenticate, requireAccess } from '../auth';
-import { readJsonObject } from '../body';
 import { invalidArgument } from '../errors';
+import * as api from '../../domain/api-schemas';
+import * as gov from '../../domain/schemas';
 import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../domain/flow-control';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
-import { readPageRequest } from '../../domain/pagination';
 import {
   automationView,
   changeAutomationState,
@@ -22,67 +20,97 @@ import {
   type AutomationOptions,
   type AutomationWithPublishedVersion,
 } from '../../domain/automations';
+import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant } from '../operation';
+
+const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
+const TAG = 'Automations';
+const COLLECTION = '/api/v1/automations';
+const ITEM = `${COLLECTION}/{id}` as const;
+
+const optionsOf = (deps: AppDeps, actor: string): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor });
+const view = (deps: AppDeps, record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
+
+const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
+  operation({
+    method: 'post', path: `${ITEM}/${action}`, operationId: `automations.${action}`, tag: TAG, access: AUTOMATIONS,
+    summary, ok: api.AutomationResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ automation: view(deps, (await changeAutomationState(deps.db, input.params.id, action, input.actor))!) }),
+  });
+
+// Bodies are validated by the domain (src/domain/automations.ts): it compiles every CEL
+// expression and names the step and field of each error; the schemas document the shapes.
+export const AUTOMATION_OPERATIONS = [
+  operation({
+    method: 'post', path: COLLECTION, operationId: 'automations.create', tag: TAG, access: AUTOMATIONS,
+    summary: 'Create an automation (super_admin). Every expression is compiled as CEL; errors name the step and field.',
+    body: { schema: api.CreateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const { record, signingSecret } = await createAutomation(deps.db, await input.body(), optionsOf(deps, input.actor));
+      return { automation: view(deps, record), ...(signingSecret ? { signingSecret } : {}) };
+    },
+  }),
+  operation({
+    method: 'get', path: COLLECTION, operationId: 'automations.list', tag: TAG, paged: true, access: AUTOMATIONS,
+    summary: 'List automations (super_admin).', ok: api.AutomationList, errors: READ_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const page = await listAutomations(deps.db, deps.pageTokens, input.page);
+      return { list: page.items.map((record) => ({ automation: view(deps, record) })), nextPageToken: page.nextPageToken };
+    },
+  }),
+  operation({
+    method: 'get', path: ITEM, operationId: 'automations.get', tag: TAG, access: AUTOMATIONS,
+    summary: 'Get an automation (super_admin).', ok: api.AutomationResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ automation: view(deps, await getAutomation(deps.db, input.params.id)) }),
+  }),
+  operation({
+    method: 'post', path: ITEM, operationId: 'automations.update', tag: TAG, access: AUTOMATIONS,
+    summary: 'Update an automation (super_admin); a trigger switched to HMAC returns a new signingSecret.',
+    body: { schema: api.UpdateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const { record, signingSecret } = await updateAutomation(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor));
+      return { automation: view(deps, record), ...(signingSecret ? { signingSecret } : {}) };
+    },
+  }),
+  operation({
+    method: 'delete', path: ITEM, operationId: 'automations.delete', tag: TAG, access: AUTOMATIONS,
+    summary: 'Delete an automation (super_admin).', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor);
+      return {};
+    },
+  }),
+  stateChange('publish', 'Publish an automation: its webhook listener starts accepting events.'),
+  stateChange('unpublish', 'Unpublish an automation.'),
+  operation({
+    method: 'post', path: `${ITEM}/test`, operationId: 'automations.test', tag: TAG, access: AUTOMATIONS,
+    summary: 'Dry run: evaluate every step over a sample payload, without any effect.',
+    // An unknown automation is a 404 before the body is read.
+    body: { schema: api.DryRunRequest, required: true, validation: 'handler' }, ok: api.DryRunResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const record = await getAutomation(deps.db, input.params.id);
+      const body = await input.body();
+      if (!('payload' in body)) throw invalidArgument({ field: 'payload', description: 'is required: a sample webhook body (any JSON), read as ctx.trigger' });
+      if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
+        throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
+      }
+      const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
+      const steps = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
+      return { ...steps, flowControl: dryRunFlowControl(record.flow, body.payload) };
+    },
+  }),
+  operation({
+    method: 'post', path: `${ITEM}/trigger/rotate-secret`, operationId: 'automations.rotateSecret', tag: TAG, access: AUTOMATIONS,
+    summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
+    body: { schema: api.RotateSecretRequest, required: false, validation: 'handler' }, ok: api.RotateSecretResponse, errors: [400, 401, 403, 404, 500],
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      const unknown = Object.keys(body).filter((key) => key !== 'gracePeriod');
+      if (unknown.length > 0) throw invalidArgument({ field: unknown[0]!, description: 'is not a field of this request (only gracePeriod)' });
+      return rotateSigningSecret(deps.db, input.params.id, parseGracePeriod(body.gracePeriod), optionsOf(deps, input.actor));
+    },
+  }),
+];
 
 export function createAutomationsRouter(deps: AppDeps): Router {
-  const router = new Router({ prefix: '/api/v1/automations' });
-  const options = (ctx: Context): AutomationOptions => ({
-    authenticators: deps.config,
-    secretBox: deps.secretBox,
-    actor: actorOf(ctx),
-  });
-  const view = (record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
-  router.use(authenticate(deps.tokens), requireAccess('automations', 'write'));
-
-  router.post('/', async (ctx) => {
-    const { record, signingSecret } = await createAutomation(deps.db, await readJsonObject(ctx), options(ctx));
-    ctx.body = { automation: view(record), ...(signingSecret ? { signingSecret } : {}) };
-  });
-
-  router.get('/', async (ctx) => {
-    const page = await listAutomations(deps.db, deps.pageTokens, readPageRequest(ctx.query));
-    ctx.body = { list: page.items.map((record) => ({ automation: view(record) })), nextPageToken: page.nextPageToken };
-  });
-
-  router.get('/:id', async (ctx) => {
-    ctx.body = { automation: view(await getAutomation(deps.db, ctx.params.id!)) };
-  });
-
-  router.post('/:id', async (ctx) => {
-    const { record, signingSecret } = await updateAutomation(deps.db, ctx.params.id!, await readJsonObject(ctx), options(ctx));
-    ctx.body = { automation: view(record), ...(signingSecret ? { signingSecret } : {}) };
-  });
-
-  router.delete('/:id', async (ctx) => {
-    await changeAutomationState(deps.db, ctx.params.id!, 'delete', options(ctx).actor);
-    ctx.body = {};
-  });
-
-  for (const action of ['publish', 'unpublish'] as const) {
-    router.post(`/:id/${action}`, async (ctx) => {
-      const record = await changeAutomationState(deps.db, ctx.params.id!, action, options(ctx).actor);
-      ctx.body = { automation: view(record!) };
-    });
-  }
-
-  // Dry run: evaluates the steps over a sample payload without running any effect.
-  router.post('/:id/test', async (ctx) => {
-    const record = await getAutomation(deps.db, ctx.params.id!);
-    const body = await readJsonObject(ctx);
-    if (!('payload' in body)) throw invalidArgument({ field: 'payload', description: 'is required: a sample webhook body (any JSON), read as ctx.trigger' });
-    if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
-      throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
-    }
-    const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
-    const steps = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
-    ctx.body = { ...steps, flowControl: dryRunFlowControl(record.flow, body.payload) };
-  });
-
-  router.post('/:id/trigger/rotate-secret', async (ctx) => {
-    const body = await readJsonObject(ctx);
-    const unknown = Object.keys(body).filter((key) => key !== 'gracePeriod');
-    if (unknown.length > 0) throw invalidArgument({ field: unknown[0]!, description: 'is not a field of this request (only gracePeriod)' });
-    ctx.body = await rotateSigningSecret(deps.db, ctx.params.id!, parseGracePeriod(body.gracePeriod), options(ctx));
-  });
-
-  return router;
+  return mountOperations(new Router(), deps, AUTOMATION_OPERATIONS);
 }

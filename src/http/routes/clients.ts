@@ -5,32 +5,45 @@
  */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { actorOf, authenticate, requireAccess } from '../auth';
-import { readJsonObject } from '../body';
+import * as api from '../../domain/api-schemas';
+import * as gov from '../../domain/schemas';
 import { createApiClient, deleteApiClient, getApiClient, listApiClients } from '../../domain/clients';
-import { readPageRequest } from '../../domain/pagination';
+import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant } from '../operation';
+
+const IAM: Grant = { area: 'iam', mode: 'write' };
+const TAG = 'API Clients';
+
+export const CLIENT_OPERATIONS = [
+  operation({
+    method: 'post', path: '/api/v1/iam/clients', operationId: 'iam.clients.create', tag: TAG, access: IAM,
+    summary: 'Create an API client (super_admin); the secret is shown only here.',
+    // Validated by the domain (readCreateClient), whose messages name the role rules.
+    body: { schema: api.CreateClientRequest, required: true, validation: 'handler' }, ok: api.CreateClientResponse, errors: WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => createApiClient(deps.db, deps.secretBox, input.actor, await input.body()),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/iam/clients', operationId: 'iam.clients.list', tag: TAG, paged: true, access: IAM,
+    summary: 'List API clients (super_admin).', ok: api.ApiClientList, errors: READ_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const page = await listApiClients(deps.db, deps.pageTokens, input.page);
+      return { list: page.items, nextPageToken: page.nextPageToken };
+    },
+  }),
+  operation({
+    method: 'get', path: '/api/v1/iam/clients/{id}', operationId: 'iam.clients.get', tag: TAG, access: IAM,
+    summary: 'Get an API client (super_admin).', ok: api.ApiClientResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ client: await getApiClient(deps.db, input.params.id) }),
+  }),
+  operation({
+    method: 'delete', path: '/api/v1/iam/clients/{id}', operationId: 'iam.clients.delete', tag: TAG, access: IAM,
+    summary: 'Delete an API client (super_admin).', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      await deleteApiClient(deps.db, input.actor, input.params.id);
+      return {};
+    },
+  }),
+];
 
 export function createClientsRouter(deps: AppDeps): Router {
-  const router = new Router({ prefix: '/api/v1/iam/clients' });
-  router.use(authenticate(deps.tokens), requireAccess('iam', 'write'));
-
-  router.post('/', async (ctx) => {
-    ctx.body = await createApiClient(deps.db, deps.secretBox, actorOf(ctx), await readJsonObject(ctx));
-  });
-
-  router.get('/', async (ctx) => {
-    const page = await listApiClients(deps.db, deps.pageTokens, readPageRequest(ctx.query));
-    ctx.body = { list: page.items, nextPageToken: page.nextPageToken };
-  });
-
-  router.get('/:id', async (ctx) => {
-    ctx.body = { client: await getApiClient(deps.db, ctx.params.id!) };
-  });
-
-  router.delete('/:id', async (ctx) => {
-    await deleteApiClient(deps.db, actorOf(ctx), ctx.params.id!);
-    ctx.body = {};
-  });
-
-  return router;
+  return mountOperations(new Router(), deps, CLIENT_OPERATIONS);
 }

@@ -13,12 +13,13 @@
  * loopback allowance.
  */
 import Router from '@koa/router';
-import type { Context, Next } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import { z } from 'zod';
 import type { Payload } from '@temporalio/common';
 import type { AppDeps } from '../context';
 import { AppError, invalidArgument } from '../errors';
-import { readJsonObject } from '../body';
+import { mountOperations, operation } from '../operation';
+import * as api from '../../domain/api-schemas';
 import { allows } from '../../auth/roles';
 import { isAddressAllowed } from '../../webhooks/cidr';
 
@@ -50,12 +51,10 @@ function toJson(payload: Payload): { metadata: Record<string, string>; data: str
   };
 }
 
-export function createCodecRouter(deps: AppDeps): Router {
-  const router = new Router({ prefix: CODEC_PATH });
+/** CORS for the Web UI's origins only; any other Origin is refused outright. */
+function corsOf(deps: AppDeps): Middleware {
   const origins = new Set(deps.config.codec.corsOrigins);
-
-  /** CORS for the Web UI's origins only; any other Origin is refused outright. */
-  const cors = async (ctx: Context, next: Next): Promise<void> => {
+  return async (ctx: Context, next: Next): Promise<void> => {
     const origin = ctx.get('origin');
     if (origin) {
       if (!origins.has(origin)) throw new AppError(403, 'origin is not allowed to use the codec endpoint (CODEC_CORS_ORIGINS)');
@@ -65,8 +64,11 @@ export function createCodecRouter(deps: AppDeps): Router {
     ctx.vary('Origin');
     await next();
   };
+}
 
-  const authorize = async (ctx: Context, next: Next): Promise<void> => {
+/** A bearer token that may read runs, or a loopback caller where allowed; then the namespace and a configured codec. */
+function authorizeOf(deps: AppDeps): Middleware {
+  return async (ctx: Context, next: Next): Promise<void> => {
     const header = ctx.get('authorization');
     if (header) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -86,17 +88,30 @@ export function createCodecRouter(deps: AppDeps): Router {
     if (!deps.payloadCodec) throw new AppError(503, 'no payload codec is configured');
     await next();
   };
+}
 
-  router.options(['/decode', '/encode'], cors, async (ctx) => {
+export function createCodecRouter(deps: AppDeps): Router {
+  const router = new Router();
+  const cors = corsOf(deps);
+
+  router.options(['/decode', '/encode'].map((action) => CODEC_PATH + action), cors, async (ctx) => {
     ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');
     ctx.set('Access-Control-Allow-Headers', 'Content-Type, X-Namespace, Authorization');
     ctx.set('Access-Control-Max-Age', '600');
     ctx.status = 204;
   });
+  return mountOperations(router, deps, CODEC_OPERATIONS);
+}
 
-  for (const action of ['decode', 'encode'] as const) {
-    router.post(`/${action}`, cors, authorize, async (ctx) => {
-      const parsed = CodecBody.safeParse(await readJsonObject(ctx, CODEC_BODY_LIMIT));
+const codecOperation = (action: 'decode' | 'encode', summary: string) =>
+  operation({
+    method: 'post', path: `${CODEC_PATH}/${action}`, operationId: `codec.${action}`, tag: 'Temporal Codec', access: 'public', summary,
+    headers: [{ name: 'X-Namespace', required: false, description: 'The Temporal namespace (must be the service’s).' }],
+    // CORS, then a bearer token or a loopback caller (see above); the payloads' errors name fields with dots.
+    before: (deps) => [corsOf(deps), authorizeOf(deps)],
+    body: { schema: api.CodecPayloads, required: true, validation: 'handler', limit: CODEC_BODY_LIMIT }, ok: api.CodecPayloads, errors: [400, 401, 403, 413, 500, 503],
+    handle: async (input, _ctx, deps) => {
+      const parsed = CodecBody.safeParse(await input.body());
       if (!parsed.success) {
         throw invalidArgument(parsed.error.issues.map((issue) => ({ field: issue.path.join('.') || '(body)', description: issue.message })));
       }
@@ -108,9 +123,12 @@ export function createCodecRouter(deps: AppDeps): Router {
       } catch (err) {
         throw new AppError(400, `payloads could not be ${action}d: ${(err as Error).message}`);
       }
-      ctx.body = { payloads: result.map(toJson) };
-    });
-  }
+      return { payloads: result.map(toJson) };
+    },
+  });
 
-  return router;
-}
+export const CODEC_OPERATIONS = [
+  codecOperation('decode', 'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK.'),
+  codecOperation('encode', 'Temporal Codec Server: encrypt payloads with the newest key. Same access as /codec/decode.'),
+];
+

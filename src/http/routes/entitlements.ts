@@ -5,40 +5,62 @@
 import Router from '@koa/router';
 import * as entitlements from '../../domain/entitlements';
 import { readPageRequest } from '../../domain/pagination';
-import { readJsonObject } from '../body';
+import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
+import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, WRITE_ERRORS } from '../operation';
+import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
+
+const COLLECTION = '/api/v1/apps/{app_id}/entitlements';
+const ITEM = `${COLLECTION}/{id}` as const;
+const TAG = 'App Entitlements';
+
+// Bodies are validated by the domain: an unknown app is a 404 before any field is checked.
+export const ENTITLEMENT_OPERATIONS = [
+  operation({
+    method: 'post', path: COLLECTION, operationId: 'entitlements.create', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Create an entitlement under an app; the body is the flat writable AppEntitlement fields.',
+    body: { schema: gov.AppEntitlementInput, required: true, validation: 'handler' }, ok: gov.AppEntitlementResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => ({ appEntitlement: await entitlements.createEntitlement(deps.db, input.params.app_id, await input.body()) }),
+  }),
+  operation({
+    method: 'get', path: COLLECTION, operationId: 'entitlements.list', tag: TAG, paged: true, access: GOVERNANCE_READ,
+    summary: 'List the entitlements of an app.', ok: gov.AppEntitlementList, errors: [400, 401, 403, 404, 500],
+    handle: async (input, _ctx, deps) => listBody('appEntitlement', await entitlements.listAppEntitlements(deps.db, deps.pageTokens, input.params.app_id, input.page)),
+  }),
+  operation({
+    method: 'get', path: ITEM, operationId: 'entitlements.get', tag: TAG, access: GOVERNANCE_READ,
+    summary: 'Get an entitlement.', ok: gov.AppEntitlementResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ appEntitlement: await entitlements.getEntitlement(deps.db, input.params.app_id, input.params.id) }),
+  }),
+  operation({
+    method: 'post', path: ITEM, operationId: 'entitlements.update', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Update an entitlement: only the fields of updateMask change (no mask: all writable fields).',
+    body: { schema: gov.UpdateAppEntitlementRequest, required: true, validation: 'handler' }, ok: gov.AppEntitlementResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      return { appEntitlement: await entitlements.updateEntitlement(deps.db, input.params.app_id, input.params.id, body) };
+    },
+  }),
+  operation({
+    method: 'delete', path: ITEM, operationId: 'entitlements.delete', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Soft-delete an entitlement (deletedAt set; gone from lists).', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      await entitlements.deleteEntitlement(deps.db, input.params.app_id, input.params.id);
+      return {};
+    },
+  }),
+  operation({
+    method: 'post', path: '/api/v1/search/entitlements', operationId: 'entitlements.search', tag: TAG, access: GOVERNANCE_READ,
+    summary: 'Search entitlements: query over displayName / slug / description, exact alias, app ids; paged by page_size / page_token in the body.',
+    // The domain parses the filter; the page fields never fail (readPageRequest).
+    body: { schema: gov.SearchEntitlementsRequest, required: false, validation: 'handler' }, ok: gov.AppEntitlementList, errors: WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      return listBody('appEntitlement', await entitlements.searchEntitlements(deps.db, deps.pageTokens, body, readPageRequest(body)));
+    },
+  }),
+];
 
 export function createEntitlementsRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const read = governanceAccess(deps, 'read');
-  const write = governanceAccess(deps, 'write');
-  const collection = '/api/v1/apps/:app_id/entitlements';
-  const item = `${collection}/:id`;
-
-  router.post(collection, ...write, async (ctx) => {
-    const appEntitlement = await entitlements.createEntitlement(deps.db, param(ctx, 'app_id'), await readJsonObject(ctx));
-    ctx.body = { appEntitlement };
-  });
-  router.get(collection, ...read, async (ctx) => {
-    const page = await entitlements.listAppEntitlements(deps.db, deps.pageTokens, param(ctx, 'app_id'), queryPage(ctx));
-    ctx.body = listBody('appEntitlement', page);
-  });
-  router.get(item, ...read, async (ctx) => {
-    ctx.body = { appEntitlement: await entitlements.getEntitlement(deps.db, param(ctx, 'app_id'), param(ctx, 'id')) };
-  });
-  router.post(item, ...write, async (ctx) => {
-    const body = await readJsonObject(ctx);
-    ctx.body = { appEntitlement: await entitlements.updateEntitlement(deps.db, param(ctx, 'app_id'), param(ctx, 'id'), body) };
-  });
-  router.delete(item, ...write, async (ctx) => {
-    await entitlements.deleteEntitlement(deps.db, param(ctx, 'app_id'), param(ctx, 'id'));
-    ctx.body = {};
-  });
-  router.post('/api/v1/search/entitlements', ...read, async (ctx) => {
-    const body = await readJsonObject(ctx);
-    const page = await entitlements.searchEntitlements(deps.db, deps.pageTokens, body, readPageRequest(body));
-    ctx.body = listBody('appEntitlement', page);
-  });
-  return router;
+  return mountOperations(new Router(), deps, ENTITLEMENT_OPERATIONS);
 }

@@ -11,100 +11,145 @@
  */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { authenticate, principalOf, requireAccess } from '../auth';
 import { allows } from '../../auth/roles';
 import { unauditedParts } from '../../domain/run-audit';
-import { readJsonObject } from '../body';
 import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
 import { UnavailableError } from '../../domain/errors';
 import { TemporalRunControl } from '../../temporal/run-control';
 import { AppError, notFound } from '../errors';
-import { readPageRequest } from '../../domain/pagination';
+import * as api from '../../domain/api-schemas';
+import { mountOperations, operation, type Grant } from '../operation';
 import { getAutomation, publishedSteps } from '../../domain/automations';
 import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
 import { WorkflowEngineUnavailableError } from '../../temporal/runs';
 
 const RETRY_AFTER_SECONDS = '5';
 
+/** What the run operations of one app share: the run reader and the run controller, when an engine is configured. */
+interface Engine {
+  reader: AutomationExecutions | undefined;
+  control: TemporalRunControl | undefined;
+}
+const engines = new WeakMap<AppDeps, Engine>();
+
+function engineOf(deps: AppDeps): Engine {
+  let engine = engines.get(deps);
+  if (!engine) {
+    const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
+    const reader = deps.runs.client ? new TemporalExecutions(deps.runs.client, { loadSteps }) : undefined;
+    const control = deps.runs.client ? new TemporalRunControl(deps.runs.client, deps.runs.taskQueue ?? deps.config.temporal.taskQueue, reader!) : undefined;
+    engine = { reader, control };
+    engines.set(deps, engine);
+  }
+  return engine;
+}
+
+function reader(deps: AppDeps): AutomationExecutions {
+  const { reader } = engineOf(deps);
+  if (!reader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
+  return reader;
+}
+
+function controller(deps: AppDeps): TemporalRunControl {
+  const { control } = engineOf(deps);
+  if (!control) throw new UnavailableError('no workflow engine configured; retry later', 5);
+  return control;
+}
+
+/** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
+async function current(deps: AppDeps, executionId: string) {
+  const execution = await readRuns(() => reader(deps).get(executionId));
+  if (!execution) throw notFound('automation execution');
+  return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
+}
+
+const READ: Grant = { area: 'automations', mode: 'read' };
+const WRITE: Grant = { area: 'automations', mode: 'write' };
+const TAG = 'Automation Executions';
+const RUN = '/api/v1/automation_executions/{id}';
+const RUN_ERRORS = [400, 401, 403, 404, 409, 500, 503];
+
+const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', summary: string) =>
+  operation({
+    method: 'post', path: `${RUN}/steps/{stepId}/${action}`, operationId: `automations.executions.${action}`, tag: TAG,
+    access: { area: 'approvals', mode: 'write' }, summary,
+    // Validated by the domain (readComment).
+    body: { schema: api.DecisionRequest, required: false, validation: 'handler' }, ok: api.DecisionResponse, errors: RUN_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      const { principal, params } = input;
+      await decideStep(deps.db, controller(deps), principal.clientId, params.id, params.stepId, made, body);
+      const execution = await current(deps, params.id);
+      if (allows(principal, 'automations', 'read')) return { execution };
+      // An admin may decide, not read runs: the decision only, no other step, output or status.
+      const step = execution.steps.find((s) => s.id === params.stepId);
+      return { decision: { executionId: execution.id, stepId: params.stepId, ...decisionOf(step?.output ?? null, made) } };
+    },
+  });
+
+// Bodies are validated by the domain (src/domain/executions.ts).
+export const EXECUTION_OPERATIONS = [
+  operation({
+    method: 'get', path: '/api/v1/automations/{id}/executions', operationId: 'automations.executions.list', tag: TAG, paged: true, access: READ,
+    summary: 'List the runs of an automation, newest first.', ok: api.ExecutionList, errors: [400, 401, 403, 404, 500, 503],
+    handle: async (input, _ctx, deps) => {
+      const automationId = input.params.id;
+      const page = input.page;
+      await getAutomation(deps.db, automationId); // 404 for an unknown automation
+      const listing = `executions:${automationId}`;
+      const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
+      const result = await readRuns(() => reader(deps).list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64')));
+      return {
+        list: result.executions.map((execution) => ({ execution })),
+        nextPageToken: result.nextPageToken ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64')) : '',
+      };
+    },
+  }),
+  operation({
+    method: 'get', path: RUN, operationId: 'automations.executions.get', tag: TAG, access: READ,
+    summary: 'Get one run with its steps (id: webhook:{listenerId}:{eventId}).', ok: api.ExecutionResponse, errors: [401, 403, 404, 500, 503],
+    handle: async (input, _ctx, deps) => ({ execution: await current(deps, input.params.id) }),
+  }),
+  decision(
+    'approve', 'approved',
+    'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on: the run for a super_admin, the decision only for an admin.',
+  ),
+  decision('reject', 'rejected', 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.'),
+  operation({
+    method: 'post', path: `${RUN}/cancel`, operationId: 'automations.executions.cancel', tag: TAG, access: WRITE,
+    summary: 'Cancel a run (super_admin): a pending wait or approval ends, later steps do not run; status CANCELED.',
+    ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      await input.body(); // any JSON object; nothing in it is read
+      await cancelRun(deps.db, controller(deps), input.principal.clientId, input.params.id);
+      return { execution: await current(deps, input.params.id) };
+    },
+  }),
+  operation({
+    method: 'post', path: `${RUN}/terminate`, operationId: 'automations.executions.terminate', tag: TAG, access: WRITE,
+    summary: 'Terminate a run at once with a reason (super_admin); status TERMINATED.',
+    body: { schema: api.TerminateRequest, required: true, validation: 'handler' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      await terminateRun(deps.db, controller(deps), input.principal.clientId, input.params.id, body);
+      return { execution: await current(deps, input.params.id) };
+    },
+  }),
+  operation({
+    method: 'post', path: `${RUN}/rerun`, operationId: 'automations.executions.rerun', tag: TAG, access: WRITE,
+    summary: 'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
+    body: { schema: api.RerunRequest, required: false, validation: 'handler' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      const original = await current(deps, input.params.id);
+      const started = await rerunRun(deps.db, controller(deps), input.principal.clientId, input.params.id, original.automationId, body);
+      return { execution: await current(deps, started.executionId) };
+    },
+  }),
+];
+
 export function createExecutionsRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
-  const reader: AutomationExecutions | undefined = deps.runs.client ? new TemporalExecutions(deps.runs.client, { loadSteps }) : undefined;
-  const control = deps.runs.client ? new TemporalRunControl(deps.runs.client, deps.runs.taskQueue ?? deps.config.temporal.taskQueue, reader!) : undefined;
-  const read = requireAccess('automations', 'read');
-  const write = requireAccess('automations', 'write');
-  router.use(authenticate(deps.tokens));
-
-  router.get('/api/v1/automations/:id/executions', read, async (ctx) => {
-    const automationId = ctx.params.id!;
-    const page = readPageRequest(ctx.query);
-    await getAutomation(deps.db, automationId); // 404 for an unknown automation
-    const listing = `executions:${automationId}`;
-    const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
-    const result = await readRuns(() => engine().list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64')));
-    ctx.body = {
-      list: result.executions.map((execution) => ({ execution })),
-      nextPageToken: result.nextPageToken ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64')) : '',
-    };
-  });
-
-  router.get('/api/v1/automation_executions/:id', read, async (ctx) => {
-    ctx.body = { execution: await current(ctx.params.id!) };
-  });
-
-  for (const [action, decision] of [['approve', 'approved'], ['reject', 'rejected']] as const) {
-    router.post(`/api/v1/automation_executions/:id/steps/:stepId/${action}`, requireAccess('approvals', 'write'), async (ctx) => {
-      const body = await readJsonObject(ctx);
-      const principal = principalOf(ctx);
-      await decideStep(deps.db, controller(), principal.clientId, ctx.params.id!, ctx.params.stepId!, decision, body);
-      const execution = await current(ctx.params.id!);
-      if (allows(principal, 'automations', 'read')) {
-        ctx.body = { execution };
-      } else {
-        // An admin may decide, not read runs: the decision only, no other step, output or status.
-        const step = execution.steps.find((s) => s.id === ctx.params.stepId);
-        ctx.body = { decision: { executionId: execution.id, stepId: ctx.params.stepId!, ...decisionOf(step?.output ?? null, decision) } };
-      }
-    });
-  }
-
-  router.post('/api/v1/automation_executions/:id/cancel', write, async (ctx) => {
-    await readJsonObject(ctx);
-    await cancelRun(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!);
-    ctx.body = { execution: await current(ctx.params.id!) };
-  });
-
-  router.post('/api/v1/automation_executions/:id/terminate', write, async (ctx) => {
-    const body = await readJsonObject(ctx);
-    await terminateRun(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!, body);
-    ctx.body = { execution: await current(ctx.params.id!) };
-  });
-
-  router.post('/api/v1/automation_executions/:id/rerun', write, async (ctx) => {
-    const body = await readJsonObject(ctx);
-    const original = await current(ctx.params.id!);
-    const started = await rerunRun(deps.db, controller(), principalOf(ctx).clientId, ctx.params.id!, original.automationId, body);
-    ctx.body = { execution: await current(started.executionId) };
-  });
-
-  /** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
-  async function current(executionId: string) {
-    const execution = await readRuns(() => engine().get(executionId));
-    if (!execution) throw notFound('automation execution');
-    return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
-  }
-
-  function engine(): AutomationExecutions {
-    if (!reader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
-    return reader;
-  }
-
-  function controller(): TemporalRunControl {
-    if (!control) throw new UnavailableError('no workflow engine configured; retry later', 5);
-    return control;
-  }
-
-  return router;
+  return mountOperations(new Router(), deps, EXECUTION_OPERATIONS);
 }
 
 /** A waitForApproval step's recorded decision, as the admin's answer shows it. */

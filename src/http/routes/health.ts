@@ -11,8 +11,10 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
+import * as api from '../../domain/api-schemas';
 import type { AppDeps } from '../context';
 import { AppError } from '../errors';
+import { mountOperations, operation } from '../operation';
 
 const CHECK_TIMEOUT_MS = 2000;
 /** How long a readiness verdict is reused. */
@@ -70,39 +72,39 @@ function requireAdminToken(deps: AppDeps) {
   };
 }
 
-function addOperatorRoutes(router: Router, deps: AppDeps): void {
-  const guard = requireAdminToken(deps);
-  router.get('/ready', guard, async (ctx) => {
-    const { store, temporal } = await readiness(deps);
-    const ready = store && temporal;
-    ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'not_ready', checks: { store, temporal } };
-  });
+/** /ready and /metrics: served by the admin listener when ADMIN_PORT is set, else by the API port. */
+export const OPERATOR_OPERATIONS = [
+  operation({
+    method: 'get', path: '/ready', operationId: 'ready', tag: 'Operations', summary: 'Store and Temporal are reachable (503 otherwise).', access: 'public',
+    before: (deps) => [requireAdminToken(deps)], ok: api.ReadyStatus, okAlso: [503], errors: [401],
+    handle: async (_input, ctx, deps) => {
+      const { store, temporal } = await readiness(deps);
+      const ready = store && temporal;
+      ctx.status = ready ? 200 : 503;
+      return { status: ready ? 'ready' : 'not_ready', checks: { store, temporal } };
+    },
+  }),
+  operation({
+    method: 'get', path: '/metrics', operationId: 'metrics', tag: 'Operations', summary: 'Prometheus metrics.', access: 'public',
+    before: (deps) => [requireAdminToken(deps)], ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' }, errors: [401],
+    handle: async (_input, ctx, deps) => {
+      ctx.set('Content-Type', deps.metrics.registry.contentType);
+      return deps.metrics.registry.metrics();
+    },
+  }),
+];
 
-  router.get('/metrics', guard, async (ctx) => {
-    ctx.set('Content-Type', deps.metrics.registry.contentType);
-    ctx.body = await deps.metrics.registry.metrics();
-  });
-}
-
-function addHealth(router: Router): void {
-  router.get('/health', (ctx) => {
-    ctx.body = { status: 'ok' };
-  });
-}
+export const HEALTH_OPERATION = operation({
+  method: 'get', path: '/health', operationId: 'health', tag: 'Operations', summary: 'The process is up.', access: 'public', ok: api.HealthStatus, errors: [],
+  handle: () => ({ status: 'ok' }),
+});
 
 /** The API port's operations routes: /health, and /ready and /metrics unless an admin port serves them. */
 export function createHealthRouter(deps: AppDeps): Router {
-  const router = new Router();
-  addHealth(router);
-  if (deps.config.admin.port === undefined) addOperatorRoutes(router, deps);
-  return router;
+  return mountOperations(new Router(), deps, deps.config.admin.port === undefined ? [HEALTH_OPERATION, ...OPERATOR_OPERATIONS] : [HEALTH_OPERATION]);
 }
 
 /** The admin listener's routes: /health, /ready and /metrics. */
 export function createAdminRouter(deps: AppDeps): Router {
-  const router = new Router();
-  addHealth(router);
-  addOperatorRoutes(router, deps);
-  return router;
+  return mountOperations(new Router(), deps, [HEALTH_OPERATION, ...OPERATOR_OPERATIONS]);
 }

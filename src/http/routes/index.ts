@@ -1,20 +1,52 @@
-/** Every router of the service, in mounting order. Each factory takes the app's dependencies. */
-import type Router from '@koa/router';
+/**
+ * Every operation of the service (what the OpenAPI document lists) and every router, in mounting
+ * order. Each router mounts the operations its module declares (src/http/operation.ts).
+ */
+import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { createHealthRouter } from './health';
-import { createTokenRouter } from './token';
-import { createClientsRouter } from './clients';
-import { createAutomationsRouter } from './automations';
-import { createExecutionsRouter } from './executions';
-import { createAppsRouter } from './apps';
-import { createUsersRouter } from './users';
-import { createEntitlementsRouter } from './entitlements';
-import { createOwnersRouter } from './owners';
-import { createOpenApiRouter } from './openapi';
-import { createCodecRouter } from './codec';
-import { createWebhookRouter } from './webhooks';
-import { createDeliveriesRouter } from './deliveries';
-import { createSecretsRouter } from './secrets';
+import type { DocumentedOperation } from '../operation';
+import { buildOpenApiDocument as buildDocument, type OpenApiOptions } from '../openapi';
+import { createHealthRouter, HEALTH_OPERATION, OPERATOR_OPERATIONS } from './health';
+import { createTokenRouter, TOKEN_OPERATIONS } from './token';
+import { CLIENT_OPERATIONS, createClientsRouter } from './clients';
+import { AUTOMATION_OPERATIONS, createAutomationsRouter } from './automations';
+import { createExecutionsRouter, EXECUTION_OPERATIONS } from './executions';
+import { APP_OPERATIONS, createAppsRouter } from './apps';
+import { createUsersRouter, USER_OPERATIONS } from './users';
+import { createEntitlementsRouter, ENTITLEMENT_OPERATIONS } from './entitlements';
+import { createOwnersRouter, OWNER_OPERATIONS } from './owners';
+import { openApiOperation } from './openapi';
+import { CODEC_OPERATIONS, createCodecRouter } from './codec';
+import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
+import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
+import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
+import { mountOperations } from '../operation';
+
+const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
+
+/** Every operation, in the order of the document's tags. */
+export const OPERATIONS: readonly DocumentedOperation[] = [
+  HEALTH_OPERATION,
+  ...OPERATOR_OPERATIONS,
+  OPENAPI_OPERATION,
+  ...TOKEN_OPERATIONS,
+  ...CLIENT_OPERATIONS,
+  ...AUTOMATION_OPERATIONS,
+  ...EXECUTION_OPERATIONS,
+  ...DELIVERY_OPERATIONS,
+  ...CODEC_OPERATIONS,
+  WEBHOOK_OPERATION,
+  ...APP_OPERATIONS,
+  ...SECRET_OPERATIONS,
+  ...USER_OPERATIONS,
+  ...ENTITLEMENT_OPERATIONS,
+  ...OWNER_OPERATIONS,
+];
+
+/** The OpenAPI document of every operation (call once and cache). */
+export function buildOpenApiDocument(options: OpenApiOptions): Record<string, unknown> {
+  return buildDocument(options, OPERATIONS);
+}
 
 export type RouterFactory = (deps: AppDeps) => Router;
 
@@ -34,7 +66,7 @@ export const ROUTERS: RouterFactory[] = [
   createUsersRouter,
   createEntitlementsRouter,
   createOwnersRouter,
-  createOpenApiRouter,
+  (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
 ];

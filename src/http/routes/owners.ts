@@ -3,31 +3,30 @@
  * `/api/v2/users/{user_id}/owners/entitlements`: create (idempotent), list, delete.
  */
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { z } from 'zod';
 import { createEntitlementOwner, deleteEntitlementOwner, listEntitlementOwners, type EntitlementOwnerRef } from '../../domain/owners';
-import { CreateEntitlementOwnerRequest } from '../../domain/schemas';
-import { parseOrThrow } from '../../domain/validation';
+import * as gov from '../../domain/schemas';
 import { invalidArgument, notFound, type FieldViolation } from '../errors';
-import { readJsonObject } from '../body';
 import type { AppDeps } from '../context';
-import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
-import { actorOf } from '../auth';
+import { ITEM_WRITE_ERRORS, mountOperations, operation, type PathParams } from '../operation';
+import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 
-const COLLECTION = '/api/v2/users/:user_id/owners/entitlements';
-const ITEM = `${COLLECTION}/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id`;
+const COLLECTION = '/api/v2/users/{user_id}/owners/entitlements';
+const ITEM = `${COLLECTION}/{role_slug}/{app_entitlement_ref_app_id}/{app_entitlement_ref_id}` as const;
+const TAG = 'User Owner V2';
 
-function refOf(ctx: Context): EntitlementOwnerRef {
+function refOf(params: PathParams<typeof ITEM>): EntitlementOwnerRef {
   return {
-    userId: param(ctx, 'user_id'),
-    roleSlug: param(ctx, 'role_slug'),
-    appId: param(ctx, 'app_entitlement_ref_app_id'),
-    entitlementId: param(ctx, 'app_entitlement_ref_id'),
+    userId: params.user_id,
+    roleSlug: params.role_slug,
+    appId: params.app_entitlement_ref_app_id,
+    entitlementId: params.app_entitlement_ref_id,
   };
 }
 
 /** `appEntitlementRef` may be omitted or null; fields it gives must equal the path's. */
-function checkBodyRef(body: unknown, ref: EntitlementOwnerRef): void {
-  const given = parseOrThrow(CreateEntitlementOwnerRequest, body).appEntitlementRef;
+function checkBodyRef(body: z.output<typeof gov.CreateEntitlementOwnerRequest>, ref: EntitlementOwnerRef): void {
+  const given = body.appEntitlementRef;
   if (!given) return;
   const violations: FieldViolation[] = [];
   if (given.appId != null && given.appId !== ref.appId) {
@@ -39,23 +38,33 @@ function checkBodyRef(body: unknown, ref: EntitlementOwnerRef): void {
   if (violations.length > 0) throw invalidArgument(violations);
 }
 
-export function createOwnersRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const read = governanceAccess(deps, 'read');
-  const write = governanceAccess(deps, 'write');
+export const OWNER_OPERATIONS = [
+  operation({
+    method: 'post', path: ITEM, operationId: 'svc.api.user.v2.UserOwnersV2.CreateEntitlementOwner', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Create an entitlement ownership source for a service-account user (idempotent).',
+    description: 'appEntitlementRef may be omitted or null; fields it gives must equal the path. 404 for an unknown user, app or entitlement; 400 for a user that is not a service account.',
+    body: { schema: gov.CreateEntitlementOwnerRequest, required: false, validation: 'schema' }, ok: gov.UserOwnerEntitlementResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const ref = refOf(input.params);
+      checkBodyRef(await input.body(), ref);
+      return createEntitlementOwner(deps.db, ref, input.actor);
+    },
+  }),
+  operation({
+    method: 'get', path: COLLECTION, operationId: 'svc.api.user.v2.UserOwnersV2.ListEntitlementOwners', tag: TAG, paged: true, access: GOVERNANCE_READ,
+    summary: 'List the entitlement ownerships of a user.', ok: gov.UserOwnerEntitlementList, errors: [400, 401, 403, 404, 500],
+    handle: async (input, _ctx, deps) => listBody('userOwnerEntitlement', await listEntitlementOwners(deps.db, deps.pageTokens, input.params.user_id, input.page)),
+  }),
+  operation({
+    method: 'delete', path: ITEM, operationId: 'svc.api.user.v2.UserOwnersV2.DeleteEntitlementOwner', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Delete an entitlement ownership source (404 if absent).', ok: gov.EmptyResponse, errors: [400, 401, 403, 404, 500],
+    handle: async (input, _ctx, deps) => {
+      if (!(await deleteEntitlementOwner(deps.db, refOf(input.params), input.actor))) throw notFound('entitlement owner');
+      return {};
+    },
+  }),
+];
 
-  router.post(ITEM, ...write, async (ctx) => {
-    const ref = refOf(ctx);
-    checkBodyRef(await readJsonObject(ctx), ref);
-    ctx.body = await createEntitlementOwner(deps.db, ref, actorOf(ctx));
-  });
-  router.get(COLLECTION, ...read, async (ctx) => {
-    const page = await listEntitlementOwners(deps.db, deps.pageTokens, param(ctx, 'user_id'), queryPage(ctx));
-    ctx.body = listBody('userOwnerEntitlement', page);
-  });
-  router.delete(ITEM, ...write, async (ctx) => {
-    if (!(await deleteEntitlementOwner(deps.db, refOf(ctx), actorOf(ctx)))) throw notFound('entitlement owner');
-    ctx.body = {};
-  });
-  return router;
+export function createOwnersRouter(deps: AppDeps): Router {
+  return mountOperations(new Router(), deps, OWNER_OPERATIONS);
 }

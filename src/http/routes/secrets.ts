@@ -6,8 +6,6 @@
  * and super_admin write. No response ever carries a value.
  */
 import Router from '@koa/router';
-import { actorOf } from '../auth';
-import { readJsonObject } from '../body';
 import type { AppDeps } from '../context';
 import {
   createOutboundSecret,
@@ -16,30 +14,52 @@ import {
   listOutboundSecrets,
   replaceOutboundSecret,
 } from '../../domain/outbound-secrets';
-import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
+import * as gov from '../../domain/schemas';
+import * as secrets from '../../domain/secret-schemas';
+import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS } from '../operation';
+import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
+
+const TAG = 'Secrets';
+
+// Bodies are validated by the domain (src/domain/outbound-secrets.ts), whose messages name the
+// secret rules; the schemas document them.
+export const SECRET_OPERATIONS = [
+  operation({
+    method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values and sent only to its allowedOrigins; the value is never returned.',
+    body: { schema: secrets.CreateSecretRequest, required: true, validation: 'handler' }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
+    handle: async (input, _ctx, deps) => ({ secret: await createOutboundSecret(deps.db, await input.body(), { secretBox: deps.secretBox, actor: input.actor }) }),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/secrets', operationId: 'secrets.list', tag: TAG, paged: true, access: GOVERNANCE_READ,
+    summary: 'List outbound secrets: names, allowed origins and timestamps only.', ok: secrets.SecretList, errors: READ_ERRORS,
+    handle: async (input, _ctx, deps) => listBody('secret', await listOutboundSecrets(deps.db, deps.pageTokens, input.page)),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/secrets/{name}', operationId: 'secrets.get', tag: TAG, access: GOVERNANCE_READ,
+    summary: 'Get a secret’s metadata (never its value).', ok: secrets.SecretResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ secret: await getOutboundSecret(deps.db, input.params.name) }),
+  }),
+  operation({
+    method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (admin): requests made from now on send the new value and are checked against the new origins; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
+    body: { schema: secrets.ReplaceSecretRequest, required: true, validation: 'handler' }, ok: secrets.ReplaceSecretResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      const body = await input.body();
+      const { previousValueExpiresAt, ...secret } = await replaceOutboundSecret(deps.db, input.params.name, body, { secretBox: deps.secretBox, actor: input.actor });
+      return { secret, previousValueExpiresAt };
+    },
+  }),
+  operation({
+    method: 'delete', path: '/api/v1/secrets/{name}', operationId: 'secrets.delete', tag: TAG, access: GOVERNANCE_WRITE,
+    summary: 'Delete a secret (admin); a run whose step reads it fails at that step.', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      await deleteOutboundSecret(deps.db, input.params.name, input.actor);
+      return {};
+    },
+  }),
+];
 
 export function createSecretsRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const read = governanceAccess(deps, 'read');
-  const write = governanceAccess(deps, 'write');
-
-  router.post('/api/v1/secrets', ...write, async (ctx) => {
-    ctx.body = { secret: await createOutboundSecret(deps.db, await readJsonObject(ctx), { secretBox: deps.secretBox, actor: actorOf(ctx) }) };
-  });
-  router.get('/api/v1/secrets', ...read, async (ctx) => {
-    ctx.body = listBody('secret', await listOutboundSecrets(deps.db, deps.pageTokens, queryPage(ctx)));
-  });
-  router.get('/api/v1/secrets/:name', ...read, async (ctx) => {
-    ctx.body = { secret: await getOutboundSecret(deps.db, param(ctx, 'name')) };
-  });
-  router.put('/api/v1/secrets/:name', ...write, async (ctx) => {
-    const body = await readJsonObject(ctx);
-    const { previousValueExpiresAt, ...secret } = await replaceOutboundSecret(deps.db, param(ctx, 'name'), body, { secretBox: deps.secretBox, actor: actorOf(ctx) });
-    ctx.body = { secret, previousValueExpiresAt };
-  });
-  router.delete('/api/v1/secrets/:name', ...write, async (ctx) => {
-    await deleteOutboundSecret(deps.db, param(ctx, 'name'), actorOf(ctx));
-    ctx.body = {};
-  });
-  return router;
+  return mountOperations(new Router(), deps, SECRET_OPERATIONS);
 }

@@ -9,9 +9,11 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
-import { createTokenGuard, GuardRefusal } from '../../auth/token-guard';
+import { createTokenGuard, GuardRefusal, type TokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
 import { AppError } from '../errors';
+import * as api from '../../domain/api-schemas';
+import { mountOperations, operation } from '../operation';
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
@@ -41,68 +43,89 @@ async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> |
   return 'Content-Type must be application/x-www-form-urlencoded or application/json';
 }
 
-export function createTokenRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const guard = deps.tokenGuard ?? createTokenGuard(deps.config.tokenEndpoint);
-  const log = deps.logger.child({ component: 'token' });
-
-  router.post('/auth/v1/token', async (ctx) => {
-    const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
-    try {
-      guard.perSource.take(source);
-    } catch (err) {
-      throw refusal(err);
-    }
-    if (/^Basic\s/i.test(ctx.get('authorization'))) {
-      return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
-    }
-    const body = await readTokenRequest(ctx);
-    if (typeof body === 'string') return oauthError(ctx, 'invalid_request', body);
-    const { grant_type: grantType, client_id: clientId, client_secret: clientSecret } = body;
-    if (typeof grantType !== 'string' || grantType === '') return oauthError(ctx, 'invalid_request', 'grant_type is required');
-    if (grantType !== 'client_credentials') {
-      return oauthError(ctx, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
-    }
-    if (typeof clientId !== 'string' || clientId === '' || typeof clientSecret !== 'string' || clientSecret === '') {
-      return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
-    }
-    // No client id or secret holds a NUL character (and the store cannot even look one up).
-    let client;
-    try {
-      client = `${clientId}${clientSecret}`.includes('\u0000')
-        ? undefined
-        : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
-    } catch (err) {
-      throw refusal(err);
-    }
-    if (!client) {
-      await auditFailure(clientId, source);
-      return oauthError(ctx, 'invalid_client', 'client authentication failed');
-    }
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Pragma', 'no-cache');
-    ctx.body = {
-      access_token: await deps.tokens.issue(client.clientId, client.roles),
-      token_type: 'Bearer',
-      expires_in: deps.tokens.ttlSeconds,
-    };
-  });
-
-  /** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
-  async function auditFailure(clientId: string, source: string): Promise<void> {
-    try {
-      await auditTokenDenied(deps.db, clientId, source);
-    } catch (err) {
-      log.warn({ err: (err as Error).message }, 'could not audit a failed token request');
-    }
+/** Per app: the token endpoint's flood guards. */
+const guards = new WeakMap<AppDeps, TokenGuard>();
+function guardOf(deps: AppDeps): TokenGuard {
+  let guard = guards.get(deps);
+  if (!guard) {
+    guard = deps.tokenGuard ?? createTokenGuard(deps.config.tokenEndpoint);
+    guards.set(deps, guard);
   }
+  return guard;
+}
 
-  router.get('/auth/v1/jwks', (ctx) => {
-    ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.body = deps.tokens.jwks();
-  });
+/** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
+async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
+  try {
+    await auditTokenDenied(deps.db, clientId, source);
+  } catch (err) {
+    deps.logger.child({ component: 'token' }).warn({ err: (err as Error).message }, 'could not audit a failed token request');
+  }
+}
 
-  return router;
+export const TOKEN_OPERATIONS = [
+  operation({
+    method: 'post', path: '/auth/v1/token', operationId: 'auth.token', tag: 'Auth', access: 'public',
+    summary: 'OAuth 2.0 client credentials: an access token for the API.',
+    description: 'Credentials in the body (form or JSON), never in an Authorization header (400 invalid_request).',
+    // Read by the handler itself: the flood guards come before the body, and errors take the RFC 6749 shape.
+    body: { schema: api.TokenRequest, required: true, form: true, validation: 'handler' }, ok: api.TokenResponse, errors: [400, 401, 429, 503], errorSchema: api.OAuthError,
+    serviceErrors: [429, 503],
+    handle: async (_input, ctx, deps) => {
+      const guard = guardOf(deps);
+      const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+      try {
+        guard.perSource.take(source);
+      } catch (err) {
+        throw refusal(err);
+      }
+      if (/^Basic\s/i.test(ctx.get('authorization'))) {
+        return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
+      }
+      const body = await readTokenRequest(ctx);
+      if (typeof body === 'string') return oauthError(ctx, 'invalid_request', body);
+      const { grant_type: grantType, client_id: clientId, client_secret: clientSecret } = body;
+      if (typeof grantType !== 'string' || grantType === '') return oauthError(ctx, 'invalid_request', 'grant_type is required');
+      if (grantType !== 'client_credentials') {
+        return oauthError(ctx, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+      }
+      if (typeof clientId !== 'string' || clientId === '' || typeof clientSecret !== 'string' || clientSecret === '') {
+        return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
+      }
+      // No client id or secret holds a NUL character (and the store cannot even look one up).
+      let client;
+      try {
+        client = `${clientId}${clientSecret}`.includes('\u0000')
+          ? undefined
+          : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
+      } catch (err) {
+        throw refusal(err);
+      }
+      if (!client) {
+        await auditFailure(deps, clientId, source);
+        return oauthError(ctx, 'invalid_client', 'client authentication failed');
+      }
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Pragma', 'no-cache');
+      return {
+        access_token: await deps.tokens.issue(client.clientId, client.roles),
+        token_type: 'Bearer',
+        expires_in: deps.tokens.ttlSeconds,
+      };
+    },
+  }),
+  operation({
+    method: 'get', path: '/auth/v1/jwks', operationId: 'auth.jwks', tag: 'Auth', access: 'public',
+    summary: 'Public keys of the access tokens.', ok: api.JwksDocument, errors: [],
+    handle: (_input, ctx, deps) => {
+      ctx.set('Cache-Control', 'public, max-age=300');
+      return deps.tokens.jwks();
+    },
+  }),
+];
+
+export function createTokenRouter(deps: AppDeps): Router {
+  return mountOperations(new Router(), deps, TOKEN_OPERATIONS);
 }
 
 /** A guard's refusal as an HTTP error with Retry-After; anything else unchanged. */

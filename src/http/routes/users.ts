@@ -1,23 +1,29 @@
 /** Users: `POST /api/v1/users`, `GET /api/v1/users/{user_id}`, `GET /api/v1/users`. */
 import Router from '@koa/router';
 import { createUser, getUser, listUsers } from '../../domain/users';
-import { readJsonObject } from '../body';
+import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
+import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS } from '../operation';
+import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
+
+export const USER_OPERATIONS = [
+  operation({
+    method: 'post', path: '/api/v1/users', operationId: 'users.create', tag: 'Users', summary: 'Create a user.', access: GOVERNANCE_WRITE,
+    body: { schema: gov.CreateUserRequest, required: true, validation: 'schema' }, ok: gov.UserResponse, errors: WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => ({ user: await createUser(deps.db, await input.body()) }),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/users/{user_id}', operationId: 'users.get', tag: 'Users', summary: 'Get a user.', access: GOVERNANCE_READ,
+    ok: gov.UserResponse, errors: ITEM_READ_ERRORS,
+    handle: async (input, _ctx, deps) => ({ user: await getUser(deps.db, input.params.user_id) }),
+  }),
+  operation({
+    method: 'get', path: '/api/v1/users', operationId: 'users.list', tag: 'Users', paged: true, summary: 'List users.', access: GOVERNANCE_READ,
+    ok: gov.UserList, errors: READ_ERRORS,
+    handle: async (input, _ctx, deps) => listBody('user', await listUsers(deps.db, deps.pageTokens, input.page)),
+  }),
+];
 
 export function createUsersRouter(deps: AppDeps): Router {
-  const router = new Router();
-  const read = governanceAccess(deps, 'read');
-  const write = governanceAccess(deps, 'write');
-
-  router.post('/api/v1/users', ...write, async (ctx) => {
-    ctx.body = { user: await createUser(deps.db, await readJsonObject(ctx)) };
-  });
-  router.get('/api/v1/users/:user_id', ...read, async (ctx) => {
-    ctx.body = { user: await getUser(deps.db, param(ctx, 'user_id')) };
-  });
-  router.get('/api/v1/users', ...read, async (ctx) => {
-    ctx.body = listBody('user', await listUsers(deps.db, deps.pageTokens, queryPage(ctx)));
-  });
-  return router;
+  return mountOperations(new Router(), deps, USER_OPERATIONS);
 }

@@ -21,6 +21,42 @@ import type { Logger } from '../../logger';
 import { AdmissionRefusal, DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
 import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../webhooks/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
+import * as api from '../../domain/api-schemas';
+import { AUTH_METHODS, authenticatorOf } from '../../webhooks/authenticators';
+import type { DocumentedOperation } from '../operation';
+
+/**
+ * The receiver's declaration: what the OpenAPI document says of it. It is served by this module
+ * (the fast path and `createWebhookRouter`), not by `mountOperations`: its answer is built before
+ * Koa, and its route label (`WEBHOOK_ROUTE`) predates the operation table.
+ */
+export const WEBHOOK_OPERATION: DocumentedOperation = {
+  method: 'post', path: `${WEBHOOK_PATH_PREFIX}{listener_id}`, operationId: 'webhooks.receive', tag: 'Inbound Webhooks', access: 'public',
+  summary: 'Receive an inbound webhook event and run the linked automation.',
+  description:
+    `Authenticated by the listener’s method: ${AUTH_METHODS.map((method) => authenticatorOf(method).summary).join(', or ')}. ` +
+    'Checks run in this order, the first failure answers: listener (404), ' +
+    'source address (403), body size (413), headers (400), signature or JWT (401), JSON (400), duplicate event id (409).',
+  headers: [
+    { name: 'Webhook-Timestamp', required: true, description: 'Current Unix time in seconds; must be within 300 s of the service’s clock.', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
+    { name: 'Webhook-Event-Id', required: true, description: 'UUID v4 identifying the event; idempotency key (compared case-insensitively).', schema: { type: 'string', format: 'uuid' } },
+    ...AUTH_METHODS.map((method) => ({ name: authenticatorOf(method).credential.name, required: false, description: authenticatorOf(method).credential.description })),
+  ],
+  body: { schema: api.WebhookPayload, required: true, validation: 'handler', description: 'Any JSON value, at most 64 KiB; the automation reads it as ctx.trigger.' },
+  ok: api.WebhookAccepted, errors: [400, 401, 403, 404, 408, 409, 413, 429, 503],
+  statusText: {
+    200: 'Accepted; the automation run is durably recorded.',
+    400: 'Missing header, Content-Type not application/json, Webhook-Timestamp more than 300 s from now, Webhook-Event-Id not a UUID v4, or body not valid JSON.',
+    401: 'Invalid HMAC signature; JWT verification failed (JWKS unreachable, unknown kid, missing or wrong claim), expired JWT; missing Authorization header.',
+    403: 'Source address not in the listener’s allowed CIDR list.',
+    404: 'Unknown listener, automation not published, or trigger not enabled.',
+    408: 'The body did not arrive in time.',
+    409: 'Duplicate event id for this listener (within 7 days), whatever its first delivery became (a run, filtered); details carry the original executionId. Idempotency protection, not a fault.',
+    413: 'Body over 65,536 bytes.',
+    429: "Too many deliveries in progress, or the automation's rate limit is exhausted for the event's key; retry after Retry-After seconds.",
+    503: 'The workflow engine is unavailable; the event was not accepted, retry later.',
+  },
+};
 
 /** Seconds a sender is asked to wait after a 503 before retrying the same event. */
 const RETRY_AFTER_SECONDS = '5';
