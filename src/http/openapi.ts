@@ -1,6 +1,7 @@
 /**
- * The OpenAPI 3.1 document of the service, generated from the zod schemas that validate requests
- * (`domain/schemas.ts`, `domain/api-schemas.ts`). Request bodies are converted with `io: 'input'`
+ * The OpenAPI 3.1 document of the service, generated from the operation declarations
+ * (`operation.ts`; `routes/index.ts` lists them) and their zod schemas (`domain/schemas.ts`,
+ * `domain/api-schemas.ts`). Request bodies are converted with `io: 'input'`
  * (unknown fields allowed: the API ignores them), responses with `io: 'output'` (every field the
  * service sends is declared, nothing else: `additionalProperties: false`). Schemas with
  * `.meta({ id })` become components; when the response form of a component differs from its

@@ -1,9 +1,10 @@
 /**
  * The OpenAPI 3.1 document: valid for a real OpenAPI 3.1 validator (it is generated from the
  * operation declarations that also mount the routes: src/http/operation.ts), with the original
- * specification's operation id, tag, version and security; and true: real responses of the running service (a real store, a real Temporal dev server for the webhook 200)
- * validate against the operation's response schema with ajv (JSON Schema 2020-12), strictly
- * enough that a missing, mistyped or undeclared field fails.
+ * specification's operation id, tag, version and security; and true: real responses of the
+ * running service (a real store, a real Temporal dev server for the webhook 200) validate against
+ * the operation's response schema with ajv (JSON Schema 2020-12), strictly enough that a missing,
+ * mistyped or undeclared field fails.
  */
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
