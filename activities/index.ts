@@ -4,7 +4,7 @@
  * Configuration comes in through `deps` (from `loadConfig`), never from the environment.
  */
 import type { Db } from '../src/store/db';
-import type { SecretBox } from '../src/auth/secret-box';
+import type { SecretBox } from '../src/crypto/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
 import { createOwnershipActivities } from './ownership';
 import { createStepActivities } from './steps';

@@ -10,7 +10,7 @@ import { CelEvaluationError, evaluateAll, type CelContext } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
-import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../workflows/types';
+import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
 
 export interface EvaluateStepInput {
   stepId: string;

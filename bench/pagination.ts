@@ -16,7 +16,7 @@ import { PAGE_SIZE_DEFAULT, PageTokens } from '../src/domain/pagination';
 import { toColumns, withDefaults } from '../src/domain/entitlement-record';
 import { AccessTokens } from '../src/auth/tokens';
 import { createClient } from '../src/auth/clients';
-import { SecretBox } from '../src/auth/secret-box';
+import { SecretBox } from '../src/crypto/secret-box';
 import type { Db } from '../src/store/db';
 import { openStore, startApi } from './stack';
 import { percentile, request } from './util';

@@ -25,13 +25,13 @@ import { createClient } from '../src/auth/clients';
 import { createApp } from '../src/http/app';
 import type { AppDeps } from '../src/http/context';
 import { Metrics } from '../src/http/metrics';
-import { SecretBox } from '../src/auth/secret-box';
+import { SecretBox } from '../src/crypto/secret-box';
 import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
 import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
-import { DeliveryLog } from '../src/webhooks/delivery-log';
+import { DeliveryLog } from '../src/delivery/delivery-log';
 import { bundleInChild } from './bundle-child';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
 

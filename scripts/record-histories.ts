@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { SecretBox, sealContext } from '../src/auth/secret-box';
+import { SecretBox, sealContext } from '../src/crypto/secret-box';
 import { insertOutboundSecret } from '../src/store/outbound-secrets';
 import { recordPublishedVersion } from '../src/store/automation-versions';
 import { openDb, type Db } from '../src/store/db';
@@ -25,7 +25,7 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
 import { requestLanePermit } from '../src/temporal/lanes';
-import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../workflows/types';
+import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../src/contract/run';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
 

@@ -20,7 +20,7 @@ import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
 import { createAdminApp } from './http/admin';
 import { Metrics } from './http/metrics';
-import { SecretBox, ensurePrivateDir, loadSecretKey } from './auth/secret-box';
+import { SecretBox, ensurePrivateDir, loadSecretKey } from './crypto/secret-box';
 import { bindSealedValues } from './store/sealing';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
@@ -29,7 +29,7 @@ import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
-import { DeliveryLog } from './webhooks/delivery-log';
+import { DeliveryLog } from './delivery/delivery-log';
 
 type Role = 'all' | 'api' | 'worker';
 

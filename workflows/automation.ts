@@ -34,7 +34,7 @@ import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@t
 import { grantSignal, releaseSignal } from './lane';
 import type * as activities from '../activities';
 import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
-import { parseDuration } from './duration';
+import { parseDuration } from '../src/duration';
 import {
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
@@ -51,7 +51,7 @@ import {
   type StepFailureDetails,
   type StepKind,
   type StepResult,
-} from './types';
+} from '../src/contract/run';
 
 export { STEP_FAILED };
 

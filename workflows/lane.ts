@@ -27,7 +27,7 @@ import {
   allHandlersFinished,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, type LaneAcquire, type LaneState } from './types';
+import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, type LaneAcquire, type LaneState } from '../src/contract/run';
 
 export const acquireSignal = defineSignal<[LaneAcquire]>(LANE_ACQUIRE_SIGNAL);
 export const releaseSignal = defineSignal<[{ runId: string }]>(LANE_RELEASE_SIGNAL);

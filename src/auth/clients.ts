@@ -7,7 +7,7 @@ import type { Db, Queryable } from '../store/db';
 import { iso } from '../store/db';
 import { newId, randomToken } from '../ids';
 import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from './secrets';
-import type { SecretBox } from './secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import { isRole, type Role } from './roles';
 
 export interface ApiClient {

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../store/db';
 import { getOrCreateSecret } from '../store/secrets';
-import type { SecretBox } from './secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 
 export const PAGE_TOKEN_KEY_SECRET = 'page_token_key';
 

@@ -10,7 +10,7 @@
 import { SignJWT, jwtVerify, exportJWK, generateKeyPair, importJWK, decodeProtectedHeader, type JWK, type KeyLike } from 'jose';
 import type { Queryable } from '../store/db';
 import { getOrCreateSecret, replaceSecret } from '../store/secrets';
-import type { SecretBox } from './secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import { isRole, type Principal, type Role } from './roles';
 import { randomToken } from '../ids';
 

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { CelEvaluationError, checkExpression, evaluate } from '../cel';
 import type { FieldViolation } from './errors';
-import type { RunFlow } from '../../workflows/types';
+import type { RunFlow } from '../contract/run';
 
 export interface ConcurrencySettings {
   /** Runs per key value that execute at a time, 1..100. */

@@ -6,10 +6,10 @@ import type { PageTokens } from '../domain/pagination';
 import type { AccessTokens } from '../auth/tokens';
 import type { AutomationRuns } from '../temporal/runs';
 import type { Metrics } from './metrics';
-import type { SecretBox } from '../auth/secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
-import type { DeliveryLog } from '../webhooks/delivery-log';
+import type { DeliveryLog } from '../delivery/delivery-log';
 
 export interface AppDeps {
   config: Config;

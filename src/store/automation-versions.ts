@@ -6,7 +6,7 @@
  */
 import type { Queryable } from './db';
 import { iso } from './db';
-import type { StepDefinition } from '../../workflows/types';
+import type { StepDefinition } from '../contract/run';
 import type { FlowControl } from '../domain/flow-control';
 
 /** What a run of one published version executes. */

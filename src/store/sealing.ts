@@ -8,7 +8,7 @@
  * sealed without its binding is refused wherever it is read.
  */
 import type { Db, Queryable } from './db';
-import { SecretBox, sealContext, type SealKind } from '../auth/secret-box';
+import { SecretBox, sealContext, type SealKind } from '../crypto/secret-box';
 
 const LOCK = 727_276;
 

@@ -6,7 +6,7 @@
  * anything reads them.
  */
 import type { Queryable } from './db';
-import { SecretBox, sealContext } from '../auth/secret-box';
+import { SecretBox, sealContext } from '../crypto/secret-box';
 
 /** The plain value of secret `name`, made with `generate` (and stored sealed) when missing. */
 export async function getOrCreateSecret(db: Queryable, box: SecretBox, name: string, generate: () => string): Promise<string> {

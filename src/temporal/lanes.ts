@@ -4,7 +4,7 @@
  * closed. Used by the API right after it starts a run, and by the run's activities.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { LANE_ACQUIRE_SIGNAL, type LaneAcquire, type LaneState } from '../../workflows/types';
+import { LANE_ACQUIRE_SIGNAL, type LaneAcquire, type LaneState } from '../contract/run';
 
 export interface LaneRequest {
   automationId: string;

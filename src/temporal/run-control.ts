@@ -19,7 +19,7 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { FailedPreconditionError, NotFoundError, UnavailableError } from '../domain/errors';
 import { automation, decideUpdate } from '../../workflows';
-import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../../workflows/types';
+import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../contract/run';
 import { raceDeadline, runStartOptions } from './runs';
 import type { AutomationExecutions } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';

@@ -5,7 +5,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import { requestLanePermit, type LaneRequest } from './lanes';
 import { automation } from '../../workflows';
-import type { AutomationRunInput } from '../../workflows/types';
+import type { AutomationRunInput } from '../contract/run';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
 
 export class DuplicateEventError extends Error {

@@ -8,7 +8,7 @@ import { bundleWorkflowCode, Worker, type BundleOptions, type NativeConnection, 
 import { createActivities } from '../../activities';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
-import type { SecretBox } from '../auth/secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
 

@@ -6,7 +6,7 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../src/http/app';
 import { Metrics } from '../../src/http/metrics';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox } from '../../src/crypto/secret-box';
 import type { AppDeps } from '../../src/http/context';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
@@ -18,7 +18,7 @@ import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/t
 import type { Db } from '../../src/store/db';
 import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 import { testCodec } from './temporal';
-import { DeliveryLog } from '../../src/webhooks/delivery-log';
+import { DeliveryLog } from '../../src/delivery/delivery-log';
 
 export interface TestService {
   deps: AppDeps;

@@ -14,10 +14,10 @@ import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { startTestService } from '../helpers/app';
 import { AccessTokens, SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 import { loadPageTokenKey, PAGE_TOKEN_KEY_SECRET } from '../../src/auth/service-keys';
-import { SecretBox, ensurePrivateDir, loadSecretKey, sealContext } from '../../src/auth/secret-box';
+import { SecretBox, ensurePrivateDir, loadSecretKey, sealContext } from '../../src/crypto/secret-box';
 import { bindSealedValues, sealedValuesBound } from '../../src/store/sealing';
 import { getOrCreateSecret } from '../../src/store/secrets';
-import { ListenerCache } from '../../src/domain/listener-cache';
+import { ListenerCache } from '../../src/delivery/listener-cache';
 import { createClient } from '../../src/auth/clients';
 import type { Db } from '../../src/store/db';
 

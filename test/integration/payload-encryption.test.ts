@@ -13,7 +13,7 @@ import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../hel
 import { poll, testCodec, testTemporal, connectClient } from '../helpers/temporal';
 import { EncryptionCodec, encryptedDataConverter, KEY_ID_METADATA, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { TemporalExecutions } from '../../src/temporal/executions';
-import type { RunState } from '../../workflows/types';
+import type { RunState } from '../../src/contract/run';
 
 const run = promisify(execFile);
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

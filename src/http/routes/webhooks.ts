@@ -19,7 +19,7 @@ import { SERVICE_HEADERS } from '../response-headers';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../../logger';
 import { AdmissionRefusal, DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
-import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../webhooks/intake';
+import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../delivery/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 
 /** Seconds a sender is asked to wait after a 503 before retrying the same event. */

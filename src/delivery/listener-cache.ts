@@ -11,7 +11,7 @@
  */
 import type { Db } from '../store/db';
 import { getListener, LISTENER_CHANGED_CHANNEL, type ListenerRecord } from '../store/listeners';
-import { sealContext, type SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../crypto/secret-box';
 import { authenticatorOf } from '../webhooks/authenticators';
 
 /** Longest time a cached entry is used without a re-read, notifications or not. */
