@@ -9,7 +9,7 @@ import { createCallWebhookActivities } from './call-webhook';
 import { createOwnershipActivities } from './ownership';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
-import type { Client } from '@temporalio/client';
+import type { Lanes } from '../src/contract/lanes';
 
 export type { EvaluateStepInput } from './steps';
 export type { OwnershipRef, OwnershipInput, CreatedOwnership } from './ownership';
@@ -36,14 +36,14 @@ export interface ActivityDeps {
   allowPrivateOutbound: boolean;
   /** Opens named outbound secrets (`secrets.<name>` in callWebhook headers); without it such a header fails its step. */
   secretBox?: SecretBox;
-  /** The worker's Temporal client, for the lanes of flow control (asking for a permit, checking holders). */
-  client?: Client;
+  /** The lanes of flow control (asking for a permit, checking holders), on the worker's Temporal client. */
+  lanes?: Lanes;
 }
 
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createStepActivities({ db: deps.db }),
-    ...createLaneActivities({ ...(deps.client ? { client: deps.client } : {}) }),
+    ...createLaneActivities({ ...(deps.lanes ? { lanes: deps.lanes } : {}) }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
   };

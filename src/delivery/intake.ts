@@ -19,7 +19,7 @@ import type { Logger } from '../logger';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets, type Listener } from './listener-cache';
-import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
+import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../domain/runs';
 import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from '../webhooks/authenticators';
 import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';

@@ -15,7 +15,7 @@ import { sealContext, type SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
 import { getLatestPublishedVersion, getPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
 import type { StepDefinition } from '../steps';
-import { listenerChanged } from '../delivery/listener-cache';
+import { listenerChanged } from './listener-changes';
 import type { Queryable } from '../store/db';
 import { authenticatorOf, methodsWithSecret, type AuthenticatorConfig } from '../webhooks/authenticators';
 import { triggerConfigView, validateTrigger } from '../webhooks/trigger';

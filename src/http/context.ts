@@ -4,7 +4,7 @@ import type { Db } from '../store/db';
 import type { Logger } from '../logger';
 import type { PageTokens } from '../domain/pagination';
 import type { AccessTokens } from '../auth/tokens';
-import type { AutomationRuns } from '../temporal/runs';
+import type { AutomationRuns } from '../domain/runs';
 import type { Metrics } from './metrics';
 import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';

@@ -15,7 +15,8 @@ import { automation } from '../../workflows';
 import { FlowQueueKey } from '../../workflows/automation';
 import { STEP_REGISTRY, stepKind } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
-import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
+import { raceDeadline } from './runs';
+import { WorkflowEngineUnavailableError } from '../domain/runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 

@@ -22,7 +22,7 @@ import { AppError, notFound } from '../errors';
 import { readPageRequest } from '../../domain/pagination';
 import { getAutomation, publishedSteps } from '../../domain/automations';
 import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
-import { WorkflowEngineUnavailableError } from '../../temporal/runs';
+import { WorkflowEngineUnavailableError } from '../../domain/runs';
 
 const RETRY_AFTER_SECONDS = '5';
 
