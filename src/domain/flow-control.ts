@@ -9,27 +9,9 @@ import { createHash } from 'node:crypto';
 import { CelEvaluationError, checkExpression, evaluate } from '../cel';
 import type { FieldViolation } from './errors';
 import type { RunFlow } from '../contract/run';
+import type { ConcurrencySettings, FlowControl, RateLimitSettings } from '../contract/flow-control';
 
-export interface ConcurrencySettings {
-  /** Runs per key value that execute at a time, 1..100. */
-  limit: number;
-  /** CEL over ctx.trigger; null: one key for the whole automation. */
-  key: string | null;
-}
-
-export interface RateLimitSettings {
-  /** Runs per `period`, 1..10,000. */
-  limit: number;
-  /** Whole seconds, "1s".."86400s". */
-  period: string;
-  key: string | null;
-}
-
-export interface FlowControl {
-  filter: string | null;
-  concurrency: ConcurrencySettings | null;
-  rateLimit: RateLimitSettings | null;
-}
+export type { ConcurrencySettings, FlowControl, RateLimitSettings };
 
 export const FLOW_FIELDS = ['filter', 'concurrency', 'rateLimit'] as const;
 export type FlowField = (typeof FLOW_FIELDS)[number];

@@ -3,7 +3,7 @@ import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../contract/run';
 import type { IncomingWebhookTrigger } from '../webhooks/trigger';
-import type { FlowControl } from '../domain/flow-control';
+import type { FlowControl } from '../contract/flow-control';
 
 export interface AutomationRecord {
   id: string;
