@@ -34,7 +34,7 @@ import { DeliveryLog } from './delivery/delivery-log';
 type Role = 'all' | 'api' | 'worker';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
+const { ensureTemporalCli } = require('./temporal/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
 
 /** The URLs and the one-time secret, printed as one block once start-up is done. */
 const banner = new StartBanner();
