@@ -40,34 +40,9 @@ import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../sr
 import { sealContext, type SecretBox } from '../src/crypto/secret-box';
 import type { Queryable } from '../src/store/db';
 import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
-import { callKey, isMalformedWhsec, signingKey, standardSignature, type CallKeyScope } from '../src/webhooks/standard-webhooks';
+import { callKey, isMalformedWhsec, signingKey, standardSignature } from '../src/webhooks/standard-webhooks';
+import type { CallKeyScope, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
 import { checkSecretOrigins } from './secret-origin-check';
-
-export interface CallWebhookInput {
-  stepId: string;
-  url: string;
-  /** The JSON body, sent as `application/json`. */
-  body: Record<string, unknown>;
-  headers: Record<string, string>;
-  /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
-  secretHeaders?: Record<string, string>;
-  timeoutMs: number;
-  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
-  signature?: { secret: string };
-  /**
-   * The run whose call keys this call carries when it is not the activity's own run: a retry from
-   * the failed step continues the original run (absent: the activity's run).
-   */
-  keysOf?: CallKeyScope;
-}
-
-export interface CallWebhookOutput {
-  status: number;
-  /** A few response headers that are safe to keep (content-type, date, etag, request ids, ...). */
-  headers: Record<string, string>;
-  /** Parsed JSON when the response says it is JSON and parses; otherwise the text. */
-  body: unknown;
-}
 
 /** Largest response body read, in bytes; a larger one fails the step. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;

@@ -10,10 +10,9 @@ import { createOwnershipActivities } from './ownership';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
 import type { Lanes } from '../src/contract/lanes';
+import type { AutomationActivities } from '../src/contract/activities';
 
-export type { EvaluateStepInput } from './steps';
-export type { OwnershipRef, OwnershipInput, CreatedOwnership } from './ownership';
-export type { CallWebhookInput, CallWebhookOutput } from './call-webhook';
+export type { EvaluateStepInput, OwnershipRef, OwnershipInput, CreatedOwnership, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
 export { CEL_EVALUATION_FAILURE } from './steps';
 export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './ownership';
 export {
@@ -40,7 +39,7 @@ export interface ActivityDeps {
   lanes?: Lanes;
 }
 
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps): AutomationActivities {
   return {
     ...createStepActivities({ db: deps.db }),
     ...createLaneActivities({ ...(deps.lanes ? { lanes: deps.lanes } : {}) }),

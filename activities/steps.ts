@@ -11,13 +11,7 @@ import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
 import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
-
-export interface EvaluateStepInput {
-  stepId: string;
-  /** Field name → CEL expression. */
-  expressions: Record<string, string>;
-  ctx: CelContext;
-}
+import type { EvaluateStepInput } from '../src/contract/activities';
 
 /** Failure type of an expression that cannot be evaluated; the workflow fails the step with it. */
 export const CEL_EVALUATION_FAILURE = 'CelEvaluationError';
