@@ -15,7 +15,10 @@ const LAYERS = [
   ['src/config.ts', 'src/ids.ts', 'src/json.ts', 'src/logger.ts', 'src/log-pretty.ts', 'src/errors.ts', 'src/duration.ts', 'src/banner.ts', 'src/node-child.ts',
     // until src/errors.ts replaces it
     'src/domain/errors.ts'],
-  ['src/cel', 'src/crypto', 'src/outbound'],
+  // CEL, sealing at rest (SecretBox), IP addresses and CIDR ranges
+  ['src/cel', 'src/crypto', 'src/net'],
+  // the outbound policy: where the service may call out to (JWKS fetches, callWebhook)
+  ['src/outbound'],
   ['src/steps'],
   // the run contract: shapes shared by the API, the workflow and the activities; the activity signatures; the lane port
   ['src/contract'],

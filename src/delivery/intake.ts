@@ -23,7 +23,7 @@ import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRun
 import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from '../webhooks/authenticators';
 import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';
-import { isAddressAllowed } from '../webhooks/cidr';
+import { isAddressAllowed } from '../net/cidr';
 import { WebhookRejection } from '../webhooks/errors';
 import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';

@@ -20,7 +20,7 @@ import type { AppDeps } from '../context';
 import { AppError, invalidArgument } from '../errors';
 import { readJsonObject } from '../body';
 import { allows } from '../../auth/roles';
-import { isAddressAllowed } from '../../webhooks/cidr';
+import { isAddressAllowed } from '../../net/cidr';
 
 const LOOPBACK = ['127.0.0.0/8', '::1/128'];
 const isLoopbackAddress = (address: string): boolean => address !== '' && isAddressAllowed(address, LOOPBACK);
