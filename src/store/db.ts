@@ -7,25 +7,9 @@ import path from 'node:path';
 import type { Extensions, PGlite } from '@electric-sql/pglite';
 import { UnavailableError } from '../domain/errors';
 import { migrate } from './migrations';
+import type { Db, Queryable } from './queryable';
 
-export interface Queryable {
-  /** Runs one parameterised statement and returns its rows. */
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
-}
-
-export interface Db extends Queryable {
-  readonly kind: 'pglite' | 'postgres';
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Runs a script of several statements without parameters (migrations). */
-  exec(sql: string): Promise<void>;
-  /**
-   * LISTENs on `channel`: `onNotify` gets each payload; `onReset` is called when notifications may
-   * have been missed (the listening connection was lost and re-established). Resolves to a stop function.
-   */
-  listen(channel: string, onNotify: (payload: string) => void, onReset?: () => void): Promise<() => Promise<void>>;
-  close(): Promise<void>;
-}
+export type { Db, Queryable };
 
 export interface DbOptions {
   /** PostgreSQL connection string; when unset, PGlite is used. */
