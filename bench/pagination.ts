@@ -85,8 +85,9 @@ export async function runPaginationBench(
     const seedSeconds = (performance.now() - seedStart) / 1000;
     const secretBox = target.secretBox ?? new SecretBox(randomBytes(32));
     const tokens = await AccessTokens.load(db, secretBox, 600);
-    const pageTokens = new PageTokens(randomBytes(32));
-    const api = await startApi({ db, tokens, pageTokens, secretBox }, stops);
+    const pageTokenKey = randomBytes(32);
+    const pageTokens = new PageTokens(pageTokenKey);
+    const api = await startApi({ db, tokens, pageTokenKey, secretBox }, stops);
     const token = await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['read_only'] })).client.clientId, ['read_only']);
     const listUrl = `${api.url}/api/v1/apps/${appId}/entitlements`;
     const listing = `entitlements:app:${appId}`;
