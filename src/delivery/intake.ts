@@ -312,7 +312,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       };
       let executionId: string;
       try {
-        ({ executionId } = await deps.runs.start(
+        ({ runId: executionId } = await deps.runs.start(
           {
             automationId: automation.id,
             version: published.version,
@@ -327,7 +327,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       } catch (err) {
         if (err instanceof DuplicateEventError) {
           if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
-          await askLane(err.executionId);
+          await askLane(err.runId);
         }
         throw err;
       }
@@ -340,7 +340,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (err instanceof AdmissionRefusal) {
         return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
       }
-      if (err instanceof DuplicateEventError) return duplicate(listenerId, err.executionId, delivery);
+      if (err instanceof DuplicateEventError) return duplicate(listenerId, err.runId, delivery);
       if (err instanceof WorkflowEngineUnavailableError) {
         log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
         // Not "rejected": a start that timed out may still have been recorded. Retrying with the

@@ -8,7 +8,7 @@ import type { LaneRequest } from '../contract/lanes';
 
 export class DuplicateEventError extends Error {
   override name = 'DuplicateEventError';
-  constructor(readonly executionId: string) {
+  constructor(readonly runId: string) {
     super('event already received');
   }
 }
@@ -18,7 +18,8 @@ export class WorkflowEngineUnavailableError extends Error {
 }
 
 export interface StartedRun {
-  executionId: string;
+  /** The run's id (its workflow id; the HTTP API's `executionId`). */
+  runId: string;
 }
 
 /** What operators see of a run in the Web UI and its memo (not part of the run's input). */

@@ -69,7 +69,7 @@ export class TemporalRuns implements AutomationRuns {
           ...(this.options.eagerStart ? { requestEagerStart: true } : {}),
         }),
       ));
-      return { executionId: workflowId };
+      return { runId: workflowId };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new DuplicateEventError(workflowId);
       throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
