@@ -2,7 +2,7 @@
  * Flow control between runs: an automation's `filter`, `concurrency` and `rateLimit` (docs/api.md,
  * "Flow control between runs"). Saved with the draft, snapshotted with each published version, and
  * read from the run's version: the receiver evaluates the filter and the keys on the delivery path
- * (src/webhooks/intake.ts), the dry run shows them, and the run is admitted through its key's lane
+ * (src/delivery/intake.ts), the dry run shows them, and the run is admitted through its key's lane
  * (workflows/lane.ts). Expressions are CEL over `ctx.trigger`, compiled when the automation is saved.
  */
 import { createHash } from 'node:crypto';

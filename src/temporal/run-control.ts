@@ -3,7 +3,7 @@
  * a run (graceful: a pending wait or approval ends, later steps do not run), terminate it, and
  * start a rerun (same payload, the currently published version) or a retry from the failed step
  * (the original version; the recorded results of the steps before it are reused; its callWebhook
- * requests carry the original run's keys, see workflows/types.ts `resume.keysOf`). Failures come
+ * requests carry the original run's keys, see src/contract/run.ts `resume.keysOf`). Failures come
  * back as domain errors: unknown run or step → NotFoundError, a step that is not waiting or a
  * closed run → FailedPreconditionError, Temporal unreachable → UnavailableError.
  */
