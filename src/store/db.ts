@@ -286,6 +286,11 @@ export function storeError(err: unknown): unknown {
   return unreachable ? new UnavailableError('the database is unavailable; retry later', 2) : err;
 }
 
+/** Resolves when the database answers a trivial query (readiness checks). */
+export async function pingStore(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}
+
 /** Timestamps come back as Date from both drivers; the API speaks RFC 3339 UTC. */
 export function iso(value: unknown): string | null {
   if (value === null || value === undefined) return null;
