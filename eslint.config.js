@@ -57,7 +57,7 @@ function layerZones() {
         zones.push({
           target: `./${target}${target.endsWith('.ts') ? '' : '/**'}`,
           from: `./${from}`,
-          ...(GROUND_EXCEPTIONS[from] && !groundTarget ? { except: GROUND_EXCEPTIONS[from] } : {}),
+          ...(GROUND_EXCEPTIONS[from] ? { except: GROUND_EXCEPTIONS[from] } : {}),
           message: `layers (docs/architecture.md): ${target} may import only layers below it`,
         });
       }
