@@ -21,7 +21,7 @@ import { FailedPreconditionError, NotFoundError, UnavailableError } from '../dom
 import { automation, decideUpdate } from '../../workflows';
 import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../contract/run';
 import { raceDeadline, runStartOptions } from './runs';
-import type { AutomationExecutions } from './executions';
+import type { RunReader } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
 import { runQueueOf } from '../domain/flow-control';
 
@@ -40,7 +40,7 @@ export class TemporalRunControl implements RunController {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
-    private readonly executions: AutomationExecutions,
+    private readonly executions: RunReader,
     /** Upper bound for one call; an update waits for a worker to take it, so it gets longer. */
     private readonly callTimeoutMs = 10_000,
     private readonly updateTimeoutMs = 30_000,

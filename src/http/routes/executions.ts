@@ -21,7 +21,7 @@ import { TemporalRunControl } from '../../temporal/run-control';
 import { AppError, notFound } from '../errors';
 import { readPageRequest } from '../../domain/pagination';
 import { getAutomation, publishedSteps } from '../../domain/automations';
-import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
+import { InvalidExecutionPageTokenError, TemporalRunReader, type RunReader } from '../../temporal/executions';
 import { WorkflowEngineUnavailableError } from '../../domain/runs';
 
 const RETRY_AFTER_SECONDS = '5';
@@ -29,7 +29,7 @@ const RETRY_AFTER_SECONDS = '5';
 export function createExecutionsRouter(deps: AppDeps): Router {
   const router = new Router();
   const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
-  const reader: AutomationExecutions | undefined = deps.runs.client ? new TemporalExecutions(deps.runs.client, { loadSteps }) : undefined;
+  const reader: RunReader | undefined = deps.runs.client ? new TemporalRunReader(deps.runs.client, { loadSteps }) : undefined;
   const control = deps.runs.client ? new TemporalRunControl(deps.runs.client, deps.runs.taskQueue ?? deps.config.temporal.taskQueue, reader!) : undefined;
   const read = requireAccess('automations', 'read');
   const write = requireAccess('automations', 'write');
@@ -94,7 +94,7 @@ export function createExecutionsRouter(deps: AppDeps): Router {
     return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
   }
 
-  function engine(): AutomationExecutions {
+  function engine(): RunReader {
     if (!reader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
     return reader;
   }
