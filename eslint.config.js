@@ -3,8 +3,68 @@
 const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 const { builtinModules } = require('node:module');
+const importPlugin = require('eslint-plugin-import');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
+
+// The layers, bottom to top (docs/architecture.md draws them). A module may import modules of a
+// LOWER layer only: never one above it, never another folder of its own layer (so no two folders
+// can import each other). Type-only imports count too. A folder may import its own files.
+const LAYERS = [
+  // ground floor: no imports from the project beyond this list
+  ['src/config.ts', 'src/ids.ts', 'src/json.ts', 'src/logger.ts', 'src/log-pretty.ts', 'src/errors.ts', 'src/duration.ts', 'src/banner.ts', 'src/node-child.ts',
+    // until src/errors.ts replaces it
+    'src/domain/errors.ts'],
+  // CEL, sealing at rest (SecretBox), IP addresses and CIDR ranges
+  ['src/cel', 'src/crypto', 'src/net'],
+  // the outbound policy: where the service may call out to (JWKS fetches, callWebhook)
+  ['src/outbound'],
+  ['src/steps'],
+  // the run contract: shapes shared by the API, the workflow and the activities; the activity signatures; the lane port
+  ['src/contract'],
+  // pure verification of inbound webhooks (the authenticator registry, JWKS through the outbound policy)
+  ['src/webhooks'],
+  // ALL SQL
+  ['src/store'],
+  ['src/auth'],
+  // services and ports
+  ['src/domain'],
+  // the delivery intake, the listener cache and the delivery log
+  ['src/delivery'],
+  // the workflow code (deterministic) and the activities that implement the contract's signatures
+  ['workflows', 'activities'],
+  // the Temporal adapter: implements the domain's ports, builds the worker
+  ['src/temporal'],
+  ['src/http'],
+  // the composition root, then the process
+  ['src/compose.ts'],
+  ['src/main.ts'],
+];
+// Consumers outside the layers: src/ may import none of them.
+const OUTSIDE = ['scripts', 'bench', 'test'];
+
+// Files of a higher layer's folder that sit on the ground floor (until src/errors.ts replaces it).
+const GROUND_EXCEPTIONS = { 'src/domain': ['./errors.ts'] };
+
+function layerZones() {
+  const zones = [];
+  LAYERS.forEach((layer, index) => {
+    const groundTarget = index === 0;
+    for (const target of layer) {
+      // the ground floor's files may import one another (logger → log-pretty)
+      const siblings = groundTarget ? [] : layer.filter((other) => other !== target);
+      for (const from of [...LAYERS.slice(index + 1).flat(), ...siblings, ...OUTSIDE]) {
+        zones.push({
+          target: `./${target}${target.endsWith('.ts') ? '' : '/**'}`,
+          from: `./${from}`,
+          ...(GROUND_EXCEPTIONS[from] ? { except: GROUND_EXCEPTIONS[from] } : {}),
+          message: `layers (docs/architecture.md): ${target} may import only layers below it`,
+        });
+      }
+    }
+  });
+  return zones;
+}
 
 module.exports = tseslint.config(
   { ignores: ['node_modules/', '.temporal/', '.data/', 'dist/', 'coverage/', 'test-artifacts/', '.stryker-tmp/', 'reports/'] },
@@ -18,6 +78,12 @@ module.exports = tseslint.config(
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
+  },
+  {
+    files: ['src/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts'],
+    plugins: { import: importPlugin },
+    settings: { 'import/resolver': { node: { extensions: ['.ts', '.js'] } } },
+    rules: { 'import/no-restricted-paths': ['error', { zones: layerZones() }] },
   },
   {
     // Workflow code and the step registry it runs are bundled into the workflow sandbox.

@@ -31,6 +31,7 @@ export default {
     'src/webhooks/authenticators/*.ts',
     'src/cel/*.ts',
     'src/auth/*.ts',
+    'src/crypto/*.ts',
     'src/domain/validation.ts',
     'src/domain/pagination.ts',
     'src/domain/entitlement-validation.ts',

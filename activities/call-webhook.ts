@@ -34,40 +34,15 @@ import http from 'node:http';
 import https from 'node:https';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
+import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/outbound/policy';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
-import { sealContext, type SecretBox } from '../src/auth/secret-box';
+import { sealContext, type SecretBox } from '../src/crypto/secret-box';
 import type { Queryable } from '../src/store/db';
 import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
-import { callKey, isMalformedWhsec, signingKey, standardSignature, type CallKeyScope } from '../src/webhooks/standard-webhooks';
+import { callKey, isMalformedWhsec, signingKey, standardSignature } from '../src/webhooks/standard-webhooks';
+import type { CallKeyScope, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
 import { checkSecretOrigins } from './secret-origin-check';
-
-export interface CallWebhookInput {
-  stepId: string;
-  url: string;
-  /** The JSON body, sent as `application/json`. */
-  body: Record<string, unknown>;
-  headers: Record<string, string>;
-  /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
-  secretHeaders?: Record<string, string>;
-  timeoutMs: number;
-  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
-  signature?: { secret: string };
-  /**
-   * The run whose call keys this call carries when it is not the activity's own run: a retry from
-   * the failed step continues the original run (absent: the activity's run).
-   */
-  keysOf?: CallKeyScope;
-}
-
-export interface CallWebhookOutput {
-  status: number;
-  /** A few response headers that are safe to keep (content-type, date, etag, request ids, ...). */
-  headers: Record<string, string>;
-  /** Parsed JSON when the response says it is JSON and parses; otherwise the text. */
-  body: unknown;
-}
 
 /** Largest response body read, in bytes; a larger one fails the step. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;

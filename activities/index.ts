@@ -4,16 +4,15 @@
  * Configuration comes in through `deps` (from `loadConfig`), never from the environment.
  */
 import type { Db } from '../src/store/db';
-import type { SecretBox } from '../src/auth/secret-box';
+import type { SecretBox } from '../src/crypto/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
 import { createOwnershipActivities } from './ownership';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
-import type { Client } from '@temporalio/client';
+import type { Lanes } from '../src/contract/lanes';
+import type { AutomationActivities } from '../src/contract/activities';
 
-export type { EvaluateStepInput } from './steps';
-export type { OwnershipRef, OwnershipInput, CreatedOwnership } from './ownership';
-export type { CallWebhookInput, CallWebhookOutput } from './call-webhook';
+export type { EvaluateStepInput, OwnershipRef, OwnershipInput, CreatedOwnership, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
 export { CEL_EVALUATION_FAILURE } from './steps';
 export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './ownership';
 export {
@@ -36,14 +35,14 @@ export interface ActivityDeps {
   allowPrivateOutbound: boolean;
   /** Opens named outbound secrets (`secrets.<name>` in callWebhook headers); without it such a header fails its step. */
   secretBox?: SecretBox;
-  /** The worker's Temporal client, for the lanes of flow control (asking for a permit, checking holders). */
-  client?: Client;
+  /** The lanes of flow control (asking for a permit, checking holders), on the worker's Temporal client. */
+  lanes?: Lanes;
 }
 
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps): AutomationActivities {
   return {
     ...createStepActivities({ db: deps.db }),
-    ...createLaneActivities({ ...(deps.client ? { client: deps.client } : {}) }),
+    ...createLaneActivities({ ...(deps.lanes ? { lanes: deps.lanes } : {}) }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
   };

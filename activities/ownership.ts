@@ -8,24 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
 import { DomainError, NotFoundError } from '../src/domain/errors';
 import * as owners from '../src/domain/owners';
-
-export interface OwnershipRef {
-  userId: string;
-  roleSlug: string;
-  appId: string;
-  entitlementId: string;
-}
-
-/** What the workflow sends: the ids, the step, and who acts (`automation:<id>:<event id>`, for the audit trail). */
-export interface OwnershipInput extends OwnershipRef {
-  stepId?: string;
-  actor?: string;
-}
-
-export interface CreatedOwnership extends OwnershipRef {
-  /** RFC 3339 time the ownership was first recorded. */
-  createdAt: string;
-}
+import type { CreatedOwnership, OwnershipInput, OwnershipRef } from '../src/contract/activities';
 
 /** Failure types of ownership activities (non-retryable). */
 export const OWNERSHIP_NOT_FOUND = 'OwnershipNotFound';

@@ -6,18 +6,12 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { CelEvaluationError, evaluateAll, type CelContext } from '../src/cel';
+import { CelEvaluationError, evaluateAll } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
-import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../workflows/types';
-
-export interface EvaluateStepInput {
-  stepId: string;
-  /** Field name → CEL expression. */
-  expressions: Record<string, string>;
-  ctx: CelContext;
-}
+import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
+import type { EvaluateStepInput } from '../src/contract/activities';
 
 /** Failure type of an expression that cannot be evaluated; the workflow fails the step with it. */
 export const CEL_EVALUATION_FAILURE = 'CelEvaluationError';

@@ -32,7 +32,7 @@ import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
 import { runFlowBench, type FlowResult } from './flow';
-import type { SecretBox } from '../src/auth/secret-box';
+import type { SecretBox } from '../src/crypto/secret-box';
 import { installRuntime, startStack, type Stack } from './stack';
 import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';

@@ -19,19 +19,17 @@ import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { openDb, type Db } from '../src/store/db';
 import { openEmbeddedStore } from '../src/store/embedded';
-import { PageTokens } from '../src/domain/pagination';
 import { AccessTokens } from '../src/auth/tokens';
 import { createClient } from '../src/auth/clients';
 import { createApp } from '../src/http/app';
+import { composeApp } from '../src/compose';
 import type { AppDeps } from '../src/http/context';
-import { Metrics } from '../src/http/metrics';
-import { SecretBox } from '../src/auth/secret-box';
+import { SecretBox } from '../src/crypto/secret-box';
 import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
 import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
-import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
+import { WorkflowEngineUnavailableError, type AutomationRuns } from '../src/domain/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
-import { DeliveryLog } from '../src/webhooks/delivery-log';
 import { bundleInChild } from './bundle-child';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
 
@@ -164,8 +162,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
     const secretBox = new SecretBox(randomBytes(32));
     const tokens = await AccessTokens.load(db, secretBox, 600);
-    const pageTokens = new PageTokens(randomBytes(32));
-    const shared = { db, tokens, pageTokens, secretBox, temporalAddress: server.address };
+    const shared = { db, tokens, pageTokenKey: randomBytes(32), secretBox, temporalAddress: server.address };
     // As `npm start` (src/main.ts): the API starts runs through a client on the worker's native
     // connection, with eager workflow start; the bare baseline starts its runs the same way.
     const workerClient = new Client({ connection: workerConnection, namespace: NAMESPACE, dataConverter: encryptedDataConverter(BENCH_CODEC) });
@@ -239,7 +236,8 @@ const NO_RUNS: AutomationRuns = {
 export interface ApiOptions {
   db: Db;
   tokens: AccessTokens;
-  pageTokens: PageTokens;
+  /** The page-token key both APIs share. */
+  pageTokenKey: Buffer;
   secretBox: SecretBox;
   /** Where runs start; undefined = a server that never starts runs. */
   temporalAddress?: string;
@@ -260,29 +258,25 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const config = loadConfig({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' });
-  let runs = NO_RUNS;
+  let temporal: { client: Client; taskQueue: string; eagerStart: boolean } | undefined;
   if (options.runsClient && options.taskQueue) {
-    runs = new TemporalRuns(options.runsClient, options.taskQueue, undefined, { eagerStart: true });
+    temporal = { client: options.runsClient, taskQueue: options.taskQueue, eagerStart: true };
   } else if (options.temporalAddress && options.taskQueue) {
     const { client, connection } = createLazyClient({ address: options.temporalAddress, embedded: true }, NAMESPACE, BENCH_CODEC);
     stops.push(() => connection.close());
-    runs = new TemporalRuns(client, options.taskQueue);
+    temporal = { client, taskQueue: options.taskQueue, eagerStart: false };
   }
-  const metrics = new Metrics();
-  // As src/main.ts: every delivery is noted in the delivery log (buffered, written off the request path).
-  const deliveryLog = new DeliveryLog(options.db, { onSummarized: () => metrics.deliveryLogSummarized.inc() });
-  stops.push(() => deliveryLog.close());
-  const deps: AppDeps = {
+  // As src/main.ts: the same composition (every delivery is noted in the delivery log, buffered).
+  const deps = await composeApp({
     config,
     db: options.db,
     logger: createLogger(config.logLevel, pino.destination({ dest: '/dev/null', sync: true })),
-    pageTokens: options.pageTokens,
-    tokens: options.tokens,
-    runs,
-    metrics,
     secretBox: options.secretBox,
-    deliveryLog,
-  };
+    ...(temporal ? { temporal } : { runs: NO_RUNS }),
+    pageTokenKey: options.pageTokenKey,
+    tokens: options.tokens,
+  });
+  stops.push(() => deps.close());
   server.on('request', createApp(deps).callback());
   const close = (): Promise<void> =>
     new Promise<void>((resolve) => {

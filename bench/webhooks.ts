@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { getAutomationByListener } from '../src/store/automations';
-import type { AutomationRunInput } from '../workflows/types';
+import type { AutomationRunInput } from '../src/contract/run';
 import type { BenchAutomation } from './automation';
 import type { LoadGenerator } from './load';
 import type { LoadResult } from './loadgen';

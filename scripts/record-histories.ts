@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { SecretBox, sealContext } from '../src/auth/secret-box';
+import { SecretBox, sealContext } from '../src/crypto/secret-box';
 import { insertOutboundSecret } from '../src/store/outbound-secrets';
 import { recordPublishedVersion } from '../src/store/automation-versions';
 import { openDb, type Db } from '../src/store/db';
@@ -24,8 +24,8 @@ import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/tempor
 import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
-import { requestLanePermit } from '../src/temporal/lanes';
-import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../workflows/types';
+import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
+import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../src/contract/run';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
 
@@ -470,7 +470,7 @@ async function main(): Promise<void> {
       namespace: 'default',
       taskQueue,
       workflowBundle: bundle,
-      activities: createActivities({ db, allowPrivateOutbound: true, secretBox, client }),
+      activities: createActivities({ db, allowPrivateOutbound: true, secretBox, lanes: temporalLanes(client) }),
     });
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });

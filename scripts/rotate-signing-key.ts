@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import { openDb } from '../src/store/db';
-import { SecretBox, loadSecretKey } from '../src/auth/secret-box';
+import { SecretBox, loadSecretKey } from '../src/crypto/secret-box';
 import { AccessTokens } from '../src/auth/tokens';
 import { bindSealedValues } from '../src/store/sealing';
 

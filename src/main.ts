@@ -13,28 +13,23 @@ import { StartBanner } from './banner';
 import { openDb, type Db } from './store/db';
 import { openEmbeddedStore } from './store/embedded';
 import { runNodeChild } from './node-child';
-import { PageTokens } from './domain/pagination';
-import { loadPageTokenKey } from './auth/service-keys';
-import { AccessTokens } from './auth/tokens';
 import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
+import { composeApp } from './compose';
 import { createAdminApp } from './http/admin';
-import { Metrics } from './http/metrics';
-import { SecretBox, ensurePrivateDir, loadSecretKey } from './auth/secret-box';
+import { SecretBox, ensurePrivateDir, loadSecretKey } from './crypto/secret-box';
 import { bindSealedValues } from './store/sealing';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
-import { TemporalRuns } from './temporal/runs';
 import { createAutomationWorker } from './temporal/worker';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
-import { DeliveryLog } from './webhooks/delivery-log';
 
 type Role = 'all' | 'api' | 'worker';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
+const { ensureTemporalCli } = require('./temporal/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
 
 /** The URLs and the one-time secret, printed as one block once start-up is done. */
 const banner = new StartBanner();
@@ -232,24 +227,14 @@ async function startApi(
   const client = workerConnection
     ? new Client({ connection: workerConnection, namespace: config.temporal.namespace, dataConverter: encryptedDataConverter(codec) })
     : lazyClient;
-  const metrics = new Metrics();
-  const deliveryLog = new DeliveryLog(db, {
-    onSummarized: () => metrics.deliveryLogSummarized.inc(),
-    onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
-  });
-  const pageKey = await loadPageTokenKey(db, secretBox);
-  const deps = {
+  const deps = await composeApp({
     config,
     db,
     logger,
-    pageTokens: new PageTokens(pageKey),
-    tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
-    runs: new TemporalRuns(client, config.temporal.taskQueue, undefined, { eagerStart: workerConnection !== undefined }),
-    metrics,
     secretBox,
+    temporal: { client, taskQueue: config.temporal.taskQueue, eagerStart: workerConnection !== undefined },
     payloadCodec: codec,
-    deliveryLog,
-  };
+  });
   const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.requestTimeout = 30_000;
@@ -278,7 +263,7 @@ async function startApi(
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await deliveryLog.close(); // what is buffered is written before the store closes
+      await deps.close(); // what the delivery log buffered is written before the store closes
       await connection.close();
     },
   };

@@ -32,9 +32,9 @@ import {
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@temporalio/common';
 import { grantSignal, releaseSignal } from './lane';
-import type * as activities from '../activities';
+import type { AutomationActivities } from '../src/contract/activities';
 import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
-import { parseDuration } from './duration';
+import { parseDuration } from '../src/duration';
 import {
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
@@ -51,7 +51,7 @@ import {
   type StepFailureDetails,
   type StepKind,
   type StepResult,
-} from './types';
+} from '../src/contract/run';
 
 export { STEP_FAILED };
 
@@ -60,7 +60,7 @@ export const stateQuery = defineQuery<RunState>(RUN_STATE_QUERY);
 /** A person approves or rejects a waiting waitForApproval step; answers the run's state once the step has moved on. */
 export const decideUpdate = defineUpdate<RunState, [DecideInput]>(DECIDE_UPDATE);
 
-type Activities = ReturnType<typeof activities.createActivities>;
+type Activities = AutomationActivities;
 
 const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',

@@ -26,8 +26,8 @@ import {
   workflowInfo,
   allHandlersFinished,
 } from '@temporalio/workflow';
-import type * as activities from '../activities';
-import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, type LaneAcquire, type LaneState } from './types';
+import type { AutomationActivities } from '../src/contract/activities';
+import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, type LaneAcquire, type LaneState } from '../src/contract/run';
 
 export const acquireSignal = defineSignal<[LaneAcquire]>(LANE_ACQUIRE_SIGNAL);
 export const releaseSignal = defineSignal<[{ runId: string }]>(LANE_RELEASE_SIGNAL);
@@ -42,7 +42,7 @@ const MAX_HISTORY_EVENTS = 4000;
 /** Released run ids remembered (so a late duplicate request is not granted again). */
 const MAX_RELEASED = 500;
 
-type Activities = ReturnType<typeof activities.createActivities>;
+type Activities = AutomationActivities;
 
 const local = proxyLocalActivities<Activities>({
   startToCloseTimeout: '20 seconds',

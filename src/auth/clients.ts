@@ -1,13 +1,13 @@
 /**
  * API clients (OAuth 2.0 client credentials): stored with a hash of the secret, never the secret
- * itself (a keyed hash for generated secrets, scrypt for operator-chosen ones: see ./secrets). The
+ * itself (a keyed hash for generated secrets, scrypt for operator-chosen ones: see ./client-secret-hashes). The
  * secret is shown once, when the client is made.
  */
 import type { Db, Queryable } from '../store/db';
-import { iso } from '../store/db';
+import * as apiClients from '../store/api-clients';
 import { newId, randomToken } from '../ids';
-import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from './secrets';
-import type { SecretBox } from './secret-box';
+import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from './client-secret-hashes';
+import type { SecretBox } from '../crypto/secret-box';
 import { isRole, type Role } from './roles';
 
 export interface ApiClient {
@@ -18,18 +18,9 @@ export interface ApiClient {
   createdAt: string;
 }
 
-interface ClientRow {
-  id: string;
-  client_id: string;
-  secret_hash: string;
-  display_name: string;
-  roles: unknown;
-  created_at: Date;
-}
-
-function toClient(row: ClientRow): ApiClient {
-  const roles = Array.isArray(row.roles) ? row.roles.filter(isRole) : [];
-  return { id: row.id, clientId: row.client_id, displayName: row.display_name, roles, createdAt: iso(row.created_at) ?? '' };
+function toClient(record: apiClients.ApiClientRecord): ApiClient {
+  const roles = Array.isArray(record.roles) ? record.roles.filter(isRole) : [];
+  return { id: record.id, clientId: record.clientId, displayName: record.displayName, roles, createdAt: record.createdAt };
 }
 
 /** The key of the keyed hashes of generated client secrets (derived from the sealing key). */
@@ -45,12 +36,14 @@ export async function createClient(
 ): Promise<{ client: ApiClient; clientSecret: string }> {
   const clientSecret = input.clientSecret ?? randomToken(32);
   const hash = input.clientSecret === undefined ? hashGeneratedSecret(clientSecret, clientSecretKey(box)) : await hashChosenSecret(clientSecret);
-  const rows = await db.query<ClientRow>(
-    `INSERT INTO api_clients (id, client_id, secret_hash, display_name, roles)
-     VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING *`,
-    [newId(), input.clientId ?? `cli_${randomToken(12)}`, hash, input.displayName, JSON.stringify(input.roles)],
-  );
-  return { client: toClient(rows[0]!), clientSecret };
+  const record = await apiClients.insertApiClient(db, {
+    id: newId(),
+    clientId: input.clientId ?? `cli_${randomToken(12)}`,
+    secretHash: hash,
+    displayName: input.displayName,
+    roles: input.roles,
+  });
+  return { client: toClient(record), clientSecret };
 }
 
 /**
@@ -65,17 +58,12 @@ export async function authenticateClient(
   clientSecret: string,
   gate: SlowGate = UNGATED,
 ): Promise<ApiClient | undefined> {
-  const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE client_id = $1', [clientId]);
-  const row = rows[0];
+  const row = await apiClients.apiClientByClientId(db, clientId);
   const key = clientSecretKey(box);
-  const ok = await verifySecret(clientSecret, row?.secret_hash ?? DECOY_HASH, key, gate);
+  const ok = await verifySecret(clientSecret, row?.secretHash ?? DECOY_HASH, key, gate);
   if (!row || !ok) return undefined;
-  if (isSlowHash(row.secret_hash) && looksGenerated(clientSecret)) {
-    await db.query('UPDATE api_clients SET secret_hash = $2 WHERE id = $1 AND secret_hash = $3', [
-      row.id,
-      hashGeneratedSecret(clientSecret, key),
-      row.secret_hash,
-    ]);
+  if (isSlowHash(row.secretHash) && looksGenerated(clientSecret)) {
+    await apiClients.replaceSecretHash(db, row.id, hashGeneratedSecret(clientSecret, key), row.secretHash);
   }
   return toClient(row);
 }
@@ -84,21 +72,16 @@ export async function authenticateClient(
 const DECOY_HASH = `hmac-sha256$${randomToken(32)}`;
 
 export async function listClients(db: Queryable, afterId: string | undefined, limit: number): Promise<ApiClient[]> {
-  const rows = await db.query<ClientRow>(
-    'SELECT * FROM api_clients WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
-    [afterId ?? null, limit],
-  );
-  return rows.map(toClient);
+  return (await apiClients.listApiClients(db, afterId, limit)).map(toClient);
 }
 
 export async function getClient(db: Queryable, id: string): Promise<ApiClient | undefined> {
-  const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE id = $1', [id]);
-  return rows[0] ? toClient(rows[0]) : undefined;
+  const record = await apiClients.getApiClient(db, id);
+  return record ? toClient(record) : undefined;
 }
 
 export async function deleteClient(db: Queryable, id: string): Promise<boolean> {
-  const rows = await db.query('DELETE FROM api_clients WHERE id = $1 RETURNING id', [id]);
-  return rows.length > 0;
+  return apiClients.deleteApiClient(db, id);
 }
 
 export type BootstrapResult =
@@ -120,32 +103,26 @@ export async function ensureBootstrapClient(
   bootstrap: { clientId: string; clientSecret: string } | undefined,
 ): Promise<BootstrapResult> {
   if (bootstrap) {
-    const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE client_id = $1', [bootstrap.clientId]);
-    const row = rows[0];
+    const row = await apiClients.apiClientByClientId(db, bootstrap.clientId);
     if (!row) {
       // The record and the client in one transaction: of two processes starting at once, one makes
       // the client; and a client made once and deleted since is not made again.
       const made = await db.transaction(async (tx) => {
-        const claimed = await tx.query('INSERT INTO bootstrap_clients (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING RETURNING client_id', [bootstrap.clientId]);
-        if (claimed.length === 0) return false;
+        if (!(await apiClients.claimBootstrapClient(tx, bootstrap.clientId))) return false;
         await createClient(tx, box, { displayName: 'bootstrap', roles: ['super_admin'], ...bootstrap });
         return true;
       });
       if (!made) return { kind: 'deleted', clientId: bootstrap.clientId };
     } else if (
-      !(await verifySecret(bootstrap.clientSecret, row.secret_hash, clientSecretKey(box))) ||
+      !(await verifySecret(bootstrap.clientSecret, row.secretHash, clientSecretKey(box))) ||
       !toClient(row).roles.includes('super_admin')
     ) {
-      await db.query(`UPDATE api_clients SET secret_hash = $2, roles = '["super_admin"]'::jsonb WHERE id = $1`, [
-        row.id,
-        await hashChosenSecret(bootstrap.clientSecret),
-      ]);
+      await apiClients.resetToSuperAdmin(db, row.id, await hashChosenSecret(bootstrap.clientSecret));
     }
-    await db.query('INSERT INTO bootstrap_clients (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING', [bootstrap.clientId]);
+    await apiClients.claimBootstrapClient(db, bootstrap.clientId);
     return { kind: 'configured', clientId: bootstrap.clientId };
   }
-  const any = await db.query('SELECT 1 FROM api_clients LIMIT 1');
-  if (any.length > 0) return { kind: 'existing' };
+  if (await apiClients.anyApiClient(db)) return { kind: 'existing' };
   const { client, clientSecret } = await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'] });
   return { kind: 'created', clientId: client.clientId, clientSecret };
 }

@@ -9,8 +9,9 @@
  */
 import { SignJWT, jwtVerify, exportJWK, generateKeyPair, importJWK, decodeProtectedHeader, type JWK, type KeyLike } from 'jose';
 import type { Queryable } from '../store/db';
-import { getOrCreateSecret, replaceSecret } from '../store/secrets';
-import type { SecretBox } from './secret-box';
+import { getOrCreateServiceKey, replaceSecret } from '../store/service-keys';
+import type { SecretBox } from '../crypto/secret-box';
+import { apiClientExists } from '../store/api-clients';
 import { isRole, type Principal, type Role } from './roles';
 import { randomToken } from '../ids';
 
@@ -89,7 +90,7 @@ export class AccessTokens {
   /** Loads the key ring from the store, making it on first use (and sealing a plaintext one). */
   static async load(db: Queryable, box: SecretBox, ttlSeconds: number): Promise<AccessTokens> {
     const candidate = JSON.stringify({ current: await newPrivateJwk() } satisfies KeyRing);
-    const raw = await getOrCreateSecret(db, box, SIGNING_KEY_SECRET, () => candidate);
+    const raw = await getOrCreateServiceKey(db, box, SIGNING_KEY_SECRET, () => candidate);
     return new AccessTokens(db, box, await loadRing(raw), ttlSeconds);
   }
 
@@ -100,7 +101,7 @@ export class AccessTokens {
 
   /** Reads the key ring again (another process may have rotated it). */
   async reload(): Promise<void> {
-    const raw = await getOrCreateSecret(this.db, this.box, SIGNING_KEY_SECRET, () => this.ring.raw);
+    const raw = await getOrCreateServiceKey(this.db, this.box, SIGNING_KEY_SECRET, () => this.ring.raw);
     this.loadedAt = Date.now();
     if (raw !== this.ring.raw) this.ring = await loadRing(raw);
   }
@@ -172,8 +173,7 @@ export class AccessTokens {
     }
     // A deleted client's tokens are refused at once, not only when they expire. Outside the try:
     // a store failure is not an invalid token (it must not answer 401).
-    const client = await this.db.query('SELECT 1 FROM api_clients WHERE client_id = $1', [principal.clientId]);
-    return client.length > 0 ? principal : undefined;
+    return (await apiClientExists(this.db, principal.clientId)) ? principal : undefined;
   }
 
   jwks(): { keys: JWK[] } {

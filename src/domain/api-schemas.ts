@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { ROLES } from '../auth/roles';
-import { MAX_CIDRS } from '../webhooks/cidr';
+import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, durationSchema, IDENTIFIER } from '../steps/kind';
 import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';

@@ -16,7 +16,7 @@
  */
 import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
 import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
-import { validateOutboundUrl } from '../webhooks';
+import { validateOutboundUrl } from '../outbound/policy';
 import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 
 export type DryRunStatus = 'WOULD_RUN' | 'SKIPPED' | 'ERROR' | 'NOT_REACHED';

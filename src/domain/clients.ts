@@ -4,7 +4,7 @@
  */
 import { createClient as insertClient, deleteClient as removeClient, getClient as findClient, listClients, type ApiClient } from '../auth/clients';
 import { isRole, ROLES, type Role } from '../auth/roles';
-import type { SecretBox } from '../auth/secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db } from '../store/db';
 import { invalidArgument, notFound } from './errors';

@@ -1,7 +1,7 @@
 /**
  * The delivery log of an automation's webhook listener, newest first: when, what answer and why,
  * from where, which event and run, how long; never a body, a signature, a token or a secret.
- * Written in batches by the receiver (webhooks/delivery-log).
+ * Written in batches by the receiver (src/delivery/delivery-log.ts).
  */
 import { getAutomation } from '../store/automations';
 import type { Db } from '../store/db';

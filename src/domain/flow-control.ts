@@ -2,34 +2,16 @@
  * Flow control between runs: an automation's `filter`, `concurrency` and `rateLimit` (docs/api.md,
  * "Flow control between runs"). Saved with the draft, snapshotted with each published version, and
  * read from the run's version: the receiver evaluates the filter and the keys on the delivery path
- * (src/webhooks/intake.ts), the dry run shows them, and the run is admitted through its key's lane
+ * (src/delivery/intake.ts), the dry run shows them, and the run is admitted through its key's lane
  * (workflows/lane.ts). Expressions are CEL over `ctx.trigger`, compiled when the automation is saved.
  */
 import { createHash } from 'node:crypto';
 import { CelEvaluationError, checkExpression, evaluate } from '../cel';
 import type { FieldViolation } from './errors';
-import type { RunFlow } from '../../workflows/types';
+import type { RunFlow } from '../contract/run';
+import type { ConcurrencySettings, FlowControl, RateLimitSettings } from '../contract/flow-control';
 
-export interface ConcurrencySettings {
-  /** Runs per key value that execute at a time, 1..100. */
-  limit: number;
-  /** CEL over ctx.trigger; null: one key for the whole automation. */
-  key: string | null;
-}
-
-export interface RateLimitSettings {
-  /** Runs per `period`, 1..10,000. */
-  limit: number;
-  /** Whole seconds, "1s".."86400s". */
-  period: string;
-  key: string | null;
-}
-
-export interface FlowControl {
-  filter: string | null;
-  concurrency: ConcurrencySettings | null;
-  rateLimit: RateLimitSettings | null;
-}
+export type { ConcurrencySettings, FlowControl, RateLimitSettings };
 
 export const FLOW_FIELDS = ['filter', 'concurrency', 'rateLimit'] as const;
 export type FlowField = (typeof FLOW_FIELDS)[number];

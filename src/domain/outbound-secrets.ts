@@ -5,7 +5,7 @@
  * the secret box, read back only by the worker's callWebhook activity, and never returned, logged,
  * audited or put in an error message: every response carries the name and timestamps only.
  */
-import { sealContext, type SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db, Queryable } from '../store/db';
 import * as store from '../store/outbound-secrets';

@@ -4,12 +4,12 @@ import type { Db } from '../store/db';
 import type { Logger } from '../logger';
 import type { PageTokens } from '../domain/pagination';
 import type { AccessTokens } from '../auth/tokens';
-import type { AutomationRuns } from '../temporal/runs';
+import type { AutomationRuns } from '../domain/runs';
 import type { Metrics } from './metrics';
-import type { SecretBox } from '../auth/secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
-import type { DeliveryLog } from '../webhooks/delivery-log';
+import type { DeliveryLog } from '../delivery/delivery-log';
 
 export interface AppDeps {
   config: Config;

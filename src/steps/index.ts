@@ -5,7 +5,7 @@
  * bundle imports it.
  */
 import type { z } from 'zod';
-import { parseDuration } from '../../workflows/duration';
+import { parseDuration } from '../duration';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
 import { describeValue, IDENTIFIER, isObject, StepError, type FieldViolation, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';

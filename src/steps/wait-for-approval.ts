@@ -10,7 +10,7 @@
  * would run the very effects a person just refused.
  */
 import { z } from 'zod';
-import { parseDuration } from '../../workflows/duration';
+import { parseDuration } from '../duration';
 import { defineStep, durationSchema, StepError, unknownFields } from './kind';
 
 /** Longest approval timeout: 30 days. */

@@ -1,6 +1,6 @@
 /** `wait`: a durable timer; the run parks (status WAITING) and resumes after the duration, across restarts. */
 import { z } from 'zod';
-import { parseDuration } from '../../workflows/duration';
+import { parseDuration } from '../duration';
 import { defineStep, durationSchema, StepError } from './kind';
 
 /** Longest wait a step may ask for: one year. */

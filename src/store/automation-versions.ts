@@ -6,8 +6,8 @@
  */
 import type { Queryable } from './db';
 import { iso } from './db';
-import type { StepDefinition } from '../../workflows/types';
-import type { FlowControl } from '../domain/flow-control';
+import type { StepDefinition } from '../contract/run';
+import type { FlowControl } from '../contract/flow-control';
 
 /** What a run of one published version executes. */
 export interface AutomationSnapshot {

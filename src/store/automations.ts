@@ -1,9 +1,9 @@
 /** Automations table: definition, trigger (with listener id) and the HMAC signing secret. */
 import type { Queryable } from './db';
 import { iso } from './db';
-import type { StepDefinition } from '../../workflows/types';
+import type { StepDefinition } from '../contract/run';
 import type { IncomingWebhookTrigger } from '../webhooks/trigger';
-import type { FlowControl } from '../domain/flow-control';
+import type { FlowControl } from '../contract/flow-control';
 
 export interface AutomationRecord {
   id: string;

@@ -7,25 +7,9 @@ import path from 'node:path';
 import type { Extensions, PGlite } from '@electric-sql/pglite';
 import { UnavailableError } from '../domain/errors';
 import { migrate } from './migrations';
+import type { Db, Queryable } from './queryable';
 
-export interface Queryable {
-  /** Runs one parameterised statement and returns its rows. */
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
-}
-
-export interface Db extends Queryable {
-  readonly kind: 'pglite' | 'postgres';
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Runs a script of several statements without parameters (migrations). */
-  exec(sql: string): Promise<void>;
-  /**
-   * LISTENs on `channel`: `onNotify` gets each payload; `onReset` is called when notifications may
-   * have been missed (the listening connection was lost and re-established). Resolves to a stop function.
-   */
-  listen(channel: string, onNotify: (payload: string) => void, onReset?: () => void): Promise<() => Promise<void>>;
-  close(): Promise<void>;
-}
+export type { Db, Queryable };
 
 export interface DbOptions {
   /** PostgreSQL connection string; when unset, PGlite is used. */
@@ -300,6 +284,11 @@ export function storeError(err: unknown): unknown {
     (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) ||
     /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(message);
   return unreachable ? new UnavailableError('the database is unavailable; retry later', 2) : err;
+}
+
+/** Resolves when the database answers a trivial query (readiness checks). */
+export async function pingStore(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
 }
 
 /** Timestamps come back as Date from both drivers; the API speaks RFC 3339 UTC. */

@@ -3,7 +3,7 @@
  * worker starting together against one PostgreSQL do not race. Never edit a shipped migration:
  * append a new one.
  */
-import type { Db } from './db';
+import type { Db } from './queryable';
 import { backfillSecretOrigins } from './secret-origins';
 
 export const MIGRATIONS: readonly string[] = [

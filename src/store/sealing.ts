@@ -1,14 +1,14 @@
 /**
  * The sealing migration: values sealed by earlier versions without associated data (`v1.…`), and
  * service secrets stored in clear by the versions before sealing, are sealed again bound to their
- * row (src/auth/secret-box.ts, `sealContext`). It needs SECRET_KEY, so it cannot be a SQL
+ * row (src/crypto/secret-box.ts, `sealContext`). It needs SECRET_KEY, so it cannot be a SQL
  * migration: every process that holds the key runs `bindSealedValues` at start, before it reads a
  * sealed value; the first does the work, under an advisory lock, in one transaction, and records it
  * in `secret_sealing` (a store created empty records it at once). After it, a value in clear or
  * sealed without its binding is refused wherever it is read.
  */
 import type { Db, Queryable } from './db';
-import { SecretBox, sealContext, type SealKind } from '../auth/secret-box';
+import { SecretBox, sealContext, type SealKind } from '../crypto/secret-box';
 
 const LOCK = 727_276;
 

@@ -5,7 +5,7 @@
 import { secretsSelectedBy } from '../cel';
 import { readsSecrets } from '../steps/secret-references';
 import { MAX_ALLOWED_ORIGINS, staticOrigin } from '../cel/static-origin';
-import type { Queryable } from './db';
+import type { Queryable } from './queryable';
 
 /** name → allowedOrigins of the secrets of `names` that exist. */
 export async function allowedOriginsOf(db: Queryable, names: readonly string[]): Promise<Map<string, string[]>> {

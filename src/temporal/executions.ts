@@ -14,8 +14,9 @@ import { temporal } from '@temporalio/proto';
 import { automation } from '../../workflows';
 import { FlowQueueKey } from '../../workflows/automation';
 import { STEP_REGISTRY, stepKind } from '../steps';
-import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../../workflows/types';
-import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
+import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
+import { raceDeadline } from './runs';
+import { WorkflowEngineUnavailableError } from '../domain/runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 
@@ -56,10 +57,10 @@ export interface ExecutionsPage {
 }
 
 /** Reads runs of automations. Throws WorkflowEngineUnavailableError when Temporal cannot be reached. */
-export interface AutomationExecutions {
+export interface RunReader {
   list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage>;
   /** undefined when no automation run has this id (unknown, another workflow type, or past retention). */
-  get(executionId: string): Promise<ExecutionDetail | undefined>;
+  get(runId: string): Promise<ExecutionDetail | undefined>;
 }
 
 /** Temporal refused a page token (e.g. one from before a server reset). */
@@ -75,7 +76,7 @@ const MAX_EXECUTION_ID_LENGTH = 1000;
 const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_NOT_FOUND = 5;
 
-export interface TemporalExecutionsOptions {
+export interface TemporalRunReaderOptions {
   /** Upper bound for one visibility or describe call. */
   callTimeoutMs?: number;
   /** How long the `state` query may wait for a worker before the history fallback. */
@@ -87,14 +88,14 @@ export interface TemporalExecutionsOptions {
   loadSteps?: (automationId: string, version: number) => Promise<StepDefinition[] | undefined>;
 }
 
-export class TemporalExecutions implements AutomationExecutions {
+export class TemporalRunReader implements RunReader {
   private readonly callTimeoutMs: number;
   private readonly queryTimeoutMs: number;
-  private readonly loadSteps: TemporalExecutionsOptions['loadSteps'];
+  private readonly loadSteps: TemporalRunReaderOptions['loadSteps'];
 
   constructor(
     private readonly client: Client,
-    options: TemporalExecutionsOptions = {},
+    options: TemporalRunReaderOptions = {},
   ) {
     this.callTimeoutMs = options.callTimeoutMs ?? 10_000;
     this.queryTimeoutMs = options.queryTimeoutMs ?? 5_000;

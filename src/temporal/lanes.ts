@@ -4,18 +4,11 @@
  * closed. Used by the API right after it starts a run, and by the run's activities.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { LANE_ACQUIRE_SIGNAL, type LaneAcquire, type LaneState } from '../../workflows/types';
+import { LANE_ACQUIRE_SIGNAL, type LaneAcquire, type LaneState } from '../contract/run';
+import type { LaneRequest, Lanes } from '../contract/lanes';
 
-export interface LaneRequest {
-  automationId: string;
-  /** The lane's workflow id (src/domain/flow-control.ts laneWorkflowId). */
-  lane: string;
-  runId: string;
-  limit: number;
-  taskQueue: string;
-  /** For the Web UI: what the lane admits (never the key's value: it may be personal data). */
-  automationName?: string;
-}
+export type { LaneRequest };
+
 
 /** Asks the lane for a permit for `runId` (idempotent per run id); starts the lane when needed. */
 export async function requestLanePermit(client: Client, request: LaneRequest): Promise<void> {
@@ -47,4 +40,12 @@ export async function closedRuns(client: Client, runIds: string[]): Promise<stri
     }),
   );
   return runIds.filter((id) => closed.includes(id));
+}
+
+/** The lanes port (src/contract/lanes.ts) on a Temporal client. */
+export function temporalLanes(client: Client): Lanes {
+  return {
+    requestPermit: (request) => requestLanePermit(client, request),
+    closedRuns: (runIds) => closedRuns(client, runIds),
+  };
 }

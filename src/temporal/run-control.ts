@@ -3,7 +3,7 @@
  * a run (graceful: a pending wait or approval ends, later steps do not run), terminate it, and
  * start a rerun (same payload, the currently published version) or a retry from the failed step
  * (the original version; the recorded results of the steps before it are reused; its callWebhook
- * requests carry the original run's keys, see workflows/types.ts `resume.keysOf`). Failures come
+ * requests carry the original run's keys, see src/contract/run.ts `resume.keysOf`). Failures come
  * back as domain errors: unknown run or step → NotFoundError, a step that is not waiting or a
  * closed run → FailedPreconditionError, Temporal unreachable → UnavailableError.
  */
@@ -19,9 +19,9 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { FailedPreconditionError, NotFoundError, UnavailableError } from '../domain/errors';
 import { automation, decideUpdate } from '../../workflows';
-import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../../workflows/types';
+import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../contract/run';
 import { raceDeadline, runStartOptions } from './runs';
-import type { AutomationExecutions } from './executions';
+import type { RunReader } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
 import { runQueueOf } from '../domain/flow-control';
 
@@ -40,7 +40,7 @@ export class TemporalRunControl implements RunController {
   constructor(
     private readonly client: Client,
     private readonly taskQueue: string,
-    private readonly executions: AutomationExecutions,
+    private readonly executions: RunReader,
     /** Upper bound for one call; an update waits for a worker to take it, so it gets longer. */
     private readonly callTimeoutMs = 10_000,
     private readonly updateTimeoutMs = 30_000,

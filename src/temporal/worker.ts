@@ -8,9 +8,10 @@ import { bundleWorkflowCode, Worker, type BundleOptions, type NativeConnection, 
 import { createActivities } from '../../activities';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
-import type { SecretBox } from '../auth/secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
+import { temporalLanes } from './lanes';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
@@ -87,7 +88,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
       allowPrivateOutbound: opts.allowPrivateOutbound ?? false,
       ...(opts.secretBox ? { secretBox: opts.secretBox } : {}),
       // Lanes are started and signalled with the worker's connection and payload codec.
-      client: new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: encryptedDataConverter(opts.codec) }),
+      lanes: temporalLanes(new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: encryptedDataConverter(opts.codec) })),
     }),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath(), bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook } }),

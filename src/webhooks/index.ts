@@ -10,7 +10,7 @@ export { signHmac, verifyHmac, verifyHmacWithAny } from './authenticators/hmac';
 export { bearerToken } from './authenticators/jwt';
 export * from './authenticators';
 export * from './headers';
-export * from './cidr';
+export * from '../net/cidr';
 export * from './jwks';
 export { JwtVerifier, JWT_ALGORITHMS, MAX_JWT_LIFETIME_SECONDS, REQUIRED_CLAIMS } from './jwt';
 export type { JwtCheck, JwtVerifierOptions } from './jwt';

@@ -15,12 +15,9 @@
  * Pure functions: the activity and the executions view both derive the key here.
  */
 import { createHash, createHmac } from 'node:crypto';
+import type { CallKeyScope } from '../contract/activities';
 
-/** The run whose calls share keys: its workflow id and run id. */
-export interface CallKeyScope {
-  workflowId: string;
-  runId: string;
-}
+export type { CallKeyScope };
 
 /** The namespace UUID of call keys (fixed: changing it changes every key). */
 export const CALL_KEY_NAMESPACE = '5b0e8f6c-3c1d-4d8e-9a3f-7f2b6c1e0a94';

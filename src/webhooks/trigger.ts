@@ -3,7 +3,7 @@
  * registry), that method's own fields, the source allow-list and the on/off switch. Save-time
  * validation and the public view, both driven by the registry.
  */
-import { parseCidrList } from './cidr';
+import { parseCidrList } from '../net/cidr';
 import {
   AUTH_METHODS,
   authenticatorOf,

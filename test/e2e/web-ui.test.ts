@@ -21,7 +21,7 @@ import { startTestService, type TestService } from '../helpers/app';
 import { hmacEvent } from '../helpers/stack';
 import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue, connectNative } from '../helpers/temporal';
 import { sleep } from '../helpers/processes';
-import type { RunState } from '../../workflows/types';
+import type { RunState } from '../../src/contract/run';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [

@@ -5,20 +5,18 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../src/http/app';
+import { composeApp } from '../../src/compose';
 import { Metrics } from '../../src/http/metrics';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox } from '../../src/crypto/secret-box';
 import type { AppDeps } from '../../src/http/context';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
-import { PageTokens } from '../../src/domain/pagination';
-import { AccessTokens } from '../../src/auth/tokens';
 import { createClient } from '../../src/auth/clients';
 import type { Role } from '../../src/auth/roles';
-import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
+import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/domain/runs';
 import type { Db } from '../../src/store/db';
 import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 import { testCodec } from './temporal';
-import { DeliveryLog } from '../../src/webhooks/delivery-log';
 
 export interface TestService {
   deps: AppDeps;
@@ -65,21 +63,22 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...options.config,
   };
   const secretBox = options.deps?.secretBox ?? new SecretBox(randomBytes(32));
-  const deps: AppDeps = {
+  const deps = await composeApp({
     config,
     db,
     logger: options.logger ?? createLogger('silent'),
-    pageTokens: new PageTokens(randomBytes(32)),
-    tokens: await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds),
-    runs: options.runs ?? NO_TEMPORAL,
-    metrics: new Metrics({ defaultMetrics: false }),
     secretBox,
-    readinessTimeoutMs: options.readinessTimeoutMs ?? 60_000,
-    ...(options.clock ? { clock: options.clock } : {}),
+    runs: options.runs ?? NO_TEMPORAL,
+    pageTokenKey: randomBytes(32),
+    metrics: new Metrics({ defaultMetrics: false }),
     ...(process.env.TEST_PAYLOAD_KEYS ? { payloadCodec: testCodec() } : {}),
-    deliveryLog: new DeliveryLog(db, { flushIntervalMs: 200 }),
-    ...options.deps,
-  };
+    deliveryLog: { flushIntervalMs: 200 },
+    overrides: {
+      readinessTimeoutMs: options.readinessTimeoutMs ?? 60_000,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...options.deps,
+    },
+  });
   const app = createApp(deps);
   server.on('request', app.callback());
   return {
@@ -93,7 +92,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await deps.deliveryLog?.close();
+      await deps.close();
       if (!options.db) await db.close();
     },
   };

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../src/store/db';
 import { recordPublishedVersion } from '../../src/store/automation-versions';
-import type { AutomationRunInput, StepDefinition } from '../../workflows/types';
+import type { AutomationRunInput, StepDefinition } from '../../src/contract/run';
 
 /** Stores `steps` as version 1 of a new automation; answers a run input that refers to it. */
 export async function publishedRunInput(db: Db, steps: StepDefinition[], trigger: unknown, name = 'Test automation'): Promise<AutomationRunInput> {

@@ -9,7 +9,7 @@ import request from 'supertest';
 import { SignJWT, generateKeyPair, importJWK, type JWK, type JWTPayload, type KeyLike } from 'jose';
 import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
-import { getOrCreateSecret } from '../../src/store/secrets';
+import { getOrCreateServiceKey } from '../../src/store/service-keys';
 import { SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 
 const ISSUER = 'urn:automation-governance';
@@ -24,7 +24,7 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      const ring = JSON.parse(await getOrCreateSecret(service.deps.db, service.deps.secretBox, SIGNING_KEY_SECRET, () => 'unused')) as { current: JWK };
+      const ring = JSON.parse(await getOrCreateServiceKey(service.deps.db, service.deps.secretBox, SIGNING_KEY_SECRET, () => 'unused')) as { current: JWK };
       const jwk = ring.current;
       serviceKey = { key: (await importJWK(jwk, 'ES256')) as KeyLike, kid: jwk.kid! };
       const created = await request(service.server)

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { poll } from '../helpers/temporal';
-import { DeliveryLog } from '../../src/webhooks/delivery-log';
+import { DeliveryLog } from '../../src/delivery/delivery-log';
 import { insertDeliveries, listDeliveryCounts } from '../../src/store/deliveries';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -10,7 +10,7 @@ import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { TemporalRuns } from '../../src/temporal/runs';
-import { TemporalExecutions, type ExecutionDetail } from '../../src/temporal/executions';
+import { TemporalRunReader, type ExecutionDetail } from '../../src/temporal/executions';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -171,7 +171,7 @@ describe('executions API', () => {
     expect(got.steps[0]!.output).toEqual({ employee: '12345' });
 
     // Without the query (no worker in time), the history says the same.
-    const fromHistory = await new TemporalExecutions(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
+    const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
     expect({ ...fromHistory, unaudited: [] }).toEqual(got); // the API adds the audit cross-check
 
     const listed = await poll(
@@ -199,7 +199,7 @@ describe('executions API', () => {
     expect(waiting.body.execution.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['pause', 'WAITING'], ['after', 'PENDING']]);
 
     // The history fallback sees the running timer too.
-    const fromHistory = await new TemporalExecutions(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
+    const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
     expect(fromHistory?.status).toBe('RUNNING');
     expect(fromHistory?.steps.map((s) => s.status)).toEqual(['DONE', 'WAITING', 'PENDING']);
     expect(fromHistory?.steps[0]!.output).toEqual({ employee: '12345' });

@@ -14,10 +14,10 @@ import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { startTestService } from '../helpers/app';
 import { AccessTokens, SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 import { loadPageTokenKey, PAGE_TOKEN_KEY_SECRET } from '../../src/auth/service-keys';
-import { SecretBox, ensurePrivateDir, loadSecretKey, sealContext } from '../../src/auth/secret-box';
+import { SecretBox, ensurePrivateDir, loadSecretKey, sealContext } from '../../src/crypto/secret-box';
 import { bindSealedValues, sealedValuesBound } from '../../src/store/sealing';
-import { getOrCreateSecret } from '../../src/store/secrets';
-import { ListenerCache } from '../../src/domain/listener-cache';
+import { getOrCreateServiceKey } from '../../src/store/service-keys';
+import { ListenerCache } from '../../src/delivery/listener-cache';
 import { createClient } from '../../src/auth/clients';
 import type { Db } from '../../src/store/db';
 
@@ -239,7 +239,7 @@ for (const target of DATABASES) {
         const [crm] = await db.query<{ sealed_value: string; previous_sealed_value: string }>("SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm'");
         expect(box.open(crm!.sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_value');
         expect(box.open(crm!.previous_sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_previous');
-        expect(await getOrCreateSecret(db, box, 'legacy_clear', () => 'unused')).toBe('clear-value');
+        expect(await getOrCreateServiceKey(db, box, 'legacy_clear', () => 'unused')).toBe('clear-value');
 
         // A sealed value moved to another row, or to another purpose, does not open.
         expect(() => box.open(rowA!.signing_secret, sealContext('automation_signing_secret', b.automation.id))).toThrow();
@@ -254,14 +254,14 @@ for (const target of DATABASES) {
         }
         // After the migration a service secret in clear, or sealed without its binding, is refused.
         await db.query("INSERT INTO service_secrets (name, value) VALUES ('planted', 'planted-in-clear')");
-        await expect(getOrCreateSecret(db, box, 'planted', () => 'unused')).rejects.toThrow(/stored in clear: refused/);
+        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(/stored in clear: refused/);
         await db.query("UPDATE service_secrets SET value = $1 WHERE name = 'planted'", [legacySeal('planted-v1')]);
-        await expect(getOrCreateSecret(db, box, 'planted', () => 'unused')).rejects.toThrow(/without its row binding: refused/);
+        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(/without its row binding: refused/);
         await db.query('UPDATE service_secrets SET value = $1 WHERE name = $2', [
           (await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET]))[0]!.value,
           'planted',
         ]);
-        await expect(getOrCreateSecret(db, box, 'planted', () => 'unused')).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
+        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
       } finally {
         await service.close();
       }

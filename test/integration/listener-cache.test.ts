@@ -12,8 +12,9 @@ import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { openDb, type Db } from '../../src/store/db';
 import { insertAutomation, setPublished } from '../../src/store/automations';
 import { recordPublishedVersion } from '../../src/store/automation-versions';
-import { SecretBox, sealContext } from '../../src/auth/secret-box';
-import { ListenerCache, listenerChanged, MAX_STALENESS_MS } from '../../src/domain/listener-cache';
+import { SecretBox, sealContext } from '../../src/crypto/secret-box';
+import { ListenerCache, MAX_STALENESS_MS } from '../../src/delivery/listener-cache';
+import { listenerChanged } from '../../src/domain/listener-changes';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
 const key = randomBytes(32);

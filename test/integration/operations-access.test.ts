@@ -5,7 +5,7 @@
 import request from 'supertest';
 import { startTestService, NO_TEMPORAL, type TestService } from '../helpers/app';
 import { createAdminApp } from '../../src/http/admin';
-import type { AutomationRuns } from '../../src/temporal/runs';
+import type { AutomationRuns } from '../../src/domain/runs';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox } from '../../src/crypto/secret-box';
 import { openDb, type Db } from '../../src/store/db';
 import { killAllServices, spawnService, waitForNewPoller, type ServiceProcess } from '../helpers/processes';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';

@@ -15,7 +15,7 @@ import request from 'supertest';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
-import { SecretBox, sealContext } from '../../src/auth/secret-box';
+import { SecretBox, sealContext } from '../../src/crypto/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { startTestService, type TestService } from '../helpers/app';

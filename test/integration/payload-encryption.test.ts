@@ -12,8 +12,8 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { poll, testCodec, testTemporal, connectClient } from '../helpers/temporal';
 import { EncryptionCodec, encryptedDataConverter, KEY_ID_METADATA, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
-import { TemporalExecutions } from '../../src/temporal/executions';
-import type { RunState } from '../../workflows/types';
+import { TemporalRunReader } from '../../src/temporal/executions';
+import type { RunState } from '../../src/contract/run';
 
 const run = promisify(execFile);
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -141,7 +141,7 @@ describe('payloads encrypted in Temporal', () => {
     try {
       const client = new Client({ connection, namespace: 'default', dataConverter: encryptedDataConverter(rotated) });
       const detail = await poll(
-        () => new TemporalExecutions(client).get(executionId),
+        () => new TemporalRunReader(client).get(executionId),
         (d) => d !== undefined,
       );
       expect(detail!.steps[0]!.output).toEqual({ email: MARKER, upper: MARKER.toUpperCase() });

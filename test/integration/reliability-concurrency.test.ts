@@ -4,7 +4,7 @@
  * rest 409 with the original execution id — and the automation runs once.
  */
 import { randomUUID } from 'node:crypto';
-import type { RunState } from '../../workflows/types';
+import type { RunState } from '../../src/contract/run';
 import { hmacEvent, deliver, listenerPath, type Stack, type AutomationView, type RawResponse } from '../helpers/stack';
 import { startPatientStack } from '../helpers/patient-stack';
 import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';

@@ -11,7 +11,7 @@ import type { DevServer } from '../../src/temporal/devserver';
 import { startTestDevServer } from '../helpers/ports';
 import { createLazyClient } from '../../src/temporal/connection';
 import { TemporalRuns } from '../../src/temporal/runs';
-import type { RunState } from '../../workflows/types';
+import type { RunState } from '../../src/contract/run';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type RawResponse } from '../helpers/stack';
 import { testCodec, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { sleep } from '../helpers/processes';

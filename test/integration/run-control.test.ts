@@ -11,7 +11,7 @@ import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { automation, decideUpdate } from '../../workflows';
-import type { AutomationRunInput } from '../../workflows/types';
+import type { AutomationRunInput } from '../../src/contract/run';
 import { runStartOptions } from '../../src/temporal/runs';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { poll, testDataConverter, testTemporal, testWorkflowBundle, connectNative } from '../helpers/temporal';

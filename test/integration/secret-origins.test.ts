@@ -22,7 +22,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
-import { sealContext } from '../../src/auth/secret-box';
+import { sealContext } from '../../src/crypto/secret-box';
 import { listAuditEvents } from '../../src/store/audit';
 import { migrate } from '../../src/store/migrations';
 import { startTestService, type TestService } from '../helpers/app';

@@ -7,7 +7,7 @@
 import request from 'supertest';
 import { listAuditEvents } from '../../src/store/audit';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
-import { sealContext } from '../../src/auth/secret-box';
+import { sealContext } from '../../src/crypto/secret-box';
 
 const PAYLOAD = { employee_id: '1' };
 const STEPS = [{ id: 'v', setVariables: { x: 'ctx.trigger.employee_id' } }];

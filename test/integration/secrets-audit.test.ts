@@ -7,7 +7,7 @@ import request from 'supertest';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { sealContext } from '../../src/auth/secret-box';
+import { sealContext } from '../../src/crypto/secret-box';
 
 describe('secrets and audit trail', () => {
   let stack: Stack;

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import type { RunState } from '../../workflows/types';
+import type { RunState } from '../../src/contract/run';
 import { startStack, type Stack } from '../helpers/stack';
 import { makeSigningKey, startJwksServer, type JwksServer } from '../fixtures/jwks-server';
 

@@ -14,7 +14,7 @@ import { createActivities } from '../../activities';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 import { automation } from '../../workflows';
-import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
+import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
 import { startTestService, type TestService } from '../helpers/app';
 import { resolveNameTo } from '../helpers/resolver';
 import { openTestDb, PGLITE } from '../helpers/databases';

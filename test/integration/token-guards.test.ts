@@ -8,7 +8,7 @@ import request from 'supertest';
 import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { createClient } from '../../src/auth/clients';
-import { hashChosenSecret } from '../../src/auth/secrets';
+import { hashChosenSecret } from '../../src/auth/client-secret-hashes';
 import { createTokenGuard, RateLimiter, type TokenGuard } from '../../src/auth/token-guard';
 import { ConfigError, loadConfig } from '../../src/config';
 import { listAuditEvents } from '../../src/store/audit';

@@ -17,7 +17,7 @@ import { createActivities } from '../../activities';
 import type { Db } from '../../src/store/db';
 import { installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
 import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
-import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
+import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
 import { decideUpdate } from '../../workflows';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { poll, testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue, connectClient, connectNative } from '../helpers/temporal';

@@ -11,7 +11,7 @@ import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { migrate, MIGRATIONS } from '../../src/store/migrations';
 import { getLatestPublishedVersion } from '../../src/store/automation-versions';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
-import type { AutomationRunInput, RunState } from '../../workflows/types';
+import type { AutomationRunInput, RunState } from '../../src/contract/run';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 

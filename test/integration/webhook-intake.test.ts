@@ -6,14 +6,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Client, type Connection } from '@temporalio/client';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox } from '../../src/crypto/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
-import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
+import { TemporalRuns } from '../../src/temporal/runs';
+import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/domain/runs';
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
-import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
+import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/delivery/intake';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { testTemporal, uniqueTaskQueue, connectClient } from '../helpers/temporal';
 

@@ -6,13 +6,13 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, type Connection } from '@temporalio/client';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox } from '../../src/crypto/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl, rotateSigningSecret, updateAutomation } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
-import { createWebhookIntake, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
+import { createWebhookIntake, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/delivery/intake';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { connectClient, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import type { RunState } from '../../workflows/types';
+import type { RunState } from '../../src/contract/run';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { poll } from '../helpers/temporal';
 import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';

@@ -8,7 +8,7 @@ import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type
 import type { Db } from '../../src/store/db';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import { automation } from '../../workflows';
-import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../workflows/types';
+import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../src/contract/run';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { connectClient, connectNative, expectRunFailure, poll, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';

@@ -1,6 +1,6 @@
 /** The dry run's evaluation rules, without HTTP: order, ctx.steps, statuses, and hostile expressions. */
 import { DRY_RUN_TIME_BUDGET_MS, dryRunSteps } from '../../src/domain/automation-dry-run';
-import type { StepDefinition } from '../../workflows/types';
+import type { StepDefinition } from '../../src/contract/run';
 
 const insecure = { allowInsecureOutbound: true };
 const secure = { allowInsecureOutbound: false };

@@ -3,7 +3,7 @@
  * strictly before `previousSecretExpiresAt` and never at or after it. The clock is injected, so the
  * boundary itself is tested (an off-by-one `<` → `<=` fails here).
  */
-import { verifyingHmacSecrets, type Listener } from '../../src/domain/listener-cache';
+import { verifyingHmacSecrets, type Listener } from '../../src/delivery/listener-cache';
 
 const EXPIRES_AT = Date.parse('2026-01-01T12:00:00.000Z');
 

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import fc from 'fast-check';
-import { formatIp, isAddressAllowed, parseCidrList, parseIp } from '../../src/webhooks/cidr';
+import { formatIp, isAddressAllowed, parseCidrList, parseIp } from '../../src/net/cidr';
 
 describe('parseCidrList', () => {
   it('normalises IPv4 and IPv6 entries', () => {

@@ -1,4 +1,4 @@
-import { MAX_DURATION_SECONDS, parseDuration } from '../../workflows/duration';
+import { MAX_DURATION_SECONDS, parseDuration } from '../../src/duration';
 
 describe('parseDuration', () => {
   it.each([

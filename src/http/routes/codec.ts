@@ -21,7 +21,7 @@ import { AppError, invalidArgument } from '../errors';
 import { mountOperations, operation } from '../operation';
 import * as api from '../../domain/api-schemas';
 import { allows } from '../../auth/roles';
-import { isAddressAllowed } from '../../webhooks/cidr';
+import { isAddressAllowed } from '../../net/cidr';
 
 const LOOPBACK = ['127.0.0.0/8', '::1/128'];
 const isLoopbackAddress = (address: string): boolean => address !== '' && isAddressAllowed(address, LOOPBACK);

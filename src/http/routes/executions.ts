@@ -20,14 +20,14 @@ import { AppError, notFound } from '../errors';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, type Grant } from '../operation';
 import { getAutomation, publishedSteps } from '../../domain/automations';
-import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
-import { WorkflowEngineUnavailableError } from '../../temporal/runs';
+import { InvalidExecutionPageTokenError, TemporalRunReader, type RunReader } from '../../temporal/executions';
+import { WorkflowEngineUnavailableError } from '../../domain/runs';
 
 const RETRY_AFTER_SECONDS = '5';
 
 /** What the run operations of one app share: the run reader and the run controller, when an engine is configured. */
 interface Engine {
-  reader: AutomationExecutions | undefined;
+  reader: RunReader | undefined;
   control: TemporalRunControl | undefined;
 }
 const engines = new WeakMap<AppDeps, Engine>();
@@ -36,7 +36,7 @@ function engineOf(deps: AppDeps): Engine {
   let engine = engines.get(deps);
   if (!engine) {
     const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
-    const reader = deps.runs.client ? new TemporalExecutions(deps.runs.client, { loadSteps }) : undefined;
+    const reader = deps.runs.client ? new TemporalRunReader(deps.runs.client, { loadSteps }) : undefined;
     const control = deps.runs.client ? new TemporalRunControl(deps.runs.client, deps.runs.taskQueue ?? deps.config.temporal.taskQueue, reader!) : undefined;
     engine = { reader, control };
     engines.set(deps, engine);
@@ -44,7 +44,7 @@ function engineOf(deps: AppDeps): Engine {
   return engine;
 }
 
-function reader(deps: AppDeps): AutomationExecutions {
+function reader(deps: AppDeps): RunReader {
   const { reader } = engineOf(deps);
   if (!reader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
   return reader;

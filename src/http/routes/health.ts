@@ -13,6 +13,7 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import * as api from '../../domain/api-schemas';
 import type { AppDeps } from '../context';
+import { pingStore } from '../../store/db';
 import { AppError } from '../errors';
 import { mountOperations, operation } from '../operation';
 
@@ -44,7 +45,7 @@ function readiness(deps: AppDeps): Promise<Readiness> {
   const cached = probes.get(deps);
   if (cached && Date.now() - cached.at < READINESS_CACHE_MS) return cached.pending;
   const timeoutMs = deps.readinessTimeoutMs ?? CHECK_TIMEOUT_MS;
-  const pending = Promise.all([withTimeout(deps.db.query('SELECT 1'), timeoutMs), withTimeout(deps.runs.ping(), timeoutMs)]).then(([store, temporal]) => {
+  const pending = Promise.all([withTimeout(pingStore(deps.db), timeoutMs), withTimeout(deps.runs.ping(), timeoutMs)]).then(([store, temporal]) => {
     // The verdict counts from when it was reached, not from when the check began.
     probes.set(deps, { at: Date.now(), pending });
     return { store, temporal };

@@ -1,6 +1,6 @@
 /**
  * The inbound webhook receiver, POST /api/v1/webhooks/incoming/{listener_id}. One endpoint, from
- * the Node request to the answer: load shedding (429) → the intake (src/webhooks/intake.ts, which
+ * the Node request to the answer: load shedding (429) → the intake (src/delivery/intake.ts, which
  * runs the checks in their contract order) → the answer in the one error shape, with the metrics
  * and the delivery log. It is served two ways:
  * - `webhookFastPath`, from Node's request event before Koa, for the canonical path (every
@@ -19,7 +19,7 @@ import { SERVICE_HEADERS } from '../response-headers';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../../logger';
 import { AdmissionRefusal, DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
-import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../webhooks/intake';
+import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../delivery/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import * as api from '../../domain/api-schemas';
 import { AUTH_METHODS, authenticatorOf } from '../../webhooks/authenticators';

@@ -1,15 +1,15 @@
 /**
- * Service-wide secrets (token signing keys, page-token key): made once, shared by every process,
+ * Service keys (token signing keys, page-token key): made once, shared by every process,
  * stored sealed with the secret box (AES-256-GCM under SECRET_KEY, bound to the row:
  * `service_secret:<name>`). A value in clear, or sealed without its context, is refused: values
  * from earlier versions are sealed again once, by the sealing migration (./sealing.ts), before
  * anything reads them.
  */
 import type { Queryable } from './db';
-import { SecretBox, sealContext } from '../auth/secret-box';
+import { SecretBox, sealContext } from '../crypto/secret-box';
 
 /** The plain value of secret `name`, made with `generate` (and stored sealed) when missing. */
-export async function getOrCreateSecret(db: Queryable, box: SecretBox, name: string, generate: () => string): Promise<string> {
+export async function getOrCreateServiceKey(db: Queryable, box: SecretBox, name: string, generate: () => string): Promise<string> {
   await db.query('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, box.seal(generate(), sealContext('service_secret', name))]);
   const stored = await readStored(db, name);
   if (stored === undefined) throw new Error(`secret ${name} missing after insert`);

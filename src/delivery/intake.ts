@@ -16,20 +16,20 @@
  * then turns out to be a repeat gives its share back.
  */
 import type { Logger } from '../logger';
-import type { SecretBox } from '../auth/secret-box';
+import type { SecretBox } from '../crypto/secret-box';
 import type { Db } from '../store/db';
-import { ListenerCache, verifyingHmacSecrets, type Listener } from '../domain/listener-cache';
-import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
-import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from './authenticators';
-import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from './admission';
-import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from './body';
-import { isAddressAllowed } from './cidr';
-import { WebhookRejection } from './errors';
-import type { CheckedWebhookHeaders } from './headers';
-import { fieldsOf } from './trigger';
+import { ListenerCache, verifyingHmacSecrets, type Listener } from './listener-cache';
+import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../domain/runs';
+import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from '../webhooks/authenticators';
+import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
+import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';
+import { isAddressAllowed } from '../net/cidr';
+import { WebhookRejection } from '../webhooks/errors';
+import type { CheckedWebhookHeaders } from '../webhooks/headers';
+import { fieldsOf } from '../webhooks/trigger';
 import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domain/flow-control';
 import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
-import type { RunFlow } from '../../workflows/types';
+import type { RunFlow } from '../contract/run';
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -312,7 +312,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       };
       let executionId: string;
       try {
-        ({ executionId } = await deps.runs.start(
+        ({ runId: executionId } = await deps.runs.start(
           {
             automationId: automation.id,
             version: published.version,
@@ -327,7 +327,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       } catch (err) {
         if (err instanceof DuplicateEventError) {
           if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
-          await askLane(err.executionId);
+          await askLane(err.runId);
         }
         throw err;
       }
@@ -340,7 +340,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (err instanceof AdmissionRefusal) {
         return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
       }
-      if (err instanceof DuplicateEventError) return duplicate(listenerId, err.executionId, delivery);
+      if (err instanceof DuplicateEventError) return duplicate(listenerId, err.runId, delivery);
       if (err instanceof WorkflowEngineUnavailableError) {
         log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
         // Not "rejected": a start that timed out may still have been recorded. Retrying with the

@@ -3,7 +3,7 @@
  * names of its query and failure types. Types and constants only: safe to import from workflow code.
  * What a step is lives in src/steps (the step registry).
  */
-import type { StepDefinition, StepKind } from '../src/steps';
+import type { StepDefinition, StepKind } from '../steps';
 
 export type { StepDefinition, StepKind };
 

@@ -11,7 +11,8 @@
  */
 import type { Db } from '../store/db';
 import { getListener, LISTENER_CHANGED_CHANNEL, type ListenerRecord } from '../store/listeners';
-import { sealContext, type SecretBox } from '../auth/secret-box';
+import { sealContext, type SecretBox } from '../crypto/secret-box';
+import { subscribeListenerChanges } from '../domain/listener-changes';
 import { authenticatorOf } from '../webhooks/authenticators';
 
 /** Longest time a cached entry is used without a re-read, notifications or not. */
@@ -38,13 +39,6 @@ interface Entry {
   loadedAt: number;
 }
 
-/** Every cache of this process, so that `listenerChanged` reaches them all. */
-const caches = new Set<ListenerCache>();
-
-/** Drops `listenerId` from every cache in this process (call after the change committed). */
-export function listenerChanged(listenerId: string): void {
-  for (const cache of caches) cache.invalidate(listenerId);
-}
 
 export class ListenerCache {
   private readonly entries = new Map<string, Entry>();
@@ -56,13 +50,14 @@ export class ListenerCache {
   private readonly loading = new Map<string, Set<{ stale: boolean }>>();
   private stopListening: (() => Promise<void>) | undefined;
   private readonly listening: Promise<void>;
+  private readonly unsubscribe: () => void;
 
   constructor(
     private readonly db: Db,
     private readonly secretBox: SecretBox,
     private readonly now: () => number = () => performance.now(),
   ) {
-    caches.add(this);
+    this.unsubscribe = subscribeListenerChanges((id) => this.invalidate(id));
     this.listening = db
       .listen(LISTENER_CHANGED_CHANNEL, (id) => this.invalidate(id), () => this.clear())
       .then((stop) => {
@@ -117,7 +112,7 @@ export class ListenerCache {
   }
 
   async close(): Promise<void> {
-    caches.delete(this);
+    this.unsubscribe();
     await this.listening;
     await this.stopListening?.();
   }

@@ -1,0 +1,78 @@
+/**
+ * The composition root: one function builds the dependencies of the HTTP app (the store, the
+ * secret box, the runs port on Temporal, the token and page-token keys, metrics, the delivery log)
+ * from the configuration. src/main.ts, the tests (test/helpers/app.ts) and the benchmarks
+ * (bench/stack.ts) all build the app through it, so they run what production runs.
+ */
+import type { Client } from '@temporalio/client';
+import type { PayloadCodec } from '@temporalio/common';
+import type { Config } from './config';
+import type { Logger } from './logger';
+import type { Db } from './store/db';
+import type { SecretBox } from './crypto/secret-box';
+import { loadPageTokenKey } from './auth/service-keys';
+import { AccessTokens } from './auth/tokens';
+import { PageTokens } from './domain/pagination';
+import type { AutomationRuns } from './domain/runs';
+import { DeliveryLog, type DeliveryLogOptions } from './delivery/delivery-log';
+import { TemporalRuns } from './temporal/runs';
+import type { AppDeps } from './http/context';
+import { Metrics } from './http/metrics';
+
+export interface AppInputs {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  secretBox: SecretBox;
+  /**
+   * Where runs start: on Temporal, with this client and task queue (`eagerStart` when the client is
+   * on the connection of a worker of this process)...
+   */
+  temporal?: { client: Client; taskQueue: string; eagerStart?: boolean };
+  /** ...or through a runs port of the caller's own (tests without Temporal). One of the two is given. */
+  runs?: AutomationRuns;
+  /** The key of page tokens; default: the service key kept sealed in the store (shared by every process). */
+  pageTokenKey?: Buffer;
+  /** Access tokens shared with another app of this process; default: loaded from the store. */
+  tokens?: AccessTokens;
+  /** Default: a registry with Node's default metrics. */
+  metrics?: Metrics;
+  payloadCodec?: PayloadCodec;
+  /** Options of the delivery log (its metric and its failure warning are wired here). */
+  deliveryLog?: Omit<DeliveryLogOptions, 'onSummarized' | 'onError'>;
+  /** Anything else of AppDeps (a token guard, a pinned clock, the readiness bound). */
+  overrides?: Partial<AppDeps>;
+}
+
+/** The app's dependencies; `close` stops what they hold (the delivery log writes its buffer). */
+export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close(): Promise<void> }> {
+  const { config, db, logger, secretBox } = inputs;
+  const metrics = inputs.metrics ?? new Metrics();
+  const deliveryLog = new DeliveryLog(db, {
+    ...inputs.deliveryLog,
+    onSummarized: () => metrics.deliveryLogSummarized.inc(),
+    onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
+  });
+  const runs = inputs.runs ?? (inputs.temporal ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, { eagerStart: inputs.temporal.eagerStart ?? false }) : undefined);
+  if (!runs) throw new Error('composeApp: give `temporal` or `runs`');
+  const deps: AppDeps = {
+    config,
+    db,
+    logger,
+    pageTokens: new PageTokens(inputs.pageTokenKey ?? (await loadPageTokenKey(db, secretBox))),
+    tokens: inputs.tokens ?? (await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds)),
+    runs,
+    metrics,
+    secretBox,
+    ...(inputs.payloadCodec ? { payloadCodec: inputs.payloadCodec } : {}),
+    deliveryLog,
+    ...inputs.overrides,
+  };
+  return {
+    ...deps,
+    async close() {
+      await deliveryLog.close();
+      if (deps.deliveryLog && deps.deliveryLog !== deliveryLog) await deps.deliveryLog.close();
+    },
+  };
+}

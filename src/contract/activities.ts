@@ -1,0 +1,82 @@
+/**
+ * The activities of the automation workflow as the workflow sees them: their names, inputs and
+ * results. activities/ implements them (`createActivities` returns an `AutomationActivities`); the
+ * workflow code proxies them by this interface and never imports activities/.
+ */
+import type { CelContext } from '../cel';
+import type { LogLevel } from '../steps';
+import type { LaneRequest } from './lanes';
+import type { AutomationVersionSteps, EvaluatedStep } from './run';
+
+/** The run whose calls share keys: its workflow id and run id. */
+export interface CallKeyScope {
+  workflowId: string;
+  runId: string;
+}
+
+export interface EvaluateStepInput {
+  stepId: string;
+  /** Field name → CEL expression. */
+  expressions: Record<string, string>;
+  ctx: CelContext;
+}
+
+export interface OwnershipRef {
+  userId: string;
+  roleSlug: string;
+  appId: string;
+  entitlementId: string;
+}
+
+/** What the workflow sends: the ids, the step, and who acts (`automation:<id>:<event id>`, for the audit trail). */
+export interface OwnershipInput extends OwnershipRef {
+  stepId?: string;
+  actor?: string;
+}
+
+export interface CreatedOwnership extends OwnershipRef {
+  /** RFC 3339 time the ownership was first recorded. */
+  createdAt: string;
+}
+
+export interface CallWebhookInput {
+  stepId: string;
+  url: string;
+  /** The JSON body, sent as `application/json`. */
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+  /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
+  secretHeaders?: Record<string, string>;
+  timeoutMs: number;
+  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
+  signature?: { secret: string };
+  /**
+   * The run whose call keys this call carries when it is not the activity's own run: a retry from
+   * the failed step continues the original run (absent: the activity's run).
+   */
+  keysOf?: CallKeyScope;
+}
+
+export interface CallWebhookOutput {
+  status: number;
+  /** A few response headers that are safe to keep (content-type, date, etag, request ids, ...). */
+  headers: Record<string, string>;
+  /** Parsed JSON when the response says it is JSON and parses; otherwise the text. */
+  body: unknown;
+}
+
+export interface AutomationActivities {
+  /** Evaluates every expression of a step; answers the step id and field name → JSON value. */
+  evaluateStep(input: EvaluateStepInput): Promise<EvaluatedStep>;
+  /** The steps of a published version (a run's own steps). */
+  loadAutomationVersion(ref: { automationId: string; version: number }): Promise<AutomationVersionSteps>;
+  /** Records a log step's line. */
+  annotate(input: { stepId: string; level: LogLevel; line: string }): Promise<{ stepId: string; line: string }>;
+  /** Signal-with-start of the run's lane: `acquire` for this run. */
+  requestLanePermit(request: LaneRequest): Promise<void>;
+  /** The ids among `runIds` of runs that have closed. */
+  closedRuns(input: { runIds: string[] }): Promise<{ closed: string[] }>;
+  createEntitlementOwner(ref: OwnershipInput): Promise<CreatedOwnership>;
+  deleteEntitlementOwner(ref: OwnershipInput): Promise<{ deleted: boolean }>;
+  callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput>;
+}

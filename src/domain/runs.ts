@@ -1,0 +1,57 @@
+/**
+ * The runs port: how the delivery intake starts automation runs and the API asks after them. The
+ * Temporal adapter implements it (src/temporal/runs.ts `TemporalRuns`).
+ */
+import type { Client } from '@temporalio/client';
+import type { AutomationRunInput } from '../contract/run';
+import type { LaneRequest } from '../contract/lanes';
+
+export class DuplicateEventError extends Error {
+  override name = 'DuplicateEventError';
+  constructor(readonly runId: string) {
+    super('event already received');
+  }
+}
+
+export class WorkflowEngineUnavailableError extends Error {
+  override name = 'WorkflowEngineUnavailableError';
+}
+
+export interface StartedRun {
+  /** The run's id (its workflow id; the HTTP API's `executionId`). */
+  runId: string;
+}
+
+/** What operators see of a run in the Web UI and its memo (not part of the run's input). */
+export interface RunDisplay {
+  automationName: string;
+}
+
+export interface AutomationRuns {
+  /**
+   * Starts one run; resolves only once Temporal has durably accepted it.
+   * Throws DuplicateEventError when the event id was already received by the listener,
+   * WorkflowEngineUnavailableError when Temporal cannot be reached.
+   */
+  start(input: AutomationRunInput, display: RunDisplay): Promise<StartedRun>;
+  /** Resolves when the workflow engine answers (readiness checks); rejects otherwise. */
+  ping(): Promise<void>;
+  /**
+   * Asks the lane of a run's concurrency key for a permit, right after the run's start, so that
+   * requests reach the lane in the order events were accepted (src/temporal/lanes.ts). Throws
+   * WorkflowEngineUnavailableError; the run repeats the request itself when it gets no permit.
+   */
+  requestLanePermit?(request: Omit<LaneRequest, 'taskQueue'>): Promise<void>;
+  /**
+   * The run started for this event, if there is one (the repeat check of a filtered or rate-limited
+   * delivery, which starts nothing). Throws WorkflowEngineUnavailableError.
+   */
+  runOf?(listenerId: string, eventId: string): Promise<string | undefined>;
+  /**
+   * The Temporal client the runs are started with, for reading them back (the executions API,
+   * src/temporal/executions.ts). Absent where runs are not on Temporal (tests without it).
+   */
+  readonly client?: Client;
+  /** The task queue runs start on (reruns start there too). */
+  readonly taskQueue?: string;
+}
