@@ -6,16 +6,17 @@
 import type { Db } from '../src/store/db';
 import type { SecretBox } from '../src/auth/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
-import { createOwnershipActivities } from './ownership';
+import { createOwnershipActivities } from './owners';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
+import { createNotifyActivities } from './notify';
 import type { Client } from '@temporalio/client';
 
 export type { EvaluateStepInput } from './steps';
-export type { OwnershipRef, OwnershipInput, CreatedOwnership } from './ownership';
+export type { OwnershipRef, OwnershipInput, CreatedOwnership } from './owners';
 export type { CallWebhookInput, CallWebhookOutput } from './call-webhook';
 export { CEL_EVALUATION_FAILURE } from './steps';
-export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './ownership';
+export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './owners';
 export {
   CALL_WEBHOOK_HTTP_ERROR,
   CALL_WEBHOOK_NETWORK_ERROR,
@@ -46,5 +47,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createLaneActivities({ ...(deps.client ? { client: deps.client } : {}) }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
+    ...createNotifyActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
   };
 }

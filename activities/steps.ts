@@ -10,7 +10,7 @@ import { CelEvaluationError, evaluateAll, type CelContext } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
-import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../workflows/types';
+import { CEL_EVALUATION_FAILURE, VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../workflows/types';
 
 export interface EvaluateStepInput {
   stepId: string;
@@ -19,8 +19,7 @@ export interface EvaluateStepInput {
   ctx: CelContext;
 }
 
-/** Failure type of an expression that cannot be evaluated; the workflow fails the step with it. */
-export const CEL_EVALUATION_FAILURE = 'CelEvaluationError';
+export { CEL_EVALUATION_FAILURE };
 
 export function createStepActivities(deps: { db: Db }) {
   return {

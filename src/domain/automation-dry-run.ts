@@ -15,7 +15,7 @@
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
 import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
-import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
+import { runStep, stepKind, StepError, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../webhooks';
 import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 
@@ -114,13 +114,19 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
     async fail(message) {
       return { message };
     },
-    async createEntitlementOwner(ref) {
-      return { ...ref };
+    async perform(effect, input) {
+      const simulate = SIMULATIONS[effect.name as EffectName] as Simulation<object> | undefined;
+      return simulate ? simulate(input, options, checkBudget) : { ...(input as Record<string, unknown>) };
     },
-    async deleteEntitlementOwner(ref) {
-      return { ...ref };
-    },
-    async callWebhook(request) {
+  };
+}
+
+type Simulation<Input> = (input: Input, options: DryRunOptions, checkBudget: () => void) => Record<string, unknown>;
+
+/** Effects whose simulated output is more than their evaluated input (the default), by name. */
+const SIMULATIONS: { [Name in EffectName]?: Simulation<EffectInput<Name>> } = {
+  /** The request as it would be sent: the URL checked, secrets and the service's headers as placeholders. */
+  callWebhook(request, options, checkBudget) {
       const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
       if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
       const headers = { ...request.headers };
@@ -158,9 +164,8 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
         headers['webhook-signature'] = `[signed with ${signing}]`;
       }
       return { url: request.url, body: request.body, headers };
-    },
-  };
-}
+  },
+};
 
 /** The same text a run shows for the step: `field: reason` for CEL errors. */
 function messageOf(err: unknown): string {

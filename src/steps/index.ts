@@ -8,11 +8,13 @@ import type { z } from 'zod';
 import { parseDuration } from '../../workflows/duration';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
-import { describeValue, IDENTIFIER, isObject, StepError, type FieldViolation, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';
+import { describeValue, IDENTIFIER, isObject, StepError, type Effect, type FieldViolation, type StepEffects, type StepRetryPolicy } from './kind';
 import { log } from './log';
-import { createEntitlementOwner, deleteEntitlementOwner } from './ownership';
+import { notify } from './notify';
+import { createEntitlementOwner, deleteEntitlementOwner } from './owners';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
+import { validateBody, type CelCompiler } from './validate';
 import { waitForApproval } from './wait-for-approval';
 
 export const STEP_REGISTRY = {
@@ -24,12 +26,19 @@ export const STEP_REGISTRY = {
   fail,
   log,
   waitForApproval,
+  notify,
 } as const;
 
 export type StepKind = keyof typeof STEP_REGISTRY;
 export const STEP_KINDS = Object.keys(STEP_REGISTRY) as StepKind[];
 /** Kinds that take a `retry` policy. */
 export const RETRYABLE_STEP_KINDS: readonly StepKind[] = STEP_KINDS.filter((kind) => STEP_REGISTRY[kind].retryable === true);
+
+/** The effects the kinds declare, by name: each is an activity of that name (activities/index.ts). */
+export type DeclaredEffect = NonNullable<(typeof STEP_REGISTRY)[StepKind]['effect']>;
+export type EffectName = DeclaredEffect['name'];
+/** The input of the effect `Name` (what its activity gets besides the EffectContext). */
+export type EffectInput<Name extends EffectName> = Extract<DeclaredEffect, { name: Name }> extends Effect<Name, infer Input> ? Input : never;
 
 type StepBodies = { [K in StepKind]: z.output<(typeof STEP_REGISTRY)[K]['schema']> };
 
@@ -84,9 +93,9 @@ const STEP_FIELDS = new Set<string>(['id', 'when', 'retry', ...STEP_KINDS]);
  */
 export function validateSteps(
   value: unknown,
-  cel: (source: string) => string | undefined,
+  cel: CelCompiler,
   violations: FieldViolation[],
-  secretCel: (source: string) => string | undefined = () => 'named secrets cannot be checked here',
+  secretCel: CelCompiler = () => 'named secrets cannot be checked here',
 ): StepDefinition[] {
   if (!Array.isArray(value)) {
     violations.push({ field: 'steps', description: 'must be an array of steps' });
@@ -111,25 +120,9 @@ export function validateSteps(
     }
     if (seen.has(id)) violations.push({ field: `${at}.id`, description: `step id "${id}" is used twice` });
     seen.add(id);
-    /** A CEL field checked by `validate` (plain CEL, or a header that may read secrets). */
-    const celField =
-      (validate: (source: string) => string | undefined) =>
-      (source: unknown, field: string): string => {
-        if (typeof source !== 'string' || source.trim() === '') {
-          violations.push({ field, description: `step "${id}": must be a CEL expression (a non-empty string)` });
-          return '';
-        }
-        const problem = validate(source);
-        if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
-        return source;
-      };
-    const check = (bodyAt: string): StepCheck => ({
-      at: bodyAt,
-      id,
-      violation: (field, description) => violations.push({ field, description: `step "${id}": ${description}` }),
-      cel: celField(cel),
-      secretCel: celField(secretCel),
-    });
+    const violation = (field: string, description: string): void => {
+      violations.push({ field, description: `step "${id}": ${description}` });
+    };
     const kinds = STEP_KINDS.filter((kind) => raw[kind] !== undefined && raw[kind] !== null);
     if (kinds.length !== 1) {
       violations.push({ field: at, description: `step "${id}": exactly one of ${STEP_KINDS.join(', ')} must be set (found ${kinds.length})` });
@@ -137,12 +130,19 @@ export function validateSteps(
     }
     const kind = kinds[0]!;
     const step: Record<string, unknown> = { id };
-    if (raw.when !== undefined && raw.when !== null) step.when = check(at).cel(raw.when, `${at}.when`);
+    if (raw.when !== undefined && raw.when !== null) {
+      if (typeof raw.when !== 'string' || raw.when.trim() === '') violation(`${at}.when`, 'must be a CEL expression (a non-empty string)');
+      else {
+        const problem = cel(raw.when);
+        if (problem !== undefined) violation(`${at}.when`, problem);
+        step.when = raw.when;
+      }
+    }
     if (raw.retry !== undefined && raw.retry !== null) {
       if (!RETRYABLE_STEP_KINDS.includes(kind)) {
         violations.push({ field: `${at}.retry`, description: `step "${id}": retry applies only to ${RETRYABLE_STEP_KINDS.join(', ')} steps` });
       } else {
-        step.retry = validateRetry(raw.retry, check(`${at}.retry`));
+        step.retry = validateRetry(raw.retry, `${at}.retry`, violation);
       }
     }
     for (const key of Object.keys(raw)) {
@@ -153,7 +153,7 @@ export function validateSteps(
       violations.push({ field: `${at}.${kind}`, description: `step "${id}": must be an object` });
       step[kind] = {};
     } else {
-      step[kind] = STEP_REGISTRY[kind].validate(body, check(`${at}.${kind}`));
+      step[kind] = validateBody(STEP_REGISTRY[kind].schema, body, { at: `${at}.${kind}`, violation, cel, secretCel }) ?? {};
     }
     steps.push(step as unknown as StepDefinition);
   });
@@ -161,8 +161,8 @@ export function validateSteps(
 }
 
 /** `{maximumAttempts 1..20, initialInterval, maximumInterval (durations, ≤ 1 h), backoffCoefficient 1..10}`, all optional. */
-function validateRetry(value: unknown, check: StepCheck): StepRetryPolicy {
-  const { at } = check;
+function validateRetry(value: unknown, at: string, violation: (field: string, description: string) => void): StepRetryPolicy {
+  const check = { violation };
   if (!isObject(value)) {
     check.violation(at, 'must be an object');
     return {};
@@ -212,4 +212,5 @@ function validateRetry(value: unknown, check: StepCheck): StepRetryPolicy {
 
 export { StepError, describeValue };
 export { readsSecrets, splitSecretHeaders, SECRETS_IDENTIFIER } from './secret-references';
-export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision } from './kind';
+export { lastResult } from './kind';
+export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision, Effect, EffectContext, RecordedEffect, SecretRead } from './kind';
