@@ -4,10 +4,10 @@
  * endpoints and the one error body. Together with `schemas.ts` they are the source of the OpenAPI
  * document (`src/http/openapi.ts`); schemas that become components carry `.meta({ id })`.
  *
- * Automation writes are validated by hand (`automation-validation.ts` and each step kind's
- * `validate` in src/steps, with every CEL expression compiled); these schemas describe the same rules, and a property test
- * (`test/unit/fuzz-api-schemas.test.ts`) checks that every body the validator accepts is accepted
- * here and that every stored automation's view matches `Automation`.
+ * A step's body is validated by its kind's schema itself (src/steps/validate.ts, with every CEL
+ * field compiled); the rest of an automation write by hand (`automation-validation.ts`). A property
+ * test (`test/unit/automation-view-schema.test.ts`) checks that every stored automation's view
+ * matches `Automation`.
  */
 import { z } from 'zod';
 import { ROLES } from '../auth/roles';
