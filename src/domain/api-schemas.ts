@@ -12,8 +12,8 @@
 import { z } from 'zod';
 import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../webhooks/cidr';
-import { MAX_STEPS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
-import { celSchema, durationSchema, IDENTIFIER } from '../steps/kind';
+import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
+import { celSchema, IDENTIFIER } from '../steps/kind';
 import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';
 import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthMethod } from '../webhooks/authenticators';
 
@@ -95,18 +95,8 @@ export const ApiClientList = z
 
 // ---------------------------------------------------------------- automations
 
-const DURATION = durationSchema;
-
-const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
-const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
-export const StepRetryPolicy = z
-  .strictObject({
-    maximumAttempts: z.number().int().min(minAttempts).max(maxAttempts).nullish(),
-    initialInterval: DURATION().nullish(),
-    maximumInterval: DURATION().nullish(),
-    backoffCoefficient: z.number().min(minCoefficient).max(maxCoefficient).nullish(),
-  })
-  .meta({ id: 'StepRetryPolicy', description: `Retry policy of an effectful step; intervals at most ${RETRY_LIMITS.maxIntervalSeconds}s.` });
+/** A step's retry policy: its schema is its validator (src/steps/retry.ts). */
+export const StepRetryPolicy = retrySchema;
 
 /**
  * One step kind: `id`, optional `when`, `retry` where the kind takes one, the kind's body (its

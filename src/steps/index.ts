@@ -5,7 +5,6 @@
  * bundle imports it.
  */
 import type { z } from 'zod';
-import { parseDuration } from '../../workflows/duration';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
 import { describeValue, IDENTIFIER, isObject, StepError, type Effect, type FieldViolation, type StepEffects, type StepRetryPolicy } from './kind';
@@ -14,6 +13,7 @@ import { notify } from './notify';
 import { createEntitlementOwner, deleteEntitlementOwner } from './owners';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
+import { retrySchema } from './retry';
 import { validateBody, type CelCompiler } from './validate';
 import { waitForApproval } from './wait-for-approval';
 
@@ -56,10 +56,7 @@ export type StepDefinition = StepBase & { [K in StepKind]: { [P in K]: StepBodie
 
 export const MAX_STEPS = 50;
 
-/** Retry policy of effectful steps when the step does not set one. */
-export const RETRY_DEFAULTS = { maximumAttempts: 10, initialInterval: '1s', maximumInterval: '30s', backoffCoefficient: 2 } as const;
-/** Bounds of a step `retry` policy, checked when the automation is saved. */
-export const RETRY_LIMITS = { maximumAttempts: [1, 20], backoffCoefficient: [1, 10], maxIntervalSeconds: 3600 } as const;
+export { RETRY_DEFAULTS, RETRY_LIMITS, retrySchema } from './retry';
 
 /** The kind of a stored step; undefined for a step of no known kind. */
 export function stepKind(step: object): StepKind | undefined {
@@ -142,7 +139,7 @@ export function validateSteps(
       if (!RETRYABLE_STEP_KINDS.includes(kind)) {
         violations.push({ field: `${at}.retry`, description: `step "${id}": retry applies only to ${RETRYABLE_STEP_KINDS.join(', ')} steps` });
       } else {
-        step.retry = validateRetry(raw.retry, `${at}.retry`, violation);
+        step.retry = validateBody(retrySchema, raw.retry, { at: `${at}.retry`, violation, cel, secretCel }) ?? {};
       }
     }
     for (const key of Object.keys(raw)) {
@@ -158,56 +155,6 @@ export function validateSteps(
     steps.push(step as unknown as StepDefinition);
   });
   return steps;
-}
-
-/** `{maximumAttempts 1..20, initialInterval, maximumInterval (durations, ≤ 1 h), backoffCoefficient 1..10}`, all optional. */
-function validateRetry(value: unknown, at: string, violation: (field: string, description: string) => void): StepRetryPolicy {
-  const check = { violation };
-  if (!isObject(value)) {
-    check.violation(at, 'must be an object');
-    return {};
-  }
-  for (const key of Object.keys(value)) {
-    if (!['maximumAttempts', 'initialInterval', 'maximumInterval', 'backoffCoefficient'].includes(key)) {
-      check.violation(`${at}.${key}`, 'unknown field; expected maximumAttempts, initialInterval, maximumInterval, backoffCoefficient');
-    }
-  }
-  const retry: StepRetryPolicy = {};
-  const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
-  const attempts = value.maximumAttempts;
-  if (attempts !== undefined && attempts !== null) {
-    if (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < minAttempts || attempts > maxAttempts) {
-      check.violation(`${at}.maximumAttempts`, `must be an integer from ${minAttempts} to ${maxAttempts}`);
-    } else {
-      retry.maximumAttempts = attempts;
-    }
-  }
-  const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
-  const coefficient = value.backoffCoefficient;
-  if (coefficient !== undefined && coefficient !== null) {
-    if (typeof coefficient !== 'number' || !Number.isFinite(coefficient) || coefficient < minCoefficient || coefficient > maxCoefficient) {
-      check.violation(`${at}.backoffCoefficient`, `must be a number from ${minCoefficient} to ${maxCoefficient}`);
-    } else {
-      retry.backoffCoefficient = coefficient;
-    }
-  }
-  const intervals: Record<'initialInterval' | 'maximumInterval', number | undefined> = { initialInterval: undefined, maximumInterval: undefined };
-  for (const name of ['initialInterval', 'maximumInterval'] as const) {
-    const text = value[name];
-    if (text === undefined || text === null) continue;
-    const ms = typeof text === 'string' ? parseDuration(text) : undefined;
-    if (ms === undefined || ms <= 0 || ms > RETRY_LIMITS.maxIntervalSeconds * 1000) {
-      check.violation(`${at}.${name}`, `must be a positive duration such as "1s" or "0.5s", at most ${RETRY_LIMITS.maxIntervalSeconds}s`);
-    } else {
-      retry[name] = text as string;
-      intervals[name] = ms;
-    }
-  }
-  const initial = intervals.initialInterval ?? parseDuration(RETRY_DEFAULTS.initialInterval) ?? 0;
-  if (intervals.maximumInterval !== undefined && intervals.maximumInterval < initial) {
-    check.violation(`${at}.maximumInterval`, `must not be shorter than initialInterval (${retry.initialInterval ?? RETRY_DEFAULTS.initialInterval})`);
-  }
-  return retry;
 }
 
 export { StepError, describeValue };
