@@ -295,7 +295,7 @@ function workflowEffects(
       throw new StepError(message);
     },
     async perform(effect, effectInput) {
-      // The effect's activity, by name (EFFECT_ACTIVITIES checks that each exists). A retry from the
+      // The effect's activity, by name (EFFECT_ACTIVITIES_REGISTERED: each exists). A retry from the
       // failed step continues the original run: its calls carry that run's keys. (Activity
       // arguments are not part of replay's determinism check: no patch needed.)
       const keysOf = input.resume?.keysOf;

@@ -2,9 +2,10 @@
  * The dry run behind `POST /api/v1/automations/{id}/test`: runs every step's interpreter (the step
  * registry, src/steps) over a sample payload, in order, the way a run would, but with simulated
  * effects: no ownership change, no HTTP call, no waiting, no log line. An effect's simulated output
- * is its evaluated input (ownership: the four ids; callWebhook: url, body and headers; wait: the
- * duration; log: the line), so later steps read `ctx.steps.<id>` as in a run, except that a
- * callWebhook's simulated output is its request, not a response. A header value that reads named
+ * is its evaluated input (ownership: the four ids; notify: the secret's name and the text; wait: the
+ * duration; log: the line) unless it has a simulation of its own in SIMULATIONS, so later steps
+ * read `ctx.steps.<id>` as in a run, except that a callWebhook's simulated output is its request
+ * (url, body and headers), not a response. A header value that reads named
  * secrets shows a placeholder for each (`'Bearer ' + secrets.crm_token` → `Bearer [secret crm_token]`),
  * never a value: the dry run does not open secrets. The headers the service adds show placeholders
  * too: `Idempotency-Key` and `webhook-id` are `[per run]` (each run's key differs), and a signed
