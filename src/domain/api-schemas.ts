@@ -329,7 +329,7 @@ export const StepResult = z
     idempotencyKey: z
       .string()
       .optional()
-      .meta({ description: 'callWebhook steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.' }),
+      .meta({ description: 'callWebhook and notify steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.' }),
   })
   .meta({ id: 'StepResult' });
 

@@ -157,6 +157,7 @@ export const callWebhook = defineStep({
   retryable: true,
   schema,
   effect: callWebhookEffect,
+  sendsCallKey: true,
   async run(body, effects) {
     // Header values that read secrets are not evaluated here (their values would enter the
     // history): their sources go to the effect, which resolves the secrets where the request is made.

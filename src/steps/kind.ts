@@ -159,6 +159,8 @@ export interface StepKindDefinition<Kind extends string, Schema extends z.ZodTyp
   retryable?: boolean;
   /** Parks the run (a timer or a person): the executions view attributes timers to such steps. */
   parks?: boolean;
+  /** Its effect's requests carry the call's key (`Idempotency-Key`): the executions view shows it. */
+  sendsCallKey?: boolean;
   /** The effect the kind performs (an activity), if any. */
   effect?: E;
   /** Runs the step; resolves with its output (`ctx.steps.<id>`), throws StepError when it cannot. */

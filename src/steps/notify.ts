@@ -33,6 +33,7 @@ export const notify = defineStep({
     })
     .meta({ id: 'NotifyStep', description: 'Posts {"text": …} to a Slack-compatible incoming webhook kept as a named secret.' }),
   effect: notifyEffect,
+  sendsCallKey: true,
   async run(body, effects) {
     const { text } = await effects.evaluate({ text: body.text }, 'evaluate notify');
     if (typeof text !== 'string' || text === '') throw new StepError(`notify.text: must evaluate to a non-empty string, got ${describeValue(text)}`);

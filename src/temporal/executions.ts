@@ -291,10 +291,11 @@ function callKeyScope(value: unknown): CallKeyScope | undefined {
   return { workflowId: value.workflowId, runId: value.runId };
 }
 
-/** The steps, each callWebhook step that ran (or runs) with the key its requests carry. */
+/** The steps, each step that ran (or runs) a request carrying the call's key (`sendsCallKey`) with that key. */
 function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): ExecutionStep[] {
+  const sends = (kind: string): boolean => kind in STEP_REGISTRY && (STEP_REGISTRY[kind as StepKind] as { sendsCallKey?: boolean }).sendsCallKey === true;
   return steps.map((step) =>
-    step.kind === 'callWebhook' && step.status !== 'PENDING' && step.status !== 'SKIPPED' ? { ...step, idempotencyKey: callKey(keysOf, step.id) } : step,
+    sends(step.kind) && step.status !== 'PENDING' && step.status !== 'SKIPPED' ? { ...step, idempotencyKey: callKey(keysOf, step.id) } : step,
   );
 }
 

@@ -67,6 +67,7 @@ describe('notify step in a real run', () => {
     expect(received[0]).toEqual({ url: `/services/${TOKEN}`, contentType: 'application/json', idempotencyKey: expect.stringMatching(/\S/), body: '{"text":"Offboarded ada"}' });
     const execution = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
     expect(execution.body.execution.steps[0]).toMatchObject({ id: 'tell', kind: 'notify', status: 'DONE', output: { status: 200, text: 'Offboarded ada' } });
+    expect(execution.body.execution.steps[0].idempotencyKey).toBe(received[0]!.idempotencyKey);
     expect(JSON.stringify(execution.body)).not.toContain(TOKEN);
     expect(await historyText(stack.client, executionId)).not.toContain(TOKEN);
 
