@@ -88,13 +88,13 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
       const key = callKey(input.keysOf ?? activityRun(), input.stepId);
       const sources = input.secretHeaders ?? {};
       const signing = input.signature?.secret;
-      if (Object.keys(sources).length === 0 && signing === undefined) return callWebhook(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
+      if (Object.keys(sources).length === 0 && signing === undefined) return postJson(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
       // The URL first, as the request will be made: the outbound policy, then (in
       // resolveSecretHeaders) the origins the secrets allow; only then is a secret opened.
       const problem = urlProblem(input.url, deps.allowPrivateOutbound);
       if (problem !== undefined) throw refused(problem);
       const resolved = await resolveSecretHeaders(sources, new URL(input.url).origin, deps, signing);
-      const output = await callWebhook({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound, {
+      const output = await postJson({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound, {
         key,
         signingKeys: resolved.signingKeys,
       });
@@ -104,7 +104,7 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
 }
 
 /** The workflow id and run id of the run whose activity this is. */
-function activityRun(): CallKeyScope {
+export function activityRun(): CallKeyScope {
   let execution: { workflowId: string; runId: string } | undefined;
   try {
     execution = Context.current().info.workflowExecution;
@@ -151,20 +151,7 @@ async function resolveSecretHeaders(
   const values: Record<string, string> = {};
   const open = (name: string, field: string, details: Record<string, string>): void => {
     if (name in values) return;
-    const stored = sealed.get(name);
-    if (stored === undefined) {
-      throw ApplicationFailure.create({
-        type: CALL_WEBHOOK_SECRET_MISSING,
-        message: `callWebhook: ${field}: secret "${name}" does not exist (deleted after the automation was published?)`,
-        nonRetryable: true,
-        details: [{ secret: name, ...details }],
-      });
-    }
-    try {
-      values[name] = secretBox.open(stored, sealContext('outbound_secret', name));
-    } catch {
-      throw secretUnavailable(`${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
-    }
+    values[name] = openSecret(sealed, secretBox, name, field, details);
   };
   for (const [header, names] of Object.entries(namesOf)) {
     for (const name of names) open(name, `headers.${header}`, { header });
@@ -209,6 +196,27 @@ async function resolveSecretHeaders(
   return { headers, sensitive, signingKeys };
 }
 
+/**
+ * Opens the named secret from `sealed` (read from the store). Fails without retry when it does not
+ * exist, with retry when this worker cannot open it; messages name `field` and the secret only.
+ */
+export function openSecret(sealed: ReadonlyMap<string, string>, secretBox: SecretBox, name: string, field: string, details: Record<string, string> = {}): string {
+  const stored = sealed.get(name);
+  if (stored === undefined) {
+    throw ApplicationFailure.create({
+      type: CALL_WEBHOOK_SECRET_MISSING,
+      message: `callWebhook: ${field}: secret "${name}" does not exist (deleted after the automation was published?)`,
+      nonRetryable: true,
+      details: [{ secret: name, ...details }],
+    });
+  }
+  try {
+    return secretBox.open(stored, sealContext('outbound_secret', name));
+  } catch {
+    throw secretUnavailable(`${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+  }
+}
+
 /** Shorter values are not searched for in responses (they would match by chance). */
 const MIN_REDACTED_LENGTH = 4;
 
@@ -229,7 +237,7 @@ function redacted(output: CallWebhookOutput, sensitive: string[]): CallWebhookOu
   return walk(output) as CallWebhookOutput;
 }
 
-function refused(message: string, details: Record<string, unknown> = {}): ApplicationFailure {
+export function refused(message: string, details: Record<string, unknown> = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: CALL_WEBHOOK_REFUSED, message: `callWebhook: ${message}`, nonRetryable: true, details: [details] });
 }
 
@@ -239,18 +247,19 @@ function shown(target: URL): string {
 }
 
 /** Why the outbound policy refuses `url` (https, no credentials, no literal non-public address...), or undefined. */
-function urlProblem(url: string, allowPrivate: boolean): string | undefined {
+export function urlProblem(url: string, allowPrivate: boolean): string | undefined {
   // The URL is not quoted in the message: it may carry a token.
   return checkOutboundUrl(url, allowPrivate ? 'private' : 'public', 'URL', 'URL is not a valid absolute URL');
 }
 
 /** What the service adds to every request: the call's key, and the keys that sign it (none: unsigned). */
-interface CallIdentity {
+export interface CallIdentity {
   key: string;
   signingKeys: Buffer[];
 }
 
-function callWebhook(input: CallWebhookInput, allowPrivate: boolean, identity: CallIdentity): Promise<CallWebhookOutput> {
+/** One guarded POST of `input.body` as JSON to `input.url` (the outbound policy checked again here). */
+export function postJson(input: Omit<CallWebhookInput, 'stepId'>, allowPrivate: boolean, identity: CallIdentity): Promise<CallWebhookOutput> {
   const problem = urlProblem(input.url, allowPrivate);
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);

@@ -6,15 +6,16 @@
 import type { Db } from '../src/store/db';
 import type { SecretBox } from '../src/crypto/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
-import { createOwnershipActivities } from './ownership';
+import { createOwnershipActivities } from './owners';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
+import { createNotifyActivities } from './notify';
 import type { Lanes } from '../src/contract/lanes';
 import type { AutomationActivities } from '../src/contract/activities';
 
 export type { EvaluateStepInput, OwnershipRef, OwnershipInput, CreatedOwnership, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
 export { CEL_EVALUATION_FAILURE } from './steps';
-export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './ownership';
+export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './owners';
 export {
   CALL_WEBHOOK_HTTP_ERROR,
   CALL_WEBHOOK_NETWORK_ERROR,
@@ -39,11 +40,13 @@ export interface ActivityDeps {
   lanes?: Lanes;
 }
 
-export function createActivities(deps: ActivityDeps): AutomationActivities {
+/** Every activity the workflows call; `satisfies` fails the build when a declared effect has none. */
+export function createActivities(deps: ActivityDeps) {
   return {
     ...createStepActivities({ db: deps.db }),
     ...createLaneActivities({ ...(deps.lanes ? { lanes: deps.lanes } : {}) }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
-  };
+    ...createNotifyActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
+  } satisfies AutomationActivities;
 }

@@ -10,11 +10,10 @@ import { CelEvaluationError, evaluateAll } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
-import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
+import { CEL_EVALUATION_FAILURE, VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
 import type { EvaluateStepInput } from '../src/contract/activities';
 
-/** Failure type of an expression that cannot be evaluated; the workflow fails the step with it. */
-export const CEL_EVALUATION_FAILURE = 'CelEvaluationError';
+export { CEL_EVALUATION_FAILURE };
 
 export function createStepActivities(deps: { db: Db }) {
   return {

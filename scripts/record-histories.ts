@@ -65,6 +65,9 @@ const HISTORY_SECRET = `sk_history_${randomBytes(12).toString('hex')}`;
 /** The signing secret of the signed-call scenario (Standard Webhooks format); never written to a history (checked). */
 const HISTORY_SIGNING_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 
+/** The token in the URL of the notify scenario's incoming webhook (a named secret); never written to a history (checked). */
+const HISTORY_HOOK_TOKEN = `T0/B0/${randomBytes(12).toString('hex')}`;
+
 const OWNERSHIP = { userId: "'svc-1'", roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' };
 
 function scenarios(target: string): Scenario[] {
@@ -316,6 +319,18 @@ function scenarios(target: string): Scenario[] {
       },
     },
     {
+      name: 'notify-completed',
+      description: 'a notify step posting {"text"} to an incoming webhook whose URL (with its token) is a named secret, answered 200',
+      steps: [{ id: 'tell', notify: { webhook: 'history_hook', text: "'Offboarded ' + ctx.trigger.user" } }],
+      trigger: { user: 'u-9' },
+    },
+    {
+      name: 'notify-origin-refused',
+      description: 'a notify step whose secret does not allow the origin of the URL it holds: the step fails at once, nothing is sent',
+      steps: [{ id: 'tell', notify: { webhook: 'history_hook_elsewhere', text: "'x'" } }],
+      trigger: {},
+    },
+    {
       name: 'many-steps',
       description: '24 steps of every non-parking kind, with skips and a short wait',
       steps: [
@@ -340,7 +355,7 @@ function holdsSecret(root: unknown): boolean {
   while (work.length > 0) {
     const node = work.pop();
     if (typeof node === 'string') {
-      for (const secret of [HISTORY_SECRET, HISTORY_SIGNING_SECRET.slice('whsec_'.length)]) {
+      for (const secret of [HISTORY_SECRET, HISTORY_SIGNING_SECRET.slice('whsec_'.length), HISTORY_HOOK_TOKEN]) {
         if (node.includes(secret) || Buffer.from(node, 'base64').toString('utf8').includes(secret)) return true;
       }
     } else if (node !== null && typeof node === 'object') {
@@ -383,7 +398,7 @@ async function untilStep(handle: Handle, stepId: string, status: string): Promis
   });
 }
 
-/** Loopback target: /ok answers 200, /flaky/<key> 500 twice then 200, /down always 500. */
+/** Loopback target: /ok and /hooks/<token> answer 200, /flaky/<key> 500 twice then 200, /down always 500. */
 async function startTarget(): Promise<{ origin: string; close(): Promise<void> }> {
   const attempts = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -392,7 +407,7 @@ async function startTarget(): Promise<{ origin: string; close(): Promise<void> }
       const url = req.url ?? '';
       const n = (attempts.get(url) ?? 0) + 1;
       attempts.set(url, n);
-      const ok = url === '/ok' || (url.startsWith('/flaky/') && n > 2);
+      const ok = url === '/ok' || url.startsWith('/hooks/') || (url.startsWith('/flaky/') && n > 2);
       res.writeHead(ok ? 200 : 500, { 'content-type': 'application/json' });
       res.end(JSON.stringify(ok ? { ok: true } : { error: 'try again' }));
     });
@@ -461,6 +476,8 @@ async function main(): Promise<void> {
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
     await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')), [target.origin]);
+    await insertOutboundSecret(db, 'history_hook_elsewhere', secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook_elsewhere')), ['https://hooks.slack.com']);
+    await insertOutboundSecret(db, 'history_hook', secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook')), [target.origin]);
     await insertOutboundSecret(db, 'history_signing', secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')), [target.origin]);
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';

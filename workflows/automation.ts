@@ -3,7 +3,7 @@
  * them in order through the step registry (src/steps). Deterministic: it imports only
  * @temporalio/workflow, the registry and types. Expressions are evaluated in local activities
  * (recorded in the history, retried, no task-queue round trip); effects run in regular activities
- * with the step's retry policy (ownership, callWebhook); a wait is a durable timer; a `fail` step
+ * with the step's retry policy (each kind's effect, by name); a wait is a durable timer; a `fail` step
  * ends the run as FAILED with its evaluated message.
  *
  * Query `state` answers the RunState at any time: every step is listed from the start (PENDING),
@@ -28,14 +28,27 @@ import {
   sleep,
   upsertSearchAttributes,
   workflowInfo,
+  type ActivityOptions,
   type RetryPolicy,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@temporalio/common';
 import { grantSignal, releaseSignal } from './lane';
 import type { AutomationActivities } from '../src/contract/activities';
-import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
+import {
+  RETRY_DEFAULTS,
+  runStep,
+  stepKind,
+  StepError,
+  type ApprovalDecision,
+  type EffectContext,
+  type EffectName,
+  type StepDefinition,
+  type StepEffects,
+  type StepRetryPolicy,
+} from '../src/steps';
 import { parseDuration } from '../src/duration';
 import {
+  CEL_EVALUATION_FAILURE,
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
   type RunQueue,
@@ -81,8 +94,8 @@ const PERMIT_REQUEST_REPEAT = '30 seconds';
 /** Then how often it repeats it (a lane that was terminated by hand learns of its queue again). */
 const PERMIT_REQUEST_REFRESH = '10 minutes';
 
-/** Time a callWebhook activity gets beyond the request's own deadline. */
-const CALL_WEBHOOK_GRACE_MS = 5_000;
+/** An effect's activity as the proxy gives it (AutomationActivities has one per declared effect, by name). */
+type EffectActivity = { executeWithOptions(options: ActivityOptions, args: [object]): Promise<object> };
 
 export async function automation(input: AutomationRunInput): Promise<RunState> {
   const state: RunState = { status: 'RUNNING', steps: [] };
@@ -274,18 +287,15 @@ function workflowEffects(
     fail(message) {
       throw new StepError(message);
     },
-    async createEntitlementOwner(ref) {
-      return { ...(await acts.createEntitlementOwner.executeWithOptions({ summary: summary(step, 'createEntitlementOwner'), retry }, [{ ...ref, stepId: step.id, actor }])) };
-    },
-    async deleteEntitlementOwner(ref) {
-      return { ...(await acts.deleteEntitlementOwner.executeWithOptions({ summary: summary(step, 'deleteEntitlementOwner'), retry }, [{ ...ref, stepId: step.id, actor }])) };
-    },
-    async callWebhook(request) {
-      const options = { summary: summary(step, 'callWebhook'), startToCloseTimeout: request.timeoutMs + CALL_WEBHOOK_GRACE_MS, retry };
-      // A retry from the failed step continues the original run: its calls carry that run's keys.
-      // (Activity arguments are not part of replay's determinism check: no patch needed.)
+    async perform(effect, effectInput) {
+      // The effect's activity, by name (EFFECT_ACTIVITIES_REGISTERED: each exists). A retry from the
+      // failed step continues the original run: its calls carry that run's keys. (Activity
+      // arguments are not part of replay's determinism check: no patch needed.)
       const keysOf = input.resume?.keysOf;
-      return { ...(await acts.callWebhook.executeWithOptions(options, [{ stepId: step.id, ...request, ...(keysOf ? { keysOf } : {}) }])) };
+      const context: EffectContext = { stepId: step.id, actor, ...(keysOf ? { keysOf } : {}) };
+      const options = { summary: summary(step, effect.name), retry, ...(effect.timeoutMs ? { startToCloseTimeout: effect.timeoutMs(effectInput) } : {}) };
+      const activity = acts[effect.name as EffectName] as unknown as EffectActivity;
+      return { ...(await activity.executeWithOptions(options, [{ ...context, ...effectInput }])) };
     },
   };
 }
@@ -317,7 +327,7 @@ function activityCause(err: unknown): unknown {
 /** The message a failed step shows: the activity's own failure, not "Activity task failed". */
 function failureMessage(err: unknown): string {
   const cause = activityCause(err);
-  if (cause instanceof ApplicationFailure && cause.type === 'CelEvaluationError') {
+  if (cause instanceof ApplicationFailure && cause.type === CEL_EVALUATION_FAILURE) {
     const detail = cause.details?.[0] as { field?: unknown; reason?: unknown } | undefined;
     if (typeof detail?.reason === 'string') return typeof detail.field === 'string' ? `${detail.field}: ${detail.reason}` : detail.reason;
   }

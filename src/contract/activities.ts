@@ -4,7 +4,7 @@
  * workflow code proxies them by this interface and never imports activities/.
  */
 import type { CelContext } from '../cel';
-import type { LogLevel } from '../steps';
+import type { EffectContext, EffectInput, EffectName, LogLevel } from '../steps';
 import type { LaneRequest } from './lanes';
 import type { AutomationVersionSteps, EvaluatedStep } from './run';
 
@@ -65,7 +65,8 @@ export interface CallWebhookOutput {
   body: unknown;
 }
 
-export interface AutomationActivities {
+/** The run's own activities, whatever its steps: evaluation, loading its version, log lines, its lane. */
+export interface RunActivities {
   /** Evaluates every expression of a step; answers the step id and field name → JSON value. */
   evaluateStep(input: EvaluateStepInput): Promise<EvaluatedStep>;
   /** The steps of a published version (a run's own steps). */
@@ -76,7 +77,13 @@ export interface AutomationActivities {
   requestLanePermit(request: LaneRequest): Promise<void>;
   /** The ids among `runIds` of runs that have closed. */
   closedRuns(input: { runIds: string[] }): Promise<{ closed: string[] }>;
-  createEntitlementOwner(ref: OwnershipInput): Promise<CreatedOwnership>;
-  deleteEntitlementOwner(ref: OwnershipInput): Promise<{ deleted: boolean }>;
-  callWebhook(input: CallWebhookInput): Promise<CallWebhookOutput>;
 }
+
+/**
+ * One activity per effect a step kind declares (src/steps, `defineEffect`), named after it: it gets
+ * the effect's input and the EffectContext. Derived from the step registry, so a kind with a new
+ * effect changes nothing here, and activities/ does not compile until it registers that activity.
+ */
+export type EffectActivities = { [Name in EffectName]: (input: EffectInput<Name> & EffectContext) => Promise<object> };
+
+export type AutomationActivities = RunActivities & EffectActivities;

@@ -7,6 +7,9 @@ import type { StepDefinition, StepKind } from '../steps';
 
 export type { StepDefinition, StepKind };
 
+/** Failure type of a step expression that cannot be evaluated (activities/steps.ts); the workflow shows its field and reason. */
+export const CEL_EVALUATION_FAILURE = 'CelEvaluationError';
+
 /**
  * What a run is started with: references, not steps. The worker loads the steps of `version` from
  * the immutable published snapshot, so whoever can start a workflow cannot make the worker run

@@ -4,16 +4,16 @@
  * endpoints and the one error body. Together with `schemas.ts` they are the source of the OpenAPI
  * document (`src/http/openapi.ts`); schemas that become components carry `.meta({ id })`.
  *
- * Automation writes are validated by hand (`automation-validation.ts` and each step kind's
- * `validate` in src/steps, with every CEL expression compiled); these schemas describe the same rules, and a property test
- * (`test/unit/fuzz-api-schemas.test.ts`) checks that every body the validator accepts is accepted
- * here and that every stored automation's view matches `Automation`.
+ * A step's body is validated by its kind's schema itself (src/steps/validate.ts, with every CEL
+ * field compiled); the rest of an automation write by hand (`automation-validation.ts`). A property
+ * test (`test/unit/automation-view-schema.test.ts`) checks that every stored automation's view
+ * matches `Automation`.
  */
 import { z } from 'zod';
 import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../net/cidr';
-import { MAX_STEPS, RETRY_LIMITS, RETRYABLE_STEP_KINDS, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
-import { celSchema, durationSchema, IDENTIFIER } from '../steps/kind';
+import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
+import { celSchema, IDENTIFIER } from '../steps/kind';
 import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';
 import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthMethod } from '../webhooks/authenticators';
 
@@ -95,18 +95,8 @@ export const ApiClientList = z
 
 // ---------------------------------------------------------------- automations
 
-const DURATION = durationSchema;
-
-const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
-const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
-export const StepRetryPolicy = z
-  .strictObject({
-    maximumAttempts: z.number().int().min(minAttempts).max(maxAttempts).nullish(),
-    initialInterval: DURATION().nullish(),
-    maximumInterval: DURATION().nullish(),
-    backoffCoefficient: z.number().min(minCoefficient).max(maxCoefficient).nullish(),
-  })
-  .meta({ id: 'StepRetryPolicy', description: `Retry policy of an effectful step; intervals at most ${RETRY_LIMITS.maxIntervalSeconds}s.` });
+/** A step's retry policy: its schema is its validator (src/steps/retry.ts). */
+export const StepRetryPolicy = retrySchema;
 
 /**
  * One step kind: `id`, optional `when`, `retry` where the kind takes one, the kind's body (its
@@ -339,7 +329,7 @@ export const StepResult = z
     idempotencyKey: z
       .string()
       .optional()
-      .meta({ description: 'callWebhook steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.' }),
+      .meta({ description: 'callWebhook and notify steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.' }),
   })
   .meta({ id: 'StepResult' });
 

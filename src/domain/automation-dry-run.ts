@@ -2,9 +2,10 @@
  * The dry run behind `POST /api/v1/automations/{id}/test`: runs every step's interpreter (the step
  * registry, src/steps) over a sample payload, in order, the way a run would, but with simulated
  * effects: no ownership change, no HTTP call, no waiting, no log line. An effect's simulated output
- * is its evaluated input (ownership: the four ids; callWebhook: url, body and headers; wait: the
- * duration; log: the line), so later steps read `ctx.steps.<id>` as in a run, except that a
- * callWebhook's simulated output is its request, not a response. A header value that reads named
+ * is its evaluated input (ownership: the four ids; notify: the secret's name and the text; wait: the
+ * duration; log: the line) unless it has a simulation of its own in SIMULATIONS, so later steps
+ * read `ctx.steps.<id>` as in a run, except that a callWebhook's simulated output is its request
+ * (url, body and headers), not a response. A header value that reads named
  * secrets shows a placeholder for each (`'Bearer ' + secrets.crm_token` → `Bearer [secret crm_token]`),
  * never a value: the dry run does not open secrets. The headers the service adds show placeholders
  * too: `Idempotency-Key` and `webhook-id` are `[per run]` (each run's key differs), and a signed
@@ -15,7 +16,7 @@
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
 import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
-import { runStep, stepKind, StepError, type StepDefinition, type StepEffects, type StepKind } from '../steps';
+import { runStep, stepKind, StepError, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../outbound/policy';
 import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 
@@ -114,13 +115,19 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
     async fail(message) {
       return { message };
     },
-    async createEntitlementOwner(ref) {
-      return { ...ref };
+    async perform(effect, input) {
+      const simulate = SIMULATIONS[effect.name as EffectName] as Simulation<object> | undefined;
+      return simulate ? simulate(input, options, checkBudget) : { ...(input as Record<string, unknown>) };
     },
-    async deleteEntitlementOwner(ref) {
-      return { ...ref };
-    },
-    async callWebhook(request) {
+  };
+}
+
+type Simulation<Input> = (input: Input, options: DryRunOptions, checkBudget: () => void) => Record<string, unknown>;
+
+/** Effects whose simulated output is more than their evaluated input (the default), by name. */
+const SIMULATIONS: { [Name in EffectName]?: Simulation<EffectInput<Name>> } = {
+  /** The request as it would be sent: the URL checked, secrets and the service's headers as placeholders. */
+  callWebhook(request, options, checkBudget) {
       const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
       if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
       const headers = { ...request.headers };
@@ -158,9 +165,8 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
         headers['webhook-signature'] = `[signed with ${signing}]`;
       }
       return { url: request.url, body: request.body, headers };
-    },
-  };
-}
+  },
+};
 
 /** The same text a run shows for the step: `field: reason` for CEL errors. */
 function messageOf(err: unknown): string {

@@ -11,7 +11,7 @@ import type { Db, Queryable } from '../store/db';
 import * as store from '../store/outbound-secrets';
 import { secretNames } from '../cel';
 import { HEADER_VALUE } from '../steps/call-webhook';
-import { readsSecrets, stepKind, type StepDefinition } from '../steps';
+import { STEP_REGISTRY, stepKind, type SecretRead, type StepDefinition } from '../steps';
 import { allowedOriginsOf, originRefusal, refusedSecret, staticOrigin, validateAllowedOrigins } from './secret-origins';
 import { ConflictError, invalidArgument, notFound, type FieldViolation } from './errors';
 import { parseGracePeriod } from './rotation-grace';
@@ -173,28 +173,26 @@ export function listOutboundSecrets(db: Queryable, tokens: PageTokens, page: Pag
   });
 }
 
-/** Every secret the steps read: field path (`steps[i].callWebhook.headers.<name>`) → secret names. */
+/** Every secret the steps read (each kind says where, `secretReads`): field path (`steps[i].callWebhook.headers.<name>`) → secret names. */
 export function secretReferences(
   steps: readonly StepDefinition[],
   prefix = 'steps',
 ): Array<{ field: string; stepId: string; names: string[]; origin: string | undefined }> {
   const out: Array<{ field: string; stepId: string; names: string[]; origin: string | undefined }> = [];
   steps.forEach((step, index) => {
-    if (stepKind(step) !== 'callWebhook' || !('callWebhook' in step)) return;
-    const origin = staticOrigin(step.callWebhook.url);
-    for (const [header, source] of Object.entries(step.callWebhook.headers ?? {})) {
-      if (!readsSecrets(source)) continue;
+    const kind = stepKind(step);
+    const reads = kind === undefined ? undefined : (STEP_REGISTRY[kind] as { secretReads?(body: unknown): SecretRead[] }).secretReads;
+    if (kind === undefined || reads === undefined) return;
+    for (const read of reads((step as unknown as Record<string, unknown>)[kind])) {
       let names: string[];
       try {
-        names = secretNames(source);
+        names = read.name !== undefined ? [read.name] : secretNames(read.expression ?? '');
       } catch {
         continue; // refused by validation already
       }
-      out.push({ field: `${prefix}[${index}].callWebhook.headers.${header}`, stepId: step.id, names, origin });
+      const origin = read.url === undefined ? undefined : staticOrigin(read.url);
+      out.push({ field: `${prefix}[${index}].${kind}.${read.field}`, stepId: step.id, names, origin });
     }
-    // The secret that signs the step's calls (Standard Webhooks): bound to origins like a header's.
-    const signing = step.callWebhook.signature?.secret;
-    if (typeof signing === 'string') out.push({ field: `${prefix}[${index}].callWebhook.signature.secret`, stepId: step.id, names: [signing], origin });
   });
   return out;
 }

@@ -6,8 +6,21 @@
  * Webhooks way with a named secret (the activity resolves the secret; its value never reaches here).
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, isObject, StepError, unknownFields, type CallWebhookRequest } from './kind';
-import { readsSecrets, splitSecretHeaders } from './secret-references';
+import {
+  boundedRecord,
+  celSchema,
+  defineEffect,
+  defineStep,
+  describeValue,
+  integerFrom,
+  isObject,
+  SECRET_NAME,
+  secretCelSchema,
+  StepError,
+  type CallWebhookRequest,
+  type SecretRead,
+} from './kind';
+import { splitSecretHeaders } from './secret-references';
 
 /** `timeoutMs`: default and largest value. */
 export const CALL_WEBHOOK_DEFAULT_TIMEOUT_MS = 10_000;
@@ -40,35 +53,53 @@ export const CALL_WEBHOOK_RESERVED_HEADERS: readonly string[] = [
  */
 export const CALL_WEBHOOK_SERVICE_HEADERS: readonly string[] = ['idempotency-key', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
 
-/** A named secret's name (as /api/v1/secrets accepts it). */
-const SIGNING_SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
-
 /** What an HTTP header value may hold (Node refuses anything else when sending). */
 export const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+
+/** Headers the service sets itself (framing, hop-by-hop, the call's key and signature). */
+function serviceHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || CALL_WEBHOOK_SERVICE_HEADERS.includes(lower) || lower.startsWith('proxy-');
+}
+
+const headers = boundedRecord(
+  z.string().regex(HEADER_NAME, { error: 'not a valid header name' }).refine((name) => !serviceHeader(name), { error: 'the service sets this header itself' }),
+  secretCelSchema(),
+  { max: MAX_WEBHOOK_HEADERS },
+  `at most ${MAX_WEBHOOK_HEADERS} headers`,
+).superRefine((record, ctx) => {
+  const seen = new Set<string>();
+  for (const name of Object.keys(record)) {
+    if (seen.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'header names are case-insensitive; this one is given twice' });
+    seen.add(name.toLowerCase());
+  }
+});
 
 const schema = z
   .strictObject({
     url: celSchema().meta({ description: 'CEL giving the https URL to POST to.' }),
     body: z
-      .union([
-        // eslint-disable-next-line no-control-regex -- field names: 1 to 128 characters, no control characters
-        z.record(z.string().regex(/^[^\u0000-\u001f]{1,128}$/), celSchema()).meta({ maxProperties: MAX_WEBHOOK_BODY_FIELDS }),
-        celSchema(),
-      ])
+      .union(
+        [
+          // eslint-disable-next-line no-control-regex -- field names: 1 to 128 characters, no control characters
+          boundedRecord(z.string().regex(/^[^\u0000-\u001f]{1,128}$/, { error: 'field names are 1 to 128 characters without control characters' }), celSchema(), { max: MAX_WEBHOOK_BODY_FIELDS }, `at most ${MAX_WEBHOOK_BODY_FIELDS} fields`),
+          celSchema(),
+        ],
+        { error: 'must be a map of field name → CEL expression, or one CEL expression giving a map' },
+      )
       .meta({ description: 'Field name → CEL expression, or one CEL expression giving a map.' }),
-    headers: z
-      .record(z.string().regex(HEADER_NAME), celSchema())
-      .nullish()
-      .meta({
-        maxProperties: MAX_WEBHOOK_HEADERS,
-        description:
-          'Header name → CEL expression; framing and hop-by-hop headers are refused. A header value may read named secrets ' +
-          "(`'Bearer ' + secrets.crm_token`): such an expression reads only secrets.<name> and literals, and is evaluated by the worker at request time.",
-      }),
-    timeoutMs: z.number().int().min(1).max(CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
+    headers: headers.nullish().meta({
+      description:
+        'Header name → CEL expression; framing and hop-by-hop headers are refused. A header value may read named secrets ' +
+        "(`'Bearer ' + secrets.crm_token`): such an expression reads only secrets.<name> and literals, and is evaluated by the worker at request time.",
+    }),
+    timeoutMs: integerFrom(1, CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
     signature: z
-      .strictObject({ secret: z.string().regex(SIGNING_SECRET_NAME).meta({ description: 'The named outbound secret that signs (it must exist).' }) })
+      .strictObject(
+        { secret: z.string({ error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' }).regex(SECRET_NAME, { error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' }).meta({ description: 'The named outbound secret that signs (it must exist).' }) },
+        { error: 'must be {"secret": "<name>"}: the named secret that signs the requests' },
+      )
       .nullish()
       .meta({
         description:
@@ -79,12 +110,11 @@ const schema = z
 
 type Body = z.output<typeof schema>;
 
-/** A body field name: 1 to 128 characters, no control characters (U+0000 to U+001F). */
-function isBodyFieldName(name: string): boolean {
-  if (name.length < 1 || name.length > 128) return false;
-  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) < 0x20) return false;
-  return true;
-}
+/** Time a callWebhook activity gets beyond the request's own deadline. */
+const CALL_WEBHOOK_GRACE_MS = 5_000;
+
+/** The POST, made by the callWebhook activity (activities/call-webhook.ts). */
+export const callWebhookEffect = defineEffect<CallWebhookRequest>()('callWebhook', { timeoutMs: (request) => request.timeoutMs + CALL_WEBHOOK_GRACE_MS });
 
 /**
  * The expressions of a step as one flat batch: `url`, `body` (one expression) or `body.<field>`,
@@ -126,70 +156,8 @@ export const callWebhook = defineStep({
   kind: 'callWebhook',
   retryable: true,
   schema,
-  validate(body, check) {
-    const { at } = check;
-    unknownFields(body, ['url', 'body', 'headers', 'timeoutMs', 'signature'], check);
-    const result: Record<string, unknown> = { url: check.cel(body.url, `${at}.url`) };
-    const payload = body.body;
-    if (typeof payload === 'string') {
-      result.body = check.cel(payload, `${at}.body`);
-    } else if (isObject(payload)) {
-      const entries = Object.entries(payload);
-      if (entries.length > MAX_WEBHOOK_BODY_FIELDS) check.violation(`${at}.body`, `at most ${MAX_WEBHOOK_BODY_FIELDS} fields`);
-      const fields: Record<string, string> = {};
-      for (const [name, source] of entries) {
-        if (!isBodyFieldName(name)) {
-          check.violation(`${at}.body.${name}`, 'field names are 1 to 128 characters without control characters');
-          continue;
-        }
-        fields[name] = check.cel(source, `${at}.body.${name}`);
-      }
-      result.body = fields;
-    } else {
-      check.violation(`${at}.body`, 'must be a map of field name → CEL expression, or one CEL expression giving a map');
-    }
-    if (body.headers !== undefined && body.headers !== null) {
-      if (!isObject(body.headers)) {
-        check.violation(`${at}.headers`, 'must be a map of header name → CEL expression');
-      } else {
-        const entries = Object.entries(body.headers);
-        if (entries.length > MAX_WEBHOOK_HEADERS) check.violation(`${at}.headers`, `at most ${MAX_WEBHOOK_HEADERS} headers`);
-        const headers: Record<string, string> = {};
-        const seen = new Set<string>();
-        for (const [name, source] of entries) {
-          const lower = name.toLowerCase();
-          if (!HEADER_NAME.test(name)) check.violation(`${at}.headers.${name}`, 'not a valid header name');
-          else if (CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || CALL_WEBHOOK_SERVICE_HEADERS.includes(lower) || lower.startsWith('proxy-')) {
-            check.violation(`${at}.headers.${name}`, 'the service sets this header itself');
-          }
-          else if (seen.has(lower)) check.violation(`${at}.headers.${name}`, 'header names are case-insensitive; this one is given twice');
-          else if (typeof source === 'string' && readsSecrets(source)) headers[name] = check.secretCel(source, `${at}.headers.${name}`);
-          else headers[name] = check.cel(source, `${at}.headers.${name}`);
-          seen.add(lower);
-        }
-        result.headers = headers;
-      }
-    }
-    if (body.timeoutMs !== undefined && body.timeoutMs !== null) {
-      const timeoutMs = body.timeoutMs;
-      if (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > CALL_WEBHOOK_MAX_TIMEOUT_MS) {
-        check.violation(`${at}.timeoutMs`, `must be an integer from 1 to ${CALL_WEBHOOK_MAX_TIMEOUT_MS}`);
-      } else {
-        result.timeoutMs = timeoutMs;
-      }
-    }
-    if (body.signature !== undefined && body.signature !== null) {
-      const signature = body.signature;
-      if (!isObject(signature) || Object.keys(signature).some((key) => key !== 'secret')) {
-        check.violation(`${at}.signature`, 'must be {"secret": "<name>"}: the named secret that signs the requests');
-      } else if (typeof signature.secret !== 'string' || !SIGNING_SECRET_NAME.test(signature.secret)) {
-        check.violation(`${at}.signature.secret`, 'must name a secret: ^[a-z][a-z0-9_]{0,62}$');
-      } else {
-        result.signature = { secret: signature.secret };
-      }
-    }
-    return result as Body;
-  },
+  effect: callWebhookEffect,
+  sendsCallKey: true,
   async run(body, effects) {
     // Header values that read secrets are not evaluated here (their values would enter the
     // history): their sources go to the effect, which resolves the secrets where the request is made.
@@ -198,6 +166,11 @@ export const callWebhook = defineStep({
     const values = await effects.evaluate(callWebhookExpressions(fields), 'evaluate callWebhook');
     const request = assembleCallWebhook(fields, values);
     const withSecrets = Object.keys(secret).length === 0 ? request : { ...request, secretHeaders: secret };
-    return effects.callWebhook(body.signature ? { ...withSecrets, signature: { secret: body.signature.secret } } : withSecrets);
+    return effects.perform(callWebhookEffect, body.signature ? { ...withSecrets, signature: { secret: body.signature.secret } } : withSecrets);
+  },
+  secretReads(body) {
+    const reads: SecretRead[] = Object.entries(splitSecretHeaders(body.headers).secret).map(([header, expression]) => ({ field: `headers.${header}`, expression, url: body.url }));
+    if (body.signature) reads.push({ field: 'signature.secret', name: body.signature.secret, url: body.url });
+    return reads;
   },
 });

@@ -1,6 +1,6 @@
 /** `fail`: ends the run as FAILED with the evaluated message (a guard: `when` says when). */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, StepError, unknownFields } from './kind';
+import { celSchema, defineStep, describeValue, StepError } from './kind';
 
 /** Longest message a fail step records. */
 const MAX_FAIL_MESSAGE = 2000;
@@ -8,10 +8,6 @@ const MAX_FAIL_MESSAGE = 2000;
 export const fail = defineStep({
   kind: 'fail',
   schema: z.strictObject({ message: celSchema() }).meta({ id: 'FailStep', description: 'Ends the run as FAILED with the evaluated message.' }),
-  validate(body, check) {
-    unknownFields(body, ['message'], check);
-    return { message: check.cel(body.message, `${check.at}.message`) };
-  },
   async run(body, effects) {
     const { message } = await effects.evaluate({ message: body.message }, 'evaluate fail');
     if (typeof message !== 'string' || message === '') throw new StepError(`fail.message: must evaluate to a non-empty string, got ${describeValue(message)}`);

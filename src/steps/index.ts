@@ -5,14 +5,16 @@
  * bundle imports it.
  */
 import type { z } from 'zod';
-import { parseDuration } from '../duration';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
-import { describeValue, IDENTIFIER, isObject, StepError, type FieldViolation, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';
+import { describeValue, IDENTIFIER, isObject, StepError, type Effect, type FieldViolation, type StepEffects, type StepRetryPolicy } from './kind';
 import { log } from './log';
-import { createEntitlementOwner, deleteEntitlementOwner } from './ownership';
+import { notify } from './notify';
+import { createEntitlementOwner, deleteEntitlementOwner } from './owners';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
+import { retrySchema } from './retry';
+import { validateBody, type CelCompiler } from './validate';
 import { waitForApproval } from './wait-for-approval';
 
 export const STEP_REGISTRY = {
@@ -24,12 +26,19 @@ export const STEP_REGISTRY = {
   fail,
   log,
   waitForApproval,
+  notify,
 } as const;
 
 export type StepKind = keyof typeof STEP_REGISTRY;
 export const STEP_KINDS = Object.keys(STEP_REGISTRY) as StepKind[];
 /** Kinds that take a `retry` policy. */
 export const RETRYABLE_STEP_KINDS: readonly StepKind[] = STEP_KINDS.filter((kind) => STEP_REGISTRY[kind].retryable === true);
+
+/** The effects the kinds declare, by name: each is an activity of that name (activities/index.ts). */
+export type DeclaredEffect = NonNullable<(typeof STEP_REGISTRY)[StepKind]['effect']>;
+export type EffectName = DeclaredEffect['name'];
+/** The input of the effect `Name` (what its activity gets besides the EffectContext). */
+export type EffectInput<Name extends EffectName> = Extract<DeclaredEffect, { name: Name }> extends Effect<Name, infer Input> ? Input : never;
 
 type StepBodies = { [K in StepKind]: z.output<(typeof STEP_REGISTRY)[K]['schema']> };
 
@@ -47,10 +56,7 @@ export type StepDefinition = StepBase & { [K in StepKind]: { [P in K]: StepBodie
 
 export const MAX_STEPS = 50;
 
-/** Retry policy of effectful steps when the step does not set one. */
-export const RETRY_DEFAULTS = { maximumAttempts: 10, initialInterval: '1s', maximumInterval: '30s', backoffCoefficient: 2 } as const;
-/** Bounds of a step `retry` policy, checked when the automation is saved. */
-export const RETRY_LIMITS = { maximumAttempts: [1, 20], backoffCoefficient: [1, 10], maxIntervalSeconds: 3600 } as const;
+export { RETRY_DEFAULTS, RETRY_LIMITS, retrySchema } from './retry';
 
 /** The kind of a stored step; undefined for a step of no known kind. */
 export function stepKind(step: object): StepKind | undefined {
@@ -84,9 +90,9 @@ const STEP_FIELDS = new Set<string>(['id', 'when', 'retry', ...STEP_KINDS]);
  */
 export function validateSteps(
   value: unknown,
-  cel: (source: string) => string | undefined,
+  cel: CelCompiler,
   violations: FieldViolation[],
-  secretCel: (source: string) => string | undefined = () => 'named secrets cannot be checked here',
+  secretCel: CelCompiler = () => 'named secrets cannot be checked here',
 ): StepDefinition[] {
   if (!Array.isArray(value)) {
     violations.push({ field: 'steps', description: 'must be an array of steps' });
@@ -111,25 +117,9 @@ export function validateSteps(
     }
     if (seen.has(id)) violations.push({ field: `${at}.id`, description: `step id "${id}" is used twice` });
     seen.add(id);
-    /** A CEL field checked by `validate` (plain CEL, or a header that may read secrets). */
-    const celField =
-      (validate: (source: string) => string | undefined) =>
-      (source: unknown, field: string): string => {
-        if (typeof source !== 'string' || source.trim() === '') {
-          violations.push({ field, description: `step "${id}": must be a CEL expression (a non-empty string)` });
-          return '';
-        }
-        const problem = validate(source);
-        if (problem) violations.push({ field, description: `step "${id}": ${problem}` });
-        return source;
-      };
-    const check = (bodyAt: string): StepCheck => ({
-      at: bodyAt,
-      id,
-      violation: (field, description) => violations.push({ field, description: `step "${id}": ${description}` }),
-      cel: celField(cel),
-      secretCel: celField(secretCel),
-    });
+    const violation = (field: string, description: string): void => {
+      violations.push({ field, description: `step "${id}": ${description}` });
+    };
     const kinds = STEP_KINDS.filter((kind) => raw[kind] !== undefined && raw[kind] !== null);
     if (kinds.length !== 1) {
       violations.push({ field: at, description: `step "${id}": exactly one of ${STEP_KINDS.join(', ')} must be set (found ${kinds.length})` });
@@ -137,12 +127,19 @@ export function validateSteps(
     }
     const kind = kinds[0]!;
     const step: Record<string, unknown> = { id };
-    if (raw.when !== undefined && raw.when !== null) step.when = check(at).cel(raw.when, `${at}.when`);
+    if (raw.when !== undefined && raw.when !== null) {
+      if (typeof raw.when !== 'string' || raw.when.trim() === '') violation(`${at}.when`, 'must be a CEL expression (a non-empty string)');
+      else {
+        const problem = cel(raw.when);
+        if (problem !== undefined) violation(`${at}.when`, problem);
+        step.when = raw.when;
+      }
+    }
     if (raw.retry !== undefined && raw.retry !== null) {
       if (!RETRYABLE_STEP_KINDS.includes(kind)) {
         violations.push({ field: `${at}.retry`, description: `step "${id}": retry applies only to ${RETRYABLE_STEP_KINDS.join(', ')} steps` });
       } else {
-        step.retry = validateRetry(raw.retry, check(`${at}.retry`));
+        step.retry = validateBody(retrySchema, raw.retry, { at: `${at}.retry`, violation, cel, secretCel }) ?? {};
       }
     }
     for (const key of Object.keys(raw)) {
@@ -153,63 +150,14 @@ export function validateSteps(
       violations.push({ field: `${at}.${kind}`, description: `step "${id}": must be an object` });
       step[kind] = {};
     } else {
-      step[kind] = STEP_REGISTRY[kind].validate(body, check(`${at}.${kind}`));
+      step[kind] = validateBody(STEP_REGISTRY[kind].schema, body, { at: `${at}.${kind}`, violation, cel, secretCel }) ?? {};
     }
     steps.push(step as unknown as StepDefinition);
   });
   return steps;
 }
 
-/** `{maximumAttempts 1..20, initialInterval, maximumInterval (durations, ≤ 1 h), backoffCoefficient 1..10}`, all optional. */
-function validateRetry(value: unknown, check: StepCheck): StepRetryPolicy {
-  const { at } = check;
-  if (!isObject(value)) {
-    check.violation(at, 'must be an object');
-    return {};
-  }
-  for (const key of Object.keys(value)) {
-    if (!['maximumAttempts', 'initialInterval', 'maximumInterval', 'backoffCoefficient'].includes(key)) {
-      check.violation(`${at}.${key}`, 'unknown field; expected maximumAttempts, initialInterval, maximumInterval, backoffCoefficient');
-    }
-  }
-  const retry: StepRetryPolicy = {};
-  const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
-  const attempts = value.maximumAttempts;
-  if (attempts !== undefined && attempts !== null) {
-    if (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < minAttempts || attempts > maxAttempts) {
-      check.violation(`${at}.maximumAttempts`, `must be an integer from ${minAttempts} to ${maxAttempts}`);
-    } else {
-      retry.maximumAttempts = attempts;
-    }
-  }
-  const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
-  const coefficient = value.backoffCoefficient;
-  if (coefficient !== undefined && coefficient !== null) {
-    if (typeof coefficient !== 'number' || !Number.isFinite(coefficient) || coefficient < minCoefficient || coefficient > maxCoefficient) {
-      check.violation(`${at}.backoffCoefficient`, `must be a number from ${minCoefficient} to ${maxCoefficient}`);
-    } else {
-      retry.backoffCoefficient = coefficient;
-    }
-  }
-  const intervals: Record<'initialInterval' | 'maximumInterval', number | undefined> = { initialInterval: undefined, maximumInterval: undefined };
-  for (const name of ['initialInterval', 'maximumInterval'] as const) {
-    const text = value[name];
-    if (text === undefined || text === null) continue;
-    const ms = typeof text === 'string' ? parseDuration(text) : undefined;
-    if (ms === undefined || ms <= 0 || ms > RETRY_LIMITS.maxIntervalSeconds * 1000) {
-      check.violation(`${at}.${name}`, `must be a positive duration such as "1s" or "0.5s", at most ${RETRY_LIMITS.maxIntervalSeconds}s`);
-    } else {
-      retry[name] = text as string;
-      intervals[name] = ms;
-    }
-  }
-  const initial = intervals.initialInterval ?? parseDuration(RETRY_DEFAULTS.initialInterval) ?? 0;
-  if (intervals.maximumInterval !== undefined && intervals.maximumInterval < initial) {
-    check.violation(`${at}.maximumInterval`, `must not be shorter than initialInterval (${retry.initialInterval ?? RETRY_DEFAULTS.initialInterval})`);
-  }
-  return retry;
-}
-
 export { StepError, describeValue };
 export { readsSecrets, splitSecretHeaders, SECRETS_IDENTIFIER } from './secret-references';
-export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision } from './kind';
+export { lastResult } from './kind';
+export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision, Effect, EffectContext, RecordedEffect, SecretRead } from './kind';

@@ -1,15 +1,17 @@
 /**
  * What a step kind is. Each kind lives in one file of this folder and holds everything about it:
- * its body schema (zod: the TypeScript type, the OpenAPI document), its validation on save (which
- * fields are CEL), and its interpreter, written against `StepEffects` so that the same code runs
- * in the workflow (activities and timers) and in the dry run (simulated effects). The registry
- * (`./index.ts`) lists the kinds; the validator, the workflow loop, the dry run, the OpenAPI
- * document and the executions view iterate it.
+ * its body schema (zod: the validator on save with its CEL fields marked, the TypeScript type, the
+ * OpenAPI document), its effect (an activity, by name), its interpreter, written against
+ * `StepEffects` so that the same code runs in the workflow (activities and timers) and in the dry
+ * run (simulated effects), and what the executions view shows of it. The registry (`./index.ts`)
+ * lists the kinds; the validator, the workflow loop, the dry run, the OpenAPI document and the
+ * executions view iterate it.
  *
  * Everything in this folder is imported by the workflow bundle: deterministic code only (no I/O,
  * no clocks, no Node built-ins), checked by ESLint and by the bundle test.
  */
 import { z } from 'zod';
+import { parseDuration } from '../duration';
 import type { FieldViolation } from '../domain/errors';
 
 /** A step that cannot go on; its message becomes the step's `error`. */
@@ -70,8 +72,35 @@ export interface CallWebhookRequest {
 export type ParkedStatus = 'WAITING' | 'WAITING_FOR_APPROVAL';
 
 /**
- * What a step may do. The workflow implements each with an activity or a timer; the dry run
- * simulates it (an effect's simulated result is its evaluated input).
+ * An effect a step asks for by name: in the workflow the activity of that name (activities/index.ts
+ * registers it; the workflow checks at compile time that every declared effect has one), in the dry
+ * run its simulation (by default its evaluated input). Declared in the kind's file.
+ */
+export interface Effect<Name extends string = string, Input extends object = object> {
+  name: Name;
+  /** The activity's deadline for this input (ms), beyond the default; e.g. a request's own timeout. */
+  timeoutMs?(input: Input): number;
+  /** Type carrier only. */
+  readonly input?: Input;
+}
+
+/** Declares an effect: `defineEffect<NotifyInput>()('notify')`. */
+export function defineEffect<Input extends object>() {
+  return <const Name extends string>(name: Name, options: { timeoutMs?(input: Input): number } = {}): Effect<Name, Input> => ({ name, ...options });
+}
+
+/** What every effect's activity gets besides its own input: which step, who acts, which run's call keys. */
+export interface EffectContext {
+  stepId: string;
+  /** `automation:<id>:<event id>`, for the audit trail. */
+  actor: string;
+  /** A retry from the failed step continues the original run: its calls carry that run's keys (absent: the activity's own run). */
+  keysOf?: { workflowId: string; runId: string };
+}
+
+/**
+ * What a step may do. The workflow implements the primitives with local activities, timers and
+ * updates, and `perform` with the effect's activity; the dry run simulates them.
  */
 export interface StepEffects {
   /** Evaluates CEL expressions (field → source) over `ctx` = {trigger, steps}; field → JSON value. `what` names it in the history. */
@@ -86,69 +115,118 @@ export interface StepEffects {
   awaitApproval(timeoutMs: number | undefined, what: string): Promise<ApprovalDecision | undefined>;
   /** Ends the run as FAILED with `message` (the dry run records it as what would happen). */
   fail(message: string): Promise<Record<string, unknown>>;
-  createEntitlementOwner(ref: OwnershipRef): Promise<Record<string, unknown>>;
-  deleteEntitlementOwner(ref: OwnershipRef): Promise<Record<string, unknown>>;
-  callWebhook(request: CallWebhookRequest): Promise<Record<string, unknown>>;
+  /** Runs `effect` with `input` (with the step's retry policy); resolves with its result, the step's output. */
+  perform<Input extends object>(effect: Effect<string, Input>, input: Input): Promise<Record<string, unknown>>;
 }
 
 export type LogLevel = 'info' | 'warn' | 'error';
 
-/** What a kind's `validate` gets: where the body is, and how to report a problem or check a CEL field. */
-export interface StepCheck {
-  /** Field path of the body, e.g. `steps[2].callWebhook`. */
-  at: string;
-  /** The step's id, named in every description. */
-  id: string;
-  /** Records a violation at `field` (a full path); the description is prefixed with the step id. */
-  violation(field: string, description: string): void;
-  /** Compiles `source` as CEL and records a violation at `field` when it is not; returns the source. */
-  cel(source: unknown, field: string): string;
-  /**
-   * Compiles `source` as a secret-bearing CEL expression (only `secrets.<name>` and literals) and
-   * records a violation at `field` when it is not one; returns the source.
-   */
-  secretCel(source: unknown, field: string): string;
+/** What the history shows a finished step did, in order (its `when` evaluation excluded): for the executions view. */
+export interface RecordedEffect {
+  kind: 'evaluate' | 'activity' | 'timer' | 'annotate';
+  done: boolean;
+  result: unknown;
 }
 
-export interface StepKindDefinition<Kind extends string, Schema extends z.ZodType> {
+/** The result of the last finished evaluation or activity: what most kinds output. */
+export function lastResult(effects: readonly RecordedEffect[]): Record<string, unknown> | null {
+  const last = [...effects].reverse().find((e) => e.kind !== 'timer' && e.done);
+  return last && isObject(last.result) ? { ...last.result } : null;
+}
+
+/** Where a step's body reads named secrets, for the checks on save and in the dry run (src/domain/outbound-secrets.ts). */
+export interface SecretRead {
+  /** Field path below the body, e.g. `headers.Authorization`. */
+  field: string;
+  /** A CEL expression over `secrets` (its names are read from it), or one secret's name. */
+  expression?: string;
+  name?: string;
+  /** CEL source of the URL the secret is sent to, when the body has one (its fixed origin is checked on save). */
+  url?: string;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any effect, whatever its input
+export type AnyEffect = Effect<string, any>;
+
+export interface StepKindDefinition<Kind extends string, Schema extends z.ZodType, E extends AnyEffect = never> {
   kind: Kind;
-  /** The body of the step (`{"<kind>": <body>}`), as the API accepts it; drives types and OpenAPI. */
+  /**
+   * The body of the step (`{"<kind>": <body>}`): its validator on save (CEL fields marked with
+   * `celSchema`, compiled by one walker, ./validate.ts), its TypeScript type and its OpenAPI schema.
+   */
   schema: Schema;
   /** Takes a `retry` policy (its effect runs in an activity that may be retried). */
   retryable?: boolean;
   /** Parks the run (a timer or a person): the executions view attributes timers to such steps. */
   parks?: boolean;
-  /** Checks the body on save and returns it normalised; every CEL field goes through `check.cel`. */
-  validate(body: Record<string, unknown>, check: StepCheck): z.output<Schema>;
+  /** Its effect's requests carry the call's key (`Idempotency-Key`): the executions view shows it. */
+  sendsCallKey?: boolean;
+  /** The effect the kind performs (an activity), if any. */
+  effect?: E;
   /** Runs the step; resolves with its output (`ctx.steps.<id>`), throws StepError when it cannot. */
   run(body: z.output<Schema>, effects: StepEffects): Promise<Record<string, unknown>>;
+  /** The output the executions view shows for a finished step, from its history (default: `lastResult`). */
+  outputFromHistory?(body: z.output<Schema>, effects: readonly RecordedEffect[]): Record<string, unknown> | null;
+  /** Where the body reads named secrets (default: nowhere). */
+  secretReads?(body: z.output<Schema>): SecretRead[];
 }
 
 /** Declares a step kind; the identity function that keeps its types. */
-export function defineStep<const Kind extends string, Schema extends z.ZodType>(
-  definition: StepKindDefinition<Kind, Schema>,
-): StepKindDefinition<Kind, Schema> {
+export function defineStep<const Kind extends string, Schema extends z.ZodType, E extends AnyEffect = never>(
+  definition: StepKindDefinition<Kind, Schema, E>,
+): StepKindDefinition<Kind, Schema, E> {
   return definition;
 }
 
 // ---------------------------------------------------------------- shared pieces of step schemas
 
+/** How a CEL field is compiled on save: over `ctx`, or (header values) over `ctx` or, when it reads them, named secrets only. */
+export type CelField = { cel: 'ctx' } | { cel: 'ctx-or-secrets' };
+
+/** Marks the CEL fields of step schemas; ./validate.ts compiles every field so marked (metadata survives `.meta()` copies). */
+export const celFields = z.registry<CelField>();
+
+const CEL_MESSAGE = 'must be a CEL expression (a non-empty string)';
+
 /** A CEL expression over ctx. */
-export const celSchema = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx (ctx.trigger, ctx.steps).' });
+export const celSchema = () =>
+  z
+    .string({ error: CEL_MESSAGE })
+    .regex(/\S/, { error: CEL_MESSAGE })
+    .register(celFields, { cel: 'ctx' })
+    .meta({ description: 'A CEL expression over ctx (ctx.trigger, ctx.steps).' });
+/** A CEL expression over ctx, or one that reads named secrets (`'Bearer ' + secrets.crm_token`) in the closed form of src/cel/secret-form.ts. */
+export const secretCelSchema = () => celSchema().register(celFields, { cel: 'ctx-or-secrets' });
 /** A protobuf-JSON duration. */
 export const durationSchema = () => z.string().meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
+/** A positive duration of at most `maxSeconds`; a refusal shows `example`. */
+export const durationWithin = (maxSeconds: number, example: string) => {
+  const error = `must be a positive duration such as ${example}, at most ${maxSeconds}s`;
+  return z.string({ error }).refine((text) => {
+    const ms = parseDuration(text);
+    return ms !== undefined && ms > 0 && ms <= maxSeconds * 1000;
+  }, { error }).meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
+};
+/** An integer from `min` to `max`; every refusal says so. */
+export const integerFrom = (min: number, max: number) => {
+  const error = `must be an integer from ${min} to ${max}`;
+  return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+};
+/** A map of at most `max` (and at least `min`) entries; `error` says so. */
+export function boundedRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(key: K, value: V, bounds: { min?: number; max: number }, error: string) {
+  const min = bounds.min ?? 0;
+  return z
+    .record(key, value)
+    .refine((record) => Object.keys(record).length >= min && Object.keys(record).length <= bounds.max, { error })
+    .meta({ ...(min > 0 ? { minProperties: min } : {}), maxProperties: bounds.max });
+}
 /** Step ids and variable names: usable as `ctx.steps.<id>.<name>`. */
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/** A named outbound secret's name (as /api/v1/secrets accepts it). */
+export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** Records a violation for every key of `body` not in `known`. */
-export function unknownFields(body: Record<string, unknown>, known: readonly string[], check: StepCheck): void {
-  for (const key of Object.keys(body)) {
-    if (!known.includes(key)) check.violation(`${check.at}.${key}`, `unknown field; expected ${known.join(', ')}`);
-  }
 }
 
 /** A short description of a value for error messages: `string "hire"`, `a map`, `null`. */

@@ -3,7 +3,7 @@
  * Web UI) and to the worker's log. The output is `{level, message}`.
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, StepError, unknownFields, type LogLevel } from './kind';
+import { celSchema, defineStep, describeValue, isObject, StepError, type LogLevel } from './kind';
 
 const LEVELS = ['info', 'warn', 'error'] as const satisfies readonly LogLevel[];
 /** Longest line recorded; longer messages are cut with an ellipsis. */
@@ -17,12 +17,6 @@ export const log = defineStep({
       level: z.enum(LEVELS).nullish().meta({ description: 'Default info.' }),
     })
     .meta({ id: 'LogStep', description: 'Writes one line to the run’s history and the worker’s log.' }),
-  validate(body, check) {
-    unknownFields(body, ['message', 'level'], check);
-    const level = body.level ?? undefined;
-    if (level !== undefined && !LEVELS.includes(level as LogLevel)) check.violation(`${check.at}.level`, `must be one of ${LEVELS.join(', ')}`);
-    return { message: check.cel(body.message, `${check.at}.message`), ...(level !== undefined ? { level: level as LogLevel } : {}) };
-  },
   async run(body, effects) {
     const { message } = await effects.evaluate({ message: body.message }, 'evaluate log');
     if (typeof message !== 'string') throw new StepError(`log.message: must evaluate to a string, got ${describeValue(message)}`);
@@ -30,5 +24,10 @@ export const log = defineStep({
     const level = body.level ?? 'info';
     await effects.annotate(level, line);
     return { level, message: line };
+  },
+  // The history holds the line the annotation recorded (the level is the step's).
+  outputFromHistory(body, effects) {
+    const line = effects.find((e) => e.kind === 'annotate')?.result;
+    return isObject(line) ? { level: body.level ?? 'info', message: line.line } : null;
   },
 });

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../duration';
-import { defineStep, durationSchema, StepError, unknownFields } from './kind';
+import { defineStep, durationWithin, StepError } from './kind';
 
 /** Longest approval timeout: 30 days. */
 export const MAX_APPROVAL_TIMEOUT_SECONDS = 30 * 24 * 3600;
@@ -27,33 +27,11 @@ export const waitForApproval = defineStep({
   parks: true,
   schema: z
     .strictObject({
-      timeout: durationSchema().nullish().meta({ description: `How long to wait for a decision; at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s. Unset: until someone decides.` }),
+      timeout: durationWithin(MAX_APPROVAL_TIMEOUT_SECONDS, '"86400s"').nullish().meta({ description: `How long to wait for a decision; at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s. Unset: until someone decides.` }),
       onTimeout: z.enum(ON_TIMEOUT).nullish().meta({ description: 'What a timeout decides; default reject.' }),
       onReject: z.enum(ON_REJECT).nullish().meta({ description: 'fail (default): a rejection ends the run as FAILED; continue: later steps branch on the decision.' }),
     })
     .meta({ id: 'WaitForApprovalStep', description: 'Parks the run until a person approves or rejects it (or the timeout decides).' }),
-  validate(body, check) {
-    const { at } = check;
-    unknownFields(body, ['timeout', 'onTimeout', 'onReject'], check);
-    const result: { timeout?: string; onTimeout?: (typeof ON_TIMEOUT)[number]; onReject?: (typeof ON_REJECT)[number] } = {};
-    if (body.timeout !== undefined && body.timeout !== null) {
-      const ms = typeof body.timeout === 'string' ? parseDuration(body.timeout) : undefined;
-      if (ms === undefined || ms <= 0 || ms > MAX_APPROVAL_TIMEOUT_SECONDS * 1000) {
-        check.violation(`${at}.timeout`, `must be a positive duration such as "86400s", at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s`);
-      } else {
-        result.timeout = body.timeout as string;
-      }
-    }
-    if (body.onTimeout !== undefined && body.onTimeout !== null) {
-      if (!ON_TIMEOUT.includes(body.onTimeout as never)) check.violation(`${at}.onTimeout`, `must be one of ${ON_TIMEOUT.join(', ')}`);
-      else result.onTimeout = body.onTimeout as (typeof ON_TIMEOUT)[number];
-    }
-    if (body.onReject !== undefined && body.onReject !== null) {
-      if (!ON_REJECT.includes(body.onReject as never)) check.violation(`${at}.onReject`, `must be one of ${ON_REJECT.join(', ')}`);
-      else result.onReject = body.onReject as (typeof ON_REJECT)[number];
-    }
-    return result;
-  },
   async run(body, effects) {
     const timeoutMs = body.timeout ? parseDuration(body.timeout) : undefined;
     effects.park('WAITING_FOR_APPROVAL');

@@ -13,7 +13,7 @@ import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@tempo
 import { temporal } from '@temporalio/proto';
 import { automation } from '../../workflows';
 import { FlowQueueKey } from '../../workflows/automation';
-import { STEP_REGISTRY, stepKind } from '../steps';
+import { lastResult, STEP_REGISTRY, stepKind, type RecordedEffect } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
 import { raceDeadline } from './runs';
 import { WorkflowEngineUnavailableError } from '../domain/runs';
@@ -292,10 +292,11 @@ function callKeyScope(value: unknown): CallKeyScope | undefined {
   return { workflowId: value.workflowId, runId: value.runId };
 }
 
-/** The steps, each callWebhook step that ran (or runs) with the key its requests carry. */
+/** The steps, each step that ran (or runs) a request carrying the call's key (`sendsCallKey`) with that key. */
 function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): ExecutionStep[] {
+  const sends = (kind: string): boolean => kind in STEP_REGISTRY && (STEP_REGISTRY[kind as StepKind] as { sendsCallKey?: boolean }).sendsCallKey === true;
   return steps.map((step) =>
-    step.kind === 'callWebhook' && step.status !== 'PENDING' && step.status !== 'SKIPPED' ? { ...step, idempotencyKey: callKey(keysOf, step.id) } : step,
+    sends(step.kind) && step.status !== 'PENDING' && step.status !== 'SKIPPED' ? { ...step, idempotencyKey: callKey(keysOf, step.id) } : step,
   );
 }
 
@@ -304,11 +305,7 @@ function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): ExecutionStep[
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 /** One activity or timer of a step, as the history records it. */
-interface StepEffect {
-  kind: 'evaluate' | 'activity' | 'timer' | 'annotate';
-  done: boolean;
-  result: unknown;
-}
+type StepEffect = RecordedEffect;
 
 interface RunHistory {
   input: AutomationRunInput | undefined;
@@ -426,16 +423,12 @@ function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[
   });
 }
 
-/** A finished step's output: its last effect's result (a wait's is its duration, a log's its line). */
+/** A finished step's output, as its kind reads it from the history (by default its last effect's result). */
 function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, unknown> | null {
-  if ('wait' in step) return { duration: step.wait.duration };
-  if ('log' in step) {
-    const line = effects.find((e) => e.kind === 'annotate')?.result;
-    return isRecord(line) ? { level: step.log.level ?? 'info', message: line.line } : null;
-  }
-  const last = [...effects].reverse().find((e) => e.kind !== 'timer' && e.done);
-  if (last && isRecord(last.result)) return { ...last.result };
-  return 'setVariables' in step ? {} : null;
+  const kind = stepKind(step);
+  if (kind === undefined) return lastResult(effects);
+  const definition = STEP_REGISTRY[kind] as { outputFromHistory?(body: unknown, effects: readonly StepEffect[]): Record<string, unknown> | null };
+  return definition.outputFromHistory ? definition.outputFromHistory((step as unknown as Record<string, unknown>)[kind], effects) : lastResult(effects);
 }
 
 /** A closed run's step still RUNNING or WAITING was stopped there: it shows why. */

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerWith, createApp, createEntitlement, createUser } from '../helpers/governance';
-import { createOwnershipActivities } from '../../activities/ownership';
+import { createOwnershipActivities } from '../../activities/owners';
 import { listAuditEvents } from '../../src/store/audit';
 
 describe('ownership activities: audit actor', () => {

@@ -414,7 +414,7 @@ describe('saving automations with the new step kinds', () => {
     }
     const onVariables = violations(await create([{ id: 'vars', retry: { maximumAttempts: 2 }, setVariables: { a: '1' } }]));
     expect(onVariables).toEqual([
-      { field: 'steps[0].retry', description: 'step "vars": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook steps' },
+      { field: 'steps[0].retry', description: 'step "vars": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps' },
     ]);
   });
 
@@ -443,7 +443,7 @@ describe('saving automations with the new step kinds', () => {
     ]);
     expect(violations(await create([{ id: 'stop', fail: { message: "'a' +" } }]))[0]).toMatchObject({ field: 'steps[0].fail.message' });
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description).toMatch(
-      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval must be set \(found 2\)/,
+      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set \(found 2\)/,
     );
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, retyr: {} }]))).toEqual([
       { field: 'steps[0].retyr', description: 'step "stop": unknown field' },

@@ -1,0 +1,101 @@
+/**
+ * The notify step end to end: a real run on the Temporal dev server, a real worker and a local
+ * HTTP receiver standing in for a Slack-compatible incoming webhook whose URL (with its token) is a
+ * named outbound secret. The receiver gets `{"text": …}` as JSON with the call's Idempotency-Key;
+ * the run's history and execution view never hold the URL's token; a URL at an origin the secret
+ * does not allow, or one the outbound policy refuses, fails the step without sending anything.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
+import { expectRunFailure, historyText } from '../helpers/temporal';
+
+describe('notify step in a real run', () => {
+  let stack: Stack;
+  let receiver: http.Server;
+  let origin: string;
+  const received: Array<{ url: string; contentType: string | undefined; idempotencyKey: string | undefined; body: string }> = [];
+  const TOKEN = 'T0000/B0000/notifyTokenXYZ123';
+
+  beforeAll(async () => {
+    receiver = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        received.push({
+          url: req.url ?? '',
+          contentType: req.headers['content-type'],
+          idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await new Promise<void>((resolve) => receiver?.close(() => resolve()));
+  });
+
+  const api = () => request(stack.service.server);
+  const auth = (req: request.Test) => req.set('Authorization', `Bearer ${stack.adminToken}`);
+  const secret = (name: string, value: string, allowedOrigins: string[]) => auth(api().post('/api/v1/secrets')).send({ name, value, allowedOrigins }).expect(200);
+  const automation = (webhook: string) =>
+    stack.createAutomation({
+      displayName: `notify ${webhook}`,
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: [{ id: 'tell', retry: { maximumAttempts: 1 }, notify: { webhook, text: "'Offboarded ' + ctx.trigger.who" } }],
+    });
+  async function run(created: { automation: AutomationView; signingSecret?: string }, payload: unknown): Promise<string> {
+    const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, payload));
+    expect(res.status).toBe(200);
+    return res.body.executionId as string;
+  }
+
+  it('posts {"text": …} to the webhook the secret holds, with the call key; the token stays out of the run', async () => {
+    await secret('team_hook', `${origin}/services/${TOKEN}`, [origin]);
+    const created = await automation('team_hook');
+    const executionId = await run(created, { who: 'ada' });
+    await stack.client.workflow.getHandle(executionId).result();
+
+    expect(received).toHaveLength(1);
+    expect(received[0]).toEqual({ url: `/services/${TOKEN}`, contentType: 'application/json', idempotencyKey: expect.stringMatching(/\S/), body: '{"text":"Offboarded ada"}' });
+    const execution = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
+    expect(execution.body.execution.steps[0]).toMatchObject({ id: 'tell', kind: 'notify', status: 'DONE', output: { status: 200, text: 'Offboarded ada' } });
+    expect(execution.body.execution.steps[0].idempotencyKey).toBe(received[0]!.idempotencyKey);
+    expect(JSON.stringify(execution.body)).not.toContain(TOKEN);
+    expect(await historyText(stack.client, executionId)).not.toContain(TOKEN);
+
+    const dry = await auth(api().post(`/api/v1/automations/${created.automation.id}/test`)).send({ payload: { who: 'bob' } });
+    expect(dry.body.steps[0]).toMatchObject({ status: 'WOULD_RUN', output: { webhook: 'team_hook', text: 'Offboarded bob' } });
+  });
+
+  it('refuses a URL at an origin the secret does not allow, and one the outbound policy refuses; nothing is sent', async () => {
+    const before = received.length;
+    await secret('elsewhere_hook', `${origin}/services/${TOKEN}`, ['https://hooks.slack.com']);
+    const elsewhere = await expectRunFailure(stack.client.workflow.getHandle(await run(await automation('elsewhere_hook'), { who: 'eve' })));
+    expect(elsewhere.message).toBe(`step "tell" failed: notify: webhook: secret "elsewhere_hook" may not be sent to ${origin} (its allowedOrigins: https://hooks.slack.com)`);
+
+    await secret('metadata_hook', `http://169.254.169.254/services/${TOKEN}`, ['http://169.254.169.254']);
+    const metadata = await expectRunFailure(stack.client.workflow.getHandle(await run(await automation('metadata_hook'), { who: 'eve' })));
+    expect(metadata.message).toMatch(/^step "tell" failed: notify: webhook: secret "metadata_hook" holds a URL the outbound policy refuses: /);
+    expect(metadata.message).not.toContain(TOKEN);
+    expect(received.length).toBe(before);
+  });
+
+  it('refuses on save a notify step whose secret does not exist, naming the field', async () => {
+    const res = await auth(api().post('/api/v1/automations')).send({
+      displayName: 'n',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: [{ id: 'tell', notify: { webhook: 'no_such_hook', text: "'x'" } }],
+    });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(res.body)).toContain('steps[0].notify.webhook');
+    expect(JSON.stringify(res.body)).toContain('secret \\"no_such_hook\\" does not exist');
+  });
+});
