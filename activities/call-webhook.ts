@@ -36,12 +36,13 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/webhooks/jwks';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
-import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
+import { evaluateSecretExpression, secretNames } from '../src/cel';
 import { sealContext, type SecretBox } from '../src/auth/secret-box';
 import type { Queryable } from '../src/store/db';
 import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
 import { callKey, isMalformedWhsec, signingKey, standardSignature, type CallKeyScope } from '../src/webhooks/standard-webhooks';
 import { checkSecretOrigins } from './secret-origin-check';
+import { CelEvaluationError } from '../src/errors';
 
 export interface CallWebhookInput {
   stepId: string;

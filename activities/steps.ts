@@ -6,11 +6,12 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { CelEvaluationError, evaluateAll, type CelContext } from '../src/cel';
+import { evaluateAll, type CelContext } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
 import { VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../workflows/types';
+import { CelEvaluationError } from '../src/errors';
 
 export interface EvaluateStepInput {
   stepId: string;

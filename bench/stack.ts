@@ -29,7 +29,7 @@ import { SecretBox } from '../src/auth/secret-box';
 import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
 import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
-import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../src/temporal/runs';
+import { TemporalRuns, type AutomationRuns } from '../src/temporal/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
 import { DeliveryLog } from '../src/webhooks/delivery-log';
 import { bundleInChild } from './bundle-child';
@@ -39,6 +39,7 @@ import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePaylo
 const BENCH_CODEC = new EncryptionCodec(parsePayloadKeys(newPayloadKeyEntry()));
 import { createBareActivities } from './bare-activities';
 import { commandLineOf, descendantPids } from './util';
+import { WorkflowEngineUnavailableError } from '../src/errors';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };

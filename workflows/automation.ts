@@ -33,7 +33,7 @@ import {
 import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@temporalio/common';
 import { grantSignal, releaseSignal } from './lane';
 import type * as activities from '../activities';
-import { RETRY_DEFAULTS, runStep, stepKind, StepError, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
+import { RETRY_DEFAULTS, runStep, stepKind, type ApprovalDecision, type StepDefinition, type StepEffects, type StepRetryPolicy } from '../src/steps';
 import { parseDuration } from './duration';
 import {
   FLOW_CONTROL_FAILED,
@@ -52,6 +52,7 @@ import {
   type StepKind,
   type StepResult,
 } from './types';
+import { StepError } from '../src/errors';
 
 export { STEP_FAILED };
 

@@ -3,7 +3,6 @@
  * search. Every write is validated whole before anything is written.
  */
 import { newId } from '../ids';
-import { invalidArgument, notFound } from './errors';
 import * as store from '../store/entitlements';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
@@ -13,6 +12,7 @@ import { parseEntitlementWrite, parseUpdateMask } from './entitlement-validation
 import { isString, pageOf } from './listing';
 import { SearchEntitlementsFilter, type AppEntitlement } from './schemas';
 import { parseOrThrow } from './validation';
+import { invalidArgument, notFound } from '../errors';
 
 /** `appId` is a writable field of the record (docs/api.md), but an entitlement stays under the app of its path. */
 function checkAppId(fields: EntitlementFields, appId: string, field: string): void {

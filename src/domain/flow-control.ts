@@ -6,9 +6,9 @@
  * (workflows/lane.ts). Expressions are CEL over `ctx.trigger`, compiled when the automation is saved.
  */
 import { createHash } from 'node:crypto';
-import { CelEvaluationError, checkExpression, evaluate } from '../cel';
-import type { FieldViolation } from './errors';
+import { checkExpression, evaluate } from '../cel';
 import type { RunFlow } from '../../workflows/types';
+import { CelEvaluationError, type FieldViolation } from '../errors';
 
 export interface ConcurrencySettings {
   /** Runs per key value that execute at a time, 1..100. */

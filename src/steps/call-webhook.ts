@@ -6,8 +6,9 @@
  * Webhooks way with a named secret (the activity resolves the secret; its value never reaches here).
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, isObject, StepError, unknownFields, type CallWebhookRequest } from './kind';
+import { celSchema, defineStep, describeValue, isObject, unknownFields, type CallWebhookRequest } from './kind';
 import { readsSecrets, splitSecretHeaders } from './secret-references';
+import { StepError } from '../errors';
 
 /** `timeoutMs`: default and largest value. */
 export const CALL_WEBHOOK_DEFAULT_TIMEOUT_MS = 10_000;

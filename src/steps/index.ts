@@ -8,12 +8,13 @@ import type { z } from 'zod';
 import { parseDuration } from '../../workflows/duration';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
-import { describeValue, IDENTIFIER, isObject, StepError, type FieldViolation, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';
+import { describeValue, IDENTIFIER, isObject, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';
 import { log } from './log';
 import { createEntitlementOwner, deleteEntitlementOwner } from './ownership';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
 import { waitForApproval } from './wait-for-approval';
+import { type FieldViolation, StepError } from '../errors';
 
 export const STEP_REGISTRY = {
   setVariables,
@@ -210,6 +211,6 @@ function validateRetry(value: unknown, check: StepCheck): StepRetryPolicy {
   return retry;
 }
 
-export { StepError, describeValue };
+export { describeValue };
 export { readsSecrets, splitSecretHeaders, SECRETS_IDENTIFIER } from './secret-references';
 export type { StepEffects, StepRetryPolicy, OwnershipRef, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision } from './kind';

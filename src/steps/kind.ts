@@ -10,19 +10,6 @@
  * no clocks, no Node built-ins), checked by ESLint and by the bundle test.
  */
 import { z } from 'zod';
-import type { FieldViolation } from '../domain/errors';
-
-/** A step that cannot go on; its message becomes the step's `error`. */
-export class StepError extends Error {
-  override name = 'StepError';
-  /** What the step produced before it failed (e.g. a rejection's decision), shown as its output. */
-  constructor(
-    message: string,
-    readonly output?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
 
 /** A person's decision on a waitForApproval step. */
 export interface ApprovalDecision {
@@ -161,4 +148,3 @@ export function describeValue(value: unknown): string {
   return `${typeof value} ${text.length > 60 ? `${text.slice(0, 60)}…` : text}`;
 }
 
-export type { FieldViolation };

@@ -3,7 +3,8 @@
  * Web UI) and to the worker's log. The output is `{level, message}`.
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, StepError, unknownFields, type LogLevel } from './kind';
+import { celSchema, defineStep, describeValue, unknownFields, type LogLevel } from './kind';
+import { StepError } from '../errors';
 
 const LEVELS = ['info', 'warn', 'error'] as const satisfies readonly LogLevel[];
 /** Longest line recorded; longer messages are cut with an ellipsis. */

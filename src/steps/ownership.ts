@@ -3,7 +3,8 @@
  * is an idempotent activity of its own with the step's retry policy.
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, StepError, type OwnershipRef, type StepCheck, type StepEffects } from './kind';
+import { celSchema, defineStep, describeValue, type OwnershipRef, type StepCheck, type StepEffects } from './kind';
+import { StepError } from '../errors';
 
 const FIELDS = ['userId', 'roleSlug', 'appId', 'entitlementId'] as const;
 

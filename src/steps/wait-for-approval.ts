@@ -11,7 +11,8 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../../workflows/duration';
-import { defineStep, durationSchema, StepError, unknownFields } from './kind';
+import { defineStep, durationSchema, unknownFields } from './kind';
+import { StepError } from '../errors';
 
 /** Longest approval timeout: 30 days. */
 export const MAX_APPROVAL_TIMEOUT_SECONDS = 30 * 24 * 3600;

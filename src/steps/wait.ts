@@ -1,7 +1,8 @@
 /** `wait`: a durable timer; the run parks (status WAITING) and resumes after the duration, across restarts. */
 import { z } from 'zod';
 import { parseDuration } from '../../workflows/duration';
-import { defineStep, durationSchema, StepError } from './kind';
+import { defineStep, durationSchema } from './kind';
+import { StepError } from '../errors';
 
 /** Longest wait a step may ask for: one year. */
 export const MAX_WAIT_SECONDS = 366 * 24 * 3600;

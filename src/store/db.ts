@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Extensions, PGlite } from '@electric-sql/pglite';
-import { UnavailableError } from '../domain/errors';
 import { migrate } from './migrations';
+import { UnavailableError } from '../errors';
 
 export interface Queryable {
   /** Runs one parameterised statement and returns its rows. */

@@ -15,9 +15,10 @@ import { automation } from '../../workflows';
 import { FlowQueueKey } from '../../workflows/automation';
 import { STEP_REGISTRY, stepKind } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../../workflows/types';
-import { raceDeadline, WorkflowEngineUnavailableError } from './runs';
+import { raceDeadline } from './runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
+import { InvalidExecutionPageTokenError, WorkflowEngineUnavailableError } from '../errors';
 
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
 export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
@@ -60,11 +61,6 @@ export interface AutomationExecutions {
   list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage>;
   /** undefined when no automation run has this id (unknown, another workflow type, or past retention). */
   get(executionId: string): Promise<ExecutionDetail | undefined>;
-}
-
-/** Temporal refused a page token (e.g. one from before a server reset). */
-export class InvalidExecutionPageTokenError extends Error {
-  override name = 'InvalidExecutionPageTokenError';
 }
 
 /** Workflow type of automation runs (workflows/automation.ts). */

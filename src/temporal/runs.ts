@@ -7,17 +7,7 @@ import { requestLanePermit, type LaneRequest } from './lanes';
 import { automation } from '../../workflows';
 import type { AutomationRunInput } from '../../workflows/types';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
-
-export class DuplicateEventError extends Error {
-  override name = 'DuplicateEventError';
-  constructor(readonly executionId: string) {
-    super('event already received');
-  }
-}
-
-export class WorkflowEngineUnavailableError extends Error {
-  override name = 'WorkflowEngineUnavailableError';
-}
+import { DuplicateEventError, WorkflowEngineUnavailableError } from '../errors';
 
 export interface StartedRun {
   executionId: string;

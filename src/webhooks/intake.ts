@@ -19,17 +19,17 @@ import type { Logger } from '../logger';
 import type { SecretBox } from '../auth/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets, type Listener } from '../domain/listener-cache';
-import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../temporal/runs';
+import { type AutomationRuns } from '../temporal/runs';
 import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from './authenticators';
-import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from './admission';
+import { headerVerdict, precheckWebhookHeaders, type PrecheckInput } from './admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from './body';
 import { isAddressAllowed } from './cidr';
-import { WebhookRejection } from './errors';
 import type { CheckedWebhookHeaders } from './headers';
 import { fieldsOf } from './trigger';
 import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domain/flow-control';
 import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
 import type { RunFlow } from '../../workflows/types';
+import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;

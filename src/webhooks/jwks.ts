@@ -20,7 +20,8 @@ import {
   type KeyLike,
 } from 'jose';
 import { addressForms, cidrContains, parseCidr, parseIp, type Cidr, type IpAddress } from './cidr';
-import { rejectWebhook, WebhookRejection } from './errors';
+import { rejectWebhook } from './errors';
+import { WebhookRejection } from '../errors';
 
 export interface JwksFetchOptions {
   /** Allow `http://` and non-public hosts (development and tests only). */

@@ -14,11 +14,12 @@ import { PageTokens } from '../../src/domain/pagination';
 import { AccessTokens } from '../../src/auth/tokens';
 import { createClient } from '../../src/auth/clients';
 import type { Role } from '../../src/auth/roles';
-import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
+import { type AutomationRuns } from '../../src/temporal/runs';
 import type { Db } from '../../src/store/db';
 import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 import { testCodec } from './temporal';
 import { DeliveryLog } from '../../src/webhooks/delivery-log';
+import { WorkflowEngineUnavailableError } from '../../src/errors';
 
 export interface TestService {
   deps: AppDeps;

@@ -2,7 +2,7 @@ import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/app';
 import { callerFor, callerWith, createApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
-import { DomainError, NotFoundError } from '../../src/domain/errors';
+import { NotFoundError, ServiceError } from '../../src/errors';
 
 for (const target of DATABASES) {
   describeOn(target)(`entitlement owners (${target.label})`, () => {
@@ -158,17 +158,17 @@ for (const target of DATABASES) {
             await createEntitlementOwner(service.deps.db, ref);
             return 'ok';
           } catch (err) {
-            expect(err).toBeInstanceOf(DomainError);
-            return (err as DomainError).kind;
+            expect(err).toBeInstanceOf(ServiceError);
+            return (err as ServiceError).code;
           }
         };
-        expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('not_found');
+        expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('ERR_NOT_FOUND');
         const missing = await createEntitlementOwner(service.deps.db, { userId: 'nobody', roleSlug: 'owner', appId, entitlementId }).catch((err: unknown) => err);
         expect(missing).toBeInstanceOf(NotFoundError);
         expect([(missing as NotFoundError).resource, (missing as NotFoundError).id]).toEqual(['user', 'nobody']);
-        expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('invalid_argument');
-        expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('invalid_argument');
-        expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('invalid_argument');
+        expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
+        expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
+        expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('ERR_INVALID_ARGUMENT');
       });
     });
   });

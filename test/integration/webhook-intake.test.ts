@@ -10,12 +10,13 @@ import { SecretBox } from '../../src/auth/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
-import { TemporalRuns, WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/temporal/runs';
+import { TemporalRuns, type AutomationRuns } from '../../src/temporal/runs';
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/webhooks/intake';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { testTemporal, uniqueTaskQueue, connectClient } from '../helpers/temporal';
+import { WorkflowEngineUnavailableError } from '../../src/errors';
 
 const BASE_URL = 'https://tenant.example.test';
 const config = { baseUrl: BASE_URL, allowInsecureJwks: true };

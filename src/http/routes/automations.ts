@@ -4,7 +4,6 @@ import type { AppDeps } from '../context';
 import type { Context } from 'koa';
 import { actorOf, authenticate, requireAccess } from '../auth';
 import { readJsonObject } from '../body';
-import { invalidArgument } from '../errors';
 import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../domain/flow-control';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
@@ -22,6 +21,7 @@ import {
   type AutomationOptions,
   type AutomationWithPublishedVersion,
 } from '../../domain/automations';
+import { invalidArgument } from '../../errors';
 
 export function createAutomationsRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: '/api/v1/automations' });

@@ -17,10 +17,11 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import type { Payload } from '@temporalio/common';
 import type { AppDeps } from '../context';
-import { AppError, invalidArgument } from '../errors';
+import { AppError } from '../errors';
 import { readJsonObject } from '../body';
 import { allows } from '../../auth/roles';
 import { isAddressAllowed } from '../../webhooks/cidr';
+import { invalidArgument } from '../../errors';
 
 const LOOPBACK = ['127.0.0.0/8', '::1/128'];
 const isLoopbackAddress = (address: string): boolean => address !== '' && isAddressAllowed(address, LOOPBACK);

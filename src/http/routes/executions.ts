@@ -16,15 +16,11 @@ import { allows } from '../../auth/roles';
 import { unauditedParts } from '../../domain/run-audit';
 import { readJsonObject } from '../body';
 import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
-import { UnavailableError } from '../../domain/errors';
 import { TemporalRunControl } from '../../temporal/run-control';
-import { AppError, notFound } from '../errors';
 import { readPageRequest } from '../../domain/pagination';
 import { getAutomation, publishedSteps } from '../../domain/automations';
-import { InvalidExecutionPageTokenError, TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
-import { WorkflowEngineUnavailableError } from '../../temporal/runs';
-
-const RETRY_AFTER_SECONDS = '5';
+import { TemporalExecutions, type AutomationExecutions } from '../../temporal/executions';
+import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
 
 export function createExecutionsRouter(deps: AppDeps): Router {
   const router = new Router();
@@ -41,7 +37,7 @@ export function createExecutionsRouter(deps: AppDeps): Router {
     await getAutomation(deps.db, automationId); // 404 for an unknown automation
     const listing = `executions:${automationId}`;
     const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
-    const result = await readRuns(() => engine().list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64')));
+    const result = await engine().list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64'));
     ctx.body = {
       list: result.executions.map((execution) => ({ execution })),
       nextPageToken: result.nextPageToken ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64')) : '',
@@ -89,7 +85,7 @@ export function createExecutionsRouter(deps: AppDeps): Router {
 
   /** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
   async function current(executionId: string) {
-    const execution = await readRuns(() => engine().get(executionId));
+    const execution = await engine().get(executionId);
     if (!execution) throw notFound('automation execution');
     return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
   }
@@ -111,21 +107,4 @@ export function createExecutionsRouter(deps: AppDeps): Router {
 function decisionOf(output: Record<string, unknown> | null, made: string): { decision: string; by: string | null; at: string | null; comment: string | null } {
   const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
   return { decision: text(output?.decision) ?? made, by: text(output?.by), at: text(output?.at), comment: text(output?.comment) };
-}
-
-/** Temporal's failures in the one error shape: 503 (retry later), or 400 for a stale page token. */
-async function readRuns<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof WorkflowEngineUnavailableError) {
-      throw new AppError(503, 'the workflow engine is unavailable; retry later', { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });
-    }
-    if (err instanceof InvalidExecutionPageTokenError) {
-      throw new AppError(400, err.message, {
-        details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'page_token', description: err.message }] }],
-      });
-    }
-    throw err;
-  }
 }

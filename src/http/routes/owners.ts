@@ -7,11 +7,11 @@ import type { Context } from 'koa';
 import { createEntitlementOwner, deleteEntitlementOwner, listEntitlementOwners, type EntitlementOwnerRef } from '../../domain/owners';
 import { CreateEntitlementOwnerRequest } from '../../domain/schemas';
 import { parseOrThrow } from '../../domain/validation';
-import { invalidArgument, notFound, type FieldViolation } from '../errors';
 import { readJsonObject } from '../body';
 import type { AppDeps } from '../context';
 import { governanceAccess, listBody, param, queryPage } from './governance-helpers';
 import { actorOf } from '../auth';
+import { type FieldViolation, invalidArgument, notFound } from '../../errors';
 
 const COLLECTION = '/api/v2/users/:user_id/owners/entitlements';
 const ITEM = `${COLLECTION}/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id`;

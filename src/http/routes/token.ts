@@ -9,9 +9,8 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
-import { createTokenGuard, GuardRefusal } from '../../auth/token-guard';
+import { createTokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
-import { AppError } from '../errors';
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
@@ -48,11 +47,7 @@ export function createTokenRouter(deps: AppDeps): Router {
 
   router.post('/auth/v1/token', async (ctx) => {
     const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
-    try {
-      guard.perSource.take(source);
-    } catch (err) {
-      throw refusal(err);
-    }
+    guard.perSource.take(source);
     if (/^Basic\s/i.test(ctx.get('authorization'))) {
       return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
     }
@@ -67,14 +62,9 @@ export function createTokenRouter(deps: AppDeps): Router {
       return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
     }
     // No client id or secret holds a NUL character (and the store cannot even look one up).
-    let client;
-    try {
-      client = `${clientId}${clientSecret}`.includes('\u0000')
-        ? undefined
-        : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
-    } catch (err) {
-      throw refusal(err);
-    }
+    const client = `${clientId}${clientSecret}`.includes('\u0000')
+      ? undefined
+      : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
     if (!client) {
       await auditFailure(clientId, source);
       return oauthError(ctx, 'invalid_client', 'client authentication failed');
@@ -103,12 +93,4 @@ export function createTokenRouter(deps: AppDeps): Router {
   });
 
   return router;
-}
-
-/** A guard's refusal as an HTTP error with Retry-After; anything else unchanged. */
-function refusal(err: unknown): unknown {
-  if (!(err instanceof GuardRefusal)) return err;
-  return new AppError(err.status, err.message, {
-    headers: { 'Retry-After': String(err.retryAfterSeconds), 'Cache-Control': 'no-store' },
-  });
 }
