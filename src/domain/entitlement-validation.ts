@@ -9,6 +9,7 @@ import { READ_ONLY_FIELDS, WRITABLE_FIELDS, withDefaults, type EntitlementFields
 import { AppEntitlementInput } from './schemas';
 import { fieldPath, violationsOf } from './validation';
 import { type FieldViolation, invalidArgument } from '../errors';
+import { isObject } from '../json';
 
 export type WriteValidation = { ok: true; fields: EntitlementFields } | { ok: false; violations: FieldViolation[] };
 
@@ -26,10 +27,6 @@ export function parseEntitlementWrite(input: unknown, prefix = ''): EntitlementF
   const result = validateEntitlementWrite(input, prefix);
   if (!result.ok) throw invalidArgument(result.violations);
   return result.fields;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function join(prefix: string, field: string): string {

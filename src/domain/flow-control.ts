@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { checkExpression, evaluate } from '../cel';
 import type { RunFlow } from '../../workflows/types';
 import { CelEvaluationError, type FieldViolation } from '../errors';
+import { isObject } from '../json';
 
 export interface ConcurrencySettings {
   /** Runs per key value that execute at a time, 1..100. */
@@ -52,10 +53,6 @@ export function flowControlOf(value: unknown): FlowControl {
 /** True when the automation has any of the three. */
 export function hasFlowControl(flow: FlowControl | undefined): boolean {
   return !!flow && (flow.filter !== null || flow.concurrency !== null || flow.rateLimit !== null);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function expression(value: unknown, field: string, violations: FieldViolation[]): string | null {

@@ -6,9 +6,10 @@
  * Webhooks way with a named secret (the activity resolves the secret; its value never reaches here).
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, isObject, unknownFields, type CallWebhookRequest } from './kind';
+import { celSchema, defineStep, describeValue, unknownFields, type CallWebhookRequest } from './kind';
 import { readsSecrets, splitSecretHeaders } from './secret-references';
 import { StepError } from '../errors';
+import { isObject } from '../json';
 
 /** `timeoutMs`: default and largest value. */
 export const CALL_WEBHOOK_DEFAULT_TIMEOUT_MS = 10_000;

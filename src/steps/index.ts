@@ -8,13 +8,14 @@ import type { z } from 'zod';
 import { parseDuration } from '../../workflows/duration';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
-import { describeValue, IDENTIFIER, isObject, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';
+import { describeValue, IDENTIFIER, type StepCheck, type StepEffects, type StepRetryPolicy } from './kind';
 import { log } from './log';
 import { createEntitlementOwner, deleteEntitlementOwner } from './ownership';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
 import { waitForApproval } from './wait-for-approval';
 import { type FieldViolation, StepError } from '../errors';
+import { isObject } from '../json';
 
 export const STEP_REGISTRY = {
   setVariables,

@@ -10,6 +10,7 @@
  * no clocks, no Node built-ins), checked by ESLint and by the bundle test.
  */
 import { z } from 'zod';
+import { isObject } from '../json';
 
 /** A person's decision on a waitForApproval step. */
 export interface ApprovalDecision {
@@ -126,10 +127,6 @@ export const celSchema = () => z.string().regex(/\S/).meta({ description: 'A CEL
 export const durationSchema = () => z.string().meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
 /** Step ids and variable names: usable as `ctx.steps.<id>.<name>`. */
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 /** Records a violation for every key of `body` not in `known`. */
 export function unknownFields(body: Record<string, unknown>, known: readonly string[], check: StepCheck): void {

@@ -19,6 +19,7 @@ import { raceDeadline } from './runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 import { InvalidExecutionPageTokenError, WorkflowEngineUnavailableError } from '../errors';
+import { isObject } from '../json';
 
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
 export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
@@ -283,7 +284,7 @@ function summaryFromVisibility(raw: temporal.api.workflow.v1.IWorkflowExecutionI
 
 /** The memo's `callKeysOf` (a retry from the failed step: the original run), when well-formed. */
 function callKeyScope(value: unknown): CallKeyScope | undefined {
-  if (!isRecord(value) || typeof value.workflowId !== 'string' || typeof value.runId !== 'string') return undefined;
+  if (!isObject(value) || typeof value.workflowId !== 'string' || typeof value.runId !== 'string') return undefined;
   return { workflowId: value.workflowId, runId: value.runId };
 }
 
@@ -353,17 +354,17 @@ function readHistory(events: HistoryEvent[]): RunHistory {
       run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as AutomationRunInput | undefined;
     } else if (event.markerRecordedEventAttributes) {
       const result = decode(event.markerRecordedEventAttributes.details?.result?.payloads?.[0]);
-      if (isRecord(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
+      if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
         run.steps = result.steps as StepDefinition[];
-      } else if (isRecord(result) && typeof result.stepId === 'string') {
-        const kind = isRecord(result.values) ? 'evaluate' : 'annotate';
+      } else if (isObject(result) && typeof result.stepId === 'string') {
+        const kind = isObject(result.values) ? 'evaluate' : 'annotate';
         add(result.stepId, { kind, done: true, result: kind === 'evaluate' ? result.values : result });
       }
     } else if (event.activityTaskScheduledEventAttributes) {
       const input = decode(event.activityTaskScheduledEventAttributes.input?.payloads?.[0]);
       const effect: StepEffect = { kind: 'activity', done: false, result: undefined };
       byScheduledId.set(eventId, effect);
-      if (isRecord(input) && typeof input.stepId === 'string') add(input.stepId, effect);
+      if (isObject(input) && typeof input.stepId === 'string') add(input.stepId, effect);
     } else if (event.activityTaskCompletedEventAttributes) {
       const effect = byScheduledId.get(String(event.activityTaskCompletedEventAttributes.scheduledEventId ?? ''));
       if (effect) {
@@ -405,7 +406,7 @@ function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[
     const effects = run.effects.get(step.id) ?? [];
     // A step with a condition evaluates it first; `false` skipped the step.
     const condition = step.when !== undefined && step.when.trim() !== '' ? effects[0] : undefined;
-    const skipped = condition?.kind === 'evaluate' && condition.done && isRecord(condition.result) && condition.result.when === false;
+    const skipped = condition?.kind === 'evaluate' && condition.done && isObject(condition.result) && condition.result.when === false;
     if (index === failedIndex) {
       result.status = 'FAILED';
       result.error = run.failure?.stepError ?? null;
@@ -426,10 +427,10 @@ function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, u
   if ('wait' in step) return { duration: step.wait.duration };
   if ('log' in step) {
     const line = effects.find((e) => e.kind === 'annotate')?.result;
-    return isRecord(line) ? { level: step.log.level ?? 'info', message: line.line } : null;
+    return isObject(line) ? { level: step.log.level ?? 'info', message: line.line } : null;
   }
   const last = [...effects].reverse().find((e) => e.kind !== 'timer' && e.done);
-  if (last && isRecord(last.result)) return { ...last.result };
+  if (last && isObject(last.result)) return { ...last.result };
   return 'setVariables' in step ? {} : null;
 }
 
@@ -458,10 +459,6 @@ function failureOf(failure: temporal.api.failure.v1.IFailure | null | undefined)
     message,
     stepError: typeof detail?.error === 'string' ? detail.error : message,
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------- small helpers

@@ -12,7 +12,7 @@ import './quiet-runtime';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { signHmac } from '../../src/webhooks';
-import { startTestService, type TestService, type TestServiceOptions } from './app';
+import { startTestService, type TestService, type TestServiceOptions } from './test-service';
 import { connectClient, connectNative, testCodec, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {

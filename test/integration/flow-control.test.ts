@@ -12,7 +12,7 @@ import request from 'supertest';
 import { openDb, type Db } from '../../src/store/db';
 import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { poll } from '../helpers/temporal';
 import { TemporalRuns } from '../../src/temporal/runs';
 

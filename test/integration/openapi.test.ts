@@ -10,7 +10,7 @@ import request from 'supertest';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { callerFor, createApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
+import { callerFor, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createClient } from '../../src/auth/clients';
 import { ROUTERS } from '../../src/http/routes';
 import { poll } from '../helpers/temporal';
@@ -223,7 +223,7 @@ describe('OpenAPI document', () => {
     let entitlementId: string;
 
     beforeAll(async () => {
-      appId = (await createApp(admin, 'Conformance')).id;
+      appId = (await createGovernanceApp(admin, 'Conformance')).id;
       userId = (await createUser(admin, 'USER_TYPE_SERVICE')).id;
       entitlementId = (await createEntitlement(admin, appId, { displayName: 'Plain' })).id;
     });
@@ -498,7 +498,7 @@ describe('OpenAPI document', () => {
     let entitlement: Json;
 
     beforeAll(async () => {
-      const appId = (await createApp(admin, 'Strict')).id;
+      const appId = (await createGovernanceApp(admin, 'Strict')).id;
       entitlement = (await admin.get(`/api/v1/apps/${appId}/entitlements/${(await createEntitlement(admin, appId)).id}`)).body;
     });
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { startTestService } from '../helpers/app';
+import { startTestService } from '../helpers/test-service';
 import { DATABASES, itOn } from '../helpers/databases';
 import { poll, testCodec } from '../helpers/temporal';
 import { openStoreWithOutage } from '../helpers/store-outage';

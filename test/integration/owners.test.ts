@@ -1,6 +1,6 @@
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
-import { callerFor, callerWith, createApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
+import { startTestService, type TestService } from '../helpers/test-service';
+import { callerFor, callerWith, createGovernanceApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
 import { NotFoundError, ServiceError } from '../../src/errors';
 
@@ -24,7 +24,7 @@ for (const target of DATABASES) {
       reader = await callerWith(service, 'read_only');
       serviceUser = (await createUser(admin, 'USER_TYPE_SERVICE')).id;
       human = (await createUser(admin, 'USER_TYPE_HUMAN')).id;
-      appId = (await createApp(admin, 'Owned')).id;
+      appId = (await createGovernanceApp(admin, 'Owned')).id;
       entitlementId = (await createEntitlement(admin, appId, { displayName: 'Owned entitlement', alias: 'owned' })).id;
     });
     afterAll(async () => service.close());
@@ -73,7 +73,7 @@ for (const target of DATABASES) {
     });
 
     it('answers 404 for an unknown user, app or entitlement, or an entitlement of another app', async () => {
-      const otherApp = (await createApp(admin, 'Other')).id;
+      const otherApp = (await createGovernanceApp(admin, 'Other')).id;
       const deleted = (await createEntitlement(admin, appId)).id;
       expect((await admin.delete(`/api/v1/apps/${appId}/entitlements/${deleted}`)).status).toBe(200);
       for (const p of [

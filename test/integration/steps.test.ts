@@ -15,7 +15,7 @@ import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../workflows/types';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { resolveNameTo } from '../helpers/resolver';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';

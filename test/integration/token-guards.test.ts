@@ -6,7 +6,7 @@
  */
 import request from 'supertest';
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { createClient } from '../../src/auth/clients';
 import { hashChosenSecret } from '../../src/auth/secrets';
 import { createTokenGuard, RateLimiter, type TokenGuard } from '../../src/auth/token-guard';
