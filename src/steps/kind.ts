@@ -10,7 +10,6 @@
  * no clocks, no Node built-ins), checked by ESLint and by the bundle test.
  */
 import { z } from 'zod';
-import { isObject } from '../json';
 
 /** A person's decision on a waitForApproval step. */
 export interface ApprovalDecision {
