@@ -20,8 +20,8 @@ import { createAutomationWorker } from '../../src/temporal/worker';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { hmacEvent } from '../helpers/stack';
 import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue, connectNative } from '../helpers/temporal';
-import { sleep } from '../helpers/processes';
 import type { RunState } from '../../workflows/types';
+import { sleep } from '../helpers/wait';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [

@@ -13,7 +13,7 @@ import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../hel
 import { callerFor, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createClient } from '../../src/auth/clients';
 import { ROUTERS } from '../../src/http/routes';
-import { poll } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Method = 'get' | 'post' | 'put' | 'delete';

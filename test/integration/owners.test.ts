@@ -3,6 +3,7 @@ import { startTestService, type TestService } from '../helpers/test-service';
 import { callerFor, callerWith, createGovernanceApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
 import { NotFoundError, ServiceError } from '../../src/errors';
+import { sleep } from '../helpers/wait';
 
 for (const target of DATABASES) {
   describeOn(target)(`entitlement owners (${target.label})`, () => {
@@ -42,7 +43,7 @@ for (const target of DATABASES) {
     it('is idempotent: a repeat returns the original createdAt', async () => {
       const first = await admin.post(path(serviceUser, 'approver', appId, entitlementId));
       expect(first.status).toBe(200);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       const again = await admin.post(path(serviceUser, 'approver', appId, entitlementId), { appEntitlementRef: null });
       expect(again.status).toBe(200);
       expect(again.body.userOwnerEntitlement.createdAt).toBe(first.body.userOwnerEntitlement.createdAt);
