@@ -36,13 +36,14 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/outbound/policy';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
-import { CelEvaluationError, evaluateSecretExpression, secretNames } from '../src/cel';
+import { evaluateSecretExpression, secretNames } from '../src/cel';
 import { sealContext, type SecretBox } from '../src/crypto/secret-box';
 import type { Queryable } from '../src/store/db';
 import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
 import { callKey, isMalformedWhsec, signingKey, standardSignature } from '../src/webhooks/standard-webhooks';
 import type { CallKeyScope, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
 import { checkSecretOrigins } from './secret-origin-check';
+import { CelEvaluationError } from '../src/errors';
 
 /** Largest response body read, in bytes; a larger one fails the step. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -72,7 +73,6 @@ const JSON_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/json)\s*(?:;|$)/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
 export { validateOutboundUrl };
-
 
 export interface CallWebhookDeps {
   allowPrivateOutbound: boolean;

@@ -6,9 +6,9 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
-import { DomainError, NotFoundError } from '../src/domain/errors';
 import * as owners from '../src/domain/owners';
 import type { CreatedOwnership, OwnershipInput, OwnershipRef } from '../src/contract/activities';
+import { InvalidArgumentError, NotFoundError } from '../src/errors';
 
 /** Failure types of ownership activities (non-retryable). */
 export const OWNERSHIP_NOT_FOUND = 'OwnershipNotFound';
@@ -43,19 +43,20 @@ function pick(ref: OwnershipRef): OwnershipRef {
 
 /** Not found and invalid argument are permanent; everything else (the store unavailable, ...) is left to the retry policy. */
 function toFailure(err: unknown, operation: string, ref: OwnershipRef): unknown {
-  if (err instanceof DomainError && (err.kind === 'not_found' || err.kind === 'invalid_argument')) {
+  if (err instanceof NotFoundError || err instanceof InvalidArgumentError) {
+    const notFound = err instanceof NotFoundError;
     return ApplicationFailure.create({
-      type: err.kind === 'not_found' ? OWNERSHIP_NOT_FOUND : OWNERSHIP_INVALID,
+      type: notFound ? OWNERSHIP_NOT_FOUND : OWNERSHIP_INVALID,
       message: `${operation}: ${describeFailure(err, ref)}`,
       nonRetryable: true,
-      details: [{ reason: err.kind, ...pick(ref) }],
+      details: [{ reason: notFound ? 'not_found' : 'invalid_argument', ...pick(ref) }],
     });
   }
   return err;
 }
 
 /** `user "svc-9" not found` rather than the domain's bare `user not found`. */
-function describeFailure(err: DomainError, ref: OwnershipRef): string {
+function describeFailure(err: NotFoundError | InvalidArgumentError, ref: OwnershipRef): string {
   if (err instanceof NotFoundError && err.id !== undefined) return `${err.resource} ${JSON.stringify(err.id)} not found`;
   const target = `user ${JSON.stringify(ref.userId)}, role ${JSON.stringify(ref.roleSlug)}, app ${JSON.stringify(ref.appId)}, entitlement ${JSON.stringify(ref.entitlementId)}`;
   return `${err.message} (${target})`;

@@ -6,12 +6,13 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { CelEvaluationError, evaluateAll } from '../src/cel';
+import { evaluateAll } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
 import { CEL_EVALUATION_FAILURE, VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
 import type { EvaluateStepInput } from '../src/contract/activities';
+import { CelEvaluationError } from '../src/errors';
 
 export { CEL_EVALUATION_FAILURE };
 

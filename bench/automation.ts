@@ -4,8 +4,7 @@
  * setVariables. When the governance routes or the ownership step are missing, it falls back to
  * three setVariables steps and says so.
  */
-import { randomUUID } from 'node:crypto';
-import { signHmac } from '../src/webhooks';
+import { hmacEvent } from '../test/helpers/signing';
 import { request } from './util';
 
 export interface BenchAutomation {
@@ -120,15 +119,6 @@ async function prepareOwnership(apiUrl: string, token: string): Promise<{ userId
 
 /** POSTs the automation's body as one new signed event (a fresh event id) to the API at `apiUrl`. */
 export function postEvent(apiUrl: string, automation: BenchAutomation): ReturnType<typeof request> {
-  const eventId = randomUUID();
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  return request('POST', `${apiUrl}${automation.listenerPath}`, {
-    body: automation.body,
-    headers: {
-      'Content-Type': 'application/json',
-      'Webhook-Timestamp': timestamp,
-      'Webhook-Event-Id': eventId,
-      'Webhook-Signature': signHmac(automation.signingSecret, timestamp, eventId, automation.body),
-    },
-  });
+  const { body, headers } = hmacEvent(automation.signingSecret, undefined, { body: automation.body });
+  return request('POST', `${apiUrl}${automation.listenerPath}`, { body, headers });
 }

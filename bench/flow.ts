@@ -13,7 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { signHmac } from '../src/webhooks';
+import { hmacEvent } from '../test/helpers/signing';
 import { AUTOMATION_QUEUE, type Stack } from './stack';
 import { percentile, request } from './util';
 
@@ -45,13 +45,8 @@ async function createAutomation(apiUrl: string, token: string, fields: Record<st
 }
 
 function post(apiUrl: string, target: Target, payload: unknown): ReturnType<typeof request> {
-  const eventId = randomUUID();
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const body = JSON.stringify(payload);
-  return request('POST', `${apiUrl}${target.listenerPath}`, {
-    body,
-    headers: { 'Content-Type': 'application/json', 'Webhook-Timestamp': timestamp, 'Webhook-Event-Id': eventId, 'Webhook-Signature': signHmac(target.secret, timestamp, eventId, body) },
-  });
+  const { body, headers } = hmacEvent(target.secret, payload);
+  return request('POST', `${apiUrl}${target.listenerPath}`, { body, headers });
 }
 
 /** Accepted deliveries per second over `seconds`, `concurrency` senders, each event with its own key. */

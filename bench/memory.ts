@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/temporal/devserver';
-import { descendantPids, sleep } from './util';
+import { descendantPids } from './util';
+import { sleep } from '../test/helpers/wait';
 
 export interface MemoryResult {
   idleRssMb: number;

@@ -28,7 +28,7 @@ import { SecretBox } from '../src/crypto/secret-box';
 import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
 import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
-import { WorkflowEngineUnavailableError, type AutomationRuns } from '../src/domain/runs';
+import { type AutomationRuns } from '../src/domain/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
 import { bundleInChild } from './bundle-child';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
@@ -37,6 +37,7 @@ import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePaylo
 const BENCH_CODEC = new EncryptionCodec(parsePayloadKeys(newPayloadKeyEntry()));
 import { createBareActivities } from './bare-activities';
 import { commandLineOf, descendantPids } from './util';
+import { WorkflowEngineUnavailableError } from '../src/errors';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };

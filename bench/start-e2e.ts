@@ -13,6 +13,7 @@ import { freePort } from '../src/temporal/devserver';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from '../src/temporal/codec';
 import { createBenchAutomation, postEvent } from './automation';
 import { closeHttpAgent, percentile } from './util';
+import { sleep } from '../test/helpers/wait';
 
 export interface StartE2eResult {
   p50Ms: number;
@@ -48,7 +49,7 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
     while (!/^API:/m.test(output) || !/client_secret:/.test(output)) {
       if (child.exitCode !== null) throw new Error(`npm start exited:\n${output.slice(-2000)}`);
       if (Date.now() - started > 180_000) throw new Error(`npm start did not come up:\n${output.slice(-2000)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
     const clientId = /client_id:\s+(\S+)/.exec(output)![1]!;
     const clientSecret = /client_secret:\s+(\S+)/.exec(output)![1]!;

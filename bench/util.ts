@@ -3,10 +3,6 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** The p-th percentile (0..100) of a list of numbers, nearest rank; NaN for an empty list. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;

@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { AUTH_METHODS, authenticatorOf, SenderUsageError, type AuthMethod, type Signer } from '../src/webhooks/authenticators';
+import { AUTH_METHODS, authenticatorOf, type AuthMethod, type Signer } from '../src/webhooks/authenticators';
+import { SenderUsageError } from '../src/errors';
 
 const REQUEST_TIMEOUT_MS = 30_000;
 

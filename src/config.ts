@@ -3,6 +3,7 @@
  * call `loadConfig(process.env)` where the process starts.
  */
 import path from 'node:path';
+import { ConfigError } from './errors';
 
 export interface Config {
   port: number;
@@ -117,10 +118,6 @@ export const CONFIG_VARIABLES = [
 
 /** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
 export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];

@@ -1,4 +1,7 @@
 /**
+ * JSON values as the service takes them in. A ground-floor module: it imports nothing, and the
+ * workflow bundle loads it (through src/steps).
+ *
  * One bound on JSON nesting for every body the service accepts (API requests, webhook payloads,
  * entitlement configurations). Serialisers and walkers are recursive (JSON.stringify fails past
  * about 4,000 levels, CEL conversion and the store's jsonb have their own limits): a deeper value
@@ -23,4 +26,9 @@ export function jsonDepth(text: string): number {
     else if (c === 0x5d || c === 0x7d) depth--;
   }
   return max;
+}
+
+/** A JSON object: not null, not an array. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

@@ -162,7 +162,7 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
 
 /**
  * Without WORKFLOW_BUNDLE, the workflow code is bundled from source by a short-lived child process
- * into DATA_DIR: webpack's memory (about 180 MB) leaves with it instead of staying resident here.
+ * into DATA_DIR: webpack's memory leaves with it instead of staying resident here.
  */
 async function bundleInChildProcess(config: Config, logger: Logger): Promise<string> {
   const out = path.join(config.dataDir, 'workflow-bundle.js');

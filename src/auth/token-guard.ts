@@ -4,18 +4,7 @@
  * Retry-After), so that the libuv thread pool, which DNS lookups and JWKS fetches share, is never
  * filled by password hashing.
  */
-
-/** A request was refused by a guard; `status` 429 (rate) or 503 (busy). */
-export class GuardRefusal extends Error {
-  override name = 'GuardRefusal';
-  constructor(
-    readonly status: 429 | 503,
-    message: string,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
-  }
-}
+import { GuardRefusal } from '../errors';
 
 interface Bucket {
   tokens: number;

@@ -6,10 +6,10 @@
 import { celEnv, celFunc, CelScalar, listType, parse, plan, type CelInput, type CelResult } from '@bufbuild/cel';
 import { concatLists } from './append-list';
 import { strings } from '@bufbuild/cel/ext';
-import { CelEvaluationError } from './errors';
 import { checkSecretForm } from './secret-form';
 import { BUDGET_FUNCTION, chargingResolver } from './cost';
 import { COMPILE_CACHE_SIZE, MAX_AST_DEPTH, MAX_AST_NODES, MAX_EXPRESSION_LENGTH } from './limits';
+import { CelEvaluationError } from '../errors';
 
 type ParsedExpr = ReturnType<typeof parse>;
 type Expr = ParsedExpr['expr'];

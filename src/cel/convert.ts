@@ -4,8 +4,8 @@
  * `double`, as in cel-go with JSON payloads. Results come back as plain JSON-compatible values.
  */
 import { isCelList, isCelMap, isCelType, isCelUint, type CelInput } from '@bufbuild/cel';
-import { CelEvaluationError } from './errors';
 import { MAX_INPUT_DEPTH, MAX_RESULT_SIZE } from './limits';
+import { CelEvaluationError } from '../errors';
 
 /** Converts a JSON-like value to CEL input: objects → Map, arrays → arrays, numbers → double. */
 export function toCelInput(value: unknown, depth = 0): CelInput {

@@ -13,10 +13,9 @@ import { literalPrefix, selectedSecrets } from './secret-form';
 import { compile, SECRETS_VARIABLE, type CompiledExpression } from './compile';
 import { fromCelValue, toCelInput } from './convert';
 import { budgetExceeded, BudgetExceeded, resetBudget } from './cost';
-import { CelEvaluationError } from './errors';
 import { MAX_COMPREHENSION_ITERATIONS, MAX_EVALUATION_COST } from './limits';
+import { CelEvaluationError } from '../errors';
 
-export { CelEvaluationError, type CelErrorCode } from './errors';
 export * as celLimits from './limits';
 
 /** What an expression sees as `ctx`. */

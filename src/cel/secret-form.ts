@@ -7,7 +7,7 @@
  * compiled: on save, and again by the worker before it evaluates anything.
  */
 import type { parse } from '@bufbuild/cel';
-import { CelEvaluationError } from './errors';
+import { CelEvaluationError } from '../errors';
 
 type Expr = ReturnType<typeof parse>['expr'];
 

@@ -19,17 +19,18 @@ import type { Logger } from '../logger';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets, type Listener } from './listener-cache';
-import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns } from '../domain/runs';
+import { type AutomationRuns } from '../domain/runs';
 import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from '../webhooks/authenticators';
-import { AdmissionRefusal, headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
+import { headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';
 import { isAddressAllowed } from '../net/cidr';
-import { WebhookRejection } from '../webhooks/errors';
+
 import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';
 import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domain/flow-control';
 import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
 import type { RunFlow } from '../contract/run';
+import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;

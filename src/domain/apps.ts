@@ -1,12 +1,12 @@
 /** Apps: create, get, list. */
 import { newId } from '../ids';
-import { notFound } from './errors';
 import * as store from '../store/apps';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { isString, pageOf } from './listing';
 import { CreateAppRequest, type App } from './schemas';
 import { parseOrThrow } from './validation';
+import { notFound } from '../errors';
 
 function toApp(row: store.AppRow): App {
   return { id: row.id, displayName: row.displayName, description: row.description, createdAt: row.createdAt, updatedAt: row.updatedAt };

@@ -15,10 +15,11 @@
  * run (WOULD_RUN, with its message); the steps after it are NOT_REACHED. Evaluation is
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
-import { CelEvaluationError, evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
-import { runStep, stepKind, StepError, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
+import { evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
+import { runStep, stepKind, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../outbound/policy';
 import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
+import { CelEvaluationError, StepError } from '../errors';
 
 export type DryRunStatus = 'WOULD_RUN' | 'SKIPPED' | 'ERROR' | 'NOT_REACHED';
 

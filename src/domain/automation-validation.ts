@@ -5,7 +5,7 @@
  */
 import { checkExpression, checkSecretExpression } from '../cel';
 import { validateSteps as validateRegisteredSteps, type StepDefinition } from '../steps';
-import type { FieldViolation } from './errors';
+import type { FieldViolation } from '../errors';
 
 export function validateDisplayName(value: unknown, field: string, violations: FieldViolation[]): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {

@@ -8,7 +8,6 @@
  */
 import type { Db } from '../store/db';
 import { newId, randomToken } from '../ids';
-import { invalidArgument, notFound, type FieldViolation } from './errors';
 import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
 import { sealContext, type SecretBox } from '../crypto/secret-box';
@@ -24,6 +23,7 @@ import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
 import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
 import type { Page, PageRequest, PageTokens } from './pagination';
+import { type FieldViolation, invalidArgument, notFound } from '../errors';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
 

@@ -7,9 +7,9 @@ import { isRole, ROLES, type Role } from '../auth/roles';
 import type { SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db } from '../store/db';
-import { invalidArgument, notFound } from './errors';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
+import { invalidArgument, notFound } from '../errors';
 
 export type { ApiClient };
 

@@ -6,9 +6,9 @@
 import { getAutomation } from '../store/automations';
 import type { Db } from '../store/db';
 import { listDeliveries, type DeliveryFilter, type DeliveryRecord } from '../store/deliveries';
-import { invalidArgument, notFound } from './errors';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
+import { invalidArgument, notFound } from '../errors';
 
 /** An entry as the API shows it: the stored record without its internal ids. */
 export type Delivery = Omit<DeliveryRecord, 'id' | 'automationId'>;

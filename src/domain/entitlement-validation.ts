@@ -3,12 +3,13 @@
  * away), then the zod schema (types, annotations, durations, exactly-one members), then defaults.
  * Also the update mask of `POST /apps/{app_id}/entitlements/{id}`.
  */
-import { invalidArgument, type FieldViolation } from './errors';
 import { MAX_JSON_DEPTH } from '../json';
 import { MAX_MULTI_STEP_DEPTH } from './entitlement-rules';
 import { READ_ONLY_FIELDS, WRITABLE_FIELDS, withDefaults, type EntitlementFields, type WritableField } from './entitlement-record';
 import { AppEntitlementInput } from './schemas';
 import { fieldPath, violationsOf } from './validation';
+import { type FieldViolation, invalidArgument } from '../errors';
+import { isObject } from '../json';
 
 export type WriteValidation = { ok: true; fields: EntitlementFields } | { ok: false; violations: FieldViolation[] };
 
@@ -26,10 +27,6 @@ export function parseEntitlementWrite(input: unknown, prefix = ''): EntitlementF
   const result = validateEntitlementWrite(input, prefix);
   if (!result.ok) throw invalidArgument(result.violations);
   return result.fields;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function join(prefix: string, field: string): string {

@@ -3,7 +3,6 @@
  * search. Every write is validated whole before anything is written.
  */
 import { newId } from '../ids';
-import { invalidArgument, notFound } from './errors';
 import * as store from '../store/entitlements';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
@@ -13,16 +12,14 @@ import { parseEntitlementWrite, parseUpdateMask } from './entitlement-validation
 import { isString, pageOf } from './listing';
 import { SearchEntitlementsFilter, type AppEntitlement } from './schemas';
 import { parseOrThrow } from './validation';
+import { invalidArgument, notFound } from '../errors';
+import { isObject } from '../json';
 
 /** `appId` is a writable field of the record (docs/api.md), but an entitlement stays under the app of its path. */
 function checkAppId(fields: EntitlementFields, appId: string, field: string): void {
   if (fields.appId !== '' && fields.appId !== appId) {
     throw invalidArgument({ field, description: 'must be empty or equal to the app_id of the path' });
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** Creates an entitlement under `appId` from the flat body of writable fields; 404 unknown app. */

@@ -8,7 +8,7 @@ import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
 import { getLatestPublishedVersion } from '../store/automation-versions';
-import { FailedPreconditionError, invalidArgument } from './errors';
+import { FailedPreconditionError, invalidArgument } from '../errors';
 
 export interface RerunOptions {
   /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */

@@ -6,10 +6,12 @@
  * (workflows/lane.ts). Expressions are CEL over `ctx.trigger`, compiled when the automation is saved.
  */
 import { createHash } from 'node:crypto';
-import { CelEvaluationError, checkExpression, evaluate } from '../cel';
-import type { FieldViolation } from './errors';
+import { checkExpression, evaluate } from '../cel';
+
 import type { RunFlow } from '../contract/run';
 import type { ConcurrencySettings, FlowControl, RateLimitSettings } from '../contract/flow-control';
+import { CelEvaluationError, type FieldViolation } from '../errors';
+import { isObject } from '../json';
 
 export type { ConcurrencySettings, FlowControl, RateLimitSettings };
 
@@ -34,10 +36,6 @@ export function flowControlOf(value: unknown): FlowControl {
 /** True when the automation has any of the three. */
 export function hasFlowControl(flow: FlowControl | undefined): boolean {
   return !!flow && (flow.filter !== null || flow.concurrency !== null || flow.rateLimit !== null);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function expression(value: unknown, field: string, violations: FieldViolation[]): string | null {

@@ -2,8 +2,8 @@
  * One keyset page of any governance listing: decode the page token (bound to the listing and its
  * filter), fetch `pageSize + 1` rows after the cursor, and sign the cursor of the next page.
  */
-import { invalidArgument } from './errors';
 import { keysetPage, type Page, type PageRequest, type PageTokens } from './pagination';
+import { invalidArgument } from '../errors';
 
 export interface Listing<Row, Item, Cursor> {
   /** Names the listing, e.g. `entitlements:app:<appId>`: a token of another listing is refused. */

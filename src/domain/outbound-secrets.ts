@@ -13,11 +13,11 @@ import { secretNames } from '../cel';
 import { HEADER_VALUE } from '../steps/call-webhook';
 import { STEP_REGISTRY, stepKind, type SecretRead, type StepDefinition } from '../steps';
 import { allowedOriginsOf, originRefusal, refusedSecret, staticOrigin, validateAllowedOrigins } from './secret-origins';
-import { ConflictError, invalidArgument, notFound, type FieldViolation } from './errors';
 import { parseGracePeriod } from './rotation-grace';
 import { isMalformedWhsec } from '../webhooks/standard-webhooks';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
+import { ConflictError, type FieldViolation, invalidArgument, notFound } from '../errors';
 
 export type OutboundSecret = store.OutboundSecretMetadata;
 

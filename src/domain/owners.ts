@@ -3,7 +3,6 @@
  * the API and by the automation activities, so both operations are idempotent: creating an
  * existing ownership returns it with its original createdAt; deleting reports whether it existed.
  */
-import { invalidArgument, notFound, type FieldViolation } from './errors';
 import * as store from '../store/owners';
 import { findUser } from '../store/users';
 import { findLiveEntitlement } from '../store/entitlements';
@@ -15,6 +14,7 @@ import { getUser, SERVICE_USER } from './users';
 import { toAppEntitlement } from './entitlement-record';
 import { pageOf } from './listing';
 import { ROLE_SLUG, type AppEntitlement } from './schemas';
+import { type FieldViolation, invalidArgument, notFound } from '../errors';
 
 export interface EntitlementOwnerRef {
   userId: string;

@@ -4,7 +4,7 @@
  * carries the last key returned, so a walk never repeats or skips a row that exists throughout it.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { InvalidArgumentError } from './errors';
+import { InvalidArgumentError } from '../errors';
 
 export const PAGE_SIZE_DEFAULT = 25;
 export const PAGE_SIZE_MIN = 10;

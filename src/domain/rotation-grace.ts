@@ -1,10 +1,10 @@
+import { invalidArgument } from '../errors';
 /**
  * The grace period of a secret's rotation, shared by the listener's signing secret (the replaced
  * secret keeps verifying) and named outbound secrets (the replaced value keeps signing outbound
  * calls, next to the new one): `gracePeriod`, a protobuf-JSON duration in seconds, default 24 h,
  * at most 7 days, "0s" ends the old value at once.
  */
-import { invalidArgument } from './errors';
 
 /** Default grace period of a rotation (Svix keeps the old secret for 24 hours). */
 export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;

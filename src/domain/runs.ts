@@ -6,16 +6,7 @@ import type { Client } from '@temporalio/client';
 import type { AutomationRunInput } from '../contract/run';
 import type { LaneRequest } from '../contract/lanes';
 
-export class DuplicateEventError extends Error {
-  override name = 'DuplicateEventError';
-  constructor(readonly runId: string) {
-    super('event already received');
-  }
-}
-
-export class WorkflowEngineUnavailableError extends Error {
-  override name = 'WorkflowEngineUnavailableError';
-}
+export { DuplicateEventError, WorkflowEngineUnavailableError } from '../errors';
 
 export interface StartedRun {
   /** The run's id (its workflow id; the HTTP API's `executionId`). */

@@ -16,7 +16,7 @@
  * and a secret with none is refused everywhere until an administrator sets them with PUT.
  */
 import { MAX_ALLOWED_ORIGINS, SCHEMES } from '../cel/static-origin';
-import type { FieldViolation } from './errors';
+import type { FieldViolation } from '../errors';
 
 export { MAX_ALLOWED_ORIGINS, staticOrigin } from '../cel/static-origin';
 export { allowedOriginsOf, backfillSecretOrigins, originList } from '../store/secret-origins';

@@ -1,12 +1,12 @@
 /** Users (service accounts and humans): create, get, list. */
 import { newId } from '../ids';
-import { notFound } from './errors';
 import * as store from '../store/users';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { isString, pageOf } from './listing';
 import { CreateUserRequest, type User } from './schemas';
 import { parseOrThrow } from './validation';
+import { notFound } from '../errors';
 
 export const SERVICE_USER = 'USER_TYPE_SERVICE';
 

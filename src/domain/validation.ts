@@ -3,7 +3,7 @@
  * (`provisionerPolicy.multiStep.provisionSteps[1].manual.assignee`, `annotations["bad key"]`).
  */
 import type { z } from 'zod';
-import { invalidArgument, type FieldViolation } from './errors';
+import { type FieldViolation, invalidArgument } from '../errors';
 
 /** Fields whose keys are data, not names: their entries are written `field["key"]`. */
 const MAP_FIELDS = new Set(['annotations', 'sourceConnectorIds', 'config']);

@@ -5,10 +5,11 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'koa';
-import { AppError, invalidArgument } from './errors';
+import { AppError } from './errors';
 import { fieldPath } from '../domain/validation';
 import { jsonDepth, MAX_JSON_DEPTH } from '../json';
 import type { DataRateWatch } from '../webhooks/admission';
+import { invalidArgument } from '../errors';
 
 export const API_BODY_LIMIT = 1024 * 1024;
 

@@ -1,13 +1,13 @@
 /**
  * The one error shape of the API (grpc-gateway style): `{code, message, details}` where `code` is a
- * google.rpc.Code number. Throw an `AppError` anywhere; `errorMiddleware` renders it and hides
- * anything unexpected behind a 500 without a stack trace.
+ * google.rpc.Code number. `AppError` is that body with its status and headers; `toAppError` makes
+ * one from any error of the service's tree (src/errors.ts) by its code, the one place where errors
+ * get their HTTP meaning. `errorMiddleware` renders it and hides anything unexpected behind a 500
+ * without a stack trace.
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
-import { ConflictError, DomainError, FailedPreconditionError, InvalidArgumentError, UnavailableError, type FieldViolation } from '../domain/errors';
-
-export type { FieldViolation };
+import { ServiceError, type FieldViolation, type KnownServiceError, type ServiceErrorCode } from '../errors';
 
 export const RPC_CODE: Record<number, number> = {
   400: 3, // INVALID_ARGUMENT
@@ -53,30 +53,57 @@ export function errorBody(status: number, message: string, details: ErrorDetail[
   return { code: RPC_CODE[status] ?? 2, message, details };
 }
 
-/** 400 naming the offending fields, with a google.rpc.BadRequest detail. */
-export function invalidArgument(violations: FieldViolation[] | FieldViolation): AppError {
-  return fromDomain(new InvalidArgumentError(Array.isArray(violations) ? violations : [violations]));
-}
+type ErrorWithCode<C extends ServiceErrorCode> = Extract<KnownServiceError, { readonly code: C }>;
 
-/** The HTTP form of a domain error: status, google.rpc code, details and headers. */
-export function fromDomain(err: DomainError): AppError {
-  if (err instanceof InvalidArgumentError) {
-    return new AppError(400, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: err.violations }] });
+const badRequest = (violations: FieldViolation[]): ErrorDetail[] => [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: violations }];
+const retryAfter = (seconds: number): Record<string, string> => ({ 'Retry-After': String(seconds) });
+
+/**
+ * What each error of the tree (src/errors.ts) is over HTTP: status, message, details and headers.
+ * `null`: not an answer to a request (a fault), so a plain 500.
+ */
+const HTTP_OF: { [C in ServiceErrorCode]: ((err: ErrorWithCode<C>) => AppError) | null } = {
+  ERR_INVALID_ARGUMENT: (err) => new AppError(400, err.message, { details: badRequest(err.violations) }),
+  ERR_INVALID_PAGE_TOKEN: (err) => new AppError(400, err.message, { details: badRequest([{ field: 'page_token', description: err.message }]) }),
+  ERR_NOT_FOUND: (err) => new AppError(404, err.message),
+  ERR_FAILED_PRECONDITION: (err) =>
+    new AppError(409, err.message, { details: err.reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.reason, domain: 'automations' }] : [] }),
+  ERR_CONFLICT: (err) => new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] }),
+  ERR_UNAVAILABLE: (err) => new AppError(503, err.message, { headers: retryAfter(err.retryAfterSeconds) }),
+  // The cause stays in the logs: the caller learns only that the engine did not answer.
+  ERR_ENGINE_UNAVAILABLE: (err) => new AppError(503, 'the workflow engine is unavailable; retry later', { headers: retryAfter(err.retryAfterSeconds) }),
+  ERR_WEBHOOK_REJECTED: (err) => new AppError(err.status, err.message),
+  // At the global cap the connection is closed too, so a flood of connections is shed.
+  ERR_ADMISSION_REFUSED: (err) => new AppError(429, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), ...(err.scope === 'global' ? { Connection: 'close' } : {}) } }),
+  ERR_GUARD_REFUSED: (err) => new AppError(err.status, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), 'Cache-Control': 'no-store' } }),
+  // Handled where they arise (the intake answers a duplicate; a run records a step's failure); here only a fault.
+  ERR_DUPLICATE_EVENT: null,
+  ERR_STEP: null,
+  ERR_CEL_SYNTAX: null,
+  ERR_CEL_UNKNOWN_NAME: null,
+  ERR_CEL_LIMIT: null,
+  ERR_CEL_EVALUATION: null,
+  ERR_CEL_RESULT: null,
+  ERR_CEL_SECRET_FORM: null,
+  ERR_CONFIG: null,
+  ERR_PAYLOAD_KEY: null,
+  ERR_SENDER_USAGE: null,
+};
+
+/** The HTTP form of any error: an AppError as it is, an error of the tree by its code, anything else a plain 500. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof ServiceError) {
+    const known = err as KnownServiceError;
+    const http = HTTP_OF[known.code] as ((err: KnownServiceError) => AppError) | null | undefined;
+    if (http) return http(known);
   }
-  if (err instanceof FailedPreconditionError) return new AppError(409, err.message, { details: reasonDetails(err.reason) });
-  if (err instanceof ConflictError) {
-    return new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] });
+  const status = (err as { status?: unknown; expose?: unknown })?.status;
+  // Koa/http-errors raised by the framework itself (e.g. malformed URL) carry a safe status.
+  if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose) {
+    return new AppError(status, (err as Error).message);
   }
-  if (err instanceof UnavailableError) return new AppError(503, err.message, { headers: { 'Retry-After': String(err.retryAfterSeconds) } });
-  return new AppError(404, err.message);
-}
-
-function reasonDetails(reason: string | undefined): ErrorDetail[] {
-  return reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'automations' }] : [];
-}
-
-export function notFound(what: string): AppError {
-  return new AppError(404, `${what} not found`);
+  return new AppError(500, 'internal error');
 }
 
 /** First middleware: renders AppError and hides everything else behind a plain 500. */
@@ -116,17 +143,6 @@ export function reportError(err: unknown, logger: Logger, request: { method: str
     logger.error({ err: describe(err), ...request }, 'request failed');
   }
   return error;
-}
-
-function toAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
-  if (err instanceof DomainError) return fromDomain(err);
-  const status = (err as { status?: unknown; expose?: unknown }).status;
-  // Koa/http-errors raised by the framework itself (e.g. malformed URL) carry a safe status.
-  if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose) {
-    return new AppError(status, (err as Error).message);
-  }
-  return new AppError(500, 'internal error');
 }
 
 /** Error summary for logs: name, message and stack, never request data. */

@@ -6,21 +6,10 @@
  * Webhooks way with a named secret (the activity resolves the secret; its value never reaches here).
  */
 import { z } from 'zod';
-import {
-  boundedRecord,
-  celSchema,
-  defineEffect,
-  defineStep,
-  describeValue,
-  integerFrom,
-  isObject,
-  SECRET_NAME,
-  secretCelSchema,
-  StepError,
-  type CallWebhookRequest,
-  type SecretRead,
-} from './kind';
+import { boundedRecord, celSchema, defineEffect, defineStep, describeValue, integerFrom, SECRET_NAME, secretCelSchema, type CallWebhookRequest, type SecretRead } from './kind';
 import { splitSecretHeaders } from './secret-references';
+import { StepError } from '../errors';
+import { isObject } from '../json';
 
 /** `timeoutMs`: default and largest value. */
 export const CALL_WEBHOOK_DEFAULT_TIMEOUT_MS = 10_000;

@@ -1,6 +1,7 @@
 /** `fail`: ends the run as FAILED with the evaluated message (a guard: `when` says when). */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, StepError } from './kind';
+import { celSchema, defineStep, describeValue } from './kind';
+import { StepError } from '../errors';
 
 /** Longest message a fail step records. */
 const MAX_FAIL_MESSAGE = 2000;

@@ -7,7 +7,9 @@
 import type { z } from 'zod';
 import { callWebhook } from './call-webhook';
 import { fail } from './fail';
-import { describeValue, IDENTIFIER, isObject, StepError, type Effect, type FieldViolation, type StepEffects, type StepRetryPolicy } from './kind';
+import { describeValue, IDENTIFIER, type Effect, type StepEffects, type StepRetryPolicy } from './kind';
+
+import { isObject } from '../json';
 import { log } from './log';
 import { notify } from './notify';
 import { createEntitlementOwner, deleteEntitlementOwner } from './owners';
@@ -16,6 +18,8 @@ import { wait } from './wait';
 import { retrySchema } from './retry';
 import { validateBody, type CelCompiler } from './validate';
 import { waitForApproval } from './wait-for-approval';
+
+import { type FieldViolation, StepError } from '../errors';
 
 export const STEP_REGISTRY = {
   setVariables,

@@ -12,19 +12,10 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../duration';
-import type { FieldViolation } from '../domain/errors';
+import { StepError, type FieldViolation } from '../errors';
+import { isObject } from '../json';
 
-/** A step that cannot go on; its message becomes the step's `error`. */
-export class StepError extends Error {
-  override name = 'StepError';
-  /** What the step produced before it failed (e.g. a rejection's decision), shown as its output. */
-  constructor(
-    message: string,
-    readonly output?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
+export { StepError };
 
 /** A person's decision on a waitForApproval step. */
 export interface ApprovalDecision {
@@ -225,9 +216,6 @@ export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** A named outbound secret's name (as /api/v1/secrets accepts it). */
 export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 
-export function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 /** A short description of a value for error messages: `string "hire"`, `a map`, `null`. */
 export function describeValue(value: unknown): string {

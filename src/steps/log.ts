@@ -3,7 +3,9 @@
  * Web UI) and to the worker's log. The output is `{level, message}`.
  */
 import { z } from 'zod';
-import { celSchema, defineStep, describeValue, isObject, StepError, type LogLevel } from './kind';
+import { celSchema, defineStep, describeValue, type LogLevel } from './kind';
+import { StepError } from '../errors';
+import { isObject } from '../json';
 
 const LEVELS = ['info', 'warn', 'error'] as const satisfies readonly LogLevel[];
 /** Longest line recorded; longer messages are cut with an ellipsis. */

@@ -5,7 +5,8 @@
  * and posts through the outbound policy, with the call's Idempotency-Key. Output: `{status, text}`.
  */
 import { z } from 'zod';
-import { celSchema, defineEffect, defineStep, describeValue, SECRET_NAME, StepError } from './kind';
+import { celSchema, defineEffect, defineStep, describeValue, SECRET_NAME } from './kind';
+import { StepError } from '../errors';
 
 /** Longest message posted; longer texts are cut with an ellipsis. */
 export const MAX_NOTIFY_TEXT = 4000;

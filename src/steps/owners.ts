@@ -3,7 +3,8 @@
  * is an idempotent activity of its own (activities/owners.ts) with the step's retry policy.
  */
 import { z } from 'zod';
-import { celSchema, defineEffect, defineStep, describeValue, StepError, type Effect, type OwnershipRef, type StepEffects } from './kind';
+import { celSchema, defineEffect, defineStep, describeValue, type Effect, type OwnershipRef, type StepEffects } from './kind';
+import { StepError } from '../errors';
 
 const FIELDS = ['userId', 'roleSlug', 'appId', 'entitlementId'] as const;
 

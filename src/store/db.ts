@@ -5,9 +5,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Extensions, PGlite } from '@electric-sql/pglite';
-import { UnavailableError } from '../domain/errors';
 import { migrate } from './migrations';
 import type { Db, Queryable } from './queryable';
+import { UnavailableError } from '../errors';
 
 export type { Db, Queryable };
 
@@ -132,10 +132,9 @@ export async function dumpMemoryImage(): Promise<Blob> {
 }
 
 /**
- * PostgreSQL settings of PGlite: 8 MB of shared buffers instead of 128 MB (a file-backed store's
- * files stay in the OS page cache anyway); about 150 MB less resident memory for `npm start` (16 MB
- * instead of 8 MB: ~8 MB more, idle), and up to 120 MB less per in-memory store (tests, the
- * benchmark) once its buffers fill.
+ * PostgreSQL settings of PGlite: small shared buffers instead of the default 128 MB, since a
+ * file-backed store's files stay in the OS page cache anyway and every in-memory store (tests, the
+ * benchmark) would otherwise fill its own (docs/performance.md).
  */
 const PGLITE_SETTINGS = ['-c', 'shared_buffers=8MB'];
 

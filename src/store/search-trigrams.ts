@@ -1,21 +1,15 @@
 /**
- * Which parts of an entitlement search `query` the trigram index is asked for (pg_trgm: PostgreSQL
- * with contrib, and PGlite, which loads its pg_trgm contrib extension).
+ * Which parts of an entitlement search `query` the trigram index is asked for. GIN reads the
+ * posting list of every trigram of `q`, and a trigram found in nearly every row (`ent` in
+ * "Entitlement …") has one as long as the table; so the index gets only the substrings of `q` made
+ * of its rarer trigrams, and the exact condition filters the candidates. Any substring of `q` is in
+ * every text that holds `q`: the results are the same, only the work differs (figures in
+ * docs/performance.md).
  *
- * GIN answers `text ILIKE '%q%'` by reading the posting list of every trigram of `q`, and a
- * trigram that occurs in nearly every row (`ent` where every entitlement is "Entitlement …") has a
- * posting list as long as the table: at 1,000,000 rows, three such trigrams were 12 of the 14 ms
- * of a search for `ment-4242`. So the index is given the substrings of `q` made of its rarer
- * trigrams (`-4242`), and the exact condition (`q` in one of the three columns) filters the
- * candidates. Any substring of `q` is in every text that holds `q`, so the results are the same;
- * only the work differs.
- *
- * How often each trigram occurs comes from ANALYZE: the statistics object
- * `app_entitlements_search_trgm_stats` over `show_trgm` of the searched text (a migration) gives
- * the most common trigrams and the fraction of rows holding each (`pg_stats_ext_exprs`). Without
- * those statistics (a table never analysed, a role that does not own the table) the query goes to
- * the index whole, as before. PGlite runs no autovacuum: its statistics are those of the last
- * ANALYZE (the migrations', or one run by hand).
+ * Trigram frequencies come from ANALYZE (the statistics object `app_entitlements_search_trgm_stats`,
+ * read from `pg_stats_ext_exprs`). Without them (a table never analysed, a role that does not own
+ * it) the whole query goes to the index. PGlite runs no autovacuum: its statistics are the last
+ * ANALYZE's.
  */
 import type { Queryable } from './db';
 
@@ -36,7 +30,7 @@ export interface QueryTrigram {
 
 /**
  * Cost of rechecking one more candidate row (heap fetch and ILIKE) in units of one posting-list
- * item read by GIN; measured on PostgreSQL 15 at 1,000,000 rows: ≈ 0.75 µs against ≈ 4 ns.
+ * item read by GIN (the measurement is in docs/performance.md).
  */
 const CANDIDATE_COST = 200;
 

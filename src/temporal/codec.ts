@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { METADATA_ENCODING_KEY, ValueError, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { PayloadKeyError } from '../errors';
 
 /** The `encoding` of an encrypted payload (the Web UI shows it until a codec endpoint decodes it). */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -28,10 +29,6 @@ const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export interface PayloadKey {
   id: string;
   key: Buffer;
-}
-
-export class PayloadKeyError extends Error {
-  override name = 'PayloadKeyError';
 }
 
 export class EncryptionCodec implements PayloadCodec {

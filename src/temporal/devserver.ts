@@ -47,7 +47,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     fs.mkdirSync(options.dataDir, { recursive: true });
     args.push('--db-filename', path.join(options.dataDir, 'temporal.db'));
     // Write-ahead log, still fsynced at every commit (synchronous=full): as durable as SQLite's
-    // default rollback journal, with one fsync per commit instead of several (e2e ≈180 → ≈130 ms).
+    // default rollback journal, with one fsync per commit instead of several.
     args.push('--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=full');
   }
   if (options.uiPort !== undefined) {

@@ -8,7 +8,7 @@
  * (`idempotencyKey`, the Idempotency-Key and webhook-id its requests carry), so that an operator can
  * find the call in the receiver's logs.
  */
-import { isGrpcServiceError, ServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { automation } from '../../workflows';
@@ -16,9 +16,12 @@ import { FlowQueueKey } from '../../workflows/automation';
 import { lastResult, STEP_REGISTRY, stepKind, type RecordedEffect } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
 import { raceDeadline } from './runs';
-import { WorkflowEngineUnavailableError } from '../domain/runs';
+
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
+
+import { isObject } from '../json';
+import { InvalidExecutionPageTokenError, ServiceError, WorkflowEngineUnavailableError } from '../errors';
 
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
 export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
@@ -61,11 +64,6 @@ export interface RunReader {
   list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage>;
   /** undefined when no automation run has this id (unknown, another workflow type, or past retention). */
   get(runId: string): Promise<ExecutionDetail | undefined>;
-}
-
-/** Temporal refused a page token (e.g. one from before a server reset). */
-export class InvalidExecutionPageTokenError extends Error {
-  override name = 'InvalidExecutionPageTokenError';
 }
 
 /** Workflow type of automation runs (workflows/automation.ts). */
@@ -288,7 +286,7 @@ function summaryFromVisibility(raw: temporal.api.workflow.v1.IWorkflowExecutionI
 
 /** The memo's `callKeysOf` (a retry from the failed step: the original run), when well-formed. */
 function callKeyScope(value: unknown): CallKeyScope | undefined {
-  if (!isRecord(value) || typeof value.workflowId !== 'string' || typeof value.runId !== 'string') return undefined;
+  if (!isObject(value) || typeof value.workflowId !== 'string' || typeof value.runId !== 'string') return undefined;
   return { workflowId: value.workflowId, runId: value.runId };
 }
 
@@ -355,17 +353,17 @@ function readHistory(events: HistoryEvent[]): RunHistory {
       run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as AutomationRunInput | undefined;
     } else if (event.markerRecordedEventAttributes) {
       const result = decode(event.markerRecordedEventAttributes.details?.result?.payloads?.[0]);
-      if (isRecord(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
+      if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
         run.steps = result.steps as StepDefinition[];
-      } else if (isRecord(result) && typeof result.stepId === 'string') {
-        const kind = isRecord(result.values) ? 'evaluate' : 'annotate';
+      } else if (isObject(result) && typeof result.stepId === 'string') {
+        const kind = isObject(result.values) ? 'evaluate' : 'annotate';
         add(result.stepId, { kind, done: true, result: kind === 'evaluate' ? result.values : result });
       }
     } else if (event.activityTaskScheduledEventAttributes) {
       const input = decode(event.activityTaskScheduledEventAttributes.input?.payloads?.[0]);
       const effect: StepEffect = { kind: 'activity', done: false, result: undefined };
       byScheduledId.set(eventId, effect);
-      if (isRecord(input) && typeof input.stepId === 'string') add(input.stepId, effect);
+      if (isObject(input) && typeof input.stepId === 'string') add(input.stepId, effect);
     } else if (event.activityTaskCompletedEventAttributes) {
       const effect = byScheduledId.get(String(event.activityTaskCompletedEventAttributes.scheduledEventId ?? ''));
       if (effect) {
@@ -407,7 +405,7 @@ function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[
     const effects = run.effects.get(step.id) ?? [];
     // A step with a condition evaluates it first; `false` skipped the step.
     const condition = step.when !== undefined && step.when.trim() !== '' ? effects[0] : undefined;
-    const skipped = condition?.kind === 'evaluate' && condition.done && isRecord(condition.result) && condition.result.when === false;
+    const skipped = condition?.kind === 'evaluate' && condition.done && isObject(condition.result) && condition.result.when === false;
     if (index === failedIndex) {
       result.status = 'FAILED';
       result.error = run.failure?.stepError ?? null;
@@ -456,10 +454,6 @@ function failureOf(failure: temporal.api.failure.v1.IFailure | null | undefined)
     message,
     stepError: typeof detail?.error === 'string' ? detail.error : message,
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------- small helpers

@@ -17,13 +17,13 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { FailedPreconditionError, NotFoundError, UnavailableError } from '../domain/errors';
 import { automation, decideUpdate } from '../../workflows';
 import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../contract/run';
 import { raceDeadline, runStartOptions } from './runs';
 import type { RunReader } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
 import { runQueueOf } from '../domain/flow-control';
+import { FailedPreconditionError, NotFoundError, UnavailableError } from '../errors';
 
 /** A rerun's id: the original's, with `:rerun-<n>`; the first free n is taken. */
 export function rerunWorkflowId(originalId: string, n: number): string {

@@ -35,9 +35,9 @@ export interface AutomationWorkerOptions {
 }
 
 /**
- * Sticky-cache size. The SDK's default grows with the heap limit (about 2,300 runs on a 4 GB heap),
- * and every cached run keeps its state in the workflow isolate: under sustained load that was
- * hundreds of MB. A run evicted from the cache is replayed from its history on its next task.
+ * Sticky-cache size. The SDK's default grows with the heap limit, and every cached run keeps its
+ * state in the workflow isolate, so memory would grow with the heap rather than with the work
+ * (docs/performance.md). A run evicted from the cache is replayed from its history on its next task.
  */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 200;
 
@@ -49,17 +49,16 @@ export function automationWorkflowsPath(): string {
 /**
  * Modules the workflow isolate evaluates once and shares between runs (the SDK's `preloadModules`,
  * frozen after loading) instead of once per run: zod and the step registry (src/steps, whose
- * schemas are built with zod). Evaluated per run, they took the workflow isolate to a 307 MB heap
- * under `npm run bench:soak` (96 MB preloaded), and cost CPU at every run's start. Neither keeps
- * per-run state: a module listed here must never hold a mutable module-level value (every run
+ * schemas are built with zod). Evaluated per run, they would cost heap and CPU at every run's start
+ * (docs/performance.md has the figures). Neither keeps per-run state: a module listed here must never hold a mutable module-level value (every run
  * would share it) nor call workflow APIs at load time.
  */
 export const AUTOMATION_PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('../steps')];
 
 /**
  * The bundle's inline source map (the worker requires one) maps lines only and carries no copy of
- * the sources: 1.8 MB instead of 4.3 MB. The worker parses it in both threads and keeps it for the
- * bundle's lifetime, so this is resident memory; stack traces still name each file and line.
+ * the sources, so it is less than half the size. The worker parses it in both threads and keeps it
+ * for the bundle's lifetime, so this is resident memory; stack traces still name each file and line.
  */
 const WORKFLOW_SOURCE_MAP = 'inline-nosources-cheap-module-source-map';
 

@@ -21,7 +21,7 @@
  * is an interval of 600 s, the deadline seconds).
  */
 import { checkWebhookHeaders, type CheckedWebhookHeaders, type WebhookHeaderInput } from './headers';
-import { WebhookRejection } from './errors';
+import { AdmissionRefusal, WebhookRejection } from '../errors';
 
 export interface AdmissionLimits {
   /** Deliveries in progress at once, all listeners together. */
@@ -31,31 +31,6 @@ export interface AdmissionLimits {
   /** Deliveries in progress at once from one source address. */
   perSource: number;
 }
-
-/**
- * A delivery refused for load (429, Retry-After); `scope` says which count was full. Made without a
- * stack trace, like `WebhookRejection`: under overload it is the common answer and must stay cheap.
- */
-export class AdmissionRefusal extends Error {
-  readonly status = 429 as const;
-  readonly scope: 'global' | 'listener' | 'source';
-  readonly retryAfterSeconds: number;
-  constructor(scope: 'global' | 'listener' | 'source', retryAfterSeconds = 1) {
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    super(
-      scope === 'global'
-        ? 'too many webhook deliveries in progress; retry later'
-        : scope === 'listener'
-          ? 'too many deliveries in progress for this listener; retry later'
-          : 'too many deliveries in progress from this address; retry later',
-    );
-    Error.stackTraceLimit = limit;
-    this.scope = scope;
-    this.retryAfterSeconds = retryAfterSeconds;
-  }
-}
-AdmissionRefusal.prototype.name = 'AdmissionRefusal';
 
 /** One admitted delivery; `release` once, when it is answered. */
 export interface AdmissionTicket {

@@ -9,25 +9,10 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import {
-  createLocalJWKSet,
-  errors as joseErrors,
-  type FlattenedJWSInput,
-  type JSONWebKeySet,
-  type JWSHeaderParameters,
-  type KeyLike,
-} from 'jose';
-import {
-  ADDRESS_REFUSED,
-  checkOutboundUrl,
-  guardedLookupFor,
-  guardedLookup,
-  isForbiddenAddress,
-  MAX_URL_LENGTH,
-  validateOutboundUrl,
-  type OutboundPolicy,
-} from '../outbound/policy';
-import { rejectWebhook, WebhookRejection } from './errors';
+import { createLocalJWKSet, errors as joseErrors, type FlattenedJWSInput, type JSONWebKeySet, type JWSHeaderParameters, type KeyLike } from 'jose';
+import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, guardedLookup, isForbiddenAddress, MAX_URL_LENGTH, validateOutboundUrl, type OutboundPolicy } from '../outbound/policy';
+import { rejectWebhook } from './errors';
+import { WebhookRejection } from '../errors';
 
 // The policy's names, for the JWKS fetch's callers (src/outbound/policy.ts is their home).
 export { ADDRESS_REFUSED, checkOutboundUrl, guardedLookup, guardedLookupFor, isForbiddenAddress, MAX_URL_LENGTH, validateOutboundUrl, type OutboundPolicy };

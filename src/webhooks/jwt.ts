@@ -17,8 +17,9 @@ import {
   type ProtectedHeaderParameters,
 } from 'jose';
 import { bodySha256 } from './digest';
-import { rejectWebhook, WebhookRejection } from './errors';
+import { rejectWebhook } from './errors';
 import { JWKS_DEFAULTS, RemoteKeySet, validateJwksUrl } from './jwks';
+import { WebhookRejection } from '../errors';
 
 export { validateJwksUrl } from './jwks';
 

@@ -13,6 +13,7 @@ import {
   type AuthMethod,
   type TriggerFields,
 } from './authenticators';
+import { isObject } from '../json';
 
 /** The stored trigger: every method's fields are present, `''` for those of other methods. */
 export type IncomingWebhookTrigger = {
@@ -28,10 +29,6 @@ export interface TriggerViolation {
 }
 
 const FIELD = 'trigger.incomingWebhook';
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 /** Every method's fields, unset (`''`). */
 function emptyFields(): TriggerFields {

@@ -17,13 +17,13 @@ import { signHmac } from '../../src/webhooks';
 import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
-import { callApi } from './api-call';
+import { callApi } from '../helpers/api-call';
+import { sleep } from '../helpers/wait';
 
 const KEYS = 5;
 const EVENTS_PER_KEY = 40;
 const ATTEMPT_TIMEOUT_MS = 90_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 let pg: OwnPostgres;
 let stack: ProdStack;

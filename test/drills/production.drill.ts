@@ -25,13 +25,14 @@ import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
 import { Client as PgClient, Pool } from 'pg';
 import { Client, Connection } from '@temporalio/client';
-import { signHmac } from '../../src/webhooks';
 import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
 import { seededRandom } from '../helpers/seeded-random';
 import { completedActivities, ownershipCreations, type RunRef } from '../helpers/effects';
-import { callApi } from './api-call';
+import { callApi } from '../helpers/api-call';
+import { sleep } from '../helpers/wait';
+import { hmacEvent } from '../helpers/signing';
 
 const TOTAL = 2000;
 const REPEAT_EVERY = 5;
@@ -40,7 +41,6 @@ const TEMPORAL_DOWN_MS = 20_000;
 const ATTEMPT_TIMEOUT_MS = 90_000;
 const PROPAGATION_TRIES = 50;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const figures: Record<string, unknown> = {};
 
 let pg: OwnPostgres;
@@ -92,14 +92,7 @@ async function createAutomation(name: string, allowedCidrs?: string[]): Promise<
 }
 
 function signed(secret: string, eventId: string, body: string, extra: Record<string, string> = {}): Record<string, string> {
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  return {
-    'Content-Type': 'application/json',
-    'Webhook-Timestamp': timestamp,
-    'Webhook-Event-Id': eventId,
-    'Webhook-Signature': signHmac(secret, timestamp, eventId, body),
-    ...extra,
-  };
+  return { ...hmacEvent(secret, undefined, { eventId, body }).headers, ...extra };
 }
 
 function send(listener: Listener, eventId: string, body: string, port = entryPort, extra: Record<string, string> = {}): Promise<PostOutcome> {

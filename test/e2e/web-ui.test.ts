@@ -17,11 +17,12 @@ import { startDevServer, type DevServer } from '../../src/temporal/devserver';
 import { reservedPort } from '../helpers/ports';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { hmacEvent } from '../helpers/stack';
 import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue, connectNative } from '../helpers/temporal';
-import { sleep } from '../helpers/processes';
+
 import type { RunState } from '../../src/contract/run';
+import { sleep } from '../helpers/wait';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [

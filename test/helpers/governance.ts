@@ -3,7 +3,7 @@
  * apps, users and entitlements through the real API (asserting success).
  */
 import request from 'supertest';
-import type { TestService } from './app';
+import type { TestService } from './test-service';
 import type { Role } from '../../src/auth/roles';
 
 export interface Caller {
@@ -39,7 +39,8 @@ async function created(test: request.Test, key: string): Promise<Record<string, 
   return res.body[key];
 }
 
-export function createApp(caller: Caller, displayName = 'App'): Promise<Record<string, unknown> & { id: string }> {
+/** Creates a governance app (the `/api/v1/apps` resource), not the Koa app of src/http/app.ts. */
+export function createGovernanceApp(caller: Caller, displayName = 'App'): Promise<Record<string, unknown> & { id: string }> {
   return created(caller.post('/api/v1/apps', { displayName }), 'app');
 }
 

@@ -7,7 +7,7 @@
 import { Client } from '@temporalio/client';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { startStack, type Stack } from './stack';
-import type { TestServiceOptions } from './app';
+import type { TestServiceOptions } from './test-service';
 import { connectClient, testDataConverter, testTemporal, uniqueTaskQueue } from './temporal';
 import { startWorker } from './workers';
 

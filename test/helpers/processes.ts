@@ -9,6 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { sleep } from './wait';
 
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 const TSX_CLI = path.join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs');
@@ -129,6 +130,3 @@ export async function waitForNewPoller(client: Client, taskQueue: string, known:
   }
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -2,7 +2,6 @@
  * The whole service for end-to-end tests: the real HTTP app on a real store, starting runs on the
  * real Temporal dev server of this test run, with a real worker polling its own task queue.
  */
-import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
@@ -11,8 +10,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import './quiet-runtime';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
-import { signHmac } from '../../src/webhooks';
-import { startTestService, type TestService, type TestServiceOptions } from './app';
+import { startTestService, type TestService, type TestServiceOptions } from './test-service';
 import { connectClient, connectNative, testCodec, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
 export interface Stack {
@@ -91,30 +89,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   };
 }
 
-export interface SignedEvent {
-  eventId: string;
-  timestamp: string;
-  body: string;
-  headers: Record<string, string>;
-}
-
-/** Headers and body of one HMAC-signed delivery, exactly as docs/api.md describes. */
-export function hmacEvent(secret: string, payload: unknown, overrides: Partial<{ eventId: string; timestamp: string; body: string }> = {}): SignedEvent {
-  const eventId = overrides.eventId ?? randomUUID();
-  const timestamp = overrides.timestamp ?? String(Math.floor(Date.now() / 1000));
-  const body = overrides.body ?? JSON.stringify(payload);
-  return {
-    eventId,
-    timestamp,
-    body,
-    headers: {
-      'Content-Type': 'application/json',
-      'Webhook-Timestamp': timestamp,
-      'Webhook-Event-Id': eventId,
-      'Webhook-Signature': signHmac(secret, timestamp, eventId, body),
-    },
-  };
-}
+export { hmacEvent, type SignedEvent } from './signing';
 
 export interface RawResponse {
   status: number;

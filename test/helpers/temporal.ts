@@ -2,6 +2,7 @@ import { ApplicationFailure, Connection, WorkflowFailedError, type Client } from
 import { NativeConnection } from '@temporalio/worker';
 import { EncryptionCodec, encryptedDataConverter, parsePayloadKeys } from '../../src/temporal/codec';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { sleep } from './wait';
 /** The real Temporal dev server that jest's globalSetup started for this run. */
 export interface TestTemporal {
   address: string;
@@ -46,16 +47,6 @@ export function testWorkflowBundle(): { codePath: string } | undefined {
   return codePath ? { codePath } : undefined;
 }
 
-/** Calls `fn` until `done` holds for its answer (or the time is up: the last answer is returned). */
-export async function poll<T>(fn: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 /** The ApplicationFailure a run failed with; fails the test when the run did not fail that way. */
 export async function expectRunFailure(handle: { result(): Promise<unknown> }): Promise<ApplicationFailure> {
   const err = await handle.result().then(
@@ -79,7 +70,7 @@ export async function connectClient(address: string, timeoutMs = 120_000): Promi
       return await Connection.connect({ address, connectTimeout: 30_000 });
     } catch (err) {
       if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
     }
   }
 }
@@ -92,7 +83,7 @@ export async function connectNative(address: string, timeoutMs = 120_000): Promi
       return await NativeConnection.connect({ address });
     } catch (err) {
       if (Date.now() > deadline) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
     }
   }
 }

@@ -8,7 +8,7 @@
 import request from 'supertest';
 import { SignJWT, generateKeyPair, importJWK, type JWK, type JWTPayload, type KeyLike } from 'jose';
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { getOrCreateServiceKey } from '../../src/store/service-keys';
 import { SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 

@@ -13,7 +13,7 @@ import { startJwksServer, makeSigningKey, signWebhookJwt, signCompact, type Jwks
 import { rawExchange, requestHead, writeQuietly, type ParsedResponse } from '../helpers/raw-http';
 import { signHmac } from '../../src/webhooks';
 import { startPatientStack } from '../helpers/patient-stack';
-import { poll } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 const RPC_CODE: Record<number, number> = { 400: 3, 401: 16, 403: 7, 404: 5, 408: 4, 409: 6, 413: 8 };
 const MARKER = `payload-marker-${randomUUID()}`;

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { createClient, ensureBootstrapClient } from '../../src/auth/clients';
 
 for (const target of DATABASES) {

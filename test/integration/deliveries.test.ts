@@ -7,9 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
-import { poll } from '../helpers/temporal';
+
 import { DeliveryLog } from '../../src/delivery/delivery-log';
 import { insertDeliveries, listDeliveryCounts } from '../../src/store/deliveries';
+import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const MARKER = 'body-marker-5c1d';

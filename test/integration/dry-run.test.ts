@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 
 describe('automation dry run', () => {
   let service: TestService;

@@ -5,7 +5,7 @@
  * hold it) and one creation, yet two completed activities in its history, and the counter says 2.
  */
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { callerFor, createApp, createEntitlement, createUser } from '../helpers/governance';
+import { callerFor, createGovernanceApp, createEntitlement, createUser } from '../helpers/governance';
 import { completedActivities } from '../helpers/effects';
 import { listAuditEvents } from '../../src/store/audit';
 
@@ -18,7 +18,7 @@ describe('counting the ownership effect', () => {
 
   it('sees the second execution that the ownership rows cannot', async () => {
     const caller = callerFor(stack.service, stack.adminToken);
-    const app = await createApp(caller);
+    const app = await createGovernanceApp(caller);
     const entitlement = await createEntitlement(caller, app.id);
     const user = await createUser(caller);
     const ref = { userId: `'${user.id}'`, roleSlug: 'ctx.trigger.role', appId: `'${app.id}'`, entitlementId: `'${entitlement.id}'` };

@@ -5,17 +5,17 @@
  * Real HTTP, real store, real Temporal dev server and worker. Visibility is eventually consistent,
  * so listings are polled until they show what the test waits for.
  */
-import { expectRunFailure, poll, testDataConverter } from '../helpers/temporal';
+import { expectRunFailure, testDataConverter } from '../helpers/temporal';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { TemporalRunReader, type ExecutionDetail } from '../../src/temporal/executions';
+import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const PAYLOAD = { employee_id: '12345', status: 'terminated' };
-
 
 describe('executions API', () => {
   let stack: Stack;

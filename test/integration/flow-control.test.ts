@@ -12,9 +12,9 @@ import request from 'supertest';
 import { openDb, type Db } from '../../src/store/db';
 import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
-import { startTestService, type TestService } from '../helpers/app';
-import { poll } from '../helpers/temporal';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { TemporalRuns } from '../../src/temporal/runs';
+import { poll, sleep } from '../helpers/wait';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -258,7 +258,7 @@ for (const target of DATABASES) {
         // Another key is not limited.
         expect((await send(target, { tenant: 't2' })).status).toBe(200);
 
-        await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+        await sleep(retryAfter * 1000);
         const retried = await deliver(stack, target.path, hmacEvent(target.secret, { tenant: 't1' }, { eventId: event.eventId }));
         expect(retried.status).toBe(200);
         await stack.service.deps.deliveryLog?.flush();

@@ -1,6 +1,6 @@
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
-import { callerFor, callerWith, createApp, createEntitlement, violatedFields, type Caller } from '../helpers/governance';
+import { startTestService, type TestService } from '../helpers/test-service';
+import { callerFor, callerWith, createGovernanceApp, createEntitlement, violatedFields, type Caller } from '../helpers/governance';
 
 /** Every field of the AppEntitlement record (docs/api.md), in its order. */
 const SEED_FIELDS = [
@@ -95,7 +95,7 @@ for (const target of DATABASES) {
     describe('entitlements', () => {
       let appId: string;
       beforeAll(async () => {
-        appId = (await createApp(admin, 'Entitlements app')).id;
+        appId = (await createGovernanceApp(admin, 'Entitlements app')).id;
       });
 
       it('returns every seed field, with defaults where unset', async () => {
@@ -164,7 +164,7 @@ for (const target of DATABASES) {
         expect((await admin.post('/api/v1/apps/nope/entitlements', { displayName: 'x' })).status).toBe(404);
         expect((await reader.get('/api/v1/apps/nope/entitlements')).status).toBe(404);
         expect((await reader.get(`/api/v1/apps/${appId}/entitlements/nope`)).status).toBe(404);
-        const other = await createApp(admin, 'Other');
+        const other = await createGovernanceApp(admin, 'Other');
         const entitlement = await createEntitlement(admin, appId);
         expect((await reader.get(`/api/v1/apps/${other.id}/entitlements/${entitlement.id}`)).status).toBe(404);
         expect((await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'x', appId: other.id })).status).toBe(400);
@@ -270,8 +270,8 @@ for (const target of DATABASES) {
       });
 
       it('searches by query (case-insensitive substring), exact alias and app ids', async () => {
-        const a = await createApp(admin, 'Search A');
-        const b = await createApp(admin, 'Search B');
+        const a = await createGovernanceApp(admin, 'Search A');
+        const b = await createGovernanceApp(admin, 'Search B');
         const one = await createEntitlement(admin, a.id, { displayName: 'Payroll Viewer', alias: 'payroll-view' });
         const two = await createEntitlement(admin, b.id, { displayName: 'x', slug: 'PAYROLL-edit', alias: 'payroll-edit' });
         const three = await createEntitlement(admin, b.id, { displayName: 'y', description: 'grants 100%_payroll' });
@@ -316,7 +316,7 @@ for (const target of DATABASES) {
       });
 
       it('lets read_only read and search but not write', async () => {
-        const app = await createApp(admin, 'Access');
+        const app = await createGovernanceApp(admin, 'Access');
         const entitlement = await createEntitlement(admin, app.id);
         for (const res of [
           await reader.post('/api/v1/apps', { displayName: 'x' }),

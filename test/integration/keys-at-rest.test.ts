@@ -11,7 +11,7 @@ import { createCipheriv, randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK, type KeyLike } from 'jose';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
-import { startTestService } from '../helpers/app';
+import { startTestService } from '../helpers/test-service';
 import { AccessTokens, SIGNING_KEY_SECRET } from '../../src/auth/tokens';
 import { loadPageTokenKey, PAGE_TOKEN_KEY_SECRET } from '../../src/auth/service-keys';
 import { SecretBox, ensurePrivateDir, loadSecretKey, sealContext } from '../../src/crypto/secret-box';

@@ -15,6 +15,7 @@ import { recordPublishedVersion } from '../../src/store/automation-versions';
 import { SecretBox, sealContext } from '../../src/crypto/secret-box';
 import { ListenerCache, MAX_STALENESS_MS } from '../../src/delivery/listener-cache';
 import { listenerChanged } from '../../src/domain/listener-changes';
+import { until } from '../helpers/wait';
 
 const REPO_ROOT = path.resolve(__dirname, '../..');
 const key = randomBytes(32);
@@ -35,15 +36,6 @@ async function createListener(db: Db, secret: string): Promise<{ id: string; lis
   const record = await setPublished(db, id, true);
   await recordPublishedVersion(db, id, record!.version, { displayName: 'cache test', steps: [] });
   return { id, listenerId };
-}
-
-/** Polls `condition` until it holds (fails after 30 s, naming what it waited for). */
-async function poll(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 function counting(db: Db): { db: Db; reads(): number } {
@@ -92,7 +84,7 @@ for (const target of DATABASES) {
           if (changed === listenerId) invalidations++;
           invalidate(changed);
         };
-        const invalidated = async (count: number, what: string): Promise<void> => poll(() => invalidations >= count, what);
+        const invalidated = async (count: number, what: string): Promise<void> => until(() => invalidations >= count, what);
 
         await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('second-secret', sealContext('automation_signing_secret', id)), id]);
         listenerChanged(listenerId); // what the domain does after its transaction commits
@@ -185,11 +177,11 @@ for (const target of DATABASES) {
       const ask = async (listenerId: string): Promise<Record<string, unknown>> => {
         const answers = lines.filter((l) => 'lookup' in l).length;
         child.stdin.write(`lookup ${listenerId}\n`);
-        await poll(() => lines.filter((l) => 'lookup' in l).length > answers, 'an answer from the second process');
+        await until(() => lines.filter((l) => 'lookup' in l).length > answers, 'an answer from the second process');
         return lines.filter((l) => 'lookup' in l).at(-1)!;
       };
       try {
-        await poll(() => lines.some((l) => l.ready === true), 'the second process to listen');
+        await until(() => lines.some((l) => l.ready === true), 'the second process to listen');
         const { id, listenerId } = await createListener(shared, 'old-secret');
         expect((await ask(listenerId)).lookup).toBe('old-secret');
         const reads = (await ask(listenerId)).reads;
@@ -201,12 +193,12 @@ for (const target of DATABASES) {
           const seen = lines.filter((l) => l.invalidated === listenerId).length;
           const committedAt = Date.now();
           await shared.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal(secret, sealContext('automation_signing_secret', id)), id]);
-          await poll(() => lines.filter((l) => l.invalidated === listenerId).length > seen, 'the NOTIFY to reach the second process');
+          await until(() => lines.filter((l) => l.invalidated === listenerId).length > seen, 'the NOTIFY to reach the second process');
           staleness.push((lines.filter((l) => l.invalidated === listenerId).at(-1)!.at as number) - committedAt);
           expect((await ask(listenerId)).lookup).toBe(secret);
         }
         await shared.query(`UPDATE automations SET trigger = jsonb_set(trigger, '{enabled}', 'false') WHERE id = $1`, [id]);
-        await poll(async () => (await ask(listenerId)).enabled === false, 'the disable to reach the second process');
+        await until(async () => (await ask(listenerId)).enabled === false, 'the disable to reach the second process');
         console.log(`listener cache: cross-process staleness (commit → invalidation) ms: ${staleness.join(', ')}`);
       } finally {
         child.stdin.end();

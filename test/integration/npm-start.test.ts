@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { reservedPort } from '../helpers/ports';
-import { poll } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
 const START_SCRIPT = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;

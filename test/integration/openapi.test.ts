@@ -11,9 +11,9 @@ import request from 'supertest';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { callerFor, createApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
+import { callerFor, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createClient } from '../../src/auth/clients';
-import { poll } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Method = 'get' | 'post' | 'put' | 'delete';
@@ -207,7 +207,7 @@ describe('OpenAPI document', () => {
     let entitlementId: string;
 
     beforeAll(async () => {
-      appId = (await createApp(admin, 'Conformance')).id;
+      appId = (await createGovernanceApp(admin, 'Conformance')).id;
       userId = (await createUser(admin, 'USER_TYPE_SERVICE')).id;
       entitlementId = (await createEntitlement(admin, appId, { displayName: 'Plain' })).id;
     });
@@ -394,7 +394,6 @@ describe('OpenAPI document', () => {
       expect(execution.status).toBe(200);
       expect((await call(superAdmin, 'get', '/api/v1/automation_executions/webhook%3Anope%3Anope')).status).toBe(404);
 
-
       // Run control: approve, reject, cancel and terminate waiting runs; rerun one.
       const gate = await call(superAdmin, 'post', '/api/v1/automations', {
         displayName: 'Gate',
@@ -482,7 +481,7 @@ describe('OpenAPI document', () => {
     let entitlement: Json;
 
     beforeAll(async () => {
-      const appId = (await createApp(admin, 'Strict')).id;
+      const appId = (await createGovernanceApp(admin, 'Strict')).id;
       entitlement = (await admin.get(`/api/v1/apps/${appId}/entitlements/${(await createEntitlement(admin, appId)).id}`)).body;
     });
 

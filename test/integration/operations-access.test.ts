@@ -3,7 +3,7 @@
  * (ADMIN_PORT); /health stays public; readiness is checked once for a burst of probes.
  */
 import request from 'supertest';
-import { startTestService, NO_TEMPORAL, type TestService } from '../helpers/app';
+import { startTestService, NO_TEMPORAL, type TestService } from '../helpers/test-service';
 import { createAdminApp } from '../../src/http/admin';
 import type { AutomationRuns } from '../../src/domain/runs';
 

@@ -3,12 +3,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { startTestService } from '../helpers/app';
+import { startTestService } from '../helpers/test-service';
 import { DATABASES, itOn } from '../helpers/databases';
-import { poll, testCodec } from '../helpers/temporal';
+import { testCodec } from '../helpers/temporal';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { createLazyClient } from '../../src/temporal/connection';
 import { TemporalRuns } from '../../src/temporal/runs';
+import { poll, sleep } from '../helpers/wait';
 
 const STEPS = [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } }];
 
@@ -107,7 +108,7 @@ describe('webhook backpressure', () => {
           expect(res.headers['retry-after']).toBe('1');
           expect(res.body.code).toBe(8);
         } else {
-          await new Promise((resolve) => setTimeout(resolve, 50));
+          await sleep(50);
         }
       }
       expect(shed).toBe(1);

@@ -13,7 +13,8 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
-import { expectRunFailure, poll, historyText as historyTextOf } from '../helpers/temporal';
+import { expectRunFailure, historyText as historyTextOf } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 interface Received {
   path: string;

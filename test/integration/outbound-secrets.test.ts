@@ -18,7 +18,7 @@ import { createActivities } from '../../activities';
 import { SecretBox, sealContext } from '../../src/crypto/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
 import { expectRunFailure, historyText as historyTextOf } from '../helpers/temporal';

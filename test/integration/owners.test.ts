@@ -1,8 +1,9 @@
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
-import { callerFor, callerWith, createApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
+import { startTestService, type TestService } from '../helpers/test-service';
+import { callerFor, callerWith, createGovernanceApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
-import { DomainError, NotFoundError } from '../../src/domain/errors';
+import { NotFoundError, ServiceError } from '../../src/errors';
+import { sleep } from '../helpers/wait';
 
 for (const target of DATABASES) {
   describeOn(target)(`entitlement owners (${target.label})`, () => {
@@ -24,7 +25,7 @@ for (const target of DATABASES) {
       reader = await callerWith(service, 'read_only');
       serviceUser = (await createUser(admin, 'USER_TYPE_SERVICE')).id;
       human = (await createUser(admin, 'USER_TYPE_HUMAN')).id;
-      appId = (await createApp(admin, 'Owned')).id;
+      appId = (await createGovernanceApp(admin, 'Owned')).id;
       entitlementId = (await createEntitlement(admin, appId, { displayName: 'Owned entitlement', alias: 'owned' })).id;
     });
     afterAll(async () => service.close());
@@ -42,7 +43,7 @@ for (const target of DATABASES) {
     it('is idempotent: a repeat returns the original createdAt', async () => {
       const first = await admin.post(path(serviceUser, 'approver', appId, entitlementId));
       expect(first.status).toBe(200);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
       const again = await admin.post(path(serviceUser, 'approver', appId, entitlementId), { appEntitlementRef: null });
       expect(again.status).toBe(200);
       expect(again.body.userOwnerEntitlement.createdAt).toBe(first.body.userOwnerEntitlement.createdAt);
@@ -73,7 +74,7 @@ for (const target of DATABASES) {
     });
 
     it('answers 404 for an unknown user, app or entitlement, or an entitlement of another app', async () => {
-      const otherApp = (await createApp(admin, 'Other')).id;
+      const otherApp = (await createGovernanceApp(admin, 'Other')).id;
       const deleted = (await createEntitlement(admin, appId)).id;
       expect((await admin.delete(`/api/v1/apps/${appId}/entitlements/${deleted}`)).status).toBe(200);
       for (const p of [
@@ -158,17 +159,17 @@ for (const target of DATABASES) {
             await createEntitlementOwner(service.deps.db, ref);
             return 'ok';
           } catch (err) {
-            expect(err).toBeInstanceOf(DomainError);
-            return (err as DomainError).kind;
+            expect(err).toBeInstanceOf(ServiceError);
+            return (err as ServiceError).code;
           }
         };
-        expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('not_found');
+        expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('ERR_NOT_FOUND');
         const missing = await createEntitlementOwner(service.deps.db, { userId: 'nobody', roleSlug: 'owner', appId, entitlementId }).catch((err: unknown) => err);
         expect(missing).toBeInstanceOf(NotFoundError);
         expect([(missing as NotFoundError).resource, (missing as NotFoundError).id]).toEqual(['user', 'nobody']);
-        expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('invalid_argument');
-        expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('invalid_argument');
-        expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('invalid_argument');
+        expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
+        expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
+        expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('ERR_INVALID_ARGUMENT');
       });
     });
   });

@@ -3,8 +3,8 @@
  * `automation:<automationId>:<eventId>` (the workflow passes it), and `system` when not told.
  */
 import { randomUUID } from 'node:crypto';
-import { startTestService, type TestService } from '../helpers/app';
-import { callerWith, createApp, createEntitlement, createUser } from '../helpers/governance';
+import { startTestService, type TestService } from '../helpers/test-service';
+import { callerWith, createGovernanceApp, createEntitlement, createUser } from '../helpers/governance';
 import { createOwnershipActivities } from '../../activities/owners';
 import { listAuditEvents } from '../../src/store/audit';
 
@@ -17,7 +17,7 @@ describe('ownership activities: audit actor', () => {
 
   it('records automation:<automationId>:<eventId> for create and delete', async () => {
     const caller = await callerWith(service, 'admin');
-    const app = await createApp(caller);
+    const app = await createGovernanceApp(caller);
     const entitlement = await createEntitlement(caller, app.id);
     const user = await createUser(caller);
     const ref = { userId: user.id, roleSlug: 'owner', appId: app.id, entitlementId: entitlement.id };

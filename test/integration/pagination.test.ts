@@ -1,6 +1,6 @@
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
-import { callerWith, createApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
+import { startTestService, type TestService } from '../helpers/test-service';
+import { callerWith, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createEntitlement as createEntitlementDirect } from '../../src/domain/entitlements';
 
 interface ListBody {
@@ -31,7 +31,7 @@ for (const target of DATABASES) {
       service = await startTestService({ target });
       admin = await callerWith(service, 'admin');
       reader = await callerWith(service, 'read_only');
-      bigApp = (await createApp(admin, 'Big')).id;
+      bigApp = (await createGovernanceApp(admin, 'Big')).id;
       bigIds = await fill(bigApp, 130, 'big');
     });
     afterAll(async () => service.close());
@@ -62,19 +62,19 @@ for (const target of DATABASES) {
     });
 
     it('never ends with an avoidable empty page', async () => {
-      const app = (await createApp(admin, 'Twenty')).id;
+      const app = (await createGovernanceApp(admin, 'Twenty')).id;
       const ids = await fill(app, 20, 'twenty');
       const first = (await reader.get(`${listPath(app)}?page_size=10`)).body as ListBody;
       expect(idsOf(first)).toEqual(ids.slice(0, 10));
       const second = (await reader.get(`${listPath(app)}?page_size=10&page_token=${first.nextPageToken}`)).body as ListBody;
       expect(idsOf(second)).toEqual(ids.slice(10));
       expect(second.nextPageToken).toBe('');
-      const empty = (await reader.get(listPath((await createApp(admin, 'Empty')).id))).body as ListBody;
+      const empty = (await reader.get(listPath((await createGovernanceApp(admin, 'Empty')).id))).body as ListBody;
       expect(empty).toEqual({ list: [], nextPageToken: '' });
     });
 
     it('walks every row that exists throughout exactly once, under concurrent inserts and deletes', async () => {
-      const app = (await createApp(admin, 'Walk')).id;
+      const app = (await createGovernanceApp(admin, 'Walk')).id;
       const initial = await fill(app, 120, 'walk');
       const deleted = new Set<string>();
       const inserted: string[] = [];
@@ -125,7 +125,7 @@ for (const target of DATABASES) {
     });
 
     it('refuses a token from another listing or filter with 400', async () => {
-      const other = (await createApp(admin, 'Other listing')).id;
+      const other = (await createGovernanceApp(admin, 'Other listing')).id;
       await fill(other, 12, 'other');
       const otherToken = ((await reader.get(`${listPath(other)}?page_size=10`)).body as ListBody).nextPageToken;
       expect(otherToken).not.toBe('');
@@ -157,7 +157,7 @@ for (const target of DATABASES) {
     it('pages apps and users too', async () => {
       for (let i = 0; i < 11; i += 1) {
         await createUser(admin);
-        await createApp(admin, `App ${i}`);
+        await createGovernanceApp(admin, `App ${i}`);
       }
       for (const [path, key] of [['/api/v1/apps', 'app'], ['/api/v1/users', 'user']] as const) {
         const seen: string[] = [];

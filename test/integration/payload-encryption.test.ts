@@ -10,10 +10,11 @@ import request from 'supertest';
 import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { poll, testCodec, testTemporal, connectClient } from '../helpers/temporal';
+import { testCodec, testTemporal, connectClient } from '../helpers/temporal';
 import { EncryptionCodec, encryptedDataConverter, KEY_ID_METADATA, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { TemporalRunReader } from '../../src/temporal/executions';
 import type { RunState } from '../../src/contract/run';
+import { poll } from '../helpers/wait';
 
 const run = promisify(execFile);
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

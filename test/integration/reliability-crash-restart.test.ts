@@ -24,10 +24,11 @@ import { Client, type Connection } from '@temporalio/client';
 import { reservedPort } from '../helpers/ports';
 import { signHmac } from '../../src/webhooks';
 import { connectClient, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
-import { killAllServices, sleep, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
+import { killAllServices, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
 import { postOnce } from '../helpers/raw-http';
 import { seededRandom } from '../helpers/seeded-random';
 import { completedActivities, ownershipCreations, type RunRef } from '../helpers/effects';
+import { sleep, until } from '../helpers/wait';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 const TOTAL = 1000;
@@ -71,14 +72,6 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve: () => void = () => undefined;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
-}
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 const title = `${TOTAL} deliveries (20 % repeats, ${IN_FLIGHT} in flight) while the worker is SIGKILLed twice and the API once: every accepted event runs exactly once`;
@@ -258,7 +251,7 @@ describe('crash and restart: API and worker as separate processes', () => {
       let workerReady: Promise<unknown> = Promise.resolve();
       try {
         for (const [n, threshold] of KILL_WORKER_AT.entries()) {
-          await until(() => finished >= threshold, trafficBound, `${threshold} answered deliveries`);
+          await until(() => finished >= threshold, `${threshold} answered deliveries`, { timeoutMs: trafficBound });
           await worker.kill('SIGKILL');
           chaosLog.push(`worker #${n + 1} SIGKILLed after ${finished} deliveries`);
           for (const identity of await workflowPollers(client, taskQueue)) knownPollers.add(identity);
@@ -279,7 +272,7 @@ describe('crash and restart: API and worker as separate processes', () => {
         (err: unknown) => err,
       );
       try {
-        await until(() => finished >= KILL_API_AT, trafficBound, `${KILL_API_AT} answered deliveries`);
+        await until(() => finished >= KILL_API_AT, `${KILL_API_AT} answered deliveries`, { timeoutMs: trafficBound });
         await api.kill('SIGKILL');
         chaosLog.push(`API SIGKILLed after ${finished} deliveries`);
       } finally {

@@ -14,8 +14,8 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import type { RunState } from '../../src/contract/run';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type RawResponse } from '../helpers/stack';
 import { testCodec, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
-import { sleep } from '../helpers/processes';
 import { bundleAutomationWorkflow, startWorker, type RunningWorker } from '../helpers/workers';
+import { sleep } from '../helpers/wait';
 
 const PAYLOAD = { employee_id: '12345', status: 'terminated' };
 const STEPS = [{ id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id', status: 'ctx.trigger.status' } }];

@@ -10,7 +10,7 @@ import request from 'supertest';
 import type Router from '@koa/router';
 import { ROUTERS } from '../../src/http/routes';
 import type { Role } from '../../src/auth/roles';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { DATABASES, describeOn } from '../helpers/databases';
 
 type Caller = 'none' | Role;

@@ -14,7 +14,8 @@ import { automation, decideUpdate } from '../../workflows';
 import type { AutomationRunInput } from '../../src/contract/run';
 import { runStartOptions } from '../../src/temporal/runs';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
-import { poll, testDataConverter, testTemporal, testWorkflowBundle, connectNative } from '../helpers/temporal';
+import { testDataConverter, testTemporal, testWorkflowBundle, connectNative } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;

@@ -25,7 +25,7 @@ import { createActivities } from '../../activities';
 import { sealContext } from '../../src/crypto/secret-box';
 import { listAuditEvents } from '../../src/store/audit';
 import { migrate } from '../../src/store/migrations';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { expectRunFailure } from '../helpers/temporal';

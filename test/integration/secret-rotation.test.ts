@@ -8,6 +8,7 @@ import request from 'supertest';
 import { listAuditEvents } from '../../src/store/audit';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { sealContext } from '../../src/crypto/secret-box';
+import { sleep } from '../helpers/wait';
 
 const PAYLOAD = { employee_id: '1' };
 const STEPS = [{ id: 'v', setVariables: { x: 'ctx.trigger.employee_id' } }];
@@ -72,7 +73,7 @@ describe('signing-secret rotation with a grace period', () => {
     const second: string = res.body.signingSecret;
     const expiresAt = Date.parse(res.body.previousSecretExpiresAt);
     // Wait for the expiry instant itself (a condition on the clock, not a guessed delay).
-    while (Date.now() <= expiresAt) await new Promise((resolve) => setTimeout(resolve, expiresAt - Date.now() + 5));
+    while (Date.now() <= expiresAt) await sleep(expiresAt - Date.now() + 5);
     expect(await status(automation, first)).toBe(401);
     expect(await status(automation, second)).toBe(200);
   });

@@ -15,7 +15,7 @@ import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { resolveNameTo } from '../helpers/resolver';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
@@ -69,7 +69,6 @@ async function startTarget(): Promise<Target> {
     });
   return target;
 }
-
 
 let nativeConnection: NativeConnection;
 let connection: Connection;

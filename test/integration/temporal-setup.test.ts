@@ -1,8 +1,9 @@
 import type { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { connectClient, poll, testTemporal } from '../helpers/temporal';
+import { connectClient, testTemporal } from '../helpers/temporal';
 import { ensureNamespace, RETENTION_SECONDS } from '../../src/temporal/setup';
 import { SEARCH_ATTRIBUTE_NAMES } from '../../src/temporal/search-attributes';
+import { poll } from '../helpers/wait';
 
 describe('namespace setup on a real Temporal server', () => {
   let connection: Connection;

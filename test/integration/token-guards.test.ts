@@ -6,13 +6,14 @@
  */
 import request from 'supertest';
 import { DATABASES, describeOn } from '../helpers/databases';
-import { startTestService, type TestService } from '../helpers/app';
+import { startTestService, type TestService } from '../helpers/test-service';
 import { createClient } from '../../src/auth/clients';
 import { hashChosenSecret } from '../../src/auth/client-secret-hashes';
 import { createTokenGuard, RateLimiter, type TokenGuard } from '../../src/auth/token-guard';
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { listAuditEvents } from '../../src/store/audit';
 import { randomToken } from '../../src/ids';
+import { ConfigError } from '../../src/errors';
 
 function tokenRequest(service: TestService, clientId: string, clientSecret: string): request.Test {
   return request(service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });

@@ -20,8 +20,9 @@ import { createAutomationWorker, verifyCommittedHistories } from '../../src/temp
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
 import { decideUpdate } from '../../workflows';
 import { openTestDb, PGLITE } from '../helpers/databases';
-import { poll, testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue, connectClient, connectNative } from '../helpers/temporal';
+import { testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue, connectClient, connectNative } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
+import { poll } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
 const PATCH_ID = 'drill-finish-note';

@@ -4,7 +4,6 @@
  * draft. Trigger settings stay live. A run keeps the version it started with, even when the
  * automation is edited, republished or unpublished while it waits. Real HTTP, store, Temporal.
  */
-import { poll } from '../helpers/temporal';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
@@ -12,6 +11,7 @@ import { migrate, MIGRATIONS } from '../../src/store/migrations';
 import { getLatestPublishedVersion } from '../../src/store/automation-versions';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import type { AutomationRunInput, RunState } from '../../src/contract/run';
+import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -183,7 +183,6 @@ describe('automation versions', () => {
     expect(result.steps[1]!.output).toEqual({ tag: 'finished' });
     expect(await execution(started.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
   });
-
 
 });
 

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { startStack, hmacEvent, listenerPath, type Stack, type SignedEvent } from '../helpers/stack';
-import { poll } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
 
 interface Answer {
   status: number;

@@ -11,12 +11,13 @@ import { changeAutomationState, createAutomation, listenerUrl } from '../../src/
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
 import { TemporalRuns } from '../../src/temporal/runs';
-import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/domain/runs';
+import { type AutomationRuns } from '../../src/domain/runs';
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/delivery/intake';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { testTemporal, uniqueTaskQueue, connectClient } from '../helpers/temporal';
+import { WorkflowEngineUnavailableError } from '../../src/errors';
 
 const BASE_URL = 'https://tenant.example.test';
 const config = { baseUrl: BASE_URL, allowInsecureJwks: true };

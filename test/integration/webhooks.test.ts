@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import type { RunState } from '../../src/contract/run';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
-import { poll } from '../helpers/temporal';
 import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { AutomationIdKey } from '../../src/temporal/search-attributes';
+import { poll } from '../helpers/wait';
 
 const STEPS = [
   { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } },

@@ -10,9 +10,10 @@ import { automationBundleOptions, createAutomationWorker } from '../../src/tempo
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../src/contract/run';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
-import { connectClient, connectNative, expectRunFailure, poll, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectClient, connectNative, expectRunFailure, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { poll } from '../helpers/wait';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;

@@ -13,7 +13,7 @@ import { validateDescription, validateDisplayName, validateSteps } from '../../s
 import { validateTrigger } from '../../src/webhooks/trigger';
 import { automationView } from '../../src/domain/automations';
 import type { AutomationRecord } from '../../src/store/automations';
-import type { FieldViolation } from '../../src/http/errors';
+import type { FieldViolation } from '../../src/errors';
 
 const BASE_URL = 'https://tenant.example.test';
 const ID = 'https://openapi.test/components.json';

@@ -1,4 +1,5 @@
-import { CelEvaluationError, celLimits, checkExpression, evaluate, evaluateAll, type CelContext } from '../../src/cel';
+import { celLimits, checkExpression, evaluate, evaluateAll, type CelContext } from '../../src/cel';
+import { CelEvaluationError } from '../../src/errors';
 
 const ctx: CelContext = {
   trigger: {

@@ -1,8 +1,8 @@
-import { InvalidArgumentError } from '../../src/domain/errors';
 import { validateEntitlementWrite, parseUpdateMask } from '../../src/domain/entitlement-validation';
 import { WRITABLE_FIELDS } from '../../src/domain/entitlement-record';
 import { fieldPath } from '../../src/domain/validation';
 import { isDuration } from '../../src/domain/entitlement-rules';
+import { InvalidArgumentError } from '../../src/errors';
 
 /** The field paths a write is refused for ([] when accepted). */
 function violations(input: Record<string, unknown>): string[] {

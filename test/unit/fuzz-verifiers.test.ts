@@ -16,8 +16,8 @@ import {
   parseWebhookJson,
   signHmac,
   verifyHmac,
-  WebhookRejection,
-} from '../../src/webhooks';
+  } from '../../src/webhooks';
+import { WebhookRejection } from '../../src/errors';
 
 const RUNS = { numRuns: 200 };
 const NOW = Math.floor(Date.now() / 1000);

@@ -3,10 +3,11 @@
  * from LOG_FORMAT and the terminal, the readable line (level, message first, then fields), the
  * redaction applying to both formats, and the banner's lines that people and scripts read.
  */
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { createLogger, resolveLogFormat, type LogFormat } from '../../src/logger';
 import { formatLogLine } from '../../src/log-pretty';
 import { StartBanner } from '../../src/banner';
+import { ConfigError } from '../../src/errors';
 
 function capture(format: LogFormat): { lines: string[]; logger: ReturnType<typeof createLogger> } {
   const lines: string[] = [];

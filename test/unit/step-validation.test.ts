@@ -4,7 +4,7 @@
  * marks as CEL, with the outbound-secrets grammar where a field may read secrets.
  */
 import { validateSteps } from '../../src/domain/automation-validation';
-import type { FieldViolation } from '../../src/domain/errors';
+import { type FieldViolation } from '../../src/errors';
 
 function check(steps: unknown[]): { violations: FieldViolation[]; steps: unknown[] } {
   const violations: FieldViolation[] = [];

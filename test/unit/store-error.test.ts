@@ -1,6 +1,6 @@
 /** Which store errors mean "the database cannot be reached now" (503 + Retry-After) and which are bugs (500). */
 import { storeError } from '../../src/store/db';
-import { UnavailableError } from '../../src/domain/errors';
+import { UnavailableError } from '../../src/errors';
 
 const withCode = (code: string, message = 'x'): Error => Object.assign(new Error(message), { code });
 

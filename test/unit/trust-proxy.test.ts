@@ -4,8 +4,9 @@
  */
 import Koa from 'koa';
 import request from 'supertest';
-import { ConfigError, loadConfig } from '../../src/config';
+import { loadConfig } from '../../src/config';
 import { clientAddress, proxyOptions } from '../../src/http/proxy';
+import { ConfigError } from '../../src/errors';
 
 function ipApp(hops: number): ReturnType<Koa["callback"]> {
   const app = new Koa(proxyOptions(hops));

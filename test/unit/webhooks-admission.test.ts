@@ -4,8 +4,10 @@
  * admission counts; the data-rate watch.
  */
 import { randomUUID } from 'node:crypto';
-import { checkWebhookHeaders, WebhookRejection } from '../../src/webhooks';
-import { AdmissionRefusal, DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import { checkWebhookHeaders } from '../../src/webhooks';
+import { DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import { AdmissionRefusal } from '../../src/errors';
+import { WebhookRejection } from '../../src/errors';
 
 const NOW = 1_800_000_000;
 const DEADLINE_MS = 10_000;

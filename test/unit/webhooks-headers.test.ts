@@ -1,6 +1,6 @@
-import { WebhookRejection } from '../../src/webhooks/errors';
 import { checkWebhookHeaders, isJsonContentType, isUuidV4, type WebhookHeaderInput } from '../../src/webhooks/headers';
 import { bearerToken } from '../../src/webhooks/authenticators/jwt';
+import { WebhookRejection } from '../../src/errors';
 
 const NOW = 1_700_000_000;
 const EVENT_ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';

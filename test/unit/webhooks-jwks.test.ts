@@ -1,7 +1,7 @@
 import { resolveNameTo } from '../helpers/resolver';
 import { fetchJwks, guardedLookup, isForbiddenAddress, validateJwksUrl, ADDRESS_REFUSED } from '../../src/webhooks/jwks';
 import { parseWebhookJson } from '../../src/webhooks/body';
-import { WebhookRejection } from '../../src/webhooks/errors';
+import { WebhookRejection } from '../../src/errors';
 
 describe('validateJwksUrl', () => {
   it.each(['https://idp.example/jwks.json', 'https://idp.example:8443/.well-known/jwks.json?v=1', 'https://203.0.113.5/jwks', 'https://[2001:db8::1]/jwks'])(

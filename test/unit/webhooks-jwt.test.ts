@@ -1,8 +1,8 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { exportJWK } from 'jose';
-import { WebhookRejection } from '../../src/webhooks/errors';
 import { JwtVerifier, type JwtCheck } from '../../src/webhooks/jwt';
 import { makeSigningKey, signCompact, signWebhookJwt, startJwksServer, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import { WebhookRejection } from '../../src/errors';
 
 const BASE_URL = 'https://tenant.example.test';
 const AUDIENCE = `${BASE_URL}/api/v1/webhooks/incoming/lst_123`;

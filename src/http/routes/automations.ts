@@ -1,26 +1,16 @@
 /** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret, dry run. */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { invalidArgument } from '../errors';
+
 import * as api from '../../domain/api-schemas';
 import * as gov from '../../domain/schemas';
 import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../domain/flow-control';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
-import {
-  automationView,
-  changeAutomationState,
-  createAutomation,
-  getAutomation,
-  listAutomations,
-  parseGracePeriod,
-  rotateSigningSecret,
-  updateAutomation,
-  type AutomationOptions,
-  type AutomationWithPublishedVersion,
-} from '../../domain/automations';
+import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, parseGracePeriod, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
 import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant } from '../operation';
+import { invalidArgument } from '../../errors';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
 const TAG = 'Automations';

@@ -17,11 +17,12 @@ import type { Context, Middleware, Next } from 'koa';
 import { z } from 'zod';
 import type { Payload } from '@temporalio/common';
 import type { AppDeps } from '../context';
-import { AppError, invalidArgument } from '../errors';
+import { AppError } from '../errors';
 import { mountOperations, operation } from '../operation';
 import * as api from '../../domain/api-schemas';
 import { allows } from '../../auth/roles';
 import { isAddressAllowed } from '../../net/cidr';
+import { invalidArgument } from '../../errors';
 
 const LOOPBACK = ['127.0.0.0/8', '::1/128'];
 const isLoopbackAddress = (address: string): boolean => address !== '' && isAddressAllowed(address, LOOPBACK);

@@ -14,16 +14,12 @@ import type { AppDeps } from '../context';
 import { allows } from '../../auth/roles';
 import { unauditedParts } from '../../domain/run-audit';
 import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
-import { UnavailableError } from '../../domain/errors';
 import { TemporalRunControl } from '../../temporal/run-control';
-import { AppError, notFound } from '../errors';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, type Grant } from '../operation';
 import { getAutomation, publishedSteps } from '../../domain/automations';
-import { InvalidExecutionPageTokenError, TemporalRunReader, type RunReader } from '../../temporal/executions';
-import { WorkflowEngineUnavailableError } from '../../domain/runs';
-
-const RETRY_AFTER_SECONDS = '5';
+import { TemporalRunReader, type RunReader } from '../../temporal/executions';
+import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
 
 /** What the run operations of one app share: the run reader and the run controller, when an engine is configured. */
 interface Engine {
@@ -58,7 +54,7 @@ function controller(deps: AppDeps): TemporalRunControl {
 
 /** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
 async function current(deps: AppDeps, executionId: string) {
-  const execution = await readRuns(() => reader(deps).get(executionId));
+  const execution = await reader(deps).get(executionId);
   if (!execution) throw notFound('automation execution');
   return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
 }
@@ -98,7 +94,7 @@ export const EXECUTION_OPERATIONS = [
       await getAutomation(deps.db, automationId); // 404 for an unknown automation
       const listing = `executions:${automationId}`;
       const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
-      const result = await readRuns(() => reader(deps).list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64')));
+      const result = await reader(deps).list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64'));
       return {
         list: result.executions.map((execution) => ({ execution })),
         nextPageToken: result.nextPageToken ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64')) : '',
@@ -156,21 +152,4 @@ export function createExecutionsRouter(deps: AppDeps): Router {
 function decisionOf(output: Record<string, unknown> | null, made: string): { decision: string; by: string | null; at: string | null; comment: string | null } {
   const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
   return { decision: text(output?.decision) ?? made, by: text(output?.by), at: text(output?.at), comment: text(output?.comment) };
-}
-
-/** Temporal's failures in the one error shape: 503 (retry later), or 400 for a stale page token. */
-async function readRuns<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof WorkflowEngineUnavailableError) {
-      throw new AppError(503, 'the workflow engine is unavailable; retry later', { headers: { 'Retry-After': RETRY_AFTER_SECONDS } });
-    }
-    if (err instanceof InvalidExecutionPageTokenError) {
-      throw new AppError(400, err.message, {
-        details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'page_token', description: err.message }] }],
-      });
-    }
-    throw err;
-  }
 }

@@ -6,10 +6,11 @@ import Router from '@koa/router';
 import type { z } from 'zod';
 import { createEntitlementOwner, deleteEntitlementOwner, listEntitlementOwners, type EntitlementOwnerRef } from '../../domain/owners';
 import * as gov from '../../domain/schemas';
-import { invalidArgument, notFound, type FieldViolation } from '../errors';
+
 import type { AppDeps } from '../context';
 import { ITEM_WRITE_ERRORS, mountOperations, operation, type PathParams } from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
+import { type FieldViolation, invalidArgument, notFound } from '../../errors';
 
 const COLLECTION = '/api/v2/users/{user_id}/owners/entitlements';
 const ITEM = `${COLLECTION}/{role_slug}/{app_entitlement_ref_app_id}/{app_entitlement_ref_id}` as const;

@@ -9,9 +9,8 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
-import { createTokenGuard, GuardRefusal, type TokenGuard } from '../../auth/token-guard';
+import { createTokenGuard, type TokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
-import { AppError } from '../errors';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation } from '../operation';
 
@@ -74,11 +73,7 @@ export const TOKEN_OPERATIONS = [
     handle: async (_input, ctx, deps) => {
       const guard = guardOf(deps);
       const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
-      try {
-        guard.perSource.take(source);
-      } catch (err) {
-        throw refusal(err);
-      }
+      guard.perSource.take(source);
       if (/^Basic\s/i.test(ctx.get('authorization'))) {
         return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
       }
@@ -93,14 +88,9 @@ export const TOKEN_OPERATIONS = [
         return oauthError(ctx, 'invalid_request', 'client_id and client_secret are required in the request body');
       }
       // No client id or secret holds a NUL character (and the store cannot even look one up).
-      let client;
-      try {
-        client = `${clientId}${clientSecret}`.includes('\u0000')
-          ? undefined
-          : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
-      } catch (err) {
-        throw refusal(err);
-      }
+      const client = `${clientId}${clientSecret}`.includes('\u0000')
+        ? undefined
+        : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
       if (!client) {
         await auditFailure(deps, clientId, source);
         return oauthError(ctx, 'invalid_client', 'client authentication failed');
@@ -126,12 +116,4 @@ export const TOKEN_OPERATIONS = [
 
 export function createTokenRouter(deps: AppDeps): Router {
   return mountOperations(new Router(), deps, TOKEN_OPERATIONS);
-}
-
-/** A guard's refusal as an HTTP error with Retry-After; anything else unchanged. */
-function refusal(err: unknown): unknown {
-  if (!(err instanceof GuardRefusal)) return err;
-  return new AppError(err.status, err.message, {
-    headers: { 'Retry-After': String(err.retryAfterSeconds), 'Cache-Control': 'no-store' },
-  });
 }

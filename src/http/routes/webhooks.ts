@@ -13,17 +13,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
-import { AppError, errorBody, reportError } from '../errors';
+import { AppError, errorBody, reportError, toAppError } from '../errors';
 import { clientAddress } from '../proxy';
 import { SERVICE_HEADERS } from '../response-headers';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../../logger';
-import { AdmissionRefusal, DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
+import { DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
 import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../delivery/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import * as api from '../../domain/api-schemas';
 import { AUTH_METHODS, authenticatorOf } from '../../webhooks/authenticators';
 import type { DocumentedOperation } from '../operation';
+import { AdmissionRefusal } from '../../errors';
 
 /**
  * The receiver's declaration: what the OpenAPI document says of it. It is served by this module
@@ -86,11 +87,8 @@ function refusalHeaders(status: number): Record<string, string> {
 
 /** A refusal for load: 429 with Retry-After; at the global cap the connection is closed too. */
 function loadRefusal(refusal: AdmissionRefusal): WebhookAnswer {
-  return {
-    status: 429,
-    headers: { 'Retry-After': String(refusal.retryAfterSeconds), ...(refusal.scope === 'global' ? { Connection: 'close' } : {}) },
-    body: errorBody(429, refusal.message, []),
-  };
+  const error = toAppError(refusal);
+  return { status: error.status, headers: error.headers, body: error.toBody() };
 }
 
 /** The body within the limit, the deadline and the minimum data rate; undefined when too large. */

@@ -119,7 +119,3 @@ export interface Authenticator<Fields extends Record<string, string> = Record<st
   sender: Sender;
 }
 
-/** A bad sender CLI argument: the CLI prints it with a pointer to --help and exits 1. */
-export class SenderUsageError extends Error {
-  override name = 'SenderUsageError';
-}

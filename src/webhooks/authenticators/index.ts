@@ -49,4 +49,3 @@ export function methodsWithSecret(): AuthMethod[] {
 }
 
 export type { Authenticator, AuthenticatorConfig, Signer, SignRequest, Verify, VerifyRequest } from './authenticator';
-export { SenderUsageError } from './authenticator';

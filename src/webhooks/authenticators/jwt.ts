@@ -13,7 +13,8 @@ import { bodySha256 } from '../digest';
 import { rejectWebhook } from '../errors';
 import { validateJwksUrl } from '../jwks';
 import { JWT_ALGORITHMS, JwtVerifier } from '../jwt';
-import { SenderUsageError, type Authenticator } from './authenticator';
+import { type Authenticator } from './authenticator';
+import { SenderUsageError } from '../../errors';
 
 type Algorithm = (typeof JWT_ALGORITHMS)[number];
 
