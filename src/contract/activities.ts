@@ -4,28 +4,17 @@
  * workflow code proxies them by this interface and never imports activities/.
  */
 import type { CelContext } from '../cel';
-import type { EffectContext, EffectInput, EffectName, LogLevel } from '../steps';
+import type { CallKeyScope, CallWebhookRequest, EffectContext, EffectInput, EffectName, LogLevel, OwnershipRef } from '../steps';
 import type { LaneRequest } from './lanes';
 import type { AutomationVersionSteps, EvaluatedStep } from './run';
 
-/** The run whose calls share keys: its workflow id and run id. */
-export interface CallKeyScope {
-  workflowId: string;
-  runId: string;
-}
+export type { CallKeyScope, OwnershipRef };
 
 export interface EvaluateStepInput {
   stepId: string;
   /** Field name → CEL expression. */
   expressions: Record<string, string>;
   ctx: CelContext;
-}
-
-export interface OwnershipRef {
-  userId: string;
-  roleSlug: string;
-  appId: string;
-  entitlementId: string;
 }
 
 /** What the workflow sends: the ids, the step, and who acts (`automation:<id>:<event id>`, for the audit trail). */
@@ -39,23 +28,12 @@ export interface CreatedOwnership extends OwnershipRef {
   createdAt: string;
 }
 
-export interface CallWebhookInput {
-  stepId: string;
-  url: string;
-  /** The JSON body, sent as `application/json`. */
-  body: Record<string, unknown>;
-  headers: Record<string, string>;
-  /** Header name → CEL source reading `secrets.<name>`, resolved and evaluated here (absent: none). */
-  secretHeaders?: Record<string, string>;
-  timeoutMs: number;
-  /** Sign the request the Standard Webhooks way with this named secret (absent: unsigned). */
-  signature?: { secret: string };
-  /**
-   * The run whose call keys this call carries when it is not the activity's own run: a retry from
-   * the failed step continues the original run (absent: the activity's run).
-   */
-  keysOf?: CallKeyScope;
-}
+/**
+ * A callWebhook activity's input: the step's evaluated request, the step, and the run whose call
+ * keys it carries when that is not the activity's own run (a retry from the failed step continues
+ * the original run).
+ */
+export type CallWebhookInput = CallWebhookRequest & Pick<EffectContext, 'stepId' | 'keysOf'>;
 
 export interface CallWebhookOutput {
   status: number;

@@ -80,13 +80,19 @@ export function defineEffect<Input extends object>() {
   return <const Name extends string>(name: Name, options: { timeoutMs?(input: Input): number } = {}): Effect<Name, Input> => ({ name, ...options });
 }
 
+/** The run whose calls share keys: its workflow id and run id. */
+export interface CallKeyScope {
+  workflowId: string;
+  runId: string;
+}
+
 /** What every effect's activity gets besides its own input: which step, who acts, which run's call keys. */
 export interface EffectContext {
   stepId: string;
   /** `automation:<id>:<event id>`, for the audit trail. */
   actor: string;
   /** A retry from the failed step continues the original run: its calls carry that run's keys (absent: the activity's own run). */
-  keysOf?: { workflowId: string; runId: string };
+  keysOf?: CallKeyScope;
 }
 
 /**

@@ -107,7 +107,7 @@ export const MIGRATIONS: readonly string[] = [
     FROM automations WHERE published;
   `,
   // 6: every change to an automation or its published versions NOTIFYs its listener id, so that
-  // each process's listener cache (src/domain/listener-cache.ts) drops the entry at once
+  // each process's listener cache (src/delivery/listener-cache.ts) drops the entry at once
   `
   CREATE OR REPLACE FUNCTION notify_listener_changed() RETURNS trigger LANGUAGE plpgsql AS $$
   DECLARE

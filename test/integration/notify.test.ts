@@ -5,41 +5,28 @@
  * the run's history and execution view never hold the URL's token; a URL at an origin the secret
  * does not allow, or one the outbound policy refuses, fails the step without sending anything.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
 import { expectRunFailure, historyText } from '../helpers/temporal';
+import { startReceiver, type Receiver } from '../helpers/receiver';
 
 describe('notify step in a real run', () => {
   let stack: Stack;
-  let receiver: http.Server;
+  let receiver: Receiver;
   let origin: string;
-  const received: Array<{ url: string; contentType: string | undefined; idempotencyKey: string | undefined; body: string }> = [];
   const TOKEN = 'T0000/B0000/notifyTokenXYZ123';
+  /** What the receiver got, in the fields the tests compare. */
+  const received = () =>
+    receiver.received.map((r) => ({ url: r.path, contentType: r.headers['content-type'], idempotencyKey: r.headers['idempotency-key'], body: r.body.toString('utf8') }));
 
   beforeAll(async () => {
-    receiver = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        received.push({
-          url: req.url ?? '',
-          contentType: req.headers['content-type'],
-          idempotencyKey: req.headers['idempotency-key'] as string | undefined,
-          body: Buffer.concat(chunks).toString('utf8'),
-        });
-        res.writeHead(200, { 'content-type': 'text/plain' });
-        res.end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    receiver = await startReceiver(() => ({ status: 200, body: 'ok' }));
+    origin = receiver.origin;
     stack = await startStack();
   });
   afterAll(async () => {
     await stack?.close();
-    await new Promise<void>((resolve) => receiver?.close(() => resolve()));
+    await receiver?.close();
   });
 
   const api = () => request(stack.service.server);
@@ -63,11 +50,11 @@ describe('notify step in a real run', () => {
     const executionId = await run(created, { who: 'ada' });
     await stack.client.workflow.getHandle(executionId).result();
 
-    expect(received).toHaveLength(1);
-    expect(received[0]).toEqual({ url: `/services/${TOKEN}`, contentType: 'application/json', idempotencyKey: expect.stringMatching(/\S/), body: '{"text":"Offboarded ada"}' });
+    expect(received()).toHaveLength(1);
+    expect(received()[0]).toEqual({ url: `/services/${TOKEN}`, contentType: 'application/json', idempotencyKey: expect.stringMatching(/\S/), body: '{"text":"Offboarded ada"}' });
     const execution = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
     expect(execution.body.execution.steps[0]).toMatchObject({ id: 'tell', kind: 'notify', status: 'DONE', output: { status: 200, text: 'Offboarded ada' } });
-    expect(execution.body.execution.steps[0].idempotencyKey).toBe(received[0]!.idempotencyKey);
+    expect(execution.body.execution.steps[0].idempotencyKey).toBe(received()[0]!.idempotencyKey);
     expect(JSON.stringify(execution.body)).not.toContain(TOKEN);
     expect(await historyText(stack.client, executionId)).not.toContain(TOKEN);
 
@@ -76,7 +63,7 @@ describe('notify step in a real run', () => {
   });
 
   it('refuses a URL at an origin the secret does not allow, and one the outbound policy refuses; nothing is sent', async () => {
-    const before = received.length;
+    const before = receiver.received.length;
     await secret('elsewhere_hook', `${origin}/services/${TOKEN}`, ['https://hooks.slack.com']);
     const elsewhere = await expectRunFailure(stack.client.workflow.getHandle(await run(await automation('elsewhere_hook'), { who: 'eve' })));
     expect(elsewhere.message).toBe(`step "tell" failed: notify: webhook: secret "elsewhere_hook" may not be sent to ${origin} (its allowedOrigins: https://hooks.slack.com)`);
@@ -85,7 +72,7 @@ describe('notify step in a real run', () => {
     const metadata = await expectRunFailure(stack.client.workflow.getHandle(await run(await automation('metadata_hook'), { who: 'eve' })));
     expect(metadata.message).toMatch(/^step "tell" failed: notify: webhook: secret "metadata_hook" holds a URL the outbound policy refuses: /);
     expect(metadata.message).not.toContain(TOKEN);
-    expect(received.length).toBe(before);
+    expect(receiver.received.length).toBe(before);
   });
 
   it('refuses on save a notify step whose secret does not exist, naming the field', async () => {

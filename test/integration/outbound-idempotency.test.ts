@@ -8,65 +8,46 @@
  * value is nowhere but in the signature.
  */
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
 import { expectRunFailure, historyText as historyTextOf } from '../helpers/temporal';
 import { poll } from '../helpers/wait';
-
-interface Received {
-  path: string;
-  headers: Record<string, string>;
-  body: Buffer;
-}
+import { startReceiver, type Receiver, type ReceivedRequest } from '../helpers/receiver';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const whsec = (): string => `whsec_${randomBytes(24).toString('base64')}`;
 
 describe('outbound calls: one key per call, Standard Webhooks signatures', () => {
   let stack: Stack;
-  let receiver: http.Server;
+  let receiver: Receiver;
   let origin: string;
-  const received: Received[] = [];
+  let received: ReceivedRequest[];
   /** `/flaky`: the first attempt of each key gets 500. `/gate`: answers `gateStatus`. */
   const seenKeys = new Set<string>();
   let gateStatus = 400;
 
   beforeAll(async () => {
-    receiver = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers[name] = value;
-        const path = req.url ?? '';
-        received.push({ path, headers, body: Buffer.concat(chunks) });
-        let status = 200;
-        if (path.startsWith('/flaky')) {
-          const key = headers['idempotency-key'] ?? '';
-          status = seenKeys.has(key) ? 200 : 500;
-          seenKeys.add(key);
-        } else if (path.startsWith('/gate')) {
-          status = gateStatus;
-        }
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ ok: status === 200 }));
-      });
+    receiver = await startReceiver(({ path, headers }) => {
+      if (path.startsWith('/flaky')) {
+        const key = headers['idempotency-key'] ?? '';
+        const status = seenKeys.has(key) ? 200 : 500;
+        seenKeys.add(key);
+        return { status };
+      }
+      return { status: path.startsWith('/gate') ? gateStatus : 200 };
     });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    origin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    ({ origin, received } = receiver);
     stack = await startStack();
   });
   afterAll(async () => {
     await stack?.close();
-    await new Promise<void>((resolve) => receiver?.close(() => resolve()));
+    await receiver?.close();
   });
 
   const api = () => request(stack.service.server);
   const auth = (req: request.Test) => req.set('Authorization', `Bearer ${stack.adminToken}`);
-  const at = (path: string): Received[] => received.filter((r) => r.path.startsWith(path));
+  const at = (path: string): ReceivedRequest[] => received.filter((r) => r.path.startsWith(path));
 
   async function run(automation: AutomationView, secret: string, payload: unknown): Promise<string> {
     const res = await deliver(stack, listenerPath(automation), hmacEvent(secret, payload));
@@ -208,11 +189,11 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
       steps: [{ id: 'notify', callWebhook: hook('/rotating', { signature: { secret: 'rotating' } }) }],
     });
-    const call = async (who: string): Promise<Received> => {
+    const call = async (who: string): Promise<ReceivedRequest> => {
       await stack.client.workflow.getHandle(await run(automation, signingSecret!, { who })).result();
       return at(`/rotating?who=${who}`)[0]!;
     };
-    const verifies = (value: string, got: Received, raw = false): boolean => {
+    const verifies = (value: string, got: ReceivedRequest, raw = false): boolean => {
       try {
         new Webhook(value, raw ? { format: 'raw' } : undefined).verify(got.body.toString('utf8'), got.headers);
         return true;
