@@ -8,6 +8,7 @@ const ALL = [
   '**/fuzz-verifiers.test.ts',
   '**/fuzz-api-schemas.test.ts',
   '**/cel.test.ts',
+  '**/cel-*.test.ts',
   '**/auth-*.test.ts',
   '**/pagination.test.ts',
   '**/entitlement-validation.test.ts',
