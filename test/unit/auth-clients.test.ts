@@ -13,11 +13,17 @@ import { openTestDb, PGLITE } from '../helpers/databases';
 let db: Db;
 const box = new SecretBox(randomBytes(32));
 
-beforeEach(async () => {
+beforeAll(async () => {
   db = await openTestDb(PGLITE);
 });
 
-afterEach(async () => {
+beforeEach(async () => {
+  // Every test starts from an empty client table (cheaper than a new database each).
+  await db.query('DELETE FROM bootstrap_clients');
+  await db.query('DELETE FROM api_clients');
+});
+
+afterAll(async () => {
   await db.close();
 });
 

@@ -192,14 +192,20 @@ describe('AccessTokens key rotation', () => {
   let rotDb: Db;
   let rotClient: string;
 
-  beforeEach(async () => {
+  beforeAll(async () => {
     rotDb = await openTestDb(PGLITE);
+  });
+
+  beforeEach(async () => {
+    // Every test starts without a key ring (cheaper than a new database each).
+    await rotDb.query('DELETE FROM service_secrets');
+    await rotDb.query('DELETE FROM api_clients');
     ({
       client: { clientId: rotClient },
     } = await createClient(rotDb, box, { displayName: 'rotation', roles: ['super_admin'] }));
   });
 
-  afterEach(async () => {
+  afterAll(async () => {
     await rotDb.close();
   });
 
@@ -326,18 +332,18 @@ describe('AccessTokens key rotation', () => {
     const raw = await getOrCreateSecret(rotDb, box, SIGNING_KEY_SECRET, () => '');
     const current = (JSON.parse(raw) as { current: JWK }).current;
 
-    const legacyDb = await openTestDb(PGLITE);
-    try {
+    const legacyDb = rotDb;
+    await rotDb.query('DELETE FROM service_secrets');
+    {
       await getOrCreateSecret(legacyDb, box, SIGNING_KEY_SECRET, () => JSON.stringify(current));
       const fromBare = await AccessTokens.load(legacyDb, box, TTL);
       expect(fromBare.currentKid).toBe(bare.currentKid);
       expect(fromBare.jwks().keys.map((key) => key.kid)).toEqual([bare.currentKid]);
-    } finally {
-      await legacyDb.close();
     }
 
-    const previousDb = await openTestDb(PGLITE);
-    try {
+    const previousDb = rotDb;
+    await rotDb.query('DELETE FROM service_secrets');
+    {
       const newer = (await generateKeyPair('ES256', { extractable: true })).privateKey;
       const { exportJWK } = await import('jose');
       const newerJwk = { ...(await exportJWK(newer)), kid: 'newer', alg: 'ES256' };
@@ -359,8 +365,14 @@ describe('AccessTokens key rotation', () => {
       // Retired just now (rotatedAt): the next rotation keeps it.
       const rotated = await fromPrevious.rotate();
       expect(rotated.retiredKids).toEqual(['newer', current.kid]);
-    } finally {
-      await previousDb.close();
     }
+
+    // Without rotatedAt the previous key counts as retired long ago: the next rotation drops it.
+    await rotDb.query('DELETE FROM service_secrets');
+    const { d: _d2, ...previousPublic } = current;
+    await getOrCreateSecret(rotDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: { ...current, kid: 'cur' }, previous: { ...previousPublic, kid: 'old' } }));
+    const undated = await AccessTokens.load(rotDb, box, TTL);
+    expect(undated.jwks().keys.map((key) => key.kid)).toEqual(['cur', 'old']);
+    expect((await undated.rotate()).retiredKids).toEqual(['cur']);
   });
 });
