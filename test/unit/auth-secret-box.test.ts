@@ -112,6 +112,20 @@ describe('parseSecretKey', () => {
     expect(parseSecretKey(`  ${key.toString('base64url')}\n`)).toEqual(key);
   });
 
+  it('reads hex only when the whole text is 64 hex digits (after trimming)', () => {
+    const key = randomBytes(32);
+    const hex = key.toString('hex');
+    expect(parseSecretKey(` ${hex}\n`)).toEqual(key);
+    expect(() => parseSecretKey(`${hex}0`)).toThrow('SECRET_KEY must be 32 bytes');
+    expect(() => parseSecretKey(`0${hex}`)).toThrow('SECRET_KEY must be 32 bytes');
+    expect(() => parseSecretKey(`${hex}zz`)).toThrow('SECRET_KEY must be 32 bytes');
+  });
+
+  it('never takes 32 characters of text as the key bytes themselves', () => {
+    expect(() => parseSecretKey('a'.repeat(32))).toThrow('SECRET_KEY must be 32 bytes');
+    expect(() => parseSecretKey('correct horse battery staple 123')).toThrow('SECRET_KEY must be 32 bytes');
+  });
+
   it('refuses anything that is not 32 bytes', () => {
     for (const text of ['', 'short', randomBytes(31).toString('base64url'), randomBytes(33).toString('hex'), 'g'.repeat(64)]) {
       expect(() => parseSecretKey(text)).toThrow('SECRET_KEY must be 32 bytes');

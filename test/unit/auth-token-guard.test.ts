@@ -96,6 +96,21 @@ describe('RateLimiter', () => {
     limiter.take('a');
   });
 
+  it('a full bucket is dropped even when it is not the oldest; then nothing else is', () => {
+    const c = clock();
+    const limiter = new RateLimiter(2, 2, c.now);
+    // a (the oldest) empties its bucket: full again only after 60 s.
+    limiter.take('a');
+    limiter.take('a');
+    // b spends one token: full again after exactly 30 s.
+    limiter.take('b');
+    c.advance(30_000);
+    // The map is full: c drops b (full), and keeps a (one token back, not full).
+    limiter.take('c');
+    limiter.take('a');
+    expect(() => limiter.take('a')).toThrow(GuardRefusal);
+  });
+
   it('when the map is full of busy sources it drops the least recently used one', () => {
     const c = clock();
     const limiter = new RateLimiter(1, 2, c.now);
