@@ -318,6 +318,18 @@ describe('AccessTokens key rotation', () => {
     expect(decodeProtectedHeader(await b.issue(rotClient, [])).kid).toBe(rotated.kid);
   });
 
+  it('the periodic reload comes strictly after 60 s: not at exactly 60 000 ms, at 60 001 ms', async () => {
+    const t0 = Date.now();
+    const clockAt = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    const a = await AccessTokens.load(rotDb, box, TTL);
+    const b = await AccessTokens.load(rotDb, box, TTL);
+    const rotated = await a.rotate(new Date(t0));
+    clockAt.mockReturnValue(t0 + 60_000);
+    expect(decodeProtectedHeader(await b.issue(rotClient, [])).kid).toBe(rotated.previousKid);
+    clockAt.mockReturnValue(t0 + 60_001);
+    expect(decodeProtectedHeader(await b.issue(rotClient, [])).kid).toBe(rotated.kid);
+  });
+
   it('rotate reads the ring first: a process with a stale ring rotates from the newest one', async () => {
     const a = await AccessTokens.load(rotDb, box, TTL);
     const b = await AccessTokens.load(rotDb, box, TTL);
