@@ -8,6 +8,7 @@ const ALL = [
   '**/fuzz-verifiers.test.ts',
   '**/fuzz-api-schemas.test.ts',
   '**/cel.test.ts',
+  '**/cel-*.test.ts',
   '**/auth-*.test.ts',
   '**/pagination.test.ts',
   '**/entitlement-validation.test.ts',
@@ -19,6 +20,8 @@ const ALL = [
 
 module.exports = {
   testEnvironment: 'node',
+  // The src/auth tests open a PGlite store (initdb: seconds on a loaded machine, no image here).
+  testTimeout: 60000,
   roots: ['<rootDir>/test/unit'],
   // MUTATION_TESTS="webhooks-hmac,webhooks-headers" narrows a run (with --mutate) to those files.
   testMatch: process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',').map((name) => `**/${name}.test.ts`) : ALL,

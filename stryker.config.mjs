@@ -12,6 +12,8 @@ export default {
   tsconfigFile: 'tsconfig.mutation.json',
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   jest: { projectType: 'custom', configFile: 'jest.mutation.config.js', enableFindRelatedTests: false },
+  // PGlite (the src/auth tests' store) loads through a dynamic import: jest needs the VM modules flag.
+  testRunnerNodeArgs: ['--experimental-vm-modules', '--no-warnings=ExperimentalWarning'],
   coverageAnalysis: 'perTest',
   // Static mutants (module-level constants) re-run every test and took two thirds of the time.
   ignoreStatic: true,
