@@ -5,8 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { authenticateClient, clientSecretKey, createClient, deleteClient, ensureBootstrapClient, getClient, listClients } from '../../src/auth/clients';
-import { SecretBox } from '../../src/auth/secret-box';
-import { hashChosenSecret, type SlowGate } from '../../src/auth/secrets';
+import { SecretBox } from '../../src/crypto/secret-box';
+import { hashChosenSecret, type SlowGate } from '../../src/auth/client-secret-hashes';
 import type { Db } from '../../src/store/db';
 import { openTestDb, PGLITE } from '../helpers/databases';
 

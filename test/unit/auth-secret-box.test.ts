@@ -7,7 +7,7 @@ import { createCipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensurePrivateDir, loadSecretKey, parseSecretKey, sealContext, SecretBox } from '../../src/auth/secret-box';
+import { ensurePrivateDir, loadSecretKey, parseSecretKey, sealContext, SecretBox } from '../../src/crypto/secret-box';
 
 const KEY = randomBytes(32);
 const box = new SecretBox(KEY);

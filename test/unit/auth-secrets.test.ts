@@ -4,7 +4,7 @@
  * verifies nothing. The slow path goes through the gate; the keyed one never does.
  */
 import { randomBytes } from 'node:crypto';
-import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from '../../src/auth/secrets';
+import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from '../../src/auth/client-secret-hashes';
 
 const KEY = randomBytes(32);
 const OTHER_KEY = randomBytes(32);

@@ -2,7 +2,8 @@
  * The token endpoint's flood guards (src/auth/token-guard.ts): the per-source token bucket on an
  * injected clock (no waiting), its eviction when the map is full, and the cap on slow verifications.
  */
-import { ConcurrencyCap, createTokenGuard, GuardRefusal, RateLimiter } from '../../src/auth/token-guard';
+import { ConcurrencyCap, createTokenGuard, RateLimiter } from '../../src/auth/token-guard';
+import { GuardRefusal } from '../../src/errors';
 
 /** A clock the test moves. */
 function clock(start = 1_000_000): { now: () => number; advance: (ms: number) => void } {

@@ -8,9 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT, importJWK, decodeProtectedHeader, generateKeyPair, type JWK, type KeyLike } from 'jose';
 import { AccessTokens, MAX_RETIRED_KEYS, SIGNING_KEY_SECRET } from '../../src/auth/tokens';
-import { SecretBox } from '../../src/auth/secret-box';
+import { SecretBox } from '../../src/crypto/secret-box';
 import { createClient, deleteClient } from '../../src/auth/clients';
-import { getOrCreateSecret } from '../../src/store/secrets';
+import { getOrCreateServiceKey } from '../../src/store/service-keys';
 import type { Db } from '../../src/store/db';
 import { openTestDb, PGLITE } from '../helpers/databases';
 
@@ -47,7 +47,7 @@ function advanceClock(ms: number): void {
 /** The current private signing key as stored (sealed) in the store. */
 async function currentPrivateKey(): Promise<{ key: KeyLike; kid: string }> {
   // The ring exists already: the generated value is sealed but never stored (ON CONFLICT DO NOTHING).
-  const raw = await getOrCreateSecret(db, box, SIGNING_KEY_SECRET, () => '');
+  const raw = await getOrCreateServiceKey(db, box, SIGNING_KEY_SECRET, () => '');
   const ring = JSON.parse(raw) as { current: JWK };
   return { key: (await importJWK(ring.current, 'ES256')) as KeyLike, kid: ring.current.kid! };
 }
@@ -341,13 +341,13 @@ describe('AccessTokens key rotation', () => {
 
   it('reads the older stored forms: a bare JWK, and {current, previous, rotatedAt}', async () => {
     const bare = await AccessTokens.load(rotDb, box, TTL);
-    const raw = await getOrCreateSecret(rotDb, box, SIGNING_KEY_SECRET, () => '');
+    const raw = await getOrCreateServiceKey(rotDb, box, SIGNING_KEY_SECRET, () => '');
     const current = (JSON.parse(raw) as { current: JWK }).current;
 
     const legacyDb = rotDb;
     await rotDb.query('DELETE FROM service_secrets');
     {
-      await getOrCreateSecret(legacyDb, box, SIGNING_KEY_SECRET, () => JSON.stringify(current));
+      await getOrCreateServiceKey(legacyDb, box, SIGNING_KEY_SECRET, () => JSON.stringify(current));
       const fromBare = await AccessTokens.load(legacyDb, box, TTL);
       expect(fromBare.currentKid).toBe(bare.currentKid);
       expect(fromBare.jwks().keys.map((key) => key.kid)).toEqual([bare.currentKid]);
@@ -360,7 +360,7 @@ describe('AccessTokens key rotation', () => {
       const { exportJWK } = await import('jose');
       const newerJwk = { ...(await exportJWK(newer)), kid: 'newer', alg: 'ES256' };
       const { d: _d, ...previousPublic } = current;
-      await getOrCreateSecret(previousDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: newerJwk, previous: previousPublic, rotatedAt: new Date().toISOString() }));
+      await getOrCreateServiceKey(previousDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: newerJwk, previous: previousPublic, rotatedAt: new Date().toISOString() }));
       const fromPrevious = await AccessTokens.load(previousDb, box, TTL);
       expect(fromPrevious.currentKid).toBe('newer');
       expect(fromPrevious.jwks().keys.map((key) => key.kid)).toEqual(['newer', current.kid]);
@@ -382,7 +382,7 @@ describe('AccessTokens key rotation', () => {
     // Without rotatedAt the previous key counts as retired long ago: the next rotation drops it.
     await rotDb.query('DELETE FROM service_secrets');
     const { d: _d2, ...previousPublic } = current;
-    await getOrCreateSecret(rotDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: { ...current, kid: 'cur' }, previous: { ...previousPublic, kid: 'old' } }));
+    await getOrCreateServiceKey(rotDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: { ...current, kid: 'cur' }, previous: { ...previousPublic, kid: 'old' } }));
     const undated = await AccessTokens.load(rotDb, box, TTL);
     expect(undated.jwks().keys.map((key) => key.kid)).toEqual(['cur', 'old']);
     expect((await undated.rotate()).retiredKids).toEqual(['cur']);
