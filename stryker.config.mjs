@@ -27,7 +27,7 @@ export default {
   thresholds: { high: 90, low: 85, break: null },
   mutate: [
     'src/webhooks/headers.ts',
-    'src/webhooks/cidr.ts',
+    'src/net/cidr.ts',
     'src/webhooks/admission.ts',
     'src/webhooks/jwt.ts',
     'src/webhooks/authenticators/*.ts',
