@@ -89,13 +89,14 @@ async function main(): Promise<void> {
     // Values sealed by earlier versions are bound to their rows before anything reads one.
     const sealing = await bindSealedValues(db, secretBox);
     if (sealing.resealed > 0) logger.info({ resealed: sealing.resealed }, 'sealed values bound to their rows (one-time migration)');
+    const parts: ProcessParts = { target, config, db, codec, logger, secretBox };
     let worker: Running | undefined;
     if (role !== 'api') {
-      worker = await startWorker(target, config, db, codec, logger, secretBox, bundling);
+      worker = await startWorker(parts, bundling);
       stops.push(() => worker!.stop());
     }
     if (role !== 'worker') {
-      const api = await startApi(target, config, db, codec, logger, secretBox, worker?.connection);
+      const api = await startApi(parts, worker?.connection);
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
       console.log(banner.render(process.stdout.isTTY === true && !process.env.NO_COLOR));
@@ -172,15 +173,17 @@ async function bundleInChildProcess(config: Config, logger: Logger): Promise<str
   return out;
 }
 
-async function startWorker(
-  target: TemporalTarget,
-  config: Config,
-  db: Db,
-  codec: EncryptionCodec,
-  logger: Logger,
-  secretBox: SecretBox,
-  bundling: Promise<string> | undefined,
-): Promise<Running> {
+/** What the worker and the API of this process are built from. */
+interface ProcessParts {
+  target: TemporalTarget;
+  config: Config;
+  db: Db;
+  codec: EncryptionCodec;
+  logger: Logger;
+  secretBox: SecretBox;
+}
+
+async function startWorker({ target, config, db, codec, logger, secretBox }: ProcessParts, bundling: Promise<string> | undefined): Promise<Running> {
   const connection = await connectWorkerConnection(target);
   const bundlePath = config.worker.workflowBundlePath ?? (await (bundling ?? bundleInChildProcess(config, logger)));
   const worker: Worker = await createAutomationWorker({
@@ -214,15 +217,7 @@ async function startWorker(
  * `workerConnection`: the native connection of a worker of this process (npm start); runs are then
  * started through it with eager workflow start, so their first workflow task skips matching.
  */
-async function startApi(
-  target: TemporalTarget,
-  config: Config,
-  db: Db,
-  codec: EncryptionCodec,
-  logger: Logger,
-  secretBox: SecretBox,
-  workerConnection?: NativeConnection,
-): Promise<Running> {
+async function startApi({ target, config, db, codec, logger, secretBox }: ProcessParts, workerConnection?: NativeConnection): Promise<Running> {
   const { client: lazyClient, connection } = createLazyClient(target, config.temporal.namespace, codec);
   const client = workerConnection
     ? new Client({ connection: workerConnection, namespace: config.temporal.namespace, dataConverter: encryptedDataConverter(codec) })
