@@ -1,13 +1,10 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { exportJWK } from 'jose';
 import { JwtVerifier, type JwtCheck } from '../../src/webhooks/jwt';
-import { makeSigningKey, signCompact, signWebhookJwt, startJwksServer, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, startJwksServer, startThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
-const BASE_URL = 'https://tenant.example.test';
-const AUDIENCE = `${BASE_URL}/api/v1/webhooks/incoming/lst_123`;
-const EVENT_ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
-const BODY = Buffer.from('{"employee_id":"12345","status":"terminated"}');
+const { baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY } = JWT_DELIVERY;
 const NOW = Math.floor(Date.now() / 1000);
 
 let server: JwksServer;
@@ -15,19 +12,13 @@ let rsa: SigningKey;
 let ec: SigningKey;
 let ed: SigningKey;
 
+let restore: () => void;
+
 beforeAll(async () => {
-  [rsa, ec, ed] = await Promise.all([makeSigningKey('RS256', 'rsa-1'), makeSigningKey('ES256', 'ec-1'), makeSigningKey('EdDSA', 'ed-1')]);
-  server = await startJwksServer([rsa.publicJwk, ec.publicJwk, ed.publicJwk]);
+  ({ server, rsa, ec, ed, restore } = await startThreeKeyJwks());
 });
-
-afterAll(async () => {
-  await server.close();
-});
-
-afterEach(() => {
-  server.setKeys([rsa.publicJwk, ec.publicJwk, ed.publicJwk]);
-  server.setHandler(undefined);
-});
+afterAll(() => server.close());
+afterEach(() => restore());
 
 function verifier(options: Partial<ConstructorParameters<typeof JwtVerifier>[1]> = {}, url = server.url): JwtVerifier {
   return new JwtVerifier(url, { allowInsecure: true, ...options });
