@@ -34,10 +34,10 @@ async function automationRun(stack: Stack, automation: BenchAutomation): Promise
   return elapsed;
 }
 
-async function baselineRun(stack: Stack, workflow: 'bare' | 'empty', trigger: unknown): Promise<number> {
+async function baselineRun(stack: Stack, workflow: 'bare' | 'empty' | 'localThree', trigger: unknown): Promise<number> {
   const started = performance.now();
   // Started as the API starts runs: on the workers' connection, with eager workflow start.
-  const args = workflow === 'bare' ? [{ trigger }] : [];
+  const args = workflow === 'empty' ? [] : [{ trigger }];
   const handle = await stack.workerClient.workflow.start(workflow, { taskQueue: BARE_QUEUE, workflowId: `${workflow}:${randomUUID()}`, args, requestEagerStart: true });
   await handle.result();
   return performance.now() - started;
@@ -79,4 +79,34 @@ export async function runE2eBench(
     ratioToEmptyWorkflow: p50Ms / emptyP50Ms,
     runs: options.runs,
   };
+}
+
+export interface FloorResult {
+  /** p50 start → result of three no-op local activities in one workflow (bench/workflows/bare.ts `localThree`). */
+  localThreeP50Ms: number;
+  emptyP50Ms: number;
+  /** localThreeP50Ms ÷ emptyP50Ms: what three steps cost when each is an activity and nothing else is done. */
+  ratioToEmptyWorkflow: number;
+  runs: number;
+}
+
+/**
+ * Diagnostic: the cheapest run of three steps, each an activity (three no-op local activities, no
+ * HTTP, no store, no CEL), against the empty workflow, in rotation. It shows how much of the e2e
+ * ratio the engine's round trips alone take on this server and client.
+ */
+export async function runFloorBench(stack: Stack, trigger: unknown, options: { warmup: number; runs: number }, log: (line: string) => void): Promise<FloorResult> {
+  log(`floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities, empty workflow), in rotation`);
+  const times = { localThree: [] as number[], empty: [] as number[] };
+  const order = ['localThree', 'empty'] as const;
+  for (let i = 0; i < options.warmup; i++) for (const kind of order) await baselineRun(stack, kind, trigger);
+  for (let i = 0; i < options.runs; i++) {
+    for (let k = 0; k < order.length; k++) {
+      const kind = order[(i + k) % order.length]!;
+      times[kind].push(await baselineRun(stack, kind, trigger));
+    }
+  }
+  const localThreeP50Ms = percentile(times.localThree, 50);
+  const emptyP50Ms = percentile(times.empty, 50);
+  return { localThreeP50Ms, emptyP50Ms, ratioToEmptyWorkflow: localThreeP50Ms / emptyP50Ms, runs: options.runs };
 }

@@ -27,7 +27,7 @@ import path from 'node:path';
 import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
 import { runMemoryBench, type MemoryResult } from './memory';
-import { runE2eBench, type E2eResult } from './e2e';
+import { runE2eBench, runFloorBench, type E2eResult, type FloorResult } from './e2e';
 import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
@@ -84,6 +84,8 @@ interface Detail {
   e2e?: E2eResult;
   /** The same measurement with three setVariables steps (full runs only). */
   e2eSetVariables?: E2eResult;
+  /** Three no-op local activities vs the empty workflow (full runs only). */
+  e2eFloor?: FloorResult;
   e2eOnStart?: StartE2eResult;
   pglite?: PaginationResult;
   postgres?: PaginationResult;
@@ -277,6 +279,7 @@ async function main(): Promise<void> {
           log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
           const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
           detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
+          detail.e2eFloor = await runFloorBench(stack, JSON.parse(automation.body) as unknown, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
         }
       }
       log('stopping Temporal, the workers and the API (the store stays for the pagination figures)');
@@ -352,7 +355,9 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     const plain = detail.e2eSetVariables;
     const onStart = detail.e2eOnStart;
     if (onStart) rows.push(['e2e p50 ms on npm start, absolute (information)', onStart.p50Ms.toFixed(1), `p90 ${onStart.p90Ms.toFixed(1)}`, '', '', '']);
-    if (plain) add('  e2e p50 ms, setVariables ×3 (diagnostic)', plain.p50Ms.toFixed(1), `${plain.bareP50Ms.toFixed(1)} bare 3 activities`, plain.ratioToBare, '');
+    if (plain) add('  e2e p50 ms, setVariables ×3 (diagnostic)', plain.p50Ms.toFixed(1), `${plain.emptyP50Ms.toFixed(1)} empty workflow`, plain.ratioToEmptyWorkflow, '');
+    const floor = detail.e2eFloor;
+    if (floor) add('  3 no-op local activities, start→result p50 ms (diagnostic floor)', floor.localThreeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.ratioToEmptyWorkflow, '');
   }
   for (const name of ['pglite', 'postgres'] as const) {
     const d = detail[name];

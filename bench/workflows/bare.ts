@@ -1,15 +1,17 @@
 /**
  * The benchmark's baseline workflows: three no-op activities in a row, nothing else (`bare`), and
- * a workflow that returns at once (`empty`, the engine's own round trip: start → first workflow
+ * the same three as local activities (`localThree`: the cheapest shape a run of three steps, each an
+ * activity, can take), a workflow that returns at once (`empty`, the engine's own round trip: start → first workflow
  * task → completion → result, the floor no run on this server and client can beat). `npm run
  * bench` compares the automation workflow (POST → three steps → result) against both, on the same
  * server.
  * Deterministic: imports only @temporalio/workflow and types.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { BareActivities } from '../bare-activities';
 
 const acts = proxyActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
+const locals = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
 
 /** Runs the three no-ops, passing the trigger payload along as the automation's steps do. */
 export async function bare(input: { trigger: unknown }): Promise<string> {
@@ -21,5 +23,13 @@ export async function bare(input: { trigger: unknown }): Promise<string> {
 
 /** Returns at once: one workflow task, no activity. */
 export async function empty(): Promise<string> {
+  return 'done';
+}
+
+/** The three no-ops as local activities, in one workflow task: the floor of a three-step run whose steps are activities. */
+export async function localThree(input: { trigger: unknown }): Promise<string> {
+  await locals.noopOne(input.trigger);
+  await locals.noopTwo(input.trigger);
+  await locals.noopThree(input.trigger);
   return 'done';
 }
