@@ -197,8 +197,12 @@ function claimInvalid(claim: string, what: string): WebhookRejection {
   return rejectWebhook(401, 'jwt_claim_invalid', `JWT claim ${claim} ${what}`);
 }
 
-/** Maps jose (and key import) errors to a 401 with a precise reason; unknown errors pass through. */
-function toRejection(err: unknown): unknown {
+/**
+ * Maps jose (and key import) errors to a 401 with a precise reason; unknown errors pass through.
+ * Exported for its unit test: Node's own crypto errors (ERR_CRYPTO_*, ERR_OSSL_*) cannot all be
+ * produced on purpose through a key set.
+ */
+export function toRejection(err: unknown): unknown {
   if (err instanceof WebhookRejection) return err;
   if (err instanceof joseErrors.JWTExpired) return rejectWebhook(401, 'jwt_expired', 'JWT has expired', err);
   if (err instanceof joseErrors.JWTClaimValidationFailed) {

@@ -8,7 +8,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { CompactSign, exportJWK } from 'jose';
-import { JwtVerifier, type JwtCheck } from '../../src/webhooks/jwt';
+import { JwtVerifier, toRejection, type JwtCheck } from '../../src/webhooks/jwt';
 import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, startThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
@@ -253,5 +253,41 @@ describe('the clock and the key-set options', () => {
     await wait(20);
     expect((await refusal(v.verify(check(token(rsa))))).reason).toBe('jwks_unreachable');
     expect(v.jwksFetchCount).toBe(2);
+  });
+});
+
+describe('errors from outside jose', () => {
+  /** An Error carrying a Node error code, as node:crypto and OpenSSL raise them. */
+  function coded(code: unknown, Type: ErrorConstructor = Error): Error {
+    return Object.assign(new Type('from crypto'), { code });
+  }
+
+  it.each(['ERR_CRYPTO_INVALID_KEYTYPE', 'ERR_OSSL_EVP_DECODE_ERROR', 'ERR_OSSL_RSA_DATA_TOO_LARGE_FOR_MODULUS'])(
+    'refuses a crypto error %s as an unacceptable key (401 jwt_key_rejected)',
+    (code) => {
+      const result = toRejection(coded(code));
+      expect(result).toBeInstanceOf(WebhookRejection);
+      expect(result).toMatchObject({ status: 401, reason: 'jwt_key_rejected', message: 'JWKS key is not acceptable for this algorithm' });
+    },
+  );
+
+  it('refuses a TypeError whatever its code (a JWK that does not import)', () => {
+    expect(toRejection(coded(undefined, TypeError))).toMatchObject({ status: 401, reason: 'jwt_key_rejected' });
+  });
+
+  it.each([
+    ['a plain Error', new Error('store down')],
+    ['an error with another Node code', coded('ERR_HTTP_HEADERS_SENT')],
+    ['a code that only contains ERR_OSSL', coded('X_ERR_OSSL')],
+    ['a code that is not a string', coded(42)],
+    ['a thrown string', 'boom'],
+    ['null', null],
+  ])('passes %s through unchanged (the caller answers 500)', (_what, err) => {
+    expect(toRejection(err)).toBe(err);
+  });
+
+  it('passes a refusal through as it is', () => {
+    const refusal = toRejection(coded('ERR_OSSL_X'));
+    expect(toRejection(refusal)).toBe(refusal);
   });
 });
