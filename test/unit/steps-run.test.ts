@@ -125,7 +125,8 @@ describe('log', () => {
 
 describe('fail', () => {
   it('ends the run with the message; longer than 2000 characters is cut with an ellipsis', async () => {
-    expect((await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'stop' })).recorded.failed).toEqual(['stop']);
+    const stop = await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'stop' });
+    expect(stop.recorded).toMatchObject({ evaluations: ['evaluate fail'], failed: ['stop'] });
     expect((await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'm'.repeat(2000) })).recorded.failed).toEqual(['m'.repeat(2000)]);
     expect((await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'm'.repeat(2001) })).recorded.failed).toEqual([`${'m'.repeat(2000)}…`]);
   });
@@ -138,7 +139,7 @@ describe('fail', () => {
 describe('notify', () => {
   it('posts the text through the named webhook secret; longer than 4000 characters is cut', async () => {
     const short = await run({ id: 'n', notify: { webhook: 'team_hook', text: "'done'" } });
-    expect(short.recorded.performed).toEqual([['notify', { webhook: 'team_hook', text: 'done' }]]);
+    expect(short.recorded).toMatchObject({ evaluations: ['evaluate notify'], performed: [['notify', { webhook: 'team_hook', text: 'done' }]] });
     expect(short.outcome).toEqual({ skipped: false, output: { performed: 'notify' } });
     const exact = await run({ id: 'n', notify: { webhook: 'team_hook', text: 'ctx.trigger.t' } }, { t: 't'.repeat(4000) });
     expect(exact.recorded.performed).toEqual([['notify', { webhook: 'team_hook', text: 't'.repeat(4000) }]]);
@@ -182,7 +183,9 @@ describe('ownership steps', () => {
 
 describe('setVariables', () => {
   it('outputs the evaluated variables; the view reads the last evaluation, or nothing', async () => {
-    expect((await run({ id: 'v', setVariables: { a: '1 + 1', b: "'x'" } })).outcome).toEqual({ skipped: false, output: { a: 2, b: 'x' } });
+    const set = await run({ id: 'v', setVariables: { a: '1 + 1', b: "'x'" } });
+    expect(set.outcome).toEqual({ skipped: false, output: { a: 2, b: 'x' } });
+    expect(set.recorded.evaluations).toEqual(['evaluate setVariables']);
     const view = STEP_REGISTRY.setVariables.outputFromHistory!;
     expect(view({ a: '1' }, [{ kind: 'evaluate', done: true, result: { a: 1 } }])).toEqual({ a: 1 });
     expect(view({ a: '1' }, [])).toEqual({});
@@ -247,6 +250,7 @@ describe('callWebhook', () => {
 
   it('performs the request with the default timeout of 10 s; the activity gets 5 s more', async () => {
     const { recorded } = await run({ id: 'h', callWebhook: { url, body: { n: 'ctx.trigger.n' }, headers: { 'X-N': "'1'" } } }, { n: 2 });
+    expect(recorded.evaluations).toEqual(['evaluate callWebhook']);
     expect(recorded.performed).toEqual([['callWebhook', { url: 'https://hooks.example/x', body: { n: 2 }, headers: { 'X-N': '1' }, timeoutMs: 10_000 }]]);
     expect(callWebhookEffect.timeoutMs!({ url: 'u', body: {}, headers: {}, timeoutMs: 1234 })).toBe(6234);
   });

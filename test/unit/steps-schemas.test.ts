@@ -93,6 +93,7 @@ describe('retry policies', () => {
       { field: 'steps[0].retry', description: 'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps' },
     ]);
     expect(check([{ id: 's', log: { message: "'x'" }, retry: null }]).violations).toEqual([]);
+    expect(refused({ callWebhook: hook, retry: 'fast' })).toEqual([{ field: 'steps[0].retry', description: 'step "s": must be an object' }]);
   });
 
   it('are kept as given when within bounds, null fields dropped', () => {
