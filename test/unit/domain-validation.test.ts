@@ -6,7 +6,7 @@
  */
 import { validateDescription, validateDisplayName } from '../../src/domain/automation-validation';
 import { CreateUserRequest, SearchEntitlementsFilter } from '../../src/domain/schemas';
-import { parseOrThrow } from '../../src/domain/validation';
+import { parseOrThrow, violationsOf } from '../../src/domain/validation';
 import { type FieldViolation, InvalidArgumentError } from '../../src/errors';
 
 /** The violations `parseOrThrow` throws (a 400), or the parsed value. */
@@ -34,6 +34,11 @@ describe('parseOrThrow', () => {
       ],
     });
     expect(parsed(SearchEntitlementsFilter, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
+  });
+
+  it('violationsOf without a prefix names the fields from the body root', () => {
+    const result = CreateUserRequest.safeParse({ displayName: 'Ada', type: 'robot' });
+    expect(result.success ? [] : violationsOf(result.error.issues)).toEqual([{ field: 'type', description: 'must be one of USER_TYPE_SERVICE, USER_TYPE_HUMAN' }]);
   });
 
   it('names the fields under the prefix of the object in the body; without one, a bad body is "(body)"', () => {

@@ -393,6 +393,8 @@ describe('what a refusal says', () => {
     }
     expect(error).toBeInstanceOf(InvalidArgumentError);
     expect((error as InvalidArgumentError).violations.map((v) => v.field).sort()).toEqual(['appEntitlement.alias', 'appEntitlement.displayName']);
+    // Without a prefix (a create body), the fields are named from the root.
+    expect(() => parseEntitlementWrite({ displayName: 'Admin', alias: 7 })).toThrow(expect.objectContaining({ violations: [expect.objectContaining({ field: 'alias' })] }));
   });
 
   it('the update mask: null is absent; a refusal says what is wrong and names the unknown paths', () => {
