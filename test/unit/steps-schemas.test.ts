@@ -79,7 +79,7 @@ describe('the step list', () => {
     const rule = 'step "s": must be a CEL expression (a non-empty string)';
     for (const when of ['', '  ', 5]) expect(refused({ when, log: { message: "'x'" } })).toEqual([{ field: 'steps[0].when', description: rule }]);
     expect(refused({ when: 'ctx.trigger ==', log: { message: "'x'" } })).toEqual([{ field: 'steps[0].when', description: expect.stringMatching(/^step "s": syntax error/) }]);
-    expect(check([{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }]).steps).toEqual([{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }]);
+    expect(check([{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }])).toEqual({ violations: [], steps: [{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }] });
     expect(check([{ id: 's', when: null, log: { message: "'x'" } }])).toEqual({ violations: [], steps: [{ id: 's', log: { message: "'x'" } }] });
   });
 });
