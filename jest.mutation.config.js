@@ -11,10 +11,13 @@ const ALL = [
   '**/cel-*.test.ts',
   '**/auth-*.test.ts',
   '**/pagination.test.ts',
+  '**/domain-validation.test.ts',
   '**/entitlement-validation.test.ts',
   '**/automation-dry-run.test.ts',
   '**/secret-references.test.ts',
   '**/steps-*.test.ts',
+  '**/step-validation.test.ts',
+  '**/automation-view-schema.test.ts',
   '**/outbound-policy.test.ts',
 ];
 

@@ -1,4 +1,4 @@
-import { validateEntitlementWrite, parseUpdateMask } from '../../src/domain/entitlement-validation';
+import { jsonDepthViolation, parseEntitlementWrite, parseUpdateMask, validateEntitlementWrite } from '../../src/domain/entitlement-validation';
 import { WRITABLE_FIELDS } from '../../src/domain/entitlement-record';
 import { fieldPath } from '../../src/domain/validation';
 import { isDuration } from '../../src/domain/entitlement-rules';
@@ -322,5 +322,92 @@ describe('update mask', () => {
       expect(error).toBeInstanceOf(InvalidArgumentError);
       expect((error as InvalidArgumentError).violations.map((v) => v.field)).toEqual(['updateMask']);
     }
+  });
+});
+
+describe('what a refusal says', () => {
+  /** The violations of a refused write, field and description. */
+  function refusal(input: Record<string, unknown>, prefix?: string) {
+    const result = validateEntitlementWrite({ displayName: 'Admin', ...input }, prefix);
+    return result.ok ? [] : result.violations;
+  }
+
+  function nested(levels: number): Record<string, unknown> {
+    let policy: Record<string, unknown> = manual;
+    for (let i = 0; i < levels; i += 1) policy = { multiStep: { provisionSteps: [policy] } };
+    return policy;
+  }
+
+  it('a bad annotation key is described by the key rule it breaks, at the key', () => {
+    expect(refusal({ annotations: { 'bad key': 'x' } })).toEqual([{ field: 'annotations["bad key"]', description: 'key must match ^[A-Za-z][A-Za-z0-9._/-]{0,127}$' }]);
+    expect(refusal({ annotations: { 'c1.managed': 'x' } })).toEqual([{ field: 'annotations["c1.managed"]', description: 'keys starting with "c1." are reserved' }]);
+  });
+
+  it('a key of exactly 256 characters is shown whole; a longer one is cut to 256 and an ellipsis', () => {
+    const exact = `-${'k'.repeat(255)}`;
+    expect(refusal({ annotations: { [exact]: 'x' } }).map((v) => v.field)).toEqual([`annotations["${exact}"]`]);
+    const long = `-${'k'.repeat(256)}`;
+    expect(refusal({ annotations: { [long]: 'x' } }).map((v) => v.field)).toEqual([`annotations["${long.slice(0, 256)}…"]`]);
+  });
+
+  it('too deep a multiStep is named, with the limit, under either policy and in any step', () => {
+    const description = 'multiStep may nest at most 8 levels';
+    const under = (field: string) => `${field}${'.multiStep.provisionSteps[0]'.repeat(8)}.multiStep`;
+    expect(refusal({ provisionerPolicy: nested(9) })).toEqual([{ field: under('provisionerPolicy'), description }]);
+    expect(refusal({ deprovisionerPolicy: nested(9) })).toEqual([{ field: under('deprovisionerPolicy'), description }]);
+    // The deep branch is the second step: every step is looked at, not only the first.
+    const second = { multiStep: { provisionSteps: [manual, nested(8)] } };
+    expect(refusal({ provisionerPolicy: second })).toEqual([
+      { field: `provisionerPolicy.multiStep.provisionSteps[1]${'.multiStep.provisionSteps[0]'.repeat(7)}.multiStep`, description },
+    ]);
+    // Under a prefix (the update body's `appEntitlement`), the path starts with it.
+    expect(refusal({ provisionerPolicy: nested(9) }, 'appEntitlement')).toEqual([{ field: `appEntitlement.${under('provisionerPolicy')}`, description }]);
+  });
+
+  it('JSON nesting: an object 64 levels down is refused, 63 levels and a scalar at 64 are not; arrays count', () => {
+    const objects = (levels: number, leaf: unknown = {}) => {
+      let value: unknown = leaf;
+      for (let i = 0; i < levels; i += 1) value = { a: value };
+      return value;
+    };
+    const arrays = (levels: number) => {
+      let value: unknown = {};
+      for (let i = 0; i < levels; i += 1) value = [value];
+      return value;
+    };
+    expect(jsonDepthViolation(objects(63))).toBeUndefined();
+    expect(jsonDepthViolation(objects(64, 'scalar'))).toBeUndefined();
+    expect(jsonDepthViolation(objects(64))).toEqual({ field: Array(64).fill('a').join('.'), description: 'nested deeper than 64 levels' });
+    expect(jsonDepthViolation(arrays(63))).toBeUndefined();
+    expect(jsonDepthViolation(arrays(64))).toEqual({ field: '[0]'.repeat(64), description: 'nested deeper than 64 levels' });
+    expect(jsonDepthViolation(objects(64), 'appEntitlement')).toEqual({ field: `appEntitlement.${Array(64).fill('a').join('.')}`, description: 'nested deeper than 64 levels' });
+  });
+
+  it('parseEntitlementWrite answers the fields, or throws the 400 naming every offending field under the prefix', () => {
+    expect(parseEntitlementWrite({ displayName: 'Admin', alias: 'adm' })).toMatchObject({ displayName: 'Admin', alias: 'adm', annotations: {} });
+    let error: unknown;
+    try {
+      parseEntitlementWrite({ displayName: '', alias: 7 }, 'appEntitlement');
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as InvalidArgumentError).violations.map((v) => v.field).sort()).toEqual(['appEntitlement.alias', 'appEntitlement.displayName']);
+    // Without a prefix (a create body), the fields are named from the root.
+    expect(() => parseEntitlementWrite({ displayName: 'Admin', alias: 7 })).toThrow(expect.objectContaining({ violations: [expect.objectContaining({ field: 'alias' })] }));
+  });
+
+  it('the update mask: null is absent; a refusal says what is wrong and names the unknown paths', () => {
+    expect(parseUpdateMask(null)).toEqual(WRITABLE_FIELDS);
+    const refused = (mask: unknown) => {
+      try {
+        parseUpdateMask(mask);
+      } catch (err) {
+        return (err as InvalidArgumentError).violations;
+      }
+      return [];
+    };
+    expect(refused(42)).toEqual([{ field: 'updateMask', description: 'must be a comma-separated string of field names' }]);
+    expect(refused('displayName, bogus,also_bad')).toEqual([{ field: 'updateMask', description: 'unknown field path(s): bogus, also_bad' }]);
   });
 });
