@@ -194,8 +194,6 @@ export const celSchema = () =>
     .meta({ description: 'A CEL expression over ctx (ctx.trigger, ctx.steps).' });
 /** A CEL expression over ctx, or one that reads named secrets (`'Bearer ' + secrets.crm_token`) in the closed form of src/cel/secret-form.ts. */
 export const secretCelSchema = () => celSchema().register(celFields, { cel: 'ctx-or-secrets' });
-/** A protobuf-JSON duration. */
-export const durationSchema = () => z.string().meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
 /** A positive duration of at most `maxSeconds`; a refusal shows `example`. */
 export const durationWithin = (maxSeconds: number, example: string) => {
   const error = `must be a positive duration such as ${example}, at most ${maxSeconds}s`;
