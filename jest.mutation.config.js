@@ -16,6 +16,7 @@ const ALL = [
   '**/secret-references.test.ts',
   '**/steps-*.test.ts',
   '**/outbound-policy.test.ts',
+  '**/read-raw-body.test.ts',
 ];
 
 module.exports = {
