@@ -76,6 +76,18 @@ describe('the cost of one evaluation', () => {
     expect(a).toBeGreaterThan(0);
     expect(growth('ctx.trigger.m.all(k, true)', map, 100)).toBe(a);
     // per iteration: six more body nodes (`x == x && x == x` is seven, `true` one) and two == calls of 3 units
-    expect(b - a).toBe(100 * (4 + 3 + 3 + 2));
+    expect(b - a).toBe(100 * (6 + 3 + 3));
+    // every kind of node in the body counts: a select and its operand, a call with a target, a map
+    // literal with its keys and values, a list and its elements (and the calls pay as outside loops)
+    const body = (expr: string): number => growth(`ctx.trigger.l.all(x, ${expr})`, list, 100) - a;
+    // (per iteration: the body's nodes beyond `true`'s one, then what its calls pay)
+    // 7 nodes (three selects on each side, the call); == pays 1 and walks both lists (100 + 100 each)
+    expect(body('ctx.trigger.l == ctx.trigger.l')).toBe(100 * ((7 - 1) + 1 + 2 * (100 + 100)));
+    // 6 nodes (map, key, value, size(), >=, 0); size() pays 1 + 1 entry, >= pays 1 + 1 + 1
+    expect(body("{'k': x}.size() >= 0")).toBe(100 * ((6 - 1) + 2 + 3));
+    // 6 nodes (list, two elements, size(), >=, 0); size() pays 1 + 2 elements, >= pays 3
+    expect(body('[x, x].size() >= 0')).toBe(100 * ((6 - 1) + 3 + 3));
+    // 4 nodes (the target 'ab', size(), >=, 0): a call on a target counts the target; size() pays 1 + 1
+    expect(body("'ab'.size() >= 0")).toBe(100 * ((4 - 1) + 2 + 3));
   });
 });
