@@ -6,7 +6,7 @@
  * the header pre-check trusts (the exact limit, surrounding blanks, digits with other text).
  */
 import { randomUUID } from 'node:crypto';
-import { headerVerdict, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import { DataRateWatch, headerVerdict, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
 import { AdmissionRefusal, WebhookRejection } from '../../src/errors';
 
 const NOW = 1_800_000_000;
@@ -170,5 +170,20 @@ describe('headerVerdict', () => {
     // A listener whose method is unknown is a bug, not a refusal: it must not pass as a verdict
     // (the intake would take a returned error for the checked headers).
     expect(() => headerVerdict(input({ authMethod: 'NOPE' as PrecheckInput['authMethod'] }))).toThrow(TypeError);
+  });
+});
+
+describe('DataRateWatch on a clock that does not start at zero', () => {
+  it('measures the time since the body started, not since the clock did', () => {
+    let now = 1_800_000_000_000;
+    const watch = new DataRateWatch(1000, 2000, () => now);
+    now += 2000;
+    expect(watch.tooSlow()).toBe(false);
+    now += 1000;
+    expect(watch.tooSlow()).toBe(true);
+    watch.add(1000);
+    expect(watch.tooSlow()).toBe(false);
+    now += 500;
+    expect(watch.tooSlow()).toBe(true);
   });
 });
