@@ -52,6 +52,11 @@ describe('the cost of one evaluation', () => {
     expect(growth("ctx.trigger.l.join(',')", (n) => ({ l: new Array<string>(n).fill('ab') }), 100)).toBe(100 * 2 + Math.ceil((100 * 3 - 1) / 10));
   });
 
+  it('charges other string methods only for their operands', () => {
+    expect(growth("ctx.trigger.s.startsWith('a')", text, 100)).toBe(10);
+    expect(growth("ctx.trigger.s.contains('aa')", text, 100)).toBe(10);
+  });
+
   it('charges replace for rescanning the string once per replacement and for what it grows by', () => {
     // 100 replacements of one character by two: each pays the target (10) and the replacement (1);
     // then the operands (10) and the result of 200 characters (20)
@@ -89,5 +94,15 @@ describe('the cost of one evaluation', () => {
     expect(body('[x, x].size() >= 0')).toBe(100 * ((6 - 1) + 3 + 3));
     // 4 nodes (the target 'ab', size(), >=, 0): a call on a target counts the target; size() pays 1 + 1
     expect(body("'ab'.size() >= 0")).toBe(100 * ((4 - 1) + 2 + 3));
+  });
+
+  it('keeps counting after a comprehension over something that is not a list or a map', () => {
+    // `n.all(…)` over a number fails (absorbed by ||) and iterates nothing; the budget stays whole
+    const l = Array.from({ length: 10_001 }, (_, i) => i);
+    expect(() => evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', { trigger: { n: 1, l }, steps: {} })).toThrow(
+      expect.objectContaining({ code: 'ERR_CEL_LIMIT', message: 'comprehensions iterate more than 10000 times' }),
+    );
+    expect(evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', { trigger: { n: 1, l: [1, 2] }, steps: {} })).toBe(true);
+    expect(costUsed()).toBe(growth('ctx.trigger.l.all(x, true)', (n) => ({ l: new Array<number>(n).fill(0) }), 2));
   });
 });
