@@ -63,6 +63,8 @@ describe('the cost of one evaluation', () => {
     expect(growth("ctx.trigger.s.replace('a', 'bb')", text, 100)).toBe(100 * (10 + 1) + 10 + 20);
     // at most 2 replacements: the limit counts
     expect(growth("ctx.trigger.s.replace('a', 'bb', 2)", text, 100)).toBe(2 * (10 + 1) + 10 + 11);
+    // a limit of 0 replaces nothing and pays nothing for it
+    expect(growth("ctx.trigger.s.replace('a', 'bb', 0)", text, 100)).toBe(10 + 10);
     // a negative limit is no limit
     expect(growth("ctx.trigger.s.replace('a', 'bb', -1)", text, 100)).toBe(100 * (10 + 1) + 10 + 10);
     // an empty pattern matches between characters: n + 1 times, or at most the limit
@@ -104,5 +106,17 @@ describe('the cost of one evaluation', () => {
     );
     expect(evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', { trigger: { n: 1, l: [1, 2] }, steps: {} })).toBe(true);
     expect(costUsed()).toBe(growth('ctx.trigger.l.all(x, true)', (n) => ({ l: new Array<number>(n).fill(0) }), 2));
+  });
+
+  it('charges one unit for an operand that is neither a string, bytes, a list nor a map, and keeps counting', () => {
+    const l = new Array<number>(1_000_000).fill(0);
+    for (const operand of ["duration('1s') + duration('1s') == duration('2s')", "timestamp('2024-01-01T00:00:00Z') < timestamp('2024-01-02T00:00:00Z')", '1u + 1u == 2u', 'null == null']) {
+      expect(cost(operand, {})).toBeGreaterThan(0);
+      expect(() => evaluate(`${operand} && ctx.trigger.l.size() >= 0`, { trigger: { l }, steps: {} })).toThrow(
+        expect.objectContaining({ code: 'ERR_CEL_LIMIT', message: 'evaluation exceeds the cost budget of 1000000' }),
+      );
+    }
+    // the added duration('2s') pays 2 (the call and its short string), `+` 1 and one unit per duration
+    expect(cost("duration('1s') + duration('2s') == duration('3s')", {}) - cost("duration('1s') == duration('3s')", {})).toBe(2 + 3);
   });
 });
