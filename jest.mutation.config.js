@@ -19,6 +19,7 @@ const ALL = [
   '**/step-validation.test.ts',
   '**/automation-view-schema.test.ts',
   '**/outbound-policy.test.ts',
+  '**/read-raw-body.test.ts',
 ];
 
 module.exports = {
