@@ -5,39 +5,13 @@
  * its listener twice or after its release, the scope of a full listener, and the Content-Length
  * the header pre-check trusts (the exact limit, surrounding blanks, digits with other text).
  */
-import { randomUUID } from 'node:crypto';
 import { DataRateWatch, headerVerdict, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import { PRECHECK_NOW, precheckInput, verdict } from '../helpers/admission';
 import { AdmissionRefusal, WebhookRejection } from '../../src/errors';
 
-const NOW = 1_800_000_000;
+const NOW = PRECHECK_NOW;
 
-function input(overrides: Partial<PrecheckInput> = {}): PrecheckInput {
-  return {
-    contentType: 'application/json',
-    timestamp: String(NOW),
-    eventId: randomUUID(),
-    signature: 'v1,abc',
-    authorization: undefined,
-    authMethod: 'HMAC',
-    nowSeconds: NOW,
-    contentLength: '100',
-    transferEncoding: undefined,
-    maxBodyBytes: 65_536,
-    bodyDeadlineMs: 10_000,
-    ...overrides,
-  };
-}
 
-/** The refusal `fn` throws as "status reason", or "pass". */
-function verdict(fn: () => unknown): string {
-  try {
-    fn();
-    return 'pass';
-  } catch (err) {
-    if (err instanceof WebhookRejection) return `${err.status} ${err.reason}`;
-    throw err;
-  }
-}
 
 /** The scope of the AdmissionRefusal `fn` throws, or "admitted". */
 function refusal(fn: () => unknown): string {
@@ -143,33 +117,33 @@ describe('precheckWebhookHeaders: the Content-Length it trusts', () => {
   const bad = { eventId: 'nope' };
 
   it('refuses early at exactly the body limit, not one byte over it (that body may end in a 413)', () => {
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '65536' })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '65537' })))).toBe('pass');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '10', maxBodyBytes: 10 })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '11', maxBodyBytes: 10 })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '65536' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '65537' })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '10', maxBodyBytes: 10 })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '11', maxBodyBytes: 10 })))).toBe('pass');
   });
 
   it('reads a Content-Length with blanks around it', () => {
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: ' 100 ' })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '\t65536 ' })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: ' 65537' })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: ' 100 ' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '\t65536 ' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: ' 65537' })))).toBe('pass');
   });
 
   it('trusts only a Content-Length made of digits alone: digits with other text around them is not one', () => {
     for (const contentLength of ['x100', '100x', '1 00', '+100', '-1', '1e3', '0x10', '', '12345678901']) {
-      expect([contentLength, verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength })))]).toEqual([contentLength, 'pass']);
+      expect([contentLength, verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength })))]).toEqual([contentLength, 'pass']);
     }
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '0' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '0' })))).toBe('400 bad_event_id');
   });
 });
 
 describe('headerVerdict', () => {
   it('answers the checked headers or the refusal, and lets any other error through', () => {
-    expect(headerVerdict(input({ eventId: 'nope' }))).toBeInstanceOf(WebhookRejection);
-    expect(headerVerdict(input())).toMatchObject({ timestamp: NOW, signature: 'v1,abc' });
+    expect(headerVerdict(precheckInput({ eventId: 'nope' }))).toBeInstanceOf(WebhookRejection);
+    expect(headerVerdict(precheckInput())).toMatchObject({ timestamp: NOW, signature: 'v1,abc' });
     // A listener whose method is unknown is a bug, not a refusal: it must not pass as a verdict
     // (the intake would take a returned error for the checked headers).
-    expect(() => headerVerdict(input({ authMethod: 'NOPE' as PrecheckInput['authMethod'] }))).toThrow(TypeError);
+    expect(() => headerVerdict(precheckInput({ authMethod: 'NOPE' as PrecheckInput['authMethod'] }))).toThrow(TypeError);
   });
 });
 

@@ -3,57 +3,31 @@
  * anyway, with the same status and reason, whenever the body arrives within its deadline; the
  * admission counts; the data-rate watch.
  */
-import { randomUUID } from 'node:crypto';
 import { checkWebhookHeaders } from '../../src/webhooks';
 import { DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import { PRECHECK_DEADLINE_MS, PRECHECK_NOW, precheckInput, verdict } from '../helpers/admission';
 import { AdmissionRefusal } from '../../src/errors';
-import { WebhookRejection } from '../../src/errors';
 
-const NOW = 1_800_000_000;
-const DEADLINE_MS = 10_000;
+const NOW = PRECHECK_NOW;
+const DEADLINE_MS = PRECHECK_DEADLINE_MS;
 
-function input(overrides: Partial<PrecheckInput> = {}): PrecheckInput {
-  return {
-    contentType: 'application/json',
-    timestamp: String(NOW),
-    eventId: randomUUID(),
-    signature: 'v1,abc',
-    authorization: undefined,
-    authMethod: 'HMAC',
-    nowSeconds: NOW,
-    contentLength: '100',
-    transferEncoding: undefined,
-    maxBodyBytes: 65_536,
-    bodyDeadlineMs: DEADLINE_MS,
-    ...overrides,
-  };
-}
 
-function verdict(fn: () => unknown): string {
-  try {
-    fn();
-    return 'pass';
-  } catch (err) {
-    if (err instanceof WebhookRejection) return `${err.status} ${err.reason}`;
-    throw err;
-  }
-}
 
 describe('precheckWebhookHeaders', () => {
   it('refuses header failures when Content-Length is within the limit', () => {
-    expect(verdict(() => precheckWebhookHeaders(input({ eventId: 'nope' })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(input({ signature: undefined })))).toBe('400 missing_header');
-    expect(verdict(() => precheckWebhookHeaders(input({ contentType: 'text/plain' })))).toBe('400 bad_content_type');
-    expect(verdict(() => precheckWebhookHeaders(input({ authMethod: 'JWT', signature: undefined })))).toBe('401 missing_authorization');
-    expect(verdict(() => precheckWebhookHeaders(input()))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ eventId: 'nope' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ signature: undefined })))).toBe('400 missing_header');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ contentType: 'text/plain' })))).toBe('400 bad_content_type');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ authMethod: 'JWT', signature: undefined })))).toBe('401 missing_authorization');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput()))).toBe('pass');
   });
 
   it('refuses nothing the body could still turn into a 413: no Content-Length, chunked, or over the limit', () => {
     const bad = { eventId: 'nope', signature: undefined };
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: undefined })))).toBe('pass');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, transferEncoding: 'chunked' })))).toBe('pass');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: '65537' })))).toBe('pass');
-    expect(verdict(() => precheckWebhookHeaders(input({ ...bad, contentLength: 'abc' })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: undefined })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, transferEncoding: 'chunked' })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '65537' })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: 'abc' })))).toBe('pass');
   });
 
   it('agrees with the full check at every moment the body could complete, near the edges of the timestamp window', () => {
@@ -64,21 +38,21 @@ describe('precheckWebhookHeaders', () => {
       cases.push({ timestamp: String(NOW + offset), authMethod: 'JWT', signature: undefined });
     }
     for (const c of cases) {
-      const early = verdict(() => precheckWebhookHeaders(input(c)));
+      const early = verdict(() => precheckWebhookHeaders(precheckInput(c)));
       if (early === 'pass') continue;
       // A refusal before the body must equal the full check's answer at any later moment up to the deadline.
       for (let later = 0; later <= DEADLINE_MS / 1000; later++) {
-        expect([c, later, verdict(() => checkWebhookHeaders({ ...input(c), nowSeconds: NOW + later }))]).toEqual([c, later, early]);
+        expect([c, later, verdict(() => checkWebhookHeaders({ ...precheckInput(c), nowSeconds: NOW + later }))]).toEqual([c, later, early]);
       }
     }
     // A timestamp just beyond the window's future edge may come into it while the body arrives: not refused early.
-    expect(verdict(() => precheckWebhookHeaders(input({ timestamp: String(NOW + 305) })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW + 305) })))).toBe('pass');
     // One beyond it even at the deadline is.
-    expect(verdict(() => precheckWebhookHeaders(input({ timestamp: String(NOW + 311) })))).toBe('400 timestamp_out_of_window');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW + 311) })))).toBe('400 timestamp_out_of_window');
     // A stale one only gets staler.
-    expect(verdict(() => precheckWebhookHeaders(input({ timestamp: String(NOW - 301) })))).toBe('400 timestamp_out_of_window');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW - 301) })))).toBe('400 timestamp_out_of_window');
     // A bad event id behind a timestamp that may go stale meanwhile: the reason could change, so wait.
-    expect(verdict(() => precheckWebhookHeaders(input({ timestamp: String(NOW - 295), eventId: 'nope' })))).toBe('pass');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW - 295), eventId: 'nope' })))).toBe('pass');
   });
 });
 
