@@ -403,7 +403,8 @@ describe('what a refusal says', () => {
       try {
         parseUpdateMask(mask);
       } catch (err) {
-        return (err as InvalidArgumentError).violations;
+        if (!(err instanceof InvalidArgumentError)) throw err;
+        return err.violations;
       }
       return [];
     };
