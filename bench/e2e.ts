@@ -34,6 +34,23 @@ async function automationRun(stack: Stack, automation: BenchAutomation): Promise
   return elapsed;
 }
 
+/**
+ * Runs each kind `warmup` times untimed, then `runs` times timed, one run at a time and in rotation:
+ * each kind goes first, second, … equally often, so that background noise hits all alike.
+ */
+async function inRotation<K extends string>(kinds: Record<K, () => Promise<number>>, options: { warmup: number; runs: number }): Promise<Record<K, number[]>> {
+  const order = Object.keys(kinds) as K[];
+  const times = Object.fromEntries(order.map((kind) => [kind, [] as number[]])) as Record<K, number[]>;
+  for (let i = 0; i < options.warmup; i++) for (const kind of order) await kinds[kind]();
+  for (let i = 0; i < options.runs; i++) {
+    for (let k = 0; k < order.length; k++) {
+      const kind = order[(i + k) % order.length]!;
+      times[kind].push(await kinds[kind]());
+    }
+  }
+  return times;
+}
+
 async function baselineRun(stack: Stack, workflow: 'bare' | 'empty' | 'localThree', trigger: unknown): Promise<number> {
   const started = performance.now();
   // Started as the API starts runs: on the workers' connection, with eager workflow start.
@@ -51,31 +68,25 @@ export async function runE2eBench(
 ): Promise<E2eResult> {
   const trigger = JSON.parse(automation.body) as unknown;
   log(`end to end: ${options.warmup} warm-up runs, then ${options.runs} of each (automation, 3 activities, empty workflow), in rotation`);
-  const kinds = {
-    automation: { run: () => automationRun(stack, automation), times: [] as number[] },
-    bare: { run: () => baselineRun(stack, 'bare', trigger), times: [] as number[] },
-    empty: { run: () => baselineRun(stack, 'empty', trigger), times: [] as number[] },
-  };
-  const order = ['automation', 'bare', 'empty'] as const;
-  for (let i = 0; i < options.warmup; i++) for (const kind of order) await kinds[kind].run();
-  for (let i = 0; i < options.runs; i++) {
-    // Each of the three goes first, second and third equally often.
-    for (let k = 0; k < order.length; k++) {
-      const kind = kinds[order[(i + k) % order.length]!];
-      kind.times.push(await kind.run());
-    }
-  }
-  const p50Ms = percentile(kinds.automation.times, 50);
-  const bareP50Ms = percentile(kinds.bare.times, 50);
-  const emptyP50Ms = percentile(kinds.empty.times, 50);
+  const times = await inRotation(
+    {
+      automation: () => automationRun(stack, automation),
+      bare: () => baselineRun(stack, 'bare', trigger),
+      empty: () => baselineRun(stack, 'empty', trigger),
+    },
+    options,
+  );
+  const p50Ms = percentile(times.automation, 50);
+  const bareP50Ms = percentile(times.bare, 50);
+  const emptyP50Ms = percentile(times.empty, 50);
   return {
     p50Ms,
     bareP50Ms,
     ratioToBare: p50Ms / bareP50Ms,
-    p90Ms: percentile(kinds.automation.times, 90),
-    bareP90Ms: percentile(kinds.bare.times, 90),
+    p90Ms: percentile(times.automation, 90),
+    bareP90Ms: percentile(times.bare, 90),
     emptyP50Ms,
-    emptyP90Ms: percentile(kinds.empty.times, 90),
+    emptyP90Ms: percentile(times.empty, 90),
     ratioToEmptyWorkflow: p50Ms / emptyP50Ms,
     runs: options.runs,
   };
@@ -97,15 +108,7 @@ export interface FloorResult {
  */
 export async function runFloorBench(stack: Stack, trigger: unknown, options: { warmup: number; runs: number }, log: (line: string) => void): Promise<FloorResult> {
   log(`floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities, empty workflow), in rotation`);
-  const times = { localThree: [] as number[], empty: [] as number[] };
-  const order = ['localThree', 'empty'] as const;
-  for (let i = 0; i < options.warmup; i++) for (const kind of order) await baselineRun(stack, kind, trigger);
-  for (let i = 0; i < options.runs; i++) {
-    for (let k = 0; k < order.length; k++) {
-      const kind = order[(i + k) % order.length]!;
-      times[kind].push(await baselineRun(stack, kind, trigger));
-    }
-  }
+  const times = await inRotation({ localThree: () => baselineRun(stack, 'localThree', trigger), empty: () => baselineRun(stack, 'empty', trigger) }, options);
   const localThreeP50Ms = percentile(times.localThree, 50);
   const emptyP50Ms = percentile(times.empty, 50);
   return { localThreeP50Ms, emptyP50Ms, ratioToEmptyWorkflow: localThreeP50Ms / emptyP50Ms, runs: options.runs };
