@@ -14,6 +14,14 @@ const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
 
+/** How swc compiles one TypeScript file, for dist/ and for scripts/swc-register.js alike. */
+const SWC_OPTIONS = Object.freeze({
+  jsc: { target: 'es2022', parser: { syntax: 'typescript' } },
+  module: { type: 'commonjs' },
+  swcrc: false,
+  configFile: false,
+});
+
 function sourcesOf(entry) {
   let stat;
   try {
@@ -41,14 +49,7 @@ function buildDist(root = ROOT) {
       fs.copyFileSync(file, out);
     } else {
       swc ??= require(require.resolve('@swc/core', { paths: [root] }));
-      const result = swc.transformFileSync(file, {
-        jsc: { target: 'es2022', parser: { syntax: 'typescript' } },
-        module: { type: 'commonjs' },
-        sourceMaps: true,
-        sourceFileName: path.relative(path.dirname(out), file),
-        swcrc: false,
-        configFile: false,
-      });
+      const result = swc.transformFileSync(file, { ...SWC_OPTIONS, sourceMaps: true, sourceFileName: path.relative(path.dirname(out), file) });
       fs.writeFileSync(out, `${result.code}\n//# sourceMappingURL=${path.basename(out)}.map\n`);
       if (result.map) fs.writeFileSync(`${out}.map`, result.map);
     }
@@ -57,7 +58,7 @@ function buildDist(root = ROOT) {
   return { compiled, total: files.length };
 }
 
-module.exports = { buildDist };
+module.exports = { buildDist, SWC_OPTIONS };
 
 if (require.main === module) {
   try {
