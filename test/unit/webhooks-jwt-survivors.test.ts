@@ -9,7 +9,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { CompactSign, exportJWK } from 'jose';
 import { JwtVerifier, toRejection, type JwtCheck } from '../../src/webhooks/jwt';
-import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, startThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, useThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
 const { baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY } = JWT_DELIVERY;
@@ -20,13 +20,7 @@ let rsa: SigningKey;
 let ec: SigningKey;
 let ed: SigningKey;
 
-let restore: () => void;
-
-beforeAll(async () => {
-  ({ server, rsa, ec, ed, restore } = await startThreeKeyJwks());
-});
-afterAll(() => server.close());
-afterEach(() => restore());
+useThreeKeyJwks((jwks) => ({ server, rsa, ec, ed } = jwks));
 
 function verifier(options: Partial<ConstructorParameters<typeof JwtVerifier>[1]> = {}): JwtVerifier {
   return new JwtVerifier(server.url, { allowInsecure: true, ...options });

@@ -1,7 +1,7 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { exportJWK } from 'jose';
 import { JwtVerifier, type JwtCheck } from '../../src/webhooks/jwt';
-import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, startJwksServer, startThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, startJwksServer, useThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
 const { baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY } = JWT_DELIVERY;
@@ -12,13 +12,7 @@ let rsa: SigningKey;
 let ec: SigningKey;
 let ed: SigningKey;
 
-let restore: () => void;
-
-beforeAll(async () => {
-  ({ server, rsa, ec, ed, restore } = await startThreeKeyJwks());
-});
-afterAll(() => server.close());
-afterEach(() => restore());
+useThreeKeyJwks((jwks) => ({ server, rsa, ec, ed } = jwks));
 
 function verifier(options: Partial<ConstructorParameters<typeof JwtVerifier>[1]> = {}, url = server.url): JwtVerifier {
   return new JwtVerifier(url, { allowInsecure: true, ...options });
