@@ -31,5 +31,5 @@ USER node
 EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=3s --retries=5 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node", "dist/src/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/src/main.js"]
 CMD ["api"]

@@ -32,6 +32,8 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { newPayloadKeyEntry } from '../src/temporal/codec';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
+const { SERVICE_NODE_FLAGS } = require('./node-flags.js') as { SERVICE_NODE_FLAGS: readonly string[] };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureProdBinaries } = require('./prod-binaries.js') as {
   ensureProdBinaries: (log: (line: string) => void) => {
     'temporal-server': string;
@@ -618,10 +620,10 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl, uiUrl, tlsDir, passThrough };
   const apiPorts = [await freePort(), await freePort()];
   apiPorts.forEach((port, i) =>
-    add(`api-${i + 1}`, process.execPath, ['dist/src/main.js', 'api'], appEnvironment('api', { ...shared, port, dataDir: path.join(stateDir, `api-${i + 1}`) })),
+    add(`api-${i + 1}`, process.execPath, [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'api'], appEnvironment('api', { ...shared, port, dataDir: path.join(stateDir, `api-${i + 1}`) })),
   );
   for (const i of [1, 2]) {
-    add(`worker-${i}`, process.execPath, ['dist/src/main.js', 'worker'], appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }));
+    add(`worker-${i}`, process.execPath, [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'worker'], appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }));
   }
 
   // nginx: the rendered template inside a main configuration of its own (no system nginx needed).

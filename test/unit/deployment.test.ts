@@ -71,12 +71,37 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('Node flags of the service (scripts/node-flags.js)', () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { SERVICE_NODE_FLAGS } = require('../../scripts/node-flags.js') as { SERVICE_NODE_FLAGS: readonly string[] };
+  const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
+
+  it('are what npm start, npm run api|worker, bench and bench:soak start node with', () => {
+    expect(SERVICE_NODE_FLAGS.length).toBeGreaterThan(0);
+    for (const name of ['start', 'api', 'worker', 'bench', 'bench:soak']) {
+      const argv = scripts[name]!.split(/\s+/);
+      expect({ name, node: argv[0], flags: argv.slice(1, 1 + SERVICE_NODE_FLAGS.length) }).toEqual({ name, node: 'node', flags: [...SERVICE_NODE_FLAGS] });
+    }
+  });
+
+  it("are the Docker image's ENTRYPOINT's", () => {
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(read('Dockerfile'));
+    expect(JSON.parse(entrypoint![1]!)).toEqual(['node', ...SERVICE_NODE_FLAGS, 'dist/src/main.js']);
+  });
+
+  it('are passed to the api and worker processes of npm run stack:prod', () => {
+    const stackProd = read('scripts/stack-prod.ts');
+    expect(stackProd.match(/\[\.\.\.SERVICE_NODE_FLAGS, 'dist\/src\/main\.js', '(api|worker)'\]/g)).toHaveLength(2);
+    expect(stackProd).not.toMatch(/\['dist\/src\/main\.js'/);
+  });
+});
+
 describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
   it('is multi-stage, runs compiled JavaScript with node, prebuilds the workflow bundle and runs as a non-root user', () => {
     expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
     expect(dockerfile).toMatch(/npm run build/);
-    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "dist\/src\/main\.js"\]$/m);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", (?:"--[^"]+", )*"dist\/src\/main\.js"\]$/m);
     expect(dockerfile).not.toMatch(/ENTRYPOINT.*tsx/);
     expect(dockerfile).toMatch(/scripts\/bundle-workflows\.ts dist\/workflow-bundle\.js/);
     expect(dockerfile).toMatch(/WORKFLOW_BUNDLE=\/app\/dist\/workflow-bundle\.js/);
