@@ -49,13 +49,20 @@ describe('parseOrThrow', () => {
   });
 });
 
+/** What a string validator of src/domain returns for `value` at `field`, with the violations it reported. */
+function validated(
+  validate: (value: unknown, field: string, violations: FieldViolation[]) => string,
+  value: unknown,
+  field: string,
+): { value: string; violations: FieldViolation[] } {
+  const violations: FieldViolation[] = [];
+  return { value: validate(value, field, violations), violations };
+}
+
 describe('automation display name', () => {
   const NAME_RULE = 'must be a non-empty string of at most 200 characters';
 
-  function run(value: unknown): { value: string; violations: FieldViolation[] } {
-    const violations: FieldViolation[] = [];
-    return { value: validateDisplayName(value, 'displayName', violations), violations };
-  }
+  const run = (value: unknown) => validated(validateDisplayName, value, 'displayName');
 
   it('is trimmed; up to 200 characters are accepted', () => {
     expect(run('  Offboard leavers  ')).toEqual({ value: 'Offboard leavers', violations: [] });
@@ -67,19 +74,14 @@ describe('automation display name', () => {
   });
 
   it('the violation carries the field it was given', () => {
-    const violations: FieldViolation[] = [];
-    validateDisplayName('', 'automation.displayName', violations);
-    expect(violations).toEqual([{ field: 'automation.displayName', description: NAME_RULE }]);
+    expect(validated(validateDisplayName, '', 'automation.displayName').violations).toEqual([{ field: 'automation.displayName', description: NAME_RULE }]);
   });
 });
 
 describe('automation description', () => {
   const DESCRIPTION_RULE = 'must be a string of at most 4000 characters';
 
-  function run(value: unknown): { value: string; violations: FieldViolation[] } {
-    const violations: FieldViolation[] = [];
-    return { value: validateDescription(value, 'description', violations), violations };
-  }
+  const run = (value: unknown) => validated(validateDescription, value, 'description');
 
   it('absent or null is empty; a string of up to 4000 characters is kept as given', () => {
     expect(run(undefined)).toEqual({ value: '', violations: [] });
