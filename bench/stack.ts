@@ -14,7 +14,8 @@ import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import pino from 'pino';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { GuardedWorker } from '../src/temporal/activation-guard';
 import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { openDb, type Db } from '../src/store/db';
@@ -140,7 +141,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC, bundle: automationBundle }),
       ...(bareBundle
         ? [
-            Worker.create({
+            // The automation worker's class: both sides of every ratio run with the same deadlock detection.
+            GuardedWorker.create({
               connection: workerConnection,
               namespace: NAMESPACE,
               taskQueue: BARE_QUEUE,

@@ -4,7 +4,8 @@
  * bundle prebuilt with `bundleWorkflowCode(automationBundleOptions())`.
  */
 import { Client } from '@temporalio/client';
-import { bundleWorkflowCode, Worker, type BundleOptions, type NativeConnection, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, type BundleOptions, type NativeConnection, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { GuardedWorker } from './activation-guard';
 import { createActivities } from '../../activities';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
@@ -78,7 +79,8 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     await verifyCommittedHistories(bundle);
     opts = { ...opts, bundle };
   }
-  return Worker.create({
+  // Deadlock detection from the main thread instead of a vm watchdog per call (src/temporal/activation-guard.ts).
+  return GuardedWorker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,

@@ -6,7 +6,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { type NativeConnection, Worker } from '@temporalio/worker';
+import { type NativeConnection } from '@temporalio/worker';
+import { GuardedWorker } from '../../src/temporal/activation-guard';
 import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -29,7 +30,7 @@ let stopWorker: (() => Promise<void>) | undefined;
 
 /** Starts the worker of the stack's task queue (callWebhook may reach the loopback target). */
 async function startWorker(): Promise<void> {
-  const worker = await Worker.create({
+  const worker = await GuardedWorker.create({
     connection,
     namespace: 'default',
     taskQueue: stack.taskQueue,

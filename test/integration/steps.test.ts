@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
-import { DefaultLogger, type NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, type NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { GuardedWorker } from '../../src/temporal/activation-guard';
 import { createActivities } from '../../activities';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
@@ -90,7 +91,7 @@ beforeAll(async () => {
   const bundle = testWorkflowBundle();
   for (const mode of ['insecure', 'secure'] as const) {
     queues[mode] = uniqueTaskQueue(`steps-${mode}`);
-    const worker = await Worker.create({
+    const worker = await GuardedWorker.create({
       connection: nativeConnection,
       namespace: temporal.namespace,
       taskQueue: queues[mode],

@@ -11,7 +11,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, type Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { GuardedWorker } from '../../src/temporal/activation-guard';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities';
 import type { Db } from '../../src/store/db';
@@ -80,7 +81,7 @@ afterAll(async () => {
 });
 
 async function runWorker(taskQueue: string, bundle: { codePath: string } | WorkflowBundleWithSourceMap): Promise<() => Promise<void>> {
-  const worker = await Worker.create({
+  const worker = await GuardedWorker.create({
     connection: nativeConnection,
     namespace: 'default',
     taskQueue,
