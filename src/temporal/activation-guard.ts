@@ -239,10 +239,10 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
     this.running[slot] = undefined;
     const next = this.spawnGeneration();
     this.slots[slot] = next;
+    // (destroy() awaits the slot's promise, so it also ends a thread that starts after it was called.)
     next.then(
       (generation) => {
-        if (this.destroyed) void generation.creator.destroy();
-        else this.running[slot] = generation;
+        if (!this.destroyed) this.running[slot] = generation;
       },
       () => undefined,
     );

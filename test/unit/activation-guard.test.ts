@@ -20,6 +20,7 @@ class FakeThread {
   readonly pending: Pending[] = [];
   terminated = false;
   destroyed = false;
+  destroyCalls = 0;
 
   private call<T>(what: string, value: T): Promise<T> {
     return new Promise<T>((resolve) => this.pending.push({ what, answer: () => resolve(value) }));
@@ -37,6 +38,7 @@ class FakeThread {
         };
       },
       destroy: async () => {
+        this.destroyCalls++;
         this.destroyed = true;
       },
     };
@@ -220,6 +222,22 @@ describe('activation guard', () => {
     const fine = outcome(onTwo.activate({}));
     await two.answerNext();
     expect((await fine).error).toBeUndefined();
+  });
+
+  it('destroy right after a restart ends the replacement thread once and leaves the lost one alone', async () => {
+    const { guard, threads, advance } = await setup();
+    const [first] = threads as [FakeThread];
+    const run = await createRun(guard, first, 'stuck');
+    const hung = outcome(run.activate({}));
+    await flush();
+    advance(DEADLINE);
+    guard.checkThreads();
+    await guard.destroy();
+    await flush();
+    expect((await hung).error).toBeInstanceOf(WorkflowDeadlockError);
+    expect(threads).toHaveLength(2);
+    expect(first.destroyCalls).toBe(0);
+    expect(threads[1]!.destroyCalls).toBe(1);
   });
 
   it('destroy ends each running thread through the SDK', async () => {
