@@ -156,6 +156,12 @@ class GuardedWorkflow implements Workflow {
   }
 }
 
+/** A new generation: one thread from `spawn`, watched with `clock`. */
+async function startThread(spawn: SpawnThread, clock: Clock): Promise<ThreadGeneration> {
+  const { creator, threads } = await spawn();
+  return new ThreadGeneration(creator, threads, clock);
+}
+
 /** Starts one workflow thread, with no vm timeout, and answers its creator and the thread. */
 export type SpawnThread = () => Promise<{ creator: WorkflowCreator; threads: Thread[] }>;
 
@@ -194,12 +200,7 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
 
   static async create(options: GuardOptions): Promise<GuardedWorkflowCreator> {
     const clock = options.clock ?? (() => performance.now());
-    const first = await Promise.all(
-      Array.from({ length: Math.max(1, options.threads) }, async () => {
-        const { creator, threads } = await options.spawn();
-        return new ThreadGeneration(creator, threads, clock);
-      }),
-    );
+    const first = await Promise.all(Array.from({ length: Math.max(1, options.threads) }, () => startThread(options.spawn, clock)));
     return new GuardedWorkflowCreator(options, clock, first);
   }
 
@@ -252,8 +253,7 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
   private async spawnGeneration(): Promise<ThreadGeneration> {
     for (;;) {
       try {
-        const { creator, threads } = await this.options.spawn();
-        return new ThreadGeneration(creator, threads, this.clock);
+        return await startThread(this.options.spawn, this.clock);
       } catch (err) {
         if (this.destroyed) throw err;
         this.options.logger.error('workflow thread did not start; retrying in 1 s', { error: err });
