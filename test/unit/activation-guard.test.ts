@@ -108,6 +108,18 @@ function outcome<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }
   );
 }
 
+/**
+ * Gives the run a workflow task its thread never answers, lets the whole deadline pass and runs the
+ * check; `task` settles to what the task got.
+ */
+async function stallPastDeadline(guard: GuardedWorkflowCreator, run: Workflow, advance: (ms: number) => void): Promise<{ task: Promise<{ value?: unknown; error?: unknown }> }> {
+  const task = outcome(run.activate({}));
+  await flush();
+  advance(DEADLINE);
+  guard.checkThreads();
+  return { task };
+}
+
 describe('activation guard', () => {
   let stops: Array<() => Promise<void>> = [];
   afterEach(async () => {
@@ -180,11 +192,7 @@ describe('activation guard', () => {
     const [first] = threads as [FakeThread];
     const stuck = await createRun(guard, first, 'stuck');
     const bystander = await createRun(guard, first, 'bystander');
-    const hung = outcome(stuck.activate({}));
-    await flush();
-    advance(DEADLINE);
-    guard.checkThreads();
-    expect((await hung).error).toBeInstanceOf(WorkflowDeadlockError);
+    expect((await (await stallPastDeadline(guard, stuck, advance)).task).error).toBeInstanceOf(WorkflowDeadlockError);
 
     const callsBefore = first.pending.length;
     const later = await outcome(bystander.activate({}));
@@ -211,11 +219,7 @@ describe('activation guard', () => {
     const [one, two] = threads as [FakeThread, FakeThread];
     const onOne = await createRun(guard, one, 'on-one');
     const onTwo = await createRun(guard, two, 'on-two');
-    const stuck = outcome(onOne.activate({}));
-    await flush();
-    advance(DEADLINE);
-    guard.checkThreads();
-    expect((await stuck).error).toBeInstanceOf(WorkflowDeadlockError);
+    expect((await (await stallPastDeadline(guard, onOne, advance)).task).error).toBeInstanceOf(WorkflowDeadlockError);
     expect(one.terminated).toBe(true);
     expect(two.terminated).toBe(false);
 
@@ -228,13 +232,10 @@ describe('activation guard', () => {
     const { guard, threads, advance } = await setup();
     const [first] = threads as [FakeThread];
     const run = await createRun(guard, first, 'stuck');
-    const hung = outcome(run.activate({}));
-    await flush();
-    advance(DEADLINE);
-    guard.checkThreads();
+    const { task } = await stallPastDeadline(guard, run, advance);
     await guard.destroy();
     await flush();
-    expect((await hung).error).toBeInstanceOf(WorkflowDeadlockError);
+    expect((await task).error).toBeInstanceOf(WorkflowDeadlockError);
     expect(threads).toHaveLength(2);
     expect(first.destroyCalls).toBe(0);
     expect(threads[1]!.destroyCalls).toBe(1);
