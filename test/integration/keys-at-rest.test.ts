@@ -190,7 +190,7 @@ for (const target of DATABASES) {
 }
 
 for (const target of DATABASES) {
-  describe(`sealed values bound to their rows (${target.name})`, () => {
+  describeOn(target)(`sealed values bound to their rows (${target.label})`, () => {
     let db: Db;
     beforeEach(async () => {
       db = await openTestDb(target);
