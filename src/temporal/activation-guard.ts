@@ -22,6 +22,9 @@
  *
  * Only the worker's own threads are affected: replay (`Worker.runReplayHistories`) keeps the SDK's
  * watchdog.
+ *
+ * The threads start from workflow-thread.js: the SDK's workflow thread, whose stack-trace promise
+ * hook formats a promise's stack only when the Web UI's Stack Trace query reads it.
  */
 import { Worker as NodeWorker } from 'node:worker_threads';
 import { Worker, type CompiledWorkerOptions, type WorkerOptions } from '@temporalio/worker';
@@ -29,6 +32,7 @@ import type { Duration } from '@temporalio/common';
 import type { Logger } from '@temporalio/common';
 import type { Workflow, WorkflowCreateOptions, WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
 import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input';
+import { ThreadedVMWorkflowCreator, WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm';
 
 /** The call the stuck thread was running: a workflow task of this run did not yield in time. */
 export class WorkflowDeadlockError extends Error {
@@ -263,18 +267,40 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
   }
 }
 
+/** The entry of every guarded workflow thread: the SDK's, with the stack-trace hook deferring its work. */
+const WORKFLOW_THREAD_ENTRY = require.resolve('./workflow-thread.js');
+
 /**
- * The Node threads of one of the SDK's threaded workflow creators. These are SDK internals, so they
- * are checked when each thread starts: an SDK upgrade that changes them fails at worker start.
+ * One workflow thread as the SDK's `ThreadedVMWorkflowCreator.create` starts each of its threads
+ * (a `WorkerThreadClient`, then its `init` message), from WORKFLOW_THREAD_ENTRY and with no vm
+ * timeout. The SDK's thread classes and the message are internals; an SDK upgrade that changes
+ * them fails here, when the worker starts.
  */
-export function threadsOf(creator: WorkflowCreator): NodeWorker[] {
-  const clients = (creator as unknown as { workerThreadClients?: unknown }).workerThreadClients;
-  if (!Array.isArray(clients)) throw new Error('activation guard: the SDK workflow creator has no workerThreadClients (SDK internals changed)');
-  return clients.map((client: unknown) => {
-    const thread = (client as { workerThread?: unknown }).workerThread;
-    if (!(thread instanceof NodeWorker)) throw new Error('activation guard: an SDK workflow thread client has no workerThread (SDK internals changed)');
-    return thread;
-  });
+async function startWorkflowThread(
+  workflowBundle: WorkflowBundleWithSourceMapAndFilename,
+  options: CompiledWorkerOptions,
+  logger: Logger,
+): Promise<{ creator: WorkflowCreator; threads: Thread[] }> {
+  if (typeof WorkerThreadClient !== 'function' || typeof ThreadedVMWorkflowCreator !== 'function') {
+    throw new Error('activation guard: the SDK has no WorkerThreadClient/ThreadedVMWorkflowCreator (SDK internals changed)');
+  }
+  const thread = new NodeWorker(WORKFLOW_THREAD_ENTRY);
+  const client = new WorkerThreadClient(thread, logger, options.patchActivationCallback);
+  try {
+    await client.send({
+      type: 'init',
+      workflowBundle,
+      // No timeout reaches runInContext, so no watchdog thread is started per call.
+      isolateExecutionTimeoutMs: undefined as unknown as number,
+      reuseV8Context: options.reuseV8Context ?? true,
+      registeredActivityNames: new Set(options.activities.keys()),
+      hasPatchActivationCallback: options.patchActivationCallback !== undefined,
+    });
+  } catch (err) {
+    await client.destroy().catch(() => undefined);
+    throw err;
+  }
+  return { creator: new ThreadedVMWorkflowCreator([client]), threads: [thread] };
 }
 
 export interface GuardedWorkerOptions extends WorkerOptions {
@@ -300,12 +326,8 @@ export class GuardedWorker extends Worker {
     logger: Logger,
   ): Promise<WorkflowCreator> {
     if (compiledOptions.debugMode) return super.createWorkflowCreator(workflowBundle, compiledOptions, logger);
-    // No timeout reaches runInContext, so no watchdog thread is started per call; one thread per creator.
-    const unwatched: CompiledWorkerOptions = { ...compiledOptions, workflowThreadPoolSize: 1, isolateExecutionTimeoutMs: undefined as unknown as number };
-    const spawn: SpawnThread = async () => {
-      const creator = await super.createWorkflowCreator(workflowBundle, unwatched, logger);
-      return { creator, threads: threadsOf(creator) };
-    };
+    // One thread per creator, so that each is watched and restarted on its own.
+    const spawn: SpawnThread = () => startWorkflowThread(workflowBundle, compiledOptions, logger);
     return GuardedWorkflowCreator.create({
       deadlineMs: compiledOptions.isolateExecutionTimeoutMs,
       threads: compiledOptions.workflowThreadPoolSize,
