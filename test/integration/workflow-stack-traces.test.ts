@@ -80,7 +80,6 @@ describe.each(SHAPES)('a run waiting in %s', (workflow) => {
     // The answer says where the run waits, in the workflow's own source (source-mapped).
     expect(sdk.text).toContain('fixtures/workflows/stack-traces.ts');
     expect(guarded.text).toBe(sdk.text);
-    if (process.env.SHOW_STACKS) console.log(workflow, sdk.text, JSON.stringify(sdk.enhanced.stacks), JSON.stringify(guarded.enhanced.stacks));
     expect(guarded.enhanced.stacks).toEqual(sdk.enhanced.stacks);
     expect(guarded.enhanced.sources).toEqual(sdk.enhanced.sources);
     expect(guarded.enhanced.sdk).toEqual(sdk.enhanced.sdk);
