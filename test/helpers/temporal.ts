@@ -1,4 +1,4 @@
-import { ApplicationFailure, Connection, WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure, Connection, WorkflowFailedError, Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { EncryptionCodec, encryptedDataConverter, parsePayloadKeys } from '../../src/temporal/codec';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
@@ -86,6 +86,21 @@ export async function connectNative(address: string, timeoutMs = 120_000): Promi
       await sleep(500);
     }
   }
+}
+
+/** A worker (native) connection and a client to the test server (namespace `default`); `close()` ends both connections. */
+export async function connectTestTemporal(): Promise<{ connection: NativeConnection; client: Client; close(): Promise<void> }> {
+  const { address } = await testTemporal();
+  const connection = await connectNative(address);
+  const clientConnection = await connectClient(address);
+  return {
+    connection,
+    client: new Client({ connection: clientConnection, namespace: 'default' }),
+    async close() {
+      await connection.close();
+      await clientConnection.close();
+    },
+  };
 }
 
 /**

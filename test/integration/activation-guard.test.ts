@@ -6,28 +6,26 @@
  * workflow thread for good and nothing after it would run.
  */
 import path from 'node:path';
-import { Client, type Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, type NativeConnection, type Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import '../helpers/quiet-runtime';
 import { GuardedWorker } from '../../src/temporal/activation-guard';
-import { connectClient, connectNative, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectTestTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { poll } from '../helpers/wait';
 
 const EventType = temporal.api.enums.v1.EventType;
 
+let server: Awaited<ReturnType<typeof connectTestTemporal>>;
 let connection: NativeConnection;
-let clientConnection: Connection;
 let client: Client;
 let worker: Worker;
 let running: Promise<void>;
 let taskQueue: string;
 
 beforeAll(async () => {
-  const { address } = await testTemporal();
-  connection = await connectNative(address);
-  clientConnection = await connectClient(address);
-  client = new Client({ connection: clientConnection, namespace: 'default' });
+  server = await connectTestTemporal();
+  ({ connection, client } = server);
   taskQueue = uniqueTaskQueue('guard');
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, '../fixtures/workflows/activation-guard.ts'), logger: new DefaultLogger('WARN') });
   worker = await GuardedWorker.create({ connection, namespace: 'default', taskQueue, workflowBundle, activationDeadline: '1s' });
@@ -37,8 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (worker?.getState() === 'RUNNING') worker.shutdown();
   await running?.catch(() => undefined);
-  await connection?.close();
-  await clientConnection?.close();
+  await server?.close();
 });
 
 /** The failure messages of the run's failed workflow tasks so far. */

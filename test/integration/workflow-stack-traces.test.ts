@@ -7,17 +7,17 @@
  * the same answer, to the character, from both.
  */
 import path from 'node:path';
-import { Client, type Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Worker, type NativeConnection } from '@temporalio/worker';
 import '../helpers/quiet-runtime';
 import { GuardedWorker } from '../../src/temporal/activation-guard';
-import { connectClient, connectNative, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import { connectTestTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { poll } from '../helpers/wait';
 
 const SHAPES = ['onTimer', 'onAll', 'onRace', 'nested', 'onActivity'] as const;
 
+let server: Awaited<ReturnType<typeof connectTestTemporal>>;
 let connection: NativeConnection;
-let clientConnection: Connection;
 let client: Client;
 const workers: Worker[] = [];
 const running: Array<Promise<void>> = [];
@@ -25,10 +25,8 @@ let sdkQueue: string;
 let guardedQueue: string;
 
 beforeAll(async () => {
-  const { address } = await testTemporal();
-  connection = await connectNative(address);
-  clientConnection = await connectClient(address);
-  client = new Client({ connection: clientConnection, namespace: 'default' });
+  server = await connectTestTemporal();
+  ({ connection, client } = server);
   sdkQueue = uniqueTaskQueue('stacks-sdk');
   guardedQueue = uniqueTaskQueue('stacks-guarded');
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, '../fixtures/workflows/stack-traces.ts'), logger: new DefaultLogger('WARN') });
@@ -40,8 +38,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
   await Promise.all(running.map((run) => run.catch(() => undefined)));
-  await connection?.close();
-  await clientConnection?.close();
+  await server?.close();
 });
 
 interface Location {
