@@ -97,27 +97,21 @@ function deferPromiseStacks(handlers) {
       }
     }
 
-    // The SDK reaches a promise's workflow context through its constructor's realm: one function
-    // per realm (one context per thread with reuseV8Context), made once instead of per promise.
-    const activatorReaders = new WeakMap();
-    const errorClasses = new WeakMap();
-    const activatorOf = (promise) => {
+    // The SDK reaches a promise's workflow context through its constructor's realm: what it needs
+    // of a realm (its activator, its Error) is looked up once per realm (one context per thread
+    // with reuseV8Context) instead of with two Function constructors per promise.
+    const realms = new WeakMap();
+    const realmOf = (promise) => {
       const realmPromise = promise.constructor;
-      let read = activatorReaders.get(realmPromise);
-      if (read === undefined) {
-        read = realmPromise.constructor('return globalThis.__TEMPORAL_ACTIVATOR__');
-        activatorReaders.set(realmPromise, read);
+      let realm = realms.get(realmPromise);
+      if (realm === undefined) {
+        realm = {
+          activator: realmPromise.constructor('return globalThis.__TEMPORAL_ACTIVATOR__'),
+          ErrorClass: realmPromise.constructor('return globalThis.Error')(),
+        };
+        realms.set(realmPromise, realm);
       }
-      return read();
-    };
-    const errorClassOf = (promise) => {
-      const realmPromise = promise.constructor;
-      let ErrorClass = errorClasses.get(realmPromise);
-      if (ErrorClass === undefined) {
-        ErrorClass = realmPromise.constructor('return globalThis.Error')();
-        errorClasses.set(realmPromise, ErrorClass);
-      }
-      return ErrorClass;
+      return realm;
     };
 
     // Promise aggregators (race, all, ...): the promises they create inside link to the aggregate.
@@ -125,12 +119,12 @@ function deferPromiseStacks(handlers) {
     try {
       this.stopPromiseHook = v8.promiseHooks.createHook({
         init: (promise, parent) => {
-          const activator = activatorOf(promise);
+          const realm = realmOf(promise);
+          const activator = realm.activator();
           if (!activator) return;
           const store = activator.promiseStackStore;
           promise.runId = activator.info.runId;
-          const ErrorClass = errorClassOf(promise);
-          const error = new ErrorClass();
+          const error = new realm.ErrorClass();
           let sites;
           capturing = true;
           try {
@@ -160,7 +154,7 @@ function deferPromiseStacks(handlers) {
           store.childToParent.set(promise, parents);
         },
         settled: (promise) => {
-          const store = activatorOf(promise)?.promiseStackStore;
+          const store = realmOf(promise).activator()?.promiseStackStore;
           if (!store) return;
           store.childToParent.delete(promise);
           store.promiseToStack.delete(promise);
