@@ -3,7 +3,8 @@
  * them in order through the step registry (src/steps). Deterministic: it imports only
  * @temporalio/workflow, the registry and types. Expressions are evaluated in local activities
  * (recorded in the history, retried, no task-queue round trip); effects run in regular activities
- * with the step's retry policy (each kind's effect, by name); a wait is a durable timer; a `fail` step
+ * with the step's retry policy (each kind's effect, by name), except that an effect on the service's
+ * own store makes its first attempt as a local activity; a wait is a durable timer; a `fail` step
  * ends the run as FAILED with its evaluated message.
  *
  * Query `state` answers the RunState at any time: every step is listed from the start (PENDING),
@@ -51,6 +52,7 @@ import {
   CEL_EVALUATION_FAILURE,
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
+  LOCAL_FIRST_ATTEMPT_PATCH,
   type RunQueue,
   DECIDE_UPDATE,
   RUN_STATE_QUERY,
@@ -79,6 +81,9 @@ const acts = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
+
+/** The first attempt of an effect on the service's own store (`firstAttemptLocal`): one try, inside the workflow task. */
+const localOnce = proxyLocalActivities<Activities>({ startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 } });
 
 /** CEL evaluation, loading the version, annotations: cheap and local to the worker. */
 const local = proxyLocalActivities<Activities>({
@@ -293,15 +298,59 @@ function workflowEffects(
       // arguments are not part of replay's determinism check: no patch needed.)
       const keysOf = input.resume?.keysOf;
       const context: EffectContext = { stepId: step.id, actor, ...(keysOf ? { keysOf } : {}) };
-      const options = { summary: summary(step, effect.name), retry, ...(effect.timeoutMs ? { startToCloseTimeout: effect.timeoutMs(effectInput) } : {}) };
+      const args: [object] = [{ ...context, ...effectInput }];
+      const timeout = effect.timeoutMs ? { startToCloseTimeout: effect.timeoutMs(effectInput) } : {};
+      let attempts = retry;
+      // Runs recorded before local first attempts existed scheduled the activity at once (docs/upgrades.md).
+      if (effect.firstAttemptLocal && patched(LOCAL_FIRST_ATTEMPT_PATCH)) {
+        const first = await attemptLocally(effect.name as EffectName, step, retry, args, timeout);
+        if ('output' in first) return first.output;
+        attempts = first.rest;
+      }
       const activity = acts[effect.name as EffectName] as unknown as EffectActivity;
-      return { ...(await activity.executeWithOptions(options, [{ ...context, ...effectInput }])) };
+      return { ...(await activity.executeWithOptions({ summary: summary(step, effect.name), retry: attempts, ...timeout }, args)) };
     },
   };
 }
 
+/** A step's retry policy as the workflow uses it: intervals in milliseconds, every field set (0 attempts: no limit). */
+type StepRetry = Required<Pick<RetryPolicy, 'backoffCoefficient' | 'maximumAttempts'>> & { initialInterval: number; maximumInterval: number };
+
+/**
+ * The first attempt of a `firstAttemptLocal` effect, as a local activity: answers its output, or,
+ * when it failed and the step's policy allows another attempt, the policy the remaining attempts
+ * run with as a regular activity, after the policy's first interval (a visible timer). Together
+ * the two keep the step's policy: as many attempts in all, the same intervals between them. A
+ * failure the policy would not retry (non-retryable, or the step's only attempt) fails the step
+ * as the regular activity's would.
+ */
+async function attemptLocally(
+  name: EffectName,
+  step: StepDefinition,
+  retry: StepRetry,
+  args: [object],
+  timeout: { startToCloseTimeout?: number },
+): Promise<{ output: Record<string, unknown> } | { rest: StepRetry }> {
+  const activity = localOnce[name] as unknown as EffectActivity;
+  try {
+    return { output: { ...(await activity.executeWithOptions({ summary: summary(step, name), ...timeout }, args)) } };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    const cause = activityCause(err);
+    if ((cause instanceof ApplicationFailure && cause.nonRetryable) || retry.maximumAttempts === 1) throw err;
+    await sleep(retry.initialInterval, { summary: summary(step, `${name}: attempt 2 in ${retry.initialInterval} ms`) });
+    return {
+      rest: {
+        ...retry,
+        initialInterval: Math.min(retry.maximumInterval, retry.initialInterval * retry.backoffCoefficient),
+        maximumAttempts: retry.maximumAttempts === 0 ? 0 : retry.maximumAttempts - 1,
+      },
+    };
+  }
+}
+
 /** The step's retry policy, unset fields from RETRY_DEFAULTS; the maximum interval is never below the initial one. */
-function retryPolicy(retry: StepRetryPolicy = {}): RetryPolicy {
+function retryPolicy(retry: StepRetryPolicy = {}): StepRetry {
   const interval = (text: string | null | undefined, fallback: string): number => Math.max(1, parseDuration(text ?? fallback) ?? parseDuration(fallback) ?? 1000);
   const initialInterval = interval(retry.initialInterval, RETRY_DEFAULTS.initialInterval);
   const maximumInterval = Math.max(initialInterval, interval(retry.maximumInterval, RETRY_DEFAULTS.maximumInterval));

@@ -72,6 +72,9 @@ export const FLOW_CONTROL_FAILED = 'FlowControlFailed';
 /** Name of the patch that admits runs through a lane (docs/upgrades.md). */
 export const FLOW_CONTROL_PATCH = 'flow-control-lane';
 
+/** Name of the patch that runs the first attempt of a `firstAttemptLocal` effect as a local activity (docs/upgrades.md). */
+export const LOCAL_FIRST_ATTEMPT_PATCH = 'effect-first-attempt-local';
+
 /** Signal names of a lane (workflows/lane.ts) and of the run it admits. */
 export const LANE_ACQUIRE_SIGNAL = 'acquire';
 export const LANE_RELEASE_SIGNAL = 'release';

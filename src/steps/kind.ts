@@ -71,13 +71,20 @@ export interface Effect<Name extends string = string, Input extends object = obj
   name: Name;
   /** The activity's deadline for this input (ms), beyond the default; e.g. a request's own timeout. */
   timeoutMs?(input: Input): number;
+  /**
+   * The first attempt runs as a local activity, inside the run's workflow task (no task-queue round
+   * trip); when it fails and may be retried, the rest of the step's attempts run as a regular
+   * activity, whose attempts and last failure the Web UI shows. For effects on the service's own
+   * store only: never for a request to another system (its attempts must be visible from the first).
+   */
+  firstAttemptLocal?: boolean;
   /** Type carrier only. */
   readonly input?: Input;
 }
 
 /** Declares an effect: `defineEffect<NotifyInput>()('notify')`. */
 export function defineEffect<Input extends object>() {
-  return <const Name extends string>(name: Name, options: { timeoutMs?(input: Input): number } = {}): Effect<Name, Input> => ({ name, ...options });
+  return <const Name extends string>(name: Name, options: Pick<Effect<Name, Input>, 'timeoutMs' | 'firstAttemptLocal'> = {}): Effect<Name, Input> => ({ name, ...options });
 }
 
 /** The run whose calls share keys: its workflow id and run id. */

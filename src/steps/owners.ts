@@ -1,6 +1,8 @@
 /**
  * `createEntitlementOwner` and `deleteEntitlementOwner`: four CEL fields give the ids; the effect
- * is an idempotent activity of its own (activities/owners.ts) with the step's retry policy.
+ * is an idempotent activity of its own (activities/owners.ts) with the step's retry policy. It
+ * writes only the service's own store, so its first attempt runs as a local activity
+ * (`firstAttemptLocal`); the rest, if it fails, as a regular activity.
  */
 import { z } from 'zod';
 import { celSchema, defineEffect, defineStep, describeValue, type Effect, type OwnershipRef, type StepEffects } from './kind';
@@ -12,8 +14,8 @@ const schema = z
   .object({ userId: celSchema(), roleSlug: celSchema(), appId: celSchema(), entitlementId: celSchema() })
   .meta({ id: 'OwnershipStepFields', description: 'Every field is a CEL expression.' });
 
-export const createEntitlementOwnerEffect = defineEffect<OwnershipRef>()('createEntitlementOwner');
-export const deleteEntitlementOwnerEffect = defineEffect<OwnershipRef>()('deleteEntitlementOwner');
+export const createEntitlementOwnerEffect = defineEffect<OwnershipRef>()('createEntitlementOwner', { firstAttemptLocal: true });
+export const deleteEntitlementOwnerEffect = defineEffect<OwnershipRef>()('deleteEntitlementOwner', { firstAttemptLocal: true });
 
 /** Evaluates the four ids (each must be a non-empty string), then performs `effect` with them. */
 async function perform(effect: Effect<string, OwnershipRef>, body: z.output<typeof schema>, effects: StepEffects): Promise<Record<string, unknown>> {

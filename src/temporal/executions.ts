@@ -352,8 +352,15 @@ function readHistory(events: HistoryEvent[]): RunHistory {
     if (event.workflowExecutionStartedEventAttributes) {
       run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as AutomationRunInput | undefined;
     } else if (event.markerRecordedEventAttributes) {
-      const result = decode(event.markerRecordedEventAttributes.details?.result?.payloads?.[0]);
-      if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
+      const marker = event.markerRecordedEventAttributes;
+      const result = decode(marker.details?.result?.payloads?.[0]);
+      const effect = localEffectName(marker);
+      if (effect !== undefined) {
+        // An effect's first attempt, run locally: it belongs to the step that has just evaluated its
+        // input. A failed attempt records no result; the step's regular activity follows it.
+        const stepId = run.touched[run.touched.length - 1];
+        if (stepId !== undefined && !marker.failure && result !== undefined) add(stepId, { kind: 'activity', done: true, result });
+      } else if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
         run.steps = result.steps as StepDefinition[];
       } else if (isObject(result) && typeof result.stepId === 'string') {
         const kind = isObject(result.values) ? 'evaluate' : 'annotate';
@@ -390,6 +397,17 @@ function readHistory(events: HistoryEvent[]): RunHistory {
     }
   }
   return run;
+}
+
+/** The effects the step kinds declare, by activity name. */
+const EFFECT_NAMES: ReadonlySet<string> = new Set(Object.values(STEP_REGISTRY).flatMap((kind) => ('effect' in kind && kind.effect ? [kind.effect.name] : [])));
+
+/** The effect a local activity's marker records (its activity type), if it is one. */
+function localEffectName(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
+  if (marker.markerName !== 'core_local_activity') return undefined;
+  const data = decode(marker.details?.data?.payloads?.[0]);
+  const type = isObject(data) ? data.activity_type : undefined;
+  return typeof type === 'string' && EFFECT_NAMES.has(type) ? type : undefined;
 }
 
 /** The steps as the workflow would report them, from what the history shows it did. */

@@ -2,8 +2,9 @@
  * Exactly-once, counted where a duplicate would show. Ownership rows cannot tell: the table's key
  * and the insert's ON CONFLICT DO NOTHING keep a second insert from adding a row. These count the
  * effect itself instead:
- *  - `completedActivities`: the completed executions of an activity in every run's history (a
- *    second run, or a run that executed the step twice, shows as 2);
+ *  - `completedActivities`: the completed executions of an activity in every run's history, as a
+ *    regular activity or as a local one (a marker with a result: an effect's first attempt), so
+ *    a second run, or a run that executed the step twice either way, shows as 2;
  *  - `ownershipCreations`: the `entitlement_owner.create` audit events, written in the insert's
  *    transaction only when the insert reports that it created the row.
  */
@@ -15,7 +16,7 @@ export interface RunRef {
   runId: string;
 }
 
-/** Completed `activityType` executions per workflow id, summed over the given runs' histories. */
+/** Completed `activityType` executions (regular or local) per workflow id, summed over the given runs' histories. */
 export async function completedActivities(client: Client, runs: RunRef[], activityType: string, parallel = 8): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   const queue = [...runs];
@@ -29,12 +30,21 @@ export async function completedActivities(client: Client, runs: RunRef[], activi
         if (attrs) scheduled.set(String(event.eventId), attrs.activityType?.name ?? '');
         const done = event.activityTaskCompletedEventAttributes;
         if (done && scheduled.get(String(done.scheduledEventId)) === activityType) completed++;
+        const marker = event.markerRecordedEventAttributes;
+        if (marker?.markerName === 'core_local_activity' && !marker.failure && marker.details?.result && localActivityType(marker.details.data?.payloads?.[0]?.data) === activityType) completed++;
       }
       counts.set(run.workflowId, (counts.get(run.workflowId) ?? 0) + completed);
     }
   };
   await Promise.all(Array.from({ length: parallel }, worker));
   return counts;
+}
+
+/** The activity type a local activity's marker names (its `data`, JSON written by the SDK's core). */
+function localActivityType(data: Uint8Array | null | undefined): string | undefined {
+  if (!data) return undefined;
+  const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: unknown };
+  return typeof parsed.activity_type === 'string' ? parsed.activity_type : undefined;
 }
 
 /** `entitlement_owner.create` audit events per role slug for one user (`schema` qualifies the table). */

@@ -181,6 +181,27 @@ describe('executions API', () => {
     expect(listed.body.list[0].execution.id).toBe(run.executionId);
   });
 
+  it('reads an ownership step made by its local first attempt from the history: the ownership, not the evaluated ids', async () => {
+    const post = (path: string, body: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${stack.adminToken}`).send(body as object);
+    const user = await post('/api/v1/users', { displayName: 'Executions robot', email: 'svc-executions@acme.com', type: 'USER_TYPE_SERVICE' });
+    const app = await post('/api/v1/apps', { displayName: 'Executions app' });
+    const entitlement = await post(`/api/v1/apps/${app.body.app.id}/entitlements`, { displayName: 'Executions admin', slug: 'executions-admin' });
+    expect([user.status, app.status, entitlement.status]).toEqual([200, 200, 200]);
+    const ref = { userId: user.body.user.id as string, roleSlug: 'owner', appId: app.body.app.id as string, entitlementId: entitlement.body.appEntitlement.id as string };
+    const target = await automationWith([
+      { id: 'own', createEntitlementOwner: { userId: `'${ref.userId}'`, roleSlug: "'owner'", appId: `'${ref.appId}'`, entitlementId: `'${ref.entitlementId}'` } },
+      { id: 'stop', fail: { message: "'stopped after the ownership'" } },
+    ]);
+    const run = await send(target);
+    await expectRunFailure(stack.client.workflow.getHandle(run.executionId));
+
+    const got = (await execution(run.executionId)).body.execution as ExecutionDetail;
+    expect(got.steps.map((s) => [s.id, s.status])).toEqual([['own', 'DONE'], ['stop', 'FAILED']]);
+    expect(got.steps[0]!.output).toEqual({ ...ref, createdAt: expect.any(String) });
+    const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
+    expect({ ...fromHistory, unaudited: [] }).toEqual(got);
+  });
+
   it('shows a WAITING step while the run sleeps, then the completed run', async () => {
     const target = await automationWith([
       { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id' } },

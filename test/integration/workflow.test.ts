@@ -57,9 +57,9 @@ for (const target of DATABASES) {
     });
 
     /** Starts a worker on a fresh task queue, runs `fn` with a starter for that queue, stops the worker. */
-    async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>): Promise<T> {
+    async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>, workerDb: Db = db): Promise<T> {
       const taskQueue = uniqueTaskQueue('automation');
-      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db, bundle, codec: testCodec() });
+      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db: workerDb, bundle, codec: testCodec() });
       const start = (input: AutomationRunInput) =>
         client.workflow.start(automation, {
           taskQueue,
@@ -223,6 +223,94 @@ for (const target of DATABASES) {
         await withWorker(async (start) => {
           const failure = await expectRunFailure(await start(await runInput(steps, { n: 7 })));
           expect(failure.message).toBe('step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7');
+        });
+      });
+
+      describe('the first attempt, as a local activity', () => {
+        const own = (roleSlug: string, retry?: StepDefinition['retry']): StepDefinition => ({
+          id: 'own',
+          ...(retry ? { retry } : {}),
+          createEntitlementOwner: { userId: "'svc-1'", roleSlug: `'${roleSlug}'`, appId: "'app-1'", entitlementId: "'ent-1'" },
+        });
+
+        /** The store, except that its first `failures` transactions fail as an unreachable database does. */
+        function failingFirst(failures: number): Db & { calls: () => number } {
+          let calls = 0;
+          return Object.assign(Object.create(db) as Db, {
+            calls: () => calls,
+            transaction: <T>(fn: Parameters<Db['transaction']>[0]): Promise<T> =>
+              ++calls <= failures ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')) : (db.transaction(fn) as Promise<T>),
+          });
+        }
+
+        /** What the run's history shows of the ownership effect: local attempts (ok or failed), timers, regular activities. */
+        async function effectEvents(handle: WorkflowHandle<typeof automation>) {
+          const history = await handle.fetchHistory();
+          const shown = { local: [] as Array<'completed' | 'failed'>, timers: [] as number[], scheduled: [] as Array<{ maximumAttempts: number; initialIntervalMs: number }>, patches: [] as string[] };
+          for (const event of history.events ?? []) {
+            const marker = event.markerRecordedEventAttributes;
+            if (marker?.markerName === 'core_patch') {
+              shown.patches.push(JSON.parse(Buffer.from(marker.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()).id);
+            }
+            if (marker?.markerName === 'core_local_activity') {
+              const data = JSON.parse(Buffer.from(marker.details?.data?.payloads?.[0]?.data ?? []).toString()) as { activity_type: string };
+              if (data.activity_type === 'createEntitlementOwner') shown.local.push(marker.failure ? 'failed' : 'completed');
+            }
+            const timer = event.timerStartedEventAttributes;
+            if (timer) shown.timers.push(Number(timer.startToFireTimeout?.seconds ?? 0) * 1000 + Math.round((timer.startToFireTimeout?.nanos ?? 0) / 1e6));
+            const scheduled = event.activityTaskScheduledEventAttributes;
+            if (scheduled?.activityType?.name === 'createEntitlementOwner') {
+              const interval = scheduled.retryPolicy?.initialInterval;
+              shown.scheduled.push({
+                maximumAttempts: scheduled.retryPolicy?.maximumAttempts ?? -1,
+                initialIntervalMs: Number(interval?.seconds ?? 0) * 1000 + Math.round((interval?.nanos ?? 0) / 1e6),
+              });
+            }
+          }
+          return shown;
+        }
+
+        it('makes the ownership in the workflow task: a local activity marker, no activity task', async () => {
+          await withWorker(async (start) => {
+            const handle = await start(await runInput([own('local-ok')], {}));
+            const result = await handle.result();
+            expect(result.steps[0]).toMatchObject({ status: 'DONE', output: { userId: 'svc-1', roleSlug: 'local-ok', appId: 'app-1', entitlementId: 'ent-1' } });
+            expect(await effectEvents(handle)).toEqual({ local: ['completed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
+          });
+          expect((await owners()).filter((o) => o.role_slug === 'local-ok')).toEqual([{ user_id: 'svc-1', role_slug: 'local-ok' }]);
+        });
+
+        it('after a failed first attempt, runs the rest of the step policy as a regular activity: same attempts in all, same intervals', async () => {
+          const flaky = failingFirst(2);
+          await withWorker(async (start) => {
+            const retry = { maximumAttempts: 4, initialInterval: '0.1s', backoffCoefficient: 3, maximumInterval: '10s' };
+            const handle = await start(await runInput([own('after-retry', retry)], {}));
+            const result = await handle.result();
+            expect(result.steps[0]).toMatchObject({ status: 'DONE', output: { roleSlug: 'after-retry' } });
+            // local attempt 1 failed; 100 ms; the regular activity: attempt 2 failed, 300 ms, attempt 3 succeeded
+            expect(await effectEvents(handle)).toEqual({
+              local: ['failed'],
+              timers: [100],
+              scheduled: [{ maximumAttempts: 3, initialIntervalMs: 300 }],
+              patches: ['effect-first-attempt-local'],
+            });
+          }, flaky);
+          expect(flaky.calls()).toBe(3);
+          expect((await owners()).filter((o) => o.role_slug === 'after-retry')).toHaveLength(1);
+        });
+
+        it('a step allowed one attempt fails with the local attempt, and so does a failure that is never retried', async () => {
+          const flaky = failingFirst(1);
+          await withWorker(async (start) => {
+            const once = await start(await runInput([own('only-once', { maximumAttempts: 1 })], {}));
+            expect((await expectRunFailure(once)).message).toBe('step "own" failed: connect ECONNREFUSED 127.0.0.1:5432');
+            expect(await effectEvents(once)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
+
+            const missing = await start(await runInput([{ ...own('x'), createEntitlementOwner: { ...(own('x') as { createEntitlementOwner: object }).createEntitlementOwner, entitlementId: "'ent-404'" } } as StepDefinition], {}));
+            expect((await expectRunFailure(missing)).message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
+            expect(await effectEvents(missing)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
+          }, flaky);
+          expect((await owners()).filter((o) => o.role_slug === 'only-once')).toEqual([]);
         });
       });
 
