@@ -68,6 +68,25 @@ const HISTORY_SIGNING_SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 /** The token in the URL of the notify scenario's incoming webhook (a named secret); never written to a history (checked). */
 const HISTORY_HOOK_TOKEN = `T0/B0/${randomBytes(12).toString('hex')}`;
 
+/** The role whose first createEntitlementOwner attempt fails (the ownership-retried-after-local-attempt scenario). */
+const FLAKY_ROLE = 'flaky-first';
+
+/** The activities, except that the first ownership of FLAKY_ROLE fails as a store that did not answer would (retryable). */
+function withFlakyOwnership<T extends { createEntitlementOwner(input: { roleSlug: string }): Promise<unknown> }>(activities: T): T {
+  const create = activities.createEntitlementOwner.bind(activities);
+  let failed = false;
+  return {
+    ...activities,
+    createEntitlementOwner: async (input: { roleSlug: string }) => {
+      if (input.roleSlug === FLAKY_ROLE && !failed) {
+        failed = true;
+        throw new Error('the store did not answer (injected by the recorder)');
+      }
+      return create(input);
+    },
+  };
+}
+
 const OWNERSHIP = { userId: "'svc-1'", roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' };
 
 function scenarios(target: string): Scenario[] {
@@ -97,6 +116,12 @@ function scenarios(target: string): Scenario[] {
           deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: 'ctx.steps.own.roleSlug', appId: 'ctx.steps.own.appId', entitlementId: 'ctx.steps.own.entitlementId' },
         },
       ],
+      trigger: { entitlement: 'ent-1' },
+    },
+    {
+      name: 'ownership-retried-after-local-attempt',
+      description: 'createEntitlementOwner whose first (local) attempt fails: a timer, then the regular activity with the rest of the policy',
+      steps: [{ id: 'own', retry: { initialInterval: '0.1s', maximumAttempts: 3 }, createEntitlementOwner: { ...OWNERSHIP, roleSlug: `'${FLAKY_ROLE}'` } }],
       trigger: { entitlement: 'ent-1' },
     },
     {
@@ -487,7 +512,7 @@ async function main(): Promise<void> {
       namespace: 'default',
       taskQueue,
       workflowBundle: bundle,
-      activities: createActivities({ db, allowPrivateOutbound: true, secretBox, lanes: temporalLanes(client) }),
+      activities: withFlakyOwnership(createActivities({ db, allowPrivateOutbound: true, secretBox, lanes: temporalLanes(client) })),
     });
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
