@@ -321,7 +321,8 @@ interface RunHistory {
 /**
  * Reads what the run did from its history, by type: the started event's input, the results of the
  * local activities (each names its step: the loaded version, `{stepId, values}` of an evaluation,
- * `{stepId, line}` of a log line), the inputs of the effect activities (`stepId`), and the failure's
+ * `{stepId, line}` of a log line; an effect's local first attempt, by its activity type, belongs to
+ * the step that evaluated just before), the inputs of the effect activities (`stepId`), and the failure's
  * details. A timer belongs to the next step, after the last one that recorded anything, whose kind
  * parks the run (the loop runs steps one at a time, and every other kind evaluates before it acts).
  */
@@ -347,6 +348,9 @@ function readHistory(events: HistoryEvent[]): RunHistory {
     }
     return undefined;
   };
+  // A failed local first attempt is followed by the timer before the step's next attempt: that
+  // timer is the step's own wait, not a later step's.
+  let retryTimerNext = false;
   for (const event of events) {
     const eventId = String(event.eventId ?? '');
     if (event.workflowExecutionStartedEventAttributes) {
@@ -360,6 +364,7 @@ function readHistory(events: HistoryEvent[]): RunHistory {
         // input. A failed attempt records no result; the step's regular activity follows it.
         const stepId = run.touched[run.touched.length - 1];
         if (stepId !== undefined && !marker.failure && result !== undefined) add(stepId, { kind: 'activity', done: true, result });
+        retryTimerNext = Boolean(marker.failure);
       } else if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
         run.steps = result.steps as StepDefinition[];
       } else if (isObject(result) && typeof result.stepId === 'string') {
@@ -377,6 +382,8 @@ function readHistory(events: HistoryEvent[]): RunHistory {
         effect.done = true;
         effect.result = decode(event.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
       }
+    } else if (event.timerStartedEventAttributes && retryTimerNext) {
+      retryTimerNext = false;
     } else if (event.timerStartedEventAttributes) {
       const effect: StepEffect = { kind: 'timer', done: false, result: undefined };
       byTimerId.set(event.timerStartedEventAttributes.timerId ?? '', effect);
@@ -408,6 +415,11 @@ function localEffectName(marker: temporal.api.history.v1.IMarkerRecordedEventAtt
   const data = decode(marker.details?.data?.payloads?.[0]);
   const type = isObject(data) ? data.activity_type : undefined;
   return typeof type === 'string' && EFFECT_NAMES.has(type) ? type : undefined;
+}
+
+/** The steps of a run as its (decoded) history shows them, for a run in `status`: what the executions view shows when no worker answers. */
+export function stepsFromHistory(events: HistoryEvent[], status: ExecutionStatus): StepResult[] {
+  return reconstructSteps(readHistory(events), status);
 }
 
 /** The steps as the workflow would report them, from what the history shows it did. */

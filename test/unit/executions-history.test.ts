@@ -1,0 +1,66 @@
+/**
+ * The executions view's history reading (`stepsFromHistory`), on histories the recorder took from
+ * real runs (test/fixtures/histories/0.4.0): an ownership made by its local first attempt, and one
+ * whose first attempt failed, the timer before the next attempt, then the regular activity.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { HISTORIES_DIR, historyFromJson } from '../../src/temporal/history-replay';
+import { stepsFromHistory } from '../../src/temporal/executions';
+import type { StepDefinition } from '../../src/contract/run';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+function events(name: string): HistoryEvent[] {
+  return historyFromJson(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, '0.4.0', `${name}.history.json`), 'utf8'))).events ?? [];
+}
+
+/** The history's events up to and including the first one of `type`. */
+function through(all: HistoryEvent[], type: 'TIMER_STARTED' | 'TIMER_FIRED' | 'ACTIVITY_TASK_SCHEDULED' | 'ACTIVITY_TASK_COMPLETED'): HistoryEvent[] {
+  const wanted = temporal.api.enums.v1.EventType[`EVENT_TYPE_${type}`];
+  const index = all.findIndex((event) => event.eventType === wanted);
+  if (index < 0) throw new Error(`no ${type} event`);
+  return all.slice(0, index + 1);
+}
+
+/** The same history, as if the version had had `extra` steps after its own (the loaded-version marker rewritten). */
+function withMoreSteps(all: HistoryEvent[], extra: StepDefinition[]): HistoryEvent[] {
+  return all.map((event) => {
+    const result = event.markerRecordedEventAttributes?.details?.result?.payloads?.[0];
+    const version = result ? (defaultPayloadConverter.fromPayload(result as never) as { steps?: StepDefinition[] }) : undefined;
+    if (!version?.steps) return event;
+    const payload = defaultPayloadConverter.toPayload({ ...version, steps: [...version.steps, ...extra] });
+    const details = { ...event.markerRecordedEventAttributes!.details, result: { payloads: [payload] } };
+    return { ...event, markerRecordedEventAttributes: { ...event.markerRecordedEventAttributes, details } };
+  });
+}
+
+describe('executions view from the history', () => {
+  it('gives each ownership made by a local first attempt its own result as output', () => {
+    const steps = stepsFromHistory(events('ownership-create-delete'), 'COMPLETED');
+    expect(steps.map((s) => [s.id, s.status])).toEqual([
+      ['own', 'DONE'],
+      ['disown', 'DONE'],
+    ]);
+    expect(steps[0]!.output).toEqual({ userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'ent-1', createdAt: expect.any(String) });
+    expect(steps[1]!.output).toEqual({ deleted: true });
+  });
+
+  it('keeps a step whose first attempt failed running through its retry timer and its regular activity; a later wait step has not started', () => {
+    const all = withMoreSteps(events('ownership-retried-after-local-attempt'), [{ id: 'pause', wait: { duration: '1h' } }]);
+    for (const last of ['TIMER_STARTED', 'TIMER_FIRED', 'ACTIVITY_TASK_SCHEDULED'] as const) {
+      const steps = stepsFromHistory(through(all, last), 'RUNNING');
+      expect([last, steps.map((s) => [s.id, s.status])]).toEqual([
+        last,
+        [
+          ['own', 'RUNNING'],
+          ['pause', 'PENDING'],
+        ],
+      ]);
+    }
+    const done = stepsFromHistory(through(all, 'ACTIVITY_TASK_COMPLETED'), 'RUNNING');
+    expect(done.map((s) => s.status)).toEqual(['RUNNING', 'PENDING']);
+  });
+});
