@@ -9,6 +9,7 @@
  *    transaction only when the insert reports that it created the row.
  */
 import type { Client } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import type { Pool } from 'pg';
 
 export interface RunRef {
@@ -31,7 +32,7 @@ export async function completedActivities(client: Client, runs: RunRef[], activi
         const done = event.activityTaskCompletedEventAttributes;
         if (done && scheduled.get(String(done.scheduledEventId)) === activityType) completed++;
         const marker = event.markerRecordedEventAttributes;
-        if (marker?.markerName === 'core_local_activity' && !marker.failure && marker.details?.result && localActivityType(marker.details.data?.payloads?.[0]?.data) === activityType) completed++;
+        if (marker && !marker.failure && marker.details?.result && localActivityType(marker) === activityType) completed++;
       }
       counts.set(run.workflowId, (counts.get(run.workflowId) ?? 0) + completed);
     }
@@ -40,8 +41,9 @@ export async function completedActivities(client: Client, runs: RunRef[], activi
   return counts;
 }
 
-/** The activity type a local activity's marker names (its `data`, JSON written by the SDK's core). */
-function localActivityType(data: Uint8Array | null | undefined): string | undefined {
+/** The activity type a local activity's marker names (its `data`, JSON written by the SDK's core); undefined for other markers. */
+export function localActivityType(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
+  const data = marker.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
   if (!data) return undefined;
   const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: unknown };
   return typeof parsed.activity_type === 'string' ? parsed.activity_type : undefined;

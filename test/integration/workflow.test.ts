@@ -14,6 +14,7 @@ import { connectClient, connectNative, expectRunFailure, testCodec, testDataConv
 import { publishedRunInput } from '../helpers/versions';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { poll } from '../helpers/wait';
+import { localActivityType } from '../helpers/effects';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -227,10 +228,10 @@ for (const target of DATABASES) {
       });
 
       describe('the first attempt, as a local activity', () => {
-        const own = (roleSlug: string, retry?: StepDefinition['retry']): StepDefinition => ({
+        const own = (roleSlug: string, retry?: StepDefinition['retry'], entitlementId = 'ent-1'): StepDefinition => ({
           id: 'own',
           ...(retry ? { retry } : {}),
-          createEntitlementOwner: { userId: "'svc-1'", roleSlug: `'${roleSlug}'`, appId: "'app-1'", entitlementId: "'ent-1'" },
+          createEntitlementOwner: { userId: "'svc-1'", roleSlug: `'${roleSlug}'`, appId: "'app-1'", entitlementId: `'${entitlementId}'` },
         });
 
         /** The store, except that its first `failures` transactions fail as an unreachable database does. */
@@ -252,10 +253,7 @@ for (const target of DATABASES) {
             if (marker?.markerName === 'core_patch') {
               shown.patches.push(JSON.parse(Buffer.from(marker.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()).id);
             }
-            if (marker?.markerName === 'core_local_activity') {
-              const data = JSON.parse(Buffer.from(marker.details?.data?.payloads?.[0]?.data ?? []).toString()) as { activity_type: string };
-              if (data.activity_type === 'createEntitlementOwner') shown.local.push(marker.failure ? 'failed' : 'completed');
-            }
+            if (marker && localActivityType(marker) === 'createEntitlementOwner') shown.local.push(marker.failure ? 'failed' : 'completed');
             const timer = event.timerStartedEventAttributes;
             if (timer) shown.timers.push(Number(timer.startToFireTimeout?.seconds ?? 0) * 1000 + Math.round((timer.startToFireTimeout?.nanos ?? 0) / 1e6));
             const scheduled = event.activityTaskScheduledEventAttributes;
@@ -306,7 +304,7 @@ for (const target of DATABASES) {
             expect((await expectRunFailure(once)).message).toBe('step "own" failed: connect ECONNREFUSED 127.0.0.1:5432');
             expect(await effectEvents(once)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
 
-            const missing = await start(await runInput([{ ...own('x'), createEntitlementOwner: { ...(own('x') as { createEntitlementOwner: object }).createEntitlementOwner, entitlementId: "'ent-404'" } } as StepDefinition], {}));
+            const missing = await start(await runInput([own('x', undefined, 'ent-404')], {}));
             expect((await expectRunFailure(missing)).message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
             expect(await effectEvents(missing)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
           }, flaky);
