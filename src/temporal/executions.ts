@@ -409,12 +409,17 @@ function readHistory(events: HistoryEvent[]): RunHistory {
 /** The effects the step kinds declare, by activity name. */
 const EFFECT_NAMES: ReadonlySet<string> = new Set(Object.values(STEP_REGISTRY).flatMap((kind) => ('effect' in kind && kind.effect ? [kind.effect.name] : [])));
 
-/** The effect a local activity's marker records (its activity type), if it is one. */
-function localEffectName(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
+/** The activity type a local activity's marker records (its `data`, JSON written by the SDK's core); undefined for any other marker. */
+export function localActivityType(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
   if (marker.markerName !== 'core_local_activity') return undefined;
   const data = decode(marker.details?.data?.payloads?.[0]);
-  const type = isObject(data) ? data.activity_type : undefined;
-  return typeof type === 'string' && EFFECT_NAMES.has(type) ? type : undefined;
+  return isObject(data) && typeof data.activity_type === 'string' ? data.activity_type : undefined;
+}
+
+/** The effect a local activity's marker records, if it is one. */
+function localEffectName(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
+  const type = localActivityType(marker);
+  return type !== undefined && EFFECT_NAMES.has(type) ? type : undefined;
 }
 
 /** The steps of a run as its (decoded) history shows them, for a run in `status`: what the executions view shows when no worker answers. */

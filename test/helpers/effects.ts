@@ -9,7 +9,7 @@
  *    transaction only when the insert reports that it created the row.
  */
 import type { Client } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
+import { localActivityType } from '../../src/temporal/executions';
 import type { Pool } from 'pg';
 
 export interface RunRef {
@@ -39,14 +39,6 @@ export async function completedActivities(client: Client, runs: RunRef[], activi
   };
   await Promise.all(Array.from({ length: parallel }, worker));
   return counts;
-}
-
-/** The activity type a local activity's marker names (its `data`, JSON written by the SDK's core); undefined for other markers. */
-export function localActivityType(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
-  const data = marker.markerName === 'core_local_activity' ? marker.details?.data?.payloads?.[0]?.data : undefined;
-  if (!data) return undefined;
-  const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: unknown };
-  return typeof parsed.activity_type === 'string' ? parsed.activity_type : undefined;
 }
 
 /** `entitlement_owner.create` audit events per role slug for one user (`schema` qualifies the table). */

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { tsToMs } from '@temporalio/common/lib/time';
 import type { Db } from '../../src/store/db';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import { automation } from '../../workflows';
@@ -12,9 +13,8 @@ import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefin
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { connectClient, connectNative, expectRunFailure, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { decodePayloadsInPlace, localActivityType } from '../../src/temporal/executions';
 import { poll } from '../helpers/wait';
-import { localActivityType } from '../helpers/effects';
 
 let nativeConnection: NativeConnection;
 let connection: Connection;
@@ -255,14 +255,10 @@ for (const target of DATABASES) {
             }
             if (marker && localActivityType(marker) === 'createEntitlementOwner') shown.local.push(marker.failure ? 'failed' : 'completed');
             const timer = event.timerStartedEventAttributes;
-            if (timer) shown.timers.push(Number(timer.startToFireTimeout?.seconds ?? 0) * 1000 + Math.round((timer.startToFireTimeout?.nanos ?? 0) / 1e6));
+            if (timer) shown.timers.push(tsToMs(timer.startToFireTimeout));
             const scheduled = event.activityTaskScheduledEventAttributes;
             if (scheduled?.activityType?.name === 'createEntitlementOwner') {
-              const interval = scheduled.retryPolicy?.initialInterval;
-              shown.scheduled.push({
-                maximumAttempts: scheduled.retryPolicy?.maximumAttempts ?? -1,
-                initialIntervalMs: Number(interval?.seconds ?? 0) * 1000 + Math.round((interval?.nanos ?? 0) / 1e6),
-              });
+              shown.scheduled.push({ maximumAttempts: scheduled.retryPolicy?.maximumAttempts ?? -1, initialIntervalMs: tsToMs(scheduled.retryPolicy?.initialInterval) });
             }
           }
           return shown;
