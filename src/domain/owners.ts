@@ -4,12 +4,8 @@
  * existing ownership returns it with its original createdAt; deleting reports whether it existed.
  */
 import * as store from '../store/owners';
-import { findUser } from '../store/users';
-import { findLiveEntitlement } from '../store/entitlements';
 import type { Db } from '../store/db';
-import { recordAudit } from '../store/audit';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import { getApp } from './apps';
 import { getUser, SERVICE_USER } from './users';
 import { toAppEntitlement } from './entitlement-record';
 import { pageOf } from './listing';
@@ -55,26 +51,21 @@ export async function createEntitlementOwner(
   actor = 'system',
 ): Promise<{ userOwnerEntitlement: UserOwnerEntitlementRecord }> {
   checkRef(ref);
-  return db.transaction(async (tx) => {
-    const user = await findUser(tx, ref.userId);
-    if (!user) throw notFound('user', ref.userId);
-    if (user.type !== SERVICE_USER) {
-      throw invalidArgument({ field: 'userId', description: `user must be a service account (${SERVICE_USER})` });
-    }
-    await getApp(tx, ref.appId);
-    const entitlement = await findLiveEntitlement(tx, ref.appId, ref.entitlementId);
-    if (!entitlement) throw notFound('app entitlement', `${ref.appId}/${ref.entitlementId}`);
-    const owner = await store.upsertOwner(tx, ref);
-    if (owner.created) await recordAudit(tx, { actor, action: 'entitlement_owner.create', ...auditResource(ref) });
-    return {
-      userOwnerEntitlement: {
-        appEntitlement: toAppEntitlement(entitlement),
-        createdAt: owner.createdAt,
-        roleSlug: owner.roleSlug,
-        userId: owner.userId,
-      },
-    };
-  });
+  const found = await store.recordOwner(db, ref, SERVICE_USER, { actor, action: 'entitlement_owner.create', ...auditResource(ref) });
+  if (found.userType === undefined) throw notFound('user', ref.userId);
+  if (found.userType !== SERVICE_USER) {
+    throw invalidArgument({ field: 'userId', description: `user must be a service account (${SERVICE_USER})` });
+  }
+  if (!found.appExists) throw notFound('app', ref.appId);
+  if (!found.entitlement || !found.owner) throw notFound('app entitlement', `${ref.appId}/${ref.entitlementId}`);
+  return {
+    userOwnerEntitlement: {
+      appEntitlement: toAppEntitlement(found.entitlement),
+      createdAt: found.owner.createdAt,
+      roleSlug: found.owner.roleSlug,
+      userId: found.owner.userId,
+    },
+  };
 }
 
 /** Removes the ownership; false when it did not exist. 400 only for a malformed reference. */
@@ -83,11 +74,7 @@ export async function deleteEntitlementOwner(db: Db, ref: EntitlementOwnerRef, a
     const value: unknown = ref[field];
     if (typeof value !== 'string') throw invalidArgument({ field, description: 'must be a string' });
   }
-  return db.transaction(async (tx) => {
-    const deleted = await store.deleteOwner(tx, ref);
-    if (deleted) await recordAudit(tx, { actor, action: 'entitlement_owner.delete', ...auditResource(ref) });
-    return deleted;
-  });
+  return store.deleteOwner(db, ref, { actor, action: 'entitlement_owner.delete', ...auditResource(ref) });
 }
 
 /** Audit resource of an ownership: the entitlement, with the owner and role in the details. */

@@ -20,10 +20,24 @@ export interface AuditEvent extends Required<AuditInput> {
 }
 
 export async function recordAudit(db: Queryable, input: AuditInput): Promise<void> {
-  await db.query(
-    'INSERT INTO audit_events (id, actor, action, resource_type, resource_id, details) VALUES ($1, $2, $3, $4, $5, $6::jsonb)',
-    [newId(), input.actor, input.action, input.resourceType, input.resourceId, JSON.stringify(input.details ?? {})],
-  );
+  await db.query(`INSERT INTO audit_events ${AUDIT_COLUMNS} VALUES (${auditPlaceholders(1)})`, auditParams(input));
+}
+
+/** The columns an audit insert writes, in the order of `auditParams`. */
+export const AUDIT_COLUMNS = '(id, actor, action, resource_type, resource_id, details)';
+
+/** The six parameters of one audit event, in the order of AUDIT_COLUMNS (a fresh id). */
+export function auditParams(input: AuditInput): unknown[] {
+  return [newId(), input.actor, input.action, input.resourceType, input.resourceId, JSON.stringify(input.details ?? {})];
+}
+
+/**
+ * The placeholders of `auditParams` from `$first` on: `$7, $8, …, $12::jsonb`. A statement that
+ * writes its audit event only when its change happened selects them `FROM` the change's RETURNING
+ * (src/store/owners.ts).
+ */
+export function auditPlaceholders(first: number): string {
+  return ['', '', '', '', '', '::jsonb'].map((cast, i) => `$${first + i}${cast}`).join(', ');
 }
 
 export async function listAuditEvents(db: Queryable, resourceType: string, resourceId: string): Promise<AuditEvent[]> {

@@ -4,6 +4,8 @@ import { callerFor, callerWith, createGovernanceApp, createEntitlement, createUs
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
 import { NotFoundError, ServiceError } from '../../src/errors';
 import { sleep } from '../helpers/wait';
+import { listAuditEvents } from '../../src/store/audit';
+import { listOwnedEntitlements } from '../../src/store/owners';
 
 for (const target of DATABASES) {
   describeOn(target)(`entitlement owners (${target.label})`, () => {
@@ -151,6 +153,36 @@ for (const target of DATABASES) {
         expect(first.userOwnerEntitlement.appEntitlement.id).toBe(entitlementId);
         expect(await deleteEntitlementOwner(service.deps.db, ref)).toBe(true);
         expect(await deleteEntitlementOwner(service.deps.db, ref)).toBe(false);
+      });
+
+      it('writes one audit event per change, none for a repeat or a refusal, and nothing at all when a check fails', async () => {
+        const ref = { userId: serviceUser, roleSlug: 'audited', appId, entitlementId };
+        const events = async () =>
+          (await listAuditEvents(service.deps.db, 'app_entitlement', entitlementId))
+            .filter((event) => event.details.roleSlug === 'audited')
+            .map((event) => `${event.action} ${String(event.details.userId)}`);
+        const owned = async (userId: string) => (await listOwnedEntitlements(service.deps.db, userId, undefined, 100)).filter(({ owner }) => owner.roleSlug === 'audited').length;
+
+        await createEntitlementOwner(service.deps.db, ref, 'client:a');
+        await createEntitlementOwner(service.deps.db, ref, 'client:b');
+        expect(await events()).toEqual([`entitlement_owner.create ${serviceUser}`]);
+
+        // Refused: a human user (checked before the app, as the API documents), an app or entitlement that does not exist.
+        const refusal = (other: Partial<typeof ref>): Promise<ServiceError> =>
+          createEntitlementOwner(service.deps.db, { ...ref, ...other }).then(
+            () => Promise.reject(new Error('accepted')),
+            (err: unknown) => err as ServiceError,
+          );
+        expect((await refusal({ userId: human, appId: 'no-such-app' })).code).toBe('ERR_INVALID_ARGUMENT');
+        expect([(await refusal({ appId: 'no-such-app' })) as NotFoundError].map((err) => [err.resource, err.id])).toEqual([['app', 'no-such-app']]);
+        expect(((await refusal({ entitlementId: 'no-such-entitlement' })) as NotFoundError).resource).toBe('app entitlement');
+        expect(await owned(human)).toBe(0);
+        expect(await events()).toEqual([`entitlement_owner.create ${serviceUser}`]);
+
+        expect(await deleteEntitlementOwner(service.deps.db, ref, 'client:a')).toBe(true);
+        expect(await deleteEntitlementOwner(service.deps.db, ref, 'client:a')).toBe(false);
+        expect(await owned(serviceUser)).toBe(0);
+        expect(await events()).toEqual([`entitlement_owner.create ${serviceUser}`, `entitlement_owner.delete ${serviceUser}`]);
       });
 
       it('throws domain errors: not found (naming the id) and invalid argument', async () => {

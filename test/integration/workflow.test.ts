@@ -234,13 +234,15 @@ for (const target of DATABASES) {
           createEntitlementOwner: { userId: "'svc-1'", roleSlug: `'${roleSlug}'`, appId: "'app-1'", entitlementId: `'${entitlementId}'` },
         });
 
-        /** The store, except that its first `failures` transactions fail as an unreachable database does. */
+        /** The store, except that its first `failures` ownership statements (src/store/owners.ts recordOwner) fail as an unreachable database does; `calls` counts them. */
         function failingFirst(failures: number): Db & { calls: () => number } {
           let calls = 0;
           return Object.assign(Object.create(db) as Db, {
             calls: () => calls,
-            transaction: <T>(fn: Parameters<Db['transaction']>[0]): Promise<T> =>
-              ++calls <= failures ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')) : (db.transaction(fn) as Promise<T>),
+            query: (sql: string, params?: unknown[]) =>
+              /INSERT INTO entitlement_owners/.test(sql) && ++calls <= failures
+                ? Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432'))
+                : db.query(sql, params),
           });
         }
 
