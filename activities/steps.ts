@@ -1,8 +1,9 @@
 /**
  * The run's local activities: evaluating a step's CEL expressions, loading the steps of the run's
- * published version, and recording a log line. They are cheap and run in the worker that runs the
- * workflow (recorded in the history as markers, retried on failure). A CEL error will fail again on
- * retry, and so will a version that does not exist: both are non-retryable.
+ * published version (kept in memory once loaded: published versions are immutable), and recording
+ * a log line. They are cheap and run in the worker that runs the workflow (recorded in the history
+ * as markers, retried on failure). A CEL error will fail again on retry, and so will a version that
+ * does not exist: both are non-retryable.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
@@ -16,7 +17,18 @@ import { CelEvaluationError } from '../src/errors';
 
 export { CEL_EVALUATION_FAILURE };
 
+/** How many published versions a worker keeps loaded (the most recently used). */
+export const PUBLISHED_VERSIONS_KEPT = 256;
+
 export function createStepActivities(deps: { db: Db }) {
+  /**
+   * Versions this worker has loaded, by `<automationId>@<version>`. A published version never
+   * changes (a publish records a new number, a repeat of one keeps its snapshot) and ids are never
+   * reused, so a kept one is what the store would answer; deleting the automation removes its
+   * versions, and its listener stops starting runs at once. A version that does not exist is not kept.
+   */
+  const versions = new Map<string, AutomationVersionSteps>();
+
   return {
     /** Evaluates every expression of a step; answers the step id and field name → JSON value. */
     async evaluateStep(input: EvaluateStepInput): Promise<EvaluatedStep> {
@@ -38,6 +50,13 @@ export function createStepActivities(deps: { db: Db }) {
 
     /** The steps of a published version, from its immutable snapshot. */
     async loadAutomationVersion(ref: { automationId: string; version: number }): Promise<AutomationVersionSteps> {
+      const key = `${ref.automationId}@${ref.version}`;
+      const kept = versions.get(key);
+      if (kept) {
+        versions.delete(key);
+        versions.set(key, kept);
+        return kept;
+      }
       const record = await getPublishedVersion(deps.db, ref.automationId, ref.version);
       if (!record) {
         throw ApplicationFailure.create({
@@ -46,7 +65,10 @@ export function createStepActivities(deps: { db: Db }) {
           nonRetryable: true,
         });
       }
-      return { automationName: record.snapshot.displayName, steps: record.snapshot.steps };
+      const loaded = { automationName: record.snapshot.displayName, steps: record.snapshot.steps };
+      versions.set(key, loaded);
+      if (versions.size > PUBLISHED_VERSIONS_KEPT) versions.delete(versions.keys().next().value!);
+      return loaded;
     },
 
     /** A log step's line: written to the worker's log; the history keeps it as this activity's summary and result. */
