@@ -1,6 +1,7 @@
 /**
- * Entitlement-ownership activities. Both are idempotent, so a retry after a lost response is
- * harmless: creating an existing ownership returns the original record, deleting an absent one
+ * Entitlement-ownership activities. Each evaluates its step's four fields (from 0.5.0; runs started
+ * before send the ids) and makes or removes the ownership: the step is one activity. Both are
+ * idempotent, so a retry after a lost response is harmless: creating an existing ownership returns the original record, deleting an absent one
  * succeeds. A missing user, app or entitlement, or a user that is not a service account, will not
  * fix itself, so those fail without retry; anything else (database down, ...) is retried.
  */
@@ -8,7 +9,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
 import * as owners from '../src/domain/owners';
 import type { CreatedOwnership, OwnershipInput, OwnershipRef } from '../src/contract/activities';
-import { InvalidArgumentError, NotFoundError } from '../src/errors';
+import { InvalidArgumentError, NotFoundError, StepError } from '../src/errors';
+import { effectInputFrom, type Effect, type EffectExpressions } from '../src/steps';
+import { createEntitlementOwnerEffect, deleteEntitlementOwnerEffect } from '../src/steps/owners';
+import { STEP_VALUE_INVALID } from '../src/contract/run';
+import { evaluateStepFields } from './steps';
 
 /** Failure types of ownership activities (non-retryable). */
 export const OWNERSHIP_NOT_FOUND = 'OwnershipNotFound';
@@ -17,7 +22,8 @@ export const OWNERSHIP_INVALID = 'OwnershipInvalid';
 export function createOwnershipActivities(deps: { db: Db }) {
   return {
     /** Records `userId` as owner of the entitlement under `roleSlug`; returns the record. */
-    async createEntitlementOwner(ref: OwnershipInput): Promise<CreatedOwnership> {
+    async createEntitlementOwner(input: OwnershipInput | OwnershipExpressions): Promise<CreatedOwnership> {
+      const ref = refOf(createEntitlementOwnerEffect, input);
       try {
         const { userOwnerEntitlement } = await owners.createEntitlementOwner(deps.db, pick(ref), ref.actor ?? 'system');
         return { ...pick(ref), createdAt: userOwnerEntitlement.createdAt };
@@ -27,7 +33,8 @@ export function createOwnershipActivities(deps: { db: Db }) {
     },
 
     /** Removes the ownership; `deleted` is false when it did not exist (still a success). */
-    async deleteEntitlementOwner(ref: OwnershipInput): Promise<{ deleted: boolean }> {
+    async deleteEntitlementOwner(input: OwnershipInput | OwnershipExpressions): Promise<{ deleted: boolean }> {
+      const ref = refOf(deleteEntitlementOwnerEffect, input);
       try {
         return { deleted: await owners.deleteEntitlementOwner(deps.db, pick(ref), ref.actor ?? 'system') };
       } catch (err) {
@@ -35,6 +42,26 @@ export function createOwnershipActivities(deps: { db: Db }) {
       }
     },
   };
+}
+
+/** What the workflow sends from 0.5.0: the step's four fields, evaluated here (the step is one activity). */
+type OwnershipExpressions = EffectExpressions & Pick<OwnershipInput, 'stepId' | 'actor'>;
+
+/**
+ * The ownership's ids and who acts: as sent, or evaluated from the step's fields. A field that
+ * cannot be evaluated, or whose value is not a non-empty string, fails without retry (it would
+ * fail again), with the message the step shows.
+ */
+function refOf(effect: Effect<string, object>, input: OwnershipInput | OwnershipExpressions): OwnershipInput {
+  if (!('expressions' in input)) return input;
+  const values = evaluateStepFields({ stepId: input.stepId ?? '', expressions: input.expressions, ctx: input.ctx });
+  try {
+    const ref = effectInputFrom(effect, values) as OwnershipRef;
+    return { ...pick(ref), ...(input.stepId !== undefined ? { stepId: input.stepId } : {}), ...(input.actor !== undefined ? { actor: input.actor } : {}) };
+  } catch (err) {
+    if (err instanceof StepError) throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
+    throw err;
+  }
 }
 
 function pick(ref: OwnershipRef): OwnershipRef {

@@ -17,6 +17,28 @@ import { CelEvaluationError } from '../src/errors';
 
 export { CEL_EVALUATION_FAILURE };
 
+/**
+ * Evaluates every expression of a step over `ctx`: field name → JSON value. An expression that
+ * cannot be evaluated fails with CEL_EVALUATION_FAILURE (non-retryable: it would fail again),
+ * naming the step and the field.
+ */
+export function evaluateStepFields(input: EvaluateStepInput): Record<string, unknown> {
+  try {
+    return evaluateAll(input.expressions, input.ctx);
+  } catch (err) {
+    if (err instanceof CelEvaluationError) {
+      const field = err.field === undefined ? '' : ` field "${err.field}"`;
+      throw ApplicationFailure.create({
+        type: CEL_EVALUATION_FAILURE,
+        message: `step "${input.stepId}"${field}: ${err.message}`,
+        nonRetryable: true,
+        details: [{ stepId: input.stepId, field: err.field ?? null, code: err.code, reason: err.message }],
+      });
+    }
+    throw err;
+  }
+}
+
 /** How many published versions a worker keeps loaded (the most recently used). */
 export const PUBLISHED_VERSIONS_KEPT = 256;
 
@@ -32,20 +54,7 @@ export function createStepActivities(deps: { db: Db }) {
   return {
     /** Evaluates every expression of a step; answers the step id and field name → JSON value. */
     async evaluateStep(input: EvaluateStepInput): Promise<EvaluatedStep> {
-      try {
-        return { stepId: input.stepId, values: evaluateAll(input.expressions, input.ctx) };
-      } catch (err) {
-        if (err instanceof CelEvaluationError) {
-          const field = err.field === undefined ? '' : ` field "${err.field}"`;
-          throw ApplicationFailure.create({
-            type: CEL_EVALUATION_FAILURE,
-            message: `step "${input.stepId}"${field}: ${err.message}`,
-            nonRetryable: true,
-            details: [{ stepId: input.stepId, field: err.field ?? null, code: err.code, reason: err.message }],
-          });
-        }
-        throw err;
-      }
+      return { stepId: input.stepId, values: evaluateStepFields(input) };
     },
 
     /** The steps of a published version, from its immutable snapshot. */

@@ -26,6 +26,7 @@ import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
 import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
 import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../src/contract/run';
+import type { AutomationActivities } from '../src/contract/activities';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
 
@@ -72,13 +73,15 @@ const HISTORY_HOOK_TOKEN = `T0/B0/${randomBytes(12).toString('hex')}`;
 const FLAKY_ROLE = 'flaky-first';
 
 /** The activities, except that the first ownership of FLAKY_ROLE fails as a store that did not answer would (retryable). */
-function withFlakyOwnership<T extends { createEntitlementOwner(input: { roleSlug: string }): Promise<unknown> }>(activities: T): T {
+function withFlakyOwnership<T extends { createEntitlementOwner: AutomationActivities['createEntitlementOwner'] }>(activities: T): T {
   const create = activities.createEntitlementOwner.bind(activities);
   let failed = false;
   return {
     ...activities,
-    createEntitlementOwner: async (input: { roleSlug: string }) => {
-      if (input.roleSlug === FLAKY_ROLE && !failed) {
+    createEntitlementOwner: async (input: Parameters<AutomationActivities['createEntitlementOwner']>[0]) => {
+      // The role as sent (before 0.5.0) or as the step's expression (from 0.5.0: the activity evaluates it).
+      const role = 'expressions' in input ? input.expressions.roleSlug : `'${input.roleSlug}'`;
+      if (role === `'${FLAKY_ROLE}'` && !failed) {
         failed = true;
         throw new Error('the store did not answer (injected by the recorder)');
       }
@@ -115,6 +118,15 @@ function scenarios(target: string): Scenario[] {
           id: 'disown',
           deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: 'ctx.steps.own.roleSlug', appId: 'ctx.steps.own.appId', entitlementId: 'ctx.steps.own.entitlementId' },
         },
+      ],
+      trigger: { entitlement: 'ent-1' },
+    },
+    {
+      name: 'ownership-after-a-skipped-one',
+      description: 'a createEntitlementOwner skipped by its condition, then one that runs',
+      steps: [
+        { id: 'maybe', when: 'ctx.trigger.entitlement == "none"', createEntitlementOwner: OWNERSHIP },
+        { id: 'own', createEntitlementOwner: OWNERSHIP },
       ],
       trigger: { entitlement: 'ent-1' },
     },

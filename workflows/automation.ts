@@ -4,7 +4,8 @@
  * @temporalio/workflow, the registry and types. Expressions are evaluated in local activities
  * (recorded in the history, retried, no task-queue round trip); effects run in regular activities
  * with the step's retry policy (each kind's effect, by name), except that an effect on the service's
- * own store makes its first attempt as a local activity; a wait is a durable timer; a `fail` step
+ * own store makes its first attempt as a local activity and evaluates its step's fields itself (the
+ * step is one activity); a wait is a durable timer; a `fail` step
  * ends the run as FAILED with its evaluated message.
  *
  * Query `state` answers the RunState at any time: every step is listed from the start (PENDING),
@@ -36,12 +37,14 @@ import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@t
 import { grantSignal, releaseSignal } from './lane';
 import type { AutomationActivities } from '../src/contract/activities';
 import {
+  effectInputFrom,
   RETRY_DEFAULTS,
   runStep,
   stepKind,
   StepError,
   type ApprovalDecision,
   type EffectContext,
+  type EffectExpressions,
   type EffectName,
   type StepDefinition,
   type StepEffects,
@@ -53,6 +56,7 @@ import {
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
+  EVALUATE_IN_EFFECT_PATCH,
   type RunQueue,
   DECIDE_UPDATE,
   RUN_STATE_QUERY,
@@ -291,6 +295,16 @@ function workflowEffects(
     },
     fail(message) {
       throw new StepError(message);
+    },
+    async evaluateAndPerform(effect, expressions, what) {
+      // From 0.5.0 an effect that makes its first attempt locally evaluates its step's fields itself:
+      // the step is one activity. Runs recorded before evaluated them in a local activity of their
+      // own first (docs/upgrades.md).
+      if (effect.firstAttemptLocal && patched(EVALUATE_IN_EFFECT_PATCH)) {
+        const evaluating: EffectExpressions = { expressions, ctx: { trigger: input.trigger, steps: outputs } };
+        return this.perform(effect, evaluating as never);
+      }
+      return this.perform(effect, effectInputFrom(effect, await this.evaluate(expressions, what)));
     },
     async perform(effect, effectInput) {
       // The effect's activity, by name (EFFECT_ACTIVITIES_REGISTERED: each exists). A retry from the

@@ -75,6 +75,12 @@ export const FLOW_CONTROL_PATCH = 'flow-control-lane';
 /** Name of the patch that runs the first attempt of a `firstAttemptLocal` effect as a local activity (docs/upgrades.md). */
 export const LOCAL_FIRST_ATTEMPT_PATCH = 'effect-first-attempt-local';
 
+/** Name of the patch from which an effect that makes its first attempt locally evaluates its step's fields itself (docs/upgrades.md). */
+export const EVALUATE_IN_EFFECT_PATCH = 'effect-evaluates-step';
+
+/** Failure type of an effect whose step's evaluated field will not do (e.g. an ownership id that is not a non-empty string); never retried. */
+export const STEP_VALUE_INVALID = 'StepValueInvalid';
+
 /** Signal names of a lane (workflows/lane.ts) and of the run it admits. */
 export const LANE_ACQUIRE_SIGNAL = 'acquire';
 export const LANE_RELEASE_SIGNAL = 'release';

@@ -78,13 +78,32 @@ export interface Effect<Name extends string = string, Input extends object = obj
    * store only: never for a request to another system (its attempts must be visible from the first).
    */
   firstAttemptLocal?: boolean;
+  /**
+   * The effect's input from its step's evaluated fields; throws StepError when a value will not do.
+   * A kind that declares it performs the effect with `evaluateAndPerform`: in the workflow, an
+   * effect that also makes its first attempt locally is then one activity that evaluates the
+   * step's fields and performs (no evaluation of its own before it).
+   */
+  fromValues?(values: Record<string, unknown>): Input;
   /** Type carrier only. */
   readonly input?: Input;
 }
 
 /** Declares an effect: `defineEffect<NotifyInput>()('notify')`. */
 export function defineEffect<Input extends object>() {
-  return <const Name extends string>(name: Name, options: Pick<Effect<Name, Input>, 'timeoutMs' | 'firstAttemptLocal'> = {}): Effect<Name, Input> => ({ name, ...options });
+  return <const Name extends string>(name: Name, options: Pick<Effect<Name, Input>, 'timeoutMs' | 'firstAttemptLocal' | 'fromValues'> = {}): Effect<Name, Input> => ({
+    name,
+    ...options,
+  });
+}
+
+/**
+ * What the activity of an effect with `fromValues` gets when it evaluates its step's fields itself
+ * (`evaluateAndPerform` in the workflow): the fields' expressions and the context they read.
+ */
+export interface EffectExpressions {
+  expressions: Record<string, string>;
+  ctx: { trigger: unknown; steps: Record<string, unknown> };
 }
 
 /** The run whose calls share keys: its workflow id and run id. */
@@ -121,6 +140,13 @@ export interface StepEffects {
   fail(message: string): Promise<Record<string, unknown>>;
   /** Runs `effect` with `input` (with the step's retry policy); resolves with its result, the step's output. */
   perform<Input extends object>(effect: Effect<string, Input>, input: Input): Promise<Record<string, unknown>>;
+  /**
+   * Evaluates `expressions`, makes the effect's input with `effect.fromValues` (which it must
+   * declare) and runs the effect: as `evaluate` then `perform`, except that the workflow makes them
+   * one activity when the effect makes its first attempt locally. `what` names the evaluation when
+   * it is one of its own.
+   */
+  evaluateAndPerform<Input extends object>(effect: Effect<string, Input>, expressions: Record<string, string>, what: string): Promise<Record<string, unknown>>;
 }
 
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -227,6 +253,12 @@ export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** A named outbound secret's name (as /api/v1/secrets accepts it). */
 export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 
+
+/** The input of `effect` from its step's evaluated fields (`fromValues`, which an effect performed with `evaluateAndPerform` declares). */
+export function effectInputFrom<Input extends object>(effect: Effect<string, Input>, values: Record<string, unknown>): Input {
+  if (!effect.fromValues) throw new StepError(`${effect.name}: the effect does not declare fromValues`);
+  return effect.fromValues(values);
+}
 
 /** A short description of a value for error messages: `string "hire"`, `a map`, `null`. */
 export function describeValue(value: unknown): string {

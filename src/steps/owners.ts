@@ -2,10 +2,11 @@
  * `createEntitlementOwner` and `deleteEntitlementOwner`: four CEL fields give the ids; the effect
  * is an idempotent activity of its own (activities/owners.ts) with the step's retry policy. It
  * writes only the service's own store, so its first attempt runs as a local activity
- * (`firstAttemptLocal`); the rest, if it fails, as a regular activity.
+ * (`firstAttemptLocal`); the rest, if it fails, as a regular activity. The activity evaluates the
+ * four fields itself (`fromValues`, `evaluateAndPerform`): the step is one activity.
  */
 import { z } from 'zod';
-import { celSchema, defineEffect, defineStep, describeValue, type Effect, type OwnershipRef, type StepEffects } from './kind';
+import { celSchema, defineEffect, defineStep, describeValue, type Effect, type EffectExpressions, type OwnershipRef, type StepEffects } from './kind';
 import { StepError } from '../errors';
 
 const FIELDS = ['userId', 'roleSlug', 'appId', 'entitlementId'] as const;
@@ -14,19 +15,34 @@ const schema = z
   .object({ userId: celSchema(), roleSlug: celSchema(), appId: celSchema(), entitlementId: celSchema() })
   .meta({ id: 'OwnershipStepFields', description: 'Every field is a CEL expression.' });
 
-export const createEntitlementOwnerEffect = defineEffect<OwnershipRef>()('createEntitlementOwner', { firstAttemptLocal: true });
-export const deleteEntitlementOwnerEffect = defineEffect<OwnershipRef>()('deleteEntitlementOwner', { firstAttemptLocal: true });
+/** The ids from the four evaluated fields of `effect`'s step; each must be a non-empty string. */
+function ownershipRef(effect: string): (values: Record<string, unknown>) => OwnershipRef {
+  return (values) => {
+    const ref: Record<string, string> = {};
+    for (const name of FIELDS) {
+      const value = values[name];
+      if (typeof value !== 'string' || value === '') throw new StepError(`${effect}.${name}: must evaluate to a non-empty string, got ${describeValue(value)}`);
+      ref[name] = value;
+    }
+    return ref as unknown as OwnershipRef;
+  };
+}
+
+/** The ids, or (from 0.5.0, when the activity evaluates them itself) the fields' expressions and their context. */
+type OwnershipEffectInput = OwnershipRef | EffectExpressions;
+
+export const createEntitlementOwnerEffect = defineEffect<OwnershipEffectInput>()('createEntitlementOwner', {
+  firstAttemptLocal: true,
+  fromValues: ownershipRef('createEntitlementOwner'),
+});
+export const deleteEntitlementOwnerEffect = defineEffect<OwnershipEffectInput>()('deleteEntitlementOwner', {
+  firstAttemptLocal: true,
+  fromValues: ownershipRef('deleteEntitlementOwner'),
+});
 
 /** Evaluates the four ids (each must be a non-empty string), then performs `effect` with them. */
-async function perform(effect: Effect<string, OwnershipRef>, body: z.output<typeof schema>, effects: StepEffects): Promise<Record<string, unknown>> {
-  const values = await effects.evaluate({ ...body }, `evaluate ${effect.name}`);
-  const ref: Record<string, string> = {};
-  for (const name of FIELDS) {
-    const value = values[name];
-    if (typeof value !== 'string' || value === '') throw new StepError(`${effect.name}.${name}: must evaluate to a non-empty string, got ${describeValue(value)}`);
-    ref[name] = value;
-  }
-  return effects.perform(effect, ref as unknown as OwnershipRef);
+function perform(effect: Effect<string, OwnershipEffectInput>, body: z.output<typeof schema>, effects: StepEffects): Promise<Record<string, unknown>> {
+  return effects.evaluateAndPerform(effect, { ...body }, `evaluate ${effect.name}`);
 }
 
 export const createEntitlementOwner = defineStep({

@@ -322,8 +322,8 @@ interface RunHistory {
  * Reads what the run did from its history, by type: the started event's input, the results of the
  * local activities (each names its step: the loaded version, `{stepId, values}` of an evaluation,
  * `{stepId, line}` of a log line; an effect's local first attempt, by its activity type, belongs to
- * the step that evaluated just before), the inputs of the effect activities (`stepId`), and the failure's
- * details. A timer belongs to the next step, after the last one that recorded anything, whose kind
+ * the next step of a kind with that effect that has not finished one), the inputs of the effect
+ * activities (`stepId`), and the failure's details. A timer belongs to the next step, after the last one that recorded anything, whose kind
  * parks the run (the loop runs steps one at a time, and every other kind evaluates before it acts).
  */
 function readHistory(events: HistoryEvent[]): RunHistory {
@@ -348,6 +348,26 @@ function readHistory(events: HistoryEvent[]): RunHistory {
     }
     return undefined;
   };
+  /**
+   * The step an effect's local attempt belongs to: the first, from the last step touched on, whose
+   * kind performs that effect and that has neither finished an activity nor been skipped. Before
+   * 0.5.0 the step evaluated its fields just before (it is the last touched); from 0.5.0 the effect
+   * evaluates them itself, so nothing of the step precedes it.
+   */
+  const effectStep = (name: string): string | undefined => {
+    const last = run.touched[run.touched.length - 1];
+    const from = last === undefined ? 0 : run.steps.findIndex((step) => step.id === last);
+    for (let i = Math.max(0, from); i < run.steps.length; i++) {
+      const step = run.steps[i]!;
+      const kind = stepKind(step);
+      if (kind === undefined || STEP_REGISTRY[kind].effect?.name !== name) continue;
+      const effects = run.effects.get(step.id) ?? [];
+      const finished = effects.some((e) => e.kind === 'activity' && e.done);
+      const skipped = effects.some((e) => e.kind === 'evaluate' && isObject(e.result) && e.result.when === false);
+      if (!finished && !skipped) return step.id;
+    }
+    return undefined;
+  };
   // A failed local first attempt is followed by the timer before the step's next attempt: that
   // timer is the step's own wait, not a later step's.
   let retryTimerNext = false;
@@ -360,10 +380,11 @@ function readHistory(events: HistoryEvent[]): RunHistory {
       const result = decode(marker.details?.result?.payloads?.[0]);
       const effect = localEffectName(marker);
       if (effect !== undefined) {
-        // An effect's first attempt, run locally: it belongs to the step that has just evaluated its
-        // input. A failed attempt records no result; the step's regular activity follows it.
-        const stepId = run.touched[run.touched.length - 1];
-        if (stepId !== undefined && !marker.failure && result !== undefined) add(stepId, { kind: 'activity', done: true, result });
+        // An effect's first attempt, run locally. A failed attempt records no result: the step is
+        // in progress, and its regular activity follows.
+        const stepId = effectStep(effect);
+        const done = !marker.failure && result !== undefined;
+        if (stepId !== undefined) add(stepId, { kind: 'activity', done, result: done ? result : undefined });
         retryTimerNext = Boolean(marker.failure);
       } else if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
         run.steps = result.steps as StepDefinition[];

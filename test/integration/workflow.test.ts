@@ -224,6 +224,9 @@ for (const target of DATABASES) {
         await withWorker(async (start) => {
           const failure = await expectRunFailure(await start(await runInput(steps, { n: 7 })));
           expect(failure.message).toBe('step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7');
+          // An expression that cannot be evaluated names its field, as a setVariables step's does.
+          const missing = await expectRunFailure(await start(await runInput([{ id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.nobody', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } }], { n: 7 })));
+          expect(missing.message).toMatch(/^step "own" failed: userId: .*nobody/);
         });
       });
 
@@ -246,16 +249,26 @@ for (const target of DATABASES) {
           });
         }
 
-        /** What the run's history shows of the ownership effect: local attempts (ok or failed), timers, regular activities. */
+        /** The patches a run of 0.5.0 records for an ownership step: the effect evaluates the step's fields itself, and makes its first attempt locally. */
+        const BOTH_PATCHES = ['effect-evaluates-step', 'effect-first-attempt-local'];
+
+        /** What the run's history shows of the ownership effect: local attempts (ok or failed), timers, regular activities, patches, and how many evaluations of their own. */
         async function effectEvents(handle: WorkflowHandle<typeof automation>) {
           const history = await handle.fetchHistory();
-          const shown = { local: [] as Array<'completed' | 'failed'>, timers: [] as number[], scheduled: [] as Array<{ maximumAttempts: number; initialIntervalMs: number }>, patches: [] as string[] };
+          const shown = {
+            local: [] as Array<'completed' | 'failed'>,
+            timers: [] as number[],
+            scheduled: [] as Array<{ maximumAttempts: number; initialIntervalMs: number }>,
+            patches: [] as string[],
+            evaluations: 0,
+          };
           for (const event of history.events ?? []) {
             const marker = event.markerRecordedEventAttributes;
             if (marker?.markerName === 'core_patch') {
               shown.patches.push(JSON.parse(Buffer.from(marker.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()).id);
             }
             if (marker && localActivityType(marker) === 'createEntitlementOwner') shown.local.push(marker.failure ? 'failed' : 'completed');
+            if (marker && localActivityType(marker) === 'evaluateStep') shown.evaluations += 1;
             const timer = event.timerStartedEventAttributes;
             if (timer) shown.timers.push(tsToMs(timer.startToFireTimeout));
             const scheduled = event.activityTaskScheduledEventAttributes;
@@ -266,12 +279,12 @@ for (const target of DATABASES) {
           return shown;
         }
 
-        it('makes the ownership in the workflow task: a local activity marker, no activity task', async () => {
+        it('makes the ownership in the workflow task: one local activity marker (it evaluates the fields itself), no activity task', async () => {
           await withWorker(async (start) => {
             const handle = await start(await runInput([own('local-ok')], {}));
             const result = await handle.result();
             expect(result.steps[0]).toMatchObject({ status: 'DONE', output: { userId: 'svc-1', roleSlug: 'local-ok', appId: 'app-1', entitlementId: 'ent-1' } });
-            expect(await effectEvents(handle)).toEqual({ local: ['completed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
+            expect(await effectEvents(handle)).toEqual({ local: ['completed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
           });
           expect((await owners()).filter((o) => o.role_slug === 'local-ok')).toEqual([{ user_id: 'svc-1', role_slug: 'local-ok' }]);
         });
@@ -288,7 +301,8 @@ for (const target of DATABASES) {
               local: ['failed'],
               timers: [100],
               scheduled: [{ maximumAttempts: 3, initialIntervalMs: 300 }],
-              patches: ['effect-first-attempt-local'],
+              patches: BOTH_PATCHES,
+              evaluations: 0,
             });
           }, flaky);
           expect(flaky.calls()).toBe(3);
@@ -300,11 +314,11 @@ for (const target of DATABASES) {
           await withWorker(async (start) => {
             const once = await start(await runInput([own('only-once', { maximumAttempts: 1 })], {}));
             expect((await expectRunFailure(once)).message).toBe('step "own" failed: connect ECONNREFUSED 127.0.0.1:5432');
-            expect(await effectEvents(once)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
+            expect(await effectEvents(once)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
 
             const missing = await start(await runInput([own('x', undefined, 'ent-404')], {}));
             expect((await expectRunFailure(missing)).message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
-            expect(await effectEvents(missing)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: ['effect-first-attempt-local'] });
+            expect(await effectEvents(missing)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
           }, flaky);
           expect((await owners()).filter((o) => o.role_slug === 'only-once')).toEqual([]);
         });

@@ -7,7 +7,7 @@
  */
 import { evaluateAll } from '../../src/cel';
 import { StepError } from '../../src/errors';
-import { describeValue, lastResult, runStep, STEP_REGISTRY, type ApprovalDecision, type RecordedEffect, type StepDefinition, type StepEffects } from '../../src/steps';
+import { describeValue, effectInputFrom, lastResult, runStep, STEP_REGISTRY, type ApprovalDecision, type RecordedEffect, type StepDefinition, type StepEffects } from '../../src/steps';
 import { callWebhookEffect } from '../../src/steps/call-webhook';
 import { notifyEffect } from '../../src/steps/notify';
 
@@ -49,6 +49,9 @@ function recording(trigger: unknown, decision?: ApprovalDecision): { effects: St
     async perform(effect, input) {
       recorded.performed.push([effect.name, input]);
       return { performed: effect.name };
+    },
+    async evaluateAndPerform(effect, expressions, what) {
+      return this.perform(effect, effectInputFrom(effect, await this.evaluate(expressions, what)));
     },
   };
   return { effects, recorded };
