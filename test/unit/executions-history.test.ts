@@ -1,7 +1,9 @@
 /**
  * The executions view's history reading (`stepsFromHistory`), on histories the recorder took from
- * real runs (test/fixtures/histories/0.4.0): an ownership made by its local first attempt, and one
- * whose first attempt failed, the timer before the next attempt, then the regular activity.
+ * real runs: an ownership made by its local first attempt, and one whose first attempt failed, the
+ * timer before the next attempt, then the regular activity. In 0.4.0 the step evaluated its fields
+ * in a local activity of its own first; from 0.5.0 the effect evaluates them itself, so nothing of
+ * the step comes before its effect's marker.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,8 +15,8 @@ import type { StepDefinition } from '../../src/contract/run';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-function events(name: string): HistoryEvent[] {
-  return historyFromJson(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, '0.4.0', `${name}.history.json`), 'utf8'))).events ?? [];
+function events(release: string, name: string): HistoryEvent[] {
+  return historyFromJson(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, release, `${name}.history.json`), 'utf8'))).events ?? [];
 }
 
 /** The history's events up to and including the first one of `type`. */
@@ -37,9 +39,9 @@ function withMoreSteps(all: HistoryEvent[], extra: StepDefinition[]): HistoryEve
   });
 }
 
-describe('executions view from the history', () => {
+describe.each(['0.4.0', '0.5.0'])('executions view from the history (%s)', (release) => {
   it('gives each ownership made by a local first attempt its own result as output', () => {
-    const steps = stepsFromHistory(events('ownership-create-delete'), 'COMPLETED');
+    const steps = stepsFromHistory(events(release, 'ownership-create-delete'), 'COMPLETED');
     expect(steps.map((s) => [s.id, s.status])).toEqual([
       ['own', 'DONE'],
       ['disown', 'DONE'],
@@ -49,7 +51,7 @@ describe('executions view from the history', () => {
   });
 
   it('keeps a step whose first attempt failed running through its retry timer and its regular activity; a later wait step has not started', () => {
-    const all = withMoreSteps(events('ownership-retried-after-local-attempt'), [{ id: 'pause', wait: { duration: '1h' } }]);
+    const all = withMoreSteps(events(release, 'ownership-retried-after-local-attempt'), [{ id: 'pause', wait: { duration: '1h' } }]);
     for (const last of ['TIMER_STARTED', 'TIMER_FIRED', 'ACTIVITY_TASK_SCHEDULED'] as const) {
       const steps = stepsFromHistory(through(all, last), 'RUNNING');
       expect([last, steps.map((s) => [s.id, s.status])]).toEqual([
@@ -62,5 +64,26 @@ describe('executions view from the history', () => {
     }
     const done = stepsFromHistory(through(all, 'ACTIVITY_TASK_COMPLETED'), 'RUNNING');
     expect(done.map((s) => s.status)).toEqual(['RUNNING', 'PENDING']);
+  });
+
+  it('gives each ownership its own output among steps of every kind, skipped ones included', () => {
+    const steps = stepsFromHistory(events(release, 'many-steps'), 'COMPLETED');
+    const byId = new Map(steps.map((step) => [step.id, step]));
+    expect(steps.every((step) => step.status === (step.id === 'skip1' || ['w1', 'w3', 'w5', 'w7'].includes(step.id) ? 'SKIPPED' : 'DONE'))).toBe(true);
+    expect(byId.get('v7')!.output).toEqual({ n: 8 });
+    expect(byId.get('own')!.output).toEqual({ userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: expect.any(String), createdAt: expect.any(String) });
+    expect(byId.get('disown')!.output).toEqual({ deleted: true });
+  });
+
+});
+
+describe('executions view from the history (0.5.0: the effect evaluates its step itself)', () => {
+  it('gives an ownership that follows a skipped one its own output (the skipped step stays SKIPPED)', () => {
+    const steps = stepsFromHistory(events('0.5.0', 'ownership-after-a-skipped-one'), 'COMPLETED');
+    expect(steps.map((s) => [s.id, s.status])).toEqual([
+      ['maybe', 'SKIPPED'],
+      ['own', 'DONE'],
+    ]);
+    expect(steps[1]!.output).toEqual({ userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'ent-1', createdAt: expect.any(String) });
   });
 });
