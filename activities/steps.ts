@@ -39,17 +39,42 @@ export function evaluateStepFields(input: EvaluateStepInput): Record<string, unk
   }
 }
 
-/** How many published versions a worker keeps loaded (the most recently used). */
-export const PUBLISHED_VERSIONS_KEPT = 256;
+/**
+ * What a worker keeps of the published versions it has loaded, the most recently used first: at
+ * most `count` versions and `chars` characters of their steps' JSON (a version may be as large as
+ * the API's 1 MiB request body; one larger than `chars` is not kept).
+ */
+export interface KeptVersions {
+  count: number;
+  chars: number;
+}
 
-export function createStepActivities(deps: { db: Db }) {
+export const PUBLISHED_VERSIONS_KEPT: KeptVersions = { count: 256, chars: 8 * 1024 * 1024 };
+
+export function createStepActivities(deps: { db: Db; keptVersions?: KeptVersions }) {
+  const limits = deps.keptVersions ?? PUBLISHED_VERSIONS_KEPT;
   /**
    * Versions this worker has loaded, by `<automationId>@<version>`. A published version never
    * changes (a publish records a new number, a repeat of one keeps its snapshot) and ids are never
    * reused, so a kept one is what the store would answer; deleting the automation removes its
    * versions, and its listener stops starting runs at once. A version that does not exist is not kept.
    */
-  const versions = new Map<string, AutomationVersionSteps>();
+  const versions = new Map<string, { loaded: AutomationVersionSteps; chars: number }>();
+  let keptChars = 0;
+  const keep = (key: string, loaded: AutomationVersionSteps): void => {
+    const chars = JSON.stringify(loaded.steps).length;
+    if (chars > limits.chars) return;
+    const already = versions.get(key); // two runs of a version that were loading at once
+    if (already) keptChars -= already.chars;
+    versions.delete(key);
+    versions.set(key, { loaded, chars });
+    keptChars += chars;
+    while (versions.size > limits.count || keptChars > limits.chars) {
+      const [oldest, entry] = versions.entries().next().value!;
+      versions.delete(oldest);
+      keptChars -= entry.chars;
+    }
+  };
 
   return {
     /** Evaluates every expression of a step; answers the step id and field name → JSON value. */
@@ -64,7 +89,7 @@ export function createStepActivities(deps: { db: Db }) {
       if (kept) {
         versions.delete(key);
         versions.set(key, kept);
-        return kept;
+        return kept.loaded;
       }
       const record = await getPublishedVersion(deps.db, ref.automationId, ref.version);
       if (!record) {
@@ -75,8 +100,7 @@ export function createStepActivities(deps: { db: Db }) {
         });
       }
       const loaded = { automationName: record.snapshot.displayName, steps: record.snapshot.steps };
-      versions.set(key, loaded);
-      if (versions.size > PUBLISHED_VERSIONS_KEPT) versions.delete(versions.keys().next().value!);
+      keep(key, loaded);
       return loaded;
     },
 

@@ -1,7 +1,7 @@
 /**
  * The worker keeps the published versions it has loaded (activities/steps.ts): a second run of a
  * version does not ask the store, a version that does not exist is asked for again, and only the
- * PUBLISHED_VERSIONS_KEPT most recently used are kept.
+ * most recently used are kept, within a count and a size (PUBLISHED_VERSIONS_KEPT).
  */
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
@@ -59,20 +59,49 @@ describe('published versions kept by the worker', () => {
     expect(await activities.loadAutomationVersion(ref)).toEqual({ automationName: 'Second', steps: [{ id: 'later', setVariables: { y: '2' } }] });
   });
 
-  it(`keeps the ${PUBLISHED_VERSIONS_KEPT} most recently used versions`, async () => {
+  it(`keeps the ${PUBLISHED_VERSIONS_KEPT.count} most recently used versions`, async () => {
     const activities = createStepActivities({ db: counting() });
     const input = await publishedRunInput(db, [{ id: 'v1', setVariables: { n: '1' } }], {});
-    for (let version = 2; version <= PUBLISHED_VERSIONS_KEPT + 1; version++) {
+    for (let version = 2; version <= PUBLISHED_VERSIONS_KEPT.count + 1; version++) {
       await recordPublishedVersion(db, input.automationId, version, { displayName: 'Many', steps: [{ id: `v${version}`, setVariables: { n: String(version) } }] });
     }
     const load = (version: number) => activities.loadAutomationVersion({ automationId: input.automationId, version });
-    for (let version = 1; version <= PUBLISHED_VERSIONS_KEPT; version++) await load(version);
+    for (let version = 1; version <= PUBLISHED_VERSIONS_KEPT.count; version++) await load(version);
     await load(1); // used again: now the most recent
     versionReads = 0;
-    await load(PUBLISHED_VERSIONS_KEPT + 1); // one more than kept: the least recently used (2) goes
+    await load(PUBLISHED_VERSIONS_KEPT.count + 1); // one more than kept: the least recently used (2) goes
     await load(1);
     expect(versionReads).toBe(1);
     expect((await load(2)).steps).toEqual([{ id: 'v2', setVariables: { n: '2' } }]);
+    expect(versionReads).toBe(2);
+  });
+
+  it('keeps no more than its size allows: the least recently used go first, and a version larger than all of it is never kept', async () => {
+    const steps = (id: string, padding: number) => [{ id, setVariables: { text: `'${'x'.repeat(padding)}'` } }];
+    const size = (padding: number) => JSON.stringify(steps('s0', padding)).length;
+    // Room for two versions of 1,000 characters of padding, not three.
+    const activities = createStepActivities({ db: counting(), keptVersions: { count: 100, chars: 2 * size(1000) + 10 } });
+    const input = await publishedRunInput(db, steps('s1', 1000), {});
+    await recordPublishedVersion(db, input.automationId, 2, { displayName: 'Two', steps: steps('s2', 1000) });
+    await recordPublishedVersion(db, input.automationId, 3, { displayName: 'Three', steps: steps('s3', 1000) });
+    await recordPublishedVersion(db, input.automationId, 4, { displayName: 'Huge', steps: steps('s4', 5000) });
+    const load = (version: number) => activities.loadAutomationVersion({ automationId: input.automationId, version });
+    await load(1);
+    await load(2);
+    await load(3); // over the size: version 1 goes
+    versionReads = 0;
+    await load(2);
+    await load(3);
+    expect(versionReads).toBe(0);
+    await load(1);
+    expect(versionReads).toBe(1);
+    versionReads = 0;
+    await load(4);
+    await load(4);
+    expect(versionReads).toBe(2);
+    // …and loading it pushed nothing out.
+    await load(3);
+    await load(1);
     expect(versionReads).toBe(2);
   });
 });
