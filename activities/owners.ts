@@ -1,9 +1,10 @@
 /**
  * Entitlement-ownership activities. Each evaluates its step's four fields (from 0.5.0; runs started
  * before send the ids) and makes or removes the ownership: the step is one activity. Both are
- * idempotent, so a retry after a lost response is harmless: creating an existing ownership returns the original record, deleting an absent one
- * succeeds. A missing user, app or entitlement, or a user that is not a service account, will not
- * fix itself, so those fail without retry; anything else (database down, ...) is retried.
+ * idempotent, so a retry after a lost response is harmless: creating an existing ownership returns
+ * the original record, deleting an absent one succeeds. A missing user, app or entitlement, or a
+ * user that is not a service account, will not fix itself, so those fail without retry; anything
+ * else (database down, ...) is retried.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
