@@ -37,7 +37,7 @@ import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@t
 import { grantSignal, releaseSignal } from './lane';
 import type { AutomationActivities } from '../src/contract/activities';
 import {
-  effectInputFrom,
+  evaluateThenPerform,
   RETRY_DEFAULTS,
   runStep,
   stepKind,
@@ -304,7 +304,7 @@ function workflowEffects(
         const evaluating: EffectExpressions = { expressions, ctx: { trigger: input.trigger, steps: outputs } };
         return this.perform(effect, evaluating as never);
       }
-      return this.perform(effect, effectInputFrom(effect, await this.evaluate(expressions, what)));
+      return evaluateThenPerform(this, effect, expressions, what);
     },
     async perform(effect, effectInput) {
       // The effect's activity, by name (EFFECT_ACTIVITIES_REGISTERED: each exists). A retry from the

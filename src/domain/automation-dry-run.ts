@@ -16,7 +16,7 @@
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
 import { evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
-import { effectInputFrom, runStep, stepKind, type Effect, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
+import { evaluateThenPerform, runStep, stepKind, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
 import { validateOutboundUrl } from '../outbound/policy';
 import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 import { CelEvaluationError, StepError } from '../errors';
@@ -117,16 +117,13 @@ function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, op
       return { message };
     },
     async perform(effect, input) {
-      return perform(effect, input);
+      const simulate = SIMULATIONS[effect.name as EffectName] as Simulation<object> | undefined;
+      return simulate ? simulate(input, options, checkBudget) : { ...(input as Record<string, unknown>) };
     },
     async evaluateAndPerform(effect, expressions, what) {
-      return perform(effect, effectInputFrom(effect, await this.evaluate(expressions, what)));
+      return evaluateThenPerform(this, effect, expressions, what);
     },
   };
-  function perform(effect: Effect, input: object): Record<string, unknown> {
-    const simulate = SIMULATIONS[effect.name as EffectName] as Simulation<object> | undefined;
-    return simulate ? simulate(input, options, checkBudget) : { ...(input as Record<string, unknown>) };
-  }
 }
 
 type Simulation<Input> = (input: Input, options: DryRunOptions, checkBudget: () => void) => Record<string, unknown>;

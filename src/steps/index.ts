@@ -163,5 +163,5 @@ export function validateSteps(
 
 export { StepError, describeValue };
 export { readsSecrets, splitSecretHeaders, SECRETS_IDENTIFIER } from './secret-references';
-export { lastResult, effectInputFrom } from './kind';
+export { lastResult, effectInputFrom, evaluateThenPerform } from './kind';
 export type { StepEffects, StepRetryPolicy, OwnershipRef, CallKeyScope, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision, Effect, EffectContext, EffectExpressions, RecordedEffect, SecretRead } from './kind';

@@ -260,6 +260,20 @@ export function effectInputFrom<Input extends object>(effect: Effect<string, Inp
   return effect.fromValues(values);
 }
 
+/**
+ * `evaluateAndPerform` as two effects: `evaluate` the fields, then `perform` with the input
+ * `fromValues` makes of them (the dry run, the tests' recording effects, and runs recorded before
+ * the workflow made it one activity).
+ */
+export async function evaluateThenPerform<Input extends object>(
+  effects: Pick<StepEffects, 'evaluate' | 'perform'>,
+  effect: Effect<string, Input>,
+  expressions: Record<string, string>,
+  what: string,
+): Promise<Record<string, unknown>> {
+  return effects.perform(effect, effectInputFrom(effect, await effects.evaluate(expressions, what)));
+}
+
 /** A short description of a value for error messages: `string "hire"`, `a map`, `null`. */
 export function describeValue(value: unknown): string {
   if (value === null) return 'null';

@@ -7,7 +7,7 @@
  */
 import { evaluateAll } from '../../src/cel';
 import { StepError } from '../../src/errors';
-import { describeValue, effectInputFrom, lastResult, runStep, STEP_REGISTRY, type ApprovalDecision, type RecordedEffect, type StepDefinition, type StepEffects } from '../../src/steps';
+import { describeValue, evaluateThenPerform, lastResult, runStep, STEP_REGISTRY, type ApprovalDecision, type RecordedEffect, type StepDefinition, type StepEffects } from '../../src/steps';
 import { callWebhookEffect } from '../../src/steps/call-webhook';
 import { notifyEffect } from '../../src/steps/notify';
 
@@ -51,7 +51,7 @@ function recording(trigger: unknown, decision?: ApprovalDecision): { effects: St
       return { performed: effect.name };
     },
     async evaluateAndPerform(effect, expressions, what) {
-      return this.perform(effect, effectInputFrom(effect, await this.evaluate(expressions, what)));
+      return evaluateThenPerform(this, effect, expressions, what);
     },
   };
   return { effects, recorded };
