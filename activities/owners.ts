@@ -55,10 +55,10 @@ type OwnershipExpressions = EffectExpressions & Pick<OwnershipInput, 'stepId' | 
  */
 function refOf(effect: Effect<string, object>, input: OwnershipInput | OwnershipExpressions): OwnershipInput {
   if (!('expressions' in input)) return input;
-  const values = evaluateStepFields({ stepId: input.stepId ?? '', expressions: input.expressions, ctx: input.ctx });
+  const { expressions, ctx, ...context } = input;
+  const values = evaluateStepFields({ stepId: context.stepId ?? '', expressions, ctx });
   try {
-    const ref = effectInputFrom(effect, values) as OwnershipRef;
-    return { ...pick(ref), ...(input.stepId !== undefined ? { stepId: input.stepId } : {}), ...(input.actor !== undefined ? { actor: input.actor } : {}) };
+    return { ...context, ...pick(effectInputFrom(effect, values) as OwnershipRef) };
   } catch (err) {
     if (err instanceof StepError) throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
     throw err;
