@@ -323,8 +323,9 @@ interface RunHistory {
  * local activities (each names its step: the loaded version, `{stepId, values}` of an evaluation,
  * `{stepId, line}` of a log line; an effect's local first attempt, by its activity type, belongs to
  * the next step of a kind with that effect that has not finished one), the inputs of the effect
- * activities (`stepId`), and the failure's details. A timer belongs to the next step, after the last one that recorded anything, whose kind
- * parks the run (the loop runs steps one at a time, and every other kind evaluates before it acts).
+ * activities (`stepId`), and the failure's details. A timer belongs to the next step, after the
+ * last one that recorded anything, whose kind parks the run (the loop runs steps one at a time,
+ * and every other kind evaluates before it acts).
  */
 function readHistory(events: HistoryEvent[]): RunHistory {
   const run: RunHistory = { input: undefined, steps: [], effects: new Map(), touched: [], failure: undefined, stopReason: undefined };
