@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { postEvent, type BenchAutomation } from './automation';
 import { BARE_QUEUE, type Stack } from './stack';
-import { percentile } from './util';
+import { percentile, request } from './util';
 
 export interface E2eResult {
   p50Ms: number;
@@ -98,18 +98,59 @@ export interface FloorResult {
   emptyP50Ms: number;
   /** localThreeP50Ms ÷ emptyP50Ms: what three steps cost when each is an activity and nothing else is done. */
   ratioToEmptyWorkflow: number;
+  /**
+   * p50 POST → result through the bench's bare start endpoint (`Stack.bareStart`: Koa, the JSON body,
+   * an eager start of `localFour`, four no-op local activities): the automation's shape with nothing
+   * checked, stored or evaluated.
+   */
+  shapeP50Ms: number;
+  /** shapeP50Ms ÷ emptyP50Ms: the floor of `e2e.ratioToEmptyWorkflow` on this server and client. */
+  shapeRatioToEmptyWorkflow: number;
+  /** The same through `localThree` (three no-op local activities): the shape without the version's load. */
+  shapeThreeP50Ms: number;
+  shapeThreeRatioToEmptyWorkflow: number;
   runs: number;
 }
 
+async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'localFour'): Promise<number> {
+  const started = performance.now();
+  const response = await request('POST', `${stack.bareStart.url}/${workflow}`, { body });
+  if (response.status !== 200) throw new Error(`bare start answered ${response.status}: ${JSON.stringify(response.body)}`);
+  await stack.client.workflow.getHandle(String(response.body.executionId)).result();
+  return performance.now() - started;
+}
+
 /**
- * Diagnostic: the cheapest run of three steps, each an activity (three no-op local activities, no
- * HTTP, no store, no CEL), against the empty workflow, in rotation. It shows how much of the e2e
- * ratio the engine's round trips alone take on this server and client.
+ * Diagnostic: the cheapest runs of the automation's kind against the empty workflow, in rotation.
+ * `localThree` is three steps, each an activity (no HTTP, no store, no CEL); the shape is the
+ * automation's own round trip (a POST, the version's load and three steps, each a local activity)
+ * with nothing checked, stored or evaluated, and the same without the load. They show how much of the e2e ratio the engine's
+ * round trips alone take on this server and client.
  */
-export async function runFloorBench(stack: Stack, trigger: unknown, options: { warmup: number; runs: number }, log: (line: string) => void): Promise<FloorResult> {
-  log(`floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities, empty workflow), in rotation`);
-  const times = await inRotation({ localThree: () => baselineRun(stack, 'localThree', trigger), empty: () => baselineRun(stack, 'empty', trigger) }, options);
+export async function runFloorBench(stack: Stack, body: string, options: { warmup: number; runs: number }, log: (line: string) => void): Promise<FloorResult> {
+  log(`floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities; a bare POST and 4, and 3; empty workflow), in rotation`);
+  const trigger = JSON.parse(body) as unknown;
+  const times = await inRotation(
+    {
+      localThree: () => baselineRun(stack, 'localThree', trigger),
+      shape: () => shapeRun(stack, body, 'localFour'),
+      shapeThree: () => shapeRun(stack, body, 'localThree'),
+      empty: () => baselineRun(stack, 'empty', trigger),
+    },
+    options,
+  );
   const localThreeP50Ms = percentile(times.localThree, 50);
+  const shapeP50Ms = percentile(times.shape, 50);
+  const shapeThreeP50Ms = percentile(times.shapeThree, 50);
   const emptyP50Ms = percentile(times.empty, 50);
-  return { localThreeP50Ms, emptyP50Ms, ratioToEmptyWorkflow: localThreeP50Ms / emptyP50Ms, runs: options.runs };
+  return {
+    localThreeP50Ms,
+    emptyP50Ms,
+    ratioToEmptyWorkflow: localThreeP50Ms / emptyP50Ms,
+    shapeP50Ms,
+    shapeRatioToEmptyWorkflow: shapeP50Ms / emptyP50Ms,
+    shapeThreeP50Ms,
+    shapeThreeRatioToEmptyWorkflow: shapeThreeP50Ms / emptyP50Ms,
+    runs: options.runs,
+  };
 }

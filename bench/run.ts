@@ -105,6 +105,11 @@ interface Results {
     emptyWorkflowP50Ms: number;
     /** p50Ms ÷ emptyWorkflowP50Ms. */
     ratioToEmptyWorkflow: number;
+    /**
+     * The same ratio for the automation's shape with nothing checked, stored or evaluated (a bare
+     * POST that starts four no-op local activities): the floor of ratioToEmptyWorkflow. Full runs only.
+     */
+    shapeFloorRatioToEmptyWorkflow: number | null;
   } | null;
   pagination: {
     /** The PostgreSQL figure when measured, else PGlite's. */
@@ -274,12 +279,14 @@ async function main(): Promise<void> {
           npmStartP50Ms: null,
           emptyWorkflowP50Ms: round(e2e.emptyP50Ms),
           ratioToEmptyWorkflow: round(e2e.ratioToEmptyWorkflow, 3),
+          shapeFloorRatioToEmptyWorkflow: null,
         };
         if (profile.e2eDiagnosticRuns > 0 && !automation.fallback) {
           log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
           const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
           detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
-          detail.e2eFloor = await runFloorBench(stack, JSON.parse(automation.body) as unknown, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
+          detail.e2eFloor = await runFloorBench(stack, automation.body, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
+          results.e2e.shapeFloorRatioToEmptyWorkflow = round(detail.e2eFloor.shapeRatioToEmptyWorkflow, 3);
         }
       }
       log('stopping Temporal, the workers and the API (the store stays for the pagination figures)');
@@ -357,7 +364,11 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     if (onStart) rows.push(['e2e p50 ms on npm start, absolute (information)', onStart.p50Ms.toFixed(1), `p90 ${onStart.p90Ms.toFixed(1)}`, '', '', '']);
     if (plain) add('  e2e p50 ms, setVariables ×3 (diagnostic)', plain.p50Ms.toFixed(1), `${plain.emptyP50Ms.toFixed(1)} empty workflow`, plain.ratioToEmptyWorkflow, '');
     const floor = detail.e2eFloor;
-    if (floor) add('  3 no-op local activities, start→result p50 ms (diagnostic floor)', floor.localThreeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.ratioToEmptyWorkflow, '');
+    if (floor) {
+      add('  3 no-op local activities, start→result p50 ms (diagnostic floor)', floor.localThreeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.ratioToEmptyWorkflow, '');
+      add('  bare POST + 4 no-op local activities, p50 ms (the shape\'s floor)', floor.shapeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.shapeRatioToEmptyWorkflow, '');
+      add('  bare POST + 3 no-op local activities, p50 ms (without the load)', floor.shapeThreeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.shapeThreeRatioToEmptyWorkflow, '');
+    }
   }
   for (const name of ['pglite', 'postgres'] as const) {
     const d = detail[name];

@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import Koa from 'koa';
 import pino from 'pino';
 import { Client, Connection } from '@temporalio/client';
@@ -76,6 +76,13 @@ export interface Stack {
   e2eApi: Server;
   /** A bare Koa app answering 200 to everything (rejection baseline). */
   bareKoa: Server;
+  /**
+   * A bare Koa app whose one handler starts `localFour` (`POST /localThree`: `localThree`) of
+   * bench/workflows/bare.ts with the POST's JSON body as its trigger, as the API starts a run (the
+   * workers' client, eager start), and answers 200 `{executionId}`: the webhook's round trip with
+   * nothing checked or stored.
+   */
+  bareStart: Server;
   adminToken: string;
   /** Stops everything but the store, which stays open (the pagination figures reuse it). */
   stopAllButStore(): Promise<void>;
@@ -173,6 +180,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const e2eApi = await startApi({ ...shared, taskQueue: AUTOMATION_QUEUE, runsClient: workerClient }, stops);
     const bareKoa = await startBareKoa();
     stops.push(() => bareKoa.close());
+    const bareStart = await startBareKoa(async (ctx) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+      const trigger = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+      const workflow = ctx.path === '/localThree' ? 'localThree' : 'localFour';
+      const workflowId = `${workflow}:${randomUUID()}`;
+      await workerClient.workflow.start(workflow, { taskQueue: BARE_QUEUE, workflowId, args: [{ trigger }], requestEagerStart: true });
+      ctx.body = { executionId: workflowId };
+    });
+    stops.push(() => bareStart.close());
 
     return {
       temporalAddress: server.address,
@@ -184,6 +201,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ingressApi,
       e2eApi,
       bareKoa,
+      bareStart,
       adminToken: await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['super_admin'] })).client.clientId, ['super_admin']),
       stopAllButStore,
       stop,
@@ -290,12 +308,14 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
   return { url: `http://127.0.0.1:${port}`, deps, close };
 }
 
-/** The rejection baseline: Koa with one handler that answers 200 `{}`. */
-async function startBareKoa(): Promise<Server> {
-  const app = new Koa();
-  app.use((ctx) => {
+/** A Koa app with one handler; by default the rejection baseline's, which answers 200 `{}`. */
+async function startBareKoa(
+  handler: Koa.Middleware = (ctx) => {
     ctx.body = {};
-  });
+  },
+): Promise<Server> {
+  const app = new Koa();
+  app.use(handler);
   const server = http.createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
