@@ -124,8 +124,8 @@ async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'lo
  * Diagnostic: the cheapest runs of the automation's kind against the empty workflow, in rotation.
  * `localThree` is three steps, each an activity (no HTTP, no store, no CEL); the shape is the
  * automation's own round trip (a POST, the version's load and three steps, each a local activity)
- * with nothing checked, stored or evaluated, and the same without the load. They show how much of the e2e ratio the engine's
- * round trips alone take on this server and client.
+ * with nothing checked, stored or evaluated, and the same without the load. They show how much of
+ * the e2e ratio the engine's round trips alone take on this server and client.
  */
 export async function runFloorBench(stack: Stack, body: string, options: { warmup: number; runs: number }, log: (line: string) => void): Promise<FloorResult> {
   log(`floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities; a bare POST and 4, and 3; empty workflow), in rotation`);
