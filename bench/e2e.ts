@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { postEvent, type BenchAutomation } from './automation';
 import { BARE_QUEUE, type Stack } from './stack';
-import { percentile, request } from './util';
+import { percentile, request, type HttpResponse } from './util';
 
 export interface E2eResult {
   p50Ms: number;
@@ -24,12 +24,18 @@ export interface E2eResult {
   runs: number;
 }
 
-async function automationRun(stack: Stack, automation: BenchAutomation): Promise<number> {
+/** Times a POST that starts a run (200 `{executionId}`) until the run's result; answers both. */
+async function postToResult(stack: Stack, what: string, post: () => Promise<HttpResponse>): Promise<{ elapsed: number; result: unknown }> {
   const started = performance.now();
-  const response = await postEvent(stack.e2eApi.url, automation);
-  if (response.status !== 200) throw new Error(`webhook answered ${response.status}: ${JSON.stringify(response.body)}`);
-  const state = (await stack.client.workflow.getHandle(String(response.body.executionId)).result()) as { status?: string };
-  const elapsed = performance.now() - started;
+  const response = await post();
+  if (response.status !== 200) throw new Error(`${what} answered ${response.status}: ${JSON.stringify(response.body)}`);
+  const result: unknown = await stack.client.workflow.getHandle(String(response.body.executionId)).result();
+  return { elapsed: performance.now() - started, result };
+}
+
+async function automationRun(stack: Stack, automation: BenchAutomation): Promise<number> {
+  const { elapsed, result } = await postToResult(stack, 'webhook', () => postEvent(stack.e2eApi.url, automation));
+  const state = result as { status?: string };
   if (state.status !== 'COMPLETED') throw new Error(`automation run ended ${JSON.stringify(state)}`);
   return elapsed;
 }
@@ -113,11 +119,7 @@ export interface FloorResult {
 }
 
 async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'localFour'): Promise<number> {
-  const started = performance.now();
-  const response = await request('POST', `${stack.bareStart.url}/${workflow}`, { body });
-  if (response.status !== 200) throw new Error(`bare start answered ${response.status}: ${JSON.stringify(response.body)}`);
-  await stack.client.workflow.getHandle(String(response.body.executionId)).result();
-  return performance.now() - started;
+  return (await postToResult(stack, 'bare start', () => request('POST', `${stack.bareStart.url}/${workflow}`, { body }))).elapsed;
 }
 
 /**
