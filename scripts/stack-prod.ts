@@ -3,16 +3,19 @@
  *
  *   PostgreSQL ─┬─ temporal, temporal_visibility (role temporal; schemas by temporal-sql-tool)
  *               └─ app (role app; the service's store)
- *   Temporal server 1.29.1: frontend, history, matching, worker — four processes, deploy/temporal/
+ *   Temporal server 1.29.1: frontend, history, matching, worker — four processes, deploy/temporal/;
+ *     the server of deploy/temporal/server, whose frontend authorizes by client certificate subject
  *   Temporal Web UI server (read-only, loopback, codec endpoint = <entry>/codec)
  *   api ×2, worker ×2: `node dist/src/main.js api|worker` (compiled JS, prebuilt workflow bundle)
  *   nginx: the single entry in front of both APIs, appending X-Forwarded-For (TRUST_PROXY=1)
  *
  * Ctrl-C stops every process it started; a process that dies is restarted. Logs: one file per
  * process in .data/prod/logs/.
- * Temporal requires mutual TLS: a private CA made on the first start (deploy/temporal/make-certs.sh,
- * files in .data/prod/tls/, keys 0600), a server certificate for the frontend and one between the
- * services, a client certificate each for the APIs, the workers and the Web UI server.
+ * Temporal requires mutual TLS: two private CAs made on the first start (deploy/temporal/make-certs.sh,
+ * files in .data/prod/tls/, keys 0600). The cluster CA signs the frontend's server certificate and
+ * a client certificate each for the APIs, the workers, the Web UI server and Temporal's system
+ * worker; the internode CA signs the certificate the services use between them. The frontend gives
+ * each client certificate's subject the role deploy/temporal/authorization.yaml names.
  * PostgreSQL: DATABASE_URL (a superuser URL of the server to use) or else the local apt cluster,
  * administered as the `postgres` OS user over its socket (peer authentication). No existing role's
  * password is ever changed; the roles made here get random passwords kept in .data/prod/postgres/.
@@ -55,7 +58,7 @@ export const PASSED_THROUGH = ['BOOTSTRAP_CLIENT_ID', 'BOOTSTRAP_CLIENT_SECRET',
 
 /**
  * The certificate holders of deploy/temporal/make-certs.sh: the four Temporal services share
- * `temporal` (frontend and internode certificates); each client kind has its own certificate.
+ * `temporal` (frontend, internode and system worker certificates); each client kind has its own certificate.
  */
 export const TLS_HOLDERS = ['temporal', 'api', 'worker', 'ui'] as const;
 export type TlsClient = 'api' | 'worker' | 'ui';
@@ -131,6 +134,7 @@ export function temporalEnvironment(p: {
     TEMPORAL_BIND_IP: '127.0.0.1',
     TEMPORAL_BROADCAST_ADDRESS: '127.0.0.1',
     TEMPORAL_TLS_DIR: path.join(p.tlsDir, 'temporal'),
+    TEMPORAL_AUTHORIZATION_FILE: path.join(ROOT, 'deploy/temporal/authorization.yaml'),
     TEMPORAL_DYNAMIC_CONFIG_FILE: path.join(ROOT, 'deploy/temporal/dynamicconfig/production.yaml'),
     TEMPORAL_LOG_LEVEL: p.logLevel ?? 'warn',
   };
@@ -593,7 +597,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     add(
       `temporal-${service}`,
       bins['temporal-server'],
-      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service', service],
+      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', 'start', '--service', service],
       temporalEnv,
     );
   }

@@ -25,7 +25,7 @@ import {
 } from '../../scripts/stack-prod';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const binaries = require('../../scripts/prod-binaries.js') as { TEMPORAL_VERSION: string; UI_VERSION: string };
+const binaries = require('../../scripts/prod-binaries.js') as { TEMPORAL_VERSION: string; UI_VERSION: string; SERVER_SOURCE: string };
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
@@ -33,6 +33,7 @@ const read = (file: string): string => fs.readFileSync(path.join(root, file), 'u
 interface Service {
   image?: string;
   build?: unknown;
+  depends_on?: Record<string, { condition: string }> | string[];
   command?: string[];
   entrypoint?: string[];
   environment?: Record<string, unknown>;
@@ -74,7 +75,17 @@ const scriptApp = {
 describe('versions', () => {
   it('the Temporal server, its schema tool and the Web UI are the versions the script builds', () => {
     const temporal = binaries.TEMPORAL_VERSION.replace(/^v/, '');
-    for (const service of TEMPORAL_SERVICES) expect(compose.services[`temporal-${service}`]?.image).toBe(`temporalio/server:${temporal}`);
+    // The server of deploy/temporal/server, on both sides: its go.mod pins the version, and compose's
+    // image replaces the binary of temporalio/server of that version with it.
+    expect(path.relative(root, binaries.SERVER_SOURCE)).toBe('deploy/temporal/server');
+    expect(read('deploy/temporal/server/go.mod')).toMatch(new RegExp(`^\\s*go\\.temporal\\.io/server ${binaries.TEMPORAL_VERSION.replace(/\./g, '\\.')}$`, 'm'));
+    const dockerfile = read('deploy/temporal/server/Dockerfile');
+    expect(dockerfile).toMatch(new RegExp(`^FROM temporalio/server:${temporal.replace(/\./g, '\\.')}$`, 'm'));
+    expect(dockerfile).toMatch(/COPY --from=build [^\n]*\/out\/temporal-server \/usr\/local\/bin\/temporal-server$/m);
+    for (const service of TEMPORAL_SERVICES) {
+      expect(compose.services[`temporal-${service}`]?.build).toBe('./deploy/temporal/server');
+      expect(compose.services[`temporal-${service}`]?.image).toBe(`automation-governance/temporal-server:${temporal}`);
+    }
     expect(compose.services['temporal-schema']?.image).toBe(`temporalio/admin-tools:${temporal}`);
     expect(compose.services['temporal-ui']?.image).toBe(`temporalio/ui:${binaries.UI_VERSION.replace(/^v/, '')}`);
   });
@@ -89,17 +100,40 @@ describe('the Temporal server', () => {
     for (const service of TEMPORAL_SERVICES) {
       const s = compose.services[`temporal-${service}`]!;
       expect(s.command).toEqual([service]);
-      expect(s.entrypoint?.join(' ')).toMatch(/temporal-server --root \/etc\/temporal --config config --env production --allow-no-auth start --service \$\$0/);
+      expect(s.entrypoint?.join(' ')).toMatch(/temporal-server --root \/etc\/temporal --config config --env production start --service \$\$0/);
       expect(s.volumes).toContain('./deploy/temporal:/etc/temporal/config:ro');
     }
     expect(fs.existsSync(path.join(root, 'deploy/temporal/production.yaml'))).toBe(true);
-    expect(read('scripts/stack-prod.ts')).toMatch(/'--config', 'deploy\/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service'/);
+    expect(read('scripts/stack-prod.ts')).toMatch(/'--config', 'deploy\/temporal', '--env', 'production', 'start', '--service'/);
+    // An authorizer on both sides: no `--allow-no-auth` anywhere.
+    expect(read('docker-compose.yml')).not.toMatch(/allow-no-auth/);
+    expect(read('scripts/stack-prod.ts')).not.toMatch(/allow-no-auth/);
+  });
+
+  it('the frontend authorizes by the same file on both sides, and its subjects are the certificates the script makes', () => {
+    for (const service of TEMPORAL_SERVICES) {
+      const file = envOf(`temporal-${service}`).TEMPORAL_AUTHORIZATION_FILE!;
+      // deploy/temporal is mounted at /etc/temporal/config.
+      expect(path.posix.relative('/etc/temporal/config', file)).toBe('authorization.yaml');
+    }
+    expect(path.relative(root, scriptTemporalEnv.TEMPORAL_AUTHORIZATION_FILE!)).toBe('deploy/temporal/authorization.yaml');
+    const authorization = parse(read('deploy/temporal/authorization.yaml')) as { roles: Record<string, { access: string }>; subjects: Record<string, string> };
+    const script = read('deploy/temporal/make-certs.sh');
+    const issued = [...script.matchAll(/^issue (\S+) (\S+) (\S+) (\S+) /gm)].map((m) => ({ ca: m[1], holder: m[2], cn: m[4] }));
+    const clients = issued.filter((c) => c.ca === 'ca' && c.cn !== TEMPORAL_TLS_SERVER_NAME);
+    expect(clients.map((c) => c.cn).sort()).toEqual(Object.keys(authorization.subjects).sort());
+    const access = (cn: string): string | undefined => authorization.roles[authorization.subjects[cn]!]?.access;
+    expect(access('temporal-client-ui')).toBe('read');
+    expect([access('temporal-client-api'), access('temporal-client-worker')]).toEqual(['write', 'write']);
+    expect(access('temporal-system-worker')).toBe('admin');
   });
 
   it('the config reads every variable both sides set, and both set the same persistence variables', () => {
     const config = read('deploy/temporal/production.yaml');
     const composeEnv = envOf('temporal-frontend');
-    for (const name of [...Object.keys(composeEnv), ...Object.keys(scriptTemporalEnv)]) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
+    // TEMPORAL_AUTHORIZATION_FILE is read by the server's command line, not by the config.
+    const configNames = [...Object.keys(composeEnv), ...Object.keys(scriptTemporalEnv)].filter((name) => name !== 'TEMPORAL_AUTHORIZATION_FILE');
+    for (const name of configNames) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
     for (const name of ['POSTGRES_HOST', 'POSTGRES_PORT', 'TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_DB_PASSWORD', 'TEMPORAL_DYNAMIC_CONFIG_FILE']) {
       expect([name, name in composeEnv, name in scriptTemporalEnv]).toEqual([name, true, true]);
     }
@@ -244,6 +278,18 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
   it('the frontend and the services require a client certificate from the cluster CA; no default lets a server start without TLS', () => {
     const config = read('deploy/temporal/production.yaml').replace(/^\s*#.*$/gm, '');
     expect(config.match(/requireClientAuth: true/g)).toHaveLength(2);
+    // Two CAs: the services trust only the internode CA between them, the frontend only the cluster CA.
+    // The template's actions: lines of their own dropped, $tls a folder, every other value a placeholder.
+    const rendered = config.replace(/^\s*\{\{[^}]*\}\}\s*$/gm, '').replace(/\{\{ \$tls \}\}/g, '/tls').replace(/\{\{[^}]*\}\}/g, 'x');
+    const tls = (parse(rendered) as { global: { tls: unknown } }).global.tls as {
+      internode: { server: { clientCaFiles: string[] }; client: { rootCaFiles: string[] } };
+      frontend: { server: { clientCaFiles: string[] } };
+      systemWorker: { certFile: string; client: { rootCaFiles: string[] } };
+    };
+    expect(tls.internode.server.clientCaFiles).toEqual(['/tls/internode-ca.pem']);
+    expect(tls.internode.client.rootCaFiles).toEqual(['/tls/internode-ca.pem']);
+    expect(tls.frontend.server.clientCaFiles).toEqual(['/tls/ca.pem']);
+    expect([tls.systemWorker.certFile, tls.systemWorker.client.rootCaFiles]).toEqual(['/tls/system-worker.pem', ['/tls/ca.pem']]);
     expect(config).toMatch(/\$tls := env "TEMPORAL_TLS_DIR"/);
     expect(config).toContain(`serverName: ${TEMPORAL_TLS_SERVER_NAME}`);
     for (const service of TEMPORAL_SERVICES) {
