@@ -2,7 +2,10 @@
  * Drills on the production shape (`npm run stack:prod`: Temporal as four processes on PostgreSQL,
  * two APIs behind nginx, two workers, compiled JavaScript), on a PostgreSQL of the drill's own:
  *   0. The Web UI server answers on loopback, read-only, with the codec endpoint <entry>/codec.
- *      The Temporal frontend refuses a client without a certificate of the stack's CA; nginx takes a
+ *      The Temporal frontend refuses a client without a certificate of the stack's CA, and
+ *      authorizes by the certificate's subject: the Web UI's may read a run but not terminate it,
+ *      the workers' may; a subject the authorization file does not name may call nothing. The
+ *      services between them accept only the internode CA, and the frontend refuses it; nginx takes a
  *      60 KB webhook (200) and leaves the refusal of a 70 KB one to the API (413); the stack changed
  *      no PostgreSQL password.
  *   1. X-Forwarded-For through the real nginx: a forged leftmost entry does not pass a CIDR check.
@@ -24,7 +27,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
 import { Client as PgClient, Pool } from 'pg';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
 import { OwnPostgres } from './postgres';
@@ -223,10 +227,99 @@ describe('the engine requires mutual TLS', () => {
       );
       expect(info.output).toContain(`temporal-client-${holder}`);
     }
-    for (const key of ['ca/ca.key', 'temporal/frontend.key', 'temporal/internode.key', 'api/client.key', 'worker/client.key', 'ui/client.key']) {
+    for (const key of ['ca/ca.key', 'internode-ca/ca.key', 'temporal/frontend.key', 'temporal/internode.key', 'temporal/system-worker.key', 'api/client.key', 'worker/client.key', 'ui/client.key']) {
       expect([key, fs.statSync(path.join(stack.tlsDir, key)).mode & 0o777]).toEqual([key, 0o600]);
     }
     for (const worker of ['worker-1', 'worker-2']) expect(stack.processes.get(worker)!.env.TEMPORAL_TLS_CLIENT_CERT_PATH).toBe(path.join(stack.tlsDir, 'worker', 'client.pem'));
+  });
+});
+
+const PERMISSION_DENIED = 7;
+const { WORKFLOW_EXECUTION_STATUS_RUNNING: RUNNING, WORKFLOW_EXECUTION_STATUS_TERMINATED: TERMINATED } = proto.api.enums.v1.WorkflowExecutionStatus;
+
+/** A certificate the stack's cluster CA signs for a subject of the drill's choosing. */
+function clusterCertificate(commonName: string): { crt: Buffer; key: Buffer } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-subject-'));
+  try {
+    const ca = path.join(stack.tlsDir, 'ca');
+    execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=${commonName}`, '-keyout', `${dir}/c.key`, '-out', `${dir}/c.csr`], { stdio: 'ignore' });
+    fs.writeFileSync(`${dir}/c.ext`, 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+    execFileSync('openssl', ['x509', '-req', '-sha256', '-days', '1', '-in', `${dir}/c.csr`, '-CA', `${ca}/ca.pem`, '-CAkey', `${ca}/ca.key`, '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-extfile', `${dir}/c.ext`, '-out', `${dir}/c.pem`], { stdio: 'ignore' });
+    return { crt: fs.readFileSync(`${dir}/c.pem`), key: fs.readFileSync(`${dir}/c.key`) };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the engine authorizes by certificate subject (deploy/temporal/authorization.yaml)', () => {
+  it('the Web UI\'s certificate may read a run but not terminate or signal it; the workers\' certificate terminates it', async () => {
+    // A run on a task queue nobody polls stays RUNNING until it is terminated.
+    const workflowId = `drill-authz-${randomUUID()}`;
+    await temporal.workflow.start('authorizationProbe', { taskQueue: `drill-authz-${randomUUID()}`, workflowId });
+    const execution = { workflowId };
+    const ui = await Connection.connect(stack.temporalConnectionOptions('ui'));
+    const worker = await Connection.connect(stack.temporalConnectionOptions('worker'));
+    try {
+      const status = async (c: Connection): Promise<unknown> => (await c.workflowService.describeWorkflowExecution({ namespace: 'default', execution })).workflowExecutionInfo?.status;
+      const terminate = (c: Connection): Promise<unknown> =>
+        c.workflowService.terminateWorkflowExecution({ namespace: 'default', workflowExecution: execution, reason: 'authorization drill', identity: 'drill' });
+      expect(await status(ui)).toBe(RUNNING);
+      await expect(terminate(ui)).rejects.toMatchObject({ code: PERMISSION_DENIED });
+      await expect(
+        ui.workflowService.signalWorkflowExecution({ namespace: 'default', workflowExecution: execution, signalName: 'anything', identity: 'drill', requestId: randomUUID() }),
+      ).rejects.toMatchObject({ code: PERMISSION_DENIED });
+      await expect(ui.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes: { DrillAuthz: proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD } })).rejects.toMatchObject({
+        code: PERMISSION_DENIED,
+      });
+      expect(await status(worker)).toBe(RUNNING);
+      await terminate(worker);
+      expect(await status(ui)).toBe(TERMINATED);
+    } finally {
+      await ui.close();
+      await worker.close();
+    }
+  });
+
+  it('a certificate of the cluster CA whose subject the file does not name may call nothing; the app\'s may not delete a run', async () => {
+    const files = clientTlsFiles(stack.tlsDir, 'api');
+    const tls = (pair: { crt: Buffer; key: Buffer }): TLSConfig => ({ serverNameOverride: TEMPORAL_TLS_SERVER_NAME, serverRootCACertificate: fs.readFileSync(files.ca), clientCertPair: pair });
+    // The handshake passes (the CA is the stack's) and the health check answers; nothing else does.
+    const stranger = await Connection.connect({ address: stack.temporalAddress, tls: tls(clusterCertificate('drill-unknown-subject')) });
+    try {
+      await expect(stranger.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 })).rejects.toMatchObject({ code: PERMISSION_DENIED });
+      await expect(stranger.workflowService.describeNamespace({ namespace: 'default' })).rejects.toMatchObject({ code: PERMISSION_DENIED });
+    } finally {
+      await stranger.close();
+    }
+    // The APIs' role has write access but not the bulk and destructive calls it does not use.
+    await expect(temporalConnection.workflowService.deleteWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: `drill-authz-${randomUUID()}` } })).rejects.toMatchObject({
+      code: PERMISSION_DENIED,
+    });
+    await expect(temporalConnection.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 })).resolves.toMatchObject({ executions: expect.any(Array) });
+  });
+
+  it('the services accept only the internode CA between them, and the frontend refuses the internode certificate', async () => {
+    const dir = path.join(stack.tlsDir, 'temporal');
+    const internodeCa = fs.readFileSync(path.join(dir, 'internode-ca.pem'));
+    const internodePair = { crt: fs.readFileSync(path.join(dir, 'internode.pem')), key: fs.readFileSync(path.join(dir, 'internode.key')) };
+    const api = clientTlsFiles(stack.tlsDir, 'api');
+    const apiPair = { crt: fs.readFileSync(api.cert), key: fs.readFileSync(api.key) };
+    const history = `127.0.0.1:${stack.processes.get('temporal-history')!.env.TEMPORAL_HISTORY_PORT}`;
+    const toHistory = (pair: { crt: Buffer; key: Buffer }): Promise<Connection> =>
+      Connection.connect({ address: history, connectTimeout: 10_000, tls: { serverNameOverride: 'internode', serverRootCACertificate: internodeCa, clientCertPair: pair } });
+    // The internode certificate completes the handshake with history (it serves no workflow API, so
+    // the connection's check answers UNIMPLEMENTED, which the client accepts); the APIs' does not.
+    const accepted = await toHistory(internodePair);
+    await accepted.close();
+    await expect(toHistory(apiPair)).rejects.toThrow();
+    // The frontend accepts only the cluster CA: the internode certificate is refused there.
+    await expect(
+      Connection.connect({
+        address: stack.temporalAddress,
+        connectTimeout: 10_000,
+        tls: { serverNameOverride: TEMPORAL_TLS_SERVER_NAME, serverRootCACertificate: fs.readFileSync(api.ca), clientCertPair: internodePair },
+      }),
+    ).rejects.toThrow();
   });
 });
 
