@@ -23,6 +23,7 @@
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
@@ -251,6 +252,35 @@ function clusterCertificate(commonName: string): { crt: Buffer; key: Buffer } {
   }
 }
 
+/** A request to the frontend's HTTP API (the same listener's TLS) with a holder's client certificate; resolves with the status. */
+function frontendHttp(holder: 'ui' | 'worker', method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<number> {
+  const files = clientTlsFiles(stack.tlsDir, holder);
+  const port = Number(stack.processes.get('temporal-frontend')!.env.TEMPORAL_FRONTEND_HTTP_PORT);
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: pathname,
+        servername: TEMPORAL_TLS_SERVER_NAME,
+        ca: fs.readFileSync(files.ca),
+        cert: fs.readFileSync(files.cert),
+        key: fs.readFileSync(files.key),
+        headers: { 'content-type': 'application/json' },
+        timeout: 30_000,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('frontend HTTP API: no answer in 30 s')));
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
 describe('the engine authorizes by certificate subject (deploy/temporal/authorization.yaml)', () => {
   it('the Web UI\'s certificate may read a run but not terminate or signal it; the workers\' certificate terminates it', async () => {
     // A run on a task queue nobody polls stays RUNNING until it is terminated.
@@ -271,6 +301,10 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
       await expect(ui.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes: { DrillAuthz: proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD } })).rejects.toMatchObject({
         code: PERMISSION_DENIED,
       });
+      // The frontend's HTTP API goes through the same authorizer.
+      const run = `/api/v1/namespaces/default/workflows/${encodeURIComponent(workflowId)}`;
+      expect(await frontendHttp('ui', 'GET', run)).toBe(200);
+      expect(await frontendHttp('ui', 'POST', `${run}/terminate`, { reason: 'authorization drill' })).toBe(403);
       expect(await status(worker)).toBe(RUNNING);
       await terminate(worker);
       expect(await status(ui)).toBe(TERMINATED);
