@@ -68,7 +68,7 @@ afterAll(async () => {
 }, 120_000);
 
 describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation while processes are killed`, () => {
-  it('every run COMPLETED exactly once; per key no overlap, completion order = acceptance order', async () => {
+  it('every run COMPLETED exactly once; per key no overlap, start order = acceptance order', async () => {
     const created = await call('POST', '/api/v1/automations', {
       displayName: 'flow drill',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -119,7 +119,7 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
     expect(faults).toHaveLength(3);
 
     // Every run completes; then its history says when its first step started and its last one ended.
-    const timeline: Record<string, Array<{ id: string; first: number; last: number; closed: number }>> = {};
+    const timeline: Record<string, Array<{ id: string; first: number; last: number }>> = {};
     const deadline = Date.now() + 20 * 60_000;
     for (const [user, runIds] of Object.entries(accepted)) {
       timeline[user] = [];
@@ -135,8 +135,7 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
         const grant = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'grant');
         expect(grant).toBeGreaterThan(0);
         const markers = events.slice(grant).filter((e) => e.markerRecordedEventAttributes);
-        const closedEvent = events.find((e) => e.workflowExecutionCompletedEventAttributes)!;
-        timeline[user].push({ id: runId, first: at(markers[0]!), last: at(markers.at(-1)!), closed: at(closedEvent) });
+        timeline[user].push({ id: runId, first: at(markers[0]!), last: at(markers.at(-1)!) });
       }
     }
     // Exactly one run per event: the executions list holds each accepted id once and nothing else.
@@ -161,7 +160,10 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
     for (const runs of Object.values(timeline)) {
       for (let i = 1; i < runs.length; i++) {
         if (runs[i]!.first < runs[i - 1]!.last) overlaps += 1;
-        if (runs[i]!.closed < runs[i - 1]!.closed) outOfOrder += 1;
+        // Start order, not close order: a run gives its permit back (an awaited signal to the lane)
+        // before its own completion is recorded, so the next run of the key may close first when
+        // the history service is slow or was just killed; its steps still start after the permit.
+        if (runs[i]!.first < runs[i - 1]!.first) outOfOrder += 1;
       }
     }
     console.log(`flow drill: ${KEYS * EVENTS_PER_KEY} runs COMPLETED once each; overlaps ${overlaps}; out of order ${outOfOrder}; faults: ${faults.join(', ')}`);
