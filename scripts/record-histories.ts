@@ -529,6 +529,14 @@ async function main(): Promise<void> {
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
 
+    const save = (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>): void => {
+      const base = path.join(releaseDir, name);
+      const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
+      if (holdsSecret(JSON.parse(text))) throw new Error(`${name}: the history holds the value of a named secret`);
+      fs.writeFileSync(`${base}.history.json`, text);
+      fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
+      console.log(`${RELEASE}/${name}: ${String(record.outcome)}, ${history.events?.length ?? 0} events`);
+    };
     const chosen = scenarios(target.origin).filter((s) => !only || s.name === only);
     const results = await Promise.allSettled(
       chosen.map(async (scenario) => {
@@ -564,15 +572,23 @@ async function main(): Promise<void> {
         const outcome = await (scenario.drive ?? settle)(handle, { client, releaseHolder });
         if (scenario.laneHeld) await releaseHolder().catch(() => undefined);
         const history = await handle.fetchHistory();
-        const base = path.join(releaseDir, scenario.name);
-        const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
-        if (holdsSecret(JSON.parse(text))) {
-          throw new Error(`${scenario.name}: the history holds the value of a named secret`);
-        }
-        fs.writeFileSync(`${base}.history.json`, text);
         const record = { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome, workflowId, steps: scenario.steps, input };
-        fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
-        console.log(`${RELEASE}/${scenario.name}: ${outcome}, ${history.events?.length ?? 0} events`);
+        save(scenario.name, history, record);
+        if (scenario.laneHeld && queue) {
+          // The lane's own history (its grants, the release, the holder check): lanes are workflow code too.
+          // Ended by hand once the scenario is over (an idle lane would wait five minutes to complete).
+          const laneHandle = client.workflow.getHandle(queue.lane);
+          await until(async () => (await laneHandle.describe()).raw.pendingWorkflowTask == null);
+          await laneHandle.terminate('recording: the scenario is over');
+          save(`lane-${scenario.name}`, await laneHandle.fetchHistory(), {
+            ...record,
+            scenario: `lane-${scenario.name}`,
+            description: `the lane of ${scenario.name}`,
+            outcome: 'TERMINATED',
+            workflowId: queue.lane,
+            steps: [],
+          });
+        }
       }),
     );
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : []));
