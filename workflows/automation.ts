@@ -55,6 +55,7 @@ import {
   CEL_EVALUATION_FAILURE,
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
+  LANE_PROTOCOL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
   type RunQueue,
@@ -163,7 +164,12 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
  */
 async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState): Promise<void> {
   let granted = false;
-  setHandler(grantSignal, () => {
+  // From 0.6.0 a run takes a grant only from the lane it was recorded for: a grant naming another
+  // lane, or none (a lane's grants name it from then on), is ignored. Runs queued before keep
+  // taking any grant (docs/upgrades.md).
+  const ownLaneOnly = patched(LANE_PROTOCOL_PATCH);
+  setHandler(grantSignal, (grant) => {
+    if (ownLaneOnly && grant?.lane !== queue.lane) return;
     granted = true;
   });
   state.status = 'QUEUED';
