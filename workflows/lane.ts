@@ -71,6 +71,11 @@ export async function lane(input: LaneState): Promise<void> {
     waiting: [...input.waiting],
     released: [...input.released],
   };
+  // From 0.6.0 (docs/upgrades.md) the lane names itself in its grants, ignores a release or an ask
+  // not meant for it, and keeps the queueFull memo. Asked once, in the lane run's first activation
+  // (a patch first asked after a local activity's result is not found again on replay): a lane
+  // run started before keeps the old protocol until it continues-as-new or completes.
+  const newProtocol = patched(LANE_PROTOCOL_PATCH);
   // Who this lane is, as its grants name it and asks must (a lane started before 0.6.0 knows it from its workflow id).
   const self = state.lane ?? workflowInfo().workflowId;
   // What the `queueFull` memo says now (it survives continue-as-new).
@@ -93,9 +98,8 @@ export async function lane(input: LaneState): Promise<void> {
   const grant = (runId: string): void => {
     pendingGrants += 1;
     const run = getExternalWorkflowHandle(runId);
-    // From 0.6.0 a grant names its lane: a run takes a grant only from its own (workflows/automation.ts).
-    // Asked at each grant, so a lane started before the change names its grants from the deployment on.
-    (patched(LANE_PROTOCOL_PATCH) ? run.signal(grantSignal, { lane: self }) : run.signal(grantSignal))
+    // A grant names its lane: a run takes a grant only from its own (workflows/automation.ts).
+    (newProtocol ? run.signal(grantSignal, { lane: self }) : run.signal(grantSignal))
       // The run is gone (terminated, timed out, past retention): its permit is free again.
       .catch(() => free(runId))
       .finally(() => {
@@ -105,7 +109,7 @@ export async function lane(input: LaneState): Promise<void> {
 
   setHandler(acquireSignal, ({ runId, limit, lane: meant, maxWaiting }) => {
     // An ask naming another lane is not this lane's to admit (asks before 0.6.0 name none).
-    if (meant !== undefined && meant !== self && patched(LANE_PROTOCOL_PATCH)) return;
+    if (newProtocol && meant !== undefined && meant !== self) return;
     state.limit = limit;
     if (maxWaiting !== undefined) state.maxWaiting = maxWaiting;
     changed = true;
@@ -115,7 +119,7 @@ export async function lane(input: LaneState): Promise<void> {
   setHandler(releaseSignal, ({ runId }) => {
     // A release of a run this lane neither holds nor queues changes nothing (before 0.6.0 it was
     // remembered as released, and that run's own ask was then ignored).
-    if (!state.holders.includes(runId) && !state.waiting.includes(runId) && patched(LANE_PROTOCOL_PATCH)) return;
+    if (newProtocol && !state.holders.includes(runId) && !state.waiting.includes(runId)) return;
     free(runId);
   });
 
@@ -126,10 +130,10 @@ export async function lane(input: LaneState): Promise<void> {
       grant(next);
     }
     changed = false;
-    if (state.maxWaiting !== undefined) {
+    if (newProtocol && state.maxWaiting !== undefined) {
       // The API reads the memo before it records an event of this key (a 429 when the queue is full).
       const full = state.waiting.length >= state.maxWaiting;
-      if (full !== saysFull && patched(LANE_PROTOCOL_PATCH)) {
+      if (full !== saysFull) {
         upsertMemo({ [LANE_QUEUE_FULL_MEMO]: full });
         saysFull = full;
       }
