@@ -11,6 +11,12 @@
  * gone, and every HOLDER_CHECK_INTERVAL_MS the lane asks the server which of its holders have closed.
  * A holder closed that way is freed within HOLDER_CHECK_INTERVAL_MS plus one check (under 60 s).
  *
+ * Trust (from 0.6.0, the LANE_PROTOCOL_PATCH): an ask names the lane it is meant for, and a lane
+ * ignores one naming another; a grant names the lane, and a run ignores one naming another; a
+ * release of a run the lane neither holds nor queues changes nothing. An ask may carry the API's
+ * queue bound (`maxWaiting`): the lane keeps the `queueFull` memo, which the API reads before it
+ * records an event of the key (429 when true).
+ *
  * Each request costs the lane a few history events: it continues-as-new with its state when the
  * server suggests it (or at MAX_HISTORY_EVENTS), and completes after IDLE_TIMEOUT without holders or
  * waiters (a later request starts it again: signal-with-start).
