@@ -119,6 +119,8 @@ for (const target of DATABASES) {
       const resent = await send(to, { k: 'b' }, e2Event);
       expect(resent.status).toBe(409);
       expect(resent.body.details[0].metadata).toEqual({ executionId: e2 });
+      // What the 409 asks again: the lane recorded with the run, read from its start (through the payload codec).
+      expect(await new TemporalRuns(stack.client, stack.taskQueue).recordedQueue(e2)).toEqual({ key: 'a', lane: laneWorkflowId(to.id, 'a'), limit: 1, requested: true });
 
       const e3 = await accepted(to, { k: 'b' });
       // Key b's lane admits its first run at once: nothing of E2 holds it.
