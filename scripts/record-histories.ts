@@ -25,7 +25,19 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
 import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
-import { DECIDE_UPDATE, LANE_RELEASE_SIGNAL, RUN_STATE_QUERY, type AutomationRunInput, type DecideInput, type RunState, type StepDefinition } from '../src/contract/run';
+import {
+  DECIDE_UPDATE,
+  LANE_ACQUIRE_SIGNAL,
+  LANE_RELEASE_SIGNAL,
+  RUN_GRANT_SIGNAL,
+  RUN_STATE_QUERY,
+  type AutomationRunInput,
+  type DecideInput,
+  type LaneAcquire,
+  type LaneGrant,
+  type RunState,
+  type StepDefinition,
+} from '../src/contract/run';
 import type { AutomationActivities } from '../src/contract/activities';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCli: () => Promise<string> };
@@ -37,7 +49,7 @@ export const MANIFEST = path.join(HISTORIES_DIR, 'manifest.json');
 type Handle = WorkflowHandle<typeof automation>;
 
 /** What a scenario does with its run once started; answers how the run ended. */
-type Drive = (handle: Handle, ctx: { client: Client; releaseHolder: () => Promise<void> }) => Promise<string>;
+type Drive = (handle: Handle, ctx: { client: Client; releaseHolder: () => Promise<void>; lane?: string }) => Promise<string>;
 
 interface Scenario {
   name: string;
@@ -48,6 +60,8 @@ interface Scenario {
   extra?: Partial<AutomationRunInput>;
   /** Before the run starts, another run takes the only permit of the run's lane (`extra.flow.queue`), so the run is QUEUED. */
   laneHeld?: boolean;
+  /** With `laneHeld`: the queue bound the holder's ask carries (LANE_QUEUE_LIMIT), so that the lane says when its queue is full. */
+  laneMaxWaiting?: number;
   drive?: Drive;
 }
 
@@ -356,6 +370,26 @@ function scenarios(target: string): Scenario[] {
       },
     },
     {
+      name: 'flow-lane-refuses-strangers',
+      description:
+        'flow control (0.6.0): QUEUED behind another run in a lane bounded to one waiting run (its queueFull memo set, then cleared); the run ignores a grant naming another lane, the lane a release of a run it never admitted and an ask naming another lane; granted by its own lane, then completed',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: laneQueue('flow-lane-refuses-strangers') },
+      laneHeld: true,
+      laneMaxWaiting: 1,
+      drive: async (handle, { client, releaseHolder, lane }) => {
+        await untilQueued(handle);
+        await handle.signal(RUN_GRANT_SIGNAL, { lane: 'lane:elsewhere:recorded' } satisfies LaneGrant);
+        const laneHandle = client.workflow.getHandle(lane!);
+        await laneHandle.signal(LANE_RELEASE_SIGNAL, { runId: 'webhook:listener-stranger:never-admitted' });
+        await laneHandle.signal(LANE_ACQUIRE_SIGNAL, { runId: 'webhook:listener-stranger:elsewhere', limit: 1, lane: 'lane:elsewhere:recorded' } satisfies LaneAcquire);
+        await until(async () => (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' && (await laneHandle.describe()).raw.pendingWorkflowTask == null);
+        await releaseHolder();
+        return settle(handle);
+      },
+    },
+    {
       name: 'notify-completed',
       description: 'a notify step posting {"text"} to an incoming webhook whose URL (with its token) is a named secret, answered 200',
       steps: [{ id: 'tell', notify: { webhook: 'history_hook', text: "'Offboarded ' + ctx.trigger.user" } }],
@@ -529,6 +563,14 @@ async function main(): Promise<void> {
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
 
+    const save = (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>): void => {
+      const base = path.join(releaseDir, name);
+      const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
+      if (holdsSecret(JSON.parse(text))) throw new Error(`${name}: the history holds the value of a named secret`);
+      fs.writeFileSync(`${base}.history.json`, text);
+      fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
+      console.log(`${RELEASE}/${name}: ${String(record.outcome)}, ${history.events?.length ?? 0} events`);
+    };
     const chosen = scenarios(target.origin).filter((s) => !only || s.name === only);
     const results = await Promise.allSettled(
       chosen.map(async (scenario) => {
@@ -554,25 +596,40 @@ async function main(): Promise<void> {
             workflowId: `${workflowId}:holder`,
             args: [{ ...input, version: 2, eventId: `${eventId}-holder`, flow: undefined } as AutomationRunInput],
           });
-          await requestLanePermit(client, { automationId, lane: queue.lane, runId: holder.workflowId, limit: 1, taskQueue });
+          await requestLanePermit(client, {
+            automationId,
+            lane: queue.lane,
+            runId: holder.workflowId,
+            limit: 1,
+            taskQueue,
+            ...(scenario.laneMaxWaiting ? { maxWaiting: scenario.laneMaxWaiting } : {}),
+          });
           releaseHolder = async () => {
             await client.workflow.getHandle(queue.lane).signal(LANE_RELEASE_SIGNAL, { runId: holder.workflowId });
             await holder.terminate('recording: the holder gave its permit back');
           };
         }
         const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
-        const outcome = await (scenario.drive ?? settle)(handle, { client, releaseHolder });
+        const outcome = await (scenario.drive ?? settle)(handle, { client, releaseHolder, ...(queue ? { lane: queue.lane } : {}) });
         if (scenario.laneHeld) await releaseHolder().catch(() => undefined);
         const history = await handle.fetchHistory();
-        const base = path.join(releaseDir, scenario.name);
-        const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
-        if (holdsSecret(JSON.parse(text))) {
-          throw new Error(`${scenario.name}: the history holds the value of a named secret`);
-        }
-        fs.writeFileSync(`${base}.history.json`, text);
         const record = { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome, workflowId, steps: scenario.steps, input };
-        fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
-        console.log(`${RELEASE}/${scenario.name}: ${outcome}, ${history.events?.length ?? 0} events`);
+        save(scenario.name, history, record);
+        if (scenario.laneHeld && queue) {
+          // The lane's own history (its grants, the release, the holder check): lanes are workflow code too.
+          // Ended by hand once the scenario is over (an idle lane would wait five minutes to complete).
+          const laneHandle = client.workflow.getHandle(queue.lane);
+          await until(async () => (await laneHandle.describe()).raw.pendingWorkflowTask == null);
+          await laneHandle.terminate('recording: the scenario is over');
+          save(`lane-${scenario.name}`, await laneHandle.fetchHistory(), {
+            ...record,
+            scenario: `lane-${scenario.name}`,
+            description: `the lane of ${scenario.name}`,
+            outcome: 'TERMINATED',
+            workflowId: queue.lane,
+            steps: [],
+          });
+        }
       }),
     );
     const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : []));

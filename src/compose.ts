@@ -53,7 +53,7 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     onSummarized: () => metrics.deliveryLogSummarized.inc(),
     onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
   });
-  const runs = inputs.runs ?? (inputs.temporal ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, { eagerStart: inputs.temporal.eagerStart ?? false }) : undefined);
+  const runs = inputs.runs ?? (inputs.temporal ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, { eagerStart: inputs.temporal.eagerStart ?? false, laneQueueLimit: config.laneQueueLimit }) : undefined);
   if (!runs) throw new Error('composeApp: give `temporal` or `runs`');
   const deps: AppDeps = {
     config,

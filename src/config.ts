@@ -38,6 +38,11 @@ export interface Config {
    * and the least body data rate after a grace period (408 below it).
    */
   webhookAdmission: { perListener: number; perSource: number; minBytesPerSecond: number; graceMs: number };
+  /**
+   * LANE_QUEUE_LIMIT: runs one concurrency key may have waiting (QUEUED) in its lane; a delivery for
+   * a key whose queue is at the bound answers 429 with Retry-After and records nothing.
+   */
+  laneQueueLimit: number;
   bootstrap: { clientId: string; clientSecret: string } | undefined;
   /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
   secretKey: string | undefined;
@@ -96,6 +101,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER',
   'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE',
   'WEBHOOK_MIN_BODY_BYTES_PER_SECOND',
+  'LANE_QUEUE_LIMIT',
   'BOOTSTRAP_CLIENT_ID',
   'BOOTSTRAP_CLIENT_SECRET',
   'SECRET_KEY',
@@ -115,6 +121,13 @@ export const CONFIG_VARIABLES = [
   'CODEC_CORS_ORIGINS',
   'CODEC_ALLOW_LOOPBACK',
 ] as const;
+
+/**
+ * Runs one concurrency key may have waiting: the default, and the most LANE_QUEUE_LIMIT accepts (a
+ * lane carries its waiting run ids through continue-as-new: 10,000 ids stay well below Temporal's
+ * 2 MiB payload limit).
+ */
+export const LANE_QUEUE_LIMITS = { default: 1000, max: 10_000 } as const;
 
 /** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
 export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
@@ -218,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       minBytesPerSecond: integer(env, 'WEBHOOK_MIN_BODY_BYTES_PER_SECOND', 512, 0, 100_000_000),
       graceMs: 2000,
     },
+    laneQueueLimit: integer(env, 'LANE_QUEUE_LIMIT', LANE_QUEUE_LIMITS.default, 1, LANE_QUEUE_LIMITS.max),
     bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
     secretKey: optional(env, 'SECRET_KEY'),
     trustProxy,

@@ -55,6 +55,7 @@ import {
   CEL_EVALUATION_FAILURE,
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
+  LANE_PROTOCOL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
   type RunQueue,
@@ -131,6 +132,10 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
 
   // Flow control (docs/upgrades.md): runs recorded before it existed never ask for the patch.
   const flow = input.flow && patched(FLOW_CONTROL_PATCH) ? input.flow : undefined;
+  // From 0.6.0 a queued run takes a grant only from the lane it was recorded for (docs/upgrades.md).
+  // Asked here, in the run's first activation, before any local activity: a patch first asked
+  // after a local activity's result is not found again when the history is replayed.
+  const ownLaneOnly = flow?.queue !== undefined && patched(LANE_PROTOCOL_PATCH);
   if (flow?.error) {
     state.status = 'FAILED';
     await condition(allHandlersFinished);
@@ -142,7 +147,7 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   if (!flow?.queue) return runSteps(input, steps, state, decisions);
   const queue = flow.queue;
   try {
-    await admit(input, queue, state);
+    await admit(input, queue, state, ownLaneOnly);
     return await runSteps(input, steps, state, decisions);
   } finally {
     // Whatever the end (completed, failed, canceled — queued or not), the lane gets the permit or the request back.
@@ -161,9 +166,13 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
  * API may have stopped between the start and its request, an operator may have terminated the
  * lane; a lane ignores a request it already has).
  */
-async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState): Promise<void> {
+async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState, ownLaneOnly: boolean): Promise<void> {
   let granted = false;
-  setHandler(grantSignal, () => {
+  // With `ownLaneOnly` (0.6.0) a grant naming another lane is ignored. A grant naming none comes from
+  // a lane started before 0.6.0 (it keeps the old protocol until it continues-as-new): taken, or
+  // the run would wait for that lane's next run. Runs queued before 0.6.0 take any grant.
+  setHandler(grantSignal, (grant) => {
+    if (ownLaneOnly && grant?.lane !== undefined && grant.lane !== queue.lane) return;
     granted = true;
   });
   state.status = 'QUEUED';

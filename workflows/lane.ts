@@ -11,6 +11,12 @@
  * gone, and every HOLDER_CHECK_INTERVAL_MS the lane asks the server which of its holders have closed.
  * A holder closed that way is freed within HOLDER_CHECK_INTERVAL_MS plus one check (under 60 s).
  *
+ * Trust (from 0.6.0, the LANE_PROTOCOL_PATCH): an ask names the lane it is meant for, and a lane
+ * ignores one naming another; a grant names the lane, and a run ignores one naming another; a
+ * release of a run the lane neither holds nor queues changes nothing. An ask may carry the API's
+ * queue bound (`maxWaiting`): the lane keeps the `queueFull` memo, which the API reads before it
+ * records an event of the key (429 when true).
+ *
  * Each request costs the lane a few history events: it continues-as-new with its state when the
  * server suggests it (or at MAX_HISTORY_EVENTS), and completes after IDLE_TIMEOUT without holders or
  * waiters (a later request starts it again: signal-with-start).
@@ -25,13 +31,25 @@ import {
   setHandler,
   workflowInfo,
   allHandlersFinished,
+  patched,
+  upsertMemo,
 } from '@temporalio/workflow';
 import type { AutomationActivities } from '../src/contract/activities';
-import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, type LaneAcquire, type LaneState } from '../src/contract/run';
+import {
+  LANE_ACQUIRE_SIGNAL,
+  LANE_PROTOCOL_PATCH,
+  LANE_QUEUE_FULL_MEMO,
+  LANE_RELEASE_SIGNAL,
+  RUN_GRANT_SIGNAL,
+  type LaneAcquire,
+  type LaneGrant,
+  type LaneState,
+} from '../src/contract/run';
 
 export const acquireSignal = defineSignal<[LaneAcquire]>(LANE_ACQUIRE_SIGNAL);
 export const releaseSignal = defineSignal<[{ runId: string }]>(LANE_RELEASE_SIGNAL);
-export const grantSignal = defineSignal<[]>(RUN_GRANT_SIGNAL);
+/** A lane's grant names the lane (grants of lanes before 0.6.0 carry nothing). */
+export const grantSignal = defineSignal<[grant?: LaneGrant]>(RUN_GRANT_SIGNAL);
 
 /** How often the lane asks which of its holders have closed. */
 export const HOLDER_CHECK_INTERVAL_MS = 30_000;
@@ -52,11 +70,22 @@ const local = proxyLocalActivities<Activities>({
 export async function lane(input: LaneState): Promise<void> {
   const state: LaneState = {
     automationId: input.automationId,
+    ...(input.lane !== undefined ? { lane: input.lane } : {}),
     limit: input.limit,
+    ...(input.maxWaiting !== undefined ? { maxWaiting: input.maxWaiting } : {}),
     holders: [...input.holders],
     waiting: [...input.waiting],
     released: [...input.released],
   };
+  // From 0.6.0 (docs/upgrades.md) the lane names itself in its grants, ignores a release or an ask
+  // not meant for it, and keeps the queueFull memo. Asked once, in the lane run's first activation
+  // (a patch first asked after a local activity's result is not found again on replay): a lane
+  // run started before keeps the old protocol until it continues-as-new or completes.
+  const newProtocol = patched(LANE_PROTOCOL_PATCH);
+  // Who this lane is, as its grants name it and asks must (a lane started before 0.6.0 knows it from its workflow id).
+  const self = state.lane ?? workflowInfo().workflowId;
+  // What the `queueFull` memo says now (it survives continue-as-new).
+  let saysFull = workflowInfo().memo?.[LANE_QUEUE_FULL_MEMO] === true;
   let pendingGrants = 0;
   let changed = true;
   // Workflow time (deterministic): the holder check runs on a fixed cadence, however busy the lane.
@@ -74,8 +103,9 @@ export async function lane(input: LaneState): Promise<void> {
 
   const grant = (runId: string): void => {
     pendingGrants += 1;
-    getExternalWorkflowHandle(runId)
-      .signal(grantSignal)
+    const run = getExternalWorkflowHandle(runId);
+    // A grant names its lane: a run takes a grant only from its own (workflows/automation.ts).
+    (newProtocol ? run.signal(grantSignal, { lane: self }) : run.signal(grantSignal))
       // The run is gone (terminated, timed out, past retention): its permit is free again.
       .catch(() => free(runId))
       .finally(() => {
@@ -83,13 +113,21 @@ export async function lane(input: LaneState): Promise<void> {
       });
   };
 
-  setHandler(acquireSignal, ({ runId, limit }) => {
+  setHandler(acquireSignal, ({ runId, limit, lane: meant, maxWaiting }) => {
+    // An ask naming another lane is not this lane's to admit (asks before 0.6.0 name none).
+    if (newProtocol && meant !== undefined && meant !== self) return;
     state.limit = limit;
+    if (maxWaiting !== undefined) state.maxWaiting = maxWaiting;
     changed = true;
     if (state.holders.includes(runId)) grant(runId); // a repeated request: the grant may have been missed
     else if (!state.waiting.includes(runId) && !state.released.includes(runId)) state.waiting.push(runId);
   });
-  setHandler(releaseSignal, ({ runId }) => free(runId));
+  setHandler(releaseSignal, ({ runId }) => {
+    // A release of a run this lane neither holds nor queues changes nothing (before 0.6.0 it was
+    // remembered as released, and that run's own ask was then ignored).
+    if (newProtocol && !state.holders.includes(runId) && !state.waiting.includes(runId)) return;
+    free(runId);
+  });
 
   for (;;) {
     while (state.holders.length < state.limit && state.waiting.length > 0) {
@@ -98,6 +136,14 @@ export async function lane(input: LaneState): Promise<void> {
       grant(next);
     }
     changed = false;
+    if (newProtocol && state.maxWaiting !== undefined) {
+      // The API reads the memo before it records an event of this key (a 429 when the queue is full).
+      const full = state.waiting.length >= state.maxWaiting;
+      if (full !== saysFull) {
+        upsertMemo({ [LANE_QUEUE_FULL_MEMO]: full });
+        saysFull = full;
+      }
+    }
     setCurrentDetails(`holders: ${state.holders.length}/${state.limit}, waiting: ${state.waiting.length}\n${state.holders.join('\n')}`);
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) {

@@ -10,6 +10,8 @@ export interface LaneRequest {
   runId: string;
   limit: number;
   taskQueue: string;
+  /** The most runs the lane may have waiting, as the asker is configured (LANE_QUEUE_LIMIT); a run's own repeat leaves it out. */
+  maxWaiting?: number;
   /** For the Web UI: what the lane admits (never the key's value: it may be personal data). */
   automationName?: string;
 }

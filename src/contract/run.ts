@@ -86,16 +86,39 @@ export const LANE_ACQUIRE_SIGNAL = 'acquire';
 export const LANE_RELEASE_SIGNAL = 'release';
 export const RUN_GRANT_SIGNAL = 'grant';
 
+/**
+ * Name of the patch from which a lane names itself in its grants and ignores a release or an ask
+ * not meant for it, and a queued run takes a grant only from its own lane; also the patch from which
+ * a lane keeps its queue's bound in the `queueFull` memo (docs/upgrades.md, 0.6.0).
+ */
+export const LANE_PROTOCOL_PATCH = 'lane-names-its-grants';
+
+/** The memo a lane keeps (from the `lane-names-its-grants` patch): true while its queue is at its bound. */
+export const LANE_QUEUE_FULL_MEMO = 'queueFull';
+
 export interface LaneAcquire {
   /** Workflow id of the run asking. */
   runId: string;
   limit: number;
+  /** The lane the run was recorded for (absent in asks sent before 0.6.0): a lane ignores an ask naming another. */
+  lane?: string;
+  /** The most runs the lane may have waiting, as the asking API process is configured (LANE_QUEUE_LIMIT). */
+  maxWaiting?: number;
+}
+
+/** The grant's argument (from 0.6.0; grants sent before carry none): the lane that grants. */
+export interface LaneGrant {
+  lane: string;
 }
 
 /** A lane's state, carried across continue-as-new. */
 export interface LaneState {
   automationId: string;
+  /** The lane's own workflow id (absent in lanes started before 0.6.0: then the workflow id it runs under). */
+  lane?: string;
   limit: number;
+  /** The most runs it may have waiting before it says its queue is full (absent: never says so). */
+  maxWaiting?: number;
   /** Runs holding a permit. */
   holders: string[];
   /** Runs waiting, in arrival order. */

@@ -4,7 +4,7 @@
  * in the order of docs/api.md, the first failure answers: listener (404) → source address (403) →
  * body size, enforced while reading (413) → headers (400) → the listener's authentication method
  * (401) → JSON (400) → duplicate event id (409) → the version's filter (200, filtered: no run) →
- * its rate limit (429) → 200. When the workflow engine does not confirm the start: 503. The HTTP
+ * its rate limit, then its key's queue bound (429) → 200. When the workflow engine does not confirm the start: 503. The HTTP
  * route only translates the outcome.
  *
  * Flow control costs nothing for automations without it. The 409 of an event that started a run is
@@ -31,6 +31,9 @@ import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domai
 import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
 import type { RunFlow } from '../contract/run';
 import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
+
+/** Retry-After of a delivery refused because its key's queue is full (a queue drains as runs finish: no exact time). */
+export const LANE_QUEUE_RETRY_AFTER_SECONDS = 30;
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -300,16 +303,40 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       }
       const runFlow: RunFlow | undefined = flowError ? { error: flowError } : runQueueOf(automation.id, flow, payload, deps.runs.requestLanePermit !== undefined);
       const queue = runFlow?.queue;
+      if (queue && deps.runs.laneQueueFull && (await deps.runs.laneQueueFull(queue.lane))) {
+        // The key's queue is at its bound (LANE_QUEUE_LIMIT): nothing is recorded; a repeat is still a 409.
+        if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
+        const existing = await deps.runs.runOf?.(listenerId, eventId);
+        if (existing !== undefined) throw new DuplicateEventError(existing);
+        log.info({ listenerId, eventId, status: 429, retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS }, 'webhook refused: concurrency queue full');
+        return {
+          accepted: false,
+          status: 429,
+          reason: 'queue_full',
+          message: `the queue of this event's concurrency key is full; retry after ${LANE_QUEUE_RETRY_AFTER_SECONDS} s with the same Webhook-Event-Id`,
+          details: [reasonDetail('queue_full')],
+          retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS,
+        };
+      }
       /**
        * The lane request, in acceptance order: before the answer, so a sender that sends a key's
-       * events one after the other gets them admitted in that order. Also for a repeat (409): its
-       * first delivery may have ended between the start and this request (a killed API); the lane
-       * ignores a request it already has. When it fails the answer is 503 (the run is recorded:
-       * the sender's retry gets the 409, which asks again).
+       * events one after the other gets them admitted in that order. When it fails the answer is
+       * 503 (the run is recorded: the sender's retry gets the 409, which asks again).
        */
       const askLane = async (runId: string): Promise<void> => {
         if (!queue || !deps.runs.requestLanePermit) return;
         await deps.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId, limit: queue.limit, automationName: published.snapshot.displayName });
+      };
+      /**
+       * A repeat (409) asks again too: its first delivery may have ended between the start and its
+       * request (a killed API); the lane ignores a request it already has. It asks the lane the run
+       * was recorded for, never one computed from the repeat's body (which may name another key).
+       */
+      const askRecordedLane = async (runId: string): Promise<void> => {
+        if (!flow?.concurrency || !deps.runs.requestLanePermit || !deps.runs.recordedQueue) return;
+        const recorded = await deps.runs.recordedQueue(runId);
+        if (!recorded) return;
+        await deps.runs.requestLanePermit({ automationId: automation.id, lane: recorded.lane, runId, limit: recorded.limit, automationName: published.snapshot.displayName });
       };
       let executionId: string;
       try {
@@ -328,7 +355,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       } catch (err) {
         if (err instanceof DuplicateEventError) {
           if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
-          await askLane(err.runId);
+          await askRecordedLane(err.runId);
         }
         throw err;
       }

@@ -357,7 +357,7 @@ export const Delivery = z
     receivedAt: z.string().meta({ format: 'date-time' }),
     status: z.number().int().meta({ description: 'The HTTP status the receiver answered.' }),
     reason: z.string().meta({
-      description: 'The receiver’s reason code: accepted, filtered, rate_limited, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
+      description: 'The receiver’s reason code: accepted, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
     }),
     eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
     sourceAddress: z.string(),

@@ -3,7 +3,7 @@
  * Temporal adapter implements it (src/temporal/runs.ts `TemporalRuns`).
  */
 import type { Client } from '@temporalio/client';
-import type { AutomationRunInput } from '../contract/run';
+import type { AutomationRunInput, RunQueue } from '../contract/run';
 import type { LaneRequest } from '../contract/lanes';
 
 export { DuplicateEventError, WorkflowEngineUnavailableError } from '../errors';
@@ -33,6 +33,17 @@ export interface AutomationRuns {
    * WorkflowEngineUnavailableError; the run repeats the request itself when it gets no permit.
    */
   requestLanePermit?(request: Omit<LaneRequest, 'taskQueue'>): Promise<void>;
+  /**
+   * True when the lane's queue is at its bound (LANE_QUEUE_LIMIT): the delivery answers 429 and
+   * records nothing. Throws WorkflowEngineUnavailableError.
+   */
+  laneQueueFull?(lane: string): Promise<boolean>;
+  /**
+   * The lane a run was recorded for when it was started (its input's `flow.queue`), undefined for a
+   * run without one: a repeat of its event asks that lane, never one computed from the repeat's body.
+   * Throws WorkflowEngineUnavailableError.
+   */
+  recordedQueue?(runId: string): Promise<RunQueue | undefined>;
   /**
    * The run started for this event, if there is one (the repeat check of a filtered or rate-limited
    * delivery, which starts nothing). Throws WorkflowEngineUnavailableError.

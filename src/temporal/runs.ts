@@ -3,9 +3,10 @@
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowStartOptions } from '@temporalio/client';
-import { requestLanePermit } from './lanes';
+import { laneQueueFull, requestLanePermit } from './lanes';
+import { decodePayloadsInPlace } from './executions';
 import { automation } from '../../workflows';
-import type { AutomationRunInput } from '../contract/run';
+import type { AutomationRunInput, RunQueue } from '../contract/run';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns, type RunDisplay, type StartedRun } from '../domain/runs';
 import type { LaneRequest } from '../contract/lanes';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
@@ -28,8 +29,13 @@ export class TemporalRuns implements AutomationRuns {
      * when `client` is on the NativeConnection of a worker polling `taskQueue` in this process
      * (`npm start`); the server falls back to a normal start when no slot is free.
      */
-    private readonly options: { eagerStart?: boolean } = {},
+    private readonly options: { eagerStart?: boolean; laneQueueLimit?: number } = {},
   ) {}
+
+  /** The most runs a key's lane may have waiting (LANE_QUEUE_LIMIT); undefined: the lane's own bound is not checked here. */
+  get laneQueueLimit(): number | undefined {
+    return this.options.laneQueueLimit;
+  }
 
   async ping(): Promise<void> {
     await raceDeadline(Date.now() + this.startTimeoutMs, () =>
@@ -40,7 +46,38 @@ export class TemporalRuns implements AutomationRuns {
   async requestLanePermit(request: Omit<LaneRequest, 'taskQueue'>): Promise<void> {
     try {
       const deadline = Date.now() + this.startTimeoutMs;
-      await raceDeadline(deadline, () => this.client.withDeadline(deadline, () => requestLanePermit(this.client, { ...request, taskQueue: this.taskQueue })));
+      const maxWaiting = this.options.laneQueueLimit;
+      await raceDeadline(deadline, () =>
+        this.client.withDeadline(deadline, () => requestLanePermit(this.client, { ...request, taskQueue: this.taskQueue, ...(maxWaiting ? { maxWaiting } : {}) })),
+      );
+    } catch (err) {
+      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+    }
+  }
+
+  async laneQueueFull(lane: string): Promise<boolean> {
+    try {
+      const deadline = Date.now() + this.startTimeoutMs;
+      return await raceDeadline(deadline, () => this.client.withDeadline(deadline, () => laneQueueFull(this.client, lane)));
+    } catch (err) {
+      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+    }
+  }
+
+  async recordedQueue(runId: string): Promise<RunQueue | undefined> {
+    try {
+      const deadline = Date.now() + this.startTimeoutMs;
+      // The run's first history event holds its input as it was started: the lane it was recorded for.
+      const response = await raceDeadline(deadline, () =>
+        this.client.withDeadline(deadline, () =>
+          this.client.workflowService.getWorkflowExecutionHistory({ namespace: this.client.options.namespace, execution: { workflowId: runId }, maximumPageSize: 1 }),
+        ),
+      );
+      const payload = response.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+      if (!payload) return undefined;
+      const converter = this.client.options.loadedDataConverter;
+      await decodePayloadsInPlace(payload, converter.payloadCodecs);
+      return (converter.payloadConverter.fromPayload(payload) as AutomationRunInput).flow?.queue;
     } catch (err) {
       throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
     }

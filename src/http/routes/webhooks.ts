@@ -54,7 +54,7 @@ export const WEBHOOK_OPERATION: DocumentedOperation = {
     408: 'The body did not arrive in time.',
     409: 'Duplicate event id for this listener (within 7 days), whatever its first delivery became (a run, filtered); details carry the original executionId. Idempotency protection, not a fault.',
     413: 'Body over 65,536 bytes.',
-    429: "Too many deliveries in progress, or the automation's rate limit is exhausted for the event's key; retry after Retry-After seconds.",
+    429: "Too many deliveries in progress, the automation's rate limit is exhausted for the event's key, or the queue of the event's concurrency key is full; retry after Retry-After seconds.",
     503: 'The workflow engine is unavailable; the event was not accepted, retry later.',
   },
 };
