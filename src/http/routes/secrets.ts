@@ -6,7 +6,7 @@
  * replacing (value or origins) and deleting are super_admin's (src/auth/roles.ts). No response ever
  * carries a value.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import {
   createOutboundSecret,
@@ -17,7 +17,7 @@ import {
 } from '../../domain/outbound-secrets';
 import * as gov from '../../domain/schemas';
 import * as secrets from '../../domain/secret-schemas';
-import { type Grant, ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS } from '../operation';
+import { type Grant, ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, exactRouter } from '../operation';
 import { GOVERNANCE_READ, listBody } from './governance-helpers';
 
 const TAG = 'Secrets';
@@ -64,5 +64,5 @@ export const SECRET_OPERATIONS = [
 ];
 
 export function createSecretsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, SECRET_OPERATIONS);
+  return mountOperations(exactRouter(), deps, SECRET_OPERATIONS);
 }

@@ -4,7 +4,7 @@
  * Flood guards first: a per-source rate limit (429) and a cap on slow verifications (503), both
  * with Retry-After, in the service's error shape. Failed attempts are audited (never the secret).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
@@ -12,7 +12,7 @@ import { authenticateClient } from '../../auth/clients';
 import { createTokenGuard, type TokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
 import * as api from '../../domain/api-schemas';
-import { mountOperations, operation } from '../operation';
+import { mountOperations, operation, exactRouter } from '../operation';
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
@@ -115,5 +115,5 @@ export const TOKEN_OPERATIONS = [
 ];
 
 export function createTokenRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, TOKEN_OPERATIONS);
+  return mountOperations(exactRouter(), deps, TOKEN_OPERATIONS);
 }
