@@ -6,7 +6,8 @@
  *   Temporal server 1.29.1: frontend, history, matching, worker — four processes, deploy/temporal/;
  *     the server of deploy/temporal/server, whose frontend authorizes by client certificate subject
  *   Temporal Web UI server (read-only, loopback, codec endpoint = <entry>/codec)
- *   api ×2, worker ×2: `node dist/src/main.js api|worker` (compiled JS, prebuilt workflow bundle)
+ *   api ×2, worker ×2: `node dist/src/main.js api|worker` (compiled JS, prebuilt workflow bundle);
+ *     each API serves /ready and /metrics on an admin port of its own (ADMIN_PORT, loopback)
  *   nginx: the single entry in front of both APIs, appending X-Forwarded-For (TRUST_PROXY=1)
  *
  * Ctrl-C stops every process it started; a process that dies is restarted. Logs: one file per
@@ -175,6 +176,8 @@ export function appEnvironment(
     /** The certificate folder: each role connects to Temporal with its own client certificate. */
     tlsDir: string;
     port?: number;
+    /** The API's admin listener (/ready, /metrics; loopback): never the port nginx proxies to. */
+    adminPort?: number;
     passThrough?: Record<string, string>;
   },
 ): Record<string, string> {
@@ -192,7 +195,16 @@ export function appEnvironment(
   };
   if (role === 'worker') return { ...common, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
   // One proxy (nginx) in front: the source address is the X-Forwarded-For entry it appended.
-  return { ...common, PORT: String(p.port ?? 8080), HOST: '127.0.0.1', BASE_URL: p.entryUrl, TRUST_PROXY: '1', CODEC_CORS_ORIGINS: p.uiUrl };
+  // /ready and /metrics only on the admin listener, so no spelling of them reaches the API port.
+  return {
+    ...common,
+    PORT: String(p.port ?? 8080),
+    HOST: '127.0.0.1',
+    ADMIN_PORT: String(p.adminPort ?? 9090),
+    BASE_URL: p.entryUrl,
+    TRUST_PROXY: '1',
+    CODEC_CORS_ORIGINS: p.uiUrl,
+  };
 }
 
 export interface StackOptions {
@@ -498,6 +510,50 @@ export function renderTemplate(template: string, vars: Record<string, string>): 
   return template.replace(/\$\{(\w+)\}/g, (match, name: string) => vars[name] ?? match);
 }
 
+/**
+ * nginx as the stack runs it: the site rendered from deploy/nginx/api.conf.template (in front of
+ * `apiPorts`, listening on `listen`) inside a main configuration of its own in `dir` (no system
+ * nginx needed), logs in `logDir`. Returns the command line and the temp folder it made (remove it
+ * after stopping nginx). Also used by the test of the entry's hidden paths
+ * (test/integration/nginx-entry.test.ts), so the test runs the configuration the stack runs.
+ */
+export function nginxSetup(o: { dir: string; logDir: string; apiPorts: readonly number[]; listen: string }): { bin: string; args: string[]; tempDir: string } {
+  fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 });
+  // nginx's worker (`nobody` when started as root) writes request bodies over the in-memory buffer
+  // and large responses to its temp folders: they live in a folder of its own under the system's
+  // temp folder, since it cannot enter the state directory (0700, the stack's user).
+  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-nginx-'));
+  if (process.getuid?.() === 0) {
+    const nobody = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
+    fs.chownSync(temp, nobody, -1);
+  }
+  const site = renderTemplate(fs.readFileSync(path.join(ROOT, 'deploy/nginx/api.conf.template'), 'utf8'), {
+    API_SERVERS: o.apiPorts.map((port) => `server 127.0.0.1:${port} max_fails=1 fail_timeout=2s;`).join('\n    '),
+    LISTEN_PORT: o.listen,
+  });
+  fs.writeFileSync(path.join(o.dir, 'api.conf'), site);
+  fs.writeFileSync(
+    path.join(o.dir, 'nginx.conf'),
+    [
+      'daemon off;',
+      'worker_processes 1;',
+      `pid ${path.join(o.dir, 'nginx.pid')};`,
+      `error_log ${path.join(o.logDir, 'nginx-error.log')} warn;`,
+      'events { worker_connections 4096; }',
+      'http {',
+      `  access_log ${path.join(o.logDir, 'nginx-access.log')};`,
+      `  client_body_temp_path ${temp}/body; proxy_temp_path ${temp}/proxy; fastcgi_temp_path ${temp}/fastcgi;`,
+      `  uwsgi_temp_path ${temp}/uwsgi; scgi_temp_path ${temp}/scgi;`,
+      `  include ${path.join(o.dir, 'api.conf')};`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  const bin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) => fs.existsSync(p));
+  if (!bin) throw new Error('nginx is not installed: apt-get install nginx');
+  return { bin, args: ['-e', path.join(o.logDir, 'nginx-error.log'), '-p', o.dir, '-c', path.join(o.dir, 'nginx.conf')], tempDir: temp };
+}
+
 /** The dist/ build (tsc) and the workflow bundle, redone only when a source file is newer. */
 function ensureBuild(log: (line: string) => void): void {
   const marker = path.join(ROOT, 'dist', 'workflow-bundle.js');
@@ -623,49 +679,22 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   }
   const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl, uiUrl, tlsDir, passThrough };
   const apiPorts = [await freePort(), await freePort()];
+  const adminPorts = [await freePort(), await freePort()];
   apiPorts.forEach((port, i) =>
-    add(`api-${i + 1}`, process.execPath, [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'api'], appEnvironment('api', { ...shared, port, dataDir: path.join(stateDir, `api-${i + 1}`) })),
+    add(
+      `api-${i + 1}`,
+      process.execPath,
+      [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'api'],
+      appEnvironment('api', { ...shared, port, adminPort: adminPorts[i], dataDir: path.join(stateDir, `api-${i + 1}`) }),
+    ),
   );
   for (const i of [1, 2]) {
     add(`worker-${i}`, process.execPath, [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'worker'], appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }));
   }
 
-  // nginx: the rendered template inside a main configuration of its own (no system nginx needed).
-  const nginxDir = path.join(stateDir, 'nginx');
-  fs.mkdirSync(nginxDir, { recursive: true, mode: 0o700 });
-  // nginx's worker (`nobody` when started as root) writes request bodies over the in-memory buffer
-  // and large responses to its temp folders: they live in a folder of its own under the system's
-  // temp folder, since it cannot enter the state directory (0700, the stack's user).
-  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'stack-nginx-'));
-  if (process.getuid?.() === 0) {
-    const nobody = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
-    fs.chownSync(temp, nobody, -1);
-  }
-  const site = renderTemplate(fs.readFileSync(path.join(ROOT, 'deploy/nginx/api.conf.template'), 'utf8'), {
-    API_SERVERS: apiPorts.map((port) => `server 127.0.0.1:${port} max_fails=1 fail_timeout=2s;`).join('\n    '),
-    LISTEN_PORT: `127.0.0.1:${entryPort}`,
-  });
-  fs.writeFileSync(path.join(nginxDir, 'api.conf'), site);
-  fs.writeFileSync(
-    path.join(nginxDir, 'nginx.conf'),
-    [
-      'daemon off;',
-      'worker_processes 1;',
-      `pid ${path.join(nginxDir, 'nginx.pid')};`,
-      `error_log ${path.join(logDir, 'nginx-error.log')} warn;`,
-      'events { worker_connections 4096; }',
-      'http {',
-      `  access_log ${path.join(logDir, 'nginx-access.log')};`,
-      `  client_body_temp_path ${temp}/body; proxy_temp_path ${temp}/proxy; fastcgi_temp_path ${temp}/fastcgi;`,
-      `  uwsgi_temp_path ${temp}/uwsgi; scgi_temp_path ${temp}/scgi;`,
-      `  include ${path.join(nginxDir, 'api.conf')};`,
-      '}',
-      '',
-    ].join('\n'),
-  );
-  const nginxBin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) => fs.existsSync(p));
-  if (!nginxBin) throw new Error('nginx is not installed: apt-get install nginx');
-  add('nginx', nginxBin, ['-e', path.join(logDir, 'nginx-error.log'), '-p', nginxDir, '-c', path.join(nginxDir, 'nginx.conf')], {});
+  const nginx = nginxSetup({ dir: path.join(stateDir, 'nginx'), logDir, apiPorts, listen: `127.0.0.1:${entryPort}` });
+  const temp = nginx.tempDir;
+  add('nginx', nginx.bin, nginx.args, {});
 
   const httpOk = async (url: string): Promise<boolean> => {
     const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
@@ -684,7 +713,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
         () => undefined,
       );
   }
-  apiPorts.forEach((port, i) => {
+  adminPorts.forEach((port, i) => {
     readiness[`api-${i + 1}`] = () => until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
   });
   // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.

@@ -1,54 +1,73 @@
 /**
- * Flood guards of the token endpoint: a per-source rate limit (token bucket; beyond it 429 with
- * Retry-After) and a cap on slow (scrypt) secret verifications running at once (beyond it 503 with
- * Retry-After), so that the libuv thread pool, which DNS lookups and JWKS fetches share, is never
- * filled by password hashing.
+ * Flood guards of the token endpoint: a per-source rate limit and a per-(client, source) failure
+ * backoff, both shared by the API processes through the store (beyond them 429 with Retry-After),
+ * and a cap on slow (scrypt) secret verifications running at once in this process (beyond it 503
+ * with Retry-After), so that the libuv thread pool, which DNS lookups and JWKS fetches share, is
+ * never filled by password hashing. A source is an IPv4 address or an IPv6 /64.
  */
 import { GuardRefusal } from '../errors';
+import { sourcePrefix } from '../net/cidr';
+import type { Queryable } from '../store/db';
+import { admitTokenRequest, pruneTokenLimits, recordTokenFailure, type BackoffPolicy } from '../store/token-limits';
 
-interface Bucket {
-  tokens: number;
-  updatedMs: number;
+/**
+ * How failed attempts of one client id from one source (an IPv4 address or an IPv6 /64) make the
+ * next attempt from there wait: five failures are free, then 1 s, 2 s, 4 s... up to 15 minutes; a
+ * failure 15 minutes after the previous one starts the count again. Keyed on the source too, so a
+ * flood naming a client from elsewhere never makes the client's own caller wait.
+ */
+export const TOKEN_FAILURE_BACKOFF: BackoffPolicy = { free: 5, baseMs: 1000, maxMs: 15 * 60_000, forgetAfterMs: 15 * 60_000 };
+
+/** The client id as the backoff keys it: as sent, without NUL characters (the store refuses them), at most 200 characters. */
+function clientKey(clientId: string): string {
+  return clientId.replaceAll('\u0000', '').slice(0, 200);
 }
 
-/** Token buckets per key (source address): `perMinute` requests, refilled continuously. */
-export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+/** How often one API process drops the limit rows that limit nothing any more. */
+const PRUNE_EVERY_MS = 60_000;
+
+/**
+ * The token endpoint's limits, kept in the store so that every API process counts the same: the
+ * per-source limit (`perMinute` requests per source, refilled continuously) and the failure backoff.
+ * Each request costs one statement (`admit`); a failed attempt one more (`failed`).
+ */
+export class SharedTokenLimits {
+  private lastPruneMs = Date.now();
 
   constructor(
+    private readonly db: Queryable,
     readonly perMinute: number,
-    private readonly maxKeys = 100_000,
-    private readonly now: () => number = Date.now,
+    readonly backoff: BackoffPolicy = TOKEN_FAILURE_BACKOFF,
   ) {}
 
-  /** Takes one request from `key`'s bucket; throws a 429 `GuardRefusal` when it is empty. */
-  take(key: string): void {
-    const now = this.now();
-    const ratePerMs = this.perMinute / 60_000;
-    let bucket = this.buckets.get(key);
-    if (bucket) {
-      bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.updatedMs) * ratePerMs);
-      bucket.updatedMs = now;
-      // Most recently used last, so that the oldest entry is the first to go when the map is full.
-      this.buckets.delete(key);
-    } else {
-      if (this.buckets.size >= this.maxKeys) this.evict(now, ratePerMs);
-      bucket = { tokens: this.perMinute, updatedMs: now };
+  /**
+   * Counts a request naming `clientId` from `address`; throws a 429 `GuardRefusal` (with
+   * Retry-After) when the source's limit is used up or the client is in its backoff from this
+   * source. Returns the source key to pass to `failed`.
+   */
+  async admit(address: string, clientId: string): Promise<string> {
+    const source = sourcePrefix(address);
+    const admission = await admitTokenRequest(this.db, source, clientKey(clientId), this.perMinute, 60_000);
+    if (!admission.sourceAllowed) {
+      throw new GuardRefusal(429, 'too many token requests from this address; retry later', Math.max(1, Math.ceil(admission.sourceRetryAfterMs / 1000)));
     }
-    this.buckets.set(key, bucket);
-    if (bucket.tokens < 1) {
-      const retryAfterSeconds = Math.max(1, Math.ceil((1 - bucket.tokens) / ratePerMs / 1000));
-      throw new GuardRefusal(429, 'too many token requests from this address; retry later', retryAfterSeconds);
+    if (admission.backoffMs > 0) {
+      throw new GuardRefusal(429, 'too many failed attempts for this client from this address; retry later', Math.max(1, Math.ceil(admission.backoffMs / 1000)));
     }
-    bucket.tokens -= 1;
+    await this.pruneNow();
+    return source;
   }
 
-  private evict(now: number, ratePerMs: number): void {
-    for (const [key, bucket] of this.buckets) {
-      if (bucket.tokens + (now - bucket.updatedMs) * ratePerMs >= this.perMinute) this.buckets.delete(key);
-    }
-    const oldest = this.buckets.keys().next().value;
-    if (this.buckets.size >= this.maxKeys && oldest !== undefined) this.buckets.delete(oldest);
+  /** Records a failed attempt of `clientId` from `source` (as `admit` returned it). */
+  async failed(source: string, clientId: string): Promise<void> {
+    await recordTokenFailure(this.db, source, clientKey(clientId), this.backoff);
+  }
+
+  private async pruneNow(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastPruneMs < PRUNE_EVERY_MS) return;
+    this.lastPruneMs = now;
+    await pruneTokenLimits(this.db, this.backoff.forgetAfterMs);
   }
 }
 
@@ -78,15 +97,15 @@ export class ConcurrencyCap {
   };
 }
 
-/** Both guards of one API process. */
+/** The guards of one API process: the limits it shares with the others, and its own cap. */
 export interface TokenGuard {
-  perSource: RateLimiter;
+  limits: SharedTokenLimits;
   slowVerifications: ConcurrencyCap;
 }
 
-export function createTokenGuard(limits: { perSourcePerMinute: number; maxSlowVerifications: number }): TokenGuard {
+export function createTokenGuard(db: Queryable, limits: { perSourcePerMinute: number; maxSlowVerifications: number }, backoff?: BackoffPolicy): TokenGuard {
   return {
-    perSource: new RateLimiter(limits.perSourcePerMinute),
+    limits: new SharedTokenLimits(db, limits.perSourcePerMinute, backoff),
     slowVerifications: new ConcurrencyCap(limits.maxSlowVerifications),
   };
 }

@@ -12,7 +12,7 @@
  * the JSON object, for bodies whose rules (and messages) live in the handler or in the domain
  * function it calls; the schema then documents them.
  */
-import type Router from '@koa/router';
+import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { z } from 'zod';
 import type { Area, Mode, Principal } from '../auth/roles';
@@ -135,6 +135,17 @@ function inputOf(op: Operation, ctx: Context): Input<string, BodySpec | undefine
     principal: secured ? principalOf(ctx) : undefined,
     actor: secured ? actorOf(ctx) : undefined,
   } as Input<string, BodySpec | undefined, Access>;
+}
+
+/**
+ * A router whose paths match exactly as written: case-sensitive, and a trailing slash is another
+ * path. Every router but the webhook receiver's (which keeps Koa's lenient matching for the
+ * spellings senders use, src/http/routes/webhooks.ts) is made here, so `/METRICS`, `/metrics/` or
+ * `/Ready` never reach a handler by another spelling: a proxy that hides a path by its exact
+ * spelling (deploy/nginx) hides every spelling the service answers.
+ */
+export function exactRouter(): Router {
+  return new Router({ strict: true, sensitive: true });
 }
 
 /** Registers each operation on `router`: access checks, the operation's guards, then its handler. */

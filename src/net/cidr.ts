@@ -225,3 +225,21 @@ function isMapped(b: Uint8Array): boolean {
   for (let i = 0; i < 10; i++) if (b[i] !== 0) return false;
   return b[10] === 0xff && b[11] === 0xff;
 }
+
+/**
+ * The key a per-source limit counts under: an IPv4 address (also when IPv4-mapped) as itself, an
+ * IPv6 address as its /64 (`2001:db8:1:2::/64`), since one host or site commonly holds a whole /64
+ * and could otherwise take a fresh address for every request. Text that is no address (a zone id
+ * `%eth0` is dropped first) is its own key.
+ */
+export function sourcePrefix(address: string): string {
+  const zone = address.indexOf('%');
+  const bare = zone >= 0 ? address.slice(0, zone) : address;
+  const ip = parseIp(bare);
+  if (!ip) return bare.slice(0, 64);
+  const plain = addressForms(ip)[0] ?? ip;
+  if (plain.family === 4) return formatIp(plain);
+  const network = new Uint8Array(16);
+  network.set(plain.bytes.subarray(0, 8));
+  return formatCidr({ family: 6, bytes: network, prefix: 64 });
+}

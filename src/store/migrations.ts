@@ -301,6 +301,23 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (automation_id, key_hash)
   );
   `,
+  // 19: the token endpoint's limits, shared by every API process: the per-source rate limit (GCRA,
+  // one row per source: an IPv4 address or an IPv6 /64) and the failure backoff of a client id
+  // from one source.
+  `
+  CREATE TABLE token_source_limits (
+    source text PRIMARY KEY,
+    tat_ms bigint NOT NULL
+  );
+  CREATE TABLE token_failures (
+    client_id text NOT NULL,
+    source text NOT NULL,
+    failures integer NOT NULL,
+    last_failure_ms bigint NOT NULL,
+    blocked_until_ms bigint NOT NULL,
+    PRIMARY KEY (client_id, source)
+  );
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

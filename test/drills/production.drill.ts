@@ -387,14 +387,18 @@ describe('nginx in front of the APIs', () => {
     expect(fs.readFileSync(path.join(stack.logDir, 'nginx-error.log'), 'utf8')).not.toMatch(/Permission denied/);
   });
 
-  it('/metrics and /ready are not served through the public entry; each API still answers them directly', async () => {
-    for (const pathname of ['/metrics', '/ready']) {
-      const res = await fetch(`${stack.entryUrl}${pathname}`);
-      expect([pathname, res.status]).toEqual([pathname, 404]);
-      expect(((await res.json()) as { code: number }).code).toBe(5);
-    }
+  it('/metrics and /ready by any spelling are not served through the public entry nor on the API port; each API answers them on its admin port', async () => {
     const api1 = stack.processes.get('api-1')!.env.PORT;
-    expect((await fetch(`http://127.0.0.1:${api1}/ready`)).status).toBe(200);
+    for (const pathname of ['/metrics', '/ready', '/METRICS', '/metrics/', '/Ready', '/ready/', '/%6Detrics', '//metrics']) {
+      for (const base of [stack.entryUrl, `http://127.0.0.1:${api1}`]) {
+        const res = await fetch(`${base}${pathname}`);
+        expect([base, pathname, res.status]).toEqual([base, pathname, 404]);
+        expect([base, pathname, ((await res.json()) as { code: number }).code]).toEqual([base, pathname, 5]);
+      }
+    }
+    const admin1 = stack.processes.get('api-1')!.env.ADMIN_PORT;
+    expect((await fetch(`http://127.0.0.1:${admin1}/ready`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${admin1}/metrics`)).status).toBe(200);
   });
 });
 

@@ -96,9 +96,9 @@ describe('stack:prod on the local PostgreSQL (no DATABASE_URL)', () => {
     const stack = await startProdStack({ localPostgres: local, stateDir, env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' }, log: () => undefined });
     try {
       expect((await fetch(`${stack.entryUrl}/health`)).status).toBe(200);
-      const api1 = stack.processes.get('api-1')!.env.PORT;
+      const admin1 = stack.processes.get('api-1')!.env.ADMIN_PORT;
       // Ready = the store (role app) and Temporal (on role temporal's databases) both answer.
-      expect((await fetch(`http://127.0.0.1:${api1}/ready`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${admin1}/ready`)).status).toBe(200);
     } finally {
       await stack.stop();
     }

@@ -2,8 +2,9 @@
  * The notify step end to end: a real run on the Temporal dev server, a real worker and a local
  * HTTP receiver standing in for a Slack-compatible incoming webhook whose URL (with its token) is a
  * named outbound secret. The receiver gets `{"text": …}` as JSON with the call's Idempotency-Key;
- * the run's history and execution view never hold the URL's token; a URL at an origin the secret
- * does not allow, or one the outbound policy refuses, fails the step without sending anything.
+ * the run's history and execution view never hold the URL's token; a value that is no URL the step
+ * may post to (not a URL, not https, credentials, a non-public address, an origin the secret does
+ * not allow) fails the step with one text naming the secret only, and sends nothing.
  */
 import request from 'supertest';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
@@ -62,16 +63,39 @@ describe('notify step in a real run', () => {
     expect(dry.body.steps[0]).toMatchObject({ status: 'WOULD_RUN', output: { webhook: 'team_hook', text: 'Offboarded bob' } });
   });
 
-  it('refuses a URL at an origin the secret does not allow, and one the outbound policy refuses; nothing is sent', async () => {
+  it('answers every URL problem of the secret\'s value with one text naming the secret only, never the value\'s origin; nothing is sent', async () => {
     const before = receiver.received.length;
-    await secret('elsewhere_hook', `${origin}/services/${TOKEN}`, ['https://hooks.slack.com']);
-    const elsewhere = await expectRunFailure(stack.client.workflow.getHandle(await run(await automation('elsewhere_hook'), { who: 'eve' })));
-    expect(elsewhere.message).toBe(`step "tell" failed: notify: webhook: secret "elsewhere_hook" may not be sent to ${origin} (its allowedOrigins: https://hooks.slack.com)`);
-
-    await secret('metadata_hook', `http://169.254.169.254/services/${TOKEN}`, ['http://169.254.169.254']);
-    const metadata = await expectRunFailure(stack.client.workflow.getHandle(await run(await automation('metadata_hook'), { who: 'eve' })));
-    expect(metadata.message).toMatch(/^step "tell" failed: notify: webhook: secret "metadata_hook" holds a URL the outbound policy refuses: /);
-    expect(metadata.message).not.toContain(TOKEN);
+    const closed = await startReceiver(() => ({ status: 200, body: 'ok' }));
+    const closedOrigin = closed.origin;
+    await closed.close(); // nothing listens there any more
+    // Each value fails the URL rules in its own way; each secret allows some origin.
+    const values: Array<[string, string, string[]]> = [
+      ['not_url_hook', 'sk_live_notAUrlAtAll0123456789', ['https://hooks.example']],
+      ['ftp_hook', `ftp://hooks.example/services/${TOKEN}`, ['https://hooks.example']],
+      ['creds_hook', `https://user:pw@hooks.example/services/${TOKEN}`, ['https://hooks.example']],
+      ['metadata_hook', `http://169.254.169.254/services/${TOKEN}`, ['http://169.254.169.254']],
+      ['elsewhere_hook', `${origin}/services/${TOKEN}`, ['https://hooks.slack.com']],
+    ];
+    const failures: Array<{ message: string; history: string }> = [];
+    for (const [name, value, allowed] of values) {
+      await secret(name, value, allowed);
+      const executionId = await run(await automation(name), { who: 'eve' });
+      const failure = await expectRunFailure(stack.client.workflow.getHandle(executionId));
+      failures.push({ message: failure.message.replace(`"${name}"`, '"<name>"'), history: await historyText(stack.client, executionId) });
+    }
+    expect(failures.map((f) => f.message)).toEqual(
+      values.map(() => 'step "tell" failed: notify: webhook: secret "<name>" does not hold a URL this step may post to (an https URL of a public host, at an origin the secret allows)'),
+    );
+    // Nothing of any value (host, origin, credentials, token) is in a run's history either.
+    for (const { history } of failures) {
+      for (const part of ['hooks.example', '169.254.169.254', 'user:pw', origin, TOKEN, 'notAUrl', 'ftp:']) expect([part, history.includes(part)]).toEqual([part, false]);
+    }
+    // A post that cannot reach its host fails without naming it.
+    await secret('closed_hook', `${closedOrigin}/services/${TOKEN}`, [closedOrigin]);
+    const closedRun = await run(await automation('closed_hook'), { who: 'eve' });
+    const unreachable = await expectRunFailure(stack.client.workflow.getHandle(closedRun));
+    expect(unreachable.message).toBe('step "tell" failed: notify: webhook: the incoming webhook could not be reached, or did not answer in time');
+    expect(await historyText(stack.client, closedRun)).not.toContain(closedOrigin.replace('http://', ''));
     expect(receiver.received.length).toBe(before);
   });
 

@@ -427,20 +427,21 @@ describe('OpenAPI document', () => {
     });
 
     responseTest('outbound secrets: create, list, get, replace, delete, and their errors', async () => {
-      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] })).status).toBe(200);
-      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] })).status).toBe(409);
-      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'Bad-Name', value: 'v' })).status).toBe(400);
+      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] })).status).toBe(200);
+      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] })).status).toBe(409);
+      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'Bad-Name', value: 'v' })).status).toBe(400);
       expect((await call(reader, 'get', '/api/v1/secrets')).status).toBe(200);
       expect((await call(reader, 'get', '/api/v1/secrets/openapi_token')).status).toBe(200);
       expect((await call(reader, 'get', '/api/v1/secrets/missing')).status).toBe(404);
       expect((await call(reader, 'post', '/api/v1/secrets', { name: 'nope', value: 'v' })).status).toBe(403);
-      expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_openapi_rotated' })).status).toBe(200);
-      expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { allowedOrigins: ['https://crm.example', 'https://crm2.example:8443'] })).status).toBe(200);
-      expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: '' })).status).toBe(400);
-      expect((await call(admin, 'post', '/api/v1/secrets', { name: 'openapi_other', value: 'v', allowedOrigins: ['https://crm.example/path'] })).status).toBe(400);
-      expect((await call(admin, 'put', '/api/v1/secrets/missing', { value: 'v' })).status).toBe(404);
-      expect((await call(admin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(200);
-      expect((await call(admin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(404);
+      expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_by_admin' })).status).toBe(403);
+      expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_openapi_rotated' })).status).toBe(200);
+      expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { allowedOrigins: ['https://crm.example', 'https://crm2.example:8443'] })).status).toBe(200);
+      expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: '' })).status).toBe(400);
+      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_other', value: 'v', allowedOrigins: ['https://crm.example/path'] })).status).toBe(400);
+      expect((await call(superAdmin, 'put', '/api/v1/secrets/missing', { value: 'v' })).status).toBe(404);
+      expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(200);
+      expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(404);
     });
 
     responseTest('error responses: 400, 401, 403, 404', async () => {

@@ -37,22 +37,22 @@ const newValue = (): string => `sk_live_${randomBytes(16).toString('hex')}`;
 for (const target of DATABASES) {
   describeOn(target)(`outbound secrets API (${target.label})`, () => {
     let service: TestService;
-    let admin: string;
+    let writer: string;
     const api = () => request(service.server);
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      admin = await service.tokenFor('admin');
+      writer = await service.tokenFor('super_admin');
     });
     afterAll(async () => service?.close());
 
     it('creates, lists, reads, rotates and deletes; never answers, stores in clear or audits a value', async () => {
       const value = newValue();
-      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
+      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
       expect(created.status).toBe(200);
       expect(created.body).toEqual({ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } });
 
-      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'crm_token', value: 'other-value', allowedOrigins: ['https://crm.example'] });
+      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'crm_token', value: 'other-value', allowedOrigins: ['https://crm.example'] });
       expect(duplicate.status).toBe(409);
       expect(duplicate.body).toMatchObject({ code: 6, message: expect.stringContaining('crm_token') }); // ALREADY_EXISTS
 
@@ -75,7 +75,7 @@ for (const target of DATABASES) {
       expect(service.deps.secretBox.open(rows[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
 
       const rotatedValue = newValue();
-      const rotated = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: rotatedValue });
+      const rotated = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ value: rotatedValue });
       expect(rotated.status).toBe(200);
       expect(rotated.body.secret.name).toBe('crm_token');
       // Created stays, updated moves on (many requests lie between the two: never the same millisecond).
@@ -90,17 +90,17 @@ for (const target of DATABASES) {
       // All three fields at once: a new value with its grace period and new origins, in one change.
       const both = await api()
         .put('/api/v1/secrets/crm_token')
-        .set('Authorization', `Bearer ${admin}`)
+        .set('Authorization', `Bearer ${writer}`)
         .send({ value: newValue(), gracePeriod: '0s', allowedOrigins: ['https://crm2.example'] });
       expect([both.status, both.body.secret.allowedOrigins, both.body.previousValueExpiresAt]).toEqual([200, ['https://crm2.example'], null]);
       // Origins only: the value is not changed, so nothing is kept for signatures.
-      const rebound = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ allowedOrigins: ['https://crm.example'] });
+      const rebound = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ allowedOrigins: ['https://crm.example'] });
       expect([rebound.status, rebound.body.secret.allowedOrigins, rebound.body.previousValueExpiresAt]).toEqual([200, ['https://crm.example'], null]);
 
-      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(200);
-      expect((await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
-      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
-      expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${admin}`).send({ value: 'v' })).status).toBe(404);
+      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(200);
+      expect((await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
+      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
+      expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ value: 'v' })).status).toBe(404);
 
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'crm_token');
       expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.delete']);
@@ -110,9 +110,32 @@ for (const target of DATABASES) {
       expect(everything).not.toContain(rotatedValue);
     });
 
+    it('lets admin read a secret\'s metadata but not create, replace (value or origins) or delete it: 403, nothing changed', async () => {
+      const adminToken = await service.tokenFor('admin');
+      const as = (token: string, req: request.Test) => req.set('Authorization', `Bearer ${token}`);
+      const value = newValue();
+      await as(writer, api().post('/api/v1/secrets')).send({ name: 'bound_hook', value, allowedOrigins: ['https://crm.example'] }).expect(200);
+      const before = await service.deps.db.query<{ row: string }>("SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'");
+      const refusals = [
+        await as(adminToken, api().post('/api/v1/secrets')).send({ name: 'admin_made', value: newValue(), allowedOrigins: ['https://evil.example'] }),
+        await as(adminToken, api().put('/api/v1/secrets/bound_hook')).send({ allowedOrigins: ['https://crm.example', 'https://evil.example'] }),
+        await as(adminToken, api().put('/api/v1/secrets/bound_hook')).send({ value: newValue() }),
+        await as(adminToken, api().delete('/api/v1/secrets/bound_hook')),
+      ];
+      expect(refusals.map((res) => [res.status, res.body.code])).toEqual([[403, 7], [403, 7], [403, 7], [403, 7]]);
+      const after = await service.deps.db.query<{ row: string }>("SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'");
+      expect(after).toEqual(before);
+      expect(await service.deps.db.query("SELECT name FROM outbound_secrets WHERE name = 'admin_made'")).toEqual([]);
+      expect((await listAuditEvents(service.deps.db, 'outbound_secret', 'bound_hook')).map((event) => event.action)).toEqual(['outbound_secret.create']);
+      const read = await as(adminToken, api().get('/api/v1/secrets/bound_hook'));
+      expect(read.status).toBe(200);
+      expect(read.body.secret.allowedOrigins).toEqual(['https://crm.example']);
+      expect((await as(adminToken, api().get('/api/v1/secrets'))).status).toBe(200);
+    });
+
     it('answers every bad input with a 400 naming the field, in the one error shape, without echoing the value', async () => {
       const bad = async (body: unknown, field: string, method: 'post' | 'put' = 'post', path = '/api/v1/secrets'): Promise<void> => {
-        const res = await api()[method](path).set('Authorization', `Bearer ${admin}`).send(body as object);
+        const res = await api()[method](path).set('Authorization', `Bearer ${writer}`).send(body as object);
         expect([JSON.stringify(body).slice(0, 80), res.status]).toEqual([JSON.stringify(body).slice(0, 80), 400]);
         expect(Object.keys(res.body).sort()).toEqual(['code', 'details', 'message']);
         expect(JSON.stringify(res.body)).toContain(field);
@@ -135,7 +158,7 @@ for (const target of DATABASES) {
         ['https://user:pw@crm.example'], ['https://crm.example?x=1'], ['https://crm.example#f'], ['crm.example'], ['https://crm.example, https://b.example']]) {
         await bad({ name: 'ok_name', value: 'v', allowedOrigins: origins }, 'allowedOrigins');
       }
-      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'ok_name', value: 'x'.repeat(4096), allowedOrigins: ['https://crm.example'] })).status).toBe(200);
+      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'ok_name', value: 'x'.repeat(4096), allowedOrigins: ['https://crm.example'] })).status).toBe(200);
       await bad({ value: 'bad\nvalue' }, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({}, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({ allowedOrigins: [] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
@@ -145,7 +168,7 @@ for (const target of DATABASES) {
       await bad({ gracePeriod: '60s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
       await bad({ gracePeriod: '60s', allowedOrigins: ['https://crm.example'] }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
       await bad({ value: 'v', gracePeriod: '604801s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
-      expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${admin}`)).status).toBe(404);
+      expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
       // Nothing half-written: of all these requests, only the one good create left a row.
       const names = await service.deps.db.query<{ name: string }>("SELECT name FROM outbound_secrets WHERE name IN ('ok_name', 'crm', 'a_b', 'other') ORDER BY name");
       expect(names.map((row) => row.name)).toEqual(['ok_name']);
@@ -153,7 +176,7 @@ for (const target of DATABASES) {
 
     it('allows secrets.<name> only in callWebhook header values, without ctx, and only for secrets that exist (save and publish)', async () => {
       const superToken = await service.tokenFor('super_admin');
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'hook_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'hook_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
       const save = (steps: unknown[]) =>
         api().post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: 'secrets', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
       const hook = (headers: Record<string, string>, extra: Record<string, unknown> = {}) => ({ url: "'https://hooks.example/x'", body: {}, headers, ...extra });
@@ -175,7 +198,7 @@ for (const target of DATABASES) {
       const good = await save([{ id: 'h', callWebhook: hook({ Authorization: "'Bearer ' + secrets.hook_key", 'X-Plain': "'not secret'" }) }]);
       expect(good.status).toBe(200);
       // Deleted before publish: the publish is refused and nothing is published.
-      await api().delete('/api/v1/secrets/hook_key').set('Authorization', `Bearer ${admin}`).expect(200);
+      await api().delete('/api/v1/secrets/hook_key').set('Authorization', `Bearer ${writer}`).expect(200);
       const publish = await api().post(`/api/v1/automations/${good.body.automation.id}/publish`).set('Authorization', `Bearer ${superToken}`);
       expect(publish.status).toBe(400);
       expect(JSON.stringify(publish.body)).toContain('secret \\"hook_key\\" does not exist');

@@ -43,13 +43,11 @@ function fieldViolations(body: { details?: Array<{ fieldViolations?: Array<{ fie
 for (const target of DATABASES) {
   describeOn(target)(`secret origins and the closed secret grammar (${target.label})`, () => {
     let service: TestService;
-    let admin: string;
     let superToken: string;
     const api = () => request(service.server);
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      admin = await service.tokenFor('admin');
       superToken = await service.tokenFor('super_admin');
     });
     afterAll(async () => service?.close());
@@ -62,16 +60,16 @@ for (const target of DATABASES) {
       const value = newValue();
       const created = await api()
         .post('/api/v1/secrets')
-        .set('Authorization', `Bearer ${admin}`)
+        .set('Authorization', `Bearer ${superToken}`)
         .send({ name: 'norm_key', value, allowedOrigins: ['HTTPS://CRM.Example:443/', 'http://127.0.0.1:8080', 'https://crm.example', 'https://[::1]:8443'] });
       expect(created.status).toBe(200);
       expect(created.body.secret.allowedOrigins).toEqual(['https://crm.example', 'http://127.0.0.1:8080', 'https://[::1]:8443']);
-      const moved = await api().put('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${admin}`).send({ allowedOrigins: ['https://crm2.example:8443'] });
+      const moved = await api().put('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${superToken}`).send({ allowedOrigins: ['https://crm2.example:8443'] });
       expect(moved.status).toBe(200);
       expect(moved.body.secret).toEqual({ ...created.body.secret, allowedOrigins: ['https://crm2.example:8443'] });
       const row = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'norm_key'");
       expect(service.deps.secretBox.open(row[0]!.sealed_value, sealContext('outbound_secret', 'norm_key'))).toBe(value);
-      const one = await api().get('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${admin}`);
+      const one = await api().get('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${superToken}`);
       expect(one.body.secret.allowedOrigins).toEqual(['https://crm2.example:8443']);
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'norm_key');
       expect(audit.map((event) => [event.action, event.details])).toEqual([
@@ -82,7 +80,7 @@ for (const target of DATABASES) {
     });
 
     it('refuses on save, naming the header, every secret-reading header outside secrets.<name> and string literals joined by +', async () => {
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'probe_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'probe_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
       const refused = [
         'secrets.probe_key.substring(0, 3)',
         PROBE_RIGHT,
@@ -118,7 +116,7 @@ for (const target of DATABASES) {
     });
 
     it('refuses on save and on publish a fixed-origin URL the secret does not allow, naming the secret and the origin', async () => {
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'bound_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'bound_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
       const header = { Authorization: "'Bearer ' + secrets.bound_key" };
       for (const url of ["'https://evil.example/hook'", "'https://evil.example/u/' + ctx.trigger.id", "'https://evil.example' + '/x'", "'https://crm.example:8443/x'", "'http://crm.example/x'"]) {
         const res = await save(hook(url, header));
@@ -132,7 +130,7 @@ for (const target of DATABASES) {
       }
       // Saved while allowed, then the secret is re-bound elsewhere: the publish is refused and nothing is published.
       const saved = await save(hook("'https://crm.example/hook'", header));
-      await api().put('/api/v1/secrets/bound_key').set('Authorization', `Bearer ${admin}`).send({ allowedOrigins: ['https://crm-new.example'] }).expect(200);
+      await api().put('/api/v1/secrets/bound_key').set('Authorization', `Bearer ${superToken}`).send({ allowedOrigins: ['https://crm-new.example'] }).expect(200);
       const publish = await api().post(`/api/v1/automations/${saved.body.automation.id}/publish`).set('Authorization', `Bearer ${superToken}`);
       expect(publish.status).toBe(400);
       expect(JSON.stringify(publish.body)).toContain('secret \\"bound_key\\" may not be sent to https://crm.example (its allowedOrigins: https://crm-new.example)');
@@ -141,7 +139,7 @@ for (const target of DATABASES) {
     });
 
     it('binds the signing secret too: a signed step whose fixed URL it does not allow is refused on save, naming the secret and the origin', async () => {
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${admin}`).send({ name: 'sign_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
+      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'sign_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
       const signed = (url: string) => [{ id: 'h', callWebhook: { url, body: {}, signature: { secret: 'sign_key' } } }];
       for (const url of ["'https://evil.example/hook'", "'https://evil.example/u/' + ctx.trigger.id"]) {
         const res = await save(signed(url));
@@ -186,7 +184,7 @@ for (const target of DATABASES) {
         ['legacy_signing', ['https://signed.example']],
         ['legacy_unused', []],
       ]);
-      const shown = await api().get('/api/v1/secrets/legacy_expr').set('Authorization', `Bearer ${admin}`);
+      const shown = await api().get('/api/v1/secrets/legacy_expr').set('Authorization', `Bearer ${superToken}`);
       expect(shown.body.secret.allowedOrigins).toEqual([]);
       await db.query('DELETE FROM automations WHERE id = $1', [automationId]);
     });

@@ -16,14 +16,18 @@ import { createClient } from '../../src/auth/clients';
 import { resolveNameThroughThreadPool } from '../helpers/resolver';
 
 const FLOOD = 600;
+/** The source of the flood's i-th attempt: one address each, in 198.18.0.0/15 (benchmarking). */
+const sourceOf = (i: number): string => `198.18.${i >> 8}.${i & 255}`;
 /** The JWKS server's host name (answered by the test's resolver, through the thread pool). */
 const JWKS_HOST = 'jwks.flood.test';
 
-function tokenAttempt(port: number, clientId: string, clientSecret: string): Promise<{ status: number; retryAfter: string | undefined }> {
+/** A token request; `from` (through X-Forwarded-For, TRUST_PROXY=1) is its source, else the socket's. */
+function tokenAttempt(port: number, clientId: string, clientSecret: string, from?: string): Promise<{ status: number; retryAfter: string | undefined }> {
   const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString();
+  const headers: Record<string, string> = { 'Content-Type': 'application/x-www-form-urlencoded', ...(from ? { 'X-Forwarded-For': from } : {}) };
   return new Promise((resolve) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } },
+      { host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
@@ -43,8 +47,9 @@ describe('token flood', () => {
     resolver = resolveNameThroughThreadPool(JWKS_HOST, '127.0.0.1');
     key = await makeSigningKey('ES256', 'kid-flood');
     jwks = await startJwksServer([key.publicJwk]);
-    // The per-source limit is lifted here: every request comes from 127.0.0.1, and the point is the cap.
-    stack = await startStack({ worker: false, env: { TOKEN_RATE_LIMIT_PER_MINUTE: '1000000' } });
+    // The per-source limit is lifted here, and every attempt comes from a source of its own (so no
+    // failure backoff of one (client, source) applies either): the point is the cap.
+    stack = await startStack({ worker: false, env: { TOKEN_RATE_LIMIT_PER_MINUTE: '1000000', TRUST_PROXY: '1' } });
   });
   afterAll(async () => {
     resolver.restore();
@@ -69,7 +74,7 @@ describe('token flood', () => {
     const { port } = stack.service.server.address() as AddressInfo;
 
     const flood = Promise.all(
-      Array.from({ length: FLOOD }, (_, i) => (i % 3 === 2 ? tokenAttempt(port, `cli_unknown_${i}`, 'guess') : tokenAttempt(port, 'boot', `guess-${i}`))),
+      Array.from({ length: FLOOD }, (_, i) => (i % 3 === 2 ? tokenAttempt(port, `cli_unknown_${i}`, 'guess', sourceOf(i)) : tokenAttempt(port, 'boot', `guess-${i}`, sourceOf(i)))),
     );
 
     const eventId = randomUUID();

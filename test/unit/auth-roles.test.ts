@@ -1,7 +1,7 @@
 /** What each role allows (src/auth/roles.ts), over every area and mode. */
 import { allows, isRole, ROLES, type Area, type Mode, type Role } from '../../src/auth/roles';
 
-const AREAS: Area[] = ['governance', 'automations', 'iam', 'approvals'];
+const AREAS: Area[] = ['governance', 'automations', 'iam', 'approvals', 'secrets'];
 const MODES: Mode[] = ['read', 'write'];
 
 /** The whole table, written out: [role, area, mode, allowed]. */
@@ -14,6 +14,8 @@ const TABLE: Array<[Role, Area, Mode, boolean]> = [
   ['super_admin', 'iam', 'write', true],
   ['super_admin', 'approvals', 'read', true],
   ['super_admin', 'approvals', 'write', true],
+  ['super_admin', 'secrets', 'read', true],
+  ['super_admin', 'secrets', 'write', true],
   ['admin', 'governance', 'read', true],
   ['admin', 'governance', 'write', true],
   ['admin', 'automations', 'read', false],
@@ -22,6 +24,8 @@ const TABLE: Array<[Role, Area, Mode, boolean]> = [
   ['admin', 'iam', 'write', false],
   ['admin', 'approvals', 'read', false],
   ['admin', 'approvals', 'write', true],
+  ['admin', 'secrets', 'read', true],
+  ['admin', 'secrets', 'write', false],
   ['read_only', 'governance', 'read', true],
   ['read_only', 'governance', 'write', false],
   ['read_only', 'automations', 'read', false],
@@ -30,6 +34,8 @@ const TABLE: Array<[Role, Area, Mode, boolean]> = [
   ['read_only', 'iam', 'write', false],
   ['read_only', 'approvals', 'read', false],
   ['read_only', 'approvals', 'write', false],
+  ['read_only', 'secrets', 'read', true],
+  ['read_only', 'secrets', 'write', false],
 ];
 
 describe('allows', () => {

@@ -39,6 +39,7 @@ interface Service {
   environment?: Record<string, unknown>;
   volumes?: string[];
   ports?: string[];
+  healthcheck?: { test?: string[] };
 }
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
 const shellEnv: Record<string, string> = {
@@ -206,6 +207,17 @@ describe('the app processes', () => {
     expect(loadConfig(appEnvironment('api', scriptApp)).trustProxy).toBe(1);
   });
 
+  it('the APIs serve /ready and /metrics on an admin port only (never the port nginx proxies to), and are probed there', () => {
+    const composeApi = loadConfig(envOf('api'));
+    const scriptApi = loadConfig(appEnvironment('api', { ...scriptApp, port: 8080, adminPort: 9090 }));
+    for (const config of [composeApi, scriptApi]) {
+      expect(config.admin.port).toEqual(expect.any(Number));
+      expect(config.admin.port).not.toBe(config.port);
+    }
+    expect(JSON.stringify(compose.services.api?.healthcheck)).toContain(`127.0.0.1:${composeApi.admin.port}/ready`);
+    expect(read('scripts/stack-prod.ts')).toMatch(/adminPorts\.forEach\(\(port, i\) => \{\n\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) => until\(`api-\$\{i \+ 1\}`, 120_000, \(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/);
+  });
+
   it('the workers run the prebuilt workflow bundle (Dockerfile and script)', () => {
     expect(read('Dockerfile')).toMatch(/WORKFLOW_BUNDLE=\/app\/dist\/workflow-bundle\.js/);
     expect(appEnvironment('worker', scriptApp).WORKFLOW_BUNDLE).toMatch(/dist\/workflow-bundle\.js$/);
@@ -357,7 +369,8 @@ describe('the public entry', () => {
   it('compose publishes nginx on loopback by default, and nginx keeps /metrics and /ready off the entry', () => {
     expect((compose.services.nginx?.ports ?? []).map(substitute)).toEqual(['127.0.0.1:8080:8080']);
     const template = read('deploy/nginx/api.conf.template');
-    for (const endpoint of ['/metrics', '/ready']) expect(template).toMatch(new RegExp(`location = ${endpoint} \\{\\s+default_type application/json;\\s+return 404 `));
+    // Every spelling of both (test/integration/admin-spellings.test.ts runs this file in a real nginx).
+    expect(template).toMatch(/location ~\* \^\/\(metrics\|ready\)\(\/\|\$\) \{\s+default_type application\/json;\s+return 404 /);
     expect(read('scripts/stack-prod.ts')).toMatch(/deploy\/nginx\/api\.conf\.template/);
   });
 });

@@ -1,9 +1,9 @@
 /** Apps: `POST /api/v1/apps`, `GET /api/v1/apps/{app_id}`, `GET /api/v1/apps`. */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { createApp, getApp, listApps } from '../../domain/apps';
 import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS } from '../operation';
+import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, exactRouter } from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 
 export const APP_OPERATIONS = [
@@ -25,5 +25,5 @@ export const APP_OPERATIONS = [
 ];
 
 export function createAppsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, APP_OPERATIONS);
+  return mountOperations(exactRouter(), deps, APP_OPERATIONS);
 }

@@ -1,5 +1,5 @@
 /** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret, dry run. */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 
 import * as api from '../../domain/api-schemas';
@@ -9,7 +9,7 @@ import { dryRunFlowControl } from '../../domain/flow-control';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
 import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, parseGracePeriod, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
-import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant } from '../operation';
+import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
 import { invalidArgument } from '../../errors';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
@@ -102,5 +102,5 @@ export const AUTOMATION_OPERATIONS = [
 ];
 
 export function createAutomationsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, AUTOMATION_OPERATIONS);
+  return mountOperations(exactRouter(), deps, AUTOMATION_OPERATIONS);
 }

@@ -3,12 +3,12 @@
  * Creating and deleting a client is audited (actor, client id, roles; never the secret): see
  * domain/clients.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
 import * as gov from '../../domain/schemas';
 import { createApiClient, deleteApiClient, getApiClient, listApiClients } from '../../domain/clients';
-import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant } from '../operation';
+import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
 
 const IAM: Grant = { area: 'iam', mode: 'write' };
 const TAG = 'API Clients';
@@ -45,5 +45,5 @@ export const CLIENT_OPERATIONS = [
 ];
 
 export function createClientsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, CLIENT_OPERATIONS);
+  return mountOperations(exactRouter(), deps, CLIENT_OPERATIONS);
 }

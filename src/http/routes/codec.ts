@@ -12,13 +12,13 @@
  * Origin is refused, so a web page on another origin (or a DNS-rebound name) cannot use the
  * loopback allowance.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import { z } from 'zod';
 import type { Payload } from '@temporalio/common';
 import type { AppDeps } from '../context';
 import { AppError } from '../errors';
-import { mountOperations, operation } from '../operation';
+import { mountOperations, operation, exactRouter } from '../operation';
 import * as api from '../../domain/api-schemas';
 import { allows } from '../../auth/roles';
 import { isAddressAllowed } from '../../net/cidr';
@@ -92,7 +92,7 @@ function authorizeOf(deps: AppDeps): Middleware {
 }
 
 export function createCodecRouter(deps: AppDeps): Router {
-  const router = new Router();
+  const router = exactRouter();
   const cors = corsOf(deps);
 
   router.options(['/decode', '/encode'].map((action) => CODEC_PATH + action), cors, async (ctx) => {

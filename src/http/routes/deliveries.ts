@@ -3,11 +3,11 @@
  * GET /api/v1/automations/{id}/deliveries, newest first, paginated, filters `status` and `reason`
  * (domain/deliveries).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
 import { listAutomationDeliveries } from '../../domain/deliveries';
-import { mountOperations, operation } from '../operation';
+import { mountOperations, operation, exactRouter } from '../operation';
 
 export const DELIVERY_OPERATIONS = [
   operation({
@@ -30,5 +30,5 @@ export const DELIVERY_OPERATIONS = [
 ];
 
 export function createDeliveriesRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, DELIVERY_OPERATIONS);
+  return mountOperations(exactRouter(), deps, DELIVERY_OPERATIONS);
 }

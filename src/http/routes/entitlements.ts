@@ -2,12 +2,12 @@
  * App entitlements under `/api/v1/apps/{app_id}/entitlements` (create, list, get, update, soft
  * delete) and `POST /api/v1/search/entitlements` (a read).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import * as entitlements from '../../domain/entitlements';
 import { readPageRequest } from '../../domain/pagination';
 import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, WRITE_ERRORS } from '../operation';
+import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, WRITE_ERRORS, exactRouter } from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 
 const COLLECTION = '/api/v1/apps/{app_id}/entitlements';
@@ -62,5 +62,5 @@ export const ENTITLEMENT_OPERATIONS = [
 ];
 
 export function createEntitlementsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, ENTITLEMENT_OPERATIONS);
+  return mountOperations(exactRouter(), deps, ENTITLEMENT_OPERATIONS);
 }

@@ -9,14 +9,14 @@
  * `unaudited` what of the run no API request recorded in the audit trail.
  * 503 when Temporal cannot be reached.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import { allows } from '../../auth/roles';
 import { unauditedParts } from '../../domain/run-audit';
 import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
 import { TemporalRunControl } from '../../temporal/run-control';
 import * as api from '../../domain/api-schemas';
-import { mountOperations, operation, type Grant } from '../operation';
+import { mountOperations, operation, type Grant, exactRouter } from '../operation';
 import { getAutomation, publishedSteps } from '../../domain/automations';
 import { TemporalRunReader, type RunReader } from '../../temporal/executions';
 import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
@@ -145,7 +145,7 @@ export const EXECUTION_OPERATIONS = [
 ];
 
 export function createExecutionsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, EXECUTION_OPERATIONS);
+  return mountOperations(exactRouter(), deps, EXECUTION_OPERATIONS);
 }
 
 /** A waitForApproval step's recorded decision, as the admin's answer shows it. */

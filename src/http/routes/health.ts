@@ -9,13 +9,13 @@
  * (development; start-up warns).
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import * as api from '../../domain/api-schemas';
 import type { AppDeps } from '../context';
 import { pingStore } from '../../store/db';
 import { AppError } from '../errors';
-import { mountOperations, operation } from '../operation';
+import { mountOperations, operation, exactRouter } from '../operation';
 
 const CHECK_TIMEOUT_MS = 2000;
 /** How long a readiness verdict is reused. */
@@ -102,10 +102,10 @@ export const HEALTH_OPERATION = operation({
 
 /** The API port's operations routes: /health, and /ready and /metrics unless an admin port serves them. */
 export function createHealthRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, deps.config.admin.port === undefined ? [HEALTH_OPERATION, ...OPERATOR_OPERATIONS] : [HEALTH_OPERATION]);
+  return mountOperations(exactRouter(), deps, deps.config.admin.port === undefined ? [HEALTH_OPERATION, ...OPERATOR_OPERATIONS] : [HEALTH_OPERATION]);
 }
 
 /** The admin listener's routes: /health, /ready and /metrics. */
 export function createAdminRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, [HEALTH_OPERATION, ...OPERATOR_OPERATIONS]);
+  return mountOperations(exactRouter(), deps, [HEALTH_OPERATION, ...OPERATOR_OPERATIONS]);
 }

@@ -2,7 +2,7 @@
  * Every operation of the service (what the OpenAPI document lists) and every router, in mounting
  * order. Each router mounts the operations its module declares (src/http/operation.ts).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import type { DocumentedOperation } from '../operation';
 import { buildOpenApiDocument as buildDocument, type OpenApiOptions } from '../openapi';
@@ -20,7 +20,7 @@ import { CODEC_OPERATIONS, createCodecRouter } from './codec';
 import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
 import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
-import { mountOperations } from '../operation';
+import { mountOperations, exactRouter } from '../operation';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -66,7 +66,7 @@ export const ROUTERS: RouterFactory[] = [
   createUsersRouter,
   createEntitlementsRouter,
   createOwnersRouter,
-  (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
+  (deps) => mountOperations(exactRouter(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
 ];

@@ -2,13 +2,13 @@
  * Entitlement owners of a service-account user, under
  * `/api/v2/users/{user_id}/owners/entitlements`: create (idempotent), list, delete.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { z } from 'zod';
 import { createEntitlementOwner, deleteEntitlementOwner, listEntitlementOwners, type EntitlementOwnerRef } from '../../domain/owners';
 import * as gov from '../../domain/schemas';
 
 import type { AppDeps } from '../context';
-import { ITEM_WRITE_ERRORS, mountOperations, operation, type PathParams } from '../operation';
+import { ITEM_WRITE_ERRORS, mountOperations, operation, type PathParams, exactRouter } from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 import { type FieldViolation, invalidArgument, notFound } from '../../errors';
 
@@ -67,5 +67,5 @@ export const OWNER_OPERATIONS = [
 ];
 
 export function createOwnersRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, OWNER_OPERATIONS);
+  return mountOperations(exactRouter(), deps, OWNER_OPERATIONS);
 }

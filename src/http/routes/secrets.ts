@@ -2,10 +2,11 @@
  * Named outbound secrets: `POST /api/v1/secrets` {name, value, allowedOrigins}, `GET
  * /api/v1/secrets` (names, allowed origins and timestamps), `GET /api/v1/secrets/{name}`
  * (metadata), `PUT /api/v1/secrets/{name}` {value?, gracePeriod?, allowedOrigins?} (rotation,
- * re-binding), `DELETE /api/v1/secrets/{name}`. Governance access: read_only reads metadata, admin
- * and super_admin write. No response ever carries a value.
+ * re-binding), `DELETE /api/v1/secrets/{name}`. read_only and admin read the metadata; creating,
+ * replacing (value or origins) and deleting are super_admin's (src/auth/roles.ts). No response ever
+ * carries a value.
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import {
   createOutboundSecret,
@@ -16,17 +17,19 @@ import {
 } from '../../domain/outbound-secrets';
 import * as gov from '../../domain/schemas';
 import * as secrets from '../../domain/secret-schemas';
-import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS } from '../operation';
-import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
+import { type Grant, ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, exactRouter } from '../operation';
+import { GOVERNANCE_READ, listBody } from './governance-helpers';
 
 const TAG = 'Secrets';
+/** Creating, replacing and deleting a secret: super_admin only. */
+const SECRETS_WRITE: Grant = { area: 'secrets', mode: 'write' };
 
 // Bodies are validated by the domain (src/domain/outbound-secrets.ts), whose messages name the
 // secret rules; the schemas document them.
 export const SECRET_OPERATIONS = [
   operation({
-    method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: TAG, access: GOVERNANCE_WRITE,
-    summary: 'Create a named outbound secret (admin), read as secrets.<name> in callWebhook header values and sent only to its allowedOrigins; the value is never returned.',
+    method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: TAG, access: SECRETS_WRITE,
+    summary: 'Create a named outbound secret (super_admin), read as secrets.<name> in callWebhook header values and sent only to its allowedOrigins; the value is never returned.',
     body: { schema: secrets.CreateSecretRequest, required: true, validation: 'handler' }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
     handle: async (input, _ctx, deps) => ({ secret: await createOutboundSecret(deps.db, await input.body(), { secretBox: deps.secretBox, actor: input.actor }) }),
   }),
@@ -41,8 +44,8 @@ export const SECRET_OPERATIONS = [
     handle: async (input, _ctx, deps) => ({ secret: await getOutboundSecret(deps.db, input.params.name) }),
   }),
   operation({
-    method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: TAG, access: GOVERNANCE_WRITE,
-    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (admin): requests made from now on send the new value and are checked against the new origins; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
+    method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: TAG, access: SECRETS_WRITE,
+    summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (super_admin): requests made from now on send the new value and are checked against the new origins; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
     body: { schema: secrets.ReplaceSecretRequest, required: true, validation: 'handler' }, ok: secrets.ReplaceSecretResponse, errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
@@ -51,8 +54,8 @@ export const SECRET_OPERATIONS = [
     },
   }),
   operation({
-    method: 'delete', path: '/api/v1/secrets/{name}', operationId: 'secrets.delete', tag: TAG, access: GOVERNANCE_WRITE,
-    summary: 'Delete a secret (admin); a run whose step reads it fails at that step.', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
+    method: 'delete', path: '/api/v1/secrets/{name}', operationId: 'secrets.delete', tag: TAG, access: SECRETS_WRITE,
+    summary: 'Delete a secret (super_admin); a run whose step reads it fails at that step.', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
     handle: async (input, _ctx, deps) => {
       await deleteOutboundSecret(deps.db, input.params.name, input.actor);
       return {};
@@ -61,5 +64,5 @@ export const SECRET_OPERATIONS = [
 ];
 
 export function createSecretsRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, SECRET_OPERATIONS);
+  return mountOperations(exactRouter(), deps, SECRET_OPERATIONS);
 }

@@ -1,10 +1,11 @@
 /**
  * OAuth 2.0 client credentials (RFC 6749 §4.4) at POST /auth/v1/token, credentials in the body
  * (form or JSON); errors in the RFC 6749 §5.2 shape. Public keys of the access tokens at /auth/v1/jwks.
- * Flood guards first: a per-source rate limit (429) and a cap on slow verifications (503), both
- * with Retry-After, in the service's error shape. Failed attempts are audited (never the secret).
+ * Flood guards first: a per-source rate limit and a per-(client, source) failure backoff, shared by
+ * the API processes through the store (429), and a cap on slow verifications (503), all with
+ * Retry-After, in the service's error shape. Failed attempts are audited (never the secret).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
@@ -12,7 +13,7 @@ import { authenticateClient } from '../../auth/clients';
 import { createTokenGuard, type TokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
 import * as api from '../../domain/api-schemas';
-import { mountOperations, operation } from '../operation';
+import { mountOperations, operation, exactRouter } from '../operation';
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
@@ -47,7 +48,7 @@ const guards = new WeakMap<AppDeps, TokenGuard>();
 function guardOf(deps: AppDeps): TokenGuard {
   let guard = guards.get(deps);
   if (!guard) {
-    guard = deps.tokenGuard ?? createTokenGuard(deps.config.tokenEndpoint);
+    guard = deps.tokenGuard ?? createTokenGuard(deps.db, deps.config.tokenEndpoint);
     guards.set(deps, guard);
   }
   return guard;
@@ -72,12 +73,15 @@ export const TOKEN_OPERATIONS = [
     serviceErrors: [429, 503],
     handle: async (_input, ctx, deps) => {
       const guard = guardOf(deps);
-      const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
-      guard.perSource.take(source);
-      if (/^Basic\s/i.test(ctx.get('authorization'))) {
+      const address = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+      // The body first (at most 16 KiB), so that one statement counts the request against its
+      // source and reads the backoff of the client it names; every request counts, good or bad.
+      const body = /^Basic\s/i.test(ctx.get('authorization')) ? 'basic' : await readTokenRequest(ctx);
+      const named = typeof body === 'object' && typeof body.client_id === 'string' ? body.client_id : '';
+      const source = await guard.limits.admit(address, named);
+      if (body === 'basic') {
         return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
       }
-      const body = await readTokenRequest(ctx);
       if (typeof body === 'string') return oauthError(ctx, 'invalid_request', body);
       const { grant_type: grantType, client_id: clientId, client_secret: clientSecret } = body;
       if (typeof grantType !== 'string' || grantType === '') return oauthError(ctx, 'invalid_request', 'grant_type is required');
@@ -92,7 +96,8 @@ export const TOKEN_OPERATIONS = [
         ? undefined
         : await authenticateClient(deps.db, deps.secretBox, clientId, clientSecret, guard.slowVerifications.run);
       if (!client) {
-        await auditFailure(deps, clientId, source);
+        await guard.limits.failed(source, clientId);
+        await auditFailure(deps, clientId, address);
         return oauthError(ctx, 'invalid_client', 'client authentication failed');
       }
       ctx.set('Cache-Control', 'no-store');
@@ -115,5 +120,5 @@ export const TOKEN_OPERATIONS = [
 ];
 
 export function createTokenRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, TOKEN_OPERATIONS);
+  return mountOperations(exactRouter(), deps, TOKEN_OPERATIONS);
 }

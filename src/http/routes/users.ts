@@ -1,9 +1,9 @@
 /** Users: `POST /api/v1/users`, `GET /api/v1/users/{user_id}`, `GET /api/v1/users`. */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { createUser, getUser, listUsers } from '../../domain/users';
 import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS } from '../operation';
+import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, exactRouter } from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 
 export const USER_OPERATIONS = [
@@ -25,5 +25,5 @@ export const USER_OPERATIONS = [
 ];
 
 export function createUsersRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, USER_OPERATIONS);
+  return mountOperations(exactRouter(), deps, USER_OPERATIONS);
 }
