@@ -1,8 +1,8 @@
 /**
  * The composition root: one function builds the dependencies of the HTTP app (the store, the
  * secret box, the runs port on Temporal with its run reader and run controller, the token and
- * page-token keys, metrics, the delivery log, the webhook endpoint) from the configuration; routes
- * only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
+ * page-token keys, the token endpoint's flood guards, metrics, the delivery log, the webhook
+ * endpoint) from the configuration; routes only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
  * (bench/stack.ts) all build the app through it, so they run what production runs.
  */
 import type { Client } from '@temporalio/client';
@@ -13,6 +13,7 @@ import type { Db } from './store/db';
 import type { SecretBox } from './crypto/secret-box';
 import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
+import { createTokenGuard } from './auth/token-guard';
 import { PageTokens } from './domain/pagination';
 import type { AutomationRuns } from './domain/runs';
 import { DeliveryLog, type DeliveryLogOptions } from './delivery/delivery-log';
@@ -77,16 +78,20 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     runControl,
     metrics,
     secretBox,
+    tokenGuard: createTokenGuard(config.tokenEndpoint),
     ...(inputs.payloadCodec ? { payloadCodec: inputs.payloadCodec } : {}),
     deliveryLog,
     ...inputs.overrides,
   };
-  const deps: AppDeps = { ...base, webhookEndpoint: inputs.overrides?.webhookEndpoint ?? createWebhookEndpoint(base) };
-  return {
-    ...deps,
+  const composed = {
+    ...base,
     async close() {
       await deliveryLog.close();
-      if (deps.deliveryLog && deps.deliveryLog !== deliveryLog) await deps.deliveryLog.close();
+      if (base.deliveryLog && base.deliveryLog !== deliveryLog) await base.deliveryLog.close();
     },
-  };
+  } as AppDeps & { close(): Promise<void> };
+  // Built on the very object the app is given, so that it reads its dependencies there at each
+  // delivery, as routes do (a test may swap one, e.g. the delivery log).
+  composed.webhookEndpoint = inputs.overrides?.webhookEndpoint ?? createWebhookEndpoint(composed);
+  return composed;
 }

@@ -41,8 +41,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** Seals and opens secrets kept at rest (HMAC signing secrets). */
   secretBox: SecretBox;
-  /** Flood guards of /auth/v1/token; unset = made from `config.tokenEndpoint`. */
-  tokenGuard?: TokenGuard;
+  /** Flood guards of /auth/v1/token (src/compose.ts makes them from `config.tokenEndpoint`). */
+  tokenGuard: TokenGuard;
   /** Bound of each /ready check in ms (default 2000); tests on a loaded machine raise it. */
   readinessTimeoutMs?: number;
   /** The webhook receiver's clock in epoch ms (default Date.now); tests pin it for boundary cases. */

@@ -9,7 +9,6 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
-import { createTokenGuard, type TokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation } from '../operation';
@@ -42,17 +41,6 @@ async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> |
   return 'Content-Type must be application/x-www-form-urlencoded or application/json';
 }
 
-/** Per app: the token endpoint's flood guards. */
-const guards = new WeakMap<AppDeps, TokenGuard>();
-function guardOf(deps: AppDeps): TokenGuard {
-  let guard = guards.get(deps);
-  if (!guard) {
-    guard = deps.tokenGuard ?? createTokenGuard(deps.config.tokenEndpoint);
-    guards.set(deps, guard);
-  }
-  return guard;
-}
-
 /** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
 async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
   try {
@@ -71,7 +59,7 @@ export const TOKEN_OPERATIONS = [
     body: { schema: api.TokenRequest, required: true, form: true, validation: 'handler' }, ok: api.TokenResponse, errors: [400, 401, 429, 503], errorSchema: api.OAuthError,
     serviceErrors: [429, 503],
     handle: async (_input, ctx, deps) => {
-      const guard = guardOf(deps);
+      const guard = deps.tokenGuard;
       const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
       guard.perSource.take(source);
       if (/^Basic\s/i.test(ctx.get('authorization'))) {
