@@ -165,7 +165,7 @@ const SCHEMA = {
       env.CODEC_ALLOW_LOOPBACK === undefined || env.CODEC_ALLOW_LOOPBACK === '' ? optional(env, 'TEMPORAL_ADDRESS') === undefined : readFlag(env, 'CODEC_ALLOW_LOOPBACK'),
   },
   TRUST_PROXY: {
-    type: 'integer 0..10',
+    type: 'integer 0..10, or `false`',
     default: '`0`',
     description:
       'number of proxies in front that append to `X-Forwarded-For`: the source address is the N-th entry from the right ' +
@@ -212,7 +212,8 @@ const SCHEMA = {
   },
   WORKER_MAX_CONCURRENT_ACTIVITIES: optionalInteger(1, 10000, 'SDK default', 'worker: activities run at once'),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: optionalInteger(2, 10000, 'SDK default', 'worker: workflow tasks run at once'),
-  WORKER_MAX_CACHED_WORKFLOWS: optionalInteger(0, 100000, '`200`', 'worker: runs kept in the sticky cache (0 = no cache, every task replays its history)'),
+  // (the worker applies its default, DEFAULT_MAX_CACHED_WORKFLOWS in src/temporal/worker.ts)
+  WORKER_MAX_CACHED_WORKFLOWS: optionalInteger(0, 100000, '`200` (the worker’s)', 'worker: runs kept in the sticky cache (0 = no cache, every task replays its history)'),
   WORKER_VERIFY_HISTORIES: flag(
     '`true`: the worker replays the committed workflow histories (`histories/`) against its bundle at start and refuses to start ' +
       'when any fails ([upgrades.md](upgrades.md))',
