@@ -25,7 +25,7 @@ COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node package.json ./
 # Committed workflow histories, for WORKER_VERIFY_HISTORIES (read next to dist/src)
-COPY --chown=node:node test/fixtures/histories ./dist/test/fixtures/histories
+COPY --chown=node:node histories ./dist/histories
 RUN mkdir -p /app/.data && chown node:node /app/.data && chmod 0700 /app/.data
 USER node
 EXPOSE 8080 9464

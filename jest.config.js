@@ -11,6 +11,8 @@ const project = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   setupFiles: ['<rootDir>/test/setup/fast-check.ts'],
+  // Every response of a test service is checked against its OpenAPI document (test/helpers/contract.ts).
+  setupFilesAfterEnv: ['<rootDir>/test/setup/contract.ts'],
 };
 
 /** Suites that use the default store of startTestService/startStack, run on PostgreSQL too. */
@@ -33,7 +35,7 @@ module.exports = {
       displayName: 'postgres',
       testMatch: POSTGRES_SUITES,
       setupFiles: [...project.setupFiles, '<rootDir>/test/setup/postgres.ts'],
-      setupFilesAfterEnv: ['<rootDir>/test/setup/postgres-skips.ts'],
+      setupFilesAfterEnv: [...project.setupFilesAfterEnv, '<rootDir>/test/setup/postgres-skips.ts'],
     },
   ],
 };

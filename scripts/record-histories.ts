@@ -1,7 +1,7 @@
 /**
  * npm run record-histories: runs real automations on a dev server of its own (in-memory store,
  * loopback HTTP target) and saves each run's history with its input under
- * test/fixtures/histories/<release>/ (release = package.json version), then rewrites the manifest
+ * histories/<release>/ (release = package.json version), then rewrites the manifest
  * (sha256 of every file). Committed histories are append-only: a release folder that is already in
  * the manifest is refused unless --force (only for a release that has not been merged yet).
  *

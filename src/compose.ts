@@ -1,7 +1,8 @@
 /**
  * The composition root: one function builds the dependencies of the HTTP app (the store, the
- * secret box, the runs port on Temporal, the token and page-token keys, metrics, the delivery log)
- * from the configuration. src/main.ts, the tests (test/helpers/app.ts) and the benchmarks
+ * secret box, the runs port on Temporal with its run reader and run controller, the token and
+ * page-token keys, the token endpoint's flood guards, metrics, the delivery log, the webhook
+ * endpoint) from the configuration; routes only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
  * (bench/stack.ts) all build the app through it, so they run what production runs.
  */
 import type { Client } from '@temporalio/client';
@@ -12,12 +13,17 @@ import type { Db } from './store/db';
 import type { SecretBox } from './crypto/secret-box';
 import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
+import { createTokenGuard } from './auth/token-guard';
 import { PageTokens } from './domain/pagination';
 import type { AutomationRuns } from './domain/runs';
 import { DeliveryLog, type DeliveryLogOptions } from './delivery/delivery-log';
+import { publishedSteps } from './domain/automations';
 import { TemporalRuns } from './temporal/runs';
+import { TemporalRunReader } from './temporal/executions';
+import { TemporalRunControl } from './temporal/run-control';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
+import { createWebhookEndpoint } from './http/routes/webhooks';
 
 export interface AppInputs {
   config: Config;
@@ -29,7 +35,11 @@ export interface AppInputs {
    * on the connection of a worker of this process)...
    */
   temporal?: { client: Client; taskQueue: string; eagerStart?: boolean };
-  /** ...or through a runs port of the caller's own (tests without Temporal). One of the two is given. */
+  /**
+   * ...or through a runs port of the caller's own (one of the two is given). Runs are read back and
+   * controlled only when it is a `TemporalRuns` (on its client and task queue); any other port is
+   * an app without a workflow engine for those operations (they answer 503).
+   */
   runs?: AutomationRuns;
   /** The key of page tokens; default: the service key kept sealed in the store (shared by every process). */
   pageTokenKey?: Buffer;
@@ -55,24 +65,33 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
   });
   const runs = inputs.runs ?? (inputs.temporal ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, { eagerStart: inputs.temporal.eagerStart ?? false, laneQueueLimit: config.laneQueueLimit }) : undefined);
   if (!runs) throw new Error('composeApp: give `temporal` or `runs`');
-  const deps: AppDeps = {
+  const runReader = runs instanceof TemporalRuns ? new TemporalRunReader(runs.client, { loadSteps: (automationId, version) => publishedSteps(db, automationId, version) }) : undefined;
+  const runControl = runs instanceof TemporalRuns && runReader ? new TemporalRunControl(runs.client, runs.taskQueue, runReader) : undefined;
+  const base: Omit<AppDeps, 'webhookEndpoint'> = {
     config,
     db,
     logger,
     pageTokens: new PageTokens(inputs.pageTokenKey ?? (await loadPageTokenKey(db, secretBox))),
     tokens: inputs.tokens ?? (await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds)),
     runs,
+    runReader,
+    runControl,
     metrics,
     secretBox,
+    tokenGuard: createTokenGuard(db, config.tokenEndpoint),
     ...(inputs.payloadCodec ? { payloadCodec: inputs.payloadCodec } : {}),
     deliveryLog,
     ...inputs.overrides,
   };
-  return {
-    ...deps,
+  const composed = {
+    ...base,
     async close() {
       await deliveryLog.close();
-      if (deps.deliveryLog && deps.deliveryLog !== deliveryLog) await deps.deliveryLog.close();
+      if (base.deliveryLog && base.deliveryLog !== deliveryLog) await base.deliveryLog.close();
     },
-  };
+  } as AppDeps & { close(): Promise<void> };
+  // Built on the very object the app is given, so that it reads its dependencies there at each
+  // delivery, as routes do (a test may swap one, e.g. the delivery log).
+  composed.webhookEndpoint = inputs.overrides?.webhookEndpoint ?? createWebhookEndpoint(composed);
+  return composed;
 }

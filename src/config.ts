@@ -1,126 +1,15 @@
 /**
  * Typed, validated configuration read from the environment. No side effects at import time:
- * call `loadConfig(process.env)` where the process starts.
+ * call `loadConfig(process.env)` where the process starts. One schema, CONFIG_SCHEMA (each
+ * variable's type, default, description and reader), gives the loader, the `Config` type (what
+ * `arrange` makes of the values) and the configuration table of docs/operations.md
+ * (`npm run docs:config`).
  */
 import path from 'node:path';
 import { ConfigError } from './errors';
 
-export interface Config {
-  port: number;
-  host: string;
-  baseUrl: string;
-  dataDir: string;
-  databaseUrl: string | undefined;
-  temporal: {
-    /** External frontend address; undefined means: run the embedded dev server. */
-    address: string | undefined;
-    namespace: string;
-    taskQueue: string;
-    uiPort: number;
-    embeddedPort: number;
-    /** host:port where the Temporal SDK serves its Prometheus metrics (worker side); unset = off. */
-    metricsBind: string | undefined;
-  };
-  worker: {
-    /** Prebuilt workflow bundle (npm run bundle); unset = bundle from source at start. */
-    workflowBundlePath?: string;
-    maxConcurrentActivityTaskExecutions?: number;
-    maxConcurrentWorkflowTaskExecutions?: number;
-    /** WORKER_MAX_CACHED_WORKFLOWS: runs kept in the worker's sticky cache; unset = the worker's default. */
-    maxCachedWorkflows?: number;
-    /** WORKER_VERIFY_HISTORIES: refuse to start unless the workflow code replays the committed histories. */
-    verifyHistories?: boolean;
-  };
-  /** Webhook deliveries processed at once; beyond it the receiver answers 429 with Retry-After. */
-  webhookMaxInFlight: number;
-  /**
-   * Under the global cap: deliveries in progress per listener and per source address (429 beyond),
-   * and the least body data rate after a grace period (408 below it).
-   */
-  webhookAdmission: { perListener: number; perSource: number; minBytesPerSecond: number; graceMs: number };
-  /**
-   * LANE_QUEUE_LIMIT: runs one concurrency key may have waiting (QUEUED) in its lane; a delivery for
-   * a key whose queue is at the bound answers 429 with Retry-After and records nothing.
-   */
-  laneQueueLimit: number;
-  bootstrap: { clientId: string; clientSecret: string } | undefined;
-  /** SECRET_KEY: 32-byte key sealing secrets at rest; unset = a key file in DATA_DIR. */
-  secretKey: string | undefined;
-  /**
-   * TRUST_PROXY: how many proxies in front of the API append to X-Forwarded-For. 0 = the socket's
-   * address is the source; N = the N-th entry from the right (the one the outermost trusted proxy
-   * appended). Entries to its left are written by the client and never trusted.
-   */
-  trustProxy: number;
-  /** Settings that were accepted but deserve a warning in the log at start-up. */
-  warnings: string[];
-  /** ALLOW_INSECURE_JWKS: `http://` and non-public JWKS URLs (development and tests only). */
-  allowInsecureJwks: boolean;
-  /** ALLOW_PRIVATE_OUTBOUND: callWebhook steps may reach `http://` and loopback/private addresses (never link-local or metadata ones). */
-  allowPrivateOutbound: boolean;
-  accessTokenTtlSeconds: number;
-  logLevel: string;
-  /** LOG_FORMAT: `json` or `pretty`; unset = pretty on a terminal, JSON otherwise (src/logger.ts). */
-  logFormat: 'json' | 'pretty' | undefined;
-  /** Token-endpoint flood guards: requests per source address and minute; slow verifications at once. */
-  tokenEndpoint: { perSourcePerMinute: number; maxSlowVerifications: number };
-  /**
-   * Where /metrics and /ready are served: `adminPort` set = only there (on `adminHost`); else on the
-   * API port, and only with `Authorization: Bearer <adminToken>` when ADMIN_TOKEN is set.
-   */
-  admin: { port: number | undefined; host: string; token: string | undefined };
-  /** Payload encryption in Temporal and the codec endpoint for the Web UI. */
-  codec: {
-    /** PAYLOAD_KEYS: `kid:key,...` newest first; unset = a key file in DATA_DIR. */
-    payloadKeys: string | undefined;
-    /** Origins (the Web UI's) allowed to call /codec from a browser. */
-    corsOrigins: string[];
-    /** Callers on loopback may decode without a token (the embedded dev UI). */
-    allowLoopback: boolean;
-  };
-}
-
-/** Every environment variable the service reads (the configuration table in docs/operations.md lists them all). */
-export const CONFIG_VARIABLES = [
-  'PORT',
-  'HOST',
-  'BASE_URL',
-  'DATA_DIR',
-  'DATABASE_URL',
-  'TEMPORAL_ADDRESS',
-  'TEMPORAL_NAMESPACE',
-  'TEMPORAL_TASK_QUEUE',
-  'TEMPORAL_PORT',
-  'TEMPORAL_UI_PORT',
-  'TEMPORAL_METRICS_BIND',
-  'WORKFLOW_BUNDLE',
-  'WORKER_MAX_CONCURRENT_ACTIVITIES',
-  'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
-  'WORKER_MAX_CACHED_WORKFLOWS',
-  'WEBHOOK_MAX_IN_FLIGHT',
-  'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER',
-  'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE',
-  'WEBHOOK_MIN_BODY_BYTES_PER_SECOND',
-  'LANE_QUEUE_LIMIT',
-  'BOOTSTRAP_CLIENT_ID',
-  'BOOTSTRAP_CLIENT_SECRET',
-  'SECRET_KEY',
-  'TRUST_PROXY',
-  'ALLOW_INSECURE_JWKS',
-  'ALLOW_PRIVATE_OUTBOUND',
-  'ACCESS_TOKEN_TTL_SECONDS',
-  'LOG_LEVEL',
-  'LOG_FORMAT',
-  'TOKEN_RATE_LIMIT_PER_MINUTE',
-  'TOKEN_MAX_SLOW_VERIFICATIONS',
-  'ADMIN_PORT',
-  'ADMIN_HOST',
-  'ADMIN_TOKEN',
-  'WORKER_VERIFY_HISTORIES',
-  'PAYLOAD_KEYS',
-  'CODEC_CORS_ORIGINS',
-  'CODEC_ALLOW_LOOPBACK',
-] as const;
+/** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
+export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
 
 /**
  * Runs one concurrency key may have waiting: the default, and the most LANE_QUEUE_LIMIT accepts (a
@@ -129,10 +18,24 @@ export const CONFIG_VARIABLES = [
  */
 export const LANE_QUEUE_LIMITS = { default: 1000, max: 10_000 } as const;
 
-/** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
-export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
+/** One environment variable: what the configuration table of docs/operations.md says of it, and how it is read. */
+export interface ConfigVariable<T> {
+  /** Its type as the table shows it, e.g. `integer 0..65535`. */
+  readonly type: string;
+  /** Its default as the table shows it (markdown). */
+  readonly default: string;
+  /** What it sets (markdown). */
+  readonly description: string;
+  /** Its value in `env`; throws ConfigError naming the variable when the value is invalid. */
+  read(env: NodeJS.ProcessEnv, warnings: string[]): T;
+}
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw ? raw : undefined;
+}
+
+function readInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
@@ -142,21 +45,54 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   return value;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+function readFlag(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = (env[name] ?? '').trim().toLowerCase();
   if (raw === '' || raw === 'false' || raw === '0' || raw === 'no') return false;
   if (raw === 'true' || raw === '1' || raw === 'yes') return true;
   throw new ConfigError(`${name} must be true or false`);
 }
 
-function logFormat(env: NodeJS.ProcessEnv): Config['logFormat'] {
-  const raw = optional(env, 'LOG_FORMAT')?.toLowerCase();
-  if (raw === undefined || raw === 'json' || raw === 'pretty') return raw;
-  throw new ConfigError('LOG_FORMAT must be json or pretty (unset: pretty on a terminal, JSON otherwise)');
-}
+// The variable's own name is given by its key in CONFIG_SCHEMA; `variable` binds it.
+type Unnamed<T> = Omit<ConfigVariable<T>, 'read'> & { read(env: NodeJS.ProcessEnv, name: string, warnings: string[]): T };
+
+const integer = (min: number, max: number, fallback: number, description: string): Unnamed<number> => ({
+  type: `integer ${min}..${max}`,
+  default: `\`${fallback}\``,
+  description,
+  read: (env, name) => readInteger(env, name, fallback, min, max),
+});
+
+/** An integer whose absence leaves the choice to someone else (`defaultText` says whom). */
+const optionalInteger = (min: number, max: number, defaultText: string, description: string): Unnamed<number | undefined> => ({
+  type: `integer ${min}..${max}`,
+  default: defaultText,
+  description,
+  read: (env, name) => (env[name] ? readInteger(env, name, 0, min, max) : undefined),
+});
+
+const text = (fallback: string, description: string): Unnamed<string> => ({
+  type: 'string',
+  default: `\`${fallback}\``,
+  description,
+  read: (env, name) => optional(env, name) ?? fallback,
+});
+
+const optionalText = (type: string, description: string, defaultText = 'unset'): Unnamed<string | undefined> => ({
+  type,
+  default: defaultText,
+  description,
+  read: (env, name) => optional(env, name),
+});
+
+const flag = (description: string, defaultText = '`false`'): Unnamed<boolean> => ({
+  type: 'boolean',
+  default: defaultText,
+  description,
+  read: (env, name) => readFlag(env, name),
+});
 
 /** TRUST_PROXY as a hop count; `true` (the old boolean) means one proxy, with a warning. */
-function proxyHops(env: NodeJS.ProcessEnv, warnings: string[]): number {
+function readProxyHops(env: NodeJS.ProcessEnv, warnings: string[]): number {
   const raw = (env.TRUST_PROXY ?? '').trim().toLowerCase();
   if (raw === '' || raw === 'false' || raw === 'no') return 0;
   if (raw === 'true' || raw === 'yes') {
@@ -169,99 +105,234 @@ function proxyHops(env: NodeJS.ProcessEnv, warnings: string[]): number {
   return Number(raw);
 }
 
-function optional(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const raw = env[name]?.trim();
-  return raw ? raw : undefined;
+/**
+ * Every environment variable the service reads, in the order of the configuration table in
+ * docs/operations.md, which `npm run docs:config` writes from it (test/unit/config-table.test.ts
+ * fails when the table is stale). Nothing else in the service reads the environment.
+ */
+const SCHEMA = {
+  PORT: integer(0, 65535, 8080, 'API port'),
+  HOST: text('0.0.0.0', 'API listen address'),
+  BASE_URL: {
+    type: 'URL',
+    default: '`http://localhost:$PORT`',
+    description: 'tenant base URL (absolute http(s)): the JWT `sub`, the prefix of listener URLs and of the JWT `aud`; a trailing `/` is dropped',
+    read: (env: NodeJS.ProcessEnv): string => {
+      const baseUrl = (optional(env, 'BASE_URL') ?? `http://localhost:${readInteger(env, 'PORT', 8080, 0, 65535)}`).replace(/\/+$/, '');
+      try {
+        const parsed = new URL(baseUrl);
+        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error();
+      } catch {
+        throw new ConfigError('BASE_URL must be an absolute http(s) URL');
+      }
+      return baseUrl;
+    },
+  },
+  DATA_DIR: {
+    type: 'path',
+    default: '`./.data`',
+    description: 'embedded data: Temporal’s SQLite file, the embedded store, the key files',
+    read: (env: NodeJS.ProcessEnv): string => path.resolve(optional(env, 'DATA_DIR') ?? './.data'),
+  },
+  DATABASE_URL: optionalText('URL', 'PostgreSQL connection string; unset = embedded PGlite store in `DATA_DIR`'),
+  TEMPORAL_ADDRESS: optionalText('host:port', 'external Temporal frontend; unset = embedded dev server'),
+  TEMPORAL_NAMESPACE: text('default', 'Temporal namespace'),
+  TEMPORAL_TASK_QUEUE: text('automations', 'task queue of the automation worker'),
+  TEMPORAL_PORT: integer(1, 65535, 7233, 'port of the embedded dev server'),
+  TEMPORAL_UI_PORT: integer(1, 65535, 8233, 'port of the embedded dev server’s Web UI'),
+  TEMPORAL_METRICS_BIND: optionalText('host:port', 'where the worker serves the Temporal SDK’s Prometheus metrics', 'unset (off)'),
+  BOOTSTRAP_CLIENT_ID: optionalText('string', 'a `super_admin` client with exactly these credentials (with `BOOTSTRAP_CLIENT_SECRET`) is ensured at start-up; set both or neither'),
+  BOOTSTRAP_CLIENT_SECRET: optionalText(
+    'string',
+    `the secret of the bootstrap client (with \`BOOTSTRAP_CLIENT_ID\`); at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`,
+  ),
+  SECRET_KEY: optionalText(
+    'hex or base64url, 32 bytes',
+    'key sealing, in the database, the HMAC signing secrets, the access-token signing keys, the page-token key and the outbound ' +
+      'secrets (AES-256-GCM), and keying the hashes of generated client secrets; unset = `DATA_DIR/secret.key`, made with mode ' +
+      '0600. Every API and worker process sharing a database needs the same key',
+  ),
+  PAYLOAD_KEYS: optionalText(
+    '`kid:key,kid:key`',
+    'keys encrypting Temporal payloads (AES-256-GCM), newest first, each key 32 bytes as hex or base64url; unset = ' +
+      '`DATA_DIR/payload.keys`, made with one key and mode 0600. API and workers must share them ' +
+      '([security.md](security.md#payload-encryption-in-temporal-and-the-codec-endpoint))',
+  ),
+  CODEC_CORS_ORIGINS: {
+    type: 'comma-separated origins',
+    default: 'with the embedded dev server `http://127.0.0.1:$TEMPORAL_UI_PORT`, `http://localhost:$TEMPORAL_UI_PORT`; else none',
+    description: 'origins (the Temporal Web UI’s) allowed to call `/codec` from a browser',
+    read: (env: NodeJS.ProcessEnv): string[] => codecCorsOrigins(env),
+  },
+  CODEC_ALLOW_LOOPBACK: {
+    type: 'boolean',
+    default: '`true` with the embedded dev server, else `false`',
+    description: 'loopback callers may use `/codec` without a token',
+    read: (env: NodeJS.ProcessEnv): boolean =>
+      env.CODEC_ALLOW_LOOPBACK === undefined || env.CODEC_ALLOW_LOOPBACK === '' ? optional(env, 'TEMPORAL_ADDRESS') === undefined : readFlag(env, 'CODEC_ALLOW_LOOPBACK'),
+  },
+  TRUST_PROXY: {
+    type: 'integer 0..10, or `false`',
+    default: '`0`',
+    description:
+      'number of proxies in front that append to `X-Forwarded-For`: the source address is the N-th entry from the right ' +
+      '(`1` behind one nginx); entries the client wrote are never trusted; `true` is read as `1` with a warning; `false` = `0`',
+    read: (env: NodeJS.ProcessEnv, _name: string, warnings: string[]): number => readProxyHops(env, warnings),
+  },
+  ALLOW_INSECURE_JWKS: flag(
+    'allow `http://` and loopback/private **JWKS URLs** of JWT listeners (development and tests only); it opens nothing else — ' +
+      '`callWebhook` targets are governed by `ALLOW_PRIVATE_OUTBOUND`',
+  ),
+  ALLOW_PRIVATE_OUTBOUND: flag(
+    'let `callWebhook` steps (and their dry runs) reach `http://` and loopback/private addresses (development and tests only); ' +
+      'link-local and cloud metadata addresses stay refused',
+  ),
+  ACCESS_TOKEN_TTL_SECONDS: integer(60, 86400, 600, 'lifetime of access tokens in seconds'),
+  LOG_LEVEL: text('info', 'pino log level'),
+  LOG_FORMAT: {
+    type: '`json` or `pretty`',
+    default: 'unset',
+    description: '`json` (one JSON object per line) or `pretty` (readable lines); unset = `pretty` when stdout is a terminal, else `json`',
+    read: (env: NodeJS.ProcessEnv): 'json' | 'pretty' | undefined => {
+      const raw = optional(env, 'LOG_FORMAT')?.toLowerCase();
+      if (raw === undefined || raw === 'json' || raw === 'pretty') return raw;
+      throw new ConfigError('LOG_FORMAT must be json or pretty (unset: pretty on a terminal, JSON otherwise)');
+    },
+  },
+  WEBHOOK_MAX_IN_FLIGHT: integer(1, 100000, 256, 'webhook deliveries processed at once per API process; beyond it 429 with `Retry-After`'),
+  WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER: integer(1, 100000, 128, 'under the global cap: deliveries in progress for one listener; beyond it 429 with `Retry-After`'),
+  WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE: integer(1, 100000, 64, 'under the global cap: deliveries in progress from one source address; beyond it 429 with `Retry-After`'),
+  WEBHOOK_MIN_BODY_BYTES_PER_SECOND: integer(0, 100_000_000, 512, 'least average data rate of a webhook body after a 2 s grace; slower is 408 (`0` = off)'),
+  LANE_QUEUE_LIMIT: integer(1, LANE_QUEUE_LIMITS.max, LANE_QUEUE_LIMITS.default, 'runs of one concurrency key that may wait (`QUEUED`) at a time; a delivery for a key whose queue is at the bound answers 429 with `Retry-After` and records nothing ([api.md](api.md#flow-control-between-runs))'),
+  TOKEN_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000, 60, '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`'),
+  TOKEN_MAX_SLOW_VERIFICATIONS: integer(1, 64, 2, 'scrypt verifications (operator-chosen secrets) running at once; beyond it 503 with `Retry-After`'),
+  ADMIN_PORT: optionalInteger(0, 65535, 'unset', 'serve `/ready` and `/metrics` only on this separate listener (not on `PORT`)'),
+  ADMIN_HOST: text('127.0.0.1', 'listen address of `ADMIN_PORT`'),
+  ADMIN_TOKEN: optionalText('string', `\`/ready\` and \`/metrics\` need \`Authorization: Bearer <ADMIN_TOKEN>\`; at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`),
+  WORKFLOW_BUNDLE: {
+    type: 'path',
+    default: 'unset',
+    description: 'a prebuilt workflow bundle (`npm run bundle`); unset = bundle from source at start',
+    read: (env: NodeJS.ProcessEnv): string | undefined => {
+      const raw = optional(env, 'WORKFLOW_BUNDLE');
+      return raw === undefined ? undefined : path.resolve(raw);
+    },
+  },
+  WORKER_MAX_CONCURRENT_ACTIVITIES: optionalInteger(1, 10000, 'SDK default', 'worker: activities run at once'),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: optionalInteger(2, 10000, 'SDK default', 'worker: workflow tasks run at once'),
+  // (the worker applies its default, DEFAULT_MAX_CACHED_WORKFLOWS in src/temporal/worker.ts)
+  WORKER_MAX_CACHED_WORKFLOWS: optionalInteger(0, 100000, '`200` (the worker’s)', 'worker: runs kept in the sticky cache (0 = no cache, every task replays its history)'),
+  WORKER_VERIFY_HISTORIES: flag(
+    '`true`: the worker replays the committed workflow histories (`histories/`) against its bundle at start and refuses to start ' +
+      'when any fails ([upgrades.md](upgrades.md))',
+    'off',
+  ),
+} satisfies Record<string, Unnamed<unknown>>;
+
+type Schema = typeof SCHEMA;
+export type ConfigVariableName = keyof Schema;
+
+/** Every variable the service reads, with its type, default and description (the configuration table). */
+export const CONFIG_SCHEMA: { readonly [K in ConfigVariableName]: ConfigVariable<ReturnType<Schema[K]['read']>> } = Object.fromEntries(
+  Object.entries(SCHEMA).map(([name, variable]) => [
+    name,
+    { ...variable, read: (env: NodeJS.ProcessEnv, warnings: string[]) => (variable.read as Unnamed<unknown>['read'])(env, name, warnings) },
+  ]),
+) as never;
+
+/** Every environment variable the service reads (the keys of CONFIG_SCHEMA). */
+export const CONFIG_VARIABLES = Object.keys(SCHEMA) as ConfigVariableName[];
+
+/** The value of every variable, typed by CONFIG_SCHEMA. */
+export type ConfigValues = { [K in ConfigVariableName]: ReturnType<Schema[K]['read']> };
+
+function readValues(env: NodeJS.ProcessEnv, warnings: string[]): ConfigValues {
+  const values: Partial<Record<ConfigVariableName, unknown>> = {};
+  for (const name of CONFIG_VARIABLES) values[name] = CONFIG_SCHEMA[name].read(env, warnings);
+  return values as ConfigValues;
 }
 
+/** The service's configuration: the values of CONFIG_SCHEMA, arranged by who uses them. */
+function arrange(v: ConfigValues, warnings: string[]) {
+  return {
+    port: v.PORT,
+    host: v.HOST,
+    baseUrl: v.BASE_URL,
+    dataDir: v.DATA_DIR,
+    databaseUrl: v.DATABASE_URL,
+    temporal: {
+      /** External frontend address; undefined means: run the embedded dev server. */
+      address: v.TEMPORAL_ADDRESS,
+      namespace: v.TEMPORAL_NAMESPACE,
+      taskQueue: v.TEMPORAL_TASK_QUEUE,
+      uiPort: v.TEMPORAL_UI_PORT,
+      embeddedPort: v.TEMPORAL_PORT,
+      metricsBind: v.TEMPORAL_METRICS_BIND,
+    },
+    worker: {
+      ...(v.WORKFLOW_BUNDLE !== undefined ? { workflowBundlePath: v.WORKFLOW_BUNDLE } : {}),
+      ...(v.WORKER_MAX_CONCURRENT_ACTIVITIES !== undefined ? { maxConcurrentActivityTaskExecutions: v.WORKER_MAX_CONCURRENT_ACTIVITIES } : {}),
+      ...(v.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS !== undefined ? { maxConcurrentWorkflowTaskExecutions: v.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS } : {}),
+      ...(v.WORKER_MAX_CACHED_WORKFLOWS !== undefined ? { maxCachedWorkflows: v.WORKER_MAX_CACHED_WORKFLOWS } : {}),
+      ...(v.WORKER_VERIFY_HISTORIES ? { verifyHistories: true } : {}),
+    },
+    webhookMaxInFlight: v.WEBHOOK_MAX_IN_FLIGHT,
+    webhookAdmission: {
+      perListener: v.WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER,
+      perSource: v.WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE,
+      minBytesPerSecond: v.WEBHOOK_MIN_BODY_BYTES_PER_SECOND,
+      graceMs: 2000,
+    },
+    bootstrap: v.BOOTSTRAP_CLIENT_ID && v.BOOTSTRAP_CLIENT_SECRET ? { clientId: v.BOOTSTRAP_CLIENT_ID, clientSecret: v.BOOTSTRAP_CLIENT_SECRET } : undefined,
+    secretKey: v.SECRET_KEY,
+    trustProxy: v.TRUST_PROXY,
+    /** Settings that were accepted but deserve a warning in the log at start-up. */
+    warnings,
+    allowInsecureJwks: v.ALLOW_INSECURE_JWKS,
+    allowPrivateOutbound: v.ALLOW_PRIVATE_OUTBOUND,
+    accessTokenTtlSeconds: v.ACCESS_TOKEN_TTL_SECONDS,
+    logLevel: v.LOG_LEVEL,
+    logFormat: v.LOG_FORMAT,
+    laneQueueLimit: v.LANE_QUEUE_LIMIT,
+    tokenEndpoint: { perSourcePerMinute: v.TOKEN_RATE_LIMIT_PER_MINUTE, maxSlowVerifications: v.TOKEN_MAX_SLOW_VERIFICATIONS },
+    /**
+     * Where /metrics and /ready are served: `port` set = only there (on `host`); else on the API
+     * port, and only with `Authorization: Bearer <token>` when ADMIN_TOKEN is set.
+     */
+    admin: { port: v.ADMIN_PORT, host: v.ADMIN_HOST, token: v.ADMIN_TOKEN },
+    /** Payload encryption in Temporal and the codec endpoint for the Web UI. */
+    codec: { payloadKeys: v.PAYLOAD_KEYS, corsOrigins: v.CODEC_CORS_ORIGINS, allowLoopback: v.CODEC_ALLOW_LOOPBACK },
+  };
+}
+
+/** The configuration's type: what `arrange` makes of CONFIG_SCHEMA's values. */
+export type Config = ReturnType<typeof arrange>;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = integer(env, 'PORT', 8080, 0, 65535);
-  const baseUrl = (optional(env, 'BASE_URL') ?? `http://localhost:${port}`).replace(/\/+$/, '');
-  try {
-    const parsed = new URL(baseUrl);
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error();
-  } catch {
-    throw new ConfigError('BASE_URL must be an absolute http(s) URL');
-  }
-  const clientId = optional(env, 'BOOTSTRAP_CLIENT_ID');
-  const clientSecret = optional(env, 'BOOTSTRAP_CLIENT_SECRET');
-  if ((clientId === undefined) !== (clientSecret === undefined)) {
+  const warnings: string[] = [];
+  const v = readValues(env, warnings);
+  if ((v.BOOTSTRAP_CLIENT_ID === undefined) !== (v.BOOTSTRAP_CLIENT_SECRET === undefined)) {
     throw new ConfigError('BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET must be set together');
   }
-  if (clientSecret !== undefined && clientSecret.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+  if (v.BOOTSTRAP_CLIENT_SECRET !== undefined && v.BOOTSTRAP_CLIENT_SECRET.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
     throw new ConfigError(
       `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
     );
   }
-  const adminToken = optional(env, 'ADMIN_TOKEN');
-  if (adminToken !== undefined && adminToken.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
+  if (v.ADMIN_TOKEN !== undefined && v.ADMIN_TOKEN.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
     throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`);
   }
-  const warnings: string[] = [];
-  const trustProxy = proxyHops(env, warnings);
-  return {
-    port,
-    host: optional(env, 'HOST') ?? '0.0.0.0',
-    baseUrl,
-    dataDir: path.resolve(optional(env, 'DATA_DIR') ?? './.data'),
-    databaseUrl: optional(env, 'DATABASE_URL'),
-    temporal: {
-      address: optional(env, 'TEMPORAL_ADDRESS'),
-      namespace: optional(env, 'TEMPORAL_NAMESPACE') ?? 'default',
-      taskQueue: optional(env, 'TEMPORAL_TASK_QUEUE') ?? 'automations',
-      uiPort: integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535),
-      embeddedPort: integer(env, 'TEMPORAL_PORT', 7233, 1, 65535),
-      metricsBind: optional(env, 'TEMPORAL_METRICS_BIND'),
-    },
-    worker: {
-      ...(optional(env, 'WORKFLOW_BUNDLE') ? { workflowBundlePath: path.resolve(optional(env, 'WORKFLOW_BUNDLE')!) } : {}),
-      ...(env.WORKER_MAX_CONCURRENT_ACTIVITIES
-        ? { maxConcurrentActivityTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 100, 1, 10000) }
-        : {}),
-      ...(env.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS
-        ? { maxConcurrentWorkflowTaskExecutions: integer(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40, 2, 10000) }
-        : {}),
-      ...(env.WORKER_MAX_CACHED_WORKFLOWS ? { maxCachedWorkflows: integer(env, 'WORKER_MAX_CACHED_WORKFLOWS', 200, 0, 100000) } : {}),
-      ...(flag(env, 'WORKER_VERIFY_HISTORIES') ? { verifyHistories: true } : {}),
-    },
-    webhookMaxInFlight: integer(env, 'WEBHOOK_MAX_IN_FLIGHT', 256, 1, 100000),
-    webhookAdmission: {
-      perListener: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER', 128, 1, 100000),
-      perSource: integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE', 64, 1, 100000),
-      minBytesPerSecond: integer(env, 'WEBHOOK_MIN_BODY_BYTES_PER_SECOND', 512, 0, 100_000_000),
-      graceMs: 2000,
-    },
-    laneQueueLimit: integer(env, 'LANE_QUEUE_LIMIT', LANE_QUEUE_LIMITS.default, 1, LANE_QUEUE_LIMITS.max),
-    bootstrap: clientId && clientSecret ? { clientId, clientSecret } : undefined,
-    secretKey: optional(env, 'SECRET_KEY'),
-    trustProxy,
-    warnings,
-    allowInsecureJwks: flag(env, 'ALLOW_INSECURE_JWKS'),
-    allowPrivateOutbound: flag(env, 'ALLOW_PRIVATE_OUTBOUND'),
-    accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL_SECONDS', 600, 60, 86400),
-    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
-    logFormat: logFormat(env),
-    tokenEndpoint: {
-      perSourcePerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
-      maxSlowVerifications: integer(env, 'TOKEN_MAX_SLOW_VERIFICATIONS', 2, 1, 64),
-    },
-    admin: {
-      port: env.ADMIN_PORT ? integer(env, 'ADMIN_PORT', 0, 0, 65535) : undefined,
-      host: optional(env, 'ADMIN_HOST') ?? '127.0.0.1',
-      token: adminToken,
-    },
-    codec: codecConfig(env),
-  };
+  return arrange(v, warnings);
 }
 
 /**
  * With the embedded dev server (no TEMPORAL_ADDRESS) the Web UI is on 127.0.0.1:TEMPORAL_UI_PORT
- * in a browser on this machine: its origin is allowed and loopback callers need no token.
- * Elsewhere both are off unless configured.
+ * in a browser on this machine: its origin is allowed (and loopback callers need no token:
+ * CODEC_ALLOW_LOOPBACK). Elsewhere both are off unless configured.
  */
-function codecConfig(env: NodeJS.ProcessEnv): Config['codec'] {
+function codecCorsOrigins(env: NodeJS.ProcessEnv): string[] {
   const embedded = optional(env, 'TEMPORAL_ADDRESS') === undefined;
-  const uiPort = integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
+  const uiPort = readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
   const listed = optional(env, 'CODEC_CORS_ORIGINS');
   const corsOrigins = listed
     ? listed.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
@@ -279,9 +350,5 @@ function codecConfig(env: NodeJS.ProcessEnv): Config['codec'] {
       throw new ConfigError(`CODEC_CORS_ORIGINS: "${origin}" is not an origin such as https://temporal-ui.example.com (scheme, host, port; no path)`);
     }
   }
-  return {
-    payloadKeys: optional(env, 'PAYLOAD_KEYS'),
-    corsOrigins,
-    allowLoopback: env.CODEC_ALLOW_LOOPBACK === undefined || env.CODEC_ALLOW_LOOPBACK === '' ? embedded : flag(env, 'CODEC_ALLOW_LOOPBACK'),
-  };
+  return corsOrigins;
 }

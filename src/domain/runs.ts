@@ -2,7 +2,6 @@
  * The runs port: how the delivery intake starts automation runs and the API asks after them. The
  * Temporal adapter implements it (src/temporal/runs.ts `TemporalRuns`).
  */
-import type { Client } from '@temporalio/client';
 import type { AutomationRunInput, RunQueue } from '../contract/run';
 import type { LaneRequest } from '../contract/lanes';
 
@@ -49,11 +48,4 @@ export interface AutomationRuns {
    * delivery, which starts nothing). Throws WorkflowEngineUnavailableError.
    */
   runOf?(listenerId: string, eventId: string): Promise<string | undefined>;
-  /**
-   * The Temporal client the runs are started with, for reading them back (the executions API,
-   * src/temporal/executions.ts). Absent where runs are not on Temporal (tests without it).
-   */
-  readonly client?: Client;
-  /** The task queue runs start on (reruns start there too). */
-  readonly taskQueue?: string;
 }

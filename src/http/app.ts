@@ -6,7 +6,7 @@ import { AppError, errorMiddleware } from './errors';
 import { proxyOptions } from './proxy';
 import { SERVICE_HEADERS } from './response-headers';
 import { ROUTERS } from './routes';
-import { webhookEndpointOf, webhookFastPath } from './routes/webhooks';
+import { webhookFastPath } from './routes/webhooks';
 
 type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -31,7 +31,7 @@ class ServiceApp extends Koa {
 }
 
 export function createApp(deps: AppDeps): Koa {
-  const app = new ServiceApp(proxyOptions(deps.config.trustProxy), webhookFastPath(webhookEndpointOf(deps), deps.metrics, deps.logger));
+  const app = new ServiceApp(proxyOptions(deps.config.trustProxy), webhookFastPath(deps.webhookEndpoint, deps.metrics, deps.logger));
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     try {

@@ -1,4 +1,5 @@
-/** What every router gets: built once at start-up, passed to `createApp`. */
+/** What every router gets: built once at start-up (src/compose.ts), passed to `createApp`. */
+import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config';
 import type { Db } from '../store/db';
 import type { Logger } from '../logger';
@@ -10,6 +11,18 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { DeliveryLog } from '../delivery/delivery-log';
+import type { RunController } from '../domain/executions';
+import type { RunReader } from '../temporal/executions';
+
+/** What a delivery is answered with: status, headers beyond the standard ones, JSON body. */
+export interface WebhookAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** Answers one delivery to `listenerId`; `path` names the request in logs. Every failure is an answer (a rejection would be a bug). */
+export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
 
 export interface AppDeps {
   config: Config;
@@ -17,13 +30,19 @@ export interface AppDeps {
   logger: Logger;
   pageTokens: PageTokens;
   tokens: AccessTokens;
-  /** Starts and reads automation runs on Temporal. */
+  /** Starts automation runs on Temporal. */
   runs: AutomationRuns;
+  /** Reads runs back (the executions API); undefined where runs are not on Temporal (the API answers 503). */
+  runReader: RunReader | undefined;
+  /** Approves, rejects, cancels, terminates and reruns runs; undefined where runs are not on Temporal (503). */
+  runControl: RunController | undefined;
+  /** The webhook receiver: one per app, so that the fast path and the Koa route share its admission counts and listener cache. */
+  webhookEndpoint: WebhookEndpoint;
   metrics: Metrics;
   /** Seals and opens secrets kept at rest (HMAC signing secrets). */
   secretBox: SecretBox;
-  /** Flood guards of /auth/v1/token; unset = made from `config.tokenEndpoint`. */
-  tokenGuard?: TokenGuard;
+  /** Flood guards of /auth/v1/token (src/compose.ts makes them from `config.tokenEndpoint`). */
+  tokenGuard: TokenGuard;
   /** Bound of each /ready check in ms (default 2000); tests on a loaded machine raise it. */
   readinessTimeoutMs?: number;
   /** The webhook receiver's clock in epoch ms (default Date.now); tests pin it for boundary cases. */

@@ -3,7 +3,7 @@
  * the workflow code still makes the same decisions for every run in flight. Used by the replay
  * test, `npm run replay` and the worker's optional start-up check (WORKER_VERIFY_HISTORIES).
  *
- * Committed histories live in test/fixtures/histories/<release>/<name>.history.json (the JSON form
+ * Committed histories live in histories/<release>/<name>.history.json (the JSON form
  * of a Temporal History, as `temporal workflow show --output json` writes it), each next to
  * <name>.input.json (the steps and the run input it was recorded with).
  */
@@ -40,7 +40,7 @@ export function historyFromJson(json: unknown): History {
 }
 
 /** Folder of the committed histories, one sub-folder per release. */
-export const HISTORIES_DIR = path.resolve(__dirname, '../../test/fixtures/histories');
+export const HISTORIES_DIR = path.resolve(__dirname, '../../histories');
 
 export interface NamedHistory {
   /** Where it came from: `<release>/<name>.history.json`, or `cluster:<workflowId>/<runId>`. */

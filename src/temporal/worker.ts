@@ -106,7 +106,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
 /** Throws, naming each history and its nondeterminism, unless `bundle` replays every committed history. */
 export async function verifyCommittedHistories(bundle: WorkflowBundleOption): Promise<number> {
   const histories = loadCommittedHistories();
-  if (histories.length === 0) throw new Error('WORKER_VERIFY_HISTORIES: no committed histories found (test/fixtures/histories)');
+  if (histories.length === 0) throw new Error('WORKER_VERIFY_HISTORIES: no committed histories found (histories/)');
   const failures = await replayHistories(bundle, histories);
   if (failures.length > 0) {
     throw new Error(`WORKER_VERIFY_HISTORIES: this workflow code is not compatible with ${failures.length} of ${histories.length} committed histories, refusing to start:\n${describeFailures(failures)}`);

@@ -1,6 +1,7 @@
 /**
  * A real service instance for HTTP tests: the real Koa app on a real store (PGlite in memory, or a
- * fresh PostgreSQL schema), real access tokens. Drive it with supertest(ctx.server).
+ * fresh PostgreSQL schema), real access tokens. Drive it with supertest(ctx.server). Every response
+ * it sends is checked against its OpenAPI document (./contract.ts): a drift fails the test.
  */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,7 @@ import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/d
 import type { Db } from '../../src/store/db';
 import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 import { testCodec } from './temporal';
+import { installContractCheck } from './contract';
 
 export interface TestService {
   deps: AppDeps;
@@ -81,6 +83,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   });
   const app = createApp(deps);
   server.on('request', app.callback());
+  await installContractCheck(server, port);
   return {
     deps,
     server,

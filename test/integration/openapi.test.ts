@@ -4,59 +4,41 @@
  * specification's operation id, tag, version and security; and true: real responses of the
  * running service (a real store, a real Temporal dev server for the webhook 200) validate against
  * the operation's response schema with ajv (JSON Schema 2020-12), strictly enough that a missing,
- * mistyped or undeclared field fails.
+ * mistyped or undeclared field fails. (Every test service checks every response it sends with the
+ * same checker, test/helpers/contract.ts; this file also makes sure each operation is exercised.)
  */
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { callerFor, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createClient } from '../../src/auth/clients';
 import { poll } from '../helpers/wait';
+import { ContractChecker, templateOf as documentedTemplate } from '../helpers/contract';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 type Method = 'get' | 'post' | 'put' | 'delete';
-
-const SCHEMAS_ID = 'https://openapi.test/components.json';
 
 /** `@seriousme/openapi-schema-validator` is ESM only; jest's transform turns `import()` into `require`. */
 const importEsm = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<Json>;
 
 /** The openapi path template a request path matches (`/api/v1/apps/abc` → `/api/v1/apps/{app_id}`). */
 function templateOf(doc: Json, method: Method, path: string): string {
-  const clean = path.split('?')[0]!;
-  const matches = Object.keys(doc.paths).filter((template) => {
-    if (!doc.paths[template][method]) return false;
-    const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`);
-    return pattern.test(clean);
-  });
-  // The most specific template: the one with the fewest parameters.
-  matches.sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0));
-  if (!matches[0]) throw new Error(`no documented operation for ${method.toUpperCase()} ${clean}`);
-  return matches[0];
+  const template = documentedTemplate(doc, method, path);
+  if (!template) throw new Error(`no documented operation for ${method.toUpperCase()} ${path.split('?')[0]}`);
+  return template;
 }
 
 describe('OpenAPI document', () => {
   let stack: Stack;
   let doc: Json;
-  let ajv: Ajv2020;
+  /** The same checker every test service's responses go through (test/helpers/contract.ts). */
+  let checker: ContractChecker;
   let admin: Caller;
   let superAdmin: Caller;
   let reader: Caller;
-  const validators = new Map<string, ValidateFunction>();
   /** `METHOD template status` of every response checked against the document. */
   const checked = new Set<string>();
-
-  function validatorFor(schema: unknown): ValidateFunction {
-    const text = JSON.stringify(schema).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`);
-    let validate = validators.get(text);
-    if (!validate) {
-      validate = ajv.compile(JSON.parse(text) as object);
-      validators.set(text, validate);
-    }
-    return validate;
-  }
+  const validatorFor = (schema: unknown) => checker.validatorFor(schema);
 
   /** Asserts that `res` is a documented response of `method path` and that its body matches the schema. */
   function expectConforms(method: Method, path: string, res: { status: number; body: unknown; headers: Json }): void {
@@ -93,11 +75,7 @@ describe('OpenAPI document', () => {
     const res = await request(stack.service.server).get('/api/openapi.json');
     expect(res.status).toBe(200);
     doc = res.body;
-    ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
-    addFormats(ajv);
-    ajv.addFormat('int64', { type: 'string', validate: (value: string) => /^-?[0-9]{1,19}$/.test(value) });
-    const defs = JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`));
-    ajv.addSchema({ $id: SCHEMAS_ID, $defs: defs });
+    checker = new ContractChecker(doc);
     superAdmin = callerFor(stack.service, stack.adminToken);
     admin = callerFor(stack.service, await stack.service.tokenFor('admin'));
     reader = callerFor(stack.service, await stack.service.tokenFor('read_only'));
@@ -121,7 +99,7 @@ describe('OpenAPI document', () => {
       const names = Object.keys(doc.components.schemas);
       expect(names.length).toBeGreaterThan(0);
       // getSchema compiles the component: a validating function for each, none missing.
-      expect(names.filter((name) => typeof ajv.getSchema(`${SCHEMAS_ID}#/$defs/${name}`) !== 'function')).toEqual([]);
+      expect(names.filter((name) => !checker.compiles(name))).toEqual([]);
     });
 
     it('gives the specified operation id and tag to the v2 create-owner operation', () => {

@@ -1,5 +1,5 @@
 /**
- * Every committed workflow history (test/fixtures/histories/<release>/) replays on the current
+ * Every committed workflow history (histories/<release>/) replays on the current
  * workflow code without nondeterminism. A failure names the history file and the SDK's message
  * (which names the event and the command that no longer match).
  */

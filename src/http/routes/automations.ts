@@ -23,7 +23,8 @@ const view = (deps: AppDeps, record: AutomationWithPublishedVersion): Record<str
 const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
   operation({
     method: 'post', path: `${ITEM}/${action}`, operationId: `automations.${action}`, tag: TAG, access: AUTOMATIONS,
-    summary, ok: api.AutomationResponse, errors: ITEM_READ_ERRORS,
+    // Publishing re-checks the secrets the steps read (400 when one was deleted or no longer allows the step's origin).
+    summary, ok: api.AutomationResponse, errors: action === 'publish' ? ITEM_WRITE_ERRORS : ITEM_READ_ERRORS,
     handle: async (input, _ctx, deps) => ({ automation: view(deps, (await changeAutomationState(deps.db, input.params.id, action, input.actor))!) }),
   });
 

@@ -13,43 +13,23 @@ import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import { allows } from '../../auth/roles';
 import { unauditedParts } from '../../domain/run-audit';
-import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
-import { TemporalRunControl } from '../../temporal/run-control';
+import { cancelRun, decideStep, rerunRun, terminateRun, type RunController } from '../../domain/executions';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, type Grant, exactRouter } from '../operation';
-import { getAutomation, publishedSteps } from '../../domain/automations';
-import { TemporalRunReader, type RunReader } from '../../temporal/executions';
+import { getAutomation } from '../../domain/automations';
+import type { RunReader } from '../../temporal/executions';
 import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
 
-/** What the run operations of one app share: the run reader and the run controller, when an engine is configured. */
-interface Engine {
-  reader: RunReader | undefined;
-  control: TemporalRunControl | undefined;
-}
-const engines = new WeakMap<AppDeps, Engine>();
-
-function engineOf(deps: AppDeps): Engine {
-  let engine = engines.get(deps);
-  if (!engine) {
-    const loadSteps = (automationId: string, version: number) => publishedSteps(deps.db, automationId, version);
-    const reader = deps.runs.client ? new TemporalRunReader(deps.runs.client, { loadSteps }) : undefined;
-    const control = deps.runs.client ? new TemporalRunControl(deps.runs.client, deps.runs.taskQueue ?? deps.config.temporal.taskQueue, reader!) : undefined;
-    engine = { reader, control };
-    engines.set(deps, engine);
-  }
-  return engine;
-}
-
+/** The app's run reader (src/compose.ts builds it); 503 when no engine is configured. */
 function reader(deps: AppDeps): RunReader {
-  const { reader } = engineOf(deps);
-  if (!reader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
-  return reader;
+  if (!deps.runReader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
+  return deps.runReader;
 }
 
-function controller(deps: AppDeps): TemporalRunControl {
-  const { control } = engineOf(deps);
-  if (!control) throw new UnavailableError('no workflow engine configured; retry later', 5);
-  return control;
+/** The app's run controller (src/compose.ts builds it); 503 when no engine is configured. */
+function controller(deps: AppDeps): RunController {
+  if (!deps.runControl) throw new UnavailableError('no workflow engine configured; retry later', 5);
+  return deps.runControl;
 }
 
 /** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */

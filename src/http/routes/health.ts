@@ -74,10 +74,12 @@ function requireAdminToken(deps: AppDeps) {
 }
 
 /** /ready and /metrics: served by the admin listener when ADMIN_PORT is set, else by the API port. */
+const OPERATOR_ERRORS = { errors: [401, 404], statusText: { 404: 'Not served on this listener: with ADMIN_PORT set, only the admin listener serves it.' } };
+
 export const OPERATOR_OPERATIONS = [
   operation({
     method: 'get', path: '/ready', operationId: 'ready', tag: 'Operations', summary: 'Store and Temporal are reachable (503 otherwise).', access: 'public',
-    before: (deps) => [requireAdminToken(deps)], ok: api.ReadyStatus, okAlso: [503], errors: [401],
+    before: (deps) => [requireAdminToken(deps)], ok: api.ReadyStatus, okAlso: [503], ...OPERATOR_ERRORS,
     handle: async (_input, ctx, deps) => {
       const { store, temporal } = await readiness(deps);
       const ready = store && temporal;
@@ -87,7 +89,7 @@ export const OPERATOR_OPERATIONS = [
   }),
   operation({
     method: 'get', path: '/metrics', operationId: 'metrics', tag: 'Operations', summary: 'Prometheus metrics.', access: 'public',
-    before: (deps) => [requireAdminToken(deps)], ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' }, errors: [401],
+    before: (deps) => [requireAdminToken(deps)], ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' }, ...OPERATOR_ERRORS,
     handle: async (_input, ctx, deps) => {
       ctx.set('Content-Type', deps.metrics.registry.contentType);
       return deps.metrics.registry.metrics();

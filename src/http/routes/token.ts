@@ -10,7 +10,6 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import { readRawBody } from '../body';
 import { authenticateClient } from '../../auth/clients';
-import { createTokenGuard, type TokenGuard } from '../../auth/token-guard';
 import { auditTokenDenied } from '../../domain/clients';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, exactRouter } from '../operation';
@@ -43,17 +42,6 @@ async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> |
   return 'Content-Type must be application/x-www-form-urlencoded or application/json';
 }
 
-/** Per app: the token endpoint's flood guards. */
-const guards = new WeakMap<AppDeps, TokenGuard>();
-function guardOf(deps: AppDeps): TokenGuard {
-  let guard = guards.get(deps);
-  if (!guard) {
-    guard = deps.tokenGuard ?? createTokenGuard(deps.db, deps.config.tokenEndpoint);
-    guards.set(deps, guard);
-  }
-  return guard;
-}
-
 /** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
 async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
   try {
@@ -72,7 +60,7 @@ export const TOKEN_OPERATIONS = [
     body: { schema: api.TokenRequest, required: true, form: true, validation: 'handler' }, ok: api.TokenResponse, errors: [400, 401, 429, 503], errorSchema: api.OAuthError,
     serviceErrors: [429, 503],
     handle: async (_input, ctx, deps) => {
-      const guard = guardOf(deps);
+      const guard = deps.tokenGuard;
       const address = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
       // The body first (at most 16 KiB), so that one statement counts the request against its
       // source and reads the backoff of the client it names; every request counts, good or bad.

@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Router from '@koa/router';
-import type { AppDeps } from '../context';
+import type { AppDeps, WebhookAnswer, WebhookEndpoint } from '../context';
 import { readRawBody } from '../body';
 import { AppError, errorBody, reportError, toAppError } from '../errors';
 import { clientAddress } from '../proxy';
@@ -65,16 +65,6 @@ const RETRY_AFTER_SECONDS = '5';
 const WEBHOOK_BODY_TIMEOUT_MS = 10_000;
 /** The route label of the HTTP metrics (Koa's matched route for the same path). */
 export const WEBHOOK_ROUTE = `${WEBHOOK_PATH_PREFIX}:listenerId`;
-
-/** What a delivery is answered with: status, headers beyond the standard ones, JSON body. */
-export interface WebhookAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: unknown;
-}
-
-/** Answers one delivery to `listenerId`; `path` names the request in logs. Every failure is an answer (a rejection would be a bug). */
-export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
 
 /** The HTTP headers a refusal carries besides the error body. */
 function refusalHeaders(status: number): Record<string, string> {
@@ -134,26 +124,13 @@ class NodeDelivery implements WebhookDelivery {
   }
 }
 
-const endpoints = new WeakMap<AppDeps, WebhookEndpoint>();
-
 /**
- * The endpoint of an app's dependencies: one per `deps`, so that both ways of serving it share its
- * admission counts and listener cache.
+ * Builds the app's endpoint (src/compose.ts, once per app: the fast path and the Koa route share
+ * it, its admission counts and its listener cache). Beyond the global in-flight cap, or the cap per
+ * source address, a delivery is answered 429 before any work; the cap per listener applies once the
+ * listener is known.
  */
-export function webhookEndpointOf(deps: AppDeps): WebhookEndpoint {
-  let endpoint = endpoints.get(deps);
-  if (!endpoint) {
-    endpoint = createWebhookEndpoint(deps);
-    endpoints.set(deps, endpoint);
-  }
-  return endpoint;
-}
-
-/**
- * Builds an endpoint. Beyond the global in-flight cap, or the cap per source address, a delivery
- * is answered 429 before any work; the cap per listener applies once the listener is known.
- */
-function createWebhookEndpoint(deps: AppDeps): WebhookEndpoint {
+export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): WebhookEndpoint {
   const intake = createWebhookIntake({
     db: deps.db,
     runs: deps.runs,
@@ -272,7 +249,7 @@ function sendAnswer(res: ServerResponse, answer: WebhookAnswer, started: bigint,
 
 /** The Koa route of the app's endpoint, for the spellings of the path the fast path leaves to Koa. */
 export function createWebhookRouter(deps: AppDeps): Router {
-  const endpoint = webhookEndpointOf(deps);
+  const endpoint = deps.webhookEndpoint;
   const router = new Router();
   router.post(WEBHOOK_ROUTE, async (ctx) => {
     const answer = await endpoint(ctx.params.listenerId!, ctx.req, ctx.path);
