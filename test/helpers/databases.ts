@@ -37,6 +37,7 @@ export function describeOn(target: DatabaseTarget): jest.Describe {
   if (target.available) return describe;
   const g = globalThis as unknown as Record<(typeof HOOKS)[number], unknown>;
   const skipped = (name: string, fn: () => void): void =>
+    // eslint-disable-next-line jest/no-disabled-tests -- a declared skip: the target's label says why
     describe.skip(name, () => {
       const saved = HOOKS.map((hook) => g[hook]);
       for (const hook of HOOKS) g[hook] = () => undefined;

@@ -95,8 +95,9 @@ for (const target of DATABASES) {
       return res.body.execution;
     }
 
-    async function until(id: string, done: (e: Json) => boolean): Promise<Json> {
-      return poll(() => execution(id), done);
+    /** The run once `done` holds for it; throws (naming `done` and the run's last state) when the time is up. */
+    async function untilRun(id: string, done: (e: Json) => boolean): Promise<Json> {
+      return poll(() => execution(id), done, { what: `run ${id}: ${done.toString()}` });
     }
 
     const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
@@ -113,7 +114,7 @@ for (const target of DATABASES) {
       it('true starts a run; false answers filtered without one, and the repeat of that id is 409; the delivery log says filtered', async () => {
         const target = await automation({ filter: "ctx.trigger.type == 'user.created'" }, [{ id: 'v', setVariables: { t: 'ctx.trigger.type' } }]);
         const run = await accepted(target, { type: 'user.created' });
-        expect((await until(run, (e) => e.status === 'COMPLETED')).steps[0].output).toEqual({ t: 'user.created' });
+        expect((await untilRun(run, (e) => e.status === 'COMPLETED')).steps[0].output).toEqual({ t: 'user.created' });
 
         const event = hmacEvent(target.secret, { type: 'user.deleted' });
         const filtered = await deliver(stack, target.path, event);
@@ -158,7 +159,7 @@ for (const target of DATABASES) {
       it('an evaluation error drops nothing: a run starts and fails at once, naming filter, with no step run', async () => {
         const target = await automation({ filter: 'ctx.trigger.type == "x"' }, [{ id: 'v', setVariables: { ok: 'true' } }]);
         const run = await accepted(target, { other: 1 });
-        const failed = await until(run, (e) => e.status === 'FAILED');
+        const failed = await untilRun(run, (e) => e.status === 'FAILED');
         expect(failed.error).toMatch(/^filter: /);
         expect(failed.steps).toEqual([]);
       });
@@ -171,10 +172,10 @@ for (const target of DATABASES) {
         const b = await accepted(target, { user: 'u1', n: 2 });
         const c = await accepted(target, { user: 'u1', n: 3 });
         const other = await accepted(target, { user: 'u2', n: 1 });
-        await until(a, holding);
-        await until(other, holding);
+        await untilRun(a, holding);
+        await untilRun(other, holding);
         for (const id of [b, c]) {
-          const queued = await until(id, (e) => e.status === 'QUEUED');
+          const queued = await untilRun(id, (e) => e.status === 'QUEUED');
           expect(queued.queue).toEqual({ key: 'u1' });
           expect(queued.steps.map((s: Json) => s.status)).toEqual(['PENDING', 'PENDING']);
         }
@@ -182,15 +183,15 @@ for (const target of DATABASES) {
         expect([statuses.get(a), statuses.get(b), statuses.get(c), statuses.get(other)]).toEqual(['RUNNING', 'QUEUED', 'QUEUED', 'RUNNING']);
 
         await approve(a);
-        await until(a, (e) => e.status === 'COMPLETED');
-        const second = await until(b, holding);
+        await untilRun(a, (e) => e.status === 'COMPLETED');
+        const second = await untilRun(b, holding);
         expect(second.queue).toBeUndefined();
         expect((await execution(c)).status).toBe('QUEUED');
         await approve(b);
-        await until(c, holding);
+        await untilRun(c, holding);
         await approve(c);
         await approve(other);
-        for (const id of [c, other]) await until(id, (e) => e.status === 'COMPLETED');
+        for (const id of [c, other]) await untilRun(id, (e) => e.status === 'COMPLETED');
       });
 
       it('a queued run canceled or terminated runs no step; a terminated holder frees its slot (the lane finds it)', async () => {
@@ -199,46 +200,46 @@ for (const target of DATABASES) {
         const canceled = await accepted(target, { user: 'x' });
         const terminated = await accepted(target, { user: 'x' });
         const next = await accepted(target, { user: 'x' });
-        await until(holder, holding);
-        await until(terminated, (e) => e.status === 'QUEUED');
+        await untilRun(holder, holding);
+        await untilRun(terminated, (e) => e.status === 'QUEUED');
 
         expect((await api().post(`${runPath(canceled)}/cancel`, {})).status).toBe(200);
         expect((await api().post(`${runPath(terminated)}/terminate`, { reason: 'not needed' })).status).toBe(200);
-        const wasCanceled = await until(canceled, (e) => e.status === 'CANCELED');
-        const wasTerminated = await until(terminated, (e) => e.status === 'TERMINATED');
+        const wasCanceled = await untilRun(canceled, (e) => e.status === 'CANCELED');
+        const wasTerminated = await untilRun(terminated, (e) => e.status === 'TERMINATED');
         for (const run of [wasCanceled, wasTerminated]) expect(run.steps.every((s: Json) => s.status === 'PENDING' || s.status === 'FAILED')).toBe(true);
         for (const run of [wasCanceled, wasTerminated]) expect(run.steps.some((s: Json) => s.output !== null)).toBe(false);
 
         // The holder is terminated (no code of it runs): the lane frees the slot by itself, and the next run goes.
         expect((await execution(next)).status).toBe('QUEUED');
         expect((await api().post(`${runPath(holder)}/terminate`, { reason: 'stuck' })).status).toBe(200);
-        await poll(() => execution(next), holding, 90_000);
+        await untilRun(next, holding);
         // Canceling a running holder hands the slot on at once.
         const after = await accepted(target, { user: 'x' });
-        await until(after, (e) => e.status === 'QUEUED');
+        await untilRun(after, (e) => e.status === 'QUEUED');
         expect((await api().post(`${runPath(next)}/cancel`, {})).status).toBe(200);
-        await until(after, holding);
+        await untilRun(after, holding);
         await approve(after);
-        await until(after, (e) => e.status === 'COMPLETED');
+        await untilRun(after, (e) => e.status === 'COMPLETED');
       }, 240_000);
 
       it('limit 2: two runs of a key hold, the third waits for either', async () => {
         const target = await automation({ concurrency: { limit: 2, key: "'all'" } });
         const runs = [await accepted(target, { user: 'a' }), await accepted(target, { user: 'b' }), await accepted(target, { user: 'c' })];
-        await until(runs[0]!, holding);
-        await until(runs[1]!, holding);
-        expect((await until(runs[2]!, (e) => e.status === 'QUEUED')).queue).toEqual({ key: 'all' });
+        await untilRun(runs[0]!, holding);
+        await untilRun(runs[1]!, holding);
+        expect((await untilRun(runs[2]!, (e) => e.status === 'QUEUED')).queue).toEqual({ key: 'all' });
         await approve(runs[1]!);
-        await until(runs[2]!, holding);
+        await untilRun(runs[2]!, holding);
         await approve(runs[0]!);
         await approve(runs[2]!);
-        for (const id of runs) await until(id, (e) => e.status === 'COMPLETED');
+        for (const id of runs) await untilRun(id, (e) => e.status === 'COMPLETED');
       });
 
       it('a key that fails to evaluate fails the run at once, naming concurrency.key', async () => {
         const target = await automation({ concurrency: { limit: 1, key: 'ctx.trigger.user' } });
         const run = await accepted(target, { nobody: true });
-        const failed = await until(run, (e) => e.status === 'FAILED');
+        const failed = await untilRun(run, (e) => e.status === 'FAILED');
         expect(failed.error).toMatch(/^concurrency\.key: /);
       });
     });
