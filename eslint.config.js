@@ -108,6 +108,7 @@ module.exports = tseslint.config(
       'jest/no-focused-tests': 'error',
       'jest/no-disabled-tests': 'error',
       'jest/valid-expect': 'error',
+      'jest/no-restricted-matchers': ['error', { toBeDefined: 'assert the value the test knows, not that there is one' }],
       'no-restricted-syntax': [
         'error',
         {
