@@ -8,13 +8,20 @@
  * the dry run, and the validation of the three fields.
  */
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import request from 'supertest';
+import { SecretBox } from '../../src/crypto/secret-box';
 import { openDb, type Db } from '../../src/store/db';
 import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { poll, sleep } from '../helpers/wait';
+import { reservedPort } from '../helpers/ports';
+import { spawnService, waitForHttp } from '../helpers/processes';
+import { testTemporal } from '../helpers/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -26,7 +33,7 @@ const HOLD = [
 ];
 
 /** A database two services can open independently: PostgreSQL gets a schema of its own; PGlite is one process's store, shared. */
-async function sharedDb(target: DatabaseTarget): Promise<{ open(): Promise<Db>; drop(): Promise<void> }> {
+async function sharedDb(target: DatabaseTarget): Promise<{ schema?: string; open(): Promise<Db>; drop(): Promise<void> }> {
   if (!target.url) {
     const db = await openDb({});
     return { open: async () => db, drop: () => db.close() };
@@ -34,6 +41,7 @@ async function sharedDb(target: DatabaseTarget): Promise<{ open(): Promise<Db>; 
   const schema = `t_flow_${randomBytes(5).toString('hex')}`;
   const opened: Db[] = [];
   return {
+    schema,
     async open() {
       const db = await openDb({ databaseUrl: target.url, schema });
       opened.push(db);
@@ -51,10 +59,13 @@ for (const target of DATABASES) {
     let stack: Stack;
     let second: TestService;
     let store: Awaited<ReturnType<typeof sharedDb>>;
+    const database = target;
+    // The sealing key, so that an API process of its own (the PostgreSQL case) reads the same secrets.
+    const secretKey = randomBytes(32);
 
     beforeAll(async () => {
       store = await sharedDb(target);
-      stack = await startStack({ db: await store.open() });
+      stack = await startStack({ db: await store.open(), deps: { secretBox: new SecretBox(secretKey) } });
       // A second API process on the same store and Temporal (its own listener cache, its own pool on PostgreSQL).
       second = await startTestService({
         db: await store.open(),
@@ -62,6 +73,49 @@ for (const target of DATABASES) {
         deps: { secretBox: stack.service.deps.secretBox },
       });
     });
+
+    /**
+     * The second API of the rate-limit case: on PostgreSQL a real process of its own
+     * (`tsx src/main.ts api`) on the same schema, Temporal and sealing key; on PGlite, which lives
+     * inside one process, the in-process `second` service on the same store object.
+     */
+    async function otherApi(): Promise<{ post(path: string, event: { headers: Record<string, string>; body: string }): Promise<request.Response>; flushed(): Promise<void>; stop(): Promise<void> }> {
+      if (!database.url) {
+        return {
+          post: (path, event) => request(second.server).post(path).set(event.headers).send(event.body),
+          flushed: async () => void (await second.deps.deliveryLog?.flush()),
+          stop: async () => undefined,
+        };
+      }
+      const port = await reservedPort();
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flow-api-'));
+      const dbUrl = new URL(database.url);
+      dbUrl.searchParams.set('options', `-c search_path=${store.schema}`);
+      const temporal = await testTemporal();
+      const api = spawnService('api', {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        DATABASE_URL: dbUrl.toString(),
+        SECRET_KEY: secretKey.toString('hex'),
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
+        TEMPORAL_TASK_QUEUE: stack.taskQueue,
+        PAYLOAD_KEYS: process.env.TEST_PAYLOAD_KEYS ?? '',
+        LOG_LEVEL: 'warn',
+      });
+      const baseUrl = `http://127.0.0.1:${port}`;
+      await waitForHttp(`${baseUrl}/auth/v1/jwks`, 120_000, api);
+      return {
+        post: (path, event) => request(baseUrl).post(path).set(event.headers).send(event.body),
+        // its delivery log is written by its own timer: the test waits for the entry instead
+        flushed: async () => undefined,
+        stop: async () => {
+          await api.kill('SIGTERM');
+          fs.rmSync(dataDir, { recursive: true, force: true });
+        },
+      };
+    }
 
     afterAll(async () => {
       await second?.close().catch(() => undefined);
@@ -251,13 +305,25 @@ for (const target of DATABASES) {
     });
 
     describe('rate limit', () => {
-      it('over the limit: 429, code 8, Retry-After; nothing recorded, so the retry after it is accepted; counted across two API processes', async () => {
+      const across = target.url
+        ? 'counted across two API processes (the second one a process of its own on the same PostgreSQL)'
+        : 'counted across two API services in one process (PGlite lives inside it: they share one store object)';
+      it(`over the limit: 429, code 8, Retry-After; nothing recorded, so the retry after it is accepted; ${across}`, async () => {
+        const other = await otherApi();
+        try {
+          await overTheLimit(other);
+        } finally {
+          await other.stop();
+        }
+      });
+
+      async function overTheLimit(other: Awaited<ReturnType<typeof otherApi>>): Promise<void> {
         const target = await automation({ rateLimit: { limit: 1, period: '3s', key: 'ctx.trigger.tenant' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
         const first = await send(target, { tenant: 't1' });
         expect(first.status).toBe(200);
-        // The other API process: the same limit, from the store.
+        // The other API: the same limit, from the store.
         const event = hmacEvent(target.secret, { tenant: 't1' });
-        const refused = await request(second.server).post(target.path).set(event.headers).send(event.body);
+        const refused = await other.post(target.path, event);
         expect(refused.status).toBe(429);
         expect(refused.body.code).toBe(8);
         const retryAfter = Number(refused.headers['retry-after']);
@@ -269,10 +335,14 @@ for (const target of DATABASES) {
         const retried = await deliver(stack, target.path, hmacEvent(target.secret, { tenant: 't1' }, { eventId: event.eventId }));
         expect(retried.status).toBe(200);
         await stack.service.deps.deliveryLog?.flush();
-        await second.deps.deliveryLog?.flush();
-        const log = await api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50&reason=rate_limited`);
+        await other.flushed();
+        const log = await poll(
+          () => api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50&reason=rate_limited`),
+          (res) => res.body.list?.length > 0,
+          { what: 'the 429 in the delivery log' },
+        );
         expect(log.body.list.map((item: Json) => item.delivery.status)).toEqual([429]);
-      });
+      }
 
       it('a repeat of an accepted event is 409, not 429, and does not use up the limit', async () => {
         const target = await automation({ rateLimit: { limit: 2, period: '3600s' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
