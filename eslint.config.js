@@ -4,6 +4,7 @@ const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 const { builtinModules } = require('node:module');
 const importPlugin = require('eslint-plugin-import');
+const jestPlugin = require('eslint-plugin-jest');
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
@@ -96,6 +97,29 @@ module.exports = tseslint.config(
         },
       ],
       'no-restricted-globals': ['error', { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' }, { name: 'fetch', message: 'no I/O in workflows' }],
+    },
+  },
+  {
+    // Tests fail loudly: no stray .only, no undeclared skip, no expect() that asserts nothing, and no
+    // wait whose answer is thrown away (poll returns what it waited for: assert on it, or use until).
+    files: ['test/**/*.ts'],
+    plugins: { jest: jestPlugin },
+    rules: {
+      'jest/no-focused-tests': 'error',
+      'jest/no-disabled-tests': 'error',
+      'jest/valid-expect': 'error',
+      'jest/no-restricted-matchers': ['error', { toBeDefined: 'assert the value the test knows, not that there is one' }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "ExpressionStatement > AwaitExpression > CallExpression[callee.name='poll']",
+          message: "poll's answer is what it waited for: assert on it, or wait with until(condition, what)",
+        },
+        {
+          selector: "CallExpression[callee.property.name='catch'][callee.object.callee.name=/^(poll|until)$/]",
+          message: 'a wait that times out must fail the test: do not catch it',
+        },
+      ],
     },
   },
   {

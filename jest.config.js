@@ -2,7 +2,8 @@
  * Every test file runs on the embedded store (PGlite). With DATABASE_URL set (CI sets it), a second
  * project, "postgres", runs the receiver-side suites again with PostgreSQL as their default store
  * (test/setup/postgres.ts); the store suites themselves loop over both (test/helpers/databases.ts).
- * Without DATABASE_URL the PostgreSQL cases are reported as skipped, and counted on the last line.
+ * Without DATABASE_URL the PostgreSQL cases are reported as skipped, and counted on the last line
+ * with every other skip (test/reporters/skips.js).
  * @type {import('jest').Config}
  */
 const project = {
@@ -25,8 +26,9 @@ module.exports = {
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   testTimeout: 180000,
   maxWorkers: 2,
-  // The last line of a run: how many PostgreSQL cases were skipped (no DATABASE_URL), and how to run them.
-  reporters: ['default', '<rootDir>/test/reporters/postgres-skips.js'],
+  // The last line of a run: every skipped case counted by its reason (the PostgreSQL cases without
+  // DATABASE_URL among them, and how to run them).
+  reporters: ['default', '<rootDir>/test/reporters/skips.js'],
   projects: [
     { ...project, displayName: 'pglite' },
     {

@@ -6,7 +6,7 @@
 const ALL = [
   '**/webhooks-*.test.ts',
   '**/fuzz-verifiers.test.ts',
-  '**/fuzz-api-schemas.test.ts',
+  '**/standard-webhooks.test.ts',
   '**/cel.test.ts',
   '**/cel-*.test.ts',
   '**/auth-*.test.ts',

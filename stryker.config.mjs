@@ -5,6 +5,8 @@
  * The HTML report lands in reports/mutation/.
  * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
  */
+import process from 'node:process';
+
 export default {
   packageManager: 'npm',
   testRunner: 'jest',
@@ -22,15 +24,19 @@ export default {
   dryRunTimeoutMinutes: 30,
   reporters: ['clear-text', 'progress', 'html', 'json'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
-  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  // npm run test:mutation:security writes one report per module (STRYKER_JSON_REPORT).
+  jsonReporter: { fileName: process.env.STRYKER_JSON_REPORT ?? 'reports/mutation/mutation.json' },
   ignorePatterns: ['.temporal', '.data', 'dist', 'reports', 'bench', 'deploy', '.stryker-tmp'],
-  thresholds: { high: 90, low: 85, break: null },
+  // A whole run fails under 85 %; npm run test:mutation:security holds each security module to it.
+  thresholds: { high: 90, low: 85, break: 85 },
   mutate: [
     'src/webhooks/headers.ts',
     'src/net/cidr.ts',
     'src/webhooks/admission.ts',
     'src/webhooks/jwt.ts',
     'src/webhooks/authenticators/*.ts',
+    'src/webhooks/standard-webhooks.ts',
+    'src/outbound/policy.ts',
     'src/cel/*.ts',
     'src/auth/*.ts',
     'src/crypto/*.ts',

@@ -62,7 +62,8 @@ module.exports = { buildDist, SWC_OPTIONS };
 
 if (require.main === module) {
   try {
-    const { compiled, total } = buildDist();
+    // `node scripts/build-dist.js [root]`: the project's root, this repository by default.
+    const { compiled, total } = buildDist(process.argv[2] ?? ROOT);
     console.error(`Compiled ${compiled} of ${total} files into dist/.`);
   } catch (err) {
     console.error(`Compiling into dist/ failed: ${err.message}`);

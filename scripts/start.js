@@ -15,8 +15,8 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
 const MAIN = path.join(DIST, 'src', 'main.js');
-/** Written after each successful build: dist/ is current when no source is newer than it. */
-const STAMP = path.join(DIST, '.build-stamp');
+/** Written after each successful build (dist/.build-stamp): dist/ is current when no source is newer than it. */
+const STAMP = '.build-stamp';
 const SOURCES = ['src', 'workflows', 'activities', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
 
 function newestMtime(entry) {
@@ -46,29 +46,35 @@ function staleReason(root = ROOT) {
   return newest > built ? 'the sources changed since the last build' : undefined;
 }
 
-function build(reason) {
+function build(reason, root) {
   const started = Date.now();
   console.error(`Compiling into dist/ (${reason}) ...`);
   return new Promise((resolve, reject) => {
     // A child process: the compiler's memory leaves with it.
-    const child = spawn(process.execPath, [path.join(__dirname, 'build-dist.js')], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(__dirname, 'build-dist.js'), root], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
     child.once('error', reject);
     child.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`compiling into dist/ failed (exit ${code})`));
-      fs.writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+      fs.writeFileSync(path.join(root, 'dist', STAMP), `${new Date().toISOString()}\n`);
       console.error(`... in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
       resolve();
     });
   });
 }
 
+/** Compiles dist/ when it is stale (and stamps it); resolves with why it compiled, or undefined when it did not. */
+async function ensureBuilt(root = ROOT) {
+  const reason = staleReason(root);
+  if (reason) await build(reason, root);
+  return reason;
+}
+
 async function main() {
-  const reason = staleReason();
-  if (reason) await build(reason);
+  await ensureBuilt();
   require(MAIN);
 }
 
-module.exports = { staleReason };
+module.exports = { staleReason, ensureBuilt };
 
 if (require.main === module) {
   main().catch((err) => {

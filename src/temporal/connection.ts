@@ -51,12 +51,15 @@ class RetryTimers {
   private closing = false;
   /** Epoch ms by which every scheduled retry has fired. */
   private scheduledUntil = 0;
+  /** How many retries were scheduled, in all. */
+  scheduled = 0;
 
   options(base: GrpcRetryOptions): GrpcRetryOptions {
     return {
       retryableDecider: (attempt, status) => !this.closing && base.retryableDecider(attempt, status),
       delayFunction: (attempt, status) => {
         const ms = base.delayFunction(attempt, status);
+        this.scheduled++;
         this.scheduledUntil = Math.max(this.scheduledUntil, Date.now() + ms);
         return ms;
       },

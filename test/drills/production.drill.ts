@@ -381,7 +381,7 @@ describe('nginx in front of the APIs', () => {
     const seventy = await send(listener, randomUUID(), body(70_000));
     expect(statusOf(seventy)).toBe(413);
     // The API's own 413, in the one error shape (nginx's limit is 1 MiB).
-    expect(seventy.kind === 'response' ? (seventy.body as { code?: number }).code : undefined).toBeDefined();
+    expect(seventy.kind === 'response' ? (seventy.body as { code?: number }).code : undefined).toBe(8);
     const large = await send(listener, randomUUID(), body(200_000));
     expect(statusOf(large)).toBe(413);
     expect(fs.readFileSync(path.join(stack.logDir, 'nginx-error.log'), 'utf8')).not.toMatch(/Permission denied/);

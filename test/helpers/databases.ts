@@ -1,7 +1,7 @@
 /**
  * The databases a store test runs on: embedded PGlite always, PostgreSQL when DATABASE_URL is set
  * (CI sets it). Without it the PostgreSQL cases are still declared, as skipped, with a title that
- * says so (test/reporters/postgres-skips.js counts them at the end of the run). Use as
+ * says so (test/reporters/skips.js counts them at the end of the run). Use as
  * `for (const target of DATABASES) describeOn(target)(`what (${target.label})`, ...)`.
  */
 import { randomBytes } from 'node:crypto';
@@ -37,6 +37,7 @@ export function describeOn(target: DatabaseTarget): jest.Describe {
   if (target.available) return describe;
   const g = globalThis as unknown as Record<(typeof HOOKS)[number], unknown>;
   const skipped = (name: string, fn: () => void): void =>
+    // eslint-disable-next-line jest/no-disabled-tests -- a declared skip: the target's label says why
     describe.skip(name, () => {
       const saved = HOOKS.map((hook) => g[hook]);
       for (const hook of HOOKS) g[hook] = () => undefined;

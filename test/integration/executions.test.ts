@@ -83,10 +83,11 @@ describe('executions API', () => {
     for (let i = 0; i < 12; i += 1) started.add((await send(target, { employee_id: String(i) })).executionId);
     const path = `/api/v1/automations/${target.automation.id}/executions`;
     // Walk only once every run is closed: visibility orders running runs apart from closed ones.
-    await poll(
+    const closed = await poll(
       () => get(`${path}?page_size=100`),
       (r) => r.status === 200 && r.body.list.length === 12 && r.body.list.every((item: Json) => item.execution.status === 'COMPLETED'),
     );
+    expect(closed.body.list).toHaveLength(12);
 
     const first = await get(`${path}?page_size=5`); // clamped to 10
     expect(first.status).toBe(200);

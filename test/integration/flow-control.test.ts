@@ -8,13 +8,20 @@
  * the dry run, and the validation of the three fields.
  */
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import request from 'supertest';
+import { SecretBox } from '../../src/crypto/secret-box';
 import { openDb, type Db } from '../../src/store/db';
 import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { poll, sleep } from '../helpers/wait';
+import { reservedPort } from '../helpers/ports';
+import { spawnService, waitForHttp } from '../helpers/processes';
+import { testTemporal } from '../helpers/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -26,7 +33,7 @@ const HOLD = [
 ];
 
 /** A database two services can open independently: PostgreSQL gets a schema of its own; PGlite is one process's store, shared. */
-async function sharedDb(target: DatabaseTarget): Promise<{ open(): Promise<Db>; drop(): Promise<void> }> {
+async function sharedDb(target: DatabaseTarget): Promise<{ schema?: string; open(): Promise<Db>; drop(): Promise<void> }> {
   if (!target.url) {
     const db = await openDb({});
     return { open: async () => db, drop: () => db.close() };
@@ -34,6 +41,7 @@ async function sharedDb(target: DatabaseTarget): Promise<{ open(): Promise<Db>; 
   const schema = `t_flow_${randomBytes(5).toString('hex')}`;
   const opened: Db[] = [];
   return {
+    schema,
     async open() {
       const db = await openDb({ databaseUrl: target.url, schema });
       opened.push(db);
@@ -51,10 +59,13 @@ for (const target of DATABASES) {
     let stack: Stack;
     let second: TestService;
     let store: Awaited<ReturnType<typeof sharedDb>>;
+    const database = target;
+    // The sealing key, so that an API process of its own (the PostgreSQL case) reads the same secrets.
+    const secretKey = randomBytes(32);
 
     beforeAll(async () => {
       store = await sharedDb(target);
-      stack = await startStack({ db: await store.open() });
+      stack = await startStack({ db: await store.open(), deps: { secretBox: new SecretBox(secretKey) } });
       // A second API process on the same store and Temporal (its own listener cache, its own pool on PostgreSQL).
       second = await startTestService({
         db: await store.open(),
@@ -62,6 +73,49 @@ for (const target of DATABASES) {
         deps: { secretBox: stack.service.deps.secretBox },
       });
     });
+
+    /**
+     * The second API of the rate-limit case: on PostgreSQL a real process of its own
+     * (`tsx src/main.ts api`) on the same schema, Temporal and sealing key; on PGlite, which lives
+     * inside one process, the in-process `second` service on the same store object.
+     */
+    async function otherApi(): Promise<{ post(path: string, event: { headers: Record<string, string>; body: string }): Promise<request.Response>; flushed(): Promise<void>; stop(): Promise<void> }> {
+      if (!database.url) {
+        return {
+          post: (path, event) => request(second.server).post(path).set(event.headers).send(event.body),
+          flushed: async () => void (await second.deps.deliveryLog?.flush()),
+          stop: async () => undefined,
+        };
+      }
+      const port = await reservedPort();
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flow-api-'));
+      const dbUrl = new URL(database.url);
+      dbUrl.searchParams.set('options', `-c search_path=${store.schema}`);
+      const temporal = await testTemporal();
+      const api = spawnService('api', {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        DATABASE_URL: dbUrl.toString(),
+        SECRET_KEY: secretKey.toString('hex'),
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
+        TEMPORAL_TASK_QUEUE: stack.taskQueue,
+        PAYLOAD_KEYS: process.env.TEST_PAYLOAD_KEYS ?? '',
+        LOG_LEVEL: 'warn',
+      });
+      const baseUrl = `http://127.0.0.1:${port}`;
+      await waitForHttp(`${baseUrl}/auth/v1/jwks`, 120_000, api);
+      return {
+        post: (path, event) => request(baseUrl).post(path).set(event.headers).send(event.body),
+        // its delivery log is written by its own timer: the test waits for the entry instead
+        flushed: async () => undefined,
+        stop: async () => {
+          await api.kill('SIGTERM');
+          fs.rmSync(dataDir, { recursive: true, force: true });
+        },
+      };
+    }
 
     afterAll(async () => {
       await second?.close().catch(() => undefined);
@@ -95,10 +149,12 @@ for (const target of DATABASES) {
       return res.body.execution;
     }
 
-    async function until(id: string, done: (e: Json) => boolean): Promise<Json> {
-      return poll(() => execution(id), done);
+    /** The run once `done` holds for it; throws (naming `done` and the run's last state) when the time is up. */
+    async function untilRun(id: string, done: (e: Json) => boolean): Promise<Json> {
+      return poll(() => execution(id), done, { what: `run ${id}: ${done.toString()}` });
     }
 
+    const closed = (e: Json) => !['RUNNING', 'QUEUED'].includes(e.status);
     const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
 
     async function listed(automationId: string): Promise<Map<string, string>> {
@@ -113,7 +169,7 @@ for (const target of DATABASES) {
       it('true starts a run; false answers filtered without one, and the repeat of that id is 409; the delivery log says filtered', async () => {
         const target = await automation({ filter: "ctx.trigger.type == 'user.created'" }, [{ id: 'v', setVariables: { t: 'ctx.trigger.type' } }]);
         const run = await accepted(target, { type: 'user.created' });
-        expect((await until(run, (e) => e.status === 'COMPLETED')).steps[0].output).toEqual({ t: 'user.created' });
+        expect((await untilRun(run, (e) => e.status === 'COMPLETED')).steps[0].output).toEqual({ t: 'user.created' });
 
         const event = hmacEvent(target.secret, { type: 'user.deleted' });
         const filtered = await deliver(stack, target.path, event);
@@ -158,7 +214,7 @@ for (const target of DATABASES) {
       it('an evaluation error drops nothing: a run starts and fails at once, naming filter, with no step run', async () => {
         const target = await automation({ filter: 'ctx.trigger.type == "x"' }, [{ id: 'v', setVariables: { ok: 'true' } }]);
         const run = await accepted(target, { other: 1 });
-        const failed = await until(run, (e) => e.status === 'FAILED');
+        const failed = await untilRun(run, (e) => e.status === 'FAILED');
         expect(failed.error).toMatch(/^filter: /);
         expect(failed.steps).toEqual([]);
       });
@@ -171,10 +227,10 @@ for (const target of DATABASES) {
         const b = await accepted(target, { user: 'u1', n: 2 });
         const c = await accepted(target, { user: 'u1', n: 3 });
         const other = await accepted(target, { user: 'u2', n: 1 });
-        await until(a, holding);
-        await until(other, holding);
+        await untilRun(a, holding);
+        await untilRun(other, holding);
         for (const id of [b, c]) {
-          const queued = await until(id, (e) => e.status === 'QUEUED');
+          const queued = await untilRun(id, (e) => e.status === 'QUEUED');
           expect(queued.queue).toEqual({ key: 'u1' });
           expect(queued.steps.map((s: Json) => s.status)).toEqual(['PENDING', 'PENDING']);
         }
@@ -182,15 +238,15 @@ for (const target of DATABASES) {
         expect([statuses.get(a), statuses.get(b), statuses.get(c), statuses.get(other)]).toEqual(['RUNNING', 'QUEUED', 'QUEUED', 'RUNNING']);
 
         await approve(a);
-        await until(a, (e) => e.status === 'COMPLETED');
-        const second = await until(b, holding);
+        await untilRun(a, (e) => e.status === 'COMPLETED');
+        const second = await untilRun(b, holding);
         expect(second.queue).toBeUndefined();
         expect((await execution(c)).status).toBe('QUEUED');
         await approve(b);
-        await until(c, holding);
+        await untilRun(c, holding);
         await approve(c);
         await approve(other);
-        for (const id of [c, other]) await until(id, (e) => e.status === 'COMPLETED');
+        for (const id of [c, other]) await untilRun(id, (e) => e.status === 'COMPLETED');
       });
 
       it('a queued run canceled or terminated runs no step; a terminated holder frees its slot (the lane finds it)', async () => {
@@ -199,58 +255,75 @@ for (const target of DATABASES) {
         const canceled = await accepted(target, { user: 'x' });
         const terminated = await accepted(target, { user: 'x' });
         const next = await accepted(target, { user: 'x' });
-        await until(holder, holding);
-        await until(terminated, (e) => e.status === 'QUEUED');
+        await untilRun(holder, holding);
+        await untilRun(terminated, (e) => e.status === 'QUEUED');
 
         expect((await api().post(`${runPath(canceled)}/cancel`, {})).status).toBe(200);
         expect((await api().post(`${runPath(terminated)}/terminate`, { reason: 'not needed' })).status).toBe(200);
-        const wasCanceled = await until(canceled, (e) => e.status === 'CANCELED');
-        const wasTerminated = await until(terminated, (e) => e.status === 'TERMINATED');
-        for (const run of [wasCanceled, wasTerminated]) expect(run.steps.every((s: Json) => s.status === 'PENDING' || s.status === 'FAILED')).toBe(true);
-        for (const run of [wasCanceled, wasTerminated]) expect(run.steps.some((s: Json) => s.output !== null)).toBe(false);
+        // Wait for each to close, whatever it closes as, then say which: a queued run that returned
+        // normally fails here at once, showing COMPLETED.
+        const wasCanceled = await untilRun(canceled, closed);
+        const wasTerminated = await untilRun(terminated, closed);
+        expect([wasCanceled.status, wasTerminated.status]).toEqual(['CANCELED', 'TERMINATED']);
+        // Zero steps ran: none started, none has an output.
+        for (const run of [wasCanceled, wasTerminated]) {
+          expect([run.id, run.steps.filter((s: Json) => s.status !== 'PENDING' || s.output !== null)]).toEqual([run.id, []]);
+        }
 
         // The holder is terminated (no code of it runs): the lane frees the slot by itself, and the next run goes.
         expect((await execution(next)).status).toBe('QUEUED');
         expect((await api().post(`${runPath(holder)}/terminate`, { reason: 'stuck' })).status).toBe(200);
-        await poll(() => execution(next), holding, 90_000);
+        await untilRun(next, holding);
         // Canceling a running holder hands the slot on at once.
         const after = await accepted(target, { user: 'x' });
-        await until(after, (e) => e.status === 'QUEUED');
+        await untilRun(after, (e) => e.status === 'QUEUED');
         expect((await api().post(`${runPath(next)}/cancel`, {})).status).toBe(200);
-        await until(after, holding);
+        await untilRun(after, holding);
         await approve(after);
-        await until(after, (e) => e.status === 'COMPLETED');
+        await untilRun(after, (e) => e.status === 'COMPLETED');
       }, 240_000);
 
       it('limit 2: two runs of a key hold, the third waits for either', async () => {
         const target = await automation({ concurrency: { limit: 2, key: "'all'" } });
         const runs = [await accepted(target, { user: 'a' }), await accepted(target, { user: 'b' }), await accepted(target, { user: 'c' })];
-        await until(runs[0]!, holding);
-        await until(runs[1]!, holding);
-        expect((await until(runs[2]!, (e) => e.status === 'QUEUED')).queue).toEqual({ key: 'all' });
+        await untilRun(runs[0]!, holding);
+        await untilRun(runs[1]!, holding);
+        expect((await untilRun(runs[2]!, (e) => e.status === 'QUEUED')).queue).toEqual({ key: 'all' });
         await approve(runs[1]!);
-        await until(runs[2]!, holding);
+        await untilRun(runs[2]!, holding);
         await approve(runs[0]!);
         await approve(runs[2]!);
-        for (const id of runs) await until(id, (e) => e.status === 'COMPLETED');
+        for (const id of runs) await untilRun(id, (e) => e.status === 'COMPLETED');
       });
 
       it('a key that fails to evaluate fails the run at once, naming concurrency.key', async () => {
         const target = await automation({ concurrency: { limit: 1, key: 'ctx.trigger.user' } });
         const run = await accepted(target, { nobody: true });
-        const failed = await until(run, (e) => e.status === 'FAILED');
+        const failed = await untilRun(run, (e) => e.status === 'FAILED');
         expect(failed.error).toMatch(/^concurrency\.key: /);
       });
     });
 
     describe('rate limit', () => {
-      it('over the limit: 429, code 8, Retry-After; nothing recorded, so the retry after it is accepted; counted across two API processes', async () => {
+      const across = target.url
+        ? 'counted across two API processes (the second one a process of its own on the same PostgreSQL)'
+        : 'counted across two API services in one process (PGlite lives inside it: they share one store object)';
+      it(`over the limit: 429, code 8, Retry-After; nothing recorded, so the retry after it is accepted; ${across}`, async () => {
+        const other = await otherApi();
+        try {
+          await overTheLimit(other);
+        } finally {
+          await other.stop();
+        }
+      });
+
+      async function overTheLimit(other: Awaited<ReturnType<typeof otherApi>>): Promise<void> {
         const target = await automation({ rateLimit: { limit: 1, period: '3s', key: 'ctx.trigger.tenant' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
         const first = await send(target, { tenant: 't1' });
         expect(first.status).toBe(200);
-        // The other API process: the same limit, from the store.
+        // The other API: the same limit, from the store.
         const event = hmacEvent(target.secret, { tenant: 't1' });
-        const refused = await request(second.server).post(target.path).set(event.headers).send(event.body);
+        const refused = await other.post(target.path, event);
         expect(refused.status).toBe(429);
         expect(refused.body.code).toBe(8);
         const retryAfter = Number(refused.headers['retry-after']);
@@ -262,10 +335,14 @@ for (const target of DATABASES) {
         const retried = await deliver(stack, target.path, hmacEvent(target.secret, { tenant: 't1' }, { eventId: event.eventId }));
         expect(retried.status).toBe(200);
         await stack.service.deps.deliveryLog?.flush();
-        await second.deps.deliveryLog?.flush();
-        const log = await api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50&reason=rate_limited`);
+        await other.flushed();
+        const log = await poll(
+          () => api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50&reason=rate_limited`),
+          (res) => res.body.list?.length > 0,
+          { what: 'the 429 in the delivery log' },
+        );
         expect(log.body.list.map((item: Json) => item.delivery.status)).toEqual([429]);
-      });
+      }
 
       it('a repeat of an accepted event is 409, not 429, and does not use up the limit', async () => {
         const target = await automation({ rateLimit: { limit: 2, period: '3600s' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { reservedPort } from '../helpers/ports';
-import { poll } from '../helpers/wait';
+import { poll, until } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
 const START_SCRIPT = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
@@ -61,17 +61,17 @@ async function npmStartOnce(dataDir: string): Promise<Started> {
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const ready = await poll(
-    async () => /^API:/m.test(output) || child.exitCode !== null,
-    (done) => done,
-    START_MS,
+  let timedOut: unknown;
+  await until(async () => /^API:/m.test(output) || child.exitCode !== null, 'npm start to print its API: line or to exit', { timeoutMs: START_MS, intervalMs: 250 }).then(
+    () => undefined,
+    (err: unknown) => (timedOut = err),
   );
-  if (!ready || child.exitCode !== null) {
+  if (timedOut !== undefined || child.exitCode !== null) {
     if (child.exitCode === null) {
       child.kill('SIGKILL');
       await exited;
     }
-    const message = `npm start did not serve:\n${output.slice(-3000)}`;
+    const message = `npm start did not serve${timedOut instanceof Error ? ` (${timedOut.message})` : ''}:\n${output.slice(-3000)}`;
     throw /EADDRINUSE|address already in use/i.test(output) ? new PortClash(message) : new Error(message);
   }
   return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output, exited };

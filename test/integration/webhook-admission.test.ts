@@ -120,7 +120,7 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
     }
     // Every sender is either held (admitted) or answered: the gauge also counts a request that is
     // being refused, so wait for the refusals themselves, then for the gauge to settle.
-    await poll(async () => refused.length, (n) => n >= 6, 30_000);
+    expect(await poll(async () => refused.length, (n) => n >= 6, 30_000)).toBe(6);
     expect(await poll(() => inFlight(stack), (n) => n === before + 4, 30_000)).toBe(before + 4);
     expect(refused).toHaveLength(6);
     for (const answer of refused) {

@@ -2,7 +2,7 @@
  * Loaded (jest setupFilesAfterEnv) by the "postgres" project of jest.config.js. Without
  * DATABASE_URL nothing of that project can run; instead of leaving its cases out without a word,
  * every `describe`/`it`/`test` of its files is declared skipped, with a title that says why (and
- * hooks do nothing), so that jest lists them as skipped and test/reporters/postgres-skips.js counts
+ * hooks do nothing), so that jest lists them as skipped and test/reporters/skips.js counts
  * them at the end of the run.
  */
 import { NEEDS_DATABASE_URL } from '../helpers/databases';

@@ -29,7 +29,8 @@ async function layerErrors(file: string, source: string): Promise<string[]> {
 
 describe('layers the linter enforces', () => {
   it('finds the layer rule in the project configuration', () => {
-    expect(layerConfig).toBeDefined();
+    expect(layerConfig?.files).toEqual(['src/**/*.ts', 'workflows/**/*.ts', 'activities/**/*.ts']);
+    expect(Object.keys(layerConfig?.rules ?? {})).toEqual(['import/no-restricted-paths']);
   });
 
   it.each([

