@@ -212,7 +212,7 @@ export async function updateAutomation(
   return result;
 }
 
-export { DEFAULT_ROTATION_GRACE_SECONDS, MAX_ROTATION_GRACE_SECONDS, parseGracePeriod } from './rotation-grace';
+export { DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, MAX_ROTATION_GRACE_SECONDS } from './rotation-grace';
 
 export interface RotatedSecret {
   signingSecret: string;
