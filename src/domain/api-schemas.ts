@@ -246,6 +246,7 @@ export const Automation = z
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
   .meta({ id: 'Automation' });
+export type Automation = z.output<typeof Automation>;
 
 const signingSecret = () =>
   z.string().meta({ description: methodsWithSecret().map((method) => authenticatorOf(method).secret?.description).join(' ') });

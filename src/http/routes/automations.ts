@@ -16,7 +16,7 @@ const COLLECTION = '/api/v1/automations';
 const ITEM = `${COLLECTION}/{id}` as const;
 
 const optionsOf = (deps: AppDeps, actor: string): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor });
-const view = (deps: AppDeps, record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
+const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation => automationView(record, deps.config.baseUrl);
 
 const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
   operation({

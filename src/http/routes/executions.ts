@@ -70,10 +70,12 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
     method: 'post', path: `${RUN}/steps/{stepId}/${action}`, operationId: `automations.executions.${action}`, tag: TAG,
     access: { area: 'approvals', mode: 'write' }, summary,
     body: { schema: api.DecisionRequest, required: false, validation: 'schema' }, ok: api.DecisionResponse, errors: RUN_ERRORS,
+    // Without an engine there is no run to decide on: 503 before the body is read.
     handle: async (input, _ctx, deps) => {
+      const control = controller(deps);
       const body = await input.body();
       const { principal, params } = input;
-      await decideStep(deps.db, controller(deps), principal.clientId, params.id, params.stepId, made, body);
+      await decideStep(deps.db, control, principal.clientId, params.id, params.stepId, made, body);
       const execution = await current(deps, params.id);
       if (allows(principal, 'automations', 'read')) return { execution };
       // An admin may decide, not read runs: the decision only, no other step, output or status.
@@ -124,15 +126,16 @@ export const EXECUTION_OPERATIONS = [
     summary: 'Terminate a run at once with a reason (super_admin); status TERMINATED.',
     body: { schema: api.TerminateRequest, required: true, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
+      const control = controller(deps); // 503 without an engine, before the body is read
       const body = await input.body();
-      await terminateRun(deps.db, controller(deps), input.principal.clientId, input.params.id, body);
+      await terminateRun(deps.db, control, input.principal.clientId, input.params.id, body);
       return { execution: await current(deps, input.params.id) };
     },
   }),
   operation({
     method: 'post', path: `${RUN}/rerun`, operationId: 'automations.executions.rerun', tag: TAG, access: WRITE,
     summary: 'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
-    // An unknown run is a 404 before the body is read.
+    // An unknown run is a 404 (no engine: 503) before the body is read.
     body: { schema: api.RerunRequest, required: false, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       const original = await current(deps, input.params.id);
