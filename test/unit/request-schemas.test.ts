@@ -6,6 +6,7 @@
 import { parseOrThrow } from '../../src/domain/validation';
 import * as api from '../../src/domain/api-schemas';
 import * as secrets from '../../src/domain/secret-schemas';
+import * as gov from '../../src/domain/schemas';
 import { MAX_WEBHOOK_BODY_BYTES } from '../../src/webhooks/body';
 import { type FieldViolation, InvalidArgumentError } from '../../src/errors';
 
@@ -152,5 +153,13 @@ describe('codec payloads', () => {
     });
     expect(parsed(api.CodecPayloads, { payloads: [{ data: 'e30=' }, { data: 'not base64!' }] })).toEqual(refused('payloads[1].data', 'must be base64'));
     expect(parsed(api.CodecPayloads, { payloads: [{ metadata: { encoding: '%%' } }] })).toEqual(refused('payloads[0].metadata.encoding', 'must be base64'));
+  });
+});
+
+describe('entitlement search', () => {
+  it('checks the filter; the paging fields (and their aliases) are never refused and reach readPageRequest as sent', () => {
+    expect(parsed(gov.SearchEntitlementsRequest, { query: 'x', page_size: 'many', pageToken: 7 })).toEqual({ value: { query: 'x', page_size: 'many', pageToken: 7 } });
+    expect(parsed(gov.SearchEntitlementsRequest, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
+    expect(parsed(gov.SearchEntitlementsRequest, { query: 7 })).toEqual({ violations: [{ field: 'query', description: expect.any(String) }] });
   });
 });
