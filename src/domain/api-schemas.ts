@@ -15,6 +15,9 @@ import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
 import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';
+import { gracePeriodSchema } from './rotation-grace';
+import { closedObject, oneViolation, whileValid } from './validation';
+import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
 import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthMethod } from '../webhooks/authenticators';
 
 // ---------------------------------------------------------------- errors
@@ -70,10 +73,11 @@ export const Role = z.enum(ROLES).meta({ id: 'Role' });
 
 export const CreateClientRequest = z
   .object({
-    displayName: z.string().max(200).nullish(),
-    roles: z.array(Role).min(1),
+    displayName: oneViolation(z.string().max(200), 'must be a string of at most 200 characters').nullish(),
+    roles: oneViolation(z.array(Role).min(1), `must be a non-empty list of ${ROLES.join(', ')}`),
   })
   .meta({ id: 'CreateClientRequest' });
+export type CreateClientRequest = z.output<typeof CreateClientRequest>;
 
 export const ApiClient = z
   .object({
@@ -242,6 +246,7 @@ export const Automation = z
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
   .meta({ id: 'Automation' });
+export type Automation = z.output<typeof Automation>;
 
 const signingSecret = () =>
   z.string().meta({ description: methodsWithSecret().map((method) => authenticatorOf(method).secret?.description).join(' ') });
@@ -253,15 +258,12 @@ export const AutomationResponse = z.object({ automation: Automation }).meta({ id
 export const AutomationList = z
   .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
   .meta({ id: 'AutomationList' });
-export const RotateSecretRequest = z
-  .object({
-    gracePeriod: z
-      .string()
-      .regex(/^\d{1,7}(\.\d{1,9})?s$/)
-      .optional()
-      .meta({ description: 'How long the replaced secret keeps verifying, as seconds ("86400s", the default; at most "604800s"); "0s" revokes it at once.' }),
-  })
-  .meta({ id: 'RotateSecretRequest' });
+export const RotateSecretRequest = closedObject({
+  gracePeriod: gracePeriodSchema()
+    .optional()
+    .meta({ description: 'How long the replaced secret keeps verifying, as seconds ("86400s", the default; at most "604800s"); "0s" revokes it at once.' }),
+}).meta({ id: 'RotateSecretRequest' });
+export type RotateSecretRequest = z.output<typeof RotateSecretRequest>;
 export const RotateSecretResponse = z
   .object({
     signingSecret: signingSecret(),
@@ -273,8 +275,19 @@ export const RotateSecretResponse = z
   .meta({ id: 'RotateSecretResponse' });
 
 export const DryRunRequest = z
-  .object({ payload: z.unknown().meta({ description: 'A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger.' }) })
+  .object({
+    payload: z
+      .unknown()
+      // A JSON body has no undefined: undefined is an absent payload.
+      .refine((payload) => payload !== undefined, { error: 'is required: a sample webhook body (any JSON), read as ctx.trigger', ...whileValid })
+      .refine((payload) => Buffer.byteLength(JSON.stringify(payload)) <= MAX_WEBHOOK_BODY_BYTES, {
+        error: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body`,
+        ...whileValid,
+      })
+      .meta({ description: 'A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger.' }),
+  })
   .meta({ id: 'DryRunRequest' });
+export type DryRunRequest = z.output<typeof DryRunRequest>;
 
 export const DryRunResponse = z
   .object({
@@ -369,10 +382,12 @@ export const DeliveryList = z
   .object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() })
   .meta({ id: 'DeliveryList' });
 
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+const base64 = () => z.string().regex(BASE64, 'must be base64').meta({ description: 'base64' });
 const CodecPayload = z
   .object({
-    metadata: z.record(z.string(), z.string().meta({ description: 'base64' })).nullish(),
-    data: z.string().meta({ description: 'base64' }).nullish(),
+    metadata: z.record(z.string(), base64()).nullish(),
+    data: base64().nullish(),
   })
   .meta({ id: 'CodecPayload' });
 export const CodecPayloads = z
@@ -402,18 +417,40 @@ export const DecisionResponse = z
   ])
   .meta({ id: 'DecisionResponse' });
 
+const MAX_COMMENT = 2000;
+const commentRule = `must be a string of at most ${MAX_COMMENT} characters`;
 export const DecisionRequest = z
-  .object({ comment: z.string().max(2000).nullish().meta({ description: 'Why; kept in the step output and the audit trail.' }) })
+  .object({
+    comment: z
+      .string({ error: commentRule })
+      .max(MAX_COMMENT, commentRule)
+      .nullish()
+      .meta({ description: 'Why; kept in the step output and the audit trail.' }),
+  })
   .meta({ id: 'DecisionRequest' });
-export const TerminateRequest = z.object({ reason: z.string().min(1).max(1000) }).meta({ id: 'TerminateRequest' });
+export type DecisionRequest = z.output<typeof DecisionRequest>;
+const MAX_REASON = 1000;
+const reasonRule = `is required: a non-empty string of at most ${MAX_REASON} characters`;
+/** A reason of white space only is refused, as it has always been by the API. */
+export const TerminateRequest = z
+  .object({
+    reason: z
+      .string({ error: reasonRule })
+      .min(1, { error: reasonRule, ...whileValid })
+      .max(MAX_REASON, { error: reasonRule, ...whileValid })
+      .regex(/\S/, { error: reasonRule, ...whileValid }),
+  })
+  .meta({ id: 'TerminateRequest' });
+export type TerminateRequest = z.output<typeof TerminateRequest>;
 export const RerunRequest = z
   .object({
     fromFailedStep: z
-      .boolean()
+      .boolean({ error: 'must be a boolean' })
       .nullish()
       .meta({ description: 'true: retry from the failed step on the original version, reusing the results of the steps before it. Default: a fresh run on the published version.' }),
   })
   .meta({ id: 'RerunRequest' });
+export type RerunRequest = z.output<typeof RerunRequest>;
 
 // ---------------------------------------------------------------- webhook receiver, operations
 

@@ -24,6 +24,7 @@ import { isString, pageOf } from './listing';
 import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { type FieldViolation, invalidArgument, notFound } from '../errors';
+import type { Automation } from './api-schemas';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
 
@@ -49,7 +50,7 @@ export async function withPublishedVersions(db: Queryable, records: AutomationRe
 }
 
 /** The public view; `publishedVersion` is shown when the record carries it (see withPublishedVersion). */
-export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string): Record<string, unknown> {
+export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string): Automation {
   return {
     id: record.id,
     displayName: record.displayName,
@@ -64,7 +65,7 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
         url: listenerUrl(baseUrl, record.listenerId),
       },
     },
-    steps: record.steps,
+    steps: record.steps.map((step) => ({ ...step })),
     filter: record.flow.filter,
     concurrency: record.flow.concurrency,
     rateLimit: record.flow.rateLimit,
@@ -212,7 +213,7 @@ export async function updateAutomation(
   return result;
 }
 
-export { DEFAULT_ROTATION_GRACE_SECONDS, MAX_ROTATION_GRACE_SECONDS, parseGracePeriod } from './rotation-grace';
+export { DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, MAX_ROTATION_GRACE_SECONDS } from './rotation-grace';
 
 export interface RotatedSecret {
   signingSecret: string;

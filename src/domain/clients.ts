@@ -3,37 +3,24 @@
  * the secret, which only the create response holds), and failed token requests audited.
  */
 import { createClient as insertClient, deleteClient as removeClient, getClient as findClient, listClients, type ApiClient } from '../auth/clients';
-import { isRole, ROLES, type Role } from '../auth/roles';
 import type { SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db } from '../store/db';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import { invalidArgument, notFound } from '../errors';
+import { notFound } from '../errors';
+import type { CreateClientRequest } from './api-schemas';
 
 export type { ApiClient };
-
-/** Validates a create request: `displayName` (optional, ≤ 200 characters) and a non-empty `roles` list. */
-function readCreateClient(body: Record<string, unknown>): { displayName: string; roles: Role[] } {
-  const displayName = body.displayName ?? '';
-  if (typeof displayName !== 'string' || displayName.length > 200) {
-    throw invalidArgument({ field: 'displayName', description: 'must be a string of at most 200 characters' });
-  }
-  const roles = body.roles;
-  if (!Array.isArray(roles) || roles.length === 0 || !roles.every(isRole)) {
-    throw invalidArgument({ field: 'roles', description: `must be a non-empty list of ${ROLES.join(', ')}` });
-  }
-  return { displayName, roles: [...new Set(roles)] };
-}
 
 /** Creates a client (the secret is returned here and nowhere else) and audits it, in one transaction. */
 export async function createApiClient(
   db: Db,
   box: SecretBox,
   actor: string,
-  body: Record<string, unknown>,
+  body: CreateClientRequest,
 ): Promise<{ client: ApiClient; clientSecret: string }> {
-  const input = readCreateClient(body);
+  const input = { displayName: body.displayName ?? '', roles: [...new Set(body.roles)] };
   return db.transaction(async (tx) => {
     const made = await insertClient(tx, box, input);
     await recordAudit(tx, {

@@ -10,8 +10,8 @@ import { getApp } from './apps';
 import { fieldsOf, toAppEntitlement, toColumns, type EntitlementFields } from './entitlement-record';
 import { parseEntitlementWrite, parseUpdateMask } from './entitlement-validation';
 import { isString, pageOf } from './listing';
-import { SearchEntitlementsFilter, type AppEntitlement } from './schemas';
-import { parseOrThrow } from './validation';
+import type { SearchEntitlementsFilter, AppEntitlement } from './schemas';
+import type { z } from 'zod';
 import { invalidArgument, notFound } from '../errors';
 import { isObject } from '../json';
 
@@ -76,9 +76,8 @@ export async function listAppEntitlements(db: Db, tokens: PageTokens, appId: str
   });
 }
 
-/** `{query, alias, appIds}` over all live entitlements, by id. */
-export async function searchEntitlements(db: Db, tokens: PageTokens, body: unknown, page: PageRequest): Promise<Page<AppEntitlement>> {
-  const input = parseOrThrow(SearchEntitlementsFilter, body);
+/** `{query, alias, appIds}` (parsed by SearchEntitlementsRequest) over all live entitlements, by id. */
+export async function searchEntitlements(db: Db, tokens: PageTokens, input: z.output<typeof SearchEntitlementsFilter>, page: PageRequest): Promise<Page<AppEntitlement>> {
   const filter = {
     query: input.query ?? '',
     alias: input.alias ?? '',

@@ -1,14 +1,15 @@
 /**
  * Run control as the API offers it: approve or reject a waiting step, cancel, terminate, rerun or
- * retry from the failed step. Checks the request, asks the run controller (Temporal), and records
- * who did what in the audit trail once the engine has accepted it.
+ * retry from the failed step. Takes the bodies as their schemas parsed them (api-schemas.ts), asks
+ * the run controller (Temporal), and records who did what in the audit trail once the engine has accepted it.
  */
 import type { FlowControl } from './flow-control';
 import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
 import { getLatestPublishedVersion } from '../store/automation-versions';
-import { FailedPreconditionError, invalidArgument } from '../errors';
+import { FailedPreconditionError } from '../errors';
+import type { DecisionRequest, RerunRequest, TerminateRequest } from './api-schemas';
 
 export interface RerunOptions {
   /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */
@@ -25,17 +26,6 @@ export interface RunController {
   rerun(executionId: string, options: RerunOptions): Promise<{ executionId: string }>;
 }
 
-const MAX_COMMENT = 2000;
-const MAX_REASON = 1000;
-
-/** The optional `comment` of a decision: a string of at most 2000 characters. */
-function readComment(body: Record<string, unknown>): string | null {
-  const comment = body.comment;
-  if (comment === undefined || comment === null) return null;
-  if (typeof comment !== 'string' || comment.length > MAX_COMMENT) throw invalidArgument({ field: 'comment', description: `must be a string of at most ${MAX_COMMENT} characters` });
-  return comment;
-}
-
 export async function decideStep(
   db: Db,
   control: RunController,
@@ -43,9 +33,9 @@ export async function decideStep(
   executionId: string,
   stepId: string,
   decision: 'approved' | 'rejected',
-  body: Record<string, unknown>,
+  body: DecisionRequest,
 ): Promise<void> {
-  const comment = readComment(body);
+  const comment = body.comment ?? null;
   await control.decide(executionId, { stepId, decision, by: actor, comment });
   await recordAudit(db, {
     actor,
@@ -61,11 +51,8 @@ export async function cancelRun(db: Db, control: RunController, actor: string, e
   await recordAudit(db, { actor, action: 'automation_execution.cancel', resourceType: 'automation_execution', resourceId: executionId });
 }
 
-export async function terminateRun(db: Db, control: RunController, actor: string, executionId: string, body: Record<string, unknown>): Promise<void> {
-  const reason = body.reason;
-  if (typeof reason !== 'string' || reason.trim() === '' || reason.length > MAX_REASON) {
-    throw invalidArgument({ field: 'reason', description: `is required: a non-empty string of at most ${MAX_REASON} characters` });
-  }
+export async function terminateRun(db: Db, control: RunController, actor: string, executionId: string, body: TerminateRequest): Promise<void> {
+  const { reason } = body;
   await control.terminate(executionId, reason);
   await recordAudit(db, { actor, action: 'automation_execution.terminate', resourceType: 'automation_execution', resourceId: executionId, details: { reason } });
 }
@@ -80,10 +67,9 @@ export async function rerunRun(
   actor: string,
   executionId: string,
   automationId: string,
-  body: Record<string, unknown>,
+  body: RerunRequest,
 ): Promise<{ executionId: string }> {
   const fromFailedStep = body.fromFailedStep ?? false;
-  if (typeof fromFailedStep !== 'boolean') throw invalidArgument({ field: 'fromFailedStep', description: 'must be a boolean' });
   const automation = await getAutomation(db, automationId);
   const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
   const published = latest ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) } : undefined;

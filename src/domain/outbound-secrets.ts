@@ -10,63 +10,16 @@ import { recordAudit } from '../store/audit';
 import type { Db, Queryable } from '../store/db';
 import * as store from '../store/outbound-secrets';
 import { secretNames } from '../cel';
-import { HEADER_VALUE } from '../steps/call-webhook';
 import { STEP_REGISTRY, stepKind, type SecretRead, type StepDefinition } from '../steps';
-import { allowedOriginsOf, originRefusal, refusedSecret, staticOrigin, validateAllowedOrigins } from './secret-origins';
-import { parseGracePeriod } from './rotation-grace';
-import { isMalformedWhsec } from '../webhooks/standard-webhooks';
+import { SECRET_NAME } from '../steps/kind';
+import { allowedOriginsOf, originRefusal, refusedSecret, staticOrigin } from './secret-origins';
+import { DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds } from './rotation-grace';
+import type { CreateSecretRequest, ReplaceSecretRequest } from './secret-schemas';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import { ConflictError, type FieldViolation, invalidArgument, notFound } from '../errors';
+import { ConflictError, type FieldViolation, notFound } from '../errors';
 
 export type OutboundSecret = store.OutboundSecretMetadata;
-
-/** A secret's name: read as `secrets.<name>` in CEL. */
-export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
-/** Longest value, in characters (each a tab or printable Latin-1 character). */
-export const MAX_SECRET_VALUE_LENGTH = 4096;
-
-/** Names CEL cannot read as a field (`secrets.in` does not parse). */
-const CEL_KEYWORDS = new Set(['in', 'true', 'false', 'null']);
-
-function validateName(value: unknown, field: string, violations: FieldViolation[]): string {
-  if (typeof value !== 'string' || !SECRET_NAME.test(value)) {
-    violations.push({ field, description: 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)' });
-    return '';
-  }
-  if (CEL_KEYWORDS.has(value)) {
-    violations.push({ field, description: `"${value}" is a CEL keyword: secrets.${value} cannot be read` });
-    return '';
-  }
-  return value;
-}
-
-/** Checks the value without ever quoting it. */
-function validateValue(value: unknown, violations: FieldViolation[]): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    violations.push({ field: 'value', description: 'is required: a non-empty string' });
-    return '';
-  }
-  if (value.length > MAX_SECRET_VALUE_LENGTH) {
-    violations.push({ field: 'value', description: `must be at most ${MAX_SECRET_VALUE_LENGTH} characters` });
-    return '';
-  }
-  if (!HEADER_VALUE.test(value)) {
-    violations.push({ field: 'value', description: 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header' });
-    return '';
-  }
-  if (isMalformedWhsec(value)) {
-    violations.push({ field: 'value', description: 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)' });
-    return '';
-  }
-  return value;
-}
-
-function unknownFields(body: Record<string, unknown>, known: string[], violations: FieldViolation[]): void {
-  for (const key of Object.keys(body)) {
-    if (!known.includes(key)) violations.push({ field: key, description: `is not a field of this request (only ${known.join(', ')})` });
-  }
-}
 
 export interface SecretChange {
   secretBox: SecretBox;
@@ -74,14 +27,9 @@ export interface SecretChange {
   actor: string;
 }
 
-/** `{name, value, allowedOrigins}` → the new secret's metadata; 400 for a bad field, 409 when the name is taken. */
-export async function createOutboundSecret(db: Db, body: Record<string, unknown>, change: SecretChange): Promise<OutboundSecret> {
-  const violations: FieldViolation[] = [];
-  unknownFields(body, ['name', 'value', 'allowedOrigins'], violations);
-  const name = validateName(body.name, 'name', violations);
-  const value = validateValue(body.value, violations);
-  const origins = validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations);
-  if (violations.length > 0) throw invalidArgument(violations);
+/** `{name, value, allowedOrigins}` (parsed by CreateSecretRequest) → the new secret's metadata; 409 when the name is taken. */
+export async function createOutboundSecret(db: Db, body: CreateSecretRequest, change: SecretChange): Promise<OutboundSecret> {
+  const { name, value, allowedOrigins: origins } = body;
   const sealed = change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
     const created = await store.insertOutboundSecret(tx, name, sealed, origins);
@@ -95,33 +43,17 @@ export async function createOutboundSecret(db: Db, body: Record<string, unknown>
 export type ReplacedOutboundSecret = OutboundSecret & { previousValueExpiresAt: string | null };
 
 /**
- * `{value?, gracePeriod?, allowedOrigins?}` (value or allowedOrigins, at least one) → replaces the
+ * `{value?, gracePeriod?, allowedOrigins?}` (parsed by ReplaceSecretRequest: value or allowedOrigins,
+ * at least one; `gracePeriod` with a value only) → replaces the
  * value (rotation: the next request of every run uses it) and/or where the secret may be sent (the
  * next request is checked against the new list); 404 when unknown. With a new value, for
  * `gracePeriod` (default 24 h, at most 7 days, "0s" at once) the replaced value keeps signing
  * callWebhook requests next to the new one (two signatures), so a receiver can deploy the new value
- * without a failed verification; header values use the new value at once. `gracePeriod` without
- * `value` is a 400.
+ * without a failed verification; header values use the new value at once.
  */
-export async function replaceOutboundSecret(db: Db, name: string, body: Record<string, unknown>, change: SecretChange): Promise<ReplacedOutboundSecret> {
-  const violations: FieldViolation[] = [];
-  unknownFields(body, ['value', 'gracePeriod', 'allowedOrigins'], violations);
-  if (!('value' in body) && !('allowedOrigins' in body)) {
-    violations.push({ field: 'value', description: 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)' });
-  }
-  const value = 'value' in body ? validateValue(body.value, violations) : undefined;
-  const origins = 'allowedOrigins' in body ? validateAllowedOrigins(body.allowedOrigins, 'allowedOrigins', violations) : undefined;
-  let graceSeconds = 0;
-  if ('gracePeriod' in body && !('value' in body)) {
-    violations.push({ field: 'gracePeriod', description: 'applies to a new value only: give value with it' });
-  } else if ('value' in body) {
-    try {
-      graceSeconds = parseGracePeriod(body.gracePeriod);
-    } catch {
-      violations.push({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once' });
-    }
-  }
-  if (violations.length > 0) throw invalidArgument(violations);
+export async function replaceOutboundSecret(db: Db, name: string, body: ReplaceSecretRequest, change: SecretChange): Promise<ReplacedOutboundSecret> {
+  const { value, allowedOrigins: origins } = body;
+  const graceSeconds = value === undefined ? 0 : body.gracePeriod === undefined ? DEFAULT_ROTATION_GRACE_SECONDS : gracePeriodSeconds(body.gracePeriod);
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
   const sealed = value === undefined ? undefined : change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {

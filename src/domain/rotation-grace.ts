@@ -1,4 +1,5 @@
-import { invalidArgument } from '../errors';
+import { z } from 'zod';
+import { whileValid } from './validation';
 /**
  * The grace period of a secret's rotation, shared by the listener's signing secret (the replaced
  * secret keeps verifying) and named outbound secrets (the replaced value keeps signing outbound
@@ -10,16 +11,20 @@ import { invalidArgument } from '../errors';
 export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
 export const MAX_ROTATION_GRACE_SECONDS = 7 * 86_400;
 
-/** Parses `gracePeriod` (a protobuf Duration string such as "86400s"); 400 when malformed or over 7 days. */
-export function parseGracePeriod(value: unknown): number {
-  if (value === undefined) return DEFAULT_ROTATION_GRACE_SECONDS;
-  const match = typeof value === 'string' ? /^(\d{1,7})(\.\d{1,9})?s$/.exec(value) : null;
-  if (!match) {
-    throw invalidArgument({ field: 'gracePeriod', description: 'must be a duration in seconds such as "86400s" (0s revokes the old secret at once)' });
-  }
-  const seconds = Number(match[1]) + Number(match[2] ?? 0);
-  if (seconds > MAX_ROTATION_GRACE_SECONDS) {
-    throw invalidArgument({ field: 'gracePeriod', description: `must be at most ${MAX_ROTATION_GRACE_SECONDS}s (7 days)` });
-  }
-  return seconds;
+const GRACE_FORMAT = /^(\d{1,7})(\.\d{1,9})?s$/;
+const FORMAT_RULE = 'must be a duration in seconds such as "86400s" (0s revokes the old secret at once)';
+
+/** The seconds of a `gracePeriod` that `gracePeriodSchema` accepted. */
+export function gracePeriodSeconds(value: string): number {
+  const match = GRACE_FORMAT.exec(value);
+  if (!match) throw new Error(`not a grace period: ${value}`);
+  return Number(match[1]) + Number(match[2] ?? 0);
+}
+
+/** `gracePeriod` (a protobuf Duration string such as "86400s"); 400 when malformed or over 7 days. */
+export function gracePeriodSchema() {
+  return z
+    .string({ error: FORMAT_RULE })
+    .regex(GRACE_FORMAT, { error: FORMAT_RULE, ...whileValid })
+    .refine((value) => gracePeriodSeconds(value) <= MAX_ROTATION_GRACE_SECONDS, { error: `must be at most ${MAX_ROTATION_GRACE_SECONDS}s (7 days)`, ...whileValid });
 }

@@ -7,6 +7,7 @@
  * unknown fields are dropped, read-only fields are not part of any request schema.
  */
 import { z } from 'zod';
+import { ruledBy } from './validation';
 import {
   ANNOTATION_KEY,
   ANNOTATION_VALUE,
@@ -249,9 +250,11 @@ export const UpdateAppEntitlementRequest = z
   })
   .meta({ id: 'UpdateAppEntitlementRequest' });
 
+/** Paging fields as documented; they never fail (`readPageRequest` clamps or ignores what they hold). */
+const neverRefused = <S extends z.ZodType>(schema: S): S => ruledBy(schema, () => undefined);
 const pageFields = {
-  page_size: z.number().int().optional().meta({ description: 'Clamped to 10..100; default 25. Alias: pageSize.' }),
-  page_token: z.string().optional().meta({ description: 'nextPageToken of the previous page. Alias: pageToken.' }),
+  page_size: neverRefused(z.number().int().optional()).meta({ description: 'Clamped to 10..100; default 25. Alias: pageSize.' }),
+  page_token: neverRefused(z.string().optional()).meta({ description: 'nextPageToken of the previous page. Alias: pageToken.' }),
 };
 
 /** Search filters; paging fields are read separately (they never fail). */
@@ -260,7 +263,8 @@ export const SearchEntitlementsFilter = z.object({
   alias: z.string().nullish().meta({ description: 'Exact alias.' }),
   appIds: z.array(z.string()).max(100).nullish(),
 });
-export const SearchEntitlementsRequest = SearchEntitlementsFilter.extend(pageFields).meta({ id: 'SearchEntitlementsRequest' });
+/** The filter, and the paging fields (with their aliases pageSize / pageToken, kept for `readPageRequest`). */
+export const SearchEntitlementsRequest = z.looseObject({ ...SearchEntitlementsFilter.shape, ...pageFields }).meta({ id: 'SearchEntitlementsRequest' });
 
 // ---------------------------------------------------------------- apps and users
 

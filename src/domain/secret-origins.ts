@@ -15,8 +15,7 @@
  * migrations): it gets the origins of the constant URLs of the automations that read it, or none,
  * and a secret with none is refused everywhere until an administrator sets them with PUT.
  */
-import { MAX_ALLOWED_ORIGINS, SCHEMES } from '../cel/static-origin';
-import type { FieldViolation } from '../errors';
+import { SCHEMES } from '../cel/static-origin';
 
 export { MAX_ALLOWED_ORIGINS, staticOrigin } from '../cel/static-origin';
 export { allowedOriginsOf, backfillSecretOrigins, originList } from '../store/secret-origins';
@@ -38,21 +37,6 @@ export function normaliseOrigin(text: unknown): { origin: string } | { problem: 
   if (rest !== '' && rest !== '/') return { problem: 'must be an origin only: scheme://host[:port], no path, query or fragment' };
   if (url.hostname === '') return { problem: 'must name a host' };
   return { origin: url.origin };
-}
-
-/** Validates `allowedOrigins` (1..20 origins, normalised, duplicates folded); pushes violations. */
-export function validateAllowedOrigins(value: unknown, field: string, violations: FieldViolation[]): string[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_ALLOWED_ORIGINS) {
-    violations.push({ field, description: `is required: a list of 1 to ${MAX_ALLOWED_ORIGINS} origins scheme://host[:port] the secret may be sent to` });
-    return [];
-  }
-  const origins: string[] = [];
-  value.forEach((item, index) => {
-    const result = normaliseOrigin(item);
-    if ('problem' in result) violations.push({ field: `${field}[${index}]`, description: result.problem });
-    else if (!origins.includes(result.origin)) origins.push(result.origin);
-  });
-  return origins;
 }
 
 /** The origin a request to `url` goes to (as `staticOrigin` and `normaliseOrigin` write it); undefined when `url` does not parse. */

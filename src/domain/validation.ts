@@ -2,7 +2,7 @@
  * From zod issues to the API's field violations: a field path in the JSON shape the caller sent
  * (`provisionerPolicy.multiStep.provisionSteps[1].manual.assignee`, `annotations["bad key"]`).
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { type FieldViolation, invalidArgument } from '../errors';
 
 /** Fields whose keys are data, not names: their entries are written `field["key"]`. */
@@ -30,6 +30,13 @@ export function fieldPath(path: readonly PropertyKey[], prefix = ''): string {
   return out === '' ? '(body)' : out;
 }
 
+/**
+ * Parameters of a check that runs only while the value has no issue yet: of a chain of rules, the
+ * first one broken is the one reported. (Zod's `abort: true` would also stop the checks of every
+ * enclosing schema, `oneViolation` and `closedObject` among them.)
+ */
+export const whileValid = { when: (payload: z.core.ParsePayload) => payload.issues.length === 0 };
+
 /** At most this many violations are reported for one request. */
 export const MAX_VIOLATIONS = 20;
 
@@ -46,4 +53,47 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, pre
   const result = schema.safeParse(input);
   if (!result.success) throw invalidArgument(violationsOf(result.error.issues, prefix));
   return result.data;
+}
+
+/**
+ * `schema`, whose issues (a wrong type, a bad item, a length) are reported as one violation of the
+ * field itself with `message`: the rule as the API states it, not the first item that broke it.
+ */
+export function oneViolation<S extends z.ZodType>(schema: S, message: string): S {
+  return schema.check(
+    z.superRefine((_value, ctx) => {
+      if (ctx.issues.length === 0) return;
+      ctx.issues.length = 0;
+      ctx.addIssue({ code: 'custom', message, input: ctx.value });
+    }, { when: () => true }),
+  );
+}
+
+/** An object that refuses fields outside `shape`: each unknown one is a violation of its own name. */
+export function closedObject<Shape extends z.ZodRawShape>(shape: Shape) {
+  const rule = `is not a field of this request (only ${Object.keys(shape).join(', ')})`;
+  return z.strictObject(shape).check(
+    z.superRefine((_value, ctx) => {
+      const unknown = ctx.issues.filter((issue) => issue.code === 'unrecognized_keys' && (issue.path ?? []).length === 0);
+      if (unknown.length === 0) return;
+      ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => !unknown.includes(issue)));
+      for (const key of unknown.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : []))) {
+        ctx.addIssue({ code: 'custom', message: rule, input: ctx.value, path: [key] });
+      }
+    }, { when: () => true }),
+  );
+}
+
+/**
+ * `schema` as the document shows it, ruled by `problemOf`: a value is refused with the problem it
+ * names (and accepted when it names none), whatever the document's own constraints said of it.
+ */
+export function ruledBy<S extends z.ZodType>(schema: S, problemOf: (value: unknown) => string | undefined): S {
+  return schema.check(
+    z.superRefine((_value, ctx) => {
+      ctx.issues.length = 0;
+      const problem = problemOf(ctx.value);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, input: ctx.value });
+    }, { when: () => true }),
+  );
 }

@@ -99,21 +99,36 @@ export interface Input<P extends string, B, A extends Access> {
   actor: A extends Grant ? string : undefined;
 }
 
-export interface Operation<P extends string = string, B extends BodySpec | undefined = BodySpec | undefined, A extends Access = Access>
-  extends DocumentedOperation {
+/**
+ * What `handle` answers for an operation whose `ok` is `Ok`: the JSON body of the declared schema
+ * (a handler that returns another shape does not compile), or `undefined` when it set `ctx.body`
+ * itself. A response that no zod schema describes (`TextResponse`) is the handler's business.
+ */
+export type Answer<Ok> = Ok extends z.ZodType ? z.output<Ok> | undefined : unknown;
+
+export interface Operation<
+  P extends string = string,
+  B extends BodySpec | undefined = BodySpec | undefined,
+  A extends Access = Access,
+  Ok extends z.ZodType | TextResponse = z.ZodType | TextResponse,
+> extends DocumentedOperation {
   path: P;
   body?: B;
   access: A;
+  ok: Ok;
   /** Guards after the access check, before the handler (a CORS check, the admin token). */
   before?: (deps: AppDeps) => Middleware[];
-  /** The answer's JSON body; `undefined` leaves `ctx.body` as the handler set it. */
-  handle(input: Input<P, B, A>, ctx: Context, deps: AppDeps): unknown;
+  /** The answer's JSON body, of `ok`'s schema; `undefined` leaves `ctx.body` as the handler set it. */
+  handle(input: Input<P, B, A>, ctx: Context, deps: AppDeps): Answer<NoInfer<Ok>> | Promise<Answer<NoInfer<Ok>>>;
 }
 
-/** Declares an operation; the types of `handle`'s input come from `path`, `body` and `access`. */
-export function operation<const P extends string, const B extends BodySpec | undefined = undefined, const A extends Access = Access>(
-  spec: Operation<P, B, A>,
-): Operation {
+/** Declares an operation; the types of `handle`'s input come from `path`, `body` and `access`, its answer's from `ok`. */
+export function operation<
+  const P extends string,
+  const B extends BodySpec | undefined = undefined,
+  const A extends Access = Access,
+  const Ok extends z.ZodType | TextResponse = z.ZodType | TextResponse,
+>(spec: Operation<P, B, A, Ok>): Operation {
   return spec as unknown as Operation;
 }
 

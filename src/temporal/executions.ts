@@ -20,22 +20,15 @@ import { raceDeadline } from './runs';
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 
+import type { z } from 'zod';
+import type * as api from '../domain/api-schemas';
 import { isObject } from '../json';
 import { InvalidExecutionPageTokenError, ServiceError, WorkflowEngineUnavailableError } from '../errors';
 
+/** One run as the executions list shows it: the API's schema (src/domain/api-schemas.ts). */
+export type ExecutionSummary = z.output<typeof api.ExecutionSummary>;
 /** What the API shows; Temporal's other closed states fold into these (see executionStatus). */
-export type ExecutionStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'TERMINATED';
-
-export interface ExecutionSummary {
-  /** The workflow id, `webhook:{listenerId}:{eventId}`. */
-  id: string;
-  eventId: string | null;
-  status: ExecutionStatus;
-  startedAt: string;
-  closedAt: string | null;
-  /** The automation version the run executes (fixed when it started). */
-  version: number | null;
-}
+export type ExecutionStatus = ExecutionSummary['status'];
 
 export interface ExecutionDetail extends ExecutionSummary {
   automationId: string;

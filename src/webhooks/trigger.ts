@@ -96,6 +96,8 @@ export function fieldsOf(trigger: IncomingWebhookTrigger): Record<string, string
 }
 
 /** The public view of the trigger's configuration: every method's fields, `''` for other methods'. */
-export function triggerConfigView(trigger: IncomingWebhookTrigger): Record<string, unknown> {
+export function triggerConfigView(
+  trigger: IncomingWebhookTrigger,
+): { authMethod: IncomingWebhookTrigger['authMethod']; allowedCidrs: string[]; enabled: boolean; [field: string]: unknown } {
   return { authMethod: trigger.authMethod, ...emptyFields(), ...fieldsOf(trigger), allowedCidrs: trigger.allowedCidrs, enabled: trigger.enabled };
 }

@@ -2,7 +2,8 @@
  * The operation table's mounting (src/http/operation.ts) on a real Koa app with the service's
  * error middleware: the declared path becomes the route, the handler gets the path parameters,
  * and a body declared `validation: 'schema'` is parsed by its schema (typed, or a 400 naming the
- * field) where the handler asks for it, while `validation: 'handler'` hands over the JSON object.
+ * field) where the handler asks for it, while `validation: 'handler'` hands over the JSON object;
+ * the handler's answer is typed by the `ok` schema.
  * Public operations only: the access checks are covered route by route in
  * test/integration/route-role-matrix.test.ts.
  */
@@ -16,6 +17,20 @@ import type { AppDeps } from '../../src/http/context';
 import { koaPath, mountOperations, operation } from '../../src/http/operation';
 
 const Item = z.object({ name: z.string().min(1), size: z.number().int().default(1) });
+const Raw = z.object({ raw: z.record(z.string(), z.unknown()) });
+
+// The answer is typed by the declared `ok` schema: a handler that returns another shape does not
+// compile (`npm run typecheck` fails on an unused @ts-expect-error if it ever does).
+operation({
+  method: 'get', path: '/typed', operationId: 'typed', tag: 'T', summary: 's', access: 'public', ok: Item, errors: [],
+  // @ts-expect-error `size` is missing from the answer
+  handle: () => ({ name: 'n' }),
+});
+operation({
+  method: 'get', path: '/typed', operationId: 'typed', tag: 'T', summary: 's', access: 'public', ok: Item, errors: [],
+  // @ts-expect-error `size` is a number in the schema
+  handle: async () => ({ name: 'n', size: '1' }),
+});
 
 /** Public operations read no dependency. */
 const deps = {} as AppDeps;
@@ -32,7 +47,7 @@ function app(): ReturnType<Koa['callback']> {
     }),
     operation({
       method: 'post', path: '/raw', operationId: 'raw', tag: 'T', summary: 's', access: 'public',
-      body: { schema: Item, required: true, validation: 'handler' }, ok: Item, errors: [400],
+      body: { schema: Item, required: true, validation: 'handler' }, ok: Raw, errors: [400],
       handle: async (input) => ({ raw: await input.body() }),
     }),
     operation({

@@ -7,10 +7,8 @@ import * as gov from '../../domain/schemas';
 import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../domain/flow-control';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
-import { MAX_WEBHOOK_BODY_BYTES } from '../../webhooks/body';
-import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, parseGracePeriod, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
+import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
 import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
-import { invalidArgument } from '../../errors';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
 const TAG = 'Automations';
@@ -18,7 +16,7 @@ const COLLECTION = '/api/v1/automations';
 const ITEM = `${COLLECTION}/{id}` as const;
 
 const optionsOf = (deps: AppDeps, actor: string): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor });
-const view = (deps: AppDeps, record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
+const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation => automationView(record, deps.config.baseUrl);
 
 const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
   operation({
@@ -76,28 +74,23 @@ export const AUTOMATION_OPERATIONS = [
     method: 'post', path: `${ITEM}/test`, operationId: 'automations.test', tag: TAG, access: AUTOMATIONS,
     summary: 'Dry run: evaluate every step over a sample payload, without any effect.',
     // An unknown automation is a 404 before the body is read.
-    body: { schema: api.DryRunRequest, required: true, validation: 'handler' }, ok: api.DryRunResponse, errors: ITEM_WRITE_ERRORS,
+    body: { schema: api.DryRunRequest, required: true, validation: 'schema' }, ok: api.DryRunResponse, errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const record = await getAutomation(deps.db, input.params.id);
-      const body = await input.body();
-      if (!('payload' in body)) throw invalidArgument({ field: 'payload', description: 'is required: a sample webhook body (any JSON), read as ctx.trigger' });
-      if (Buffer.byteLength(JSON.stringify(body.payload)) > MAX_WEBHOOK_BODY_BYTES) {
-        throw invalidArgument({ field: 'payload', description: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body` });
-      }
+      const { payload } = await input.body();
       const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
-      const steps = await dryRunSteps(record.steps, body.payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
-      return { ...steps, flowControl: dryRunFlowControl(record.flow, body.payload) };
+      const steps = await dryRunSteps(record.steps, payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
+      return { ...steps, flowControl: dryRunFlowControl(record.flow, payload) };
     },
   }),
   operation({
     method: 'post', path: `${ITEM}/trigger/rotate-secret`, operationId: 'automations.rotateSecret', tag: TAG, access: AUTOMATIONS,
     summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
-    body: { schema: api.RotateSecretRequest, required: false, validation: 'handler' }, ok: api.RotateSecretResponse, errors: [400, 401, 403, 404, 500],
+    body: { schema: api.RotateSecretRequest, required: false, validation: 'schema' }, ok: api.RotateSecretResponse, errors: [400, 401, 403, 404, 500],
     handle: async (input, _ctx, deps) => {
-      const body = await input.body();
-      const unknown = Object.keys(body).filter((key) => key !== 'gracePeriod');
-      if (unknown.length > 0) throw invalidArgument({ field: unknown[0]!, description: 'is not a field of this request (only gracePeriod)' });
-      return rotateSigningSecret(deps.db, input.params.id, parseGracePeriod(body.gracePeriod), optionsOf(deps, input.actor));
+      const { gracePeriod } = await input.body();
+      const seconds = gracePeriod === undefined ? DEFAULT_ROTATION_GRACE_SECONDS : gracePeriodSeconds(gracePeriod);
+      return rotateSigningSecret(deps.db, input.params.id, seconds, optionsOf(deps, input.actor));
     },
   }),
 ];

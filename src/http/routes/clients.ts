@@ -17,8 +17,7 @@ export const CLIENT_OPERATIONS = [
   operation({
     method: 'post', path: '/api/v1/iam/clients', operationId: 'iam.clients.create', tag: TAG, access: IAM,
     summary: 'Create an API client (super_admin); the secret is shown only here.',
-    // Validated by the domain (readCreateClient), whose messages name the role rules.
-    body: { schema: api.CreateClientRequest, required: true, validation: 'handler' }, ok: api.CreateClientResponse, errors: WRITE_ERRORS,
+    body: { schema: api.CreateClientRequest, required: true, validation: 'schema' }, ok: api.CreateClientResponse, errors: WRITE_ERRORS,
     handle: async (input, _ctx, deps) => createApiClient(deps.db, deps.secretBox, input.actor, await input.body()),
   }),
   operation({

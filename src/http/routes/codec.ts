@@ -14,7 +14,7 @@
  */
 import type Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Payload } from '@temporalio/common';
 import type { AppDeps } from '../context';
 import { AppError } from '../errors';
@@ -30,15 +30,7 @@ const isLoopbackAddress = (address: string): boolean => address !== '' && isAddr
 export const CODEC_PATH = '/codec';
 /** Histories can hold large payloads; one request may carry many of them. */
 const CODEC_BODY_LIMIT = 8 * 1024 * 1024;
-const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
-
-const JsonPayload = z.object({
-  metadata: z.record(z.string(), z.string().regex(BASE64, 'must be base64')).nullish(),
-  data: z.string().regex(BASE64, 'must be base64').nullish(),
-});
-export const CodecBody = z.object({ payloads: z.array(JsonPayload) }).meta({ id: 'CodecPayloads' });
-
-function fromJson(payload: z.infer<typeof JsonPayload>): Payload {
+function fromJson(payload: z.output<typeof api.CodecPayloads>['payloads'][number]): Payload {
   return {
     metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
     data: Buffer.from(payload.data ?? '', 'base64'),
@@ -108,16 +100,12 @@ const codecOperation = (action: 'decode' | 'encode', summary: string) =>
   operation({
     method: 'post', path: `${CODEC_PATH}/${action}`, operationId: `codec.${action}`, tag: 'Temporal Codec', access: 'public', summary,
     headers: [{ name: 'X-Namespace', required: false, description: 'The Temporal namespace (must be the service’s).' }],
-    // CORS, then a bearer token or a loopback caller (see above); the payloads' errors name fields with dots.
+    // CORS, then a bearer token or a loopback caller (see above).
     before: (deps) => [corsOf(deps), authorizeOf(deps)],
-    body: { schema: api.CodecPayloads, required: true, validation: 'handler', limit: CODEC_BODY_LIMIT }, ok: api.CodecPayloads, errors: [400, 401, 403, 413, 500, 503],
+    body: { schema: api.CodecPayloads, required: true, validation: 'schema', limit: CODEC_BODY_LIMIT }, ok: api.CodecPayloads, errors: [400, 401, 403, 413, 500, 503],
     handle: async (input, _ctx, deps) => {
-      const parsed = CodecBody.safeParse(await input.body());
-      if (!parsed.success) {
-        throw invalidArgument(parsed.error.issues.map((issue) => ({ field: issue.path.join('.') || '(body)', description: issue.message })));
-      }
       const codec = deps.payloadCodec!;
-      const payloads = parsed.data.payloads.map(fromJson);
+      const payloads = (await input.body()).payloads.map(fromJson);
       let result: Payload[];
       try {
         result = action === 'decode' ? await codec.decode(payloads) : await codec.encode(payloads);

@@ -52,8 +52,8 @@ export const ENTITLEMENT_OPERATIONS = [
   operation({
     method: 'post', path: '/api/v1/search/entitlements', operationId: 'entitlements.search', tag: TAG, access: GOVERNANCE_READ,
     summary: 'Search entitlements: query over displayName / slug / description, exact alias, app ids; paged by page_size / page_token in the body.',
-    // The domain parses the filter; the page fields never fail (readPageRequest).
-    body: { schema: gov.SearchEntitlementsRequest, required: false, validation: 'handler' }, ok: gov.AppEntitlementList, errors: WRITE_ERRORS,
+    // The page fields never fail (readPageRequest reads them, with their aliases).
+    body: { schema: gov.SearchEntitlementsRequest, required: false, validation: 'schema' }, ok: gov.AppEntitlementList, errors: WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
       return listBody('appEntitlement', await entitlements.searchEntitlements(deps.db, deps.pageTokens, body, readPageRequest(body)));

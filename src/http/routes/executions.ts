@@ -49,12 +49,13 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
   operation({
     method: 'post', path: `${RUN}/steps/{stepId}/${action}`, operationId: `automations.executions.${action}`, tag: TAG,
     access: { area: 'approvals', mode: 'write' }, summary,
-    // Validated by the domain (readComment).
-    body: { schema: api.DecisionRequest, required: false, validation: 'handler' }, ok: api.DecisionResponse, errors: RUN_ERRORS,
+    body: { schema: api.DecisionRequest, required: false, validation: 'schema' }, ok: api.DecisionResponse, errors: RUN_ERRORS,
+    // Without an engine there is no run to decide on: 503 before the body is read.
     handle: async (input, _ctx, deps) => {
+      const control = controller(deps);
       const body = await input.body();
       const { principal, params } = input;
-      await decideStep(deps.db, controller(deps), principal.clientId, params.id, params.stepId, made, body);
+      await decideStep(deps.db, control, principal.clientId, params.id, params.stepId, made, body);
       const execution = await current(deps, params.id);
       if (allows(principal, 'automations', 'read')) return { execution };
       // An admin may decide, not read runs: the decision only, no other step, output or status.
@@ -63,7 +64,6 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
     },
   });
 
-// Bodies are validated by the domain (src/domain/executions.ts).
 export const EXECUTION_OPERATIONS = [
   operation({
     method: 'get', path: '/api/v1/automations/{id}/executions', operationId: 'automations.executions.list', tag: TAG, paged: true, access: READ,
@@ -104,20 +104,22 @@ export const EXECUTION_OPERATIONS = [
   operation({
     method: 'post', path: `${RUN}/terminate`, operationId: 'automations.executions.terminate', tag: TAG, access: WRITE,
     summary: 'Terminate a run at once with a reason (super_admin); status TERMINATED.',
-    body: { schema: api.TerminateRequest, required: true, validation: 'handler' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    body: { schema: api.TerminateRequest, required: true, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
+      const control = controller(deps); // 503 without an engine, before the body is read
       const body = await input.body();
-      await terminateRun(deps.db, controller(deps), input.principal.clientId, input.params.id, body);
+      await terminateRun(deps.db, control, input.principal.clientId, input.params.id, body);
       return { execution: await current(deps, input.params.id) };
     },
   }),
   operation({
     method: 'post', path: `${RUN}/rerun`, operationId: 'automations.executions.rerun', tag: TAG, access: WRITE,
     summary: 'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
-    body: { schema: api.RerunRequest, required: false, validation: 'handler' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    // An unknown run is a 404 (no engine: 503) before the body is read.
+    body: { schema: api.RerunRequest, required: false, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
-      const body = await input.body();
       const original = await current(deps, input.params.id);
+      const body = await input.body();
       const started = await rerunRun(deps.db, controller(deps), input.principal.clientId, input.params.id, original.automationId, body);
       return { execution: await current(deps, started.executionId) };
     },

@@ -84,7 +84,7 @@ export const OPERATOR_OPERATIONS = [
       const { store, temporal } = await readiness(deps);
       const ready = store && temporal;
       ctx.status = ready ? 200 : 503;
-      return { status: ready ? 'ready' : 'not_ready', checks: { store, temporal } };
+      return { status: ready ? ('ready' as const) : ('not_ready' as const), checks: { store, temporal } };
     },
   }),
   operation({
@@ -99,7 +99,7 @@ export const OPERATOR_OPERATIONS = [
 
 export const HEALTH_OPERATION = operation({
   method: 'get', path: '/health', operationId: 'health', tag: 'Operations', summary: 'The process is up.', access: 'public', ok: api.HealthStatus, errors: [],
-  handle: () => ({ status: 'ok' }),
+  handle: () => ({ status: 'ok' as const }),
 });
 
 /** The API port's operations routes: /health, and /ready and /metrics unless an admin port serves them. */

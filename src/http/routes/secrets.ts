@@ -24,13 +24,11 @@ const TAG = 'Secrets';
 /** Creating, replacing and deleting a secret: super_admin only. */
 const SECRETS_WRITE: Grant = { area: 'secrets', mode: 'write' };
 
-// Bodies are validated by the domain (src/domain/outbound-secrets.ts), whose messages name the
-// secret rules; the schemas document them.
 export const SECRET_OPERATIONS = [
   operation({
     method: 'post', path: '/api/v1/secrets', operationId: 'secrets.create', tag: TAG, access: SECRETS_WRITE,
     summary: 'Create a named outbound secret (super_admin), read as secrets.<name> in callWebhook header values and sent only to its allowedOrigins; the value is never returned.',
-    body: { schema: secrets.CreateSecretRequest, required: true, validation: 'handler' }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
+    body: { schema: secrets.CreateSecretRequest, required: true, validation: 'schema' }, ok: secrets.SecretResponse, errors: [400, 401, 403, 409, 413, 500],
     handle: async (input, _ctx, deps) => ({ secret: await createOutboundSecret(deps.db, await input.body(), { secretBox: deps.secretBox, actor: input.actor }) }),
   }),
   operation({
@@ -46,7 +44,7 @@ export const SECRET_OPERATIONS = [
   operation({
     method: 'put', path: '/api/v1/secrets/{name}', operationId: 'secrets.replace', tag: TAG, access: SECRETS_WRITE,
     summary: 'Replace a secret’s value (rotation) and/or its allowedOrigins (super_admin): requests made from now on send the new value and are checked against the new origins; signed calls also carry the old value’s signature during gracePeriod (default 24 h).',
-    body: { schema: secrets.ReplaceSecretRequest, required: true, validation: 'handler' }, ok: secrets.ReplaceSecretResponse, errors: ITEM_WRITE_ERRORS,
+    body: { schema: secrets.ReplaceSecretRequest, required: true, validation: 'schema' }, ok: secrets.ReplaceSecretResponse, errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
       const { previousValueExpiresAt, ...secret } = await replaceOutboundSecret(deps.db, input.params.name, body, { secretBox: deps.secretBox, actor: input.actor });

@@ -18,10 +18,12 @@ const TOKEN_BODY_LIMIT = 16 * 1024;
 
 type OAuthError = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type';
 
-function oauthError(ctx: Context, error: OAuthError, description: string): void {
+/** Answers an RFC 6749 error; `undefined` tells the operation that the body is set. */
+function oauthError(ctx: Context, error: OAuthError, description: string): undefined {
   ctx.status = error === 'invalid_client' ? 401 : 400;
   ctx.set('Cache-Control', 'no-store');
   ctx.body = { error, error_description: description };
+  return undefined;
 }
 
 async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> | string> {
@@ -92,7 +94,7 @@ export const TOKEN_OPERATIONS = [
       ctx.set('Pragma', 'no-cache');
       return {
         access_token: await deps.tokens.issue(client.clientId, client.roles),
-        token_type: 'Bearer',
+        token_type: 'Bearer' as const,
         expires_in: deps.tokens.ttlSeconds,
       };
     },
@@ -102,7 +104,8 @@ export const TOKEN_OPERATIONS = [
     summary: 'Public keys of the access tokens.', ok: api.JwksDocument, errors: [],
     handle: (_input, ctx, deps) => {
       ctx.set('Cache-Control', 'public, max-age=300');
-      return deps.tokens.jwks();
+      // Each key as a plain object: the document's keys are open objects with a kty.
+      return { keys: deps.tokens.jwks().keys.map((key) => ({ ...key })) };
     },
   }),
 ];

@@ -1,0 +1,165 @@
+/**
+ * The request schemas are the validators of their bodies (src/http/operation.ts parses them where
+ * the handler reads the body): each rule that used to be written by hand in src/domain answers the
+ * same 400, with the same field path and message, and the parsed value is what the domain reads.
+ */
+import { parseOrThrow } from '../../src/domain/validation';
+import * as api from '../../src/domain/api-schemas';
+import * as secrets from '../../src/domain/secret-schemas';
+import * as gov from '../../src/domain/schemas';
+import { MAX_WEBHOOK_BODY_BYTES } from '../../src/webhooks/body';
+import { type FieldViolation, InvalidArgumentError } from '../../src/errors';
+
+/** The violations `parseOrThrow` throws (a 400), or the parsed value. */
+function parsed(schema: Parameters<typeof parseOrThrow>[0], input: unknown): { value: unknown } | { violations: FieldViolation[] } {
+  try {
+    return { value: parseOrThrow(schema, input) };
+  } catch (err) {
+    if (!(err instanceof InvalidArgumentError)) throw err;
+    return { violations: err.violations };
+  }
+}
+
+const refused = (field: string, description: string) => ({ violations: [{ field, description }] });
+
+describe('run control bodies', () => {
+  const COMMENT = 'must be a string of at most 2000 characters';
+  const REASON = 'is required: a non-empty string of at most 1000 characters';
+
+  it('a decision comment is an optional string of at most 2000 characters', () => {
+    expect(parsed(api.DecisionRequest, {})).toEqual({ value: {} });
+    expect(parsed(api.DecisionRequest, { comment: null })).toEqual({ value: { comment: null } });
+    expect(parsed(api.DecisionRequest, { comment: 'x'.repeat(2000) })).toEqual({ value: { comment: 'x'.repeat(2000) } });
+    expect(parsed(api.DecisionRequest, { comment: 'x'.repeat(2001) })).toEqual(refused('comment', COMMENT));
+    expect(parsed(api.DecisionRequest, { comment: 7 })).toEqual(refused('comment', COMMENT));
+  });
+
+  it('a terminate reason is required, not white space only, at most 1000 characters: one violation each', () => {
+    expect(parsed(api.TerminateRequest, { reason: ' done ' })).toEqual({ value: { reason: ' done ' } });
+    for (const reason of [undefined, null, 7, '', '   ', '\t\n', 'x'.repeat(1001), ' '.repeat(1001)]) {
+      expect([reason, parsed(api.TerminateRequest, { reason })]).toEqual([reason, refused('reason', REASON)]);
+    }
+  });
+
+  it('fromFailedStep of a rerun is a boolean, or absent', () => {
+    expect(parsed(api.RerunRequest, {})).toEqual({ value: {} });
+    expect(parsed(api.RerunRequest, { fromFailedStep: true })).toEqual({ value: { fromFailedStep: true } });
+    expect(parsed(api.RerunRequest, { fromFailedStep: 'yes' })).toEqual(refused('fromFailedStep', 'must be a boolean'));
+  });
+});
+
+describe('API client create', () => {
+  const ROLES = 'must be a non-empty list of super_admin, admin, read_only';
+
+  it('names roles as one field whatever is wrong in it, and displayName by its rule', () => {
+    expect(parsed(api.CreateClientRequest, { roles: ['admin', 'admin'] })).toEqual({ value: { roles: ['admin', 'admin'] } });
+    for (const roles of [undefined, 'admin', [], ['admin', 'root'], [7]]) {
+      expect([roles, parsed(api.CreateClientRequest, { roles })]).toEqual([roles, refused('roles', ROLES)]);
+    }
+    expect(parsed(api.CreateClientRequest, { displayName: 'x'.repeat(201), roles: ['admin'] })).toEqual(refused('displayName', 'must be a string of at most 200 characters'));
+    expect(parsed(api.CreateClientRequest, { displayName: 7, roles: ['admin'] })).toEqual(refused('displayName', 'must be a string of at most 200 characters'));
+  });
+});
+
+describe('automation rotate-secret and dry run', () => {
+  it('gracePeriod is seconds, at most 7 days; no other field is taken', () => {
+    expect(parsed(api.RotateSecretRequest, {})).toEqual({ value: {} });
+    expect(parsed(api.RotateSecretRequest, { gracePeriod: '0s' })).toEqual({ value: { gracePeriod: '0s' } });
+    expect(parsed(api.RotateSecretRequest, { gracePeriod: '1.5s' })).toEqual({ value: { gracePeriod: '1.5s' } });
+    expect(parsed(api.RotateSecretRequest, { gracePeriod: '604800s' })).toEqual({ value: { gracePeriod: '604800s' } });
+    const FORMAT = 'must be a duration in seconds such as "86400s" (0s revokes the old secret at once)';
+    for (const gracePeriod of ['1h', 86400, null, '-1s']) expect(parsed(api.RotateSecretRequest, { gracePeriod })).toEqual(refused('gracePeriod', FORMAT));
+    expect(parsed(api.RotateSecretRequest, { gracePeriod: '604801s' })).toEqual(refused('gracePeriod', 'must be at most 604800s (7 days)'));
+    expect(parsed(api.RotateSecretRequest, { grace: '1s' })).toEqual(refused('grace', 'is not a field of this request (only gracePeriod)'));
+  });
+
+  it('payload is required (null is a payload) and at most a webhook body of JSON', () => {
+    expect(parsed(api.DryRunRequest, { payload: null })).toEqual({ value: { payload: null } });
+    expect(parsed(api.DryRunRequest, {})).toEqual(refused('payload', 'is required: a sample webhook body (any JSON), read as ctx.trigger'));
+    const big = 'x'.repeat(MAX_WEBHOOK_BODY_BYTES);
+    expect(parsed(api.DryRunRequest, { payload: big })).toEqual(refused('payload', `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body`));
+    expect(parsed(api.DryRunRequest, { payload: big.slice(2) })).toEqual({ value: { payload: big.slice(2) } });
+  });
+});
+
+describe('outbound secret bodies', () => {
+  const good = { name: 'crm_token', value: 'v', allowedOrigins: ['HTTPS://CRM.example:443/', 'https://crm.example'] };
+
+  it('a create is parsed with its origins normalised and folded', () => {
+    expect(parsed(secrets.CreateSecretRequest, good)).toEqual({ value: { name: 'crm_token', value: 'v', allowedOrigins: ['https://crm.example'] } });
+  });
+
+  it('names each rule of the name and the value, without quoting the value', () => {
+    const NAME = 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)';
+    for (const name of [undefined, 7, 'Crm', 'a'.repeat(64)]) expect(parsed(secrets.CreateSecretRequest, { ...good, name })).toEqual(refused('name', NAME));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, name: 'in' })).toEqual(refused('name', '"in" is a CEL keyword: secrets.in cannot be read'));
+    for (const value of [undefined, 42, '']) expect(parsed(secrets.CreateSecretRequest, { ...good, value })).toEqual(refused('value', 'is required: a non-empty string'));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'x'.repeat(4097) })).toEqual(refused('value', 'must be at most 4096 characters'));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'a\r\nB: c' })).toEqual(
+      refused('value', 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header'),
+    );
+    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'whsec_!!' })).toEqual(refused('value', 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)'));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, extra: 1 })).toEqual(refused('extra', 'is not a field of this request (only name, value, allowedOrigins)'));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: [], extra: 1, more: 2 })).toEqual({
+      violations: [
+        { field: 'allowedOrigins', description: 'is required: a list of 1 to 20 origins scheme://host[:port] the secret may be sent to' },
+        { field: 'extra', description: 'is not a field of this request (only name, value, allowedOrigins)' },
+        { field: 'more', description: 'is not a field of this request (only name, value, allowedOrigins)' },
+      ],
+    });
+  });
+
+  it('allowedOrigins: the list as one field, each origin by its index and its own problem', () => {
+    const LIST = 'is required: a list of 1 to 20 origins scheme://host[:port] the secret may be sent to';
+    const many = Array.from({ length: 21 }, (_, i) => `https://h${i}.example`);
+    for (const allowedOrigins of [undefined, null, [], 'https://crm.example', many]) {
+      expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins })).toEqual(refused('allowedOrigins', LIST));
+    }
+    expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: ['https://ok.example', 'https://crm.example/path', 7] })).toEqual({
+      violations: [
+        { field: 'allowedOrigins[1]', description: 'must be an origin only: scheme://host[:port], no path, query or fragment' },
+        { field: 'allowedOrigins[2]', description: 'must be a string scheme://host[:port]' },
+      ],
+    });
+    expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: ['https://user:pw@crm.example'] })).toEqual(refused('allowedOrigins[0]', 'must not carry credentials'));
+  });
+
+  it('a replace needs value or allowedOrigins; gracePeriod goes with a value only', () => {
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v' })).toEqual({ value: { value: 'v' } });
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '60s' })).toEqual({ value: { value: 'v', gracePeriod: '60s' } });
+    expect(parsed(secrets.ReplaceSecretRequest, {})).toEqual(
+      refused('value', 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)'),
+    );
+    const ALONE = 'applies to a new value only: give value with it';
+    expect(parsed(secrets.ReplaceSecretRequest, { gracePeriod: '60s', allowedOrigins: ['https://crm.example'] })).toEqual(refused('gracePeriod', ALONE));
+    expect(parsed(secrets.ReplaceSecretRequest, { gracePeriod: 'soon', allowedOrigins: ['https://crm.example'] })).toEqual(refused('gracePeriod', ALONE));
+    expect(parsed(secrets.ReplaceSecretRequest, { gracePeriod: '60s', allowedOrigins: [7] })).toEqual({
+      violations: [
+        { field: 'allowedOrigins[0]', description: 'must be a string scheme://host[:port]' },
+        { field: 'gracePeriod', description: ALONE },
+      ],
+    });
+    const GRACE = 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '604801s' })).toEqual(refused('gracePeriod', GRACE));
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: 60 })).toEqual(refused('gracePeriod', GRACE));
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', name: 'other' })).toEqual(refused('name', 'is not a field of this request (only value, gracePeriod, allowedOrigins)'));
+  });
+});
+
+describe('codec payloads', () => {
+  it('each metadata value and data is base64, named by its path in the body', () => {
+    expect(parsed(api.CodecPayloads, { payloads: [{ metadata: { encoding: 'YmluYXJ5' }, data: 'e30=' }] })).toEqual({
+      value: { payloads: [{ metadata: { encoding: 'YmluYXJ5' }, data: 'e30=' }] },
+    });
+    expect(parsed(api.CodecPayloads, { payloads: [{ data: 'e30=' }, { data: 'not base64!' }] })).toEqual(refused('payloads[1].data', 'must be base64'));
+    expect(parsed(api.CodecPayloads, { payloads: [{ metadata: { encoding: '%%' } }] })).toEqual(refused('payloads[0].metadata.encoding', 'must be base64'));
+  });
+});
+
+describe('entitlement search', () => {
+  it('checks the filter; the paging fields (and their aliases) are never refused and reach readPageRequest as sent', () => {
+    expect(parsed(gov.SearchEntitlementsRequest, { query: 'x', page_size: 'many', pageToken: 7 })).toEqual({ value: { query: 'x', page_size: 'many', pageToken: 7 } });
+    expect(parsed(gov.SearchEntitlementsRequest, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
+    expect(parsed(gov.SearchEntitlementsRequest, { query: 7 })).toEqual({ violations: [{ field: 'query', description: expect.any(String) }] });
+  });
+});
