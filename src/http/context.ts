@@ -10,6 +10,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { DeliveryLog } from '../delivery/delivery-log';
+import type { ConsoleSessions } from '../auth/sessions';
 
 export interface AppDeps {
   config: Config;
@@ -32,4 +33,6 @@ export interface AppDeps {
   payloadCodec?: PayloadCodec;
   /** The webhook delivery log (buffered writes); absent: deliveries are not logged. */
   deliveryLog?: DeliveryLog;
+  /** Console sessions; unset = made from `config.console` (tests give one with their own clock). */
+  sessions?: ConsoleSessions;
 }

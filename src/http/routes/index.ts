@@ -21,6 +21,7 @@ import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
 import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations } from '../operation';
+import { createConsoleRouter } from './console';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -69,4 +70,5 @@ export const ROUTERS: RouterFactory[] = [
   (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
+  createConsoleRouter,
 ];
