@@ -22,6 +22,7 @@ import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations } from '../operation';
 import { createConsoleRouter } from './console';
+import { AUDIT_OPERATIONS, createAuditRouter } from './audit';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -42,6 +43,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...USER_OPERATIONS,
   ...ENTITLEMENT_OPERATIONS,
   ...OWNER_OPERATIONS,
+  ...AUDIT_OPERATIONS,
 ];
 
 /** The OpenAPI document of every operation (call once and cache). */
@@ -70,5 +72,6 @@ export const ROUTERS: RouterFactory[] = [
   (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
+  createAuditRouter,
   createConsoleRouter,
 ];
