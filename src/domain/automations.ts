@@ -103,13 +103,13 @@ export interface AutomationOptions {
   secretBox: SecretBox;
   /** Who makes the change, for the audit trail. */
   actor: string;
-  /** The revision the caller read (`If-Match`): a write to another one changes nothing (StaleRevisionError). */
-  expectedRevision?: number | undefined;
+  /** The revisions the caller names (`If-Match`): a write to another one changes nothing (StaleRevisionError). */
+  expectedRevisions?: readonly number[] | undefined;
 }
 
 /** Refuses a conditional write to a record whose revision moved on. */
-function checkRevision(record: AutomationRecord, expected: number | undefined): void {
-  if (expected !== undefined && record.revision !== expected) throw new StaleRevisionError('automation', record.revision);
+function checkRevision(record: AutomationRecord, expected: readonly number[] | undefined): void {
+  if (expected !== undefined && !expected.includes(record.revision)) throw new StaleRevisionError('automation', record.revision);
 }
 
 export async function createAutomation(
@@ -185,7 +185,7 @@ export async function updateAutomation(
   const result = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
-    checkRevision(current, options.expectedRevision);
+    checkRevision(current, options.expectedRevisions);
     const violations: FieldViolation[] = [];
     const next: AutomationRecord = { ...current };
     if (mask.has('displayName')) next.displayName = validateDisplayName(fields.displayName, 'automation.displayName', violations);
@@ -277,14 +277,14 @@ export async function changeAutomationState(
   id: string,
   change: 'publish' | 'unpublish' | 'delete',
   actor: string,
-  expectedRevision?: number,
+  expectedRevisions?: readonly number[],
 ): Promise<AutomationWithPublishedVersion | undefined> {
   const result = await db.transaction(async (tx) => {
     let record: AutomationRecord | undefined;
-    if (expectedRevision !== undefined) {
+    if (expectedRevisions !== undefined) {
       const locked = await store.getAutomation(tx, id, true);
       if (!locked) throw notFound('automation');
-      checkRevision(locked, expectedRevision);
+      checkRevision(locked, expectedRevisions);
     }
     if (change === 'delete') {
       record = await store.getAutomation(tx, id, true);

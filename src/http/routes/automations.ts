@@ -20,24 +20,25 @@ const TAG = 'Automations';
 const COLLECTION = '/api/v1/automations';
 const ITEM = `${COLLECTION}/{id}` as const;
 
-const optionsOf = (deps: AppDeps, actor: string, expectedRevision?: number): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor, expectedRevision });
+const optionsOf = (deps: AppDeps, actor: string, expectedRevisions?: number[]): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor, expectedRevisions });
 const view = (deps: AppDeps, record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
 
 /** `If-Match` of a conditional write: the request header documented on each operation that reads it. */
 const IF_MATCH = [{ name: 'If-Match', required: false, description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.' }];
 
 /**
- * The revision an `If-Match` names: undefined without the header or with `*` (any current
- * revision); -1 when it names none this service gives (a weak or foreign tag), which never matches.
+ * The revisions an `If-Match` names: undefined without the header or with `*` (any current
+ * revision); the tags this service gives (a weak or foreign tag names none, so never matches).
  */
-function expectedRevision(ctx: Context): number | undefined {
+function expectedRevisions(ctx: Context): number[] | undefined {
   const header = ctx.get('if-match').trim();
   if (header === '' || header === '*') return undefined;
+  const revisions: number[] = [];
   for (const tag of header.split(',').map((part) => part.trim())) {
     const match = /^"r(\d{1,15})"$/.exec(tag);
-    if (match) return Number(match[1]);
+    if (match) revisions.push(Number(match[1]));
   }
-  return -1;
+  return revisions;
 }
 
 /** Sets the answer's ETag to the record's revision and hands the record back. */
@@ -51,7 +52,7 @@ const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
     method: 'post', path: `${ITEM}/${action}`, operationId: `automations.${action}`, tag: TAG, access: AUTOMATIONS,
     summary, ok: api.AutomationResponse, errors: [...ITEM_READ_ERRORS, 412], headers: IF_MATCH, etag: true,
     handle: async (input, ctx, deps) => ({
-      automation: view(deps, tagged(ctx, (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevision(ctx)))!)),
+      automation: view(deps, tagged(ctx, (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevisions(ctx)))!)),
     }),
   });
 
@@ -86,7 +87,7 @@ export const AUTOMATION_OPERATIONS = [
     body: { schema: api.UpdateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: [...ITEM_WRITE_ERRORS, 412],
     headers: IF_MATCH, etag: true,
     handle: async (input, ctx, deps) => {
-      const { record, signingSecret } = await updateAutomation(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor, expectedRevision(ctx)));
+      const { record, signingSecret } = await updateAutomation(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor, expectedRevisions(ctx)));
       return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
@@ -94,7 +95,7 @@ export const AUTOMATION_OPERATIONS = [
     method: 'delete', path: ITEM, operationId: 'automations.delete', tag: TAG, access: AUTOMATIONS,
     summary: 'Delete an automation (super_admin).', ok: gov.EmptyResponse, errors: [...ITEM_READ_ERRORS, 412], headers: IF_MATCH,
     handle: async (input, ctx, deps) => {
-      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor, expectedRevision(ctx));
+      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor, expectedRevisions(ctx));
       return {};
     },
   }),
