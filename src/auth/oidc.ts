@@ -70,6 +70,15 @@ function groupsOf(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((group): group is string => typeof group === 'string') : [];
 }
 
+/** ` (ID token claim "<name>")` when the refusal names a claim somewhere in its causes, else ''. */
+function claimOf(err: unknown): string {
+  for (let cause: unknown = err, depth = 0; cause && typeof cause === 'object' && depth < 4; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const claim = (cause as { claim?: unknown }).claim ?? ((cause as { cause?: { claim?: unknown } }).cause?.claim);
+    if (typeof claim === 'string') return ` (ID token claim "${claim}")`;
+  }
+  return '';
+}
+
 export class OidcSignIn {
   private configuration: Promise<Configuration> | undefined;
   private readonly roleMap: Record<string, Role>;
@@ -157,7 +166,8 @@ export class OidcSignIn {
       claims = (tokens.claims() ?? {}) as Record<string, unknown>;
       accessToken = tokens.access_token;
     } catch (err) {
-      throw new OidcSignInError(`the identity provider's answer was not accepted: ${(err as Error).message}`, 400);
+      const which = claimOf(err);
+      throw new OidcSignInError(`the identity provider's answer was not accepted: ${(err as Error).message}${which}`, 400);
     }
     const subject = String(claims.sub ?? '');
     let raw = claims[this.config.rolesClaim];
