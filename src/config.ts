@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { ConfigError } from './errors';
+import { parseDuration } from './duration';
 
 /** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
 export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
@@ -17,6 +18,32 @@ export const MIN_BOOTSTRAP_SECRET_LENGTH = 32;
  * 2 MiB payload limit).
  */
 export const LANE_QUEUE_LIMITS = { default: 1000, max: 10_000 } as const;
+
+/** OIDC sign-in for people: the organisation's OpenID provider, and how its groups map to roles. */
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** OIDC_ROLES_CLAIM: the ID-token claim holding the person's groups. */
+  rolesClaim: string;
+  /** OIDC_ROLE_MAP: group → role name (a group name may hold commas); src/auth/oidc.ts checks the names. */
+  roleMap: Record<string, string>;
+}
+
+/** The console's sign-in and sessions (src/http/console). */
+export interface ConsoleConfig {
+  /** Set when OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are. */
+  oidc: OidcConfig | undefined;
+  /** CONSOLE_LOCAL_SIGNIN: sign-in with an API client's id and secret (default: on without OIDC). */
+  localSignIn: boolean;
+  /** CONSOLE_SESSION_IDLE and CONSOLE_SESSION_MAX, in seconds. */
+  sessionIdleSeconds: number;
+  sessionMaxSeconds: number;
+  /** OIDC_ALLOW_INSECURE: an `http://` issuer is accepted (tests and development). */
+  oidcAllowInsecure: boolean;
+  /** TEMPORAL_UI_URL: where "Open in Temporal" links. */
+  temporalUiUrl: string;
+}
 
 /** One environment variable: what the configuration table of docs/operations.md says of it, and how it is read. */
 export interface ConfigVariable<T> {
@@ -103,6 +130,36 @@ function readProxyHops(env: NodeJS.ProcessEnv, warnings: string[]): number {
     throw new ConfigError('TRUST_PROXY must be the number of proxies in front of the API (0 to 10), or false');
   }
   return Number(raw);
+}
+
+/** Seconds of a CONSOLE_SESSION_* duration (`"1800s"`; a bare number of seconds is read as seconds too). */
+function readSessionSeconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  const ms = parseDuration(/^\d+$/.test(raw) ? `${raw}s` : raw);
+  if (ms === undefined || ms < 60_000 || ms > 30 * 86_400_000) {
+    throw new ConfigError(`${name} must be a duration between 60s and 2592000s (30 days), such as "1800s"`);
+  }
+  return Math.ceil(ms / 1000);
+}
+
+/** OIDC_ROLE_MAP: a JSON object of group → role name. */
+function readRoleMap(env: NodeJS.ProcessEnv): Record<string, string> {
+  const raw = optional(env, 'OIDC_ROLE_MAP');
+  if (raw === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
+  const map: Record<string, string> = {};
+  for (const [group, role] of Object.entries(value)) {
+    if (typeof role !== 'string') throw new ConfigError(`OIDC_ROLE_MAP: the role of "${group}" must be a role name (super_admin, admin, read_only)`);
+    map[group] = role;
+  }
+  return map;
 }
 
 /**
@@ -227,6 +284,41 @@ const SCHEMA = {
       'when any fails ([upgrades.md](upgrades.md))',
     'off',
   ),
+  OIDC_ISSUER: optionalText('URL', 'console sign-in through the organisation’s OpenID Connect provider (with `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET`); https unless `OIDC_ALLOW_INSECURE`; the redirect URI to register is `$BASE_URL/console/auth/callback`', 'unset (local sign-in)'),
+  OIDC_CLIENT_ID: optionalText('string', 'the console’s client id at the OpenID provider'),
+  OIDC_CLIENT_SECRET: optionalText('string', 'the console’s client secret at the OpenID provider'),
+  OIDC_ROLES_CLAIM: text('groups', 'the ID-token claim holding the person’s groups'),
+  OIDC_ROLE_MAP: {
+    type: 'JSON object',
+    default: 'unset (no one gets a role)',
+    description: 'group → role (`super_admin`, `admin`, `read_only`), e.g. `{"cn=iam,ou=groups": "admin"}`; a person with no mapped role gets no session',
+    read: (env: NodeJS.ProcessEnv): Record<string, string> => readRoleMap(env),
+  },
+  OIDC_ALLOW_INSECURE: flag('allow an `http://` OIDC issuer (tests and development only)'),
+  TEMPORAL_UI_URL: {
+    type: 'URL',
+    default: 'the embedded Web UI (`http://localhost:$TEMPORAL_UI_PORT`)',
+    description: 'where the console’s “Open in Temporal” links',
+    read: (env: NodeJS.ProcessEnv): string => (optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`).replace(/\/+$/, ''),
+  },
+  CONSOLE_LOCAL_SIGNIN: {
+    type: 'boolean',
+    default: '`true` without OIDC, `false` with it',
+    description: 'console sign-in with an API client’s id and secret',
+    read: (env: NodeJS.ProcessEnv): boolean | undefined => (optional(env, 'CONSOLE_LOCAL_SIGNIN') === undefined ? undefined : readFlag(env, 'CONSOLE_LOCAL_SIGNIN')),
+  },
+  CONSOLE_SESSION_IDLE: {
+    type: 'duration 60s..2592000s',
+    default: '`1800s`',
+    description: 'console session idle lifetime',
+    read: (env: NodeJS.ProcessEnv): number => readSessionSeconds(env, 'CONSOLE_SESSION_IDLE', 1800),
+  },
+  CONSOLE_SESSION_MAX: {
+    type: 'duration 60s..2592000s',
+    default: '`43200s`',
+    description: 'console session absolute lifetime',
+    read: (env: NodeJS.ProcessEnv): number => readSessionSeconds(env, 'CONSOLE_SESSION_MAX', 43200),
+  },
 } satisfies Record<string, Unnamed<unknown>>;
 
 type Schema = typeof SCHEMA;
@@ -302,6 +394,38 @@ function arrange(v: ConfigValues, warnings: string[]) {
     admin: { port: v.ADMIN_PORT, host: v.ADMIN_HOST, token: v.ADMIN_TOKEN },
     /** Payload encryption in Temporal and the codec endpoint for the Web UI. */
     codec: { payloadKeys: v.PAYLOAD_KEYS, corsOrigins: v.CODEC_CORS_ORIGINS, allowLoopback: v.CODEC_ALLOW_LOOPBACK },
+    /** The console's sign-in and sessions (src/http/console). */
+    console: consoleOf(v),
+  };
+}
+
+/** The console's settings; throws ConfigError for an incomplete or insecure OIDC set-up. */
+function consoleOf(v: ConfigValues): ConsoleConfig {
+  let oidc: OidcConfig | undefined;
+  const [issuer, clientId, clientSecret] = [v.OIDC_ISSUER, v.OIDC_CLIENT_ID, v.OIDC_CLIENT_SECRET];
+  if (issuer !== undefined || clientId !== undefined || clientSecret !== undefined) {
+    if (issuer === undefined || clientId === undefined || clientSecret === undefined) {
+      throw new ConfigError('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
+    }
+    let url: URL;
+    try {
+      url = new URL(issuer);
+    } catch {
+      throw new ConfigError('OIDC_ISSUER must be an absolute https URL');
+    }
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && v.OIDC_ALLOW_INSECURE)) {
+      throw new ConfigError('OIDC_ISSUER must be an https URL (OIDC_ALLOW_INSECURE=true allows http:// in tests and development only)');
+    }
+    oidc = { issuer, clientId, clientSecret, rolesClaim: v.OIDC_ROLES_CLAIM, roleMap: v.OIDC_ROLE_MAP };
+  }
+  if (v.CONSOLE_SESSION_IDLE > v.CONSOLE_SESSION_MAX) throw new ConfigError('CONSOLE_SESSION_IDLE must not be longer than CONSOLE_SESSION_MAX');
+  return {
+    oidc,
+    localSignIn: v.CONSOLE_LOCAL_SIGNIN ?? oidc === undefined,
+    oidcAllowInsecure: v.OIDC_ALLOW_INSECURE,
+    sessionIdleSeconds: v.CONSOLE_SESSION_IDLE,
+    sessionMaxSeconds: v.CONSOLE_SESSION_MAX,
+    temporalUiUrl: v.TEMPORAL_UI_URL,
   };
 }
 

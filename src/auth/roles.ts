@@ -1,24 +1,36 @@
 /**
- * Roles and what they allow. `super_admin`: everything. `admin`: everything except automations, API
- * clients and writing outbound secrets. `read_only`: reads (GET) and searches of the governance
+ * Roles and what they allow. `super_admin`: everything. `admin`: the governance resources, reading
+ * automations and their runs (never a secret), deciding approvals, and reading outbound secrets'
+ * names and origins; not changing automations, controlling runs, API clients, writing outbound
+ * secrets or reading the audit trail. `read_only`: reads (GET) and searches of the governance
  * resources.
  */
 export const ROLES = ['super_admin', 'admin', 'read_only'] as const;
 export type Role = (typeof ROLES)[number];
 
 /**
- * What a route touches: governance resources, automations (and their triggers), API clients,
- * approvals (deciding a waitForApproval step: admin may, as well as super_admin), or outbound
- * secrets (their metadata is read as a governance resource; creating, replacing and deleting one is
+ * What a route touches: governance resources, automations (their triggers and runs), API clients,
+ * approvals (deciding a waitForApproval step: admin may, as well as super_admin), outbound secrets
+ * (their metadata is read as a governance resource; creating, replacing and deleting one is
  * super_admin's alone, since whoever writes a secret's value or origins decides where automations
- * send it).
+ * send it), or the audit trail.
  */
-export type Area = 'governance' | 'automations' | 'iam' | 'approvals' | 'secrets';
+export type Area = 'governance' | 'automations' | 'iam' | 'approvals' | 'secrets' | 'audit';
 export type Mode = 'read' | 'write';
 
 export interface Principal {
+  /** The API client (a bearer token's, or a local console sign-in's); '' for a person signed in through OIDC. */
   clientId: string;
   roles: Role[];
+  /** The actor string when it is not `client:<clientId>`: `person:<issuer>#<subject>` (OIDC). */
+  actor?: string;
+  /** A person signed in through OIDC: their name and email, for the audit records' details. */
+  person?: { name: string; email: string };
+}
+
+/** The one actor string of a caller: `client:<clientId>` or `person:<issuer>#<subject>`. */
+export function actorString(principal: Principal): string {
+  return principal.actor ?? `client:${principal.clientId}`;
 }
 
 export function isRole(value: unknown): value is Role {
@@ -30,6 +42,7 @@ export function allows(principal: Principal, area: Area, mode: Mode): boolean {
   if (roles.has('super_admin')) return true;
   if (area === 'approvals') return mode === 'write' && roles.has('admin');
   if (area === 'secrets' && mode === 'write') return false;
+  if (area === 'automations') return mode === 'read' && roles.has('admin');
   if (area !== 'governance' && area !== 'secrets') return false;
   if (roles.has('admin')) return true;
   return mode === 'read' && roles.has('read_only');

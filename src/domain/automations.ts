@@ -23,7 +23,7 @@ import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
 import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import { type FieldViolation, invalidArgument, notFound } from '../errors';
+import { type FieldViolation, invalidArgument, notFound, StaleRevisionError } from '../errors';
 import type { Automation } from './api-schemas';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
@@ -104,6 +104,13 @@ export interface AutomationOptions {
   secretBox: SecretBox;
   /** Who makes the change, for the audit trail. */
   actor: string;
+  /** The revisions the caller names (`If-Match`): a write to another one changes nothing (StaleRevisionError). */
+  expectedRevisions?: readonly number[] | undefined;
+}
+
+/** Refuses a conditional write to a record whose revision moved on. */
+function checkRevision(record: AutomationRecord, expected: readonly number[] | undefined): void {
+  if (expected !== undefined && !expected.includes(record.revision)) throw new StaleRevisionError('automation', record.revision);
 }
 
 export async function createAutomation(
@@ -179,6 +186,7 @@ export async function updateAutomation(
   const result = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
+    checkRevision(current, options.expectedRevisions);
     const violations: FieldViolation[] = [];
     const next: AutomationRecord = { ...current };
     if (mask.has('displayName')) next.displayName = validateDisplayName(fields.displayName, 'automation.displayName', violations);
@@ -219,6 +227,8 @@ export interface RotatedSecret {
   signingSecret: string;
   /** When the replaced secret stops verifying; null when it was revoked at once. */
   previousSecretExpiresAt: string | null;
+  /** The automation's revision after the rotation (its ETag). */
+  revision: number;
 }
 
 /**
@@ -238,7 +248,7 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
       });
     }
     const expiresAt = graceSeconds > 0 && current.sealedSigningSecret ? new Date(Date.now() + Math.round(graceSeconds * 1000)) : undefined;
-    await store.setSealedSigningSecret(
+    const saved = await store.setSealedSigningSecret(
       tx,
       id,
       options.secretBox.seal(secret, sealContext('automation_signing_secret', id)),
@@ -252,7 +262,7 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
       resourceId: id,
       details: { gracePeriod: `${graceSeconds}s`, previousSecretExpiresAt },
     });
-    return { rotated: { signingSecret: secret, previousSecretExpiresAt }, listenerId: current.listenerId };
+    return { rotated: { signingSecret: secret, previousSecretExpiresAt, revision: saved?.revision ?? current.revision + 1 }, listenerId: current.listenerId };
   });
   listenerChanged(listenerId);
   return rotated;
@@ -268,9 +278,15 @@ export async function changeAutomationState(
   id: string,
   change: 'publish' | 'unpublish' | 'delete',
   actor: string,
+  expectedRevisions?: readonly number[],
 ): Promise<AutomationWithPublishedVersion | undefined> {
   const result = await db.transaction(async (tx) => {
     let record: AutomationRecord | undefined;
+    if (expectedRevisions !== undefined) {
+      const locked = await store.getAutomation(tx, id, true);
+      if (!locked) throw notFound('automation');
+      checkRevision(locked, expectedRevisions);
+    }
     if (change === 'delete') {
       record = await store.getAutomation(tx, id, true);
       if (record) await store.deleteAutomation(tx, id);

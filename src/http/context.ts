@@ -23,6 +23,8 @@ export interface WebhookAnswer {
 
 /** Answers one delivery to `listenerId`; `path` names the request in logs. Every failure is an answer (a rejection would be a bug). */
 export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
+import type { ConsoleSessions } from '../auth/sessions';
+import type { OidcSignIn } from '../auth/oidc';
 
 export interface AppDeps {
   config: Config;
@@ -51,4 +53,8 @@ export interface AppDeps {
   payloadCodec?: PayloadCodec;
   /** The webhook delivery log (buffered writes); absent: deliveries are not logged. */
   deliveryLog?: DeliveryLog;
+  /** Console sessions; unset = made from `config.console` (tests give one with their own clock). */
+  sessions?: ConsoleSessions;
+  /** OIDC sign-in; unset = made from `config.console.oidc` when set. */
+  oidc?: OidcSignIn;
 }

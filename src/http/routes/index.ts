@@ -21,6 +21,8 @@ import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
 import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations, exactRouter } from '../operation';
+import { createConsoleRouter } from './console';
+import { AUDIT_OPERATIONS, createAuditRouter } from './audit';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -41,6 +43,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...USER_OPERATIONS,
   ...ENTITLEMENT_OPERATIONS,
   ...OWNER_OPERATIONS,
+  ...AUDIT_OPERATIONS,
 ];
 
 /** The OpenAPI document of every operation (call once and cache). */
@@ -69,4 +72,6 @@ export const ROUTERS: RouterFactory[] = [
   (deps) => mountOperations(exactRouter(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
+  createAuditRouter,
+  createConsoleRouter,
 ];

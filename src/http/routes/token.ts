@@ -45,12 +45,17 @@ async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> |
 }
 
 /** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
-async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
+export async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
   try {
     await auditTokenDenied(deps.db, clientId, source);
   } catch (err) {
     deps.logger.child({ component: 'token' }).warn({ err: (err as Error).message }, 'could not audit a failed token request');
   }
+}
+
+/** The caller's address as the flood guards count it. */
+export function sourceOf(ctx: Context, deps: AppDeps): string {
+  return (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
 }
 
 export const TOKEN_OPERATIONS = [
@@ -63,7 +68,7 @@ export const TOKEN_OPERATIONS = [
     serviceErrors: [429, 503],
     handle: async (_input, ctx, deps) => {
       const guard = deps.tokenGuard;
-      const address = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+      const address = sourceOf(ctx, deps);
       // The body first (at most 16 KiB), so that one statement counts the request against its
       // source and reads the backoff of the client it names; every request counts, good or bad.
       const body = /^Basic\s/i.test(ctx.get('authorization')) ? 'basic' : await readTokenRequest(ctx);
