@@ -32,4 +32,6 @@ export interface AppDeps {
   payloadCodec?: PayloadCodec;
   /** The webhook delivery log (buffered writes); absent: deliveries are not logged. */
   deliveryLog?: DeliveryLog;
+  /** The built console served at /console (default: dist/console of the project). */
+  consoleDir?: string;
 }

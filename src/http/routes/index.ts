@@ -21,6 +21,7 @@ import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
 import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations } from '../operation';
+import { createConsoleAssetsRouter } from './console-assets';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -69,4 +70,6 @@ export const ROUTERS: RouterFactory[] = [
   (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
+  // Last: its page paths under /console leave /console/auth and /console/api to the routers above.
+  createConsoleAssetsRouter,
 ];
