@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { ConfigError } from './errors';
+import { parseDuration } from './duration';
 
 export interface Config {
   port: number;
@@ -73,6 +74,31 @@ export interface Config {
     /** Callers on loopback may decode without a token (the embedded dev UI). */
     allowLoopback: boolean;
   };
+  /** The console's sign-in and sessions (src/http/console). */
+  console: ConsoleConfig;
+}
+
+/** OIDC sign-in for people: the organisation's OpenID provider, and how its groups map to roles. */
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** OIDC_ROLES_CLAIM: the ID-token claim holding the person's groups. */
+  rolesClaim: string;
+  /** OIDC_ROLE_MAP: group → role name (a group name may hold commas); src/auth/oidc.ts checks the names. */
+  roleMap: Record<string, string>;
+}
+
+export interface ConsoleConfig {
+  /** Set when OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET are. */
+  oidc: OidcConfig | undefined;
+  /** CONSOLE_LOCAL_SIGNIN: sign-in with an API client's id and secret (default: on without OIDC). */
+  localSignIn: boolean;
+  /** CONSOLE_SESSION_IDLE and CONSOLE_SESSION_MAX, in seconds. */
+  sessionIdleSeconds: number;
+  sessionMaxSeconds: number;
+  /** TEMPORAL_UI_URL: where "Open in Temporal" links. */
+  temporalUiUrl: string;
 }
 
 /** Every environment variable the service reads (the configuration table in docs/operations.md lists them all). */
@@ -114,6 +140,16 @@ export const CONFIG_VARIABLES = [
   'PAYLOAD_KEYS',
   'CODEC_CORS_ORIGINS',
   'CODEC_ALLOW_LOOPBACK',
+  'OIDC_ISSUER',
+  'OIDC_CLIENT_ID',
+  'OIDC_CLIENT_SECRET',
+  'OIDC_ROLES_CLAIM',
+  'OIDC_ROLE_MAP',
+  'OIDC_ALLOW_INSECURE',
+  'TEMPORAL_UI_URL',
+  'CONSOLE_LOCAL_SIGNIN',
+  'CONSOLE_SESSION_IDLE',
+  'CONSOLE_SESSION_MAX',
 ] as const;
 
 /** Shortest BOOTSTRAP_CLIENT_SECRET (and ADMIN_TOKEN) accepted: an operator-chosen secret. */
@@ -237,6 +273,72 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       token: adminToken,
     },
     codec: codecConfig(env),
+    console: consoleConfig(env),
+  };
+}
+
+/** Seconds of a CONSOLE_SESSION_* duration (`"1800s"`; a bare number of seconds is read as seconds too). */
+function sessionSeconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  const ms = parseDuration(/^\d+$/.test(raw) ? `${raw}s` : raw);
+  if (ms === undefined || ms < 60_000 || ms > 30 * 86_400_000) {
+    throw new ConfigError(`${name} must be a duration between 60s and 2592000s (30 days), such as "1800s"`);
+  }
+  return Math.ceil(ms / 1000);
+}
+
+function oidcConfig(env: NodeJS.ProcessEnv): OidcConfig | undefined {
+  const issuer = optional(env, 'OIDC_ISSUER');
+  const clientId = optional(env, 'OIDC_CLIENT_ID');
+  const clientSecret = optional(env, 'OIDC_CLIENT_SECRET');
+  if (issuer === undefined && clientId === undefined && clientSecret === undefined) return undefined;
+  if (issuer === undefined || clientId === undefined || clientSecret === undefined) {
+    throw new ConfigError('OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be set together');
+  }
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new ConfigError('OIDC_ISSUER must be an absolute https URL');
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && flag(env, 'OIDC_ALLOW_INSECURE'))) {
+    throw new ConfigError('OIDC_ISSUER must be an https URL (OIDC_ALLOW_INSECURE=true allows http:// in tests and development only)');
+  }
+  return { issuer, clientId, clientSecret, rolesClaim: optional(env, 'OIDC_ROLES_CLAIM') ?? 'groups', roleMap: roleMap(env) };
+}
+
+function roleMap(env: NodeJS.ProcessEnv): Record<string, string> {
+  const raw = optional(env, 'OIDC_ROLE_MAP');
+  if (raw === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
+  const map: Record<string, string> = {};
+  for (const [group, role] of Object.entries(value)) {
+    if (typeof role !== 'string') throw new ConfigError(`OIDC_ROLE_MAP: the role of "${group}" must be a role name (super_admin, admin, read_only)`);
+    map[group] = role;
+  }
+  return map;
+}
+
+function consoleConfig(env: NodeJS.ProcessEnv): ConsoleConfig {
+  const oidc = oidcConfig(env);
+  const local = env.CONSOLE_LOCAL_SIGNIN === undefined || env.CONSOLE_LOCAL_SIGNIN.trim() === '' ? oidc === undefined : flag(env, 'CONSOLE_LOCAL_SIGNIN');
+  const sessionIdleSeconds = sessionSeconds(env, 'CONSOLE_SESSION_IDLE', 1800);
+  const sessionMaxSeconds = sessionSeconds(env, 'CONSOLE_SESSION_MAX', 43200);
+  if (sessionIdleSeconds > sessionMaxSeconds) throw new ConfigError('CONSOLE_SESSION_IDLE must not be longer than CONSOLE_SESSION_MAX');
+  const uiPort = integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
+  return {
+    oidc,
+    localSignIn: local,
+    sessionIdleSeconds,
+    sessionMaxSeconds,
+    temporalUiUrl: (optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${uiPort}`).replace(/\/+$/, ''),
   };
 }
 

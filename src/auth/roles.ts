@@ -13,8 +13,18 @@ export type Area = 'governance' | 'automations' | 'iam' | 'approvals';
 export type Mode = 'read' | 'write';
 
 export interface Principal {
+  /** The API client (a bearer token's, or a local console sign-in's); '' for a person signed in through OIDC. */
   clientId: string;
   roles: Role[];
+  /** The actor string when it is not `client:<clientId>`: `person:<issuer>#<subject>` (OIDC). */
+  actor?: string;
+  /** A person signed in through OIDC: their name and email, for the audit records' details. */
+  person?: { name: string; email: string };
+}
+
+/** The one actor string of a caller: `client:<clientId>` or `person:<issuer>#<subject>`. */
+export function actorString(principal: Principal): string {
+  return principal.actor ?? `client:${principal.clientId}`;
 }
 
 export function isRole(value: unknown): value is Role {

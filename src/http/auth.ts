@@ -5,7 +5,7 @@
  */
 import type { Context, Next } from 'koa';
 import type { AccessTokens } from '../auth/tokens';
-import { allows, type Area, type Mode, type Principal } from '../auth/roles';
+import { actorString, allows, type Area, type Mode, type Principal } from '../auth/roles';
 import { AppError } from './errors';
 
 export function authenticate(tokens: AccessTokens) {
@@ -43,7 +43,7 @@ export function principalOf(ctx: Context): Principal {
   return ctx.state.principal as Principal;
 }
 
-/** The caller as an audit actor: `client:<client_id>`. */
+/** The caller as an actor: `client:<clientId>`, or `person:<issuer>#<subject>` for a person signed in through OIDC. */
 export function actorOf(ctx: Context): string {
-  return `client:${principalOf(ctx).clientId}`;
+  return actorString(principalOf(ctx));
 }

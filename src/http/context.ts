@@ -10,6 +10,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { DeliveryLog } from '../delivery/delivery-log';
+import type { ConsoleSessions } from '../auth/sessions';
 
 export interface AppDeps {
   config: Config;
@@ -34,4 +35,6 @@ export interface AppDeps {
   deliveryLog?: DeliveryLog;
   /** The built console served at /console (default: dist/console of the project). */
   consoleDir?: string;
+  /** Console sessions; unset = made from `config.console` (tests give one with their own clock). */
+  sessions?: ConsoleSessions;
 }

@@ -17,6 +17,7 @@ export const RPC_CODE: Record<number, number> = {
   405: 12, // UNIMPLEMENTED
   408: 4, // DEADLINE_EXCEEDED
   409: 6, // ALREADY_EXISTS
+  412: 9, // FAILED_PRECONDITION (a stale If-Match)
   413: 8, // RESOURCE_EXHAUSTED
   415: 3,
   429: 8,

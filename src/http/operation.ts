@@ -21,6 +21,7 @@ import { parseOrThrow } from '../domain/validation';
 import { actorOf, authenticate, principalOf, requireAccess } from './auth';
 import { readJsonObject } from './body';
 import type { AppDeps } from './context';
+import { authenticateSession, CONSOLE_PREFIX } from './console-session';
 
 export type Method = 'get' | 'post' | 'put' | 'delete';
 export type JsonSchema = Record<string, unknown>;
@@ -95,7 +96,7 @@ export interface Input<P extends string, B, A extends Access> {
   body(): Promise<BodyOf<B>>;
   /** The caller of an operation that asks for a bearer token. */
   principal: A extends Grant ? Principal : undefined;
-  /** The caller as an audit actor (`client:<client_id>`); operations with a bearer token only. */
+  /** The caller as an actor (`client:<clientId>` or `person:<issuer>#<subject>`); operations with a bearer token only. */
   actor: A extends Grant ? string : undefined;
 }
 
@@ -137,15 +138,27 @@ function inputOf(op: Operation, ctx: Context): Input<string, BodySpec | undefine
   } as Input<string, BodySpec | undefined, Access>;
 }
 
-/** Registers each operation on `router`: access checks, the operation's guards, then its handler. */
+/**
+ * Registers each operation on `router`: access checks, the operation's guards, then its handler.
+ * An `/api/...` operation that asks for a bearer token is also served under `/console/api/...`
+ * for the console (src/http/console-session.ts): the same roles, guards and handler, the caller
+ * authenticated by the session cookie (and an unsafe request by its CSRF token and Origin) instead.
+ */
 export function mountOperations(router: Router, deps: AppDeps, operations: readonly Operation[]): Router {
   for (const op of operations) {
-    const access: Middleware[] = op.access === 'public' ? [] : [authenticate(deps.tokens), requireAccess(op.access.area, op.access.mode)];
     const handler: Middleware = async (ctx) => {
       const answer = await op.handle(inputOf(op, ctx), ctx, deps);
       if (answer !== undefined) ctx.body = answer;
     };
-    router[op.method](koaPath(op.path), ...access, ...(op.before?.(deps) ?? []), handler);
+    const guards = op.before?.(deps) ?? [];
+    if (op.access === 'public') {
+      router[op.method](koaPath(op.path), ...guards, handler);
+      continue;
+    }
+    router[op.method](koaPath(op.path), authenticate(deps.tokens), requireAccess(op.access.area, op.access.mode), ...guards, handler);
+    if (op.path.startsWith('/api/')) {
+      router[op.method](koaPath(`${CONSOLE_PREFIX}${op.path}`), authenticateSession(deps), requireAccess(op.access.area, op.access.mode), ...guards, handler);
+    }
   }
   return router;
 }

@@ -301,6 +301,26 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (automation_id, key_hash)
   );
   `,
+  // 19: the console: people's sessions (only the hash of the cookie's id is kept), the revision an
+  // automation's ETag names (every write to it advances it), and the audit trail read newest first
+  // by actor or action.
+  `
+  CREATE TABLE console_sessions (
+    id_hash text PRIMARY KEY,
+    csrf_token text NOT NULL,
+    actor text NOT NULL,
+    person jsonb NOT NULL,
+    roles jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    last_seen_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz NOT NULL
+  );
+  CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
+  CREATE INDEX console_sessions_actor ON console_sessions (actor);
+  ALTER TABLE automations ADD COLUMN revision bigint NOT NULL DEFAULT 1;
+  CREATE INDEX audit_events_actor ON audit_events (actor, id);
+  CREATE INDEX audit_events_action ON audit_events (action, id);
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

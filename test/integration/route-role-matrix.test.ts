@@ -12,6 +12,7 @@ import { ROUTERS } from '../../src/http/routes';
 import type { Role } from '../../src/auth/roles';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { DATABASES, describeOn } from '../helpers/databases';
+import { createClient } from '../../src/auth/clients';
 
 type Caller = 'none' | Role;
 const CALLERS: Caller[] = ['none', 'read_only', 'admin', 'super_admin'];
@@ -41,6 +42,10 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'GET /auth/v1/jwks': { access: 'public', status: 200 },
   'GET /api/openapi.json': { access: 'public', status: 200 },
   'POST /api/v1/webhooks/incoming/:listenerId': { access: 'public', status: 404 },
+  // The console's sign-in: an empty body is 400; logout without a session 204; /me needs a session (none here).
+  'POST /console/auth/local': { access: 'public', status: 400 },
+  'POST /console/auth/logout': { access: 'public', status: 204 },
+  'GET /console/auth/me': { access: 'public', status: 401 },
 
   'POST /api/v1/iam/clients': { access: 'super', status: 400 },
   'GET /api/v1/iam/clients': { access: 'super', status: 200 },
@@ -106,8 +111,19 @@ function mountedRoutes(service: TestService): string[] {
   return [...routes].sort();
 }
 
+/**
+ * `/console/api/...` serves every `/api/...` operation that needs a token, for a console session:
+ * the same status for each role as its `/api` route.
+ */
+function entryOf(route: string): (typeof ACCESS)[string] | undefined {
+  const mirrored = /^(\w+) \/console(\/api\/.*)$/.exec(route);
+  if (!mirrored) return ACCESS[route];
+  const entry = ACCESS[`${mirrored[1]} ${mirrored[2]}`];
+  return entry && !('access' in entry && entry.access === 'public') ? entry : undefined;
+}
+
 function expectedStatus(route: string, caller: Caller): number | 'no ACCESS entry' {
-  const entry = ACCESS[route];
+  const entry = entryOf(route);
   if (!entry) return 'no ACCESS entry';
   if ('statuses' in entry) return entry.statuses[caller];
   if (ALLOWED[entry.access].includes(caller)) return entry.status;
@@ -118,17 +134,25 @@ for (const target of DATABASES) {
   describeOn(target)(`route × role matrix (${target.label})`, () => {
     let service: TestService;
     const tokens = new Map<Caller, string>();
+    /** A console session per role: its cookie and CSRF token. */
+    const sessions = new Map<Caller, { cookie: string; csrfToken: string }>();
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      for (const caller of CALLERS) if (caller !== 'none') tokens.set(caller, await service.tokenFor(caller));
+      for (const caller of CALLERS) {
+        if (caller === 'none') continue;
+        tokens.set(caller, await service.tokenFor(caller));
+        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: caller, roles: [caller] });
+        const res = await request(service.server).post('/console/auth/local').send({ clientId: client.clientId, clientSecret });
+        sessions.set(caller, { cookie: (res.headers['set-cookie'] as unknown as string[])[0]!.split(';')[0]!, csrfToken: res.body.csrfToken });
+      }
     });
     afterAll(async () => service?.close());
 
     it('every mounted route has an entry, and every entry is a mounted route', () => {
       const mounted = mountedRoutes(service);
       expect(mounted.length).toBeGreaterThan(30);
-      expect(mounted.filter((route) => !(route in ACCESS))).toEqual([]);
+      expect(mounted.filter((route) => !entryOf(route))).toEqual([]);
       expect(Object.keys(ACCESS).filter((route) => !mounted.includes(route))).toEqual([]);
     });
 
@@ -141,12 +165,15 @@ for (const target of DATABASES) {
         for (const caller of CALLERS) {
           let test = request(service.server)[method.toLowerCase() as 'get' | 'post' | 'put' | 'delete'](path);
           const token = tokens.get(caller);
-          if (token) test = test.set('Authorization', `Bearer ${token}`);
+          const session = sessions.get(caller);
+          if (path.startsWith('/console/api/')) {
+            if (session) test = test.set('Cookie', session.cookie).set('X-CSRF-Token', session.csrfToken);
+          } else if (token) test = test.set('Authorization', `Bearer ${token}`);
           if (method === 'POST' || method === 'PUT') test = test.set('Content-Type', 'application/json').send('{}');
           const res = await test;
           got.push(`${route} as ${caller}: ${res.status}`);
           want.push(`${route} as ${caller}: ${expectedStatus(route, caller)}`);
-          if (caller === 'none' && expectedStatus(route, caller) === 401) {
+          if (caller === 'none' && expectedStatus(route, caller) === 401 && !path.startsWith('/console/')) {
             expect([route, res.headers['www-authenticate']]).toEqual([route, 'Bearer']);
           }
         }

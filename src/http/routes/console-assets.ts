@@ -82,11 +82,10 @@ export function defaultConsoleDir(): string {
 
 /** What the page needs to know about the server, written into index.html as a meta element. */
 function consoleConfigOf(config: Config): Record<string, unknown> {
-  const settings = (config as Config & { console?: { oidc?: unknown; localSignIn?: boolean; temporalUiUrl?: string } }).console;
   return {
-    oidc: settings?.oidc !== undefined && settings.oidc !== null,
-    localSignin: settings?.localSignIn ?? true,
-    temporalUiUrl: settings?.temporalUiUrl ?? `http://localhost:${config.temporal.uiPort}`,
+    oidc: config.console.oidc !== undefined,
+    localSignin: config.console.localSignIn,
+    temporalUiUrl: config.console.temporalUiUrl,
     namespace: config.temporal.namespace,
   };
 }

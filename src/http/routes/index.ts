@@ -22,6 +22,7 @@ import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations } from '../operation';
 import { createConsoleAssetsRouter } from './console-assets';
+import { createConsoleRouter } from './console';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -70,6 +71,7 @@ export const ROUTERS: RouterFactory[] = [
   (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
+  createConsoleRouter,
   // Last: its page paths under /console leave /console/auth and /console/api to the routers above.
   createConsoleAssetsRouter,
 ];

@@ -44,7 +44,8 @@ async function readTokenRequest(ctx: Context): Promise<Record<string, unknown> |
 
 /** Per app: the token endpoint's flood guards. */
 const guards = new WeakMap<AppDeps, TokenGuard>();
-function guardOf(deps: AppDeps): TokenGuard {
+/** The token endpoint's flood guards, which the console's local sign-in shares. */
+export function guardOf(deps: AppDeps): TokenGuard {
   let guard = guards.get(deps);
   if (!guard) {
     guard = deps.tokenGuard ?? createTokenGuard(deps.config.tokenEndpoint);
@@ -54,12 +55,17 @@ function guardOf(deps: AppDeps): TokenGuard {
 }
 
 /** Audits the refusal (never the secret); a store that cannot take the record does not change the answer. */
-async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
+export async function auditFailure(deps: AppDeps, clientId: string, source: string): Promise<void> {
   try {
     await auditTokenDenied(deps.db, clientId, source);
   } catch (err) {
     deps.logger.child({ component: 'token' }).warn({ err: (err as Error).message }, 'could not audit a failed token request');
   }
+}
+
+/** The caller's address as the flood guards count it. */
+export function sourceOf(ctx: Context, deps: AppDeps): string {
+  return (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
 }
 
 export const TOKEN_OPERATIONS = [
@@ -72,7 +78,7 @@ export const TOKEN_OPERATIONS = [
     serviceErrors: [429, 503],
     handle: async (_input, ctx, deps) => {
       const guard = guardOf(deps);
-      const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
+      const source = sourceOf(ctx, deps);
       guard.perSource.take(source);
       if (/^Basic\s/i.test(ctx.get('authorization'))) {
         return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');

@@ -1,0 +1,84 @@
+/**
+ * The console_sessions table: one row per signed-in person, keyed by the hash of the cookie's id
+ * (the id itself is never stored). What a session is and how long it lives is src/auth/sessions.ts.
+ */
+import { iso, type Queryable } from './db';
+
+export interface SessionPerson {
+  id: string;
+  name: string;
+  email: string;
+}
+
+export interface SessionRecord {
+  idHash: string;
+  csrfToken: string;
+  /** `client:<clientId>` or `person:<issuer>#<subject>`. */
+  actor: string;
+  person: SessionPerson;
+  /** As stored (a JSON array of role names). */
+  roles: unknown;
+  createdAt: string;
+  lastSeenAt: string;
+  expiresAt: string;
+}
+
+interface SessionRow {
+  id_hash: string;
+  csrf_token: string;
+  actor: string;
+  person: SessionPerson;
+  roles: unknown;
+  created_at: Date;
+  last_seen_at: Date;
+  expires_at: Date;
+}
+
+function toRecord(row: SessionRow): SessionRecord {
+  return {
+    idHash: row.id_hash,
+    csrfToken: row.csrf_token,
+    actor: row.actor,
+    person: row.person,
+    roles: row.roles,
+    createdAt: iso(row.created_at) ?? '',
+    lastSeenAt: iso(row.last_seen_at) ?? '',
+    expiresAt: iso(row.expires_at) ?? '',
+  };
+}
+
+export async function insertSession(
+  db: Queryable,
+  input: { idHash: string; csrfToken: string; actor: string; person: SessionPerson; roles: string[]; now: Date; expiresAt: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO console_sessions (id_hash, csrf_token, actor, person, roles, created_at, last_seen_at, expires_at)
+     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $6, $7)`,
+    [input.idHash, input.csrfToken, input.actor, JSON.stringify(input.person), JSON.stringify(input.roles), input.now, input.expiresAt],
+  );
+}
+
+export async function sessionByHash(db: Queryable, idHash: string): Promise<SessionRecord | undefined> {
+  const rows = await db.query<SessionRow>('SELECT * FROM console_sessions WHERE id_hash = $1', [idHash]);
+  return rows[0] ? toRecord(rows[0]) : undefined;
+}
+
+/** Writes the last-seen time and the idle expiry of a session still present. */
+export async function touchSession(db: Queryable, idHash: string, now: Date, expiresAt: Date): Promise<void> {
+  await db.query('UPDATE console_sessions SET last_seen_at = $2, expires_at = $3 WHERE id_hash = $1', [idHash, now, expiresAt]);
+}
+
+export async function deleteSession(db: Queryable, idHash: string): Promise<void> {
+  await db.query('DELETE FROM console_sessions WHERE id_hash = $1', [idHash]);
+}
+
+/** Deletes every session expired at `now`; answers how many. */
+export async function purgeExpiredSessions(db: Queryable, now: Date): Promise<number> {
+  const rows = await db.query('DELETE FROM console_sessions WHERE expires_at <= $1 RETURNING 1', [now]);
+  return rows.length;
+}
+
+/** Ends every session of an actor (a deleted API client's). */
+export async function deleteSessionsOf(db: Queryable, actor: string): Promise<void> {
+  await db.query('DELETE FROM console_sessions WHERE actor = $1', [actor]);
+}
