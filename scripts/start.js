@@ -68,7 +68,7 @@ function buildConsole(reason) {
   console.error(`Building the console into dist/console (${reason}) ...`);
   let vite;
   try {
-    vite = require.resolve('vite/bin/vite.js', { paths: [ROOT] });
+    vite = path.join(path.dirname(require.resolve('vite/package.json', { paths: [ROOT] })), 'bin', 'vite.js');
   } catch {
     console.error('... skipped: Vite is not installed (npm ci installs it); /console answers 503 until it is built.');
     return Promise.resolve();

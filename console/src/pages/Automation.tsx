@@ -426,8 +426,8 @@ function Field({ label, hint, errors, children }: { label: string; hint?: string
   );
 }
 
-function FieldErrors({ id, errors }: { id: string; errors: FieldViolation[] }) {
-  if (errors.length === 0) return null;
+function FieldErrors({ id, errors, always = false }: { id: string; errors: FieldViolation[]; always?: boolean }) {
+  if (errors.length === 0 && !always) return null;
   return (
     <ul id={id} className="field-errors">
       {errors.map((v) => (
@@ -447,9 +447,10 @@ function StepsField({ value, onChange, errors }: { value: string; onChange: (val
         Steps (JSON)
       </span>
       <Suspense fallback={<Loading label="Loading the editor" />}>
-        <StepsEditor value={value} onChange={onChange} labelledBy={`${id}-label`} describedBy={errors.length ? `${id}-errors` : undefined} invalid={errors.length > 0} />
+        {/* The editor's attributes are set once: it is always described by its errors' list, empty or not. */}
+        <StepsEditor value={value} onChange={onChange} labelledBy={`${id}-label`} describedBy={`${id}-errors`} invalid={errors.length > 0} />
       </Suspense>
-      <FieldErrors id={`${id}-errors`} errors={errors} />
+      <FieldErrors id={`${id}-errors`} errors={errors} always />
     </div>
   );
 }
