@@ -109,7 +109,7 @@ describe('the console at /console', () => {
   });
 
   it('leaves /console/auth and /console/api to their own routers (never index.html)', async () => {
-    for (const route of ['/console/auth/me', '/console/api/v1/automations']) {
+    for (const route of ['/console/auth/me', '/console/api/v1/automations', '/console/auth/no-such-step', '/console/api/v1/no-such-resource']) {
       const res = await request(service.server).get(route);
       expect(res.headers['content-type']).not.toMatch(/text\/html/);
       expect(res.status).toBeGreaterThanOrEqual(400);
