@@ -1,6 +1,6 @@
 /** The console's shell: sign-in when there is no session, else the navigation and the page of the URL. */
 import { useQueryClient } from '@tanstack/react-query';
-import { lazy, Suspense, type ReactNode } from 'react';
+import { Component, lazy, Suspense, type ReactNode } from 'react';
 import { consoleFetch } from './api/client';
 import { ErrorMessage, Loading } from './components';
 import { Link, useLocation } from './router';
@@ -60,6 +60,23 @@ function route(path: string): ReactNode {
   }
 }
 
+/** A page that fails to draw says so, and the navigation stays usable. */
+class PageBoundary extends Component<{ path: string; children: ReactNode }, { error: unknown; path: string }> {
+  state = { error: null as unknown, path: this.props.path };
+
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+
+  static getDerivedStateFromProps(props: { path: string }, state: { error: unknown; path: string }) {
+    return props.path === state.path ? null : { error: null, path: props.path };
+  }
+
+  render() {
+    return this.state.error ? <ErrorMessage error={this.state.error} /> : this.props.children;
+  }
+}
+
 export function App() {
   const session = useSession();
   const { path } = useLocation();
@@ -76,8 +93,9 @@ export function App() {
   const section = '/' + (path.split('/')[1] || 'runs');
   const signOut = async () => {
     await consoleFetch('/auth/logout', { method: 'POST' });
-    queryClient.clear();
-    await queryClient.invalidateQueries({ queryKey: ['me'] });
+    // Nobody is signed in now: the sign-in page, and nothing of the session's data kept in memory.
+    queryClient.setQueryData(['me'], null);
+    queryClient.removeQueries({ predicate: (query) => query.queryKey[0] !== 'me' });
   };
   return (
     <div className="shell">
@@ -105,7 +123,9 @@ export function App() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        <Suspense fallback={<Loading />}>{route(path)}</Suspense>
+        <PageBoundary path={path}>
+          <Suspense fallback={<Loading />}>{route(path)}</Suspense>
+        </PageBoundary>
       </main>
     </div>
   );

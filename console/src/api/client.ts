@@ -81,6 +81,7 @@ export async function consoleFetch<T>(path: string, init: RequestInit = {}): Pro
     body = undefined;
   }
   if (!response.ok) throw toError(response.status, body);
+  if (text !== '' && body === undefined) throw new ApiError(response.status, `unexpected answer from ${path} (not JSON)`);
   return body as T;
 }
 
