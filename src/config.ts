@@ -97,6 +97,8 @@ export interface ConsoleConfig {
   /** CONSOLE_SESSION_IDLE and CONSOLE_SESSION_MAX, in seconds. */
   sessionIdleSeconds: number;
   sessionMaxSeconds: number;
+  /** OIDC_ALLOW_INSECURE: an `http://` issuer is accepted (tests and development). */
+  oidcAllowInsecure: boolean;
   /** TEMPORAL_UI_URL: where "Open in Temporal" links. */
   temporalUiUrl: string;
 }
@@ -336,6 +338,7 @@ function consoleConfig(env: NodeJS.ProcessEnv): ConsoleConfig {
   return {
     oidc,
     localSignIn: local,
+    oidcAllowInsecure: flag(env, 'OIDC_ALLOW_INSECURE'),
     sessionIdleSeconds,
     sessionMaxSeconds,
     temporalUiUrl: (optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${uiPort}`).replace(/\/+$/, ''),

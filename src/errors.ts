@@ -73,6 +73,19 @@ export class FailedPreconditionError extends ServiceError {
   }
 }
 
+/** A write conditioned on a revision (`If-Match`) that is no longer the current one: nothing changed. */
+export class StaleRevisionError extends ServiceError {
+  override name = 'StaleRevisionError';
+  readonly code = 'ERR_STALE_REVISION' as const;
+  constructor(
+    readonly resource: string,
+    /** The current revision, for the answer's ETag. */
+    readonly currentRevision: number,
+  ) {
+    super(`the ${resource} changed since it was read (If-Match does not match its current ETag); read it again`);
+  }
+}
+
 /** The thing to create exists already; `details` says which. */
 export class ConflictError extends ServiceError {
   override name = 'ConflictError';
@@ -268,6 +281,7 @@ export type KnownServiceError =
   | NotFoundError
   | InvalidArgumentError
   | FailedPreconditionError
+  | StaleRevisionError
   | ConflictError
   | UnavailableError
   | WorkflowEngineUnavailableError

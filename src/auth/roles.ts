@@ -1,15 +1,17 @@
 /**
- * Roles and what they allow. `super_admin`: everything. `admin`: everything except automations and
- * API clients. `read_only`: reads (GET) and searches of the governance resources.
+ * Roles and what they allow. `super_admin`: everything. `admin`: the governance resources, reading
+ * automations and their runs (never a secret), and deciding approvals; not changing automations,
+ * controlling runs, API clients or the audit trail. `read_only`: reads (GET) and searches of the
+ * governance resources.
  */
 export const ROLES = ['super_admin', 'admin', 'read_only'] as const;
 export type Role = (typeof ROLES)[number];
 
 /**
- * What a route touches: governance resources, automations (and their triggers), API clients, or
- * approvals (deciding a waitForApproval step: admin may, as well as super_admin).
+ * What a route touches: governance resources, automations (their triggers and runs), API clients,
+ * approvals (deciding a waitForApproval step: admin may, as well as super_admin), or the audit trail.
  */
-export type Area = 'governance' | 'automations' | 'iam' | 'approvals';
+export type Area = 'governance' | 'automations' | 'iam' | 'approvals' | 'audit';
 export type Mode = 'read' | 'write';
 
 export interface Principal {
@@ -35,6 +37,7 @@ export function allows(principal: Principal, area: Area, mode: Mode): boolean {
   const roles = new Set(principal.roles);
   if (roles.has('super_admin')) return true;
   if (area === 'approvals') return mode === 'write' && roles.has('admin');
+  if (area === 'automations') return mode === 'read' && roles.has('admin');
   if (area !== 'governance') return false;
   if (roles.has('admin')) return true;
   return mode === 'read' && roles.has('read_only');

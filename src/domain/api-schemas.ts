@@ -369,6 +369,17 @@ export const DeliveryList = z
   .object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() })
   .meta({ id: 'DeliveryList' });
 
+export const AuditEvent = z
+  .object({
+    at: z.string(),
+    actor: z.string().meta({ description: '`client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`.' }),
+    action: z.string().meta({ description: 'e.g. `automation.update`, `automation_execution.approve`.' }),
+    subject: z.string().meta({ description: '`<type>:<id>` of what the action touched.' }),
+    details: z.record(z.string(), z.unknown()).meta({ description: 'Never a secret value or a payload; a person’s name and email for a person’s action.' }),
+  })
+  .meta({ id: 'AuditEvent' });
+export const AuditList = z.object({ list: z.array(z.object({ auditEvent: AuditEvent })), nextPageToken: z.string() }).meta({ id: 'AuditList' });
+
 const CodecPayload = z
   .object({
     metadata: z.record(z.string(), z.string().meta({ description: 'base64' })).nullish(),
@@ -383,24 +394,6 @@ export const ExecutionList = z
   .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
   .meta({ id: 'ExecutionList' });
 export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
-/** What approve/reject answers: the run for a caller who may read runs (super_admin), the decision only otherwise (admin). */
-export const DecisionResponse = z
-  .union([
-    ExecutionResponse,
-    z
-      .object({
-        decision: z.object({
-          executionId: z.string(),
-          stepId: z.string(),
-          decision: z.string().meta({ description: 'approved or rejected.' }),
-          by: z.string().nullable(),
-          at: z.string().nullable(),
-          comment: z.string().nullable(),
-        }),
-      })
-      .meta({ id: 'DecisionOnlyResponse', description: 'For an admin, who may decide but not read runs: the recorded decision only.' }),
-  ])
-  .meta({ id: 'DecisionResponse' });
 
 export const DecisionRequest = z
   .object({ comment: z.string().max(2000).nullish().meta({ description: 'Why; kept in the step output and the audit trail.' }) })

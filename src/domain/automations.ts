@@ -23,7 +23,7 @@ import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
 import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import { type FieldViolation, invalidArgument, notFound } from '../errors';
+import { type FieldViolation, invalidArgument, notFound, StaleRevisionError } from '../errors';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
 
@@ -103,6 +103,13 @@ export interface AutomationOptions {
   secretBox: SecretBox;
   /** Who makes the change, for the audit trail. */
   actor: string;
+  /** The revision the caller read (`If-Match`): a write to another one changes nothing (StaleRevisionError). */
+  expectedRevision?: number | undefined;
+}
+
+/** Refuses a conditional write to a record whose revision moved on. */
+function checkRevision(record: AutomationRecord, expected: number | undefined): void {
+  if (expected !== undefined && record.revision !== expected) throw new StaleRevisionError('automation', record.revision);
 }
 
 export async function createAutomation(
@@ -178,6 +185,7 @@ export async function updateAutomation(
   const result = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
+    checkRevision(current, options.expectedRevision);
     const violations: FieldViolation[] = [];
     const next: AutomationRecord = { ...current };
     if (mask.has('displayName')) next.displayName = validateDisplayName(fields.displayName, 'automation.displayName', violations);
@@ -218,6 +226,8 @@ export interface RotatedSecret {
   signingSecret: string;
   /** When the replaced secret stops verifying; null when it was revoked at once. */
   previousSecretExpiresAt: string | null;
+  /** The automation's revision after the rotation (its ETag). */
+  revision: number;
 }
 
 /**
@@ -237,7 +247,7 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
       });
     }
     const expiresAt = graceSeconds > 0 && current.sealedSigningSecret ? new Date(Date.now() + Math.round(graceSeconds * 1000)) : undefined;
-    await store.setSealedSigningSecret(
+    const saved = await store.setSealedSigningSecret(
       tx,
       id,
       options.secretBox.seal(secret, sealContext('automation_signing_secret', id)),
@@ -251,7 +261,7 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
       resourceId: id,
       details: { gracePeriod: `${graceSeconds}s`, previousSecretExpiresAt },
     });
-    return { rotated: { signingSecret: secret, previousSecretExpiresAt }, listenerId: current.listenerId };
+    return { rotated: { signingSecret: secret, previousSecretExpiresAt, revision: saved?.revision ?? current.revision + 1 }, listenerId: current.listenerId };
   });
   listenerChanged(listenerId);
   return rotated;
@@ -267,9 +277,15 @@ export async function changeAutomationState(
   id: string,
   change: 'publish' | 'unpublish' | 'delete',
   actor: string,
+  expectedRevision?: number,
 ): Promise<AutomationWithPublishedVersion | undefined> {
   const result = await db.transaction(async (tx) => {
     let record: AutomationRecord | undefined;
+    if (expectedRevision !== undefined) {
+      const locked = await store.getAutomation(tx, id, true);
+      if (!locked) throw notFound('automation');
+      checkRevision(locked, expectedRevision);
+    }
     if (change === 'delete') {
       record = await store.getAutomation(tx, id, true);
       if (record) await store.deleteAutomation(tx, id);

@@ -6,6 +6,8 @@
  */
 import type { Context, Next } from 'koa';
 import { ConsoleSessions, sameToken, type Session } from '../auth/sessions';
+import { actorString } from '../auth/roles';
+import { onBehalfOf } from '../store/audit';
 import type { AppDeps } from './context';
 import { AppError } from './errors';
 
@@ -87,6 +89,8 @@ export function authenticateSession(deps: AppDeps) {
     }
     ctx.state.principal = session.principal;
     ctx.state.session = session;
-    await next();
+    const person = session.principal.person;
+    if (person) await onBehalfOf({ actor: actorString(session.principal), ...person }, next);
+    else await next();
   };
 }

@@ -11,6 +11,7 @@ import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { DeliveryLog } from '../delivery/delivery-log';
 import type { ConsoleSessions } from '../auth/sessions';
+import type { OidcSignIn } from '../auth/oidc';
 
 export interface AppDeps {
   config: Config;
@@ -37,4 +38,6 @@ export interface AppDeps {
   consoleDir?: string;
   /** Console sessions; unset = made from `config.console` (tests give one with their own clock). */
   sessions?: ConsoleSessions;
+  /** OIDC sign-in; unset = made from `config.console.oidc` when set. */
+  oidc?: OidcSignIn;
 }

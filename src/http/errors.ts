@@ -25,6 +25,11 @@ export const RPC_CODE: Record<number, number> = {
   503: 14, // UNAVAILABLE
 };
 
+/** The strong ETag of a resource's revision: `"r<revision>"`. */
+export function revisionTag(revision: number): string {
+  return `"r${revision}"`;
+}
+
 export type ErrorDetail = Record<string, unknown> & { '@type': string };
 
 export class AppError extends Error {
@@ -69,6 +74,7 @@ const HTTP_OF: { [C in ServiceErrorCode]: ((err: ErrorWithCode<C>) => AppError) 
   ERR_NOT_FOUND: (err) => new AppError(404, err.message),
   ERR_FAILED_PRECONDITION: (err) =>
     new AppError(409, err.message, { details: err.reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.reason, domain: 'automations' }] : [] }),
+  ERR_STALE_REVISION: (err) => new AppError(412, err.message, { headers: { ETag: revisionTag(err.currentRevision) } }),
   ERR_CONFLICT: (err) => new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] }),
   ERR_UNAVAILABLE: (err) => new AppError(503, err.message, { headers: retryAfter(err.retryAfterSeconds) }),
   // The cause stays in the logs: the caller learns only that the engine did not answer.

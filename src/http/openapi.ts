@@ -40,6 +40,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not found.',
   408: 'The request body did not arrive in time.',
   409: 'Already exists.',
+  412: 'If-Match does not match the current ETag: nothing changed; the answer carries the current ETag.',
   413: 'Request body too large.',
   429: 'Too many requests in progress; retry after Retry-After seconds.',
   500: 'Internal error (no details).',
@@ -207,7 +208,11 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
       if (isText(op.ok)) {
         responses['200'] = { description: op.ok.description, content: { [op.ok.contentType]: { schema: op.ok.schema ?? { type: 'string' } } } };
       } else {
-        const okBody = { description: statusText[200] ?? 'OK', content: { 'application/json': { schema: okHolder?.schema } } };
+        const okBody = {
+          description: statusText[200] ?? 'OK',
+          ...(op.etag ? { headers: { ETag: { description: 'Strong ETag naming the revision; send it back in If-Match.', schema: { type: 'string' } } } } : {}),
+          content: { 'application/json': { schema: okHolder?.schema } },
+        };
         responses['200'] = okBody;
         for (const status of op.okAlso ?? []) responses[String(status)] = { ...okBody, description: STATUS_TEXT[status] ?? String(status) };
       }

@@ -70,6 +70,8 @@ export interface DocumentedOperation {
   query?: Array<{ name: string; description: string; schema: JsonSchema }>;
   body?: BodySpec;
   ok: z.ZodType | TextResponse;
+  /** The answer carries an `ETag` header (the resource's revision). */
+  etag?: boolean;
   /** Other documented statuses that carry a body of `ok`'s schema (e.g. /ready's 503). */
   okAlso?: number[];
   errors: number[];

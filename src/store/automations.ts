@@ -21,6 +21,8 @@ export interface AutomationRecord {
   /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
   sealedPreviousSigningSecret: string | null;
   previousSecretExpiresAt: string | null;
+  /** Advanced by every write to the automation (its ETag names it); nothing else changes it. */
+  revision: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -38,6 +40,7 @@ export interface AutomationRow {
   signing_secret: string | null;
   previous_signing_secret?: string | null;
   previous_secret_expires_at?: Date | null;
+  revision?: number | string;
   created_at: Date;
   updated_at: Date;
 }
@@ -56,6 +59,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     sealedSigningSecret: row.signing_secret,
     sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
+    revision: Number(row.revision ?? 1),
     createdAt: iso(row.created_at) ?? '',
     updatedAt: iso(row.updated_at) ?? '',
   };
@@ -63,7 +67,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 
 export type NewAutomation = Omit<
   AutomationRecord,
-  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow'
+  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision'
 > & { flow?: FlowControl };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
@@ -97,7 +101,7 @@ export async function listAutomations(db: Queryable, afterId: string | undefined
 export async function saveAutomation(db: Queryable, record: AutomationRecord): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
     `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::jsonb,
-       signing_secret = $6, published = $7, flow = $8::jsonb, version = version + 1, updated_at = now(),
+       signing_secret = $6, published = $7, flow = $8::jsonb, version = version + 1, revision = revision + 1, updated_at = now(),
        previous_signing_secret = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_signing_secret END,
        previous_secret_expires_at = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_secret_expires_at END
      WHERE id = $1 RETURNING *`,
@@ -108,7 +112,7 @@ export async function saveAutomation(db: Queryable, record: AutomationRecord): P
 
 export async function setPublished(db: Queryable, id: string, published: boolean): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(
-    'UPDATE automations SET published = $2, updated_at = now() WHERE id = $1 RETURNING *',
+    'UPDATE automations SET published = $2, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *',
     [id, published],
   );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
@@ -125,7 +129,7 @@ export async function setSealedSigningSecret(
   previous?: { sealed: string; expiresAt: Date },
 ): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(
-    `UPDATE automations SET signing_secret = $2, previous_signing_secret = $3, previous_secret_expires_at = $4, updated_at = now()
+    `UPDATE automations SET signing_secret = $2, previous_signing_secret = $3, previous_secret_expires_at = $4, revision = revision + 1, updated_at = now()
      WHERE id = $1 RETURNING *`,
     [id, sealed, previous?.sealed ?? null, previous?.expiresAt ?? null],
   );

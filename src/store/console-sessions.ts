@@ -82,3 +82,33 @@ export async function purgeExpiredSessions(db: Queryable, now: Date): Promise<nu
 export async function deleteSessionsOf(db: Queryable, actor: string): Promise<void> {
   await db.query('DELETE FROM console_sessions WHERE actor = $1', [actor]);
 }
+
+/** An OIDC sign-in under way: what the callback checks, kept until it is used once or expires. */
+export interface PendingLogin {
+  browserHash: string;
+  nonce: string;
+  codeVerifier: string;
+  returnTo: string;
+}
+
+export async function insertPendingLogin(db: Queryable, stateHash: string, login: PendingLogin, expiresAt: Date): Promise<void> {
+  await db.query(
+    'INSERT INTO console_logins (state_hash, browser_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [stateHash, login.browserHash, login.nonce, login.codeVerifier, login.returnTo, expiresAt],
+  );
+}
+
+/** Takes (reads and deletes, so that a state serves once) a sign-in still under way at `now`. */
+export async function takePendingLogin(db: Queryable, stateHash: string, now: Date): Promise<PendingLogin | undefined> {
+  const rows = await db.query<{ browser_hash: string; nonce: string; code_verifier: string; return_to: string; expires_at: Date }>(
+    'DELETE FROM console_logins WHERE state_hash = $1 RETURNING *',
+    [stateHash],
+  );
+  const row = rows[0];
+  if (!row || new Date(row.expires_at).getTime() <= now.getTime()) return undefined;
+  return { browserHash: row.browser_hash, nonce: row.nonce, codeVerifier: row.code_verifier, returnTo: row.return_to };
+}
+
+export async function purgeExpiredLogins(db: Queryable, now: Date): Promise<void> {
+  await db.query('DELETE FROM console_logins WHERE expires_at <= $1', [now]);
+}

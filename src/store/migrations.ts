@@ -301,7 +301,8 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (automation_id, key_hash)
   );
   `,
-  // 19: the console: people's sessions (only the hash of the cookie's id is kept), the revision an
+  // 19: the console: people's sessions (only the hash of the cookie's id is kept), OIDC sign-ins
+  // under way (state, nonce and PKCE verifier, one use each), the revision an
   // automation's ETag names (every write to it advances it), and the audit trail read newest first
   // by actor or action.
   `
@@ -317,6 +318,15 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
   CREATE INDEX console_sessions_actor ON console_sessions (actor);
+  CREATE TABLE console_logins (
+    state_hash text PRIMARY KEY,
+    browser_hash text NOT NULL,
+    nonce text NOT NULL,
+    code_verifier text NOT NULL,
+    return_to text NOT NULL DEFAULT '/console',
+    expires_at timestamptz NOT NULL
+  );
+  CREATE INDEX console_logins_expires ON console_logins (expires_at);
   ALTER TABLE automations ADD COLUMN revision bigint NOT NULL DEFAULT 1;
   CREATE INDEX audit_events_actor ON audit_events (actor, id);
   CREATE INDEX audit_events_action ON audit_events (action, id);

@@ -443,6 +443,13 @@ describe('OpenAPI document', () => {
       expect((await call(admin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(404);
     });
 
+    responseTest('the audit trail: a page with events, filtered', async () => {
+      const all = await call(superAdmin, 'get', '/api/v1/audit');
+      expect(all.status).toBe(200);
+      expect(all.body.list.length).toBeGreaterThan(0);
+      expect((await call(superAdmin, 'get', '/api/v1/audit?action=automation.create&since=2020-01-01T00:00:00Z')).status).toBe(200);
+    });
+
     responseTest('error responses: 400, 401, 403, 404', async () => {
       const anonymous = callerFor(stack.service, undefined);
       expect((await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, { displayName: '', durationGrant: 'soon' })).status).toBe(400);
@@ -451,7 +458,8 @@ describe('OpenAPI document', () => {
       expect((await call(anonymous, 'get', '/api/v1/apps')).status).toBe(401);
       expect((await call(callerFor(stack.service, 'not-a-token'), 'post', '/api/v1/search/entitlements', {})).status).toBe(401);
       expect((await call(reader, 'post', '/api/v1/apps', { displayName: 'no' })).status).toBe(403);
-      expect((await call(admin, 'get', '/api/v1/automations')).status).toBe(403);
+      expect((await call(reader, 'get', '/api/v1/automations')).status).toBe(403);
+      expect((await call(admin, 'get', '/api/v1/audit')).status).toBe(403);
       expect((await call(reader, 'get', '/api/v1/apps/missing')).status).toBe(404);
       expect((await call(reader, 'get', `/api/v1/apps/${appId}/entitlements/missing`)).status).toBe(404);
       expect((await call(admin, 'post', `/api/v2/users/missing/owners/entitlements/owner/${appId}/${entitlementId}`)).status).toBe(404);

@@ -28,13 +28,14 @@ type Access = 'public' | 'governance-read' | 'governance-write' | 'approver' | '
  * The codec endpoint decodes run payloads: a token that may read runs (super_admin), or no token
  * from loopback where allowed (the test service allows it, as the embedded dev setup does).
  */
-const CODEC = { statuses: { none: 400, read_only: 403, admin: 403, super_admin: 400 } } as const;
+const CODEC = { statuses: { none: 400, read_only: 403, admin: 400, super_admin: 400 } } as const;
 const ACCESS: Record<string, { access: Access; status: number } | { statuses: Readonly<Record<Caller, number>> }> = {
   'POST /codec/decode': CODEC,
   'POST /codec/encode': CODEC,
   'OPTIONS /codec/decode': { access: 'public', status: 204 },
   'OPTIONS /codec/encode': { access: 'public', status: 204 },
-  'GET /api/v1/automations/:id/deliveries': { access: 'super', status: 404 },
+  'GET /api/v1/automations/:id/deliveries': { access: 'approver', status: 404 },
+  'GET /api/v1/audit': { access: 'super', status: 200 },
   'GET /health': { access: 'public', status: 200 },
   'GET /ready': { access: 'public', status: 503 },
   'GET /metrics': { access: 'public', status: 200 },
@@ -46,6 +47,10 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /console/auth/local': { access: 'public', status: 400 },
   'POST /console/auth/logout': { access: 'public', status: 204 },
   'GET /console/auth/me': { access: 'public', status: 401 },
+  'GET /console/auth/config': { access: 'public', status: 200 },
+  // Without OIDC configured.
+  'GET /console/auth/login': { access: 'public', status: 404 },
+  'GET /console/auth/callback': { access: 'public', status: 404 },
 
   'POST /api/v1/iam/clients': { access: 'super', status: 400 },
   'GET /api/v1/iam/clients': { access: 'super', status: 200 },
@@ -53,16 +58,16 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'DELETE /api/v1/iam/clients/:id': { access: 'super', status: 404 },
 
   'POST /api/v1/automations': { access: 'super', status: 400 },
-  'GET /api/v1/automations': { access: 'super', status: 200 },
-  'GET /api/v1/automations/:id': { access: 'super', status: 404 },
+  'GET /api/v1/automations': { access: 'approver', status: 200 },
+  'GET /api/v1/automations/:id': { access: 'approver', status: 404 },
   'POST /api/v1/automations/:id': { access: 'super', status: 400 },
   'DELETE /api/v1/automations/:id': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/publish': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/unpublish': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/test': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/trigger/rotate-secret': { access: 'super', status: 404 },
-  'GET /api/v1/automations/:id/executions': { access: 'super', status: 404 },
-  'GET /api/v1/automation_executions/:id': { access: 'super', status: 503 },
+  'GET /api/v1/automations/:id/executions': { access: 'approver', status: 404 },
+  'GET /api/v1/automation_executions/:id': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/steps/:stepId/approve': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/steps/:stepId/reject': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/cancel': { access: 'super', status: 503 },

@@ -113,17 +113,19 @@ describe('waitForApproval', () => {
     expect((await api(readOnly).post(`${runPath(id)}/steps/mgr/approve`, {})).status).toBe(403);
     const res = await api(admin).post(`${runPath(id)}/steps/mgr/approve`, { comment: 'ok by me' });
     expect(res.status).toBe(200);
-    const adminClient = (await stack.service.deps.tokens.verify(admin))!.clientId;
-    // An admin may decide, not read runs: the answer is the decision only (no run, no other step).
-    expect(res.body).toEqual({ decision: { executionId: id, stepId: 'mgr', decision: 'approved', by: adminClient, at: expect.any(String), comment: 'ok by me' } });
-    expect(Date.parse(res.body.decision.at)).not.toBeNaN();
+    // One actor string everywhere: the decision's `by` and the audit record's actor.
+    const adminActor = `client:${(await stack.service.deps.tokens.verify(admin))!.clientId}`;
+    // An admin reads runs too: the answer is the run, with the decision recorded.
+    const decided = res.body.execution.steps.find((s: Json) => s.id === 'mgr');
+    expect(decided.output).toEqual({ decision: 'approved', by: adminActor, at: expect.any(String), comment: 'ok by me' });
+    expect(Date.parse(decided.output.at)).not.toBeNaN();
 
     const done = await untilStatus(id, 'COMPLETED');
-    expect(done.steps[1].output).toEqual({ decision: 'approved', by: adminClient });
-    expect(done.steps[0].output).toEqual({ ...res.body.decision, executionId: undefined, stepId: undefined });
+    expect(done.steps[1].output).toEqual({ decision: 'approved', by: adminActor });
+    expect(done.steps[0].output).toEqual(decided.output);
     expect(done.unaudited).toEqual([]);
     const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
-    expect(audit.map((a) => [a.action, a.actor, a.details])).toEqual([['automation_execution.approve', adminClient, { stepId: 'mgr', comment: 'ok by me' }]]);
+    expect(audit.map((a) => [a.action, a.actor, a.details])).toEqual([['automation_execution.approve', adminActor, { stepId: 'mgr', comment: 'ok by me' }]]);
   });
 
   it('a rejection ends the run as FAILED with reason rejected; the step keeps the decision', async () => {

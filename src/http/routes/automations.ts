@@ -1,6 +1,8 @@
-/** Automations API (super_admin only): create, read, list, update, delete, publish, rotate secret, dry run. */
+/** Automations API: create, update, delete, publish, rotate secret, dry run (super_admin); read and list (admin too, never a secret). */
 import Router from '@koa/router';
+import type { Context } from 'koa';
 import type { AppDeps } from '../context';
+import { revisionTag } from '../errors';
 
 import * as api from '../../domain/api-schemas';
 import * as gov from '../../domain/schemas';
@@ -13,18 +15,44 @@ import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_E
 import { invalidArgument } from '../../errors';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
+const READ: Grant = { area: 'automations', mode: 'read' };
 const TAG = 'Automations';
 const COLLECTION = '/api/v1/automations';
 const ITEM = `${COLLECTION}/{id}` as const;
 
-const optionsOf = (deps: AppDeps, actor: string): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor });
+const optionsOf = (deps: AppDeps, actor: string, expectedRevision?: number): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor, expectedRevision });
 const view = (deps: AppDeps, record: AutomationWithPublishedVersion): Record<string, unknown> => automationView(record, deps.config.baseUrl);
+
+/** `If-Match` of a conditional write: the request header documented on each operation that reads it. */
+const IF_MATCH = [{ name: 'If-Match', required: false, description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.' }];
+
+/**
+ * The revision an `If-Match` names: undefined without the header or with `*` (any current
+ * revision); -1 when it names none this service gives (a weak or foreign tag), which never matches.
+ */
+function expectedRevision(ctx: Context): number | undefined {
+  const header = ctx.get('if-match').trim();
+  if (header === '' || header === '*') return undefined;
+  for (const tag of header.split(',').map((part) => part.trim())) {
+    const match = /^"r(\d{1,15})"$/.exec(tag);
+    if (match) return Number(match[1]);
+  }
+  return -1;
+}
+
+/** Sets the answer's ETag to the record's revision and hands the record back. */
+function tagged<T extends { revision: number }>(ctx: Context, record: T): T {
+  ctx.set('ETag', revisionTag(record.revision));
+  return record;
+}
 
 const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
   operation({
     method: 'post', path: `${ITEM}/${action}`, operationId: `automations.${action}`, tag: TAG, access: AUTOMATIONS,
-    summary, ok: api.AutomationResponse, errors: ITEM_READ_ERRORS,
-    handle: async (input, _ctx, deps) => ({ automation: view(deps, (await changeAutomationState(deps.db, input.params.id, action, input.actor))!) }),
+    summary, ok: api.AutomationResponse, errors: [...ITEM_READ_ERRORS, 412], headers: IF_MATCH, etag: true,
+    handle: async (input, ctx, deps) => ({
+      automation: view(deps, tagged(ctx, (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevision(ctx)))!)),
+    }),
   });
 
 // Bodies are validated by the domain (src/domain/automations.ts): it compiles every CEL
@@ -33,39 +61,40 @@ export const AUTOMATION_OPERATIONS = [
   operation({
     method: 'post', path: COLLECTION, operationId: 'automations.create', tag: TAG, access: AUTOMATIONS,
     summary: 'Create an automation (super_admin). Every expression is compiled as CEL; errors name the step and field.',
-    body: { schema: api.CreateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: WRITE_ERRORS,
-    handle: async (input, _ctx, deps) => {
+    body: { schema: api.CreateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: WRITE_ERRORS, etag: true,
+    handle: async (input, ctx, deps) => {
       const { record, signingSecret } = await createAutomation(deps.db, await input.body(), optionsOf(deps, input.actor));
-      return { automation: view(deps, record), ...(signingSecret ? { signingSecret } : {}) };
+      return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
   operation({
-    method: 'get', path: COLLECTION, operationId: 'automations.list', tag: TAG, paged: true, access: AUTOMATIONS,
-    summary: 'List automations (super_admin).', ok: api.AutomationList, errors: READ_ERRORS,
+    method: 'get', path: COLLECTION, operationId: 'automations.list', tag: TAG, paged: true, access: READ,
+    summary: 'List automations (admin or super_admin).', ok: api.AutomationList, errors: READ_ERRORS,
     handle: async (input, _ctx, deps) => {
       const page = await listAutomations(deps.db, deps.pageTokens, input.page);
       return { list: page.items.map((record) => ({ automation: view(deps, record) })), nextPageToken: page.nextPageToken };
     },
   }),
   operation({
-    method: 'get', path: ITEM, operationId: 'automations.get', tag: TAG, access: AUTOMATIONS,
-    summary: 'Get an automation (super_admin).', ok: api.AutomationResponse, errors: ITEM_READ_ERRORS,
-    handle: async (input, _ctx, deps) => ({ automation: view(deps, await getAutomation(deps.db, input.params.id)) }),
+    method: 'get', path: ITEM, operationId: 'automations.get', tag: TAG, access: READ,
+    summary: 'Get an automation (admin or super_admin); the ETag names its revision.', ok: api.AutomationResponse, errors: ITEM_READ_ERRORS, etag: true,
+    handle: async (input, ctx, deps) => ({ automation: view(deps, tagged(ctx, await getAutomation(deps.db, input.params.id))) }),
   }),
   operation({
     method: 'post', path: ITEM, operationId: 'automations.update', tag: TAG, access: AUTOMATIONS,
     summary: 'Update an automation (super_admin); a trigger switched to HMAC returns a new signingSecret.',
-    body: { schema: api.UpdateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: ITEM_WRITE_ERRORS,
-    handle: async (input, _ctx, deps) => {
-      const { record, signingSecret } = await updateAutomation(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor));
-      return { automation: view(deps, record), ...(signingSecret ? { signingSecret } : {}) };
+    body: { schema: api.UpdateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: [...ITEM_WRITE_ERRORS, 412],
+    headers: IF_MATCH, etag: true,
+    handle: async (input, ctx, deps) => {
+      const { record, signingSecret } = await updateAutomation(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor, expectedRevision(ctx)));
+      return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
   operation({
     method: 'delete', path: ITEM, operationId: 'automations.delete', tag: TAG, access: AUTOMATIONS,
-    summary: 'Delete an automation (super_admin).', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
-    handle: async (input, _ctx, deps) => {
-      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor);
+    summary: 'Delete an automation (super_admin).', ok: gov.EmptyResponse, errors: [...ITEM_READ_ERRORS, 412], headers: IF_MATCH,
+    handle: async (input, ctx, deps) => {
+      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor, expectedRevision(ctx));
       return {};
     },
   }),
@@ -91,12 +120,14 @@ export const AUTOMATION_OPERATIONS = [
   operation({
     method: 'post', path: `${ITEM}/trigger/rotate-secret`, operationId: 'automations.rotateSecret', tag: TAG, access: AUTOMATIONS,
     summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
-    body: { schema: api.RotateSecretRequest, required: false, validation: 'handler' }, ok: api.RotateSecretResponse, errors: [400, 401, 403, 404, 500],
-    handle: async (input, _ctx, deps) => {
+    body: { schema: api.RotateSecretRequest, required: false, validation: 'handler' }, ok: api.RotateSecretResponse, errors: [400, 401, 403, 404, 500], etag: true,
+    handle: async (input, ctx, deps) => {
       const body = await input.body();
       const unknown = Object.keys(body).filter((key) => key !== 'gracePeriod');
       if (unknown.length > 0) throw invalidArgument({ field: unknown[0]!, description: 'is not a field of this request (only gracePeriod)' });
-      return rotateSigningSecret(deps.db, input.params.id, parseGracePeriod(body.gracePeriod), optionsOf(deps, input.actor));
+      const { revision, ...rotated } = await rotateSigningSecret(deps.db, input.params.id, parseGracePeriod(body.gracePeriod), optionsOf(deps, input.actor));
+      tagged(ctx, { revision });
+      return rotated;
     },
   }),
 ];

@@ -2,7 +2,9 @@
  * Sign-in for people (the console's, not in the OpenAPI document: API clients never call it).
  * `POST /console/auth/local` {clientId, clientSecret}: an API client's credentials, with the token
  * endpoint's flood guards, from BASE_URL's origin only; `POST /console/auth/logout`;
- * `GET /console/auth/me` → {person, csrfToken}. OIDC sign-in: src/http/routes/console-oidc.ts.
+ * `GET /console/auth/me` → {person, csrfToken}; `GET /console/auth/config`: which sign-ins are on.
+ * OIDC: `GET /console/auth/login` redirects to the provider, `GET /console/auth/callback` comes back
+ * (src/auth/oidc.ts); a refusal is a page saying why (or the error shape for a JSON client).
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -11,6 +13,7 @@ import type { Role } from '../../auth/roles';
 import { actorString } from '../../auth/roles';
 import { sameToken, type Session, type SessionPerson } from '../../auth/sessions';
 import { authenticateClient } from '../../auth/clients';
+import { OidcSignIn, OidcSignInError } from '../../auth/oidc';
 import { recordAudit } from '../../store/audit';
 import { invalidArgument } from '../../errors';
 import { readJsonObject } from '../body';
@@ -51,8 +54,105 @@ export async function signIn(
   return whoAmI(session);
 }
 
+const oidcs = new WeakMap<AppDeps, OidcSignIn>();
+
+/** The app's OIDC sign-in, or undefined when OIDC is not configured. */
+function oidcOf(deps: AppDeps): OidcSignIn | undefined {
+  if (deps.oidc) return deps.oidc;
+  const config = deps.config.console.oidc;
+  if (!config) return undefined;
+  let found = oidcs.get(deps);
+  if (!found) {
+    found = new OidcSignIn(deps.db, config, { redirectUri: callbackUri(deps), allowInsecure: deps.config.console.oidcAllowInsecure });
+    oidcs.set(deps, found);
+  }
+  return found;
+}
+
+function callbackUri(deps: AppDeps): string {
+  return `${deps.config.baseUrl}${CONSOLE_PREFIX}/auth/callback`;
+}
+
+/** The cookie binding an OIDC sign-in to the browser that started it (10 minutes). */
+function loginCookie(deps: AppDeps, value: string, maxAgeSeconds: number): string {
+  const secure = deps.config.baseUrl.startsWith('https:');
+  const parts = [`${secure ? '__Host-' : ''}console_login=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`];
+  if (secure) parts.push('Secure');
+  return parts.join('; ');
+}
+
+function readLoginCookie(ctx: Context, deps: AppDeps): string | undefined {
+  const name = `${deps.config.baseUrl.startsWith('https:') ? '__Host-' : ''}console_login`;
+  for (const pair of ctx.get('cookie').split(';')) {
+    const at = pair.indexOf('=');
+    if (at > 0 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A refused sign-in: a small page saying why for a browser, the error shape for a JSON client. */
+function refusal(ctx: Context, status: 400 | 403, message: string): void {
+  noStore(ctx);
+  if (ctx.accepts('html', 'json') === 'json') throw new AppError(status, message);
+  ctx.status = status;
+  ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign-in refused</title></head><body><main><h1>Sign-in refused</h1><p role="alert">${escapeHtml(message)}</p><p><a href="${CONSOLE_PREFIX}">Back to the console</a></p></main></body></html>`;
+}
+
 export function createConsoleRouter(deps: AppDeps): Router {
   const router = new Router({ prefix: `${CONSOLE_PREFIX}/auth` });
+  oidcOf(deps); // a wrong OIDC_ROLE_MAP fails the start, not the first sign-in
+
+  router.get('/config', (ctx) => {
+    ctx.body = { localSignIn: deps.config.console.localSignIn, oidc: oidcOf(deps) !== undefined, temporalUiUrl: deps.config.console.temporalUiUrl };
+  });
+
+  router.get('/login', async (ctx) => {
+    const oidc = oidcOf(deps);
+    if (!oidc) throw new AppError(404, 'sign-in through an identity provider is not configured (OIDC_ISSUER)');
+    let started: { url: string; browser: string };
+    try {
+      started = await oidc.start();
+    } catch (err) {
+      deps.logger.child({ component: 'console' }).warn({ err: (err as Error).message }, 'the identity provider could not be reached');
+      throw new AppError(503, 'the identity provider cannot be reached; retry later', { headers: { 'Retry-After': '5' } });
+    }
+    noStore(ctx);
+    ctx.append('Set-Cookie', loginCookie(deps, started.browser, 600));
+    ctx.status = 303;
+    ctx.redirect(started.url);
+  });
+
+  router.get('/callback', async (ctx) => {
+    const oidc = oidcOf(deps);
+    if (!oidc) throw new AppError(404, 'sign-in through an identity provider is not configured (OIDC_ISSUER)');
+    ctx.append('Set-Cookie', loginCookie(deps, '', 0));
+    const url = new URL(`${callbackUri(deps)}${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+    let person: Awaited<ReturnType<OidcSignIn['complete']>>;
+    try {
+      person = await oidc.complete(url, readLoginCookie(ctx, deps));
+    } catch (err) {
+      if (!(err instanceof OidcSignInError)) throw err;
+      if (err.person) {
+        await recordAudit(deps.db, {
+          actor: err.person.actor,
+          action: 'console.sign_in_denied',
+          resourceType: 'console_session',
+          resourceId: err.person.actor,
+          details: { method: 'oidc', name: err.person.name, email: err.person.email, groups: err.person.groups.slice(0, 50), reason: 'no mapped role' },
+        });
+      }
+      return refusal(ctx, err.status, err.message);
+    }
+    await signIn(ctx, deps, { actor: person.actor, person: { id: person.id, name: person.name, email: person.email }, roles: person.roles, method: 'oidc' });
+    noStore(ctx);
+    ctx.status = 303;
+    ctx.redirect(person.returnTo);
+  });
 
   router.post('/local', async (ctx) => {
     if (!deps.config.console.localSignIn) throw new AppError(404, 'local sign-in is turned off (CONSOLE_LOCAL_SIGNIN)');

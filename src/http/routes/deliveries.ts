@@ -1,5 +1,5 @@
 /**
- * The delivery log of an automation's webhook listener (super_admin):
+ * The delivery log of an automation's webhook listener (admin or super_admin):
  * GET /api/v1/automations/{id}/deliveries, newest first, paginated, filters `status` and `reason`
  * (domain/deliveries).
  */

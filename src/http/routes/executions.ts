@@ -1,17 +1,16 @@
 /**
- * Run history of automations (super_admin), read from Temporal:
+ * Run history of automations (admin or super_admin), read from Temporal:
  * GET /api/v1/automations/{id}/executions (paginated, newest first, from visibility) and
  * GET /api/v1/automation_executions/{id} (one run with its steps). The execution id is the
  * workflow id `webhook:{listenerId}:{eventId}`; its ':' may come URL-encoded or not.
  * Run control: POST .../automation_executions/{id}/steps/{stepId}/approve and /reject (admin or
- * super_admin; a Temporal Update: super_admin gets the run, admin the decision only), /cancel,
+ * super_admin; a Temporal Update; answers the run), /cancel,
  * /terminate {reason}, /rerun {fromFailedStep?} (super_admin). Every execution answer lists in
  * `unaudited` what of the run no API request recorded in the audit trail.
  * 503 when Temporal cannot be reached.
  */
 import Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { allows } from '../../auth/roles';
 import { unauditedParts } from '../../domain/run-audit';
 import { cancelRun, decideStep, rerunRun, terminateRun } from '../../domain/executions';
 import { TemporalRunControl } from '../../temporal/run-control';
@@ -70,16 +69,12 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
     method: 'post', path: `${RUN}/steps/{stepId}/${action}`, operationId: `automations.executions.${action}`, tag: TAG,
     access: { area: 'approvals', mode: 'write' }, summary,
     // Validated by the domain (readComment).
-    body: { schema: api.DecisionRequest, required: false, validation: 'handler' }, ok: api.DecisionResponse, errors: RUN_ERRORS,
+    body: { schema: api.DecisionRequest, required: false, validation: 'handler' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
-      const { principal, params } = input;
-      await decideStep(deps.db, controller(deps), principal.clientId, params.id, params.stepId, made, body);
-      const execution = await current(deps, params.id);
-      if (allows(principal, 'automations', 'read')) return { execution };
-      // An admin may decide, not read runs: the decision only, no other step, output or status.
-      const step = execution.steps.find((s) => s.id === params.stepId);
-      return { decision: { executionId: execution.id, stepId: params.stepId, ...decisionOf(step?.output ?? null, made) } };
+      const { actor, params } = input;
+      await decideStep(deps.db, controller(deps), actor, params.id, params.stepId, made, body);
+      return { execution: await current(deps, params.id) };
     },
   });
 
@@ -108,7 +103,7 @@ export const EXECUTION_OPERATIONS = [
   }),
   decision(
     'approve', 'approved',
-    'Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on: the run for a super_admin, the decision only for an admin.',
+    'Approve a waitForApproval step (admin or super_admin); answers the run once it has recorded the decision (`by`: the actor) and moved on.',
   ),
   decision('reject', 'rejected', 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.'),
   operation({
@@ -117,7 +112,7 @@ export const EXECUTION_OPERATIONS = [
     ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       await input.body(); // any JSON object; nothing in it is read
-      await cancelRun(deps.db, controller(deps), input.principal.clientId, input.params.id);
+      await cancelRun(deps.db, controller(deps), input.actor, input.params.id);
       return { execution: await current(deps, input.params.id) };
     },
   }),
@@ -127,7 +122,7 @@ export const EXECUTION_OPERATIONS = [
     body: { schema: api.TerminateRequest, required: true, validation: 'handler' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
-      await terminateRun(deps.db, controller(deps), input.principal.clientId, input.params.id, body);
+      await terminateRun(deps.db, controller(deps), input.actor, input.params.id, body);
       return { execution: await current(deps, input.params.id) };
     },
   }),
@@ -138,7 +133,7 @@ export const EXECUTION_OPERATIONS = [
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
       const original = await current(deps, input.params.id);
-      const started = await rerunRun(deps.db, controller(deps), input.principal.clientId, input.params.id, original.automationId, body);
+      const started = await rerunRun(deps.db, controller(deps), input.actor, input.params.id, original.automationId, body);
       return { execution: await current(deps, started.executionId) };
     },
   }),
@@ -146,10 +141,4 @@ export const EXECUTION_OPERATIONS = [
 
 export function createExecutionsRouter(deps: AppDeps): Router {
   return mountOperations(new Router(), deps, EXECUTION_OPERATIONS);
-}
-
-/** A waitForApproval step's recorded decision, as the admin's answer shows it. */
-function decisionOf(output: Record<string, unknown> | null, made: string): { decision: string; by: string | null; at: string | null; comment: string | null } {
-  const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
-  return { decision: text(output?.decision) ?? made, by: text(output?.by), at: text(output?.at), comment: text(output?.comment) };
 }

@@ -23,6 +23,7 @@ import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations } from '../operation';
 import { createConsoleAssetsRouter } from './console-assets';
 import { createConsoleRouter } from './console';
+import { AUDIT_OPERATIONS, createAuditRouter } from './audit';
 
 const OPENAPI_OPERATION = openApiOperation(() => OPERATIONS);
 
@@ -43,6 +44,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...USER_OPERATIONS,
   ...ENTITLEMENT_OPERATIONS,
   ...OWNER_OPERATIONS,
+  ...AUDIT_OPERATIONS,
 ];
 
 /** The OpenAPI document of every operation (call once and cache). */
@@ -71,6 +73,7 @@ export const ROUTERS: RouterFactory[] = [
   (deps) => mountOperations(new Router(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
+  createAuditRouter,
   createConsoleRouter,
   // Last: its page paths under /console leave /console/auth and /console/api to the routers above.
   createConsoleAssetsRouter,
