@@ -148,7 +148,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List automations (super_admin). */
+        /** List automations (admin or super_admin). */
         get: operations["automations.list"];
         put?: never;
         /** Create an automation (super_admin). Every expression is compiled as CEL; errors name the step and field. */
@@ -166,7 +166,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an automation (super_admin). */
+        /** Get an automation (admin or super_admin); the ETag names its revision. */
         get: operations["automations.get"];
         put?: never;
         /** Update an automation (super_admin); a trigger switched to HMAC returns a new signingSecret. */
@@ -289,7 +289,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a waitForApproval step (admin or super_admin); answers once the run has recorded the decision and moved on: the run for a super_admin, the decision only for an admin. */
+        /** Approve a waitForApproval step (admin or super_admin); answers the run once it has recorded the decision (`by`: the actor) and moved on. */
         post: operations["automations.executions.approve"];
         delete?: never;
         options?: never;
@@ -638,6 +638,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit trail, newest first (super_admin): who did what, when; never a secret value or a payload. */
+        get: operations["audit.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -775,6 +792,25 @@ export interface components {
         };
         AppResponse: {
             app: components["schemas"]["App"];
+        };
+        AuditEvent: {
+            at: string;
+            /** @description `client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`. */
+            actor: string;
+            /** @description e.g. `automation.update`, `automation_execution.approve`. */
+            action: string;
+            /** @description `<type>:<id>` of what the action touched. */
+            subject: string;
+            /** @description Never a secret value or a payload; a person’s name and email for a person’s action. */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        AuditList: {
+            list: {
+                auditEvent: components["schemas"]["AuditEvent"];
+            }[];
+            nextPageToken: string;
         };
         Automation: {
             id: string;
@@ -1216,23 +1252,10 @@ export interface components {
             email?: string | null;
             type: components["schemas"]["UserType"];
         };
-        /** @description For an admin, who may decide but not read runs: the recorded decision only. */
-        DecisionOnlyResponse: {
-            decision: {
-                executionId: string;
-                stepId: string;
-                /** @description approved or rejected. */
-                decision: string;
-                by: string | null;
-                at: string | null;
-                comment: string | null;
-            };
-        };
         DecisionRequest: {
             /** @description Why; kept in the step output and the audit trail. */
             comment?: string | null;
         };
-        DecisionResponse: components["schemas"]["ExecutionResponse"] | components["schemas"]["DecisionOnlyResponse"];
         Delivery: {
             /** Format: date-time */
             receivedAt: string;
@@ -2353,6 +2376,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2423,6 +2448,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2472,7 +2499,10 @@ export interface operations {
     "automations.update": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description Id of the resource. */
                 id: string;
@@ -2488,6 +2518,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2532,6 +2564,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description If-Match does not match the current ETag: nothing changed; the answer carries the current ETag. (code 9) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Request body too large. (code 8) */
             413: {
                 headers: {
@@ -2555,7 +2596,10 @@ export interface operations {
     "automations.delete": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description Id of the resource. */
                 id: string;
@@ -2602,6 +2646,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description If-Match does not match the current ETag: nothing changed; the answer carries the current ETag. (code 9) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Internal error (no details). (code 13) */
             500: {
                 headers: {
@@ -2616,7 +2669,10 @@ export interface operations {
     "automations.publish": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description Id of the resource. */
                 id: string;
@@ -2628,6 +2684,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2656,6 +2714,15 @@ export interface operations {
             };
             /** @description Not found. (code 5) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the current ETag: nothing changed; the answer carries the current ETag. (code 9) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2677,7 +2744,10 @@ export interface operations {
     "automations.unpublish": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional. */
+                "If-Match"?: string;
+            };
             path: {
                 /** @description Id of the resource. */
                 id: string;
@@ -2689,6 +2759,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2717,6 +2789,15 @@ export interface operations {
             };
             /** @description Not found. (code 5) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the current ETag: nothing changed; the answer carries the current ETag. (code 9) */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2837,6 +2918,8 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3078,7 +3161,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DecisionResponse"];
+                    "application/json": components["schemas"]["ExecutionResponse"];
                 };
             };
             /** @description Invalid argument: the field path is named in message and details. (code 3) */
@@ -3174,7 +3257,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DecisionResponse"];
+                    "application/json": components["schemas"]["ExecutionResponse"];
                 };
             };
             /** @description Invalid argument: the field path is named in message and details. (code 3) */
@@ -5315,6 +5398,81 @@ export interface operations {
             };
             /** @description Not found. (code 5) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "audit.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+                /** @description Only events of this actor (`client:<clientId>`, `person:<issuer>#<subject>`). */
+                actor?: string;
+                /** @description Only events of this action, e.g. `automation.publish`. */
+                action?: string;
+                /** @description Only events about this subject: `<type>:<id>` (as listed) or the bare id. */
+                subject?: string;
+                /** @description Only events at or after this RFC 3339 time. */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
