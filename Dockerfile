@@ -1,7 +1,8 @@
 # One image for both roles (see docker-compose.yml): `api` and `worker`.
-# Stage 1 installs everything, compiles TypeScript to dist/ (npm run build) and prebuilds the
-# workflow bundle; stage 2 carries production dependencies and dist/ only, runs compiled JavaScript
-# with node (no tsx, no TypeScript sources) as the unprivileged `node` user.
+# Stage 1 installs everything, compiles TypeScript to dist/ (npm run build), builds the console into
+# dist/console (npm run build:console) and prebuilds the workflow bundle; stage 2 carries production
+# dependencies and dist/ only, runs compiled JavaScript with node (no tsx, no TypeScript sources) as
+# the unprivileged `node` user.
 # Node 24 (the active LTS), the runtime the project is built, tested and benchmarked on (.ci/run).
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
@@ -12,7 +13,9 @@ COPY src ./src
 COPY workflows ./workflows
 COPY activities ./activities
 COPY scripts ./scripts
+COPY console ./console
 RUN npm run build \
+ && npm run build:console \
  && npx tsx scripts/bundle-workflows.ts dist/workflow-bundle.js \
  && npm prune --omit=dev --no-audit --no-fund
 

@@ -62,7 +62,7 @@ function layerZones() {
 }
 
 module.exports = tseslint.config(
-  { ignores: ['node_modules/', '.temporal/', '.data/', 'dist/', 'coverage/', 'test-artifacts/', '.stryker-tmp/', 'reports/'] },
+  { ignores: ['node_modules/', '.temporal/', '.data/', 'dist/', 'coverage/', 'test-artifacts/', '.stryker-tmp/', 'reports/', 'console/src/api/schema.d.ts', 'console/test-results/', 'console/playwright-report/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

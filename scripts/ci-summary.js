@@ -4,8 +4,10 @@
  * .ci/run. Sums the summaries of every runner, in either of two forms:
  *   - jest's `--json --outputFile` (npm test, the drills, any jest runner): passed, failed (failed
  *     tests plus suites that failed to run), skipped by reason (test/reporters/skip-reasons.js);
+ *   - Playwright's JSON reporter (the console's browser tests): stats.expected and stats.flaky
+ *     passed, stats.unexpected and errors outside the tests failed;
  *   - a plain `{ "passed": n, "failed": n, "skipped": { "<reason>": n } }` (schemathesis as one
- *     case, a browser runner).
+ *     case).
  * A summary that is missing, unreadable or in neither form counts as one failure, named; so does a
  * jest run that did not finish (`success: false` with nothing failed). A skip whose reason matches a
  * --forbid-skip pattern (a tool .ci/run installs, so the skip means the install failed) counts as a
@@ -33,6 +35,14 @@ function readSummary(name, file) {
       problems.push(`${name}: jest reported no success, yet no failed test (interrupted, or a failure outside the tests)`);
     }
     return { passed: data.numPassedTests, failed: failed + extra, skipped: skipsOf(data), problems };
+  }
+  if (data && data.stats && Number.isInteger(data.stats.expected) && Array.isArray(data.suites)) {
+    // Playwright's JSON reporter: expected (and flaky, passed on a retry) passed; unexpected failed,
+    // and so does an error outside any test (a failed global set-up).
+    const errors = Array.isArray(data.errors) ? data.errors.length : 0;
+    const problems = errors > 0 ? [`${name}: ${errors} error(s) outside the tests`] : [];
+    const skipped = data.stats.skipped > 0 ? { [`${name}: skipped in the test (see its reason in the report)`]: data.stats.skipped } : {};
+    return { passed: data.stats.expected + (data.stats.flaky ?? 0), failed: (data.stats.unexpected ?? 0) + errors, skipped, problems };
   }
   if (data && Number.isInteger(data.passed) && Number.isInteger(data.failed)) {
     return { passed: data.passed, failed: data.failed, skipped: data.skipped ?? {}, problems: [] };

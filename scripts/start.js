@@ -4,7 +4,9 @@
  * source file, compiles the changed files first (scripts/build-dist.js: file by file with swc, as
  * jest does, without type checking — `npm run typecheck` and `npm run build` check types); then
  * runs dist/src/main.js in this same process (which gets the Temporal CLI, creates the store and
- * bundles the workflow code at the same time).
+ * bundles the workflow code at the same time). The console (console/, served at /console) is built
+ * the same way into dist/console with Vite when it is missing or older than its sources, in a child
+ * process next to the compiler.
  * `npm run dev` runs from the TypeScript sources instead, restarting on change.
  */
 'use strict';
@@ -46,6 +48,46 @@ function staleReason(root = ROOT) {
   return newest > built ? 'the sources changed since the last build' : undefined;
 }
 
+/** The console's sources; dist/console/.build-stamp is written after each successful build. */
+const CONSOLE_SOURCES = ['console/src', 'console/index.html', 'console/vite.config.ts', 'package-lock.json'];
+
+/** Why dist/console must be built, or undefined when it is current. */
+function consoleStaleReason(root = ROOT) {
+  let built;
+  try {
+    built = fs.statSync(path.join(root, 'dist', 'console', '.build-stamp')).mtimeMs;
+  } catch {
+    return 'dist/console is missing';
+  }
+  const newest = Math.max(...CONSOLE_SOURCES.map((entry) => newestMtime(path.join(root, entry))));
+  return newest > built ? 'the console changed since the last build' : undefined;
+}
+
+function buildConsole(reason) {
+  const started = Date.now();
+  console.error(`Building the console into dist/console (${reason}) ...`);
+  let vite;
+  try {
+    vite = path.join(path.dirname(require.resolve('vite/package.json', { paths: [ROOT] })), 'bin', 'vite.js');
+  } catch {
+    console.error('... skipped: Vite is not installed (npm ci installs it); /console answers 503 until it is built.');
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [vite, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`building the console failed (exit ${code})`));
+      fs.writeFileSync(path.join(ROOT, 'dist', 'console', '.build-stamp'), `${new Date().toISOString()}\n`);
+      console.error(`... console built in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
+      resolve();
+    });
+  });
+}
+
 function build(reason, root) {
   const started = Date.now();
   console.error(`Compiling into dist/ (${reason}) ...`);
@@ -70,11 +112,12 @@ async function ensureBuilt(root = ROOT) {
 }
 
 async function main() {
-  await ensureBuilt();
+  const consoleReason = consoleStaleReason();
+  await Promise.all([ensureBuilt(), consoleReason ? buildConsole(consoleReason) : undefined]);
   require(MAIN);
 }
 
-module.exports = { staleReason, ensureBuilt };
+module.exports = { staleReason, ensureBuilt, consoleStaleReason };
 
 if (require.main === module) {
   main().catch((err) => {

@@ -239,6 +239,7 @@ async function startApi({ target, config, db, codec, logger, secretBox }: Proces
     server.listen(config.port, config.host, resolve);
   });
   banner.addUrl('API', `${config.baseUrl}  (listening on ${config.host}:${config.port})`);
+  banner.addUrl('Console', `${config.baseUrl}/console`);
   let admin: http.Server | undefined;
   if (config.admin.port !== undefined) {
     const adminServer = http.createServer(createAdminApp(deps).callback());

@@ -6,6 +6,7 @@ import { AppError, errorMiddleware } from './errors';
 import { proxyOptions } from './proxy';
 import { SERVICE_HEADERS } from './response-headers';
 import { ROUTERS } from './routes';
+import { consoleHeaders } from './routes/console-assets';
 import { webhookFastPath } from './routes/webhooks';
 
 type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -47,6 +48,7 @@ export function createApp(deps: AppDeps): Koa {
     if (ctx.path.includes('%00')) throw new AppError(404, 'not found: the path contains a NUL character');
     await next();
   });
+  app.use(consoleHeaders);
   for (const router of ROUTERS.map((factory) => factory(deps))) {
     app.use(router.routes());
     app.use(router.allowedMethods());

@@ -53,6 +53,8 @@ export interface AppDeps {
   payloadCodec?: PayloadCodec;
   /** The webhook delivery log (buffered writes); absent: deliveries are not logged. */
   deliveryLog?: DeliveryLog;
+  /** The built console served at /console (default: dist/console of the project). */
+  consoleDir?: string;
   /** Console sessions; unset = made from `config.console` (tests give one with their own clock). */
   sessions?: ConsoleSessions;
   /** OIDC sign-in; unset = made from `config.console.oidc` when set. */

@@ -19,10 +19,17 @@ export type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
 
 const SCHEMAS_ID = 'https://openapi.test/components.json';
 const METHODS: readonly string[] = ['get', 'post', 'put', 'delete', 'patch'];
+const WEBHOOK_RECEIVER = '/api/v1/webhooks/incoming/';
 
-/** The path template of `doc` that `method path` names, or undefined (query ignored; Koa's matching: any case, optional trailing slash). */
+/**
+ * The path template of `doc` that `method path` names, or undefined (query ignored). Matched as the
+ * routers match: exactly (letter case, no trailing slash), except the webhook receiver, which keeps
+ * Koa's lenient matching (any case, optional trailing slash) for the spellings senders use. A
+ * `/console/api/...` path is matched as the `/api/...` operation it serves for the console.
+ */
 export function templateOf(doc: Json, method: string, path: string): string | undefined {
-  const clean = path.split('?')[0]!;
+  // The console's API serves every /api operation under /console/api with the same shapes.
+  const clean = path.split('?')[0]!.replace(/^\/console(?=\/api\/)/, '');
   let decoded = clean;
   try {
     decoded = decodeURIComponent(clean);
@@ -31,7 +38,9 @@ export function templateOf(doc: Json, method: string, path: string): string | un
   }
   const matches = Object.keys(doc.paths).filter((template) => {
     if (!doc.paths[template][method]) return false;
-    const pattern = new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i');
+    const lenient = template.startsWith(WEBHOOK_RECEIVER);
+    const body = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+');
+    const pattern = lenient ? new RegExp(`^${body}/?$`, 'i') : new RegExp(`^${body}$`);
     return pattern.test(clean) || pattern.test(decoded);
   });
   // The most specific template: the one with the fewest parameters.

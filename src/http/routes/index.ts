@@ -21,6 +21,7 @@ import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
 import { createDeliveriesRouter, DELIVERY_OPERATIONS } from './deliveries';
 import { createSecretsRouter, SECRET_OPERATIONS } from './secrets';
 import { mountOperations, exactRouter } from '../operation';
+import { createConsoleAssetsRouter } from './console-assets';
 import { createConsoleRouter } from './console';
 import { AUDIT_OPERATIONS, createAuditRouter } from './audit';
 
@@ -74,4 +75,6 @@ export const ROUTERS: RouterFactory[] = [
   createSecretsRouter,
   createAuditRouter,
   createConsoleRouter,
+  // Last: its page paths under /console leave /console/auth and /console/api to the routers above.
+  createConsoleAssetsRouter,
 ];

@@ -1,0 +1,540 @@
+/**
+ * One automation: a form for its trigger and flow control, its steps as JSON (CodeMirror), and
+ * Save, Publish, Unpublish, Rotate secret, Test and Delete. Writes carry the ETag of the version
+ * the form was made from (If-Match): when someone else saved meanwhile (412), the page shows what
+ * changed instead of overwriting it. The API's field errors are shown at the field they name.
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { lazy, Suspense, useEffect, useId, useState, type FormEvent, type ReactNode } from 'react';
+import { api, ApiError, unwrap, unwrapWithEtag, type FieldViolation, type Schemas } from '../api/client';
+import { ConfirmButton, CopyButton, ErrorMessage, Loading, PageHeading } from '../components';
+import { Link, navigate, usePageTitle } from '../router';
+
+const StepsEditor = lazy(() => import('../StepsEditor'));
+
+type Automation = Schemas['Automation'];
+
+/** The form's state: every field as the inputs hold it. */
+interface Draft {
+  displayName: string;
+  description: string;
+  authMethod: 'HMAC' | 'JWT';
+  jwksUrl: string;
+  allowedCidrs: string;
+  enabled: boolean;
+  filter: string;
+  concurrencyLimit: string;
+  concurrencyKey: string;
+  rateLimit: string;
+  ratePeriod: string;
+  rateKey: string;
+  steps: string;
+}
+
+const EMPTY: Draft = {
+  displayName: '',
+  description: '',
+  authMethod: 'HMAC',
+  jwksUrl: '',
+  allowedCidrs: '',
+  enabled: true,
+  filter: '',
+  concurrencyLimit: '',
+  concurrencyKey: '',
+  rateLimit: '',
+  ratePeriod: '60s',
+  rateKey: '',
+  steps: '[\n  { "id": "hello", "log": { "message": "\'received \' + string(ctx.trigger)" } }\n]\n',
+};
+
+function draftOf(a: Automation): Draft {
+  const hook = a.trigger.incomingWebhook;
+  return {
+    displayName: a.displayName,
+    description: a.description,
+    authMethod: hook.authMethod,
+    jwksUrl: hook.jwksUrl,
+    allowedCidrs: hook.allowedCidrs.join('\n'),
+    enabled: hook.enabled,
+    filter: a.filter ?? '',
+    concurrencyLimit: a.concurrency ? String(a.concurrency.limit) : '',
+    concurrencyKey: a.concurrency?.key ?? '',
+    rateLimit: a.rateLimit ? String(a.rateLimit.limit) : '',
+    ratePeriod: a.rateLimit?.period ?? '60s',
+    rateKey: a.rateLimit?.key ?? '',
+    steps: `${JSON.stringify(a.steps, null, 2)}\n`,
+  };
+}
+
+/** The request body of a draft; a steps text that is not JSON is a field error of its own. */
+function bodyOf(d: Draft): { body?: Schemas['CreateAutomationRequest']; violations: FieldViolation[] } {
+  let steps: Schemas['AutomationStep'][];
+  try {
+    steps = JSON.parse(d.steps) as Schemas['AutomationStep'][];
+  } catch (err) {
+    return { violations: [{ field: 'steps', description: `not valid JSON: ${(err as Error).message}` }] };
+  }
+  const trigger: Schemas['AutomationTriggerInput'] = {
+    incomingWebhook:
+      d.authMethod === 'JWT'
+        ? { authMethod: 'JWT', jwksUrl: d.jwksUrl, allowedCidrs: lines(d.allowedCidrs), enabled: d.enabled }
+        : { authMethod: 'HMAC', allowedCidrs: lines(d.allowedCidrs), enabled: d.enabled },
+  };
+  return {
+    violations: [],
+    body: {
+      displayName: d.displayName,
+      description: d.description,
+      trigger,
+      steps,
+      filter: d.filter || null,
+      concurrency: d.concurrencyLimit ? { limit: Number(d.concurrencyLimit), key: d.concurrencyKey || null } : null,
+      rateLimit: d.rateLimit ? { limit: Number(d.rateLimit), period: d.ratePeriod, key: d.rateKey || null } : null,
+    },
+  };
+}
+
+function lines(text: string): string[] {
+  return text
+    .split(/[\s,]+/)
+    .map((line) => line.trim())
+    .filter(Boolean);
+}
+
+/** The form field a violation's path belongs to (paths may start with "automation."). */
+function fieldOf(path: string): keyof Draft | 'other' {
+  const p = path.replace(/^automation\./, '');
+  if (p.startsWith('steps')) return 'steps';
+  if (p.startsWith('displayName')) return 'displayName';
+  if (p.startsWith('description')) return 'description';
+  if (p.startsWith('trigger.incomingWebhook.jwksUrl')) return 'jwksUrl';
+  if (p.startsWith('trigger.incomingWebhook.allowedCidrs')) return 'allowedCidrs';
+  if (p.startsWith('trigger')) return 'authMethod';
+  if (p.startsWith('filter')) return 'filter';
+  if (p.startsWith('concurrency.key')) return 'concurrencyKey';
+  if (p.startsWith('concurrency')) return 'concurrencyLimit';
+  if (p.startsWith('rateLimit.key')) return 'rateKey';
+  if (p.startsWith('rateLimit.period')) return 'ratePeriod';
+  if (p.startsWith('rateLimit')) return 'rateLimit';
+  return 'other';
+}
+
+const FIELD_LABELS: Record<keyof Omit<Draft, 'enabled'>, string> = {
+  displayName: 'Display name',
+  description: 'Description',
+  authMethod: 'Auth method',
+  jwksUrl: 'JWKS URL',
+  allowedCidrs: 'Allowed source addresses',
+  filter: 'Filter',
+  concurrencyLimit: 'Concurrency limit',
+  concurrencyKey: 'Concurrency key',
+  rateLimit: 'Rate limit',
+  ratePeriod: 'Rate period',
+  rateKey: 'Rate key',
+  steps: 'Steps',
+};
+
+/** The fields whose values differ between two versions of the automation. */
+function changedFields(mine: Automation, theirs: Automation): string[] {
+  const a = draftOf(mine);
+  const b = draftOf(theirs);
+  const changed = (Object.keys(FIELD_LABELS) as Array<keyof typeof FIELD_LABELS>).filter((key) => a[key] !== b[key]).map((key) => FIELD_LABELS[key]);
+  if (a.enabled !== b.enabled) changed.push('Trigger enabled');
+  if (mine.published !== theirs.published) changed.push('Published');
+  return changed;
+}
+
+export default function AutomationPage({ id }: { id: string | null }) {
+  usePageTitle(id ? 'Automation' : 'New automation');
+  const queryClient = useQueryClient();
+  const loaded = useQuery({
+    queryKey: ['automation', id],
+    enabled: id !== null,
+    queryFn: () => unwrapWithEtag(api.GET('/api/v1/automations/{id}', { params: { path: { id: id! } } })),
+  });
+  const [draft, setDraft] = useState<Draft>(EMPTY);
+  /** The version the form was made from: its ETag is sent as If-Match. */
+  const [base, setBase] = useState<{ automation: Automation; etag: string | null } | null>(null);
+  const [violations, setViolations] = useState<FieldViolation[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [conflict, setConflict] = useState<{ changed: string[]; theirs: Automation; etag: string | null } | null>(null);
+  const [secret, setSecret] = useState<{ value: string; previousExpiresAt?: string | null } | null>(null);
+  const [saved, setSaved] = useState('');
+
+  useEffect(() => {
+    if (loaded.data && (!base || base.automation.id !== loaded.data.data.automation.id)) {
+      setBase({ automation: loaded.data.data.automation, etag: loaded.data.etag });
+      setDraft(draftOf(loaded.data.data.automation));
+    }
+  }, [loaded.data, base]);
+
+  const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
+  const ifMatch = () => (base?.etag ? { 'If-Match': base.etag } : undefined);
+
+  /** What the server answered to a write: the new version and ETag, or the reason it refused. */
+  const accept = async (result: { automation: Automation; etag: string | null }, message: string) => {
+    setBase(result);
+    setDraft(draftOf(result.automation));
+    setViolations([]);
+    setError(null);
+    setConflict(null);
+    setSaved(message);
+    queryClient.setQueryData(['automation', result.automation.id], { data: { automation: result.automation }, etag: result.etag });
+    await queryClient.invalidateQueries({ queryKey: ['automations'] });
+  };
+  const refuse = async (err: unknown) => {
+    setSaved('');
+    if (err instanceof ApiError && err.status === 412 && id && base) {
+      const current = await unwrapWithEtag(api.GET('/api/v1/automations/{id}', { params: { path: { id } } }));
+      setConflict({ changed: changedFields(base.automation, current.data.automation), theirs: current.data.automation, etag: current.etag });
+      setError(null);
+      return;
+    }
+    setViolations(err instanceof ApiError ? err.fieldViolations : []);
+    setError(err);
+  };
+
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    const { body, violations: local } = bodyOf(draft);
+    if (!body) {
+      setViolations(local);
+      setError(new Error('The steps are not valid JSON.'));
+      return;
+    }
+    try {
+      if (id === null) {
+        // The steps are the person's JSON, checked by the API (its field errors are shown at the field).
+        const created = await unwrapWithEtag(api.POST('/api/v1/automations', { body: body as never }));
+        if (created.data.signingSecret) setSecret({ value: created.data.signingSecret });
+        await accept({ automation: created.data.automation, etag: created.etag }, 'Created.');
+        navigate(`/automations/${encodeURIComponent(created.data.automation.id)}`, { replace: true });
+        return;
+      }
+      const updated = await unwrapWithEtag(
+        api.POST('/api/v1/automations/{id}', {
+          params: { path: { id } },
+          headers: ifMatch(),
+          body: { automation: body as never, updateMask: 'displayName,description,trigger,steps,filter,concurrency,rateLimit' },
+        }),
+      );
+      if (updated.data.signingSecret) setSecret({ value: updated.data.signingSecret });
+      await accept({ automation: updated.data.automation, etag: updated.etag }, 'Saved.');
+    } catch (err) {
+      await refuse(err);
+    }
+  };
+
+  const publish = async (which: 'publish' | 'unpublish') => {
+    if (!id) return;
+    try {
+      const call =
+        which === 'publish'
+          ? api.POST('/api/v1/automations/{id}/publish', { params: { path: { id } }, headers: ifMatch() })
+          : api.POST('/api/v1/automations/{id}/unpublish', { params: { path: { id } }, headers: ifMatch() });
+      const result = await unwrapWithEtag(call);
+      await accept({ automation: result.data.automation, etag: result.etag }, which === 'publish' ? 'Published.' : 'Unpublished.');
+    } catch (err) {
+      await refuse(err);
+    }
+  };
+
+  if (id !== null && loaded.isPending) return <Loading label="Loading the automation" />;
+  if (id !== null && loaded.isError) return <ErrorMessage error={loaded.error} />;
+  const automation = base?.automation;
+  const byField = (field: keyof Draft) => violations.filter((v) => fieldOf(v.field) === field);
+  const others = violations.filter((v) => fieldOf(v.field) === 'other');
+
+  return (
+    <>
+      <PageHeading>{automation ? automation.displayName : 'New automation'}</PageHeading>
+      {automation ? (
+        <section aria-label="Listener" className="panel">
+          <p>
+            <strong>{automation.published ? `Published (version ${automation.publishedVersion ?? automation.version})` : 'Not published'}</strong>
+            {' · '}draft version {automation.version}
+          </p>
+          <p>
+            Listener URL: <code className="url">{automation.trigger.incomingWebhook.url}</code>{' '}
+            <CopyButton value={automation.trigger.incomingWebhook.url} label="Copy URL" />
+          </p>
+          <div className="actions">
+            <button type="button" className="primary" onClick={() => void publish('publish')}>
+              Publish
+            </button>
+            <ConfirmButton
+              label="Unpublish"
+              title="Unpublish this automation?"
+              description="Deliveries to its listener are answered 404 until it is published again. Runs in progress continue."
+              onConfirm={() => publish('unpublish')}
+              disabled={!automation.published}
+            />
+            {automation.trigger.incomingWebhook.authMethod === 'HMAC' ? (
+              <RotateSecret id={automation.id} ifMatch={ifMatch} onRotated={(value, previousExpiresAt) => setSecret({ value, previousExpiresAt })} />
+            ) : null}
+            <Link to={`/runs?automation=${encodeURIComponent(automation.id)}`}>Runs of this automation</Link>
+            <Link to={`/deliveries?automation=${encodeURIComponent(automation.id)}`}>Deliveries</Link>
+          </div>
+        </section>
+      ) : null}
+      {secret ? (
+        <section aria-label="Signing secret" className="panel secret">
+          <p>The signing secret is shown only now. Give it to the sender:</p>
+          <p>
+            <code className="secret-value">{secret.value}</code> <CopyButton value={secret.value} label="Copy secret" />
+          </p>
+          {secret.previousExpiresAt ? <p className="muted">The previous secret keeps working until {new Date(secret.previousExpiresAt).toLocaleString()}.</p> : null}
+        </section>
+      ) : null}
+      {conflict ? (
+        <section role="alert" className="panel conflict" aria-label="Changed by someone else">
+          <h2>Someone else changed this automation</h2>
+          <p>Your changes were not saved. Since you opened it, these changed: {conflict.changed.join(', ') || 'its revision only'}.</p>
+          <div className="actions">
+            <button
+              type="button"
+              onClick={() => {
+                setBase({ automation: conflict.theirs, etag: conflict.etag });
+                setDraft(draftOf(conflict.theirs));
+                setConflict(null);
+              }}
+            >
+              Load their version
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setBase({ automation: conflict.theirs, etag: conflict.etag });
+                setConflict(null);
+              }}
+            >
+              Keep my edits
+            </button>
+          </div>
+        </section>
+      ) : null}
+      <form onSubmit={(e) => void save(e)} className="automation-form" aria-label="Automation" noValidate>
+        <Field label="Display name" errors={byField('displayName')}>
+          {(props) => <input {...props} required value={draft.displayName} onChange={(e) => set('displayName', e.target.value)} />}
+        </Field>
+        <Field label="Description" errors={byField('description')}>
+          {(props) => <input {...props} value={draft.description} onChange={(e) => set('description', e.target.value)} />}
+        </Field>
+        <fieldset>
+          <legend>Trigger</legend>
+          <Field label="Auth method" errors={byField('authMethod')}>
+            {(props) => (
+              <select {...props} value={draft.authMethod} onChange={(e) => set('authMethod', e.target.value as Draft['authMethod'])}>
+                <option value="HMAC">HMAC (Standard Webhooks signature)</option>
+                <option value="JWT">JWT (sender’s JWKS)</option>
+              </select>
+            )}
+          </Field>
+          {draft.authMethod === 'JWT' ? (
+            <Field label="JWKS URL" errors={byField('jwksUrl')}>
+              {(props) => <input {...props} type="url" value={draft.jwksUrl} onChange={(e) => set('jwksUrl', e.target.value)} />}
+            </Field>
+          ) : null}
+          <Field label="Allowed source addresses" hint="CIDR ranges, one per line; empty: any source." errors={byField('allowedCidrs')}>
+            {(props) => <textarea {...props} rows={2} value={draft.allowedCidrs} onChange={(e) => set('allowedCidrs', e.target.value)} />}
+          </Field>
+          <label className="check">
+            <input type="checkbox" checked={draft.enabled} onChange={(e) => set('enabled', e.target.checked)} /> Trigger enabled
+          </label>
+        </fieldset>
+        <fieldset>
+          <legend>Flow control</legend>
+          <Field label="Filter" hint="CEL over ctx.trigger; false: the event is recorded, no run starts." errors={byField('filter')}>
+            {(props) => <input {...props} value={draft.filter} onChange={(e) => set('filter', e.target.value)} />}
+          </Field>
+          <div className="row">
+            <Field label="Concurrency limit" hint="1 to 100; empty: no limit." errors={byField('concurrencyLimit')}>
+              {(props) => <input {...props} inputMode="numeric" value={draft.concurrencyLimit} onChange={(e) => set('concurrencyLimit', e.target.value)} />}
+            </Field>
+            <Field label="Concurrency key" errors={byField('concurrencyKey')}>
+              {(props) => <input {...props} value={draft.concurrencyKey} onChange={(e) => set('concurrencyKey', e.target.value)} />}
+            </Field>
+          </div>
+          <div className="row">
+            <Field label="Rate limit" hint="Runs per period; empty: no limit." errors={byField('rateLimit')}>
+              {(props) => <input {...props} inputMode="numeric" value={draft.rateLimit} onChange={(e) => set('rateLimit', e.target.value)} />}
+            </Field>
+            <Field label="Rate period" errors={byField('ratePeriod')}>
+              {(props) => <input {...props} value={draft.ratePeriod} onChange={(e) => set('ratePeriod', e.target.value)} />}
+            </Field>
+            <Field label="Rate key" errors={byField('rateKey')}>
+              {(props) => <input {...props} value={draft.rateKey} onChange={(e) => set('rateKey', e.target.value)} />}
+            </Field>
+          </div>
+        </fieldset>
+        <StepsField value={draft.steps} onChange={(value) => set('steps', value)} errors={byField('steps')} />
+        {others.length > 0 ? (
+          <ul className="error">
+            {others.map((v) => (
+              <li key={v.field + v.description}>
+                <code>{v.field}</code>: {v.description}
+              </li>
+            ))}
+          </ul>
+        ) : null}
+        <ErrorMessage error={error} />
+        {saved ? <p role="status">{saved}</p> : null}
+        <div className="actions">
+          <button type="submit" className="primary">
+            Save
+          </button>
+          {automation ? (
+            <ConfirmButton
+              label="Delete automation"
+              title={`Delete ${automation.displayName}?`}
+              description="The automation and its listener are removed; deliveries to it are answered 404."
+              onConfirm={async () => {
+                await unwrap(api.DELETE('/api/v1/automations/{id}', { params: { path: { id: automation.id } }, headers: ifMatch() }));
+                await queryClient.invalidateQueries({ queryKey: ['automations'] });
+                navigate('/automations');
+              }}
+            />
+          ) : null}
+        </div>
+      </form>
+      {automation ? <DryRun id={automation.id} /> : null}
+    </>
+  );
+}
+
+interface FieldProps {
+  id: string;
+  'aria-invalid'?: boolean;
+  'aria-describedby'?: string;
+}
+
+/** A labelled input with its hint and the API's errors for it, tied by aria-describedby. */
+function Field({ label, hint, errors, children }: { label: string; hint?: string; errors: FieldViolation[]; children: (props: FieldProps) => ReactNode }) {
+  const id = useId();
+  const described = [hint ? `${id}-hint` : '', errors.length ? `${id}-errors` : ''].filter(Boolean).join(' ');
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children({ id, 'aria-invalid': errors.length > 0 || undefined, 'aria-describedby': described || undefined })}
+      {hint ? (
+        <small id={`${id}-hint`} className="muted">
+          {hint}
+        </small>
+      ) : null}
+      <FieldErrors id={`${id}-errors`} errors={errors} />
+    </div>
+  );
+}
+
+function FieldErrors({ id, errors, always = false }: { id: string; errors: FieldViolation[]; always?: boolean }) {
+  if (errors.length === 0 && !always) return null;
+  return (
+    <ul id={id} className="field-errors">
+      {errors.map((v) => (
+        <li key={v.field + v.description}>
+          <code>{v.field.replace(/^automation\./, '')}</code>: {v.description}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function StepsField({ value, onChange, errors }: { value: string; onChange: (value: string) => void; errors: FieldViolation[] }) {
+  const id = useId();
+  return (
+    <div className="field">
+      <span id={`${id}-label`} className="label">
+        Steps (JSON)
+      </span>
+      <Suspense fallback={<Loading label="Loading the editor" />}>
+        {/* The editor's attributes are set once: it is always described by its errors' list, empty or not. */}
+        <StepsEditor value={value} onChange={onChange} labelledBy={`${id}-label`} describedBy={`${id}-errors`} invalid={errors.length > 0} />
+      </Suspense>
+      <FieldErrors id={`${id}-errors`} errors={errors} always />
+    </div>
+  );
+}
+
+function RotateSecret({
+  id,
+  ifMatch,
+  onRotated,
+}: {
+  id: string;
+  ifMatch: () => Record<string, string> | undefined;
+  onRotated: (secret: string, previousExpiresAt: string | null) => void;
+}) {
+  const [hours, setHours] = useState('24');
+  const fieldId = useId();
+  return (
+    <ConfirmButton
+      label="Rotate secret"
+      title="Rotate the signing secret?"
+      description="A new secret is made and shown once. During the grace period a signature by either secret is accepted."
+      onConfirm={async () => {
+        const seconds = Math.round(Number(hours) * 3600);
+        if (!Number.isFinite(seconds) || seconds < 0) throw new Error('The grace period is a number of hours, 0 to 168.');
+        const result = await unwrap(
+          api.POST('/api/v1/automations/{id}/trigger/rotate-secret', { params: { path: { id } }, headers: ifMatch(), body: { gracePeriod: `${seconds}s` } }),
+        );
+        onRotated(result.signingSecret, result.previousSecretExpiresAt);
+      }}
+    >
+      <label htmlFor={fieldId}>Grace period (hours)</label>
+      <input id={fieldId} inputMode="decimal" value={hours} onChange={(e) => setHours(e.target.value)} />
+    </ConfirmButton>
+  );
+}
+
+/** Test: the dry run of the draft over a sample payload, step by step, without any effect. */
+function DryRun({ id }: { id: string }) {
+  const [payload, setPayload] = useState('{\n  "type": "user.created"\n}\n');
+  const payloadId = useId();
+  const test = useMutation({
+    mutationFn: async () => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(payload);
+      } catch (err) {
+        throw new Error(`The payload is not valid JSON: ${(err as Error).message}`);
+      }
+      return unwrap(api.POST('/api/v1/automations/{id}/test', { params: { path: { id } }, body: { payload: parsed } }));
+    },
+  });
+  return (
+    <section aria-labelledby={`${payloadId}-h`} className="panel">
+      <h2 id={`${payloadId}-h`}>Test with a sample payload</h2>
+      <label htmlFor={payloadId}>Sample payload (JSON)</label>
+      <textarea id={payloadId} rows={5} className="mono" value={payload} onChange={(e) => setPayload(e.target.value)} />
+      <div className="actions">
+        <button type="button" onClick={() => test.mutate()} disabled={test.isPending}>
+          Test
+        </button>
+      </div>
+      <ErrorMessage error={test.error} />
+      {test.data ? (
+        <table>
+          <caption>Dry run of the draft</caption>
+          <thead>
+            <tr>
+              <th scope="col">Step</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Would</th>
+              <th scope="col">Output or error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {test.data.steps.map((step) => (
+              <tr key={step.id}>
+                <td>{step.id}</td>
+                <td>{step.kind}</td>
+                <td>{step.status}</td>
+                <td>{step.error ? <span className="error">{step.error}</span> : <code>{JSON.stringify(step.output)}</code>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,130 @@
+/** The delivery log of an automation, with reasons: why a sender got the answer it got. */
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { api, unwrap } from '../api/client';
+import { useAutomationNames } from '../api/reads';
+import { DateTime, ErrorMessage, Loading, MoreButton, PageHeading } from '../components';
+import { Link, navigate, useLocation, usePageTitle } from '../router';
+
+const REASONS = [
+  'accepted',
+  'filtered',
+  'rate_limited',
+  'signature_mismatch',
+  'timestamp_out_of_window',
+  'duplicate_event',
+  'body_too_large',
+  'source_not_allowed',
+  'missing_header',
+  'invalid_json',
+  'jwt_expired',
+];
+
+export function DeliveriesPage() {
+  usePageTitle('Deliveries');
+  const { search } = useLocation();
+  const automations = useAutomationNames();
+  const automationId = search.get('automation') || automations.data?.[0]?.id || '';
+  const status = search.get('status') ?? '';
+  const reason = search.get('reason') ?? '';
+  const deliveries = useInfiniteQuery({
+    queryKey: ['deliveries', { automationId, status, reason }],
+    enabled: automationId !== '',
+    queryFn: ({ pageParam }) =>
+      unwrap(
+        api.GET('/api/v1/automations/{id}/deliveries', {
+          params: {
+            path: { id: automationId },
+            query: { page_size: 50, page_token: pageParam || undefined, status: status ? Number(status) : undefined, reason: reason || undefined },
+          },
+        }),
+      ),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.nextPageToken || undefined,
+    refetchInterval: 5_000,
+  });
+  const setFilter = (name: string, value: string) => {
+    const next = new URLSearchParams(search);
+    if (name === 'automation' || !next.has('automation')) next.set('automation', automationId);
+    if (value) next.set(name, value);
+    else next.delete(name);
+    navigate(`/deliveries?${next}`, { replace: true });
+  };
+  const items = deliveries.data?.pages.flatMap((page) => page.list) ?? [];
+  return (
+    <>
+      <PageHeading>Deliveries</PageHeading>
+      <form className="filters" aria-label="Filter deliveries" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Automation
+          <select value={automationId} onChange={(e) => setFilter('automation', e.target.value)}>
+            {automations.data?.map((a) => (
+              <option key={a.id} value={a.id}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Answer
+          <select value={status} onChange={(e) => setFilter('status', e.target.value)}>
+            <option value="">Any answer</option>
+            {[200, 400, 401, 403, 404, 409, 413, 429, 503].map((s) => (
+              <option key={s} value={String(s)}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Reason
+          <select value={reason} onChange={(e) => setFilter('reason', e.target.value)}>
+            <option value="">Any reason</option>
+            {REASONS.map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </label>
+      </form>
+      <ErrorMessage error={automations.error ?? deliveries.error} />
+      {automations.data?.length === 0 ? <p>No automation yet: deliveries are recorded per automation.</p> : null}
+      {deliveries.isLoading ? <Loading label="Loading deliveries" /> : null}
+      {deliveries.isSuccess && items.length === 0 ? <p className="muted">No deliveries match.</p> : null}
+      {items.length > 0 ? (
+        <table>
+          <caption className="visually-hidden">Deliveries, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Received</th>
+              <th scope="col">Answer</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Event id</th>
+              <th scope="col">Source</th>
+              <th scope="col">Run</th>
+              <th scope="col">Latency</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map(({ delivery: d }, index) => (
+              <tr key={`${d.receivedAt}-${index}`}>
+                <td>
+                  <DateTime value={d.receivedAt} />
+                </td>
+                <td>{d.status}</td>
+                <td>
+                  <code>{d.reason}</code>
+                </td>
+                <td>{d.eventId ?? <span className="muted">—</span>}</td>
+                <td>{d.sourceAddress}</td>
+                <td>{d.executionId ? <Link to={`/runs/${encodeURIComponent(d.executionId)}`}>Open run</Link> : null}</td>
+                <td>{d.latencyMs} ms</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <MoreButton hasMore={!!deliveries.hasNextPage} loading={deliveries.isFetchingNextPage} onMore={() => void deliveries.fetchNextPage()} />
+    </>
+  );
+}

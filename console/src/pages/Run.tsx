@@ -1,0 +1,218 @@
+/**
+ * One run: its steps as a timeline (status, output, error), the decisions of a step waiting for a
+ * person, and run control (cancel, terminate, rerun), polled while the run is open.
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useId, useState } from 'react';
+import { api, unwrap, type Schemas } from '../api/client';
+import { ConfirmButton, DateTime, duration, ErrorMessage, Loading, PageHeading, StatusBadge } from '../components';
+import { CONFIG } from '../config';
+import { Link, navigate, usePageTitle } from '../router';
+import { hasRole, useSession } from '../session';
+
+const OPEN = new Set(['RUNNING', 'QUEUED']);
+
+export function temporalUrl(runId: string): string {
+  return `${CONFIG.temporalUiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(CONFIG.namespace)}/workflows/${encodeURIComponent(runId)}`;
+}
+
+export function useRun(id: string) {
+  return useQuery({
+    queryKey: ['run', id],
+    queryFn: () => unwrap(api.GET('/api/v1/automation_executions/{id}', { params: { path: { id } } })).then((r) => r.execution),
+    refetchInterval: (query) => (query.state.data && !OPEN.has(query.state.data.status) ? false : 2_000),
+  });
+}
+
+export function RunPage({ id }: { id: string }) {
+  usePageTitle('Run');
+  const run = useRun(id);
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const superAdmin = hasRole(session.data, 'super_admin');
+  const [reason, setReason] = useState('');
+  const reasonId = useId();
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ['run', id] });
+
+  if (run.isPending) return <Loading label="Loading the run" />;
+  if (run.isError) return <ErrorMessage error={run.error} />;
+  const r = run.data;
+  const open = OPEN.has(r.status);
+  const rerun = async (fromFailedStep: boolean) => {
+    const result = await unwrap(api.POST('/api/v1/automation_executions/{id}/rerun', { params: { path: { id } }, body: { fromFailedStep } }));
+    await queryClient.invalidateQueries({ queryKey: ['runs'] });
+    navigate(`/runs/${encodeURIComponent(result.execution.id)}`);
+  };
+
+  return (
+    <>
+      <PageHeading
+        actions={
+          <a href={temporalUrl(r.id)} target="_blank" rel="noreferrer noopener">
+            Open in Temporal
+          </a>
+        }
+      >
+        Run {r.eventId ?? r.id}
+      </PageHeading>
+      <dl className="facts">
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge status={r.status} />
+          {r.queue ? <span className="muted"> queued under key “{r.queue.key}”</span> : null}
+        </dd>
+        <dt>Automation</dt>
+        <dd>
+          <Link to={`/automations/${encodeURIComponent(r.automationId)}`}>{r.automationId}</Link>
+          {r.version !== null ? ` (version ${r.version})` : ''}
+        </dd>
+        <dt>Started</dt>
+        <dd>
+          <DateTime value={r.startedAt} />
+        </dd>
+        <dt>Closed</dt>
+        <dd>
+          <DateTime value={r.closedAt} /> {r.closedAt ? `(${duration(r.startedAt, r.closedAt)})` : null}
+        </dd>
+        <dt>Run id</dt>
+        <dd>
+          <code>{r.id}</code>
+        </dd>
+        {r.rerunOf ? (
+          <>
+            <dt>Rerun of</dt>
+            <dd>
+              <Link to={`/runs/${encodeURIComponent(r.rerunOf)}`}>{r.rerunOf}</Link>
+            </dd>
+          </>
+        ) : null}
+        {r.reruns.length > 0 ? (
+          <>
+            <dt>Reruns</dt>
+            <dd>
+              {r.reruns.map((rid) => (
+                <Link key={rid} to={`/runs/${encodeURIComponent(rid)}`}>
+                  {rid}
+                </Link>
+              ))}
+            </dd>
+          </>
+        ) : null}
+      </dl>
+      {r.error ? (
+        <p className="error">
+          <strong>Error:</strong> {r.error}
+        </p>
+      ) : null}
+
+      {superAdmin ? (
+        <section aria-label="Run control" className="actions">
+          <ConfirmButton
+            label="Cancel run"
+            title="Cancel this run?"
+            description="The run is asked to stop: the step in progress ends and no further step starts."
+            disabled={!open}
+            onConfirm={async () => {
+              await unwrap(api.POST('/api/v1/automation_executions/{id}/cancel', { params: { path: { id } } }));
+              await refresh();
+            }}
+          />
+          <ConfirmButton
+            label="Terminate run"
+            title="Terminate this run?"
+            description="The run ends at once; no cleanup code runs."
+            disabled={!open}
+            onConfirm={async () => {
+              await unwrap(api.POST('/api/v1/automation_executions/{id}/terminate', { params: { path: { id } }, body: { reason } }));
+              await refresh();
+            }}
+          >
+            <label htmlFor={reasonId}>Reason</label>
+            <input id={reasonId} value={reason} onChange={(e) => setReason(e.target.value)} />
+          </ConfirmButton>
+          <ConfirmButton
+            label="Rerun"
+            title="Rerun with the same payload?"
+            description="A new run starts with this run's payload on the automation's published version."
+            danger={false}
+            disabled={open}
+            onConfirm={() => rerun(false)}
+          />
+          {r.status === 'FAILED' ? (
+            <ConfirmButton
+              label="Rerun from the failed step"
+              title="Retry from the failed step?"
+              description="A new run on the original version reuses the results of the steps before the failed one."
+              danger={false}
+              onConfirm={() => rerun(true)}
+            />
+          ) : null}
+        </section>
+      ) : null}
+
+      <h2>Steps</h2>
+      <StepTimeline runId={r.id} steps={r.steps} />
+    </>
+  );
+}
+
+export function StepTimeline({ runId, steps }: { runId: string; steps: Schemas['StepResult'][] }) {
+  if (steps.length === 0) return <p className="muted">No step has started.</p>;
+  return (
+    <ol className="timeline" aria-label="Steps">
+      {steps.map((step) => (
+        <li key={step.id} className={`step ${step.status.toLowerCase()}`}>
+          <div className="step-head">
+            <strong>{step.id}</strong> <span className="muted">{step.kind}</span> <StatusBadge status={step.status} />
+          </div>
+          {step.error ? <p className="error">{step.error}</p> : null}
+          {step.output ? (
+            <details>
+              <summary>Output of {step.id}</summary>
+              <pre>{JSON.stringify(step.output, null, 2)}</pre>
+            </details>
+          ) : null}
+          {step.status === 'WAITING_FOR_APPROVAL' ? <Decision runId={runId} stepId={step.id} /> : null}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** Approve or Reject a step waiting for a person, with an optional comment. */
+export function Decision({ runId, stepId }: { runId: string; stepId: string }) {
+  const queryClient = useQueryClient();
+  const session = useSession();
+  const [comment, setComment] = useState('');
+  const commentId = useId();
+  const decide = useMutation({
+    mutationFn: async (decision: 'approve' | 'reject') => {
+      const params = { path: { id: runId, stepId } };
+      const body = comment ? { comment } : {};
+      return decision === 'approve'
+        ? unwrap(api.POST('/api/v1/automation_executions/{id}/steps/{stepId}/approve', { params, body }))
+        : unwrap(api.POST('/api/v1/automation_executions/{id}/steps/{stepId}/reject', { params, body }));
+    },
+    onSuccess: async () => {
+      await queryClient.invalidateQueries({ queryKey: ['run', runId] });
+      await queryClient.invalidateQueries({ queryKey: ['approvals'] });
+    },
+  });
+  if (!hasRole(session.data, 'super_admin', 'admin')) return <p className="muted">Waiting for an approver.</p>;
+  return (
+    <div className="decision">
+      <label htmlFor={commentId}>Comment</label>
+      <textarea id={commentId} rows={2} value={comment} onChange={(e) => setComment(e.target.value)} />
+      <div className="actions">
+        <button type="button" className="primary" disabled={decide.isPending} onClick={() => decide.mutate('approve')}>
+          Approve
+        </button>
+        <button type="button" className="danger" disabled={decide.isPending} onClick={() => decide.mutate('reject')}>
+          Reject
+        </button>
+      </div>
+      <ErrorMessage error={decide.error} />
+      {decide.isSuccess ? <p role="status">Decision recorded.</p> : null}
+    </div>
+  );
+}

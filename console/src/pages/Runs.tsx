@@ -1,0 +1,124 @@
+/** Runs across automations, newest first, filtered by automation, status and start time; polled while shown. */
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { listRuns } from '../api/runs';
+import { RUN_STATUSES, useAutomationNames } from '../api/reads';
+import { DateTime, duration, ErrorMessage, Loading, MoreButton, PageHeading, StatusBadge } from '../components';
+import { Link, navigate, useLocation, usePageTitle } from '../router';
+
+export function RunsPage() {
+  usePageTitle('Runs');
+  const { search } = useLocation();
+  const automationId = search.get('automation') ?? '';
+  const status = search.get('status') ?? '';
+  const startedAfter = search.get('after') ?? '';
+  const automations = useAutomationNames();
+  const runs = useInfiniteQuery({
+    queryKey: ['runs', { automationId, status, startedAfter }],
+    queryFn: ({ pageParam }) =>
+      listRuns({
+        automationId: automationId || undefined,
+        status: status ? [status] : undefined,
+        startedAfter: startedAfter ? new Date(startedAfter).toISOString() : undefined,
+        pageToken: pageParam,
+      }),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.nextPageToken || undefined,
+    // Live status: the open page is polled; a closed tab is not.
+    refetchInterval: 3_000,
+  });
+  const items = runs.data?.pages.flatMap((page) => page.list) ?? [];
+
+  useEffect(() => {
+    if (runs.isSuccess) performance.mark('console:runs-list-drawn');
+  }, [runs.isSuccess]);
+
+  const setFilter = (name: string, value: string) => {
+    const next = new URLSearchParams(search);
+    if (value) next.set(name, value);
+    else next.delete(name);
+    const query = next.toString();
+    navigate(`/runs${query ? `?${query}` : ''}`, { replace: true });
+  };
+
+  return (
+    <>
+      <PageHeading>Runs</PageHeading>
+      <form className="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Automation
+          <select value={automationId} onChange={(e) => setFilter('automation', e.target.value)}>
+            <option value="">All automations</option>
+            {automations.data?.map((a) => (
+              <option key={a.id} value={a.id}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Status
+          <select value={status} onChange={(e) => setFilter('status', e.target.value)}>
+            <option value="">Any status</option>
+            {RUN_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Started after
+          <input type="datetime-local" value={startedAfter} onChange={(e) => setFilter('after', e.target.value)} />
+        </label>
+      </form>
+      <ErrorMessage error={runs.error} />
+      {runs.isPending ? (
+        <Loading label="Loading runs" />
+      ) : (
+        <RunsTable items={items} caption="Runs, newest first" />
+      )}
+      <MoreButton hasMore={!!runs.hasNextPage} loading={runs.isFetchingNextPage} onMore={() => void runs.fetchNextPage()} />
+    </>
+  );
+}
+
+export function RunsTable({ items, caption }: { items: Awaited<ReturnType<typeof listRuns>>['list']; caption: string }) {
+  const [now] = useState(() => new Date().toISOString());
+  if (items.length === 0) return <p className="muted">No runs match.</p>;
+  return (
+    <table>
+      <caption className="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Run</th>
+          <th scope="col">Automation</th>
+          <th scope="col">Status</th>
+          <th scope="col">Started</th>
+          <th scope="col">Duration</th>
+        </tr>
+      </thead>
+      <tbody>
+        {items.map(({ execution: run }) => (
+          <tr key={run.id}>
+            <td>
+              <Link to={`/runs/${encodeURIComponent(run.id)}`} aria-label={`Run ${run.eventId ?? run.id}`}>
+                {run.eventId ?? run.id}
+              </Link>
+            </td>
+            <td>
+              <Link to={`/automations/${encodeURIComponent(run.automationId)}`}>{run.automationName}</Link>
+            </td>
+            <td>
+              <StatusBadge status={run.status} />
+            </td>
+            <td>
+              <DateTime value={run.startedAt} />
+            </td>
+            <td>{duration(run.startedAt, run.closedAt ?? (run.status === 'RUNNING' || run.status === 'QUEUED' ? null : now))}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
