@@ -125,7 +125,8 @@ for (const target of DATABASES) {
     describe('actors', () => {
       it('attributes a person\'s change to person:<issuer>#<subject> with their name and email in the details', async () => {
         const actor = 'person:https://idp.example#u-42';
-        const { id } = await sessionsOf(service.deps).create({ actor, person: { id: actor, name: 'Grace Hopper', email: 'grace@example.com' }, roles: ['admin'] });
+        // A super_admin: writing an outbound secret is theirs alone.
+        const { id } = await sessionsOf(service.deps).create({ actor, person: { id: actor, name: 'Grace Hopper', email: 'grace@example.com' }, roles: ['super_admin'] });
         const session = await sessionsOf(service.deps).resolve(id);
         const res = await request(service.server)
           .post('/console/api/v1/secrets')

@@ -136,7 +136,8 @@ for (const target of DATABASES) {
     });
 
     it('refuses an unsafe request without the CSRF token or from another origin (403 code 7), and nothing changes', async () => {
-      const me = await signIn(service, ['admin']);
+      // A super_admin: writing an outbound secret is theirs alone.
+      const me = await signIn(service, ['super_admin']);
       const secret = { name: 'crm_token', value: 'v-123456', allowedOrigins: ['https://crm.example'] };
       const attempts = [
         { headers: {} },
