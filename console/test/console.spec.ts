@@ -44,7 +44,8 @@ const axeSummary: Array<{ page: string; violations: number; serious: number; pas
 
 async function screenshot(page: Page, name: string): Promise<void> {
   const dir = process.env.CONSOLE_SCREENSHOTS;
-  if (dir) await page.screenshot({ path: `${dir}/${name}.png`, fullPage: true });
+  // A secret shown once (a signing or client secret) is masked: the docs show where it appears, never a value.
+  if (dir) await page.screenshot({ path: `${dir}/${name}.png`, fullPage: true, mask: [page.locator('.secret-value')] });
 }
 
 async function bearer(request: APIRequestContext): Promise<string> {

@@ -325,7 +325,7 @@ export default function AutomationPage({ id }: { id: string | null }) {
           <Field label="Auth method" errors={byField('authMethod')}>
             {(props) => (
               <select {...props} value={draft.authMethod} onChange={(e) => set('authMethod', e.target.value as Draft['authMethod'])}>
-                <option value="HMAC">HMAC (Standard Webhooks signature)</option>
+                <option value="HMAC">HMAC (Webhook-Signature header)</option>
                 <option value="JWT">JWT (sender’s JWKS)</option>
               </select>
             )}
