@@ -1,7 +1,7 @@
 /** What each role allows (src/auth/roles.ts), over every area and mode. */
 import { allows, isRole, ROLES, type Area, type Mode, type Role } from '../../src/auth/roles';
 
-const AREAS: Area[] = ['governance', 'automations', 'iam', 'approvals', 'secrets'];
+const AREAS: Area[] = ['governance', 'automations', 'iam', 'approvals', 'secrets', 'audit'];
 const MODES: Mode[] = ['read', 'write'];
 
 /** The whole table, written out: [role, area, mode, allowed]. */
@@ -16,9 +16,11 @@ const TABLE: Array<[Role, Area, Mode, boolean]> = [
   ['super_admin', 'approvals', 'write', true],
   ['super_admin', 'secrets', 'read', true],
   ['super_admin', 'secrets', 'write', true],
+  ['super_admin', 'audit', 'read', true],
+  ['super_admin', 'audit', 'write', true],
   ['admin', 'governance', 'read', true],
   ['admin', 'governance', 'write', true],
-  ['admin', 'automations', 'read', false],
+  ['admin', 'automations', 'read', true], // operating runs: automations (never a secret) and their runs
   ['admin', 'automations', 'write', false],
   ['admin', 'iam', 'read', false],
   ['admin', 'iam', 'write', false],
@@ -26,6 +28,8 @@ const TABLE: Array<[Role, Area, Mode, boolean]> = [
   ['admin', 'approvals', 'write', true],
   ['admin', 'secrets', 'read', true],
   ['admin', 'secrets', 'write', false],
+  ['admin', 'audit', 'read', false],
+  ['admin', 'audit', 'write', false],
   ['read_only', 'governance', 'read', true],
   ['read_only', 'governance', 'write', false],
   ['read_only', 'automations', 'read', false],
@@ -36,6 +40,8 @@ const TABLE: Array<[Role, Area, Mode, boolean]> = [
   ['read_only', 'approvals', 'write', false],
   ['read_only', 'secrets', 'read', true],
   ['read_only', 'secrets', 'write', false],
+  ['read_only', 'audit', 'read', false],
+  ['read_only', 'audit', 'write', false],
 ];
 
 describe('allows', () => {
