@@ -27,6 +27,8 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { findTemporalCli } = require('../../scripts/temporal-cli.js') as { findTemporalCli: () => string | undefined };
 import { Client as PgClient, Pool } from 'pg';
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
@@ -187,11 +189,18 @@ async function withAdmin<T>(use: (admin: PgClient) => Promise<T>): Promise<T> {
 }
 
 /** Runs the Temporal CLI (on PATH) with a clean environment; resolves with its exit code and output. */
+/** The pinned Temporal CLI (on PATH, or .temporal/bin where `node scripts/temporal-cli.js` put it). */
+const TEMPORAL_CLI: string | undefined = findTemporalCli();
+
+/** Runs the Temporal CLI; its exit code, or a thrown error when it could not run at all (so a refusal is never a missing binary). */
 function temporalCli(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    execFile('temporal', args, { env: { PATH: process.env.PATH, HOME: stateDir }, timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? -1) : 0, output: `${stdout}${stderr}` }),
-    );
+  if (!TEMPORAL_CLI) throw new Error('no Temporal CLI: run node scripts/temporal-cli.js');
+  return new Promise((resolve, reject) => {
+    execFile(TEMPORAL_CLI, args, { env: { PATH: process.env.PATH, HOME: stateDir }, timeout: 120_000 }, (err, stdout, stderr) => {
+      const code = err ? (err as { code?: number | string }).code : 0;
+      if (typeof code === 'string') return reject(new Error(`the Temporal CLI did not run: ${code}`));
+      resolve({ code: code ?? -1, output: `${stdout}${stderr}` });
+    });
   });
 }
 

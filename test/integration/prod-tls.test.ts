@@ -22,7 +22,9 @@ import { poll } from '../helpers/wait';
 const { BIN, SCHEMA_DIR } = require('../../scripts/prod-binaries.js') as { BIN: string; SCHEMA_DIR: string };
 
 const ROOT = path.resolve(__dirname, '../..');
-const SERVER = path.join(BIN, 'temporal-server');
+// The server the production shape runs: ours (deploy/temporal/server), which authorizes by certificate subject.
+const SERVER = path.join(BIN, 'temporal-server-authz');
+const AUTHORIZATION_FILE = path.join(path.resolve(__dirname, '../..'), 'deploy/temporal/authorization.yaml');
 const SQL_TOOL = path.join(BIN, 'temporal-sql-tool');
 const DATABASE_URL = process.env.DATABASE_URL;
 const HAVE_BINARIES = fs.existsSync(SERVER) && fs.existsSync(SQL_TOOL) && fs.existsSync(path.join(SCHEMA_DIR, 'visibility', 'versioned'));
@@ -87,9 +89,9 @@ describeWithServer(`the production-shape Temporal frontend and mutual TLS${skipR
 
   /** The frontend as stack:prod starts it, with `environment`; its output and exit collected. */
   function startFrontend(environment: Record<string, string>): { child: ChildProcess; output: () => string; exit: () => number | string | undefined } {
-    const child = spawn(SERVER, ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', '--allow-no-auth', 'start', '--service', 'frontend'], {
+    const child = spawn(SERVER, ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', 'start', '--service', 'frontend'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...environment },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TEMPORAL_AUTHORIZATION_FILE: AUTHORIZATION_FILE, ...environment },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
