@@ -15,7 +15,7 @@ import { automation } from '../../workflows';
 import { FlowQueueKey } from '../../workflows/automation';
 import { lastResult, STEP_REGISTRY, stepKind, type RecordedEffect } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
-import { raceDeadline } from './runs';
+import { raceDeadline } from './deadline';
 
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';

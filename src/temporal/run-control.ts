@@ -19,7 +19,8 @@ import {
 import { ApplicationFailure } from '@temporalio/common';
 import { automation, decideUpdate } from '../../workflows';
 import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../contract/run';
-import { raceDeadline, runStartOptions } from './runs';
+import { raceDeadline } from './deadline';
+import { runStartOptions } from './runs';
 import type { RunReader } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
 import { runQueueOf } from '../domain/flow-control';

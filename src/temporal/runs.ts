@@ -3,6 +3,7 @@
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import { raceDeadline } from './deadline';
 import { laneQueueFull, requestLanePermit } from './lanes';
 import { decodePayloadsInPlace } from './executions';
 import { automation } from '../../workflows';
@@ -144,21 +145,4 @@ export function runStartOptions(
     },
     staticSummary: `${display.automationName} (v${input.version}) — ${display.summary}`,
   };
-}
-
-/** Rejects with "deadline exceeded" when `fn` has not settled by `deadline` (epoch ms). */
-export async function raceDeadline<T>(deadline: number, fn: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('deadline exceeded')), Math.max(0, deadline - Date.now()));
-  });
-  const call = fn();
-  // When the deadline wins, the call may still settle later (e.g. a retry failing once the
-  // connection is closed): that late rejection is expected and must not go unhandled.
-  call.catch(() => undefined);
-  try {
-    return await Promise.race([call, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
