@@ -61,17 +61,19 @@ export function auditPlaceholders(first: number): string {
   return ['', '', '', '', '', '::jsonb'].map((cast, i) => `$${first + i}${cast}`).join(', ');
 }
 
-export async function listAuditEvents(db: Queryable, resourceType: string, resourceId: string): Promise<AuditEvent[]> {
-  const rows = await db.query<{
-    id: string;
-    at: Date;
-    actor: string;
-    action: string;
-    resource_type: string;
-    resource_id: string;
-    details: Record<string, unknown>;
-  }>('SELECT * FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id', [resourceType, resourceId]);
-  return rows.map((row) => ({
+/** A row of audit_events as the store returns it. */
+interface AuditRow {
+  id: string;
+  at: Date;
+  actor: string;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  details: Record<string, unknown>;
+}
+
+function auditEventOf(row: AuditRow): AuditEvent {
+  return {
     id: row.id,
     at: iso(row.at) ?? '',
     actor: row.actor,
@@ -79,7 +81,12 @@ export async function listAuditEvents(db: Queryable, resourceType: string, resou
     resourceType: row.resource_type,
     resourceId: row.resource_id,
     details: row.details,
-  }));
+  };
+}
+
+export async function listAuditEvents(db: Queryable, resourceType: string, resourceId: string): Promise<AuditEvent[]> {
+  const rows = await db.query<AuditRow>('SELECT * FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id', [resourceType, resourceId]);
+  return rows.map(auditEventOf);
 }
 
 /** What the audit trail is read by (every field optional; `subject` is `<type>:<id>` or the bare id). */
@@ -93,15 +100,7 @@ export interface AuditFilter {
 
 /** Events newest first (by id, time-ordered), before the `before` id when given. */
 export async function listAuditTrail(db: Queryable, filter: AuditFilter, before: string | undefined, limit: number): Promise<AuditEvent[]> {
-  const rows = await db.query<{
-    id: string;
-    at: Date;
-    actor: string;
-    action: string;
-    resource_type: string;
-    resource_id: string;
-    details: Record<string, unknown>;
-  }>(
+  const rows = await db.query<AuditRow>(
     `SELECT * FROM audit_events
      WHERE ($1::text IS NULL OR id < $1)
        AND ($2::text IS NULL OR actor = $2)
@@ -111,13 +110,5 @@ export async function listAuditTrail(db: Queryable, filter: AuditFilter, before:
      ORDER BY id DESC LIMIT $6`,
     [before ?? null, filter.actor ?? null, filter.action ?? null, filter.subject ?? null, filter.since ?? null, limit],
   );
-  return rows.map((row) => ({
-    id: row.id,
-    at: iso(row.at) ?? '',
-    actor: row.actor,
-    action: row.action,
-    resourceType: row.resource_type,
-    resourceId: row.resource_id,
-    details: row.details,
-  }));
+  return rows.map(auditEventOf);
 }
