@@ -47,11 +47,13 @@ export interface AutomationRunInput {
 }
 
 /**
- * What flow control decided for a run when it was started (src/domain/flow-control.ts): the lane
+ * What flow control decided for a run when it was started (src/flow): the lane
  * that admits it, or an expression that failed (the run then fails at once, naming the field).
  */
 export interface RunFlow {
   queue?: RunQueue;
+  /** Set by a flow option whose delivery-time decision accepts the run but holds it (src/flow); no workflow reads it yet. */
+  paused?: true;
   error?: { field: 'filter' | 'concurrency.key'; message: string };
 }
 

@@ -14,7 +14,7 @@ import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
-import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';
+import { flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
 import { gracePeriodSchema } from './rotation-grace';
 import { closedObject, oneViolation, whileValid } from './validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
@@ -157,25 +157,7 @@ export const IncomingWebhookTriggerInput = z
 
 export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhookTriggerInput }).meta({ id: 'AutomationTriggerInput' });
 
-const flowExpression = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx.trigger.' });
-export const ConcurrencySettings = z
-  .strictObject({
-    limit: z.number().int().min(CONCURRENCY_LIMITS[0]).max(CONCURRENCY_LIMITS[1]),
-    key: flowExpression().nullish().meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
-  })
-  .meta({ id: 'ConcurrencySettings', description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.' });
-export const RateLimitSettings = z
-  .strictObject({
-    limit: z.number().int().min(RATE_LIMITS[0]).max(RATE_LIMITS[1]),
-    period: z.string().regex(/^\d{1,6}s$/).meta({ description: 'Whole seconds, "1s" to "86400s".' }),
-    key: flowExpression().nullish().meta({ description: 'The key deliveries are counted by; absent: one key for the whole automation.' }),
-  })
-  .meta({ id: 'RateLimitSettings', description: 'At most `limit` runs start per `period` and key value; over it the delivery answers 429 with Retry-After.' });
-const flowInputs = {
-  filter: flowExpression().nullish().meta({ description: 'CEL bool over ctx.trigger; false: the event is recorded but no run starts.' }),
-  concurrency: ConcurrencySettings.nullish(),
-  rateLimit: RateLimitSettings.nullish(),
-};
+const flowInputs = flowInputSchemas();
 
 const displayName = () => z.string().regex(/\S/).max(200);
 const description = () => z.string().max(4000);
@@ -239,9 +221,7 @@ export const Automation = z
       .meta({ description: 'The version webhook events run (null when never published).' }),
     trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
     steps: z.array(AutomationStep),
-    filter: z.string().nullable(),
-    concurrency: ConcurrencySettings.nullable(),
-    rateLimit: RateLimitSettings.nullable(),
+    ...flowViewSchemas(),
     createdAt: z.string().meta({ format: 'date-time' }),
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
@@ -300,22 +280,7 @@ export const DryRunResponse = z
         error: z.string().nullable(),
       }),
     ),
-    flowControl: z
-      .object({
-        filter: z
-          .object({ matches: z.boolean().nullable(), error: z.string().nullable() })
-          .nullable()
-          .meta({ description: "The filter's verdict for the payload (false: the event would be filtered); null without a filter." }),
-        concurrency: z
-          .object({ key: z.string().nullable(), error: z.string().nullable() })
-          .nullable()
-          .meta({ description: 'The concurrency key value the run would queue under ("" without a key); null without a limit.' }),
-        rateLimit: z
-          .object({ key: z.string().nullable(), error: z.string().nullable() })
-          .nullable()
-          .meta({ description: 'The rate-limit key value the delivery would count under; null without a limit.' }),
-      })
-      .meta({ description: "The draft's flow control over the payload." }),
+    flowControl: flowDryRunSchema(),
   })
   .meta({ id: 'DryRunResponse', description: 'Every step evaluated over the payload, without any effect.' });
 

@@ -21,7 +21,7 @@ import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
 import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
 import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
-import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
+import { FLOW_FIELDS, flowControlOf, validateFlowControl, validateFlowField } from '../flow';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { type FieldViolation, invalidArgument, notFound, StaleRevisionError } from '../errors';
 import type { Automation } from './api-schemas';
@@ -66,9 +66,7 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
       },
     },
     steps: record.steps.map((step) => ({ ...step })),
-    filter: record.flow.filter,
-    concurrency: record.flow.concurrency,
-    rateLimit: record.flow.rateLimit,
+    ...flowControlOf(record.flow),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };
@@ -195,7 +193,7 @@ export async function updateAutomation(
     if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
     next.flow = { ...current.flow };
     for (const name of FLOW_FIELDS) {
-      if (mask.has(name)) (next.flow as unknown as Record<string, unknown>)[name] = validateFlowField(name, fields[name], 'automation.', violations);
+      if (mask.has(name)) next.flow[name] = validateFlowField(name, fields[name], 'automation.', violations);
     }
     if (mask.has('steps') && violations.length === 0) violations.push(...(await missingSecretViolations(tx, next.steps)));
     if (violations.length > 0) throw invalidArgument(violations);

@@ -3,7 +3,9 @@ import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../contract/run';
 import type { IncomingWebhookTrigger } from '../webhooks/trigger';
-import type { FlowControl } from '../contract/flow-control';
+
+/** An automation's flow control as stored: each option's settings under its name (src/flow). */
+export type StoredFlow = Record<string, unknown>;
 
 export interface AutomationRecord {
   id: string;
@@ -14,8 +16,8 @@ export interface AutomationRecord {
   trigger: IncomingWebhookTrigger;
   listenerId: string;
   steps: StepDefinition[];
-  /** filter, concurrency, rateLimit (docs/api.md, "Flow control between runs"). */
-  flow: FlowControl;
+  /** The flow options' settings by name, as JSON (src/flow reads them: flowControlOf). */
+  flow: StoredFlow;
   /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
   sealedSigningSecret: string | null;
   /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
@@ -35,7 +37,7 @@ export interface AutomationRow {
   version: number;
   trigger: IncomingWebhookTrigger;
   steps: StepDefinition[];
-  flow?: Partial<FlowControl> | null;
+  flow?: StoredFlow | null;
   listener_id: string;
   signing_secret: string | null;
   previous_signing_secret?: string | null;
@@ -55,7 +57,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     trigger: row.trigger,
     listenerId: row.listener_id,
     steps: row.steps,
-    flow: { filter: row.flow?.filter ?? null, concurrency: row.flow?.concurrency ?? null, rateLimit: row.flow?.rateLimit ?? null },
+    flow: row.flow ?? {},
     sealedSigningSecret: row.signing_secret,
     sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
@@ -68,7 +70,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 export type NewAutomation = Omit<
   AutomationRecord,
   'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision'
-> & { flow?: FlowControl };
+> & { flow?: StoredFlow };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(

@@ -825,8 +825,8 @@ export interface components {
             };
             steps: components["schemas"]["AutomationStepOutput"][];
             filter: string | null;
-            concurrency: components["schemas"]["ConcurrencySettings"] | null;
             rateLimit: components["schemas"]["RateLimitSettings"] | null;
+            concurrency: components["schemas"]["ConcurrencySettings"] | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1224,8 +1224,8 @@ export interface components {
             steps?: components["schemas"]["AutomationStep"][] | null;
             /** @description CEL bool over ctx.trigger; false: the event is recorded but no run starts. */
             filter?: string | null;
-            concurrency?: components["schemas"]["ConcurrencySettings"] | null;
             rateLimit?: components["schemas"]["RateLimitSettings"] | null;
+            concurrency?: components["schemas"]["ConcurrencySettings"] | null;
         };
         CreateClientRequest: {
             displayName?: string | null;
@@ -1301,13 +1301,13 @@ export interface components {
                     matches: boolean | null;
                     error: string | null;
                 } | null;
-                /** @description The concurrency key value the run would queue under ("" without a key); null without a limit. */
-                concurrency: {
+                /** @description The rate-limit key value the delivery would count under; null without a limit. */
+                rateLimit: {
                     key: string | null;
                     error: string | null;
                 } | null;
-                /** @description The rate-limit key value the delivery would count under; null without a limit. */
-                rateLimit: {
+                /** @description The concurrency key value the run would queue under ("" without a key); null without a limit. */
+                concurrency: {
                     key: string | null;
                     error: string | null;
                 } | null;
@@ -1756,8 +1756,8 @@ export interface components {
                 steps?: components["schemas"]["AutomationStep"][] | null;
                 /** @description CEL bool over ctx.trigger; false: the event is recorded but no run starts. */
                 filter?: string | null;
-                concurrency?: components["schemas"]["ConcurrencySettings"] | null;
                 rateLimit?: components["schemas"]["RateLimitSettings"] | null;
+                concurrency?: components["schemas"]["ConcurrencySettings"] | null;
             };
             /** @description Comma-separated field paths among displayName, description, trigger, steps, filter, concurrency, rateLimit. */
             updateMask?: (string | string[]) | null;
