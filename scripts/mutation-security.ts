@@ -42,14 +42,14 @@ export const MODULES: SecurityModule[] = [
   },
   { name: 'outbound-policy', guards: 'where the service may call out to', mutate: ['src/outbound/policy.ts'], tests: ['outbound-policy'] },
   { name: 'admission', guards: 'webhook admission (in-flight caps per listener and address)', mutate: ['src/webhooks/admission.ts'], tests: ['webhooks-admission', 'read-raw-body', 'webhooks-admission-survivors'] },
+  // The lane's decisions, taken out of workflows/lane.ts (which sends the grants) to be unit-tested.
+  { name: 'lane-admission', guards: "the lanes' admission (permits, queue order, queue bound)", mutate: ['workflows/lane-admission.ts'], tests: ['lane-admission'] },
   {
-    name: 'lane-admission',
-    guards: "the lanes' admission (concurrency and rate limits)",
-    mutate: ['workflows/lane.ts'],
-    tests: [],
-    unmeasured: 'workflow code, tested only against a Temporal server (no unit test runs it)',
+    name: 'console-session',
+    guards: "the console's sessions, session cookie, CSRF token and Origin checks",
+    mutate: ['src/auth/sessions.ts', 'src/http/console-session.ts'],
+    tests: ['auth-sessions', 'console-session'],
   },
-  // The console's session and CSRF checks join this table when they land.
 ];
 
 function argument(name: string): string | undefined {
@@ -90,6 +90,7 @@ function countsOf(reportFile: string): Counts {
 function main(): number {
   const only = argument('only')?.split(',');
   const concurrency = argument('concurrency') ?? '1';
+  const full = process.argv.includes('--full');
   const unknown = only?.filter((name) => !MODULES.some((m) => m.name === name)) ?? [];
   if (unknown.length > 0) {
     console.error(`unknown module(s): ${unknown.join(', ')}; known: ${MODULES.map((m) => m.name).join(', ')}`);
@@ -99,25 +100,31 @@ function main(): number {
   const reports = path.join('reports', 'mutation', 'security');
   fs.mkdirSync(reports, { recursive: true });
   const verdicts: string[] = [];
+  const rows: string[] = [];
   let failed = 0;
   for (const module of chosen) {
     if (module.unmeasured) {
       failed++;
       verdicts.push(`FAIL ${module.name} (${module.guards}): not measured: ${module.unmeasured}`);
+      rows.push(`| \`${module.name}\` | not measured | | | | |`);
       continue;
     }
     const reportFile = path.join(reports, `${module.name}.json`);
     fs.rmSync(reportFile, { force: true });
+    // Incremental: a later run of the module runs again only the mutants whose code or covering
+    // tests changed (StrykerJS compares them with this file); --full runs every mutant.
+    const incremental = full ? [] : ['--incremental', '--incrementalFile', path.join(reports, `${module.name}.incremental.json`)];
     console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
     const run = spawnSync(
       'npx',
-      ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json'],
+      ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json', ...incremental],
       { stdio: 'inherit', env: { ...process.env, MUTATION_TESTS: module.tests.join(','), STRYKER_JSON_REPORT: reportFile } },
     );
     // (Stryker exits non-zero when the module is under thresholds.break: the report still counts.)
     if (!fs.existsSync(reportFile)) {
       failed++;
       verdicts.push(`FAIL ${module.name} (${module.guards}): Stryker exited with ${run.status ?? run.signal} and no report`);
+      rows.push(`| \`${module.name}\` | no report | | | | |`);
       continue;
     }
     const counts = countsOf(reportFile);
@@ -128,10 +135,17 @@ function main(): number {
         `(${counts.killed} killed, ${counts.timedOut} timed out, ${counts.survived} survived, ${counts.noCoverage} uncovered)` +
         counts.survivors.map((s) => `\n       ${s}`).join(''),
     );
+    rows.push(
+      `| \`${module.name}\` (${module.mutate.map((file) => `\`${file}\``).join(', ')}) | ${counts.score.toFixed(1)} % | ` +
+        `${counts.killed} | ${counts.timedOut} | ${counts.survived} | ${counts.noCoverage} |`,
+    );
   }
   console.log(`\nMutation scores of the security modules (at least ${MIN_SCORE} % each), ${new Date().toISOString().slice(0, 10)}:`);
   for (const verdict of verdicts) console.log(`  ${verdict}`);
   console.log(`${chosen.length - failed} of ${chosen.length} modules at or above ${MIN_SCORE} %`);
+  // The same figures as a table for docs/testing.md ("Mutation testing"), pasted as printed.
+  console.log('\n| module | score | killed | timed out | survived | uncovered |\n| --- | --- | --- | --- | --- | --- |');
+  for (const row of rows) console.log(row);
   return failed === 0 ? 0 : 1;
 }
 
