@@ -15,7 +15,7 @@ describe('applyAsk', () => {
   it('queues a new run at the end of the queue and takes the limit and the queue bound it carries', () => {
     const queue = queueOf({ limit: 1, holders: ['a'], waiting: ['b'] });
     expect(applyAsk(queue, { runId: 'c', limit: 3, lane: SELF, maxWaiting: 7 }, SELF, true)).toBe('queued');
-    expect(queue).toEqual({ limit: 3, maxWaiting: 7, holders: ['a'], waiting: ['b', 'c'], released: [] });
+    expect(queue).toStrictEqual({ limit: 3, maxWaiting: 7, holders: ['a'], waiting: ['b', 'c'], released: [] });
   });
 
   it('keeps the queue bound it had when an ask carries none', () => {
@@ -36,7 +36,7 @@ describe('applyAsk', () => {
   it('ignores an ask naming another lane under the 0.6.0 protocol, and changes nothing', () => {
     const queue = queueOf({ limit: 1, holders: ['a'] });
     expect(applyAsk(queue, { runId: 'b', limit: 5, lane: 'lane:auto-1:other', maxWaiting: 2 }, SELF, true)).toBe('ignored');
-    expect(queue).toEqual(queueOf({ limit: 1, holders: ['a'] }));
+    expect(queue).toStrictEqual(queueOf({ limit: 1, holders: ['a'] }));
     // Even a holder's repeated ask is not granted again when it names another lane.
     expect(applyAsk(queue, { runId: 'a', limit: 1, lane: 'lane:auto-1:other' }, SELF, true)).toBe('ignored');
   });
@@ -45,26 +45,26 @@ describe('applyAsk', () => {
     const queue = queueOf();
     expect(applyAsk(queue, { runId: 'a', limit: 1 }, SELF, true)).toBe('queued');
     expect(applyAsk(queue, { runId: 'b', limit: 1, lane: SELF }, SELF, true)).toBe('queued');
-    expect(queue.waiting).toEqual(['a', 'b']);
+    expect(queue.waiting).toStrictEqual(['a', 'b']);
   });
 
   it('takes an ask naming another lane under the protocol before 0.6.0 (it did not compare)', () => {
     const queue = queueOf();
     expect(applyAsk(queue, { runId: 'a', limit: 2, lane: 'lane:auto-1:other' }, SELF, false)).toBe('queued');
-    expect(queue).toEqual(queueOf({ limit: 2, waiting: ['a'] }));
+    expect(queue).toStrictEqual(queueOf({ limit: 2, waiting: ['a'] }));
   });
 
   it("answers regrant to a holder's repeated ask, and does not queue it", () => {
     const queue = queueOf({ limit: 2, holders: ['a'], waiting: ['b'] });
     expect(applyAsk(queue, { runId: 'a', limit: 4 }, SELF, true)).toBe('regrant');
-    expect(queue).toEqual(queueOf({ limit: 4, holders: ['a'], waiting: ['b'] }));
+    expect(queue).toStrictEqual(queueOf({ limit: 4, holders: ['a'], waiting: ['b'] }));
   });
 
   it('answers known to a waiting run and to a released one, and queues neither again', () => {
     const queue = queueOf({ holders: ['a'], waiting: ['b'], released: ['c'] });
     expect(applyAsk(queue, { runId: 'b', limit: 1 }, SELF, true)).toBe('known');
     expect(applyAsk(queue, { runId: 'c', limit: 1 }, SELF, true)).toBe('known');
-    expect(queue).toEqual(queueOf({ holders: ['a'], waiting: ['b'], released: ['c'] }));
+    expect(queue).toStrictEqual(queueOf({ holders: ['a'], waiting: ['b'], released: ['c'] }));
   });
 
   it('answers regrant before known when a run is somehow both holding and released', () => {
@@ -93,11 +93,11 @@ describe('freeRun', () => {
   it('removes the run from the holders and the queue, keeps the others in order, and remembers it once', () => {
     const queue = queueOf({ limit: 3, holders: ['a', 'b', 'c'], waiting: ['d', 'b', 'e'], released: ['z'] });
     freeRun(queue, 'b');
-    expect(queue).toEqual(queueOf({ limit: 3, holders: ['a', 'c'], waiting: ['d', 'e'], released: ['z', 'b'] }));
+    expect(queue).toStrictEqual(queueOf({ limit: 3, holders: ['a', 'c'], waiting: ['d', 'e'], released: ['z', 'b'] }));
     freeRun(queue, 'b');
-    expect(queue.released).toEqual(['z', 'b']);
+    expect(queue.released).toStrictEqual(['z', 'b']);
     freeRun(queue, 'd');
-    expect(queue).toEqual(queueOf({ limit: 3, holders: ['a', 'c'], waiting: ['e'], released: ['z', 'b', 'd'] }));
+    expect(queue).toStrictEqual(queueOf({ limit: 3, holders: ['a', 'c'], waiting: ['e'], released: ['z', 'b', 'd'] }));
   });
 
   it(`remembers the last ${MAX_RELEASED} released runs, dropping the oldest`, () => {
@@ -128,39 +128,39 @@ describe('freeRun', () => {
 describe('admitWaiting', () => {
   it('admits the oldest waiting runs up to the limit, in the order they asked', () => {
     const queue = queueOf({ limit: 3, holders: ['a'], waiting: ['b', 'c', 'd', 'e'] });
-    expect(admitWaiting(queue)).toEqual(['b', 'c']);
-    expect(queue).toEqual(queueOf({ limit: 3, holders: ['a', 'b', 'c'], waiting: ['d', 'e'] }));
-    expect(admitWaiting(queue)).toEqual([]);
-    expect(queue.waiting).toEqual(['d', 'e']);
+    expect(admitWaiting(queue)).toStrictEqual(['b', 'c']);
+    expect(queue).toStrictEqual(queueOf({ limit: 3, holders: ['a', 'b', 'c'], waiting: ['d', 'e'] }));
+    expect(admitWaiting(queue)).toStrictEqual([]);
+    expect(queue.waiting).toStrictEqual(['d', 'e']);
   });
 
   it('admits every waiting run when there are fewer than the free permits', () => {
     const queue = queueOf({ limit: 5, waiting: ['a', 'b'] });
-    expect(admitWaiting(queue)).toEqual(['a', 'b']);
-    expect(queue).toEqual(queueOf({ limit: 5, holders: ['a', 'b'] }));
+    expect(admitWaiting(queue)).toStrictEqual(['a', 'b']);
+    expect(queue).toStrictEqual(queueOf({ limit: 5, holders: ['a', 'b'] }));
   });
 
   it('admits no one while the holders are at or above a lowered limit (no permit is taken back)', () => {
     const queue = queueOf({ limit: 1, holders: ['a', 'b'], waiting: ['c'] });
-    expect(admitWaiting(queue)).toEqual([]);
-    expect(queue).toEqual(queueOf({ limit: 1, holders: ['a', 'b'], waiting: ['c'] }));
+    expect(admitWaiting(queue)).toStrictEqual([]);
+    expect(queue).toStrictEqual(queueOf({ limit: 1, holders: ['a', 'b'], waiting: ['c'] }));
     freeRun(queue, 'a');
-    expect(admitWaiting(queue)).toEqual([]);
+    expect(admitWaiting(queue)).toStrictEqual([]);
     freeRun(queue, 'b');
-    expect(admitWaiting(queue)).toEqual(['c']);
+    expect(admitWaiting(queue)).toStrictEqual(['c']);
   });
 
   it('admits the next in line when a holder frees its permit', () => {
     const queue = queueOf({ limit: 1 });
     for (const runId of ['a', 'b', 'c']) applyAsk(queue, { runId, limit: 1 }, SELF, true);
-    expect(admitWaiting(queue)).toEqual(['a']);
+    expect(admitWaiting(queue)).toStrictEqual(['a']);
     freeRun(queue, 'a');
-    expect(admitWaiting(queue)).toEqual(['b']);
+    expect(admitWaiting(queue)).toStrictEqual(['b']);
     // A waiting run that gives up its place is skipped.
     freeRun(queue, 'c');
     freeRun(queue, 'b');
-    expect(admitWaiting(queue)).toEqual([]);
-    expect(queue).toEqual(queueOf({ limit: 1, released: ['a', 'c', 'b'] }));
+    expect(admitWaiting(queue)).toStrictEqual([]);
+    expect(queue).toStrictEqual(queueOf({ limit: 1, released: ['a', 'c', 'b'] }));
   });
 });
 
