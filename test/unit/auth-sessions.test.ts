@@ -171,8 +171,11 @@ describe('ConsoleSessions.resolve', () => {
   it('ends a session whose absolute lifetime is over even though its stored expiry is later', async () => {
     const id = 'x'.repeat(43);
     await insertWithId(id, START, START + 10 * MAX_S * 1000);
+    // Seen 10 s before the end: the reads below write nothing (a touch would bring the expiry in).
+    await db.query('UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1', [hashSessionId(id), new Date(START + MAX_S * 1000 - 10_000)]);
     now = START + MAX_S * 1000 - 1;
     expect((await sessions().resolve(id))?.idHash).toBe(hashSessionId(id));
+    expect((await rowOf(hashSessionId(id)))!.expires_at.getTime()).toBe(START + 10 * MAX_S * 1000);
     now = START + MAX_S * 1000;
     expect(await sessions().resolve(id)).toBeUndefined();
     expect(await rowOf(hashSessionId(id))).toBeUndefined();
