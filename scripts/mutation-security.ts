@@ -12,6 +12,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { dumpMemoryImage } from '../src/store/db';
 
 export const MIN_SCORE = 85;
 
@@ -25,6 +26,8 @@ interface SecurityModule {
   tests: string[];
   /** Why it cannot be measured yet, if so (the run then fails for it). */
   unmeasured?: string;
+  /** Its tests open a PGlite store: they load one migrated image instead of running initdb per mutant. */
+  store?: boolean;
 }
 
 export const MODULES: SecurityModule[] = [
@@ -49,6 +52,7 @@ export const MODULES: SecurityModule[] = [
     guards: "the console's sessions, session cookie, CSRF token and Origin checks",
     mutate: ['src/auth/sessions.ts', 'src/http/console-session.ts'],
     tests: ['auth-sessions', 'console-session'],
+    store: true,
   },
 ];
 
@@ -87,7 +91,17 @@ function countsOf(reportFile: string): Counts {
   return counts;
 }
 
-function main(): number {
+/**
+ * The migrated PGlite image the store-backed tests load (TEST_PGLITE_IMAGE, as jest's global set-up
+ * makes it for npm test): without it every mutant's run pays initdb and the migrations again.
+ */
+async function pgliteImage(reports: string): Promise<string> {
+  const file = path.resolve(reports, 'pglite-image.tar');
+  fs.writeFileSync(file, Buffer.from(await (await dumpMemoryImage()).arrayBuffer()));
+  return file;
+}
+
+async function main(): Promise<number> {
   const only = argument('only')?.split(',');
   const concurrency = argument('concurrency') ?? '1';
   const full = process.argv.includes('--full');
@@ -99,6 +113,7 @@ function main(): number {
   const chosen = MODULES.filter((m) => !only || only.includes(m.name));
   const reports = path.join('reports', 'mutation', 'security');
   fs.mkdirSync(reports, { recursive: true });
+  const image = chosen.some((m) => m.store) ? await pgliteImage(reports) : undefined;
   const verdicts: string[] = [];
   const rows: string[] = [];
   let failed = 0;
@@ -118,7 +133,10 @@ function main(): number {
     const run = spawnSync(
       'npx',
       ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json', ...incremental],
-      { stdio: 'inherit', env: { ...process.env, MUTATION_TESTS: module.tests.join(','), STRYKER_JSON_REPORT: reportFile } },
+      {
+        stdio: 'inherit',
+        env: { ...process.env, MUTATION_TESTS: module.tests.join(','), STRYKER_JSON_REPORT: reportFile, ...(module.store && image ? { TEST_PGLITE_IMAGE: image } : {}) },
+      },
     );
     // (Stryker exits non-zero when the module is under thresholds.break: the report still counts.)
     if (!fs.existsSync(reportFile)) {
@@ -149,4 +167,12 @@ function main(): number {
   return failed === 0 ? 0 : 1;
 }
 
-process.exitCode = main();
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  },
+);
