@@ -7,7 +7,12 @@
  * reports/mutation/security/<name>.json, and its survivors are listed, to be killed or explained in
  * docs/testing.md.
  *
- *   npm run test:mutation:security [-- --only cidr,token-guard] [-- --concurrency 1]
+ * Incremental: each module's results are kept in reports/mutation/security/<name>.incremental.json
+ * and a later run mutates again only what changed (--full: every mutant). --reports-only runs
+ * nothing: it reads the reports of earlier runs (each row dated by its report) and prints the same
+ * verdicts and table, so that modules measured in separate runs end in one table.
+ *
+ *   npm run test:mutation:security [-- --only cidr,token-guard] [-- --concurrency 1] [-- --full] [-- --reports-only]
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -101,10 +106,34 @@ async function pgliteImage(reports: string): Promise<string> {
   return file;
 }
 
+/** One StrykerJS run over a module with its own tests; answers its exit status. */
+function runStryker(module: SecurityModule, reportFile: string, options: { concurrency: string; full: boolean; reports: string; image?: string }): number | string | null {
+  fs.rmSync(reportFile, { force: true });
+  // Incremental: a later run of the module runs again only the mutants whose code or covering
+  // tests changed (StrykerJS compares them with this file); --full runs every mutant.
+  const incremental = options.full ? [] : ['--incremental', '--incrementalFile', path.join(options.reports, `${module.name}.incremental.json`)];
+  console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
+  const run = spawnSync(
+    'npx',
+    ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', options.concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json', ...incremental],
+    {
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        MUTATION_TESTS: module.tests.join(','),
+        STRYKER_JSON_REPORT: reportFile,
+        ...(module.store && options.image ? { TEST_PGLITE_IMAGE: options.image } : {}),
+      },
+    },
+  );
+  return run.status ?? run.signal;
+}
+
 async function main(): Promise<number> {
   const only = argument('only')?.split(',');
   const concurrency = argument('concurrency') ?? '1';
   const full = process.argv.includes('--full');
+  const reportsOnly = process.argv.includes('--reports-only');
   const unknown = only?.filter((name) => !MODULES.some((m) => m.name === name)) ?? [];
   if (unknown.length > 0) {
     console.error(`unknown module(s): ${unknown.join(', ')}; known: ${MODULES.map((m) => m.name).join(', ')}`);
@@ -113,7 +142,7 @@ async function main(): Promise<number> {
   const chosen = MODULES.filter((m) => !only || only.includes(m.name));
   const reports = path.join('reports', 'mutation', 'security');
   fs.mkdirSync(reports, { recursive: true });
-  const image = chosen.some((m) => m.store) ? await pgliteImage(reports) : undefined;
+  const image = !reportsOnly && chosen.some((m) => m.store) ? await pgliteImage(reports) : undefined;
   const verdicts: string[] = [];
   const rows: string[] = [];
   let failed = 0;
@@ -121,48 +150,37 @@ async function main(): Promise<number> {
     if (module.unmeasured) {
       failed++;
       verdicts.push(`FAIL ${module.name} (${module.guards}): not measured: ${module.unmeasured}`);
-      rows.push(`| \`${module.name}\` | not measured | | | | |`);
+      rows.push(`| \`${module.name}\` | not measured | | | | | |`);
       continue;
     }
     const reportFile = path.join(reports, `${module.name}.json`);
-    fs.rmSync(reportFile, { force: true });
-    // Incremental: a later run of the module runs again only the mutants whose code or covering
-    // tests changed (StrykerJS compares them with this file); --full runs every mutant.
-    const incremental = full ? [] : ['--incremental', '--incrementalFile', path.join(reports, `${module.name}.incremental.json`)];
-    console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
-    const run = spawnSync(
-      'npx',
-      ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json', ...incremental],
-      {
-        stdio: 'inherit',
-        env: { ...process.env, MUTATION_TESTS: module.tests.join(','), STRYKER_JSON_REPORT: reportFile, ...(module.store && image ? { TEST_PGLITE_IMAGE: image } : {}) },
-      },
-    );
+    const status = reportsOnly ? 'not run (--reports-only)' : runStryker(module, reportFile, { concurrency, full, reports, image });
     // (Stryker exits non-zero when the module is under thresholds.break: the report still counts.)
     if (!fs.existsSync(reportFile)) {
       failed++;
-      verdicts.push(`FAIL ${module.name} (${module.guards}): Stryker exited with ${run.status ?? run.signal} and no report`);
-      rows.push(`| \`${module.name}\` | no report | | | | |`);
+      verdicts.push(`FAIL ${module.name} (${module.guards}): no report (${reportsOnly ? 'none from an earlier run' : `Stryker exited with ${status}`})`);
+      rows.push(`| \`${module.name}\` | no report | | | | | |`);
       continue;
     }
     const counts = countsOf(reportFile);
+    const measured = fs.statSync(reportFile).mtime.toISOString().slice(0, 10);
     const ok = counts.score >= MIN_SCORE;
     if (!ok) failed++;
     verdicts.push(
-      `${ok ? 'ok  ' : 'FAIL'} ${module.name} (${module.guards}): ${counts.score.toFixed(1)} % ` +
+      `${ok ? 'ok  ' : 'FAIL'} ${module.name} (${module.guards}): ${counts.score.toFixed(1)} % on ${measured} ` +
         `(${counts.killed} killed, ${counts.timedOut} timed out, ${counts.survived} survived, ${counts.noCoverage} uncovered)` +
         counts.survivors.map((s) => `\n       ${s}`).join(''),
     );
     rows.push(
       `| \`${module.name}\` (${module.mutate.map((file) => `\`${file}\``).join(', ')}) | ${counts.score.toFixed(1)} % | ` +
-        `${counts.killed} | ${counts.timedOut} | ${counts.survived} | ${counts.noCoverage} |`,
+        `${counts.killed} | ${counts.timedOut} | ${counts.survived} | ${counts.noCoverage} | ${measured} |`,
     );
   }
   console.log(`\nMutation scores of the security modules (at least ${MIN_SCORE} % each), ${new Date().toISOString().slice(0, 10)}:`);
   for (const verdict of verdicts) console.log(`  ${verdict}`);
   console.log(`${chosen.length - failed} of ${chosen.length} modules at or above ${MIN_SCORE} %`);
   // The same figures as a table for docs/testing.md ("Mutation testing"), pasted as printed.
-  console.log('\n| module | score | killed | timed out | survived | uncovered |\n| --- | --- | --- | --- | --- | --- |');
+  console.log('\n| module | score | killed | timed out | survived | uncovered | measured |\n| --- | --- | --- | --- | --- | --- | --- |');
   for (const row of rows) console.log(row);
   return failed === 0 ? 0 : 1;
 }
