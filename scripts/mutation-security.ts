@@ -115,7 +115,7 @@ function runStryker(module: SecurityModule, reportFile: string, options: { concu
   console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
   const run = spawnSync(
     'npx',
-    ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', options.concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json', ...incremental],
+    ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', options.concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json,progress-append-only', ...incremental],
     {
       stdio: 'inherit',
       env: {
