@@ -20,6 +20,8 @@ const ALL = [
   '**/automation-view-schema.test.ts',
   '**/outbound-policy.test.ts',
   '**/read-raw-body.test.ts',
+  '**/lane-admission.test.ts',
+  '**/console-session.test.ts',
 ];
 
 module.exports = {

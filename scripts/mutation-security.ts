@@ -7,11 +7,17 @@
  * reports/mutation/security/<name>.json, and its survivors are listed, to be killed or explained in
  * docs/testing.md.
  *
- *   npm run test:mutation:security [-- --only cidr,token-guard] [-- --concurrency 1]
+ * Incremental: each module's results are kept in reports/mutation/security/<name>.incremental.json
+ * and a later run mutates again only what changed (--full: every mutant). --reports-only runs
+ * nothing: it reads the reports of earlier runs (each row dated by its report) and prints the same
+ * verdicts and table, so that modules measured in separate runs end in one table.
+ *
+ *   npm run test:mutation:security [-- --only cidr,token-guard] [-- --concurrency 1] [-- --full] [-- --reports-only]
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { dumpMemoryImage } from '../src/store/db';
 
 export const MIN_SCORE = 85;
 
@@ -25,6 +31,8 @@ interface SecurityModule {
   tests: string[];
   /** Why it cannot be measured yet, if so (the run then fails for it). */
   unmeasured?: string;
+  /** Its tests open a PGlite store: they load one migrated image instead of running initdb per mutant. */
+  store?: boolean;
 }
 
 export const MODULES: SecurityModule[] = [
@@ -42,14 +50,15 @@ export const MODULES: SecurityModule[] = [
   },
   { name: 'outbound-policy', guards: 'where the service may call out to', mutate: ['src/outbound/policy.ts'], tests: ['outbound-policy'] },
   { name: 'admission', guards: 'webhook admission (in-flight caps per listener and address)', mutate: ['src/webhooks/admission.ts'], tests: ['webhooks-admission', 'read-raw-body', 'webhooks-admission-survivors'] },
+  // The lane's decisions, taken out of workflows/lane.ts (which sends the grants) to be unit-tested.
+  { name: 'lane-admission', guards: "the lanes' admission (permits, queue order, queue bound)", mutate: ['workflows/lane-admission.ts'], tests: ['lane-admission'] },
   {
-    name: 'lane-admission',
-    guards: "the lanes' admission (concurrency and rate limits)",
-    mutate: ['workflows/lane.ts'],
-    tests: [],
-    unmeasured: 'workflow code, tested only against a Temporal server (no unit test runs it)',
+    name: 'console-session',
+    guards: "the console's sessions, session cookie, CSRF token and Origin checks",
+    mutate: ['src/auth/sessions.ts', 'src/http/console-session.ts'],
+    tests: ['auth-sessions', 'console-session'],
+    store: true,
   },
-  // The console's session and CSRF checks join this table when they land.
 ];
 
 function argument(name: string): string | undefined {
@@ -87,9 +96,44 @@ function countsOf(reportFile: string): Counts {
   return counts;
 }
 
-function main(): number {
+/**
+ * The migrated PGlite image the store-backed tests load (TEST_PGLITE_IMAGE, as jest's global set-up
+ * makes it for npm test): without it every mutant's run pays initdb and the migrations again.
+ */
+async function pgliteImage(reports: string): Promise<string> {
+  const file = path.resolve(reports, 'pglite-image.tar');
+  fs.writeFileSync(file, Buffer.from(await (await dumpMemoryImage()).arrayBuffer()));
+  return file;
+}
+
+/** One StrykerJS run over a module with its own tests; answers its exit status. */
+function runStryker(module: SecurityModule, reportFile: string, options: { concurrency: string; full: boolean; reports: string; image?: string }): number | string | null {
+  fs.rmSync(reportFile, { force: true });
+  // Incremental: a later run of the module runs again only the mutants whose code or covering
+  // tests changed (StrykerJS compares them with this file); --full runs every mutant.
+  const incremental = options.full ? [] : ['--incremental', '--incrementalFile', path.join(options.reports, `${module.name}.incremental.json`)];
+  console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
+  const run = spawnSync(
+    'npx',
+    ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', options.concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json,progress-append-only', ...incremental],
+    {
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        MUTATION_TESTS: module.tests.join(','),
+        STRYKER_JSON_REPORT: reportFile,
+        ...(module.store && options.image ? { TEST_PGLITE_IMAGE: options.image } : {}),
+      },
+    },
+  );
+  return run.status ?? run.signal;
+}
+
+async function main(): Promise<number> {
   const only = argument('only')?.split(',');
   const concurrency = argument('concurrency') ?? '1';
+  const full = process.argv.includes('--full');
+  const reportsOnly = process.argv.includes('--reports-only');
   const unknown = only?.filter((name) => !MODULES.some((m) => m.name === name)) ?? [];
   if (unknown.length > 0) {
     console.error(`unknown module(s): ${unknown.join(', ')}; known: ${MODULES.map((m) => m.name).join(', ')}`);
@@ -98,41 +142,55 @@ function main(): number {
   const chosen = MODULES.filter((m) => !only || only.includes(m.name));
   const reports = path.join('reports', 'mutation', 'security');
   fs.mkdirSync(reports, { recursive: true });
+  const image = !reportsOnly && chosen.some((m) => m.store) ? await pgliteImage(reports) : undefined;
   const verdicts: string[] = [];
+  const rows: string[] = [];
   let failed = 0;
   for (const module of chosen) {
     if (module.unmeasured) {
       failed++;
       verdicts.push(`FAIL ${module.name} (${module.guards}): not measured: ${module.unmeasured}`);
+      rows.push(`| \`${module.name}\` | not measured | | | | | |`);
       continue;
     }
     const reportFile = path.join(reports, `${module.name}.json`);
-    fs.rmSync(reportFile, { force: true });
-    console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
-    const run = spawnSync(
-      'npx',
-      ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json'],
-      { stdio: 'inherit', env: { ...process.env, MUTATION_TESTS: module.tests.join(','), STRYKER_JSON_REPORT: reportFile } },
-    );
+    const status = reportsOnly ? 'not run (--reports-only)' : runStryker(module, reportFile, { concurrency, full, reports, image });
     // (Stryker exits non-zero when the module is under thresholds.break: the report still counts.)
     if (!fs.existsSync(reportFile)) {
       failed++;
-      verdicts.push(`FAIL ${module.name} (${module.guards}): Stryker exited with ${run.status ?? run.signal} and no report`);
+      verdicts.push(`FAIL ${module.name} (${module.guards}): no report (${reportsOnly ? 'none from an earlier run' : `Stryker exited with ${status}`})`);
+      rows.push(`| \`${module.name}\` | no report | | | | | |`);
       continue;
     }
     const counts = countsOf(reportFile);
+    const measured = fs.statSync(reportFile).mtime.toISOString().slice(0, 10);
     const ok = counts.score >= MIN_SCORE;
     if (!ok) failed++;
     verdicts.push(
-      `${ok ? 'ok  ' : 'FAIL'} ${module.name} (${module.guards}): ${counts.score.toFixed(1)} % ` +
+      `${ok ? 'ok  ' : 'FAIL'} ${module.name} (${module.guards}): ${counts.score.toFixed(1)} % on ${measured} ` +
         `(${counts.killed} killed, ${counts.timedOut} timed out, ${counts.survived} survived, ${counts.noCoverage} uncovered)` +
         counts.survivors.map((s) => `\n       ${s}`).join(''),
+    );
+    rows.push(
+      `| \`${module.name}\` (${module.mutate.map((file) => `\`${file}\``).join(', ')}) | ${counts.score.toFixed(1)} % | ` +
+        `${counts.killed} | ${counts.timedOut} | ${counts.survived} | ${counts.noCoverage} | ${measured} |`,
     );
   }
   console.log(`\nMutation scores of the security modules (at least ${MIN_SCORE} % each), ${new Date().toISOString().slice(0, 10)}:`);
   for (const verdict of verdicts) console.log(`  ${verdict}`);
   console.log(`${chosen.length - failed} of ${chosen.length} modules at or above ${MIN_SCORE} %`);
+  // The same figures as a table for docs/testing.md ("Mutation testing"), pasted as printed.
+  console.log('\n| module | score | killed | timed out | survived | uncovered | measured |\n| --- | --- | --- | --- | --- | --- | --- |');
+  for (const row of rows) console.log(row);
   return failed === 0 ? 0 : 1;
 }
 
-process.exitCode = main();
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  },
+);

@@ -45,6 +45,7 @@ import {
   type LaneGrant,
   type LaneState,
 } from '../src/contract/run';
+import { admitWaiting, applyAsk, freeRun, queueFull, releaseApplies } from './lane-admission';
 
 export const acquireSignal = defineSignal<[LaneAcquire]>(LANE_ACQUIRE_SIGNAL);
 export const releaseSignal = defineSignal<[{ runId: string }]>(LANE_RELEASE_SIGNAL);
@@ -57,8 +58,6 @@ export const HOLDER_CHECK_INTERVAL_MS = 30_000;
 const IDLE_TIMEOUT = '5 minutes';
 /** Continue-as-new beyond this many history events even when the server does not suggest it yet. */
 const MAX_HISTORY_EVENTS = 4000;
-/** Released run ids remembered (so a late duplicate request is not granted again). */
-const MAX_RELEASED = 500;
 
 type Activities = AutomationActivities;
 
@@ -91,13 +90,10 @@ export async function lane(input: LaneState): Promise<void> {
   // Workflow time (deterministic): the holder check runs on a fixed cadence, however busy the lane.
   let nextCheckAt = Date.now() + HOLDER_CHECK_INTERVAL_MS;
 
+  // Who is admitted, and what an ask or a release does, is decided in ./lane-admission (pure); the
+  // lane sends the grants and keeps the memo.
   const free = (runId: string): void => {
-    state.holders = state.holders.filter((id) => id !== runId);
-    state.waiting = state.waiting.filter((id) => id !== runId);
-    if (!state.released.includes(runId)) {
-      state.released.push(runId);
-      if (state.released.length > MAX_RELEASED) state.released.splice(0, state.released.length - MAX_RELEASED);
-    }
+    freeRun(state, runId);
     changed = true;
   };
 
@@ -113,32 +109,22 @@ export async function lane(input: LaneState): Promise<void> {
       });
   };
 
-  setHandler(acquireSignal, ({ runId, limit, lane: meant, maxWaiting }) => {
-    // An ask naming another lane is not this lane's to admit (asks before 0.6.0 name none).
-    if (newProtocol && meant !== undefined && meant !== self) return;
-    state.limit = limit;
-    if (maxWaiting !== undefined) state.maxWaiting = maxWaiting;
+  setHandler(acquireSignal, (ask) => {
+    const outcome = applyAsk(state, ask, self, newProtocol);
+    if (outcome === 'ignored') return;
     changed = true;
-    if (state.holders.includes(runId)) grant(runId); // a repeated request: the grant may have been missed
-    else if (!state.waiting.includes(runId) && !state.released.includes(runId)) state.waiting.push(runId);
+    if (outcome === 'regrant') grant(ask.runId); // a repeated request: the grant may have been missed
   });
   setHandler(releaseSignal, ({ runId }) => {
-    // A release of a run this lane neither holds nor queues changes nothing (before 0.6.0 it was
-    // remembered as released, and that run's own ask was then ignored).
-    if (newProtocol && !state.holders.includes(runId) && !state.waiting.includes(runId)) return;
-    free(runId);
+    if (releaseApplies(state, runId, newProtocol)) free(runId);
   });
 
   for (;;) {
-    while (state.holders.length < state.limit && state.waiting.length > 0) {
-      const next = state.waiting.shift()!;
-      state.holders.push(next);
-      grant(next);
-    }
+    for (const next of admitWaiting(state)) grant(next);
     changed = false;
-    if (newProtocol && state.maxWaiting !== undefined) {
+    const full = queueFull(state);
+    if (newProtocol && full !== undefined) {
       // The API reads the memo before it records an event of this key (a 429 when the queue is full).
-      const full = state.waiting.length >= state.maxWaiting;
       if (full !== saysFull) {
         upsertMemo({ [LANE_QUEUE_FULL_MEMO]: full });
         saysFull = full;

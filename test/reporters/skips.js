@@ -4,9 +4,10 @@
  * summary after every reporter, so the line is handed to the global teardown (same process), which
  * prints it last.
  *
- * With UPDATE_TESTING_DOC=1, a run over the whole suite (no file or name filter) also writes its
- * figures into docs/testing.md, between the `<!-- skips -->` markers: the figure there is the run's,
- * not typed.
+ * With UPDATE_TESTING_DOC=1, a run over the whole suite (no file, name, project or shard filter,
+ * and every test file ran) also writes its figures into docs/testing.md, between the
+ * `<!-- skips -->` markers: the figure there is the run's, not typed. The reporter's `doc` option
+ * names another file (test/unit/skips-reporter.test.ts runs it on a suite of its own).
  */
 'use strict';
 const fs = require('node:fs');
@@ -19,15 +20,23 @@ const BEGIN = '<!-- skips: written by test/reporters/skips.js (UPDATE_TESTING_DO
 const END = '<!-- /skips -->';
 
 class SkipsReporter {
-  constructor(globalConfig) {
+  constructor(globalConfig, options = {}) {
     this.globalConfig = globalConfig;
+    this.doc = options.doc ? path.resolve(globalConfig.rootDir ?? process.cwd(), options.doc) : DOC;
   }
 
-  /** True when no file pattern or test name pattern narrowed the run. */
-  wholeSuite() {
-    const patterns = this.globalConfig.testPathPatterns;
+  /** What narrowed the run (a file or name pattern, a project, a shard, changed files), or undefined. */
+  narrowedBy() {
+    const config = this.globalConfig;
+    const patterns = config.testPathPatterns;
     const files = Array.isArray(patterns?.patterns) ? patterns.patterns : Array.isArray(patterns) ? patterns : [];
-    return files.length === 0 && !this.globalConfig.testNamePattern && !this.globalConfig.onlyChanged && !this.globalConfig.findRelatedTests;
+    if (files.length > 0) return `file pattern ${files.join(' ')}`;
+    if (config.testNamePattern) return `name pattern ${config.testNamePattern}`;
+    if (config.selectProjects?.length > 0) return `--selectProjects ${config.selectProjects.join(' ')}`;
+    if (config.ignoreProjects?.length > 0) return `--ignoreProjects ${config.ignoreProjects.join(' ')}`;
+    if (config.shard) return '--shard';
+    if (config.onlyChanged || config.changedSince || config.lastCommit || config.findRelatedTests || config.onlyFailures) return 'changed or failed files only';
+    return undefined;
   }
 
   onRunComplete(_contexts, results) {
@@ -43,14 +52,21 @@ class SkipsReporter {
   }
 
   writeDoc(results, line) {
-    if (!this.wholeSuite()) {
-      console.error('UPDATE_TESTING_DOC=1: not a run of the whole suite (a file or name filter was given): docs/testing.md left as it is.');
+    const doc = path.relative(process.cwd(), this.doc);
+    const narrowed = this.narrowedBy();
+    if (narrowed) {
+      console.error(`UPDATE_TESTING_DOC=1: not a run of the whole suite (${narrowed}): ${doc} left as it is.`);
       return;
     }
-    const text = fs.readFileSync(DOC, 'utf8');
+    // A test file that could not run declared none of its cases: its skips would be missing.
+    if (results.numRuntimeErrorTestSuites > 0 || results.numTotalTests === 0) {
+      console.error(`UPDATE_TESTING_DOC=1: ${results.numRuntimeErrorTestSuites} test file(s) could not run: ${doc} left as it is.`);
+      return;
+    }
+    const text = fs.readFileSync(this.doc, 'utf8');
     const begin = text.indexOf(BEGIN);
     const end = text.indexOf(END);
-    if (begin < 0 || end < begin) throw new Error(`docs/testing.md has no ${BEGIN} … ${END} block`);
+    if (begin < 0 || end < begin) throw new Error(`${doc} has no ${BEGIN} … ${END} block`);
     const store = process.env.DATABASE_URL ? 'with DATABASE_URL' : 'without DATABASE_URL';
     const block = [
       BEGIN,
@@ -59,7 +75,7 @@ class SkipsReporter {
       '```',
       END,
     ].join('\n');
-    fs.writeFileSync(DOC, text.slice(0, begin) + block + text.slice(end + END.length));
+    fs.writeFileSync(this.doc, text.slice(0, begin) + block + text.slice(end + END.length));
   }
 }
 

@@ -56,6 +56,16 @@ describe('Standard Webhooks signatures', () => {
     expect(() => new Webhook(whsec).verify(body.toString('utf8').replace('ada', 'adb'), headers(both))).toThrow();
   });
 
+  it('signs with a value of Latin-1 characters as one byte each, as the package reads a raw secret', () => {
+    const value = 'clé-secrète-½';
+    expect(signingKey(value)).toEqual(Buffer.from([...value].map((c) => c.charCodeAt(0))));
+    expect(signingKey(value)).toHaveLength(value.length);
+    const now = String(Math.floor(Date.now() / 1000));
+    const body = Buffer.from('{"a":1}', 'utf8');
+    const signature = standardSignature([signingKey(value)], 'k-1', now, body);
+    expect(() => new Webhook(value, { format: 'raw' }).verify(body.toString('utf8'), { 'webhook-id': 'k-1', 'webhook-timestamp': now, 'webhook-signature': signature })).not.toThrow();
+  });
+
   it('refuses a whsec_ value that is not base64 after the prefix', () => {
     for (const value of ['whsec_', 'whsec_abc', 'whsec_not base64', 'whsec_YWJj=']) {
       expect([value, isMalformedWhsec(value)]).toEqual([value, true]);
