@@ -112,12 +112,18 @@ async function ensureBuilt(root = ROOT) {
 }
 
 async function main() {
-  const consoleReason = consoleStaleReason();
-  await Promise.all([ensureBuilt(), consoleReason ? buildConsole(consoleReason) : undefined]);
+  await Promise.all([ensureBuilt(), ensureConsoleBuilt()]);
   require(MAIN);
 }
 
-module.exports = { staleReason, ensureBuilt, consoleStaleReason };
+/** Builds dist/console when it is stale (npm start and npm run stack:prod). */
+async function ensureConsoleBuilt(root = ROOT) {
+  const reason = consoleStaleReason(root);
+  if (reason) await buildConsole(reason);
+  return reason;
+}
+
+module.exports = { staleReason, ensureBuilt, consoleStaleReason, ensureConsoleBuilt };
 
 if (require.main === module) {
   main().catch((err) => {
