@@ -19,6 +19,7 @@ export const OIDC_ISSUER = `http://127.0.0.1:${PORT + 3}`;
 
 export default defineConfig({
   testDir: path.join(__dirname, 'test'),
+  globalSetup: path.join(__dirname, 'test', 'global-setup.ts'),
   outputDir: path.join(ROOT, 'test-artifacts', 'playwright'),
   fullyParallel: false,
   workers: 1,
