@@ -17,6 +17,10 @@
  *   search      entitlement search by `query` (substring) vs the first page (with pagination), on
  *               each store (search.pglite, search.postgres; the top-level figure is PostgreSQL's
  *               when measured, else PGlite's)
+ *   console     on a fresh `npm start`, signed in, in Debian's Chromium: the runs list from
+ *               navigation start to drawn with its data (median of 5 cold loads), the first page's
+ *               JavaScript gzipped, the idle RSS the served console adds, and Lighthouse's desktop
+ *               performance and accessibility scores on the runs page (median of 3; bench/console.ts)
  * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured round (API and baseline) of
  * the ingress and reject sections (<section>-round<N>.cpuprofile).
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
@@ -29,6 +33,7 @@ import { runCelBench, type CelResult } from './cel';
 import { runMemoryBench, type MemoryResult } from './memory';
 import { runE2eBench, runFloorBench, type E2eResult, type FloorResult } from './e2e';
 import { runStartE2eBench, type StartE2eResult } from './start-e2e';
+import { runConsoleBench, type ConsoleResult } from './console';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
 import { runFlowBench, type FlowResult } from './flow';
@@ -38,7 +43,7 @@ import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
 import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
-const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow'] as const;
+const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow', 'console'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Profile {
@@ -91,6 +96,7 @@ interface Detail {
   postgres?: PaginationResult;
   automation?: BenchAutomation;
   idle?: MemoryResult;
+  console?: ConsoleResult;
 }
 
 interface Results {
@@ -129,6 +135,14 @@ interface Results {
   } | null;
   /** bench/flow.ts: concurrency-limited ingress ÷ plain ingress; lane hand-off p50 ÷ workflow start p50. */
   flow?: FlowResult | null;
+  /** bench/console.ts: the console on `npm start` (null figures: not measured, with a note). */
+  console?: {
+    runsListMs: number | null;
+    firstPageJsGzKb: number | null;
+    idleRssCostMb: number | null;
+    lighthousePerformance: number | null;
+    lighthouseAccessibility: number | null;
+  } | null;
 }
 
 interface SearchFigure {
@@ -294,6 +308,18 @@ async function main(): Promise<void> {
       load = undefined;
       await stack.stopAllButStore();
     }
+    if (args.only.has('console')) {
+      const figures = await runConsoleBench({ loads: 5, lighthouseRuns: args.quick ? 1 : 3 }, log);
+      detail.console = figures;
+      results.console = {
+        runsListMs: figures.runsListMs,
+        firstPageJsGzKb: figures.firstPageJsGzKb,
+        idleRssCostMb: figures.idleRssCostMb,
+        lighthousePerformance: figures.lighthouse?.performance ?? null,
+        lighthouseAccessibility: figures.lighthouse?.accessibility ?? null,
+      };
+      notes.push(...figures.notes);
+    }
     if (args.only.has('e2e') && results.e2e) {
       detail.e2eOnStart = await runStartE2eBench(profile.e2eOnStartRuns, log);
       results.e2e.npmStartP50Ms = round(detail.e2eOnStart.p50Ms);
@@ -369,6 +395,17 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
       add('  bare POST + 4 no-op local activities, p50 ms (the shape\'s floor)', floor.shapeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.shapeRatioToEmptyWorkflow, '');
       add('  bare POST + 3 no-op local activities, p50 ms (without the load)', floor.shapeThreeP50Ms.toFixed(1), `${floor.emptyP50Ms.toFixed(1)} empty workflow`, floor.shapeThreeRatioToEmptyWorkflow, '');
     }
+  }
+  if (results.console) {
+    const c = results.console;
+    const absolute = (figure: string, value: number | null, unit: string, goal: string, ok: (v: number) => boolean): void => {
+      rows.push([figure, value === null ? 'n/a' : `${value}${unit}`, '', '', goal, value === null ? '' : ok(value) ? 'ok' : 'MISSED']);
+    };
+    absolute('console runs list drawn, median of 5 cold loads', c.runsListMs, ' ms', '≤1000 ms', (v) => v <= 1000);
+    absolute('  console first page JavaScript, gzipped', c.firstPageJsGzKb, ' KB', '≤250 KB', (v) => v <= 250);
+    absolute('  console idle RSS added', c.idleRssCostMb, ' MB', '≤10 MB', (v) => v <= 10);
+    absolute('  Lighthouse desktop performance, runs page', c.lighthousePerformance, '', '≥95', (v) => v >= 95);
+    absolute('  Lighthouse desktop accessibility, runs page', c.lighthouseAccessibility, '', '≥95', (v) => v >= 95);
   }
   for (const name of ['pglite', 'postgres'] as const) {
     const d = detail[name];

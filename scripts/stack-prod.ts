@@ -38,6 +38,8 @@ import { newPayloadKeyEntry } from '../src/temporal/codec';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { SERVICE_NODE_FLAGS } = require('./node-flags.js') as { SERVICE_NODE_FLAGS: readonly string[] };
 // eslint-disable-next-line @typescript-eslint/no-require-imports
+const { ensureConsoleBuilt } = require('./start.js') as { ensureConsoleBuilt: () => Promise<string | undefined> };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureProdBinaries } = require('./prod-binaries.js') as {
   ensureProdBinaries: (log: (line: string) => void) => {
     'temporal-server': string;
@@ -55,7 +57,22 @@ export const DATABASES = { temporal: 'temporal', visibility: 'temporal_visibilit
 export const ROLES = { temporal: 'temporal', app: 'app' } as const;
 
 /** Variables of the caller's environment handed to the API and worker processes as they are. */
-export const PASSED_THROUGH = ['BOOTSTRAP_CLIENT_ID', 'BOOTSTRAP_CLIENT_SECRET', 'ALLOW_INSECURE_JWKS', 'LOG_LEVEL', 'ACCESS_TOKEN_TTL_SECONDS', 'WEBHOOK_MAX_IN_FLIGHT'];
+export const PASSED_THROUGH = [
+  'BOOTSTRAP_CLIENT_ID',
+  'BOOTSTRAP_CLIENT_SECRET',
+  'ALLOW_INSECURE_JWKS',
+  'LOG_LEVEL',
+  'ACCESS_TOKEN_TTL_SECONDS',
+  'WEBHOOK_MAX_IN_FLIGHT',
+  // The console's sign-in through the organisation's OpenID provider (docs/console.md).
+  'OIDC_ISSUER',
+  'OIDC_CLIENT_ID',
+  'OIDC_CLIENT_SECRET',
+  'OIDC_ROLES_CLAIM',
+  'OIDC_ROLE_MAP',
+  'OIDC_ALLOW_INSECURE',
+  'CONSOLE_LOCAL_SIGNIN',
+];
 
 /**
  * The certificate holders of deploy/temporal/make-certs.sh: the four Temporal services share
@@ -580,6 +597,8 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
 
   const bins = ensureProdBinaries(log);
   ensureBuild(log);
+  // The console the APIs serve at /console (dist/console), built as npm start builds it.
+  await ensureConsoleBuilt();
 
   const tlsDir = path.join(stateDir, 'tls');
   ensureCertificates(tlsDir, log);
@@ -817,6 +836,7 @@ async function main(): Promise<void> {
   console.log(`
 Production stack up in ${Math.round((Date.now() - started) / 1000)} s (Ctrl-C stops every process)
   entry (nginx → api-1, api-2):  ${stack.entryUrl}
+  console:                       ${stack.entryUrl}/console
   Temporal frontend (mTLS):      ${stack.temporalAddress}
     temporal workflow list ${stack.temporalCliArgs('api').join(' ')}
   Temporal Web UI (read-only):   ${stack.uiUrl}

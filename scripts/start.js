@@ -6,7 +6,7 @@
  * runs dist/src/main.js in this same process (which gets the Temporal CLI, creates the store and
  * bundles the workflow code at the same time). The console (console/, served at /console) is built
  * the same way into dist/console with Vite when it is missing or older than its sources, in a child
- * process next to the compiler.
+ * process next to the compiler (a missing one while the service starts).
  * `npm run dev` runs from the TypeScript sources instead, restarting on change.
  */
 'use strict';
@@ -73,15 +73,24 @@ function buildConsole(reason) {
     console.error('... skipped: Vite is not installed (npm ci installs it); /console answers 503 until it is built.');
     return Promise.resolve();
   }
+  // Built beside dist/console and moved into place whole: a service already running (see main)
+  // never reads half a build.
+  const target = path.join(ROOT, 'dist', 'console');
+  const next = `${target}.next-${process.pid}`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [vite, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+    const child = spawn(process.execPath, [vite, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn', '--outDir', next, '--emptyOutDir'], {
       cwd: ROOT,
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     child.once('error', reject);
     child.once('exit', (code) => {
-      if (code !== 0) return reject(new Error(`building the console failed (exit ${code})`));
-      fs.writeFileSync(path.join(ROOT, 'dist', 'console', '.build-stamp'), `${new Date().toISOString()}\n`);
+      if (code !== 0) {
+        fs.rmSync(next, { recursive: true, force: true });
+        return reject(new Error(`building the console failed (exit ${code})`));
+      }
+      fs.writeFileSync(path.join(next, '.build-stamp'), `${new Date().toISOString()}\n`);
+      fs.rmSync(target, { recursive: true, force: true });
+      fs.renameSync(next, target);
       console.error(`... console built in ${((Date.now() - started) / 1000).toFixed(1)}s.`);
       resolve();
     });
@@ -112,12 +121,28 @@ async function ensureBuilt(root = ROOT) {
 }
 
 async function main() {
-  const consoleReason = consoleStaleReason();
-  await Promise.all([ensureBuilt(), consoleReason ? buildConsole(consoleReason) : undefined]);
+  // A console that was never built is built while the service starts (the first start spends its
+  // time fetching the Temporal CLI and creating the store; /console answers 503 until the build is
+  // in place). A stale one is rebuilt first, so that the service never serves the old one.
+  const missing = !fs.existsSync(path.join(ROOT, 'dist', 'console', 'index.html'));
+  const consoleBuilt = ensureConsoleBuilt();
+  if (missing) {
+    consoleBuilt.catch((err) => console.error(`${err.message}: /console answers 503 until \`npm run build:console\` succeeds.`));
+    await ensureBuilt();
+  } else {
+    await Promise.all([ensureBuilt(), consoleBuilt]);
+  }
   require(MAIN);
 }
 
-module.exports = { staleReason, ensureBuilt, consoleStaleReason };
+/** Builds dist/console when it is stale (npm start and npm run stack:prod). */
+async function ensureConsoleBuilt(root = ROOT) {
+  const reason = consoleStaleReason(root);
+  if (reason) await buildConsole(reason);
+  return reason;
+}
+
+module.exports = { staleReason, ensureBuilt, consoleStaleReason, ensureConsoleBuilt };
 
 if (require.main === module) {
   main().catch((err) => {
