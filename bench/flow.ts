@@ -28,7 +28,7 @@ export interface FlowResult {
   limitedPerSec: number;
   ingressRatio: number;
   /** Bare client loops: starts/s alone, start + lane signal-with-start/s, and with a describe of the lane first. */
-  floor: { startPerSec: number; startAndAskPerSec: number; describeStartAndAskPerSec: number };
+  floor: { startPerSec: number; startAndAskPerSec: number; describeStartAndAskPerSec: number; startAndSignalPerSec: number };
   /** floor.startAndAskPerSec ÷ floor.startPerSec: the floor of ingressRatio with the lane protocol as it is. */
   floorIngressRatio: number;
   /** ingressRatio ÷ floorIngressRatio: how close the service is to that floor. */
@@ -106,13 +106,15 @@ async function handoffs(client: Client, runIds: string[]): Promise<{ gaps: numbe
   return { gaps: out, starts };
 }
 
-type FloorShape = 'start' | 'startAndAsk' | 'describeStartAndAsk';
+type FloorShape = 'start' | 'startAndAsk' | 'describeStartAndAsk' | 'startAndSignal';
 
 /**
  * `concurrency` loops of the accept path's Temporal calls with nothing of the service around them,
  * for `seconds`: a fresh run started on the unpolled queue and, for the limited shapes, its fresh
  * lane asked by signal-with-start (as src/temporal/lanes.ts asks it), after a describe of that lane
- * for `describeStartAndAsk`. Completed loops per second.
+ * for `describeStartAndAsk`; for `startAndSignal`, a plain signal to a lane already running (one per
+ * loop, started first: the ask as it would cost if lanes were per automation, not per key).
+ * Completed loops per second.
  */
 async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, seconds: number, concurrency: number): Promise<number> {
   const end = performance.now() + seconds * 1000;
@@ -120,6 +122,8 @@ async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, se
   const start = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
+      const running = `bench-floor-lane:${randomUUID()}`;
+      if (shape === 'startAndSignal') await client.workflow.start('bareLane', { taskQueue: UNPOLLED_QUEUE, workflowId: running, args: [{ lane: running, limit: 1, holders: [], waiting: [] }] });
       while (performance.now() < end) {
         const runId = `bench-floor-run:${randomUUID()}`;
         const lane = `bench-floor-lane:${randomUUID()}`;
@@ -132,7 +136,9 @@ async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, se
             });
         }
         await client.workflow.start('bareRun', { taskQueue: UNPOLLED_QUEUE, workflowId: runId, args: [{ trigger }] });
-        if (shape !== 'start') {
+        if (shape === 'startAndSignal') {
+          await client.workflow.getHandle(running).signal('acquire', { runId, limit: 1, lane: running });
+        } else if (shape !== 'start') {
           await client.workflow.signalWithStart('bareLane', {
             workflowId: lane,
             taskQueue: UNPOLLED_QUEUE,
@@ -167,9 +173,12 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
 
   // The floor of the same accept path, from the bench's client, in rotation.
   const trigger = { user: randomUUID(), padding: 'x'.repeat(900) };
-  const floor = { startPerSec: 0, startAndAskPerSec: 0, describeStartAndAskPerSec: 0 };
-  for (const shape of ['start', 'startAndAsk', 'describeStartAndAsk'] as const) await floorLoop(stack.client, shape, trigger, 1, 32);
-  const floorOrders: FloorShape[][] = [['start', 'startAndAsk', 'describeStartAndAsk'], ['describeStartAndAsk', 'startAndAsk', 'start']];
+  const floor = { startPerSec: 0, startAndAskPerSec: 0, describeStartAndAskPerSec: 0, startAndSignalPerSec: 0 };
+  for (const shape of ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'] as const) await floorLoop(stack.client, shape, trigger, 1, 32);
+  const floorOrders: FloorShape[][] = [
+    ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'],
+    ['startAndSignal', 'describeStartAndAsk', 'startAndAsk', 'start'],
+  ];
   for (let round = 1; round <= 2; round++) {
     const measured: string[] = [];
     for (const shape of floorOrders[round - 1]!) {

@@ -409,6 +409,7 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     add('limit-1 ingress accepted/s (flow.ingressRatio)', f.limitedPerSec.toFixed(0), `${f.plainPerSec.toFixed(0)} plain/s`, f.ingressRatio, '≥0.80');
     add('  its floor: bare start + lane signal-with-start /s', f.floor.startAndAskPerSec.toFixed(0), `${f.floor.startPerSec.toFixed(0)} bare start/s`, f.floorIngressRatio, '');
     add('  the same with a describe of the lane first /s', f.floor.describeStartAndAskPerSec.toFixed(0), `${f.floor.startPerSec.toFixed(0)} bare start/s`, f.floor.describeStartAndAskPerSec / f.floor.startPerSec, '');
+    add('  bare start + a signal to a running lane /s', f.floor.startAndSignalPerSec.toFixed(0), `${f.floor.startPerSec.toFixed(0)} bare start/s`, f.floor.startAndSignalPerSec / f.floor.startPerSec, '');
     add('  flow.ingressRatio ÷ its floor', f.ingressRatio.toFixed(3), f.floorIngressRatio.toFixed(3), f.ingressRatioToFloor, '');
     add('  lane hand-off p50 ms', f.handoffP50Ms.toFixed(1), `${f.startP50Ms.toFixed(1)} start`, f.handoffRatio, '≤2.0');
   }
