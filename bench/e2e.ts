@@ -21,6 +21,14 @@ export interface E2eResult {
   emptyP90Ms: number;
   /** p50Ms ÷ emptyP50Ms. */
   ratioToEmptyWorkflow: number;
+  /**
+   * p50 POST → result of the automation's shape with nothing of the service in it (`Stack.bareStart`:
+   * a bare Koa handler reads the JSON body and starts `localFour`, four no-op local activities, as
+   * the API starts runs), in the same rotation.
+   */
+  shapeP50Ms: number;
+  /** p50Ms ÷ shapeP50Ms: what the service's own work adds to a run, against the floor of its shape. */
+  ratioToShapeFloor: number;
   runs: number;
 }
 
@@ -73,10 +81,11 @@ export async function runE2eBench(
   log: (line: string) => void,
 ): Promise<E2eResult> {
   const trigger = JSON.parse(automation.body) as unknown;
-  log(`end to end: ${options.warmup} warm-up runs, then ${options.runs} of each (automation, 3 activities, empty workflow), in rotation`);
+  log(`end to end: ${options.warmup} warm-up runs, then ${options.runs} of each (automation, its shape's floor, 3 activities, empty workflow), in rotation`);
   const times = await inRotation(
     {
       automation: () => automationRun(stack, automation),
+      shape: () => shapeRun(stack, automation.body, 'localFour'),
       bare: () => baselineRun(stack, 'bare', trigger),
       empty: () => baselineRun(stack, 'empty', trigger),
     },
@@ -85,7 +94,10 @@ export async function runE2eBench(
   const p50Ms = percentile(times.automation, 50);
   const bareP50Ms = percentile(times.bare, 50);
   const emptyP50Ms = percentile(times.empty, 50);
+  const shapeP50Ms = percentile(times.shape, 50);
   return {
+    shapeP50Ms,
+    ratioToShapeFloor: p50Ms / shapeP50Ms,
     p50Ms,
     bareP50Ms,
     ratioToBare: p50Ms / bareP50Ms,

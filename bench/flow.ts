@@ -9,18 +9,30 @@
  *                   with a worker ÷ the bare workflow-start round trip of the same kind of run
  *                   (its WorkflowExecutionStarted to its first completed workflow task), runs of
  *                   the same steps without a limit, started one at a time
+ *   floor           the same accept path with nothing of the service in it, from the bench's
+ *                   client, 32 loops on a queue nobody polls: start a run, then ask a fresh lane with
+ *                   signal-with-start (what a limit-1 delivery must cost at least with the lane
+ *                   protocol as it is), ÷ start a run alone; and the same with a describe of the lane
+ *                   first (the queue-bound check the API makes per delivery)
  * Goals from the issue: ratio ≥ 0.8, hand-off ÷ start ≤ 2.
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { hmacEvent } from '../test/helpers/signing';
-import { AUTOMATION_QUEUE, type Stack } from './stack';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { AUTOMATION_QUEUE, UNPOLLED_QUEUE, type Stack } from './stack';
 import { percentile, request } from './util';
 
 export interface FlowResult {
   plainPerSec: number;
   limitedPerSec: number;
   ingressRatio: number;
+  /** Bare client loops: starts/s alone, start + lane signal-with-start/s, and with a describe of the lane first. */
+  floor: { startPerSec: number; startAndAskPerSec: number; describeStartAndAskPerSec: number; startAndSignalPerSec: number };
+  /** floor.startAndAskPerSec ÷ floor.startPerSec: the floor of ingressRatio with the lane protocol as it is. */
+  floorIngressRatio: number;
+  /** ingressRatio ÷ floorIngressRatio: how close the service is to that floor. */
+  ingressRatioToFloor: number;
   handoffP50Ms: number;
   startP50Ms: number;
   handoffRatio: number;
@@ -94,6 +106,54 @@ async function handoffs(client: Client, runIds: string[]): Promise<{ gaps: numbe
   return { gaps: out, starts };
 }
 
+type FloorShape = 'start' | 'startAndAsk' | 'describeStartAndAsk' | 'startAndSignal';
+
+/**
+ * `concurrency` loops of the accept path's Temporal calls with nothing of the service around them,
+ * for `seconds`: a fresh run started on the unpolled queue and, for the limited shapes, its fresh
+ * lane asked by signal-with-start (as src/temporal/lanes.ts asks it), after a describe of that lane
+ * for `describeStartAndAsk`; for `startAndSignal`, a plain signal to a lane already running (one per
+ * loop, started first: the ask as it would cost if lanes were per automation, not per key).
+ * Completed loops per second.
+ */
+async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, seconds: number, concurrency: number): Promise<number> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      const running = `bench-floor-lane:${randomUUID()}`;
+      if (shape === 'startAndSignal') await client.workflow.start('bareLane', { taskQueue: UNPOLLED_QUEUE, workflowId: running, args: [{ lane: running, limit: 1, holders: [], waiting: [] }] });
+      while (performance.now() < end) {
+        const runId = `bench-floor-run:${randomUUID()}`;
+        const lane = `bench-floor-lane:${randomUUID()}`;
+        if (shape === 'describeStartAndAsk') {
+          await client.workflow
+            .getHandle(lane)
+            .describe()
+            .catch((err: unknown) => {
+              if (!(err instanceof WorkflowNotFoundError)) throw err;
+            });
+        }
+        await client.workflow.start('bareRun', { taskQueue: UNPOLLED_QUEUE, workflowId: runId, args: [{ trigger }] });
+        if (shape === 'startAndSignal') {
+          await client.workflow.getHandle(running).signal('acquire', { runId, limit: 1, lane: running });
+        } else if (shape !== 'start') {
+          await client.workflow.signalWithStart('bareLane', {
+            workflowId: lane,
+            taskQueue: UNPOLLED_QUEUE,
+            args: [{ lane, limit: 1, holders: [], waiting: [] }],
+            signal: 'acquire',
+            signalArgs: [{ runId, limit: 1, lane }],
+          });
+        }
+        done += 1;
+      }
+    }),
+  );
+  return done / ((performance.now() - start) / 1000);
+}
+
 export async function runFlowBench(stack: Stack, options: { seconds: number; chain: number }, log: (line: string) => void): Promise<FlowResult> {
   const steps = [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }];
   const plain = await createAutomation(stack.ingressApi.url, stack.adminToken, {}, steps);
@@ -110,6 +170,25 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
     limitedPerSec = Math.max(limitedPerSec, a);
     plainPerSec = Math.max(plainPerSec, b);
   }
+
+  // The floor of the same accept path, from the bench's client, in rotation.
+  const trigger = { user: randomUUID(), padding: 'x'.repeat(900) };
+  const floor = { startPerSec: 0, startAndAskPerSec: 0, describeStartAndAskPerSec: 0, startAndSignalPerSec: 0 };
+  for (const shape of ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'] as const) await floorLoop(stack.client, shape, trigger, 1, 32);
+  const floorOrders: FloorShape[][] = [
+    ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'],
+    ['startAndSignal', 'describeStartAndAsk', 'startAndAsk', 'start'],
+  ];
+  for (let round = 1; round <= 2; round++) {
+    const measured: string[] = [];
+    for (const shape of floorOrders[round - 1]!) {
+      const perSec = await floorLoop(stack.client, shape, trigger, options.seconds, 32);
+      floor[`${shape}PerSec`] = Math.max(floor[`${shape}PerSec`], perSec);
+      measured.push(`${shape} ${perSec.toFixed(0)}/s`);
+    }
+    log(`flow floor round ${round}: ${measured.join(', ')}`);
+  }
+  const floorIngressRatio = floor.startAndAskPerSec / floor.startPerSec;
 
   // Hand-off: a chain of runs of one key, on the API whose runs the worker executes.
   const chain = await createAutomation(stack.e2eApi.url, stack.adminToken, { concurrency: { limit: 1, key: 'ctx.trigger.user' } }, steps);
@@ -149,6 +228,9 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
     plainPerSec,
     limitedPerSec,
     ingressRatio: limitedPerSec / plainPerSec,
+    floor,
+    floorIngressRatio,
+    ingressRatioToFloor: limitedPerSec / plainPerSec / floorIngressRatio,
     handoffP50Ms,
     startP50Ms,
     handoffRatio: handoffP50Ms / startP50Ms,

@@ -1,47 +1,93 @@
 /**
- * Memory: RSS of every process of an idle `npm start` (the service, the embedded Temporal dev
- * server and anything else it spawned), in a fresh DATA_DIR on free ports, a few seconds after
- * the API printed its address. Summed from /proc (Linux only).
+ * Memory: an idle `npm start` counted as a user's `ps` counts it. `npm start` runs in a process
+ * group of its own (a fresh DATA_DIR, free ports), and a few seconds after the API printed its
+ * address the RSS of every process in that group is summed: npm itself, the shell npm runs the
+ * script with (when there is one), the service, the Temporal dev server. PSS (shared pages counted
+ * once across processes, e.g. the node binary's code in npm and in the service) is summed beside it.
+ * Read from /proc (Linux only).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/temporal/devserver';
-import { descendantPids } from './util';
+import { commandLineOf } from './util';
 import { sleep } from '../test/helpers/wait';
 
-export interface MemoryResult {
-  idleRssMb: number;
-  /** RSS per process, by command name. */
-  processes: Array<{ pid: number; command: string; rssMb: number }>;
+/** The goal for `idleRssMb` (issue: idle `npm start` ≤ 400 MB, every process of its group). */
+export const IDLE_RSS_GOAL_MB = 400;
+
+export interface IdleProcess {
+  pid: number;
+  command: string;
+  rssMb: number;
+  pssMb: number | undefined;
 }
 
-function rssMb(pid: number): number | undefined {
+export interface MemoryResult {
+  /** Sum of the RSS (VmRSS, what `ps -o rss` shows) of every process in `npm start`'s process group. */
+  idleRssMb: number;
+  /** Sum of their PSS (/proc/<pid>/smaps_rollup); undefined when a process's PSS could not be read. */
+  idlePssMb: number | undefined;
+  processes: IdleProcess[];
+}
+
+function statusKb(pid: number, field: string): number | undefined {
   try {
-    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : undefined;
+    const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : undefined;
   } catch {
     return undefined;
   }
 }
 
-function commandOf(pid: number): string {
+function pssKb(pid: number): number | undefined {
   try {
-    return path.basename(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '?');
+    const match = /^Pss:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return match ? Number(match[1]) : undefined;
   } catch {
-    return '?';
+    return undefined;
   }
+}
+
+/** Pids whose process group is `pgid`, as `ps -g <pgid>` lists them (from /proc/<pid>/stat). */
+export function processGroupPids(pgid: number): number[] {
+  const pids: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses, so split after the last ')'.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid) pids.push(Number(name));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return pids.sort((a, b) => a - b);
+}
+
+/** A short name for a process: `npm start`, `sh`, `node scripts/start.js`, `temporal`, … */
+function commandOf(pid: number): string {
+  const argv = commandLineOf(pid);
+  const program = path.basename(argv[0] ?? '?');
+  if (program === 'npm' || argv.some((a) => /npm-cli\.js$/.test(a))) return 'npm';
+  if (program === 'node') return `node ${argv.slice(1).find((a) => !a.startsWith('-')) ?? ''}`.trim();
+  return program;
+}
+
+/** How to run `npm start`: the npm that runs this bench (npm_execpath) when there is one, else `npm` on PATH. */
+function npmCommand(): [string, string[]] {
+  const npmCli = process.env.npm_execpath;
+  if (npmCli && /\.js$/.test(npmCli)) return [process.execPath, [npmCli, 'start']];
+  return ['npm', ['start']];
 }
 
 export async function runMemoryBench(options: { settleMs: number }, log: (line: string) => void): Promise<MemoryResult> {
   const root = path.resolve(__dirname, '..');
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-idle-'));
   const env = {
     ...process.env,
-    // as npm run does
-    PATH: `${path.join(root, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH ?? ''}`,
     DATA_DIR: dataDir,
     PORT: String(await freePort()),
     TEMPORAL_PORT: String(await freePort()),
@@ -50,9 +96,11 @@ export async function runMemoryBench(options: { settleMs: number }, log: (line: 
     DATABASE_URL: '',
     LOG_LEVEL: 'warn',
   };
-  // `npm start` without npm's own process: the start script itself, through a shell.
-  log(`memory: starting \`${pkg.scripts.start}\` in ${dataDir}`);
-  const child = spawn('/bin/sh', ['-c', `exec ${pkg.scripts.start}`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, args] = npmCommand();
+  log(`memory: \`npm start\` in its own process group, DATA_DIR ${dataDir}`);
+  // detached: a new session and process group led by npm, as a terminal gives `npm start` one.
+  const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const pgid = child.pid!;
   let output = '';
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
@@ -67,19 +115,34 @@ export async function runMemoryBench(options: { settleMs: number }, log: (line: 
   try {
     await ready;
     await sleep(options.settleMs);
-    const pids = [child.pid!, ...descendantPids(child.pid!)];
-    const processes = pids
-      .map((pid) => ({ pid, command: commandOf(pid), rssMb: rssMb(pid) }))
-      .filter((p): p is { pid: number; command: string; rssMb: number } => p.rssMb !== undefined);
+    const processes = processGroupPids(pgid)
+      .map((pid) => {
+        const rssKb = statusKb(pid, 'VmRSS');
+        if (rssKb === undefined) return undefined; // gone, or a zombie
+        const pss = pssKb(pid);
+        return { pid, command: commandOf(pid), rssMb: rssKb / 1024, pssMb: pss === undefined ? undefined : pss / 1024 };
+      })
+      .filter((p): p is IdleProcess => p !== undefined);
     const idleRssMb = processes.reduce((sum, p) => sum + p.rssMb, 0);
-    log(`memory: idle RSS ${idleRssMb.toFixed(0)} MB: ${processes.map((p) => `${p.command} ${p.rssMb.toFixed(0)}`).join(', ')}`);
-    return { idleRssMb, processes };
+    const idlePssMb = processes.every((p) => p.pssMb !== undefined) ? processes.reduce((sum, p) => sum + p.pssMb!, 0) : undefined;
+    log(
+      `memory: idle RSS ${idleRssMb.toFixed(0)} MB, PSS ${idlePssMb?.toFixed(0) ?? '?'} MB: ` +
+        processes.map((p) => `${p.command} ${p.rssMb.toFixed(0)}/${p.pssMb?.toFixed(0) ?? '?'}`).join(', '),
+    );
+    return { idleRssMb, idlePssMb, processes };
   } finally {
-    child.kill('SIGTERM');
+    // The whole group: npm, its shell, the service and the dev server.
+    try {
+      process.kill(-pgid, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
     await new Promise((resolve) => {
-      if (child.exitCode !== null) resolve(undefined);
+      if (child.exitCode !== null || child.signalCode !== null) resolve(undefined);
       else child.once('exit', resolve);
     });
+    // The service stops the dev server on SIGTERM; wait until no process of the group is left.
+    for (let i = 0; i < 100 && processGroupPids(pgid).length > 0; i++) await sleep(100);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -309,7 +309,7 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
 }
 
 /** A Koa app with one handler; by default the rejection baseline's, which answers 200 `{}`. */
-async function startBareKoa(
+export async function startBareKoa(
   handler: Koa.Middleware = (ctx) => {
     ctx.body = {};
   },

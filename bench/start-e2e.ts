@@ -39,7 +39,7 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
     DATABASE_URL: '',
     LOG_LEVEL: 'warn',
   };
-  const child = spawn('/bin/sh', ['-c', `exec ${pkg.scripts.start}`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('/bin/sh', ['-c', pkg.scripts.start!], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));

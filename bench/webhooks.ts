@@ -1,7 +1,9 @@
 /**
  * The webhook figures. Ingress: accepted signed webhooks per second at concurrency 32 against a
  * bare loop of `client.workflow.start` (same concurrency, same server, same run input, no HTTP).
- * Rejection: bad-signature requests per second against a bare Koa handler answering 200.
+ * Rejection: bad-signature requests per second against the floor of a rejection (a bare Koa
+ * handler that reads the same body, checks the same HMAC and answers 401), and against a bare Koa
+ * handler answering 200 without reading anything.
  * Rounds alternate between the measured path and its baseline; each side keeps its best round.
  */
 import { randomUUID } from 'node:crypto';
@@ -11,11 +13,12 @@ import type { AutomationRunInput } from '../src/contract/run';
 import type { BenchAutomation } from './automation';
 import type { LoadGenerator } from './load';
 import type { LoadResult } from './loadgen';
-import { UNPOLLED_QUEUE, type Stack } from './stack';
+import { verifyHmac } from '../src/webhooks';
+import { startBareKoa, UNPOLLED_QUEUE, type Server, type Stack } from './stack';
 import { percentile } from './util';
 
 /** Wraps each measured round of the API side, or of the baseline (run.ts uses it for --cpu-prof). */
-export type AroundApi = <T>(round: number, fn: () => Promise<T>, side?: 'API' | 'baseline') => Promise<T>;
+export type AroundApi = <T>(round: number, fn: () => Promise<T>, side?: 'API' | 'baseline' | 'floor') => Promise<T>;
 const direct: AroundApi = (_round, fn) => fn();
 
 export interface Timing {
@@ -42,14 +45,20 @@ export interface IngressResult {
 }
 
 export interface RejectResult {
-  /** CPU time of this process per rejected request / per bare Koa request, µs; diagnostics. */
+  /** CPU time of this process per rejected request / per bare Koa request / per floor rejection, µs; diagnostics. */
   cpuUsPerRequest: number;
   bareKoaCpuUsPerRequest: number;
+  hmacFloorCpuUsPerRequest: number;
   perSec: number;
   p50Ms: number;
   bareKoaPerSec: number;
   bareKoaP50Ms: number;
   ratioToBareKoa: number;
+  /** 401s per second of the rejection's floor: bare Koa, the body read, the same HMAC checked. */
+  hmacFloorPerSec: number;
+  hmacFloorP50Ms: number;
+  /** perSec ÷ hmacFloorPerSec. */
+  ratioToHmacFloor: number;
   otherStatuses: Record<string, number>;
 }
 
@@ -174,6 +183,31 @@ export async function runIngressBench(
   };
 }
 
+/**
+ * The floor of a rejection: what any receiver must do to refuse a bad signature, with nothing of the
+ * service around it. Koa, the whole body read, the HMAC over "<timestamp>.<event id>.<body>" checked
+ * with the same function, and a 401 in the one error shape.
+ */
+function startHmacFloor(secret: string): Promise<Server> {
+  return startBareKoa(async (ctx) => {
+    // Node's own events (no async iterator): the cheapest way to read a body.
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      ctx.req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      ctx.req.once('end', () => resolve(Buffer.concat(chunks)));
+      ctx.req.once('error', reject);
+    });
+    const headers = ctx.req.headers;
+    const header = (name: string): string => (typeof headers[name] === 'string' ? headers[name] : '');
+    if (verifyHmac(secret, header('webhook-timestamp'), header('webhook-event-id'), body, header('webhook-signature'))) {
+      ctx.body = {};
+      return;
+    }
+    ctx.status = 401;
+    ctx.body = { code: 'unauthorized', message: 'invalid webhook signature', details: {} };
+  });
+}
+
 export async function runRejectBench(
   stack: Stack,
   load: LoadGenerator,
@@ -182,42 +216,69 @@ export async function runRejectBench(
   log: (line: string) => void,
   aroundApi: AroundApi = direct,
 ): Promise<RejectResult> {
+  const floor = await startHmacFloor(automation.signingSecret);
+  try {
+    return await rejectRounds(stack, floor, load, automation, timing, log, aroundApi);
+  } finally {
+    await floor.close();
+  }
+}
+
+type RejectSide = 'api' | 'floor' | 'koa';
+const REJECT_SIDE_NAMES: Record<RejectSide, string> = { api: 'API (401)', floor: 'HMAC floor (401)', koa: 'bare Koa (200)' };
+
+async function rejectRounds(
+  stack: Stack,
+  floor: Server,
+  load: LoadGenerator,
+  automation: BenchAutomation,
+  timing: Timing,
+  log: (line: string) => void,
+  aroundApi: AroundApi,
+): Promise<RejectResult> {
   const job = {
     connections: timing.concurrency,
     body: automation.body,
     secret: automation.signingSecret,
     mode: 'badSignature' as const,
   };
-  const apiJob = { ...job, url: `${stack.ingressApi.url}${automation.listenerPath}`, expectStatus: 401 };
-  const koaJob = { ...job, url: `${stack.bareKoa.url}${automation.listenerPath}`, expectStatus: 200 };
+  const jobs: Record<RejectSide, typeof job & { url: string; expectStatus: number }> = {
+    api: { ...job, url: `${stack.ingressApi.url}${automation.listenerPath}`, expectStatus: 401 },
+    floor: { ...job, url: `${floor.url}${automation.listenerPath}`, expectStatus: 401 },
+    koa: { ...job, url: `${stack.bareKoa.url}${automation.listenerPath}`, expectStatus: 200 },
+  };
 
   log(`rejection: warm-up ${timing.warmupSec}s each`);
-  await load.run({ ...apiJob, durationSec: timing.warmupSec });
-  await load.run({ ...koaJob, durationSec: timing.warmupSec });
+  for (const side of ['api', 'floor', 'koa'] as const) await load.run({ ...jobs[side], durationSec: timing.warmupSec });
 
-  let api: (LoadResult & { cpuUs: number }) | undefined;
-  let koa: (LoadResult & { cpuUs: number }) | undefined;
+  const best: Partial<Record<RejectSide, LoadResult & { cpuUs: number }>> = {};
   const otherStatuses: Record<string, number> = {};
+  // Each side goes first, second and third equally often over rounds.
+  const orders: RejectSide[][] = [['api', 'floor', 'koa'], ['floor', 'koa', 'api'], ['koa', 'api', 'floor']];
   for (let round = 1; round <= timing.rounds; round++) {
-    const order = round % 2 === 1 ? (['api', 'koa'] as const) : (['koa', 'api'] as const);
-    for (const which of order) {
-      const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...(which === 'api' ? apiJob : koaJob), durationSec: timing.durationSec }));
-      const [result, cpu] = await aroundApi(round, measured, which === 'api' ? 'API' : 'baseline');
+    for (const side of orders[(round - 1) % orders.length]!) {
+      const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...jobs[side], durationSec: timing.durationSec }));
+      const [result, cpu] = await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline');
       const cpuUs = cpu / Math.max(1, result.expected);
-      others(result, which === 'api' ? 401 : 200, otherStatuses);
-      log(`rejection round ${round}: ${which === 'api' ? 'API (401)' : 'bare Koa'} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
-      if (which === 'api' && (!api || result.perSec > api.perSec)) api = { ...result, cpuUs };
-      if (which === 'koa' && (!koa || result.perSec > koa.perSec)) koa = { ...result, cpuUs };
+      others(result, jobs[side].expectStatus, otherStatuses);
+      log(`rejection round ${round}: ${REJECT_SIDE_NAMES[side]} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
+      const kept = best[side];
+      if (!kept || result.perSec > kept.perSec) best[side] = { ...result, cpuUs };
     }
   }
+  const { api, floor: hmac, koa } = best as Record<RejectSide, LoadResult & { cpuUs: number }>;
   return {
-    cpuUsPerRequest: api!.cpuUs,
-    bareKoaCpuUsPerRequest: koa!.cpuUs,
-    perSec: api!.perSec,
-    p50Ms: api!.p50Ms,
-    bareKoaPerSec: koa!.perSec,
-    bareKoaP50Ms: koa!.p50Ms,
-    ratioToBareKoa: api!.perSec / koa!.perSec,
+    cpuUsPerRequest: api.cpuUs,
+    bareKoaCpuUsPerRequest: koa.cpuUs,
+    hmacFloorCpuUsPerRequest: hmac.cpuUs,
+    perSec: api.perSec,
+    p50Ms: api.p50Ms,
+    bareKoaPerSec: koa.perSec,
+    bareKoaP50Ms: koa.p50Ms,
+    ratioToBareKoa: api.perSec / koa.perSec,
+    hmacFloorPerSec: hmac.perSec,
+    hmacFloorP50Ms: hmac.p50Ms,
+    ratioToHmacFloor: api.perSec / hmac.perSec,
     otherStatuses,
   };
 }

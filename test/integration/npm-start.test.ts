@@ -42,7 +42,7 @@ class PortClash extends Error {}
 
 async function npmStartOnce(dataDir: string): Promise<Started> {
   const port = await reservedPort();
-  const child = spawn('/bin/sh', ['-c', `exec ${START_SCRIPT}`], {
+  const child = spawn('/bin/sh', ['-c', START_SCRIPT], {
     cwd: ROOT,
     env: {
       ...process.env,

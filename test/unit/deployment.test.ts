@@ -79,8 +79,15 @@ describe('Node flags of the service (scripts/node-flags.js)', () => {
   it('are what npm start, npm run api|worker, bench and bench:soak start node with', () => {
     expect(SERVICE_NODE_FLAGS.length).toBeGreaterThan(0);
     for (const name of ['start', 'api', 'worker', 'bench', 'bench:soak']) {
-      const argv = scripts[name]!.split(/\s+/);
+      // Environment assignments and `exec` may come first (the service's scripts; see below).
+      const argv = scripts[name]!.split(/\s+/).filter((word) => word !== 'exec' && !/^[A-Z_]+=/.test(word));
       expect({ name, node: argv[0], flags: argv.slice(1, 1 + SERVICE_NODE_FLAGS.length) }).toEqual({ name, node: 'node', flags: [...SERVICE_NODE_FLAGS] });
+    }
+  });
+
+  it("npm start, npm run api|worker: the shell npm runs the script with execs node, so npm's SIGTERM reaches the service", () => {
+    for (const name of ['start', 'api', 'worker']) {
+      expect({ name, script: scripts[name] }).toEqual({ name, script: expect.stringMatching(/^([A-Z_]+=\S+ )*exec node /) });
     }
   });
 
