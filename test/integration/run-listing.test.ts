@@ -8,7 +8,7 @@
  * file's automations and polled until it shows what the test waits for.
  */
 import request from 'supertest';
-import { DATABASES, describeOn, openTestDb } from '../helpers/databases';
+import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { poll } from '../helpers/wait';
 
@@ -29,7 +29,7 @@ for (const target of DATABASES) {
     const opened: string[] = [];
 
     beforeAll(async () => {
-      stack = await startStack({ db: await openTestDb(target) });
+      stack = await startStack({ target });
     });
     afterAll(async () => {
       // Leave no run of this file waiting in the shared dev server.
