@@ -24,6 +24,7 @@ import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/tempor
 import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import type { automation } from '../workflows';
+import { ApprovalWaitKey } from '../workflows/automation';
 import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
 import {
   DECIDE_UPDATE,
@@ -244,6 +245,22 @@ function scenarios(target: string): Scenario[] {
       ],
       trigger: {},
       drive: decide('approve', 'rejected'),
+    },
+    {
+      name: 'approval-wait-marked',
+      description: 'waitForApproval (0.7.0): the run holds the ApprovalWait search attribute (the step id) while it waits and clears it once approved',
+      steps: [
+        { id: 'review', waitForApproval: {} },
+        { id: 'after', setVariables: { by: 'ctx.steps.review.by' } },
+      ],
+      trigger: {},
+      drive: async (handle) => {
+        const mark = async () => (await handle.describe()).typedSearchAttributes.get(ApprovalWaitKey);
+        await until(async () => (await mark()) === 'review');
+        const ended = await decide('review', 'approved')(handle, undefined as never);
+        if ((await mark()) !== undefined) throw new Error('the ApprovalWait mark outlived the wait');
+        return ended;
+      },
     },
     {
       name: 'approval-timed-out',

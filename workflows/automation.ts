@@ -58,6 +58,7 @@ import {
   LANE_PROTOCOL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
+  APPROVAL_WAIT_PATCH,
   type RunQueue,
   DECIDE_UPDATE,
   RUN_STATE_QUERY,
@@ -99,6 +100,9 @@ const local = proxyLocalActivities<Activities>({
 /** Search attribute a run holds while it waits in its lane (value QUEUED); the executions list reads it. */
 export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttributeType.KEYWORD);
 
+/** Search attribute a run holds while a step waits for approval (value: the step's id); the approvals inbox reads it. */
+export const ApprovalWaitKey = defineSearchAttributeKey('ApprovalWait', SearchAttributeType.KEYWORD);
+
 /** How long a queued run waits for a grant before it repeats its request to the lane itself. */
 const PERMIT_REQUEST_REPEAT = '30 seconds';
 /** Then how often it repeats it (a lane that was terminated by hand learns of its queue again). */
@@ -136,6 +140,9 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   // Asked here, in the run's first activation, before any local activity: a patch first asked
   // after a local activity's result is not found again when the history is replayed.
   const ownLaneOnly = flow?.queue !== undefined && patched(LANE_PROTOCOL_PATCH);
+  // From 0.7.0 a run marks itself while a step waits for approval (docs/upgrades.md). Asked here
+  // for the same reason: the wait comes after local activities.
+  const marksApprovalWait = patched(APPROVAL_WAIT_PATCH);
   if (flow?.error) {
     state.status = 'FAILED';
     await condition(allHandlersFinished);
@@ -144,11 +151,12 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
 
   const { steps } = await loadSteps(input);
   state.steps = steps.map((step) => ({ id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null }));
-  if (!flow?.queue) return runSteps(input, steps, state, decisions);
+  const options: RunOptions = { marksApprovalWait };
+  if (!flow?.queue) return runSteps(input, steps, state, decisions, options);
   const queue = flow.queue;
   try {
     await admit(input, queue, state, ownLaneOnly);
-    return await runSteps(input, steps, state, decisions);
+    return await runSteps(input, steps, state, decisions, options);
   } finally {
     // Whatever the end (completed, failed, canceled — queued or not), the lane gets the permit or the request back.
     await CancellationScope.nonCancellable(() =>
@@ -200,8 +208,20 @@ async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState
   delete state.queue;
 }
 
+/** What the run decided in its first activation (patches) that the steps' effects follow. */
+interface RunOptions {
+  /** Hold the ApprovalWait search attribute while a step waits for approval. */
+  marksApprovalWait: boolean;
+}
+
 /** Runs the steps in order; answers the final state, or throws STEP_FAILED at the first failed step. */
-async function runSteps(input: AutomationRunInput, steps: StepDefinition[], state: RunState, decisions: Map<string, ApprovalDecision>): Promise<RunState> {
+async function runSteps(
+  input: AutomationRunInput,
+  steps: StepDefinition[],
+  state: RunState,
+  decisions: Map<string, ApprovalDecision>,
+  options: RunOptions,
+): Promise<RunState> {
   const outputs: Record<string, unknown> = {};
   const resumeAt = input.resume ? steps.findIndex((step) => step.id === input.resume!.fromStepId) : 0;
 
@@ -217,7 +237,7 @@ async function runSteps(input: AutomationRunInput, steps: StepDefinition[], stat
     }
     result.status = 'RUNNING';
     try {
-      const outcome = await runStep(step, workflowEffects(input, step, result, outputs, decisions));
+      const outcome = await runStep(step, workflowEffects(input, step, result, outputs, decisions, options));
       if (outcome.skipped) {
         result.status = 'SKIPPED';
         continue;
@@ -264,6 +284,7 @@ function workflowEffects(
   result: StepResult,
   outputs: Record<string, unknown>,
   decisions: Map<string, ApprovalDecision>,
+  options: RunOptions,
 ): StepEffects {
   const retry = retryPolicy(step.retry);
   const actor = `automation:${input.automationId}:${input.eventId}`;
@@ -284,6 +305,9 @@ function workflowEffects(
       const decided = (): boolean => decisions.has(step.id);
       // Shown by the Web UI as the run's current details while it waits (no history event).
       setCurrentDetails(`Waiting for approval: step ${step.id} (${what})`);
+      // Visibility lists the runs waiting on a person by this mark. A run that ends during the wait
+      // (cancelled, terminated) keeps it: readers ask for running runs only.
+      if (options.marksApprovalWait) upsertSearchAttributes([{ key: ApprovalWaitKey, value: step.id }]);
       if (timeoutMs === undefined) {
         await condition(decided);
       } else {
@@ -296,6 +320,7 @@ function workflowEffects(
         });
       }
       setCurrentDetails('');
+      if (options.marksApprovalWait) upsertSearchAttributes([{ key: ApprovalWaitKey, value: null }]);
       return decisions.get(step.id);
     },
     async annotate(level, line) {

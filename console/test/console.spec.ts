@@ -56,18 +56,32 @@ async function bearer(request: APIRequestContext): Promise<string> {
   return ((await res.json()) as { access_token: string }).access_token;
 }
 
-/** A signed delivery to the listener; resolves with the run id it started. */
-async function deliver(request: APIRequestContext, name: string, secret = shared.secret!): Promise<{ status: number; executionId?: string }> {
+/** A signed delivery to a listener (by default the console-made automation's); resolves with the run id it started. */
+async function deliver(request: APIRequestContext, name: string, secret = shared.secret!, url = shared.url!): Promise<{ status: number; executionId?: string }> {
   const event = hmacEvent(secret, { name });
-  const res = await request.post(new URL(shared.url!).pathname, { headers: event.headers, data: event.body });
+  const res = await request.post(new URL(url).pathname, { headers: event.headers, data: event.body });
   const body = (await res.json()) as { executionId?: string };
   return { status: res.status(), executionId: body.executionId };
 }
 
+/** An automation made and published through the API (not a page under test here). */
+async function createAutomation(
+  request: APIRequestContext,
+  name: string,
+  steps: unknown[],
+  fields: Record<string, unknown> = {},
+): Promise<{ id: string; name: string; secret: string; url: string }> {
+  const headers = { Authorization: `Bearer ${await bearer(request)}` };
+  const created = await request.post('/api/v1/automations', { headers, data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields } });
+  expect(created.status()).toBe(200);
+  const body = (await created.json()) as { automation: { id: string; trigger: { incomingWebhook: { url: string } } }; signingSecret: string };
+  expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
+  return { id: body.automation.id, name, secret: body.signingSecret, url: body.automation.trigger.incomingWebhook.url };
+}
+
 /**
- * The read operations the contract adds for the console (runs across automations, the audit trail)
- * come from the server side of the console; until they are served, the tests of their pages are
- * reported as skipped with the reason, never passed.
+ * The audit trail's read operation comes from the server side of the console; until it is served,
+ * the test of its page is reported as skipped with the reason, never passed.
  */
 async function skipUnlessServed(request: APIRequestContext, path: string): Promise<void> {
   const res = await request.get(path, { headers: { Authorization: `Bearer ${await bearer(request)}` } });
@@ -208,33 +222,107 @@ test('a run waiting for a person: its steps as a timeline, approved with a comme
   await screenshot(page, 'run');
 });
 
-test('Runs lists runs across automations, filtered, with live status', async ({ page, request }) => {
-  await skipUnlessServed(request, '/api/v1/automation_executions');
+test('Runs lists runs across automations, filtered by automation, status and time, with live status', async ({ page, request }) => {
   await signIn(page);
   await page.getByRole('link', { name: 'Runs', exact: true }).click();
   await expect(page.getByRole('heading', { level: 1, name: 'Runs' })).toBeVisible();
   const sent = await deliver(request, 'Eve');
   const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: `Run ${sent.executionId!.split(':').pop()}` }) });
   await expect(row).toContainText('RUNNING');
+  await expect(row).toContainText('waiting for approval (approval)');
   await page.getByLabel('Status').selectOption('COMPLETED');
   await expect(row).toHaveCount(0);
   await page.getByLabel('Status').selectOption('RUNNING');
   await expect(row).toContainText('Console approval flow');
+  // By automation: an automation with no runs lists none; this one lists the run.
+  const other = await createAutomation(request, 'Console empty automation', [{ id: 'only', log: { message: "'x'" } }]);
+  await page.reload();
+  await page.getByLabel('Automation').selectOption({ label: other.name });
+  await expect(page.getByText('No runs match.')).toBeVisible();
+  await page.getByLabel('Automation').selectOption({ label: 'Console approval flow' });
+  await expect(row).toContainText('RUNNING');
+  // By time: started after tomorrow lists nothing; cleared, the run is back.
+  const tomorrow = new Date(Date.now() + 24 * 3600_000);
+  const local = new Date(tomorrow.getTime() - tomorrow.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  await page.getByLabel('Started after').fill(local);
+  await expect(row).toHaveCount(0);
+  await page.getByLabel('Started after').fill('');
+  await page.getByLabel('Started before').fill(local);
+  await expect(row).toContainText('RUNNING');
   await expectAccessible(page, 'runs with a run');
   await screenshot(page, 'runs');
+  // Live: approved elsewhere, the row follows without a reload.
+  await page.getByLabel('Status').selectOption('');
+  const token = await bearer(request);
+  const approved = await request.post(`/api/v1/automation_executions/${encodeURIComponent(sent.executionId!)}/steps/approval/approve`, {
+    headers: { Authorization: `Bearer ${token}` },
+    data: {},
+  });
+  expect(approved.status()).toBe(200);
+  await expect(row).toContainText('COMPLETED');
 });
 
-test('Approvals: every run waiting on a person, oldest first, decided in place', async ({ page, request }) => {
-  await skipUnlessServed(request, '/api/v1/automation_executions?waitingForApproval=true');
+test('Approvals: every run waiting on a person, oldest first, decided in place with the keyboard', async ({ page, request }) => {
   await signIn(page);
-  const sent = await deliver(request, 'Flo');
+  const older = await deliver(request, 'Flo');
+  const newer = await deliver(request, 'Gus');
   await page.getByRole('link', { name: 'Approvals', exact: true }).click();
-  const card = page.getByRole('region', { name: `Console approval flow, run ${sent.executionId!.split(':').pop()}` });
-  await expect(card.getByRole('button', { name: 'Approve' })).toBeVisible();
+  const cardOf = (sent: { executionId?: string }) => page.getByRole('region', { name: `Console approval flow, run ${sent.executionId!.split(':').pop()}` });
+  const first = cardOf(older);
+  const second = cardOf(newer);
+  await expect(first.getByRole('button', { name: 'Approve' })).toBeVisible();
+  await expect(second.getByRole('button', { name: 'Approve' })).toBeVisible();
+  // Oldest first: Flo's card comes before Gus's.
+  const labels = await page.getByRole('region').evaluateAll((regions) => regions.map((r) => r.getAttribute('aria-label')));
+  const at = (sent: { executionId?: string }) => labels.indexOf(`Console approval flow, run ${sent.executionId!.split(':').pop()}`);
+  expect(at(older)).toBeGreaterThanOrEqual(0);
+  expect(at(older)).toBeLessThan(at(newer));
   await expectAccessible(page, 'approvals with a waiting run');
   await screenshot(page, 'approvals');
-  await card.getByRole('button', { name: 'Reject' }).click();
-  await expect(card).toHaveCount(0);
+
+  // Keyboard only: the comment, then Approve, inside Flo's card.
+  await first.getByLabel('Comment').focus();
+  await page.keyboard.type('approved from the inbox');
+  await page.keyboard.press('Tab');
+  await expect(first.getByRole('button', { name: 'Approve' })).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(first).toHaveCount(0);
+  const token = await bearer(request);
+  const run = await request.get(`/api/v1/automation_executions/${encodeURIComponent(older.executionId!)}`, { headers: { Authorization: `Bearer ${token}` } });
+  const approval = ((await run.json()) as { execution: { steps: Array<{ id: string; output: Record<string, unknown> | null }> } }).execution.steps.find((s) => s.id === 'approval');
+  expect(approval?.output).toMatchObject({ decision: 'approved', by: `client:${BOOTSTRAP.clientId}`, comment: 'approved from the inbox' });
+
+  await second.getByRole('button', { name: 'Reject' }).click();
+  await expect(second).toHaveCount(0);
+});
+
+test('an automation with a concurrency limit shows its lanes; Runs shows a queued run with its key', async ({ page, request }) => {
+  await signIn(page);
+  const flow = await createAutomation(request, 'Console lanes', [{ id: 'hold', waitForApproval: {} }], { concurrency: { limit: 1, key: 'ctx.trigger.name' } });
+  const holder = await deliver(request, 'Kim', flow.secret, flow.url);
+  const queued = await deliver(request, 'Kim', flow.secret, flow.url);
+  await page.goto(`/console/automations/${encodeURIComponent(flow.id)}`);
+  const lanes = page.getByRole('region', { name: 'Lanes' });
+  const lane = lanes.getByRole('row', { name: /Kim/ });
+  await expect(lane).toContainText(/Kim\s*1\s*1/);
+  await expectAccessible(page, 'automation with lanes');
+  await screenshot(page, 'lanes');
+
+  await page.goto(`/console/runs?automation=${encodeURIComponent(flow.id)}&status=QUEUED`);
+  const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: `Run ${queued.executionId!.split(':').pop()}` }) });
+  await expect(row).toContainText('QUEUED');
+  await expect(row).toContainText('key "Kim"');
+  await expectAccessible(page, 'runs with a queued run');
+
+  // The holder decided, the queued run holds the permit: no key has queued runs.
+  const token = await bearer(request);
+  for (const run of [holder, queued]) {
+    await expect
+      .poll(async () => (await request.post(`/api/v1/automation_executions/${encodeURIComponent(run.executionId!)}/steps/hold/approve`, { headers: { Authorization: `Bearer ${token}` }, data: {} })).status())
+      .toBe(200);
+  }
+  await page.goto(`/console/automations/${encodeURIComponent(flow.id)}`);
+  await expect(page.getByRole('region', { name: 'Lanes' })).toContainText('No key has queued runs.');
 });
 
 test('run control asks first in a dialog: Cancel run, Terminate run, Rerun', async ({ page, request }) => {

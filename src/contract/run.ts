@@ -95,6 +95,13 @@ export const RUN_GRANT_SIGNAL = 'grant';
  */
 export const LANE_PROTOCOL_PATCH = 'lane-names-its-grants';
 
+/**
+ * Name of the patch from which a run marks itself with the ApprovalWait search attribute (the
+ * waiting step's id) while a step waits for approval, so the approvals inbox is one visibility
+ * query (docs/upgrades.md, 0.7.0).
+ */
+export const APPROVAL_WAIT_PATCH = 'approval-wait-search-attribute';
+
 /** The memo a lane keeps (from the `lane-names-its-grants` patch): true while its queue is at its bound. */
 export const LANE_QUEUE_FULL_MEMO = 'queueFull';
 

@@ -374,6 +374,32 @@ export const ExecutionList = z
   .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
   .meta({ id: 'ExecutionList' });
 export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
+export const ExecutionListEntry = z
+  .object({
+    ...executionFields,
+    automationId: z.string(),
+    automationName: z.string().meta({ description: "The automation's display name (the name it started under, once the automation is deleted)." }),
+    queue: z.object({ key: z.string() }).optional().meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
+    waitingForApproval: z
+      .object({ stepId: z.string() })
+      .optional()
+      .meta({ description: 'While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject).' }),
+  })
+  .meta({ id: 'ExecutionListEntry' });
+export const ExecutionSearchList = z
+  .object({ list: z.array(z.object({ execution: ExecutionListEntry })), nextPageToken: z.string() })
+  .meta({ id: 'ExecutionSearchList' });
+
+export const Lane = z
+  .object({
+    key: z.string().meta({ description: 'The concurrency key value ("" for an automation whose concurrency has no key).' }),
+    running: z.number().int().meta({ description: 'Runs of the key that hold a permit (started their steps) and have not closed.' }),
+    queued: z.number().int().meta({ description: 'Runs of the key waiting for a permit (QUEUED).' }),
+    oldestQueuedAt: z.string().meta({ format: 'date-time', description: 'When the longest-waiting queued run of the key started.' }),
+  })
+  .meta({ id: 'Lane' });
+export const LaneList = z.object({ list: z.array(z.object({ lane: Lane })), nextPageToken: z.string() }).meta({ id: 'LaneList' });
+
 
 const MAX_COMMENT = 2000;
 const commentRule = `must be a string of at most ${MAX_COMMENT} characters`;

@@ -141,3 +141,10 @@ export async function setSealedSigningSecret(
 export async function deleteAutomation(db: Queryable, id: string): Promise<boolean> {
   return (await db.query('DELETE FROM automations WHERE id = $1 RETURNING id', [id])).length > 0;
 }
+
+/** The display names of the automations among `ids` that exist, by id (one statement). */
+export async function automationNames(db: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.query<{ id: string; display_name: string }>('SELECT id, display_name FROM automations WHERE id = ANY($1::text[])', [[...new Set(ids)]]);
+  return new Map(rows.map((row) => [row.id, row.display_name]));
+}

@@ -12,7 +12,9 @@ import { isGrpcServiceError, WorkflowNotFoundError, type Client, type WorkflowEx
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { automation } from '../../workflows';
-import { FlowQueueKey } from '../../workflows/automation';
+import { ApprovalWaitKey, FlowQueueKey } from '../../workflows/automation';
+import { lanesOf, QUEUE_KEY_MEMO, quote, runningRunsQuery, runQuery, type RunningRun } from './run-listing';
+import type { LaneView, RunFilter } from '../domain/run-listing';
 import { lastResult, STEP_REGISTRY, stepKind, type RecordedEffect } from '../steps';
 import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
 import { raceDeadline } from './deadline';
@@ -52,9 +54,22 @@ export interface ExecutionsPage {
   nextPageToken: Uint8Array | undefined;
 }
 
+/** A run as the list across automations shows it: the API's schema (src/domain/api-schemas.ts). */
+export type ExecutionListEntry = z.output<typeof api.ExecutionListEntry>;
+
+export interface ExecutionSearchPage {
+  executions: ExecutionListEntry[];
+  /** Temporal's token for the next page; undefined on the last page. */
+  nextPageToken: Uint8Array | undefined;
+}
+
 /** Reads runs of automations. Throws WorkflowEngineUnavailableError when Temporal cannot be reached. */
 export interface RunReader {
   list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage>;
+  /** Runs of every automation that match the filter, in visibility's order (open runs first, newest first). */
+  search(filter: RunFilter, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionSearchPage>;
+  /** The lanes of the automation's concurrency keys that have queued runs, by key. */
+  lanes(automationId: string): Promise<LaneView[]>;
   /** undefined when no automation run has this id (unknown, another workflow type, or past retention). */
   get(runId: string): Promise<ExecutionDetail | undefined>;
 }
@@ -94,6 +109,33 @@ export class TemporalRunReader implements RunReader {
   }
 
   async list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage> {
+    const page = await this.visibility(`AutomationId = ${quote(automationId)}`, pageSize, pageToken);
+    return { executions: page.executions.map(summaryFromVisibility), nextPageToken: page.nextPageToken };
+  }
+
+  async search(filter: RunFilter, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionSearchPage> {
+    const page = await this.visibility(runQuery(AUTOMATION_WORKFLOW_TYPE, filter), pageSize, pageToken);
+    return { executions: page.executions.map(entryFromVisibility), nextPageToken: page.nextPageToken };
+  }
+
+  async lanes(automationId: string): Promise<LaneView[]> {
+    // Every running run of the automation, a page of the most visibility answers at a time.
+    const runs: RunningRun[] = [];
+    let token: Uint8Array | undefined;
+    do {
+      const page = await this.visibility(runningRunsQuery(AUTOMATION_WORKFLOW_TYPE, automationId), LANE_SCAN_PAGE_SIZE, token);
+      for (const raw of page.executions) {
+        const key = decode(raw.memo?.fields?.[QUEUE_KEY_MEMO]);
+        const summary = summaryFromVisibility(raw);
+        runs.push({ key: typeof key === 'string' ? key : undefined, queued: summary.status === 'QUEUED', startedAt: summary.startedAt });
+      }
+      token = page.nextPageToken;
+    } while (token);
+    return lanesOf(runs);
+  }
+
+  /** One page of a visibility query, memos decoded. */
+  private async visibility(query: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<{ executions: WorkflowInfo[]; nextPageToken: Uint8Array | undefined }> {
     let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
     try {
       response = await this.call(this.callTimeoutMs, () =>
@@ -101,7 +143,7 @@ export class TemporalRunReader implements RunReader {
           namespace: this.client.options.namespace,
           pageSize,
           ...(pageToken ? { nextPageToken: pageToken } : {}),
-          query: `AutomationId = ${quote(automationId)}`,
+          query,
         }),
       );
     } catch (err) {
@@ -113,10 +155,7 @@ export class TemporalRunReader implements RunReader {
     const token = response.nextPageToken;
     // Memos are payloads too (encrypted by the codec): decode them before reading the version.
     await decodePayloadsInPlace(response.executions ?? [], this.client.options.loadedDataConverter.payloadCodecs);
-    return {
-      executions: (response.executions ?? []).map(summaryFromVisibility),
-      nextPageToken: token && token.length > 0 ? token : undefined,
-    };
+    return { executions: response.executions ?? [], nextPageToken: token && token.length > 0 ? token : undefined };
   }
 
   async get(executionId: string): Promise<ExecutionDetail | undefined> {
@@ -263,7 +302,32 @@ const STATUS_NAMES: Record<number, string> = {
   [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW]: 'CONTINUED_AS_NEW',
 };
 
-function summaryFromVisibility(raw: temporal.api.workflow.v1.IWorkflowExecutionInfo): ExecutionSummary {
+type WorkflowInfo = temporal.api.workflow.v1.IWorkflowExecutionInfo;
+
+/** A page of this many runs at a time when the lanes read every running run of an automation. */
+const LANE_SCAN_PAGE_SIZE = 1000;
+
+/**
+ * A run as the list across automations shows it: its automation (id; the name from its memo, which
+ * the domain replaces with the store's), its key while QUEUED (from its memo), the step that waits
+ * for approval (the ApprovalWait search attribute of a running run).
+ */
+function entryFromVisibility(raw: WorkflowInfo): ExecutionListEntry {
+  const summary = summaryFromVisibility(raw);
+  const automationId = decode(raw.searchAttributes?.indexedFields?.[AutomationIdKey.name]);
+  const automationName = decode(raw.memo?.fields?.automationName);
+  const key = decode(raw.memo?.fields?.[QUEUE_KEY_MEMO]);
+  const waitingStep = decode(raw.searchAttributes?.indexedFields?.[ApprovalWaitKey.name]);
+  return {
+    ...summary,
+    automationId: typeof automationId === 'string' ? automationId : '',
+    automationName: typeof automationName === 'string' ? automationName : '',
+    ...(summary.status === 'QUEUED' && typeof key === 'string' ? { queue: { key } } : {}),
+    ...(summary.status === 'RUNNING' && typeof waitingStep === 'string' ? { waitingForApproval: { stepId: waitingStep } } : {}),
+  };
+}
+
+function summaryFromVisibility(raw: WorkflowInfo): ExecutionSummary {
   const eventId = decode(raw.searchAttributes?.indexedFields?.[WebhookEventIdKey.name]);
   const status = executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING');
   const queued = status === 'RUNNING' && decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name]) === 'QUEUED';
@@ -551,11 +615,6 @@ function timestamp(ts: { seconds?: { toNumber(): number } | number | null; nanos
 
 function numberOrNull(value: unknown): number | null {
   return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
-/** A visibility query string literal. */
-function quote(value: string): string {
-  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
 function grpcCode(err: unknown): number | undefined {

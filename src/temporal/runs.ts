@@ -11,6 +11,7 @@ import type { AutomationRunInput, RunQueue } from '../contract/run';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns, type RunDisplay, type StartedRun } from '../domain/runs';
 import type { LaneRequest } from '../contract/lanes';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
+import { QUEUE_KEY_MEMO } from './run-listing';
 
 /** Workflow id of the run for one event: the idempotency key. */
 export function runWorkflowId(listenerId: string, eventId: string): string {
@@ -142,6 +143,8 @@ export function runStartOptions(
       ...(display.rerunOf ? { rerunOf: display.rerunOf } : {}),
       // A retry from the failed step: the run whose call keys it sends (for the executions view).
       ...(display.keysOf ? { callKeysOf: display.keysOf } : {}),
+      // A run admitted through a lane: its key, which the lanes of the automation count by (src/temporal/run-listing.ts).
+      ...(input.flow?.queue ? { [QUEUE_KEY_MEMO]: input.flow.queue.key } : {}),
     },
     staticSummary: `${display.automationName} (v${input.version}) — ${display.summary}`,
   };

@@ -70,6 +70,8 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/automations/:id/test': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/trigger/rotate-secret': { access: 'super', status: 404 },
   'GET /api/v1/automations/:id/executions': { access: 'approver', status: 404 },
+  'GET /api/v1/automation_executions': { access: 'approver', status: 503 },
+  'GET /api/v1/automations/:id/lanes': { access: 'approver', status: 404 },
   'GET /api/v1/automation_executions/:id': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/steps/:stepId/approve': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/steps/:stepId/reject': { access: 'approver', status: 503 },

@@ -1,14 +1,13 @@
-/** `GET /api/v1/automation_executions`: runs across automations, newest first. */
-import { consoleFetch } from './client';
-import type { Schemas } from './client';
+/** `GET /api/v1/automation_executions` (runs across automations) and an automation's lanes, over the typed client. */
+import { api, unwrap, type Schemas } from './client';
 
 export interface RunListItem {
-  execution: Schemas['ExecutionSummary'] & { automationId: string; automationName: string };
+  execution: Schemas['ExecutionListEntry'];
 }
 
 export interface RunQuery {
   automationId?: string;
-  status?: string[];
+  status?: Schemas['ExecutionListEntry']['status'][];
   waitingForApproval?: boolean;
   startedAfter?: string;
   startedBefore?: string;
@@ -16,14 +15,25 @@ export interface RunQuery {
   pageSize?: number;
 }
 
-export async function listRuns(query: RunQuery): Promise<{ list: RunListItem[]; nextPageToken: string }> {
-  const params = new URLSearchParams();
-  if (query.automationId) params.set('automationId', query.automationId);
-  for (const status of query.status ?? []) params.append('status', status);
-  if (query.waitingForApproval) params.set('waitingForApproval', 'true');
-  if (query.startedAfter) params.set('startedAfter', query.startedAfter);
-  if (query.startedBefore) params.set('startedBefore', query.startedBefore);
-  if (query.pageToken) params.set('page_token', query.pageToken);
-  params.set('page_size', String(query.pageSize ?? 50));
-  return consoleFetch(`/api/v1/automation_executions?${params}`);
+export function listRuns(query: RunQuery): Promise<{ list: RunListItem[]; nextPageToken: string }> {
+  return unwrap(
+    api.GET('/api/v1/automation_executions', {
+      params: {
+        query: {
+          automationId: query.automationId || undefined,
+          status: query.status && query.status.length > 0 ? query.status : undefined,
+          waitingForApproval: query.waitingForApproval ? 'true' : undefined,
+          startedAfter: query.startedAfter || undefined,
+          startedBefore: query.startedBefore || undefined,
+          page_token: query.pageToken || undefined,
+          page_size: query.pageSize ?? 50,
+        },
+      },
+    }),
+  );
+}
+
+/** One page of the automation's lanes (the keys with queued runs), by key. */
+export function listLanes(automationId: string, pageToken?: string): Promise<{ list: { lane: Schemas['Lane'] }[]; nextPageToken: string }> {
+  return unwrap(api.GET('/api/v1/automations/{id}/lanes', { params: { path: { id: automationId }, query: { page_size: 100, page_token: pageToken || undefined } } }));
 }

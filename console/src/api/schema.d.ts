@@ -246,6 +246,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automation_executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.
+         * @description Read from the workflow engine's visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.
+         */
+        get: operations["automations.executions.search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automations/{id}/lanes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.
+         * @description Counted from the automation's running runs in visibility (runs started before 0.7.0 carry no key and are not counted).
+         */
+        get: operations["automations.lanes.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automations/{id}/executions": {
         parameters: {
             query?: never;
@@ -1365,8 +1405,41 @@ export interface components {
             }[];
             nextPageToken: string;
         };
+        ExecutionListEntry: {
+            /** @description webhook:{listenerId}:{eventId} */
+            id: string;
+            eventId: string | null;
+            /**
+             * @description QUEUED: waiting for its concurrency key (no step started).
+             * @enum {string}
+             */
+            status: "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            closedAt: string | null;
+            /** @description The automation version the run executes. */
+            version: number | null;
+            automationId: string;
+            /** @description The automation's display name (the name it started under, once the automation is deleted). */
+            automationName: string;
+            /** @description While QUEUED: the concurrency key value the run waits for. */
+            queue?: {
+                key: string;
+            };
+            /** @description While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject). */
+            waitingForApproval?: {
+                stepId: string;
+            };
+        };
         ExecutionResponse: {
             execution: components["schemas"]["Execution"];
+        };
+        ExecutionSearchList: {
+            list: {
+                execution: components["schemas"]["ExecutionListEntry"];
+            }[];
+            nextPageToken: string;
         };
         ExecutionSummary: {
             /** @description webhook:{listenerId}:{eventId} */
@@ -1436,6 +1509,25 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
+        };
+        Lane: {
+            /** @description The concurrency key value ("" for an automation whose concurrency has no key). */
+            key: string;
+            /** @description Runs of the key that hold a permit (started their steps) and have not closed. */
+            running: number;
+            /** @description Runs of the key waiting for a permit (QUEUED). */
+            queued: number;
+            /**
+             * Format: date-time
+             * @description When the longest-waiting queued run of the key started.
+             */
+            oldestQueuedAt: string;
+        };
+        LaneList: {
+            list: {
+                lane: components["schemas"]["Lane"];
+            }[];
+            nextPageToken: string;
         };
         /** @description Writes one line to the run’s history and the worker’s log. */
         LogStep: {
@@ -3005,6 +3097,184 @@ export interface operations {
             /** @description Internal error (no details). (code 13) */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.executions.search": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+                /** @description Only runs of this automation. */
+                automationId?: string;
+                /** @description Only runs in one of these statuses (repeat the parameter for several). */
+                status?: ("QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED")[];
+                /** @description true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked). */
+                waitingForApproval?: "true";
+                /** @description Only runs started at or after this RFC 3339 time. */
+                startedAfter?: string;
+                /** @description Only runs started before this RFC 3339 time. */
+                startedBefore?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionSearchList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.lanes.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LaneList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -7,7 +7,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useId, useState, type FormEvent, type ReactNode } from 'react';
 import { api, ApiError, unwrap, unwrapWithEtag, type FieldViolation, type Schemas } from '../api/client';
-import { ConfirmButton, CopyButton, ErrorMessage, Loading, PageHeading } from '../components';
+import { ConfirmButton, CopyButton, DateTime, ErrorMessage, Loading, PageHeading } from '../components';
+import { listLanes } from '../api/runs';
 import { Link, navigate, usePageTitle } from '../router';
 
 const StepsEditor = lazy(() => import('../StepsEditor'));
@@ -277,6 +278,7 @@ export default function AutomationPage({ id }: { id: string | null }) {
           </div>
         </section>
       ) : null}
+      {automation?.concurrency ? <Lanes id={automation.id} /> : null}
       {secret ? (
         <section aria-label="Signing secret" className="panel secret">
           <p>The signing secret is shown only now. Give it to the sender:</p>
@@ -535,6 +537,48 @@ function DryRun({ id }: { id: string }) {
           </tbody>
         </table>
       ) : null}
+    </section>
+  );
+}
+
+/** The automation's lanes: each concurrency key with queued runs, its running and queued runs; polled while shown. */
+function Lanes({ id }: { id: string }) {
+  const lanes = useQuery({ queryKey: ['lanes', id], queryFn: () => listLanes(id), refetchInterval: 5_000 });
+  const headingId = useId();
+  return (
+    <section aria-labelledby={headingId} className="panel">
+      <h2 id={headingId}>Lanes</h2>
+      <ErrorMessage error={lanes.error} />
+      {lanes.isPending ? <Loading label="Loading lanes" /> : null}
+      {lanes.data?.list.length === 0 ? <p className="muted">No key has queued runs.</p> : null}
+      {lanes.data && lanes.data.list.length > 0 ? (
+        <table>
+          <caption className="visually-hidden">Concurrency keys with queued runs</caption>
+          <thead>
+            <tr>
+              <th scope="col">Key</th>
+              <th scope="col">Running</th>
+              <th scope="col">Queued</th>
+              <th scope="col">Oldest queued</th>
+            </tr>
+          </thead>
+          <tbody>
+            {lanes.data.list.map(({ lane }) => (
+              <tr key={lane.key}>
+                <th scope="row">
+                  <code>{lane.key === '' ? '(one key)' : lane.key}</code>
+                </th>
+                <td>{lane.running}</td>
+                <td>{lane.queued}</td>
+                <td>
+                  <DateTime value={lane.oldestQueuedAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {lanes.data?.nextPageToken ? <p className="muted">More keys have queued runs than are shown here.</p> : null}
     </section>
   );
 }

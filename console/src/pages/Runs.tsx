@@ -1,4 +1,7 @@
-/** Runs across automations, newest first, filtered by automation, status and start time; polled while shown. */
+/**
+ * Runs across automations (open runs first, newest first), filtered by automation, status and start
+ * time; polled while shown, so statuses change without a reload. A queued run shows its key.
+ */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { listRuns } from '../api/runs';
@@ -12,14 +15,16 @@ export function RunsPage() {
   const automationId = search.get('automation') ?? '';
   const status = search.get('status') ?? '';
   const startedAfter = search.get('after') ?? '';
+  const startedBefore = search.get('before') ?? '';
   const automations = useAutomationNames();
   const runs = useInfiniteQuery({
-    queryKey: ['runs', { automationId, status, startedAfter }],
+    queryKey: ['runs', { automationId, status, startedAfter, startedBefore }],
     queryFn: ({ pageParam }) =>
       listRuns({
         automationId: automationId || undefined,
-        status: status ? [status] : undefined,
-        startedAfter: startedAfter ? new Date(startedAfter).toISOString() : undefined,
+        status: (RUN_STATUSES as readonly string[]).includes(status) ? [status as RunStatus] : undefined,
+        startedAfter: isoOf(startedAfter),
+        startedBefore: isoOf(startedBefore),
         pageToken: pageParam,
       }),
     initialPageParam: '',
@@ -71,16 +76,28 @@ export function RunsPage() {
           Started after
           <input type="datetime-local" value={startedAfter} onChange={(e) => setFilter('after', e.target.value)} />
         </label>
+        <label>
+          Started before
+          <input type="datetime-local" value={startedBefore} onChange={(e) => setFilter('before', e.target.value)} />
+        </label>
       </form>
       <ErrorMessage error={runs.error} />
       {runs.isPending ? (
         <Loading label="Loading runs" />
       ) : (
-        <RunsTable items={items} caption="Runs, newest first" />
+        <RunsTable items={items} caption="Runs, open runs first, newest first" />
       )}
       <MoreButton hasMore={!!runs.hasNextPage} loading={runs.isFetchingNextPage} onMore={() => void runs.fetchNextPage()} />
     </>
   );
+}
+
+type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** A datetime-local value as RFC 3339 (the browser's time zone), or undefined when empty or invalid. */
+function isoOf(local: string): string | undefined {
+  const ms = local ? Date.parse(local) : NaN;
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
 export function RunsTable({ items, caption }: { items: Awaited<ReturnType<typeof listRuns>>['list']; caption: string }) {
@@ -111,6 +128,8 @@ export function RunsTable({ items, caption }: { items: Awaited<ReturnType<typeof
             </td>
             <td>
               <StatusBadge status={run.status} />
+              {run.queue ? <span className="muted"> key {JSON.stringify(run.queue.key)}</span> : null}
+              {run.waitingForApproval ? <span className="muted"> waiting for approval ({run.waitingForApproval.stepId})</span> : null}
             </td>
             <td>
               <DateTime value={run.startedAt} />

@@ -18,6 +18,7 @@ import { mountOperations, operation, type Grant, exactRouter } from '../operatio
 import { getAutomation } from '../../domain/automations';
 import type { RunReader } from '../../temporal/executions';
 import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
+import { readRunFilter, RUN_STATUSES, withAutomationNames } from '../../domain/run-listing';
 
 /** The app's run reader (src/compose.ts builds it); 503 when no engine is configured. */
 function reader(deps: AppDeps): RunReader {
@@ -60,6 +61,51 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
   });
 
 export const EXECUTION_OPERATIONS = [
+  operation({
+    method: 'get', path: '/api/v1/automation_executions', operationId: 'automations.executions.search', tag: TAG, paged: true, access: READ,
+    summary: 'List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.',
+    description:
+      'Read from the workflow engine\'s visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.',
+    // Read and checked by the domain (readRunFilter): 400 naming the parameter.
+    query: [
+      { name: 'automationId', description: 'Only runs of this automation.', schema: { type: 'string', maxLength: 200 } },
+      { name: 'status', description: 'Only runs in one of these statuses (repeat the parameter for several).', schema: { type: 'array', items: { type: 'string', enum: [...RUN_STATUSES] } } },
+      { name: 'waitingForApproval', description: 'true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked).', schema: { type: 'string', enum: ['true'] } },
+      { name: 'startedAfter', description: 'Only runs started at or after this RFC 3339 time.', schema: { type: 'string', format: 'date-time' } },
+      { name: 'startedBefore', description: 'Only runs started before this RFC 3339 time.', schema: { type: 'string', format: 'date-time' } },
+    ],
+    ok: api.ExecutionSearchList, errors: [400, 401, 403, 500, 503],
+    handle: async (input, ctx, deps) => {
+      const filter = readRunFilter(ctx.query as Record<string, unknown>);
+      const runs = reader(deps);
+      const cursor = deps.pageTokens.decode<string>('executions', filter, input.page.pageToken);
+      const result = await runs.search(filter, input.page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64'));
+      const named = await withAutomationNames(deps.db, result.executions);
+      return {
+        list: named.map((execution) => ({ execution })),
+        nextPageToken: result.nextPageToken ? deps.pageTokens.encode('executions', filter, Buffer.from(result.nextPageToken).toString('base64')) : '',
+      };
+    },
+  }),
+  operation({
+    method: 'get', path: '/api/v1/automations/{id}/lanes', operationId: 'automations.lanes.list', tag: TAG, paged: true, access: READ,
+    summary: 'The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.',
+    description: 'Counted from the automation\'s running runs in visibility (runs started before 0.7.0 carry no key and are not counted).',
+    ok: api.LaneList, errors: [400, 401, 403, 404, 500, 503],
+    handle: async (input, _ctx, deps) => {
+      const automationId = input.params.id;
+      await getAutomation(deps.db, automationId); // 404 for an unknown automation
+      const listing = `lanes:${automationId}`;
+      const after = deps.pageTokens.decode<string>(listing, {}, input.page.pageToken);
+      const lanes = (await reader(deps).lanes(automationId)).filter((lane) => after === undefined || lane.key > after);
+      const page = lanes.slice(0, input.page.pageSize);
+      const last = page[page.length - 1];
+      return {
+        list: page.map((lane) => ({ lane })),
+        nextPageToken: lanes.length > page.length && last ? deps.pageTokens.encode(listing, {}, last.key) : '',
+      };
+    },
+  }),
   operation({
     method: 'get', path: '/api/v1/automations/{id}/executions', operationId: 'automations.executions.list', tag: TAG, paged: true, access: READ,
     summary: 'List the runs of an automation, newest first.', ok: api.ExecutionList, errors: [400, 401, 403, 404, 500, 503],
