@@ -54,7 +54,8 @@ export interface RunFlow {
   queue?: RunQueue;
   /** Set by a flow option whose delivery-time decision accepts the run but holds it (src/flow); no workflow reads it yet. */
   paused?: true;
-  error?: { field: 'filter' | 'concurrency.key'; message: string };
+  /** The field whose expression failed (`filter`, `concurrency.key`, …: the option's). */
+  error?: { field: string; message: string };
 }
 
 export interface RunQueue {
