@@ -48,7 +48,7 @@ export const MODULES: SecurityModule[] = [
     mutate: ['src/cel/secret-form.ts', 'src/steps/secret-references.ts'],
     tests: ['cel-secret-form', 'cel-secret-form-survivors', 'steps-secret-references', 'secret-references'],
   },
-  { name: 'outbound-policy', guards: 'where the service may call out to', mutate: ['src/outbound/policy.ts'], tests: ['outbound-policy'] },
+  { name: 'outbound-policy', guards: 'where the service may call out to', mutate: ['src/outbound/policy.ts'], tests: ['outbound-policy', 'webhooks-jwks'] },
   { name: 'admission', guards: 'webhook admission (in-flight caps per listener and address)', mutate: ['src/webhooks/admission.ts'], tests: ['webhooks-admission', 'read-raw-body', 'webhooks-admission-survivors'] },
   // The lane's decisions, taken out of workflows/lane.ts (which sends the grants) to be unit-tested.
   { name: 'lane-admission', guards: "the lanes' admission (permits, queue order, queue bound)", mutate: ['workflows/lane-admission.ts'], tests: ['lane-admission'] },

@@ -6,6 +6,7 @@
 import { validateOutboundUrl } from '../../activities/call-webhook';
 import { loadConfig } from '../../src/config';
 import { isForbiddenAddress, validateJwksUrl } from '../../src/webhooks/jwks';
+import { checkOutboundUrl, MAX_URL_LENGTH } from '../../src/outbound/policy';
 
 describe('callWebhook URLs with private targets allowed', () => {
   it.each(['http://127.0.0.1:8080/x', 'http://localhost/x', 'https://10.1.2.3/x', 'http://192.168.0.10/x', 'http://[::1]:9/x', 'http://[fd12::1]/x', 'http://[::ffff:127.0.0.1]/x'])(
@@ -75,5 +76,40 @@ describe('configuration', () => {
   it('ALLOW_INSECURE_JWKS still opens JWKS URLs', () => {
     expect(validateJwksUrl('http://127.0.0.1:9/jwks', true)).toBeUndefined();
     expect(validateJwksUrl('http://127.0.0.1:9/jwks', false)).toBe('JWKS URL must use https');
+  });
+});
+
+describe('checkOutboundUrl and isForbiddenAddress: edges StrykerJS found unpinned', () => {
+  it('reads a boolean policy as any (true) or public (false)', () => {
+    expect(checkOutboundUrl('http://10.0.0.1/x', true, 'URL')).toBeUndefined();
+    expect(checkOutboundUrl('http://10.0.0.1/x', false, 'URL')).toBe('URL must use https');
+    expect(checkOutboundUrl('https://localhost/x', 'any', 'URL')).toBeUndefined();
+    expect(checkOutboundUrl('https://169.254.169.254/x', 'any', 'URL')).toBeUndefined();
+  });
+
+  it(`takes a URL of exactly ${MAX_URL_LENGTH} characters, not one more`, () => {
+    const base = 'https://example.com/';
+    const exact = base + 'a'.repeat(MAX_URL_LENGTH - base.length);
+    expect(checkOutboundUrl(exact, 'public', 'URL')).toBeUndefined();
+    expect(checkOutboundUrl(exact + 'a', 'public', 'URL')).toBe(`URL must be at most ${MAX_URL_LENGTH} characters`);
+  });
+
+  it('refuses a user name or a password alone', () => {
+    expect(checkOutboundUrl('https://user@example.com/', 'public', 'URL')).toBe('URL must not contain credentials');
+    expect(checkOutboundUrl('https://:secret@example.com/', 'public', 'URL')).toBe('URL must not contain credentials');
+  });
+
+  it('shows an invalid URL whole up to 100 characters, cut with … beyond', () => {
+    const exact = 'x'.repeat(100);
+    expect(validateOutboundUrl(exact, false)).toBe(`"${exact}" is not a valid absolute URL`);
+    expect(validateOutboundUrl(exact + 'yz', false)).toBe(`"${exact}…" is not a valid absolute URL`);
+  });
+
+  it('allows public IPv6 addresses, with a zone id too, and a NAT64 or 6to4 form of a public IPv4 address', () => {
+    for (const address of ['2001:4860:4860::8888', '2606:4700:4700::1111', '2001:4860:4860::8888%eth0', '64:ff9b::808:808', '2002:808:808::1']) {
+      expect([address, isForbiddenAddress(address)]).toStrictEqual([address, false]);
+    }
+    expect(isForbiddenAddress('8.8.8.8%eth0')).toBe(false);
+    expect(isForbiddenAddress('10.0.0.1%eth0')).toBe(true);
   });
 });
