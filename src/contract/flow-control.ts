@@ -23,3 +23,11 @@ export interface FlowControl {
   concurrency: ConcurrencySettings | null;
   rateLimit: RateLimitSettings | null;
 }
+
+/** The circuit breaker: a live setting of the automation (not versioned, not in a run's version). */
+export interface CircuitBreakerSettings {
+  /** Runs per `period`, 1..1,000,000; the run past it trips the breaker. */
+  maxRuns: number;
+  /** Whole seconds, "60s".."2592000s". */
+  period: string;
+}

@@ -29,7 +29,8 @@ import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';
 import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domain/flow-control';
 import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
-import type { RunFlow } from '../contract/run';
+import { runWorkflowId, type RunFlow } from '../contract/run';
+import { breakerDecision } from '../domain/circuit-breaker';
 import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
 
 /** Retry-After of a delivery refused because its key's queue is full (a queue drains as runs finish: no exact time). */
@@ -79,7 +80,7 @@ export type ReasonDetail = {
 };
 
 export type IntakeOutcome =
-  | { accepted: true; eventId: string; executionId: string; filtered?: undefined }
+  | { accepted: true; eventId: string; executionId: string; filtered?: undefined; /** The circuit breaker paused the run. */ paused?: true }
   /** The version's filter was false: the event is recorded, no run started. */
   | { accepted: true; eventId: string; executionId: null; filtered: true }
   | {
@@ -318,13 +319,19 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS,
         };
       }
+      // The circuit breaker, a live setting (the latest record's, not the version's): one statement
+      // that counts the run or pauses it. A paused run does not ask its lane now: the resume does.
+      const breaker = latest.automation.circuitBreaker
+        ? await breakerDecision(deps.db, latest.automation.circuitBreaker, automation.id, runWorkflowId(listenerId, eventId), delivery.now, queue ? { lane: queue.lane, limit: queue.limit } : undefined)
+        : undefined;
+      const startFlow: RunFlow | undefined = breaker?.paused ? { ...runFlow, paused: breaker.paused } : runFlow;
       /**
        * The lane request, in acceptance order: before the answer, so a sender that sends a key's
        * events one after the other gets them admitted in that order. When it fails the answer is
        * 503 (the run is recorded: the sender's retry gets the 409, which asks again).
        */
       const askLane = async (runId: string): Promise<void> => {
-        if (!queue || !deps.runs.requestLanePermit) return;
+        if (!queue || !deps.runs.requestLanePermit || breaker?.paused) return;
         await deps.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId, limit: queue.limit, automationName: published.snapshot.displayName });
       };
       /**
@@ -348,21 +355,23 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
             eventId,
             receivedAt: delivery.now.toISOString(),
             trigger: payload,
-            ...(runFlow ? { flow: runFlow } : {}),
+            ...(startFlow ? { flow: startFlow } : {}),
           },
           { automationName: published.snapshot.displayName },
         ));
       } catch (err) {
         if (err instanceof DuplicateEventError) {
           if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
+          await breaker?.release('duplicate');
           await askRecordedLane(err.runId);
         }
+        if (err instanceof WorkflowEngineUnavailableError) await breaker?.release('unavailable');
         throw err;
       }
       if (delivery.facts) delivery.facts.executionId = executionId;
       await askLane(executionId);
-      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200 }, 'webhook accepted');
-      return { accepted: true, eventId: headers.eventId, executionId };
+      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200, ...(breaker?.paused ? { paused: true } : {}) }, 'webhook accepted');
+      return { accepted: true, eventId: headers.eventId, executionId, ...(breaker?.paused ? { paused: true as const } : {}) };
     } catch (err) {
       if (err instanceof WebhookRejection) return refused(listenerId, err, delivery.now.getTime());
       if (err instanceof AdmissionRefusal) {

@@ -50,7 +50,7 @@ export async function withPublishedVersions(db: Queryable, records: AutomationRe
 }
 
 /** The public view; `publishedVersion` is shown when the record carries it (see withPublishedVersion). */
-export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string): Automation {
+export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string, breaker?: Automation['breaker']): Automation {
   return {
     id: record.id,
     displayName: record.displayName,
@@ -69,6 +69,8 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
     filter: record.flow.filter,
     concurrency: record.flow.concurrency,
     rateLimit: record.flow.rateLimit,
+    circuitBreaker: record.circuitBreaker,
+    ...(breaker ? { breaker } : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };

@@ -3,7 +3,7 @@ import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../contract/run';
 import type { IncomingWebhookTrigger } from '../webhooks/trigger';
-import type { FlowControl } from '../contract/flow-control';
+import type { CircuitBreakerSettings, FlowControl } from '../contract/flow-control';
 
 export interface AutomationRecord {
   id: string;
@@ -16,6 +16,8 @@ export interface AutomationRecord {
   steps: StepDefinition[];
   /** filter, concurrency, rateLimit (docs/api.md, "Flow control between runs"). */
   flow: FlowControl;
+  /** The circuit breaker: a live setting, not part of the draft or a version; null when unset. */
+  circuitBreaker: CircuitBreakerSettings | null;
   /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
   sealedSigningSecret: string | null;
   /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
@@ -36,6 +38,7 @@ export interface AutomationRow {
   trigger: IncomingWebhookTrigger;
   steps: StepDefinition[];
   flow?: Partial<FlowControl> | null;
+  circuit_breaker?: CircuitBreakerSettings | null;
   listener_id: string;
   signing_secret: string | null;
   previous_signing_secret?: string | null;
@@ -56,6 +59,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     listenerId: row.listener_id,
     steps: row.steps,
     flow: { filter: row.flow?.filter ?? null, concurrency: row.flow?.concurrency ?? null, rateLimit: row.flow?.rateLimit ?? null },
+    circuitBreaker: row.circuit_breaker ? { maxRuns: Number(row.circuit_breaker.maxRuns), period: String(row.circuit_breaker.period) } : null,
     sealedSigningSecret: row.signing_secret,
     sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
@@ -67,7 +71,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 
 export type NewAutomation = Omit<
   AutomationRecord,
-  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision'
+  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision' | 'circuitBreaker'
 > & { flow?: FlowControl };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
@@ -132,6 +136,15 @@ export async function setSealedSigningSecret(
     `UPDATE automations SET signing_secret = $2, previous_signing_secret = $3, previous_secret_expires_at = $4, revision = revision + 1, updated_at = now()
      WHERE id = $1 RETURNING *`,
     [id, sealed, previous?.sealed ?? null, previous?.expiresAt ?? null],
+  );
+  return rows[0] ? toAutomationRecord(rows[0]) : undefined;
+}
+
+/** Sets (or, with null, removes) the circuit breaker; a write to the automation (its revision advances). */
+export async function setCircuitBreaker(db: Queryable, id: string, settings: CircuitBreakerSettings | null): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(
+    'UPDATE automations SET circuit_breaker = $2::jsonb, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *',
+    [id, settings === null ? null : JSON.stringify(settings)],
   );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }

@@ -170,7 +170,7 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
         return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
       }
       if (outcome.accepted) {
-        [status, reason] = [200, 'accepted'];
+        [status, reason] = [200, outcome.paused ? 'paused' : 'accepted'];
         return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
       }
       // A refusal is the expected answer to a bad delivery: answered here, without an exception.
