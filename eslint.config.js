@@ -26,6 +26,8 @@ const LAYERS = [
   // ALL SQL
   ['src/store'],
   ['src/auth'],
+  // flow control between runs: the registry of flow options (filter, concurrency, rateLimit)
+  ['src/flow'],
   // services and ports
   ['src/domain'],
   // the delivery intake, the listener cache and the delivery log

@@ -5,7 +5,7 @@
 
 export interface LaneRequest {
   automationId: string;
-  /** The lane's workflow id (src/domain/flow-control.ts laneWorkflowId). */
+  /** The lane's workflow id (src/flow/concurrency.ts laneWorkflowId). */
   lane: string;
   runId: string;
   limit: number;

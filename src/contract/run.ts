@@ -52,7 +52,7 @@ export function runWorkflowId(listenerId: string, eventId: string): string {
 }
 
 /**
- * What flow control decided for a run when it was started (src/domain/flow-control.ts): the lane
+ * What flow control decided for a run when it was started (src/flow): the lane
  * that admits it, or an expression that failed (the run then fails at once, naming the field).
  */
 export interface RunFlow {

@@ -4,16 +4,12 @@
  * in the order of docs/api.md, the first failure answers: listener (404) → source address (403) →
  * body size, enforced while reading (413) → headers (400) → the listener's authentication method
  * (401) → JSON (400) → duplicate event id (409) → the version's filter (200, filtered: no run) →
- * its rate limit, then its key's queue bound (429) → 200. When the workflow engine does not confirm the start: 503. The HTTP
+ * its rate limit, then its key's queue bound (429) → 200 (the run PAUSED when the circuit breaker is open). When the workflow engine does not confirm the start: 503. The HTTP
  * route only translates the outcome.
  *
- * Flow control costs nothing for automations without it. The 409 of an event that started a run is
- * Temporal's (the run's workflow id is the event's); a filtered event starts nothing, so its id is
- * recorded in the store (filtered_events) and looked up before a start only when the version has a
- * filter or the listener has filtered events on record. A filtered or rate-limited delivery asks
- * Temporal whether the id already started a run (a repeat answers 409, whatever its first delivery
- * became). A rate limit is one statement (src/store/flow-control.ts) per delivery; a delivery that
- * then turns out to be a repeat gives its share back.
+ * Flow control is the options of src/flow, asked in their registry's order once the delivery is
+ * verified (`decideDelivery`); the 409 of an event that started a run is Temporal's (the run's
+ * workflow id is the event's).
  */
 import type { Logger } from '../logger';
 import type { SecretBox } from '../crypto/secret-box';
@@ -27,14 +23,10 @@ import { isAddressAllowed } from '../net/cidr';
 
 import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';
-import { filterVerdict, keyHash, keyValue, periodMs, runQueueOf } from '../domain/flow-control';
-import { isFilteredEvent, recordFilteredEvent, returnRateLimit, takeRateLimit } from '../store/flow-control';
-import { runWorkflowId, type RunFlow } from '../contract/run';
-import { breakerDecision } from '../domain/circuit-breaker';
+import { decideDelivery } from '../flow';
 import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
 
-/** Retry-After of a delivery refused because its key's queue is full (a queue drains as runs finish: no exact time). */
-export const LANE_QUEUE_RETRY_AFTER_SECONDS = 30;
+export { LANE_QUEUE_RETRY_AFTER_SECONDS } from '../flow';
 
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -264,87 +256,38 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (!latest?.published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       const published = latest.published;
       const { eventId } = headers;
-      const flow = published.snapshot.flow;
-      let flowError: RunFlow['error'];
-      if (flow?.filter) {
-        const verdict = filterVerdict(flow.filter, payload);
-        if (!verdict.ok) flowError = { field: 'filter', message: verdict.error };
-        else if (!verdict.value) {
-          // Filtered: a repeat of an id that started a run (the filter changed since) or was filtered already is a 409.
-          const existing = await deps.runs.runOf?.(listenerId, eventId);
-          if (existing !== undefined) throw new DuplicateEventError(existing);
-          if (!(await recordFilteredEvent(deps.db, listenerId, eventId))) return duplicate(listenerId, null, delivery);
-          log.info({ listenerId, eventId, status: 200 }, 'webhook filtered');
-          return { accepted: true, eventId, executionId: null, filtered: true };
-        }
+      const decision = await decideDelivery(
+        // Live options (the circuit breaker) are the automation's current settings, not the version's.
+        { version: published.snapshot.flow, live: latest.automation.liveFlow },
+        {
+          db: deps.db,
+          engine: deps.runs,
+          automationId: automation.id,
+          automationName: published.snapshot.displayName,
+          listenerId,
+          eventId,
+          receivedAt: delivery.now.toISOString(),
+          payload,
+          hasFilteredEvents: latest.hasFilteredEvents,
+        },
+      );
+      if (decision.verdict === 'duplicate') return duplicate(listenerId, decision.executionId, delivery);
+      if (decision.verdict === 'filtered') {
+        log.info({ listenerId, eventId, status: 200 }, 'webhook filtered');
+        return { accepted: true, eventId, executionId: null, filtered: true };
       }
-      if ((flow?.filter || latest.hasFilteredEvents) && (await isFilteredEvent(deps.db, listenerId, eventId))) {
-        return duplicate(listenerId, null, delivery);
-      }
-      let taken: { hash: string; limit: number; periodMs: number } | undefined;
-      if (flow?.rateLimit) {
-        // A key that cannot be evaluated counts under the automation-wide key ('').
-        const key = keyValue(flow.rateLimit.key, payload);
-        taken = { hash: keyHash(key.ok ? key.value : ''), limit: flow.rateLimit.limit, periodMs: periodMs(flow.rateLimit) };
-        const decision = await takeRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
-        if (!decision.allowed) {
-          const existing = await deps.runs.runOf?.(listenerId, eventId);
-          if (existing !== undefined) throw new DuplicateEventError(existing);
-          const retryAfterSeconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-          log.info({ listenerId, eventId, status: 429, retryAfterSeconds }, 'webhook rate limited');
-          return {
-            accepted: false,
-            status: 429,
-            reason: 'rate_limited',
-            message: `the automation's rate limit is exhausted for this event's key; retry after ${retryAfterSeconds} s with the same Webhook-Event-Id`,
-            details: [reasonDetail('rate_limited')],
-            retryAfterSeconds,
-          };
-        }
-      }
-      const runFlow: RunFlow | undefined = flowError ? { error: flowError } : runQueueOf(automation.id, flow, payload, deps.runs.requestLanePermit !== undefined);
-      const queue = runFlow?.queue;
-      if (queue && deps.runs.laneQueueFull && (await deps.runs.laneQueueFull(queue.lane))) {
-        // The key's queue is at its bound (LANE_QUEUE_LIMIT): nothing is recorded; a repeat is still a 409.
-        if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
-        const existing = await deps.runs.runOf?.(listenerId, eventId);
-        if (existing !== undefined) throw new DuplicateEventError(existing);
-        log.info({ listenerId, eventId, status: 429, retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS }, 'webhook refused: concurrency queue full');
+      if (decision.verdict === 'refused') {
+        log.info({ listenerId, eventId, status: 429, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds }, 'webhook refused by flow control');
         return {
           accepted: false,
           status: 429,
-          reason: 'queue_full',
-          message: `the queue of this event's concurrency key is full; retry after ${LANE_QUEUE_RETRY_AFTER_SECONDS} s with the same Webhook-Event-Id`,
-          details: [reasonDetail('queue_full')],
-          retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS,
+          reason: decision.reason,
+          message: decision.message,
+          details: [reasonDetail(decision.reason)],
+          retryAfterSeconds: decision.retryAfterSeconds,
         };
       }
-      // The circuit breaker, a live setting (the latest record's, not the version's): one statement
-      // that counts the run or pauses it. A paused run does not ask its lane now: the resume does.
-      const breaker = latest.automation.circuitBreaker
-        ? await breakerDecision(deps.db, latest.automation.circuitBreaker, automation.id, runWorkflowId(listenerId, eventId), delivery.now, queue ? { lane: queue.lane, limit: queue.limit } : undefined)
-        : undefined;
-      const startFlow: RunFlow | undefined = breaker?.paused ? { ...runFlow, paused: breaker.paused } : runFlow;
-      /**
-       * The lane request, in acceptance order: before the answer, so a sender that sends a key's
-       * events one after the other gets them admitted in that order. When it fails the answer is
-       * 503 (the run is recorded: the sender's retry gets the 409, which asks again).
-       */
-      const askLane = async (runId: string): Promise<void> => {
-        if (!queue || !deps.runs.requestLanePermit || breaker?.paused) return;
-        await deps.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId, limit: queue.limit, automationName: published.snapshot.displayName });
-      };
-      /**
-       * A repeat (409) asks again too: its first delivery may have ended between the start and its
-       * request (a killed API); the lane ignores a request it already has. It asks the lane the run
-       * was recorded for, never one computed from the repeat's body (which may name another key).
-       */
-      const askRecordedLane = async (runId: string): Promise<void> => {
-        if (!flow?.concurrency || !deps.runs.requestLanePermit || !deps.runs.recordedQueue) return;
-        const recorded = await deps.runs.recordedQueue(runId);
-        if (!recorded) return;
-        await deps.runs.requestLanePermit({ automationId: automation.id, lane: recorded.lane, runId, limit: recorded.limit, automationName: published.snapshot.displayName });
-      };
+      const runFlow = decision.flow;
       let executionId: string;
       try {
         ({ runId: executionId } = await deps.runs.start(
@@ -355,23 +298,22 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
             eventId,
             receivedAt: delivery.now.toISOString(),
             trigger: payload,
-            ...(startFlow ? { flow: startFlow } : {}),
+            ...(runFlow ? { flow: runFlow } : {}),
           },
           { automationName: published.snapshot.displayName },
         ));
       } catch (err) {
         if (err instanceof DuplicateEventError) {
-          if (taken) await returnRateLimit(deps.db, automation.id, taken.hash, taken.limit, taken.periodMs);
-          await breaker?.release('duplicate');
-          await askRecordedLane(err.runId);
+          await decision.release();
+          await decision.started(err.runId, true);
         }
-        if (err instanceof WorkflowEngineUnavailableError) await breaker?.release('unavailable');
+        if (err instanceof WorkflowEngineUnavailableError) await decision.unavailable();
         throw err;
       }
       if (delivery.facts) delivery.facts.executionId = executionId;
-      await askLane(executionId);
-      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200, ...(breaker?.paused ? { paused: true } : {}) }, 'webhook accepted');
-      return { accepted: true, eventId: headers.eventId, executionId, ...(breaker?.paused ? { paused: true as const } : {}) };
+      await decision.started(executionId, false);
+      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200, ...(decision.paused ? { paused: true } : {}) }, 'webhook accepted');
+      return { accepted: true, eventId: headers.eventId, executionId, ...(decision.paused ? { paused: true as const } : {}) };
     } catch (err) {
       if (err instanceof WebhookRejection) return refused(listenerId, err, delivery.now.getTime());
       if (err instanceof AdmissionRefusal) {

@@ -14,8 +14,8 @@ import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
-import { CONCURRENCY_LIMITS, RATE_LIMITS } from './flow-control';
-import { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodSeconds } from './circuit-breaker-rules';
+import { flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
+import { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodSeconds } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
 import { closedObject, oneViolation, whileValid } from './validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
@@ -158,29 +158,12 @@ export const IncomingWebhookTriggerInput = z
 
 export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhookTriggerInput }).meta({ id: 'AutomationTriggerInput' });
 
-const flowExpression = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx.trigger.' });
-export const ConcurrencySettings = z
-  .strictObject({
-    limit: z.number().int().min(CONCURRENCY_LIMITS[0]).max(CONCURRENCY_LIMITS[1]),
-    key: flowExpression().nullish().meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
-  })
-  .meta({ id: 'ConcurrencySettings', description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.' });
-export const RateLimitSettings = z
-  .strictObject({
-    limit: z.number().int().min(RATE_LIMITS[0]).max(RATE_LIMITS[1]),
-    period: z.string().regex(/^\d{1,6}s$/).meta({ description: 'Whole seconds, "1s" to "86400s".' }),
-    key: flowExpression().nullish().meta({ description: 'The key deliveries are counted by; absent: one key for the whole automation.' }),
-  })
-  .meta({ id: 'RateLimitSettings', description: 'At most `limit` runs start per `period` and key value; over it the delivery answers 429 with Retry-After.' });
-const flowInputs = {
-  filter: flowExpression().nullish().meta({ description: 'CEL bool over ctx.trigger; false: the event is recorded but no run starts.' }),
-  concurrency: ConcurrencySettings.nullish(),
-  rateLimit: RateLimitSettings.nullish(),
-};
+const flowInputs = flowInputSchemas();
 
 const periodRule = `must be whole seconds from "${BREAKER_PERIOD_SECONDS[0]}s" to "${BREAKER_PERIOD_SECONDS[1]}s", e.g. "3600s"`;
 const maxRunsRule = `is required: an integer from ${BREAKER_MAX_RUNS[0]} to ${BREAKER_MAX_RUNS[1].toLocaleString('en-US')}`;
-export const CircuitBreakerSettings = closedObject({
+/** The circuit breaker's PUT body: the settings, each rule with its message, unknown fields named. */
+export const CircuitBreakerRequest = closedObject({
   maxRuns: z
     .number({ error: maxRunsRule })
     .int({ error: maxRunsRule })
@@ -192,11 +175,8 @@ export const CircuitBreakerSettings = closedObject({
     .regex(/^\d{1,7}s$/, { error: periodRule, ...whileValid })
     .refine((value) => breakerPeriodSeconds(value) !== undefined, { error: periodRule, ...whileValid })
     .meta({ description: 'The sliding window, whole seconds from "60s" to "2592000s" (30 days).' }),
-}).meta({
-  id: 'CircuitBreakerSettings',
-  description: 'Past `maxRuns` runs started in the last `period`, new runs are PAUSED until a person resumes or cancels them.',
-});
-export type CircuitBreakerSettings = z.output<typeof CircuitBreakerSettings>;
+}).meta({ id: 'CircuitBreakerRequest' });
+export type CircuitBreakerRequest = z.output<typeof CircuitBreakerRequest>;
 export const BreakerView = z
   .object({
     state: z.enum(['OPEN', 'CLOSED']),
@@ -278,11 +258,8 @@ export const Automation = z
       .meta({ description: 'The version webhook events run (null when never published).' }),
     trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
     steps: z.array(AutomationStep),
-    filter: z.string().nullable(),
-    concurrency: ConcurrencySettings.nullable(),
-    rateLimit: RateLimitSettings.nullable(),
-    circuitBreaker: CircuitBreakerSettings.nullable().meta({ description: 'A live setting, not part of the draft: PUT/DELETE /api/v1/automations/{id}/circuit-breaker.' }),
-    breaker: BreakerView.optional().meta({ description: 'The circuit breaker\'s state (GET of one automation with a breaker, or with runs it paused).' }),
+    ...flowViewSchemas(),
+    breaker: BreakerView.optional().meta({ description: "The circuit breaker's state (GET of one automation with a breaker, or with runs it paused)." }),
     createdAt: z.string().meta({ format: 'date-time' }),
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
@@ -343,22 +320,7 @@ export const DryRunResponse = z
         error: z.string().nullable(),
       }),
     ),
-    flowControl: z
-      .object({
-        filter: z
-          .object({ matches: z.boolean().nullable(), error: z.string().nullable() })
-          .nullable()
-          .meta({ description: "The filter's verdict for the payload (false: the event would be filtered); null without a filter." }),
-        concurrency: z
-          .object({ key: z.string().nullable(), error: z.string().nullable() })
-          .nullable()
-          .meta({ description: 'The concurrency key value the run would queue under ("" without a key); null without a limit.' }),
-        rateLimit: z
-          .object({ key: z.string().nullable(), error: z.string().nullable() })
-          .nullable()
-          .meta({ description: 'The rate-limit key value the delivery would count under; null without a limit.' }),
-      })
-      .meta({ description: "The draft's flow control over the payload." }),
+    flowControl: flowDryRunSchema(),
   })
   .meta({ id: 'DryRunResponse', description: 'Every step evaluated over the payload, without any effect.' });
 

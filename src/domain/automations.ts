@@ -21,7 +21,7 @@ import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
 import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
 import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
-import { FLOW_FIELDS, validateFlowControl, validateFlowField } from './flow-control';
+import { FLOW_FIELDS, flowControlOf, liveFlowControlOf, validateFlowControl, validateFlowField } from '../flow';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { type FieldViolation, invalidArgument, notFound, StaleRevisionError } from '../errors';
 import type { Automation } from './api-schemas';
@@ -66,10 +66,8 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
       },
     },
     steps: record.steps.map((step) => ({ ...step })),
-    filter: record.flow.filter,
-    concurrency: record.flow.concurrency,
-    rateLimit: record.flow.rateLimit,
-    circuitBreaker: record.circuitBreaker,
+    ...flowControlOf(record.flow),
+    ...liveFlowControlOf(record.liveFlow),
     ...(breaker ? { breaker } : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
@@ -197,7 +195,7 @@ export async function updateAutomation(
     if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
     next.flow = { ...current.flow };
     for (const name of FLOW_FIELDS) {
-      if (mask.has(name)) (next.flow as unknown as Record<string, unknown>)[name] = validateFlowField(name, fields[name], 'automation.', violations);
+      if (mask.has(name)) next.flow[name] = validateFlowField(name, fields[name], 'automation.', violations);
     }
     if (mask.has('steps') && violations.length === 0) violations.push(...(await missingSecretViolations(tx, next.steps)));
     if (violations.length > 0) throw invalidArgument(violations);

@@ -1,8 +1,9 @@
 /**
  * The circuit breaker (docs/api.md, "Circuit breaker"): a live setting of an automation, past
  * `maxRuns` runs started in the last `period` new runs are PAUSED until a person resumes or cancels
- * them. The delivery-time decision is `breakerDecision` (one store statement, only for automations
- * with a breaker); the paused runs wait in the workflow for the resume signal (workflows/automation.ts).
+ * them. Its setting, its state as the API shows it, and resume and cancel are here; its
+ * delivery-time decision is the flow option's (src/flow/circuit-breaker.ts); the paused runs wait
+ * in the workflow for the resume signal (workflows/automation.ts).
  *
  * Resume and cancel let go of the paused runs the store lists, in acceptance order, and only then
  * forget them and close the breaker, in one transaction that finds no run paused meanwhile (a run
@@ -14,55 +15,28 @@
 import type { Db, Queryable } from '../store/db';
 import * as store from '../store/automations';
 import { recordAudit } from '../store/audit';
-import { breakerState, forgetPausedRun, giveBackBreaker, pausedRuns, releasePaused, takeBreaker, type PausedLane, type PausedRun } from '../store/circuit-breaker';
-import type { CircuitBreakerSettings } from '../contract/flow-control';
-import { breakerPeriodMs } from './circuit-breaker-rules';
+import { breakerState, forgetPausedRun, pausedRuns, releasePaused } from '../store/circuit-breaker';
+import { breakerPeriodMs, liveFlowControlOf, type CircuitBreakerSettings } from '../flow';
 import { listenerChanged } from './listener-changes';
 import { withPublishedVersion, type AutomationWithPublishedVersion } from './automations';
 import { notFound, StaleRevisionError } from '../errors';
-import type { BreakerActionRequest, CircuitBreakerSettings as SettingsBody } from './api-schemas';
+import type { BreakerActionRequest, CircuitBreakerRequest } from './api-schemas';
 
 export type { CircuitBreakerSettings };
 
-/** What the breaker decided for one delivery's run. */
-export interface BreakerDecision {
-  /** The run is started PAUSED (since its event was accepted). */
-  paused: { since: string } | undefined;
-  /**
-   * Gives back what the decision took when the run is not started after all: `duplicate` (the
-   * engine answered 409: a repeat) or `unavailable` (503). Only what this call counted, never what a
-   * repeat's first delivery did; a paused decision is kept on 503 (a start that timed out may have
-   * been recorded after all, and its paused run must stay listed; a paused run counts nothing).
-   */
-  release(why: 'duplicate' | 'unavailable'): Promise<void>;
-}
-
-/** The breaker's decision for the run `runId` about to be started for a delivery: one statement. */
-export async function breakerDecision(
-  db: Queryable,
-  settings: CircuitBreakerSettings,
-  automationId: string,
-  runId: string,
-  now: Date,
-  lane?: PausedLane,
-): Promise<BreakerDecision> {
-  const taken = await takeBreaker(db, automationId, runId, settings.maxRuns, breakerPeriodMs(settings), lane);
-  return {
-    paused: taken.decision === 'paused' ? { since: now.toISOString() } : undefined,
-    async release(why) {
-      if (!taken.inserted || (taken.decision === 'paused' && why === 'unavailable')) return;
-      await giveBackBreaker(db, automationId, runId);
-    },
-  };
+/** The automation's breaker setting (a live flow option), null when unset. */
+export function breakerSettingsOf(record: { liveFlow: unknown }): CircuitBreakerSettings | null {
+  return liveFlowControlOf(record.liveFlow).circuitBreaker;
 }
 
 /** The breaker's state as GET /api/v1/automations/{id} shows it; undefined for an automation that never had one. */
-export async function breakerView(db: Queryable, record: { id: string; circuitBreaker: CircuitBreakerSettings | null }) {
-  const state = await breakerState(db, record.id, record.circuitBreaker ? breakerPeriodMs(record.circuitBreaker) : null);
+export async function breakerView(db: Queryable, record: { id: string; liveFlow: unknown }) {
+  const settings = breakerSettingsOf(record);
+  const state = await breakerState(db, record.id, settings ? breakerPeriodMs(settings) : null);
   if (state.trippedAt !== null || state.pausedRuns > 0) {
     return { state: 'OPEN' as const, trippedAt: state.trippedAt, pausedRuns: state.pausedRuns };
   }
-  if (!record.circuitBreaker) return undefined;
+  if (!settings) return undefined;
   return { state: 'CLOSED' as const, runsInPeriod: state.runsInPeriod };
 }
 
@@ -70,7 +44,7 @@ export async function breakerView(db: Queryable, record: { id: string; circuitBr
 export async function setCircuitBreaker(
   db: Db,
   id: string,
-  settings: SettingsBody | null,
+  settings: CircuitBreakerRequest | null,
   actor: string,
   expectedRevisions?: readonly number[],
 ): Promise<AutomationWithPublishedVersion> {
@@ -78,13 +52,13 @@ export async function setCircuitBreaker(
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
     if (expectedRevisions !== undefined && !expectedRevisions.includes(current.revision)) throw new StaleRevisionError('automation', current.revision);
-    const saved = (await store.setCircuitBreaker(tx, id, settings === null ? null : { maxRuns: settings.maxRuns, period: settings.period }))!;
+    const saved = (await store.setLiveFlowOption(tx, id, 'circuitBreaker', settings === null ? null : { maxRuns: settings.maxRuns, period: settings.period }))!;
     await recordAudit(tx, {
       actor,
       action: settings === null ? 'automation.circuit_breaker.delete' : 'automation.circuit_breaker.set',
       resourceType: 'automation',
       resourceId: id,
-      details: settings === null ? { previous: current.circuitBreaker } : { maxRuns: settings.maxRuns, period: settings.period },
+      details: settings === null ? { previous: breakerSettingsOf(current) } : { maxRuns: settings.maxRuns, period: settings.period },
     });
     return withPublishedVersion(tx, saved);
   });
@@ -95,8 +69,11 @@ export async function setCircuitBreaker(
 
 /** What resume and cancel need of the engine (src/temporal/breaker-control.ts implements it). */
 export interface PausedRunControl {
-  /** Lets a paused run go: asks its lane first (when it has one), then signals it. False when it no longer waits (closed, or never started). */
-  resume(run: PausedRun, automation: { id: string; name: string }): Promise<boolean>;
+  /**
+   * Lets a paused run go: asks the lane its input names first (when it has one), then signals it.
+   * False when it no longer waits (closed, or never started).
+   */
+  resume(runId: string, automation: { id: string; name: string }): Promise<boolean>;
   /** Cancels a paused run (CANCELED, no step ran). False when it no longer waits. */
   cancel(runId: string, reason: string): Promise<boolean>;
 }
@@ -119,10 +96,10 @@ export async function letGoPausedRuns(
   for (;;) {
     const runs = await pausedRuns(db, id);
     for (const run of runs) {
-      const done = action === 'resume' ? await control.resume(run, { id, name: current.displayName }) : await control.cancel(run.runId, body.reason);
+      const done = action === 'resume' ? await control.resume(run, { id, name: current.displayName }) : await control.cancel(run, body.reason);
       if (done) count += 1;
     }
-    if (await releasePaused(db, id, runs.map((run) => run.runId))) break;
+    if (await releasePaused(db, id, runs)) break;
   }
   await recordAudit(db, {
     actor,

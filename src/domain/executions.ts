@@ -3,7 +3,6 @@
  * retry from the failed step. Takes the bodies as their schemas parsed them (api-schemas.ts), asks
  * the run controller (Temporal), and records who did what in the audit trail once the engine has accepted it.
  */
-import type { FlowControl } from './flow-control';
 import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
@@ -15,7 +14,7 @@ export interface RerunOptions {
   /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */
   fromFailedStep: boolean;
   /** For a fresh run: the automation's currently published version and name, or undefined when it is not published. */
-  published: { version: number; automationName: string; flow?: FlowControl } | undefined;
+  published: { version: number; automationName: string; flow?: unknown } | undefined;
 }
 
 /** What the domain needs of the engine (src/temporal/run-control.ts implements it). */

@@ -7,14 +7,14 @@
 import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../contract/run';
-import type { FlowControl } from '../contract/flow-control';
+import type { StoredFlow } from './automations';
 
 /** What a run of one published version executes. */
 export interface AutomationSnapshot {
   displayName: string;
   steps: StepDefinition[];
   /** The version's filter, concurrency and rate limit; absent in snapshots published before they existed. */
-  flow?: FlowControl;
+  flow?: StoredFlow;
 }
 
 export interface AutomationVersionRecord {

@@ -3,7 +3,9 @@ import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../contract/run';
 import type { IncomingWebhookTrigger } from '../webhooks/trigger';
-import type { CircuitBreakerSettings, FlowControl } from '../contract/flow-control';
+
+/** An automation's flow control as stored: each option's settings under its name (src/flow). */
+export type StoredFlow = Record<string, unknown>;
 
 export interface AutomationRecord {
   id: string;
@@ -14,10 +16,10 @@ export interface AutomationRecord {
   trigger: IncomingWebhookTrigger;
   listenerId: string;
   steps: StepDefinition[];
-  /** filter, concurrency, rateLimit (docs/api.md, "Flow control between runs"). */
-  flow: FlowControl;
-  /** The circuit breaker: a live setting, not part of the draft or a version; null when unset. */
-  circuitBreaker: CircuitBreakerSettings | null;
+  /** The flow options' settings by name, as JSON (src/flow reads them: flowControlOf). */
+  flow: StoredFlow;
+  /** The live flow options' settings by name (the circuit breaker): not part of the draft or a version (src/flow). */
+  liveFlow: StoredFlow;
   /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
   sealedSigningSecret: string | null;
   /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
@@ -37,8 +39,8 @@ export interface AutomationRow {
   version: number;
   trigger: IncomingWebhookTrigger;
   steps: StepDefinition[];
-  flow?: Partial<FlowControl> | null;
-  circuit_breaker?: CircuitBreakerSettings | null;
+  flow?: StoredFlow | null;
+  live_flow?: StoredFlow | null;
   listener_id: string;
   signing_secret: string | null;
   previous_signing_secret?: string | null;
@@ -58,8 +60,8 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     trigger: row.trigger,
     listenerId: row.listener_id,
     steps: row.steps,
-    flow: { filter: row.flow?.filter ?? null, concurrency: row.flow?.concurrency ?? null, rateLimit: row.flow?.rateLimit ?? null },
-    circuitBreaker: row.circuit_breaker ? { maxRuns: Number(row.circuit_breaker.maxRuns), period: String(row.circuit_breaker.period) } : null,
+    flow: row.flow ?? {},
+    liveFlow: row.live_flow ?? {},
     sealedSigningSecret: row.signing_secret,
     sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
@@ -71,8 +73,8 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 
 export type NewAutomation = Omit<
   AutomationRecord,
-  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision' | 'circuitBreaker'
-> & { flow?: FlowControl };
+  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision' | 'liveFlow'
+> & { flow?: StoredFlow };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
@@ -140,11 +142,13 @@ export async function setSealedSigningSecret(
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
-/** Sets (or, with null, removes) the circuit breaker; a write to the automation (its revision advances). */
-export async function setCircuitBreaker(db: Queryable, id: string, settings: CircuitBreakerSettings | null): Promise<AutomationRecord | undefined> {
+/** Sets (or, with null, removes) a live flow option's settings; a write to the automation (its revision advances). */
+export async function setLiveFlowOption(db: Queryable, id: string, name: string, settings: unknown): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(
-    'UPDATE automations SET circuit_breaker = $2::jsonb, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *',
-    [id, settings === null ? null : JSON.stringify(settings)],
+    `UPDATE automations SET live_flow = CASE WHEN $3::jsonb IS NULL THEN live_flow - $2 ELSE live_flow || jsonb_build_object($2::text, $3::jsonb) END,
+       revision = revision + 1, updated_at = now()
+     WHERE id = $1 RETURNING *`,
+    [id, name, settings === null ? null : JSON.stringify(settings)],
   );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }

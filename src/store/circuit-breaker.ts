@@ -17,25 +17,12 @@ export interface BreakerTake {
   trippedAt: string | null;
 }
 
-/** The lane a paused run asks when it is resumed (its concurrency key's), kept with the paused run. */
-export interface PausedLane {
-  lane: string;
-  limit: number;
-}
-
 /**
  * Counts the run `runId` in the sliding window of `periodMs`, or pauses it when the breaker is open
  * or the window already holds `maxRuns`: one statement.
  */
-export async function takeBreaker(db: Queryable, automationId: string, runId: string, maxRuns: number, periodMs: number, lane?: PausedLane): Promise<BreakerTake> {
-  const rows = await db.query<{ decision: string; inserted: boolean; tripped: Date | null }>('SELECT * FROM breaker_take($1, $2, $3, $4, $5, $6)', [
-    automationId,
-    runId,
-    maxRuns,
-    periodMs,
-    lane?.lane ?? null,
-    lane?.limit ?? null,
-  ]);
+export async function takeBreaker(db: Queryable, automationId: string, runId: string, maxRuns: number, periodMs: number): Promise<BreakerTake> {
+  const rows = await db.query<{ decision: string; inserted: boolean; tripped: Date | null }>('SELECT * FROM breaker_take($1, $2, $3, $4)', [automationId, runId, maxRuns, periodMs]);
   const row = rows[0]!;
   return { decision: row.decision === 'paused' ? 'paused' : 'counted', inserted: row.inserted, trippedAt: iso(row.tripped) ?? null };
 }
@@ -65,19 +52,10 @@ export async function breakerState(db: Queryable, automationId: string, periodMs
   return { trippedAt: iso(row.tripped_at) ?? null, pausedRuns: Number(row.paused), runsInPeriod: Number(row.counted) };
 }
 
-/** A paused run, in acceptance order. */
-export interface PausedRun {
-  runId: string;
-  lane: PausedLane | null;
-}
-
-/** The paused runs of an automation, in the order their events were accepted. */
-export async function pausedRuns(db: Queryable, automationId: string): Promise<PausedRun[]> {
-  const rows = await db.query<{ run_id: string; lane: string | null; lane_limit: number | null }>(
-    "SELECT run_id, lane, lane_limit FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' ORDER BY seq",
-    [automationId],
-  );
-  return rows.map((row) => ({ runId: row.run_id, lane: row.lane !== null && row.lane_limit !== null ? { lane: row.lane, limit: Number(row.lane_limit) } : null }));
+/** The ids of an automation's paused runs, in the order their events were accepted. */
+export async function pausedRuns(db: Queryable, automationId: string): Promise<string[]> {
+  const rows = await db.query<{ run_id: string }>("SELECT run_id FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' ORDER BY seq", [automationId]);
+  return rows.map((row) => row.run_id);
 }
 
 /**

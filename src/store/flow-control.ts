@@ -1,5 +1,5 @@
 /**
- * The store side of flow control between runs (src/domain/flow-control.ts): the ids of filtered
+ * The store side of flow control between runs (src/flow): the ids of filtered
  * events (so that a repeat answers 409, like the repeat of an event that started a run) and the
  * state of rate limits (GCRA: one row per automation and key hash, its theoretical arrival time).
  */

@@ -348,14 +348,15 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_events_actor ON audit_events (actor, id);
   CREATE INDEX audit_events_action ON audit_events (action, id);
   `,
-  // 21: the circuit breaker: an automation's live setting (not versioned); its state, one row per
+  // 21: the circuit breaker: live flow options of an automation (not versioned: the circuit
+  // breaker's setting, under its name); the breaker's state, one row per
   // automation (the runs counted in the window, when it tripped); and its runs, one row per run it
   // counted or paused, in acceptance order (seq). breaker_take decides one delivery in one
   // statement: it locks the automation's state row, drops the counted runs that left the window
   // (each row is dropped once: amortised constant cost) and counts or pauses the run, keyed by its
   // id so that a repeat of the same start gets the same answer and counts nothing.
   `
-  ALTER TABLE automations ADD COLUMN circuit_breaker jsonb;
+  ALTER TABLE automations ADD COLUMN live_flow jsonb NOT NULL DEFAULT '{}'::jsonb;
   CREATE TABLE breaker_state (
     automation_id text PRIMARY KEY,
     runs_in_period integer NOT NULL DEFAULT 0,
@@ -367,13 +368,11 @@ export const MIGRATIONS: readonly string[] = [
     seq bigint GENERATED ALWAYS AS IDENTITY,
     at_ms bigint NOT NULL,
     status text NOT NULL,
-    lane text,
-    lane_limit integer,
     PRIMARY KEY (automation_id, run_id)
   );
   CREATE INDEX breaker_runs_window ON breaker_runs (automation_id, status, at_ms);
   CREATE INDEX breaker_runs_order ON breaker_runs (automation_id, status, seq);
-  CREATE FUNCTION breaker_take(p_automation text, p_run text, p_max integer, p_period_ms bigint, p_lane text, p_lane_limit integer)
+  CREATE FUNCTION breaker_take(p_automation text, p_run text, p_max integer, p_period_ms bigint)
     RETURNS TABLE (decision text, inserted boolean, tripped timestamptz) LANGUAGE plpgsql AS $$
   DECLARE
     now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
@@ -399,7 +398,7 @@ export const MIGRATIONS: readonly string[] = [
       RETURN QUERY SELECT 'counted'::text, true, NULL::timestamptz;
     ELSE
       open_since := coalesce(open_since, clock_timestamp());
-      INSERT INTO breaker_runs (automation_id, run_id, at_ms, status, lane, lane_limit) VALUES (p_automation, p_run, now_ms, 'paused', p_lane, p_lane_limit);
+      INSERT INTO breaker_runs (automation_id, run_id, at_ms, status) VALUES (p_automation, p_run, now_ms, 'paused');
       UPDATE breaker_state SET runs_in_period = counted, tripped_at = open_since WHERE automation_id = p_automation;
       RETURN QUERY SELECT 'paused'::text, true, open_since;
     END IF;

@@ -8,7 +8,6 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { breakerResumeSignal } from '../../workflows/automation';
 import type { PausedRunControl } from '../domain/circuit-breaker';
-import type { PausedRun } from '../store/circuit-breaker';
 import type { TemporalRuns } from './runs';
 import { raceDeadline } from './deadline';
 import { grpcCode } from './run-control';
@@ -22,22 +21,22 @@ const NOT_FOUND_RETRY_MS = 200;
 export class TemporalPausedRunControl implements PausedRunControl {
   constructor(
     private readonly client: Client,
-    private readonly runs: Pick<TemporalRuns, 'requestLanePermit'>,
+    private readonly runs: Pick<TemporalRuns, 'requestLanePermit' | 'recordedQueue'>,
     /** The intake's start timeout: a start still on its way ends within it. */
     private readonly startTimeoutMs = 5000,
     private readonly callTimeoutMs = 10_000,
   ) {}
 
-  async resume(run: PausedRun, automation: { id: string; name: string }): Promise<boolean> {
-    return this.whenFound(run.runId, async () => {
-      const handle = this.client.workflow.getHandle(run.runId);
+  async resume(runId: string, automation: { id: string; name: string }): Promise<boolean> {
+    return this.whenFound(runId, async () => {
+      const handle = this.client.workflow.getHandle(runId);
       // Only an open run is asked for: a closed one (canceled on its own) needs no permit.
       const description = await handle.describe();
       if (description.status.name !== 'RUNNING') return false;
-      if (run.lane) {
-        await this.runs.requestLanePermit({ automationId: automation.id, lane: run.lane.lane, runId: run.runId, limit: run.lane.limit, automationName: automation.name });
-      }
-      await handle.signal(breakerResumeSignal, { laneRequested: run.lane !== null });
+      // The lane the run was recorded for (its input), asked before the run is let go.
+      const queue = await this.runs.recordedQueue(runId);
+      if (queue) await this.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId, limit: queue.limit, automationName: automation.name });
+      await handle.signal(breakerResumeSignal, { laneRequested: queue !== undefined });
       return true;
     });
   }

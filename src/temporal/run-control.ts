@@ -23,7 +23,7 @@ import { raceDeadline } from './deadline';
 import { runStartOptions } from './runs';
 import type { RunReader } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
-import { runQueueOf } from '../domain/flow-control';
+import { runFlowOf } from '../flow';
 import { FailedPreconditionError, NotFoundError, UnavailableError } from '../errors';
 
 /** A rerun's id: the original's, with `:rerun-<n>`; the first free n is taken. */
@@ -116,7 +116,7 @@ export class TemporalRunControl implements RunController {
     } else {
       if (!options.published) throw new FailedPreconditionError('the automation is not published: publish it before a rerun', 'NOT_PUBLISHED');
       // A person asked for this run: the filter does not apply; the concurrency limit does.
-      const flow = runQueueOf(input.automationId, options.published.flow, input.trigger, false);
+      const flow = runFlowOf(options.published.flow, { automationId: input.automationId, payload: input.trigger, requested: false });
       runInput = { ...baseInput(input, options.published.version), ...(flow ? { flow } : {}), rerunOf: executionId };
       automationName = options.published.automationName;
     }

@@ -9,7 +9,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import request from 'supertest';
 import type { WorkflowHandle } from '@temporalio/client';
 import { openDb, type Db } from '../../src/store/db';
-import { laneWorkflowId } from '../../src/domain/flow-control';
+import { laneWorkflowId } from '../../src/flow';
 import { laneQueueFull } from '../../src/temporal/lanes';
 import { runWorkflowId, TemporalRuns } from '../../src/temporal/runs';
 import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, RUN_STATE_QUERY, type RunState } from '../../src/contract/run';

@@ -4,7 +4,7 @@
  * hides a field of a response; and the document's step shape (exactly one kind, retry only where
  * the kind takes one). Step bodies need no agreement test: each kind's schema is its validator.
  */
-import { validateFlowControl } from '../../src/domain/flow-control';
+import { validateFlowControl } from '../../src/flow';
 import fc from 'fast-check';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -129,7 +129,7 @@ function validate(body: Record<string, unknown>): { violations: FieldViolation[]
     sealedSigningSecret: null,
     createdAt: now,
     updatedAt: now,
-  } as AutomationRecord;
+  } as unknown as AutomationRecord;
   return { violations, record };
 }
 

@@ -877,9 +877,8 @@ export interface components {
             };
             steps: components["schemas"]["AutomationStepOutput"][];
             filter: string | null;
-            concurrency: components["schemas"]["ConcurrencySettings"] | null;
             rateLimit: components["schemas"]["RateLimitSettings"] | null;
-            /** @description A live setting, not part of the draft: PUT/DELETE /api/v1/automations/{id}/circuit-breaker. */
+            concurrency: components["schemas"]["ConcurrencySettings"] | null;
             circuitBreaker: components["schemas"]["CircuitBreakerSettings"] | null;
             /** @description The circuit breaker's state (GET of one automation with a breaker, or with runs it paused). */
             breaker?: components["schemas"]["BreakerView"];
@@ -1224,7 +1223,13 @@ export interface components {
                 secret: string;
             } | null;
         };
-        /** @description Past `maxRuns` runs started in the last `period`, new runs are PAUSED until a person resumes or cancels them. */
+        CircuitBreakerRequest: {
+            /** @description Runs per period; the run past it trips the breaker. */
+            maxRuns: number;
+            /** @description The sliding window, whole seconds from "60s" to "2592000s" (30 days). */
+            period: string;
+        };
+        /** @description A live setting, not part of the draft (PUT/DELETE /api/v1/automations/{id}/circuit-breaker): past `maxRuns` runs started in the last `period`, new runs are PAUSED until a person resumes or cancels them. */
         CircuitBreakerSettings: {
             /** @description Runs per period; the run past it trips the breaker. */
             maxRuns: number;
@@ -1312,8 +1317,8 @@ export interface components {
             steps?: components["schemas"]["AutomationStep"][] | null;
             /** @description CEL bool over ctx.trigger; false: the event is recorded but no run starts. */
             filter?: string | null;
-            concurrency?: components["schemas"]["ConcurrencySettings"] | null;
             rateLimit?: components["schemas"]["RateLimitSettings"] | null;
+            concurrency?: components["schemas"]["ConcurrencySettings"] | null;
         };
         CreateClientRequest: {
             displayName?: string | null;
@@ -1389,13 +1394,13 @@ export interface components {
                     matches: boolean | null;
                     error: string | null;
                 } | null;
-                /** @description The concurrency key value the run would queue under ("" without a key); null without a limit. */
-                concurrency: {
+                /** @description The rate-limit key value the delivery would count under; null without a limit. */
+                rateLimit: {
                     key: string | null;
                     error: string | null;
                 } | null;
-                /** @description The rate-limit key value the delivery would count under; null without a limit. */
-                rateLimit: {
+                /** @description The concurrency key value the run would queue under ("" without a key); null without a limit. */
+                concurrency: {
                     key: string | null;
                     error: string | null;
                 } | null;
@@ -1849,8 +1854,8 @@ export interface components {
                 steps?: components["schemas"]["AutomationStep"][] | null;
                 /** @description CEL bool over ctx.trigger; false: the event is recorded but no run starts. */
                 filter?: string | null;
-                concurrency?: components["schemas"]["ConcurrencySettings"] | null;
                 rateLimit?: components["schemas"]["RateLimitSettings"] | null;
+                concurrency?: components["schemas"]["ConcurrencySettings"] | null;
             };
             /** @description Comma-separated field paths among displayName, description, trigger, steps, filter, concurrency, rateLimit. */
             updateMask?: (string | string[]) | null;
@@ -3121,7 +3126,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CircuitBreakerSettings"];
+                "application/json": components["schemas"]["CircuitBreakerRequest"];
             };
         };
         responses: {

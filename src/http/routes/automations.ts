@@ -7,7 +7,7 @@ import { revisionTag } from '../errors';
 import * as api from '../../domain/api-schemas';
 import * as gov from '../../domain/schemas';
 import { dryRunSteps } from '../../domain/automation-dry-run';
-import { dryRunFlowControl } from '../../domain/flow-control';
+import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { breakerView } from '../../domain/circuit-breaker';
 import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';

@@ -43,7 +43,7 @@ export const CIRCUIT_BREAKER_OPERATIONS = [
   operation({
     method: 'put', path: `${ITEM}/circuit-breaker`, operationId: 'automations.circuitBreaker.set', tag: TAG, access: SETTING,
     summary: 'Set the circuit breaker (super_admin): a live setting, applied without a publish to deliveries from 1 s after the answer.',
-    body: { schema: api.CircuitBreakerSettings, required: true, validation: 'schema' }, ok: api.AutomationResponse, errors: [...ITEM_WRITE_ERRORS, 412],
+    body: { schema: api.CircuitBreakerRequest, required: true, validation: 'schema' }, ok: api.AutomationResponse, errors: [...ITEM_WRITE_ERRORS, 412],
     headers: IF_MATCH, etag: true,
     handle: async (input, ctx, deps) => {
       await getAutomation(deps.db, input.params.id); // 404 before the body is read

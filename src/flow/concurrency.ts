@@ -1,0 +1,95 @@
+/**
+ * `concurrency`: at most `limit` runs per key value execute at a time; the rest are QUEUED and
+ * start in the order their events were accepted. The run is admitted through its key's lane
+ * (workflows/lane.ts, which reads the lane from the run's input: `RunFlow.queue`). At delivery
+ * time a key whose queue is at its bound (LANE_QUEUE_LIMIT) answers 429; once the run started, the
+ * intake asks its lane for a permit before answering, so a key's events are admitted in order.
+ */
+import { z } from 'zod';
+import type { RunFlow } from '../contract/run';
+import { isObject } from '../json';
+import { type KeyView, defineFlowOption, expressionSchema, keyHash, keyValue, keyView, keyViewSchema, knownFields, START, validExpression, validInteger, type FlowRun } from './option';
+
+export const CONCURRENCY_LIMITS = [1, 100] as const;
+
+/** Retry-After of a delivery refused because its key's queue is full (a queue drains as runs finish: no exact time). */
+export const LANE_QUEUE_RETRY_AFTER_SECONDS = 30;
+
+export const ConcurrencySettings = z
+  .strictObject({
+    limit: z.number().int().min(CONCURRENCY_LIMITS[0]).max(CONCURRENCY_LIMITS[1]),
+    key: expressionSchema().nullish().meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
+  })
+  .meta({ id: 'ConcurrencySettings', description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.' });
+
+export interface ConcurrencySettings {
+  /** Runs per key value that execute at a time, 1..100. */
+  limit: number;
+  /** CEL over ctx.trigger; null: one key for the whole automation. */
+  key: string | null;
+}
+
+/** Workflow id of the lane that admits the runs of one automation with one concurrency key value. */
+export function laneWorkflowId(automationId: string, key: string): string {
+  return `lane:${automationId}:${keyHash(key)}`;
+}
+
+/** The lane that admits a run with these settings and this payload, or the key's evaluation error. */
+function runQueueOf(settings: ConcurrencySettings, run: FlowRun): Partial<RunFlow> {
+  const key = keyValue(settings.key, run.payload);
+  if (!key.ok) return { error: { field: 'concurrency.key', message: key.error } };
+  return { queue: { key: key.value, lane: laneWorkflowId(run.automationId, key.value), limit: settings.limit, requested: run.requested } };
+}
+
+export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, KeyView>({
+  name: 'concurrency',
+  scope: 'version',
+  schema: ConcurrencySettings as unknown as z.ZodType<ConcurrencySettings>,
+  validate(value, field, violations) {
+    if (value === undefined || value === null) return null;
+    if (!isObject(value)) {
+      violations.push({ field, description: 'must be an object' });
+      return null;
+    }
+    knownFields(value, ['limit', 'key'], field, violations);
+    return { limit: validInteger(value.limit, CONCURRENCY_LIMITS, `${field}.limit`, violations), key: validExpression(value.key, `${field}.key`, violations) };
+  },
+  stored: (value) => (isObject(value) ? (value as unknown as ConcurrencySettings) : null),
+  runFlow: runQueueOf,
+  async decide(settings, delivery) {
+    // A run that fails at once (an earlier expression) is not queued.
+    if (settings === null || delivery.runFails) return START;
+    const run = runQueueOf(settings, { automationId: delivery.automationId, payload: delivery.payload, requested: delivery.engine.requestLanePermit !== undefined });
+    const queue = run.queue;
+    if (queue && delivery.engine.laneQueueFull && (await delivery.engine.laneQueueFull(queue.lane))) {
+      return {
+        verdict: 'refused',
+        reason: 'queue_full',
+        message: `the queue of this event's concurrency key is full; retry after ${LANE_QUEUE_RETRY_AFTER_SECONDS} s with the same Webhook-Event-Id`,
+        retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS,
+      };
+    }
+    return { verdict: 'start', run };
+  },
+  /**
+   * The lane request, in acceptance order: before the answer, so a sender that sends a key's events
+   * one after the other gets them admitted in that order (when it fails the answer is 503: the run
+   * is recorded, the sender's retry gets the 409, which asks again). A repeat asks too — its first
+   * delivery may have ended between the start and its request — and asks the lane the run was
+   * recorded for, never one computed from the repeat's body (which may name another key). A lane
+   * ignores a request it already has.
+   */
+  async started(settings, delivery, executionId, repeat) {
+    const { engine } = delivery;
+    if (!engine.requestLanePermit) return;
+    let queue: { lane: string; limit: number } | undefined;
+    if (repeat) queue = engine.recordedQueue ? await engine.recordedQueue(executionId) : undefined;
+    else if (!delivery.runFails) queue = runQueueOf(settings, { automationId: delivery.automationId, payload: delivery.payload, requested: true }).queue;
+    if (!queue) return;
+    await engine.requestLanePermit({ automationId: delivery.automationId, lane: queue.lane, runId: executionId, limit: queue.limit, automationName: delivery.automationName });
+  },
+  dryRun: {
+    schema: keyViewSchema('The concurrency key value the run would queue under ("" without a key); null without a limit.'),
+    view: keyView,
+  },
+});
