@@ -5,8 +5,9 @@
  * acceptance order through their lane (per key, before a run accepted after them) and the breaker
  * counts from zero; cancel ends them CANCELED with the reason audited; both are idempotent; a
  * single paused run can be canceled or terminated on its own; a breaker saved on a published
- * automation applies to the next delivery; two API processes share one count (on PostgreSQL two
- * real processes); roles, 400s naming the field, If-Match.
+ * automation applies to the next delivery; an API killed between the count and the start counts
+ * the sender's retry once; two API processes share one count (on PostgreSQL two real processes);
+ * roles, 400s naming the field, If-Match.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -18,7 +19,8 @@ import { openDb, type Db } from '../../src/store/db';
 import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
 import { startTestService, type TestService } from '../helpers/test-service';
-import { TemporalRuns } from '../../src/temporal/runs';
+import { runWorkflowId, TemporalRuns } from '../../src/temporal/runs';
+import { takeBreaker } from '../../src/store/circuit-breaker';
 import { poll } from '../helpers/wait';
 import { reservedPort } from '../helpers/ports';
 import { spawnService, waitForHttp } from '../helpers/processes';
@@ -292,7 +294,8 @@ for (const target of DATABASES) {
 
     it('a breaker saved on a published automation applies to the next delivery; DELETE removes it; both audited, ETag advances, If-Match 412', async () => {
       const target = await automation({});
-      expect(await accepted(target, { n: 1 })).toMatch(/^webhook:/);
+      const early = hmacEvent(target.secret, { n: 1 });
+      expect((await deliver(stack, target.path, early)).status).toBe(200);
       const before = await api().get(`/api/v1/automations/${target.id}`);
       expect(before.body.automation.circuitBreaker).toBeNull();
       expect(before.body.automation.breaker).toBeUndefined();
@@ -308,6 +311,9 @@ for (const target of DATABASES) {
       expect((await api().delete(breakerPath(target.id), { 'If-Match': etag })).status).toBe(412);
       expect((await api().get(`/api/v1/automations/${target.id}`)).body.automation.circuitBreaker).toEqual({ maxRuns: 1, period: '60s' });
 
+      // A repeat of an event accepted before the breaker is the engine's 409: what it counted is given back.
+      expect((await deliver(stack, target.path, hmacEvent(target.secret, { n: 1 }, { eventId: early.eventId }))).status).toBe(409);
+      expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 0 });
       // The next deliveries: one counted, then paused (no publish needed).
       await accepted(target, { n: 2 });
       const paused = await accepted(target, { n: 3 });
@@ -356,6 +362,24 @@ for (const target of DATABASES) {
         expect(res.body.details[0].fieldViolations.map((v: Json) => v.field)).toEqual([field]);
       }
       expect((await api().get(`/api/v1/automations/${target.id}`)).body.automation.circuitBreaker).toBeNull();
+    });
+
+    it('an API killed between the count and the start: the sender\'s retry starts the run counted once, and the (maxRuns+1)-th run still trips', async () => {
+      const target = await automation({});
+      await setBreaker(target, 2);
+      const listenerId = target.path.split('/').pop()!;
+      const lost = hmacEvent(target.secret, { n: 1 });
+      // What a process that died right after its statement left behind: the run counted, never started.
+      const db = stack.service.deps.db;
+      expect(await takeBreaker(db, target.id, runWorkflowId(listenerId, lost.eventId), 2, 3_600_000)).toMatchObject({ decision: 'counted', inserted: true });
+      expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 1 });
+      // The sender got no 200 and retries: the run starts, and counts no second time.
+      const retried = await deliver(stack, target.path, lost);
+      expect(retried.status).toBe(200);
+      expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 1 });
+      await untilRun(retried.body.executionId, (e) => e.status === 'COMPLETED');
+      await untilRun(await accepted(target, { n: 2 }), (e) => e.status === 'COMPLETED');
+      await untilRun(await accepted(target, { n: 3 }), (e) => e.status === 'PAUSED');
     });
 
     it(`two API processes share one count (${target.url ? 'two real processes' : 'two services on one store'})`, async () => {
