@@ -62,7 +62,8 @@ export interface RunFlow {
    * resume signal before it runs anything (then asks its lane, when it has a queue).
    */
   paused?: { since: string };
-  error?: { field: 'filter' | 'concurrency.key'; message: string };
+  /** The field whose expression failed (`filter`, `concurrency.key`, …: the option's). */
+  error?: { field: string; message: string };
 }
 
 export interface RunQueue {

@@ -1,15 +1,18 @@
 /**
- * The webhook intake, without HTTP: `receive` takes the facts of one delivery and answers
- * accepted (the run is durably started) or refused (status, reason, message, details). Checks run
- * in the order of docs/api.md, the first failure answers: listener (404) → source address (403) →
- * body size, enforced while reading (413) → headers (400) → the listener's authentication method
- * (401) → JSON (400) → duplicate event id (409) → the version's filter (200, filtered: no run) →
- * its rate limit, then its key's queue bound (429) → 200 (the run PAUSED when the circuit breaker is open). When the workflow engine does not confirm the start: 503. The HTTP
- * route only translates the outcome.
+ * The webhook intake, without HTTP: checks → decision → start, each a value. The transport (src/http)
+ * drives it: `open` judges what arrives before the body (listener, source address, the listener's
+ * in-flight cap on the delivery's admission ticket, the headers) and answers how much body to read;
+ * `decide` judges the body (size, authentication, JSON, the listener again, flow control) and
+ * answers a refusal, a filtered event, a duplicate or a run to start; `start` starts it and
+ * answers accepted, duplicate or unavailable. Checks run in the order of docs/api.md, the first
+ * failure answers: listener → source address → body size, enforced while reading → headers → the
+ * listener's authentication method → JSON → duplicate event id → the version's filter (filtered:
+ * no run) → its rate limit, then its key's queue bound → accepted (the run PAUSED when the circuit breaker is open). Outcomes say what happened
+ * (with the facts the delivery log keeps); the HTTP statuses are the route's (src/http/routes/webhooks.ts).
  *
  * Flow control is the options of src/flow, asked in their registry's order once the delivery is
- * verified (`decideDelivery`); the 409 of an event that started a run is Temporal's (the run's
- * workflow id is the event's).
+ * verified (`decideDelivery`); the duplicate of an event that started a run is Temporal's (the
+ * run's workflow id is the event's).
  */
 import type { Logger } from '../logger';
 import type { SecretBox } from '../crypto/secret-box';
@@ -23,7 +26,9 @@ import { isAddressAllowed } from '../net/cidr';
 
 import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';
-import { decideDelivery } from '../flow';
+import { decideDelivery, type DeliveryDecision } from '../flow';
+import type { AdmissionTicket } from '../webhooks/admission';
+import type { RunFlow } from '../contract/run';
 import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
 
 export { LANE_QUEUE_RETRY_AFTER_SECONDS } from '../flow';
@@ -31,61 +36,85 @@ export { LANE_QUEUE_RETRY_AFTER_SECONDS } from '../flow';
 /** Listener ids are base64url tokens; anything else cannot be a listener (404 without a lookup). */
 const LISTENER_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
-/** The facts of one delivery, as the transport saw them. */
-export interface WebhookDelivery {
+/** What arrives before the body, as the transport saw it. */
+export interface DeliveryHead {
   listenerId: string;
   /** The sender's address (the socket peer, or the trusted proxy's `X-Forwarded-For` entry). */
   sourceAddress: string;
-  /** A request header by (case-insensitive) name; undefined when absent or empty. */
-  header(name: string): string | undefined;
-  /**
-   * Reads the whole body, stopping as soon as it exceeds `maxBytes`: then resolves undefined.
-   * Called once, after the listener and the source address were accepted.
-   */
-  readBody(maxBytes: number): Promise<Buffer | undefined>;
+  /** The request headers by lower-case name (Node's `IncomingHttpHeaders`); an empty value is absent. */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
   /** The time the delivery is judged at (timestamp window, JWT expiry, `receivedAt`). */
   now: Date;
   /** Time the body has to arrive once the headers are in (bounds the header pre-check). */
   bodyDeadlineMs: number;
   /**
-   * Counts the delivery against its listener's in-flight cap (src/webhooks/admission.ts); throws
-   * `AdmissionRefusal` when the listener is busy. Called once the listener and source are accepted.
+   * The delivery's admission (src/webhooks/admission.ts): counted against its listener's in-flight
+   * cap once the listener and the source address are accepted.
    */
-  enterListener(listenerId: string): void;
-  /** What the delivery log keeps of this delivery, filled in as the checks learn it (optional). */
-  facts?: DeliveryFacts;
+  ticket: Pick<AdmissionTicket, 'enterListener'>;
 }
 
-/** The automation, event and run a delivery turned out to concern, as far as the checks got. */
+/** The automation, event and run a delivery turned out to concern, as far as the checks got (the delivery log's). */
 export interface DeliveryFacts {
   automationId?: string;
   eventId: string | null;
   executionId: string | null;
 }
 
-/** An ErrorInfo detail of the one error shape (google.rpc.ErrorInfo). */
-export type ReasonDetail = {
-  '@type': 'type.googleapis.com/google.rpc.ErrorInfo';
-  reason: string;
-  domain: 'webhooks';
-  metadata?: Record<string, string>;
-};
+/** Why no run was started for a delivery. */
+export type Refusal =
+  /** A check of the contract's order failed (src/webhooks: its reason and message). */
+  | { verdict: 'rejected'; rejection: WebhookRejection }
+  /** The listener has too many deliveries in progress. */
+  | { verdict: 'busy'; refusal: AdmissionRefusal }
+  /** The event id was already received by this listener; `executionId` null when it was filtered. */
+  | { verdict: 'duplicate'; executionId: string | null }
+  /** Flow control refused the run for now (a rate limit, a full queue): nothing recorded. */
+  | { verdict: 'limited'; reason: string; message: string; retryAfterSeconds: number }
+  /** The workflow engine did not confirm the start: the event may or may not be recorded. */
+  | { verdict: 'unavailable' };
 
-export type IntakeOutcome =
-  | { accepted: true; eventId: string; executionId: string; filtered?: undefined; /** The circuit breaker paused the run. */ paused?: true }
+export type IntakeOutcome = (
+  | { verdict: 'accepted'; eventId: string; executionId: string; /** The circuit breaker paused the run. */ paused?: true }
   /** The version's filter was false: the event is recorded, no run started. */
-  | { accepted: true; eventId: string; executionId: null; filtered: true }
-  | {
-      accepted: false;
-      status: 400 | 401 | 403 | 404 | 409 | 413 | 429 | 503;
-      /** Whole seconds the sender should wait (a rate limit's 429). */
-      retryAfterSeconds?: number;
-      /** Short machine code (metrics label, logs): e.g. 'signature_mismatch', 'engine_unavailable'. */
-      reason: string;
-      /** Safe to show the sender: never a secret, token, signature or payload. */
-      message: string;
-      details: ReasonDetail[];
-    };
+  | { verdict: 'filtered'; eventId: string }
+  | Refusal
+) & { facts: DeliveryFacts };
+
+/** A delivery whose head passed the checks: read at most `maxBytes` of body (undefined past it), then `decide`. */
+export interface OpenDelivery {
+  verdict: 'read-body';
+  maxBytes: number;
+  facts: DeliveryFacts;
+  /** What `decide` needs of the head's checks. */
+  readonly checked: HeadChecks;
+}
+
+/** A delivery that passed every check, with flow control's decision: `start` starts its run. */
+export interface RunToStart {
+  verdict: 'start';
+  facts: DeliveryFacts & { eventId: string };
+  readonly run: PlannedRun;
+}
+
+interface HeadChecks {
+  head: DeliveryHead;
+  listener: Listener;
+  trigger: Listener['automation']['trigger'];
+  verdict: CheckedWebhookHeaders | WebhookRejection;
+}
+
+interface PlannedRun {
+  automationId: string;
+  automationName: string;
+  version: number;
+  listenerId: string;
+  eventId: string;
+  receivedAt: string;
+  payload: unknown;
+  flow: RunFlow | undefined;
+  decision: Extract<DeliveryDecision, { verdict: 'start' }>;
+}
 
 export interface IntakeDeps {
   db: Db;
@@ -98,16 +127,12 @@ export interface IntakeDeps {
 }
 
 export interface WebhookIntake {
-  receive(delivery: WebhookDelivery): Promise<IntakeOutcome>;
-}
-
-function reasonDetail(reason: string, metadata?: Record<string, string>): ReasonDetail {
-  return {
-    '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
-    reason: reason.toUpperCase(),
-    domain: 'webhooks',
-    ...(metadata ? { metadata } : {}),
-  };
+  /** The checks before the body. */
+  open(head: DeliveryHead): Promise<OpenDelivery | IntakeOutcome>;
+  /** The checks of the body and flow control's decision; `body` undefined: it exceeded `maxBytes`. */
+  decide(open: OpenDelivery, body: Buffer | undefined): Promise<RunToStart | IntakeOutcome>;
+  /** Starts the run, durably, before answering. */
+  start(run: RunToStart): Promise<IntakeOutcome>;
 }
 
 /** Refusal log lines per listener per minute; beyond, refusals are only counted (one line per minute). */
@@ -156,80 +181,101 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
 
   const refusalLog = new RefusalLogBudget();
 
-  function refused(listenerId: string, err: WebhookRejection, nowMs: number): IntakeOutcome {
+  function refused(listenerId: string, err: WebhookRejection, nowMs: number): Refusal {
     const budget = refusalLog.take(listenerId, nowMs);
     if (budget.unlogged > 0) log.info({ unlogged: budget.unlogged }, 'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)');
-    if (budget.log) log.info({ listenerId, status: err.status, reason: err.reason }, 'webhook refused');
-    if (err.status === 413) {
-      return { accepted: false, status: 413, reason: err.reason, message: err.message, details: [] };
-    }
-    return { accepted: false, status: err.status as 400 | 401 | 403 | 404 | 409, reason: err.reason, message: err.message, details: [reasonDetail(err.reason)] };
+    if (budget.log) log.info({ listenerId, reason: err.reason }, 'webhook refused');
+    return { verdict: 'rejected', rejection: err };
   }
 
-  /** Steps 1 and 2 of the check order for `listener`: its active trigger, or a 404 / 403 rejection. */
-  function activeTrigger(listener: Listener | undefined, delivery: WebhookDelivery) {
+  /** Steps 1 and 2 of the check order for `listener`: its active trigger, or a rejection. */
+  function activeTrigger(listener: Listener | undefined, head: DeliveryHead, facts: DeliveryFacts) {
     const automation = listener?.automation;
     const trigger = automation?.trigger;
     if (!automation || !automation.published || !trigger?.enabled) {
       throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
     }
-    if (delivery.facts) delivery.facts.automationId = automation.id;
-    if (!isAddressAllowed(delivery.sourceAddress, trigger.allowedCidrs)) {
+    facts.automationId = automation.id;
+    if (!isAddressAllowed(head.sourceAddress, trigger.allowedCidrs)) {
       throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
     }
     return { automation, trigger };
   }
 
-  /** The 409 of an event id this listener already received; `executionId` null when it was filtered. */
-  function duplicate(listenerId: string, executionId: string | null, delivery: WebhookDelivery): IntakeOutcome {
-    if (delivery.facts) delivery.facts.executionId = executionId;
-    log.info({ listenerId, status: 409, executionId }, 'webhook duplicate');
-    return {
-      accepted: false,
-      status: 409,
-      reason: 'duplicate_event',
-      message: 'event id already received by this listener',
-      details: [reasonDetail('duplicate_event', executionId === null ? { filtered: 'true' } : { executionId })],
-    };
+  /** The duplicate of an event id this listener already received; `executionId` null when it was filtered. */
+  function duplicate(listenerId: string, executionId: string | null, facts: DeliveryFacts): IntakeOutcome {
+    log.info({ listenerId, executionId }, 'webhook duplicate');
+    return { verdict: 'duplicate', executionId, facts: { ...facts, executionId } };
   }
 
-  async function receive(delivery: WebhookDelivery): Promise<IntakeOutcome> {
-    const { listenerId } = delivery;
+  /** The outcome of a failure that is an answer (a refusal, a duplicate, an engine that does not answer); anything else is thrown. */
+  function outcomeOf(err: unknown, listenerId: string, now: Date, facts: DeliveryFacts): IntakeOutcome {
+    if (err instanceof WebhookRejection) return { ...refused(listenerId, err, now.getTime()), facts };
+    if (err instanceof AdmissionRefusal) return { verdict: 'busy', refusal: err, facts };
+    if (err instanceof DuplicateEventError) return duplicate(listenerId, err.runId, facts);
+    if (err instanceof WorkflowEngineUnavailableError) {
+      // Not "rejected": a start that timed out may still have been recorded. Retrying with the
+      // same event id is always safe: it runs once, and a duplicate then confirms it was accepted.
+      log.warn({ listenerId }, 'webhook not accepted: workflow engine unavailable');
+      return { verdict: 'unavailable', facts };
+    }
+    throw err;
+  }
+
+  const header = (head: DeliveryHead, name: string): string | undefined => {
+    const value = head.headers[name];
+    return (typeof value === 'string' ? value : undefined) || undefined;
+  };
+
+  async function open(head: DeliveryHead): Promise<OpenDelivery | IntakeOutcome> {
+    const { listenerId } = head;
+    const facts: DeliveryFacts = { eventId: null, executionId: null };
     try {
       // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
       const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
-      const { automation, trigger } = activeTrigger(listener, delivery);
-      delivery.enterListener(listenerId);
+      const { trigger } = activeTrigger(listener, head, facts);
+      head.ticket.enterListener(listenerId);
       const authenticator = authenticatorOf(trigger.authMethod);
       const input: PrecheckInput = {
-        contentType: delivery.header('content-type'),
-        timestamp: delivery.header('webhook-timestamp'),
-        eventId: delivery.header('webhook-event-id'),
+        contentType: header(head, 'content-type'),
+        timestamp: header(head, 'webhook-timestamp'),
+        eventId: header(head, 'webhook-event-id'),
         authMethod: trigger.authMethod,
-        nowSeconds: Math.floor(delivery.now.getTime() / 1000),
-        contentLength: delivery.header('content-length'),
-        transferEncoding: delivery.header('transfer-encoding'),
+        nowSeconds: Math.floor(head.now.getTime() / 1000),
+        contentLength: header(head, 'content-length'),
+        transferEncoding: header(head, 'transfer-encoding'),
         maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
-        bodyDeadlineMs: delivery.bodyDeadlineMs,
+        bodyDeadlineMs: head.bodyDeadlineMs,
       };
-      input[authenticator.credential.input as CredentialInput] = delivery.header(authenticator.credential.name);
+      input[authenticator.credential.input as CredentialInput] = header(head, authenticator.credential.name.toLowerCase());
       // The header check (step 4) judges the headers at the delivery's time: done once, here. Before
       // the body, it refuses only what the check order would refuse anyway (413 first).
       const verdict = headerVerdict(input);
       precheckWebhookHeaders(input, verdict);
-      const body = await delivery.readBody(MAX_WEBHOOK_BODY_BYTES);
+      return { verdict: 'read-body', maxBytes: MAX_WEBHOOK_BODY_BYTES, facts, checked: { head, listener: listener!, trigger, verdict } };
+    } catch (err) {
+      return outcomeOf(err, head.listenerId, head.now, facts);
+    }
+  }
+
+  async function decide(opened: OpenDelivery, body: Buffer | undefined): Promise<RunToStart | IntakeOutcome> {
+    const { head, listener, trigger, verdict } = opened.checked;
+    const { listenerId } = head;
+    const facts = { ...opened.facts };
+    try {
       if (body === undefined) {
         throw new WebhookRejection(413, `request body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`, 'body_too_large');
       }
       if (verdict instanceof WebhookRejection) throw verdict;
       const headers = verdict;
-      if (delivery.facts) delivery.facts.eventId = headers.eventId;
+      facts.eventId = headers.eventId;
+      const authenticator = authenticatorOf(trigger.authMethod);
       const verify = async (current: Listener, currentTrigger: typeof trigger): Promise<void> => {
         const verified = verifiers[currentTrigger.authMethod]({
           listenerId,
           listenerUrl: deps.listenerUrl(listenerId),
           fields: fieldsOf(currentTrigger),
-          secrets: verifyingHmacSecrets(current, delivery.now.getTime()),
+          secrets: verifyingHmacSecrets(current, head.now.getTime()),
           credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
           timestampHeader: headers.timestampHeader,
           eventIdHeader: headers.eventIdHeader,
@@ -238,7 +284,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         });
         if (verified) await verified;
       };
-      await verify(listener!, trigger);
+      await verify(listener, trigger);
       const payload = parseWebhookJson(body);
       // The body may have taken up to its deadline to arrive: the listener is looked up again (the
       // cached entry, re-read when a change invalidated it or it is over a second old) and, when it
@@ -246,7 +292,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       // made while the body arrived refuses the delivery, as it would have at its headers.
       const latest = await listeners.lookup(listenerId);
       if (latest !== listener) {
-        const again = activeTrigger(latest, delivery);
+        const again = activeTrigger(latest, head, facts);
         if (again.trigger.authMethod !== trigger.authMethod) {
           throw new WebhookRejection(401, "the listener's authentication method changed while the body arrived", 'signature_mismatch');
         }
@@ -255,6 +301,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
       if (!latest?.published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
       const published = latest.published;
+      const automationId = latest.automation.id;
       const { eventId } = headers;
       const decision = await decideDelivery(
         // Live options (the circuit breaker) are the automation's current settings, not the version's.
@@ -262,79 +309,81 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         {
           db: deps.db,
           engine: deps.runs,
-          automationId: automation.id,
+          automationId,
           automationName: published.snapshot.displayName,
           listenerId,
           eventId,
-          receivedAt: delivery.now.toISOString(),
+          receivedAt: head.now.toISOString(),
           payload,
           hasFilteredEvents: latest.hasFilteredEvents,
         },
       );
-      if (decision.verdict === 'duplicate') return duplicate(listenerId, decision.executionId, delivery);
+      if (decision.verdict === 'duplicate') return duplicate(listenerId, decision.executionId, facts);
       if (decision.verdict === 'filtered') {
-        log.info({ listenerId, eventId, status: 200 }, 'webhook filtered');
-        return { accepted: true, eventId, executionId: null, filtered: true };
+        log.info({ listenerId, eventId }, 'webhook filtered');
+        return { verdict: 'filtered', eventId, facts };
       }
       if (decision.verdict === 'refused') {
-        log.info({ listenerId, eventId, status: 429, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds }, 'webhook refused by flow control');
-        return {
-          accepted: false,
-          status: 429,
-          reason: decision.reason,
-          message: decision.message,
-          details: [reasonDetail(decision.reason)],
-          retryAfterSeconds: decision.retryAfterSeconds,
-        };
+        log.info({ listenerId, eventId, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds }, 'webhook refused by flow control');
+        return { verdict: 'limited', reason: decision.reason, message: decision.message, retryAfterSeconds: decision.retryAfterSeconds, facts };
       }
-      const runFlow = decision.flow;
+      return {
+        verdict: 'start',
+        facts: { ...facts, eventId },
+        run: {
+          automationId,
+          automationName: published.snapshot.displayName,
+          version: published.version,
+          listenerId,
+          eventId,
+          receivedAt: head.now.toISOString(),
+          payload,
+          flow: decision.flow,
+          decision,
+        },
+      };
+    } catch (err) {
+      return outcomeOf(err, head.listenerId, head.now, facts);
+    }
+  }
+
+  async function start(planned: RunToStart): Promise<IntakeOutcome> {
+    const { run, facts } = planned;
+    const { decision } = run;
+    let known: DeliveryFacts = facts;
+    try {
       let executionId: string;
       try {
         ({ runId: executionId } = await deps.runs.start(
           {
-            automationId: automation.id,
-            version: published.version,
-            listenerId,
-            eventId,
-            receivedAt: delivery.now.toISOString(),
-            trigger: payload,
-            ...(runFlow ? { flow: runFlow } : {}),
+            automationId: run.automationId,
+            version: run.version,
+            listenerId: run.listenerId,
+            eventId: run.eventId,
+            receivedAt: run.receivedAt,
+            trigger: run.payload,
+            ...(run.flow ? { flow: run.flow } : {}),
           },
-          { automationName: published.snapshot.displayName },
+          { automationName: run.automationName },
         ));
       } catch (err) {
         if (err instanceof DuplicateEventError) {
           await decision.release();
           await decision.started(err.runId, true);
         }
+        // Only when the start itself was not confirmed (not a lane request after it).
         if (err instanceof WorkflowEngineUnavailableError) await decision.unavailable();
         throw err;
       }
-      if (delivery.facts) delivery.facts.executionId = executionId;
+      known = { ...facts, executionId };
       await decision.started(executionId, false);
-      log.info({ listenerId, eventId: headers.eventId, executionId, status: 200, ...(decision.paused ? { paused: true } : {}) }, 'webhook accepted');
-      return { accepted: true, eventId: headers.eventId, executionId, ...(decision.paused ? { paused: true as const } : {}) };
+      log.info({ listenerId: run.listenerId, eventId: run.eventId, executionId, ...(decision.paused ? { paused: true } : {}) }, 'webhook accepted');
+      return { verdict: 'accepted', eventId: run.eventId, executionId, ...(decision.paused ? { paused: true as const } : {}), facts: known };
     } catch (err) {
-      if (err instanceof WebhookRejection) return refused(listenerId, err, delivery.now.getTime());
-      if (err instanceof AdmissionRefusal) {
-        return { accepted: false, status: 429, reason: 'listener_busy', message: err.message, details: [] };
-      }
-      if (err instanceof DuplicateEventError) return duplicate(listenerId, err.runId, delivery);
-      if (err instanceof WorkflowEngineUnavailableError) {
-        log.warn({ listenerId, status: 503 }, 'webhook not accepted: workflow engine unavailable');
-        // Not "rejected": a start that timed out may still have been recorded. Retrying with the
-        // same event id is always safe: it runs once, and a 409 then confirms it was accepted.
-        return {
-          accepted: false,
-          status: 503,
-          reason: 'engine_unavailable',
-          message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id',
-          details: [],
-        };
-      }
-      throw err;
+      // A lane request that fails after the start is unavailable too: the run is recorded, the sender's retry gets the duplicate.
+      return outcomeOf(err, run.listenerId, new Date(run.receivedAt), known);
     }
   }
 
-  return { receive };
+  return { open, decide, start };
 }

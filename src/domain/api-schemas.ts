@@ -14,7 +14,7 @@ import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
-import { flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
+import { FLOW_FIELDS, flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
 import { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodSeconds } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
 import { closedObject, oneViolation, whileValid } from './validation';
@@ -223,7 +223,7 @@ export const UpdateAutomationRequest = z
     updateMask: z
       .union([z.string(), z.array(z.string())])
       .nullish()
-      .meta({ description: 'Comma-separated field paths among displayName, description, trigger, steps, filter, concurrency, rateLimit.' }),
+      .meta({ description: `Comma-separated field paths among ${['displayName', 'description', 'trigger', 'steps', ...FLOW_FIELDS].join(', ')}.` }),
   })
   .meta({ id: 'UpdateAutomationRequest' });
 

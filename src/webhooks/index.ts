@@ -1,8 +1,6 @@
 /**
- * Inbound webhooks: the intake (`receive`: listener → source address → body size → headers →
- * authentication → JSON → start the run), the authentication methods in a registry
- * (./authenticators), and the pure checks they are built from. No Koa: the HTTP layer only
- * translates the intake's outcome.
+ * Inbound webhooks, pure: the authentication methods in a registry (./authenticators) and the
+ * checks the intake (src/delivery/intake.ts) is built from. No Koa, no store.
  */
 export * from './errors';
 export * from './digest';

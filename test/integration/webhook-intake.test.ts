@@ -1,5 +1,5 @@
 /**
- * The webhook intake without HTTP: `receive` on a real store and a real Temporal dev server (runs
+ * The webhook intake without HTTP: its stages (open, decide, start) on a real store and a real Temporal dev server (runs
  * are started there; no worker is needed to accept them). Each outcome of the check order, as the
  * route will translate it, and the authenticator registry driving the header check.
  */
@@ -14,7 +14,8 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { type AutomationRuns } from '../../src/domain/runs';
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
-import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/delivery/intake';
+import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type WebhookIntake } from '../../src/delivery/intake';
+import { deliver, type DeliveryAnswer, type TestDelivery } from '../helpers/intake';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { testTemporal, uniqueTaskQueue, connectClient } from '../helpers/temporal';
 import { WorkflowEngineUnavailableError } from '../../src/errors';
@@ -55,7 +56,7 @@ describe('webhook intake', () => {
   });
 
   /** A signed delivery from 10.1.2.3; `change` alters any fact. */
-  function delivery(change: Partial<WebhookDelivery> & { headers?: Record<string, string | undefined>; body?: string } = {}): WebhookDelivery & { reads: number } {
+  function delivery(change: Partial<TestDelivery> & { body?: string } = {}): TestDelivery & { reads: number; header(name: string): string | undefined } {
     const body = Buffer.from(change.body ?? '{"employee":"e-1"}');
     const eventId = randomUUID();
     const timestamp = String(Math.floor(Date.now() / 1000));
@@ -76,40 +77,39 @@ describe('webhook intake', () => {
         return body.length > maxBytes ? undefined : body;
       },
       now: new Date(),
-      bodyDeadlineMs: 10_000,
-      enterListener: () => undefined,
       ...change,
+      headers,
     };
     return facts;
   }
 
-  function refusal(outcome: IntakeOutcome): { status: number; reason: string } {
+  function refusal(outcome: DeliveryAnswer): { status: number; reason: string } {
     if (outcome.accepted) throw new Error('expected a refusal');
     return { status: outcome.status, reason: outcome.reason };
   }
 
   it('accepts a signed delivery once the run is started, then refuses the same event id (409 with the execution id)', async () => {
     const first = delivery();
-    const accepted = await intake.receive(first);
+    const accepted = await deliver(intake, first);
     expect(accepted).toMatchObject({ accepted: true, eventId: first.header('webhook-event-id') });
-    const again = await intake.receive({ ...first });
+    const again = await deliver(intake, { ...first });
     expect(again).toMatchObject({ accepted: false, status: 409, reason: 'duplicate_event', message: 'event id already received by this listener' });
-    expect(again.accepted ? undefined : again.details[0]?.metadata).toEqual({ executionId: (accepted as { executionId: string }).executionId });
+    expect(again.details?.[0]?.metadata).toEqual({ executionId: (accepted as { executionId: string }).executionId });
   });
 
   it('refuses in the contract order, reading the body only after listener and source address', async () => {
     const unknown = delivery({ listenerId: 'no-such-listener' });
-    expect(refusal(await intake.receive(unknown))).toEqual({ status: 404, reason: 'listener_not_found' });
+    expect(refusal(await deliver(intake, unknown))).toEqual({ status: 404, reason: 'listener_not_found' });
     const outside = delivery({ sourceAddress: '192.0.2.1' });
-    expect(refusal(await intake.receive(outside))).toEqual({ status: 403, reason: 'source_not_allowed' });
+    expect(refusal(await deliver(intake, outside))).toEqual({ status: 403, reason: 'source_not_allowed' });
     expect([unknown.reads, outside.reads]).toEqual([0, 0]);
-    const large = await intake.receive(delivery({ body: `"${'x'.repeat(70_000)}"` }));
+    const large = await deliver(intake, delivery({ body: `"${'x'.repeat(70_000)}"` }));
     expect(large).toMatchObject({ accepted: false, status: 413, reason: 'body_too_large', details: [] });
     // a missing signature is a missing header (400) for HMAC: the registry says it is required
-    expect(refusal(await intake.receive(delivery({ headers: { 'webhook-signature': undefined } })))).toEqual({ status: 400, reason: 'missing_header' });
-    expect(refusal(await intake.receive(delivery({ headers: { 'webhook-signature': 'x'.repeat(43) } })))).toEqual({ status: 401, reason: 'signature_mismatch' });
+    expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': undefined } })))).toEqual({ status: 400, reason: 'missing_header' });
+    expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': 'x'.repeat(43) } })))).toEqual({ status: 401, reason: 'signature_mismatch' });
     // JSON is checked after authentication: a signed non-JSON body is a 400
-    expect(refusal(await intake.receive(delivery({ body: 'not json' })))).toEqual({ status: 400, reason: 'invalid_json' });
+    expect(refusal(await deliver(intake, delivery({ body: 'not json' })))).toEqual({ status: 400, reason: 'invalid_json' });
   });
 
   it('logs at most REFUSAL_LOG_LINES_PER_MINUTE refusals per listener and minute, then one line counting the rest', async () => {
@@ -130,14 +130,14 @@ describe('webhook intake', () => {
     const minuteStart = Math.floor(Date.now() / 60_000) * 60_000;
     const bad = (at: number) => delivery({ headers: { 'webhook-signature': 'A'.repeat(43) }, now: new Date(at) });
     for (let i = 0; i < REFUSAL_LOG_LINES_PER_MINUTE + 5; i++) {
-      expect(refusal(await logged.receive(bad(minuteStart + 1000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
+      expect(refusal(await deliver(logged, bad(minuteStart + 1000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
     }
     const refusedLines = lines.filter((l) => l.msg === 'webhook refused');
     expect(refusedLines).toHaveLength(REFUSAL_LOG_LINES_PER_MINUTE);
     expect(refusedLines[0]).toMatchObject({ listenerId, reason: 'signature_mismatch' });
     // The next minute: one line counts the 5 unlogged refusals, and refusals are logged again.
     lines.length = 0;
-    expect(refusal(await logged.receive(bad(minuteStart + 61_000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
+    expect(refusal(await deliver(logged, bad(minuteStart + 61_000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
     expect(lines.map((l) => [l.msg.startsWith('webhook refusals not logged') ? 'summary' : l.msg, l.unlogged])).toEqual([
       ['summary', 5],
       ['webhook refused', undefined],
@@ -151,7 +151,7 @@ describe('webhook intake', () => {
       },
       ping: async () => undefined,
     });
-    expect(await down.receive(delivery())).toMatchObject({ accepted: false, status: 503, reason: 'engine_unavailable', details: [] });
+    expect(await deliver(down, delivery())).toMatchObject({ accepted: false, status: 503, reason: 'engine_unavailable', details: [] });
   });
 });
 

@@ -12,7 +12,8 @@ import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
-import { createWebhookIntake, type IntakeOutcome, type WebhookDelivery, type WebhookIntake } from '../../src/delivery/intake';
+import { createWebhookIntake, type WebhookIntake } from '../../src/delivery/intake';
+import { deliver, type DeliveryAnswer, type TestDelivery } from '../helpers/intake';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { connectClient, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 
@@ -52,7 +53,7 @@ describe('a delivery is judged again after its body', () => {
    * Delivers a signed event from 10.1.2.3 whose body arrives only after `meanwhile` ran (the
    * intake has then judged the listener and the headers and is waiting for the body).
    */
-  async function slowDelivery(target: { listenerId: string; secret: string }, meanwhile: () => Promise<unknown>): Promise<IntakeOutcome> {
+  async function slowDelivery(target: { listenerId: string; secret: string }, meanwhile: () => Promise<unknown>): Promise<DeliveryAnswer> {
     const body = Buffer.from('{"employee":"e-1"}');
     const eventId = randomUUID();
     const timestamp = String(Math.floor(Date.now() / 1000));
@@ -66,27 +67,25 @@ describe('a delivery is judged again after its body', () => {
     const wanted = new Promise<void>((resolve) => (bodyWanted = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    const delivery: WebhookDelivery = {
+    const delivery: TestDelivery = {
       listenerId: target.listenerId,
       sourceAddress: '10.1.2.3',
-      header: (name) => headers[name.toLowerCase()],
+      headers,
       readBody: async () => {
         bodyWanted();
         await released;
         return body;
       },
       now: new Date(),
-      bodyDeadlineMs: 10_000,
-      enterListener: () => undefined,
     };
-    const outcome = intake.receive(delivery);
+    const outcome = deliver(intake, delivery);
     await wanted;
     await meanwhile();
     release();
     return outcome;
   }
 
-  const refusal = (outcome: IntakeOutcome) => (outcome.accepted ? { accepted: true } : { status: outcome.status, reason: outcome.reason });
+  const refusal = (outcome: DeliveryAnswer) => (outcome.accepted ? { accepted: true } : { status: outcome.status, reason: outcome.reason });
 
   it('accepts when nothing changed while the body arrived', async () => {
     const target = await published();

@@ -1857,7 +1857,7 @@ export interface components {
                 rateLimit?: components["schemas"]["RateLimitSettings"] | null;
                 concurrency?: components["schemas"]["ConcurrencySettings"] | null;
             };
-            /** @description Comma-separated field paths among displayName, description, trigger, steps, filter, concurrency, rateLimit. */
+            /** @description Comma-separated field paths among displayName, description, trigger, steps, filter, rateLimit, concurrency. */
             updateMask?: (string | string[]) | null;
         };
         User: {

@@ -13,13 +13,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Router from '@koa/router';
 import type { AppDeps, WebhookAnswer, WebhookEndpoint } from '../context';
 import { readRawBody } from '../body';
-import { AppError, errorBody, reportError, toAppError } from '../errors';
+import { AppError, errorBody, reportError, toAppError, type ErrorDetail } from '../errors';
 import { clientAddress } from '../proxy';
 import { SERVICE_HEADERS } from '../response-headers';
 import type { Metrics } from '../metrics';
 import type { Logger } from '../../logger';
 import { DataRateWatch, WebhookAdmission, type AdmissionTicket } from '../../webhooks/admission';
-import { createWebhookIntake, type DeliveryFacts, type IntakeOutcome, type WebhookDelivery } from '../../delivery/intake';
+import { createWebhookIntake, type IntakeOutcome } from '../../delivery/intake';
 import { listenerUrl, WEBHOOK_PATH_PREFIX } from '../../domain/automations';
 import * as api from '../../domain/api-schemas';
 import { AUTH_METHODS, authenticatorOf } from '../../webhooks/authenticators';
@@ -94,34 +94,46 @@ async function readWebhookBody(req: IncomingMessage, maxBytes: number, limits: A
   }
 }
 
-/**
- * One delivery as the intake sees it, over a Node request. A class rather than an object of
- * closures: nothing is allocated per delivery beyond the instance.
- */
-class NodeDelivery implements WebhookDelivery {
-  readonly bodyDeadlineMs = WEBHOOK_BODY_TIMEOUT_MS;
-  readonly facts: DeliveryFacts = { eventId: null, executionId: null };
+/** An ErrorInfo detail of the one error shape (google.rpc.ErrorInfo). */
+function reasonDetail(reason: string, metadata?: Record<string, string>): ErrorDetail {
+  return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: reason.toUpperCase(), domain: 'webhooks', ...(metadata ? { metadata } : {}) };
+}
 
-  constructor(
-    readonly listenerId: string,
-    readonly sourceAddress: string,
-    readonly now: Date,
-    private readonly req: IncomingMessage,
-    private readonly ticket: AdmissionTicket,
-    private readonly limits: AppDeps['config']['webhookAdmission'],
-  ) {}
-
-  header(name: string): string | undefined {
-    return (this.req.headers[name.toLowerCase()] as string | undefined) || undefined;
+/** The refusal's answer: status, machine reason (metrics label, delivery log), message and details. */
+function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filtered' }>): { status: number; reason: string; message: string; details: ErrorDetail[]; retryAfterSeconds?: number } {
+  switch (outcome.verdict) {
+    case 'rejected': {
+      const { status, reason, message } = outcome.rejection;
+      return { status, reason, message, details: status === 413 ? [] : [reasonDetail(reason)] };
+    }
+    case 'busy':
+      return { status: 429, reason: 'listener_busy', message: outcome.refusal.message, details: [] };
+    case 'duplicate':
+      return {
+        status: 409,
+        reason: 'duplicate_event',
+        message: 'event id already received by this listener',
+        details: [reasonDetail('duplicate_event', outcome.executionId === null ? { filtered: 'true' } : { executionId: outcome.executionId })],
+      };
+    case 'limited':
+      return { status: 429, reason: outcome.reason, message: outcome.message, details: [reasonDetail(outcome.reason)], retryAfterSeconds: outcome.retryAfterSeconds };
+    case 'unavailable':
+      // Not "rejected": a start that timed out may still have been recorded; the same event id is safe to retry.
+      return { status: 503, reason: 'engine_unavailable', message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id', details: [] };
   }
+}
 
-  readBody(maxBytes: number): Promise<Buffer | undefined> {
-    return readWebhookBody(this.req, maxBytes, this.limits);
+/** The HTTP answer to an intake outcome, with its metrics reason. */
+export function webhookAnswer(outcome: IntakeOutcome): WebhookAnswer & { reason: string } {
+  if (outcome.verdict === 'filtered') return { status: 200, reason: 'filtered', headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
+  if (outcome.verdict === 'accepted') {
+    return { status: 200, reason: outcome.paused ? 'paused' : 'accepted', headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
   }
-
-  enterListener(listenerId: string): void {
-    this.ticket.enterListener(listenerId);
-  }
+  // A refusal is the expected answer to a bad delivery: answered here, without an exception.
+  const refusal = refusalOf(outcome);
+  const headers = refusalHeaders(refusal.status);
+  if (refusal.retryAfterSeconds !== undefined) headers['Retry-After'] = String(refusal.retryAfterSeconds);
+  return { status: refusal.status, reason: refusal.reason, headers, body: errorBody(refusal.status, refusal.message, refusal.details) };
 }
 
 /**
@@ -159,25 +171,25 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
     }
     metrics.webhooksInFlight.set(admission.inFlight);
     const started = process.hrtime.bigint();
-    const delivery = new NodeDelivery(listenerId, source, new Date((deps.clock ?? Date.now)()), req, ticket, limits);
-    const { facts } = delivery;
+    const now = new Date((deps.clock ?? Date.now)());
     let status = 500;
     let reason = 'error';
+    let facts: IntakeOutcome['facts'] | undefined;
     try {
-      const outcome: IntakeOutcome = await intake.receive(delivery);
-      if (outcome.accepted && outcome.filtered) {
-        [status, reason] = [200, 'filtered'];
-        return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
+      // checks → decision → start: each stage answers a value; only the body is read here.
+      const opened = await intake.open({ listenerId, sourceAddress: source, headers: req.headers, now, bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS, ticket });
+      facts = opened.facts;
+      let outcome: IntakeOutcome;
+      if (opened.verdict !== 'read-body') outcome = opened;
+      else {
+        const decided = await intake.decide(opened, await readWebhookBody(req, opened.maxBytes, limits));
+        facts = decided.facts;
+        outcome = decided.verdict === 'start' ? await intake.start(decided) : decided;
       }
-      if (outcome.accepted) {
-        [status, reason] = [200, outcome.paused ? 'paused' : 'accepted'];
-        return { status: 200, headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
-      }
-      // A refusal is the expected answer to a bad delivery: answered here, without an exception.
-      [status, reason] = [outcome.status, outcome.reason];
-      const headers = refusalHeaders(status);
-      if (outcome.retryAfterSeconds !== undefined) headers['Retry-After'] = String(outcome.retryAfterSeconds);
-      return { status, headers, body: errorBody(status, outcome.message, outcome.details) };
+      facts = outcome.facts;
+      const answer = webhookAnswer(outcome);
+      [status, reason] = [answer.status, answer.reason];
+      return { status: answer.status, headers: answer.headers, body: answer.body };
     } catch (err) {
       // Anything but a refusal (a 408 body timeout, a store that is unavailable, a 500) counts as
       // 'error', with the status it is answered with.
@@ -191,13 +203,13 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.webhookDuration.observe({ status: String(status) }, seconds);
       // Deliveries to an unknown listener are not logged: they belong to no automation.
-      if (facts.automationId !== undefined) {
+      if (facts?.automationId !== undefined) {
         deps.deliveryLog?.record({
           eventId: facts.eventId,
           executionId: facts.executionId,
           automationId: facts.automationId,
           listenerId,
-          receivedAt: delivery.now,
+          receivedAt: now,
           status,
           reason,
           sourceAddress: source,
