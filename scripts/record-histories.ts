@@ -27,6 +27,8 @@ import type { automation } from '../workflows';
 import { ApprovalWaitKey } from '../workflows/automation';
 import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
 import {
+  BREAKER_RESUME_SIGNAL,
+  type BreakerResume,
   DECIDE_UPDATE,
   LANE_ACQUIRE_SIGNAL,
   LANE_RELEASE_SIGNAL,
@@ -74,6 +76,11 @@ function laneQueue(name: string): NonNullable<AutomationRunInput['flow']> {
 /** Waits until the run says it is QUEUED. */
 async function untilQueued(handle: Handle): Promise<void> {
   await until(async () => (await handle.query<RunState>(RUN_STATE_QUERY).catch(() => undefined))?.status === 'QUEUED');
+}
+
+/** Waits until the run says it is PAUSED (held by the circuit breaker). */
+async function untilPaused(handle: Handle): Promise<void> {
+  await until(async () => (await handle.query<RunState>(RUN_STATE_QUERY).catch(() => undefined))?.status === 'PAUSED');
 }
 
 /** The value of the named secret the secret-header scenario sends; never written to a history (checked). */
@@ -404,6 +411,57 @@ function scenarios(target: string): Scenario[] {
         await until(async () => (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' && (await laneHandle.describe()).raw.pendingWorkflowTask == null);
         await releaseHolder();
         return settle(handle);
+      },
+    },
+    {
+      name: 'breaker-paused-then-resumed',
+      description: 'circuit breaker: PAUSED (no step runs) until the resume signal, then completed',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
+      drive: async (handle) => {
+        await untilPaused(handle);
+        await handle.signal(BREAKER_RESUME_SIGNAL, { laneRequested: false } satisfies BreakerResume);
+        return settle(handle);
+      },
+    },
+    {
+      name: 'breaker-paused-then-resumed-through-lane',
+      description: 'circuit breaker: PAUSED, resumed (the resume asked the lane), QUEUED behind another run, granted, completed',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: { ...laneQueue('breaker-paused-then-resumed-through-lane'), paused: { since: '2026-01-01T00:00:00.000Z' } } },
+      laneHeld: true,
+      drive: async (handle, { releaseHolder }) => {
+        await untilPaused(handle);
+        await handle.signal(BREAKER_RESUME_SIGNAL, { laneRequested: false } satisfies BreakerResume);
+        await untilQueued(handle);
+        await releaseHolder();
+        return settle(handle);
+      },
+    },
+    {
+      name: 'breaker-paused-then-canceled',
+      description: 'circuit breaker: canceled while PAUSED; no step runs',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
+      drive: async (handle) => {
+        await untilPaused(handle);
+        await handle.cancel();
+        return settle(handle);
+      },
+    },
+    {
+      name: 'breaker-paused-then-terminated',
+      description: 'circuit breaker: terminated while PAUSED; the history ends there',
+      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+      trigger: { user: 'user-1' },
+      extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
+      drive: async (handle) => {
+        await untilPaused(handle);
+        await handle.terminate('recording a paused run');
+        return 'TERMINATED';
       },
     },
     {

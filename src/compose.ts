@@ -21,6 +21,8 @@ import { publishedSteps } from './domain/automations';
 import { TemporalRuns } from './temporal/runs';
 import { TemporalRunReader } from './temporal/executions';
 import { TemporalRunControl } from './temporal/run-control';
+import { TemporalPausedRunControl } from './temporal/breaker-control';
+import { openBreakers } from './store/circuit-breaker';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
 import { createWebhookEndpoint } from './http/routes/webhooks';
@@ -58,6 +60,7 @@ export interface AppInputs {
 export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close(): Promise<void> }> {
   const { config, db, logger, secretBox } = inputs;
   const metrics = inputs.metrics ?? new Metrics();
+  metrics.watchBreakers(() => openBreakers(db));
   const deliveryLog = new DeliveryLog(db, {
     ...inputs.deliveryLog,
     onSummarized: () => metrics.deliveryLogSummarized.inc(),
@@ -76,6 +79,7 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     runs,
     runReader,
     runControl,
+    ...(runs instanceof TemporalRuns ? { pausedRunControl: new TemporalPausedRunControl(runs.client, runs) } : {}),
     metrics,
     secretBox,
     tokenGuard: createTokenGuard(db, config.tokenEndpoint),

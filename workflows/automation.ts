@@ -18,6 +18,7 @@ import {
   CancellationScope,
   condition,
   defineQuery,
+  defineSignal,
   defineUpdate,
   getExternalWorkflowHandle,
   isCancellation,
@@ -55,6 +56,9 @@ import {
   CEL_EVALUATION_FAILURE,
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
+  BREAKER_PATCH,
+  BREAKER_RESUME_SIGNAL,
+  type BreakerResume,
   LANE_PROTOCOL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
@@ -80,6 +84,9 @@ export { STEP_FAILED };
 export const stateQuery = defineQuery<RunState>(RUN_STATE_QUERY);
 /** A person approves or rejects a waiting waitForApproval step; answers the run's state once the step has moved on. */
 export const decideUpdate = defineUpdate<RunState, [DecideInput]>(DECIDE_UPDATE);
+
+/** Lets a run the circuit breaker paused go (the API's resume, in acceptance order). */
+export const breakerResumeSignal = defineSignal<[BreakerResume]>(BREAKER_RESUME_SIGNAL);
 
 type Activities = AutomationActivities;
 
@@ -143,6 +150,16 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   // From 0.7.0 a run marks itself while a step waits for approval (docs/upgrades.md). Asked here
   // for the same reason: the wait comes after local activities.
   const marksApprovalWait = patched(APPROVAL_WAIT_PATCH);
+  // From 0.7.0 a run the circuit breaker paused waits to be resumed (docs/upgrades.md); asked only
+  // by paused runs, so the histories of every other run are unchanged.
+  const paused = flow?.paused !== undefined && patched(BREAKER_PATCH) ? flow.paused : undefined;
+  let resumed: BreakerResume | undefined;
+  if (paused) {
+    // Set before anything else: a resume sent while the run loads its steps is not missed.
+    setHandler(breakerResumeSignal, (resume) => {
+      resumed ??= resume;
+    });
+  }
   if (flow?.error) {
     state.status = 'FAILED';
     await condition(allHandlersFinished);
@@ -152,8 +169,10 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   const { steps } = await loadSteps(input);
   state.steps = steps.map((step) => ({ id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null }));
   const options: RunOptions = { marksApprovalWait };
+  if (paused) await hold(paused, state, () => resumed);
   if (!flow?.queue) return runSteps(input, steps, state, decisions, options);
-  const queue = flow.queue;
+  // A paused run did not ask its lane when it was accepted: the resume did (in acceptance order), or the run asks now.
+  const queue = paused ? { ...flow.queue, requested: resumed?.laneRequested ?? false } : flow.queue;
   try {
     await admit(input, queue, state, ownLaneOnly);
     return await runSteps(input, steps, state, decisions, options);
@@ -165,6 +184,22 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
         .catch(() => undefined),
     );
   }
+}
+
+/**
+ * Holds a run the circuit breaker paused until the resume signal: PAUSED meanwhile (its state, the
+ * FlowQueue search attribute, the details the Web UI shows). A cancel ends it here, before any step.
+ */
+async function hold(paused: { since: string }, state: RunState, resumed: () => BreakerResume | undefined): Promise<void> {
+  state.status = 'PAUSED';
+  state.paused = { since: paused.since };
+  setCurrentDetails('paused by the circuit breaker');
+  upsertSearchAttributes([{ key: FlowQueueKey, value: 'PAUSED' }]);
+  await condition(() => resumed() !== undefined);
+  upsertSearchAttributes([{ key: FlowQueueKey, value: null }]);
+  setCurrentDetails('');
+  state.status = 'RUNNING';
+  delete state.paused;
 }
 
 /**

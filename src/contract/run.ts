@@ -46,14 +46,22 @@ export interface AutomationRunInput {
   flow?: RunFlow;
 }
 
+/** Workflow id of the run for one event: the idempotency key (the 409 of a repeat is Temporal's). */
+export function runWorkflowId(listenerId: string, eventId: string): string {
+  return `webhook:${listenerId}:${eventId.toLowerCase()}`;
+}
+
 /**
  * What flow control decided for a run when it was started (src/flow): the lane
  * that admits it, or an expression that failed (the run then fails at once, naming the field).
  */
 export interface RunFlow {
   queue?: RunQueue;
-  /** Set by a flow option whose delivery-time decision accepts the run but holds it (src/flow); no workflow reads it yet. */
-  paused?: true;
+  /**
+   * The circuit breaker was open when the event was accepted: the run waits, PAUSED, for the
+   * resume signal before it runs anything (then asks its lane, when it has a queue).
+   */
+  paused?: { since: string };
   /** The field whose expression failed (`filter`, `concurrency.key`, …: the option's). */
   error?: { field: string; message: string };
 }
@@ -157,10 +165,24 @@ export interface StepResult {
 export const RUN_STATE_QUERY = 'state';
 
 export interface RunState {
-  status: 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED';
+  status: 'QUEUED' | 'PAUSED' | 'RUNNING' | 'COMPLETED' | 'FAILED';
   steps: StepResult[];
   /** While QUEUED: the concurrency key the run waits for. */
   queue?: { key: string };
+  /** While PAUSED: since when the circuit breaker holds the run. */
+  paused?: { since: string };
+}
+
+/** Name of the patch from which a run the circuit breaker paused waits for the resume signal (docs/upgrades.md, 0.7.0). */
+export const BREAKER_PATCH = 'circuit-breaker-pause';
+
+/** Signal that lets a paused run go (the API's resume, src/temporal/breaker-control.ts). */
+export const BREAKER_RESUME_SIGNAL = 'breakerResume';
+
+/** The resume signal's argument. */
+export interface BreakerResume {
+  /** True when the API asked the run's lane for a permit itself, in acceptance order, before this signal. */
+  laneRequested: boolean;
 }
 
 /** Failure type of a run that stopped at a failed step; details `[{stepId, kind, error}]`. */

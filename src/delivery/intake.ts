@@ -7,7 +7,7 @@
  * answers accepted, duplicate or unavailable. Checks run in the order of docs/api.md, the first
  * failure answers: listener → source address → body size, enforced while reading → headers → the
  * listener's authentication method → JSON → duplicate event id → the version's filter (filtered:
- * no run) → its rate limit, then its key's queue bound → accepted. Outcomes say what happened
+ * no run) → its rate limit, then its key's queue bound → accepted (the run PAUSED when the circuit breaker is open). Outcomes say what happened
  * (with the facts the delivery log keeps); the HTTP statuses are the route's (src/http/routes/webhooks.ts).
  *
  * Flow control is the options of src/flow, asked in their registry's order once the delivery is
@@ -75,7 +75,7 @@ export type Refusal =
   | { verdict: 'unavailable' };
 
 export type IntakeOutcome = (
-  | { verdict: 'accepted'; eventId: string; executionId: string }
+  | { verdict: 'accepted'; eventId: string; executionId: string; /** The circuit breaker paused the run. */ paused?: true }
   /** The version's filter was false: the event is recorded, no run started. */
   | { verdict: 'filtered'; eventId: string }
   | Refusal
@@ -304,7 +304,8 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       const automationId = latest.automation.id;
       const { eventId } = headers;
       const decision = await decideDelivery(
-        { version: published.snapshot.flow, live: latest.automation.flow },
+        // Live options (the circuit breaker) are the automation's current settings, not the version's.
+        { version: published.snapshot.flow, live: latest.automation.liveFlow },
         {
           db: deps.db,
           engine: deps.runs,
@@ -312,6 +313,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           automationName: published.snapshot.displayName,
           listenerId,
           eventId,
+          receivedAt: head.now.toISOString(),
           payload,
           hasFilteredEvents: latest.hasFilteredEvents,
         },
@@ -336,7 +338,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           eventId,
           receivedAt: head.now.toISOString(),
           payload,
-          flow: decision.paused ? { ...decision.flow, paused: true } : decision.flow,
+          flow: decision.flow,
           decision,
         },
       };
@@ -369,12 +371,14 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           await decision.release();
           await decision.started(err.runId, true);
         }
+        // Only when the start itself was not confirmed (not a lane request after it).
+        if (err instanceof WorkflowEngineUnavailableError) await decision.unavailable();
         throw err;
       }
       known = { ...facts, executionId };
       await decision.started(executionId, false);
-      log.info({ listenerId: run.listenerId, eventId: run.eventId, executionId }, 'webhook accepted');
-      return { verdict: 'accepted', eventId: run.eventId, executionId, facts: known };
+      log.info({ listenerId: run.listenerId, eventId: run.eventId, executionId, ...(decision.paused ? { paused: true } : {}) }, 'webhook accepted');
+      return { verdict: 'accepted', eventId: run.eventId, executionId, ...(decision.paused ? { paused: true as const } : {}), facts: known };
     } catch (err) {
       // A lane request that fails after the start is unavailable too: the run is recorded, the sender's retry gets the duplicate.
       return outcomeOf(err, run.listenerId, new Date(run.receivedAt), known);

@@ -15,6 +15,7 @@ import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
 import { FLOW_FIELDS, flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
+import { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodSeconds } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
 import { closedObject, oneViolation, whileValid } from './validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
@@ -159,6 +160,42 @@ export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhoo
 
 const flowInputs = flowInputSchemas();
 
+const periodRule = `must be whole seconds from "${BREAKER_PERIOD_SECONDS[0]}s" to "${BREAKER_PERIOD_SECONDS[1]}s", e.g. "3600s"`;
+const maxRunsRule = `is required: an integer from ${BREAKER_MAX_RUNS[0]} to ${BREAKER_MAX_RUNS[1].toLocaleString('en-US')}`;
+/** The circuit breaker's PUT body: the settings, each rule with its message, unknown fields named. */
+export const CircuitBreakerRequest = closedObject({
+  maxRuns: z
+    .number({ error: maxRunsRule })
+    .int({ error: maxRunsRule })
+    .min(BREAKER_MAX_RUNS[0], { error: maxRunsRule, ...whileValid })
+    .max(BREAKER_MAX_RUNS[1], { error: maxRunsRule, ...whileValid })
+    .meta({ description: 'Runs per period; the run past it trips the breaker.' }),
+  period: z
+    .string({ error: `is required: ${periodRule}` })
+    .regex(/^\d{1,7}s$/, { error: periodRule, ...whileValid })
+    .refine((value) => breakerPeriodSeconds(value) !== undefined, { error: periodRule, ...whileValid })
+    .meta({ description: 'The sliding window, whole seconds from "60s" to "2592000s" (30 days).' }),
+}).meta({ id: 'CircuitBreakerRequest' });
+export type CircuitBreakerRequest = z.output<typeof CircuitBreakerRequest>;
+export const BreakerView = z
+  .object({
+    state: z.enum(['OPEN', 'CLOSED']),
+    trippedAt: z.string().nullable().optional().meta({ format: 'date-time', description: 'OPEN: when the breaker tripped.' }),
+    pausedRuns: z.number().int().optional().meta({ description: 'OPEN: the runs it holds.' }),
+    runsInPeriod: z.number().int().optional().meta({ description: 'CLOSED: the runs counted in the last period.' }),
+  })
+  .meta({ id: 'BreakerView' });
+const breakerReasonRule = `is required: a non-empty string of at most ${BREAKER_MAX_REASON} characters`;
+export const BreakerActionRequest = closedObject({
+  reason: z
+    .string({ error: breakerReasonRule })
+    .min(1, { error: breakerReasonRule, ...whileValid })
+    .max(BREAKER_MAX_REASON, { error: breakerReasonRule, ...whileValid })
+    .regex(/\S/, { error: breakerReasonRule, ...whileValid })
+    .meta({ description: 'Why: kept in the audit trail.' }),
+}).meta({ id: 'BreakerActionRequest' });
+export type BreakerActionRequest = z.output<typeof BreakerActionRequest>;
+
 const displayName = () => z.string().regex(/\S/).max(200);
 const description = () => z.string().max(4000);
 
@@ -222,6 +259,7 @@ export const Automation = z
     trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
     steps: z.array(AutomationStep),
     ...flowViewSchemas(),
+    breaker: BreakerView.optional().meta({ description: "The circuit breaker's state (GET of one automation with a breaker, or with runs it paused)." }),
     createdAt: z.string().meta({ format: 'date-time' }),
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
@@ -235,6 +273,8 @@ export const AutomationWriteResponse = z
   .object({ automation: Automation, signingSecret: signingSecret().optional() })
   .meta({ id: 'AutomationWriteResponse' });
 export const AutomationResponse = z.object({ automation: Automation }).meta({ id: 'AutomationResponse' });
+export const BreakerResumeResponse = z.object({ automation: Automation, resumed: z.number().int() }).meta({ id: 'BreakerResumeResponse' });
+export const BreakerCancelResponse = z.object({ automation: Automation, canceled: z.number().int() }).meta({ id: 'BreakerCancelResponse' });
 export const AutomationList = z
   .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
   .meta({ id: 'AutomationList' });
@@ -289,7 +329,9 @@ export const DryRunResponse = z
 const executionFields = {
   id: z.string().meta({ description: 'webhook:{listenerId}:{eventId}' }),
   eventId: z.string().nullable(),
-  status: z.enum(['QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED']).meta({ description: 'QUEUED: waiting for its concurrency key (no step started).' }),
+  status: z
+    .enum(['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED'])
+    .meta({ description: 'QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).' }),
   startedAt: z.string().meta({ format: 'date-time' }),
   closedAt: z.string().nullable().meta({ format: 'date-time' }),
   version: z.number().int().nullable().meta({ description: 'The automation version the run executes.' }),
@@ -327,6 +369,10 @@ export const Execution = z
           'What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way.',
       }),
     queue: z.object({ key: z.string() }).optional().meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
+    paused: z
+      .object({ since: z.string().meta({ format: 'date-time' }) })
+      .optional()
+      .meta({ description: 'While PAUSED: since when the circuit breaker holds the run.' }),
   })
   .meta({ id: 'Execution' });
 
@@ -335,7 +381,7 @@ export const Delivery = z
     receivedAt: z.string().meta({ format: 'date-time' }),
     status: z.number().int().meta({ description: 'The HTTP status the receiver answered.' }),
     reason: z.string().meta({
-      description: 'The receiver’s reason code: accepted, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
+      description: 'The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
     }),
     eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
     sourceAddress: z.string(),

@@ -21,7 +21,7 @@ import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
 import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
 import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
-import { FLOW_FIELDS, flowControlOf, validateFlowControl, validateFlowField } from '../flow';
+import { FLOW_FIELDS, flowControlOf, liveFlowControlOf, validateFlowControl, validateFlowField } from '../flow';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { type FieldViolation, invalidArgument, notFound, StaleRevisionError } from '../errors';
 import type { Automation } from './api-schemas';
@@ -50,7 +50,7 @@ export async function withPublishedVersions(db: Queryable, records: AutomationRe
 }
 
 /** The public view; `publishedVersion` is shown when the record carries it (see withPublishedVersion). */
-export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string): Automation {
+export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string, breaker?: Automation['breaker']): Automation {
   return {
     id: record.id,
     displayName: record.displayName,
@@ -67,6 +67,8 @@ export function automationView(record: AutomationRecord & { publishedVersion?: n
     },
     steps: record.steps.map((step) => ({ ...step })),
     ...flowControlOf(record.flow),
+    ...liveFlowControlOf(record.liveFlow),
+    ...(breaker ? { breaker } : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };

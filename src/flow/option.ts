@@ -28,6 +28,8 @@ export interface FlowDelivery {
   automationName: string;
   listenerId: string;
   eventId: string;
+  /** RFC 3339 time the receiver accepted the event (the run's `receivedAt`). */
+  receivedAt: string;
   payload: unknown;
   /** The listener has filtered events on record (a repeat of one is a 409 even after the filter went). */
   hasFilteredEvents: boolean;
@@ -45,7 +47,14 @@ export interface FlowDelivery {
  *   earlier options took and answers 409 instead when the event already started a run.
  */
 export type FlowDecision =
-  | { verdict: 'start'; run?: Partial<RunFlow>; paused?: boolean; release?: () => Promise<void> }
+  | {
+      verdict: 'start';
+      run?: Partial<RunFlow>;
+      paused?: boolean;
+      release?: () => Promise<void>;
+      /** Gives back what the decision took when the engine did not confirm the start (503). */
+      unavailable?: () => Promise<void>;
+    }
   | { verdict: 'filtered' }
   | { verdict: 'duplicate'; executionId: string | null }
   | { verdict: 'refused'; reason: string; message: string; retryAfterSeconds: number };
@@ -84,8 +93,8 @@ export interface FlowOption<Name extends string = string, Settings = unknown, Vi
   runFlow?(settings: Settings, run: FlowRun): Partial<RunFlow> | undefined;
   /** After the start (`executionId`) or the repeat (409 of `executionId`) of a run this option let through. */
   started?(settings: Settings, delivery: FlowDelivery, executionId: string, repeat: boolean): Promise<void>;
-  /** The dry run: what the option would do with a sample payload (null when unset). */
-  readonly dryRun: { schema: z.ZodType<View | null>; view(settings: Settings | null, payload: unknown): View | null };
+  /** The dry run: what the option would do with a sample payload (null when unset); a live option has none. */
+  readonly dryRun?: { schema: z.ZodType<View | null>; view(settings: Settings | null, payload: unknown): View | null };
 }
 
 /** Declares an option, typed (src/flow/index.ts lists it). */

@@ -1,4 +1,5 @@
 /** What every router gets: built once at start-up (src/compose.ts), passed to `createApp`. */
+import type { PausedRunControl } from '../domain/circuit-breaker';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config';
 import type { Db } from '../store/db';
@@ -38,6 +39,8 @@ export interface AppDeps {
   runReader: RunReader | undefined;
   /** Approves, rejects, cancels, terminates and reruns runs; undefined where runs are not on Temporal (503). */
   runControl: RunController | undefined;
+  /** Lets the circuit breaker's paused runs go (resume, cancel); undefined where runs are not on Temporal (503). */
+  pausedRunControl?: PausedRunControl;
   /** The webhook receiver: one per app, so that the fast path and the Koa route share its admission counts and listener cache. */
   webhookEndpoint: WebhookEndpoint;
   metrics: Metrics;

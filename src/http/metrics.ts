@@ -43,6 +43,26 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Where the breaker gauge reads the open breakers from at each scrape (src/compose.ts sets it: the store, shared by every API process). */
+  private openBreakers: (() => Promise<string[]>) | undefined;
+  readonly breakerOpen = new Gauge({
+    name: 'automation_breaker_open',
+    help: 'Automations whose circuit breaker is open (1), read from the store at each scrape',
+    labelNames: ['automation_id'] as const,
+    registers: [this.registry],
+    collect: async () => {
+      this.breakerOpen.reset();
+      // A store that does not answer leaves the gauge empty for this scrape (the scrape still answers).
+      const open = await this.openBreakers?.().catch(() => []);
+      for (const automationId of open ?? []) this.breakerOpen.set({ automation_id: automationId }, 1);
+    },
+  });
+
+  /** Reads the open circuit breakers with `read` at each scrape. */
+  watchBreakers(read: () => Promise<string[]>): void {
+    this.openBreakers = read;
+  }
+
   /** One answered HTTP request: its count by status and its latency since `startedNs` (process.hrtime.bigint). */
   recordHttp(method: string, route: string, status: number, startedNs: bigint): void {
     this.httpRequests.inc({ method, route, status: String(status) });

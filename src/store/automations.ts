@@ -18,6 +18,8 @@ export interface AutomationRecord {
   steps: StepDefinition[];
   /** The flow options' settings by name, as JSON (src/flow reads them: flowControlOf). */
   flow: StoredFlow;
+  /** The live flow options' settings by name (the circuit breaker): not part of the draft or a version (src/flow). */
+  liveFlow: StoredFlow;
   /** HMAC signing secret sealed with the SecretBox (AES-256-GCM); null for JWT. */
   sealedSigningSecret: string | null;
   /** The secret before the last rotation (sealed), still verifying until `previousSecretExpiresAt`. */
@@ -38,6 +40,7 @@ export interface AutomationRow {
   trigger: IncomingWebhookTrigger;
   steps: StepDefinition[];
   flow?: StoredFlow | null;
+  live_flow?: StoredFlow | null;
   listener_id: string;
   signing_secret: string | null;
   previous_signing_secret?: string | null;
@@ -58,6 +61,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
     listenerId: row.listener_id,
     steps: row.steps,
     flow: row.flow ?? {},
+    liveFlow: row.live_flow ?? {},
     sealedSigningSecret: row.signing_secret,
     sealedPreviousSigningSecret: row.previous_signing_secret ?? null,
     previousSecretExpiresAt: iso(row.previous_secret_expires_at ?? null) ?? null,
@@ -69,7 +73,7 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 
 export type NewAutomation = Omit<
   AutomationRecord,
-  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision'
+  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision' | 'liveFlow'
 > & { flow?: StoredFlow };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
@@ -134,6 +138,17 @@ export async function setSealedSigningSecret(
     `UPDATE automations SET signing_secret = $2, previous_signing_secret = $3, previous_secret_expires_at = $4, revision = revision + 1, updated_at = now()
      WHERE id = $1 RETURNING *`,
     [id, sealed, previous?.sealed ?? null, previous?.expiresAt ?? null],
+  );
+  return rows[0] ? toAutomationRecord(rows[0]) : undefined;
+}
+
+/** Sets (or, with null, removes) a live flow option's settings; a write to the automation (its revision advances). */
+export async function setLiveFlowOption(db: Queryable, id: string, name: string, settings: unknown): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(
+    `UPDATE automations SET live_flow = CASE WHEN $3::jsonb IS NULL THEN live_flow - $2 ELSE live_flow || jsonb_build_object($2::text, $3::jsonb) END,
+       revision = revision + 1, updated_at = now()
+     WHERE id = $1 RETURNING *`,
+    [id, name, settings === null ? null : JSON.stringify(settings)],
   );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }

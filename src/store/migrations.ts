@@ -348,6 +348,72 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_events_actor ON audit_events (actor, id);
   CREATE INDEX audit_events_action ON audit_events (action, id);
   `,
+  // 21: the circuit breaker: live flow options of an automation (not versioned: the circuit
+  // breaker's setting, under its name); the breaker's state, one row per
+  // automation (the runs counted in the window, when it tripped); and its runs, one row per run it
+  // counted or paused, in acceptance order (seq). breaker_take decides one delivery in one
+  // statement: it locks the automation's state row, drops the counted runs that left the window
+  // (each row is dropped once: amortised constant cost) and counts or pauses the run, keyed by its
+  // id so that a repeat of the same start gets the same answer and counts nothing.
+  `
+  ALTER TABLE automations ADD COLUMN live_flow jsonb NOT NULL DEFAULT '{}'::jsonb;
+  CREATE TABLE breaker_state (
+    automation_id text PRIMARY KEY,
+    runs_in_period integer NOT NULL DEFAULT 0,
+    tripped_at timestamptz
+  );
+  CREATE TABLE breaker_runs (
+    automation_id text NOT NULL,
+    run_id text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    at_ms bigint NOT NULL,
+    status text NOT NULL,
+    PRIMARY KEY (automation_id, run_id)
+  );
+  CREATE INDEX breaker_runs_window ON breaker_runs (automation_id, status, at_ms);
+  CREATE INDEX breaker_runs_order ON breaker_runs (automation_id, status, seq);
+  CREATE FUNCTION breaker_take(p_automation text, p_run text, p_max integer, p_period_ms bigint)
+    RETURNS TABLE (decision text, inserted boolean, tripped timestamptz) LANGUAGE plpgsql AS $$
+  DECLARE
+    now_ms bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    counted integer;
+    open_since timestamptz;
+    recorded text;
+    expired integer;
+  BEGIN
+    INSERT INTO breaker_state AS s (automation_id) VALUES (p_automation)
+      ON CONFLICT (automation_id) DO UPDATE SET runs_in_period = s.runs_in_period
+      RETURNING s.runs_in_period, s.tripped_at INTO counted, open_since;
+    SELECT r.status INTO recorded FROM breaker_runs r WHERE r.automation_id = p_automation AND r.run_id = p_run;
+    IF FOUND THEN
+      RETURN QUERY SELECT recorded, false, open_since;
+      RETURN;
+    END IF;
+    DELETE FROM breaker_runs r WHERE r.automation_id = p_automation AND r.status = 'counted' AND r.at_ms <= now_ms - p_period_ms;
+    GET DIAGNOSTICS expired = ROW_COUNT;
+    counted := greatest(0, counted - expired);
+    IF open_since IS NULL AND counted < p_max THEN
+      INSERT INTO breaker_runs (automation_id, run_id, at_ms, status) VALUES (p_automation, p_run, now_ms, 'counted');
+      UPDATE breaker_state SET runs_in_period = counted + 1 WHERE automation_id = p_automation;
+      RETURN QUERY SELECT 'counted'::text, true, NULL::timestamptz;
+    ELSE
+      open_since := coalesce(open_since, clock_timestamp());
+      INSERT INTO breaker_runs (automation_id, run_id, at_ms, status) VALUES (p_automation, p_run, now_ms, 'paused');
+      UPDATE breaker_state SET runs_in_period = counted, tripped_at = open_since WHERE automation_id = p_automation;
+      RETURN QUERY SELECT 'paused'::text, true, open_since;
+    END IF;
+  END $$;
+  CREATE FUNCTION breaker_give_back(p_automation text, p_run text) RETURNS void LANGUAGE plpgsql AS $$
+  DECLARE
+    was text;
+  BEGIN
+    PERFORM 1 FROM breaker_state WHERE automation_id = p_automation FOR UPDATE;
+    DELETE FROM breaker_runs WHERE automation_id = p_automation AND run_id = p_run RETURNING status INTO was;
+    IF was = 'counted' THEN
+      UPDATE breaker_state SET runs_in_period = greatest(0, runs_in_period - 1) WHERE automation_id = p_automation;
+    END IF;
+  END $$;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

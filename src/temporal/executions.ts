@@ -43,6 +43,8 @@ export interface ExecutionDetail extends ExecutionSummary {
   steps: ExecutionStep[];
   /** While QUEUED: the concurrency key value the run waits for. */
   queue?: { key: string };
+  /** While PAUSED: since when the circuit breaker holds the run. */
+  paused?: { since: string };
 }
 
 /** A step as the executions view shows it: a callWebhook step that ran also shows its call's key. */
@@ -178,8 +180,8 @@ export class TemporalRunReader implements RunReader {
     const keysOf = callKeyScope(description.memo?.callKeysOf) ?? { workflowId: executionId, runId: description.runId };
     const keyed = (steps: StepResult[]): ExecutionStep[] => withCallKeys(steps, keysOf);
 
-    const queued = description.status.name === 'RUNNING' && description.typedSearchAttributes.get(FlowQueueKey) === 'QUEUED';
-    const status = queued ? 'QUEUED' : executionStatus(description.status.name);
+    const held = description.status.name === 'RUNNING' ? heldStatus(description.typedSearchAttributes.get(FlowQueueKey)) : undefined;
+    const status = held ?? executionStatus(description.status.name);
     const summary: ExecutionSummary = {
       id: executionId,
       eventId: description.typedSearchAttributes.get(WebhookEventIdKey) ?? null,
@@ -208,10 +210,19 @@ export class TemporalRunReader implements RunReader {
         state = undefined; // no worker (or none in time): read the history instead
       }
     }
-    if (state && (status === 'RUNNING' || status === 'QUEUED') && summary.version !== null) {
+    if (state && (status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED') && summary.version !== null) {
       // The run's own word is the freshest: visibility may lag behind a grant by a moment.
-      const current = state.status === 'QUEUED' ? 'QUEUED' : 'RUNNING';
-      return { ...summary, status: current, automationId, ...(await links()), error: null, steps: keyed(state.steps), ...(state.queue ? { queue: state.queue } : {}) };
+      const current = state.status === 'QUEUED' || state.status === 'PAUSED' ? state.status : 'RUNNING';
+      return {
+        ...summary,
+        status: current,
+        automationId,
+        ...(await links()),
+        error: null,
+        steps: keyed(state.steps),
+        ...(state.queue ? { queue: state.queue } : {}),
+        ...(state.paused ? { paused: state.paused } : {}),
+      };
     }
 
     // The history says why a closed run stopped, and what a run did when no worker answers.
@@ -234,8 +245,9 @@ export class TemporalRunReader implements RunReader {
       automationId,
       ...(await links()),
       error,
-      steps: keyed(status === 'RUNNING' || status === 'QUEUED' || status === 'COMPLETED' ? steps : markInterrupted(steps, error)),
+      steps: keyed(status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED' || status === 'COMPLETED' ? steps : markInterrupted(steps, error)),
       ...(status === 'QUEUED' && run.input?.flow?.queue ? { queue: { key: run.input.flow.queue.key } } : {}),
+      ...(status === 'PAUSED' && run.input?.flow?.paused ? { paused: { since: run.input.flow.paused.since } } : {}),
     };
   }
 
@@ -292,6 +304,11 @@ export function executionStatus(name: string): ExecutionStatus {
   }
 }
 
+/** A running run's FlowQueue search attribute: QUEUED in its lane, PAUSED by the circuit breaker. */
+function heldStatus(value: unknown): 'QUEUED' | 'PAUSED' | undefined {
+  return value === 'QUEUED' || value === 'PAUSED' ? value : undefined;
+}
+
 const STATUS_NAMES: Record<number, string> = {
   [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'RUNNING',
   [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED]: 'COMPLETED',
@@ -330,11 +347,11 @@ function entryFromVisibility(raw: WorkflowInfo): ExecutionListEntry {
 function summaryFromVisibility(raw: WorkflowInfo): ExecutionSummary {
   const eventId = decode(raw.searchAttributes?.indexedFields?.[WebhookEventIdKey.name]);
   const status = executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING');
-  const queued = status === 'RUNNING' && decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name]) === 'QUEUED';
+  const held = status === 'RUNNING' ? heldStatus(decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name])) : undefined;
   return {
     id: raw.execution?.workflowId ?? '',
     eventId: typeof eventId === 'string' ? eventId : null,
-    status: queued ? 'QUEUED' : status,
+    status: held ?? status,
     startedAt: timestamp(raw.startTime) ?? '',
     closedAt: timestamp(raw.closeTime) ?? null,
     version: numberOrNull(decode(raw.memo?.fields?.automationVersion)),

@@ -172,7 +172,7 @@ export class TemporalRunControl implements RunController {
   private async requireOpen(executionId: string, showStatus = true): Promise<void> {
     const execution = await this.executions.get(executionId);
     if (!execution) throw new NotFoundError('automation execution', executionId);
-    if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED') throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
+    if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED' && execution.status !== 'PAUSED') throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
   }
 
   /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */
@@ -201,7 +201,7 @@ function baseInput(input: AutomationRunInput, version: number): AutomationRunInp
   };
 }
 
-function grpcCode(err: unknown): number | undefined {
+export function grpcCode(err: unknown): number | undefined {
   if (isGrpcServiceError(err)) return err.code;
   if (err instanceof ServiceError && isGrpcServiceError(err.cause)) return err.cause.code;
   const cause = (err as { cause?: unknown })?.cause;

@@ -7,16 +7,13 @@ import { raceDeadline } from './deadline';
 import { laneQueueFull, requestLanePermit } from './lanes';
 import { decodePayloadsInPlace } from './executions';
 import { automation } from '../../workflows';
-import type { AutomationRunInput, RunQueue } from '../contract/run';
+import { runWorkflowId, type AutomationRunInput, type RunQueue } from '../contract/run';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns, type RunDisplay, type StartedRun } from '../domain/runs';
 import type { LaneRequest } from '../contract/lanes';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
 import { QUEUE_KEY_MEMO } from './run-listing';
 
-/** Workflow id of the run for one event: the idempotency key. */
-export function runWorkflowId(listenerId: string, eventId: string): string {
-  return `webhook:${listenerId}:${eventId.toLowerCase()}`;
-}
+export { runWorkflowId } from '../contract/run';
 
 /** Starts runs on a real Temporal server. */
 export class TemporalRuns implements AutomationRuns {

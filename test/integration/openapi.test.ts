@@ -405,6 +405,21 @@ describe('OpenAPI document', () => {
       expect(rerun.status).toBe(200);
       await stack.client.workflow.getHandle(rerun.body.execution.id).terminate('conformance test done').catch(() => undefined);
       await stack.client.workflow.getHandle(accepted.body.executionId).terminate('conformance test done').catch(() => undefined);
+      // The circuit breaker: set, a paused run, the automation with its breaker's state, resume, cancel, delete.
+      expect((await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 1, period: '60s' })).status).toBe(200);
+      expect((await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 0, period: '60s' })).status).toBe(400);
+      const held: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await deliver(stack, path, hmacEvent(secret, { kind: 'hire', service_account: userId }));
+        expect(res.status).toBe(200);
+        held.push(res.body.executionId);
+      }
+      expect((await call(superAdmin, 'get', `/api/v1/automations/${id}`)).body.automation.breaker).toMatchObject({ state: 'OPEN', pausedRuns: 1 });
+      expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/resume`, { reason: 'checked' })).body.resumed).toBe(1);
+      expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, { reason: 'nothing held' })).body.canceled).toBe(0);
+      expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, {})).status).toBe(400);
+      expect((await call(superAdmin, 'delete', `/api/v1/automations/${id}/circuit-breaker`)).status).toBe(200);
+      for (const run of held) await stack.client.workflow.getHandle(run).terminate('conformance test done').catch(() => undefined);
       expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
     });
 

@@ -246,40 +246,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/automation_executions": {
+    "/api/v1/automations/{id}/circuit-breaker": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.
-         * @description Read from the workflow engine's visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.
-         */
-        get: operations["automations.executions.search"];
-        put?: never;
+        get?: never;
+        /** Set the circuit breaker (super_admin): a live setting, applied without a publish to deliveries from 1 s after the answer. */
+        put: operations["automations.circuitBreaker.set"];
         post?: never;
+        /** Remove the circuit breaker (super_admin); runs it paused stay PAUSED until resumed or canceled. */
+        delete: operations["automations.circuitBreaker.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automations/{id}/breaker/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume the runs the circuit breaker paused, in acceptance order (admin or super_admin); the breaker closes and counts from zero. */
+        post: operations["automations.breaker.resume"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/automations/{id}/lanes": {
+    "/api/v1/automations/{id}/breaker/cancel": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.
-         * @description Counted from the automation's running runs in visibility (runs started before 0.7.0 carry no key and are not counted).
-         */
-        get: operations["automations.lanes.list"];
+        get?: never;
         put?: never;
-        post?: never;
+        /** Cancel the runs the circuit breaker paused (admin or super_admin): each ends CANCELED, no step ran; the breaker closes. */
+        post: operations["automations.breaker.cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -867,6 +879,9 @@ export interface components {
             filter: string | null;
             rateLimit: components["schemas"]["RateLimitSettings"] | null;
             concurrency: components["schemas"]["ConcurrencySettings"] | null;
+            circuitBreaker: components["schemas"]["CircuitBreakerSettings"] | null;
+            /** @description The circuit breaker's state (GET of one automation with a breaker, or with runs it paused). */
+            breaker?: components["schemas"]["BreakerView"];
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1163,6 +1178,31 @@ export interface components {
             /** @description HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation. */
             signingSecret?: string;
         };
+        BreakerActionRequest: {
+            /** @description Why: kept in the audit trail. */
+            reason: string;
+        };
+        BreakerCancelResponse: {
+            automation: components["schemas"]["Automation"];
+            canceled: number;
+        };
+        BreakerResumeResponse: {
+            automation: components["schemas"]["Automation"];
+            resumed: number;
+        };
+        BreakerView: {
+            /** @enum {string} */
+            state: "OPEN" | "CLOSED";
+            /**
+             * Format: date-time
+             * @description OPEN: when the breaker tripped.
+             */
+            trippedAt?: string | null;
+            /** @description OPEN: the runs it holds. */
+            pausedRuns?: number;
+            /** @description CLOSED: the runs counted in the last period. */
+            runsInPeriod?: number;
+        };
         /** @description An outbound HTTPS POST of a JSON body built with CEL. */
         CallWebhookStep: {
             /** @description CEL giving the https URL to POST to. */
@@ -1182,6 +1222,19 @@ export interface components {
                 /** @description The named outbound secret that signs (it must exist). */
                 secret: string;
             } | null;
+        };
+        CircuitBreakerRequest: {
+            /** @description Runs per period; the run past it trips the breaker. */
+            maxRuns: number;
+            /** @description The sliding window, whole seconds from "60s" to "2592000s" (30 days). */
+            period: string;
+        };
+        /** @description A live setting, not part of the draft (PUT/DELETE /api/v1/automations/{id}/circuit-breaker): past `maxRuns` runs started in the last `period`, new runs are PAUSED until a person resumes or cancels them. */
+        CircuitBreakerSettings: {
+            /** @description Runs per period; the run past it trips the breaker. */
+            maxRuns: number;
+            /** @description The sliding window, whole seconds from "60s" to "2592000s" (30 days). */
+            period: string;
         };
         CodecPayload: {
             metadata?: {
@@ -1301,7 +1354,7 @@ export interface components {
             receivedAt: string;
             /** @description The HTTP status the receiver answered. */
             status: number;
-            /** @description The receiver’s reason code: accepted, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, … */
+            /** @description The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, … */
             reason: string;
             /** @description Webhook-Event-Id, once the headers were valid. */
             eventId: string | null;
@@ -1375,10 +1428,10 @@ export interface components {
             id: string;
             eventId: string | null;
             /**
-             * @description QUEUED: waiting for its concurrency key (no step started).
+             * @description QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).
              * @enum {string}
              */
-            status: "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
+            status: "QUEUED" | "PAUSED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
             /** Format: date-time */
             startedAt: string;
             /** Format: date-time */
@@ -1398,6 +1451,11 @@ export interface components {
             queue?: {
                 key: string;
             };
+            /** @description While PAUSED: since when the circuit breaker holds the run. */
+            paused?: {
+                /** Format: date-time */
+                since: string;
+            };
         };
         ExecutionList: {
             list: {
@@ -1405,51 +1463,18 @@ export interface components {
             }[];
             nextPageToken: string;
         };
-        ExecutionListEntry: {
-            /** @description webhook:{listenerId}:{eventId} */
-            id: string;
-            eventId: string | null;
-            /**
-             * @description QUEUED: waiting for its concurrency key (no step started).
-             * @enum {string}
-             */
-            status: "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
-            /** Format: date-time */
-            startedAt: string;
-            /** Format: date-time */
-            closedAt: string | null;
-            /** @description The automation version the run executes. */
-            version: number | null;
-            automationId: string;
-            /** @description The automation's display name (the name it started under, once the automation is deleted). */
-            automationName: string;
-            /** @description While QUEUED: the concurrency key value the run waits for. */
-            queue?: {
-                key: string;
-            };
-            /** @description While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject). */
-            waitingForApproval?: {
-                stepId: string;
-            };
-        };
         ExecutionResponse: {
             execution: components["schemas"]["Execution"];
-        };
-        ExecutionSearchList: {
-            list: {
-                execution: components["schemas"]["ExecutionListEntry"];
-            }[];
-            nextPageToken: string;
         };
         ExecutionSummary: {
             /** @description webhook:{listenerId}:{eventId} */
             id: string;
             eventId: string | null;
             /**
-             * @description QUEUED: waiting for its concurrency key (no step started).
+             * @description QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).
              * @enum {string}
              */
-            status: "QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
+            status: "QUEUED" | "PAUSED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
             /** Format: date-time */
             startedAt: string;
             /** Format: date-time */
@@ -1509,25 +1534,6 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
-        };
-        Lane: {
-            /** @description The concurrency key value ("" for an automation whose concurrency has no key). */
-            key: string;
-            /** @description Runs of the key that hold a permit (started their steps) and have not closed. */
-            running: number;
-            /** @description Runs of the key waiting for a permit (QUEUED). */
-            queued: number;
-            /**
-             * Format: date-time
-             * @description When the longest-waiting queued run of the key started.
-             */
-            oldestQueuedAt: string;
-        };
-        LaneList: {
-            list: {
-                lane: components["schemas"]["Lane"];
-            }[];
-            nextPageToken: string;
         };
         /** @description Writes one line to the run’s history and the worker’s log. */
         LogStep: {
@@ -3105,122 +3111,34 @@ export interface operations {
             };
         };
     };
-    "automations.executions.search": {
+    "automations.circuitBreaker.set": {
         parameters: {
-            query?: {
-                /** @description Page size, clamped to 10..100; default 25. */
-                page_size?: number;
-                /** @description nextPageToken of the previous page; empty or absent for the first page. */
-                page_token?: string;
-                /** @description Alias of page_size. */
-                pageSize?: number;
-                /** @description Alias of page_token. */
-                pageToken?: string;
-                /** @description Only runs of this automation. */
-                automationId?: string;
-                /** @description Only runs in one of these statuses (repeat the parameter for several). */
-                status?: ("QUEUED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED")[];
-                /** @description true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked). */
-                waitingForApproval?: "true";
-                /** @description Only runs started at or after this RFC 3339 time. */
-                startedAfter?: string;
-                /** @description Only runs started before this RFC 3339 time. */
-                startedBefore?: string;
+            query?: never;
+            header?: {
+                /** @description The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional. */
+                "If-Match"?: string;
             };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ExecutionSearchList"];
-                };
-            };
-            /** @description Invalid argument: the field path is named in message and details. (code 3) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, invalid or expired credentials. (code 16) */
-            401: {
-                headers: {
-                    /** @description Bearer */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The caller’s roles do not allow this operation. (code 7) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Internal error (no details). (code 13) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description A dependency is unavailable; retry later. (code 14) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait. */
-                    "Retry-After"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    "automations.lanes.list": {
-        parameters: {
-            query?: {
-                /** @description Page size, clamped to 10..100; default 25. */
-                page_size?: number;
-                /** @description nextPageToken of the previous page; empty or absent for the first page. */
-                page_token?: string;
-                /** @description Alias of page_size. */
-                pageSize?: number;
-                /** @description Alias of page_token. */
-                pageToken?: string;
-            };
-            header?: never;
             path: {
                 /** @description Id of the resource. */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CircuitBreakerRequest"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LaneList"];
+                    "application/json": components["schemas"]["AutomationResponse"];
                 };
             };
             /** @description Invalid argument: the field path is named in message and details. (code 3) */
@@ -3254,6 +3172,276 @@ export interface operations {
             };
             /** @description Not found. (code 5) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the current ETag: nothing changed; the answer carries the current ETag. (code 9) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.circuitBreaker.delete": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional. */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Strong ETag naming the revision; send it back in If-Match. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationResponse"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the current ETag: nothing changed; the answer carries the current ETag. (code 9) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.breaker.resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BreakerActionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakerResumeResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.breaker.cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BreakerActionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakerCancelResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -9,6 +9,7 @@ import * as gov from '../../domain/schemas';
 import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
+import { breakerView } from '../../domain/circuit-breaker';
 import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
 import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
 
@@ -20,15 +21,18 @@ const ITEM = `${COLLECTION}/{id}` as const;
 
 const optionsOf = (deps: AppDeps, actor: string, expectedRevisions?: number[]): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor, expectedRevisions });
 const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation => automationView(record, deps.config.baseUrl);
+/** The view of one automation with its circuit breaker's state (GET of one automation, the breaker's writes). */
+export const viewWithBreaker = async (deps: AppDeps, record: AutomationWithPublishedVersion): Promise<api.Automation> =>
+  automationView(record, deps.config.baseUrl, await breakerView(deps.db, record));
 
 /** `If-Match` of a conditional write: the request header documented on each operation that reads it. */
-const IF_MATCH = [{ name: 'If-Match', required: false, description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.' }];
+export const IF_MATCH = [{ name: 'If-Match', required: false, description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.' }];
 
 /**
  * The revisions an `If-Match` names: undefined without the header or with `*` (any current
  * revision); the tags this service gives (a weak or foreign tag names none, so never matches).
  */
-function expectedRevisions(ctx: Context): number[] | undefined {
+export function expectedRevisions(ctx: Context): number[] | undefined {
   const header = ctx.get('if-match').trim();
   if (header === '' || header === '*') return undefined;
   const revisions: number[] = [];
@@ -40,7 +44,7 @@ function expectedRevisions(ctx: Context): number[] | undefined {
 }
 
 /** Sets the answer's ETag to the record's revision and hands the record back. */
-function tagged<T extends { revision: number }>(ctx: Context, record: T): T {
+export function tagged<T extends { revision: number }>(ctx: Context, record: T): T {
   ctx.set('ETag', revisionTag(record.revision));
   return record;
 }
@@ -78,7 +82,7 @@ export const AUTOMATION_OPERATIONS = [
   operation({
     method: 'get', path: ITEM, operationId: 'automations.get', tag: TAG, access: READ,
     summary: 'Get an automation (admin or super_admin); the ETag names its revision.', ok: api.AutomationResponse, errors: ITEM_READ_ERRORS, etag: true,
-    handle: async (input, ctx, deps) => ({ automation: view(deps, tagged(ctx, await getAutomation(deps.db, input.params.id))) }),
+    handle: async (input, ctx, deps) => ({ automation: await viewWithBreaker(deps, tagged(ctx, await getAutomation(deps.db, input.params.id))) }),
   }),
   operation({
     method: 'post', path: ITEM, operationId: 'automations.update', tag: TAG, access: AUTOMATIONS,

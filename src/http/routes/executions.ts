@@ -16,6 +16,7 @@ import { cancelRun, decideStep, rerunRun, terminateRun, type RunController } fro
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, type Grant, exactRouter } from '../operation';
 import { getAutomation } from '../../domain/automations';
+import { pausedRunEnded } from '../../domain/circuit-breaker';
 import type { RunReader } from '../../temporal/executions';
 import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
 import { readRunFilter, RUN_STATUSES, withAutomationNames } from '../../domain/run-listing';
@@ -37,6 +38,13 @@ async function current(deps: AppDeps, executionId: string) {
   const execution = await reader(deps).get(executionId);
   if (!execution) throw notFound('automation execution');
   return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
+}
+
+/** A run canceled or terminated: the circuit breaker no longer lists it among its paused runs. */
+async function ended(deps: AppDeps, executionId: string) {
+  const execution = await current(deps, executionId);
+  await pausedRunEnded(deps.db, execution.automationId, executionId);
+  return execution;
 }
 
 const READ: Grant = { area: 'automations', mode: 'read' };
@@ -139,7 +147,7 @@ export const EXECUTION_OPERATIONS = [
     handle: async (input, _ctx, deps) => {
       await input.body(); // any JSON object; nothing in it is read
       await cancelRun(deps.db, controller(deps), input.actor, input.params.id);
-      return { execution: await current(deps, input.params.id) };
+      return { execution: await ended(deps, input.params.id) };
     },
   }),
   operation({
@@ -150,7 +158,7 @@ export const EXECUTION_OPERATIONS = [
       const control = controller(deps); // 503 without an engine, before the body is read
       const body = await input.body();
       await terminateRun(deps.db, control, input.actor, input.params.id, body);
-      return { execution: await current(deps, input.params.id) };
+      return { execution: await ended(deps, input.params.id) };
     },
   }),
   operation({

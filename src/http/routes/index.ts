@@ -10,6 +10,7 @@ import { createHealthRouter, HEALTH_OPERATION, OPERATOR_OPERATIONS } from './hea
 import { createTokenRouter, TOKEN_OPERATIONS } from './token';
 import { CLIENT_OPERATIONS, createClientsRouter } from './clients';
 import { AUTOMATION_OPERATIONS, createAutomationsRouter } from './automations';
+import { CIRCUIT_BREAKER_OPERATIONS, createCircuitBreakerRouter } from './circuit-breaker';
 import { createExecutionsRouter, EXECUTION_OPERATIONS } from './executions';
 import { APP_OPERATIONS, createAppsRouter } from './apps';
 import { createUsersRouter, USER_OPERATIONS } from './users';
@@ -35,6 +36,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...TOKEN_OPERATIONS,
   ...CLIENT_OPERATIONS,
   ...AUTOMATION_OPERATIONS,
+  ...CIRCUIT_BREAKER_OPERATIONS,
   ...EXECUTION_OPERATIONS,
   ...DELIVERY_OPERATIONS,
   ...CODEC_OPERATIONS,
@@ -64,6 +66,7 @@ export const ROUTERS: RouterFactory[] = [
   createTokenRouter,
   createClientsRouter,
   createAutomationsRouter,
+  createCircuitBreakerRouter,
   createExecutionsRouter,
   createDeliveriesRouter,
   createAppsRouter,

@@ -126,7 +126,9 @@ function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filt
 /** The HTTP answer to an intake outcome, with its metrics reason. */
 export function webhookAnswer(outcome: IntakeOutcome): WebhookAnswer & { reason: string } {
   if (outcome.verdict === 'filtered') return { status: 200, reason: 'filtered', headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
-  if (outcome.verdict === 'accepted') return { status: 200, reason: 'accepted', headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
+  if (outcome.verdict === 'accepted') {
+    return { status: 200, reason: outcome.paused ? 'paused' : 'accepted', headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
+  }
   // A refusal is the expected answer to a bad delivery: answered here, without an exception.
   const refusal = refusalOf(outcome);
   const headers = refusalHeaders(refusal.status);

@@ -1,0 +1,117 @@
+/**
+ * The circuit breaker (docs/api.md, "Circuit breaker"): a live setting of an automation, past
+ * `maxRuns` runs started in the last `period` new runs are PAUSED until a person resumes or cancels
+ * them. Its setting, its state as the API shows it, and resume and cancel are here; its
+ * delivery-time decision is the flow option's (src/flow/circuit-breaker.ts); the paused runs wait
+ * in the workflow for the resume signal (workflows/automation.ts).
+ *
+ * Resume and cancel let go of the paused runs the store lists, in acceptance order, and only then
+ * forget them and close the breaker, in one transaction that finds no run paused meanwhile (a run
+ * paused while they worked is let go in another round). So an API process stopped half-way leaves
+ * the rest paused and the breaker open: the person repeats the request, and a run already let go
+ * ignores a second signal. A delivery that arrives meanwhile is paused before the close (and let
+ * go in the next round) or counted in the new window after it.
+ */
+import type { Db, Queryable } from '../store/db';
+import * as store from '../store/automations';
+import { recordAudit } from '../store/audit';
+import { breakerState, forgetPausedRun, pausedRuns, releasePaused } from '../store/circuit-breaker';
+import { breakerPeriodMs, liveFlowControlOf, type CircuitBreakerSettings } from '../flow';
+import { listenerChanged } from './listener-changes';
+import { withPublishedVersion, type AutomationWithPublishedVersion } from './automations';
+import { notFound, StaleRevisionError } from '../errors';
+import type { BreakerActionRequest, CircuitBreakerRequest } from './api-schemas';
+
+export type { CircuitBreakerSettings };
+
+/** The automation's breaker setting (a live flow option), null when unset. */
+export function breakerSettingsOf(record: { liveFlow: unknown }): CircuitBreakerSettings | null {
+  return liveFlowControlOf(record.liveFlow).circuitBreaker;
+}
+
+/** The breaker's state as GET /api/v1/automations/{id} shows it; undefined for an automation that never had one. */
+export async function breakerView(db: Queryable, record: { id: string; liveFlow: unknown }) {
+  const settings = breakerSettingsOf(record);
+  const state = await breakerState(db, record.id, settings ? breakerPeriodMs(settings) : null);
+  if (state.trippedAt !== null || state.pausedRuns > 0) {
+    return { state: 'OPEN' as const, trippedAt: state.trippedAt, pausedRuns: state.pausedRuns };
+  }
+  if (!settings) return undefined;
+  return { state: 'CLOSED' as const, runsInPeriod: state.runsInPeriod };
+}
+
+/** Sets or (null) removes the breaker, audited; `expectedRevisions` from If-Match (412 when stale). */
+export async function setCircuitBreaker(
+  db: Db,
+  id: string,
+  settings: CircuitBreakerRequest | null,
+  actor: string,
+  expectedRevisions?: readonly number[],
+): Promise<AutomationWithPublishedVersion> {
+  const record = await db.transaction(async (tx) => {
+    const current = await store.getAutomation(tx, id, true);
+    if (!current) throw notFound('automation');
+    if (expectedRevisions !== undefined && !expectedRevisions.includes(current.revision)) throw new StaleRevisionError('automation', current.revision);
+    const saved = (await store.setLiveFlowOption(tx, id, 'circuitBreaker', settings === null ? null : { maxRuns: settings.maxRuns, period: settings.period }))!;
+    await recordAudit(tx, {
+      actor,
+      action: settings === null ? 'automation.circuit_breaker.delete' : 'automation.circuit_breaker.set',
+      resourceType: 'automation',
+      resourceId: id,
+      details: settings === null ? { previous: breakerSettingsOf(current) } : { maxRuns: settings.maxRuns, period: settings.period },
+    });
+    return withPublishedVersion(tx, saved);
+  });
+  // The listener cache re-reads the automation: the setting applies to the next delivery.
+  listenerChanged(record.listenerId);
+  return record;
+}
+
+/** What resume and cancel need of the engine (src/temporal/breaker-control.ts implements it). */
+export interface PausedRunControl {
+  /**
+   * Lets a paused run go: asks the lane its input names first (when it has one), then signals it.
+   * False when it no longer waits (closed, or never started).
+   */
+  resume(runId: string, automation: { id: string; name: string }): Promise<boolean>;
+  /** Cancels a paused run (CANCELED, no step ran). False when it no longer waits. */
+  cancel(runId: string, reason: string): Promise<boolean>;
+}
+
+/**
+ * Resumes (or cancels) every paused run of the automation, in acceptance order, then closes the
+ * breaker. Answers how many runs were let go. Audited with the actor and the reason.
+ */
+export async function letGoPausedRuns(
+  db: Db,
+  control: PausedRunControl,
+  id: string,
+  action: 'resume' | 'cancel',
+  body: BreakerActionRequest,
+  actor: string,
+): Promise<{ record: AutomationWithPublishedVersion; count: number }> {
+  const current = await store.getAutomation(db, id);
+  if (!current) throw notFound('automation');
+  let count = 0;
+  for (;;) {
+    const runs = await pausedRuns(db, id);
+    for (const run of runs) {
+      const done = action === 'resume' ? await control.resume(run, { id, name: current.displayName }) : await control.cancel(run, body.reason);
+      if (done) count += 1;
+    }
+    if (await releasePaused(db, id, runs)) break;
+  }
+  await recordAudit(db, {
+    actor,
+    action: action === 'resume' ? 'automation.breaker.resume' : 'automation.breaker.cancel',
+    resourceType: 'automation',
+    resourceId: id,
+    details: { reason: body.reason, [action === 'resume' ? 'resumed' : 'canceled']: count },
+  });
+  return { record: await withPublishedVersion(db, (await store.getAutomation(db, id)) ?? current), count };
+}
+
+/** A paused run canceled or terminated on its own: the breaker no longer lists it. */
+export async function pausedRunEnded(db: Queryable, automationId: string, runId: string): Promise<void> {
+  await forgetPausedRun(db, automationId, runId);
+}
