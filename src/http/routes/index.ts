@@ -11,6 +11,7 @@ import { createTokenRouter, TOKEN_OPERATIONS } from './token';
 import { CLIENT_OPERATIONS, createClientsRouter } from './clients';
 import { AUTOMATION_OPERATIONS, createAutomationsRouter } from './automations';
 import { createExecutionsRouter, EXECUTION_OPERATIONS } from './executions';
+import { BULK_ACTION_OPERATIONS, createBulkActionsRouter } from './bulk-actions';
 import { APP_OPERATIONS, createAppsRouter } from './apps';
 import { createUsersRouter, USER_OPERATIONS } from './users';
 import { createEntitlementsRouter, ENTITLEMENT_OPERATIONS } from './entitlements';
@@ -36,6 +37,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...CLIENT_OPERATIONS,
   ...AUTOMATION_OPERATIONS,
   ...EXECUTION_OPERATIONS,
+  ...BULK_ACTION_OPERATIONS,
   ...DELIVERY_OPERATIONS,
   ...CODEC_OPERATIONS,
   WEBHOOK_OPERATION,
@@ -64,6 +66,7 @@ export const ROUTERS: RouterFactory[] = [
   createTokenRouter,
   createClientsRouter,
   createAutomationsRouter,
+  createBulkActionsRouter,
   createExecutionsRouter,
   createDeliveriesRouter,
   createAppsRouter,
