@@ -218,6 +218,17 @@ describe('terminate, skipped runs, stop', () => {
     expect(terminated.error).toBe(`run terminated: bulk action ${done.id}: outage`);
     expect(terminated.bulkActionId).toBe(done.id);
     expect((await execution(ids[0]!)).bulkActionId).toBeUndefined();
+
+    // The page runs again over the same claimed runs (a retry after the worker died before it wrote
+    // the outcomes): the run it had terminated counts as its own, the other stays skipped.
+    const db = stack.service.deps.db;
+    await db.query(`UPDATE bulk_actions SET state = 'RUNNING', succeeded = 0, skipped = 0 WHERE id = $1`, [done.id]);
+    await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
+    const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
+    const actor = new TemporalBulkRuns(stack.client, stack.taskQueue, new TemporalRunControl(stack.client, stack.taskQueue, reader));
+    expect(await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 })).toEqual({ done: false, acted: 2 });
+    expect((await bulkRunOutcomes(db, done.id)).map((o) => [o.runId, o.outcome])).toEqual(outcomes.map((o) => [o.runId, o.outcome]));
+    expect((await api(admin).get(`/api/v1/bulk_actions/${done.id}`)).body.bulkAction).toMatchObject({ succeeded: 1, skipped: 1, failed: 0 });
   });
 
   it('a stopped action acts on no run it had not reached: they stay as they were', async () => {
