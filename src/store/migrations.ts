@@ -348,7 +348,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX audit_events_actor ON audit_events (actor, id);
   CREATE INDEX audit_events_action ON audit_events (action, id);
   `,
-  // bulk actions on runs: the action (or a dry run's preview, state PREVIEW) and its matched set,
+  // 21: bulk actions on runs: the action (or a dry run's preview, state PREVIEW) and its matched set,
   // one row per run with that run's outcome once acted on
   `
   CREATE TABLE bulk_actions (
