@@ -17,7 +17,7 @@ const project = {
 };
 
 /** Suites that use the default store of startTestService/startStack, run on PostgreSQL too. */
-const POSTGRES_SUITES = ['webhooks', 'executions', 'versions', 'openapi', 'attacks', 'dry-run', 'jwks-outage'].map(
+const POSTGRES_SUITES = ['webhooks', 'executions', 'versions', 'openapi', 'attacks', 'dry-run', 'jwks-outage', 'bulk-actions'].map(
   (name) => `<rootDir>/test/integration/${name}.test.ts`,
 );
 

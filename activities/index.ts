@@ -10,6 +10,8 @@ import { createOwnershipActivities } from './owners';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
 import { createNotifyActivities } from './notify';
+import { createBulkActionActivities } from './bulk-actions';
+import type { BulkRunActor } from '../src/domain/bulk-actions';
 import type { Lanes } from '../src/contract/lanes';
 import type { AutomationActivities } from '../src/contract/activities';
 
@@ -38,6 +40,8 @@ export interface ActivityDeps {
   secretBox?: SecretBox;
   /** The lanes of flow control (asking for a permit, checking holders), on the worker's Temporal client. */
   lanes?: Lanes;
+  /** Acting on runs for bulk actions, on the worker's Temporal client. */
+  bulkRuns?: BulkRunActor;
 }
 
 /** Every activity the workflows call; `satisfies` fails the build when a declared effect has none. */
@@ -48,5 +52,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
     ...createNotifyActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
+    ...createBulkActionActivities({ db: deps.db, ...(deps.bulkRuns ? { bulkRuns: deps.bulkRuns } : {}) }),
   } satisfies AutomationActivities;
 }

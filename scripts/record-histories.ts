@@ -23,8 +23,13 @@ import { freePort, startDevServer } from '../src/temporal/devserver';
 import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/temporal/history-replay';
 import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
-import type { automation } from '../workflows';
+import { bulkAction, type automation } from '../workflows';
 import { ApprovalWaitKey } from '../workflows/automation';
+import { bulkActionWorkflowId, TemporalBulkRuns } from '../src/temporal/bulk-actions';
+import { TemporalRunReader } from '../src/temporal/executions';
+import { TemporalRunControl } from '../src/temporal/run-control';
+import { bulkRerunsOf, insertBulkSet, stopBulkAction } from '../src/store/bulk-actions';
+import { bulkRerunId } from '../src/domain/bulk-actions';
 import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
 import {
   BREAKER_RESUME_SIGNAL,
@@ -589,6 +594,61 @@ async function publish(db: Db, name: string, steps: StepDefinition[]): Promise<{
   return { automationId, listenerId };
 }
 
+/** A bulk action's workflow over a set of its own: parked runs it acts on, and a run that does not exist (skipped). */
+interface BulkScenario {
+  name: string;
+  description: string;
+  action: 'cancel' | 'terminate' | 'rerun';
+  /** Parked runs of the set (each waits for an approval), besides one unknown run id. */
+  runs: number;
+  /** The action is stopped before its workflow starts: it acts on nothing. */
+  stopped?: boolean;
+}
+
+function bulkScenarios(): BulkScenario[] {
+  return [
+    { name: 'bulk-cancel', description: 'a bulk cancel of two parked runs and an unknown one (skipped)', action: 'cancel', runs: 2 },
+    { name: 'bulk-terminate', description: 'a bulk terminate of two parked runs and an unknown one (skipped)', action: 'terminate', runs: 2 },
+    { name: 'bulk-rerun', description: 'a bulk rerun of two parked runs (each rerun parks too) and an unknown one (skipped)', action: 'rerun', runs: 2 },
+    { name: 'bulk-stopped', description: 'a bulk cancel stopped before it acted on anything', action: 'cancel', runs: 1, stopped: true },
+  ];
+}
+
+async function recordBulk(
+  scenario: BulkScenario,
+  ctx: { db: Db; client: Client; taskQueue: string; save: (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>) => void },
+): Promise<void> {
+  const { db, client, taskQueue } = ctx;
+  const steps: StepDefinition[] = [{ id: 'hold', waitForApproval: {} }];
+  const { automationId, listenerId } = await publish(db, scenario.name, steps);
+  const runIds: string[] = [];
+  for (let i = 0; i < scenario.runs; i++) {
+    const eventId = randomUUID();
+    const input: AutomationRunInput = { automationId, version: 1, listenerId, eventId, receivedAt: new Date().toISOString(), trigger: { n: i } };
+    const handle = await client.workflow.start('automation', { taskQueue, workflowId: `webhook:${listenerId}:${eventId}`, args: [input] });
+    await untilStep(handle as Handle, 'hold', 'WAITING_FOR_APPROVAL');
+    runIds.push(handle.workflowId);
+  }
+  runIds.push(`webhook:${listenerId}:unknown`);
+  const bulkActionId = randomUUID();
+  await db.transaction((tx) =>
+    insertBulkSet(
+      tx,
+      { id: bulkActionId, action: scenario.action, automationId, filter: { automationId }, reason: 'recording', by: 'client:recorder', state: 'RUNNING', matched: runIds.length, whereErrors: 0, previewId: null },
+      runIds,
+    ),
+  );
+  if (scenario.stopped) await stopBulkAction(db, bulkActionId);
+  const handle = await client.workflow.start(bulkAction, { taskQueue, workflowId: bulkActionWorkflowId(bulkActionId), args: [{ bulkActionId }] });
+  const result = await handle.result();
+  const history = await handle.fetchHistory();
+  ctx.save(scenario.name, history, { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome: result.state, workflowId: handle.workflowId, steps: [], input: { bulkActionId } });
+  // The runs it left parked (a stopped action, the reruns) end here: nothing waits for them.
+  for (const id of [...runIds, ...runIds.map((id) => bulkRerunId(id, bulkActionId))]) {
+    await client.workflow.getHandle(id).terminate('recording: the scenario is over').catch(() => undefined);
+  }
+}
+
 export function sha256(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
@@ -633,7 +693,15 @@ async function main(): Promise<void> {
       namespace: 'default',
       taskQueue,
       workflowBundle: bundle,
-      activities: withFlakyOwnership(createActivities({ db, allowPrivateOutbound: true, secretBox, lanes: temporalLanes(client) })),
+      activities: withFlakyOwnership(
+        createActivities({
+          db,
+          allowPrivateOutbound: true,
+          secretBox,
+          lanes: temporalLanes(client),
+          bulkRuns: new TemporalBulkRuns(client, taskQueue, new TemporalRunControl(client, taskQueue, new TemporalRunReader(client, { bulkReruns: (id) => bulkRerunsOf(db, id) }))),
+        }),
+      ),
     });
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
@@ -707,7 +775,12 @@ async function main(): Promise<void> {
         }
       }),
     );
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : []));
+    const chosenBulk = bulkScenarios().filter((s) => !only || s.name === only);
+    const bulkResults = await Promise.allSettled(chosenBulk.map((scenario) => recordBulk(scenario, { db, client, taskQueue, save })));
+    const failed = [
+      ...results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [])),
+      ...bulkResults.flatMap((r, i) => (r.status === 'rejected' ? [`${chosenBulk[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [])),
+    ];
     if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);
 
     const files: Record<string, string> = {};

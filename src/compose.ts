@@ -23,6 +23,8 @@ import { TemporalRunReader } from './temporal/executions';
 import { TemporalRunControl } from './temporal/run-control';
 import { TemporalPausedRunControl } from './temporal/breaker-control';
 import { openBreakers } from './store/circuit-breaker';
+import { TemporalBulkRuns } from './temporal/bulk-actions';
+import { bulkRerunsOf } from './store/bulk-actions';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
 import { createWebhookEndpoint } from './http/routes/webhooks';
@@ -68,7 +70,11 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
   });
   const runs = inputs.runs ?? (inputs.temporal ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, { eagerStart: inputs.temporal.eagerStart ?? false, laneQueueLimit: config.laneQueueLimit }) : undefined);
   if (!runs) throw new Error('composeApp: give `temporal` or `runs`');
-  const runReader = runs instanceof TemporalRuns ? new TemporalRunReader(runs.client, { loadSteps: (automationId, version) => publishedSteps(db, automationId, version) }) : undefined;
+  const runReader =
+    runs instanceof TemporalRuns
+      ? new TemporalRunReader(runs.client, { loadSteps: (automationId, version) => publishedSteps(db, automationId, version), bulkReruns: (executionId) => bulkRerunsOf(db, executionId) })
+      : undefined;
+  const bulkRuns = runs instanceof TemporalRuns ? new TemporalBulkRuns(runs.client, runs.taskQueue) : undefined;
   const runControl = runs instanceof TemporalRuns && runReader ? new TemporalRunControl(runs.client, runs.taskQueue, runReader) : undefined;
   const base: Omit<AppDeps, 'webhookEndpoint'> = {
     config,
@@ -80,6 +86,7 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     runReader,
     runControl,
     ...(runs instanceof TemporalRuns ? { pausedRunControl: new TemporalPausedRunControl(runs.client, runs) } : {}),
+    bulkRuns,
     metrics,
     secretBox,
     tokenGuard: createTokenGuard(db, config.tokenEndpoint),

@@ -64,4 +64,12 @@ export interface RunActivities {
  */
 export type EffectActivities = { [Name in EffectName]: (input: EffectInput<Name> & EffectContext) => Promise<object> };
 
-export type AutomationActivities = RunActivities & EffectActivities;
+/** The activities of a bulk action's workflow (workflows/bulk-action.ts); the set they walk is in the store. */
+export interface BulkActionActivities {
+  /** Acts on the next `pageSize` runs not yet acted on, `concurrency` at a time; `done` when none is left or the action was stopped. */
+  bulkActionPage(input: { bulkActionId: string; pageSize: number; concurrency: number }): Promise<{ done: boolean; acted: number }>;
+  /** Ends the action (COMPLETED, or CANCELED when it was stopped) and completes its audit record. */
+  finishBulkAction(input: { bulkActionId: string }): Promise<{ state: string }>;
+}
+
+export type AutomationActivities = RunActivities & EffectActivities & BulkActionActivities;

@@ -373,6 +373,7 @@ export const Execution = z
       .object({ since: z.string().meta({ format: 'date-time' }) })
       .optional()
       .meta({ description: 'While PAUSED: since when the circuit breaker holds the run.' }),
+    bulkActionId: z.string().optional().meta({ description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).' }),
   })
   .meta({ id: 'Execution' });
 
@@ -481,6 +482,74 @@ export const RerunRequest = z
   })
   .meta({ id: 'RerunRequest' });
 export type RerunRequest = z.output<typeof RerunRequest>;
+
+// ---------------------------------------------------------------- bulk actions on runs
+
+export const BULK_ACTIONS = ['cancel', 'terminate', 'rerun'] as const;
+export const BULK_STATUSES = ['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED'] as const;
+const timeRule = 'must be an RFC 3339 time such as 2026-01-02T03:04:05Z';
+const bulkTime = () =>
+  z
+    .string({ error: timeRule })
+    .refine((value) => /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(Date.parse(value)), { error: timeRule })
+    .nullish()
+    .meta({ format: 'date-time' });
+export const BulkFilter = z
+  .object({
+    automationId: z.string({ error: 'is required: the automation whose runs are matched' }).min(1, { error: 'is required: the automation whose runs are matched' }),
+    status: z
+      .array(z.enum(BULK_STATUSES, { error: `must be one of ${BULK_STATUSES.join(', ')}` }), { error: 'must be a list of statuses' })
+      .max(BULK_STATUSES.length, { error: 'lists each status at most once' })
+      .nullish(),
+    startedAfter: bulkTime().meta({ description: 'Only runs started after this time.' }),
+    startedBefore: bulkTime().meta({ description: 'Only runs started before this time.' }),
+    where: z.string({ error: 'must be a CEL expression (a string)' }).nullish().meta({ description: 'CEL bool over ctx.trigger, the run’s payload.' }),
+  })
+  .meta({ id: 'BulkFilter' });
+export type BulkFilter = z.output<typeof BulkFilter>;
+export const BulkActionRequest = z
+  .object({
+    action: z.enum(BULK_ACTIONS, { error: `must be one of ${BULK_ACTIONS.join(', ')}` }).nullish(),
+    filter: BulkFilter.nullish(),
+    reason: z
+      .string({ error: reasonRule })
+      .min(1, { error: reasonRule, ...whileValid })
+      .max(MAX_REASON, { error: reasonRule, ...whileValid })
+      .regex(/\S/, { error: reasonRule, ...whileValid })
+      .nullish(),
+    dryRun: z.boolean({ error: 'must be a boolean' }).nullish().meta({ description: 'true: count and sample the matched runs, change nothing, answer a previewId.' }),
+    previewId: z.string({ error: 'must be the previewId of a dry run' }).nullish().meta({ description: 'Act on exactly the runs a dry run matched (within 10 minutes of it).' }),
+  })
+  .meta({ id: 'BulkActionRequest' });
+export type BulkActionRequest = z.output<typeof BulkActionRequest>;
+export const BulkDryRunResponse = z
+  .object({
+    matched: z.number().int(),
+    sample: z.array(z.string()).meta({ description: 'At most 20 of the matched execution ids.' }),
+    previewId: z.string().meta({ description: 'Send it back with action and reason within 10 minutes to act on exactly these runs.' }),
+    whereErrors: z.number().int().meta({ description: 'Runs left out because `where` failed on their payload.' }),
+  })
+  .meta({ id: 'BulkDryRunResponse' });
+export const BulkAction = z
+  .object({
+    id: z.string(),
+    action: z.enum(BULK_ACTIONS),
+    filter: z.record(z.string(), z.unknown()).meta({ description: 'The filter as given (of the preview, for an action made from one).' }),
+    reason: z.string(),
+    by: z.string().meta({ description: 'The actor who asked for it.' }),
+    state: z.enum(['RUNNING', 'COMPLETED', 'CANCELED']),
+    matched: z.number().int(),
+    succeeded: z.number().int(),
+    skipped: z.number().int().meta({ description: 'Runs no longer in a state the action applies to (e.g. closed before their cancel).' }),
+    failed: z.number().int(),
+    createdAt: z.string().meta({ format: 'date-time' }),
+    finishedAt: z.string().nullable().meta({ format: 'date-time' }),
+  })
+  .meta({ id: 'BulkAction' });
+export const BulkActionResponse = z.object({ bulkAction: BulkAction }).meta({ id: 'BulkActionResponse' });
+export const BulkActionList = z
+  .object({ list: z.array(z.object({ bulkAction: BulkAction })), nextPageToken: z.string() })
+  .meta({ id: 'BulkActionList' });
 
 // ---------------------------------------------------------------- webhook receiver, operations
 

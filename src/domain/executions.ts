@@ -15,6 +15,8 @@ export interface RerunOptions {
   fromFailedStep: boolean;
   /** For a fresh run: the automation's currently published version and name, or undefined when it is not published. */
   published: { version: number; automationName: string; flow?: unknown } | undefined;
+  /** A bulk action's rerun: its id is derived from this and the original (src/domain/bulk-actions.ts `bulkRerunId`). */
+  bulkActionId?: string;
 }
 
 /** What the domain needs of the engine (src/temporal/run-control.ts implements it). */

@@ -6,9 +6,13 @@
  * client, details.stepId) and every rerun or retry (`automation_execution.rerun` / `.retry` on the
  * original run, details.newExecutionId) in the audit trail; a decided step or a rerun link without
  * its entry reached the engine some other way, and the execution view lists it in `unaudited`.
+ * A bulk action's rerun is accounted for by the bulk action's record (`bulk_action.create`) when
+ * the original run is in that action's matched set (the rerun's id names the action).
  */
 import type { Queryable } from '../store/db';
 import { listAuditEvents } from '../store/audit';
+import { inBulkSet } from '../store/bulk-actions';
+import { bulkActionOfRerunId } from './bulk-actions';
 
 /** The parts of an execution the check reads. */
 export interface AuditedExecution {
@@ -38,7 +42,16 @@ export async function unauditedParts(db: Queryable, execution: AuditedExecution)
     const found = events.some(
       (event) => (event.action === 'automation_execution.rerun' || event.action === 'automation_execution.retry') && event.details.newExecutionId === execution.id,
     );
-    if (!found) out.push('rerunOf');
+    if (!found && !(await bulkRerunAudited(db, execution.id, execution.rerunOf))) out.push('rerunOf');
   }
   return out;
+}
+
+/** A bulk rerun whose bulk action has its audit record and matched the original run. */
+async function bulkRerunAudited(db: Queryable, executionId: string, rerunOf: string): Promise<boolean> {
+  const bulkActionId = bulkActionOfRerunId(executionId, rerunOf);
+  if (bulkActionId === undefined) return false;
+  const events = await listAuditEvents(db, 'bulk_action', bulkActionId);
+  if (!events.some((event) => event.action === 'bulk_action.create')) return false;
+  return inBulkSet(db, bulkActionId, rerunOf);
 }

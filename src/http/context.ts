@@ -26,6 +26,7 @@ export interface WebhookAnswer {
 export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
 import type { ConsoleSessions } from '../auth/sessions';
 import type { OidcSignIn } from '../auth/oidc';
+import type { BulkLimits, BulkRunMatcher } from '../domain/bulk-actions';
 
 export interface AppDeps {
   config: Config;
@@ -41,6 +42,10 @@ export interface AppDeps {
   runControl: RunController | undefined;
   /** Lets the circuit breaker's paused runs go (resume, cancel); undefined where runs are not on Temporal (503). */
   pausedRunControl?: PausedRunControl;
+  /** Matches runs for bulk actions and starts their workflows; undefined where runs are not on Temporal (503). */
+  bulkRuns?: BulkRunMatcher | undefined;
+  /** The bulk actions' limits (default BULK_LIMITS: 10,000 candidates with `where`, 100,000 runs); tests lower them. */
+  bulkLimits?: BulkLimits;
   /** The webhook receiver: one per app, so that the fast path and the Koa route share its admission counts and listener cache. */
   webhookEndpoint: WebhookEndpoint;
   metrics: Metrics;

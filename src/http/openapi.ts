@@ -183,6 +183,7 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
     }
     const bodyHolder = op.body ? builder.add(op.body.schema, 'input') : undefined;
     const okHolder = isText(op.ok) ? undefined : builder.add(op.ok, 'output');
+    const acceptedHolder = op.accepted ? builder.add(op.accepted, 'output') : undefined;
     const errorBodyHolder = op.errorSchema ? builder.add(op.errorSchema, 'output') : errorHolder;
 
     const operation: Record<string, unknown> = {
@@ -215,6 +216,7 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
         };
         responses['200'] = okBody;
         for (const status of op.okAlso ?? []) responses[String(status)] = { ...okBody, description: STATUS_TEXT[status] ?? String(status) };
+        if (acceptedHolder) responses['202'] = { description: statusText[202] ?? 'Accepted', content: { 'application/json': { schema: acceptedHolder.schema } } };
       }
       for (const status of op.errors) {
         const code = RPC_CODE[status];

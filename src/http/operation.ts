@@ -74,6 +74,8 @@ export interface DocumentedOperation {
   etag?: boolean;
   /** Other documented statuses that carry a body of `ok`'s schema (e.g. /ready's 503). */
   okAlso?: number[];
+  /** A 202 answer of its own schema (the handler sets `ctx.status` and `ctx.body` and answers undefined). */
+  accepted?: z.ZodType;
   errors: number[];
   /** Schema of the error bodies; the service's error shape unless given. */
   errorSchema?: z.ZodType;

@@ -414,6 +414,44 @@ export const MIGRATIONS: readonly string[] = [
     END IF;
   END $$;
   `,
+  // 22: bulk actions on runs: the action (or a dry run's preview, state PREVIEW) and its matched set,
+  // one row per run with that run's outcome once acted on
+  `
+  CREATE TABLE bulk_actions (
+    id text PRIMARY KEY,
+    action text,
+    automation_id text NOT NULL,
+    filter jsonb NOT NULL,
+    reason text NOT NULL DEFAULT '',
+    actor text NOT NULL,
+    state text NOT NULL,
+    matched integer NOT NULL,
+    where_errors integer NOT NULL DEFAULT 0,
+    succeeded integer NOT NULL DEFAULT 0,
+    skipped integer NOT NULL DEFAULT 0,
+    failed integer NOT NULL DEFAULT 0,
+    preview_id text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz,
+    finished_at timestamptz
+  );
+  CREATE INDEX bulk_actions_listed ON bulk_actions (id) WHERE state <> 'PREVIEW';
+  CREATE INDEX bulk_actions_previews ON bulk_actions (expires_at) WHERE state = 'PREVIEW';
+  CREATE TABLE bulk_action_runs (
+    bulk_action_id text NOT NULL REFERENCES bulk_actions(id) ON DELETE CASCADE,
+    seq integer NOT NULL,
+    run_id text NOT NULL,
+    claimed_at timestamptz,
+    outcome text,
+    outcome_reason text,
+    new_execution_id text,
+    acted_at timestamptz,
+    PRIMARY KEY (bulk_action_id, seq)
+  );
+  CREATE INDEX bulk_action_runs_pending ON bulk_action_runs (bulk_action_id, seq) WHERE outcome IS NULL;
+  CREATE INDEX bulk_action_runs_run ON bulk_action_runs (run_id, bulk_action_id);
+  CREATE INDEX bulk_action_runs_new ON bulk_action_runs (new_execution_id) WHERE new_execution_id IS NOT NULL;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -94,12 +94,15 @@ export interface TemporalRunReaderOptions {
    * has picked the run up); without it such a run shows no steps.
    */
   loadSteps?: (automationId: string, version: number) => Promise<StepDefinition[] | undefined>;
+  /** The reruns bulk actions started of a run (kept in the store), listed after its numbered reruns. */
+  bulkReruns?: (executionId: string) => Promise<string[]>;
 }
 
 export class TemporalRunReader implements RunReader {
   private readonly callTimeoutMs: number;
   private readonly queryTimeoutMs: number;
   private readonly loadSteps: TemporalRunReaderOptions['loadSteps'];
+  private readonly bulkReruns: TemporalRunReaderOptions['bulkReruns'];
 
   constructor(
     private readonly client: Client,
@@ -108,6 +111,7 @@ export class TemporalRunReader implements RunReader {
     this.callTimeoutMs = options.callTimeoutMs ?? 10_000;
     this.queryTimeoutMs = options.queryTimeoutMs ?? 5_000;
     this.loadSteps = options.loadSteps;
+    this.bulkReruns = options.bulkReruns;
   }
 
   async list(automationId: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<ExecutionsPage> {
@@ -173,7 +177,7 @@ export class TemporalRunReader implements RunReader {
     const automationId = description.typedSearchAttributes.get(AutomationIdKey);
     if (description.type !== AUTOMATION_WORKFLOW_TYPE || automationId === undefined) return undefined;
     // Read alongside the run itself (not after it); a failure surfaces where it is awaited.
-    const rerunsRead = this.reruns(executionId);
+    const rerunsRead = Promise.all([this.reruns(executionId), this.bulkReruns?.(executionId) ?? []]).then(([numbered, bulk]) => [...numbered, ...bulk]);
     rerunsRead.catch(() => undefined);
     const rerunOf = typeof description.memo?.rerunOf === 'string' ? description.memo.rerunOf : null;
     const links = async (): Promise<{ rerunOf: string | null; reruns: string[] }> => ({ rerunOf, reruns: await rerunsRead });

@@ -25,6 +25,7 @@ import type { RunReader } from './executions';
 import type { RerunOptions, RunController } from '../domain/executions';
 import { runFlowOf } from '../flow';
 import { FailedPreconditionError, NotFoundError, UnavailableError } from '../errors';
+import { bulkActionOfRerunId, bulkRerunId } from '../domain/bulk-actions';
 
 /** A rerun's id: the original's, with `:rerun-<n>`; the first free n is taken. */
 export function rerunWorkflowId(originalId: string, n: number): string {
@@ -120,7 +121,28 @@ export class TemporalRunControl implements RunController {
       runInput = { ...baseInput(input, options.published.version), ...(flow ? { flow } : {}), rerunOf: executionId };
       automationName = options.published.automationName;
     }
-    for (let n = 1; n <= MAX_RERUNS; n++) {
+    if (options.bulkActionId !== undefined && !options.fromFailedStep) {
+      // A bulk action's rerun has one id per bulk action and run: a second start is refused and
+      // answers the run the first one started, so no retry starts another.
+      const workflowId = bulkRerunId(executionId, options.bulkActionId);
+      if (original.reruns.filter((id) => id !== workflowId).length >= MAX_RERUNS) {
+        throw new FailedPreconditionError(`a run can be rerun at most ${MAX_RERUNS} times`, 'TOO_MANY_RERUNS');
+      }
+      try {
+        await this.call(this.callTimeoutMs, () =>
+          this.client.workflow.start(
+            automation,
+            runStartOptions(this.taskQueue, workflowId, runInput, { automationName, rerunOf: executionId, summary: `bulk action ${options.bulkActionId} rerun of ${executionId}`, bulkActionId: options.bulkActionId }),
+          ),
+        );
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw unavailable(err);
+      }
+      return { executionId: workflowId };
+    }
+    // Bulk reruns count towards the cap as well.
+    const bulkReruns = original.reruns.filter((id) => bulkActionOfRerunId(id, executionId) !== undefined).length;
+    for (let n = 1; n <= MAX_RERUNS - bulkReruns; n++) {
       const workflowId = rerunWorkflowId(executionId, n);
       try {
         await this.call(this.callTimeoutMs, () =>

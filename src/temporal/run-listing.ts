@@ -15,6 +15,7 @@ export const QUEUE_KEY_MEMO = 'queueKey';
 /** Visibility's ExecutionStatus values behind each status the API shows (a QUEUED run is Running with FlowQueue set). */
 const STATUS_CLAUSES: Record<RunStatus, string> = {
   QUEUED: '(ExecutionStatus = "Running" AND FlowQueue = "QUEUED")',
+  PAUSED: '(ExecutionStatus = "Running" AND FlowQueue = "PAUSED")',
   RUNNING: '(ExecutionStatus = "Running" AND FlowQueue IS NULL)',
   COMPLETED: 'ExecutionStatus = "Completed"',
   FAILED: 'ExecutionStatus IN ("Failed", "TimedOut")',

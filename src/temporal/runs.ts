@@ -121,7 +121,7 @@ export function runStartOptions(
   taskQueue: string,
   workflowId: string,
   input: AutomationRunInput,
-  display: RunDisplay & { summary: string; rerunOf?: string; keysOf?: { workflowId: string; runId: string } },
+  display: RunDisplay & { summary: string; rerunOf?: string; keysOf?: { workflowId: string; runId: string }; bulkActionId?: string },
 ): WorkflowStartOptions<typeof automation> {
   return {
     taskQueue,
@@ -138,6 +138,7 @@ export function runStartOptions(
       automationName: display.automationName,
       automationVersion: input.version,
       ...(display.rerunOf ? { rerunOf: display.rerunOf } : {}),
+      ...(display.bulkActionId ? { bulkActionId: display.bulkActionId } : {}),
       // A retry from the failed step: the run whose call keys it sends (for the executions view).
       ...(display.keysOf ? { callKeysOf: display.keysOf } : {}),
       // A run admitted through a lane: its key, which the lanes of the automation count by (src/temporal/run-listing.ts).

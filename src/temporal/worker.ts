@@ -13,6 +13,10 @@ import type { SecretBox } from '../crypto/secret-box';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
 import { temporalLanes } from './lanes';
+import { TemporalBulkRuns } from './bulk-actions';
+import { TemporalRunReader } from './executions';
+import { TemporalRunControl } from './run-control';
+import { bulkRerunsOf } from '../store/bulk-actions';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
@@ -79,6 +83,10 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     await verifyCommittedHistories(bundle);
     opts = { ...opts, bundle };
   }
+  // Lanes and bulk actions reach Temporal with the worker's connection and payload codec.
+  const client = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: encryptedDataConverter(opts.codec) });
+  const runReader = new TemporalRunReader(client, { bulkReruns: (executionId) => bulkRerunsOf(opts.db, executionId) });
+  const bulkRuns = new TemporalBulkRuns(client, opts.taskQueue, new TemporalRunControl(client, opts.taskQueue, runReader));
   // Deadlock detection from the main thread instead of a vm watchdog per call (src/temporal/activation-guard.ts).
   return GuardedWorker.create({
     connection: opts.connection,
@@ -88,8 +96,8 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
       db: opts.db,
       allowPrivateOutbound: opts.allowPrivateOutbound ?? false,
       ...(opts.secretBox ? { secretBox: opts.secretBox } : {}),
-      // Lanes are started and signalled with the worker's connection and payload codec.
-      lanes: temporalLanes(new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: encryptedDataConverter(opts.codec) })),
+      lanes: temporalLanes(client),
+      bulkRuns,
     }),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath(), bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook } }),

@@ -8,6 +8,7 @@
  * same checker, test/helpers/contract.ts; this file also makes sure each operation is exercised.)
  */
 import { randomUUID } from 'node:crypto';
+import { insertBulkSet } from '../../src/store/bulk-actions';
 import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { callerFor, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
@@ -439,6 +440,33 @@ describe('OpenAPI document', () => {
       expect((await call(superAdmin, 'put', '/api/v1/secrets/missing', { value: 'v' })).status).toBe(404);
       expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(200);
       expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(404);
+    });
+
+    responseTest('bulk actions: dry run, action (202), get, list, stop', async () => {
+      const created = await call(superAdmin, 'post', '/api/v1/automations', {
+        displayName: 'Bulk conformance',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: [{ id: 'hold', waitForApproval: {} }],
+      });
+      const automationId = created.body.automation.id;
+      expect((await call(superAdmin, 'post', `/api/v1/automations/${automationId}/publish`)).status).toBe(200);
+      const dry = await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', { dryRun: true, reason: 'conformance', filter: { automationId, where: 'ctx.trigger.n > 1' } });
+      expect([dry.status, dry.body.matched, dry.body.whereErrors]).toEqual([200, 0, 0]);
+      const acted = await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', { previewId: dry.body.previewId, action: 'rerun', reason: 'conformance' });
+      expect(acted.status).toBe(202);
+      expect((await call(admin, 'get', `/api/v1/bulk_actions/${acted.body.bulkAction.id}`)).status).toBe(200);
+      expect((await call(admin, 'get', '/api/v1/bulk_actions')).status).toBe(200);
+      expect((await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', { action: 'cancel', filter: { automationId } })).status).toBe(400);
+      // An action whose workflow has not reached it yet (recorded in the store): stopped, 200.
+      const waiting = randomUUID();
+      await insertBulkSet(
+        stack.service.deps.db,
+        { id: waiting, action: 'cancel', automationId, filter: { automationId }, reason: 'conformance', by: 'client:conformance', state: 'RUNNING', matched: 0, whereErrors: 0, previewId: null },
+        [],
+      );
+      const stopped = await call(superAdmin, 'post', `/api/v1/bulk_actions/${waiting}/cancel`, {});
+      expect([stopped.status, stopped.body.bulkAction.state]).toEqual([200, 'CANCELED']);
+      expect((await call(superAdmin, 'post', '/api/v1/bulk_actions/missing/cancel', {})).status).toBe(404);
     });
 
     responseTest('the audit trail: a page with events, filtered', async () => {

@@ -82,6 +82,10 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/automation_executions/:id/cancel': { access: 'super', status: 503 },
   'POST /api/v1/automation_executions/:id/terminate': { access: 'super', status: 503 },
   'POST /api/v1/automation_executions/:id/rerun': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/bulk': { access: 'super', status: 503 },
+  'GET /api/v1/bulk_actions': { access: 'approver', status: 200 },
+  'GET /api/v1/bulk_actions/:id': { access: 'approver', status: 404 },
+  'POST /api/v1/bulk_actions/:id/cancel': { access: 'super', status: 404 },
 
   'POST /api/v1/apps': { access: 'governance-write', status: 400 },
   'GET /api/v1/apps': { access: 'governance-read', status: 200 },

@@ -298,6 +298,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automation_executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.
+         * @description Read from the workflow engine's visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.
+         */
+        get: operations["automations.executions.search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automations/{id}/lanes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.
+         * @description Counted from the automation's running runs in visibility (runs started before 0.7.0 carry no key and are not counted).
+         */
+        get: operations["automations.lanes.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automations/{id}/executions": {
         parameters: {
             query?: never;
@@ -411,6 +451,77 @@ export interface paths {
         put?: never;
         /** Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run. */
         post: operations["automations.executions.rerun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automation_executions/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel, terminate or rerun every run a filter matches (super_admin): a dry run answers 200 with a preview; an action answers 202 and runs durably.
+         * @description The matched set is fixed when the action (or its preview) is made and kept in the store. With `where`, at most 10,000 candidate runs are read; at most 100,000 runs per action (400 naming the count above either). A preview is acted on with `{previewId, action, reason}` within 10 minutes.
+         */
+        post: operations["automations.executions.bulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk_actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Bulk actions, newest first (admin or super_admin). */
+        get: operations["bulkActions.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk_actions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A bulk action and its progress (admin or super_admin). */
+        get: operations["bulkActions.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/bulk_actions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop a bulk action (super_admin): runs not yet acted on stay as they are; state CANCELED. 409 once it has completed. */
+        post: operations["bulkActions.cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1203,6 +1314,72 @@ export interface components {
             /** @description CLOSED: the runs counted in the last period. */
             runsInPeriod?: number;
         };
+        BulkAction: {
+            id: string;
+            /** @enum {string} */
+            action: "cancel" | "terminate" | "rerun";
+            /** @description The filter as given (of the preview, for an action made from one). */
+            filter: {
+                [key: string]: unknown;
+            };
+            reason: string;
+            /** @description The actor who asked for it. */
+            by: string;
+            /** @enum {string} */
+            state: "RUNNING" | "COMPLETED" | "CANCELED";
+            matched: number;
+            succeeded: number;
+            /** @description Runs no longer in a state the action applies to (e.g. closed before their cancel). */
+            skipped: number;
+            failed: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            finishedAt: string | null;
+        };
+        BulkActionList: {
+            list: {
+                bulkAction: components["schemas"]["BulkAction"];
+            }[];
+            nextPageToken: string;
+        };
+        BulkActionRequest: {
+            action?: ("cancel" | "terminate" | "rerun") | null;
+            filter?: components["schemas"]["BulkFilter"] | null;
+            reason?: string | null;
+            /** @description true: count and sample the matched runs, change nothing, answer a previewId. */
+            dryRun?: boolean | null;
+            /** @description Act on exactly the runs a dry run matched (within 10 minutes of it). */
+            previewId?: string | null;
+        };
+        BulkActionResponse: {
+            bulkAction: components["schemas"]["BulkAction"];
+        };
+        BulkDryRunResponse: {
+            matched: number;
+            /** @description At most 20 of the matched execution ids. */
+            sample: string[];
+            /** @description Send it back with action and reason within 10 minutes to act on exactly these runs. */
+            previewId: string;
+            /** @description Runs left out because `where` failed on their payload. */
+            whereErrors: number;
+        };
+        BulkFilter: {
+            automationId: string;
+            status?: ("QUEUED" | "PAUSED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED")[] | null;
+            /**
+             * Format: date-time
+             * @description Only runs started after this time.
+             */
+            startedAfter?: string | null;
+            /**
+             * Format: date-time
+             * @description Only runs started before this time.
+             */
+            startedBefore?: string | null;
+            /** @description CEL bool over ctx.trigger, the run’s payload. */
+            where?: string | null;
+        };
         /** @description An outbound HTTPS POST of a JSON body built with CEL. */
         CallWebhookStep: {
             /** @description CEL giving the https URL to POST to. */
@@ -1456,6 +1633,8 @@ export interface components {
                 /** Format: date-time */
                 since: string;
             };
+            /** @description The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun). */
+            bulkActionId?: string;
         };
         ExecutionList: {
             list: {
@@ -1463,8 +1642,41 @@ export interface components {
             }[];
             nextPageToken: string;
         };
+        ExecutionListEntry: {
+            /** @description webhook:{listenerId}:{eventId} */
+            id: string;
+            eventId: string | null;
+            /**
+             * @description QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).
+             * @enum {string}
+             */
+            status: "QUEUED" | "PAUSED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED";
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            closedAt: string | null;
+            /** @description The automation version the run executes. */
+            version: number | null;
+            automationId: string;
+            /** @description The automation's display name (the name it started under, once the automation is deleted). */
+            automationName: string;
+            /** @description While QUEUED: the concurrency key value the run waits for. */
+            queue?: {
+                key: string;
+            };
+            /** @description While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject). */
+            waitingForApproval?: {
+                stepId: string;
+            };
+        };
         ExecutionResponse: {
             execution: components["schemas"]["Execution"];
+        };
+        ExecutionSearchList: {
+            list: {
+                execution: components["schemas"]["ExecutionListEntry"];
+            }[];
+            nextPageToken: string;
         };
         ExecutionSummary: {
             /** @description webhook:{listenerId}:{eventId} */
@@ -1534,6 +1746,25 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
+        };
+        Lane: {
+            /** @description The concurrency key value ("" for an automation whose concurrency has no key). */
+            key: string;
+            /** @description Runs of the key that hold a permit (started their steps) and have not closed. */
+            running: number;
+            /** @description Runs of the key waiting for a permit (QUEUED). */
+            queued: number;
+            /**
+             * Format: date-time
+             * @description When the longest-waiting queued run of the key started.
+             */
+            oldestQueuedAt: string;
+        };
+        LaneList: {
+            list: {
+                lane: components["schemas"]["Lane"];
+            }[];
+            nextPageToken: string;
         };
         /** @description Writes one line to the run’s history and the worker’s log. */
         LogStep: {
@@ -3471,6 +3702,184 @@ export interface operations {
             };
         };
     };
+    "automations.executions.search": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+                /** @description Only runs of this automation. */
+                automationId?: string;
+                /** @description Only runs in one of these statuses (repeat the parameter for several). */
+                status?: ("QUEUED" | "PAUSED" | "RUNNING" | "COMPLETED" | "FAILED" | "CANCELED" | "TERMINATED")[];
+                /** @description true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked). */
+                waitingForApproval?: "true";
+                /** @description Only runs started at or after this RFC 3339 time. */
+                startedAfter?: string;
+                /** @description Only runs started before this RFC 3339 time. */
+                startedBefore?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionSearchList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.lanes.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LaneList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "automations.executions.list": {
         parameters: {
             query?: {
@@ -4095,6 +4504,322 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait. */
                     "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.executions.bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkActionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkDryRunResponse"];
+                };
+            };
+            /** @description Accepted */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "bulkActions.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "bulkActions.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionResponse"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "bulkActions.cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkActionResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already exists. (code 6) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

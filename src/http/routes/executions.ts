@@ -12,6 +12,7 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import { unauditedParts } from '../../domain/run-audit';
+import { bulkActionOfExecution } from '../../domain/bulk-actions';
 import { cancelRun, decideStep, rerunRun, terminateRun, type RunController } from '../../domain/executions';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, type Grant, exactRouter } from '../operation';
@@ -33,11 +34,12 @@ function controller(deps: AppDeps): RunController {
   return deps.runControl;
 }
 
-/** The run as it is now, with what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
+/** The run as it is now, the bulk action that touched it, and what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
 async function current(deps: AppDeps, executionId: string) {
   const execution = await reader(deps).get(executionId);
   if (!execution) throw notFound('automation execution');
-  return { ...execution, unaudited: await unauditedParts(deps.db, execution) };
+  const bulkActionId = await bulkActionOfExecution(deps.db, executionId);
+  return { ...execution, ...(bulkActionId ? { bulkActionId } : {}), unaudited: await unauditedParts(deps.db, execution) };
 }
 
 /** A run canceled or terminated: the circuit breaker no longer lists it among its paused runs. */

@@ -12,6 +12,7 @@ import { CLIENT_OPERATIONS, createClientsRouter } from './clients';
 import { AUTOMATION_OPERATIONS, createAutomationsRouter } from './automations';
 import { CIRCUIT_BREAKER_OPERATIONS, createCircuitBreakerRouter } from './circuit-breaker';
 import { createExecutionsRouter, EXECUTION_OPERATIONS } from './executions';
+import { BULK_ACTION_OPERATIONS, createBulkActionsRouter } from './bulk-actions';
 import { APP_OPERATIONS, createAppsRouter } from './apps';
 import { createUsersRouter, USER_OPERATIONS } from './users';
 import { createEntitlementsRouter, ENTITLEMENT_OPERATIONS } from './entitlements';
@@ -38,6 +39,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...AUTOMATION_OPERATIONS,
   ...CIRCUIT_BREAKER_OPERATIONS,
   ...EXECUTION_OPERATIONS,
+  ...BULK_ACTION_OPERATIONS,
   ...DELIVERY_OPERATIONS,
   ...CODEC_OPERATIONS,
   WEBHOOK_OPERATION,
@@ -67,6 +69,7 @@ export const ROUTERS: RouterFactory[] = [
   createClientsRouter,
   createAutomationsRouter,
   createCircuitBreakerRouter,
+  createBulkActionsRouter,
   createExecutionsRouter,
   createDeliveriesRouter,
   createAppsRouter,

@@ -1,0 +1,385 @@
+/**
+ * Bulk actions on runs (docs/api.md, "Bulk actions on runs"): cancel, terminate or rerun every run
+ * of one automation that a filter matches. The matched set is fixed when the action (or its dry
+ * run's preview) is made and kept in the store, never in a workflow's input; a durable workflow
+ * (workflows/bulk-action.ts) walks it in pages through the activities, which act on each run at
+ * most once: an outcome is written once per run, and every effect is idempotent (a cancel carries
+ * a request id of its own, a terminate of a run the action had already claimed counts as done, a
+ * rerun's id is derived from the bulk action and the original run).
+ */
+import { checkExpression, evaluate } from '../cel';
+import { CelEvaluationError, FailedPreconditionError, invalidArgument, notFound, UnavailableError, WorkflowEngineUnavailableError } from '../errors';
+import { newId } from '../ids';
+import { recordAudit } from '../store/audit';
+import { getAutomation } from '../store/automations';
+import { getLatestPublishedVersion } from '../store/automation-versions';
+import {
+  addBulkCountsToAudit,
+  bulkActionOfRun,
+  claimRun,
+  completeBulkAction,
+  copyPreviewRuns,
+  deleteBulkAction,
+  deleteExpiredPreviews,
+  getBulkAction,
+  insertBulkSet,
+  listBulkActions,
+  pendingRuns,
+  recordOutcome,
+  stopBulkAction,
+  type BulkActionKind,
+  type BulkActionRecord,
+} from '../store/bulk-actions';
+import type { Db } from '../store/db';
+import type { BULK_STATUSES, BulkActionRequest, BulkFilter } from './api-schemas';
+import type { RerunOptions } from './executions';
+import { isString, pageOf } from './listing';
+import type { Page, PageRequest, PageTokens } from './pagination';
+
+/** With `where`, at most this many candidate runs (those the other filters match) are read. */
+export const MAX_WHERE_CANDIDATES = 10_000;
+/** At most this many runs per bulk action. */
+export const MAX_MATCHED = 100_000;
+/** A dry run's preview can be acted on for this long. */
+export const PREVIEW_TTL_SECONDS = 600;
+const SAMPLE_SIZE = 20;
+
+/** The id of the run a bulk rerun starts: derived from the original and the bulk action, so a retry never starts a second. */
+export function bulkRerunId(runId: string, bulkActionId: string): string {
+  return `${runId}:rerun-bulk-${bulkActionId}`;
+}
+
+/** The bulk action whose rerun `executionId` is, when it is one of `rerunOf`. */
+export function bulkActionOfRerunId(executionId: string, rerunOf: string): string | undefined {
+  const prefix = `${rerunOf}:rerun-bulk-`;
+  return executionId.startsWith(prefix) && executionId.length > prefix.length ? executionId.slice(prefix.length) : undefined;
+}
+
+/** What visibility can match: the automation, statuses, start time. */
+export interface BulkVisibilityFilter {
+  automationId: string;
+  statuses: ReadonlyArray<(typeof BULK_STATUSES)[number]>;
+  startedAfter: string | undefined;
+  startedBefore: string | undefined;
+}
+
+/** What the API needs of the engine to match runs and start the action (src/temporal/bulk-actions.ts). */
+export interface BulkRunMatcher {
+  /** How many runs visibility matches (QUEUED and RUNNING both count as running there). */
+  count(filter: BulkVisibilityFilter): Promise<number>;
+  /** The ids of the matched runs, newest first, at most `max` + 1 (one more says "too many"). */
+  list(filter: BulkVisibilityFilter, max: number): Promise<string[]>;
+  /** Each run's payload (`ctx.trigger`); a run whose input cannot be read is missing. */
+  payloads(runIds: readonly string[]): Promise<Map<string, unknown>>;
+  /** Starts the action's workflow (once per id). */
+  start(bulkActionId: string): Promise<void>;
+}
+
+export interface BulkActRequest {
+  action: BulkActionKind;
+  runId: string;
+  bulkActionId: string;
+  /** The reason the run's cancel or terminate records (names the bulk action). */
+  reason: string;
+  /** An earlier attempt claimed this run: it may have acted before it died. */
+  claimedBefore: boolean;
+  /** For a rerun: the automation's published version, undefined when it is not published. */
+  published: RerunOptions['published'];
+}
+
+export type BulkActResult = { outcome: 'succeeded'; newExecutionId?: string } | { outcome: 'skipped' | 'failed'; reason: string };
+
+/** What the activities need of the engine to act on one run (src/temporal/bulk-actions.ts). */
+export interface BulkRunActor {
+  act(request: BulkActRequest): Promise<BulkActResult>;
+}
+
+export interface BulkActionView {
+  id: string;
+  action: BulkActionKind;
+  filter: Record<string, unknown>;
+  reason: string;
+  by: string;
+  state: 'RUNNING' | 'COMPLETED' | 'CANCELED';
+  matched: number;
+  succeeded: number;
+  skipped: number;
+  failed: number;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+function view(record: BulkActionRecord): BulkActionView {
+  return {
+    id: record.id,
+    action: record.action ?? 'cancel',
+    filter: record.filter,
+    reason: record.reason,
+    by: record.by,
+    state: record.state === 'PREVIEW' ? 'RUNNING' : record.state,
+    matched: record.matched,
+    succeeded: record.succeeded,
+    skipped: record.skipped,
+    failed: record.failed,
+    createdAt: record.createdAt,
+    finishedAt: record.finishedAt,
+  };
+}
+
+export type BulkCreated = { kind: 'preview'; matched: number; sample: string[]; previewId: string; whereErrors: number } | { kind: 'action'; bulkAction: BulkActionView };
+
+/** The filter as stored and shown: the given fields only. */
+function storedFilter(filter: BulkFilter): Record<string, unknown> {
+  const out: Record<string, unknown> = { automationId: filter.automationId };
+  if (filter.status) out.status = [...new Set(filter.status)];
+  if (filter.startedAfter) out.startedAfter = filter.startedAfter;
+  if (filter.startedBefore) out.startedBefore = filter.startedBefore;
+  if (filter.where) out.where = filter.where;
+  return out;
+}
+
+/** The runs a filter matches now: visibility, then `where` over each candidate's payload. */
+export interface BulkLimits {
+  /** With `where`, at most this many candidates are read (default MAX_WHERE_CANDIDATES). */
+  maxWhereCandidates: number;
+  /** At most this many runs per action (default MAX_MATCHED). */
+  maxMatched: number;
+}
+
+export const BULK_LIMITS: BulkLimits = { maxWhereCandidates: MAX_WHERE_CANDIDATES, maxMatched: MAX_MATCHED };
+
+async function match(matcher: BulkRunMatcher, filter: BulkFilter, limits: BulkLimits): Promise<{ runIds: string[]; whereErrors: number }> {
+  const visibility: BulkVisibilityFilter = {
+    automationId: filter.automationId,
+    statuses: filter.status ? [...new Set(filter.status)] : [],
+    startedAfter: filter.startedAfter ?? undefined,
+    startedBefore: filter.startedBefore ?? undefined,
+  };
+  const where = filter.where ?? undefined;
+  const limit = where !== undefined ? limits.maxWhereCandidates : limits.maxMatched;
+  const counted = await matcher.count(visibility);
+  if (counted > limit) throw tooMany(where !== undefined, counted, limits);
+  const candidates = await matcher.list(visibility, limit);
+  if (candidates.length > limit) throw tooMany(where !== undefined, candidates.length, limits);
+  if (where === undefined) return { runIds: candidates, whereErrors: 0 };
+  const payloads = await matcher.payloads(candidates);
+  const runIds: string[] = [];
+  let whereErrors = 0;
+  for (const id of candidates) {
+    if (!payloads.has(id)) {
+      whereErrors += 1;
+      continue;
+    }
+    try {
+      const verdict = evaluate(where, { trigger: payloads.get(id), steps: {} });
+      if (verdict === true) runIds.push(id);
+      else if (verdict !== false) whereErrors += 1;
+    } catch (err) {
+      if (!(err instanceof CelEvaluationError)) throw err;
+      whereErrors += 1;
+    }
+  }
+  if (runIds.length > limits.maxMatched) throw tooMany(false, runIds.length, limits);
+  return { runIds, whereErrors };
+}
+
+function tooMany(withWhere: boolean, count: number, limits: BulkLimits): Error {
+  return withWhere
+    ? invalidArgument({
+        field: 'filter.where',
+        description: `${count} candidate runs match the other filters; with where at most ${limits.maxWhereCandidates} are read: narrow the filter (status, startedAfter, startedBefore)`,
+      })
+    : invalidArgument({ field: 'filter', description: `${count} runs match; a bulk action takes at most ${limits.maxMatched}: narrow the filter` });
+}
+
+/**
+ * A dry run (a preview, kept PREVIEW_TTL_SECONDS) or an action, from a filter or a preview. The
+ * action, its matched set and its audit record are written in one transaction, then its workflow
+ * is started; when the engine cannot start it, the action is removed again (503, nothing left).
+ */
+export async function createBulkAction(db: Db, matcher: BulkRunMatcher, actor: string, body: BulkActionRequest, limits: BulkLimits = BULK_LIMITS): Promise<BulkCreated> {
+  await deleteExpiredPreviews(db);
+  const reason = body.reason ?? undefined;
+  if (body.previewId !== undefined && body.previewId !== null) {
+    if (body.dryRun === true) throw invalidArgument({ field: 'previewId', description: 'is for acting on a dry run: send it without dryRun' });
+    if (!body.action) throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
+    if (reason === undefined) throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
+    const preview = await getBulkAction(db, body.previewId);
+    if (!preview || preview.state !== 'PREVIEW' || preview.expired) {
+      throw invalidArgument({ field: 'previewId', description: `is unknown or expired (a preview is kept ${PREVIEW_TTL_SECONDS / 60} minutes): make a new dry run` });
+    }
+    const id = newId();
+    const created = await db.transaction(async (tx) => {
+      const record = await insertBulkSet(
+        tx,
+        { id, action: body.action!, automationId: preview.automationId, filter: preview.filter, reason, by: actor, state: 'RUNNING', matched: preview.matched, whereErrors: preview.whereErrors, previewId: preview.id },
+        [],
+      );
+      await copyPreviewRuns(tx, preview.id, id);
+      await deleteBulkAction(tx, preview.id); // a preview is acted on once
+      await audit(tx, record);
+      return record;
+    });
+    return { kind: 'action', bulkAction: view(await startOrUndo(db, matcher, created)) };
+  }
+  const filter = body.filter ?? undefined;
+  if (!filter) throw invalidArgument({ field: 'filter.automationId', description: 'is required: the automation whose runs are matched' });
+  if (reason === undefined) throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
+  if (body.dryRun !== true && !body.action) throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
+  if (filter.where !== undefined && filter.where !== null) {
+    const problem = checkExpression(filter.where);
+    if (problem !== undefined) throw invalidArgument({ field: 'filter.where', description: problem });
+  }
+  if (filter.startedAfter && filter.startedBefore && Date.parse(filter.startedAfter) >= Date.parse(filter.startedBefore)) {
+    throw invalidArgument({ field: 'filter.startedBefore', description: 'must be later than startedAfter' });
+  }
+  if (!(await getAutomation(db, filter.automationId))) throw notFound('automation', filter.automationId);
+  const { runIds, whereErrors } = await match(matcher, filter, limits);
+  const id = newId();
+  const set = { id, action: body.action ?? null, automationId: filter.automationId, filter: storedFilter(filter), reason, by: actor, matched: runIds.length, whereErrors, previewId: null };
+  if (body.dryRun === true) {
+    await db.transaction((tx) => insertBulkSet(tx, { ...set, state: 'PREVIEW', expiresInSeconds: PREVIEW_TTL_SECONDS }, runIds));
+    return { kind: 'preview', matched: runIds.length, sample: runIds.slice(0, SAMPLE_SIZE), previewId: id, whereErrors };
+  }
+  const created = await db.transaction(async (tx) => {
+    const record = await insertBulkSet(tx, { ...set, state: 'RUNNING' }, runIds);
+    await audit(tx, record);
+    return record;
+  });
+  return { kind: 'action', bulkAction: view(await startOrUndo(db, matcher, created)) };
+}
+
+/** The one audit record of a bulk action; its counts are completed when the action ends (finishBulkAction). */
+async function audit(tx: Parameters<typeof recordAudit>[0], record: BulkActionRecord): Promise<void> {
+  await recordAudit(tx, {
+    actor: record.by,
+    action: 'bulk_action.create',
+    resourceType: 'bulk_action',
+    resourceId: record.id,
+    details: { action: record.action, filter: record.filter, reason: record.reason, previewId: record.previewId, counts: { matched: record.matched } },
+  });
+}
+
+async function startOrUndo(db: Db, matcher: BulkRunMatcher, record: BulkActionRecord): Promise<BulkActionRecord> {
+  try {
+    await matcher.start(record.id);
+  } catch (err) {
+    // Nothing was acted on: the action and its audit record go (no action left RUNNING without its workflow).
+    await db.transaction((tx) => deleteBulkAction(tx, record.id, true));
+    if (err instanceof UnavailableError || err instanceof WorkflowEngineUnavailableError) throw err;
+    throw new UnavailableError('the workflow engine is unavailable; retry later', 5);
+  }
+  return record;
+}
+
+/** One bulk action (never a preview); 404 otherwise. */
+export async function readBulkAction(db: Db, id: string): Promise<BulkActionView> {
+  const record = await getBulkAction(db, id);
+  if (!record || record.state === 'PREVIEW') throw notFound('bulk action', id);
+  return view(record);
+}
+
+export async function listBulkActionsPage(db: Db, tokens: PageTokens, page: PageRequest): Promise<Page<{ bulkAction: BulkActionView }>> {
+  return pageOf(tokens, page, {
+    name: 'bulk_actions',
+    filter: {},
+    isCursor: isString,
+    fetch: (before, limit) => listBulkActions(db, before, limit),
+    keyOf: (record) => record.id,
+    toItem: (record) => ({ bulkAction: view(record) }),
+  });
+}
+
+/**
+ * Stops a running action: no run is claimed after this answer (a run being acted on at that moment
+ * finishes); the runs not yet acted on stay as they are. A stopped action answers as it is; a
+ * completed one is 409.
+ */
+export async function cancelBulkAction(db: Db, id: string): Promise<BulkActionView> {
+  const stopped = await stopBulkAction(db, id);
+  if (stopped) return view(stopped);
+  const record = await getBulkAction(db, id);
+  if (!record || record.state === 'PREVIEW') throw notFound('bulk action', id);
+  if (record.state === 'COMPLETED') throw new FailedPreconditionError('the bulk action has completed', 'BULK_ACTION_COMPLETED');
+  return view(record);
+}
+
+/** The bulk action that acted on a run, or whose rerun it is (an execution's `bulkActionId`). */
+export async function bulkActionOfExecution(db: Db, executionId: string): Promise<string | undefined> {
+  return bulkActionOfRun(db, executionId);
+}
+
+// ---------------------------------------------------------------- the activities' side
+
+export interface BulkPageOptions {
+  pageSize: number;
+  /** Runs acted on at once. */
+  concurrency: number;
+  /** Called after each run (activity heartbeat). */
+  progress?: () => void;
+}
+
+/**
+ * Acts on the next page of runs not yet acted on; `done` when none is left or the action no
+ * longer runs. An engine that cannot be reached throws (the activity retries; the run's claim
+ * tells the next attempt that it may have acted already).
+ */
+export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: string, options: BulkPageOptions): Promise<{ done: boolean; acted: number }> {
+  const action = await getBulkAction(db, bulkActionId);
+  if (!action || action.state !== 'RUNNING' || action.action === null) return { done: true, acted: 0 };
+  const runs = await pendingRuns(db, bulkActionId, options.pageSize);
+  if (runs.length === 0) return { done: true, acted: 0 };
+  let published: RerunOptions['published'];
+  if (action.action === 'rerun') {
+    const automation = await getAutomation(db, action.automationId);
+    const latest = automation?.published ? await getLatestPublishedVersion(db, action.automationId) : undefined;
+    published = latest ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) } : undefined;
+  }
+  let acted = 0;
+  let stopped = false;
+  const queue = [...runs];
+  const worker = async (): Promise<void> => {
+    for (let run = queue.shift(); run !== undefined && !stopped; run = queue.shift()) {
+      const claim = await claimRun(db, bulkActionId, run.seq);
+      if (!claim) {
+        stopped = true; // stopped (or finished by another attempt): claim nothing more
+        return;
+      }
+      let result: BulkActResult;
+      try {
+        result = await actor.act({
+          action: action.action!,
+          runId: run.runId,
+          bulkActionId,
+          reason: `bulk action ${bulkActionId}: ${action.reason}`,
+          claimedBefore: claim.claimedBefore,
+          published,
+        });
+      } catch (err) {
+        if (err instanceof UnavailableError || err instanceof WorkflowEngineUnavailableError) throw err;
+        result = { outcome: 'failed', reason: (err as Error).message };
+      }
+      await recordOutcome(db, bulkActionId, run.seq, result.outcome, result.outcome === 'succeeded' ? null : result.reason, result.outcome === 'succeeded' ? (result.newExecutionId ?? null) : null);
+      acted += 1;
+      options.progress?.();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency, runs.length)) }, worker));
+  return { done: false, acted };
+}
+
+/** Ends the action (RUNNING → COMPLETED; a stopped one stays CANCELED) and completes its audit record's counts. */
+export async function finishBulkAction(db: Db, bulkActionId: string): Promise<{ state: string }> {
+  return db.transaction(async (tx) => {
+    const record = (await completeBulkAction(tx, bulkActionId)) ?? (await getBulkAction(tx, bulkActionId));
+    if (!record) return { state: 'UNKNOWN' };
+    await addBulkCountsToAudit(tx, bulkActionId, {
+      matched: record.matched,
+      succeeded: record.succeeded,
+      skipped: record.skipped,
+      failed: record.failed,
+      state: record.state,
+    });
+    return { state: record.state };
+  });
+}

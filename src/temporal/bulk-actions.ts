@@ -1,0 +1,247 @@
+/**
+ * The engine side of bulk actions (src/domain/bulk-actions.ts): matching runs from visibility
+ * (`AutomationId`, `ExecutionStatus`, `StartTime`), reading each candidate's payload from the first
+ * event of its history (for `where`), starting the bulkAction workflow, and acting on one run.
+ * Acting is idempotent: a cancel carries a request id derived from the bulk action and the run
+ * (Temporal dedupes it), a terminate of a run an earlier attempt had claimed and that is now
+ * TERMINATED (or CANCELED, for a cancel) was that attempt's, and a rerun has a derived id (a
+ * second start is refused and answers the same run).
+ */
+import { createHash } from 'node:crypto';
+import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { automation, bulkAction } from '../../workflows';
+import type { AutomationRunInput } from '../contract/run';
+import type { BulkActRequest, BulkActResult, BulkRunActor, BulkRunMatcher, BulkVisibilityFilter } from '../domain/bulk-actions';
+import { FailedPreconditionError, NotFoundError, ServiceError, WorkflowEngineUnavailableError } from '../errors';
+import { raceDeadline } from './deadline';
+import { decodePayloadsInPlace, executionStatus } from './executions';
+import type { TemporalRunControl } from './run-control';
+import { AutomationIdKey } from './search-attributes';
+
+/** Visibility page size when listing a matched set. */
+const LIST_PAGE = 1000;
+/** History reads at once when `where` reads payloads. */
+const PAYLOAD_READS_AT_ONCE = 8;
+const GRPC_NOT_FOUND = 5;
+const GRPC_FAILED_PRECONDITION = 9;
+
+/** The workflow id of a bulk action's workflow. */
+export function bulkActionWorkflowId(bulkActionId: string): string {
+  return `bulk-action:${bulkActionId}`;
+}
+
+const TEMPORAL_STATUSES: Record<BulkVisibilityFilter['statuses'][number], string[]> = {
+  QUEUED: ['Running'],
+  PAUSED: ['Running'],
+  RUNNING: ['Running'],
+  COMPLETED: ['Completed'],
+  FAILED: ['Failed', 'TimedOut'],
+  CANCELED: ['Canceled'],
+  TERMINATED: ['Terminated'],
+};
+
+const STATUS_NAMES: Record<number, string> = {
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'RUNNING',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED]: 'COMPLETED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_FAILED]: 'FAILED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: 'TIMED_OUT',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED]: 'TERMINATED',
+  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CANCELED]: 'CANCELLED',
+};
+
+/** The visibility query of a filter (statuses folded into Temporal's; QUEUED/PAUSED/RUNNING told apart after). */
+export function bulkVisibilityQuery(filter: BulkVisibilityFilter): string {
+  const parts = [`WorkflowType = ${quote(automation.name)}`, `${AutomationIdKey.name} = ${quote(filter.automationId)}`];
+  const statuses = [...new Set(filter.statuses.flatMap((status) => TEMPORAL_STATUSES[status]))];
+  if (statuses.length > 0) parts.push(`(${statuses.map((status) => `ExecutionStatus = ${quote(status)}`).join(' OR ')})`);
+  if (filter.startedAfter) parts.push(`StartTime > ${quote(new Date(filter.startedAfter).toISOString())}`);
+  if (filter.startedBefore) parts.push(`StartTime < ${quote(new Date(filter.startedBefore).toISOString())}`);
+  return parts.join(' AND ');
+}
+
+export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
+  constructor(
+    private readonly client: Client,
+    private readonly taskQueue: string,
+    /** Acting on runs (the worker's side); the API's side only matches and starts. */
+    private readonly control?: TemporalRunControl,
+    private readonly callTimeoutMs = 10_000,
+  ) {}
+
+  async count(filter: BulkVisibilityFilter): Promise<number> {
+    const response = await this.call(() =>
+      this.client.workflowService.countWorkflowExecutions({ namespace: this.client.options.namespace, query: bulkVisibilityQuery(filter) }),
+    );
+    return Number(response.count ?? 0);
+  }
+
+  async list(filter: BulkVisibilityFilter, max: number): Promise<string[]> {
+    const query = bulkVisibilityQuery(filter);
+    const wanted = new Set(filter.statuses);
+    const ids: string[] = [];
+    let token: Uint8Array | undefined;
+    do {
+      const response = await this.call(() =>
+        this.client.workflowService.listWorkflowExecutions({ namespace: this.client.options.namespace, pageSize: LIST_PAGE, query, ...(token ? { nextPageToken: token } : {}) }),
+      );
+      for (const raw of response.executions ?? []) {
+        const status = executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING');
+        const held = status === 'RUNNING' ? decode(raw.searchAttributes?.indexedFields?.FlowQueue) : undefined;
+        const shown = held === 'QUEUED' || held === 'PAUSED' ? held : status;
+        if (wanted.size > 0 && !wanted.has(shown as (typeof filter.statuses)[number])) continue;
+        const id = raw.execution?.workflowId;
+        if (id) ids.push(id);
+      }
+      token = response.nextPageToken && response.nextPageToken.length > 0 ? response.nextPageToken : undefined;
+    } while (token && ids.length <= max);
+    return ids.slice(0, max + 1);
+  }
+
+  async payloads(runIds: readonly string[]): Promise<Map<string, unknown>> {
+    const found = new Map<string, unknown>();
+    const queue = [...runIds];
+    const reader = async (): Promise<void> => {
+      for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+        const input = await this.firstInput(id);
+        if (input) found.set(id, input.trigger);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PAYLOAD_READS_AT_ONCE, queue.length) }, reader));
+    return found;
+  }
+
+  async start(bulkActionId: string): Promise<void> {
+    try {
+      await this.call(() =>
+        this.client.workflow.start(bulkAction, {
+          taskQueue: this.taskQueue,
+          workflowId: bulkActionWorkflowId(bulkActionId),
+          args: [{ bulkActionId }],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          staticSummary: `bulk action ${bulkActionId}`,
+        }),
+      );
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+      throw unavailable(err);
+    }
+  }
+
+  async act(request: BulkActRequest): Promise<BulkActResult> {
+    if (request.action === 'rerun') return this.rerun(request);
+    const status = await this.status(request.runId);
+    if (status === undefined) return { outcome: 'skipped', reason: 'the run no longer exists' };
+    if (status !== 'RUNNING') {
+      const ours = request.action === 'cancel' ? 'CANCELED' : 'TERMINATED';
+      // An earlier attempt claimed the run and may have stopped it before it died: that was this action.
+      if (request.claimedBefore && status === ours) return { outcome: 'succeeded' };
+      return { outcome: 'skipped', reason: `the run is closed (${status})` };
+    }
+    try {
+      if (request.action === 'cancel') {
+        await this.call(() =>
+          this.client.workflowService.requestCancelWorkflowExecution({
+            namespace: this.client.options.namespace,
+            workflowExecution: { workflowId: request.runId },
+            identity: this.client.options.identity,
+            // One request id per bulk action and run: a repeated cancel is the same request to Temporal.
+            requestId: requestIdOf(request.bulkActionId, request.runId),
+            reason: request.reason,
+          }),
+        );
+      } else {
+        await this.call(() => this.client.workflow.getHandle(request.runId).terminate(request.reason));
+      }
+      return { outcome: 'succeeded' };
+    } catch (err) {
+      const code = grpcCode(err);
+      if (err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION) {
+        return { outcome: 'skipped', reason: 'the run closed before the action reached it' };
+      }
+      throw unavailable(err);
+    }
+  }
+
+  private async rerun(request: BulkActRequest): Promise<BulkActResult> {
+    if (!this.control) throw new Error('TemporalBulkRuns: acting on runs needs the run controller');
+    try {
+      const started = await this.control.rerun(request.runId, { fromFailedStep: false, published: request.published, bulkActionId: request.bulkActionId });
+      return { outcome: 'succeeded', newExecutionId: started.executionId };
+    } catch (err) {
+      if (err instanceof NotFoundError) return { outcome: 'skipped', reason: 'the run no longer exists' };
+      if (err instanceof FailedPreconditionError) return { outcome: 'failed', reason: err.message };
+      throw err;
+    }
+  }
+
+  /** The run's status as the API names it (QUEUED folds into RUNNING); undefined for an unknown run. */
+  private async status(runId: string): Promise<string | undefined> {
+    try {
+      const description = await this.call(() => this.client.workflow.getHandle(runId).describe());
+      return executionStatus(description.status.name);
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC_NOT_FOUND) return undefined;
+      throw unavailable(err);
+    }
+  }
+
+  /** The input a run started with: the first event of its history, decoded. */
+  private async firstInput(runId: string): Promise<AutomationRunInput | undefined> {
+    let response: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
+    try {
+      response = await this.call(() =>
+        this.client.workflowService.getWorkflowExecutionHistory({ namespace: this.client.options.namespace, execution: { workflowId: runId }, maximumPageSize: 1 }),
+      );
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC_NOT_FOUND) return undefined;
+      throw unavailable(err);
+    }
+    const payload = response.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) return undefined;
+    await decodePayloadsInPlace(payload, this.client.options.loadedDataConverter.payloadCodecs);
+    try {
+      return this.client.options.loadedDataConverter.payloadConverter.fromPayload(payload) as AutomationRunInput;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.callTimeoutMs;
+    return raceDeadline(deadline, () => this.client.withDeadline(deadline, fn));
+  }
+}
+
+/** A stable request id (UUID-shaped) for one bulk action and run. */
+function requestIdOf(bulkActionId: string, runId: string): string {
+  const hex = createHash('sha256').update(`${bulkActionId}\n${runId}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+function decode(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {
+  if (!payload) return undefined;
+  try {
+    return defaultPayloadConverter.fromPayload(payload as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function quote(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+function grpcCode(err: unknown): number | undefined {
+  if (isGrpcServiceError(err)) return err.code;
+  if (err instanceof ServiceError && isGrpcServiceError(err.cause)) return err.cause.code;
+  const cause = (err as { cause?: unknown })?.cause;
+  if (isGrpcServiceError(cause)) return cause.code;
+  return undefined;
+}
+
+function unavailable(err: unknown): WorkflowEngineUnavailableError {
+  if (err instanceof WorkflowEngineUnavailableError) return err;
+  return new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`);
+}

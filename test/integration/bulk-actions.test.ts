@@ -1,0 +1,380 @@
+/**
+ * Bulk actions on runs, end to end: real HTTP, the real store (PGlite, or PostgreSQL with
+ * DATABASE_URL), the real Temporal dev server and a real worker. A dry run's preview is exactly
+ * what its action acts on (a run started later is never touched); `where` errors are counted;
+ * counters add up; a stopped action leaves the runs it had not reached as they were; a bulk rerun's
+ * id is derived, so acting again starts nothing new; the limits and the roles.
+ */
+import request from 'supertest';
+import type { NativeConnection, Worker } from '@temporalio/worker';
+import { createAutomationWorker } from '../../src/temporal/worker';
+import { TemporalBulkRuns } from '../../src/temporal/bulk-actions';
+import { TemporalRunReader } from '../../src/temporal/executions';
+import { TemporalRunControl } from '../../src/temporal/run-control';
+import { actOnNextPage, bulkRerunId, BULK_LIMITS } from '../../src/domain/bulk-actions';
+import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds } from '../../src/store/bulk-actions';
+import { listAuditEvents } from '../../src/store/audit';
+import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
+import { connectNative, testCodec, testTemporal, testWorkflowBundle } from '../helpers/temporal';
+import { poll } from '../helpers/wait';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+let stack: Stack;
+let admin: string;
+let superAdmin: string;
+let readOnly: string;
+let superActor: string;
+let connection: NativeConnection;
+let stopWorker: (() => Promise<void>) | undefined;
+
+async function startWorker(): Promise<void> {
+  const bundle = testWorkflowBundle();
+  const worker: Worker = await createAutomationWorker({
+    connection,
+    namespace: 'default',
+    taskQueue: stack.taskQueue,
+    db: stack.service.deps.db,
+    allowPrivateOutbound: true,
+    codec: testCodec(),
+    ...(bundle ? { bundle } : {}),
+  });
+  const running = worker.run();
+  stopWorker = async () => {
+    worker.shutdown();
+    await running;
+    stopWorker = undefined;
+  };
+}
+
+beforeAll(async () => {
+  stack = await startStack({ worker: false });
+  connection = await connectNative((await testTemporal()).address);
+  await startWorker();
+  superAdmin = stack.adminToken;
+  admin = await stack.service.tokenFor('admin');
+  readOnly = await stack.service.tokenFor('read_only');
+  superActor = `client:${(await stack.service.deps.tokens.verify(superAdmin))!.clientId}`;
+});
+
+afterAll(async () => {
+  await stopWorker?.();
+  await connection?.close();
+  await stack?.close();
+});
+
+const api = (token: string) => ({
+  get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`),
+  post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${token}`).send(body as object),
+});
+const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
+const BULK = '/api/v1/automation_executions/bulk';
+
+async function automationWith(steps: unknown[]): Promise<{ id: string; secret: string; path: string }> {
+  const created = await stack.createAutomation({ displayName: 'bulk actions', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
+  return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
+}
+
+async function send(target: { secret: string; path: string }, payload: unknown): Promise<string> {
+  const res = await deliver(stack, target.path, hmacEvent(target.secret, payload));
+  expect(res.status).toBe(200);
+  return res.body.executionId as string;
+}
+
+async function execution(id: string): Promise<Json> {
+  const res = await api(superAdmin).get(runPath(id));
+  expect(res.status).toBe(200);
+  return res.body.execution;
+}
+
+/** Waits until visibility shows exactly `ids` as the automation's runs in `status` (a dry run without `where` reads visibility). */
+async function untilVisible(automationId: string, status: string, ids: string[]): Promise<void> {
+  const matched = await poll(
+    async () => {
+      const res = await api(superAdmin).post(BULK, { dryRun: true, reason: 'look', filter: { automationId, status: [status] } });
+      expect(res.status).toBe(200);
+      return res.body.matched as number;
+    },
+    (count) => count === ids.length,
+    { what: `${ids.length} ${status} runs in visibility` },
+  );
+  expect(matched).toBe(ids.length);
+}
+
+async function untilFinished(id: string): Promise<Json> {
+  const got = await poll(
+    async () => (await api(admin).get(`/api/v1/bulk_actions/${id}`)).body.bulkAction,
+    (action: Json) => action.state !== 'RUNNING',
+    { what: `bulk action ${id} to finish` },
+  );
+  return got;
+}
+
+const parked = [{ id: 'hold', waitForApproval: { timeout: '86400s' } }];
+
+describe('dry run and action', () => {
+  it('acts on exactly the runs its preview matched: where errors counted, a later run untouched, counters add up, each run names the action', async () => {
+    const target = await automationWith(parked);
+    const a = [await send(target, { kind: 'a', n: 1 }), await send(target, { kind: 'a', n: 2 }), await send(target, { kind: 'a', n: 3 })];
+    const b = await send(target, { kind: 'b', n: 4 });
+    const broken = await send(target, { n: 5 }); // no `kind`: `where` fails on it
+    await untilVisible(target.id, 'RUNNING', [...a, b, broken]);
+
+    const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'bad sync', filter: { automationId: target.id, status: ['RUNNING'], where: "ctx.trigger.kind == 'a'" } });
+    expect(dry.status).toBe(200);
+    expect(dry.body.matched).toBe(3);
+    expect(dry.body.whereErrors).toBe(1);
+    expect([...dry.body.sample].sort()).toEqual([...a].sort());
+    // Nothing changed.
+    for (const id of [...a, b, broken]) expect((await execution(id)).status).toBe('RUNNING');
+
+    // A run started after the preview matches the filter too, but is not in the preview's set.
+    const later = await send(target, { kind: 'a', n: 6 });
+    const acted = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'cancel', reason: 'bad sync' });
+    expect(acted.status).toBe(202);
+    const started = acted.body.bulkAction;
+    expect(started).toMatchObject({ action: 'cancel', reason: 'bad sync', by: superActor, state: 'RUNNING', matched: 3, finishedAt: null });
+    expect(started.filter).toEqual({ automationId: target.id, status: ['RUNNING'], where: "ctx.trigger.kind == 'a'" });
+    expect([...(await bulkSetRunIds(stack.service.deps.db, started.id))].sort()).toEqual([...a].sort());
+
+    const done = await untilFinished(started.id);
+    expect(done).toMatchObject({ state: 'COMPLETED', matched: 3, succeeded: 3, skipped: 0, failed: 0 });
+    expect(done.succeeded + done.skipped + done.failed).toBe(done.matched);
+    expect(Date.parse(done.finishedAt)).not.toBeNaN();
+    for (const id of a) {
+      const run = await poll(() => execution(id), (e: Json) => e.status === 'CANCELED', { what: `${id} CANCELED` });
+      expect(run.bulkActionId).toBe(started.id);
+      // The cancel request's reason names the bulk action.
+      const history = await stack.client.workflow.getHandle(id).fetchHistory();
+      const cause = history.events!.find((e) => e.workflowExecutionCancelRequestedEventAttributes)?.workflowExecutionCancelRequestedEventAttributes?.cause;
+      expect(cause).toBe(`bulk action ${started.id}: bad sync`);
+    }
+    for (const id of [b, broken, later]) {
+      const run = await execution(id);
+      expect(run.status).toBe('RUNNING');
+      expect(run.bulkActionId).toBeUndefined();
+    }
+    // A preview is acted on once.
+    const again = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'cancel', reason: 'bad sync' });
+    expect(again.status).toBe(400);
+    expect(again.body.message).toContain('previewId');
+
+    // One audit record, with the actor, the filter, the reason and the final counts.
+    const audit = await listAuditEvents(stack.service.deps.db, 'bulk_action', started.id);
+    expect(audit.map((e) => [e.action, e.actor])).toEqual([['bulk_action.create', superActor]]);
+    expect(audit[0]!.details).toMatchObject({
+      action: 'cancel',
+      reason: 'bad sync',
+      filter: started.filter,
+      counts: { matched: 3, succeeded: 3, skipped: 0, failed: 0, state: 'COMPLETED' },
+    });
+    // Listed, newest first, for an admin too.
+    const listed = await api(admin).get('/api/v1/bulk_actions');
+    expect(listed.status).toBe(200);
+    expect(listed.body.list[0].bulkAction).toEqual(done);
+
+    await stack.client.workflow.getHandle(b).cancel();
+    await stack.client.workflow.getHandle(broken).cancel();
+    await stack.client.workflow.getHandle(later).cancel();
+  });
+
+  it('an expired preview is refused (400) and starts nothing', async () => {
+    const target = await automationWith(parked);
+    const id = await send(target, { n: 1 });
+    await untilVisible(target.id, 'RUNNING', [id]);
+    const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'r', filter: { automationId: target.id } });
+    expect(dry.status).toBe(200);
+    await stack.service.deps.db.query(`UPDATE bulk_actions SET expires_at = now() - interval '1 second' WHERE id = $1`, [dry.body.previewId]);
+    const before = (await api(superAdmin).get('/api/v1/bulk_actions?page_size=100')).body.list.length;
+    const res = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'cancel', reason: 'r' });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe(3);
+    expect(res.body.message).toContain('previewId');
+    expect(res.body.message).toContain('expired');
+    expect((await api(superAdmin).get('/api/v1/bulk_actions?page_size=100')).body.list.length).toBe(before);
+    expect((await execution(id)).status).toBe('RUNNING');
+    await stack.client.workflow.getHandle(id).cancel();
+  });
+});
+
+describe('terminate, skipped runs, stop', () => {
+  it('terminate: a run closed before the action reached it is skipped with the reason; the terminate reason names the action', async () => {
+    const target = await automationWith(parked);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 })];
+    await untilVisible(target.id, 'RUNNING', ids);
+    const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'outage', filter: { automationId: target.id, status: ['RUNNING'] } });
+    expect(dry.body.matched).toBe(2);
+    await stack.client.workflow.getHandle(ids[0]!).cancel();
+    expect((await poll(() => execution(ids[0]!), (e: Json) => e.status === 'CANCELED')).status).toBe('CANCELED');
+
+    const acted = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'terminate', reason: 'outage' });
+    expect(acted.status).toBe(202);
+    const done = await untilFinished(acted.body.bulkAction.id);
+    expect(done).toMatchObject({ state: 'COMPLETED', matched: 2, succeeded: 1, skipped: 1, failed: 0 });
+    const outcomes = await bulkRunOutcomes(stack.service.deps.db, done.id);
+    expect(outcomes.find((o) => o.runId === ids[0])).toMatchObject({ outcome: 'skipped', reason: 'the run is closed (CANCELED)' });
+    const terminated = await poll(() => execution(ids[1]!), (e: Json) => e.status === 'TERMINATED');
+    expect(terminated.error).toBe(`run terminated: bulk action ${done.id}: outage`);
+    expect(terminated.bulkActionId).toBe(done.id);
+    expect((await execution(ids[0]!)).bulkActionId).toBeUndefined();
+
+    // The page runs again over the same claimed runs (a retry after the worker died before it wrote
+    // the outcomes): the run it had terminated counts as its own, the other stays skipped.
+    const db = stack.service.deps.db;
+    await db.query(`UPDATE bulk_actions SET state = 'RUNNING', succeeded = 0, skipped = 0 WHERE id = $1`, [done.id]);
+    await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
+    const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
+    const actor = new TemporalBulkRuns(stack.client, stack.taskQueue, new TemporalRunControl(stack.client, stack.taskQueue, reader));
+    expect(await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 })).toEqual({ done: false, acted: 2 });
+    expect((await bulkRunOutcomes(db, done.id)).map((o) => [o.runId, o.outcome])).toEqual(outcomes.map((o) => [o.runId, o.outcome]));
+    expect((await api(admin).get(`/api/v1/bulk_actions/${done.id}`)).body.bulkAction).toMatchObject({ succeeded: 1, skipped: 1, failed: 0 });
+  });
+
+  it('a stopped action acts on no run it had not reached: they stay as they were', async () => {
+    const target = await automationWith(parked);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 }), await send(target, { n: 3 })];
+    await untilVisible(target.id, 'RUNNING', ids);
+    // No worker: the action's workflow cannot reach any run before the stop.
+    await stopWorker!();
+    try {
+      const acted = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'stop me', filter: { automationId: target.id } });
+      expect(acted.status).toBe(202);
+      const id = acted.body.bulkAction.id;
+      expect((await api(admin).post(`/api/v1/bulk_actions/${id}/cancel`, {})).status).toBe(403);
+      const stopped = await api(superAdmin).post(`/api/v1/bulk_actions/${id}/cancel`, {});
+      expect(stopped.status).toBe(200);
+      expect(stopped.body.bulkAction).toMatchObject({ state: 'CANCELED', matched: 3, succeeded: 0, skipped: 0, failed: 0 });
+      await startWorker();
+      // The workflow runs to its end and acts on nothing.
+      const ended = await poll(() => stack.client.workflow.getHandle(`bulk-action:${id}`).describe(), (d) => d.status.name === 'COMPLETED', { what: 'the bulk action workflow to end' });
+      expect(ended.status.name).toBe('COMPLETED');
+      const after = (await api(superAdmin).get(`/api/v1/bulk_actions/${id}`)).body.bulkAction;
+      expect(after).toMatchObject({ state: 'CANCELED', succeeded: 0, skipped: 0, failed: 0 });
+      expect((await bulkRunOutcomes(stack.service.deps.db, id)).map((o) => o.outcome)).toEqual([null, null, null]);
+      for (const run of ids) expect((await execution(run)).status).toBe('RUNNING');
+      // Stopping twice answers the same; the audit record has the counts it ended with.
+      expect((await api(superAdmin).post(`/api/v1/bulk_actions/${id}/cancel`, {})).body.bulkAction.state).toBe('CANCELED');
+      const audit = await listAuditEvents(stack.service.deps.db, 'bulk_action', id);
+      expect(audit[0]!.details.counts).toEqual({ matched: 3, succeeded: 0, skipped: 0, failed: 0, state: 'CANCELED' });
+    } finally {
+      if (!stopWorker) await startWorker();
+    }
+    for (const run of ids) await stack.client.workflow.getHandle(run).cancel();
+  });
+});
+
+describe('rerun', () => {
+  it('starts one rerun per run with an id derived from the action and the run; acting again starts nothing new', async () => {
+    const target = await automationWith([{ id: 'note', setVariables: { n: 'ctx.trigger.n' } }]);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 })];
+    await untilVisible(target.id, 'COMPLETED', ids);
+    const acted = await api(superAdmin).post(BULK, { action: 'rerun', reason: 'after the outage', filter: { automationId: target.id, status: ['COMPLETED'] } });
+    expect(acted.status).toBe(202);
+    const done = await untilFinished(acted.body.bulkAction.id);
+    expect(done).toMatchObject({ state: 'COMPLETED', matched: 2, succeeded: 2, skipped: 0, failed: 0 });
+
+    for (const id of ids) {
+      const rerunId = bulkRerunId(id, done.id);
+      const original = await execution(id);
+      expect(original.reruns).toEqual([rerunId]);
+      expect(original.bulkActionId).toBe(done.id);
+      const rerun = await poll(() => execution(rerunId), (e: Json) => e.status === 'COMPLETED');
+      expect(rerun).toMatchObject({ rerunOf: id, bulkActionId: done.id, unaudited: [] });
+      expect(rerun.steps[0].output).toEqual({ n: id === ids[0] ? 1 : 2 });
+    }
+
+    // The activity runs again over the same set (as a retry after a crash would): the same ids, no second run.
+    const db = stack.service.deps.db;
+    await db.query(`UPDATE bulk_actions SET state = 'RUNNING' WHERE id = $1`, [done.id]);
+    await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
+    const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
+    const actor = new TemporalBulkRuns(stack.client, stack.taskQueue, new TemporalRunControl(stack.client, stack.taskQueue, reader));
+    const page = await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 });
+    expect(page).toEqual({ done: false, acted: 2 });
+    const outcomes = await bulkRunOutcomes(db, done.id);
+    expect(outcomes.map((o) => o.newExecutionId).sort()).toEqual(ids.map((id) => bulkRerunId(id, done.id)).sort());
+    for (const id of ids) expect((await execution(id)).reruns).toEqual([bulkRerunId(id, done.id)]);
+    const prefix = `${ids[0]}:rerun-`;
+    const started = await stack.client.workflow.count(`WorkflowId STARTS_WITH "${prefix}"`);
+    expect(started.count).toBe(1);
+  });
+
+  it('a run rerun by hand and by a bulk action lists both; the audit check accepts each', async () => {
+    const target = await automationWith([{ id: 'note', setVariables: { n: 'ctx.trigger.n' } }]);
+    const id = await send(target, { n: 7 });
+    await untilVisible(target.id, 'COMPLETED', [id]);
+    const byHand = await api(superAdmin).post(`${runPath(id)}/rerun`, {});
+    expect(byHand.status).toBe(200);
+    const acted = await api(superAdmin).post(BULK, { action: 'rerun', reason: 'again', filter: { automationId: target.id, status: ['COMPLETED'], startedBefore: new Date(Date.now() + 60_000).toISOString() } });
+    expect(acted.status).toBe(202);
+    const done = await untilFinished(acted.body.bulkAction.id);
+    // The rerun by hand may have completed in time to be matched too: each matched run gets one rerun.
+    expect(done.succeeded).toBe(done.matched);
+    const original = await execution(id);
+    expect(original.reruns).toEqual([`${id}:rerun-1`, bulkRerunId(id, done.id)]);
+    expect((await execution(bulkRerunId(id, done.id))).unaudited).toEqual([]);
+    expect((await execution(`${id}:rerun-1`)).unaudited).toEqual([]);
+  });
+});
+
+describe('bad requests, limits and roles', () => {
+  it('answers 400 naming the field, 404 for an unknown automation, and makes nothing', async () => {
+    const target = await automationWith(parked);
+    const before = (await api(superAdmin).get('/api/v1/bulk_actions?page_size=100')).body.list.length;
+    const cases: Array<[unknown, string]> = [
+      [{ action: 'cancel', filter: { automationId: target.id } }, 'reason'],
+      [{ action: 'cancel', reason: 'r' }, 'filter.automationId'],
+      [{ reason: 'r', filter: { automationId: target.id } }, 'action'],
+      [{ action: 'explode', reason: 'r', filter: { automationId: target.id } }, 'action'],
+      [{ action: 'cancel', reason: 'r', filter: { automationId: target.id, where: 'ctx.trigger.(' } }, 'filter.where'],
+      [{ action: 'cancel', reason: 'r', filter: { automationId: target.id, status: ['LOST'] } }, 'filter.status'],
+      [{ action: 'cancel', reason: 'r', filter: { automationId: target.id, startedAfter: 'yesterday' } }, 'filter.startedAfter'],
+      [{ action: 'cancel', reason: 'r', previewId: 'nope' }, 'previewId'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await api(superAdmin).post(BULK, body);
+      expect([res.status, res.body.code]).toEqual([400, 3]);
+      expect(res.body.message).toContain(field);
+    }
+    const unknown = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'r', filter: { automationId: 'no-such-automation' } });
+    expect(unknown.status).toBe(404);
+    expect((await api(superAdmin).get('/api/v1/bulk_actions?page_size=100')).body.list.length).toBe(before);
+  });
+
+  it('more candidates than `where` may read, or more runs than an action takes: 400 naming the count', async () => {
+    const target = await automationWith(parked);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 }), await send(target, { n: 3 })];
+    await untilVisible(target.id, 'RUNNING', ids);
+    stack.service.deps.bulkLimits = { maxWhereCandidates: 2, maxMatched: 2 };
+    try {
+      const withWhere = await api(superAdmin).post(BULK, { dryRun: true, reason: 'r', filter: { automationId: target.id, where: 'ctx.trigger.n > 0' } });
+      expect(withWhere.status).toBe(400);
+      expect(withWhere.body.message).toContain('filter.where');
+      expect(withWhere.body.message).toContain('3 candidate runs');
+      const tooMany = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'r', filter: { automationId: target.id } });
+      expect(tooMany.status).toBe(400);
+      expect(tooMany.body.message).toContain('3 runs match');
+      stack.service.deps.bulkLimits = { maxWhereCandidates: 3, maxMatched: 3 };
+      const fits = await api(superAdmin).post(BULK, { dryRun: true, reason: 'r', filter: { automationId: target.id, where: 'ctx.trigger.n > 0' } });
+      expect([fits.status, fits.body.matched]).toEqual([200, 3]);
+    } finally {
+      stack.service.deps.bulkLimits = BULK_LIMITS;
+    }
+    for (const id of ids) await stack.client.workflow.getHandle(id).cancel();
+  });
+
+  it('only super_admin makes or stops one; admin reads them; read_only does neither', async () => {
+    const target = await automationWith(parked);
+    const body = { dryRun: true, reason: 'r', filter: { automationId: target.id } };
+    expect((await api(admin).post(BULK, body)).status).toBe(403);
+    expect((await api(readOnly).post(BULK, body)).status).toBe(403);
+    expect((await api(readOnly).get('/api/v1/bulk_actions')).status).toBe(403);
+    expect((await api(admin).get('/api/v1/bulk_actions')).status).toBe(200);
+    expect((await api(admin).get('/api/v1/bulk_actions/unknown')).status).toBe(404);
+    // A preview is not a bulk action.
+    const dry = await api(superAdmin).post(BULK, body);
+    expect(dry.status).toBe(200);
+    expect((await api(admin).get(`/api/v1/bulk_actions/${dry.body.previewId}`)).status).toBe(404);
+  });
+});
