@@ -4,11 +4,10 @@
  * (`null` / `""` / `false` / `{}` where unset, `grantCount` `"0"`).
  */
 import type { z } from 'zod';
-import type { AppEntitlement, AppEntitlementInput } from './schemas';
+import { WRITABLE_FIELDS, type AppEntitlement, type AppEntitlementInput, type WritableField } from './schemas';
 import type { EntitlementColumns, EntitlementRow } from '../store/entitlements';
 
 type Input = z.output<typeof AppEntitlementInput>;
-export type WritableField = keyof Input;
 
 export const DEFAULT_PURPOSE = 'APP_ENTITLEMENT_PURPOSE_VALUE_UNSPECIFIED';
 
@@ -49,18 +48,6 @@ export type EntitlementFields = {
     ? NonNullable<Input[K]> | null
     : NonNullable<Input[K]>;
 };
-
-export const WRITABLE_FIELDS = Object.keys(WRITABLE_DEFAULTS) as WritableField[];
-export const READ_ONLY_FIELDS = [
-  'id',
-  'isAutomationEnabled',
-  'externalId',
-  'grantCount',
-  'systemBuiltin',
-  'createdAt',
-  'updatedAt',
-  'deletedAt',
-] as const;
 
 /** Fills the defaults of a parsed write. */
 export function withDefaults(input: Input): EntitlementFields {

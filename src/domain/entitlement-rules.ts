@@ -4,6 +4,7 @@
  * of the oneof-like objects (ProvisionPolicy, ConnectorProvision, ProvisionerAssignment).
  */
 import type { z } from 'zod';
+import { isObject } from '../json';
 
 /** Annotations rule 2: key of 1..128 characters. */
 export const ANNOTATION_KEY = /^[A-Za-z][A-Za-z0-9._/-]{0,127}$/;
@@ -27,6 +28,30 @@ const DURATION = /^(\d{1,12})(?:\.(\d{1,9}))?s$/;
 
 /** How deep `multiStep.provisionSteps` may nest inside one policy. */
 export const MAX_MULTI_STEP_DEPTH = 8;
+
+/** The path of the first `multiStep` nested deeper than MAX_MULTI_STEP_DEPTH in a write, if any. */
+export function tooDeepMultiStep(input: unknown): Array<string | number> | undefined {
+  if (!isObject(input)) return undefined;
+  for (const field of ['provisionerPolicy', 'deprovisionerPolicy']) {
+    const path = multiStepTooDeep(input[field], [field], 1);
+    if (path) return path;
+  }
+  return undefined;
+}
+
+/** Stops descending at the first level too deep, so it never walks the whole of a deep body. */
+function multiStepTooDeep(policy: unknown, path: Array<string | number>, depth: number): Array<string | number> | undefined {
+  if (!isObject(policy) || !isObject(policy.multiStep)) return undefined;
+  const here = [...path, 'multiStep'];
+  if (depth > MAX_MULTI_STEP_DEPTH) return here;
+  const steps = policy.multiStep.provisionSteps;
+  if (!Array.isArray(steps)) return undefined;
+  for (const [index, step] of steps.entries()) {
+    const deeper = multiStepTooDeep(step, [...here, 'provisionSteps', index], depth + 1);
+    if (deeper) return deeper;
+  }
+  return undefined;
+}
 
 export function isDuration(value: string): boolean {
   const match = DURATION.exec(value);

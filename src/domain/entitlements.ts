@@ -7,13 +7,12 @@ import * as store from '../store/entitlements';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { getApp } from './apps';
-import { fieldsOf, toAppEntitlement, toColumns, type EntitlementFields } from './entitlement-record';
-import { parseEntitlementWrite, parseUpdateMask } from './entitlement-validation';
+import { fieldsOf, toAppEntitlement, toColumns, withDefaults, type EntitlementFields } from './entitlement-record';
+import { parseEntitlementWrite } from './entitlement-validation';
 import { isString, pageOf } from './listing';
-import type { SearchEntitlementsFilter, AppEntitlement } from './schemas';
+import type { SearchEntitlementsFilter, AppEntitlement, AppEntitlementInput, UpdateAppEntitlementRequest } from './schemas';
 import type { z } from 'zod';
 import { invalidArgument, notFound } from '../errors';
-import { isObject } from '../json';
 
 /** `appId` is a writable field of the record (docs/api.md), but an entitlement stays under the app of its path. */
 function checkAppId(fields: EntitlementFields, appId: string, field: string): void {
@@ -22,10 +21,12 @@ function checkAppId(fields: EntitlementFields, appId: string, field: string): vo
   }
 }
 
-/** Creates an entitlement under `appId` from the flat body of writable fields; 404 unknown app. */
-export async function createEntitlement(db: Db, appId: string, body: unknown): Promise<AppEntitlement> {
-  await getApp(db, appId);
-  const fields = parseEntitlementWrite(body);
+/**
+ * Creates an entitlement under `appId` from the flat body of writable fields, parsed by
+ * AppEntitlementInput after the app was found (getApp: 404 before any field is checked).
+ */
+export async function createEntitlement(db: Db, appId: string, input: z.output<typeof AppEntitlementInput>): Promise<AppEntitlement> {
+  const fields = withDefaults(input);
   checkAppId(fields, appId, 'appId');
   return toAppEntitlement(await store.insertEntitlement(db, newId(), appId, toColumns(fields)));
 }
@@ -38,18 +39,17 @@ export async function getEntitlement(db: Queryable, appId: string, id: string): 
 }
 
 /**
- * `{appEntitlement, updateMask}`: the masked fields take the given values (absent = default), the
- * others keep theirs; the resulting record is validated as a whole.
+ * `{appEntitlement, updateMask}` (parsed by UpdateAppEntitlementRequest): the masked fields take the
+ * given values (absent = default), the others keep theirs; the merged record is validated as a
+ * whole under the row lock, so two updates never pass each other's checks.
  */
-export async function updateEntitlement(db: Db, appId: string, id: string, body: Record<string, unknown>): Promise<AppEntitlement> {
-  const mask = parseUpdateMask(body.updateMask);
-  const patch = body.appEntitlement ?? {};
-  if (!isObject(patch)) throw invalidArgument({ field: 'appEntitlement', description: 'must be an object' });
+export async function updateEntitlement(db: Db, appId: string, id: string, body: z.output<typeof UpdateAppEntitlementRequest>): Promise<AppEntitlement> {
+  const patch: Record<string, unknown> = body.appEntitlement ?? {};
   return db.transaction(async (tx) => {
     const existing = await store.findLiveEntitlement(tx, appId, id, { forUpdate: true });
     if (!existing) throw notFound('app entitlement');
     const merged: Record<string, unknown> = { ...fieldsOf(existing) };
-    for (const field of mask) merged[field] = patch[field];
+    for (const field of body.updateMask) merged[field] = patch[field];
     const fields = parseEntitlementWrite(merged, 'appEntitlement');
     checkAppId(fields, appId, 'appEntitlement.appId');
     const row = await store.updateEntitlement(tx, appId, id, toColumns(fields, existing.record));

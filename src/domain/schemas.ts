@@ -20,7 +20,10 @@ import {
   exactlyOne,
   isDuration,
   isReservedAnnotationKey,
+  MAX_MULTI_STEP_DEPTH,
+  tooDeepMultiStep,
 } from './entitlement-rules';
+import { isObject } from '../json';
 
 const optString = () => z.string().nullish();
 const optBool = () => z.boolean().nullish();
@@ -199,6 +202,15 @@ export const AppEntitlementInput = z
     annotations: Annotations.nullish(),
   })
   .superRefine(atMostOne(['durationUnset', 'durationGrant']))
+  .check(
+    // A multiStep nested too deep is the one violation reported: the levels below it are not the caller's point.
+    z.superRefine((_value, ctx) => {
+      const path = tooDeepMultiStep(ctx.value);
+      if (!path) return;
+      ctx.issues.length = 0;
+      ctx.addIssue({ code: 'custom', message: `multiStep may nest at most ${MAX_MULTI_STEP_DEPTH} levels`, path, input: ctx.value });
+    }, { when: () => true }),
+  )
   .meta({ id: 'AppEntitlementInput', description: 'Writable AppEntitlement fields; read-only fields are ignored.' });
 
 /** An AppEntitlement as the API returns it: every field present. */
@@ -243,10 +255,47 @@ export const AppEntitlement = z
   .meta({ id: 'AppEntitlement' });
 export type AppEntitlement = z.output<typeof AppEntitlement>;
 
+/** The writable fields, in the order of docs/api.md (App entitlements). */
+export const WRITABLE_FIELDS = Object.keys(AppEntitlementInput.shape) as Array<keyof z.output<typeof AppEntitlementInput>>;
+export type WritableField = (typeof WRITABLE_FIELDS)[number];
+/** The fields of the record that no write sets: a mask may name them, and they are ignored. */
+export const READ_ONLY_FIELDS = Object.keys(AppEntitlement.shape).filter((field) => !(field in AppEntitlementInput.shape));
+
+const WRITABLE = new Set<string>(WRITABLE_FIELDS);
+const READ_ONLY = new Set<string>(READ_ONLY_FIELDS);
+
+function maskPaths(mask: string): string[] {
+  return mask
+    .split(',')
+    .map((path) => path.trim())
+    .filter((path) => path !== '');
+}
+
+function updateMaskProblem(mask: unknown): string | undefined {
+  if (mask === undefined || mask === null) return undefined;
+  if (typeof mask !== 'string') return 'must be a comma-separated string of field names';
+  const unknown = maskPaths(mask).filter((path) => path !== '*' && !WRITABLE.has(path) && !READ_ONLY.has(path));
+  return unknown.length > 0 ? `unknown field path(s): ${unknown.join(', ')}` : undefined;
+}
+
+/**
+ * The writable fields an update touches. Absent, empty or `*` means all writable fields;
+ * read-only fields are ignored (as everywhere on writes); any other name is a 400.
+ */
+export const UpdateMask = ruledBy(z.string().nullish(), updateMaskProblem)
+  .meta({ description: 'Comma-separated camelCase field names; empty = all writable fields.' })
+  .transform((mask): WritableField[] => {
+    const paths = maskPaths(mask ?? '');
+    if (paths.length === 0 || paths.includes('*')) return [...WRITABLE_FIELDS];
+    return paths.filter((path): path is WritableField => WRITABLE.has(path));
+  });
+
 export const UpdateAppEntitlementRequest = z
   .object({
-    appEntitlement: AppEntitlementInput.nullish(),
-    updateMask: z.string().nullish().meta({ description: 'Comma-separated camelCase field names; empty = all writable fields.' }),
+    // Only its type is checked here: the masked fields are checked in the domain as the merged
+    // record (fields outside the mask are ignored, so a patch need not be a valid record itself).
+    appEntitlement: ruledBy(AppEntitlementInput.nullish(), (patch) => (patch === undefined || patch === null || isObject(patch) ? undefined : 'must be an object')),
+    updateMask: UpdateMask,
   })
   .meta({ id: 'UpdateAppEntitlementRequest' });
 

@@ -170,6 +170,25 @@ for (const target of DATABASES) {
         expect((await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'x', appId: other.id })).status).toBe(400);
       });
 
+      it('answers 404 for an unknown app or entitlement before it reads the fields of the body', async () => {
+        const create = await admin.post('/api/v1/apps/nope/entitlements', { displayName: '', durationGrant: 'soon' });
+        expect(create.status).toBe(404);
+        const update = await admin.post(`/api/v1/apps/${appId}/entitlements/nope`, { appEntitlement: { displayName: '' }, updateMask: 'displayName' });
+        expect(update.status).toBe(404);
+      });
+
+      it('reports too deep a multiStep alone, at its path, whatever else the body gets wrong', async () => {
+        let policy: Record<string, unknown> = { manual: { instructions: 'x' } };
+        for (let i = 0; i < 9; i += 1) policy = { multiStep: { provisionSteps: [policy] } };
+        const before = await storedCount(appId);
+        const res = await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: '', alias: 7, provisionerPolicy: policy });
+        expect(res.status).toBe(400);
+        expect(res.body.details[0].fieldViolations).toEqual([
+          { field: `provisionerPolicy${'.multiStep.provisionSteps[0]'.repeat(8)}.multiStep`, description: 'multiStep may nest at most 8 levels' },
+        ]);
+        expect(await storedCount(appId)).toBe(before);
+      });
+
       it('refuses invalid writes with 400 naming the field, and writes nothing', async () => {
         const before = await storedCount(appId);
         const cases: Array<[Record<string, unknown>, string]> = [
@@ -247,6 +266,32 @@ for (const target of DATABASES) {
             updateMask: 'durationGrant,durationUnset',
           });
           expect(conflict.status).toBe(400);
+          expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(created);
+        });
+
+        it('reads only the masked fields of the patch: an invalid field outside the mask is ignored', async () => {
+          const created = await createEntitlement(admin, appId, { slug: 'old' });
+          const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, {
+            appEntitlement: { slug: 'new', displayName: '', durationGrant: 'soon', provisionerPolicy: { manual: {}, webhook: {} } },
+            updateMask: 'slug',
+          });
+          expect(res.status).toBe(200);
+          expect(res.body.appEntitlement).toMatchObject({ slug: 'new', displayName: created.displayName, durationGrant: null, provisionerPolicy: null });
+        });
+
+        it('refuses a patch that is not an object or a mask that is not a string, naming the field, and changes nothing', async () => {
+          const created = await createEntitlement(admin, appId, { slug: 's' });
+          const cases: Array<[Record<string, unknown>, { field: string; description: string }]> = [
+            [{ appEntitlement: 'slug=x' }, { field: 'appEntitlement', description: 'must be an object' }],
+            [{ appEntitlement: [{ slug: 'x' }] }, { field: 'appEntitlement', description: 'must be an object' }],
+            [{ appEntitlement: { slug: 'x' }, updateMask: ['slug'] }, { field: 'updateMask', description: 'must be a comma-separated string of field names' }],
+            [{ appEntitlement: { slug: 'x' }, updateMask: 'slug, bogus' }, { field: 'updateMask', description: 'unknown field path(s): bogus' }],
+          ];
+          for (const [body, violation] of cases) {
+            const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, body);
+            expect(res.status).toBe(400);
+            expect(res.body.details[0].fieldViolations).toEqual([violation]);
+          }
           expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(created);
         });
 

@@ -1,5 +1,5 @@
 import { jsonDepthViolation, parseEntitlementWrite, parseUpdateMask, validateEntitlementWrite } from '../../src/domain/entitlement-validation';
-import { WRITABLE_FIELDS } from '../../src/domain/entitlement-record';
+import { WRITABLE_FIELDS } from '../../src/domain/schemas';
 import { fieldPath } from '../../src/domain/validation';
 import { isDuration } from '../../src/domain/entitlement-rules';
 import { InvalidArgumentError } from '../../src/errors';

@@ -3,6 +3,7 @@
  * delete) and `POST /api/v1/search/entitlements` (a read).
  */
 import type Router from '@koa/router';
+import { getApp } from '../../domain/apps';
 import * as entitlements from '../../domain/entitlements';
 import { readPageRequest } from '../../domain/pagination';
 import * as gov from '../../domain/schemas';
@@ -14,13 +15,17 @@ const COLLECTION = '/api/v1/apps/{app_id}/entitlements';
 const ITEM = `${COLLECTION}/{id}` as const;
 const TAG = 'App Entitlements';
 
-// Bodies are validated by the domain: an unknown app is a 404 before any field is checked.
+// An unknown app or entitlement is a 404 before any field is checked: the body is read after the
+// app is found; an update's merged record is checked by the domain under the row lock.
 export const ENTITLEMENT_OPERATIONS = [
   operation({
     method: 'post', path: COLLECTION, operationId: 'entitlements.create', tag: TAG, access: GOVERNANCE_WRITE,
     summary: 'Create an entitlement under an app; the body is the flat writable AppEntitlement fields.',
-    body: { schema: gov.AppEntitlementInput, required: true, validation: 'handler' }, ok: gov.AppEntitlementResponse, errors: ITEM_WRITE_ERRORS,
-    handle: async (input, _ctx, deps) => ({ appEntitlement: await entitlements.createEntitlement(deps.db, input.params.app_id, await input.body()) }),
+    body: { schema: gov.AppEntitlementInput, required: true, validation: 'schema' }, ok: gov.AppEntitlementResponse, errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => {
+      await getApp(deps.db, input.params.app_id);
+      return { appEntitlement: await entitlements.createEntitlement(deps.db, input.params.app_id, await input.body()) };
+    },
   }),
   operation({
     method: 'get', path: COLLECTION, operationId: 'entitlements.list', tag: TAG, paged: true, access: GOVERNANCE_READ,
@@ -35,7 +40,7 @@ export const ENTITLEMENT_OPERATIONS = [
   operation({
     method: 'post', path: ITEM, operationId: 'entitlements.update', tag: TAG, access: GOVERNANCE_WRITE,
     summary: 'Update an entitlement: only the fields of updateMask change (no mask: all writable fields).',
-    body: { schema: gov.UpdateAppEntitlementRequest, required: true, validation: 'handler' }, ok: gov.AppEntitlementResponse, errors: ITEM_WRITE_ERRORS,
+    body: { schema: gov.UpdateAppEntitlementRequest, required: true, validation: 'schema' }, ok: gov.AppEntitlementResponse, errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
       return { appEntitlement: await entitlements.updateEntitlement(deps.db, input.params.app_id, input.params.id, body) };
