@@ -1,6 +1,6 @@
 /**
- * Entitlement-ownership activities. Each evaluates its step's four fields (from 0.5.0; runs started
- * before send the ids) and makes or removes the ownership: the step is one activity. Both are
+ * Entitlement-ownership activities. Each evaluates its step's four fields (under EVALUATE_IN_EFFECT_PATCH;
+ * runs started without it send the ids) and makes or removes the ownership: the step is one activity. Both are
  * idempotent, so a retry after a lost response is harmless: creating an existing ownership returns
  * the original record, deleting an absent one succeeds. A missing user, app or entitlement, or a
  * user that is not a service account, will not fix itself, so those fail without retry; anything
@@ -45,7 +45,7 @@ export function createOwnershipActivities(deps: { db: Db }) {
   };
 }
 
-/** What the workflow sends from 0.5.0: the step's four fields, evaluated here (the step is one activity). */
+/** What the workflow sends under EVALUATE_IN_EFFECT_PATCH: the step's four fields, evaluated here (the step is one activity). */
 type OwnershipExpressions = EffectExpressions & Pick<OwnershipInput, 'stepId' | 'actor'>;
 
 /**

@@ -143,14 +143,14 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
 
   // Flow control (docs/upgrades.md): runs recorded before it existed never ask for the patch.
   const flow = input.flow && patched(FLOW_CONTROL_PATCH) ? input.flow : undefined;
-  // From 0.6.0 a queued run takes a grant only from the lane it was recorded for (docs/upgrades.md).
+  // Under LANE_PROTOCOL_PATCH a queued run takes a grant only from the lane it was recorded for (docs/upgrades.md).
   // Asked here, in the run's first activation, before any local activity: a patch first asked
   // after a local activity's result is not found again when the history is replayed.
   const ownLaneOnly = flow?.queue !== undefined && patched(LANE_PROTOCOL_PATCH);
-  // From 0.7.0 a run marks itself while a step waits for approval (docs/upgrades.md). Asked here
+  // Under APPROVAL_WAIT_PATCH a run marks itself while a step waits for approval (docs/upgrades.md). Asked here
   // for the same reason: the wait comes after local activities.
   const marksApprovalWait = patched(APPROVAL_WAIT_PATCH);
-  // From 0.7.0 a run the circuit breaker paused waits to be resumed (docs/upgrades.md); asked only
+  // Under BREAKER_PATCH a run the circuit breaker paused waits to be resumed (docs/upgrades.md); asked only
   // by paused runs, so the histories of every other run are unchanged.
   const paused = flow?.paused !== undefined && patched(BREAKER_PATCH) ? flow.paused : undefined;
   let resumed: BreakerResume | undefined;
@@ -211,9 +211,9 @@ async function hold(paused: { since: string }, state: RunState, resumed: () => B
  */
 async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState, ownLaneOnly: boolean): Promise<void> {
   let granted = false;
-  // With `ownLaneOnly` (0.6.0) a grant naming another lane is ignored. A grant naming none comes from
-  // a lane started before 0.6.0 (it keeps the old protocol until it continues-as-new): taken, or
-  // the run would wait for that lane's next run. Runs queued before 0.6.0 take any grant.
+  // With `ownLaneOnly` a grant naming another lane is ignored. A grant naming none comes from a
+  // lane started without LANE_PROTOCOL_PATCH (it keeps the old protocol until it continues-as-new):
+  // taken, or the run would wait for that lane's next run. Runs queued without the patch take any grant.
   setHandler(grantSignal, (grant) => {
     if (ownLaneOnly && grant?.lane !== undefined && grant.lane !== queue.lane) return;
     granted = true;
@@ -366,7 +366,7 @@ function workflowEffects(
       throw new StepError(message);
     },
     async evaluateAndPerform(effect, expressions, what) {
-      // From 0.5.0 an effect that makes its first attempt locally evaluates its step's fields itself:
+      // Under EVALUATE_IN_EFFECT_PATCH an effect that makes its first attempt locally evaluates its step's fields itself:
       // the step is one activity. Runs recorded before evaluated them in a local activity of their
       // own first (docs/upgrades.md).
       if (effect.firstAttemptLocal && patched(EVALUATE_IN_EFFECT_PATCH)) {

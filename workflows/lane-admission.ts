@@ -21,7 +21,7 @@ export type LaneQueue = Pick<LaneState, 'limit' | 'maxWaiting' | 'holders' | 'wa
 export type AskOutcome = 'ignored' | 'regrant' | 'queued' | 'known';
 
 /**
- * An ask (the `acquire` signal) applied to the queue. Under the lane protocol of 0.6.0 an ask naming
+ * An ask (the `acquire` signal) applied to the queue. Under LANE_PROTOCOL_PATCH an ask naming
  * another lane is ignored (asks before it name none). Any other ask sets the limit and, when it
  * carries one, the queue bound: the latest ask says what the API is configured with now.
  */
@@ -36,7 +36,7 @@ export function applyAsk(queue: LaneQueue, ask: LaneAcquire, self: string, newPr
 }
 
 /**
- * Whether a release (the `release` signal) frees the run. Under the protocol of 0.6.0 a release of a
+ * Whether a release (the `release` signal) frees the run. Under LANE_PROTOCOL_PATCH a release of a
  * run the lane neither holds nor queues changes nothing; before it, such a run was remembered as
  * released, and that run's own ask was then ignored.
  */

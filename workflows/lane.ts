@@ -11,7 +11,7 @@
  * gone, and every HOLDER_CHECK_INTERVAL_MS the lane asks the server which of its holders have closed.
  * A holder closed that way is freed within HOLDER_CHECK_INTERVAL_MS plus one check (under 60 s).
  *
- * Trust (from 0.6.0, the LANE_PROTOCOL_PATCH): an ask names the lane it is meant for, and a lane
+ * Trust (under LANE_PROTOCOL_PATCH): an ask names the lane it is meant for, and a lane
  * ignores one naming another; a grant names the lane, and a run ignores one naming another; a
  * release of a run the lane neither holds nor queues changes nothing. An ask may carry the API's
  * queue bound (`maxWaiting`): the lane keeps the `queueFull` memo, which the API reads before it
@@ -49,7 +49,7 @@ import { admitWaiting, applyAsk, freeRun, queueFull, releaseApplies } from './la
 
 export const acquireSignal = defineSignal<[LaneAcquire]>(LANE_ACQUIRE_SIGNAL);
 export const releaseSignal = defineSignal<[{ runId: string }]>(LANE_RELEASE_SIGNAL);
-/** A lane's grant names the lane (grants of lanes before 0.6.0 carry nothing). */
+/** A lane's grant names the lane (grants of lanes without LANE_PROTOCOL_PATCH carry nothing). */
 export const grantSignal = defineSignal<[grant?: LaneGrant]>(RUN_GRANT_SIGNAL);
 
 /** How often the lane asks which of its holders have closed. */
@@ -76,12 +76,12 @@ export async function lane(input: LaneState): Promise<void> {
     waiting: [...input.waiting],
     released: [...input.released],
   };
-  // From 0.6.0 (docs/upgrades.md) the lane names itself in its grants, ignores a release or an ask
+  // Under LANE_PROTOCOL_PATCH (docs/upgrades.md) the lane names itself in its grants, ignores a release or an ask
   // not meant for it, and keeps the queueFull memo. Asked once, in the lane run's first activation
   // (a patch first asked after a local activity's result is not found again on replay): a lane
   // run started before keeps the old protocol until it continues-as-new or completes.
   const newProtocol = patched(LANE_PROTOCOL_PATCH);
-  // Who this lane is, as its grants name it and asks must (a lane started before 0.6.0 knows it from its workflow id).
+  // Who this lane is, as its grants name it and asks must (a lane started without the patch knows it from its workflow id).
   const self = state.lane ?? workflowInfo().workflowId;
   // What the `queueFull` memo says now (it survives continue-as-new).
   let saysFull = workflowInfo().memo?.[LANE_QUEUE_FULL_MEMO] === true;

@@ -100,14 +100,14 @@ export const RUN_GRANT_SIGNAL = 'grant';
 /**
  * Name of the patch from which a lane names itself in its grants and ignores a release or an ask
  * not meant for it, and a queued run takes a grant only from its own lane; also the patch from which
- * a lane keeps its queue's bound in the `queueFull` memo (docs/upgrades.md, 0.6.0).
+ * a lane keeps its queue's bound in the `queueFull` memo (docs/upgrades.md).
  */
 export const LANE_PROTOCOL_PATCH = 'lane-names-its-grants';
 
 /**
  * Name of the patch from which a run marks itself with the ApprovalWait search attribute (the
  * waiting step's id) while a step waits for approval, so the approvals inbox is one visibility
- * query (docs/upgrades.md, 0.7.0).
+ * query (docs/upgrades.md).
  */
 export const APPROVAL_WAIT_PATCH = 'approval-wait-search-attribute';
 
@@ -118,13 +118,13 @@ export interface LaneAcquire {
   /** Workflow id of the run asking. */
   runId: string;
   limit: number;
-  /** The lane the run was recorded for (absent in asks sent before 0.6.0): a lane ignores an ask naming another. */
+  /** The lane the run was recorded for (absent in asks sent without LANE_PROTOCOL_PATCH): a lane ignores an ask naming another. */
   lane?: string;
   /** The most runs the lane may have waiting, as the asking API process is configured (LANE_QUEUE_LIMIT). */
   maxWaiting?: number;
 }
 
-/** The grant's argument (from 0.6.0; grants sent before carry none): the lane that grants. */
+/** The grant's argument (under LANE_PROTOCOL_PATCH; grants sent without it carry none): the lane that grants. */
 export interface LaneGrant {
   lane: string;
 }
@@ -132,7 +132,7 @@ export interface LaneGrant {
 /** A lane's state, carried across continue-as-new. */
 export interface LaneState {
   automationId: string;
-  /** The lane's own workflow id (absent in lanes started before 0.6.0: then the workflow id it runs under). */
+  /** The lane's own workflow id (absent in lanes started without LANE_PROTOCOL_PATCH: then the workflow id it runs under). */
   lane?: string;
   limit: number;
   /** The most runs it may have waiting before it says its queue is full (absent: never says so). */
@@ -173,7 +173,7 @@ export interface RunState {
   paused?: { since: string };
 }
 
-/** Name of the patch from which a run the circuit breaker paused waits for the resume signal (docs/upgrades.md, 0.7.0). */
+/** Name of the patch from which a run the circuit breaker paused waits for the resume signal (docs/upgrades.md). */
 export const BREAKER_PATCH = 'circuit-breaker-pause';
 
 /** Signal that lets a paused run go (the API's resume, src/temporal/breaker-control.ts). */

@@ -26,8 +26,8 @@ export function sealContext(kind: SealKind, id: string): string {
 
 export class SecretBox {
   /**
-   * The key as a KeyObject, made once: on Node 24, `createCipheriv` with a Buffer key spends ~15 µs
-   * in its key-type checks each time (20 against 5.5 µs per 1 KB encryption, docs/performance.md).
+   * The key as a KeyObject, made once: `createCipheriv` with a Buffer key repeats its key-type checks
+   * each time, most of an encryption's cost (docs/performance.md).
    */
   private readonly key: KeyObject;
 

@@ -28,7 +28,7 @@ function ownershipRef(effect: string): (values: Record<string, unknown>) => Owne
   };
 }
 
-/** The ids, or (from 0.5.0, when the activity evaluates them itself) the fields' expressions and their context. */
+/** The ids, or (under EVALUATE_IN_EFFECT_PATCH, when the activity evaluates them itself) the fields' expressions and their context. */
 type OwnershipEffectInput = OwnershipRef | EffectExpressions;
 
 export const createEntitlementOwnerEffect = defineEffect<OwnershipEffectInput>()('createEntitlementOwner', {

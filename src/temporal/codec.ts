@@ -33,9 +33,8 @@ export interface PayloadKey {
 
 export class EncryptionCodec implements PayloadCodec {
   /**
-   * Keys as KeyObjects, made once: on Node 24, `createCipheriv` with a Buffer key spends ~15 µs in
-   * its key-type checks on every call (20 against 5.5 µs per 1 KB payload, docs/performance.md),
-   * and every payload of every start, activity and result goes through here.
+   * Keys as KeyObjects, made once: `createCipheriv` with a Buffer key repeats its key-type checks on
+   * every call, most of an encryption's cost (docs/performance.md), and every payload of every start, activity and result goes through here.
    */
   private readonly newest: { id: string; key: KeyObject };
   private readonly byId: Map<string, KeyObject>;

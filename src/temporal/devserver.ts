@@ -18,7 +18,7 @@ export const DYNAMIC_CONFIG: Record<string, string> = {
   'system.enableActivityEagerExecution': 'true',
   // How often a history shard's transfer queue may be read (default 20 per second). The embedded
   // server has one shard, so in steady traffic every workflow task that follows an activity waited
-  // up to 50 ms to be read and dispatched (about 45 ms per remote activity, measured).
+  // up to 50 ms to be read and dispatched (docs/performance.md).
   'history.transferProcessorMaxPollRPS': '1000',
 };
 

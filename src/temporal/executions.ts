@@ -429,9 +429,9 @@ function readHistory(events: HistoryEvent[]): RunHistory {
   };
   /**
    * The step an effect's local attempt belongs to: the first, from the last step touched on, whose
-   * kind performs that effect and that has neither finished an activity nor been skipped. Before
-   * 0.5.0 the step evaluated its fields just before (it is the last touched); from 0.5.0 the effect
-   * evaluates them itself, so nothing of the step precedes it.
+   * kind performs that effect and that has neither finished an activity nor been skipped. Without
+   * EVALUATE_IN_EFFECT_PATCH the step evaluated its fields just before (it is the last touched); with
+   * it the effect evaluates them itself, so nothing of the step precedes it.
    */
   const effectStep = (name: string): string | undefined => {
     const last = run.touched[run.touched.length - 1];
