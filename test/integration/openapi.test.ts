@@ -469,6 +469,24 @@ describe('OpenAPI document', () => {
       expect((await call(superAdmin, 'post', '/api/v1/bulk_actions/missing/cancel', {})).status).toBe(404);
     });
 
+    responseTest('runs across automations and the lanes of an automation', async () => {
+      const all = await call(admin, 'get', '/api/v1/automation_executions?page_size=5');
+      expect(all.status).toBe(200);
+      expect(Array.isArray(all.body.list)).toBe(true);
+      expect((await call(admin, 'get', '/api/v1/automation_executions?waitingForApproval=true&status=RUNNING')).status).toBe(200);
+      expect((await call(admin, 'get', '/api/v1/automation_executions?status=SLEEPING')).status).toBe(400);
+      const created = await call(superAdmin, 'post', '/api/v1/automations', {
+        displayName: 'Lanes conformance',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        concurrency: { limit: 1, key: 'ctx.trigger.user' },
+        steps: [{ id: 'hold', waitForApproval: {} }],
+      });
+      expect(created.status).toBe(200);
+      const lanes = await call(admin, 'get', `/api/v1/automations/${created.body.automation.id}/lanes`);
+      expect([lanes.status, lanes.body.list]).toEqual([200, []]);
+      expect((await call(admin, 'get', '/api/v1/automations/missing/lanes')).status).toBe(404);
+    });
+
     responseTest('the audit trail: a page with events, filtered', async () => {
       const all = await call(superAdmin, 'get', '/api/v1/audit');
       expect(all.status).toBe(200);

@@ -249,8 +249,11 @@ for (const target of DATABASES) {
           });
         }
 
-        /** The patches a run of 0.5.0 records for an ownership step: the effect evaluates the step's fields itself, and makes its first attempt locally. */
-        const BOTH_PATCHES = ['effect-evaluates-step', 'effect-first-attempt-local'];
+        /**
+         * The patches a run records with an ownership step: every run marks its approval waits (asked in
+         * its first activation), and the effect evaluates the step's fields itself and makes its first attempt locally.
+         */
+        const BOTH_PATCHES = ['approval-wait-search-attribute', 'effect-evaluates-step', 'effect-first-attempt-local'];
 
         /** What the run's history shows of the ownership effect: local attempts (ok or failed), timers, regular activities, patches, and how many evaluations of their own. */
         async function effectEvents(handle: WorkflowHandle<typeof automation>) {
