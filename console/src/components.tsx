@@ -135,6 +135,7 @@ const STATUS_CLASS: Record<string, string> = {
   WAITING: 'info',
   WAITING_FOR_APPROVAL: 'warn',
   QUEUED: 'warn',
+  PAUSED: 'warn',
   PENDING: 'muted',
   SKIPPED: 'muted',
   FAILED: 'bad',

@@ -16,4 +16,4 @@ export function useAutomationNames() {
   });
 }
 
-export const RUN_STATUSES = ['QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED'] as const;
+export const RUN_STATUSES = ['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED'] as const;

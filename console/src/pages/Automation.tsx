@@ -3,6 +3,7 @@
  * Save, Publish, Unpublish, Rotate secret, Test and Delete. Writes carry the ETag of the version
  * the form was made from (If-Match): when someone else saved meanwhile (412), the page shows what
  * changed instead of overwriting it. The API's field errors are shown at the field they name.
+ * The circuit breaker is a live setting beside the draft: its own form and its state, polled.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useId, useState, type FormEvent, type ReactNode } from 'react';
@@ -279,6 +280,14 @@ export default function AutomationPage({ id }: { id: string | null }) {
         </section>
       ) : null}
       {automation?.concurrency ? <Lanes id={automation.id} /> : null}
+      {automation ? (
+        <CircuitBreaker
+          automation={automation}
+          ifMatch={ifMatch}
+          onChanged={(result, message) => accept(result, message)}
+          onRefused={refuse}
+        />
+      ) : null}
       {secret ? (
         <section aria-label="Signing secret" className="panel secret">
           <p>The signing secret is shown only now. Give it to the sender:</p>
@@ -580,5 +589,186 @@ function Lanes({ id }: { id: string }) {
       ) : null}
       {lanes.data?.nextPageToken ? <p className="muted">More keys have queued runs than are shown here.</p> : null}
     </section>
+  );
+}
+
+/**
+ * The circuit breaker: its setting (a live one, saved on its own with If-Match) and its state, polled
+ * while shown. An open breaker holds paused runs until a person resumes or cancels them, with a reason.
+ */
+function CircuitBreaker({
+  automation,
+  ifMatch,
+  onChanged,
+  onRefused,
+}: {
+  automation: Automation;
+  ifMatch: () => Record<string, string> | undefined;
+  onChanged: (result: { automation: Automation; etag: string | null }, message: string) => Promise<void>;
+  onRefused: (err: unknown) => Promise<void>;
+}) {
+  const queryClient = useQueryClient();
+  const headingId = useId();
+  const maxRunsId = useId();
+  const periodId = useId();
+  const [maxRuns, setMaxRuns] = useState(automation.circuitBreaker ? String(automation.circuitBreaker.maxRuns) : '');
+  const [period, setPeriod] = useState(automation.circuitBreaker?.period ?? '3600s');
+  const [violations, setViolations] = useState<FieldViolation[]>([]);
+  const [outcome, setOutcome] = useState('');
+  const state = useQuery({
+    queryKey: ['breaker', automation.id],
+    queryFn: async () => (await unwrap(api.GET('/api/v1/automations/{id}', { params: { path: { id: automation.id } } }))).automation.breaker ?? null,
+    refetchInterval: 3_000,
+  });
+  const breaker = state.data;
+
+  const write = async (which: 'set' | 'remove') => {
+    setOutcome('');
+    try {
+      const call =
+        which === 'set'
+          ? api.PUT('/api/v1/automations/{id}/circuit-breaker', {
+              params: { path: { id: automation.id } },
+              headers: ifMatch(),
+              body: { maxRuns: Number(maxRuns), period },
+            })
+          : api.DELETE('/api/v1/automations/{id}/circuit-breaker', { params: { path: { id: automation.id } }, headers: ifMatch() });
+      const result = await unwrapWithEtag(call);
+      setViolations([]);
+      if (which === 'remove') setMaxRuns('');
+      await onChanged({ automation: result.data.automation, etag: result.etag }, which === 'set' ? 'Circuit breaker set.' : 'Circuit breaker removed.');
+      await queryClient.invalidateQueries({ queryKey: ['breaker', automation.id] });
+    } catch (err) {
+      setViolations(err instanceof ApiError ? err.fieldViolations : []);
+      await onRefused(err);
+    }
+  };
+
+  /** Resume or cancel every paused run; the answer's count is announced. */
+  const act = async (which: 'resume' | 'cancel', reason: string) => {
+    if (which === 'cancel' && reason.trim() === '') throw new Error('A reason is required to cancel the paused runs.');
+    const body = { reason };
+    const path = { path: { id: automation.id } };
+    const message =
+      which === 'resume'
+        ? `Resumed ${(await unwrap(api.POST('/api/v1/automations/{id}/breaker/resume', { params: path, body }))).resumed} paused runs.`
+        : `Canceled ${(await unwrap(api.POST('/api/v1/automations/{id}/breaker/cancel', { params: path, body }))).canceled} paused runs.`;
+    setOutcome(message);
+    await queryClient.invalidateQueries({ queryKey: ['breaker', automation.id] });
+    await queryClient.invalidateQueries({ queryKey: ['runs'] });
+  };
+
+  const byField = (name: string) => violations.filter((v) => v.field.replace(/^automation\./, '').startsWith(name));
+  return (
+    <section aria-labelledby={headingId} className="panel">
+      <h2 id={headingId}>Circuit breaker</h2>
+      <p className="muted">Past this many runs in the period, new runs are paused until a person resumes or cancels them. Applies at once, without a publish.</p>
+      <form
+        aria-label="Circuit breaker setting"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          void write('set');
+        }}
+      >
+        <div className="row">
+          <div className="field">
+            <label htmlFor={maxRunsId}>Maximum runs</label>
+            <input
+              id={maxRunsId}
+              inputMode="numeric"
+              value={maxRuns}
+              onChange={(e) => setMaxRuns(e.target.value)}
+              aria-invalid={byField('maxRuns').length > 0 || undefined}
+              aria-describedby={byField('maxRuns').length > 0 ? `${maxRunsId}-errors` : undefined}
+            />
+            <FieldErrors id={`${maxRunsId}-errors`} errors={byField('maxRuns')} />
+          </div>
+          <div className="field">
+            <label htmlFor={periodId}>Period</label>
+            <input
+              id={periodId}
+              value={period}
+              onChange={(e) => setPeriod(e.target.value)}
+              aria-describedby={`${periodId}-hint${byField('period').length > 0 ? ` ${periodId}-errors` : ''}`}
+              aria-invalid={byField('period').length > 0 || undefined}
+            />
+            <small id={`${periodId}-hint`} className="muted">
+              Seconds, from 60s to 2592000s.
+            </small>
+            <FieldErrors id={`${periodId}-errors`} errors={byField('period')} />
+          </div>
+        </div>
+        <div className="actions">
+          {/* Not named "Save": that is the automation form's button in the console's contract. */}
+          <button type="submit">Set circuit breaker</button>
+          <ConfirmButton
+            label="Remove circuit breaker"
+            title="Remove the circuit breaker?"
+            description="New runs are no longer counted or paused. Runs it paused stay paused until resumed or canceled."
+            onConfirm={() => write('remove')}
+            disabled={!automation.circuitBreaker}
+          />
+        </div>
+      </form>
+      <ErrorMessage error={state.error} />
+      {breaker ? (
+        <p role="status">
+          {breaker.state === 'OPEN' ? (
+            <>
+              <strong>Breaker OPEN</strong> since <DateTime value={breaker.trippedAt} />: {breaker.pausedRuns ?? 0} paused runs.
+            </>
+          ) : (
+            <>
+              <strong>Breaker CLOSED</strong>: {breaker.runsInPeriod ?? 0} runs in the period.
+            </>
+          )}
+        </p>
+      ) : (
+        <p className="muted">No circuit breaker.</p>
+      )}
+      {breaker?.state === 'OPEN' || (breaker?.pausedRuns ?? 0) > 0 ? (
+        <div className="actions">
+          <ReasonButton
+            label="Resume paused runs"
+            title="Resume the paused runs?"
+            description="Every paused run starts, in the order its event was accepted; the breaker closes and counts from zero."
+            danger={false}
+            onConfirm={(reason) => act('resume', reason)}
+          />
+          <ReasonButton
+            label="Cancel paused runs"
+            title="Cancel the paused runs?"
+            description="Every paused run is canceled (no step runs) and the breaker closes."
+            onConfirm={(reason) => act('cancel', reason)}
+          />
+        </div>
+      ) : null}
+      {outcome ? <p role="status">{outcome}</p> : null}
+    </section>
+  );
+}
+
+/** A ConfirmButton whose dialog asks for a reason (kept in the audit trail). */
+function ReasonButton({
+  label,
+  title,
+  description,
+  danger = true,
+  onConfirm,
+}: {
+  label: string;
+  title: string;
+  description: string;
+  danger?: boolean;
+  onConfirm: (reason: string) => Promise<unknown>;
+}) {
+  const [reason, setReason] = useState('');
+  const fieldId = useId();
+  return (
+    <ConfirmButton label={label} title={title} description={description} danger={danger} onConfirm={() => onConfirm(reason.trim())}>
+      <label htmlFor={fieldId}>Reason</label>
+      <input id={fieldId} value={reason} maxLength={500} onChange={(e) => setReason(e.target.value)} />
+    </ConfirmButton>
   );
 }

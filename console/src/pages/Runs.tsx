@@ -1,6 +1,7 @@
 /**
  * Runs across automations (open runs first, newest first), filtered by automation, status and start
  * time; polled while shown, so statuses change without a reload. A queued run shows its key.
+ * "Bulk action" opens a form that acts on the runs these filters select (BulkAction.tsx).
  */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
@@ -8,6 +9,7 @@ import { listRuns } from '../api/runs';
 import { RUN_STATUSES, useAutomationNames } from '../api/reads';
 import { DateTime, duration, ErrorMessage, Loading, MoreButton, PageHeading, StatusBadge } from '../components';
 import { Link, navigate, useLocation, usePageTitle } from '../router';
+import { BulkActionForm } from './BulkAction';
 
 export function RunsPage() {
   usePageTitle('Runs');
@@ -17,6 +19,7 @@ export function RunsPage() {
   const startedAfter = search.get('after') ?? '';
   const startedBefore = search.get('before') ?? '';
   const automations = useAutomationNames();
+  const [bulkOpen, setBulkOpen] = useState(false);
   const runs = useInfiniteQuery({
     queryKey: ['runs', { automationId, status, startedAfter, startedBefore }],
     queryFn: ({ pageParam }) =>
@@ -48,7 +51,15 @@ export function RunsPage() {
 
   return (
     <>
-      <PageHeading>Runs</PageHeading>
+      <PageHeading
+        actions={
+          <button type="button" aria-expanded={bulkOpen} aria-controls="bulk-action" onClick={() => setBulkOpen((open) => !open)}>
+            Bulk action
+          </button>
+        }
+      >
+        Runs
+      </PageHeading>
       <form className="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
         <label>
           Automation
@@ -81,6 +92,27 @@ export function RunsPage() {
           <input type="datetime-local" value={startedBefore} onChange={(e) => setFilter('before', e.target.value)} />
         </label>
       </form>
+      <div id="bulk-action">
+        {bulkOpen ? (
+          automationId ? (
+            <BulkActionForm
+              // A preview belongs to the filters it was made with.
+              key={`${automationId}|${status}|${startedAfter}|${startedBefore}`}
+              filters={{
+                automationId,
+                automationName: automations.data?.find((a) => a.id === automationId)?.name ?? automationId,
+                status: (RUN_STATUSES as readonly string[]).includes(status) ? [status as RunStatus] : undefined,
+                startedAfter: isoOf(startedAfter),
+                startedBefore: isoOf(startedBefore),
+              }}
+            />
+          ) : (
+            <p role="status" className="panel">
+              Choose an automation in the filters: a bulk action acts on the runs of one automation.
+            </p>
+          )
+        ) : null}
+      </div>
       <ErrorMessage error={runs.error} />
       {runs.isPending ? (
         <Loading label="Loading runs" />
