@@ -39,42 +39,45 @@ export interface FlowResult {
   handoffSamples: number;
 }
 
-interface Target {
+export interface Target {
   listenerPath: string;
   secret: string;
 }
 
-async function createAutomation(apiUrl: string, token: string, fields: Record<string, unknown>, steps: unknown[]): Promise<Target> {
+export async function createAutomation(apiUrl: string, token: string, fields: Record<string, unknown>, steps: unknown[], displayName = 'Bench: flow control'): Promise<Target & { id: string }> {
   const created = await request('POST', `${apiUrl}/api/v1/automations`, {
     token,
-    body: JSON.stringify({ displayName: 'Bench: flow control', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields }),
+    body: JSON.stringify({ displayName, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields }),
   });
   if (created.status !== 200) throw new Error(`create automation: ${created.status} ${JSON.stringify(created.body)}`);
   const id = String(created.body.automation.id);
   const published = await request('POST', `${apiUrl}/api/v1/automations/${id}/publish`, { token });
   if (published.status !== 200) throw new Error(`publish: ${published.status}`);
-  return { listenerPath: new URL(String(created.body.automation.trigger.incomingWebhook.url)).pathname, secret: String(created.body.signingSecret) };
+  return { id, listenerPath: new URL(String(created.body.automation.trigger.incomingWebhook.url)).pathname, secret: String(created.body.signingSecret) };
 }
 
-function post(apiUrl: string, target: Target, payload: unknown): ReturnType<typeof request> {
+export function post(apiUrl: string, target: Target, payload: unknown): ReturnType<typeof request> {
   const { body, headers } = hmacEvent(target.secret, payload);
   return request('POST', `${apiUrl}${target.listenerPath}`, { body, headers });
 }
 
-/** Accepted deliveries per second over `seconds`, `concurrency` senders, each event with its own key. */
-async function closedLoop(apiUrl: string, target: Target, seconds: number, concurrency: number): Promise<number> {
+/**
+ * Accepted deliveries per second over `seconds` (or until `stop()` says so, when given), `concurrency`
+ * senders, each event with its own key.
+ */
+export async function closedLoop(apiUrl: string, target: Target, seconds: number, concurrency: number, stop?: () => boolean): Promise<{ perSec: number; accepted: number }> {
   const end = performance.now() + seconds * 1000;
   let accepted = 0;
   const start = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
+      while (stop ? !stop() : performance.now() < end) {
         const res = await post(apiUrl, target, { user: randomUUID(), padding: 'x'.repeat(900) });
         if (res.status === 200) accepted += 1;
       }
     }),
   );
-  return accepted / ((performance.now() - start) / 1000);
+  return { perSec: accepted / ((performance.now() - start) / 1000), accepted };
 }
 
 function eventMs(event: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }): number {
@@ -164,8 +167,8 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
   let plainPerSec = 0;
   let limitedPerSec = 0;
   for (let round = 1; round <= 2; round++) {
-    const a = await closedLoop(stack.ingressApi.url, limited, options.seconds, 32);
-    const b = await closedLoop(stack.ingressApi.url, plain, options.seconds, 32);
+    const a = (await closedLoop(stack.ingressApi.url, limited, options.seconds, 32)).perSec;
+    const b = (await closedLoop(stack.ingressApi.url, plain, options.seconds, 32)).perSec;
     log(`flow round ${round}: limit-1 ${a.toFixed(0)}/s, plain ${b.toFixed(0)}/s`);
     limitedPerSec = Math.max(limitedPerSec, a);
     plainPerSec = Math.max(plainPerSec, b);

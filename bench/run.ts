@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination] [-- --cpu-prof=<dir>]`
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,bulk,console] [-- --cpu-prof=<dir>]`
  *
  * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
  * automation worker and a baseline worker, the API on free ports), then measures, each figure
@@ -14,6 +14,10 @@
  *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
  *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
  *               RSS of every process of an idle `npm start`
+ *   flow        concurrency-limited ingress vs plain ingress; lane hand-off vs a run's start (bench/flow.ts)
+ *   breaker     ingress on an automation with a closed circuit breaker vs plain ingress (bench/breaker.ts)
+ *   bulk        ingress while a bulk cancel of runs parked in waitForApproval runs vs plain ingress
+ *               before and after; the cancel's duration and runs/s (bench/bulk.ts)
  *   search      entitlement search by `query` (substring) vs the first page (with pagination), on
  *               each store (search.pglite, search.postgres; the top-level figure is PostgreSQL's
  *               when measured, else PGlite's)
@@ -39,11 +43,13 @@ import { runPaginationBench, type PaginationResult } from './pagination';
 import { runFlowBench, type FlowResult } from './flow';
 import type { SecretBox } from '../src/crypto/secret-box';
 import { installRuntime, startStack, type Stack } from './stack';
+import { runBreakerBench, type BreakerResult } from './breaker';
+import { runBulkBench, type BulkResult } from './bulk';
 import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
 import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
-const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow', 'console'] as const;
+const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow', 'breaker', 'bulk', 'console'] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Profile {
@@ -57,6 +63,9 @@ interface Profile {
   e2eDiagnosticRuns: number;
   pagination: { rows: number; samples: number };
   memory: { settleMs: number };
+  breaker: { seconds: number; rounds: number };
+  /** Runs parked in waitForApproval and canceled by one bulk action; seconds of plain ingress before and after. */
+  bulk: { runs: number; seconds: number };
 }
 
 const FULL: Profile = {
@@ -68,6 +77,8 @@ const FULL: Profile = {
   e2eDiagnosticRuns: 60,
   pagination: { rows: 1_000_000, samples: 200 },
   memory: { settleMs: 10_000 },
+  breaker: { seconds: 10, rounds: 2 },
+  bulk: { runs: 10_000, seconds: 10 },
 };
 
 const QUICK: Profile = {
@@ -79,6 +90,8 @@ const QUICK: Profile = {
   e2eDiagnosticRuns: 0,
   pagination: { rows: 100_000, samples: 40 },
   memory: { settleMs: 5_000 },
+  breaker: { seconds: 4, rounds: 2 },
+  bulk: { runs: 1_000, seconds: 4 },
 };
 
 /** Everything measured, for the table (the JSON keeps the agreed keys only). */
@@ -97,6 +110,8 @@ interface Detail {
   automation?: BenchAutomation;
   idle?: MemoryResult;
   console?: ConsoleResult;
+  breaker?: BreakerResult;
+  bulk?: BulkResult;
 }
 
 interface Results {
@@ -154,6 +169,17 @@ interface Results {
   } | null;
   /** bench/flow.ts: concurrency-limited ingress ÷ plain ingress; lane hand-off p50 ÷ workflow start p50. */
   flow?: FlowResult | null;
+  /** bench/breaker.ts: ingress with a closed circuit breaker ÷ plain ingress, same run. */
+  breaker?: { ingressRatio: number; breakerPerSec: number; plainPerSec: number } | null;
+  /** bench/bulk.ts: ingress while a bulk cancel of `runs` parked runs runs ÷ plain ingress before and after; the cancel's duration. */
+  bulk?: {
+    ingressRatioDuringCancel: number;
+    duringCancelPerSec: number;
+    plainPerSec: number;
+    runs: number;
+    cancelSeconds: number;
+    cancelRunsPerSec: number;
+  } | null;
   /** bench/console.ts: the console on `npm start` (null figures: not measured, with a note). */
   console?: {
     runsListMs: number | null;
@@ -266,7 +292,7 @@ async function main(): Promise<void> {
       results.cel = { perSec: round(cel.perSec, 0), rawPerSec: round(cel.rawPerSec, 0), ratioToRaw: round(cel.ratioToRaw, 3) };
     }
 
-    const needsStack = args.only.has('ingress') || args.only.has('reject') || args.only.has('e2e') || args.only.has('flow');
+    const needsStack = args.only.has('ingress') || args.only.has('reject') || args.only.has('e2e') || args.only.has('flow') || args.only.has('breaker') || args.only.has('bulk');
     if (needsStack) {
       installRuntime();
       // The store as `npm start` has it (files in a data directory): the API + workers figures measure the product.
@@ -334,6 +360,24 @@ async function main(): Promise<void> {
           detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
           detail.e2eFloor = await runFloorBench(stack, automation.body, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
         }
+      }
+      if (args.only.has('breaker')) {
+        const breaker = await runBreakerBench(stack, profile.breaker, log);
+        detail.breaker = breaker;
+        results.breaker = { ingressRatio: round(breaker.ingressRatio, 3), breakerPerSec: round(breaker.breakerPerSec, 1), plainPerSec: round(breaker.plainPerSec, 1) };
+      }
+      // Last on this stack: it leaves thousands of closed runs in Temporal's visibility.
+      if (args.only.has('bulk')) {
+        const bulk = await runBulkBench(stack, profile.bulk, log);
+        detail.bulk = bulk;
+        results.bulk = {
+          ingressRatioDuringCancel: round(bulk.ingressRatioDuringCancel, 3),
+          duringCancelPerSec: round(bulk.duringCancelPerSec, 1),
+          plainPerSec: round(bulk.plainPerSec, 1),
+          runs: bulk.runs,
+          cancelSeconds: round(bulk.cancelSeconds, 1),
+          cancelRunsPerSec: round(bulk.cancelRunsPerSec, 1),
+        };
       }
       log('stopping Temporal, the workers and the API (the store stays for the pagination figures)');
       await load.close();
@@ -449,6 +493,15 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     add('  bare start + a signal to a running lane /s', f.floor.startAndSignalPerSec.toFixed(0), `${f.floor.startPerSec.toFixed(0)} bare start/s`, f.floor.startAndSignalPerSec / f.floor.startPerSec, '');
     add('  flow.ingressRatio ÷ its floor', f.ingressRatio.toFixed(3), f.floorIngressRatio.toFixed(3), f.ingressRatioToFloor, '');
     add('  lane hand-off p50 ms', f.handoffP50Ms.toFixed(1), `${f.startP50Ms.toFixed(1)} start`, f.handoffRatio, '≤2.0');
+  }
+  if (detail.breaker) {
+    const b = detail.breaker;
+    add('closed circuit breaker ingress accepted/s (breaker.ingressRatio)', b.breakerPerSec.toFixed(0), `${b.plainPerSec.toFixed(0)} plain/s`, b.ingressRatio, '≥0.90');
+  }
+  if (detail.bulk) {
+    const b = detail.bulk;
+    add(`ingress accepted/s during a bulk cancel of ${b.runs.toLocaleString('en')} runs (bulk.ingressRatioDuringCancel)`, b.duringCancelPerSec.toFixed(0), `${b.plainPerSec.toFixed(0)} plain/s (${b.plainBeforePerSec.toFixed(0)} before, ${b.plainAfterPerSec.toFixed(0)} after)`, b.ingressRatioDuringCancel, '≥0.80');
+    add('  the bulk cancel: seconds / runs per second', `${b.cancelSeconds.toFixed(1)} s / ${b.cancelRunsPerSec.toFixed(1)} runs/s`, `parked in ${b.parkSeconds.toFixed(0)} s`, undefined, '');
   }
   for (const name of ['pglite', 'postgres'] as const) {
     const d = detail[name];
