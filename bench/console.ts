@@ -164,7 +164,7 @@ export async function runConsoleBench(options: { loads: number; lighthouseRuns: 
   const api = `http://localhost:${port}`;
   const result: ConsoleResult = { runsListMs: null, loadsMs: [], settledMs: [], firstPageJsGzKb: null, idleRssCostMb: null, lighthouse: null, notes: [] };
   log(`console: starting \`${pkg.scripts.start}\` in ${dataDir}`);
-  const child = spawn('/bin/sh', ['-c', pkg.scripts.start], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('/bin/sh', ['-c', pkg.scripts.start ?? 'node scripts/start.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));

@@ -50,7 +50,7 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   );
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'automation.ts'), source);
-  fs.writeFileSync(path.join(dir, 'index.ts'), `export { automation, decideUpdate, stateQuery } from './automation';\nexport { lane } from '${path.join(ROOT, 'workflows', 'lane')}';\n`);
+  fs.writeFileSync(path.join(dir, 'index.ts'), `export { automation, decideUpdate, stateQuery } from './automation';\nexport { lane } from '${path.join(ROOT, 'workflows', 'lane')}';\nexport { bulkAction } from '${path.join(ROOT, 'workflows', 'bulk-action')}';\n`);
   return bundleWorkflowCode({ workflowsPath: path.join(dir, 'index.ts'), logger: new DefaultLogger('WARN') });
 }
 
@@ -156,8 +156,14 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
 
     const parkedHistories = await Promise.all(parked.map((h) => history(h.workflowId)));
     const freshHistory = await history(fresh.workflowId);
-    // The new run recorded the patch marker; the parked ones did not.
-    const markers = (h: NamedHistory): number => (h.history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    // The new run recorded the drill's patch marker; the parked ones did not (each run also records the patches of the release it started on).
+    const markers = (h: NamedHistory): number =>
+      (h.history.events ?? []).filter((e) => {
+        const attributes = e.markerRecordedEventAttributes;
+        if (attributes?.markerName !== 'core_patch') return false;
+        const data = attributes.details?.['patch-data']?.payloads?.[0]?.data;
+        return data !== undefined && data !== null && (JSON.parse(Buffer.from(data).toString()) as { id?: string }).id === PATCH_ID;
+      }).length;
     expect(markers(freshHistory)).toBe(1);
     expect(parkedHistories.map(markers)).toEqual([0, 0]);
 
