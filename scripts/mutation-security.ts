@@ -39,9 +39,10 @@ export const MODULES: SecurityModule[] = [
   { name: 'signature', guards: 'the HMAC signature', mutate: ['src/webhooks/authenticators/hmac.ts'], tests: ['webhooks-hmac', 'fuzz-verifiers'] },
   { name: 'standard-webhooks', guards: 'the Standard Webhooks signature', mutate: ['src/webhooks/standard-webhooks.ts'], tests: ['standard-webhooks', 'fuzz-verifiers'] },
   { name: 'timestamp', guards: 'the signed timestamp and the header grammar', mutate: ['src/webhooks/headers.ts'], tests: ['webhooks-headers', 'webhooks-hmac'] },
-  { name: 'cidr', guards: 'source address ranges', mutate: ['src/net/cidr.ts'], tests: ['webhooks-cidr', 'webhooks-cidr-survivors'] },
+  { name: 'cidr', guards: 'source address ranges', mutate: ['src/net/cidr.ts'], tests: ['webhooks-cidr', 'webhooks-cidr-survivors', 'net-source-prefix'] },
   { name: 'jwt-claims', guards: 'JWT claims', mutate: ['src/webhooks/jwt.ts'], tests: ['webhooks-jwt', 'webhooks-jwt-survivors'] },
-  { name: 'token-guard', guards: 'API tokens', mutate: ['src/auth/token-guard.ts'], tests: ['auth-token-guard'] },
+  // Its tests open a PGlite store (the limits are kept there).
+  { name: 'token-guard', guards: 'API tokens', mutate: ['src/auth/token-guard.ts'], tests: ['auth-token-guard'], store: true },
   {
     name: 'secret-grammar',
     guards: 'secret references in expressions and steps',

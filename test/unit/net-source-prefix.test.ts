@@ -13,6 +13,10 @@ describe('sourcePrefix', () => {
     ['::1', '::/64'],
     ['not an address', 'not an address'],
     ['', ''],
+    // A zone id alone leaves no address: the text before it, empty.
+    ['%eth0', ''],
+    // Text that is no address is cut at 64 characters.
+    ['x'.repeat(100), 'x'.repeat(64)],
   ])('%s → %s', (address, key) => {
     expect(sourcePrefix(address)).toBe(key);
   });
