@@ -10,13 +10,13 @@
 import { createHash } from 'node:crypto';
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import type { temporal } from '@temporalio/proto';
 import { automation, bulkAction } from '../../workflows';
 import type { AutomationRunInput } from '../contract/run';
 import type { BulkActRequest, BulkActResult, BulkRunActor, BulkRunMatcher, BulkVisibilityFilter } from '../domain/bulk-actions';
 import { FailedPreconditionError, NotFoundError, ServiceError, WorkflowEngineUnavailableError } from '../errors';
 import { raceDeadline } from './deadline';
-import { decodePayloadsInPlace, executionStatus } from './executions';
+import { decodePayloadsInPlace, executionStatus, visibilityStatus } from './executions';
 import type { TemporalRunControl } from './run-control';
 import { AutomationIdKey } from './search-attributes';
 
@@ -40,15 +40,6 @@ const TEMPORAL_STATUSES: Record<BulkVisibilityFilter['statuses'][number], string
   FAILED: ['Failed', 'TimedOut'],
   CANCELED: ['Canceled'],
   TERMINATED: ['Terminated'],
-};
-
-const STATUS_NAMES: Record<number, string> = {
-  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'RUNNING',
-  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED]: 'COMPLETED',
-  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_FAILED]: 'FAILED',
-  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: 'TIMED_OUT',
-  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_TERMINATED]: 'TERMINATED',
-  [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CANCELED]: 'CANCELLED',
 };
 
 /** The visibility query of a filter (statuses folded into Temporal's; QUEUED/PAUSED/RUNNING told apart after). */
@@ -87,7 +78,7 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
         this.client.workflowService.listWorkflowExecutions({ namespace: this.client.options.namespace, pageSize: LIST_PAGE, query, ...(token ? { nextPageToken: token } : {}) }),
       );
       for (const raw of response.executions ?? []) {
-        const status = executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING');
+        const status = visibilityStatus(raw.status);
         const held = status === 'RUNNING' ? decode(raw.searchAttributes?.indexedFields?.FlowQueue) : undefined;
         const shown = held === 'QUEUED' || held === 'PAUSED' ? held : status;
         if (wanted.size > 0 && !wanted.has(shown as (typeof filter.statuses)[number])) continue;

@@ -323,6 +323,11 @@ const STATUS_NAMES: Record<number, string> = {
   [temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW]: 'CONTINUED_AS_NEW',
 };
 
+/** A visibility entry's status as the API names it (before QUEUED and PAUSED are told apart by FlowQueue). */
+export function visibilityStatus(code: temporal.api.enums.v1.WorkflowExecutionStatus | null | undefined): ExecutionStatus {
+  return executionStatus(STATUS_NAMES[Number(code ?? 0)] ?? 'RUNNING');
+}
+
 type WorkflowInfo = temporal.api.workflow.v1.IWorkflowExecutionInfo;
 
 /** A page of this many runs at a time when the lanes read every running run of an automation. */
@@ -350,7 +355,7 @@ function entryFromVisibility(raw: WorkflowInfo): ExecutionListEntry {
 
 function summaryFromVisibility(raw: WorkflowInfo): ExecutionSummary {
   const eventId = decode(raw.searchAttributes?.indexedFields?.[WebhookEventIdKey.name]);
-  const status = executionStatus(STATUS_NAMES[Number(raw.status ?? 0)] ?? 'RUNNING');
+  const status = visibilityStatus(raw.status);
   const held = status === 'RUNNING' ? heldStatus(decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name])) : undefined;
   return {
     id: raw.execution?.workflowId ?? '',
