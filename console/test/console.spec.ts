@@ -6,10 +6,10 @@
  * deliveries, approve, cancel, terminate, rerun — plus API clients, secrets and audit.
  * With CONSOLE_SCREENSHOTS=<dir> it also writes the screenshots of docs/console.md.
  */
-import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
 import { BOOTSTRAP } from '../playwright.config';
+import { assertAccessible, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -23,24 +23,12 @@ const STEPS = [
 /** State the serial tests hand on: the automation made through the console and its secret. */
 const shared: { automationId?: string; secret?: string; url?: string } = {};
 
-async function signIn(page: Page): Promise<void> {
-  await page.goto('/console');
-  await page.getByLabel('Client ID').fill(BOOTSTRAP.clientId);
-  await page.getByLabel('Client secret').fill(BOOTSTRAP.clientSecret);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await expect(page.getByRole('navigation')).toBeVisible();
-}
-
-/** axe on the page as it is drawn now: no serious or critical violation. */
-async function expectAccessible(page: Page, where: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  expect(bad, `axe on ${where}`).toEqual([]);
-  axeSummary.push({ page: where, violations: results.violations.length, serious: bad.length, passes: results.passes.length });
-}
 const axeSummary: Array<{ page: string; violations: number; serious: number; passes: number }> = [];
+
+/** axe on the page as drawn (no serious or critical violation), counted for the summary this spec prints. */
+async function expectAccessible(page: Page, where: string): Promise<void> {
+  axeSummary.push({ page: where, ...(await assertAccessible(page, where)) });
+}
 
 async function screenshot(page: Page, name: string): Promise<void> {
   const dir = process.env.CONSOLE_SCREENSHOTS;

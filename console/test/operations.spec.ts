@@ -4,29 +4,12 @@
  * deliveries, its paused runs resumed or canceled through a dialog with a reason; a bulk cancel from
  * the Runs page acts on exactly the runs its preview counted. Each new state passes axe.
  */
-import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
 import { BOOTSTRAP } from '../playwright.config';
+import { assertAccessible as expectAccessible, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
-
-async function signIn(page: Page): Promise<void> {
-  await page.goto('/console');
-  await page.getByLabel('Client ID').fill(BOOTSTRAP.clientId);
-  await page.getByLabel('Client secret').fill(BOOTSTRAP.clientSecret);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await expect(page.getByRole('navigation')).toBeVisible();
-}
-
-/** axe on the page as it is drawn now: no serious or critical violation. */
-async function expectAccessible(page: Page, where: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  expect(bad, `axe on ${where}`).toEqual([]);
-}
 
 async function bearer(request: APIRequestContext): Promise<Record<string, string>> {
   const res = await request.post('/auth/v1/token', {

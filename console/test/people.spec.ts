@@ -5,9 +5,9 @@
  * the page saying why — and two people editing one automation at once, where the second Save is
  * refused (412, If-Match) and the page says what the first one changed.
  */
-import AxeBuilder from '@axe-core/playwright';
 import { expect, test, type APIRequestContext, type Browser, type Page } from '@playwright/test';
 import { BOOTSTRAP, OIDC_ISSUER } from '../playwright.config';
+import { assertAccessible as expectAccessible, signIn as signInLocally } from './session';
 import { OIDC_PEOPLE } from './oidc-people';
 
 /** At the provider's (development) login and consent pages, as the person would. */
@@ -23,20 +23,6 @@ async function signInWithSso(page: Page, sub: string): Promise<void> {
   await page.goto('/console');
   await page.getByRole('link', { name: 'Sign in with SSO' }).click();
   await atProvider(page, sub);
-}
-
-async function signInLocally(page: Page): Promise<void> {
-  await page.goto('/console');
-  await page.getByLabel('Client ID').fill(BOOTSTRAP.clientId);
-  await page.getByLabel('Client secret').fill(BOOTSTRAP.clientSecret);
-  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-  await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
-}
-
-async function expectAccessible(page: Page, where: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
-  expect(bad, `axe on ${where}`).toEqual([]);
 }
 
 async function bearer(request: APIRequestContext): Promise<string> {

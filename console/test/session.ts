@@ -1,0 +1,23 @@
+/** What every console spec does the same way: sign in with the bootstrap client, and axe on the page as drawn. */
+import AxeBuilder from '@axe-core/playwright';
+import { expect, type Page } from '@playwright/test';
+import { BOOTSTRAP } from '../playwright.config';
+
+/** Local sign-in with the bootstrap client; done once the main navigation is drawn. */
+export async function signIn(page: Page): Promise<void> {
+  await page.goto('/console');
+  await page.getByLabel('Client ID').fill(BOOTSTRAP.clientId);
+  await page.getByLabel('Client secret').fill(BOOTSTRAP.clientSecret);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
+}
+
+/** axe on the page as it is drawn now: fails on any serious or critical violation; answers the whole result. */
+export async function assertAccessible(page: Page, where: string): Promise<{ violations: number; serious: number; passes: number }> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  expect(bad, `axe on ${where}`).toEqual([]);
+  return { violations: results.violations.length, serious: bad.length, passes: results.passes.length };
+}
