@@ -9,7 +9,7 @@
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
 import { BOOTSTRAP } from '../playwright.config';
-import { assertAccessible, signIn } from './session';
+import { assertAccessible, screenshot, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -28,12 +28,6 @@ const axeSummary: Array<{ page: string; violations: number; serious: number; pas
 /** axe on the page as drawn (no serious or critical violation), counted for the summary this spec prints. */
 async function expectAccessible(page: Page, where: string): Promise<void> {
   axeSummary.push({ page: where, ...(await assertAccessible(page, where)) });
-}
-
-async function screenshot(page: Page, name: string): Promise<void> {
-  const dir = process.env.CONSOLE_SCREENSHOTS;
-  // A secret shown once (a signing or client secret) is masked: the docs show where it appears, never a value.
-  if (dir) await page.screenshot({ path: `${dir}/${name}.png`, fullPage: true, mask: [page.locator('.secret-value')] });
 }
 
 async function bearer(request: APIRequestContext): Promise<string> {

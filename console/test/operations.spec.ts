@@ -3,11 +3,12 @@
  * `npm start` (as console.spec.ts): an automation's breaker set on its page trips on signed
  * deliveries, its paused runs resumed or canceled through a dialog with a reason; a bulk cancel from
  * the Runs page acts on exactly the runs its preview counted. Each new state passes axe.
+ * With CONSOLE_SCREENSHOTS=<dir> it also writes these states' screenshots for docs/console.md.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
 import { BOOTSTRAP } from '../playwright.config';
-import { assertAccessible as expectAccessible, signIn } from './session';
+import { assertAccessible as expectAccessible, screenshot, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
 
@@ -70,6 +71,14 @@ test('a breaker of 1 set on the automation page trips on the second event; resum
   await expect(breaker).toContainText('Breaker OPEN');
   await expect(breaker).toContainText('1 paused runs.');
   await expectAccessible(page, 'automation with an open breaker');
+  await screenshot(page, 'breaker-open', breaker);
+  // The Runs page lists the paused run as PAUSED (in a second tab: this one goes on with the breaker).
+  const runsTab = await page.context().newPage();
+  await runsTab.goto(`/console/runs?automation=${encodeURIComponent(flow.id)}`);
+  const pausedRow = runsTab.getByRole('row').filter({ has: runsTab.getByRole('link', { name: `Run ${second.split(':').pop()}` }) });
+  await expect(pausedRow).toContainText('PAUSED');
+  await screenshot(runsTab, 'runs-paused');
+  await runsTab.close();
 
   // Resume, reached with the keyboard: the dialog asks for a reason, Confirm resumes, the count is shown.
   await tabTo(page, 'Resume paused runs');
@@ -77,6 +86,7 @@ test('a breaker of 1 set on the automation page trips on the second event; resum
   const resume = page.getByRole('dialog', { name: 'Resume the paused runs?' });
   await expect(resume).toBeVisible();
   await expectAccessible(page, 'resume dialog');
+  await screenshot(page, 'breaker-resume-dialog', resume);
   await resume.getByLabel('Reason').fill('checked the sender');
   await resume.getByRole('button', { name: 'Confirm' }).click();
   await expect(resume).toHaveCount(0);
@@ -124,6 +134,7 @@ test('a bulk cancel from the Runs page cancels exactly the runs its preview coun
   await expect(preview.getByRole('status')).toHaveText('3 runs match.');
   await expect(preview.getByRole('list', { name: 'Sample of the matched runs' }).getByRole('listitem')).toHaveCount(3);
   await expectAccessible(page, 'bulk action preview');
+  await screenshot(page, 'bulk-preview');
 
   // A run started after the preview is not in it, so it is not touched.
   const later = await deliver(request, flow, 'Di');
@@ -131,12 +142,14 @@ test('a bulk cancel from the Runs page cancels exactly the runs its preview coun
 
   await preview.getByRole('button', { name: 'Cancel 3 runs' }).click();
   const dialog = page.getByRole('dialog', { name: 'Cancel 3 runs?' });
+  await screenshot(page, 'bulk-confirm', dialog);
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   const progress = page.getByRole('region', { name: /Progress of bulk action/ });
   await expect(progress.getByRole('status')).toContainText('COMPLETED');
   await expect(progress.getByRole('status')).toContainText('cancel: 3 matched, 3 succeeded, 0 skipped, 0 failed.');
   await expect(progress.getByRole('button', { name: 'Stop bulk action' })).toHaveCount(0);
   await expectAccessible(page, 'bulk action completed');
+  await screenshot(page, 'bulk-progress', progress);
   for (const run of runs) expect(await statusOf(request, run)).toBe('CANCELED');
   expect(await statusOf(request, later)).toBe('RUNNING');
 });
