@@ -2,7 +2,7 @@
  * The composition root: one function builds the dependencies of the HTTP app (the store, the
  * secret box, the runs port on Temporal with its run reader and run controller, the token and
  * page-token keys, the token endpoint's flood guards, metrics, the delivery log, the webhook
- * endpoint) from the configuration; routes only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
+ * endpoint, the automation write bodies' schemas) from the configuration; routes only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
  * (bench/stack.ts) all build the app through it, so they run what production runs.
  */
 import type { Client } from '@temporalio/client';
@@ -18,6 +18,7 @@ import { PageTokens } from './domain/pagination';
 import type { AutomationRuns } from './domain/runs';
 import { DeliveryLog, type DeliveryLogOptions } from './delivery/delivery-log';
 import { publishedSteps } from './domain/automations';
+import { automationWriteRequests } from './domain/api-schemas';
 import { TemporalRuns } from './temporal/runs';
 import { TemporalRunReader } from './temporal/executions';
 import { TemporalRunControl } from './temporal/run-control';
@@ -88,6 +89,7 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     ...(runs instanceof TemporalRuns ? { pausedRunControl: new TemporalPausedRunControl(runs.client, runs) } : {}),
     bulkRuns,
     metrics,
+    automationRequests: automationWriteRequests(config),
     secretBox,
     tokenGuard: createTokenGuard(db, config.tokenEndpoint),
     ...(inputs.payloadCodec ? { payloadCodec: inputs.payloadCodec } : {}),

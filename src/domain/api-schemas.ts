@@ -5,7 +5,8 @@
  * document (`src/http/openapi.ts`); schemas that become components carry `.meta({ id })`.
  *
  * A step's body is validated by its kind's schema itself (src/steps/validate.ts, with every CEL
- * field compiled); the rest of an automation write by hand (`automation-validation.ts`). A property
+ * field compiled); an automation write's body by the domain's rules as refinements of its schema
+ * (`automationWriteRequests`, rules in `automation-validation.ts`). A property
  * test (`test/unit/automation-view-schema.test.ts`) checks that every stored automation's view
  * matches `Automation`.
  */
@@ -14,12 +15,13 @@ import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
-import { FLOW_FIELDS, flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
+import { flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
 import { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodSeconds } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
-import { closedObject, oneViolation, whileValid } from './validation';
+import { closedObject, oneViolation, ruledByViolations, setAside, whileValid } from './validation';
+import { automationChangeRule, MASK_PATHS, newAutomationRule } from './automation-validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
-import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthMethod } from '../webhooks/authenticators';
+import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthenticatorConfig, type AuthMethod } from '../webhooks/authenticators';
 
 // ---------------------------------------------------------------- errors
 
@@ -199,18 +201,20 @@ export type BreakerActionRequest = z.output<typeof BreakerActionRequest>;
 const displayName = () => z.string().regex(/\S/).max(200);
 const description = () => z.string().max(4000);
 
-export const CreateAutomationRequest = z
-  .object({
+/** The create body as documented; `automationWriteRequests` makes the schema that parses it. */
+const CreateAutomationBody = setAside(
+  z.object({
     displayName: displayName(),
     description: description().nullish(),
     trigger: AutomationTriggerInput,
     steps: z.array(AutomationStep).max(MAX_STEPS).nullish(),
     ...flowInputs,
-  })
-  .meta({ id: 'CreateAutomationRequest' });
+  }),
+).meta({ id: 'CreateAutomationRequest' });
 
-export const UpdateAutomationRequest = z
-  .object({
+/** The update body as documented; `automationWriteRequests` makes the schema that parses it. */
+const UpdateAutomationBody = setAside(
+  z.object({
     automation: z
       .object({
         displayName: displayName().nullish(),
@@ -223,9 +227,28 @@ export const UpdateAutomationRequest = z
     updateMask: z
       .union([z.string(), z.array(z.string())])
       .nullish()
-      .meta({ description: `Comma-separated field paths among ${['displayName', 'description', 'trigger', 'steps', ...FLOW_FIELDS].join(', ')}.` }),
-  })
-  .meta({ id: 'UpdateAutomationRequest' });
+      .meta({ description: `Comma-separated field paths among ${MASK_PATHS.join(', ')}.` }),
+  }),
+).meta({ id: 'UpdateAutomationRequest' });
+
+/**
+ * The automation write bodies as the configuration makes them (the trigger's method checks its
+ * fields against it: a JWKS URL must be https and public unless ALLOW_INSECURE_JWKS): the documented
+ * shapes, ruled by the domain's rules (automation-validation.ts), which report every violation
+ * together, with the field paths and messages of the API, and answer the values as stored. Built
+ * once by src/compose.ts; the schemas below are the same under the production policy.
+ */
+export function automationWriteRequests(config: AuthenticatorConfig) {
+  return {
+    create: ruledByViolations(CreateAutomationBody, newAutomationRule(config)),
+    update: ruledByViolations(UpdateAutomationBody, automationChangeRule(config)),
+  };
+}
+export type AutomationWriteRequests = ReturnType<typeof automationWriteRequests>;
+
+const PRODUCTION_POLICY = automationWriteRequests({ baseUrl: '', allowInsecureJwks: false });
+export const CreateAutomationRequest = PRODUCTION_POLICY.create;
+export const UpdateAutomationRequest = PRODUCTION_POLICY.update;
 
 export const IncomingWebhookTrigger = z
   .object({

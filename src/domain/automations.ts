@@ -17,14 +17,15 @@ import type { StepDefinition } from '../steps';
 import { listenerChanged } from './listener-changes';
 import type { Queryable } from '../store/db';
 import { authenticatorOf, methodsWithSecret, type AuthenticatorConfig } from '../webhooks/authenticators';
-import { triggerConfigView, validateTrigger } from '../webhooks/trigger';
-import { validateDescription, validateDisplayName, validateSteps } from './automation-validation';
+import { triggerConfigView } from '../webhooks/trigger';
+import type { AutomationChange, AutomationDraft } from './automation-validation';
+import { parseOrThrow } from './validation';
 import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
-import { FLOW_FIELDS, flowControlOf, liveFlowControlOf, validateFlowControl, validateFlowField } from '../flow';
+import { flowControlOf, liveFlowControlOf } from '../flow';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import { type FieldViolation, invalidArgument, notFound, StaleRevisionError } from '../errors';
-import type { Automation } from './api-schemas';
+import { invalidArgument, notFound, StaleRevisionError } from '../errors';
+import { automationWriteRequests, type Automation } from './api-schemas';
 
 export const WEBHOOK_PATH_PREFIX = '/api/v1/webhooks/incoming/';
 
@@ -113,29 +114,29 @@ function checkRevision(record: AutomationRecord, expected: readonly number[] | u
   if (expected !== undefined && !expected.includes(record.revision)) throw new StaleRevisionError('automation', record.revision);
 }
 
-export async function createAutomation(
+/** Creates an automation from a body not yet parsed (scripts, tests): parsed as the API parses it. */
+export function createAutomation(
   db: Db,
   body: Record<string, unknown>,
   options: AutomationOptions,
 ): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
-  const violations: FieldViolation[] = [];
-  const displayName = validateDisplayName(body.displayName, 'displayName', violations);
-  const description = validateDescription(body.description, 'description', violations);
-  const trigger = validateTrigger(body.trigger, options.authenticators, violations);
-  const steps = validateSteps(body.steps ?? [], violations);
-  const flow = validateFlowControl(body, '', violations);
-  if (violations.length === 0) violations.push(...(await missingSecretViolations(db, steps)));
-  if (violations.length > 0) throw invalidArgument(violations);
-  const signingSecret = newSecretFor(trigger.authMethod);
+  return createAutomationFrom(db, parseOrThrow(automationWriteRequests(options.authenticators).create, body), options);
+}
+
+/** Creates an automation from its parsed draft; a step that reads a secret that does not exist is a 400. */
+export async function createAutomationFrom(
+  db: Db,
+  draft: AutomationDraft,
+  options: AutomationOptions,
+): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
+  const missing = await missingSecretViolations(db, draft.steps);
+  if (missing.length > 0) throw invalidArgument(missing);
+  const signingSecret = newSecretFor(draft.trigger.authMethod);
   const record = await db.transaction(async (tx) => {
     const id = newId();
     const inserted = await store.insertAutomation(tx, {
       id,
-      displayName,
-      description,
-      trigger,
-      steps,
-      flow,
+      ...draft,
       listenerId: randomToken(18),
       sealedSigningSecret: signingSecret === null ? null : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', id)),
     });
@@ -146,59 +147,36 @@ export async function createAutomation(
   return { record: { ...record, publishedVersion: null }, signingSecret };
 }
 
-const MASK_PATHS = ['displayName', 'description', 'trigger', 'steps', ...FLOW_FIELDS] as const;
-type MaskPath = (typeof MASK_PATHS)[number];
-
-function parseMask(mask: unknown, automation: Record<string, unknown>): Set<MaskPath> {
-  if (mask === undefined || mask === null || mask === '') {
-    return new Set(MASK_PATHS.filter((path) => automation[path] !== undefined));
-  }
-  const paths = Array.isArray(mask) ? mask : typeof mask === 'string' ? mask.split(',') : undefined;
-  if (!paths) throw invalidArgument({ field: 'updateMask', description: 'must be a comma-separated list of field paths' });
-  const result = new Set<MaskPath>();
-  for (const raw of paths) {
-    const path = String(raw).trim();
-    const top = path.split('.')[0] as MaskPath;
-    if (!(MASK_PATHS as readonly string[]).includes(top)) {
-      throw invalidArgument({ field: 'updateMask', description: `unknown field path "${path}"; allowed: ${MASK_PATHS.join(', ')}` });
-    }
-    result.add(top);
-  }
-  return result;
-}
-
-/**
- * Applies `{automation, updateMask}`. A trigger switched to a method with a signing secret (HMAC)
- * gets a new secret (returned once); one switched to a method without (JWT) loses its secret.
- */
-export async function updateAutomation(
+/** Applies `{automation, updateMask}` from a body not yet parsed (scripts, tests): parsed as the API parses it. */
+export function updateAutomation(
   db: Db,
   id: string,
   body: Record<string, unknown>,
   options: AutomationOptions,
 ): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
-  const patch = body.automation;
-  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) {
-    throw invalidArgument({ field: 'automation', description: 'is required and must be an object' });
-  }
-  const fields = patch as Record<string, unknown>;
-  const mask = parseMask(body.updateMask, fields);
+  return updateAutomationWith(db, id, parseOrThrow(automationWriteRequests(options.authenticators).update, body), options);
+}
+
+/**
+ * Applies a parsed update under the row lock (404, then the revision's 412). A trigger switched to
+ * a method with a signing secret (HMAC) gets a new secret (returned once); one switched to a method
+ * without (JWT) loses its secret.
+ */
+export async function updateAutomationWith(
+  db: Db,
+  id: string,
+  change: AutomationChange,
+  options: AutomationOptions,
+): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
   const result = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
     checkRevision(current, options.expectedRevisions);
-    const violations: FieldViolation[] = [];
-    const next: AutomationRecord = { ...current };
-    if (mask.has('displayName')) next.displayName = validateDisplayName(fields.displayName, 'automation.displayName', violations);
-    if (mask.has('description')) next.description = validateDescription(fields.description, 'automation.description', violations);
-    if (mask.has('trigger')) next.trigger = validateTrigger(fields.trigger, options.authenticators, violations);
-    if (mask.has('steps')) next.steps = validateSteps(fields.steps ?? [], violations);
-    next.flow = { ...current.flow };
-    for (const name of FLOW_FIELDS) {
-      if (mask.has(name)) next.flow[name] = validateFlowField(name, fields[name], 'automation.', violations);
+    const next: AutomationRecord = { ...current, ...change.fields, flow: { ...current.flow, ...change.flow } };
+    if (change.fields.steps) {
+      const missing = await missingSecretViolations(tx, next.steps);
+      if (missing.length > 0) throw invalidArgument(missing);
     }
-    if (mask.has('steps') && violations.length === 0) violations.push(...(await missingSecretViolations(tx, next.steps)));
-    if (violations.length > 0) throw invalidArgument(violations);
     let signingSecret: string | null = null;
     const switched = next.trigger.authMethod !== current.trigger.authMethod;
     if (!authenticatorOf(next.trigger.authMethod).secret) {
@@ -213,7 +191,7 @@ export async function updateAutomation(
       action: 'automation.update',
       resourceType: 'automation',
       resourceId: id,
-      details: { fields: [...mask], version: saved.version },
+      details: { fields: [...change.mask], version: saved.version },
     });
     return { record: await withPublishedVersion(tx, saved), signingSecret };
   });

@@ -42,7 +42,7 @@ export const MAX_VIOLATIONS = 20;
 
 export function violationsOf(issues: readonly z.core.$ZodIssue[], prefix = ''): FieldViolation[] {
   return issues.slice(0, MAX_VIOLATIONS).map((issue) => ({
-    field: fieldPath(issue.path, prefix),
+    field: namedField(issue) ?? fieldPath(issue.path, prefix),
     // A bad record key carries the key's own issues; their message says what is wrong.
     description: issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message,
   }));
@@ -96,4 +96,49 @@ export function ruledBy<S extends z.ZodType>(schema: S, problemOf: (value: unkno
       if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, input: ctx.value });
     }, { when: () => true }),
   );
+}
+
+/** The field a rule of `ruledByViolations` named, as the rule wrote it (e.g. `steps[0].callWebhook.headers.X-Tenant`). */
+function namedField(issue: z.core.$ZodIssue): string | undefined {
+  const field: unknown = issue.code === 'custom' ? issue.params?.[RULE_FIELD] : undefined;
+  return typeof field === 'string' ? field : undefined;
+}
+const RULE_FIELD = 'field';
+
+/**
+ * `schema` as the document shows it, with its own issues set aside so that a rule (`ruledByViolations`)
+ * decides the value: the rule reads the value as sent, with the fields a strict object refused put
+ * back (zod leaves them out of its output, and the rule names each unknown field itself). Applied
+ * before `.meta({ id })`, which a check would drop.
+ */
+export function setAside<S extends z.ZodType>(schema: S): S {
+  return schema.check(
+    z.superRefine((_value, ctx) => {
+      for (const issue of ctx.issues) if (issue.code === 'unrecognized_keys') putBack(ctx.value, issue.path ?? [], issue.keys, issue.input);
+      ctx.issues.length = 0;
+    }, { when: () => true }),
+  );
+}
+
+/** Copies `keys` of `sent` (the object as sent) into the object at `path` of `value`. */
+function putBack(value: unknown, path: readonly PropertyKey[], keys: readonly string[], sent: unknown): void {
+  let target = value;
+  for (const segment of path) target = target !== null && typeof target === 'object' ? (target as Record<PropertyKey, unknown>)[segment] : undefined;
+  if (target === null || typeof target !== 'object' || sent === null || typeof sent !== 'object') return;
+  // Defined, not assigned: a field named `__proto__` stays a field (JSON.parse makes it one).
+  for (const key of keys) Object.defineProperty(target, key, { value: (sent as Record<string, unknown>)[key], enumerable: true, writable: true, configurable: true });
+}
+
+/**
+ * `schema` (made with `setAside`) ruled by `rule`, which reports every violation it finds, each
+ * by its field path and message, and answers the parsed value: all of them in one 400, as the
+ * rules of a whole body (an automation's steps, with every expression compiled) name them.
+ */
+export function ruledByViolations<S extends z.ZodType, T>(schema: S, rule: (value: unknown, violations: FieldViolation[]) => T) {
+  return schema.transform((value, ctx): T => {
+    const violations: FieldViolation[] = [];
+    const parsed = rule(value, violations);
+    for (const { field, description } of violations) ctx.issues.push({ code: 'custom', message: description, input: value, path: [], params: { [RULE_FIELD]: field } });
+    return parsed;
+  });
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import type { Db } from '../store/db';
 import type { Logger } from '../logger';
 import type { PageTokens } from '../domain/pagination';
+import type { AutomationWriteRequests } from '../domain/api-schemas';
 import type { AccessTokens } from '../auth/tokens';
 import type { AutomationRuns } from '../domain/runs';
 import type { Metrics } from './metrics';
@@ -49,6 +50,8 @@ export interface AppDeps {
   /** The webhook receiver: one per app, so that the fast path and the Koa route share its admission counts and listener cache. */
   webhookEndpoint: WebhookEndpoint;
   metrics: Metrics;
+  /** The automation write bodies' schemas under this configuration (src/compose.ts builds them). */
+  automationRequests: AutomationWriteRequests;
   /** Seals and opens secrets kept at rest (HMAC signing secrets). */
   secretBox: SecretBox;
   /** Flood guards of /auth/v1/token (src/compose.ts makes them from `config.tokenEndpoint`). */

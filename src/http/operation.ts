@@ -8,7 +8,8 @@
  * caller's roles (403), the operation's own guards (`before`), then whatever the handler does in
  * its order: it reads the body with `input.body()` where the contract puts the body's checks
  * (after a 404 for the parent resource, for example). A body declared with `validation: 'schema'`
- * is parsed by its schema there (400 naming each field); `validation: 'handler'` hands the handler
+ * is parsed by its schema there (400 naming each field; its `validator` when the rules depend on
+ * the configuration); `validation: 'handler'` hands the handler
  * the JSON object, for bodies whose rules (and messages) live in the handler or in the domain
  * function it calls; the schema then documents them.
  */
@@ -49,6 +50,11 @@ export interface BodySpec<S extends z.ZodType = z.ZodType> {
   description?: string;
   /** 'schema': `input.body()` parses it with `schema`; 'handler': the handler (or the domain function it calls) validates it. */
   validation: 'schema' | 'handler';
+  /**
+   * The schema that parses the body where its rules depend on the configuration: `schema` as
+   * documented, with those rules bound (built once in src/compose.ts). Default: `schema`.
+   */
+  validator?: (deps: AppDeps) => z.ZodType<z.output<S>>;
   /** Bytes; the API's default limit unless given. */
   limit?: number;
 }
@@ -142,7 +148,7 @@ export function koaPath(path: string): string {
   return path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
-function inputOf(op: Operation, ctx: Context): Input<string, BodySpec | undefined, Access> {
+function inputOf(op: Operation, ctx: Context, deps: AppDeps): Input<string, BodySpec | undefined, Access> {
   const secured = op.access !== 'public';
   const body = op.body;
   return {
@@ -150,7 +156,7 @@ function inputOf(op: Operation, ctx: Context): Input<string, BodySpec | undefine
     page: readPageRequest(ctx.query as Record<string, unknown>),
     async body() {
       const raw = await readJsonObject(ctx, body?.limit);
-      return body?.validation === 'schema' ? parseOrThrow(body.schema, raw) : raw;
+      return body?.validation === 'schema' ? parseOrThrow(body.validator?.(deps) ?? body.schema, raw) : raw;
     },
     principal: secured ? principalOf(ctx) : undefined,
     actor: secured ? actorOf(ctx) : undefined,
@@ -177,7 +183,7 @@ export function exactRouter(): Router {
 export function mountOperations(router: Router, deps: AppDeps, operations: readonly Operation[]): Router {
   for (const op of operations) {
     const handler: Middleware = async (ctx) => {
-      const answer = await op.handle(inputOf(op, ctx), ctx, deps);
+      const answer = await op.handle(inputOf(op, ctx, deps), ctx, deps);
       if (answer !== undefined) ctx.body = answer;
     };
     const guards = op.before?.(deps) ?? [];

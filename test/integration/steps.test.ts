@@ -464,4 +464,48 @@ describe('saving automations with the new step kinds', () => {
     ]);
     expect(violations(await create([{ id: 'note', retry: { maximumAttempts: 2 }, log: { message: "'x'" } }]))[0]).toMatchObject({ field: 'steps[0].retry' });
   });
+
+  it('a create with a problem in every part is one 400 listing each, by the field path and message of the domain', async () => {
+    const res = await request(service.server)
+      .post('/api/v1/automations')
+      .set('Authorization', `Bearer ${token}`)
+      .send({
+        displayName: ' ',
+        trigger: { incomingWebhook: { authMethod: 'JWT', allowedCidrs: ['10.0.0.0/33'] } },
+        steps: [{ id: 'a', log: { message: "'x'" }, bogus: 1 }, { id: 'b', callWebhook: { ...hook, headers: { 'X-A': '1 +' } } }],
+        rateLimit: { limit: 1, period: '1s', other: true },
+      });
+    expect(violations(res)).toEqual([
+      { field: 'displayName', description: 'must be a non-empty string of at most 200 characters' },
+      { field: 'trigger.incomingWebhook.jwksUrl', description: 'is required for JWT authentication' },
+      { field: 'trigger.incomingWebhook.allowedCidrs[0]', description: 'prefix length must be an integer from 0 to 32' },
+      { field: 'steps[0].bogus', description: 'step "a": unknown field' },
+      { field: 'steps[1].callWebhook.headers.X-A', description: expect.stringMatching(/^step "b": syntax error/) },
+      { field: 'rateLimit.other', description: 'is not a known field' },
+    ]);
+    expect((await request(service.server).get('/api/v1/automations').set('Authorization', `Bearer ${token}`)).body.list.map((item: { automation: { displayName: string } }) => item.automation.displayName)).not.toContain(' ');
+  });
+
+  it("parses with the configuration's rules: this service allows an http JWKS URL (ALLOW_INSECURE_JWKS), which the production policy refuses", async () => {
+    const trigger = { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks.json' } };
+    const res = await request(service.server).post('/api/v1/automations').set('Authorization', `Bearer ${token}`).send({ displayName: 'dev JWKS', trigger });
+    expect(res.status).toBe(200);
+    expect(res.body.automation.trigger.incomingWebhook.jwksUrl).toBe('http://127.0.0.1:9/jwks.json');
+  });
+
+  it('an update is checked before the lookup (400 on any id), names steps from their own root, and changes nothing when refused', async () => {
+    const created = await create([{ id: 'keep', log: { message: "'x'" } }]);
+    const id = created.body.automation.id as string;
+    const update = (target: string, body: unknown) => request(service.server).post(`/api/v1/automations/${target}`).set('Authorization', `Bearer ${token}`).send(body as object);
+    const bad = { automation: { displayName: '', steps: [{ id: 'x', wait: { duration: '1s' }, extra: 1 }] }, updateMask: 'displayName,steps' };
+    const refused = [
+      { field: 'automation.displayName', description: 'must be a non-empty string of at most 200 characters' },
+      { field: 'steps[0].extra', description: 'step "x": unknown field' },
+    ];
+    expect(violations(await update(id, bad))).toEqual(refused);
+    expect(violations(await update('no-such-automation', bad))).toEqual(refused);
+    expect((await update('no-such-automation', { automation: { displayName: 'fine' }, updateMask: 'displayName' })).status).toBe(404);
+    const after = await request(service.server).get(`/api/v1/automations/${id}`).set('Authorization', `Bearer ${token}`);
+    expect([after.headers.etag, after.body.automation.displayName, after.body.automation.steps]).toEqual([created.headers.etag, 'Steps', [{ id: 'keep', log: { message: "'x'" } }]]);
+  });
 });

@@ -3,7 +3,7 @@
  * the handler reads the body): each rule that used to be written by hand in src/domain answers the
  * same 400, with the same field path and message, and the parsed value is what the domain reads.
  */
-import { parseOrThrow } from '../../src/domain/validation';
+import { MAX_VIOLATIONS, parseOrThrow } from '../../src/domain/validation';
 import * as api from '../../src/domain/api-schemas';
 import * as secrets from '../../src/domain/secret-schemas';
 import * as gov from '../../src/domain/schemas';
@@ -161,5 +161,98 @@ describe('entitlement search', () => {
     expect(parsed(gov.SearchEntitlementsRequest, { query: 'x', page_size: 'many', pageToken: 7 })).toEqual({ value: { query: 'x', page_size: 'many', pageToken: 7 } });
     expect(parsed(gov.SearchEntitlementsRequest, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
     expect(parsed(gov.SearchEntitlementsRequest, { query: 7 })).toEqual({ violations: [{ field: 'query', description: expect.any(String) }] });
+  });
+});
+
+describe('automation create and update', () => {
+  const HMAC = { incomingWebhook: { authMethod: 'HMAC' } };
+  const NAME = 'must be a non-empty string of at most 200 characters';
+  const EXACTLY_ONE = 'exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set';
+  /** A create body with one problem in each part, as the domain names them: its field path (the step's as `steps[n]…`) and message. */
+  const EVERYTHING_WRONG = {
+    displayName: ' ',
+    description: 7,
+    trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://idp.example/jwks', allowedCidrs: ['nope'] } },
+    steps: [{ id: 'a', log: { message: "'x'" }, bogus: 1 }, { id: 'a', log: { message: 'x' } }, { id: 'b' }],
+    rateLimit: { limit: 0, period: '1s', other: true },
+    filter: 'ctx.(',
+  };
+  const EVERYTHING_REFUSED = [
+    { field: 'displayName', description: NAME },
+    { field: 'description', description: 'must be a string of at most 4000 characters' },
+    { field: 'trigger.incomingWebhook.jwksUrl', description: 'JWKS URL must use https' },
+    { field: 'trigger.incomingWebhook.allowedCidrs[0]', description: 'not an IPv4 or IPv6 address' },
+    { field: 'steps[0].bogus', description: 'step "a": unknown field' },
+    { field: 'steps[1].id', description: 'step id "a" is used twice' },
+    { field: 'steps[1].log.message', description: 'step "a": unknown name "x" at line 1, column 1: only ctx is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)' },
+    { field: 'steps[2]', description: `step "b": ${EXACTLY_ONE} (found 0)` },
+    { field: 'filter', description: 'syntax error at line 1, column 4: found . but expecting end of input' },
+    { field: 'rateLimit.other', description: 'is not a known field' },
+    { field: 'rateLimit.limit', description: 'must be an integer from 1 to 10000' },
+  ];
+
+  it('a create lists every violation in one 400, each with the field path and message the domain gives', () => {
+    expect(parsed(api.CreateAutomationRequest, EVERYTHING_WRONG)).toEqual({ violations: EVERYTHING_REFUSED });
+  });
+
+  it('names the unknown fields of strict objects that zod leaves out of its output (a flow option, a step)', () => {
+    const body = { displayName: 'x', trigger: HMAC, steps: [{ id: 's', wait: { duration: '1s' }, extra: 1 }], concurrency: { limit: 1, zz: 1 } };
+    expect(parsed(api.CreateAutomationRequest, body)).toEqual({
+      violations: [
+        { field: 'steps[0].extra', description: 'step "s": unknown field' },
+        { field: 'concurrency.zz', description: 'is not a known field' },
+      ],
+    });
+  });
+
+  it('answers the draft as stored: name trimmed, trigger filled in, nulls dropped, every flow option present', () => {
+    expect(parsed(api.CreateAutomationRequest, { displayName: ' Offboard ', trigger: HMAC, steps: [{ id: 's', log: { message: "'hi'" }, when: null }], extra: 1 })).toEqual({
+      value: {
+        displayName: 'Offboard',
+        description: '',
+        trigger: { authMethod: 'HMAC', jwksUrl: '', allowedCidrs: [], enabled: true },
+        steps: [{ id: 's', log: { message: "'hi'" } }],
+        flow: { filter: null, rateLimit: null, concurrency: null },
+      },
+    });
+  });
+
+  it('checks a JWKS URL by the configuration the schemas are made with', () => {
+    const body = { displayName: 'x', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks' } } };
+    const development = api.automationWriteRequests({ baseUrl: 'http://localhost', allowInsecureJwks: true });
+    expect(parsed(development.create, body)).toMatchObject({ value: { trigger: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks' } } });
+    expect(parsed(api.CreateAutomationRequest, body)).toEqual(refused('trigger.incomingWebhook.jwksUrl', 'JWKS URL must use https'));
+  });
+
+  it('an update: the first problem of its shape alone, then every violation of the masked fields (trigger and steps named from their own root)', () => {
+    expect(parsed(api.UpdateAutomationRequest, { automation: 'x' })).toEqual(refused('automation', 'is required and must be an object'));
+    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 7 })).toEqual(refused('updateMask', 'must be a comma-separated list of field paths'));
+    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 'displayName,owner' })).toEqual(
+      refused('updateMask', 'unknown field path "owner"; allowed: displayName, description, trigger, steps, filter, rateLimit, concurrency'),
+    );
+    const { steps, rateLimit, trigger } = EVERYTHING_WRONG;
+    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: ' ', description: 7, steps, rateLimit, trigger }, updateMask: 'displayName,steps,rateLimit' })).toEqual({
+      violations: [
+        { field: 'automation.displayName', description: NAME },
+        ...EVERYTHING_REFUSED.filter((violation) => violation.field.startsWith('steps')),
+        { field: 'automation.rateLimit.other', description: 'is not a known field' },
+        { field: 'automation.rateLimit.limit', description: 'must be an integer from 1 to 10000' },
+      ],
+    });
+  });
+
+  it('an update answers the masked fields as stored; without a mask, the fields the body carries', () => {
+    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: ' New ', filter: null }, updateMask: ['displayName', 'filter'] })).toEqual({
+      value: { mask: new Set(['displayName', 'filter']), fields: { displayName: 'New' }, flow: { filter: null } },
+    });
+    expect(parsed(api.UpdateAutomationRequest, { automation: { description: 'd', unknown: 1 } })).toEqual({
+      value: { mask: new Set(['description']), fields: { description: 'd' }, flow: {} },
+    });
+  });
+
+  it(`reports at most ${MAX_VIOLATIONS} violations, as for every body (the domain listed them all)`, () => {
+    const steps = Array.from({ length: MAX_VIOLATIONS + 5 }, (_, index) => ({ id: `s${index}` }));
+    const result = parsed(api.CreateAutomationRequest, { displayName: 'x', trigger: HMAC, steps });
+    expect('violations' in result && result.violations.map((violation) => violation.field)).toEqual(steps.slice(0, MAX_VIOLATIONS).map((_, index) => `steps[${index}]`));
   });
 });

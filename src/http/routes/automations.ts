@@ -10,7 +10,7 @@ import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { breakerView } from '../../domain/circuit-breaker';
-import { automationView, changeAutomationState, createAutomation, getAutomation, listAutomations, DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, rotateSigningSecret, updateAutomation, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
+import { automationView, changeAutomationState, createAutomationFrom, getAutomation, listAutomations, DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, rotateSigningSecret, updateAutomationWith, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
 import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
@@ -59,15 +59,16 @@ const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
     }),
   });
 
-// Bodies are validated by the domain (src/domain/automations.ts): it compiles every CEL
-// expression and names the step and field of each error; the schemas document the shapes.
+// The write bodies are parsed by their schemas as the configuration makes them (deps.automationRequests):
+// every CEL expression is compiled and each error names its step and field, all in one 400.
 export const AUTOMATION_OPERATIONS = [
   operation({
     method: 'post', path: COLLECTION, operationId: 'automations.create', tag: TAG, access: AUTOMATIONS,
     summary: 'Create an automation (super_admin). Every expression is compiled as CEL; errors name the step and field.',
-    body: { schema: api.CreateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: WRITE_ERRORS, etag: true,
+    body: { schema: api.CreateAutomationRequest, required: true, validation: 'schema', validator: (deps: AppDeps) => deps.automationRequests.create },
+    ok: api.AutomationWriteResponse, errors: WRITE_ERRORS, etag: true,
     handle: async (input, ctx, deps) => {
-      const { record, signingSecret } = await createAutomation(deps.db, await input.body(), optionsOf(deps, input.actor));
+      const { record, signingSecret } = await createAutomationFrom(deps.db, await input.body(), optionsOf(deps, input.actor));
       return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
@@ -87,10 +88,11 @@ export const AUTOMATION_OPERATIONS = [
   operation({
     method: 'post', path: ITEM, operationId: 'automations.update', tag: TAG, access: AUTOMATIONS,
     summary: 'Update an automation (super_admin); a trigger switched to HMAC returns a new signingSecret.',
-    body: { schema: api.UpdateAutomationRequest, required: true, validation: 'handler' }, ok: api.AutomationWriteResponse, errors: [...ITEM_WRITE_ERRORS, 412],
-    headers: IF_MATCH, etag: true,
+    // The body is checked before the lookup: none of its rules needs the stored automation.
+    body: { schema: api.UpdateAutomationRequest, required: true, validation: 'schema', validator: (deps: AppDeps) => deps.automationRequests.update },
+    ok: api.AutomationWriteResponse, errors: [...ITEM_WRITE_ERRORS, 412], headers: IF_MATCH, etag: true,
     handle: async (input, ctx, deps) => {
-      const { record, signingSecret } = await updateAutomation(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor, expectedRevisions(ctx)));
+      const { record, signingSecret } = await updateAutomationWith(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor, expectedRevisions(ctx)));
       return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
