@@ -26,6 +26,7 @@ import { TemporalPausedRunControl } from './temporal/breaker-control';
 import { openBreakers } from './store/circuit-breaker';
 import { TemporalBulkRuns } from './temporal/bulk-actions';
 import { bulkRerunsOf } from './store/bulk-actions';
+import { restartBulkActions } from './domain/bulk-actions';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
 import { createWebhookEndpoint } from './http/routes/webhooks';
@@ -57,7 +58,15 @@ export interface AppInputs {
   deliveryLog?: Omit<DeliveryLogOptions, 'onSummarized' | 'onError'>;
   /** Anything else of AppDeps (a token guard, a pinned clock, the readiness bound). */
   overrides?: Partial<AppDeps>;
+  /** The restart of bulk actions left without their workflow (default BULK_RESTART); false: none. */
+  bulkRestart?: { afterMs: number; everyMs: number } | false;
 }
+
+/**
+ * Bulk actions an API recorded and then died before starting their workflow are started by every
+ * API: at boot and every `everyMs`, those RUNNING for `afterMs` (well past a start's deadline).
+ */
+export const BULK_RESTART = { afterMs: 60_000, everyMs: 60_000 };
 
 /** The app's dependencies; `close` stops what they hold (the delivery log writes its buffer). */
 export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close(): Promise<void> }> {
@@ -96,9 +105,17 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     deliveryLog,
     ...inputs.overrides,
   };
+  const restart = bulkRuns && inputs.bulkRestart !== false ? (inputs.bulkRestart ?? BULK_RESTART) : undefined;
+  const restartOnce = (): void => {
+    if (!bulkRuns || !restart) return;
+    restartBulkActions(db, bulkRuns, restart.afterMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'bulk actions: could not restart their workflows'));
+  };
+  const restartTimer = restart ? setInterval(restartOnce, restart.everyMs).unref() : undefined;
+  restartOnce();
   const composed = {
     ...base,
     async close() {
+      if (restartTimer) clearInterval(restartTimer);
       await deliveryLog.close();
       if (base.deliveryLog && base.deliveryLog !== deliveryLog) await base.deliveryLog.close();
     },

@@ -26,6 +26,7 @@ import {
   listBulkActions,
   pendingRuns,
   recordOutcome,
+  runningBulkActionIds,
   stopBulkAction,
   type BulkActionKind,
   type BulkActionRecord,
@@ -270,6 +271,22 @@ async function startOrUndo(db: Db, matcher: BulkRunMatcher, record: BulkActionRe
     throw new UnavailableError('the workflow engine is unavailable; retry later', 5);
   }
   return record;
+}
+
+/** Actions restarted per pass: a backlog is worked off over the following passes. */
+const RESTART_BATCH = 100;
+
+/**
+ * Starts the workflow of every RUNNING action recorded at least `olderThanMs` ago. An API killed
+ * between recording an action and starting its workflow leaves it RUNNING with no workflow; the
+ * workflow id derives from the action id and a second start is refused, so starting an action that
+ * has its workflow changes nothing. The age keeps away from an action its API is still starting,
+ * or undoing after a failed start. Answers the ids it started or found started.
+ */
+export async function restartBulkActions(db: Db, matcher: BulkRunMatcher, olderThanMs: number): Promise<string[]> {
+  const ids = await runningBulkActionIds(db, olderThanMs / 1000, RESTART_BATCH);
+  for (const id of ids) await matcher.start(id);
+  return ids;
 }
 
 /** One bulk action (never a preview); 404 otherwise. */

@@ -138,6 +138,15 @@ export async function listBulkActions(db: Queryable, before: string | undefined,
   return rows.map(toRecord);
 }
 
+/** RUNNING actions recorded at least `olderThanSeconds` ago, oldest first (the restart of their workflows). */
+export async function runningBulkActionIds(db: Queryable, olderThanSeconds: number, limit: number): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(
+    `SELECT id FROM bulk_actions WHERE state = 'RUNNING' AND created_at <= now() - make_interval(secs => $1) ORDER BY created_at, id LIMIT $2`,
+    [olderThanSeconds, limit],
+  );
+  return rows.map((row) => row.id);
+}
+
 /** The first `limit` run ids of a set, in order. */
 export async function bulkSetSample(db: Queryable, id: string, limit: number): Promise<string[]> {
   const rows = await db.query<{ run_id: string }>('SELECT run_id FROM bulk_action_runs WHERE bulk_action_id = $1 ORDER BY seq LIMIT $2', [id, limit]);

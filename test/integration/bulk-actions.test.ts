@@ -6,13 +6,14 @@
  * id is derived, so acting again starts nothing new; the limits and the roles.
  */
 import request from 'supertest';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createAutomationWorker } from '../../src/temporal/worker';
-import { TemporalBulkRuns } from '../../src/temporal/bulk-actions';
+import { bulkActionWorkflowId, TemporalBulkRuns } from '../../src/temporal/bulk-actions';
 import { TemporalRunReader } from '../../src/temporal/executions';
 import { TemporalRunControl } from '../../src/temporal/run-control';
-import { actOnNextPage, bulkRerunId, BULK_LIMITS } from '../../src/domain/bulk-actions';
-import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds } from '../../src/store/bulk-actions';
+import { actOnNextPage, bulkRerunId, BULK_LIMITS, createBulkAction, restartBulkActions, type BulkRunMatcher } from '../../src/domain/bulk-actions';
+import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds, listBulkActions } from '../../src/store/bulk-actions';
 import { listAuditEvents } from '../../src/store/audit';
 import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
 import { connectNative, testCodec, testTemporal, testWorkflowBundle } from '../helpers/temporal';
@@ -376,5 +377,43 @@ describe('bad requests, limits and roles', () => {
     const dry = await api(superAdmin).post(BULK, body);
     expect(dry.status).toBe(200);
     expect((await api(admin).get(`/api/v1/bulk_actions/${dry.body.previewId}`)).status).toBe(404);
+  });
+});
+
+describe('an API killed between recording an action and starting its workflow', () => {
+  it('leaves it RUNNING without a workflow until an API restarts it; a second start is harmless; each run is rerun once', async () => {
+    const db = stack.service.deps.db;
+    const target = await automationWith([{ id: 'note', setVariables: { n: 'ctx.trigger.n' } }]);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 })];
+    await untilVisible(target.id, 'COMPLETED', ids);
+    const engine = new TemporalBulkRuns(stack.client, stack.taskQueue);
+    // The API dies at the start: the action, its set and its audit record are written; the start never comes.
+    const dying: BulkRunMatcher = { count: (f) => engine.count(f), list: (f, max) => engine.list(f, max), payloads: (runs) => engine.payloads(runs), start: () => new Promise<void>(() => undefined) };
+    void createBulkAction(db, dying, superActor, { action: 'rerun', reason: 'crash drill', filter: { automationId: target.id, status: ['COMPLETED'] } });
+    const recorded = await poll(
+      async () => (await listBulkActions(db, undefined, 20)).find((a) => a.automationId === target.id),
+      (a) => a !== undefined,
+      { what: 'the action recorded' },
+    );
+    const id = recorded!.id;
+    const workflow = stack.client.workflow.getHandle(bulkActionWorkflowId(id));
+    await expect(workflow.describe()).rejects.toThrow(WorkflowNotFoundError);
+    expect((await api(admin).get(`/api/v1/bulk_actions/${id}`)).body.bulkAction).toMatchObject({ state: 'RUNNING', matched: 2, succeeded: 0 });
+
+    // Too young: the API that recorded it may still be starting it (or undoing it).
+    expect(await restartBulkActions(db, engine, 60_000)).not.toContain(id);
+    await expect(workflow.describe()).rejects.toThrow(WorkflowNotFoundError);
+    // Old enough: started; a second API doing the same at once starts nothing more.
+    const [first, second] = await Promise.all([restartBulkActions(db, engine, 0), restartBulkActions(db, engine, 0)]);
+    expect([first.includes(id), second.includes(id)]).toEqual([true, true]);
+    const done = await untilFinished(id);
+    expect(done).toMatchObject({ state: 'COMPLETED', matched: 2, succeeded: 2, skipped: 0, failed: 0 });
+    expect((await stack.client.workflow.count(`WorkflowId = "${bulkActionWorkflowId(id)}"`)).count).toBe(1);
+    for (const run of ids) {
+      expect((await execution(run)).reruns).toEqual([bulkRerunId(run, id)]);
+      expect((await stack.client.workflow.count(`WorkflowId STARTS_WITH "${run}:rerun-"`)).count).toBe(1);
+    }
+    // A finished action is never started again.
+    expect(await restartBulkActions(db, engine, 0)).not.toContain(id);
   });
 });

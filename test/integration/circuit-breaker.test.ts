@@ -186,6 +186,9 @@ for (const target of DATABASES) {
       const paused = await untilRun(third.body.executionId, (e) => e.status === 'PAUSED');
       expect(paused.paused.since).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
       expect(paused.steps.map((step: Json) => step.status)).toEqual(['PENDING']);
+      // The Web UI shows a run's current details from the SDK's built-in metadata query.
+      const metadata = await stack.client.workflow.getHandle(third.body.executionId).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      expect(metadata.currentDetails).toBe('paused by the circuit breaker');
       await untilRun(fourth, (e) => e.status === 'PAUSED');
       const statuses = await poll(() => listed(target.id), (runs) => runs.get(fourth) === 'PAUSED' && runs.get(third.body.executionId) === 'PAUSED');
       expect(statuses.get(two)).toBe('COMPLETED');
