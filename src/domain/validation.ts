@@ -115,10 +115,17 @@ export function setAside<S extends z.ZodType>(schema: S): S {
   return schema.check(
     z.superRefine((_value, ctx) => {
       for (const issue of ctx.issues) if (issue.code === 'unrecognized_keys') putBack(ctx.value, issue.path ?? [], issue.keys, issue.input);
+      if (ctx.value !== null && typeof ctx.value === 'object') setAsideIssues.set(ctx.value, ctx.issues.filter((issue) => issue.code !== 'unrecognized_keys'));
       ctx.issues.length = 0;
     }, { when: () => true }),
   );
 }
+
+/**
+ * The shape's own issues `setAside` took off a value, by value: when the rule finds nothing, these
+ * still refuse it, so a body the document forbids is refused even where the rule is silent.
+ */
+const setAsideIssues = new WeakMap<object, z.core.$ZodRawIssue[]>();
 
 /** Copies `keys` of `sent` (the object as sent) into the object at `path` of `value`. */
 function putBack(value: unknown, path: readonly PropertyKey[], keys: readonly string[], sent: unknown): void {
@@ -139,6 +146,7 @@ export function ruledByViolations<S extends z.ZodType, T>(schema: S, rule: (valu
     const violations: FieldViolation[] = [];
     const parsed = rule(value, violations);
     for (const { field, description } of violations) ctx.issues.push({ code: 'custom', message: description, input: value, path: [], params: { [RULE_FIELD]: field } });
+    if (violations.length === 0 && value !== null && typeof value === 'object') ctx.issues.push(...(setAsideIssues.get(value) ?? []));
     return parsed;
   });
 }

@@ -3,7 +3,8 @@
  * the handler reads the body): each rule that used to be written by hand in src/domain answers the
  * same 400, with the same field path and message, and the parsed value is what the domain reads.
  */
-import { MAX_VIOLATIONS, parseOrThrow } from '../../src/domain/validation';
+import { z } from 'zod';
+import { MAX_VIOLATIONS, parseOrThrow, ruledByViolations, setAside } from '../../src/domain/validation';
 import * as api from '../../src/domain/api-schemas';
 import * as secrets from '../../src/domain/secret-schemas';
 import * as gov from '../../src/domain/schemas';
@@ -254,5 +255,20 @@ describe('automation create and update', () => {
     const steps = Array.from({ length: MAX_VIOLATIONS + 5 }, (_, index) => ({ id: `s${index}` }));
     const result = parsed(api.CreateAutomationRequest, { displayName: 'x', trigger: HMAC, steps });
     expect('violations' in result && result.violations.map((violation) => violation.field)).toEqual(steps.slice(0, MAX_VIOLATIONS).map((_, index) => `steps[${index}]`));
+  });
+
+  it('where the rule is silent, the shape the document shows still refuses the body (the document binds)', () => {
+    // A rule that only looks at `name`: the shape's bound on `count` is the only thing against {count: 9}.
+    const shape = setAside(z.strictObject({ name: z.string(), count: z.number().max(5) }));
+    const schema = ruledByViolations(shape, (value, violations) => {
+      if (typeof (value as { name?: unknown }).name !== 'string') violations.push({ field: 'name', description: 'is required' });
+      return value;
+    });
+    expect(parsed(schema, { name: 'a', count: 3 })).toEqual({ value: { name: 'a', count: 3 } });
+    const result = parsed(schema, { name: 'a', count: 9 });
+    expect('violations' in result && result.violations.map((violation) => violation.field)).toEqual(['count']);
+    // When the rule speaks, its words win: the shape's own issues are not added to them.
+    const both = parsed(schema, { count: 9 });
+    expect('violations' in both && both.violations).toEqual([{ field: 'name', description: 'is required' }]);
   });
 });
