@@ -6,6 +6,7 @@ import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap } f
 import './quiet-runtime';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
+import { createActivities } from '../../activities';
 import { connectNative, testCodec } from './temporal';
 
 export interface RunningWorker {
@@ -31,6 +32,7 @@ export async function startWorker(options: {
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue,
     db: options.db,
+    activities: (engine) => createActivities({ db: options.db, allowPrivateOutbound: false, ...engine }),
     codec: testCodec(),
     ...(options.bundle ? { bundle: options.bundle } : {}),
   });

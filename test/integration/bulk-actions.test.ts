@@ -8,6 +8,7 @@
 import request from 'supertest';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createAutomationWorker } from '../../src/temporal/worker';
+import { createActivities } from '../../activities';
 import { TemporalBulkRuns } from '../../src/temporal/bulk-actions';
 import { TemporalRunReader } from '../../src/temporal/executions';
 import { TemporalRunControl } from '../../src/temporal/run-control';
@@ -36,7 +37,7 @@ async function startWorker(): Promise<void> {
     namespace: 'default',
     taskQueue: stack.taskQueue,
     db: stack.service.deps.db,
-    allowPrivateOutbound: true,
+    activities: (engine) => createActivities({ db: stack.service.deps.db, allowPrivateOutbound: true, ...engine }),
     codec: testCodec(),
     ...(bundle ? { bundle } : {}),
   });
