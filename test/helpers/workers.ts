@@ -24,7 +24,9 @@ export async function startWorker(options: {
   taskQueue: string;
   db: Db;
   namespace?: string;
-  bundle?: WorkflowBundleWithSourceMap;
+  bundle?: WorkflowBundleWithSourceMap | { codePath: string };
+  /** callWebhook steps may reach loopback and private targets (ALLOW_PRIVATE_OUTBOUND); default false. */
+  allowPrivateOutbound?: boolean;
 }): Promise<RunningWorker> {
   const connection = await connectNative(options.address, 90_000);
   const worker = await createAutomationWorker({
@@ -32,7 +34,7 @@ export async function startWorker(options: {
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue,
     db: options.db,
-    activities: (engine) => createActivities({ db: options.db, allowPrivateOutbound: false, ...engine }),
+    activities: (engine) => createActivities({ db: options.db, allowPrivateOutbound: options.allowPrivateOutbound ?? false, ...engine }),
     codec: testCodec(),
     ...(options.bundle ? { bundle: options.bundle } : {}),
   });
