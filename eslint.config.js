@@ -43,6 +43,11 @@ const LAYERS = [
 ];
 // Consumers outside the layers: src/ may import none of them.
 const OUTSIDE = ['scripts', 'bench', 'test'];
+// Of src/, only the process imports the workflow code and the activities (it hands createActivities
+// to the worker): the layers between refer to the workflows by name (src/contract/workflows.ts),
+// so no import in src/ climbs to the folders beside it.
+const COMPOSED_BY_MAIN = ['workflows', 'activities'];
+const COMPOSER = 'src/main.ts';
 
 function layerZones() {
   const zones = [];
@@ -60,6 +65,16 @@ function layerZones() {
       }
     }
   });
+  const above = LAYERS.slice(LAYERS.findIndex((layer) => layer.includes(COMPOSED_BY_MAIN[0])) + 1).flat();
+  for (const target of above.filter((folder) => folder !== COMPOSER)) {
+    for (const from of COMPOSED_BY_MAIN) {
+      zones.push({
+        target: `./${target}${target.endsWith('.ts') ? '' : '/**'}`,
+        from: `./${from}`,
+        message: `layers (docs/architecture.md): only ${COMPOSER} imports ${from}/; name the workflows through src/contract/workflows.ts`,
+      });
+    }
+  }
   return zones;
 }
 

@@ -31,6 +31,7 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { createLazyClient } from '../src/temporal/connection';
 import { type AutomationRuns } from '../src/domain/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
+import { createActivities } from '../activities';
 import { bundleInChild } from './bundle-child';
 import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../src/temporal/codec';
 
@@ -145,7 +146,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       withBaseline ? bundleInChild({ workflowsPath: path.join(__dirname, 'workflows', 'bare.ts') }) : undefined,
     ]);
     const workers = await Promise.all([
-      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, codec: BENCH_CODEC, bundle: automationBundle }),
+      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }), codec: BENCH_CODEC, bundle: automationBundle }),
       ...(bareBundle
         ? [
             // The automation worker's class: both sides of every ratio run with the same deadlock detection.

@@ -24,7 +24,7 @@ import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/tempor
 import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import { bulkAction, type automation } from '../workflows';
-import { ApprovalWaitKey } from '../workflows/automation';
+import { ApprovalWaitKey } from '../src/contract/workflows';
 import { bulkActionWorkflowId, TemporalBulkRuns } from '../src/temporal/bulk-actions';
 import { TemporalRunReader } from '../src/temporal/executions';
 import { TemporalRunControl } from '../src/temporal/run-control';

@@ -23,6 +23,7 @@ import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
 import { createAutomationWorker } from './temporal/worker';
+import { createActivities } from '../activities';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
 
@@ -191,8 +192,7 @@ async function startWorker({ target, config, db, codec, logger, secretBox }: Pro
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db,
-    allowPrivateOutbound: config.allowPrivateOutbound,
-    secretBox,
+    activities: (engine) => createActivities({ db, allowPrivateOutbound: config.allowPrivateOutbound, secretBox, ...engine }),
     bundle: { codePath: bundlePath },
     codec,
     ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),

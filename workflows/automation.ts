@@ -17,9 +17,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   getExternalWorkflowHandle,
   isCancellation,
   log,
@@ -34,7 +31,7 @@ import {
   type ActivityOptions,
   type RetryPolicy,
 } from '@temporalio/workflow';
-import { defineSearchAttributeKey, SearchAttributeType, type Duration } from '@temporalio/common';
+import type { Duration } from '@temporalio/common';
 import { grantSignal, releaseSignal } from './lane';
 import type { AutomationActivities } from '../src/contract/activities';
 import {
@@ -57,19 +54,15 @@ import {
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
   BREAKER_PATCH,
-  BREAKER_RESUME_SIGNAL,
   type BreakerResume,
   LANE_PROTOCOL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
   APPROVAL_WAIT_PATCH,
   type RunQueue,
-  DECIDE_UPDATE,
-  RUN_STATE_QUERY,
   STEP_FAILED,
   STEP_NOT_WAITING,
   UNKNOWN_STEP,
-  type DecideInput,
   VERSION_NOT_FOUND,
   type AutomationRunInput,
   type RunState,
@@ -77,16 +70,9 @@ import {
   type StepKind,
   type StepResult,
 } from '../src/contract/run';
+import { ApprovalWaitKey, breakerResumeSignal, decideUpdate, FlowQueueKey, stateQuery, type AutomationWorkflow } from '../src/contract/workflows';
 
 export { STEP_FAILED };
-
-/** Query for the run's progress. */
-export const stateQuery = defineQuery<RunState>(RUN_STATE_QUERY);
-/** A person approves or rejects a waiting waitForApproval step; answers the run's state once the step has moved on. */
-export const decideUpdate = defineUpdate<RunState, [DecideInput]>(DECIDE_UPDATE);
-
-/** Lets a run the circuit breaker paused go (the API's resume, in acceptance order). */
-export const breakerResumeSignal = defineSignal<[BreakerResume]>(BREAKER_RESUME_SIGNAL);
 
 type Activities = AutomationActivities;
 
@@ -103,12 +89,6 @@ const local = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
-
-/** Search attribute a run holds while it waits in its lane (value QUEUED); the executions list reads it. */
-export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttributeType.KEYWORD);
-
-/** Search attribute a run holds while a step waits for approval (value: the step's id); the approvals inbox reads it. */
-export const ApprovalWaitKey = defineSearchAttributeKey('ApprovalWait', SearchAttributeType.KEYWORD);
 
 /** How long a queued run waits for a grant before it repeats its request to the lane itself. */
 const PERMIT_REQUEST_REPEAT = '30 seconds';
@@ -444,6 +424,10 @@ function retryPolicy(retry: StepRetryPolicy = {}): StepRetry {
     maximumAttempts: retry.maximumAttempts ?? RETRY_DEFAULTS.maximumAttempts,
   };
 }
+
+/** The adapter starts this workflow by name with the contract's signature: the compiler holds the two together. */
+type Holds<T extends true> = T;
+export type AutomationMatchesContract = Holds<typeof automation extends AutomationWorkflow ? true : false>;
 
 /** One line for the Temporal UI, e.g. `step: own (createEntitlementOwner)`. */
 function summary(step: StepDefinition, what: string): string {

@@ -10,6 +10,7 @@
  */
 import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { BulkActionActivities } from '../src/contract/activities';
+import type { BulkActionInput, BulkActionWorkflow } from '../src/contract/workflows';
 
 /** Runs per page (one activity). */
 export const BULK_PAGE_SIZE = 50;
@@ -19,10 +20,6 @@ export const BULK_CONCURRENCY = 4;
 export const BULK_PAUSE = '1 second';
 /** Continue-as-new beyond this many history events even when the server does not suggest it yet. */
 const MAX_HISTORY_EVENTS = 2000;
-
-export interface BulkActionInput {
-  bulkActionId: string;
-}
 
 const activities = proxyActivities<BulkActionActivities>({
   startToCloseTimeout: '10 minutes',
@@ -41,3 +38,7 @@ export async function bulkAction(input: BulkActionInput): Promise<{ state: strin
   }
   return activities.finishBulkAction({ bulkActionId: input.bulkActionId });
 }
+
+/** The adapter starts this workflow by name with the contract's signature: the compiler holds the two together. */
+type Holds<T extends true> = T;
+export type BulkActionMatchesContract = Holds<typeof bulkAction extends BulkActionWorkflow ? true : false>;

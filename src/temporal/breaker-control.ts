@@ -6,7 +6,7 @@
  * whose start is still on its way: asked again until the start's own deadline has passed.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { breakerResumeSignal } from '../../workflows/automation';
+import { breakerResumeSignal } from '../contract/workflows';
 import type { PausedRunControl } from '../domain/circuit-breaker';
 import type { TemporalRuns } from './runs';
 import { raceDeadline } from './deadline';

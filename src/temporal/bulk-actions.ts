@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { automation, bulkAction } from '../../workflows';
+import { AUTOMATION_WORKFLOW, BULK_ACTION_WORKFLOW, type BulkActionWorkflow } from '../contract/workflows';
 import type { AutomationRunInput } from '../contract/run';
 import type { BulkActRequest, BulkActResult, BulkRunActor, BulkRunMatcher, BulkVisibilityFilter } from '../domain/bulk-actions';
 import { FailedPreconditionError, NotFoundError, ServiceError, WorkflowEngineUnavailableError } from '../errors';
@@ -44,7 +44,7 @@ const TEMPORAL_STATUSES: Record<BulkVisibilityFilter['statuses'][number], string
 
 /** The visibility query of a filter (statuses folded into Temporal's; QUEUED/PAUSED/RUNNING told apart after). */
 export function bulkVisibilityQuery(filter: BulkVisibilityFilter): string {
-  const parts = [`WorkflowType = ${quote(automation.name)}`, `${AutomationIdKey.name} = ${quote(filter.automationId)}`];
+  const parts = [`WorkflowType = ${quote(AUTOMATION_WORKFLOW)}`, `${AutomationIdKey.name} = ${quote(filter.automationId)}`];
   const statuses = [...new Set(filter.statuses.flatMap((status) => TEMPORAL_STATUSES[status]))];
   if (statuses.length > 0) parts.push(`(${statuses.map((status) => `ExecutionStatus = ${quote(status)}`).join(' OR ')})`);
   if (filter.startedAfter) parts.push(`StartTime > ${quote(new Date(filter.startedAfter).toISOString())}`);
@@ -106,7 +106,7 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
   async start(bulkActionId: string): Promise<void> {
     try {
       await this.call(() =>
-        this.client.workflow.start(bulkAction, {
+        this.client.workflow.start<BulkActionWorkflow>(BULK_ACTION_WORKFLOW, {
           taskQueue: this.taskQueue,
           workflowId: bulkActionWorkflowId(bulkActionId),
           args: [{ bulkActionId }],

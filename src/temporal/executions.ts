@@ -11,8 +11,7 @@
 import { isGrpcServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { automation } from '../../workflows';
-import { ApprovalWaitKey, FlowQueueKey } from '../../workflows/automation';
+import { ApprovalWaitKey, AUTOMATION_WORKFLOW, FlowQueueKey } from '../contract/workflows';
 import { lanesOf, QUEUE_KEY_MEMO, quote, runningRunsQuery, runQuery, type RunningRun } from './run-listing';
 import type { LaneView, RunFilter } from '../domain/run-listing';
 import { lastResult, STEP_REGISTRY, stepKind, type RecordedEffect } from '../steps';
@@ -77,7 +76,7 @@ export interface RunReader {
 }
 
 /** Workflow type of automation runs (workflows/automation.ts). */
-const AUTOMATION_WORKFLOW_TYPE = automation.name;
+const AUTOMATION_WORKFLOW_TYPE = AUTOMATION_WORKFLOW;
 /** Temporal refuses longer workflow ids; nothing longer can name a run. */
 const MAX_EXECUTION_ID_LENGTH = 1000;
 /** gRPC status codes (google.rpc.Code). */

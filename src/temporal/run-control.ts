@@ -17,7 +17,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { automation, decideUpdate } from '../../workflows';
+import { AUTOMATION_WORKFLOW, decideUpdate, type AutomationWorkflow } from '../contract/workflows';
 import { STEP_NOT_WAITING, UNKNOWN_STEP, type AutomationRunInput, type DecideInput } from '../contract/run';
 import { raceDeadline } from './deadline';
 import { runStartOptions } from './runs';
@@ -52,7 +52,7 @@ export class TemporalRunControl implements RunController {
   async decide(executionId: string, input: DecideInput): Promise<void> {
     // An admin may decide without reading runs: no message here names a run's or a step's status.
     await this.requireOpen(executionId, false);
-    const handle = this.client.workflow.getHandle<typeof automation>(executionId);
+    const handle = this.client.workflow.getHandle<AutomationWorkflow>(executionId);
     try {
       await this.call(this.updateTimeoutMs, () => handle.executeUpdate(decideUpdate, { args: [input] }));
     } catch (err) {
@@ -130,8 +130,8 @@ export class TemporalRunControl implements RunController {
       }
       try {
         await this.call(this.callTimeoutMs, () =>
-          this.client.workflow.start(
-            automation,
+          this.client.workflow.start<AutomationWorkflow>(
+            AUTOMATION_WORKFLOW,
             runStartOptions(this.taskQueue, workflowId, runInput, { automationName, rerunOf: executionId, summary: `bulk action ${options.bulkActionId} rerun of ${executionId}`, bulkActionId: options.bulkActionId }),
           ),
         );
@@ -146,8 +146,8 @@ export class TemporalRunControl implements RunController {
       const workflowId = rerunWorkflowId(executionId, n);
       try {
         await this.call(this.callTimeoutMs, () =>
-          this.client.workflow.start(
-            automation,
+          this.client.workflow.start<AutomationWorkflow>(
+            AUTOMATION_WORKFLOW,
             runStartOptions(this.taskQueue, workflowId, runInput, {
               automationName,
               rerunOf: executionId,

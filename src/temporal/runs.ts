@@ -6,7 +6,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Clien
 import { raceDeadline } from './deadline';
 import { laneQueueFull, requestLanePermit } from './lanes';
 import { decodePayloadsInPlace } from './executions';
-import { automation } from '../../workflows';
+import { AUTOMATION_WORKFLOW, type AutomationWorkflow } from '../contract/workflows';
 import { runWorkflowId, type AutomationRunInput, type RunQueue } from '../contract/run';
 import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns, type RunDisplay, type StartedRun } from '../domain/runs';
 import type { LaneRequest } from '../contract/lanes';
@@ -100,7 +100,7 @@ export class TemporalRuns implements AutomationRuns {
       const deadline = Date.now() + this.startTimeoutMs;
       // withDeadline bounds the call; the race also bounds connecting to an unreachable server.
       await raceDeadline(deadline, () => this.client.withDeadline(deadline, () =>
-        this.client.workflow.start(automation, {
+        this.client.workflow.start<AutomationWorkflow>(AUTOMATION_WORKFLOW, {
           ...runStartOptions(this.taskQueue, workflowId, input, { ...display, summary: `event ${input.eventId}` }),
           ...(this.options.eagerStart ? { requestEagerStart: true } : {}),
         }),
@@ -122,7 +122,7 @@ export function runStartOptions(
   workflowId: string,
   input: AutomationRunInput,
   display: RunDisplay & { summary: string; rerunOf?: string; keysOf?: { workflowId: string; runId: string }; bulkActionId?: string },
-): WorkflowStartOptions<typeof automation> {
+): WorkflowStartOptions<AutomationWorkflow> {
   return {
     taskQueue,
     workflowId,

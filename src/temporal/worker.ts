@@ -1,15 +1,17 @@
 /**
  * The automation worker: polls one task queue, runs the automation workflow and its activities.
  * In development the workflow code is bundled from source (`workflowsPath`); in production pass a
- * bundle prebuilt with `bundleWorkflowCode(automationBundleOptions())`.
+ * bundle prebuilt with `bundleWorkflowCode(automationBundleOptions())`. The activities come from
+ * the composition root (`activities`), so this adapter imports neither them nor the workflow code.
  */
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, type BundleOptions, type NativeConnection, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { GuardedWorker } from './activation-guard';
-import { createActivities } from '../../activities';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
-import type { SecretBox } from '../crypto/secret-box';
+import type { AutomationActivities } from '../contract/activities';
+import type { Lanes } from '../contract/lanes';
+import type { BulkRunActor } from '../domain/bulk-actions';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
 import { temporalLanes } from './lanes';
@@ -23,10 +25,11 @@ export interface AutomationWorkerOptions {
   namespace: string;
   taskQueue: string;
   db: Db;
-  /** ALLOW_PRIVATE_OUTBOUND (`Config.allowPrivateOutbound`); default false: public https targets only. */
-  allowPrivateOutbound?: boolean;
-  /** Opens named outbound secrets for callWebhook headers (the API's SECRET_KEY); without it such steps fail. */
-  secretBox?: SecretBox;
+  /**
+   * Builds the activities from what the worker makes on its own client: `createActivities` of
+   * activities/ with the store and the outbound settings, handed in by whoever composes the worker.
+   */
+  activities: (engine: WorkerEngine) => AutomationActivities;
   /** Encrypts and decrypts payloads around the workflow sandbox (the bundle never sees it). */
   codec: PayloadCodec;
   /** Prebuilt workflow bundle; when absent the workflows are bundled from source at start. */
@@ -37,6 +40,12 @@ export interface AutomationWorkerOptions {
   maxCachedWorkflows?: number;
   /** Refuse to start unless the workflow code replays every committed history (WORKER_VERIFY_HISTORIES). */
   verifyHistories?: boolean;
+}
+
+/** What the activities reach Temporal through, on the worker's connection and payload codec. */
+export interface WorkerEngine {
+  lanes: Lanes;
+  bulkRuns: BulkRunActor;
 }
 
 /**
@@ -92,13 +101,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities({
-      db: opts.db,
-      allowPrivateOutbound: opts.allowPrivateOutbound ?? false,
-      ...(opts.secretBox ? { secretBox: opts.secretBox } : {}),
-      lanes: temporalLanes(client),
-      bulkRuns,
-    }),
+    activities: opts.activities({ lanes: temporalLanes(client), bulkRuns }),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath(), bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook } }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,

@@ -17,6 +17,7 @@ import { startDevServer, type DevServer } from '../../src/temporal/devserver';
 import { reservedPort } from '../helpers/ports';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
+import { createActivities } from '../../activities';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { hmacEvent } from '../helpers/stack';
 import { testCodec, testDataConverter, testWorkflowBundle, uniqueTaskQueue, connectNative } from '../helpers/temporal';
@@ -99,11 +100,13 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     server = await startDevServer({ cliPath: await temporalCli(), port, uiPort, uiCodecEndpoint: codecEndpoint, namespace: 'default' });
     workerConnection = await connectNative(server.address);
     const bundle = testWorkflowBundle();
+    const db = service.deps.db;
     worker = await createAutomationWorker({
       connection: workerConnection,
       namespace: 'default',
       taskQueue,
-      db: service.deps.db,
+      db,
+      activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });

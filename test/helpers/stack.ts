@@ -10,6 +10,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import './quiet-runtime';
 import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
+import { createActivities } from '../../activities';
 import { startTestService, type TestService, type TestServiceOptions } from './test-service';
 import { connectClient, connectNative, testCodec, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
 
@@ -52,8 +53,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       namespace: temporal.namespace,
       taskQueue,
       db: service.deps.db,
-      allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
-      secretBox: service.deps.secretBox,
+      activities: (engine) => createActivities({ db: service.deps.db, allowPrivateOutbound: service.deps.config.allowPrivateOutbound, secretBox: service.deps.secretBox, ...engine }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });

@@ -6,6 +6,7 @@ import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleWithSourceMap } f
 import './quiet-runtime';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
+import { createActivities } from '../../activities';
 import { connectNative, testCodec } from './temporal';
 
 export interface RunningWorker {
@@ -23,7 +24,9 @@ export async function startWorker(options: {
   taskQueue: string;
   db: Db;
   namespace?: string;
-  bundle?: WorkflowBundleWithSourceMap;
+  bundle?: WorkflowBundleWithSourceMap | { codePath: string };
+  /** callWebhook steps may reach loopback and private targets (ALLOW_PRIVATE_OUTBOUND); default false. */
+  allowPrivateOutbound?: boolean;
 }): Promise<RunningWorker> {
   const connection = await connectNative(options.address, 90_000);
   const worker = await createAutomationWorker({
@@ -31,6 +34,7 @@ export async function startWorker(options: {
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue,
     db: options.db,
+    activities: (engine) => createActivities({ db: options.db, allowPrivateOutbound: options.allowPrivateOutbound ?? false, ...engine }),
     codec: testCodec(),
     ...(options.bundle ? { bundle: options.bundle } : {}),
   });

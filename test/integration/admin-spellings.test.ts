@@ -6,15 +6,13 @@
  * in front of a real API that serves /metrics and /ready on its own port (no ADMIN_PORT: the worst
  * case, so the entry's own refusal is what is tested there).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { createAdminApp } from '../../src/http/admin';
-import { freePort, nginxSetup } from '../../scripts/stack-prod';
 import { startTestService, type TestService } from '../helpers/test-service';
-import { until } from '../helpers/wait';
+import { startNginxEntry, type NginxEntry } from '../helpers/nginx-entry';
 
 /** Other spellings of /metrics and /ready, each of which Koa's default router would have served. */
 const SPELLINGS = ['/METRICS', '/Metrics', '/metrics/', '/Ready', '/READY', '/ready/', '/Ready/'];
@@ -56,33 +54,19 @@ describe('operations endpoints by another spelling, on the API port', () => {
 
 describe('operations endpoints by another spelling, through the real nginx of the production shape', () => {
   let service: TestService;
-  let nginx: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
+  let nginx: NginxEntry | undefined;
   let entry: string;
   let dir: string;
-  let tempDir: string | undefined;
 
   beforeAll(async () => {
     service = await startTestService();
-    const apiPort = (service.server.address() as { port: number }).port;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nginx-entry-'));
-    const port = await freePort();
-    entry = `http://127.0.0.1:${port}`;
-    const setup = nginxSetup({ dir: path.join(dir, 'nginx'), logDir: dir, apiPorts: [apiPort], listen: `127.0.0.1:${port}` });
-    tempDir = setup.tempDir;
-    const child = spawn(setup.bin, setup.args, { stdio: 'ignore' });
-    nginx = child;
-    exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8')}`);
-      return (await fetch(`${entry}/health`).catch(() => undefined))?.status === 200;
-    }, 'nginx in front of the test API');
+    nginx = await startNginxEntry((service.server.address() as { port: number }).port, dir);
+    entry = nginx.url;
   });
   afterAll(async () => {
-    nginx?.kill('SIGTERM');
-    await exited;
+    await nginx?.stop();
     await service?.close();
-    if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -5,89 +5,43 @@
  * counters add up; a stopped action leaves the runs it had not reached as they were; a bulk rerun's
  * id is derived, so acting again starts nothing new; the limits and the roles.
  */
-import request from 'supertest';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { NativeConnection, Worker } from '@temporalio/worker';
-import { createAutomationWorker } from '../../src/temporal/worker';
 import { bulkActionWorkflowId, TemporalBulkRuns } from '../../src/temporal/bulk-actions';
 import { TemporalRunReader } from '../../src/temporal/executions';
 import { TemporalRunControl } from '../../src/temporal/run-control';
 import { actOnNextPage, bulkRerunId, BULK_LIMITS, createBulkAction, restartBulkActions, type BulkRunMatcher } from '../../src/domain/bulk-actions';
 import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds, listBulkActions } from '../../src/store/bulk-actions';
 import { listAuditEvents } from '../../src/store/audit';
-import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
-import { connectNative, testCodec, testTemporal, testWorkflowBundle } from '../helpers/temporal';
+import type { Stack } from '../helpers/stack';
+import { startRestartableStack, type RestartableStack } from '../helpers/restartable-stack';
+import { runCalls, type Target } from '../helpers/run-calls';
 import { poll } from '../helpers/wait';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
+let restartable: RestartableStack;
 let stack: Stack;
 let admin: string;
 let superAdmin: string;
 let readOnly: string;
 let superActor: string;
-let connection: NativeConnection;
-let stopWorker: (() => Promise<void>) | undefined;
-
-async function startWorker(): Promise<void> {
-  const bundle = testWorkflowBundle();
-  const worker: Worker = await createAutomationWorker({
-    connection,
-    namespace: 'default',
-    taskQueue: stack.taskQueue,
-    db: stack.service.deps.db,
-    allowPrivateOutbound: true,
-    codec: testCodec(),
-    ...(bundle ? { bundle } : {}),
-  });
-  const running = worker.run();
-  stopWorker = async () => {
-    worker.shutdown();
-    await running;
-    stopWorker = undefined;
-  };
-}
 
 beforeAll(async () => {
-  stack = await startStack({ worker: false });
-  connection = await connectNative((await testTemporal()).address);
-  await startWorker();
-  superAdmin = stack.adminToken;
-  admin = await stack.service.tokenFor('admin');
-  readOnly = await stack.service.tokenFor('read_only');
+  restartable = await startRestartableStack();
+  ({ stack, admin, superAdmin, readOnly } = restartable);
   superActor = `client:${(await stack.service.deps.tokens.verify(superAdmin))!.clientId}`;
 });
 
 afterAll(async () => {
-  await stopWorker?.();
-  await connection?.close();
-  await stack?.close();
+  await restartable?.close();
 });
 
-const api = (token: string) => ({
-  get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`),
-  post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${token}`).send(body as object),
-});
-const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
+const calls = runCalls(() => stack, { displayName: 'bulk actions', steps: [] });
+const { as: api, runPath, execution } = calls;
 const BULK = '/api/v1/automation_executions/bulk';
-
-async function automationWith(steps: unknown[]): Promise<{ id: string; secret: string; path: string }> {
-  const created = await stack.createAutomation({ displayName: 'bulk actions', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
-  return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
-}
-
-async function send(target: { secret: string; path: string }, payload: unknown): Promise<string> {
-  const res = await deliver(stack, target.path, hmacEvent(target.secret, payload));
-  expect(res.status).toBe(200);
-  return res.body.executionId as string;
-}
-
-async function execution(id: string): Promise<Json> {
-  const res = await api(superAdmin).get(runPath(id));
-  expect(res.status).toBe(200);
-  return res.body.execution;
-}
+const automationWith = (steps: unknown[]) => calls.automation({}, steps);
+const send = (target: Target, payload: unknown) => calls.accepted(target, payload);
 
 /** Waits until visibility shows exactly `ids` as the automation's runs in `status` (a dry run without `where` reads visibility). */
 async function untilVisible(automationId: string, status: string, ids: string[]): Promise<void> {
@@ -237,7 +191,7 @@ describe('terminate, skipped runs, stop', () => {
     const ids = [await send(target, { n: 1 }), await send(target, { n: 2 }), await send(target, { n: 3 })];
     await untilVisible(target.id, 'RUNNING', ids);
     // No worker: the action's workflow cannot reach any run before the stop.
-    await stopWorker!();
+    await restartable.stopWorker();
     try {
       const acted = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'stop me', filter: { automationId: target.id } });
       expect(acted.status).toBe(202);
@@ -246,7 +200,7 @@ describe('terminate, skipped runs, stop', () => {
       const stopped = await api(superAdmin).post(`/api/v1/bulk_actions/${id}/cancel`, {});
       expect(stopped.status).toBe(200);
       expect(stopped.body.bulkAction).toMatchObject({ state: 'CANCELED', matched: 3, succeeded: 0, skipped: 0, failed: 0 });
-      await startWorker();
+      await restartable.startWorker();
       // The workflow runs to its end and acts on nothing.
       const ended = await poll(() => stack.client.workflow.getHandle(`bulk-action:${id}`).describe(), (d) => d.status.name === 'COMPLETED', { what: 'the bulk action workflow to end' });
       expect(ended.status.name).toBe('COMPLETED');
@@ -259,7 +213,7 @@ describe('terminate, skipped runs, stop', () => {
       const audit = await listAuditEvents(stack.service.deps.db, 'bulk_action', id);
       expect(audit[0]!.details.counts).toEqual({ matched: 3, succeeded: 0, skipped: 0, failed: 0, state: 'CANCELED' });
     } finally {
-      if (!stopWorker) await startWorker();
+      await restartable.startWorker(); // unless it runs again already
     }
     for (const run of ids) await stack.client.workflow.getHandle(run).cancel();
   });

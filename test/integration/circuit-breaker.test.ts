@@ -9,157 +9,54 @@
  * the sender's retry once; two API processes share one count (on PostgreSQL two real processes);
  * roles, 400s naming the field, If-Match.
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import request from 'supertest';
-import { SecretBox } from '../../src/crypto/secret-box';
-import { openDb, type Db } from '../../src/store/db';
-import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
-import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
-import { startTestService, type TestService } from '../helpers/test-service';
-import { runWorkflowId, TemporalRuns } from '../../src/temporal/runs';
+import { DATABASES, describeOn } from '../helpers/databases';
+import { deliver, hmacEvent, type Stack } from '../helpers/stack';
+import { startTwoApis, type TwoApis } from '../helpers/two-apis';
+import { runCalls, type Target } from '../helpers/run-calls';
+import { runWorkflowId } from '../../src/temporal/runs';
 import { takeBreaker } from '../../src/store/circuit-breaker';
 import { poll } from '../helpers/wait';
-import { reservedPort } from '../helpers/ports';
-import { spawnService, waitForHttp } from '../helpers/processes';
-import { testTemporal } from '../helpers/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
-const TRIGGER = { incomingWebhook: { authMethod: 'HMAC' } };
 const QUICK = [{ id: 'v', setVariables: { n: 'ctx.trigger.n' } }];
 const HOLD = [
   { id: 'hold', waitForApproval: {} },
   { id: 'done', setVariables: { n: 'ctx.trigger.n' } },
 ];
 
-/** A database two services can open independently: PostgreSQL gets a schema of its own; PGlite is one process's store, shared. */
-async function sharedDb(target: DatabaseTarget): Promise<{ schema?: string; open(): Promise<Db>; drop(): Promise<void> }> {
-  if (!target.url) {
-    const db = await openDb({});
-    return { open: async () => db, drop: () => db.close() };
-  }
-  const schema = `t_breaker_${randomBytes(5).toString('hex')}`;
-  const opened: Db[] = [];
-  return {
-    schema,
-    async open() {
-      const db = await openDb({ databaseUrl: target.url, schema });
-      opened.push(db);
-      return db;
-    },
-    async drop() {
-      await opened[0]?.exec(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
-      for (const db of opened) await db.close().catch(() => undefined);
-    },
-  };
-}
-
 for (const target of DATABASES) {
   describeOn(target)(`circuit breaker (${target.label})`, () => {
     let stack: Stack;
-    let second: TestService;
-    let store: Awaited<ReturnType<typeof sharedDb>>;
-    const secretKey = randomBytes(32);
+    let apis: TwoApis;
 
     beforeAll(async () => {
-      store = await sharedDb(target);
-      stack = await startStack({ db: await store.open(), deps: { secretBox: new SecretBox(secretKey) } });
-      second = await startTestService({
-        db: await store.open(),
-        runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS),
-        deps: { secretBox: stack.service.deps.secretBox },
-      });
+      apis = await startTwoApis(target, 'breaker');
+      stack = apis.stack;
     });
 
     afterAll(async () => {
-      await second?.close().catch(() => undefined);
-      await stack?.close().catch(() => undefined);
-      await store?.drop();
+      await apis?.close();
     });
 
-    /** The other API: on PostgreSQL a real process of its own on the same schema; on PGlite the in-process `second`. */
-    async function otherApi(): Promise<{ post(path: string, event: { headers: Record<string, string>; body: string }): Promise<request.Response>; stop(): Promise<void> }> {
-      if (!target.url) {
-        return { post: (p, event) => request(second.server).post(p).set(event.headers).send(event.body), stop: async () => undefined };
-      }
-      const port = await reservedPort();
-      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'breaker-api-'));
-      const dbUrl = new URL(target.url);
-      dbUrl.searchParams.set('options', `-c search_path=${store.schema}`);
-      const temporal = await testTemporal();
-      const api = spawnService('api', {
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        DATABASE_URL: dbUrl.toString(),
-        SECRET_KEY: secretKey.toString('hex'),
-        TEMPORAL_ADDRESS: temporal.address,
-        TEMPORAL_NAMESPACE: temporal.namespace,
-        TEMPORAL_TASK_QUEUE: stack.taskQueue,
-        PAYLOAD_KEYS: process.env.TEST_PAYLOAD_KEYS ?? '',
-        LOG_LEVEL: 'warn',
-      });
-      const baseUrl = `http://127.0.0.1:${port}`;
-      await waitForHttp(`${baseUrl}/auth/v1/jwks`, 120_000, api);
-      return {
-        post: (p, event) => request(baseUrl).post(p).set(event.headers).send(event.body),
-        stop: async () => {
-          await api.kill('SIGTERM');
-          fs.rmSync(dataDir, { recursive: true, force: true });
-        },
-      };
-    }
+    /** The other API: on PostgreSQL a real process of its own on the same schema; on PGlite the in-process second service. */
+    const otherApi = () => apis.otherApi();
 
-    const as = (token: string) => ({
-      get: (p: string) => request(stack.service.server).get(p).set('Authorization', `Bearer ${token}`),
-      post: (p: string, body?: unknown) => request(stack.service.server).post(p).set('Authorization', `Bearer ${token}`).send(body as object),
-      put: (p: string, body?: unknown, headers: Record<string, string> = {}) =>
-        request(stack.service.server).put(p).set('Authorization', `Bearer ${token}`).set(headers).send(body as object),
-      delete: (p: string, headers: Record<string, string> = {}) => request(stack.service.server).delete(p).set('Authorization', `Bearer ${token}`).set(headers),
-    });
-    const api = () => as(stack.adminToken);
-    const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
+    const { as, api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, { displayName: 'breaker', steps: QUICK });
     const breakerPath = (id: string) => `/api/v1/automations/${id}/circuit-breaker`;
-
-    type Target = { id: string; secret: string; path: string };
-    async function automation(fields: Record<string, unknown>, steps: unknown[] = QUICK): Promise<Target> {
-      const created = await stack.createAutomation({ displayName: 'breaker', trigger: TRIGGER, steps, ...fields });
-      return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
-    }
     async function setBreaker(target: Target, maxRuns: number, period = '3600s'): Promise<void> {
       const res = await api().put(breakerPath(target.id), { maxRuns, period });
       expect(res.status).toBe(200);
       expect(res.body.automation.circuitBreaker).toEqual({ maxRuns, period });
     }
 
-    const send = (target: Target, payload: unknown, eventId?: string) => deliver(stack, target.path, hmacEvent(target.secret, payload, eventId ? { eventId } : {}));
-    async function accepted(target: Target, payload: unknown): Promise<string> {
-      const res = await send(target, payload);
-      expect(res.status).toBe(200);
-      return res.body.executionId as string;
-    }
-    async function execution(id: string): Promise<Json> {
-      const res = await api().get(runPath(id));
-      expect(res.status).toBe(200);
-      return res.body.execution;
-    }
-    const untilRun = (id: string, done: (e: Json) => boolean): Promise<Json> => poll(() => execution(id), done, { what: `run ${id}: ${done.toString()}` });
     async function breaker(target: Target): Promise<Json> {
       const res = await api().get(`/api/v1/automations/${target.id}`);
       expect(res.status).toBe(200);
       return res.body.automation.breaker;
     }
-    async function listed(automationId: string): Promise<Map<string, string>> {
-      const res = await api().get(`/api/v1/automations/${automationId}/executions?pageSize=100`);
-      expect(res.status).toBe(200);
-      return new Map(res.body.list.map((item: Json) => [item.execution.id, item.execution.status]));
-    }
-    const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
-    const approve = async (id: string) => expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
 
     it('trips at exactly maxRuns+1 (filtered events and repeats do not count); paused runs are PAUSED everywhere and run no step', async () => {
       const target = await automation({ filter: 'ctx.trigger.go' });

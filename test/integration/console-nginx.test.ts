@@ -6,15 +6,13 @@
  * `__Host-` cookies with Secure, the console's pages with their CSP and framing headers as the API
  * sets them, the backend-for-frontend with the session, and the CSRF and Origin checks.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, nginxSetup } from '../../scripts/stack-prod';
 import { ProviderAgent, startOidcProvider, type TestProvider } from '../fixtures/oidc-provider';
 import { startTestService, type TestService } from '../helpers/test-service';
-import { until } from '../helpers/wait';
+import { startNginxEntry, type NginxEntry } from '../helpers/nginx-entry';
 
 const BASE_URL = 'https://console.example';
 const REDIRECT_URI = `${BASE_URL}/console/auth/callback`;
@@ -55,11 +53,9 @@ function expectConsoleHeaders(res: Answer): void {
 describe('the console through the production entry (nginx), signed in with SSO', () => {
   let provider: TestProvider;
   let service: TestService;
-  let nginx: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
+  let nginx: NginxEntry | undefined;
   let entry: string;
   let dir: string;
-  let tempDir: string | undefined;
 
   beforeAll(async () => {
     provider = await startOidcProvider(REDIRECT_URI);
@@ -80,25 +76,13 @@ describe('the console through the production entry (nginx), signed in with SSO',
         OIDC_ROLE_MAP: JSON.stringify({ [APPROVERS]: 'admin' }),
       },
     });
-    const apiPort = (service.server.address() as { port: number }).port;
-    const port = await freePort();
-    entry = `http://127.0.0.1:${port}`;
-    const setup = nginxSetup({ dir: path.join(dir, 'nginx'), logDir: dir, apiPorts: [apiPort], listen: `127.0.0.1:${port}` });
-    tempDir = setup.tempDir;
-    const child = spawn(setup.bin, setup.args, { stdio: 'ignore' });
-    nginx = child;
-    exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8')}`);
-      return (await fetch(`${entry}/health`).catch(() => undefined))?.status === 200;
-    }, 'nginx in front of the test API');
+    nginx = await startNginxEntry((service.server.address() as { port: number }).port, dir);
+    entry = nginx.url;
   });
   afterAll(async () => {
-    nginx?.kill('SIGTERM');
-    await exited;
+    await nginx?.stop();
     await service?.close();
     await provider?.close();
-    if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -7,21 +7,12 @@
  * (429 with Retry-After, accepted on retry, counted across two API processes sharing the store),
  * the dry run, and the validation of the three fields.
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import request from 'supertest';
-import { SecretBox } from '../../src/crypto/secret-box';
-import { openDb, type Db } from '../../src/store/db';
-import { DATABASES, describeOn, type DatabaseTarget } from '../helpers/databases';
-import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
-import { startTestService, type TestService } from '../helpers/test-service';
-import { TemporalRuns } from '../../src/temporal/runs';
+import { DATABASES, describeOn } from '../helpers/databases';
+import { deliver, hmacEvent, type Stack } from '../helpers/stack';
+import { startTwoApis, type TwoApis } from '../helpers/two-apis';
+import { runCalls } from '../helpers/run-calls';
 import { poll, sleep } from '../helpers/wait';
-import { reservedPort } from '../helpers/ports';
-import { spawnService, waitForHttp } from '../helpers/processes';
-import { testTemporal } from '../helpers/temporal';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -32,138 +23,25 @@ const HOLD = [
   { id: 'done', setVariables: { user: 'ctx.trigger.user' } },
 ];
 
-/** A database two services can open independently: PostgreSQL gets a schema of its own; PGlite is one process's store, shared. */
-async function sharedDb(target: DatabaseTarget): Promise<{ schema?: string; open(): Promise<Db>; drop(): Promise<void> }> {
-  if (!target.url) {
-    const db = await openDb({});
-    return { open: async () => db, drop: () => db.close() };
-  }
-  const schema = `t_flow_${randomBytes(5).toString('hex')}`;
-  const opened: Db[] = [];
-  return {
-    schema,
-    async open() {
-      const db = await openDb({ databaseUrl: target.url, schema });
-      opened.push(db);
-      return db;
-    },
-    async drop() {
-      await opened[0]?.exec(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
-      for (const db of opened) await db.close().catch(() => undefined);
-    },
-  };
-}
-
 for (const target of DATABASES) {
   describeOn(target)(`flow control (${target.label})`, () => {
     let stack: Stack;
-    let second: TestService;
-    let store: Awaited<ReturnType<typeof sharedDb>>;
-    const database = target;
-    // The sealing key, so that an API process of its own (the PostgreSQL case) reads the same secrets.
-    const secretKey = randomBytes(32);
+    let apis: TwoApis;
 
     beforeAll(async () => {
-      store = await sharedDb(target);
-      stack = await startStack({ db: await store.open(), deps: { secretBox: new SecretBox(secretKey) } });
-      // A second API process on the same store and Temporal (its own listener cache, its own pool on PostgreSQL).
-      second = await startTestService({
-        db: await store.open(),
-        runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS),
-        deps: { secretBox: stack.service.deps.secretBox },
-      });
+      apis = await startTwoApis(target, 'flow');
+      stack = apis.stack;
     });
-
-    /**
-     * The second API of the rate-limit case: on PostgreSQL a real process of its own
-     * (`tsx src/main.ts api`) on the same schema, Temporal and sealing key; on PGlite, which lives
-     * inside one process, the in-process `second` service on the same store object.
-     */
-    async function otherApi(): Promise<{ post(path: string, event: { headers: Record<string, string>; body: string }): Promise<request.Response>; flushed(): Promise<void>; stop(): Promise<void> }> {
-      if (!database.url) {
-        return {
-          post: (path, event) => request(second.server).post(path).set(event.headers).send(event.body),
-          flushed: async () => void (await second.deps.deliveryLog?.flush()),
-          stop: async () => undefined,
-        };
-      }
-      const port = await reservedPort();
-      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'flow-api-'));
-      const dbUrl = new URL(database.url);
-      dbUrl.searchParams.set('options', `-c search_path=${store.schema}`);
-      const temporal = await testTemporal();
-      const api = spawnService('api', {
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        DATA_DIR: dataDir,
-        DATABASE_URL: dbUrl.toString(),
-        SECRET_KEY: secretKey.toString('hex'),
-        TEMPORAL_ADDRESS: temporal.address,
-        TEMPORAL_NAMESPACE: temporal.namespace,
-        TEMPORAL_TASK_QUEUE: stack.taskQueue,
-        PAYLOAD_KEYS: process.env.TEST_PAYLOAD_KEYS ?? '',
-        LOG_LEVEL: 'warn',
-      });
-      const baseUrl = `http://127.0.0.1:${port}`;
-      await waitForHttp(`${baseUrl}/auth/v1/jwks`, 120_000, api);
-      return {
-        post: (path, event) => request(baseUrl).post(path).set(event.headers).send(event.body),
-        // its delivery log is written by its own timer: the test waits for the entry instead
-        flushed: async () => undefined,
-        stop: async () => {
-          await api.kill('SIGTERM');
-          fs.rmSync(dataDir, { recursive: true, force: true });
-        },
-      };
-    }
 
     afterAll(async () => {
-      await second?.close().catch(() => undefined);
-      await stack?.close().catch(() => undefined);
-      await store?.drop();
+      await apis?.close();
     });
 
-    const api = () => ({
-      get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${stack.adminToken}`),
-      post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${stack.adminToken}`).send(body as object),
-    });
-    const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
+    /** The second API of the rate-limit case: on PostgreSQL a real process of its own, on PGlite the in-process second service. */
+    const otherApi = () => apis.otherApi();
 
-    async function automation(fields: Record<string, unknown>, steps: unknown[] = HOLD): Promise<{ id: string; secret: string; path: string }> {
-      const created = await stack.createAutomation({ displayName: 'flow', trigger: TRIGGER, steps, ...fields });
-      return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
-    }
-
-    const send = (target: { secret: string; path: string }, payload: unknown, eventId?: string) =>
-      deliver(stack, target.path, hmacEvent(target.secret, payload, eventId ? { eventId } : {}));
-
-    async function accepted(target: { secret: string; path: string }, payload: unknown): Promise<string> {
-      const res = await send(target, payload);
-      expect(res.status).toBe(200);
-      return res.body.executionId as string;
-    }
-
-    async function execution(id: string): Promise<Json> {
-      const res = await api().get(runPath(id));
-      expect(res.status).toBe(200);
-      return res.body.execution;
-    }
-
-    /** The run once `done` holds for it; throws (naming `done` and the run's last state) when the time is up. */
-    async function untilRun(id: string, done: (e: Json) => boolean): Promise<Json> {
-      return poll(() => execution(id), done, { what: `run ${id}: ${done.toString()}` });
-    }
-
+    const { api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, { displayName: 'flow', steps: HOLD });
     const closed = (e: Json) => !['RUNNING', 'QUEUED'].includes(e.status);
-    const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
-
-    async function listed(automationId: string): Promise<Map<string, string>> {
-      const res = await api().get(`/api/v1/automations/${automationId}/executions?pageSize=100`);
-      expect(res.status).toBe(200);
-      return new Map(res.body.list.map((item: Json) => [item.execution.id, item.execution.status]));
-    }
-
-    const approve = async (id: string) => expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
 
     describe('filter', () => {
       it('true starts a run; false answers filtered without one, and the repeat of that id is 409; the delivery log says filtered', async () => {
@@ -179,7 +57,7 @@ for (const target of DATABASES) {
         expect(again.status).toBe(409);
         expect(again.body.code).toBe(6);
         // The other API process knows it too (the record is in the store).
-        const elsewhere = await request(second.server).post(target.path).set(hmacEvent(target.secret, { type: 'user.created' }, { eventId: event.eventId }).headers).send(JSON.stringify({ type: 'user.created' }));
+        const elsewhere = await request(apis.second.server).post(target.path).set(hmacEvent(target.secret, { type: 'user.created' }, { eventId: event.eventId }).headers).send(JSON.stringify({ type: 'user.created' }));
         expect(elsewhere.status).toBe(409);
 
         await stack.service.deps.deliveryLog?.flush();

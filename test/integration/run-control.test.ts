@@ -5,84 +5,40 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import request from 'supertest';
-import { type NativeConnection } from '@temporalio/worker';
-import { GuardedWorker } from '../../src/temporal/activation-guard';
-import { createActivities } from '../../activities';
 import { listAuditEvents } from '../../src/store/audit';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
-import { automation, decideUpdate } from '../../workflows';
+import { automation } from '../../workflows';
+import { decideUpdate } from '../../src/contract/workflows';
 import type { AutomationRunInput } from '../../src/contract/run';
 import { runStartOptions } from '../../src/temporal/runs';
-import { deliver, hmacEvent, listenerPath, startStack, type Stack } from '../helpers/stack';
-import { testDataConverter, testTemporal, testWorkflowBundle, connectNative } from '../helpers/temporal';
+import type { Stack } from '../helpers/stack';
+import { startRestartableStack, type RestartableStack } from '../helpers/restartable-stack';
+import { runCalls, type Target } from '../helpers/run-calls';
 import { poll } from '../helpers/wait';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
+let restartable: RestartableStack;
 let stack: Stack;
 let admin: string;
 let superAdmin: string;
 let readOnly: string;
-let connection: NativeConnection;
-let stopWorker: (() => Promise<void>) | undefined;
-
-/** Starts the worker of the stack's task queue (callWebhook may reach the loopback target). */
-async function startWorker(): Promise<void> {
-  const worker = await GuardedWorker.create({
-    connection,
-    namespace: 'default',
-    taskQueue: stack.taskQueue,
-    activities: createActivities({ db: stack.service.deps.db, allowPrivateOutbound: true }),
-    workflowBundle: testWorkflowBundle()!,
-    ...testDataConverter(),
-  });
-  const running = worker.run();
-  stopWorker = async () => {
-    worker.shutdown();
-    await running;
-    stopWorker = undefined;
-  };
-}
 
 beforeAll(async () => {
-  stack = await startStack({ worker: false });
-  connection = await connectNative((await testTemporal()).address);
-  await startWorker();
-  superAdmin = stack.adminToken;
-  admin = await stack.service.tokenFor('admin');
-  readOnly = await stack.service.tokenFor('read_only');
+  restartable = await startRestartableStack();
+  ({ stack, admin, superAdmin, readOnly } = restartable);
 });
 
 afterAll(async () => {
-  await stopWorker?.();
-  await connection?.close();
-  await stack?.close();
+  await restartable?.close();
 });
 
-const api = (token: string) => ({
-  get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`),
-  post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${token}`).send(body as object),
-});
-const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
-
-async function automationWith(steps: unknown[]): Promise<{ id: string; secret: string; path: string }> {
-  const created = await stack.createAutomation({ displayName: 'run control', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
-  return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
-}
-
-async function send(target: { secret: string; path: string }, payload: unknown = { employee_id: '42' }): Promise<string> {
-  const res = await deliver(stack, target.path, hmacEvent(target.secret, payload));
-  expect(res.status).toBe(200);
-  return res.body.executionId as string;
-}
-
-async function execution(id: string): Promise<Json> {
-  const res = await api(superAdmin).get(runPath(id));
-  expect(res.status).toBe(200);
-  return res.body.execution;
-}
+const calls = runCalls(() => stack, { displayName: 'run control', steps: [] });
+const { as: api, runPath, execution } = calls;
+const automationWith = (steps: unknown[]) => calls.automation({}, steps);
+/** Delivers (an employee event unless told), expects 200, answers the run's id. */
+const send = (target: Target, payload: unknown = { employee_id: '42' }) => calls.accepted(target, payload);
 
 async function untilStep(id: string, stepId: string, status: string): Promise<Json> {
   const got = await poll(
@@ -218,8 +174,8 @@ describe('waitForApproval', () => {
     const target = await automationWith(approval());
     const id = await send(target);
     await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
-    await stopWorker!();
-    await startWorker();
+    await restartable.stopWorker();
+    await restartable.startWorker();
     const res = await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`);
     expect(res.status).toBe(200);
     expect((await untilStatus(id, 'COMPLETED')).steps[1].output.decision).toBe('approved');

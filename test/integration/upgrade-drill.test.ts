@@ -17,9 +17,9 @@ import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities';
 import type { Db } from '../../src/store/db';
 import { installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
-import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
+import { createAutomationWorker, verifyCommittedHistories, type WorkerEngine } from '../../src/temporal/worker';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
-import { decideUpdate } from '../../workflows';
+import { decideUpdate } from '../../src/contract/workflows';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue, connectClient, connectNative } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
@@ -188,7 +188,7 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
 });
 
 it('a worker with verifyHistories refuses to start on code that fails the committed histories', async () => {
-  const options = { connection: nativeConnection, namespace: 'default', taskQueue: uniqueTaskQueue('verify'), db, verifyHistories: true, codec: testCodec() };
+  const options = { connection: nativeConnection, namespace: 'default', taskQueue: uniqueTaskQueue('verify'), db, activities: (engine: WorkerEngine) => createActivities({ db, allowPrivateOutbound: true, ...engine }), verifyHistories: true, codec: testCodec() };
   await expect(createAutomationWorker({ ...options, bundle: unpatchedB })).rejects.toThrow(
     /^WORKER_VERIFY_HISTORIES: this workflow code is not compatible with \d+ of \d+ committed histories, refusing to start:\n0\.1\.0\/[a-z-]+\.history\.json: DeterminismViolationError: /,
   );

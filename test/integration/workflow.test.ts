@@ -8,6 +8,7 @@ import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { Db } from '../../src/store/db';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
+import { createActivities } from '../../activities';
 import { automation } from '../../workflows';
 import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../src/contract/run';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
@@ -60,7 +61,7 @@ for (const target of DATABASES) {
     /** Starts a worker on a fresh task queue, runs `fn` with a starter for that queue, stops the worker. */
     async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>, workerDb: Db = db): Promise<T> {
       const taskQueue = uniqueTaskQueue('automation');
-      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db: workerDb, bundle, codec: testCodec() });
+      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db: workerDb, activities: (engine) => createActivities({ db: workerDb, allowPrivateOutbound: false, ...engine }), bundle, codec: testCodec() });
       const start = (input: AutomationRunInput) =>
         client.workflow.start(automation, {
           taskQueue,

@@ -46,9 +46,19 @@ describe('layers the linter enforces', () => {
   });
 
   it.each([
+    ['the Temporal adapter importing the workflow code (type only)', 'src/temporal/runs.ts', "import type { automation } from '../../workflows';"],
+    ['the Temporal adapter importing the activities', 'src/temporal/worker.ts', "import { createActivities } from '../../activities';"],
+    ['the composition root importing the activities', 'src/compose.ts', "import { createActivities } from '../activities';"],
+  ])('refuses %s: only the process composes them', async (_name, file, source) => {
+    expect(await layerErrors(file, source)).toEqual([expect.stringContaining('only src/main.ts imports')]);
+  });
+
+  it.each([
     ['the domain importing the store', 'src/domain/apps.ts', "import type { Db } from '../store/db';"],
     ['the adapter importing the domain port', 'src/temporal/runs.ts', "import type { AutomationRuns } from '../domain/runs';"],
     ['the workflow importing the contract', 'workflows/lane.ts', "import type { AutomationActivities } from '../src/contract/activities';"],
+    ['the process importing the activities', 'src/main.ts', "import { createActivities } from '../activities';"],
+    ['the Temporal adapter importing the workflow contract', 'src/temporal/runs.ts', "import { AUTOMATION_WORKFLOW } from '../contract/workflows';"],
     ['the store importing the error tree (ground floor)', 'src/store/db.ts', "import { UnavailableError } from '../errors';"],
     ['a ground-floor file importing another', 'src/logger.ts', "import { prettyDestination } from './log-pretty';"],
   ])('allows %s', async (_name, file, source) => {

@@ -1,0 +1,41 @@
+/**
+ * The workflows as the engine knows them: their type names and signatures, the query, update and
+ * signal definitions and the search attributes the automation workflow sets. The Temporal adapter
+ * (src/temporal) starts and addresses runs through these, by name, so it never imports the
+ * workflow code; workflows/ registers its handlers on the same definitions. The names are what
+ * recorded histories hold: never rename one. Safe in workflow code (definitions only, no I/O).
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import {
+  BREAKER_RESUME_SIGNAL,
+  DECIDE_UPDATE,
+  RUN_STATE_QUERY,
+  type AutomationRunInput,
+  type BreakerResume,
+  type DecideInput,
+  type RunState,
+} from './run';
+
+/** Workflow type of automation runs (`automation` in workflows/automation.ts). */
+export const AUTOMATION_WORKFLOW = 'automation';
+export type AutomationWorkflow = (input: AutomationRunInput) => Promise<RunState>;
+
+/** Workflow type of bulk actions (`bulkAction` in workflows/bulk-action.ts). */
+export const BULK_ACTION_WORKFLOW = 'bulkAction';
+export interface BulkActionInput {
+  bulkActionId: string;
+}
+export type BulkActionWorkflow = (input: BulkActionInput) => Promise<{ state: string }>;
+
+/** Query for the run's progress. */
+export const stateQuery = defineQuery<RunState>(RUN_STATE_QUERY);
+/** A person approves or rejects a waiting waitForApproval step; answers the run's state once the step has moved on. */
+export const decideUpdate = defineUpdate<RunState, [DecideInput]>(DECIDE_UPDATE);
+/** Lets a run the circuit breaker paused go (the API's resume, in acceptance order). */
+export const breakerResumeSignal = defineSignal<[BreakerResume]>(BREAKER_RESUME_SIGNAL);
+
+/** Search attribute a run holds while it waits in its lane (value QUEUED); the executions list reads it. */
+export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttributeType.KEYWORD);
+/** Search attribute a run holds while a step waits for approval (value: the step's id); the approvals inbox reads it. */
+export const ApprovalWaitKey = defineSearchAttributeKey('ApprovalWait', SearchAttributeType.KEYWORD);
