@@ -5,7 +5,8 @@
  * delivery-time decision is the flow option's (src/flow/circuit-breaker.ts); the paused runs wait
  * in the workflow for the resume signal (workflows/automation.ts).
  *
- * Resume and cancel let go of the paused runs the store lists, in acceptance order, and only then
+ * Resume and cancel let go of the paused runs the store lists (resume: one lane's runs one after the
+ * other in acceptance order, the lanes side by side; cancel: side by side), and only then
  * forget them and close the breaker, in one transaction that finds no run paused meanwhile (a run
  * paused while they worked is let go in another round). So an API process stopped half-way leaves
  * the rest paused and the breaker open: the person repeats the request, and a run already let go
@@ -67,15 +68,67 @@ export async function setCircuitBreaker(
   return record;
 }
 
+/** A paused run that still waits, and the lane its event was recorded for (undefined: none). */
+export interface PausedRun {
+  runId: string;
+  /** The lane's id; runs of one lane are resumed one after the other, in acceptance order. */
+  lane: string | undefined;
+  /** What the engine needs to ask the lane (opaque here). */
+  queue?: unknown;
+}
+
 /** What resume and cancel need of the engine (src/temporal/breaker-control.ts implements it). */
 export interface PausedRunControl {
-  /**
-   * Lets a paused run go: asks the lane its input names first (when it has one), then signals it.
-   * False when it no longer waits (closed, or never started).
-   */
-  resume(runId: string, automation: { id: string; name: string }): Promise<boolean>;
+  /** Whether a paused run still waits and where: undefined when it no longer waits (closed, or never started). */
+  look(runId: string): Promise<PausedRun | undefined>;
+  /** Lets a paused run go: asks its lane first (when it has one), then signals it. False when it no longer waits. */
+  resume(run: PausedRun, automation: { id: string; name: string }): Promise<boolean>;
   /** Cancels a paused run (CANCELED, no step ran). False when it no longer waits. */
   cancel(runId: string, reason: string): Promise<boolean>;
+}
+
+/** Calls to the engine in flight at once while paused runs are let go (each is a few round trips). */
+const LET_GO_CONCURRENCY = 8;
+
+/**
+ * `work` over `items`, at most `concurrency` at a time, the answers in the items' order. After a
+ * failure nothing more is started; the first failure is thrown once the calls in flight end.
+ */
+async function bounded<T, R>(items: readonly T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const answers: R[] = new Array(items.length);
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (failure === undefined && next < items.length) {
+      const index = next++;
+      try {
+        answers[index] = await work(items[index]!);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  if (failure) throw failure.error;
+  return answers;
+}
+
+/**
+ * Resumes `runIds` (in acceptance order): each is looked at first, side by side; then the runs of
+ * each lane are resumed one after the other in acceptance order (per key, a paused run asks its lane
+ * before any run of that key accepted after it), the lanes side by side; runs without a lane are
+ * one more such sequence. Answers how many were let go.
+ */
+async function resumeInOrder(control: PausedRunControl, runIds: string[], automation: { id: string; name: string }): Promise<number> {
+  const waiting = (await bounded(runIds, LET_GO_CONCURRENCY, (runId) => control.look(runId))).filter((run) => run !== undefined);
+  const sequences = new Map<string | undefined, PausedRun[]>();
+  for (const run of waiting) sequences.set(run.lane, [...(sequences.get(run.lane) ?? []), run]);
+  const counts = await bounded([...sequences.values()], LET_GO_CONCURRENCY, async (sequence) => {
+    let resumed = 0;
+    for (const run of sequence) if (await control.resume(run, automation)) resumed += 1;
+    return resumed;
+  });
+  return counts.reduce((sum, n) => sum + n, 0);
 }
 
 /**
@@ -95,10 +148,10 @@ export async function letGoPausedRuns(
   let count = 0;
   for (;;) {
     const runs = await pausedRuns(db, id);
-    for (const run of runs) {
-      const done = action === 'resume' ? await control.resume(run, { id, name: current.displayName }) : await control.cancel(run, body.reason);
-      if (done) count += 1;
-    }
+    count +=
+      action === 'resume'
+        ? await resumeInOrder(control, runs, { id, name: current.displayName })
+        : (await bounded(runs, LET_GO_CONCURRENCY, (run) => control.cancel(run, body.reason))).filter(Boolean).length;
     if (await releasePaused(db, id, runs)) break;
   }
   await recordAudit(db, {
