@@ -156,6 +156,20 @@ describe('on a PGlite store', () => {
       expect(await rowOf(session.idHash)).toBeUndefined();
     });
 
+    it('ends a session at its stored expiry itself, between two purges, and deletes it', async () => {
+      const store = sessions();
+      await store.create({ actor: PERSON_ACTOR, person: PERSON, roles: [] });
+      // That sign-in purged at START: reads up to five minutes later do not purge, so the expiry
+      // check of resolve is what refuses the row.
+      const id = 'i'.repeat(43);
+      await insertWithId(id, START, START + 60_000);
+      now = START + 59_999;
+      expect((await store.resolve(id))?.idHash).toBe(hashSessionId(id));
+      now = START + 60_000;
+      expect(await store.resolve(id)).toBeUndefined();
+      expect(await rowOf(hashSessionId(id))).toBeUndefined();
+    });
+
     it('ends a session at its absolute lifetime however active it is, and deletes it', async () => {
       const store = sessions({ idleSeconds: 600, maxSeconds: 1000 });
       const { id, session } = await store.create({ actor: PERSON_ACTOR, person: PERSON, roles: [] });
@@ -232,6 +246,9 @@ describe('on a PGlite store', () => {
       const { id, session } = await store.create({ actor: `client:${client.clientId}`, person: { id: client.clientId, name: 'sessions test', email: '' }, roles: ['super_admin'] });
       const resolved = await store.resolve(id);
       expect(resolved?.principal).toEqual({ clientId: client.clientId, roles: ['read_only'], actor: `client:${client.clientId}` });
+      // Only the known roles of the client's row count, as for the roles a session was stored with.
+      await db.query('UPDATE api_clients SET roles = $2 WHERE id = $1', [client.id, JSON.stringify(['root', 'admin'])]);
+      expect((await store.resolve(id))?.principal.roles).toEqual(['admin']);
       await deleteClient(db, client.id);
       expect(await store.resolve(id)).toBeUndefined();
       expect(await rowOf(session.idHash)).toBeUndefined();
