@@ -53,10 +53,15 @@ export const MODULES: SecurityModule[] = [
   { name: 'admission', guards: 'webhook admission (in-flight caps per listener and address)', mutate: ['src/webhooks/admission.ts'], tests: ['webhooks-admission', 'read-raw-body', 'webhooks-admission-survivors'] },
   // The lane's decisions, taken out of workflows/lane.ts (which sends the grants) to be unit-tested.
   { name: 'lane-admission', guards: "the lanes' admission (permits, queue order, queue bound)", mutate: ['workflows/lane-admission.ts'], tests: ['lane-admission'] },
+  // The checks only (StrykerJS's file:line-line ranges): the id's hash and the token comparison,
+  // sign-in, resolve (the id grammar, both lifetimes, the client's roles, the last-seen write) and
+  // logout, the principal; the cookie, the Origin and the CSRF token. Left out: the purge of
+  // expired rows (housekeeping: resolve refuses an expired row itself) and sessionsOf, which
+  // picks the app's ConsoleSessions; their mutants each ran the store-backed tests (docs/testing.md).
   {
     name: 'console-session',
     guards: "the console's sessions, session cookie, CSRF token and Origin checks",
-    mutate: ['src/auth/sessions.ts', 'src/http/console-session.ts'],
+    mutate: ['src/auth/sessions.ts:36-74', 'src/auth/sessions.ts:76-101', 'src/auth/sessions.ts:109-117', 'src/http/console-session.ts:31-96'],
     tests: ['auth-sessions', 'console-session'],
     store: true,
   },

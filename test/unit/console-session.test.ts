@@ -4,7 +4,8 @@
  * CSRF token and Origin checks of an unsafe request. The app is the middleware alone, behind the
  * service's error middleware, on a real PGlite store and real sessions (src/auth/sessions.ts);
  * test/integration/console-sessions.test.ts checks the same in the whole service. This one is what
- * StrykerJS runs (docs/testing.md).
+ * StrykerJS runs (docs/testing.md): only the middleware's tests open the store, so that a mutant of
+ * the cookie or Origin checks runs without loading one.
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -28,7 +29,7 @@ const OTHER_ORIGIN = 'https://attacker.example';
 
 let db: Db;
 
-/** What the app needs of its dependencies here: the configuration, the store and the sessions. */
+/** What the app needs of its dependencies here: the configuration, the store (once open) and the sessions. */
 function depsFor(baseUrl: string, sessions?: ConsoleSessions): AppDeps {
   return { config: loadConfig({ BASE_URL: baseUrl }), db, ...(sessions ? { sessions } : {}) } as AppDeps;
 }
@@ -59,14 +60,6 @@ async function serve(baseUrl: string): Promise<Served> {
     close: () => new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
   };
 }
-
-beforeAll(async () => {
-  db = await openTestDb(PGLITE);
-});
-
-afterAll(async () => {
-  await db.close();
-});
 
 describe('the session cookie', () => {
   it('is console_session over http, and __Host-console_session, Secure, over https', () => {
@@ -113,6 +106,7 @@ describe('the console origin', () => {
 });
 
 describe('sessionsOf', () => {
+  // No store is opened here: making a ConsoleSessions queries nothing.
   it("answers the app's own sessions, else one made from the configuration, the same for each call", () => {
     const own = new ConsoleSessions(db, { idleSeconds: 1, maxSeconds: 1 });
     expect(sessionsOf(depsFor('http://localhost:8080', own))).toBe(own);
@@ -131,6 +125,7 @@ describe('authenticateSession', () => {
   let idHash: string;
 
   beforeAll(async () => {
+    db = await openTestDb(PGLITE);
     served = await serve('http://console.test:8080');
     const { id, session } = await sessionsOf(served.deps).create({ actor: PERSON_ACTOR, person: PERSON, roles: ['admin'] });
     cookie = `console_session=${id}`;
@@ -139,6 +134,7 @@ describe('authenticateSession', () => {
   });
   afterAll(async () => {
     await served?.close();
+    await db?.close();
   });
 
   async function call(method: string, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
