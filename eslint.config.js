@@ -13,7 +13,17 @@ const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:$
 // can import each other). Type-only imports count too. A folder may import its own files.
 const LAYERS = [
   // ground floor: no imports from the project beyond this list
-  ['src/config.ts', 'src/ids.ts', 'src/json.ts', 'src/logger.ts', 'src/log-pretty.ts', 'src/errors.ts', 'src/duration.ts', 'src/banner.ts', 'src/node-child.ts'],
+  [
+    'src/config.ts',
+    'src/ids.ts',
+    'src/json.ts',
+    'src/logger.ts',
+    'src/log-pretty.ts',
+    'src/errors.ts',
+    'src/duration.ts',
+    'src/banner.ts',
+    'src/node-child.ts',
+  ],
   // CEL, sealing at rest (SecretBox), IP addresses and CIDR ranges
   ['src/cel', 'src/crypto', 'src/net'],
   // the outbound policy: where the service may call out to (JWKS fetches, callWebhook)
@@ -79,7 +89,21 @@ function layerZones() {
 }
 
 module.exports = tseslint.config(
-  { ignores: ['node_modules/', '.temporal/', '.data/', 'dist/', 'coverage/', 'test-artifacts/', '.stryker-tmp/', 'reports/', 'console/src/api/schema.d.ts', 'console/test-results/', 'console/playwright-report/'] },
+  {
+    ignores: [
+      'node_modules/',
+      '.temporal/',
+      '.data/',
+      'dist/',
+      'coverage/',
+      'test-artifacts/',
+      '.stryker-tmp/',
+      'reports/',
+      'console/src/api/schema.d.ts',
+      'console/test-results/',
+      'console/playwright-report/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -106,14 +130,25 @@ module.exports = tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code must be deterministic: no Node built-ins' })),
           patterns: [
-            { group: ['**/src/store/**', '**/src/http/**', '**/store/**', '**/http/**', 'pg', '@electric-sql/*', 'koa', '@koa/*'], message: 'no store or HTTP code in workflows' },
-            { group: ['**/cel', '**/cel/**', '**/webhooks', '**/webhooks/**'], allowTypeImports: true, message: 'the CEL runtime and webhook code use Node built-ins: evaluate through activities' },
+            {
+              group: ['**/src/store/**', '**/src/http/**', '**/store/**', '**/http/**', 'pg', '@electric-sql/*', 'koa', '@koa/*'],
+              message: 'no store or HTTP code in workflows',
+            },
+            {
+              group: ['**/cel', '**/cel/**', '**/webhooks', '**/webhooks/**'],
+              allowTypeImports: true,
+              message: 'the CEL runtime and webhook code use Node built-ins: evaluate through activities',
+            },
             { group: ['**/activities', '**/activities/**'], allowTypeImports: true, message: 'import activities as types only' },
             { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'workflows import @temporalio/workflow only' },
           ],
         },
       ],
-      'no-restricted-globals': ['error', { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' }, { name: 'fetch', message: 'no I/O in workflows' }],
+      'no-restricted-globals': [
+        'error',
+        { name: 'setTimeout', message: 'use sleep() from @temporalio/workflow' },
+        { name: 'fetch', message: 'no I/O in workflows' },
+      ],
     },
   },
   {
@@ -141,7 +176,19 @@ module.exports = tseslint.config(
   },
   {
     files: ['**/*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        setTimeout: 'readonly',
+      },
+    },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -17,7 +17,11 @@ export function createBulkActionActivities(deps: { db: Db; bulkRuns?: BulkRunAct
     async bulkActionPage(input: { bulkActionId: string; pageSize: number; concurrency: number }): Promise<{ done: boolean; acted: number }> {
       // Heartbeats tell Temporal the page is alive; a worker that dies mid-page is noticed by the timeout.
       const context = Context.current();
-      return actOnNextPage(deps.db, actor(), input.bulkActionId, { pageSize: input.pageSize, concurrency: input.concurrency, progress: () => context.heartbeat() });
+      return actOnNextPage(deps.db, actor(), input.bulkActionId, {
+        pageSize: input.pageSize,
+        concurrency: input.concurrency,
+        progress: () => context.heartbeat(),
+      });
     },
     async finishBulkAction(input: { bulkActionId: string }): Promise<{ state: string }> {
       return finishBulkAction(deps.db, input.bulkActionId);

@@ -200,7 +200,13 @@ async function resolveSecretHeaders(
  * Opens the named secret from `sealed` (read from the store). Fails without retry when it does not
  * exist, with retry when this worker cannot open it; messages name `field` and the secret only.
  */
-export function openSecret(sealed: ReadonlyMap<string, string>, secretBox: SecretBox, name: string, field: string, details: Record<string, string> = {}): string {
+export function openSecret(
+  sealed: ReadonlyMap<string, string>,
+  secretBox: SecretBox,
+  name: string,
+  field: string,
+  details: Record<string, string> = {},
+): string {
   const stored = sealed.get(name);
   if (stored === undefined) {
     throw ApplicationFailure.create({

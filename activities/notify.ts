@@ -56,7 +56,11 @@ export function createNotifyActivities(deps: NotifyDeps) {
   return {
     async notify(input: NotifyInput): Promise<{ status: number; text: string }> {
       if (!deps.secretBox) {
-        throw ApplicationFailure.create({ type: CALL_WEBHOOK_SECRET_UNAVAILABLE, message: 'notify: this worker has no secret key to open named secrets', nonRetryable: false });
+        throw ApplicationFailure.create({
+          type: CALL_WEBHOOK_SECRET_UNAVAILABLE,
+          message: 'notify: this worker has no secret key to open named secrets',
+          nonRetryable: false,
+        });
       }
       const sealed = await sealedOutboundSecrets(deps.db, [input.webhook]);
       const url = relabelled(() => openSecret(sealed, deps.secretBox!, input.webhook, 'webhook'));
@@ -69,7 +73,10 @@ export function createNotifyActivities(deps: NotifyDeps) {
       }
       const key = callKey(input.keysOf ?? activityRun(), input.stepId);
       try {
-        const response = await postJson({ url, body: { text: input.text }, headers: {}, timeoutMs: NOTIFY_TIMEOUT_MS }, deps.allowPrivateOutbound, { key, signingKeys: [] });
+        const response = await postJson({ url, body: { text: input.text }, headers: {}, timeoutMs: NOTIFY_TIMEOUT_MS }, deps.allowPrivateOutbound, {
+          key,
+          signingKeys: [],
+        });
         return { status: response.status, text: input.text };
       } catch (err) {
         throw postFailure(err, input.webhook);
@@ -114,7 +121,10 @@ function postFailure(err: unknown, name: string): unknown {
       return notifyUrlRefusal(name);
     case CALL_WEBHOOK_HTTP_ERROR: {
       const status = (err.details?.[0] as { status?: number } | undefined)?.status;
-      return same(`the incoming webhook answered HTTP ${status ?? 'with an error'}${status !== undefined && status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`, [{ status }]);
+      return same(
+        `the incoming webhook answered HTTP ${status ?? 'with an error'}${status !== undefined && status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`,
+        [{ status }],
+      );
     }
     case CALL_WEBHOOK_NETWORK_ERROR:
       return same('the incoming webhook could not be reached, or did not answer in time');

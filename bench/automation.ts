@@ -40,7 +40,11 @@ export function webhookBody(fields: Record<string, unknown>): string {
  * Creates and publishes the automation. `withOwnership: false` makes the three-setVariables
  * variant on purpose (a diagnostic of the end-to-end figure), without calling it a fallback.
  */
-export async function createBenchAutomation(apiUrl: string, token: string, options: { withOwnership: boolean } = { withOwnership: true }): Promise<BenchAutomation> {
+export async function createBenchAutomation(
+  apiUrl: string,
+  token: string,
+  options: { withOwnership: boolean } = { withOwnership: true },
+): Promise<BenchAutomation> {
   const first = { id: 'vars', setVariables: { who: 'ctx.trigger.user.email', vip: 'ctx.trigger.tags.exists(t, t == "vip")' } };
   let fallback: string | undefined;
   let middle: Record<string, unknown> | undefined;

@@ -79,7 +79,10 @@ export async function runBulkBench(stack: Stack, options: { runs: number; second
     }),
   );
   const dryRun = (): Promise<number> =>
-    request('POST', `${api}${BULK}`, { token, body: JSON.stringify({ dryRun: true, reason: 'bench', filter: { automationId: parked.id, status: ['RUNNING'] } }) }).then((res) => {
+    request('POST', `${api}${BULK}`, {
+      token,
+      body: JSON.stringify({ dryRun: true, reason: 'bench', filter: { automationId: parked.id, status: ['RUNNING'] } }),
+    }).then((res) => {
       if (res.status !== 200) throw new Error(`bulk: dry run answered ${res.status} ${JSON.stringify(res.body)}`);
       return Number(res.body.matched);
     });
@@ -109,10 +112,14 @@ export async function runBulkBench(stack: Stack, options: { runs: number; second
   const before = await closedLoop(stack.ingressApi.url, plain, options.seconds, 32);
   log(`bulk: plain ingress before ${before.perSec.toFixed(0)}/s`);
 
-  const created = await request('POST', `${api}${BULK}`, { token, body: JSON.stringify({ action: 'cancel', reason: 'bench: bulk cancel', filter: { automationId: parked.id, status: ['RUNNING'] } }) });
+  const created = await request('POST', `${api}${BULK}`, {
+    token,
+    body: JSON.stringify({ action: 'cancel', reason: 'bench: bulk cancel', filter: { automationId: parked.id, status: ['RUNNING'] } }),
+  });
   if (created.status !== 202) throw new Error(`bulk: cancel answered ${created.status} ${JSON.stringify(created.body)}`);
   const actionId = String(created.body.bulkAction.id);
-  if (created.body.bulkAction.matched !== options.runs) throw new Error(`bulk: the cancel matched ${created.body.bulkAction.matched} runs, not ${options.runs}`);
+  if (created.body.bulkAction.matched !== options.runs)
+    throw new Error(`bulk: the cancel matched ${created.body.bulkAction.matched} runs, not ${options.runs}`);
   let finished: Record<string, unknown> | undefined;
   let watched = false;
   const watching = (async () => {

@@ -7,8 +7,7 @@
 import { celEnv, parse, plan } from '@bufbuild/cel';
 import { evaluate } from '../src/cel';
 
-export const CEL_EXPRESSION =
-  'ctx.trigger.user.email.endsWith("@acme.com") && ctx.trigger.count > 3 && ctx.trigger.tags.exists(t, t == "vip")';
+export const CEL_EXPRESSION = 'ctx.trigger.user.email.endsWith("@acme.com") && ctx.trigger.count > 3 && ctx.trigger.tags.exists(t, t == "vip")';
 
 export interface CelResult {
   perSec: number;
@@ -42,7 +41,10 @@ export function runCelBench(options: { roundMs: number; rounds: number }): CelRe
   const rawEval = (): unknown => raw({ ctx });
   const projectEval = (): unknown => evaluate(CEL_EXPRESSION, ctx);
 
-  for (const [name, fn] of [['raw', rawEval], ['project', projectEval]] as const) {
+  for (const [name, fn] of [
+    ['raw', rawEval],
+    ['project', projectEval],
+  ] as const) {
     const value = fn();
     if (value !== true) throw new Error(`CEL ${name} evaluated to ${String(value)}, expected true`);
   }

@@ -89,7 +89,11 @@ async function makeRuns(api: string, count: number): Promise<void> {
     await fetch(`${api}/api/v1/automations`, {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ displayName: 'Console bench', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [{ id: 'hello', log: { message: "'hello ' + ctx.trigger.n" } }] }),
+      body: JSON.stringify({
+        displayName: 'Console bench',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: [{ id: 'hello', log: { message: "'hello ' + ctx.trigger.n" } }],
+      }),
     }),
     'create automation',
   );
@@ -111,7 +115,10 @@ async function signIn(api: string): Promise<{ name: string; value: string }> {
     body: JSON.stringify(BOOTSTRAP),
   });
   await json(res, 'console sign-in');
-  const pair = res.headers.getSetCookie().map((line) => line.split(';')[0]!).find((p) => p.includes('console_session='));
+  const pair = res.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0]!)
+    .find((p) => p.includes('console_session='));
   if (!pair) throw new Error('console sign-in set no session cookie');
   const at = pair.indexOf('=');
   return { name: pair.slice(0, at), value: pair.slice(at + 1) };
@@ -127,13 +134,30 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
   for (let i = 0; i < runs; i++) {
     const chrome = await launch({ chromePath: CHROMIUM, chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
     try {
-      const result = await lighthouse(url, { port: chrome.port, output: 'json', logLevel: 'error', extraHeaders: { Cookie: cookie }, onlyCategories: ['performance', 'accessibility'] }, desktopConfig);
-      if (result!.lhr.runtimeError) log(`console: Lighthouse run ${i + 1}: ${result!.lhr.runtimeError.code} ${result!.lhr.runtimeError.message} (its scores count as 0)`);
+      const result = await lighthouse(
+        url,
+        { port: chrome.port, output: 'json', logLevel: 'error', extraHeaders: { Cookie: cookie }, onlyCategories: ['performance', 'accessibility'] },
+        desktopConfig,
+      );
+      if (result!.lhr.runtimeError)
+        log(`console: Lighthouse run ${i + 1}: ${result!.lhr.runtimeError.code} ${result!.lhr.runtimeError.message} (its scores count as 0)`);
       const categories = result!.lhr.categories;
-      const score = { performance: Math.round((categories.performance!.score ?? 0) * 100), accessibility: Math.round((categories.accessibility!.score ?? 0) * 100) };
+      const score = {
+        performance: Math.round((categories.performance!.score ?? 0) * 100),
+        accessibility: Math.round((categories.accessibility!.score ?? 0) * 100),
+      };
       if (result!.lhr.finalDisplayedUrl !== url) throw new Error(`Lighthouse ended on ${result!.lhr.finalDisplayedUrl}, not ${url} (signed out?)`);
-      const failed = Object.values(result!.lhr.audits).filter((a) => a.score !== null && a.score < 0.9 && a.scoreDisplayMode !== 'informative' && a.scoreDisplayMode !== 'notApplicable' && a.scoreDisplayMode !== 'manual');
-      log(`console: Lighthouse run ${i + 1}/${runs}: performance ${score.performance}, accessibility ${score.accessibility}${failed.length ? `; below 0.9: ${failed.map((a) => `${a.id} ${a.displayValue ?? a.score}`).join(', ')}` : ''}`);
+      const failed = Object.values(result!.lhr.audits).filter(
+        (a) =>
+          a.score !== null &&
+          a.score < 0.9 &&
+          a.scoreDisplayMode !== 'informative' &&
+          a.scoreDisplayMode !== 'notApplicable' &&
+          a.scoreDisplayMode !== 'manual',
+      );
+      log(
+        `console: Lighthouse run ${i + 1}/${runs}: performance ${score.performance}, accessibility ${score.accessibility}${failed.length ? `; below 0.9: ${failed.map((a) => `${a.id} ${a.displayValue ?? a.score}`).join(', ')}` : ''}`,
+      );
       scores.push(score);
     } finally {
       chrome.kill();
@@ -143,7 +167,10 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
 }
 
 /** Measures the console on a fresh `npm start` (see the module comment). */
-export async function runConsoleBench(options: { loads: number; lighthouseRuns: number; runsListOnly?: boolean; lighthouseOnly?: boolean }, log: (line: string) => void): Promise<ConsoleResult> {
+export async function runConsoleBench(
+  options: { loads: number; lighthouseRuns: number; runsListOnly?: boolean; lighthouseOnly?: boolean },
+  log: (line: string) => void,
+): Promise<ConsoleResult> {
   const root = path.resolve(__dirname, '..');
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-console-'));
@@ -170,12 +197,16 @@ export async function runConsoleBench(options: { loads: number; lighthouseRuns: 
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   const browser = await chromium.launch({ executablePath: CHROMIUM });
   try {
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`npm start exited:\n${output.slice(-2000)}`);
-      if ((await fetch(`${api}/ready`).catch(() => undefined))?.status !== 200) return false;
-      // A console never built is built while the service starts: 503 until it is in place.
-      return (await fetch(`${api}/console`).catch(() => undefined))?.status === 200;
-    }, 'npm start ready, with its console', { timeoutMs: 300_000, intervalMs: 200 });
+    await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`npm start exited:\n${output.slice(-2000)}`);
+        if ((await fetch(`${api}/ready`).catch(() => undefined))?.status !== 200) return false;
+        // A console never built is built while the service starts: 503 until it is in place.
+        return (await fetch(`${api}/console`).catch(() => undefined))?.status === 200;
+      },
+      'npm start ready, with its console',
+      { timeoutMs: 300_000, intervalMs: 200 },
+    );
     await makeRuns(api, 20);
     // Idle before any console file is asked for, then after the loads: what serving the console keeps.
     const rssBefore = await settledRssMb(child.pid!, 10_000);
@@ -222,10 +253,11 @@ export async function runConsoleBench(options: { loads: number; lighthouseRuns: 
         result.notes.push(
           `console.runsListMs: GET /api/v1/automation_executions is not served by this build, so the Runs page draws no list; the page drawn with its error: median ${median(result.settledMs).toFixed(0)} ms (${result.settledMs.map((ms) => ms.toFixed(0)).join(', ')})`,
         );
-      }
-      else result.runsListMs = round(median(result.loadsMs), 0);
+      } else result.runsListMs = round(median(result.loadsMs), 0);
       result.idleRssCostMb = round((await settledRssMb(child.pid!, 10_000)) - rssBefore, 1);
-      log(`console: runs list ${result.loadsMs.map((ms) => ms.toFixed(0)).join(', ')} ms; first page JS ${result.firstPageJsGzKb} KB gz; idle RSS ${rssBefore.toFixed(0)} MB + ${result.idleRssCostMb} MB with the console served`);
+      log(
+        `console: runs list ${result.loadsMs.map((ms) => ms.toFixed(0)).join(', ')} ms; first page JS ${result.firstPageJsGzKb} KB gz; idle RSS ${rssBefore.toFixed(0)} MB + ${result.idleRssCostMb} MB with the console served`,
+      );
     }
     if (!options.runsListOnly && options.lighthouseRuns > 0) {
       result.lighthouse = await runLighthouse(runsUrl, `${session.name}=${session.value}`, options.lighthouseRuns, log);

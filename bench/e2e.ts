@@ -69,7 +69,12 @@ async function baselineRun(stack: Stack, workflow: 'bare' | 'empty' | 'localThre
   const started = performance.now();
   // Started as the API starts runs: on the workers' connection, with eager workflow start.
   const args = workflow === 'empty' ? [] : [{ trigger }];
-  const handle = await stack.workerClient.workflow.start(workflow, { taskQueue: BARE_QUEUE, workflowId: `${workflow}:${randomUUID()}`, args, requestEagerStart: true });
+  const handle = await stack.workerClient.workflow.start(workflow, {
+    taskQueue: BARE_QUEUE,
+    workflowId: `${workflow}:${randomUUID()}`,
+    args,
+    requestEagerStart: true,
+  });
   await handle.result();
   return performance.now() - started;
 }

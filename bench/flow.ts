@@ -44,7 +44,13 @@ export interface Target {
   secret: string;
 }
 
-export async function createAutomation(apiUrl: string, token: string, fields: Record<string, unknown>, steps: unknown[], displayName = 'Bench: flow control'): Promise<Target & { id: string }> {
+export async function createAutomation(
+  apiUrl: string,
+  token: string,
+  fields: Record<string, unknown>,
+  steps: unknown[],
+  displayName = 'Bench: flow control',
+): Promise<Target & { id: string }> {
   const created = await request('POST', `${apiUrl}/api/v1/automations`, {
     token,
     body: JSON.stringify({ displayName, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields }),
@@ -65,7 +71,13 @@ export function post(apiUrl: string, target: Target, payload: unknown): ReturnTy
  * Accepted deliveries per second over `seconds` (or until `stop()` says so, when given), `concurrency`
  * senders, each event with its own key.
  */
-export async function closedLoop(apiUrl: string, target: Target, seconds: number, concurrency: number, stop?: () => boolean): Promise<{ perSec: number; accepted: number }> {
+export async function closedLoop(
+  apiUrl: string,
+  target: Target,
+  seconds: number,
+  concurrency: number,
+  stop?: () => boolean,
+): Promise<{ perSec: number; accepted: number }> {
   const end = performance.now() + seconds * 1000;
   let accepted = 0;
   const start = performance.now();
@@ -126,7 +138,12 @@ async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, se
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       const running = `bench-floor-lane:${randomUUID()}`;
-      if (shape === 'startAndSignal') await client.workflow.start('bareLane', { taskQueue: UNPOLLED_QUEUE, workflowId: running, args: [{ lane: running, limit: 1, holders: [], waiting: [] }] });
+      if (shape === 'startAndSignal')
+        await client.workflow.start('bareLane', {
+          taskQueue: UNPOLLED_QUEUE,
+          workflowId: running,
+          args: [{ lane: running, limit: 1, holders: [], waiting: [] }],
+        });
       while (performance.now() < end) {
         const runId = `bench-floor-run:${randomUUID()}`;
         const lane = `bench-floor-lane:${randomUUID()}`;
@@ -219,7 +236,11 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
   const rpc: number[] = [];
   for (let i = 0; i < options.chain; i++) {
     const t0 = performance.now();
-    await stack.client.workflow.start('bareStart', { taskQueue: `${AUTOMATION_QUEUE}-unpolled-flow`, workflowId: `bench-flow-start-${randomUUID()}`, args: [] });
+    await stack.client.workflow.start('bareStart', {
+      taskQueue: `${AUTOMATION_QUEUE}-unpolled-flow`,
+      workflowId: `bench-flow-start-${randomUUID()}`,
+      args: [],
+    });
     rpc.push(performance.now() - t0);
   }
   const starts = runStarts;

@@ -149,7 +149,16 @@ export async function runPaginationBench(
     const firstMs = percentile(firstTimes, 50);
     const deepMs = percentile(deepTimes, 50);
     const searchMs = percentile(searchTimes, 50);
-    return { firstMs, deepMs, ratioDeepToFirst: deepMs / firstMs, searchMs, ratioSearchToFirst: searchMs / firstMs, rows: options.rows, tokenFrom, seedSeconds };
+    return {
+      firstMs,
+      deepMs,
+      ratioDeepToFirst: deepMs / firstMs,
+      searchMs,
+      ratioSearchToFirst: searchMs / firstMs,
+      rows: options.rows,
+      tokenFrom,
+      seedSeconds,
+    };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   }

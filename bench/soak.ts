@@ -86,7 +86,9 @@ async function main(): Promise<void> {
         other,
       };
       samples.push(sample);
-      log(`minute ${sample.minute}: heap ${sample.heapMb} MB, rss ${sample.rssMb} MB, ${sample.perSec} accepted/s ${Object.keys(other).length ? JSON.stringify(other) : ''}`);
+      log(
+        `minute ${sample.minute}: heap ${sample.heapMb} MB, rss ${sample.rssMb} MB, ${sample.perSec} accepted/s ${Object.keys(other).length ? JSON.stringify(other) : ''}`,
+      );
     }
     // The first window warms caches, compiled code and pools: growth is measured from the second.
     const measured = samples.slice(1);
@@ -99,7 +101,13 @@ async function main(): Promise<void> {
       heapFirstMb: first.heapMb,
       heapLastMb: last.heapMb,
       heapGrowthRatio: round(last.heapMb / first.heapMb, 3),
-      heapSlopeMbPerMin: round(slope(measured.map((s) => s.minute), measured.map((s) => s.heapMb)), 3),
+      heapSlopeMbPerMin: round(
+        slope(
+          measured.map((s) => s.minute),
+          measured.map((s) => s.heapMb),
+        ),
+        3,
+      ),
       flat: last.heapMb / first.heapMb <= FLAT_RATIO,
       /** Peak RSS of this process (the APIs, the automation worker, the embedded store as npm start has it) under load, sampled every 200 ms. */
       peakRssMb: round(rssSampler.stop(), 1),

@@ -146,7 +146,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       withBaseline ? bundleInChild({ workflowsPath: path.join(__dirname, 'workflows', 'bare.ts') }) : undefined,
     ]);
     const workers = await Promise.all([
-      createAutomationWorker({ connection: workerConnection, namespace: NAMESPACE, taskQueue: AUTOMATION_QUEUE, db, activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }), codec: BENCH_CODEC, bundle: automationBundle }),
+      createAutomationWorker({
+        connection: workerConnection,
+        namespace: NAMESPACE,
+        taskQueue: AUTOMATION_QUEUE,
+        db,
+        activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }),
+        codec: BENCH_CODEC,
+        bundle: automationBundle,
+      }),
       ...(bareBundle
         ? [
             // The automation worker's class: both sides of every ratio run with the same deadlock detection.

@@ -90,10 +90,10 @@ if (require.main === module) {
     .then((r) => console.log(`npm start, ${r.shape}: e2e p50 ${r.p50Ms.toFixed(1)} ms, p90 ${r.p90Ms.toFixed(1)} ms (${r.runs} runs)`))
     .finally(() => closeHttpAgent())
     .then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        process.exit(1);
+      },
     );
 }

@@ -35,23 +35,20 @@ export function request(
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.body !== undefined && headers['Content-Type'] === undefined) headers['Content-Type'] = 'application/json';
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers, agent },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: Record<string, unknown> = {};
-          try {
-            body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-          } catch {
-            body = { raw: text };
-          }
-          resolve({ status: res.statusCode ?? 0, body });
-        });
-      },
-    );
+    const req = http.request({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: Record<string, unknown> = {};
+        try {
+          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+        } catch {
+          body = { raw: text };
+        }
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
     req.on('error', reject);
     req.end(options.body);
   });

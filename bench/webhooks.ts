@@ -151,14 +151,18 @@ export async function runIngressBench(
       const [result, cpu] = await aroundApi(round, () => withCpu(() => load.run({ ...job, durationSec: timing.durationSec })));
       const cpuUs = cpu / Math.max(1, result.expected);
       others(result, 200, otherStatuses);
-      log(`ingress round ${round}: API ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
+      log(
+        `ingress round ${round}: API ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/request`,
+      );
       if (!api || result.perSec > api.perSec) api = { ...result, cpuUs };
     };
     const measureBare = async (): Promise<void> => {
       const [result, cpu] = await aroundApi(round, () => withCpu(() => bareStartLoop(stack.client, input, timing.concurrency, timing.durationSec)), 'baseline');
       const cpuUs = cpu / Math.max(1, result.count);
       if (result.errors > 0) otherStatuses.bareStartErrors = (otherStatuses.bareStartErrors ?? 0) + result.errors;
-      log(`ingress round ${round}: bare start ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/start`);
+      log(
+        `ingress round ${round}: bare start ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(1)} ms p99 ${result.p99Ms.toFixed(1)} ms, ${cpuUs.toFixed(0)} µs CPU/start`,
+      );
       if (!bare || result.perSec > bare.perSec) bare = { ...result, cpuUs };
     };
     if (round % 2 === 1) {
@@ -254,14 +258,20 @@ async function rejectRounds(
   const best: Partial<Record<RejectSide, LoadResult & { cpuUs: number }>> = {};
   const otherStatuses: Record<string, number> = {};
   // Each side goes first, second and third equally often over rounds.
-  const orders: RejectSide[][] = [['api', 'floor', 'koa'], ['floor', 'koa', 'api'], ['koa', 'api', 'floor']];
+  const orders: RejectSide[][] = [
+    ['api', 'floor', 'koa'],
+    ['floor', 'koa', 'api'],
+    ['koa', 'api', 'floor'],
+  ];
   for (let round = 1; round <= timing.rounds; round++) {
     for (const side of orders[(round - 1) % orders.length]!) {
       const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...jobs[side], durationSec: timing.durationSec }));
       const [result, cpu] = await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline');
       const cpuUs = cpu / Math.max(1, result.expected);
       others(result, jobs[side].expectStatus, otherStatuses);
-      log(`rejection round ${round}: ${REJECT_SIDE_NAMES[side]} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`);
+      log(
+        `rejection round ${round}: ${REJECT_SIDE_NAMES[side]} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`,
+      );
       const kept = best[side];
       if (!kept || result.perSec > kept.perSec) best[side] = { ...result, cpuUs };
     }

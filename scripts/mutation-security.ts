@@ -37,8 +37,18 @@ interface SecurityModule {
 
 export const MODULES: SecurityModule[] = [
   { name: 'signature', guards: 'the HMAC signature', mutate: ['src/webhooks/authenticators/hmac.ts'], tests: ['webhooks-hmac', 'fuzz-verifiers'] },
-  { name: 'standard-webhooks', guards: 'the Standard Webhooks signature', mutate: ['src/webhooks/standard-webhooks.ts'], tests: ['standard-webhooks', 'fuzz-verifiers'] },
-  { name: 'timestamp', guards: 'the signed timestamp and the header grammar', mutate: ['src/webhooks/headers.ts'], tests: ['webhooks-headers', 'webhooks-hmac'] },
+  {
+    name: 'standard-webhooks',
+    guards: 'the Standard Webhooks signature',
+    mutate: ['src/webhooks/standard-webhooks.ts'],
+    tests: ['standard-webhooks', 'fuzz-verifiers'],
+  },
+  {
+    name: 'timestamp',
+    guards: 'the signed timestamp and the header grammar',
+    mutate: ['src/webhooks/headers.ts'],
+    tests: ['webhooks-headers', 'webhooks-hmac'],
+  },
   { name: 'cidr', guards: 'source address ranges', mutate: ['src/net/cidr.ts'], tests: ['webhooks-cidr', 'webhooks-cidr-survivors', 'net-source-prefix'] },
   { name: 'jwt-claims', guards: 'JWT claims', mutate: ['src/webhooks/jwt.ts'], tests: ['webhooks-jwt', 'webhooks-jwt-survivors'] },
   // Its tests open a PGlite store (the limits are kept there).
@@ -50,9 +60,19 @@ export const MODULES: SecurityModule[] = [
     tests: ['cel-secret-form', 'cel-secret-form-survivors', 'steps-secret-references', 'secret-references'],
   },
   { name: 'outbound-policy', guards: 'where the service may call out to', mutate: ['src/outbound/policy.ts'], tests: ['outbound-policy', 'webhooks-jwks'] },
-  { name: 'admission', guards: 'webhook admission (in-flight caps per listener and address)', mutate: ['src/webhooks/admission.ts'], tests: ['webhooks-admission', 'read-raw-body', 'webhooks-admission-survivors'] },
+  {
+    name: 'admission',
+    guards: 'webhook admission (in-flight caps per listener and address)',
+    mutate: ['src/webhooks/admission.ts'],
+    tests: ['webhooks-admission', 'read-raw-body', 'webhooks-admission-survivors'],
+  },
   // The lane's decisions, taken out of workflows/lane.ts (which sends the grants) to be unit-tested.
-  { name: 'lane-admission', guards: "the lanes' admission (permits, queue order, queue bound)", mutate: ['workflows/lane-admission.ts'], tests: ['lane-admission'] },
+  {
+    name: 'lane-admission',
+    guards: "the lanes' admission (permits, queue order, queue bound)",
+    mutate: ['workflows/lane-admission.ts'],
+    tests: ['lane-admission'],
+  },
   // The checks only (StrykerJS's file:line-line ranges): the id's hash and the token comparison,
   // sign-in, resolve (the id grammar, both lifetimes, the client's roles, the last-seen write) and
   // logout, the principal; the cookie, the Origin and the CSRF token. Left out: the purge of
@@ -93,7 +113,9 @@ function countsOf(reportFile: string): Counts {
       else if (mutant.status === 'Survived' || mutant.status === 'NoCoverage') {
         if (mutant.status === 'Survived') counts.survived++;
         else counts.noCoverage++;
-        counts.survivors.push(`${file}:${mutant.location.start.line}:${mutant.location.start.column} ${mutant.status} ${mutant.mutatorName}${mutant.replacement ? ` → ${mutant.replacement.replace(/\s+/g, ' ').slice(0, 80)}` : ''}`);
+        counts.survivors.push(
+          `${file}:${mutant.location.start.line}:${mutant.location.start.column} ${mutant.status} ${mutant.mutatorName}${mutant.replacement ? ` → ${mutant.replacement.replace(/\s+/g, ' ').slice(0, 80)}` : ''}`,
+        );
       }
     }
   }
@@ -113,7 +135,11 @@ async function pgliteImage(reports: string): Promise<string> {
 }
 
 /** One StrykerJS run over a module with its own tests; answers its exit status. */
-function runStryker(module: SecurityModule, reportFile: string, options: { concurrency: string; full: boolean; reports: string; image?: string }): number | string | null {
+function runStryker(
+  module: SecurityModule,
+  reportFile: string,
+  options: { concurrency: string; full: boolean; reports: string; image?: string },
+): number | string | null {
   fs.rmSync(reportFile, { force: true });
   // Incremental: a later run of the module runs again only the mutants whose code or covering
   // tests changed (StrykerJS compares them with this file); --full runs every mutant.
@@ -121,7 +147,21 @@ function runStryker(module: SecurityModule, reportFile: string, options: { concu
   console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
   const run = spawnSync(
     'npx',
-    ['stryker', 'run', '--mutate', module.mutate.join(','), '--checkers', '', '--concurrency', options.concurrency, '--timeoutMS', '3000', '--reporters', 'clear-text,json,progress-append-only', ...incremental],
+    [
+      'stryker',
+      'run',
+      '--mutate',
+      module.mutate.join(','),
+      '--checkers',
+      '',
+      '--concurrency',
+      options.concurrency,
+      '--timeoutMS',
+      '3000',
+      '--reporters',
+      'clear-text,json,progress-append-only',
+      ...incremental,
+    ],
     {
       stdio: 'inherit',
       env: {

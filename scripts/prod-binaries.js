@@ -56,7 +56,11 @@ function serverSourceHash() {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
-      else if (/\.go$|^go\.(mod|sum)$/.test(entry.name)) hash.update(`${path.relative(SERVER_SOURCE, file)}\0`).update(fs.readFileSync(file)).update('\0');
+      else if (/\.go$|^go\.(mod|sum)$/.test(entry.name))
+        hash
+          .update(`${path.relative(SERVER_SOURCE, file)}\0`)
+          .update(fs.readFileSync(file))
+          .update('\0');
     }
   };
   walk(SERVER_SOURCE);
@@ -79,11 +83,12 @@ function ensureProdBinaries(log = (line) => console.log(line)) {
   const sourceHash = serverSourceHash();
   const serverStale = !serverIsCurrent(sourceHash);
   if ((missing.length > 0 || schemaMissing || serverStale) && !haveGo()) {
-    const what = [...(serverStale ? ['temporal-server-authz (deploy/temporal/server)'] : []), ...missing.map((p) => p.name), ...(schemaMissing ? ['the PostgreSQL schemas'] : [])];
-    throw new Error(
-      `missing ${what.join(', ')} and no Go toolchain: ` +
-        'install Go 1.26 (https://go.dev/dl/) and run `node scripts/prod-binaries.js`',
-    );
+    const what = [
+      ...(serverStale ? ['temporal-server-authz (deploy/temporal/server)'] : []),
+      ...missing.map((p) => p.name),
+      ...(schemaMissing ? ['the PostgreSQL schemas'] : []),
+    ];
+    throw new Error(`missing ${what.join(', ')} and no Go toolchain: ` + 'install Go 1.26 (https://go.dev/dl/) and run `node scripts/prod-binaries.js`');
   }
   fs.mkdirSync(BIN, { recursive: true });
   const goEnvironment = { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() };

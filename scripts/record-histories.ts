@@ -143,7 +143,12 @@ function scenarios(target: string): Scenario[] {
         { id: 'own', createEntitlementOwner: OWNERSHIP },
         {
           id: 'disown',
-          deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: 'ctx.steps.own.roleSlug', appId: 'ctx.steps.own.appId', entitlementId: 'ctx.steps.own.entitlementId' },
+          deleteEntitlementOwner: {
+            userId: 'ctx.steps.own.userId',
+            roleSlug: 'ctx.steps.own.roleSlug',
+            appId: 'ctx.steps.own.appId',
+            entitlementId: 'ctx.steps.own.entitlementId',
+          },
         },
       ],
       trigger: { entitlement: 'ent-1' },
@@ -172,7 +177,13 @@ function scenarios(target: string): Scenario[] {
     {
       name: 'call-webhook-retried',
       description: 'callWebhook answered 500 twice, then 200 (retried under the step policy)',
-      steps: [{ id: 'notify', retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 }, callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: {} } }],
+      steps: [
+        {
+          id: 'notify',
+          retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
+          callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: {} },
+        },
+      ],
       trigger: { key: randomUUID() },
     },
     {
@@ -181,7 +192,11 @@ function scenarios(target: string): Scenario[] {
       steps: [
         {
           id: 'notify',
-          callWebhook: { url: `'${target}/ok'`, body: { who: 'ctx.trigger.user' }, headers: { Authorization: "'Bearer ' + secrets.history_token", 'X-Run': "'history'" } },
+          callWebhook: {
+            url: `'${target}/ok'`,
+            body: { who: 'ctx.trigger.user' },
+            headers: { Authorization: "'Bearer ' + secrets.history_token", 'X-Run': "'history'" },
+          },
         },
       ],
       trigger: { user: 'u-3' },
@@ -363,7 +378,10 @@ function scenarios(target: string): Scenario[] {
         { id: 'second', setVariables: { again: 'ctx.steps.first.who' } },
       ],
       trigger: {},
-      extra: { rerunOf: 'webhook:listener-original:event-original', resume: { fromStepId: 'second', steps: [{ id: 'first', status: 'DONE', output: { who: 'u-9' } }] } },
+      extra: {
+        rerunOf: 'webhook:listener-original:event-original',
+        resume: { fromStepId: 'second', steps: [{ id: 'first', status: 'DONE', output: { who: 'u-9' } }] },
+      },
     },
     {
       name: 'flow-filter-error',
@@ -412,8 +430,14 @@ function scenarios(target: string): Scenario[] {
         await handle.signal(RUN_GRANT_SIGNAL, { lane: 'lane:elsewhere:recorded' } satisfies LaneGrant);
         const laneHandle = client.workflow.getHandle(lane!);
         await laneHandle.signal(LANE_RELEASE_SIGNAL, { runId: 'webhook:listener-stranger:never-admitted' });
-        await laneHandle.signal(LANE_ACQUIRE_SIGNAL, { runId: 'webhook:listener-stranger:elsewhere', limit: 1, lane: 'lane:elsewhere:recorded' } satisfies LaneAcquire);
-        await until(async () => (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' && (await laneHandle.describe()).raw.pendingWorkflowTask == null);
+        await laneHandle.signal(LANE_ACQUIRE_SIGNAL, {
+          runId: 'webhook:listener-stranger:elsewhere',
+          limit: 1,
+          lane: 'lane:elsewhere:recorded',
+        } satisfies LaneAcquire);
+        await until(
+          async () => (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' && (await laneHandle.describe()).raw.pendingWorkflowTask == null,
+        );
         await releaseHolder();
         return settle(handle);
       },
@@ -491,7 +515,11 @@ function scenarios(target: string): Scenario[] {
         { id: 'own', createEntitlementOwner: OWNERSHIP },
         { id: 'hook', callWebhook: { url: `'${target}/ok'`, body: '{"n": ctx.steps.v3.n}' } },
         { id: 'pause', wait: { duration: '0.5s' } },
-        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({ id: `w${i}`, when: i % 2 === 0 ? 'true' : 'false', setVariables: { m: `ctx.steps.v${i}.n * 2.0` } })),
+        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({
+          id: `w${i}`,
+          when: i % 2 === 0 ? 'true' : 'false',
+          setVariables: { m: `ctx.steps.v${i}.n * 2.0` },
+        })),
         { id: 'disown', deleteEntitlementOwner: OWNERSHIP },
         { id: 'done', log: { message: '"done"', level: 'info' } },
       ],
@@ -519,7 +547,9 @@ function holdsSecret(root: unknown): boolean {
 function decide(stepId: string, decision: DecideInput['decision']): Drive {
   return async (handle) => {
     await untilStep(handle, stepId, 'WAITING_FOR_APPROVAL');
-    await handle.executeUpdate(DECIDE_UPDATE, { args: [{ stepId, decision, by: 'client-recorder', comment: `${decision} while recording` } satisfies DecideInput] });
+    await handle.executeUpdate(DECIDE_UPDATE, {
+      args: [{ stepId, decision, by: 'client-recorder', comment: `${decision} while recording` } satisfies DecideInput],
+    });
     return settle(handle);
   };
 }
@@ -616,7 +646,12 @@ function bulkScenarios(): BulkScenario[] {
 
 async function recordBulk(
   scenario: BulkScenario,
-  ctx: { db: Db; client: Client; taskQueue: string; save: (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>) => void },
+  ctx: {
+    db: Db;
+    client: Client;
+    taskQueue: string;
+    save: (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>) => void;
+  },
 ): Promise<void> {
   const { db, client, taskQueue } = ctx;
   const steps: StepDefinition[] = [{ id: 'hold', waitForApproval: {} }];
@@ -634,7 +669,18 @@ async function recordBulk(
   await db.transaction((tx) =>
     insertBulkSet(
       tx,
-      { id: bulkActionId, action: scenario.action, automationId, filter: { automationId }, reason: 'recording', by: 'client:recorder', state: 'RUNNING', matched: runIds.length, whereErrors: 0, previewId: null },
+      {
+        id: bulkActionId,
+        action: scenario.action,
+        automationId,
+        filter: { automationId },
+        reason: 'recording',
+        by: 'client:recorder',
+        state: 'RUNNING',
+        matched: runIds.length,
+        whereErrors: 0,
+        previewId: null,
+      },
       runIds,
     ),
   );
@@ -642,10 +688,21 @@ async function recordBulk(
   const handle = await client.workflow.start(bulkAction, { taskQueue, workflowId: bulkActionWorkflowId(bulkActionId), args: [{ bulkActionId }] });
   const result = await handle.result();
   const history = await handle.fetchHistory();
-  ctx.save(scenario.name, history, { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome: result.state, workflowId: handle.workflowId, steps: [], input: { bulkActionId } });
+  ctx.save(scenario.name, history, {
+    release: RELEASE,
+    scenario: scenario.name,
+    description: scenario.description,
+    outcome: result.state,
+    workflowId: handle.workflowId,
+    steps: [],
+    input: { bulkActionId },
+  });
   // The runs it left parked (a stopped action, the reruns) end here: nothing waits for them.
   for (const id of [...runIds, ...runIds.map((id) => bulkRerunId(id, bulkActionId))]) {
-    await client.workflow.getHandle(id).terminate('recording: the scenario is over').catch(() => undefined);
+    await client.workflow
+      .getHandle(id)
+      .terminate('recording: the scenario is over')
+      .catch(() => undefined);
   }
 }
 
@@ -665,7 +722,9 @@ async function main(): Promise<void> {
   const releaseDir = path.join(HISTORIES_DIR, RELEASE);
   const manifest = readManifest();
   if (!force && Object.keys(manifest).some((file) => file.startsWith(`${RELEASE}/`))) {
-    throw new Error(`release ${RELEASE} already has committed histories; bump the version in package.json (histories are append-only), or --force before it is merged`);
+    throw new Error(
+      `release ${RELEASE} already has committed histories; bump the version in package.json (histories are append-only), or --force before it is merged`,
+    );
   }
 
   installQuietRuntime();
@@ -682,9 +741,21 @@ async function main(): Promise<void> {
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
     await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')), [target.origin]);
-    await insertOutboundSecret(db, 'history_hook_elsewhere', secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook_elsewhere')), ['https://hooks.slack.com']);
-    await insertOutboundSecret(db, 'history_hook', secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook')), [target.origin]);
-    await insertOutboundSecret(db, 'history_signing', secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')), [target.origin]);
+    await insertOutboundSecret(
+      db,
+      'history_hook_elsewhere',
+      secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook_elsewhere')),
+      ['https://hooks.slack.com'],
+    );
+    await insertOutboundSecret(
+      db,
+      'history_hook',
+      secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook')),
+      [target.origin],
+    );
+    await insertOutboundSecret(db, 'history_signing', secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')), [
+      target.origin,
+    ]);
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
     const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
@@ -699,7 +770,11 @@ async function main(): Promise<void> {
           allowPrivateOutbound: true,
           secretBox,
           lanes: temporalLanes(client),
-          bulkRuns: new TemporalBulkRuns(client, taskQueue, new TemporalRunControl(client, taskQueue, new TemporalRunReader(client, { bulkReruns: (id) => bulkRerunsOf(db, id) }))),
+          bulkRuns: new TemporalBulkRuns(
+            client,
+            taskQueue,
+            new TemporalRunControl(client, taskQueue, new TemporalRunReader(client, { bulkReruns: (id) => bulkRerunsOf(db, id) })),
+          ),
         }),
       ),
     });
@@ -779,7 +854,9 @@ async function main(): Promise<void> {
     const bulkResults = await Promise.allSettled(chosenBulk.map((scenario) => recordBulk(scenario, { db, client, taskQueue, save })));
     const failed = [
       ...results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [])),
-      ...bulkResults.flatMap((r, i) => (r.status === 'rejected' ? [`${chosenBulk[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [])),
+      ...bulkResults.flatMap((r, i) =>
+        r.status === 'rejected' ? [`${chosenBulk[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [],
+      ),
     ];
     if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);
 
@@ -789,7 +866,10 @@ async function main(): Promise<void> {
         files[`${release.name}/${file}`] = sha256(path.join(HISTORIES_DIR, release.name, file));
       }
     }
-    fs.writeFileSync(MANIFEST, `${JSON.stringify({ note: 'sha256 of every committed history; append-only (checked by test/unit/history-manifest.test.ts)', files }, null, 2)}\n`);
+    fs.writeFileSync(
+      MANIFEST,
+      `${JSON.stringify({ note: 'sha256 of every committed history; append-only (checked by test/unit/history-manifest.test.ts)', files }, null, 2)}\n`,
+    );
   } finally {
     worker?.shutdown();
     await running?.catch(() => undefined);

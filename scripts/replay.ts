@@ -14,7 +14,14 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleOption } from '@temporalio/worker';
 import { connectClientConnection } from '../src/temporal/connection';
-import { describeFailures, HISTORIES_DIR, installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../src/temporal/history-replay';
+import {
+  describeFailures,
+  HISTORIES_DIR,
+  installQuietRuntime,
+  loadCommittedHistories,
+  replayHistories,
+  type NamedHistory,
+} from '../src/temporal/history-replay';
 import { automationBundleOptions } from '../src/temporal/worker';
 
 const USAGE = `usage: npm run replay -- [--bundle <file>] [--dir <folder>] [--from-cluster --query <visibility query> [--limit <n>]]`;

@@ -27,8 +27,8 @@ const TRAILING_OPTIONS: Record<string, { value: string; description: string }> =
 };
 
 function optionLines(options: Record<string, { value: string; description: string }>): string[] {
-  return Object.entries(options).map(([name, option]) =>
-    `  ${`--${name} ${option.value}`.padEnd(21)}${option.description.split('\n').join(`\n${' '.repeat(23)}`)}`,
+  return Object.entries(options).map(
+    ([name, option]) => `  ${`--${name} ${option.value}`.padEnd(21)}${option.description.split('\n').join(`\n${' '.repeat(23)}`)}`,
   );
 }
 
@@ -128,9 +128,7 @@ export async function send(options: SendOptions): Promise<{ status: number; stat
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', reject);
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', body: Buffer.concat(chunks).toString('utf8') }),
-      );
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', body: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     req.on('error', reject);

@@ -118,7 +118,18 @@ export function temporalConnectionOptions(address: string, tlsDir: string, holde
 /** The same for the Temporal CLI. */
 export function temporalCliArgs(address: string, tlsDir: string, holder: TlsClient = 'api'): string[] {
   const files = clientTlsFiles(tlsDir, holder);
-  return ['--address', address, '--tls-ca-path', files.ca, '--tls-cert-path', files.cert, '--tls-key-path', files.key, '--tls-server-name', TEMPORAL_TLS_SERVER_NAME];
+  return [
+    '--address',
+    address,
+    '--tls-ca-path',
+    files.ca,
+    '--tls-cert-path',
+    files.cert,
+    '--tls-key-path',
+    files.key,
+    '--tls-server-name',
+    TEMPORAL_TLS_SERVER_NAME,
+  ];
 }
 
 /** Makes what is missing of the CA and the certificates (a second run keeps every file). */
@@ -603,12 +614,16 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   const tlsDir = path.join(stateDir, 'tls');
   ensureCertificates(tlsDir, log);
 
-  const { host: pgHost, port: pgPort, passwords, created } = await preparePostgres({
+  const {
+    host: pgHost,
+    port: pgPort,
+    passwords,
+    created,
+  } = await preparePostgres({
     stateDir,
     ...(options.adminUrl ? { adminUrl: options.adminUrl } : { local: options.localPostgres ?? localCluster(log) }),
   });
-  const dbUrl = (role: string, password: string, db: string): string =>
-    `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
+  const dbUrl = (role: string, password: string, db: string): string => `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
 
   // Schemas exactly as an operator makes them with temporal-sql-tool (the script compose runs too).
   log('Temporal schemas: temporal-sql-tool setup-schema -v 0.0, update-schema -d …/versioned');
@@ -708,7 +723,12 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     ),
   );
   for (const i of [1, 2]) {
-    add(`worker-${i}`, process.execPath, [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'worker'], appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }));
+    add(
+      `worker-${i}`,
+      process.execPath,
+      [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'worker'],
+      appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }),
+    );
   }
 
   const nginx = nginxSetup({ dir: path.join(stateDir, 'nginx'), logDir, apiPorts, listen: `127.0.0.1:${entryPort}` });
@@ -728,12 +748,16 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   for (const service of ['history', 'matching', 'worker'] as const) {
     readiness[`temporal-${service}`] = () =>
       // The internal worker serves no gRPC: it is up when its membership (ringpop) port answers.
-      until(`temporal ${service}`, 120_000, () => isListening(Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`])), proc(`temporal-${service}`)).then(
-        () => undefined,
-      );
+      until(
+        `temporal ${service}`,
+        120_000,
+        () => isListening(Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`])),
+        proc(`temporal-${service}`),
+      ).then(() => undefined);
   }
   adminPorts.forEach((port, i) => {
-    readiness[`api-${i + 1}`] = () => until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
+    readiness[`api-${i + 1}`] = () =>
+      until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
   });
   // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.
   let pollerConnection: Connection | undefined;
@@ -748,9 +772,12 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   };
   for (const i of [1, 2]) {
     readiness[`worker-${i}`] = () =>
-      until(`worker-${i}`, 180_000, async () => (await pollers()).some((identity) => identity.startsWith(`${proc(`worker-${i}`).pid}@`)), proc(`worker-${i}`)).then(
-        () => undefined,
-      );
+      until(
+        `worker-${i}`,
+        180_000,
+        async () => (await pollers()).some((identity) => identity.startsWith(`${proc(`worker-${i}`).pid}@`)),
+        proc(`worker-${i}`),
+      ).then(() => undefined);
   }
 
   // The frontend first: it writes the cluster metadata (e.g. a new frontend address) that the
@@ -784,7 +811,18 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     async stop() {
       stopping = true;
       await pollerConnection?.close().catch(() => undefined);
-      const order = ['nginx', 'api-1', 'api-2', 'worker-1', 'worker-2', 'temporal-ui', 'temporal-frontend', 'temporal-matching', 'temporal-history', 'temporal-worker'];
+      const order = [
+        'nginx',
+        'api-1',
+        'api-2',
+        'worker-1',
+        'worker-2',
+        'temporal-ui',
+        'temporal-frontend',
+        'temporal-matching',
+        'temporal-history',
+        'temporal-worker',
+      ];
       for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
         await Promise.all(group.map((name) => processes.get(name)?.kill('SIGTERM')));
       }

@@ -13,7 +13,8 @@ if (require.main === module) {
     console.error(`TEMPORAL_ADDRESS is set (${process.env.TEMPORAL_ADDRESS}): not looking for the Temporal CLI.`);
     process.exit(0);
   }
-  cli.ensureTemporalCli()
+  cli
+    .ensureTemporalCli()
     .then((path) => console.error(`Temporal CLI: ${path} (${cli.works(path)?.split('\n')[0] ?? 'unknown version'})`))
     .catch((err) => {
       console.error(err.message);

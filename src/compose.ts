@@ -78,11 +78,21 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     onSummarized: () => metrics.deliveryLogSummarized.inc(),
     onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
   });
-  const runs = inputs.runs ?? (inputs.temporal ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, { eagerStart: inputs.temporal.eagerStart ?? false, laneQueueLimit: config.laneQueueLimit }) : undefined);
+  const runs =
+    inputs.runs ??
+    (inputs.temporal
+      ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, {
+          eagerStart: inputs.temporal.eagerStart ?? false,
+          laneQueueLimit: config.laneQueueLimit,
+        })
+      : undefined);
   if (!runs) throw new Error('composeApp: give `temporal` or `runs`');
   const runReader =
     runs instanceof TemporalRuns
-      ? new TemporalRunReader(runs.client, { loadSteps: (automationId, version) => publishedSteps(db, automationId, version), bulkReruns: (executionId) => bulkRerunsOf(db, executionId) })
+      ? new TemporalRunReader(runs.client, {
+          loadSteps: (automationId, version) => publishedSteps(db, automationId, version),
+          bulkReruns: (executionId) => bulkRerunsOf(db, executionId),
+        })
       : undefined;
   const bulkRuns = runs instanceof TemporalRuns ? new TemporalBulkRuns(runs.client, runs.taskQueue) : undefined;
   const runControl = runs instanceof TemporalRuns && runReader ? new TemporalRunControl(runs.client, runs.taskQueue, runReader) : undefined;
@@ -108,7 +118,9 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
   const restart = bulkRuns && inputs.bulkRestart !== false ? (inputs.bulkRestart ?? BULK_RESTART) : undefined;
   const restartOnce = (): void => {
     if (!bulkRuns || !restart) return;
-    restartBulkActions(db, bulkRuns, restart.afterMs).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'bulk actions: could not restart their workflows'));
+    restartBulkActions(db, bulkRuns, restart.afterMs).catch((err: unknown) =>
+      logger.warn({ err: (err as Error).message }, 'bulk actions: could not restart their workflows'),
+    );
   };
   const restartTimer = restart ? setInterval(restartOnce, restart.everyMs).unref() : undefined;
   restartOnce();

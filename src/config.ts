@@ -198,7 +198,10 @@ const SCHEMA = {
   TEMPORAL_PORT: integer(1, 65535, 7233, 'port of the embedded dev server'),
   TEMPORAL_UI_PORT: integer(1, 65535, 8233, 'port of the embedded dev server’s Web UI'),
   TEMPORAL_METRICS_BIND: optionalText('host:port', 'where the worker serves the Temporal SDK’s Prometheus metrics', 'unset (off)'),
-  BOOTSTRAP_CLIENT_ID: optionalText('string', 'a `super_admin` client with exactly these credentials (with `BOOTSTRAP_CLIENT_SECRET`) is ensured at start-up; set both or neither'),
+  BOOTSTRAP_CLIENT_ID: optionalText(
+    'string',
+    'a `super_admin` client with exactly these credentials (with `BOOTSTRAP_CLIENT_SECRET`) is ensured at start-up; set both or neither',
+  ),
   BOOTSTRAP_CLIENT_SECRET: optionalText(
     'string',
     `the secret of the bootstrap client (with \`BOOTSTRAP_CLIENT_ID\`); at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`,
@@ -226,7 +229,9 @@ const SCHEMA = {
     default: '`true` with the embedded dev server, else `false`',
     description: 'loopback callers may use `/codec` without a token',
     read: (env: NodeJS.ProcessEnv): boolean =>
-      env.CODEC_ALLOW_LOOPBACK === undefined || env.CODEC_ALLOW_LOOPBACK === '' ? optional(env, 'TEMPORAL_ADDRESS') === undefined : readFlag(env, 'CODEC_ALLOW_LOOPBACK'),
+      env.CODEC_ALLOW_LOOPBACK === undefined || env.CODEC_ALLOW_LOOPBACK === ''
+        ? optional(env, 'TEMPORAL_ADDRESS') === undefined
+        : readFlag(env, 'CODEC_ALLOW_LOOPBACK'),
   },
   TRUST_PROXY: {
     type: 'integer 0..10, or `false`',
@@ -257,15 +262,38 @@ const SCHEMA = {
     },
   },
   WEBHOOK_MAX_IN_FLIGHT: integer(1, 100000, 256, 'webhook deliveries processed at once per API process; beyond it 429 with `Retry-After`'),
-  WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER: integer(1, 100000, 128, 'under the global cap: deliveries in progress for one listener; beyond it 429 with `Retry-After`'),
-  WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE: integer(1, 100000, 64, 'under the global cap: deliveries in progress from one source address; beyond it 429 with `Retry-After`'),
+  WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER: integer(
+    1,
+    100000,
+    128,
+    'under the global cap: deliveries in progress for one listener; beyond it 429 with `Retry-After`',
+  ),
+  WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE: integer(
+    1,
+    100000,
+    64,
+    'under the global cap: deliveries in progress from one source address; beyond it 429 with `Retry-After`',
+  ),
   WEBHOOK_MIN_BODY_BYTES_PER_SECOND: integer(0, 100_000_000, 512, 'least average data rate of a webhook body after a 2 s grace; slower is 408 (`0` = off)'),
-  LANE_QUEUE_LIMIT: integer(1, LANE_QUEUE_LIMITS.max, LANE_QUEUE_LIMITS.default, 'runs of one concurrency key that may wait (`QUEUED`) at a time; a delivery for a key whose queue is at the bound answers 429 with `Retry-After` and records nothing ([api.md](api.md#flow-control-between-runs))'),
-  TOKEN_RATE_LIMIT_PER_MINUTE: integer(1, 1_000_000, 60, '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`'),
+  LANE_QUEUE_LIMIT: integer(
+    1,
+    LANE_QUEUE_LIMITS.max,
+    LANE_QUEUE_LIMITS.default,
+    'runs of one concurrency key that may wait (`QUEUED`) at a time; a delivery for a key whose queue is at the bound answers 429 with `Retry-After` and records nothing ([api.md](api.md#flow-control-between-runs))',
+  ),
+  TOKEN_RATE_LIMIT_PER_MINUTE: integer(
+    1,
+    1_000_000,
+    60,
+    '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`',
+  ),
   TOKEN_MAX_SLOW_VERIFICATIONS: integer(1, 64, 2, 'scrypt verifications (operator-chosen secrets) running at once; beyond it 503 with `Retry-After`'),
   ADMIN_PORT: optionalInteger(0, 65535, 'unset', 'serve `/ready` and `/metrics` only on this separate listener (not on `PORT`)'),
   ADMIN_HOST: text('127.0.0.1', 'listen address of `ADMIN_PORT`'),
-  ADMIN_TOKEN: optionalText('string', `\`/ready\` and \`/metrics\` need \`Authorization: Bearer <ADMIN_TOKEN>\`; at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`),
+  ADMIN_TOKEN: optionalText(
+    'string',
+    `\`/ready\` and \`/metrics\` need \`Authorization: Bearer <ADMIN_TOKEN>\`; at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`,
+  ),
   WORKFLOW_BUNDLE: {
     type: 'path',
     default: 'unset',
@@ -278,13 +306,22 @@ const SCHEMA = {
   WORKER_MAX_CONCURRENT_ACTIVITIES: optionalInteger(1, 10000, 'SDK default', 'worker: activities run at once'),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: optionalInteger(2, 10000, 'SDK default', 'worker: workflow tasks run at once'),
   // (the worker applies its default, DEFAULT_MAX_CACHED_WORKFLOWS in src/temporal/worker.ts)
-  WORKER_MAX_CACHED_WORKFLOWS: optionalInteger(0, 100000, '`200` (the worker’s)', 'worker: runs kept in the sticky cache (0 = no cache, every task replays its history)'),
+  WORKER_MAX_CACHED_WORKFLOWS: optionalInteger(
+    0,
+    100000,
+    '`200` (the worker’s)',
+    'worker: runs kept in the sticky cache (0 = no cache, every task replays its history)',
+  ),
   WORKER_VERIFY_HISTORIES: flag(
     '`true`: the worker replays the committed workflow histories (`histories/`) against its bundle at start and refuses to start ' +
       'when any fails ([upgrades.md](upgrades.md))',
     'off',
   ),
-  OIDC_ISSUER: optionalText('URL', 'console sign-in through the organisation’s OpenID Connect provider (with `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET`); https unless `OIDC_ALLOW_INSECURE`; the redirect URI to register is `$BASE_URL/console/auth/callback`', 'unset (local sign-in)'),
+  OIDC_ISSUER: optionalText(
+    'URL',
+    'console sign-in through the organisation’s OpenID Connect provider (with `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET`); https unless `OIDC_ALLOW_INSECURE`; the redirect URI to register is `$BASE_URL/console/auth/callback`',
+    'unset (local sign-in)',
+  ),
   OIDC_CLIENT_ID: optionalText('string', 'the console’s client id at the OpenID provider'),
   OIDC_CLIENT_SECRET: optionalText('string', 'the console’s client secret at the OpenID provider'),
   OIDC_ROLES_CLAIM: text('groups', 'the ID-token claim holding the person’s groups'),
@@ -299,13 +336,15 @@ const SCHEMA = {
     type: 'URL',
     default: 'the embedded Web UI (`http://localhost:$TEMPORAL_UI_PORT`)',
     description: 'where the console’s “Open in Temporal” links',
-    read: (env: NodeJS.ProcessEnv): string => (optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`).replace(/\/+$/, ''),
+    read: (env: NodeJS.ProcessEnv): string =>
+      (optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`).replace(/\/+$/, ''),
   },
   CONSOLE_LOCAL_SIGNIN: {
     type: 'boolean',
     default: '`true` without OIDC, `false` with it',
     description: 'console sign-in with an API client’s id and secret',
-    read: (env: NodeJS.ProcessEnv): boolean | undefined => (optional(env, 'CONSOLE_LOCAL_SIGNIN') === undefined ? undefined : readFlag(env, 'CONSOLE_LOCAL_SIGNIN')),
+    read: (env: NodeJS.ProcessEnv): boolean | undefined =>
+      optional(env, 'CONSOLE_LOCAL_SIGNIN') === undefined ? undefined : readFlag(env, 'CONSOLE_LOCAL_SIGNIN'),
   },
   CONSOLE_SESSION_IDLE: {
     type: 'duration 60s..2592000s',
@@ -439,9 +478,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET must be set together');
   }
   if (v.BOOTSTRAP_CLIENT_SECRET !== undefined && v.BOOTSTRAP_CLIENT_SECRET.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
-    throw new ConfigError(
-      `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
-    );
+    throw new ConfigError(`BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`);
   }
   if (v.ADMIN_TOKEN !== undefined && v.ADMIN_TOKEN.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
     throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`);
@@ -459,7 +496,10 @@ function codecCorsOrigins(env: NodeJS.ProcessEnv): string[] {
   const uiPort = readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535);
   const listed = optional(env, 'CODEC_CORS_ORIGINS');
   const corsOrigins = listed
-    ? listed.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
+    ? listed
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter((origin) => origin !== '')
     : embedded
       ? [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`]
       : [];

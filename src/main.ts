@@ -269,7 +269,9 @@ async function startApi({ target, config, db, codec, logger, secretBox }: Proces
 function payloadCodec(config: Config, logger: Logger): EncryptionCodec {
   const { keys, source, file } = loadPayloadKeys(config.codec.payloadKeys, config.dataDir);
   if (source !== 'env' && (config.databaseUrl || config.temporal.address)) {
-    logger.warn('PAYLOAD_KEYS is not set: Temporal payloads are encrypted with a key file in DATA_DIR; every API and worker process needs the same PAYLOAD_KEYS');
+    logger.warn(
+      'PAYLOAD_KEYS is not set: Temporal payloads are encrypted with a key file in DATA_DIR; every API and worker process needs the same PAYLOAD_KEYS',
+    );
   }
   if (source === 'generated') logger.info({ file }, 'generated the key that encrypts Temporal payloads (mode 0600)');
   const codec = new EncryptionCodec(keys);
@@ -280,7 +282,9 @@ function payloadCodec(config: Config, logger: Logger): EncryptionCodec {
 function secretKey(config: Config, logger: Logger): Buffer {
   const { key, source } = loadSecretKey(config.secretKey, config.dataDir);
   if (source !== 'env' && config.databaseUrl) {
-    logger.warn('SECRET_KEY is not set: signing secrets are sealed with a key file in DATA_DIR; every API process sharing DATABASE_URL needs the same SECRET_KEY');
+    logger.warn(
+      'SECRET_KEY is not set: signing secrets are sealed with a key file in DATA_DIR; every API process sharing DATABASE_URL needs the same SECRET_KEY',
+    );
   }
   if (source === 'generated') logger.info({ file: path.join(config.dataDir, 'secret.key') }, 'generated the key that seals secrets at rest (mode 0600)');
   return key;
@@ -294,7 +298,10 @@ async function printBootstrap(db: Db, secretBox: SecretBox, config: Config, logg
   } else if (result.kind === 'configured') {
     logger.info({ clientId: result.clientId }, 'bootstrap client from BOOTSTRAP_CLIENT_ID is ready');
   } else if (result.kind === 'deleted') {
-    logger.warn({ clientId: result.clientId }, 'the bootstrap client from BOOTSTRAP_CLIENT_ID was deleted through the API and is not made again; unset BOOTSTRAP_CLIENT_ID/SECRET');
+    logger.warn(
+      { clientId: result.clientId },
+      'the bootstrap client from BOOTSTRAP_CLIENT_ID was deleted through the API and is not made again; unset BOOTSTRAP_CLIENT_ID/SECRET',
+    );
   }
 }
 

@@ -113,9 +113,14 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     {
       validator: (decide) => {
         const result = state.steps.find((step) => step.id === decide.stepId);
-        if (!result) throw ApplicationFailure.create({ type: UNKNOWN_STEP, message: `the run has no step ${JSON.stringify(decide.stepId)}`, nonRetryable: true });
+        if (!result)
+          throw ApplicationFailure.create({ type: UNKNOWN_STEP, message: `the run has no step ${JSON.stringify(decide.stepId)}`, nonRetryable: true });
         if (result.status !== 'WAITING_FOR_APPROVAL' || decisions.has(decide.stepId)) {
-          throw ApplicationFailure.create({ type: STEP_NOT_WAITING, message: `step ${JSON.stringify(decide.stepId)} is not waiting for approval (it is ${result.status})`, nonRetryable: true });
+          throw ApplicationFailure.create({
+            type: STEP_NOT_WAITING,
+            message: `step ${JSON.stringify(decide.stepId)} is not waiting for approval (it is ${result.status})`,
+            nonRetryable: true,
+          });
         }
       },
     },
@@ -143,7 +148,12 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   if (flow?.error) {
     state.status = 'FAILED';
     await condition(allHandlersFinished);
-    throw ApplicationFailure.create({ type: FLOW_CONTROL_FAILED, message: `${flow.error.field}: ${flow.error.message}`, nonRetryable: true, details: [flow.error] });
+    throw ApplicationFailure.create({
+      type: FLOW_CONTROL_FAILED,
+      message: `${flow.error.field}: ${flow.error.message}`,
+      nonRetryable: true,
+      details: [flow.error],
+    });
   }
 
   const { steps } = await loadSteps(input);
@@ -414,7 +424,8 @@ async function attemptLocally(
 
 /** The step's retry policy, unset fields from RETRY_DEFAULTS; the maximum interval is never below the initial one. */
 function retryPolicy(retry: StepRetryPolicy = {}): StepRetry {
-  const interval = (text: string | null | undefined, fallback: string): number => Math.max(1, parseDuration(text ?? fallback) ?? parseDuration(fallback) ?? 1000);
+  const interval = (text: string | null | undefined, fallback: string): number =>
+    Math.max(1, parseDuration(text ?? fallback) ?? parseDuration(fallback) ?? 1000);
   const initialInterval = interval(retry.initialInterval, RETRY_DEFAULTS.initialInterval);
   const maximumInterval = Math.max(initialInterval, interval(retry.maximumInterval, RETRY_DEFAULTS.maximumInterval));
   return {

@@ -39,7 +39,12 @@ async function bearer(request: APIRequestContext): Promise<string> {
 }
 
 /** A signed delivery to a listener (by default the console-made automation's); resolves with the run id it started. */
-async function deliver(request: APIRequestContext, name: string, secret = shared.secret!, url = shared.url!): Promise<{ status: number; executionId?: string }> {
+async function deliver(
+  request: APIRequestContext,
+  name: string,
+  secret = shared.secret!,
+  url = shared.url!,
+): Promise<{ status: number; executionId?: string }> {
   const event = hmacEvent(secret, { name });
   const res = await request.post(new URL(url).pathname, { headers: event.headers, data: event.body });
   const body = (await res.json()) as { executionId?: string };
@@ -54,7 +59,10 @@ async function createAutomation(
   fields: Record<string, unknown> = {},
 ): Promise<{ id: string; name: string; secret: string; url: string }> {
   const headers = { Authorization: `Bearer ${await bearer(request)}` };
-  const created = await request.post('/api/v1/automations', { headers, data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields } });
+  const created = await request.post('/api/v1/automations', {
+    headers,
+    data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields },
+  });
   expect(created.status()).toBe(200);
   const body = (await created.json()) as { automation: { id: string; trigger: { incomingWebhook: { url: string } } }; signingSecret: string };
   expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
@@ -271,7 +279,9 @@ test('Approvals: every run waiting on a person, oldest first, decided in place w
   await expect(first).toHaveCount(0);
   const token = await bearer(request);
   const run = await request.get(`/api/v1/automation_executions/${encodeURIComponent(older.executionId!)}`, { headers: { Authorization: `Bearer ${token}` } });
-  const approval = ((await run.json()) as { execution: { steps: Array<{ id: string; output: Record<string, unknown> | null }> } }).execution.steps.find((s) => s.id === 'approval');
+  const approval = ((await run.json()) as { execution: { steps: Array<{ id: string; output: Record<string, unknown> | null }> } }).execution.steps.find(
+    (s) => s.id === 'approval',
+  );
   expect(approval?.output).toMatchObject({ decision: 'approved', by: `client:${BOOTSTRAP.clientId}`, comment: 'approved from the inbox' });
 
   await second.getByRole('button', { name: 'Reject' }).click();
@@ -300,7 +310,14 @@ test('an automation with a concurrency limit shows its lanes; Runs shows a queue
   const token = await bearer(request);
   for (const run of [holder, queued]) {
     await expect
-      .poll(async () => (await request.post(`/api/v1/automation_executions/${encodeURIComponent(run.executionId!)}/steps/hold/approve`, { headers: { Authorization: `Bearer ${token}` }, data: {} })).status())
+      .poll(async () =>
+        (
+          await request.post(`/api/v1/automation_executions/${encodeURIComponent(run.executionId!)}/steps/hold/approve`, {
+            headers: { Authorization: `Bearer ${token}` },
+            data: {},
+          })
+        ).status(),
+      )
       .toBe(200);
   }
   await page.goto(`/console/automations/${encodeURIComponent(flow.id)}`);

@@ -22,7 +22,10 @@ async function bearer(request: APIRequestContext): Promise<Record<string, string
 
 async function createAutomation(request: APIRequestContext, name: string, steps: unknown[]): Promise<{ id: string; secret: string; url: string }> {
   const headers = await bearer(request);
-  const created = await request.post('/api/v1/automations', { headers, data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps } });
+  const created = await request.post('/api/v1/automations', {
+    headers,
+    data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps },
+  });
   expect(created.status()).toBe(200);
   const body = (await created.json()) as { automation: { id: string; trigger: { incomingWebhook: { url: string } } }; signingSecret: string };
   expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);

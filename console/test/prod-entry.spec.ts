@@ -70,7 +70,12 @@ test.beforeAll(async () => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'console-prod-entry-'));
 
   // The provider first: the service reads its discovery document when a person signs in.
-  const provider = start(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'console/test/oidc-provider.ts', `${ENTRY}/console/auth/callback`, String(PORTS.provider)]);
+  const provider = start(process.execPath, [
+    'node_modules/tsx/dist/cli.mjs',
+    'console/test/oidc-provider.ts',
+    `${ENTRY}/console/auth/callback`,
+    String(PORTS.provider),
+  ]);
   await answers(`${ISSUER}/.well-known/openid-configuration`, (s) => s === 200, 'the OpenID provider', provider);
 
   const api = start(process.execPath, ['scripts/start.js'], {
@@ -98,8 +103,29 @@ test.beforeAll(async () => {
   await answers(`http://127.0.0.1:${PORTS.nginx}/health`, (s) => s === 200, 'nginx', nginx);
 
   // TLS ends here, in front of nginx, as a load balancer ends it in production.
-  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost', '-keyout', path.join(work, 'tls.key'), '-out', path.join(work, 'tls.pem')], { encoding: 'utf8' });
+  const made = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost',
+      '-keyout',
+      path.join(work, 'tls.key'),
+      '-out',
+      path.join(work, 'tls.pem'),
+    ],
+    { encoding: 'utf8' },
+  );
   if (made.status !== 0) throw new Error(`openssl could not make the test certificate: ${made.stderr}`);
   const server = tls.createServer({ key: fs.readFileSync(path.join(work, 'tls.key')), cert: fs.readFileSync(path.join(work, 'tls.pem')) }, (socket) => {
     const upstream = net.connect(PORTS.nginx, '127.0.0.1');
@@ -135,7 +161,10 @@ test('through nginx with TLS in front: a person signs in with SSO, approves a ru
     data: { displayName: 'Behind the entry', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [{ id: 'approval', waitForApproval: {} }] },
   });
   expect(created.status()).toBe(200);
-  const { automation, signingSecret } = (await created.json()) as { automation: { id: string; trigger: { incomingWebhook: { url: string } } }; signingSecret: string };
+  const { automation, signingSecret } = (await created.json()) as {
+    automation: { id: string; trigger: { incomingWebhook: { url: string } } };
+    signingSecret: string;
+  };
   expect(automation.trigger.incomingWebhook.url.startsWith(`${ENTRY}/`)).toBe(true);
   expect((await request.post(`/api/v1/automations/${encodeURIComponent(automation.id)}/publish`, { headers })).status()).toBe(200);
   const event = hmacEvent(signingSecret, { name: 'Ann' });

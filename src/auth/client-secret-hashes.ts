@@ -22,9 +22,7 @@ export type SlowGate = <T>(work: () => Promise<T>) => Promise<T>;
 export const UNGATED: SlowGate = (work) => work();
 
 function scrypt(secret: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scryptCb(secret, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
-  );
+  return new Promise((resolve, reject) => scryptCb(secret, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))));
 }
 
 function mac(secret: string, macKey: Buffer): Buffer {
@@ -61,9 +59,7 @@ export async function verifySecret(secret: string, stored: string, macKey: Buffe
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
   const expected = Buffer.from(key, 'base64url');
-  const actual = await gate(() =>
-    scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) }),
-  );
+  const actual = await gate(() => scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) }));
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 

@@ -113,10 +113,7 @@ export async function ensureBootstrapClient(
         return true;
       });
       if (!made) return { kind: 'deleted', clientId: bootstrap.clientId };
-    } else if (
-      !(await verifySecret(bootstrap.clientSecret, row.secretHash, clientSecretKey(box))) ||
-      !toClient(row).roles.includes('super_admin')
-    ) {
+    } else if (!(await verifySecret(bootstrap.clientSecret, row.secretHash, clientSecretKey(box))) || !toClient(row).roles.includes('super_admin')) {
       await apiClients.resetToSuperAdmin(db, row.id, await hashChosenSecret(bootstrap.clientSecret));
     }
     await apiClients.claimBootstrapClient(db, bootstrap.clientId);

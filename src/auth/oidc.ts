@@ -73,7 +73,7 @@ function groupsOf(value: unknown): string[] {
 /** ` (ID token claim "<name>")` when the refusal names a claim somewhere in its causes, else ''. */
 function claimOf(err: unknown): string {
   for (let cause: unknown = err, depth = 0; cause && typeof cause === 'object' && depth < 4; cause = (cause as { cause?: unknown }).cause, depth++) {
-    const claim = (cause as { claim?: unknown }).claim ?? ((cause as { cause?: { claim?: unknown } }).cause?.claim);
+    const claim = (cause as { claim?: unknown }).claim ?? (cause as { cause?: { claim?: unknown } }).cause?.claim;
     if (typeof claim === 'string') return ` (ID token claim "${claim}")`;
   }
   return '';

@@ -52,7 +52,11 @@ export class SharedTokenLimits {
       throw new GuardRefusal(429, 'too many token requests from this address; retry later', Math.max(1, Math.ceil(admission.sourceRetryAfterMs / 1000)));
     }
     if (admission.backoffMs > 0) {
-      throw new GuardRefusal(429, 'too many failed attempts for this client from this address; retry later', Math.max(1, Math.ceil(admission.backoffMs / 1000)));
+      throw new GuardRefusal(
+        429,
+        'too many failed attempts for this client from this address; retry later',
+        Math.max(1, Math.ceil(admission.backoffMs / 1000)),
+      );
     }
     await this.pruneNow();
     return source;

@@ -84,7 +84,10 @@ function compileUncached(source: string, root: ExpressionRoot): CompiledExpressi
   };
   const secrets = inspect(parsed.expr, positionOf, root);
   if (root === SECRETS_VARIABLE && secrets.length === 0) {
-    throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `an expression that names ${SECRETS_VARIABLE} must read at least one secret as ${SECRETS_VARIABLE}.<name>`);
+    throw new CelEvaluationError(
+      'ERR_CEL_UNKNOWN_NAME',
+      `an expression that names ${SECRETS_VARIABLE} must read at least one secret as ${SECRETS_VARIABLE}.<name>`,
+    );
   }
   if (root === SECRETS_VARIABLE) checkSecretForm(parsed.expr, SECRETS_VARIABLE, positionOf);
   instrumentComprehensions(parsed.expr);
@@ -206,8 +209,7 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
       }
       case 'callExpr': {
         const target = kind.value.target;
-        const namespaced =
-          target?.exprKind.case === 'identExpr' && NAMESPACED_FUNCTIONS.has(`${target.exprKind.value.name}.${kind.value.function}`);
+        const namespaced = target?.exprKind.case === 'identExpr' && NAMESPACED_FUNCTIONS.has(`${target.exprKind.value.name}.${kind.value.function}`);
         if (!namespaced) next(target);
         for (const arg of kind.value.args) next(arg);
         break;

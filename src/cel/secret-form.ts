@@ -24,7 +24,10 @@ export function checkSecretForm(root: Expr, variable: string, positionOf: (id: b
     const kind = expr.exprKind;
     const refuse = (what: string): never => {
       const where = positionOf(expr.id);
-      throw new CelEvaluationError('ERR_CEL_SECRET_FORM', `a header value that reads ${variable} is ${SECRET_FORM}; found ${what}${where ? ` at ${where}` : ''}`);
+      throw new CelEvaluationError(
+        'ERR_CEL_SECRET_FORM',
+        `a header value that reads ${variable} is ${SECRET_FORM}; found ${what}${where ? ` at ${where}` : ''}`,
+      );
     };
     switch (kind.case) {
       case 'constExpr':
@@ -45,7 +48,15 @@ export function checkSecretForm(root: Expr, variable: string, positionOf: (id: b
         refuse(`the name ${kind.value.name}`);
         break;
       default:
-        refuse(kind.case === 'comprehensionExpr' ? 'a macro' : kind.case === 'listExpr' ? 'a list' : kind.case === 'structExpr' ? 'a map or message' : 'an expression');
+        refuse(
+          kind.case === 'comprehensionExpr'
+            ? 'a macro'
+            : kind.case === 'listExpr'
+              ? 'a list'
+              : kind.case === 'structExpr'
+                ? 'a map or message'
+                : 'an expression',
+        );
     }
   }
 }

@@ -183,7 +183,8 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
 
   function refused(listenerId: string, err: WebhookRejection, nowMs: number): Refusal {
     const budget = refusalLog.take(listenerId, nowMs);
-    if (budget.unlogged > 0) log.info({ unlogged: budget.unlogged }, 'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)');
+    if (budget.unlogged > 0)
+      log.info({ unlogged: budget.unlogged }, 'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)');
     if (budget.log) log.info({ listenerId, reason: err.reason }, 'webhook refused');
     return { verdict: 'rejected', rejection: err };
   }

@@ -39,7 +39,6 @@ interface Entry {
   loadedAt: number;
 }
 
-
 export class ListenerCache {
   private readonly entries = new Map<string, Entry>();
   /**
@@ -59,7 +58,11 @@ export class ListenerCache {
   ) {
     this.unsubscribe = subscribeListenerChanges((id) => this.invalidate(id));
     this.listening = db
-      .listen(LISTENER_CHANGED_CHANNEL, (id) => this.invalidate(id), () => this.clear())
+      .listen(
+        LISTENER_CHANGED_CHANNEL,
+        (id) => this.invalidate(id),
+        () => this.clear(),
+      )
       .then((stop) => {
         this.stopListening = stop;
       })
@@ -125,6 +128,8 @@ export class ListenerCache {
 
   private unseal(record: ListenerRecord): string | undefined {
     const sealed = record.automation.sealedSigningSecret;
-    return authenticatorOf(record.automation.trigger.authMethod).secret && sealed !== null ? this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id)) : undefined;
+    return authenticatorOf(record.automation.trigger.authMethod).secret && sealed !== null
+      ? this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id))
+      : undefined;
   }
 }

@@ -25,13 +25,10 @@ import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, t
 
 // ---------------------------------------------------------------- errors
 
-export const ErrorDetail = z
-  .looseObject({ '@type': z.string().meta({ description: 'e.g. type.googleapis.com/google.rpc.BadRequest' }) })
-  .meta({
-    id: 'ErrorDetail',
-    description:
-      'A google.rpc detail: BadRequest (`fieldViolations: [{field, description}]`) or ErrorInfo (`reason`, `domain`, `metadata`).',
-  });
+export const ErrorDetail = z.looseObject({ '@type': z.string().meta({ description: 'e.g. type.googleapis.com/google.rpc.BadRequest' }) }).meta({
+  id: 'ErrorDetail',
+  description: 'A google.rpc detail: BadRequest (`fieldViolations: [{field, description}]`) or ErrorInfo (`reason`, `domain`, `metadata`).',
+});
 
 export const ErrorBody = z
   .object({
@@ -96,9 +93,7 @@ export const CreateClientResponse = z
   .object({ client: ApiClient, clientSecret: z.string().meta({ description: 'Shown only in this response.' }) })
   .meta({ id: 'CreateClientResponse' });
 export const ApiClientResponse = z.object({ client: ApiClient }).meta({ id: 'ApiClientResponse' });
-export const ApiClientList = z
-  .object({ list: z.array(z.object({ client: ApiClient })), nextPageToken: z.string() })
-  .meta({ id: 'ApiClientList' });
+export const ApiClientList = z.object({ list: z.array(z.object({ client: ApiClient })), nextPageToken: z.string() }).meta({ id: 'ApiClientList' });
 
 // ---------------------------------------------------------------- automations
 
@@ -126,11 +121,7 @@ export const AutomationStep = z
   .meta({ id: 'AutomationStep', description: `Exactly one of ${STEP_KINDS.join(', ')}.` });
 
 const triggerCommon = {
-  allowedCidrs: z
-    .array(z.string())
-    .max(MAX_CIDRS)
-    .nullish()
-    .meta({ description: 'IPv4/IPv6 CIDR ranges or addresses; empty = any source.' }),
+  allowedCidrs: z.array(z.string()).max(MAX_CIDRS).nullish().meta({ description: 'IPv4/IPv6 CIDR ranges or addresses; empty = any source.' }),
   enabled: z.boolean().nullish().meta({ description: 'Default true.' }),
 };
 
@@ -139,7 +130,13 @@ function otherMethodsFields(method: AuthMethod): Record<string, z.ZodType> {
   return Object.fromEntries(
     triggerFieldOwners()
       .filter((owner) => owner.method !== method)
-      .map(({ field, method: owner }) => [field, z.literal('').nullish().meta({ description: `Only for ${owner}.` })]),
+      .map(({ field, method: owner }) => [
+        field,
+        z
+          .literal('')
+          .nullish()
+          .meta({ description: `Only for ${owner}.` }),
+      ]),
   );
 }
 
@@ -273,12 +270,7 @@ export const Automation = z
     description: z.string(),
     published: z.boolean(),
     version: z.number().int(),
-    publishedVersion: z
-      .number()
-      .int()
-      .nullable()
-      .optional()
-      .meta({ description: 'The version webhook events run (null when never published).' }),
+    publishedVersion: z.number().int().nullable().optional().meta({ description: 'The version webhook events run (null when never published).' }),
     trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
     steps: z.array(AutomationStep),
     ...flowViewSchemas(),
@@ -290,17 +282,17 @@ export const Automation = z
 export type Automation = z.output<typeof Automation>;
 
 const signingSecret = () =>
-  z.string().meta({ description: methodsWithSecret().map((method) => authenticatorOf(method).secret?.description).join(' ') });
+  z.string().meta({
+    description: methodsWithSecret()
+      .map((method) => authenticatorOf(method).secret?.description)
+      .join(' '),
+  });
 
-export const AutomationWriteResponse = z
-  .object({ automation: Automation, signingSecret: signingSecret().optional() })
-  .meta({ id: 'AutomationWriteResponse' });
+export const AutomationWriteResponse = z.object({ automation: Automation, signingSecret: signingSecret().optional() }).meta({ id: 'AutomationWriteResponse' });
 export const AutomationResponse = z.object({ automation: Automation }).meta({ id: 'AutomationResponse' });
 export const BreakerResumeResponse = z.object({ automation: Automation, resumed: z.number().int() }).meta({ id: 'BreakerResumeResponse' });
 export const BreakerCancelResponse = z.object({ automation: Automation, canceled: z.number().int() }).meta({ id: 'BreakerCancelResponse' });
-export const AutomationList = z
-  .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
-  .meta({ id: 'AutomationList' });
+export const AutomationList = z.object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() }).meta({ id: 'AutomationList' });
 export const RotateSecretRequest = closedObject({
   gracePeriod: gracePeriodSchema()
     .optional()
@@ -384,19 +376,19 @@ export const Execution = z
     reruns: z.array(z.string()).meta({ description: 'Ids of the reruns and retries of this run, oldest first.' }),
     error: z.string().nullable(),
     steps: z.array(StepResult),
-    unaudited: z
-      .array(z.string())
-      .optional()
-      .meta({
-        description:
-          'What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way.',
-      }),
+    unaudited: z.array(z.string()).optional().meta({
+      description:
+        'What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way.',
+    }),
     queue: z.object({ key: z.string() }).optional().meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
     paused: z
       .object({ since: z.string().meta({ format: 'date-time' }) })
       .optional()
       .meta({ description: 'While PAUSED: since when the circuit breaker holds the run.' }),
-    bulkActionId: z.string().optional().meta({ description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).' }),
+    bulkActionId: z
+      .string()
+      .optional()
+      .meta({ description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).' }),
   })
   .meta({ id: 'Execution' });
 
@@ -405,7 +397,8 @@ export const Delivery = z
     receivedAt: z.string().meta({ format: 'date-time' }),
     status: z.number().int().meta({ description: 'The HTTP status the receiver answered.' }),
     reason: z.string().meta({
-      description: 'The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
+      description:
+        'The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
     }),
     eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
     sourceAddress: z.string(),
@@ -413,9 +406,7 @@ export const Delivery = z
     latencyMs: z.number(),
   })
   .meta({ id: 'Delivery' });
-export const DeliveryList = z
-  .object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() })
-  .meta({ id: 'DeliveryList' });
+export const DeliveryList = z.object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() }).meta({ id: 'DeliveryList' });
 
 export const AuditEvent = z
   .object({
@@ -440,9 +431,7 @@ export const CodecPayloads = z
   .object({ payloads: z.array(CodecPayload) })
   .meta({ id: 'CodecPayloads', description: 'temporal.api.common.v1.Payloads in protobuf JSON (Temporal Codec Server protocol).' });
 
-export const ExecutionList = z
-  .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
-  .meta({ id: 'ExecutionList' });
+export const ExecutionList = z.object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() }).meta({ id: 'ExecutionList' });
 export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
 export const ExecutionListEntry = z
   .object({
@@ -469,7 +458,6 @@ export const Lane = z
   })
   .meta({ id: 'Lane' });
 export const LaneList = z.object({ list: z.array(z.object({ lane: Lane })), nextPageToken: z.string() }).meta({ id: 'LaneList' });
-
 
 const MAX_COMMENT = 2000;
 const commentRule = `must be a string of at most ${MAX_COMMENT} characters`;
@@ -498,10 +486,10 @@ export const TerminateRequest = z
 export type TerminateRequest = z.output<typeof TerminateRequest>;
 export const RerunRequest = z
   .object({
-    fromFailedStep: z
-      .boolean({ error: 'must be a boolean' })
-      .nullish()
-      .meta({ description: 'true: retry from the failed step on the original version, reusing the results of the steps before it. Default: a fresh run on the published version.' }),
+    fromFailedStep: z.boolean({ error: 'must be a boolean' }).nullish().meta({
+      description:
+        'true: retry from the failed step on the original version, reusing the results of the steps before it. Default: a fresh run on the published version.',
+    }),
   })
   .meta({ id: 'RerunRequest' });
 export type RerunRequest = z.output<typeof RerunRequest>;
@@ -519,7 +507,9 @@ const bulkTime = () =>
     .meta({ format: 'date-time' });
 export const BulkFilter = z
   .object({
-    automationId: z.string({ error: 'is required: the automation whose runs are matched' }).min(1, { error: 'is required: the automation whose runs are matched' }),
+    automationId: z
+      .string({ error: 'is required: the automation whose runs are matched' })
+      .min(1, { error: 'is required: the automation whose runs are matched' }),
     status: z
       .array(z.enum(BULK_STATUSES, { error: `must be one of ${BULK_STATUSES.join(', ')}` }), { error: 'must be a list of statuses' })
       .max(BULK_STATUSES.length, { error: 'lists each status at most once' })
@@ -540,8 +530,14 @@ export const BulkActionRequest = z
       .max(MAX_REASON, { error: reasonRule, ...whileValid })
       .regex(/\S/, { error: reasonRule, ...whileValid })
       .nullish(),
-    dryRun: z.boolean({ error: 'must be a boolean' }).nullish().meta({ description: 'true: count and sample the matched runs, change nothing, answer a previewId.' }),
-    previewId: z.string({ error: 'must be the previewId of a dry run' }).nullish().meta({ description: 'Act on exactly the runs a dry run matched (within 10 minutes of it).' }),
+    dryRun: z
+      .boolean({ error: 'must be a boolean' })
+      .nullish()
+      .meta({ description: 'true: count and sample the matched runs, change nothing, answer a previewId.' }),
+    previewId: z
+      .string({ error: 'must be the previewId of a dry run' })
+      .nullish()
+      .meta({ description: 'Act on exactly the runs a dry run matched (within 10 minutes of it).' }),
   })
   .meta({ id: 'BulkActionRequest' });
 export type BulkActionRequest = z.output<typeof BulkActionRequest>;
@@ -570,9 +566,7 @@ export const BulkAction = z
   })
   .meta({ id: 'BulkAction' });
 export const BulkActionResponse = z.object({ bulkAction: BulkAction }).meta({ id: 'BulkActionResponse' });
-export const BulkActionList = z
-  .object({ list: z.array(z.object({ bulkAction: BulkAction })), nextPageToken: z.string() })
-  .meta({ id: 'BulkActionList' });
+export const BulkActionList = z.object({ list: z.array(z.object({ bulkAction: BulkAction })), nextPageToken: z.string() }).meta({ id: 'BulkActionList' });
 
 // ---------------------------------------------------------------- webhook receiver, operations
 

@@ -132,43 +132,44 @@ type Simulation<Input> = (input: Input, options: DryRunOptions, checkBudget: () 
 const SIMULATIONS: { [Name in EffectName]?: Simulation<EffectInput<Name>> } = {
   /** The request as it would be sent: the URL checked, secrets and the service's headers as placeholders. */
   callWebhook(request, options, checkBudget) {
-      const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
-      if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
-      const headers = { ...request.headers };
-      const origin = targetOrigin(request.url);
-      for (const [header, source] of Object.entries(request.secretHeaders ?? {})) {
-        checkBudget();
-        const placeholders: Record<string, string> = {};
-        for (const name of secretNames(source)) {
-          if (options.existingSecrets && !options.existingSecrets.has(name)) {
-            throw new StepError(`callWebhook.headers.${header}: secret "${name}" does not exist`);
-          }
-          if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [name], options.existingSecrets) !== undefined) {
-            throw new StepError(`callWebhook.headers.${header}: ${originRefusal(name, origin, options.existingSecrets.get(name)!)}`);
-          }
-          placeholders[name] = secretPlaceholder(name);
+    const refused = validateOutboundUrl(request.url, options.allowInsecureOutbound);
+    if (refused !== undefined) throw new StepError(`callWebhook.url: ${refused}`);
+    const headers = { ...request.headers };
+    const origin = targetOrigin(request.url);
+    for (const [header, source] of Object.entries(request.secretHeaders ?? {})) {
+      checkBudget();
+      const placeholders: Record<string, string> = {};
+      for (const name of secretNames(source)) {
+        if (options.existingSecrets && !options.existingSecrets.has(name)) {
+          throw new StepError(`callWebhook.headers.${header}: secret "${name}" does not exist`);
         }
-        try {
-          const value = evaluateSecretExpression(source, placeholders);
-          if (typeof value !== 'string') throw new StepError(`callWebhook.headers.${header}: must evaluate to a string`);
-          headers[header] = value;
-        } catch (err) {
-          if (err instanceof CelEvaluationError) throw new StepError(`callWebhook.headers.${header}: ${err.message}`);
-          throw err;
+        if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [name], options.existingSecrets) !== undefined) {
+          throw new StepError(`callWebhook.headers.${header}: ${originRefusal(name, origin, options.existingSecrets.get(name)!)}`);
         }
+        placeholders[name] = secretPlaceholder(name);
       }
-      headers['Idempotency-Key'] = CALL_KEY_PLACEHOLDER;
-      headers['webhook-id'] = CALL_KEY_PLACEHOLDER;
-      const signing = request.signature?.secret;
-      if (signing !== undefined) {
-        if (options.existingSecrets && !options.existingSecrets.has(signing)) throw new StepError(`callWebhook.signature.secret: secret "${signing}" does not exist`);
-        if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [signing], options.existingSecrets) !== undefined) {
-          throw new StepError(`callWebhook.signature.secret: ${originRefusal(signing, origin, options.existingSecrets.get(signing)!)}`);
-        }
-        headers['webhook-timestamp'] = '[at send]';
-        headers['webhook-signature'] = `[signed with ${signing}]`;
+      try {
+        const value = evaluateSecretExpression(source, placeholders);
+        if (typeof value !== 'string') throw new StepError(`callWebhook.headers.${header}: must evaluate to a string`);
+        headers[header] = value;
+      } catch (err) {
+        if (err instanceof CelEvaluationError) throw new StepError(`callWebhook.headers.${header}: ${err.message}`);
+        throw err;
       }
-      return { url: request.url, body: request.body, headers };
+    }
+    headers['Idempotency-Key'] = CALL_KEY_PLACEHOLDER;
+    headers['webhook-id'] = CALL_KEY_PLACEHOLDER;
+    const signing = request.signature?.secret;
+    if (signing !== undefined) {
+      if (options.existingSecrets && !options.existingSecrets.has(signing))
+        throw new StepError(`callWebhook.signature.secret: secret "${signing}" does not exist`);
+      if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [signing], options.existingSecrets) !== undefined) {
+        throw new StepError(`callWebhook.signature.secret: ${originRefusal(signing, origin, options.existingSecrets.get(signing)!)}`);
+      }
+      headers['webhook-timestamp'] = '[at send]';
+      headers['webhook-signature'] = `[signed with ${signing}]`;
+    }
+    return { url: request.url, body: request.body, headers };
   },
 };
 

@@ -46,7 +46,10 @@ export async function withPublishedVersion(db: Queryable, record: AutomationReco
 
 /** Adds `publishedVersion` to each record of a page, in one query. */
 export async function withPublishedVersions(db: Queryable, records: AutomationRecord[]): Promise<AutomationWithPublishedVersion[]> {
-  const versions = await latestPublishedVersionNumbers(db, records.map((record) => record.id));
+  const versions = await latestPublishedVersionNumbers(
+    db,
+    records.map((record) => record.id),
+  );
   return records.map((record) => ({ ...record, publishedVersion: versions.get(record.id) ?? null }));
 }
 

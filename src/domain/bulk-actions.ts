@@ -127,7 +127,8 @@ function view(record: BulkActionRecord): BulkActionView {
   };
 }
 
-export type BulkCreated = { kind: 'preview'; matched: number; sample: string[]; previewId: string; whereErrors: number } | { kind: 'action'; bulkAction: BulkActionView };
+export type BulkCreated =
+  { kind: 'preview'; matched: number; sample: string[]; previewId: string; whereErrors: number } | { kind: 'action'; bulkAction: BulkActionView };
 
 /** The filter as stored and shown: the given fields only. */
 function storedFilter(filter: BulkFilter): Record<string, unknown> {
@@ -198,7 +199,13 @@ function tooMany(withWhere: boolean, count: number, limits: BulkLimits): Error {
  * action, its matched set and its audit record are written in one transaction, then its workflow
  * is started; when the engine cannot start it, the action is removed again (503, nothing left).
  */
-export async function createBulkAction(db: Db, matcher: BulkRunMatcher, actor: string, body: BulkActionRequest, limits: BulkLimits = BULK_LIMITS): Promise<BulkCreated> {
+export async function createBulkAction(
+  db: Db,
+  matcher: BulkRunMatcher,
+  actor: string,
+  body: BulkActionRequest,
+  limits: BulkLimits = BULK_LIMITS,
+): Promise<BulkCreated> {
   await deleteExpiredPreviews(db);
   const reason = body.reason ?? undefined;
   if (body.previewId !== undefined && body.previewId !== null) {
@@ -207,13 +214,27 @@ export async function createBulkAction(db: Db, matcher: BulkRunMatcher, actor: s
     if (reason === undefined) throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
     const preview = await getBulkAction(db, body.previewId);
     if (!preview || preview.state !== 'PREVIEW' || preview.expired) {
-      throw invalidArgument({ field: 'previewId', description: `is unknown or expired (a preview is kept ${PREVIEW_TTL_SECONDS / 60} minutes): make a new dry run` });
+      throw invalidArgument({
+        field: 'previewId',
+        description: `is unknown or expired (a preview is kept ${PREVIEW_TTL_SECONDS / 60} minutes): make a new dry run`,
+      });
     }
     const id = newId();
     const created = await db.transaction(async (tx) => {
       const record = await insertBulkSet(
         tx,
-        { id, action: body.action!, automationId: preview.automationId, filter: preview.filter, reason, by: actor, state: 'RUNNING', matched: preview.matched, whereErrors: preview.whereErrors, previewId: preview.id },
+        {
+          id,
+          action: body.action!,
+          automationId: preview.automationId,
+          filter: preview.filter,
+          reason,
+          by: actor,
+          state: 'RUNNING',
+          matched: preview.matched,
+          whereErrors: preview.whereErrors,
+          previewId: preview.id,
+        },
         [],
       );
       await copyPreviewRuns(tx, preview.id, id);
@@ -237,7 +258,17 @@ export async function createBulkAction(db: Db, matcher: BulkRunMatcher, actor: s
   if (!(await getAutomation(db, filter.automationId))) throw notFound('automation', filter.automationId);
   const { runIds, whereErrors } = await match(matcher, filter, limits);
   const id = newId();
-  const set = { id, action: body.action ?? null, automationId: filter.automationId, filter: storedFilter(filter), reason, by: actor, matched: runIds.length, whereErrors, previewId: null };
+  const set = {
+    id,
+    action: body.action ?? null,
+    automationId: filter.automationId,
+    filter: storedFilter(filter),
+    reason,
+    by: actor,
+    matched: runIds.length,
+    whereErrors,
+    previewId: null,
+  };
   if (body.dryRun === true) {
     await db.transaction((tx) => insertBulkSet(tx, { ...set, state: 'PREVIEW', expiresInSeconds: PREVIEW_TTL_SECONDS }, runIds));
     return { kind: 'preview', matched: runIds.length, sample: runIds.slice(0, SAMPLE_SIZE), previewId: id, whereErrors };
@@ -350,7 +381,9 @@ export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: s
   if (action.action === 'rerun') {
     const automation = await getAutomation(db, action.automationId);
     const latest = automation?.published ? await getLatestPublishedVersion(db, action.automationId) : undefined;
-    published = latest ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) } : undefined;
+    published = latest
+      ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) }
+      : undefined;
   }
   let acted = 0;
   let stopped = false;
@@ -376,7 +409,14 @@ export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: s
         if (err instanceof UnavailableError || err instanceof WorkflowEngineUnavailableError) throw err;
         result = { outcome: 'failed', reason: (err as Error).message };
       }
-      await recordOutcome(db, bulkActionId, run.seq, result.outcome, result.outcome === 'succeeded' ? null : result.reason, result.outcome === 'succeeded' ? (result.newExecutionId ?? null) : null);
+      await recordOutcome(
+        db,
+        bulkActionId,
+        run.seq,
+        result.outcome,
+        result.outcome === 'succeeded' ? null : result.reason,
+        result.outcome === 'succeeded' ? (result.newExecutionId ?? null) : null,
+      );
       acted += 1;
       options.progress?.();
     }

@@ -14,12 +14,7 @@ import type { CreateClientRequest } from './api-schemas';
 export type { ApiClient };
 
 /** Creates a client (the secret is returned here and nowhere else) and audits it, in one transaction. */
-export async function createApiClient(
-  db: Db,
-  box: SecretBox,
-  actor: string,
-  body: CreateClientRequest,
-): Promise<{ client: ApiClient; clientSecret: string }> {
+export async function createApiClient(db: Db, box: SecretBox, actor: string, body: CreateClientRequest): Promise<{ client: ApiClient; clientSecret: string }> {
   const input = { displayName: body.displayName ?? '', roles: [...new Set(body.roles)] };
   return db.transaction(async (tx) => {
     const made = await insertClient(tx, box, input);

@@ -77,7 +77,12 @@ export async function listAppEntitlements(db: Db, tokens: PageTokens, appId: str
 }
 
 /** `{query, alias, appIds}` (parsed by SearchEntitlementsRequest) over all live entitlements, by id. */
-export async function searchEntitlements(db: Db, tokens: PageTokens, input: z.output<typeof SearchEntitlementsFilter>, page: PageRequest): Promise<Page<AppEntitlement>> {
+export async function searchEntitlements(
+  db: Db,
+  tokens: PageTokens,
+  input: z.output<typeof SearchEntitlementsFilter>,
+  page: PageRequest,
+): Promise<Page<AppEntitlement>> {
   const filter = {
     query: input.query ?? '',
     alias: input.alias ?? '',

@@ -55,7 +55,13 @@ export async function cancelRun(db: Db, control: RunController, actor: string, e
 export async function terminateRun(db: Db, control: RunController, actor: string, executionId: string, body: TerminateRequest): Promise<void> {
   const { reason } = body;
   await control.terminate(executionId, reason);
-  await recordAudit(db, { actor, action: 'automation_execution.terminate', resourceType: 'automation_execution', resourceId: executionId, details: { reason } });
+  await recordAudit(db, {
+    actor,
+    action: 'automation_execution.terminate',
+    resourceType: 'automation_execution',
+    resourceId: executionId,
+    details: { reason },
+  });
 }
 
 /**
@@ -73,7 +79,9 @@ export async function rerunRun(
   const fromFailedStep = body.fromFailedStep ?? false;
   const automation = await getAutomation(db, automationId);
   const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
-  const published = latest ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) } : undefined;
+  const published = latest
+    ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) }
+    : undefined;
   // Unpublished means the automation runs nothing more, a retry included (it would run the failed
   // step's effects and the ones after it); a retry still runs the original version.
   if (fromFailedStep && !published) {

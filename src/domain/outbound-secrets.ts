@@ -34,7 +34,13 @@ export async function createOutboundSecret(db: Db, body: CreateSecretRequest, ch
   return db.transaction(async (tx) => {
     const created = await store.insertOutboundSecret(tx, name, sealed, origins);
     if (!created) throw new ConflictError(`a secret named "${name}" exists already (replace its value with PUT)`, { name });
-    await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.create', resourceType: 'outbound_secret', resourceId: name, details: { allowedOrigins: origins } });
+    await recordAudit(tx, {
+      actor: change.actor,
+      action: 'outbound_secret.create',
+      resourceType: 'outbound_secret',
+      resourceId: name,
+      details: { allowedOrigins: origins },
+    });
     return created;
   });
 }
@@ -62,7 +68,13 @@ export async function replaceOutboundSecret(db: Db, name: string, body: ReplaceS
       const updated = await store.replaceOutboundSecretOrigins(tx, name, origins);
       if (!updated) throw notFound('secret', name);
       replaced = { ...updated, previousValueExpiresAt: null };
-      await recordAudit(tx, { actor: change.actor, action: 'outbound_secret.set_origins', resourceType: 'outbound_secret', resourceId: name, details: { allowedOrigins: origins } });
+      await recordAudit(tx, {
+        actor: change.actor,
+        action: 'outbound_secret.set_origins',
+        resourceType: 'outbound_secret',
+        resourceId: name,
+        details: { allowedOrigins: origins },
+      });
     }
     if (sealed !== undefined) {
       replaced = await store.replaceOutboundSecret(tx, name, sealed, graceSeconds);

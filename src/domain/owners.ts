@@ -91,12 +91,7 @@ function isOwnerCursor(value: unknown): value is store.OwnerCursor {
 }
 
 /** The ownerships of a user whose entitlements are live; 404 unknown user. */
-export async function listEntitlementOwners(
-  db: Db,
-  tokens: PageTokens,
-  userId: string,
-  page: PageRequest,
-): Promise<Page<UserOwnerEntitlementRecord>> {
+export async function listEntitlementOwners(db: Db, tokens: PageTokens, userId: string, page: PageRequest): Promise<Page<UserOwnerEntitlementRecord>> {
   await getUser(db, userId);
   return pageOf(tokens, page, {
     name: `owners:user:${userId}`,

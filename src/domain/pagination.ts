@@ -71,7 +71,10 @@ export class PageTokens {
   }
 
   private fingerprint(listing: string, filter: unknown): string {
-    return createHmac('sha256', this.key).update(`${listing}\n${stableJson(filter)}`).digest('base64url').slice(0, 16);
+    return createHmac('sha256', this.key)
+      .update(`${listing}\n${stableJson(filter)}`)
+      .digest('base64url')
+      .slice(0, 16);
   }
 
   private sign(payload: string): string {

@@ -26,5 +26,8 @@ export function gracePeriodSchema() {
   return z
     .string({ error: FORMAT_RULE })
     .regex(GRACE_FORMAT, { error: FORMAT_RULE, ...whileValid })
-    .refine((value) => gracePeriodSeconds(value) <= MAX_ROTATION_GRACE_SECONDS, { error: `must be at most ${MAX_ROTATION_GRACE_SECONDS}s (7 days)`, ...whileValid });
+    .refine((value) => gracePeriodSeconds(value) <= MAX_ROTATION_GRACE_SECONDS, {
+      error: `must be at most ${MAX_ROTATION_GRACE_SECONDS}s (7 days)`,
+      ...whileValid,
+    });
 }

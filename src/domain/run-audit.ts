@@ -40,7 +40,8 @@ export async function unauditedParts(db: Queryable, execution: AuditedExecution)
   if (execution.rerunOf !== null) {
     const events = await listAuditEvents(db, 'automation_execution', execution.rerunOf);
     const found = events.some(
-      (event) => (event.action === 'automation_execution.rerun' || event.action === 'automation_execution.retry') && event.details.newExecutionId === execution.id,
+      (event) =>
+        (event.action === 'automation_execution.rerun' || event.action === 'automation_execution.retry') && event.details.newExecutionId === execution.id,
     );
     if (!found && !(await bulkRerunAudited(db, execution.id, execution.rerunOf))) out.push('rerunOf');
   }

@@ -66,7 +66,9 @@ export function readRunFilter(query: Record<string, unknown>): RunFilter {
     }
     filter.automationId = automationId;
   }
-  const statuses = values(query.status).flatMap((value) => value.split(',')).filter((value) => value !== '');
+  const statuses = values(query.status)
+    .flatMap((value) => value.split(','))
+    .filter((value) => value !== '');
   for (const status of statuses) {
     if (!(RUN_STATUSES as readonly string[]).includes(status)) {
       throw invalidArgument({ field: 'status', description: `must be one of ${RUN_STATUSES.join(', ')}` });
@@ -90,6 +92,9 @@ export function readRunFilter(query: Record<string, unknown>): RunFilter {
 
 /** Each run with its automation's name: the store's current one, else (a deleted automation) the name it started under. */
 export async function withAutomationNames<T extends { automationId: string; automationName: string }>(db: Queryable, runs: T[]): Promise<T[]> {
-  const names = await automationNames(db, runs.map((run) => run.automationId));
+  const names = await automationNames(
+    db,
+    runs.map((run) => run.automationId),
+  );
   return runs.map((run) => ({ ...run, automationName: names.get(run.automationId) ?? run.automationName }));
 }

@@ -52,12 +52,8 @@ export const ProvisionerAssignment = oneOf({
   appOwners: fallbackAssignee(),
   entitlementOwners: fallbackAssignee(),
   manager: fallbackAssignee(),
-  group: z
-    .object({ allowReassignment: optBool(), appGroupId: optString(), appId: optString(), fallbackUserIds: optStrings() })
-    .nullish(),
-  expression: z
-    .object({ allowReassignment: optBool(), expressions: optStrings(), fallbackUserIds: optStrings() })
-    .nullish(),
+  group: z.object({ allowReassignment: optBool(), appGroupId: optString(), appId: optString(), fallbackUserIds: optStrings() }).nullish(),
+  expression: z.object({ allowReassignment: optBool(), expressions: optStrings(), fallbackUserIds: optStrings() }).nullish(),
 }).meta({ id: 'ProvisionerAssignment', description: 'Who gets the provisioning task: exactly one member is set.' });
 
 const connectorIdOnly = () => z.object({ connectorId: optString() }).nullish();
@@ -149,10 +145,7 @@ export const Annotations = z
       .string()
       .regex(ANNOTATION_KEY, `key must match ${ANNOTATION_KEY.source}`)
       .refine((key) => !isReservedAnnotationKey(key), `keys starting with "${RESERVED_ANNOTATION_PREFIX}" are reserved`),
-    z
-      .string()
-      .max(ANNOTATION_VALUE_MAX, `value must be at most ${ANNOTATION_VALUE_MAX} characters`)
-      .regex(ANNOTATION_VALUE, 'value must be URL-safe ASCII'),
+    z.string().max(ANNOTATION_VALUE_MAX, `value must be at most ${ANNOTATION_VALUE_MAX} characters`).regex(ANNOTATION_VALUE, 'value must be URL-safe ASCII'),
   )
   .superRefine(checkAnnotationLimits)
   .meta({
@@ -204,12 +197,15 @@ export const AppEntitlementInput = z
   .superRefine(atMostOne(['durationUnset', 'durationGrant']))
   .check(
     // A multiStep nested too deep is the one violation reported: the levels below it are not the caller's point.
-    z.superRefine((_value, ctx) => {
-      const path = tooDeepMultiStep(ctx.value);
-      if (!path) return;
-      ctx.issues.length = 0;
-      ctx.addIssue({ code: 'custom', message: `multiStep may nest at most ${MAX_MULTI_STEP_DEPTH} levels`, path, input: ctx.value });
-    }, { when: () => true }),
+    z.superRefine(
+      (_value, ctx) => {
+        const path = tooDeepMultiStep(ctx.value);
+        if (!path) return;
+        ctx.issues.length = 0;
+        ctx.addIssue({ code: 'custom', message: `multiStep may nest at most ${MAX_MULTI_STEP_DEPTH} levels`, path, input: ctx.value });
+      },
+      { when: () => true },
+    ),
   )
   .meta({ id: 'AppEntitlementInput', description: 'Writable AppEntitlement fields; read-only fields are ignored.' });
 
@@ -294,7 +290,9 @@ export const UpdateAppEntitlementRequest = z
   .object({
     // Only its type is checked here: the masked fields are checked in the domain as the merged
     // record (fields outside the mask are ignored, so a patch need not be a valid record itself).
-    appEntitlement: ruledBy(AppEntitlementInput.nullish(), (patch) => (patch === undefined || patch === null || isObject(patch) ? undefined : 'must be an object')),
+    appEntitlement: ruledBy(AppEntitlementInput.nullish(), (patch) =>
+      patch === undefined || patch === null || isObject(patch) ? undefined : 'must be an object',
+    ),
     updateMask: UpdateMask,
   })
   .meta({ id: 'UpdateAppEntitlementRequest' });
@@ -317,9 +315,7 @@ export const SearchEntitlementsRequest = z.looseObject({ ...SearchEntitlementsFi
 
 // ---------------------------------------------------------------- apps and users
 
-export const CreateAppRequest = z
-  .object({ displayName: requiredText(), description: optString() })
-  .meta({ id: 'CreateAppRequest' });
+export const CreateAppRequest = z.object({ displayName: requiredText(), description: optString() }).meta({ id: 'CreateAppRequest' });
 
 export const App = z
   .object({
@@ -338,7 +334,10 @@ export const UserType = z.enum(USER_TYPES, { error: `must be one of ${USER_TYPES
 export const CreateUserRequest = z
   .object({
     displayName: requiredText(),
-    email: z.string().regex(/^$|^[^\s@]+@[^\s@]+$/, 'must be an email address').nullish(),
+    email: z
+      .string()
+      .regex(/^$|^[^\s@]+@[^\s@]+$/, 'must be an email address')
+      .nullish(),
     type: UserType,
   })
   .meta({ id: 'CreateUserRequest' });
@@ -360,9 +359,7 @@ export const ROLE_SLUG = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 
 export const AppEntitlementRef = z.object({ appId: optString(), id: optString() }).meta({ id: 'AppEntitlementRef' });
 
-export const CreateEntitlementOwnerRequest = z
-  .object({ appEntitlementRef: AppEntitlementRef.nullish() })
-  .meta({ id: 'CreateEntitlementOwnerRequest' });
+export const CreateEntitlementOwnerRequest = z.object({ appEntitlementRef: AppEntitlementRef.nullish() }).meta({ id: 'CreateEntitlementOwnerRequest' });
 
 export const UserOwnerEntitlement = z
   .object({

@@ -59,4 +59,3 @@ export function originRefusal(secret: string, origin: string, allowed: readonly 
     ? `secret "${secret}" has no allowedOrigins yet and is sent nowhere: an administrator sets them with PUT /api/v1/secrets/${secret}`
     : `secret "${secret}" may not be sent to ${origin} (its allowedOrigins: ${allowed.join(', ')})`;
 }
-

@@ -19,7 +19,9 @@ const CEL_KEYWORDS = new Set(['in', 'true', 'false', 'null']);
 
 const name = () =>
   oneViolation(z.string().regex(SECRET_NAME), 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)')
-    .refine((value) => !CEL_KEYWORDS.has(value), { error: (issue) => `"${String(issue.input)}" is a CEL keyword: secrets.${String(issue.input)} cannot be read` })
+    .refine((value) => !CEL_KEYWORDS.has(value), {
+      error: (issue) => `"${String(issue.input)}" is a CEL keyword: secrets.${String(issue.input)} cannot be read`,
+    })
     .meta({ description: 'Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$.' });
 
 /** The value's rules, the first broken one reported; a message never quotes the value. */
@@ -38,10 +40,17 @@ const ORIGINS_RULE = `is required: a list of 1 to ${MAX_ALLOWED_ORIGINS} origins
 const allowedOrigins = () =>
   z
     .array(
-      ruledBy(z.string().min(1).max(300).regex(/^[hH][tT][tT][pP][sS]?:\/\/[^/?#@\s*]+\/?$/), (text) => {
-        const result = normaliseOrigin(text);
-        return 'problem' in result ? result.problem : undefined;
-      }).meta({ description: 'An origin, scheme://host[:port] (https, or http where plain-HTTP targets are allowed); stored normalised.' }),
+      ruledBy(
+        z
+          .string()
+          .min(1)
+          .max(300)
+          .regex(/^[hH][tT][tT][pP][sS]?:\/\/[^/?#@\s*]+\/?$/),
+        (text) => {
+          const result = normaliseOrigin(text);
+          return 'problem' in result ? result.problem : undefined;
+        },
+      ).meta({ description: 'An origin, scheme://host[:port] (https, or http where plain-HTTP targets are allowed); stored normalised.' }),
       { error: ORIGINS_RULE },
     )
     .min(1, ORIGINS_RULE)
@@ -59,26 +68,32 @@ export type CreateSecretRequest = z.output<typeof CreateSecretRequest>;
 const GRACE_RULE = 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
 export const ReplaceSecretRequest = closedObject({
   value: value().optional(),
-  gracePeriod: oneViolation(gracePeriodSchema(), GRACE_RULE)
-    .optional()
-    .meta({
-      description:
-        'With value only: how long the replaced value keeps signing callWebhook requests next to the new one, as seconds ("86400s", the default; at most "604800s"); "0s" drops it at once. Header values use the new value at once.',
-    }),
+  gracePeriod: oneViolation(gracePeriodSchema(), GRACE_RULE).optional().meta({
+    description:
+      'With value only: how long the replaced value keeps signing callWebhook requests next to the new one, as seconds ("86400s", the default; at most "604800s"); "0s" drops it at once. Header values use the new value at once.',
+  }),
   allowedOrigins: allowedOrigins().optional(),
 })
   .check(
-    z.superRefine((_body, ctx) => {
-      const given = ctx.value as Record<string, unknown>;
-      if (!('value' in given) && !('allowedOrigins' in given)) {
-        ctx.addIssue({ code: 'custom', path: ['value'], input: given, message: 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)' });
-      }
-      if ('gracePeriod' in given && !('value' in given)) {
-        // Whatever its form, a gracePeriod without a value is refused for that alone.
-        ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => issue.path?.[0] !== 'gracePeriod'));
-        ctx.addIssue({ code: 'custom', path: ['gracePeriod'], input: given, message: 'applies to a new value only: give value with it' });
-      }
-    }, { when: () => true }),
+    z.superRefine(
+      (_body, ctx) => {
+        const given = ctx.value as Record<string, unknown>;
+        if (!('value' in given) && !('allowedOrigins' in given)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['value'],
+            input: given,
+            message: 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)',
+          });
+        }
+        if ('gracePeriod' in given && !('value' in given)) {
+          // Whatever its form, a gracePeriod without a value is refused for that alone.
+          ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => issue.path?.[0] !== 'gracePeriod'));
+          ctx.addIssue({ code: 'custom', path: ['gracePeriod'], input: given, message: 'applies to a new value only: give value with it' });
+        }
+      },
+      { when: () => true },
+    ),
   )
   .meta({
     id: 'ReplaceSecretRequest',
@@ -90,10 +105,10 @@ export type ReplaceSecretRequest = z.output<typeof ReplaceSecretRequest>;
 export const SecretMetadata = z
   .strictObject({
     name: name(),
-    allowedOrigins: z
-      .array(z.string())
-      .max(MAX_ALLOWED_ORIGINS)
-      .meta({ description: 'Where a request carrying the secret may be sent (normalised origins). Empty only for a secret migrated from before origins existed: it is sent nowhere until they are set.' }),
+    allowedOrigins: z.array(z.string()).max(MAX_ALLOWED_ORIGINS).meta({
+      description:
+        'Where a request carrying the secret may be sent (normalised origins). Empty only for a secret migrated from before origins existed: it is sent nowhere until they are set.',
+    }),
     createdAt: z.string().meta({ description: 'RFC 3339.' }),
     updatedAt: z.string().meta({ description: 'RFC 3339: when the value was last set (create or rotation).' }),
   })
@@ -105,7 +120,11 @@ export const ReplaceSecretResponse = z
     secret: SecretMetadata,
     previousValueExpiresAt: z
       .string()
-      .meta({ format: 'date-time', description: 'When the replaced value stops signing calls (RFC 3339); null when the value was not changed (allowedOrigins only) or the old one was dropped at once.' })
+      .meta({
+        format: 'date-time',
+        description:
+          'When the replaced value stops signing calls (RFC 3339); null when the value was not changed (allowedOrigins only) or the old one was dropped at once.',
+      })
       .nullable(),
   })
   .meta({ id: 'ReplaceSecretResponse' });

@@ -61,11 +61,14 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, pre
  */
 export function oneViolation<S extends z.ZodType>(schema: S, message: string): S {
   return schema.check(
-    z.superRefine((_value, ctx) => {
-      if (ctx.issues.length === 0) return;
-      ctx.issues.length = 0;
-      ctx.addIssue({ code: 'custom', message, input: ctx.value });
-    }, { when: () => true }),
+    z.superRefine(
+      (_value, ctx) => {
+        if (ctx.issues.length === 0) return;
+        ctx.issues.length = 0;
+        ctx.addIssue({ code: 'custom', message, input: ctx.value });
+      },
+      { when: () => true },
+    ),
   );
 }
 
@@ -73,14 +76,17 @@ export function oneViolation<S extends z.ZodType>(schema: S, message: string): S
 export function closedObject<Shape extends z.ZodRawShape>(shape: Shape) {
   const rule = `is not a field of this request (only ${Object.keys(shape).join(', ')})`;
   return z.strictObject(shape).check(
-    z.superRefine((_value, ctx) => {
-      const unknown = ctx.issues.filter((issue) => issue.code === 'unrecognized_keys' && (issue.path ?? []).length === 0);
-      if (unknown.length === 0) return;
-      ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => !unknown.includes(issue)));
-      for (const key of unknown.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : []))) {
-        ctx.addIssue({ code: 'custom', message: rule, input: ctx.value, path: [key] });
-      }
-    }, { when: () => true }),
+    z.superRefine(
+      (_value, ctx) => {
+        const unknown = ctx.issues.filter((issue) => issue.code === 'unrecognized_keys' && (issue.path ?? []).length === 0);
+        if (unknown.length === 0) return;
+        ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => !unknown.includes(issue)));
+        for (const key of unknown.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : []))) {
+          ctx.addIssue({ code: 'custom', message: rule, input: ctx.value, path: [key] });
+        }
+      },
+      { when: () => true },
+    ),
   );
 }
 
@@ -90,11 +96,14 @@ export function closedObject<Shape extends z.ZodRawShape>(shape: Shape) {
  */
 export function ruledBy<S extends z.ZodType>(schema: S, problemOf: (value: unknown) => string | undefined): S {
   return schema.check(
-    z.superRefine((_value, ctx) => {
-      ctx.issues.length = 0;
-      const problem = problemOf(ctx.value);
-      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, input: ctx.value });
-    }, { when: () => true }),
+    z.superRefine(
+      (_value, ctx) => {
+        ctx.issues.length = 0;
+        const problem = problemOf(ctx.value);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, input: ctx.value });
+      },
+      { when: () => true },
+    ),
   );
 }
 
@@ -113,11 +122,18 @@ const RULE_FIELD = 'field';
  */
 export function setAside<S extends z.ZodType>(schema: S): S {
   return schema.check(
-    z.superRefine((_value, ctx) => {
-      for (const issue of ctx.issues) if (issue.code === 'unrecognized_keys') putBack(ctx.value, issue.path ?? [], issue.keys, issue.input);
-      if (ctx.value !== null && typeof ctx.value === 'object') setAsideIssues.set(ctx.value, ctx.issues.filter((issue) => issue.code !== 'unrecognized_keys'));
-      ctx.issues.length = 0;
-    }, { when: () => true }),
+    z.superRefine(
+      (_value, ctx) => {
+        for (const issue of ctx.issues) if (issue.code === 'unrecognized_keys') putBack(ctx.value, issue.path ?? [], issue.keys, issue.input);
+        if (ctx.value !== null && typeof ctx.value === 'object')
+          setAsideIssues.set(
+            ctx.value,
+            ctx.issues.filter((issue) => issue.code !== 'unrecognized_keys'),
+          );
+        ctx.issues.length = 0;
+      },
+      { when: () => true },
+    ),
   );
 }
 
@@ -133,7 +149,8 @@ function putBack(value: unknown, path: readonly PropertyKey[], keys: readonly st
   for (const segment of path) target = target !== null && typeof target === 'object' ? (target as Record<PropertyKey, unknown>)[segment] : undefined;
   if (target === null || typeof target !== 'object' || sent === null || typeof sent !== 'object') return;
   // Defined, not assigned: a field named `__proto__` stays a field (JSON.parse makes it one).
-  for (const key of keys) Object.defineProperty(target, key, { value: (sent as Record<string, unknown>)[key], enumerable: true, writable: true, configurable: true });
+  for (const key of keys)
+    Object.defineProperty(target, key, { value: (sent as Record<string, unknown>)[key], enumerable: true, writable: true, configurable: true });
 }
 
 /**
@@ -145,7 +162,8 @@ export function ruledByViolations<S extends z.ZodType, T>(schema: S, rule: (valu
   return schema.transform((value, ctx): T => {
     const violations: FieldViolation[] = [];
     const parsed = rule(value, violations);
-    for (const { field, description } of violations) ctx.issues.push({ code: 'custom', message: description, input: value, path: [], params: { [RULE_FIELD]: field } });
+    for (const { field, description } of violations)
+      ctx.issues.push({ code: 'custom', message: description, input: value, path: [], params: { [RULE_FIELD]: field } });
     if (violations.length === 0 && value !== null && typeof value === 'object') ctx.issues.push(...(setAsideIssues.get(value) ?? []));
     return parsed;
   });

@@ -41,7 +41,10 @@ export function breakerPeriodMs(settings: CircuitBreakerSettings): number {
 export const CircuitBreakerSettings = z
   .strictObject({
     maxRuns: z.number().int().min(BREAKER_MAX_RUNS[0]).max(BREAKER_MAX_RUNS[1]).meta({ description: 'Runs per period; the run past it trips the breaker.' }),
-    period: z.string().regex(/^\d{1,7}s$/).meta({ description: 'The sliding window, whole seconds from "60s" to "2592000s" (30 days).' }),
+    period: z
+      .string()
+      .regex(/^\d{1,7}s$/)
+      .meta({ description: 'The sliding window, whole seconds from "60s" to "2592000s" (30 days).' }),
   })
   .meta({
     id: 'CircuitBreakerSettings',
@@ -62,7 +65,10 @@ export const circuitBreaker = defineFlowOption({
     knownFields(value, ['maxRuns', 'period'], field, violations);
     const maxRuns = validInteger(value.maxRuns, BREAKER_MAX_RUNS, `${field}.maxRuns`, violations);
     if (typeof value.period !== 'string' || breakerPeriodSeconds(value.period) === undefined) {
-      violations.push({ field: `${field}.period`, description: `must be whole seconds from "${BREAKER_PERIOD_SECONDS[0]}s" to "${BREAKER_PERIOD_SECONDS[1]}s", e.g. "3600s"` });
+      violations.push({
+        field: `${field}.period`,
+        description: `must be whole seconds from "${BREAKER_PERIOD_SECONDS[0]}s" to "${BREAKER_PERIOD_SECONDS[1]}s", e.g. "3600s"`,
+      });
       return null;
     }
     return { maxRuns, period: value.period };

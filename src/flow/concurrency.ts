@@ -8,7 +8,20 @@
 import { z } from 'zod';
 import type { RunFlow } from '../contract/run';
 import { isObject } from '../json';
-import { type KeyView, defineFlowOption, expressionSchema, keyHash, keyValue, keyView, keyViewSchema, knownFields, START, validExpression, validInteger, type FlowRun } from './option';
+import {
+  type KeyView,
+  defineFlowOption,
+  expressionSchema,
+  keyHash,
+  keyValue,
+  keyView,
+  keyViewSchema,
+  knownFields,
+  START,
+  validExpression,
+  validInteger,
+  type FlowRun,
+} from './option';
 
 export const CONCURRENCY_LIMITS = [1, 100] as const;
 
@@ -20,7 +33,10 @@ export const ConcurrencySettings = z
     limit: z.number().int().min(CONCURRENCY_LIMITS[0]).max(CONCURRENCY_LIMITS[1]),
     key: expressionSchema().nullish().meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
   })
-  .meta({ id: 'ConcurrencySettings', description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.' });
+  .meta({
+    id: 'ConcurrencySettings',
+    description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.',
+  });
 
 export interface ConcurrencySettings {
   /** Runs per key value that execute at a time, 1..100. */
@@ -59,7 +75,11 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
   async decide(settings, delivery) {
     // A run that fails at once (an earlier expression) is not queued.
     if (settings === null || delivery.runFails) return START;
-    const run = runQueueOf(settings, { automationId: delivery.automationId, payload: delivery.payload, requested: delivery.engine.requestLanePermit !== undefined });
+    const run = runQueueOf(settings, {
+      automationId: delivery.automationId,
+      payload: delivery.payload,
+      requested: delivery.engine.requestLanePermit !== undefined,
+    });
     const queue = run.queue;
     if (queue && delivery.engine.laneQueueFull && (await delivery.engine.laneQueueFull(queue.lane))) {
       return {
@@ -86,7 +106,13 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
     if (repeat) queue = engine.recordedQueue ? await engine.recordedQueue(executionId) : undefined;
     else if (!delivery.runFails) queue = runQueueOf(settings, { automationId: delivery.automationId, payload: delivery.payload, requested: true }).queue;
     if (!queue) return;
-    await engine.requestLanePermit({ automationId: delivery.automationId, lane: queue.lane, runId: executionId, limit: queue.limit, automationName: delivery.automationName });
+    await engine.requestLanePermit({
+      automationId: delivery.automationId,
+      lane: queue.lane,
+      runId: executionId,
+      limit: queue.limit,
+      automationName: delivery.automationName,
+    });
   },
   dryRun: {
     schema: keyViewSchema('The concurrency key value the run would queue under ("" without a key); null without a limit.'),

@@ -65,7 +65,9 @@ const eachLive = <T>(fn: (option: FlowOption) => T): Record<LiveFlowField, T> =>
 export const flowInputSchemas = () =>
   each((option) => {
     const meta = option.schema.meta();
-    return meta?.id === undefined && meta?.description !== undefined ? option.schema.nullish().meta({ description: meta.description }) : option.schema.nullish();
+    return meta?.id === undefined && meta?.description !== undefined
+      ? option.schema.nullish().meta({ description: meta.description })
+      : option.schema.nullish();
   });
 /** The options' fields of the automation view: the draft's, then the live ones beside it. */
 export const flowViewSchemas = () => ({ ...each((option) => option.schema.nullable()), ...eachLive((option) => option.schema.nullable()) });

@@ -8,7 +8,19 @@
 import { z } from 'zod';
 import { returnRateLimit, takeRateLimit } from '../store/flow-control';
 import { isObject } from '../json';
-import { type KeyView, defineFlowOption, expressionSchema, keyHash, keyValue, keyView, keyViewSchema, knownFields, START, validExpression, validInteger } from './option';
+import {
+  type KeyView,
+  defineFlowOption,
+  expressionSchema,
+  keyHash,
+  keyValue,
+  keyView,
+  keyViewSchema,
+  knownFields,
+  START,
+  validExpression,
+  validInteger,
+} from './option';
 
 export const RATE_LIMITS = [1, 10_000] as const;
 export const RATE_PERIOD_SECONDS = [1, 86_400] as const;
@@ -16,7 +28,10 @@ export const RATE_PERIOD_SECONDS = [1, 86_400] as const;
 export const RateLimitSettings = z
   .strictObject({
     limit: z.number().int().min(RATE_LIMITS[0]).max(RATE_LIMITS[1]),
-    period: z.string().regex(/^\d{1,6}s$/).meta({ description: 'Whole seconds, "1s" to "86400s".' }),
+    period: z
+      .string()
+      .regex(/^\d{1,6}s$/)
+      .meta({ description: 'Whole seconds, "1s" to "86400s".' }),
     key: expressionSchema().nullish().meta({ description: 'The key deliveries are counted by; absent: one key for the whole automation.' }),
   })
   .meta({ id: 'RateLimitSettings', description: 'At most `limit` runs start per `period` and key value; over it the delivery answers 429 with Retry-After.' });

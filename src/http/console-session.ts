@@ -69,7 +69,7 @@ export function consoleOrigin(deps: AppDeps): string {
 export function checkOrigin(ctx: Context, deps: AppDeps): void {
   const origin = ctx.get('origin');
   if (origin !== '' && origin !== consoleOrigin(deps)) {
-    throw new AppError(403, 'the request comes from another origin than the console\'s');
+    throw new AppError(403, "the request comes from another origin than the console's");
   }
 }
 

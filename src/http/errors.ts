@@ -73,15 +73,19 @@ const HTTP_OF: { [C in ServiceErrorCode]: ((err: ErrorWithCode<C>) => AppError) 
   ERR_INVALID_PAGE_TOKEN: (err) => new AppError(400, err.message, { details: badRequest([{ field: 'page_token', description: err.message }]) }),
   ERR_NOT_FOUND: (err) => new AppError(404, err.message),
   ERR_FAILED_PRECONDITION: (err) =>
-    new AppError(409, err.message, { details: err.reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.reason, domain: 'automations' }] : [] }),
+    new AppError(409, err.message, {
+      details: err.reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.reason, domain: 'automations' }] : [],
+    }),
   ERR_STALE_REVISION: (err) => new AppError(412, err.message, { headers: { ETag: revisionTag(err.currentRevision) } }),
-  ERR_CONFLICT: (err) => new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] }),
+  ERR_CONFLICT: (err) =>
+    new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] }),
   ERR_UNAVAILABLE: (err) => new AppError(503, err.message, { headers: retryAfter(err.retryAfterSeconds) }),
   // The cause stays in the logs: the caller learns only that the engine did not answer.
   ERR_ENGINE_UNAVAILABLE: (err) => new AppError(503, 'the workflow engine is unavailable; retry later', { headers: retryAfter(err.retryAfterSeconds) }),
   ERR_WEBHOOK_REJECTED: (err) => new AppError(err.status, err.message),
   // At the global cap the connection is closed too, so a flood of connections is shed.
-  ERR_ADMISSION_REFUSED: (err) => new AppError(429, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), ...(err.scope === 'global' ? { Connection: 'close' } : {}) } }),
+  ERR_ADMISSION_REFUSED: (err) =>
+    new AppError(429, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), ...(err.scope === 'global' ? { Connection: 'close' } : {}) } }),
   ERR_GUARD_REFUSED: (err) => new AppError(err.status, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), 'Cache-Control': 'no-store' } }),
   // Handled where they arise (the intake answers a duplicate; a run records a step's failure); here only a fault.
   ERR_DUPLICATE_EVENT: null,

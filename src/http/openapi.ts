@@ -47,7 +47,6 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'A dependency is unavailable; retry later.',
 };
 
-
 const PAGE_PARAMETERS = [
   { name: 'page_size', description: 'Page size, clamped to 10..100; default 25.', schema: { type: 'integer' } },
   { name: 'page_token', description: 'nextPageToken of the previous page; empty or absent for the first page.', schema: { type: 'string' } },
@@ -123,7 +122,7 @@ class ComponentBuilder {
       const input = this.inputDefs.get(id);
       if (input && !isDeepStrictEqual(input, def)) differs.add(id);
     }
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const [id, def] of this.outputDefs) {
         if (differs.has(id) || !this.inputDefs.has(id)) continue;
@@ -179,7 +178,13 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
     if (op.paged) parameters.push(...PAGE_PARAMETERS.map((p) => ({ ...p, in: 'query', required: false })));
     for (const q of op.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
     for (const header of op.headers ?? []) {
-      parameters.push({ name: header.name, in: 'header', required: header.required, description: header.description, schema: header.schema ?? { type: 'string' } });
+      parameters.push({
+        name: header.name,
+        in: 'header',
+        required: header.required,
+        description: header.description,
+        schema: header.schema ?? { type: 'string' },
+      });
     }
     const bodyHolder = op.body ? builder.add(op.body.schema, 'input') : undefined;
     const okHolder = isText(op.ok) ? undefined : builder.add(op.ok, 'output');
@@ -216,7 +221,8 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
         };
         responses['200'] = okBody;
         for (const status of op.okAlso ?? []) responses[String(status)] = { ...okBody, description: STATUS_TEXT[status] ?? String(status) };
-        if (acceptedHolder) responses['202'] = { description: statusText[202] ?? 'Accepted', content: { 'application/json': { schema: acceptedHolder.schema } } };
+        if (acceptedHolder)
+          responses['202'] = { description: statusText[202] ?? 'Accepted', content: { 'application/json': { schema: acceptedHolder.schema } } };
       }
       for (const status of op.errors) {
         const code = RPC_CODE[status];

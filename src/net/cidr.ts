@@ -94,7 +94,7 @@ export function formatIp(ip: IpAddress): string {
   for (let i = 0; i < 16; i += 2) groups.push(((b[i] ?? 0) << 8) | (b[i + 1] ?? 0));
   let bestStart = -1;
   let bestLength = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (groups[i] !== 0) {
       i++;
       continue;

@@ -6,7 +6,18 @@
  * Webhooks way with a named secret (the activity resolves the secret; its value never reaches here).
  */
 import { z } from 'zod';
-import { boundedRecord, celSchema, defineEffect, defineStep, describeValue, integerFrom, SECRET_NAME, secretCelSchema, type CallWebhookRequest, type SecretRead } from './kind';
+import {
+  boundedRecord,
+  celSchema,
+  defineEffect,
+  defineStep,
+  describeValue,
+  integerFrom,
+  SECRET_NAME,
+  secretCelSchema,
+  type CallWebhookRequest,
+  type SecretRead,
+} from './kind';
 import { splitSecretHeaders } from './secret-references';
 import { StepError } from '../errors';
 import { isObject } from '../json';
@@ -53,7 +64,10 @@ function serviceHeader(name: string): boolean {
 }
 
 const headers = boundedRecord(
-  z.string().regex(HEADER_NAME, { error: 'not a valid header name' }).refine((name) => !serviceHeader(name), { error: 'the service sets this header itself' }),
+  z
+    .string()
+    .regex(HEADER_NAME, { error: 'not a valid header name' })
+    .refine((name) => !serviceHeader(name), { error: 'the service sets this header itself' }),
   secretCelSchema(),
   { max: MAX_WEBHOOK_HEADERS },
   `at most ${MAX_WEBHOOK_HEADERS} headers`,
@@ -71,8 +85,14 @@ const schema = z
     body: z
       .union(
         [
-          // eslint-disable-next-line no-control-regex -- field names: 1 to 128 characters, no control characters
-          boundedRecord(z.string().regex(/^[^\u0000-\u001f]{1,128}$/, { error: 'field names are 1 to 128 characters without control characters' }), celSchema(), { max: MAX_WEBHOOK_BODY_FIELDS }, `at most ${MAX_WEBHOOK_BODY_FIELDS} fields`),
+          // Field names: 1 to 128 characters, no control characters.
+          boundedRecord(
+            // eslint-disable-next-line no-control-regex -- the class is exactly the control characters
+            z.string().regex(/^[^\u0000-\u001f]{1,128}$/, { error: 'field names are 1 to 128 characters without control characters' }),
+            celSchema(),
+            { max: MAX_WEBHOOK_BODY_FIELDS },
+            `at most ${MAX_WEBHOOK_BODY_FIELDS} fields`,
+          ),
           celSchema(),
         ],
         { error: 'must be a map of field name → CEL expression, or one CEL expression giving a map' },
@@ -86,7 +106,12 @@ const schema = z
     timeoutMs: integerFrom(1, CALL_WEBHOOK_MAX_TIMEOUT_MS).nullish().meta({ description: 'Default 10000.' }),
     signature: z
       .strictObject(
-        { secret: z.string({ error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' }).regex(SECRET_NAME, { error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' }).meta({ description: 'The named outbound secret that signs (it must exist).' }) },
+        {
+          secret: z
+            .string({ error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' })
+            .regex(SECRET_NAME, { error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' })
+            .meta({ description: 'The named outbound secret that signs (it must exist).' }),
+        },
         { error: 'must be {"secret": "<name>"}: the named secret that signs the requests' },
       )
       .nullish()
@@ -158,7 +183,11 @@ export const callWebhook = defineStep({
     return effects.perform(callWebhookEffect, body.signature ? { ...withSecrets, signature: { secret: body.signature.secret } } : withSecrets);
   },
   secretReads(body) {
-    const reads: SecretRead[] = Object.entries(splitSecretHeaders(body.headers).secret).map(([header, expression]) => ({ field: `headers.${header}`, expression, url: body.url }));
+    const reads: SecretRead[] = Object.entries(splitSecretHeaders(body.headers).secret).map(([header, expression]) => ({
+      field: `headers.${header}`,
+      expression,
+      url: body.url,
+    }));
     if (body.signature) reads.push({ field: 'signature.secret', name: body.signature.secret, url: body.url });
     return reads;
   },

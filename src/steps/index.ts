@@ -164,4 +164,18 @@ export function validateSteps(
 export { StepError, describeValue };
 export { readsSecrets, splitSecretHeaders, SECRETS_IDENTIFIER } from './secret-references';
 export { lastResult, effectInputFrom, evaluateThenPerform } from './kind';
-export type { StepEffects, StepRetryPolicy, OwnershipRef, CallKeyScope, CallWebhookRequest, ParkedStatus, LogLevel, ApprovalDecision, Effect, EffectContext, EffectExpressions, RecordedEffect, SecretRead } from './kind';
+export type {
+  StepEffects,
+  StepRetryPolicy,
+  OwnershipRef,
+  CallKeyScope,
+  CallWebhookRequest,
+  ParkedStatus,
+  LogLevel,
+  ApprovalDecision,
+  Effect,
+  EffectContext,
+  EffectExpressions,
+  RecordedEffect,
+  SecretRead,
+} from './kind';

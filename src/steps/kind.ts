@@ -91,7 +91,10 @@ export interface Effect<Name extends string = string, Input extends object = obj
 
 /** Declares an effect: `defineEffect<NotifyInput>()('notify')`. */
 export function defineEffect<Input extends object>() {
-  return <const Name extends string>(name: Name, options: Pick<Effect<Name, Input>, 'timeoutMs' | 'firstAttemptLocal' | 'fromValues'> = {}): Effect<Name, Input> => ({
+  return <const Name extends string>(
+    name: Name,
+    options: Pick<Effect<Name, Input>, 'timeoutMs' | 'firstAttemptLocal' | 'fromValues'> = {},
+  ): Effect<Name, Input> => ({
     name,
     ...options,
   });
@@ -230,10 +233,16 @@ export const secretCelSchema = () => celSchema().register(celFields, { cel: 'ctx
 /** A positive duration of at most `maxSeconds`; a refusal shows `example`. */
 export const durationWithin = (maxSeconds: number, example: string) => {
   const error = `must be a positive duration such as ${example}, at most ${maxSeconds}s`;
-  return z.string({ error }).refine((text) => {
-    const ms = parseDuration(text);
-    return ms !== undefined && ms > 0 && ms <= maxSeconds * 1000;
-  }, { error }).meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
+  return z
+    .string({ error })
+    .refine(
+      (text) => {
+        const ms = parseDuration(text);
+        return ms !== undefined && ms > 0 && ms <= maxSeconds * 1000;
+      },
+      { error },
+    )
+    .meta({ description: 'Protobuf-JSON duration, e.g. "3600s" or "0.5s".' });
 };
 /** An integer from `min` to `max`; every refusal says so. */
 export const integerFrom = (min: number, max: number) => {
@@ -252,7 +261,6 @@ export function boundedRecord<K extends z.core.$ZodRecordKey, V extends z.ZodTyp
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 /** A named outbound secret's name (as /api/v1/secrets accepts it). */
 export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
-
 
 /** The input of `effect` from its step's evaluated fields (`fromValues`, which an effect performed with `evaluateAndPerform` declares). */
 export function effectInputFrom<Input extends object>(effect: Effect<string, Input>, values: Record<string, unknown>): Input {

@@ -22,7 +22,11 @@ export const retrySchema = z
     maximumAttempts: integerFrom(minAttempts, maxAttempts).nullish(),
     initialInterval: interval(),
     maximumInterval: interval(),
-    backoffCoefficient: z.number({ error: coefficientError }).min(minCoefficient, { error: coefficientError }).max(maxCoefficient, { error: coefficientError }).nullish(),
+    backoffCoefficient: z
+      .number({ error: coefficientError })
+      .min(minCoefficient, { error: coefficientError })
+      .max(maxCoefficient, { error: coefficientError })
+      .nullish(),
   })
   .superRefine((retry, ctx) => {
     const initial = retry.initialInterval ?? RETRY_DEFAULTS.initialInterval;

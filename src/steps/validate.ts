@@ -40,7 +40,15 @@ export function validateBody<Schema extends z.ZodType>(schema: Schema, body: unk
 
 // ---------------------------------------------------------------- the walker
 
-type Def = { type: string; innerType?: z.ZodType; shape?: Record<string, z.ZodType>; valueType?: z.ZodType; options?: z.ZodType[]; element?: z.ZodType; in?: z.ZodType };
+type Def = {
+  type: string;
+  innerType?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+  valueType?: z.ZodType;
+  options?: z.ZodType[];
+  element?: z.ZodType;
+  in?: z.ZodType;
+};
 const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
 /** Optional, nullable, default and pipe wrappers removed. */
@@ -133,7 +141,8 @@ function reportIssue(issue: z.core.$ZodIssue, prefix: PropertyKey[], schema: z.Z
   const path = [...prefix, ...issue.path];
   if (issue.code === 'unrecognized_keys' && issue.message === UNKNOWN_FIELD) {
     const known = knownKeys(schema, path);
-    for (const key of issue.keys) check.violation(joinPath(check.at, [...path, key]), known.length > 0 ? `unknown field; expected ${known.join(', ')}` : 'unknown field');
+    for (const key of issue.keys)
+      check.violation(joinPath(check.at, [...path, key]), known.length > 0 ? `unknown field; expected ${known.join(', ')}` : 'unknown field');
     return;
   }
   if (issue.code === 'invalid_key') {

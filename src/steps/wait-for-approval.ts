@@ -27,9 +27,14 @@ export const waitForApproval = defineStep({
   parks: true,
   schema: z
     .strictObject({
-      timeout: durationWithin(MAX_APPROVAL_TIMEOUT_SECONDS, '"86400s"').nullish().meta({ description: `How long to wait for a decision; at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s. Unset: until someone decides.` }),
+      timeout: durationWithin(MAX_APPROVAL_TIMEOUT_SECONDS, '"86400s"')
+        .nullish()
+        .meta({ description: `How long to wait for a decision; at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s. Unset: until someone decides.` }),
       onTimeout: z.enum(ON_TIMEOUT).nullish().meta({ description: 'What a timeout decides; default reject.' }),
-      onReject: z.enum(ON_REJECT).nullish().meta({ description: 'fail (default): a rejection ends the run as FAILED; continue: later steps branch on the decision.' }),
+      onReject: z
+        .enum(ON_REJECT)
+        .nullish()
+        .meta({ description: 'fail (default): a rejection ends the run as FAILED; continue: later steps branch on the decision.' }),
     })
     .meta({ id: 'WaitForApprovalStep', description: 'Parks the run until a person approves or rejects it (or the timeout decides).' }),
   async run(body, effects) {

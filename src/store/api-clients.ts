@@ -25,7 +25,14 @@ interface ClientRow {
 }
 
 function toRecord(row: ClientRow): ApiClientRecord {
-  return { id: row.id, clientId: row.client_id, secretHash: row.secret_hash, displayName: row.display_name, roles: row.roles, createdAt: iso(row.created_at) ?? '' };
+  return {
+    id: row.id,
+    clientId: row.client_id,
+    secretHash: row.secret_hash,
+    displayName: row.display_name,
+    roles: row.roles,
+    createdAt: iso(row.created_at) ?? '',
+  };
 }
 
 export async function insertApiClient(
@@ -62,10 +69,7 @@ export async function resetToSuperAdmin(db: Queryable, id: string, secretHash: s
 }
 
 export async function listApiClients(db: Queryable, afterId: string | undefined, limit: number): Promise<ApiClientRecord[]> {
-  const rows = await db.query<ClientRow>(
-    'SELECT * FROM api_clients WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
-    [afterId ?? null, limit],
-  );
+  const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2', [afterId ?? null, limit]);
   return rows.map(toRecord);
 }
 

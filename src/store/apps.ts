@@ -18,10 +18,11 @@ function toRow(raw: RawRow): AppRow {
 }
 
 export async function insertApp(db: Queryable, app: { id: string; displayName: string; description: string }): Promise<AppRow> {
-  const rows = await db.query<RawRow>(
-    `INSERT INTO apps (id, display_name, description) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
-    [app.id, app.displayName, app.description],
-  );
+  const rows = await db.query<RawRow>(`INSERT INTO apps (id, display_name, description) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`, [
+    app.id,
+    app.displayName,
+    app.description,
+  ]);
   return toRow(rows[0]!);
 }
 

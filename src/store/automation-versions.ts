@@ -61,10 +61,7 @@ export async function recordPublishedVersion(
 
 /** The latest published version of an automation: what new runs execute. */
 export async function getLatestPublishedVersion(db: Queryable, automationId: string): Promise<AutomationVersionRecord | undefined> {
-  const rows = await db.query<VersionRow>(
-    'SELECT * FROM automation_versions WHERE automation_id = $1 ORDER BY version DESC LIMIT 1',
-    [automationId],
-  );
+  const rows = await db.query<VersionRow>('SELECT * FROM automation_versions WHERE automation_id = $1 ORDER BY version DESC LIMIT 1', [automationId]);
   return rows[0] ? toRecord(rows[0]) : undefined;
 }
 

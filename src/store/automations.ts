@@ -80,7 +80,16 @@ export async function insertAutomation(db: Queryable, input: NewAutomation): Pro
   const rows = await db.query<AutomationRow>(
     `INSERT INTO automations (id, display_name, description, trigger, steps, listener_id, signing_secret, flow)
      VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::jsonb) RETURNING *`,
-    [input.id, input.displayName, input.description, JSON.stringify(input.trigger), JSON.stringify(input.steps), input.listenerId, input.sealedSigningSecret, JSON.stringify(input.flow ?? {})],
+    [
+      input.id,
+      input.displayName,
+      input.description,
+      JSON.stringify(input.trigger),
+      JSON.stringify(input.steps),
+      input.listenerId,
+      input.sealedSigningSecret,
+      JSON.stringify(input.flow ?? {}),
+    ],
   );
   return toAutomationRecord(rows[0]!);
 }
@@ -96,10 +105,7 @@ export async function getAutomationByListener(db: Queryable, listenerId: string)
 }
 
 export async function listAutomations(db: Queryable, afterId: string | undefined, limit: number): Promise<AutomationRecord[]> {
-  const rows = await db.query<AutomationRow>(
-    'SELECT * FROM automations WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
-    [afterId ?? null, limit],
-  );
+  const rows = await db.query<AutomationRow>('SELECT * FROM automations WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2', [afterId ?? null, limit]);
   return rows.map(toAutomationRecord);
 }
 
@@ -111,16 +117,25 @@ export async function saveAutomation(db: Queryable, record: AutomationRecord): P
        previous_signing_secret = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_signing_secret END,
        previous_secret_expires_at = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_secret_expires_at END
      WHERE id = $1 RETURNING *`,
-    [record.id, record.displayName, record.description, JSON.stringify(record.trigger), JSON.stringify(record.steps), record.sealedSigningSecret, record.published, JSON.stringify(record.flow)],
+    [
+      record.id,
+      record.displayName,
+      record.description,
+      JSON.stringify(record.trigger),
+      JSON.stringify(record.steps),
+      record.sealedSigningSecret,
+      record.published,
+      JSON.stringify(record.flow),
+    ],
   );
   return toAutomationRecord(rows[0]!);
 }
 
 export async function setPublished(db: Queryable, id: string, published: boolean): Promise<AutomationRecord | undefined> {
-  const rows = await db.query<AutomationRow>(
-    'UPDATE automations SET published = $2, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *',
-    [id, published],
-  );
+  const rows = await db.query<AutomationRow>('UPDATE automations SET published = $2, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *', [
+    id,
+    published,
+  ]);
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 

@@ -95,7 +95,19 @@ export async function insertBulkSet(tx: Queryable, set: NewBulkSet, runIds: read
     `INSERT INTO bulk_actions (id, action, automation_id, filter, reason, actor, state, matched, where_errors, preview_id, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11::integer IS NULL THEN NULL ELSE now() + make_interval(secs => $11::integer) END)
      RETURNING *`,
-    [set.id, set.action, set.automationId, JSON.stringify(set.filter), set.reason, set.by, set.state, set.matched, set.whereErrors, set.previewId, set.expiresInSeconds ?? null],
+    [
+      set.id,
+      set.action,
+      set.automationId,
+      JSON.stringify(set.filter),
+      set.reason,
+      set.by,
+      set.state,
+      set.matched,
+      set.whereErrors,
+      set.previewId,
+      set.expiresInSeconds ?? null,
+    ],
   );
   for (let start = 0; start < runIds.length; start += INSERT_CHUNK) {
     await tx.query(
@@ -109,10 +121,10 @@ export async function insertBulkSet(tx: Queryable, set: NewBulkSet, runIds: read
 
 /** An action made from a preview takes the preview's set, in its order. */
 export async function copyPreviewRuns(tx: Queryable, previewId: string, actionId: string): Promise<void> {
-  await tx.query(
-    `INSERT INTO bulk_action_runs (bulk_action_id, seq, run_id) SELECT $2, seq, run_id FROM bulk_action_runs WHERE bulk_action_id = $1`,
-    [previewId, actionId],
-  );
+  await tx.query(`INSERT INTO bulk_action_runs (bulk_action_id, seq, run_id) SELECT $2, seq, run_id FROM bulk_action_runs WHERE bulk_action_id = $1`, [
+    previewId,
+    actionId,
+  ]);
 }
 
 /** Forgets previews past their expiry (their sets go with them). */

@@ -22,7 +22,12 @@ export interface BreakerTake {
  * or the window already holds `maxRuns`: one statement.
  */
 export async function takeBreaker(db: Queryable, automationId: string, runId: string, maxRuns: number, periodMs: number): Promise<BreakerTake> {
-  const rows = await db.query<{ decision: string; inserted: boolean; tripped: Date | null }>('SELECT * FROM breaker_take($1, $2, $3, $4)', [automationId, runId, maxRuns, periodMs]);
+  const rows = await db.query<{ decision: string; inserted: boolean; tripped: Date | null }>('SELECT * FROM breaker_take($1, $2, $3, $4)', [
+    automationId,
+    runId,
+    maxRuns,
+    periodMs,
+  ]);
   const row = rows[0]!;
   return { decision: row.decision === 'paused' ? 'paused' : 'counted', inserted: row.inserted, trippedAt: iso(row.tripped) ?? null };
 }
@@ -54,7 +59,9 @@ export async function breakerState(db: Queryable, automationId: string, periodMs
 
 /** The ids of an automation's paused runs, in the order their events were accepted. */
 export async function pausedRuns(db: Queryable, automationId: string): Promise<string[]> {
-  const rows = await db.query<{ run_id: string }>("SELECT run_id FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' ORDER BY seq", [automationId]);
+  const rows = await db.query<{ run_id: string }>("SELECT run_id FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' ORDER BY seq", [
+    automationId,
+  ]);
   return rows.map((row) => row.run_id);
 }
 

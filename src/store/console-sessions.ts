@@ -92,10 +92,14 @@ export interface PendingLogin {
 }
 
 export async function insertPendingLogin(db: Queryable, stateHash: string, login: PendingLogin, expiresAt: Date): Promise<void> {
-  await db.query(
-    'INSERT INTO console_logins (state_hash, browser_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    [stateHash, login.browserHash, login.nonce, login.codeVerifier, login.returnTo, expiresAt],
-  );
+  await db.query('INSERT INTO console_logins (state_hash, browser_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+    stateHash,
+    login.browserHash,
+    login.nonce,
+    login.codeVerifier,
+    login.returnTo,
+    expiresAt,
+  ]);
 }
 
 /** Takes (reads and deletes, so that a state serves once) a sign-in still under way at `now`. */

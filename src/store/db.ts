@@ -114,7 +114,9 @@ async function openMemoryPglite(image: Blob | undefined): Promise<Db> {
     }
   }
   const { PGlite } = await import('@electric-sql/pglite');
-  const db = wrapPglite(await PGlite.create({ loadDataDir: template, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }));
+  const db = wrapPglite(
+    await PGlite.create({ loadDataDir: template, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }),
+  );
   await migrate(db);
   return db;
 }
@@ -162,7 +164,9 @@ export function pgliteDataDirExists(dataDir: string): boolean {
 export async function initPgliteDataDir(dataDir: string): Promise<void> {
   const { PGlite } = await import('@electric-sql/pglite');
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  const fresh = wrapPglite(await PGlite.create({ dataDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }));
+  const fresh = wrapPglite(
+    await PGlite.create({ dataDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }),
+  );
   try {
     await migrate(fresh);
   } finally {
@@ -268,7 +272,19 @@ async function listenPostgres(
 }
 
 /** Socket errors and PostgreSQL SQLSTATEs that mean "the database cannot be reached now". */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
 
 /**
  * A lost or refused database connection becomes UnavailableError (503 + Retry-After at the HTTP

@@ -24,10 +24,10 @@ export async function recordFilteredEvent(db: Queryable, listenerId: string, eve
 
 /** Whether this listener filtered this event id within the retention. */
 export async function isFilteredEvent(db: Queryable, listenerId: string, eventId: string): Promise<boolean> {
-  const rows = await db.query(
-    "SELECT 1 FROM filtered_events WHERE listener_id = $1 AND event_id = $2 AND received_at >= now() - interval '7 days'",
-    [listenerId, eventId],
-  );
+  const rows = await db.query("SELECT 1 FROM filtered_events WHERE listener_id = $1 AND event_id = $2 AND received_at >= now() - interval '7 days'", [
+    listenerId,
+    eventId,
+  ]);
   return rows.length > 0;
 }
 
@@ -67,7 +67,11 @@ export async function takeRateLimit(db: Queryable, automationId: string, keyHash
 
 /** Gives back one run taken by `takeRateLimit` (the delivery turned out to be a repeat). */
 export async function returnRateLimit(db: Queryable, automationId: string, keyHash: string, limit: number, periodMs: number): Promise<void> {
-  await db.query('UPDATE rate_limits SET tat_ms = tat_ms - $3::bigint WHERE automation_id = $1 AND key_hash = $2', [automationId, keyHash, Math.ceil(periodMs / limit)]);
+  await db.query('UPDATE rate_limits SET tat_ms = tat_ms - $3::bigint WHERE automation_id = $1 AND key_hash = $2', [
+    automationId,
+    keyHash,
+    Math.ceil(periodMs / limit),
+  ]);
 }
 
 /** Drops filtered event ids past the retention and rate-limit rows that no longer limit anything. */

@@ -22,7 +22,12 @@ function toMetadata(raw: RawMetadata): OutboundSecretMetadata {
 }
 
 /** Inserts a secret; undefined when one with this name exists. */
-export async function insertOutboundSecret(db: Queryable, name: string, sealedValue: string, allowedOrigins: readonly string[]): Promise<OutboundSecretMetadata | undefined> {
+export async function insertOutboundSecret(
+  db: Queryable,
+  name: string,
+  sealedValue: string,
+  allowedOrigins: readonly string[],
+): Promise<OutboundSecretMetadata | undefined> {
   const rows = await db.query<RawMetadata>(
     `INSERT INTO outbound_secrets (name, sealed_value, allowed_origins) VALUES ($1, $2, $3::jsonb) ON CONFLICT (name) DO NOTHING RETURNING ${METADATA}`,
     [name, sealedValue, JSON.stringify(allowedOrigins)],
@@ -31,7 +36,11 @@ export async function insertOutboundSecret(db: Queryable, name: string, sealedVa
 }
 
 /** Replaces where a secret may be sent; undefined when there is none with this name. */
-export async function replaceOutboundSecretOrigins(db: Queryable, name: string, allowedOrigins: readonly string[]): Promise<OutboundSecretMetadata | undefined> {
+export async function replaceOutboundSecretOrigins(
+  db: Queryable,
+  name: string,
+  allowedOrigins: readonly string[],
+): Promise<OutboundSecretMetadata | undefined> {
   const rows = await db.query<RawMetadata>(`UPDATE outbound_secrets SET allowed_origins = $2::jsonb WHERE name = $1 RETURNING ${METADATA}`, [
     name,
     JSON.stringify(allowedOrigins),
@@ -99,9 +108,8 @@ export async function existingOutboundSecrets(db: Queryable, names: readonly str
 /** The sealed values of `names` that exist (name → sealed value). */
 export async function sealedOutboundSecrets(db: Queryable, names: readonly string[]): Promise<Map<string, string>> {
   if (names.length === 0) return new Map();
-  const rows = await db.query<{ name: string; sealed_value: string }>(
-    'SELECT name, sealed_value FROM outbound_secrets WHERE name = ANY($1::text[])',
-    [[...names]],
-  );
+  const rows = await db.query<{ name: string; sealed_value: string }>('SELECT name, sealed_value FROM outbound_secrets WHERE name = ANY($1::text[])', [
+    [...names],
+  ]);
   return new Map(rows.map((row) => [row.name, row.sealed_value]));
 }

@@ -86,12 +86,7 @@ export interface OwnedEntitlementRow {
 type RawOwned = RawEntitlementRow & { ownerRoleSlug: string; ownerCreatedAt: unknown };
 
 /** Up to `limit` ownerships of `userId` after `after`, ordered by (role slug, app id, entitlement id). */
-export async function listOwnedEntitlements(
-  db: Queryable,
-  userId: string,
-  after: OwnerCursor | undefined,
-  limit: number,
-): Promise<OwnedEntitlementRow[]> {
+export async function listOwnedEntitlements(db: Queryable, userId: string, after: OwnerCursor | undefined, limit: number): Promise<OwnedEntitlementRow[]> {
   const params: unknown[] = [userId];
   let keyset = '';
   if (after) {

@@ -47,11 +47,10 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
       // The value a rotation replaced, kept for signatures during its grace period: same binding.
       const previous = row.previous_sealed_value === null ? undefined : rebind('outbound_secret', row.name, row.previous_sealed_value, false);
       if (current !== undefined || previous !== undefined) {
-        await tx.query('UPDATE outbound_secrets SET sealed_value = COALESCE($2, sealed_value), previous_sealed_value = COALESCE($3, previous_sealed_value) WHERE name = $1', [
-          row.name,
-          current ?? null,
-          previous ?? null,
-        ]);
+        await tx.query(
+          'UPDATE outbound_secrets SET sealed_value = COALESCE($2, sealed_value), previous_sealed_value = COALESCE($3, previous_sealed_value) WHERE name = $1',
+          [row.name, current ?? null, previous ?? null],
+        );
       }
     }
     const automations = await tx.query<{ id: string; signing_secret: string | null; previous_signing_secret: string | null }>(
@@ -61,11 +60,10 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
       const current = row.signing_secret === null ? undefined : rebind('automation_signing_secret', row.id, row.signing_secret, false);
       const previous = row.previous_signing_secret === null ? undefined : rebind('automation_signing_secret', row.id, row.previous_signing_secret, false);
       if (current !== undefined || previous !== undefined) {
-        await tx.query('UPDATE automations SET signing_secret = COALESCE($2, signing_secret), previous_signing_secret = COALESCE($3, previous_signing_secret) WHERE id = $1', [
-          row.id,
-          current ?? null,
-          previous ?? null,
-        ]);
+        await tx.query(
+          'UPDATE automations SET signing_secret = COALESCE($2, signing_secret), previous_signing_secret = COALESCE($3, previous_signing_secret) WHERE id = $1',
+          [row.id, current ?? null, previous ?? null],
+        );
       }
     }
     await tx.query('DELETE FROM secret_sealing');

@@ -10,10 +10,9 @@ import type { Queryable } from './queryable';
 /** name → allowedOrigins of the secrets of `names` that exist. */
 export async function allowedOriginsOf(db: Queryable, names: readonly string[]): Promise<Map<string, string[]>> {
   if (names.length === 0) return new Map();
-  const rows = await db.query<{ name: string; allowed_origins: unknown }>(
-    'SELECT name, allowed_origins FROM outbound_secrets WHERE name = ANY($1::text[])',
-    [[...names]],
-  );
+  const rows = await db.query<{ name: string; allowed_origins: unknown }>('SELECT name, allowed_origins FROM outbound_secrets WHERE name = ANY($1::text[])', [
+    [...names],
+  ]);
   return new Map(rows.map((row) => [row.name, originList(row.allowed_origins)]));
 }
 
@@ -38,9 +37,7 @@ export async function backfillSecretOrigins(db: Queryable): Promise<number> {
   if (pending.length === 0) return 0;
   const wanted = new Set(pending.map((row) => row.name));
   const origins = new Map<string, string[]>();
-  const sources = await db.query<{ steps: unknown }>(
-    `SELECT steps FROM automations UNION ALL SELECT snapshot->'steps' AS steps FROM automation_versions`,
-  );
+  const sources = await db.query<{ steps: unknown }>(`SELECT steps FROM automations UNION ALL SELECT snapshot->'steps' AS steps FROM automation_versions`);
   for (const { steps: stored } of sources) {
     const steps = typeof stored === 'string' ? (JSON.parse(stored) as unknown) : stored;
     if (!Array.isArray(steps)) continue;

@@ -10,7 +10,10 @@ import { SecretBox, sealContext } from '../crypto/secret-box';
 
 /** The plain value of secret `name`, made with `generate` (and stored sealed) when missing. */
 export async function getOrCreateServiceKey(db: Queryable, box: SecretBox, name: string, generate: () => string): Promise<string> {
-  await db.query('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, box.seal(generate(), sealContext('service_secret', name))]);
+  await db.query('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
+    name,
+    box.seal(generate(), sealContext('service_secret', name)),
+  ]);
   const stored = await readStored(db, name);
   if (stored === undefined) throw new Error(`secret ${name} missing after insert`);
   return openSecret(box, name, stored);

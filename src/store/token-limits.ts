@@ -23,7 +23,12 @@ export interface TokenAdmission {
  */
 export async function admitTokenRequest(db: Queryable, source: string, clientId: string, limit: number, periodMs: number): Promise<TokenAdmission> {
   const interval = Math.ceil(periodMs / limit);
-  const rows = await db.query<{ granted: string | number | null; current: string | number | null; blocked_until: string | number | null; now_ms: string | number }>(
+  const rows = await db.query<{
+    granted: string | number | null;
+    current: string | number | null;
+    blocked_until: string | number | null;
+    now_ms: string | number;
+  }>(
     `WITH n AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),
      up AS (
        INSERT INTO token_source_limits AS r (source, tat_ms)

@@ -237,10 +237,15 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
   private restart(slot: number, stuck: ThreadGeneration): void {
     const seconds = this.options.deadlineMs / 1000;
     const what = stuck.lose(
-      (call) => new WorkflowDeadlockError(`Potential deadlock: ${call} did not yield within ${seconds} s (isolateExecutionTimeout); its workflow thread was restarted`),
+      (call) =>
+        new WorkflowDeadlockError(`Potential deadlock: ${call} did not yield within ${seconds} s (isolateExecutionTimeout); its workflow thread was restarted`),
       new WorkflowThreadRestartedError(`the workflow thread was restarted because another run on it did not yield within ${seconds} s; this run is replayed`),
     );
-    this.options.logger.error('workflow thread stuck: terminated, starting a new one', { deadlineMs: this.options.deadlineMs, stuck: what, runsReplayed: stuck.workflows });
+    this.options.logger.error('workflow thread stuck: terminated, starting a new one', {
+      deadlineMs: this.options.deadlineMs,
+      stuck: what,
+      runsReplayed: stuck.workflows,
+    });
     this.running[slot] = undefined;
     const next = this.spawnGeneration();
     this.slots[slot] = next;

@@ -44,7 +44,14 @@ export class TemporalPausedRunControl implements PausedRunControl {
   async resume(run: PausedRun, automation: { id: string; name: string }): Promise<boolean> {
     const queue = run.queue as RunQueue | undefined;
     return this.whenFound(run.runId, async () => {
-      if (queue) await this.runs.requestLanePermit({ automationId: automation.id, lane: queue.lane, runId: run.runId, limit: queue.limit, automationName: automation.name });
+      if (queue)
+        await this.runs.requestLanePermit({
+          automationId: automation.id,
+          lane: queue.lane,
+          runId: run.runId,
+          limit: queue.limit,
+          automationName: automation.name,
+        });
       await this.client.workflow.getHandle(run.runId).signal(breakerResumeSignal, { laneRequested: queue !== undefined });
       return true;
     });
@@ -69,7 +76,8 @@ export class TemporalPausedRunControl implements PausedRunControl {
       } catch (err) {
         const code = grpcCode(err);
         if (code === GRPC_FAILED_PRECONDITION) return false;
-        if (!(err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND)) throw new UnavailableError('the workflow engine is unavailable; retry later', 5);
+        if (!(err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND))
+          throw new UnavailableError('the workflow engine is unavailable; retry later', 5);
         if (Date.now() >= givesUpAt) return false;
         await new Promise((resolve) => setTimeout(resolve, NOT_FOUND_RETRY_MS));
       }

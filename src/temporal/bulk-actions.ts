@@ -75,7 +75,12 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
     let token: Uint8Array | undefined;
     do {
       const response = await this.call(() =>
-        this.client.workflowService.listWorkflowExecutions({ namespace: this.client.options.namespace, pageSize: LIST_PAGE, query, ...(token ? { nextPageToken: token } : {}) }),
+        this.client.workflowService.listWorkflowExecutions({
+          namespace: this.client.options.namespace,
+          pageSize: LIST_PAGE,
+          query,
+          ...(token ? { nextPageToken: token } : {}),
+        }),
       );
       for (const raw of response.executions ?? []) {
         const status = visibilityStatus(raw.status);
@@ -183,7 +188,11 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
     let response: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
     try {
       response = await this.call(() =>
-        this.client.workflowService.getWorkflowExecutionHistory({ namespace: this.client.options.namespace, execution: { workflowId: runId }, maximumPageSize: 1 }),
+        this.client.workflowService.getWorkflowExecutionHistory({
+          namespace: this.client.options.namespace,
+          execution: { workflowId: runId },
+          maximumPageSize: 1,
+        }),
       );
     } catch (err) {
       if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC_NOT_FOUND) return undefined;

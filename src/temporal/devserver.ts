@@ -57,8 +57,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (options.uiPort !== undefined) {
     args.push('--ui-port', String(options.uiPort), '--ui-ip', ip);
     if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
-  }
-  else args.push('--headless');
+  } else args.push('--headless');
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
 
   if (await isListening(ip, options.port)) {

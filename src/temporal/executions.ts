@@ -15,7 +15,16 @@ import { ApprovalWaitKey, AUTOMATION_WORKFLOW, FlowQueueKey } from '../contract/
 import { lanesOf, QUEUE_KEY_MEMO, quote, runningRunsQuery, runQuery, type RunningRun } from './run-listing';
 import type { LaneView, RunFilter } from '../domain/run-listing';
 import { lastResult, STEP_REGISTRY, stepKind, type RecordedEffect } from '../steps';
-import { RUN_STATE_QUERY, STEP_FAILED, type AutomationRunInput, type RunState, type StepDefinition, type StepFailureDetails, type StepKind, type StepResult } from '../contract/run';
+import {
+  RUN_STATE_QUERY,
+  STEP_FAILED,
+  type AutomationRunInput,
+  type RunState,
+  type StepDefinition,
+  type StepFailureDetails,
+  type StepKind,
+  type StepResult,
+} from '../contract/run';
 import { raceDeadline } from './deadline';
 
 import { AutomationIdKey, WebhookEventIdKey } from './search-attributes';
@@ -140,7 +149,11 @@ export class TemporalRunReader implements RunReader {
   }
 
   /** One page of a visibility query, memos decoded. */
-  private async visibility(query: string, pageSize: number, pageToken: Uint8Array | undefined): Promise<{ executions: WorkflowInfo[]; nextPageToken: Uint8Array | undefined }> {
+  private async visibility(
+    query: string,
+    pageSize: number,
+    pageToken: Uint8Array | undefined,
+  ): Promise<{ executions: WorkflowInfo[]; nextPageToken: Uint8Array | undefined }> {
     let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
     try {
       response = await this.call(this.callTimeoutMs, () =>
@@ -270,7 +283,11 @@ export class TemporalRunReader implements RunReader {
     let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
     try {
       response = await this.call(this.callTimeoutMs, () =>
-        this.client.workflowService.listWorkflowExecutions({ namespace: this.client.options.namespace, pageSize: 100, query: `WorkflowId STARTS_WITH ${quote(prefix)}` }),
+        this.client.workflowService.listWorkflowExecutions({
+          namespace: this.client.options.namespace,
+          pageSize: 100,
+          query: `WorkflowId STARTS_WITH ${quote(prefix)}`,
+        }),
       );
     } catch (err) {
       throw unavailable(err);

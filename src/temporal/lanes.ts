@@ -9,7 +9,6 @@ import type { LaneRequest, Lanes } from '../contract/lanes';
 
 export type { LaneRequest };
 
-
 /** Asks the lane for a permit for `runId` (idempotent per run id); starts the lane when needed. */
 export async function requestLanePermit(client: Client, request: LaneRequest): Promise<void> {
   const initial: LaneState = { automationId: request.automationId, lane: request.lane, limit: request.limit, holders: [], waiting: [], released: [] };
@@ -21,7 +20,14 @@ export async function requestLanePermit(client: Client, request: LaneRequest): P
     args: [initial],
     signal: LANE_ACQUIRE_SIGNAL,
     // The ask names its lane: a lane ignores an ask meant for another (workflows/lane.ts).
-    signalArgs: [{ runId: request.runId, limit: request.limit, lane: request.lane, ...(request.maxWaiting ? { maxWaiting: request.maxWaiting } : {}) } satisfies LaneAcquire],
+    signalArgs: [
+      {
+        runId: request.runId,
+        limit: request.limit,
+        lane: request.lane,
+        ...(request.maxWaiting ? { maxWaiting: request.maxWaiting } : {}),
+      } satisfies LaneAcquire,
+    ],
     staticSummary: `lane of ${request.automationName ?? `automation ${request.automationId}`} (concurrency ${request.limit})`,
   });
 }

@@ -37,7 +37,6 @@ const MAX_RERUNS = 100;
 const GRPC_NOT_FOUND = 5;
 const GRPC_FAILED_PRECONDITION = 9;
 
-
 export class TemporalRunControl implements RunController {
   constructor(
     private readonly client: Client,
@@ -58,7 +57,8 @@ export class TemporalRunControl implements RunController {
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
         if (err.cause.type === UNKNOWN_STEP) throw new NotFoundError('step', input.stepId);
-        if (err.cause.type === STEP_NOT_WAITING) throw new FailedPreconditionError(`step ${JSON.stringify(input.stepId)} is not waiting for approval`, 'STEP_NOT_WAITING');
+        if (err.cause.type === STEP_NOT_WAITING)
+          throw new FailedPreconditionError(`step ${JSON.stringify(input.stepId)} is not waiting for approval`, 'STEP_NOT_WAITING');
       }
       throw this.closedOrUnavailable(err);
     }
@@ -132,7 +132,12 @@ export class TemporalRunControl implements RunController {
         await this.call(this.callTimeoutMs, () =>
           this.client.workflow.start<AutomationWorkflow>(
             AUTOMATION_WORKFLOW,
-            runStartOptions(this.taskQueue, workflowId, runInput, { automationName, rerunOf: executionId, summary: `bulk action ${options.bulkActionId} rerun of ${executionId}`, bulkActionId: options.bulkActionId }),
+            runStartOptions(this.taskQueue, workflowId, runInput, {
+              automationName,
+              rerunOf: executionId,
+              summary: `bulk action ${options.bulkActionId} rerun of ${executionId}`,
+              bulkActionId: options.bulkActionId,
+            }),
           ),
         );
       } catch (err) {
@@ -194,7 +199,8 @@ export class TemporalRunControl implements RunController {
   private async requireOpen(executionId: string, showStatus = true): Promise<void> {
     const execution = await this.executions.get(executionId);
     if (!execution) throw new NotFoundError('automation execution', executionId);
-    if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED' && execution.status !== 'PAUSED') throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
+    if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED' && execution.status !== 'PAUSED')
+      throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
   }
 
   /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */

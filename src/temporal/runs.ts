@@ -47,7 +47,9 @@ export class TemporalRuns implements AutomationRuns {
       const deadline = Date.now() + this.startTimeoutMs;
       const maxWaiting = this.options.laneQueueLimit;
       await raceDeadline(deadline, () =>
-        this.client.withDeadline(deadline, () => requestLanePermit(this.client, { ...request, taskQueue: this.taskQueue, ...(maxWaiting ? { maxWaiting } : {}) })),
+        this.client.withDeadline(deadline, () =>
+          requestLanePermit(this.client, { ...request, taskQueue: this.taskQueue, ...(maxWaiting ? { maxWaiting } : {}) }),
+        ),
       );
     } catch (err) {
       throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
@@ -69,7 +71,11 @@ export class TemporalRuns implements AutomationRuns {
       // The run's first history event holds its input as it was started: the lane it was recorded for.
       const response = await raceDeadline(deadline, () =>
         this.client.withDeadline(deadline, () =>
-          this.client.workflowService.getWorkflowExecutionHistory({ namespace: this.client.options.namespace, execution: { workflowId: runId }, maximumPageSize: 1 }),
+          this.client.workflowService.getWorkflowExecutionHistory({
+            namespace: this.client.options.namespace,
+            execution: { workflowId: runId },
+            maximumPageSize: 1,
+          }),
         ),
       );
       const payload = response.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
@@ -99,12 +105,14 @@ export class TemporalRuns implements AutomationRuns {
     try {
       const deadline = Date.now() + this.startTimeoutMs;
       // withDeadline bounds the call; the race also bounds connecting to an unreachable server.
-      await raceDeadline(deadline, () => this.client.withDeadline(deadline, () =>
-        this.client.workflow.start<AutomationWorkflow>(AUTOMATION_WORKFLOW, {
-          ...runStartOptions(this.taskQueue, workflowId, input, { ...display, summary: `event ${input.eventId}` }),
-          ...(this.options.eagerStart ? { requestEagerStart: true } : {}),
-        }),
-      ));
+      await raceDeadline(deadline, () =>
+        this.client.withDeadline(deadline, () =>
+          this.client.workflow.start<AutomationWorkflow>(AUTOMATION_WORKFLOW, {
+            ...runStartOptions(this.taskQueue, workflowId, input, { ...display, summary: `event ${input.eventId}` }),
+            ...(this.options.eagerStart ? { requestEagerStart: true } : {}),
+          }),
+        ),
+      );
       return { runId: workflowId };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new DuplicateEventError(workflowId);

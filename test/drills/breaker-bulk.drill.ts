@@ -65,11 +65,17 @@ async function api(method: 'GET' | 'POST' | 'PUT', pathname: string, body?: unkn
 
 /** An operator's call that may meet a restarting process: repeated (it is idempotent) until it answers `status`. */
 async function patiently(method: 'GET' | 'POST' | 'PUT', pathname: string, body?: unknown, status = 200): Promise<Json> {
-  return (await poll(
-    () => api(method, pathname, body, status).then((json) => ({ json }), (err: Error) => ({ json: undefined, err: err.message })),
-    (r) => r.json !== undefined,
-    { what: `${method} ${pathname} to answer ${status}`, timeoutMs: 5 * 60_000, intervalMs: 1000 },
-  )).json!;
+  return (
+    await poll(
+      () =>
+        api(method, pathname, body, status).then(
+          (json) => ({ json }),
+          (err: Error) => ({ json: undefined, err: err.message }),
+        ),
+      (r) => r.json !== undefined,
+      { what: `${method} ${pathname} to answer ${status}`, timeoutMs: 5 * 60_000, intervalMs: 1000 },
+    )
+  ).json!;
 }
 
 interface Listener {
@@ -92,7 +98,12 @@ async function createAutomation(fields: Json): Promise<Listener> {
 
 function send(listener: Listener, eventId: string, body: string): Promise<PostOutcome> {
   const timestamp = String(Math.floor(Date.now() / 1000));
-  const headers = { 'Content-Type': 'application/json', 'Webhook-Timestamp': timestamp, 'Webhook-Event-Id': eventId, 'Webhook-Signature': signHmac(listener.secret, timestamp, eventId, body) };
+  const headers = {
+    'Content-Type': 'application/json',
+    'Webhook-Timestamp': timestamp,
+    'Webhook-Event-Id': eventId,
+    'Webhook-Signature': signHmac(listener.secret, timestamp, eventId, body),
+  };
   return postOnce(entryPort, listener.path, headers, body, ATTEMPT_TIMEOUT_MS);
 }
 
@@ -103,7 +114,8 @@ async function deliver(listener: Listener, eventId: string, body: string, answer
     const status = outcome.kind === 'response' ? outcome.status : outcome.code;
     answers.push(status);
     if (status === 200 || status === 409) return;
-    if (typeof status === 'number' && status < 500) throw new Error(`event ${eventId}: ${status} ${JSON.stringify(outcome.kind === 'response' ? outcome.body : '')}`);
+    if (typeof status === 'number' && status < 500)
+      throw new Error(`event ${eventId}: ${status} ${JSON.stringify(outcome.kind === 'response' ? outcome.body : '')}`);
     if (attempt > 300) throw new Error(`event ${eventId} never accepted`);
     await sleep(500);
   }
@@ -141,7 +153,14 @@ beforeAll(async () => {
   stack = await startProdStack({
     adminUrl: pg.adminUrl,
     stateDir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BOOTSTRAP_CLIENT_ID: clientId, BOOTSTRAP_CLIENT_SECRET: clientSecret, LOG_LEVEL: 'warn', PAYLOAD_KEYS: payloadKeys },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BOOTSTRAP_CLIENT_ID: clientId,
+      BOOTSTRAP_CLIENT_SECRET: clientSecret,
+      LOG_LEVEL: 'warn',
+      PAYLOAD_KEYS: payloadKeys,
+    },
     log: (line) => console.log(`[stack] ${line}`),
   });
   figures.stackStartSeconds = Math.round((Date.now() - started) / 1000);
@@ -249,7 +268,8 @@ describe(`a breaker of ${MAX_RUNS} per hour: ${SENDERS} senders × ${EVENTS_PER_
         const events = history.events ?? [];
         const at = (e: (typeof events)[number]): number => Number(String(e.eventTime?.seconds ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
         const signal = (name: string): number => events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === name);
-        const line = (e: (typeof events)[number]): string => (e.userMetadata?.summary?.data ? String(JSON.parse(Buffer.from(e.userMetadata.summary.data).toString('utf8'))) : '');
+        const line = (e: (typeof events)[number]): string =>
+          e.userMetadata?.summary?.data ? String(JSON.parse(Buffer.from(e.userMetadata.summary.data).toString('utf8'))) : '';
         const resume = signal(BREAKER_RESUME_SIGNAL);
         const grant = signal(RUN_GRANT_SIGNAL);
         const begins = events.map((e, i) => ({ e, i })).filter(({ e }) => line(e).startsWith('begin: '));
@@ -315,19 +335,32 @@ describe(`bulk rerun of ${FAILED_RUNS} failed runs while a worker and Temporal's
     const query = `ListenerId = "${listener.listenerId}"`;
     await settled(query, originals, 'FAILED');
     // The outage is over: the step is fixed and published; the failed runs are rerun on that version.
-    await api('POST', `/api/v1/automations/${listener.id}`, { automation: { steps: [{ id: 'grant', setVariables: { who: 'ctx.trigger.employee' } }] }, updateMask: 'steps' });
+    await api('POST', `/api/v1/automations/${listener.id}`, {
+      automation: { steps: [{ id: 'grant', setVariables: { who: 'ctx.trigger.employee' } }] },
+      updateMask: 'steps',
+    });
     await api('POST', `/api/v1/automations/${listener.id}/publish`, {});
 
-    const preview = await api('POST', '/api/v1/automation_executions/bulk', { dryRun: true, reason: 'after the outage', filter: { automationId: listener.id, status: ['FAILED'] } });
+    const preview = await api('POST', '/api/v1/automation_executions/bulk', {
+      dryRun: true,
+      reason: 'after the outage',
+      filter: { automationId: listener.id, status: ['FAILED'] },
+    });
     expect(preview.matched).toBe(FAILED_RUNS);
     const actionStarted = Date.now();
-    const created = (await api('POST', '/api/v1/automation_executions/bulk', { previewId: preview.previewId, action: 'rerun', reason: 'after the outage' }, 202)).bulkAction;
+    const created = (
+      await api('POST', '/api/v1/automation_executions/bulk', { previewId: preview.previewId, action: 'rerun', reason: 'after the outage' }, 202)
+    ).bulkAction;
     const bulkId = created.id as string;
     const progress = (): Promise<Json> => patiently('GET', `/api/v1/bulk_actions/${bulkId}`).then((json) => json.bulkAction);
     const faults: string[] = [];
     await stack.processes.get('worker-1')!.kill('SIGKILL', false);
     faults.push(`worker-1 SIGKILLed at ${(await progress()).succeeded} succeeded`);
-    const midway = await poll(progress, (a) => a.succeeded >= FAILED_RUNS / 3 || a.state !== 'RUNNING', { what: 'a third of the reruns', timeoutMs: 10 * 60_000, intervalMs: 500 });
+    const midway = await poll(progress, (a) => a.succeeded >= FAILED_RUNS / 3 || a.state !== 'RUNNING', {
+      what: 'a third of the reruns',
+      timeoutMs: 10 * 60_000,
+      intervalMs: 500,
+    });
     await stack.processes.get('temporal-frontend')!.kill('SIGKILL', false);
     faults.push(`temporal-frontend SIGKILLed at ${midway.succeeded} succeeded (${midway.state})`);
     const done = await poll(progress, (a) => a.state !== 'RUNNING', { what: 'the bulk action to end', timeoutMs: 15 * 60_000, intervalMs: 1000 });

@@ -24,7 +24,6 @@ const KEYS = 5;
 const EVENTS_PER_KEY = 40;
 const ATTEMPT_TIMEOUT_MS = 90_000;
 
-
 let pg: OwnPostgres;
 let stack: ProdStack;
 let stateDir: string;
@@ -39,7 +38,12 @@ const call = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise
 
 function send(listener: { path: string; secret: string }, eventId: string, body: string): Promise<PostOutcome> {
   const timestamp = String(Math.floor(Date.now() / 1000));
-  const headers = { 'Content-Type': 'application/json', 'Webhook-Timestamp': timestamp, 'Webhook-Event-Id': eventId, 'Webhook-Signature': signHmac(listener.secret, timestamp, eventId, body) };
+  const headers = {
+    'Content-Type': 'application/json',
+    'Webhook-Timestamp': timestamp,
+    'Webhook-Event-Id': eventId,
+    'Webhook-Signature': signHmac(listener.secret, timestamp, eventId, body),
+  };
   return postOnce(entryPort, listener.path, headers, body, ATTEMPT_TIMEOUT_MS);
 }
 
@@ -50,14 +54,25 @@ beforeAll(async () => {
   stack = await startProdStack({
     adminUrl: pg.adminUrl,
     stateDir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BOOTSTRAP_CLIENT_ID: clientId, BOOTSTRAP_CLIENT_SECRET: clientSecret, LOG_LEVEL: 'warn', PAYLOAD_KEYS: payloadKeys },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BOOTSTRAP_CLIENT_ID: clientId,
+      BOOTSTRAP_CLIENT_SECRET: clientSecret,
+      LOG_LEVEL: 'warn',
+      PAYLOAD_KEYS: payloadKeys,
+    },
     log: (line) => console.log(`[stack] ${line}`),
   });
   entryPort = Number(new URL(stack.entryUrl).port);
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
   token = ((await (await fetch(`${stack.entryUrl}/auth/v1/token`, { method: 'POST', body: form })).json()) as { access_token: string }).access_token;
   temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api'));
-  temporal = new Client({ connection: temporalConnection, namespace: 'default', dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))) });
+  temporal = new Client({
+    connection: temporalConnection,
+    namespace: 'default',
+    dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))),
+  });
 }, 30 * 60_000);
 
 afterAll(async () => {
@@ -146,7 +161,10 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
       ids = [];
       let pageToken = '';
       do {
-        const page = await call('GET', `/api/v1/automations/${created.automation.id}/executions?pageSize=100${pageToken ? `&pageToken=${encodeURIComponent(pageToken)}` : ''}`);
+        const page = await call(
+          'GET',
+          `/api/v1/automations/${created.automation.id}/executions?pageSize=100${pageToken ? `&pageToken=${encodeURIComponent(pageToken)}` : ''}`,
+        );
         for (const item of page.list) if (item.execution.status === 'COMPLETED') ids.push(item.execution.id);
         pageToken = page.nextPageToken;
       } while (pageToken);
@@ -166,7 +184,9 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
         if (runs[i]!.first < runs[i - 1]!.first) outOfOrder += 1;
       }
     }
-    console.log(`flow drill: ${KEYS * EVENTS_PER_KEY} runs COMPLETED once each; overlaps ${overlaps}; out of order ${outOfOrder}; faults: ${faults.join(', ')}`);
+    console.log(
+      `flow drill: ${KEYS * EVENTS_PER_KEY} runs COMPLETED once each; overlaps ${overlaps}; out of order ${outOfOrder}; faults: ${faults.join(', ')}`,
+    );
     expect(overlaps).toBe(0);
     expect(outOfOrder).toBe(0);
   });

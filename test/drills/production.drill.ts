@@ -69,7 +69,9 @@ function portOf(url: string): number {
   return Number(new URL(url).port);
 }
 
-const call = (method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Record<string, any>> => callApi(port, token, method, pathname, body); // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const call = (method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Record<string, any>> =>
+  callApi(port, token, method, pathname, body);
 
 interface Listener {
   id: string;
@@ -85,7 +87,12 @@ async function createAutomation(name: string, allowedCidrs?: string[]): Promise<
     steps: [
       {
         id: 'own',
-        createEntitlementOwner: { userId: `'${target.userId}'`, roleSlug: 'ctx.trigger.role', appId: `'${target.appId}'`, entitlementId: `'${target.entitlementId}'` },
+        createEntitlementOwner: {
+          userId: `'${target.userId}'`,
+          roleSlug: 'ctx.trigger.role',
+          appId: `'${target.appId}'`,
+          entitlementId: `'${target.entitlementId}'`,
+        },
       },
     ],
   });
@@ -123,7 +130,14 @@ beforeAll(async () => {
   stack = await startProdStack({
     adminUrl: pg.adminUrl,
     stateDir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, BOOTSTRAP_CLIENT_ID: clientId, BOOTSTRAP_CLIENT_SECRET: clientSecret, LOG_LEVEL: 'warn', PAYLOAD_KEYS: payloadKeys },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      BOOTSTRAP_CLIENT_ID: clientId,
+      BOOTSTRAP_CLIENT_SECRET: clientSecret,
+      LOG_LEVEL: 'warn',
+      PAYLOAD_KEYS: payloadKeys,
+    },
     log: (line) => console.log(`[stack] ${line}`),
   });
   figures.stackStartSeconds = Math.round((Date.now() - started) / 1000);
@@ -140,7 +154,11 @@ beforeAll(async () => {
   // The frontend requires mutual TLS: the drill connects with the APIs' client certificate.
   temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api'));
   // Payloads are encrypted in Temporal: the drill reads runs with the stack's own keys.
-  temporal = new Client({ connection: temporalConnection, namespace: 'default', dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))) });
+  temporal = new Client({
+    connection: temporalConnection,
+    namespace: 'default',
+    dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))),
+  });
 }, 30 * 60_000);
 
 afterAll(async () => {
@@ -205,7 +223,7 @@ function temporalCli(args: string[]): Promise<{ code: number | null; output: str
 }
 
 describe('the engine requires mutual TLS', () => {
-  it('`temporal workflow list` without a certificate, or with one of another CA, is refused; with the APIs\' certificate it lists', async () => {
+  it("`temporal workflow list` without a certificate, or with one of another CA, is refused; with the APIs' certificate it lists", async () => {
     const plain = await temporalCli(['workflow', 'list', '--address', stack.temporalAddress, '--limit', '1', '--command-timeout', '20s']);
     expect(plain.code).not.toBe(0);
     const ours = clientTlsFiles(stack.tlsDir, 'api');
@@ -217,7 +235,19 @@ describe('the engine requires mutual TLS', () => {
     try {
       execFileSync('sh', ['deploy/temporal/make-certs.sh'], { env: { PATH: process.env.PATH, CERT_DIR: strangerDir } });
       const theirs = clientTlsFiles(strangerDir, 'api');
-      const stranger = await temporalCli(['workflow', 'list', ...server, '--tls-cert-path', theirs.cert, '--tls-key-path', theirs.key, '--limit', '1', '--command-timeout', '20s']);
+      const stranger = await temporalCli([
+        'workflow',
+        'list',
+        ...server,
+        '--tls-cert-path',
+        theirs.cert,
+        '--tls-key-path',
+        theirs.key,
+        '--limit',
+        '1',
+        '--command-timeout',
+        '20s',
+      ]);
       expect(stranger.code).not.toBe(0);
     } finally {
       fs.rmSync(strangerDir, { recursive: true, force: true });
@@ -225,7 +255,9 @@ describe('the engine requires mutual TLS', () => {
     const listed = await temporalCli(['workflow', 'list', ...stack.temporalCliArgs('api'), '--limit', '1', '--command-timeout', '20s']);
     expect([listed.code, listed.output]).toEqual([0, expect.any(String)]);
     // The Node client too: no TLS, no connection.
-    await expect(Connection.connect({ address: stack.temporalAddress, connectTimeout: 5000 }).then((c) => c.workflowService.getSystemInfo({}))).rejects.toThrow();
+    await expect(
+      Connection.connect({ address: stack.temporalAddress, connectTimeout: 5000 }).then((c) => c.workflowService.getSystemInfo({})),
+    ).rejects.toThrow();
   });
 
   it('the workers and the Web UI server connect with their own certificates; every key is 0600', async () => {
@@ -233,14 +265,26 @@ describe('the engine requires mutual TLS', () => {
     expect(ui.status).toBe(200);
     for (const holder of ['api', 'worker', 'ui'] as const) {
       const info = await new Promise<{ code: number | null; output: string }>((resolve) =>
-        execFile('openssl', ['x509', '-noout', '-subject', '-in', path.join(stack.tlsDir, holder, 'client.pem')], (err, out) => resolve({ code: err ? 1 : 0, output: out })),
+        execFile('openssl', ['x509', '-noout', '-subject', '-in', path.join(stack.tlsDir, holder, 'client.pem')], (err, out) =>
+          resolve({ code: err ? 1 : 0, output: out }),
+        ),
       );
       expect(info.output).toContain(`temporal-client-${holder}`);
     }
-    for (const key of ['ca/ca.key', 'internode-ca/ca.key', 'temporal/frontend.key', 'temporal/internode.key', 'temporal/system-worker.key', 'api/client.key', 'worker/client.key', 'ui/client.key']) {
+    for (const key of [
+      'ca/ca.key',
+      'internode-ca/ca.key',
+      'temporal/frontend.key',
+      'temporal/internode.key',
+      'temporal/system-worker.key',
+      'api/client.key',
+      'worker/client.key',
+      'ui/client.key',
+    ]) {
       expect([key, fs.statSync(path.join(stack.tlsDir, key)).mode & 0o777]).toEqual([key, 0o600]);
     }
-    for (const worker of ['worker-1', 'worker-2']) expect(stack.processes.get(worker)!.env.TEMPORAL_TLS_CLIENT_CERT_PATH).toBe(path.join(stack.tlsDir, 'worker', 'client.pem'));
+    for (const worker of ['worker-1', 'worker-2'])
+      expect(stack.processes.get(worker)!.env.TEMPORAL_TLS_CLIENT_CERT_PATH).toBe(path.join(stack.tlsDir, 'worker', 'client.pem'));
   });
 });
 
@@ -252,9 +296,49 @@ function clusterCertificate(commonName: string): { crt: Buffer; key: Buffer } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-subject-'));
   try {
     const ca = path.join(stack.tlsDir, 'ca');
-    execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=${commonName}`, '-keyout', `${dir}/c.key`, '-out', `${dir}/c.csr`], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-new',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-subj',
+        `/CN=${commonName}`,
+        '-keyout',
+        `${dir}/c.key`,
+        '-out',
+        `${dir}/c.csr`,
+      ],
+      { stdio: 'ignore' },
+    );
     fs.writeFileSync(`${dir}/c.ext`, 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
-    execFileSync('openssl', ['x509', '-req', '-sha256', '-days', '1', '-in', `${dir}/c.csr`, '-CA', `${ca}/ca.pem`, '-CAkey', `${ca}/ca.key`, '-set_serial', `0x${randomBytes(16).toString('hex')}`, '-extfile', `${dir}/c.ext`, '-out', `${dir}/c.pem`], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'x509',
+        '-req',
+        '-sha256',
+        '-days',
+        '1',
+        '-in',
+        `${dir}/c.csr`,
+        '-CA',
+        `${ca}/ca.pem`,
+        '-CAkey',
+        `${ca}/ca.key`,
+        '-set_serial',
+        `0x${randomBytes(16).toString('hex')}`,
+        '-extfile',
+        `${dir}/c.ext`,
+        '-out',
+        `${dir}/c.pem`,
+      ],
+      { stdio: 'ignore' },
+    );
     return { crt: fs.readFileSync(`${dir}/c.pem`), key: fs.readFileSync(`${dir}/c.key`) };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -291,7 +375,7 @@ function frontendHttp(holder: 'ui' | 'worker', method: 'GET' | 'POST', pathname:
 }
 
 describe('the engine authorizes by certificate subject (deploy/temporal/authorization.yaml)', () => {
-  it('the Web UI\'s certificate may read a run but not terminate or signal it; the workers\' certificate terminates it', async () => {
+  it("the Web UI's certificate may read a run but not terminate or signal it; the workers' certificate terminates it", async () => {
     // A run on a task queue nobody polls stays RUNNING until it is terminated.
     const workflowId = `drill-authz-${randomUUID()}`;
     await temporal.workflow.start('authorizationProbe', { taskQueue: `drill-authz-${randomUUID()}`, workflowId });
@@ -299,15 +383,27 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
     const ui = await Connection.connect(stack.temporalConnectionOptions('ui'));
     const worker = await Connection.connect(stack.temporalConnectionOptions('worker'));
     try {
-      const status = async (c: Connection): Promise<unknown> => (await c.workflowService.describeWorkflowExecution({ namespace: 'default', execution })).workflowExecutionInfo?.status;
+      const status = async (c: Connection): Promise<unknown> =>
+        (await c.workflowService.describeWorkflowExecution({ namespace: 'default', execution })).workflowExecutionInfo?.status;
       const terminate = (c: Connection): Promise<unknown> =>
         c.workflowService.terminateWorkflowExecution({ namespace: 'default', workflowExecution: execution, reason: 'authorization drill', identity: 'drill' });
       expect(await status(ui)).toBe(RUNNING);
       await expect(terminate(ui)).rejects.toMatchObject({ code: PERMISSION_DENIED });
       await expect(
-        ui.workflowService.signalWorkflowExecution({ namespace: 'default', workflowExecution: execution, signalName: 'anything', identity: 'drill', requestId: randomUUID() }),
+        ui.workflowService.signalWorkflowExecution({
+          namespace: 'default',
+          workflowExecution: execution,
+          signalName: 'anything',
+          identity: 'drill',
+          requestId: randomUUID(),
+        }),
       ).rejects.toMatchObject({ code: PERMISSION_DENIED });
-      await expect(ui.operatorService.addSearchAttributes({ namespace: 'default', searchAttributes: { DrillAuthz: proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD } })).rejects.toMatchObject({
+      await expect(
+        ui.operatorService.addSearchAttributes({
+          namespace: 'default',
+          searchAttributes: { DrillAuthz: proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD },
+        }),
+      ).rejects.toMatchObject({
         code: PERMISSION_DENIED,
       });
       // The frontend's HTTP API goes through the same authorizer.
@@ -323,9 +419,13 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
     }
   });
 
-  it('a certificate of the cluster CA whose subject the file does not name may call nothing; the app\'s may not delete a run', async () => {
+  it("a certificate of the cluster CA whose subject the file does not name may call nothing; the app's may not delete a run", async () => {
     const files = clientTlsFiles(stack.tlsDir, 'api');
-    const tls = (pair: { crt: Buffer; key: Buffer }): TLSConfig => ({ serverNameOverride: TEMPORAL_TLS_SERVER_NAME, serverRootCACertificate: fs.readFileSync(files.ca), clientCertPair: pair });
+    const tls = (pair: { crt: Buffer; key: Buffer }): TLSConfig => ({
+      serverNameOverride: TEMPORAL_TLS_SERVER_NAME,
+      serverRootCACertificate: fs.readFileSync(files.ca),
+      clientCertPair: pair,
+    });
     // The handshake passes (the CA is the stack's) and the health check answers; nothing else does.
     const stranger = await Connection.connect({ address: stack.temporalAddress, tls: tls(clusterCertificate('drill-unknown-subject')) });
     try {
@@ -335,10 +435,14 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
       await stranger.close();
     }
     // The APIs' role has write access but not the bulk and destructive calls it does not use.
-    await expect(temporalConnection.workflowService.deleteWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: `drill-authz-${randomUUID()}` } })).rejects.toMatchObject({
+    await expect(
+      temporalConnection.workflowService.deleteWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: `drill-authz-${randomUUID()}` } }),
+    ).rejects.toMatchObject({
       code: PERMISSION_DENIED,
     });
-    await expect(temporalConnection.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 })).resolves.toMatchObject({ executions: expect.any(Array) });
+    await expect(temporalConnection.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 })).resolves.toMatchObject({
+      executions: expect.any(Array),
+    });
   });
 
   it('the services accept only the internode CA between them, and the frontend refuses the internode certificate', async () => {
@@ -349,7 +453,11 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
     const apiPair = { crt: fs.readFileSync(api.cert), key: fs.readFileSync(api.key) };
     const history = `127.0.0.1:${stack.processes.get('temporal-history')!.env.TEMPORAL_HISTORY_PORT}`;
     const toHistory = (pair: { crt: Buffer; key: Buffer }): Promise<Connection> =>
-      Connection.connect({ address: history, connectTimeout: 10_000, tls: { serverNameOverride: 'internode', serverRootCACertificate: internodeCa, clientCertPair: pair } });
+      Connection.connect({
+        address: history,
+        connectTimeout: 10_000,
+        tls: { serverNameOverride: 'internode', serverRootCACertificate: internodeCa, clientCertPair: pair },
+      });
     // The internode certificate completes the handshake with history (it serves no workflow API, so
     // the connection's check answers UNIMPLEMENTED, which the client accepts); the APIs' does not.
     const accepted = await toHistory(internodePair);
@@ -367,8 +475,10 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
 });
 
 describe('PostgreSQL roles and the stack', () => {
-  it('the superuser password is what it was before the stack started; the stack\'s roles have random passwords kept 0600', async () => {
-    const after = await withAdmin(async (admin) => (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string);
+  it("the superuser password is what it was before the stack started; the stack's roles have random passwords kept 0600", async () => {
+    const after = await withAdmin(
+      async (admin) => (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string,
+    );
     expect(after).toBe(superuserPasswordBefore);
     for (const role of ['temporal', 'app']) {
       const file = path.join(stateDir, 'postgres', `${role}.password`);
@@ -453,16 +563,30 @@ describe('changes made through API 1 are in force on API 2', () => {
       results.disable!.push(
         await measure(
           async () =>
-            void (await call('POST', `/api/v1/automations/${listener.id}`, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } }, updateMask: 'trigger' }, api1)),
+            void (await call(
+              'POST',
+              `/api/v1/automations/${listener.id}`,
+              { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } }, updateMask: 'trigger' },
+              api1,
+            )),
           async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `dis-${i}` }), api2)) === 404,
         ),
       );
-      await call('POST', `/api/v1/automations/${listener.id}`, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: true } } }, updateMask: 'trigger' }, api1);
+      await call(
+        'POST',
+        `/api/v1/automations/${listener.id}`,
+        { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: true } } }, updateMask: 'trigger' },
+        api1,
+      );
     }
     const summary = Object.fromEntries(
       Object.entries(results).map(([name, list]) => [
         name,
-        { maxMs: Math.round(Math.max(...list.map((r) => r.ms))), maxPolls: Math.max(...list.map((r) => r.polls)), lateMisses: list.reduce((n, r) => n + r.lateMisses, 0) },
+        {
+          maxMs: Math.round(Math.max(...list.map((r) => r.ms))),
+          maxPolls: Math.max(...list.map((r) => r.polls)),
+          lateMisses: list.reduce((n, r) => n + r.lateMisses, 0),
+        },
       ]),
     );
     figures.propagation = summary;
@@ -483,13 +607,23 @@ describe('PostgreSQL restarted under load', () => {
     const load = async (): Promise<void> => {
       while (running) {
         const now = phase;
-        const outcome = random.next() < 0.5
-          ? await send(listener, randomUUID(), JSON.stringify({ role: `pg-${randomBytes(4).toString('hex')}` }))
-          : await fetch(`${stack.entryUrl}/api/v1/automations/${listener.id}`, { headers: { Authorization: `Bearer ${token}` } }).then(
-              async (r): Promise<PostOutcome> => ({ kind: 'response', status: r.status, headers: { 'retry-after': r.headers.get('retry-after') ?? undefined }, body: {} }),
-              (err: Error): PostOutcome => ({ kind: 'error', code: err.message }),
-            );
-        answers.push({ phase: now, status: statusOf(outcome), ...(outcome.kind === 'response' && outcome.headers['retry-after'] ? { retryAfter: String(outcome.headers['retry-after']) } : {}) });
+        const outcome =
+          random.next() < 0.5
+            ? await send(listener, randomUUID(), JSON.stringify({ role: `pg-${randomBytes(4).toString('hex')}` }))
+            : await fetch(`${stack.entryUrl}/api/v1/automations/${listener.id}`, { headers: { Authorization: `Bearer ${token}` } }).then(
+                async (r): Promise<PostOutcome> => ({
+                  kind: 'response',
+                  status: r.status,
+                  headers: { 'retry-after': r.headers.get('retry-after') ?? undefined },
+                  body: {},
+                }),
+                (err: Error): PostOutcome => ({ kind: 'error', code: err.message }),
+              );
+        answers.push({
+          phase: now,
+          status: statusOf(outcome),
+          ...(outcome.kind === 'response' && outcome.headers['retry-after'] ? { retryAfter: String(outcome.headers['retry-after']) } : {}),
+        });
         await sleep(20);
       }
     };
@@ -517,7 +651,12 @@ describe('PostgreSQL restarted under load', () => {
     const count = (list: typeof answers, status: number | string): number => list.filter((a) => a.status === status).length;
     figures.postgresRestart = {
       answers: answers.length,
-      whileDown: { total: down.length, s503: count(down, 503), s200: count(down, 200), other: down.filter((a) => a.status !== 503 && a.status !== 200).map((a) => a.status) },
+      whileDown: {
+        total: down.length,
+        s503: count(down, 503),
+        s200: count(down, 200),
+        other: down.filter((a) => a.status !== 503 && a.status !== 200).map((a) => a.status),
+      },
       s500: count(answers, 500),
       recovered,
       recoverySeconds,

@@ -32,7 +32,10 @@ async function query<T>(url: string, sql: string): Promise<T[]> {
 const superuserUrl = (): string => `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${pg.port}/postgres`;
 
 async function storedPasswords(): Promise<Record<string, string>> {
-  const rows = await query<{ rolname: string; rolpassword: string }>(superuserUrl(), `SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('postgres', 'temporal', 'app')`);
+  const rows = await query<{ rolname: string; rolpassword: string }>(
+    superuserUrl(),
+    `SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('postgres', 'temporal', 'app')`,
+  );
   return Object.fromEntries(rows.map((r) => [r.rolname, r.rolpassword]));
 }
 
@@ -83,7 +86,7 @@ describe('stack:prod on the local PostgreSQL (no DATABASE_URL)', () => {
     expect(fs.statSync(path.join(stateDir, 'postgres')).mode & 0o777).toBe(0o700);
   });
 
-  it('a second start changes no password (the stack\'s roles\' included) and makes nothing', async () => {
+  it("a second start changes no password (the stack's roles' included) and makes nothing", async () => {
     const before = await storedPasswords();
     const prepared = await preparePostgres({ local, stateDir });
     expect(await storedPasswords()).toEqual(before);
@@ -93,7 +96,12 @@ describe('stack:prod on the local PostgreSQL (no DATABASE_URL)', () => {
 
   it('the whole stack starts on it (Temporal and the APIs log in by password over TCP) and leaves every password as it was', async () => {
     const before = await storedPasswords();
-    const stack = await startProdStack({ localPostgres: local, stateDir, env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' }, log: () => undefined });
+    const stack = await startProdStack({
+      localPostgres: local,
+      stateDir,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn' },
+      log: () => undefined,
+    });
     try {
       expect((await fetch(`${stack.entryUrl}/health`)).status).toBe(200);
       const admin1 = stack.processes.get('api-1')!.env.ADMIN_PORT;

@@ -157,7 +157,10 @@ describeWithChromium(`Temporal Web UI shows an automation run${HAVE_CHROMIUM ? '
     // The run's page: its id, its type, its status, and the steps' activities in the event history.
     await page.getByText(workflowId).first().waitFor({ timeout: UI_TIMEOUT_MS });
     await page.getByText('evaluateStep').first().waitFor({ timeout: UI_TIMEOUT_MS });
-    await page.getByText(/Completed/i).first().waitFor({ timeout: UI_TIMEOUT_MS });
+    await page
+      .getByText(/Completed/i)
+      .first()
+      .waitFor({ timeout: UI_TIMEOUT_MS });
     const text = await page.locator('body').innerText();
     expect(text).toContain(workflowId);
     expect(text).toMatch(/\bautomation\b/);

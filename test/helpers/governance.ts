@@ -51,11 +51,7 @@ export function createUser(
   return created(caller.post('/api/v1/users', { displayName: 'Robot', email: 'robot@example.com', type }), 'user');
 }
 
-export function createEntitlement(
-  caller: Caller,
-  appId: string,
-  fields: Record<string, unknown> = {},
-): Promise<Record<string, unknown> & { id: string }> {
+export function createEntitlement(caller: Caller, appId: string, fields: Record<string, unknown> = {}): Promise<Record<string, unknown> & { id: string }> {
   return created(caller.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'Admin', ...fields }), 'appEntitlement');
 }
 

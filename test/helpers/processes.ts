@@ -129,4 +129,3 @@ export async function waitForNewPoller(client: Client, taskQueue: string, known:
     await sleep(500);
   }
 }
-

@@ -21,9 +21,17 @@ export interface Target {
 export function runCalls(stack: () => Stack, defaults: { displayName: string; steps: unknown[] }) {
   const as = (token: string) => ({
     get: (p: string) => request(stack().service.server).get(p).set('Authorization', `Bearer ${token}`),
-    post: (p: string, body?: unknown) => request(stack().service.server).post(p).set('Authorization', `Bearer ${token}`).send(body as object),
+    post: (p: string, body?: unknown) =>
+      request(stack().service.server)
+        .post(p)
+        .set('Authorization', `Bearer ${token}`)
+        .send(body as object),
     put: (p: string, body?: unknown, headers: Record<string, string> = {}) =>
-      request(stack().service.server).put(p).set('Authorization', `Bearer ${token}`).set(headers).send(body as object),
+      request(stack().service.server)
+        .put(p)
+        .set('Authorization', `Bearer ${token}`)
+        .set(headers)
+        .send(body as object),
     delete: (p: string, headers: Record<string, string> = {}) => request(stack().service.server).delete(p).set('Authorization', `Bearer ${token}`).set(headers),
   });
   /** As the stack's super_admin. */
@@ -32,7 +40,12 @@ export function runCalls(stack: () => Stack, defaults: { displayName: string; st
 
   /** Creates and publishes an HMAC-triggered automation. */
   async function automation(fields: Record<string, unknown> = {}, steps: unknown[] = defaults.steps): Promise<Target> {
-    const created = await stack().createAutomation({ displayName: defaults.displayName, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields });
+    const created = await stack().createAutomation({
+      displayName: defaults.displayName,
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps,
+      ...fields,
+    });
     return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
   }
   const send = (target: Omit<Target, 'id'>, payload: unknown, eventId?: string) =>

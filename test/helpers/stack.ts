@@ -53,7 +53,8 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       namespace: temporal.namespace,
       taskQueue,
       db: service.deps.db,
-      activities: (engine) => createActivities({ db: service.deps.db, allowPrivateOutbound: service.deps.config.allowPrivateOutbound, secretBox: service.deps.secretBox, ...engine }),
+      activities: (engine) =>
+        createActivities({ db: service.deps.db, allowPrivateOutbound: service.deps.config.allowPrivateOutbound, secretBox: service.deps.secretBox, ...engine }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });

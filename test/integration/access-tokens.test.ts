@@ -41,7 +41,16 @@ for (const target of DATABASES) {
 
     /** A token as the service makes it, with `changes` applied. */
     async function token(changes: { claims?: JWTPayload; header?: Record<string, unknown>; key?: KeyLike; sub?: string } = {}): Promise<string> {
-      return new SignJWT({ roles: ['admin'], iss: ISSUER, aud: AUDIENCE, sub: changes.sub ?? clientId, iat: now(), exp: now() + 300, jti: 'j1', ...changes.claims })
+      return new SignJWT({
+        roles: ['admin'],
+        iss: ISSUER,
+        aud: AUDIENCE,
+        sub: changes.sub ?? clientId,
+        iat: now(),
+        exp: now() + 300,
+        jti: 'j1',
+        ...changes.claims,
+      })
         .setProtectedHeader({ alg: 'ES256', kid: serviceKey.kid, typ: 'at+jwt', ...changes.header })
         .sign(changes.key ?? serviceKey.key);
     }

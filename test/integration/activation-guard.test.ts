@@ -27,7 +27,10 @@ beforeAll(async () => {
   server = await connectTestTemporal();
   ({ connection, client } = server);
   taskQueue = uniqueTaskQueue('guard');
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, '../fixtures/workflows/activation-guard.ts'), logger: new DefaultLogger('WARN') });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '../fixtures/workflows/activation-guard.ts'),
+    logger: new DefaultLogger('WARN'),
+  });
   worker = await GuardedWorker.create({ connection, namespace: 'default', taskQueue, workflowBundle, activationDeadline: '1s' });
   running = worker.run();
 });
@@ -54,17 +57,31 @@ async function settled(workflowId: string): Promise<boolean> {
 
 it('a workflow task that never yields fails as a potential deadlock, and the worker goes on serving every other run', async () => {
   const held = await client.workflow.start('held', { taskQueue, workflowId: `held-${taskQueue}` });
-  expect(await poll(() => settled(held.workflowId), (done) => done, { timeoutMs: 60_000 })).toBe(true);
+  expect(
+    await poll(
+      () => settled(held.workflowId),
+      (done) => done,
+      { timeoutMs: 60_000 },
+    ),
+  ).toBe(true);
 
   const spin = await client.workflow.start('spin', { taskQueue, workflowId: `spin-${taskQueue}` });
-  const spinFailures = await poll(() => failedTasks(spin.workflowId), (messages) => messages.length > 0, { timeoutMs: 60_000 });
-  expect(spinFailures[0]).toMatch(/^Potential deadlock: a workflow task of run .+ did not yield within 1 s \(isolateExecutionTimeout\); its workflow thread was restarted$/);
+  const spinFailures = await poll(
+    () => failedTasks(spin.workflowId),
+    (messages) => messages.length > 0,
+    { timeoutMs: 60_000 },
+  );
+  expect(spinFailures[0]).toMatch(
+    /^Potential deadlock: a workflow task of run .+ did not yield within 1 s \(isolateExecutionTimeout\); its workflow thread was restarted$/,
+  );
   await spin.terminate('test: the deadlock was seen');
 
   // `held` lived in the terminated thread: its next task fails once, then it is replayed and finishes.
   await held.signal('release');
   expect(await held.result()).toBe('released');
-  expect(await failedTasks(held.workflowId)).toContainEqual(expect.stringMatching(/^the workflow thread was restarted because another run on it did not yield within 1 s; this run is replayed$/));
+  expect(await failedTasks(held.workflowId)).toContainEqual(
+    expect.stringMatching(/^the workflow thread was restarted because another run on it did not yield within 1 s; this run is replayed$/),
+  );
 
   const quick = await client.workflow.start('quick', { taskQueue, workflowId: `quick-${taskQueue}` });
   expect(await quick.result()).toBe('quick');

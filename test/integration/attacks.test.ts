@@ -45,7 +45,12 @@ beforeAll(async () => {
   keys.weak1536 = await makeSigningKey('RS256', 'kid-weak-1536', { modulusLength: 1536 });
   keys.attacker = await makeSigningKey('RS256', 'kid-attacker');
   const ed448 = generateKeyPairSync('ed448');
-  keys.ed448 = { alg: 'EdDSA', kid: 'kid-ed448', privateKey: ed448.privateKey, publicJwk: { ...(await exportJWK(ed448.publicKey)), kid: 'kid-ed448', alg: 'EdDSA', use: 'sig' } };
+  keys.ed448 = {
+    alg: 'EdDSA',
+    kid: 'kid-ed448',
+    privateKey: ed448.privateKey,
+    publicJwk: { ...(await exportJWK(ed448.publicKey)), kid: 'kid-ed448', alg: 'EdDSA', use: 'sig' },
+  };
   const published = [keys.RS256, keys.ES256, keys.EdDSA, keys.weak1024, keys.weak1536, keys.ed448];
   jwks = await startJwksServer(published.map((key) => key.publicJwk));
 
@@ -59,7 +64,11 @@ beforeAll(async () => {
   const other = await stack.createAutomation({ displayName: 'another listener', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
   otherAutomation = other.automation;
   otherSecret = other.signingSecret!;
-  const jwt = await stack.createAutomation({ displayName: 'attack target (JWT)', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: jwks.url } }, steps: STEPS });
+  const jwt = await stack.createAutomation({
+    displayName: 'attack target (JWT)',
+    trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: jwks.url } },
+    steps: STEPS,
+  });
   jwtAutomation = jwt.automation;
   jwtPath = listenerPath(jwtAutomation);
   const restricted = await stack.createAutomation({
@@ -172,15 +181,17 @@ interface JwtDelivery {
   headers: Record<string, string>;
 }
 
-function jwtDelivery(options: {
-  key?: SigningKey;
-  claims?: Record<string, unknown>;
-  header?: Record<string, unknown>;
-  signWith?: Parameters<typeof signWebhookJwt>[0]['signWith'];
-  now?: number;
-  tokenEventId?: string;
-  tokenBody?: string;
-} = {}): JwtDelivery {
+function jwtDelivery(
+  options: {
+    key?: SigningKey;
+    claims?: Record<string, unknown>;
+    header?: Record<string, unknown>;
+    signWith?: Parameters<typeof signWebhookJwt>[0]['signWith'];
+    now?: number;
+    tokenEventId?: string;
+    tokenBody?: string;
+  } = {},
+): JwtDelivery {
   const eventId = randomUUID();
   const body = JSON.stringify(PAYLOAD);
   const token = signWebhookJwt({
@@ -401,7 +412,11 @@ describe('content type, source address and listener attacks', () => {
   );
 
   it('403: X-Forwarded-For / X-Real-IP claiming an allowed address do not count (TRUST_PROXY off)', async () => {
-    const event = withHeaders(hmacEvent(restrictedSecret, PAYLOAD), { 'X-Forwarded-For': '203.0.113.7', 'X-Real-IP': '203.0.113.7', Forwarded: 'for=203.0.113.7' });
+    const event = withHeaders(hmacEvent(restrictedSecret, PAYLOAD), {
+      'X-Forwarded-For': '203.0.113.7',
+      'X-Real-IP': '203.0.113.7',
+      Forwarded: 'for=203.0.113.7',
+    });
     expectRefused(await deliver(stack, restrictedPath, event), 403, 'source_not_allowed', [event.headers['Webhook-Signature']!]);
   });
 

@@ -11,7 +11,10 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      ({ client: { clientId }, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'ops', roles: ['admin'] }));
+      ({
+        client: { clientId },
+        clientSecret,
+      } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'ops', roles: ['admin'] }));
     });
     afterAll(async () => service.close());
 
@@ -37,7 +40,10 @@ for (const target of DATABASES) {
       });
 
       it('refuses a wrong secret and an unknown client alike with 401 invalid_client', async () => {
-        for (const [id, secret] of [[clientId, 'wrong'], ['cli_unknown', clientSecret]]) {
+        for (const [id, secret] of [
+          [clientId, 'wrong'],
+          ['cli_unknown', clientSecret],
+        ]) {
           const res = await request(service.server)
             .post('/auth/v1/token')
             .type('form')
@@ -49,11 +55,7 @@ for (const target of DATABASES) {
       });
 
       it('refuses credentials in a Basic header with invalid_request', async () => {
-        const res = await request(service.server)
-          .post('/auth/v1/token')
-          .auth(clientId, clientSecret)
-          .type('form')
-          .send({ grant_type: 'client_credentials' });
+        const res = await request(service.server).post('/auth/v1/token').auth(clientId, clientSecret).type('form').send({ grant_type: 'client_credentials' });
         expect(res.status).toBe(400);
         expect(res.body.error).toBe('invalid_request');
         expect(res.body.error_description).toMatch(/body/);
@@ -114,9 +116,7 @@ for (const target of DATABASES) {
         const secret: string = created.body.clientSecret;
         expect(secret.length).toBeGreaterThanOrEqual(43);
 
-        const stored = await service.deps.db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE id = $1', [
-          created.body.client.id,
-        ]);
+        const stored = await service.deps.db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE id = $1', [created.body.client.id]);
         expect(stored[0]!.secret_hash).toMatch(/^hmac-sha256\$/);
         expect(stored[0]!.secret_hash).not.toContain(secret);
 
@@ -132,9 +132,7 @@ for (const target of DATABASES) {
           .send({ grant_type: 'client_credentials', client_id: created.body.client.clientId, client_secret: secret });
         expect(tokenRes.status).toBe(200);
 
-        const removed = await request(service.server)
-          .delete(`/api/v1/iam/clients/${created.body.client.id}`)
-          .set('Authorization', `Bearer ${token}`);
+        const removed = await request(service.server).delete(`/api/v1/iam/clients/${created.body.client.id}`).set('Authorization', `Bearer ${token}`);
         expect(removed.status).toBe(200);
         const again = await request(service.server)
           .post('/auth/v1/token')

@@ -76,7 +76,11 @@ describe('dry run and action', () => {
     const broken = await send(target, { n: 5 }); // no `kind`: `where` fails on it
     await untilVisible(target.id, 'RUNNING', [...a, b, broken]);
 
-    const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'bad sync', filter: { automationId: target.id, status: ['RUNNING'], where: "ctx.trigger.kind == 'a'" } });
+    const dry = await api(superAdmin).post(BULK, {
+      dryRun: true,
+      reason: 'bad sync',
+      filter: { automationId: target.id, status: ['RUNNING'], where: "ctx.trigger.kind == 'a'" },
+    });
     expect(dry.status).toBe(200);
     expect(dry.body.matched).toBe(3);
     expect(dry.body.whereErrors).toBe(1);
@@ -98,7 +102,11 @@ describe('dry run and action', () => {
     expect(done.succeeded + done.skipped + done.failed).toBe(done.matched);
     expect(Date.parse(done.finishedAt)).not.toBeNaN();
     for (const id of a) {
-      const run = await poll(() => execution(id), (e: Json) => e.status === 'CANCELED', { what: `${id} CANCELED` });
+      const run = await poll(
+        () => execution(id),
+        (e: Json) => e.status === 'CANCELED',
+        { what: `${id} CANCELED` },
+      );
       expect(run.bulkActionId).toBe(started.id);
       // The cancel request's reason names the bulk action.
       const history = await stack.client.workflow.getHandle(id).fetchHistory();
@@ -161,7 +169,14 @@ describe('terminate, skipped runs, stop', () => {
     const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'outage', filter: { automationId: target.id, status: ['RUNNING'] } });
     expect(dry.body.matched).toBe(2);
     await stack.client.workflow.getHandle(ids[0]!).cancel();
-    expect((await poll(() => execution(ids[0]!), (e: Json) => e.status === 'CANCELED')).status).toBe('CANCELED');
+    expect(
+      (
+        await poll(
+          () => execution(ids[0]!),
+          (e: Json) => e.status === 'CANCELED',
+        )
+      ).status,
+    ).toBe('CANCELED');
 
     const acted = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'terminate', reason: 'outage' });
     expect(acted.status).toBe(202);
@@ -169,7 +184,10 @@ describe('terminate, skipped runs, stop', () => {
     expect(done).toMatchObject({ state: 'COMPLETED', matched: 2, succeeded: 1, skipped: 1, failed: 0 });
     const outcomes = await bulkRunOutcomes(stack.service.deps.db, done.id);
     expect(outcomes.find((o) => o.runId === ids[0])).toMatchObject({ outcome: 'skipped', reason: 'the run is closed (CANCELED)' });
-    const terminated = await poll(() => execution(ids[1]!), (e: Json) => e.status === 'TERMINATED');
+    const terminated = await poll(
+      () => execution(ids[1]!),
+      (e: Json) => e.status === 'TERMINATED',
+    );
     expect(terminated.error).toBe(`run terminated: bulk action ${done.id}: outage`);
     expect(terminated.bulkActionId).toBe(done.id);
     expect((await execution(ids[0]!)).bulkActionId).toBeUndefined();
@@ -202,7 +220,11 @@ describe('terminate, skipped runs, stop', () => {
       expect(stopped.body.bulkAction).toMatchObject({ state: 'CANCELED', matched: 3, succeeded: 0, skipped: 0, failed: 0 });
       await restartable.startWorker();
       // The workflow runs to its end and acts on nothing.
-      const ended = await poll(() => stack.client.workflow.getHandle(`bulk-action:${id}`).describe(), (d) => d.status.name === 'COMPLETED', { what: 'the bulk action workflow to end' });
+      const ended = await poll(
+        () => stack.client.workflow.getHandle(`bulk-action:${id}`).describe(),
+        (d) => d.status.name === 'COMPLETED',
+        { what: 'the bulk action workflow to end' },
+      );
       expect(ended.status.name).toBe('COMPLETED');
       const after = (await api(superAdmin).get(`/api/v1/bulk_actions/${id}`)).body.bulkAction;
       expect(after).toMatchObject({ state: 'CANCELED', succeeded: 0, skipped: 0, failed: 0 });
@@ -234,7 +256,10 @@ describe('rerun', () => {
       const original = await execution(id);
       expect(original.reruns).toEqual([rerunId]);
       expect(original.bulkActionId).toBe(done.id);
-      const rerun = await poll(() => execution(rerunId), (e: Json) => e.status === 'COMPLETED');
+      const rerun = await poll(
+        () => execution(rerunId),
+        (e: Json) => e.status === 'COMPLETED',
+      );
       expect(rerun).toMatchObject({ rerunOf: id, bulkActionId: done.id, unaudited: [] });
       expect(rerun.steps[0].output).toEqual({ n: id === ids[0] ? 1 : 2 });
     }
@@ -261,7 +286,11 @@ describe('rerun', () => {
     await untilVisible(target.id, 'COMPLETED', [id]);
     const byHand = await api(superAdmin).post(`${runPath(id)}/rerun`, {});
     expect(byHand.status).toBe(200);
-    const acted = await api(superAdmin).post(BULK, { action: 'rerun', reason: 'again', filter: { automationId: target.id, status: ['COMPLETED'], startedBefore: new Date(Date.now() + 60_000).toISOString() } });
+    const acted = await api(superAdmin).post(BULK, {
+      action: 'rerun',
+      reason: 'again',
+      filter: { automationId: target.id, status: ['COMPLETED'], startedBefore: new Date(Date.now() + 60_000).toISOString() },
+    });
     expect(acted.status).toBe(202);
     const done = await untilFinished(acted.body.bulkAction.id);
     // The rerun by hand may have completed in time to be matched too: each matched run gets one rerun.
@@ -342,7 +371,12 @@ describe('an API killed between recording an action and starting its workflow', 
     await untilVisible(target.id, 'COMPLETED', ids);
     const engine = new TemporalBulkRuns(stack.client, stack.taskQueue);
     // The API dies at the start: the action, its set and its audit record are written; the start never comes.
-    const dying: BulkRunMatcher = { count: (f) => engine.count(f), list: (f, max) => engine.list(f, max), payloads: (runs) => engine.payloads(runs), start: () => new Promise<void>(() => undefined) };
+    const dying: BulkRunMatcher = {
+      count: (f) => engine.count(f),
+      list: (f, max) => engine.list(f, max),
+      payloads: (runs) => engine.payloads(runs),
+      start: () => new Promise<void>(() => undefined),
+    };
     void createBulkAction(db, dying, superActor, { action: 'rerun', reason: 'crash drill', filter: { automationId: target.id, status: ['COMPLETED'] } });
     const recorded = await poll(
       async () => (await listBulkActions(db, undefined, 20)).find((a) => a.automationId === target.id),

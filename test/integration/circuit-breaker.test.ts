@@ -44,7 +44,10 @@ for (const target of DATABASES) {
     /** The other API: on PostgreSQL a real process of its own on the same schema; on PGlite the in-process second service. */
     const otherApi = () => apis.otherApi();
 
-    const { as, api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, { displayName: 'breaker', steps: QUICK });
+    const { as, api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, {
+      displayName: 'breaker',
+      steps: QUICK,
+    });
     const breakerPath = (id: string) => `/api/v1/automations/${id}/circuit-breaker`;
     async function setBreaker(target: Target, maxRuns: number, period = '3600s'): Promise<void> {
       const res = await api().put(breakerPath(target.id), { maxRuns, period });
@@ -87,7 +90,10 @@ for (const target of DATABASES) {
       const metadata = await stack.client.workflow.getHandle(third.body.executionId).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toBe('paused by the circuit breaker');
       await untilRun(fourth, (e) => e.status === 'PAUSED');
-      const statuses = await poll(() => listed(target.id), (runs) => runs.get(fourth) === 'PAUSED' && runs.get(third.body.executionId) === 'PAUSED');
+      const statuses = await poll(
+        () => listed(target.id),
+        (runs) => runs.get(fourth) === 'PAUSED' && runs.get(third.body.executionId) === 'PAUSED',
+      );
       expect(statuses.get(two)).toBe('COMPLETED');
       const state = await breaker(target);
       expect(state).toEqual({ state: 'OPEN', trippedAt: expect.any(String), pausedRuns: 2 });
@@ -147,7 +153,10 @@ for (const target of DATABASES) {
 
       const audit = await api().get(`/api/v1/audit?action=automation.breaker.resume&subject=automation:${target.id}`);
       expect(audit.status).toBe(200);
-      expect(audit.body.list[audit.body.list.length - 1].auditEvent).toMatchObject({ action: 'automation.breaker.resume', details: { reason: 'checked the sync', resumed: 2 } });
+      expect(audit.body.list[audit.body.list.length - 1].auditEvent).toMatchObject({
+        action: 'automation.breaker.resume',
+        details: { reason: 'checked the sync', resumed: 2 },
+      });
     });
 
     it('cancel ends every paused run CANCELED with no step run, audited with the actor and the reason; a single paused run can be canceled or terminated on its own', async () => {
@@ -234,7 +243,7 @@ for (const target of DATABASES) {
       expect(actions).toEqual(expect.arrayContaining(['automation.circuit_breaker.set', 'automation.circuit_breaker.delete', 'automation.breaker.resume']));
     });
 
-    it('roles: the setting is super_admin\'s; resume and cancel admin\'s too; read_only neither. Bad settings: 400 naming the field, nothing saved', async () => {
+    it("roles: the setting is super_admin's; resume and cancel admin's too; read_only neither. Bad settings: 400 naming the field, nothing saved", async () => {
       const target = await automation({});
       const admin = as(await stack.service.tokenFor('admin'));
       const readOnly = as(await stack.service.tokenFor('read_only'));
@@ -264,7 +273,7 @@ for (const target of DATABASES) {
       expect((await api().get(`/api/v1/automations/${target.id}`)).body.automation.circuitBreaker).toBeNull();
     });
 
-    it('an API killed between the count and the start: the sender\'s retry starts the run counted once, and the (maxRuns+1)-th run still trips', async () => {
+    it("an API killed between the count and the start: the sender's retry starts the run counted once, and the (maxRuns+1)-th run still trips", async () => {
       const target = await automation({});
       await setBreaker(target, 2);
       const listenerId = target.path.split('/').pop()!;
@@ -288,7 +297,11 @@ for (const target of DATABASES) {
       const other = await otherApi();
       try {
         const viaOther = async (n: number) => {
-          const res = await poll(() => other.post(target.path, hmacEvent(target.secret, { n })), (r) => r.status !== 404, { what: 'the other API knows the listener' });
+          const res = await poll(
+            () => other.post(target.path, hmacEvent(target.secret, { n })),
+            (r) => r.status !== 404,
+            { what: 'the other API knows the listener' },
+          );
           expect(res.status).toBe(200);
           return res.body.executionId as string;
         };

@@ -93,7 +93,10 @@ for (const target of DATABASES) {
         expect(current).not.toBe(first);
 
         const stale = [
-          () => as(superAdmin).post(`/api/v1/automations/${id}`, { automation: { displayName: 'Lost update' }, updateMask: 'displayName' }).set('If-Match', first),
+          () =>
+            as(superAdmin)
+              .post(`/api/v1/automations/${id}`, { automation: { displayName: 'Lost update' }, updateMask: 'displayName' })
+              .set('If-Match', first),
           () => as(superAdmin).post(`/api/v1/automations/${id}/publish`).set('If-Match', first),
           () => as(superAdmin).post(`/api/v1/automations/${id}/unpublish`).set('If-Match', first),
           () => as(superAdmin).delete(`/api/v1/automations/${id}`).set('If-Match', first),
@@ -123,10 +126,14 @@ for (const target of DATABASES) {
     });
 
     describe('actors', () => {
-      it('attributes a person\'s change to person:<issuer>#<subject> with their name and email in the details', async () => {
+      it("attributes a person's change to person:<issuer>#<subject> with their name and email in the details", async () => {
         const actor = 'person:https://idp.example#u-42';
         // A super_admin: writing an outbound secret is theirs alone.
-        const { id } = await sessionsOf(service.deps).create({ actor, person: { id: actor, name: 'Grace Hopper', email: 'grace@example.com' }, roles: ['super_admin'] });
+        const { id } = await sessionsOf(service.deps).create({
+          actor,
+          person: { id: actor, name: 'Grace Hopper', email: 'grace@example.com' },
+          roles: ['super_admin'],
+        });
         const session = await sessionsOf(service.deps).resolve(id);
         const res = await request(service.server)
           .post('/console/api/v1/secrets')
@@ -158,24 +165,42 @@ for (const target of DATABASES) {
         const actor = `client:${client.clientId}`;
         const mine = await as(superAdmin).get('/api/v1/audit').query({ actor, action: 'automation.create' });
         expect(mine.status).toBe(200);
-        expect(mine.body.list.map((item: { auditEvent: { subject: string } }) => item.auditEvent.subject)).toEqual(made.map((id) => `automation:${id}`).reverse());
-        expect(mine.body.list[0].auditEvent).toEqual({ at: expect.stringMatching(/Z$/), actor, action: 'automation.create', subject: `automation:${made[10]}`, details: {} });
+        expect(mine.body.list.map((item: { auditEvent: { subject: string } }) => item.auditEvent.subject)).toEqual(
+          made.map((id) => `automation:${id}`).reverse(),
+        );
+        expect(mine.body.list[0].auditEvent).toEqual({
+          at: expect.stringMatching(/Z$/),
+          actor,
+          action: 'automation.create',
+          subject: `automation:${made[10]}`,
+          details: {},
+        });
 
-        const bySubject = await as(superAdmin).get('/api/v1/audit').query({ subject: `automation:${made[1]}` });
+        const bySubject = await as(superAdmin)
+          .get('/api/v1/audit')
+          .query({ subject: `automation:${made[1]}` });
         expect(bySubject.body.list.map((item: { auditEvent: { action: string } }) => item.auditEvent.action)).toEqual(['automation.create']);
 
         const all = await as(superAdmin).get('/api/v1/audit').query({ actor, since: before, page_size: 10 });
         expect(all.body.list).toHaveLength(10);
-        expect(all.body.nextPageToken).not.toBe("");
+        expect(all.body.nextPageToken).not.toBe('');
         expect(JSON.stringify(all.body)).not.toContain('secret-value-xyz');
-        expect((await as(superAdmin).get('/api/v1/audit').query({ actor, since: new Date(Date.now() + 60_000).toISOString() })).body.list).toEqual([]);
+        expect(
+          (
+            await as(superAdmin)
+              .get('/api/v1/audit')
+              .query({ actor, since: new Date(Date.now() + 60_000).toISOString() })
+          ).body.list,
+        ).toEqual([]);
 
         const first = await as(superAdmin).get('/api/v1/audit').query({ actor, page_size: 10 });
         expect(first.body.list).toHaveLength(10);
         const paged: string[] = [];
         let pageToken = '';
         do {
-          const page = await as(superAdmin).get('/api/v1/audit').query({ actor, pageSize: 10, ...(pageToken ? { pageToken } : {}) });
+          const page = await as(superAdmin)
+            .get('/api/v1/audit')
+            .query({ actor, pageSize: 10, ...(pageToken ? { pageToken } : {}) });
           expect(page.status).toBe(200);
           paged.push(...page.body.list.map((item: { auditEvent: { subject: string } }) => item.auditEvent.subject));
           pageToken = page.body.nextPageToken;

@@ -14,10 +14,15 @@ import { gunzipSync } from 'node:zlib';
 import request from 'supertest';
 import { startTestService, type TestService } from '../helpers/test-service';
 
-const INDEX = '<!doctype html><html><head><!-- console-config --><script type="module" src="/console/assets/index-AbC123.js"></script></head><body><div id="root"></div></body></html>';
+const INDEX =
+  '<!doctype html><html><head><!-- console-config --><script type="module" src="/console/assets/index-AbC123.js"></script></head><body><div id="root"></div></body></html>';
 const SCRIPT = `export const big = ${JSON.stringify('console '.repeat(400))};\n`;
 
-function rawGet(service: TestService, path: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function rawGet(
+  service: TestService,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   const { port } = service.server.address() as { port: number };
   return new Promise((resolve, reject) => {
     http
@@ -32,7 +37,12 @@ function rawGet(service: TestService, path: string, headers: Record<string, stri
 
 function expectConsoleHeaders(res: { headers: Record<string, unknown> }): void {
   const csp = String(res.headers['content-security-policy']);
-  const directives = new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+  const directives = new Map(
+    csp
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .map(([name, ...values]) => [name, values]),
+  );
   expect(directives.get('script-src')).toEqual(["'self'"]);
   expect(directives.get('frame-ancestors')).toEqual(["'none'"]);
   expect(directives.get('default-src')).toEqual(["'self'"]);

@@ -45,7 +45,12 @@ function setCookie(res: Answer, name: string): string {
 }
 
 function expectConsoleHeaders(res: Answer): void {
-  const directives = new Map(String(res.headers['content-security-policy']).split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+  const directives = new Map(
+    String(res.headers['content-security-policy'])
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .map(([name, ...values]) => [name, values]),
+  );
   expect([directives.get('script-src'), directives.get('frame-ancestors')]).toEqual([["'self'"], ["'none'"]]);
   expect([res.headers['x-frame-options'], res.headers['referrer-policy']]).toEqual(['DENY', 'no-referrer']);
 }

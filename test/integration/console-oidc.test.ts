@@ -71,7 +71,11 @@ for (const target of DATABASES) {
     }
 
     it('turns local sign-in off by default and says OIDC is on', async () => {
-      expect((await request(service.server).get('/console/auth/config')).body).toEqual({ localSignIn: false, oidc: true, temporalUiUrl: 'http://localhost:8233' });
+      expect((await request(service.server).get('/console/auth/config')).body).toEqual({
+        localSignIn: false,
+        oidc: true,
+        temporalUiUrl: 'http://localhost:8233',
+      });
       expect((await request(service.server).post('/console/auth/local').send({ clientId: 'x', clientSecret: 'y' })).status).toBe(404);
     });
 
@@ -101,7 +105,10 @@ for (const target of DATABASES) {
       expect(me.body.person).toEqual({ id: actor, name: 'Ada Lovelace', email: 'ada@example.com', roles: ['admin'] });
 
       // The sign-in is theirs: the actor string, their name and email in the details.
-      const signedIn = await db.query<{ actor: string; details: Record<string, unknown> }>("SELECT actor, details FROM audit_events WHERE action = 'console.sign_in' AND actor = $1", [actor]);
+      const signedIn = await db.query<{ actor: string; details: Record<string, unknown> }>(
+        "SELECT actor, details FROM audit_events WHERE action = 'console.sign_in' AND actor = $1",
+        [actor],
+      );
       expect(signedIn).toEqual([{ actor, details: { method: 'oidc', name: 'Ada Lovelace', email: 'ada@example.com', roles: ['admin'] } }]);
       // An admin, not a super_admin: the person's roles hold on the console's API (no API clients,
       // no writing an outbound secret, nothing written).
@@ -164,12 +171,15 @@ for (const target of DATABASES) {
       expect(cookieOf(res, 'console_session')).toBeUndefined();
     });
 
-    it('refuses an expired ID token (the console\'s clock two hours ahead of the provider\'s)', async () => {
+    it("refuses an expired ID token (the console's clock two hours ahead of the provider's)", async () => {
       const config = loadConfig(env).console.oidc!;
       const late = await startTestService({
         db,
         env,
-        deps: { secretBox: service.deps.secretBox, oidc: new OidcSignIn(db, config, { redirectUri: REDIRECT_URI, allowInsecure: true, clockSkewSeconds: 2 * 3600 }) },
+        deps: {
+          secretBox: service.deps.secretBox,
+          oidc: new OidcSignIn(db, config, { redirectUri: REDIRECT_URI, allowInsecure: true, clockSkewSeconds: 2 * 3600 }),
+        },
       });
       try {
         const { url, loginCookie } = await startLogin(late);

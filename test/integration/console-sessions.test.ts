@@ -77,7 +77,9 @@ for (const target of DATABASES) {
         person: { id: `client:${me.clientId}`, name: 'Ada', email: '', roles: ['admin'] },
         csrfToken: me.csrfToken,
       });
-      const [audit] = await db.query<{ actor: string; details: Record<string, unknown> }>("SELECT actor, details FROM audit_events WHERE action = 'console.sign_in' ORDER BY id DESC LIMIT 1");
+      const [audit] = await db.query<{ actor: string; details: Record<string, unknown> }>(
+        "SELECT actor, details FROM audit_events WHERE action = 'console.sign_in' ORDER BY id DESC LIMIT 1",
+      );
       expect(audit).toEqual({ actor: `client:${me.clientId}`, details: { method: 'local', name: 'Ada', email: '', roles: ['admin'] } });
     });
 
@@ -98,7 +100,9 @@ for (const target of DATABASES) {
       expect(res.body).toEqual({ code: 16, message: 'client authentication failed', details: [] });
       expect(res.headers['set-cookie']).toBeUndefined();
       expect(await sessionRows(db)).toEqual([]);
-      const denied = await db.query<{ details: unknown }>("SELECT details FROM audit_events WHERE action = 'api_client.token_denied' AND resource_id = $1", [client.clientId]);
+      const denied = await db.query<{ details: unknown }>("SELECT details FROM audit_events WHERE action = 'api_client.token_denied' AND resource_id = $1", [
+        client.clientId,
+      ]);
       expect(denied).toHaveLength(1);
       expect(JSON.stringify(denied)).not.toContain('not-the-secret');
     });
@@ -131,7 +135,11 @@ for (const target of DATABASES) {
       const noCookie = await request(service.server).get('/console/api/v1/apps');
       expect(noCookie.status).toBe(401);
       // The session's roles hold: read_only may not write, even with its CSRF token.
-      const write = await request(service.server).post('/console/api/v1/apps').set('Cookie', me.cookie).set('X-CSRF-Token', me.csrfToken).send({ displayName: 'A' });
+      const write = await request(service.server)
+        .post('/console/api/v1/apps')
+        .set('Cookie', me.cookie)
+        .set('X-CSRF-Token', me.csrfToken)
+        .send({ displayName: 'A' });
       expect(write.status).toBe(403);
     });
 
@@ -228,7 +236,10 @@ for (const target of DATABASES) {
       const service = await startTestService({ target, env: { BASE_URL: 'https://console.example' } });
       try {
         const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'x', roles: ['admin'] });
-        const res = await request(service.server).post('/console/auth/local').set('Origin', 'https://console.example').send({ clientId: client.clientId, clientSecret });
+        const res = await request(service.server)
+          .post('/console/auth/local')
+          .set('Origin', 'https://console.example')
+          .send({ clientId: client.clientId, clientSecret });
         expect(res.status).toBe(200);
         const setCookie = (res.headers['set-cookie'] as unknown as string[])[0]!;
         expect(setCookie).toMatch(/^__Host-console_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200; Secure$/);
@@ -236,7 +247,10 @@ for (const target of DATABASES) {
         expect((await request(service.server).get('/console/auth/me').set('Cookie', cookie)).status).toBe(200);
         // The plain name is not read when the secure one is in use.
         expect((await request(service.server).get('/console/auth/me').set('Cookie', cookie.replace('__Host-', ''))).status).toBe(401);
-        const fromHttp = await request(service.server).post('/console/auth/local').set('Origin', 'http://console.example').send({ clientId: client.clientId, clientSecret });
+        const fromHttp = await request(service.server)
+          .post('/console/auth/local')
+          .set('Origin', 'http://console.example')
+          .send({ clientId: client.clientId, clientSecret });
         expect(fromHttp.status).toBe(403);
       } finally {
         await service.close();
@@ -256,14 +270,22 @@ for (const target of DATABASES) {
       }
     });
 
-    it('applies the token endpoint\'s per-source limit to local sign-in (429 with Retry-After), shared with /auth/v1/token', async () => {
+    it("applies the token endpoint's per-source limit to local sign-in (429 with Retry-After), shared with /auth/v1/token", async () => {
       const limitedDb = await openTestDb(target);
       const tokenGuard = createTokenGuard(limitedDb, { perSourcePerMinute: 3, maxSlowVerifications: 2 });
       const service = await startTestService({ target, db: limitedDb, deps: { tokenGuard } });
       try {
         const statuses: number[] = [];
-        for (let i = 0; i < 2; i++) statuses.push((await request(service.server).post('/console/auth/local').send({ clientId: 'cli_x', clientSecret: 'guess' })).status);
-        statuses.push((await request(service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials', client_id: 'cli_x', client_secret: 'guess' })).status);
+        for (let i = 0; i < 2; i++)
+          statuses.push((await request(service.server).post('/console/auth/local').send({ clientId: 'cli_x', clientSecret: 'guess' })).status);
+        statuses.push(
+          (
+            await request(service.server)
+              .post('/auth/v1/token')
+              .type('form')
+              .send({ grant_type: 'client_credentials', client_id: 'cli_x', client_secret: 'guess' })
+          ).status,
+        );
         const limited = await request(service.server).post('/console/auth/local').send({ clientId: 'cli_x', clientSecret: 'guess' });
         expect(statuses).toEqual([401, 401, 401]);
         expect(limited.status).toBe(429);

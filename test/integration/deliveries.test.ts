@@ -40,7 +40,10 @@ describe('webhook delivery log', () => {
     const forged = hmacEvent('wrong-secret', { x: MARKER });
     expect((await deliver(stack, path, forged)).status).toBe(401);
 
-    const res = await poll(() => list(), (r) => r.status === 200 && r.body.list.length === 3);
+    const res = await poll(
+      () => list(),
+      (r) => r.status === 200 && r.body.list.length === 3,
+    );
     expect(res.status).toBe(200);
     expect(res.body.nextPageToken).toBe('');
     const entries = res.body.list.map((item: Json) => item.delivery) as Json[];
@@ -62,7 +65,8 @@ describe('webhook delivery log', () => {
     expect(entries[0]!.eventId).toBe(forged.eventId);
     expect(entries[0]!.executionId).toBeNull();
     const text = JSON.stringify(res.body);
-    for (const secretThing of [MARKER, secret, good.headers['Webhook-Signature']!, forged.headers['Webhook-Signature']!]) expect(text).not.toContain(secretThing);
+    for (const secretThing of [MARKER, secret, good.headers['Webhook-Signature']!, forged.headers['Webhook-Signature']!])
+      expect(text).not.toContain(secretThing);
 
     // Filters, and pagination that keeps them.
     const refused = await list('?status=401');
@@ -75,7 +79,10 @@ describe('webhook delivery log', () => {
   async function pageToken(): Promise<string> {
     const path = listenerPath(automation);
     for (let i = 0; i < 8; i++) expect((await deliver(stack, path, hmacEvent('wrong', { i }))).status).toBe(401);
-    const first = await poll(() => list('?page_size=10'), (r) => r.body.nextPageToken !== '');
+    const first = await poll(
+      () => list('?page_size=10'),
+      (r) => r.body.nextPageToken !== '',
+    );
     expect(first.body.list).toHaveLength(10);
     const second = await list(`?page_size=10&page_token=${encodeURIComponent(first.body.nextPageToken)}`);
     expect(second.body.list.map((i: Json) => i.delivery.reason)).toEqual(['accepted']);
@@ -101,35 +108,39 @@ describe('webhook delivery log', () => {
     const flood = new DeliveryLog(deps.db, { detailPerMinute: 5, flushIntervalMs: 100 });
     deps.deliveryLog = flood;
     try {
-    const created = await stack.createAutomation({ displayName: 'flooded', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
-    const path = listenerPath(created.automation);
-    const total = 20;
-    for (let i = 0; i < total; i++) {
-      expect((await deliver(stack, path, hmacEvent('wrong', { i }, { eventId: randomUUID() }))).status).toBe(401);
-    }
-    await flood.flush();
-    const detail = (await request(stack.service.server).get(`/api/v1/automations/${created.automation.id}/deliveries?page_size=100`).set('Authorization', `Bearer ${stack.adminToken}`)).body.list as Json[];
-    const counts = await listDeliveryCounts(deps.db, created.automation.id);
-    const counted = counts.reduce((sum, c) => sum + c.count, 0);
-    // Exactly 5 per minute in detail wherever that minute had more (then counted), all of a
-    // minute's deliveries when it had 5 or fewer; every delivery accounted for. 20 deliveries take
-    // seconds, not four minutes: at least one minute overflowed.
-    const minuteOf = (at: string): string => new Date(Math.floor(Date.parse(at) / 60_000) * 60_000).toISOString();
-    const detailByMinute = new Map<string, number>();
-    for (const item of detail) {
-      const minute = minuteOf(String(item.delivery.receivedAt));
-      detailByMinute.set(minute, (detailByMinute.get(minute) ?? 0) + 1);
-    }
-    const countedByMinute = new Map(counts.map((c) => [c.minute, c.count]));
-    expect(countedByMinute.size).toBeGreaterThanOrEqual(1);
-    for (const minute of new Set([...detailByMinute.keys(), ...countedByMinute.keys()])) {
-      const inDetail = detailByMinute.get(minute) ?? 0;
-      if (countedByMinute.has(minute)) expect([minute, inDetail]).toEqual([minute, 5]);
-      else expect([minute, inDetail <= 5]).toEqual([minute, true]);
-    }
-    expect(detail.length + counted).toBe(total);
-    expect(counts.every((c) => c.status === 401 && c.reason === 'signature_mismatch')).toBe(true);
-    expect(flood.summarized).toBe(counted);
+      const created = await stack.createAutomation({ displayName: 'flooded', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+      const path = listenerPath(created.automation);
+      const total = 20;
+      for (let i = 0; i < total; i++) {
+        expect((await deliver(stack, path, hmacEvent('wrong', { i }, { eventId: randomUUID() }))).status).toBe(401);
+      }
+      await flood.flush();
+      const detail = (
+        await request(stack.service.server)
+          .get(`/api/v1/automations/${created.automation.id}/deliveries?page_size=100`)
+          .set('Authorization', `Bearer ${stack.adminToken}`)
+      ).body.list as Json[];
+      const counts = await listDeliveryCounts(deps.db, created.automation.id);
+      const counted = counts.reduce((sum, c) => sum + c.count, 0);
+      // Exactly 5 per minute in detail wherever that minute had more (then counted), all of a
+      // minute's deliveries when it had 5 or fewer; every delivery accounted for. 20 deliveries take
+      // seconds, not four minutes: at least one minute overflowed.
+      const minuteOf = (at: string): string => new Date(Math.floor(Date.parse(at) / 60_000) * 60_000).toISOString();
+      const detailByMinute = new Map<string, number>();
+      for (const item of detail) {
+        const minute = minuteOf(String(item.delivery.receivedAt));
+        detailByMinute.set(minute, (detailByMinute.get(minute) ?? 0) + 1);
+      }
+      const countedByMinute = new Map(counts.map((c) => [c.minute, c.count]));
+      expect(countedByMinute.size).toBeGreaterThanOrEqual(1);
+      for (const minute of new Set([...detailByMinute.keys(), ...countedByMinute.keys()])) {
+        const inDetail = detailByMinute.get(minute) ?? 0;
+        if (countedByMinute.has(minute)) expect([minute, inDetail]).toEqual([minute, 5]);
+        else expect([minute, inDetail <= 5]).toEqual([minute, true]);
+      }
+      expect(detail.length + counted).toBe(total);
+      expect(counts.every((c) => c.status === 401 && c.reason === 'signature_mismatch')).toBe(true);
+      expect(flood.summarized).toBe(counted);
     } finally {
       deps.deliveryLog = original;
       await flood.close();
@@ -141,7 +152,11 @@ describe('webhook delivery log', () => {
     // An automation of its own, so that the other tests' entries do not depend on this one's order.
     const created = await stack.createAutomation({ displayName: 'pruned', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
     const listOwn = async (): Promise<Json[]> =>
-      (await request(stack.service.server).get(`/api/v1/automations/${created.automation.id}/deliveries?page_size=100`).set('Authorization', `Bearer ${stack.adminToken}`)).body.list.map((i: Json) => i.delivery);
+      (
+        await request(stack.service.server)
+          .get(`/api/v1/automations/${created.automation.id}/deliveries?page_size=100`)
+          .set('Authorization', `Bearer ${stack.adminToken}`)
+      ).body.list.map((i: Json) => i.delivery);
     const entry = (ageMs: number, sourceAddress: string, n: number) => ({
       id: `00000000-0000-7000-8000-${(Date.now() + n).toString(16).padStart(12, '0')}`,
       automationId: created.automation.id,

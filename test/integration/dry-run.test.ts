@@ -47,7 +47,10 @@ describe('automation dry run', () => {
   }
 
   function dryRun(id: string, body: unknown, bearer = token) {
-    return api().post(`/api/v1/automations/${id}/test`).set('Authorization', `Bearer ${bearer}`).send(body as object);
+    return api()
+      .post(`/api/v1/automations/${id}/test`)
+      .set('Authorization', `Bearer ${bearer}`)
+      .send(body as object);
   }
 
   async function owners(): Promise<unknown[]> {
@@ -57,10 +60,25 @@ describe('automation dry run', () => {
   it('answers per-step results in order, later steps seeing earlier outputs, without any effect', async () => {
     const id = await createAutomation([
       { id: 'vars', setVariables: { who: 'ctx.trigger.service_account', kind: 'ctx.trigger["kind"]' } },
-      { id: 'own', when: "ctx.steps.vars.kind == 'hire'", createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' } },
-      { id: 'notify', callWebhook: { url: `'${hookUrl}?u=' + ctx.steps.own.userId`, body: { user: 'ctx.steps.own.userId', note: '"granted " + ctx.steps.own.entitlementId' }, headers: { 'X-Kind': 'ctx.steps.vars.kind' } } },
+      {
+        id: 'own',
+        when: "ctx.steps.vars.kind == 'hire'",
+        createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' },
+      },
+      {
+        id: 'notify',
+        callWebhook: {
+          url: `'${hookUrl}?u=' + ctx.steps.own.userId`,
+          body: { user: 'ctx.steps.own.userId', note: '"granted " + ctx.steps.own.entitlementId' },
+          headers: { 'X-Kind': 'ctx.steps.vars.kind' },
+        },
+      },
       { id: 'pause', wait: { duration: '3600s' } },
-      { id: 'offboard', when: "ctx.steps.vars.kind == 'fire'", deleteEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' } },
+      {
+        id: 'offboard',
+        when: "ctx.steps.vars.kind == 'fire'",
+        deleteEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' },
+      },
       { id: 'stop', when: '!has(ctx.trigger.approved)', fail: { message: '"not approved: " + ctx.steps.vars.who' } },
       { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } },
     ]);
@@ -82,7 +100,11 @@ describe('automation dry run', () => {
           id: 'notify',
           kind: 'callWebhook',
           status: 'WOULD_RUN',
-          output: { url: `${hookUrl}?u=svc-1`, body: { user: 'svc-1', note: 'granted ent-1' }, headers: { 'X-Kind': 'hire', 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' } },
+          output: {
+            url: `${hookUrl}?u=svc-1`,
+            body: { user: 'svc-1', note: 'granted ent-1' },
+            headers: { 'X-Kind': 'hire', 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' },
+          },
           error: null,
         },
         { id: 'pause', kind: 'wait', status: 'WOULD_RUN', output: { duration: '3600s' }, error: null },
@@ -131,9 +153,7 @@ describe('automation dry run', () => {
   });
 
   it('fails a hostile expression with a clear error and answers promptly for the other steps', async () => {
-    const id = await createAutomation([
-      { id: 'huge', setVariables: { v: 'ctx.trigger.l.map(x, ctx.trigger.l.map(y, x + y)).size()' } },
-    ]);
+    const id = await createAutomation([{ id: 'huge', setVariables: { v: 'ctx.trigger.l.map(x, ctx.trigger.l.map(y, x + y)).size()' } }]);
     const res = await dryRun(id, { payload: { l: Array.from({ length: 5000 }, (_, i) => i) } });
     expect(res.status).toBe(200);
     // The iteration budget stops it; on a starved machine the 1 s evaluation limit may come first.
@@ -149,7 +169,11 @@ describe('automation dry run', () => {
       const created = await request(strict.server)
         .post('/api/v1/automations')
         .set('Authorization', `Bearer ${strictToken}`)
-        .send({ displayName: 'strict', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [{ id: 'hook', callWebhook: { url: `'${hookUrl}'`, body: {} } }] });
+        .send({
+          displayName: 'strict',
+          trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+          steps: [{ id: 'hook', callWebhook: { url: `'${hookUrl}'`, body: {} } }],
+        });
       expect(created.status).toBe(200);
       const res = await request(strict.server)
         .post(`/api/v1/automations/${created.body.automation.id}/test`)

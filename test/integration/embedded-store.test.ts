@@ -36,9 +36,13 @@ describe('openEmbeddedStore', () => {
       // pg_trgm is loaded on every open: the search index is there and takes new rows (an insert
       // fails when the index's extension is not loaded); which plans use it: governance-indexes.test.ts.
       expect(await second.query(`SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'`)).toEqual([{ extname: 'pg_trgm' }]);
-      expect(await second.query(`SELECT indexname FROM pg_indexes WHERE indexname = 'app_entitlements_search_trgm'`)).toEqual([{ indexname: 'app_entitlements_search_trgm' }]);
+      expect(await second.query(`SELECT indexname FROM pg_indexes WHERE indexname = 'app_entitlements_search_trgm'`)).toEqual([
+        { indexname: 'app_entitlements_search_trgm' },
+      ]);
       await second.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'app')`);
-      await second.query(`INSERT INTO app_entitlements (id, app_id, alias, display_name, record) VALUES ('ent-1', 'app-1', '', 'Entitlement 4242', '{}'::jsonb)`);
+      await second.query(
+        `INSERT INTO app_entitlements (id, app_id, alias, display_name, record) VALUES ('ent-1', 'app-1', '', 'Entitlement 4242', '{}'::jsonb)`,
+      );
       const { text, values } = entitlementSearchQuery({ query: 'ment 4242', limit: 26 });
       expect((await second.query<{ id: string }>(text, values)).map((row) => row.id)).toEqual(['ent-1']);
     } finally {

@@ -48,7 +48,9 @@ describe('counting the ownership effect', () => {
       runs.push({ workflowId: handle.workflowId, runId: (await handle.describe()).runId });
     }
 
-    const rows = await stack.service.deps.db.query<{ role_slug: string }>('SELECT role_slug FROM entitlement_owners WHERE user_id = $1 ORDER BY role_slug', [user.id]);
+    const rows = await stack.service.deps.db.query<{ role_slug: string }>('SELECT role_slug FROM entitlement_owners WHERE user_id = $1 ORDER BY role_slug', [
+      user.id,
+    ]);
     expect(rows.map((r) => r.role_slug)).toEqual(['double', 'single']); // one row each: rows cannot tell
     const creations = (await listAuditEvents(stack.service.deps.db, 'app_entitlement', entitlement.id)).filter((e) => e.action === 'entitlement_owner.create');
     expect(creations.map((e) => e.details.roleSlug).sort()).toEqual(['double', 'single']); // one creation each, too

@@ -168,7 +168,11 @@ describe('executions API', () => {
     expect(got.status).toBe('FAILED');
     expect(got.closedAt).not.toBeNull();
     expect(got.error).toMatch(/^step "broken" failed: /);
-    expect(got.steps.map((s) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['broken', 'FAILED'], ['after', 'PENDING']]);
+    expect(got.steps.map((s) => [s.id, s.status])).toEqual([
+      ['vars', 'DONE'],
+      ['broken', 'FAILED'],
+      ['after', 'PENDING'],
+    ]);
     expect(got.steps[1]!.error).toMatch(/no_such_field/);
     expect(got.steps[0]!.output).toEqual({ employee: '12345' });
 
@@ -184,21 +188,36 @@ describe('executions API', () => {
   });
 
   it('reads an ownership step made by its local first attempt from the history: the ownership, not the evaluated ids', async () => {
-    const post = (path: string, body: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${stack.adminToken}`).send(body as object);
+    const post = (path: string, body: unknown) =>
+      request(stack.service.server)
+        .post(path)
+        .set('Authorization', `Bearer ${stack.adminToken}`)
+        .send(body as object);
     const user = await post('/api/v1/users', { displayName: 'Executions robot', email: 'svc-executions@acme.com', type: 'USER_TYPE_SERVICE' });
     const app = await post('/api/v1/apps', { displayName: 'Executions app' });
     const entitlement = await post(`/api/v1/apps/${app.body.app.id}/entitlements`, { displayName: 'Executions admin', slug: 'executions-admin' });
     expect([user.status, app.status, entitlement.status]).toEqual([200, 200, 200]);
-    const ref = { userId: user.body.user.id as string, roleSlug: 'owner', appId: app.body.app.id as string, entitlementId: entitlement.body.appEntitlement.id as string };
+    const ref = {
+      userId: user.body.user.id as string,
+      roleSlug: 'owner',
+      appId: app.body.app.id as string,
+      entitlementId: entitlement.body.appEntitlement.id as string,
+    };
     const target = await automationWith([
-      { id: 'own', createEntitlementOwner: { userId: `'${ref.userId}'`, roleSlug: "'owner'", appId: `'${ref.appId}'`, entitlementId: `'${ref.entitlementId}'` } },
+      {
+        id: 'own',
+        createEntitlementOwner: { userId: `'${ref.userId}'`, roleSlug: "'owner'", appId: `'${ref.appId}'`, entitlementId: `'${ref.entitlementId}'` },
+      },
       { id: 'stop', fail: { message: "'stopped after the ownership'" } },
     ]);
     const run = await send(target);
     await expectRunFailure(stack.client.workflow.getHandle(run.executionId));
 
     const got = (await execution(run.executionId)).body.execution as ExecutionDetail;
-    expect(got.steps.map((s) => [s.id, s.status])).toEqual([['own', 'DONE'], ['stop', 'FAILED']]);
+    expect(got.steps.map((s) => [s.id, s.status])).toEqual([
+      ['own', 'DONE'],
+      ['stop', 'FAILED'],
+    ]);
     expect(got.steps[0]!.output).toEqual({ ...ref, createdAt: expect.any(String) });
     const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
     expect({ ...fromHistory, unaudited: [] }).toEqual(got);
@@ -219,7 +238,11 @@ describe('executions API', () => {
       (r) => r.status === 200 && r.body.execution?.steps?.[1]?.status === 'WAITING',
     );
     expect(waiting.body.execution).toMatchObject({ id: run.executionId, status: 'RUNNING', closedAt: null, version: 1, error: null });
-    expect(waiting.body.execution.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['pause', 'WAITING'], ['after', 'PENDING']]);
+    expect(waiting.body.execution.steps.map((s: Json) => [s.id, s.status])).toEqual([
+      ['vars', 'DONE'],
+      ['pause', 'WAITING'],
+      ['after', 'PENDING'],
+    ]);
 
     // The history fallback sees the running timer too.
     const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
@@ -243,10 +266,16 @@ describe('executions API', () => {
   it('shows a terminated run as TERMINATED, the interrupted step saying why', async () => {
     const target = await automationWith([{ id: 'pause', wait: { duration: '3600s' } }]);
     const run = await send(target);
-    const waiting = await poll(() => execution(run.executionId), (r) => r.body.execution?.steps?.[0]?.status === 'WAITING');
+    const waiting = await poll(
+      () => execution(run.executionId),
+      (r) => r.body.execution?.steps?.[0]?.status === 'WAITING',
+    );
     expect(waiting.body.execution.steps[0].status).toBe('WAITING');
     await stack.client.workflow.getHandle(run.executionId).terminate('operator stopped it');
-    const res = await poll(() => execution(run.executionId), (r) => r.body.execution?.status === 'TERMINATED');
+    const res = await poll(
+      () => execution(run.executionId),
+      (r) => r.body.execution?.status === 'TERMINATED',
+    );
     expect(res.body.execution.error).toBe('run terminated: operator stopped it');
     expect(res.body.execution.steps[0]).toMatchObject({ id: 'pause', status: 'FAILED', error: 'run terminated: operator stopped it' });
   });
@@ -269,7 +298,10 @@ describe('executions API', () => {
       const created = await idle.createAutomation({
         displayName: 'no worker',
         trigger: { incomingWebhook: { authMethod: 'HMAC' } },
-        steps: [{ id: 'vars', setVariables: { one: '1' } }, { id: 'pause', wait: { duration: '1s' } }],
+        steps: [
+          { id: 'vars', setVariables: { one: '1' } },
+          { id: 'pause', wait: { duration: '1s' } },
+        ],
       });
       const accepted = await deliver(idle, listenerPath(created.automation), hmacEvent(created.signingSecret!, PAYLOAD));
       expect(accepted.status).toBe(200);

@@ -40,7 +40,10 @@ for (const target of DATABASES) {
     /** The second API of the rate-limit case: on PostgreSQL a real process of its own, on PGlite the in-process second service. */
     const otherApi = () => apis.otherApi();
 
-    const { api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, { displayName: 'flow', steps: HOLD });
+    const { api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, {
+      displayName: 'flow',
+      steps: HOLD,
+    });
     const closed = (e: Json) => !['RUNNING', 'QUEUED'].includes(e.status);
 
     describe('filter', () => {
@@ -57,14 +60,21 @@ for (const target of DATABASES) {
         expect(again.status).toBe(409);
         expect(again.body.code).toBe(6);
         // The other API process knows it too (the record is in the store).
-        const elsewhere = await request(apis.second.server).post(target.path).set(hmacEvent(target.secret, { type: 'user.created' }, { eventId: event.eventId }).headers).send(JSON.stringify({ type: 'user.created' }));
+        const elsewhere = await request(apis.second.server)
+          .post(target.path)
+          .set(hmacEvent(target.secret, { type: 'user.created' }, { eventId: event.eventId }).headers)
+          .send(JSON.stringify({ type: 'user.created' }));
         expect(elsewhere.status).toBe(409);
 
         await stack.service.deps.deliveryLog?.flush();
         const log = await api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50`);
         const reasons = log.body.list.map((item: Json) => item.delivery.reason);
         expect(reasons).toContain('filtered');
-        expect(log.body.list.find((item: Json) => item.delivery.reason === 'filtered').delivery).toMatchObject({ status: 200, eventId: event.eventId, executionId: null });
+        expect(log.body.list.find((item: Json) => item.delivery.reason === 'filtered').delivery).toMatchObject({
+          status: 200,
+          eventId: event.eventId,
+          executionId: null,
+        });
       });
 
       it('a repeat is 409 whatever its first delivery became: a run, though the filter now says false; a filtered id, though the filter is gone', async () => {
@@ -78,14 +88,20 @@ for (const target of DATABASES) {
         // Now every event is filtered: the repeat of the one that ran is still a 409 naming its run.
         expect((await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: 'false' }, updateMask: 'filter' })).status).toBe(200);
         expect((await api().post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
-        const repeat = await poll(() => deliver(stack, target.path, hmacEvent(target.secret, { go: true }, { eventId: ran.eventId })), (res) => res.status !== 200);
+        const repeat = await poll(
+          () => deliver(stack, target.path, hmacEvent(target.secret, { go: true }, { eventId: ran.eventId })),
+          (res) => res.status !== 200,
+        );
         expect(repeat.status).toBe(409);
         expect(JSON.stringify(repeat.body.details)).toContain(first.body.executionId);
 
         // No filter at all: the filtered id's repeat is still a 409 (no run starts for it).
         expect((await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: null }, updateMask: 'filter' })).status).toBe(200);
         expect((await api().post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
-        const late = await poll(() => deliver(stack, target.path, hmacEvent(target.secret, { go: false }, { eventId: dropped.eventId })), (res) => res.status !== 200 || res.body.filtered !== true);
+        const late = await poll(
+          () => deliver(stack, target.path, hmacEvent(target.secret, { go: false }, { eventId: dropped.eventId })),
+          (res) => res.status !== 200 || res.body.filtered !== true,
+        );
         expect(late.status).toBe(409);
       });
 
@@ -112,7 +128,10 @@ for (const target of DATABASES) {
           expect(queued.queue).toEqual({ key: 'u1' });
           expect(queued.steps.map((s: Json) => s.status)).toEqual(['PENDING', 'PENDING']);
         }
-        const statuses = await poll(() => listed(target.id), (m) => m.get(b) === 'QUEUED' && m.get(c) === 'QUEUED' && m.get(a) === 'RUNNING');
+        const statuses = await poll(
+          () => listed(target.id),
+          (m) => m.get(b) === 'QUEUED' && m.get(c) === 'QUEUED' && m.get(a) === 'RUNNING',
+        );
         expect([statuses.get(a), statuses.get(b), statuses.get(c), statuses.get(other)]).toEqual(['RUNNING', 'QUEUED', 'QUEUED', 'RUNNING']);
 
         await approve(a);
@@ -255,10 +274,18 @@ for (const target of DATABASES) {
       });
 
       it('the dry run shows the filter verdict and the key values for the sample payload', async () => {
-        const target = await automation({ filter: "ctx.trigger.type == 'a'", concurrency: { limit: 1, key: 'ctx.trigger.user' }, rateLimit: { limit: 5, period: '60s', key: 'ctx.trigger.tenant' } });
+        const target = await automation({
+          filter: "ctx.trigger.type == 'a'",
+          concurrency: { limit: 1, key: 'ctx.trigger.user' },
+          rateLimit: { limit: 5, period: '60s', key: 'ctx.trigger.tenant' },
+        });
         const run = await api().post(`/api/v1/automations/${target.id}/test`, { payload: { type: 'b', user: 'u7', tenant: 42 } });
         expect(run.status).toBe(200);
-        expect(run.body.flowControl).toEqual({ filter: { matches: false, error: null }, concurrency: { key: 'u7', error: null }, rateLimit: { key: '42', error: null } });
+        expect(run.body.flowControl).toEqual({
+          filter: { matches: false, error: null },
+          concurrency: { key: 'u7', error: null },
+          rateLimit: { key: '42', error: null },
+        });
         const broken = await api().post(`/api/v1/automations/${target.id}/test`, { payload: {} });
         expect(broken.body.flowControl.filter.matches).toBeNull();
         expect(broken.body.flowControl.concurrency.error).toEqual(expect.any(String));

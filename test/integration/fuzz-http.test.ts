@@ -97,24 +97,46 @@ const assignee = fc.oneof(
   fc.record({ users: fc.record({ userIds: fc.array(nastyString, { maxLength: 2 }), allowReassignment: fc.boolean() }, { requiredKeys: [] }) }),
   fc.record({ group: fc.record({ appGroupId: nastyString, appId: nastyString, fallbackUserIds: optionalNull(fc.array(nastyString)) }, { requiredKeys: [] }) }),
   fc.record({ expression: fc.record({ expressions: fc.array(nastyString, { maxLength: 2 }) }) }),
-  fc.dictionary(fc.constantFrom('users', 'appOwners', 'manager', 'group', 'expression', 'entitlementOwners'), optionalNull(fc.object({ maxDepth: 1 })), { maxKeys: 3 }),
+  fc.dictionary(fc.constantFrom('users', 'appOwners', 'manager', 'group', 'expression', 'entitlementOwners'), optionalNull(fc.object({ maxDepth: 1 })), {
+    maxKeys: 3,
+  }),
 );
 
 const provisionPolicy: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   policy: fc.oneof(
     { depthSize: 'small' },
-    fc.record({ manual: fc.record({ instructions: nastyString, assignee: optionalNull(assignee), userIds: optionalNull(fc.array(nastyString)) }, { requiredKeys: [] }) }),
-    fc.record({ connector: fc.oneof(fc.record({ defaultBehavior: fc.record({ connectorId: nastyString }) }), fc.record({ account: fc.record({ config: anyJson, saveToVault: optionalNull(fc.record({ vaultIds: fc.array(nastyString) })), doNotSave: optionalNull(fc.constant({})) }, { requiredKeys: [] }) })) }),
+    fc.record({
+      manual: fc.record({ instructions: nastyString, assignee: optionalNull(assignee), userIds: optionalNull(fc.array(nastyString)) }, { requiredKeys: [] }),
+    }),
+    fc.record({
+      connector: fc.oneof(
+        fc.record({ defaultBehavior: fc.record({ connectorId: nastyString }) }),
+        fc.record({
+          account: fc.record(
+            { config: anyJson, saveToVault: optionalNull(fc.record({ vaultIds: fc.array(nastyString) })), doNotSave: optionalNull(fc.constant({})) },
+            { requiredKeys: [] },
+          ),
+        }),
+      ),
+    }),
     fc.record({ multiStep: fc.record({ provisionSteps: optionalNull(fc.array(tie('policy'), { maxLength: 3 })) }) }),
     fc.record({ unconfigured: fc.oneof(fc.constant({}), anyJson) }),
     fc.record({ delegated: fc.record({ appId: nastyString, entitlementId: nastyString, implicit: optionalNull(fc.boolean()) }, { requiredKeys: [] }) }),
-    fc.dictionary(fc.constantFrom('connector', 'manual', 'delegated', 'webhook', 'multiStep', 'externalTicket', 'unconfigured', 'action', 'devicePlacement'), anyJson, { maxKeys: 3 }),
+    fc.dictionary(
+      fc.constantFrom('connector', 'manual', 'delegated', 'webhook', 'multiStep', 'externalTicket', 'unconfigured', 'action', 'devicePlacement'),
+      anyJson,
+      { maxKeys: 3 },
+    ),
     anyJson,
   ),
 })).policy;
 
 const annotations = fc.oneof(
-  fc.dictionary(fc.oneof(fc.stringMatching(/^[A-Za-z][A-Za-z0-9._/-]{0,20}$/), nastyString, fc.constant('c1.reserved')), fc.oneof(fc.stringMatching(/^[A-Za-z0-9._~-]{0,30}$/), nastyString), { maxKeys: 20 }),
+  fc.dictionary(
+    fc.oneof(fc.stringMatching(/^[A-Za-z][A-Za-z0-9._/-]{0,20}$/), nastyString, fc.constant('c1.reserved')),
+    fc.oneof(fc.stringMatching(/^[A-Za-z0-9._~-]{0,30}$/), nastyString),
+    { maxKeys: 20 },
+  ),
   anyJson,
 );
 
@@ -143,7 +165,11 @@ const entitlementFields = fc.record(
 
 /** `text` after a few random byte-level edits: insertions, deletions, replacements, duplications. */
 function mutated(text: fc.Arbitrary<string>): fc.Arbitrary<string> {
-  const edit = fc.record({ kind: fc.constantFrom('insert', 'delete', 'replace', 'double'), at: fc.nat(), text: fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }) });
+  const edit = fc.record({
+    kind: fc.constantFrom('insert', 'delete', 'replace', 'double'),
+    at: fc.nat(),
+    text: fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }),
+  });
   return fc.tuple(text, fc.array(edit, { minLength: 1, maxLength: 3 })).map(([start, edits]) => {
     let s = start;
     for (const e of edits) {
@@ -163,12 +189,27 @@ function jsonBody(object: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
     { weight: 5, arbitrary: object.map((value) => JSON.stringify(value)) },
     { weight: 2, arbitrary: mutated(object.map((value) => JSON.stringify(value) ?? 'null')) },
     { weight: 1, arbitrary: anyJson.map((value) => JSON.stringify(value) ?? 'null') },
-    { weight: 1, arbitrary: fc.oneof(nastyString, fc.constantFrom('', '{', '{"a":', '[1,]', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"polluted":true}}}')) },
+    {
+      weight: 1,
+      arbitrary: fc.oneof(nastyString, fc.constantFrom('', '{', '{"a":', '[1,]', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"polluted":true}}}')),
+    },
   );
 }
 
 const maskField = fc.oneof(
-  fc.constantFrom('displayName', 'annotations', 'provisionerPolicy', 'durationGrant', 'durationUnset', 'purpose', 'id', 'grantCount', 'appId', 'provisionerPolicy.manual', '*'),
+  fc.constantFrom(
+    'displayName',
+    'annotations',
+    'provisionerPolicy',
+    'durationGrant',
+    'durationUnset',
+    'purpose',
+    'id',
+    'grantCount',
+    'appId',
+    'provisionerPolicy.manual',
+    '*',
+  ),
   nastyString,
 );
 const updateMask = fc.oneof(
@@ -178,7 +219,18 @@ const updateMask = fc.oneof(
 );
 
 const cel = fc.oneof(
-  fc.constantFrom('ctx.trigger.x', 'ctx.trigger["a b"]', "'owner'", 'has(ctx.trigger.k)', '1 +', '[1,2,3].map(x, x * 2)', 'ctx.steps.s.v', '"a".matches("(")', `${'['.repeat(200)}${']'.repeat(200)}`, 'x'.repeat(5000)),
+  fc.constantFrom(
+    'ctx.trigger.x',
+    'ctx.trigger["a b"]',
+    "'owner'",
+    'has(ctx.trigger.k)',
+    '1 +',
+    '[1,2,3].map(x, x * 2)',
+    'ctx.steps.s.v',
+    '"a".matches("(")',
+    `${'['.repeat(200)}${']'.repeat(200)}`,
+    'x'.repeat(5000),
+  ),
   nastyString,
   anyJson,
 );
@@ -190,15 +242,26 @@ const stepKinds = fc.oneof(
   fc.dictionary(fc.constantFrom('setVariables', 'wait', 'createEntitlementOwner', 'deleteEntitlementOwner', 'sendEmail'), anyJson, { maxKeys: 2 }),
 );
 const step = fc
-  .tuple(fc.record({ id: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/), nastyString, anyJson), when: optionalNull(cel) }, { requiredKeys: [] }), stepKinds)
+  .tuple(
+    fc.record({ id: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/), nastyString, anyJson), when: optionalNull(cel) }, { requiredKeys: [] }),
+    stepKinds,
+  )
   .map(([head, kind]) => ({ ...head, ...kind }));
 const trigger = fc.oneof(
   fc.record({
     incomingWebhook: fc.record(
       {
         authMethod: fc.oneof(fc.constantFrom('HMAC', 'JWT', 'hmac', 'NONE'), anyJson),
-        jwksUrl: optionalNull(fc.oneof(fc.constantFrom('https://idp.example/jwks.json', 'http://127.0.0.1:1/jwks', 'file:///etc/passwd', 'https://user:pw@idp.example/'), fc.webUrl(), nastyString)),
-        allowedCidrs: optionalNull(fc.array(fc.oneof(fc.constantFrom('10.0.0.0/8', '::1', '1.2.3.4/33', '::ffff:0:0/96'), fc.ipV4(), nastyString), { maxLength: 4 })),
+        jwksUrl: optionalNull(
+          fc.oneof(
+            fc.constantFrom('https://idp.example/jwks.json', 'http://127.0.0.1:1/jwks', 'file:///etc/passwd', 'https://user:pw@idp.example/'),
+            fc.webUrl(),
+            nastyString,
+          ),
+        ),
+        allowedCidrs: optionalNull(
+          fc.array(fc.oneof(fc.constantFrom('10.0.0.0/8', '::1', '1.2.3.4/33', '::ffff:0:0/96'), fc.ipV4(), nastyString), { maxLength: 4 }),
+        ),
         enabled: optionalNull(fc.boolean()),
       },
       { requiredKeys: [] },
@@ -255,7 +318,10 @@ for (const target of DATABASES) {
       const hmac = await stack.createAutomation({ displayName: 'HMAC', trigger: { incomingWebhook: { authMethod: 'HMAC' } } });
       hmacPath = new URL(hmac.automation.trigger.incomingWebhook.url).pathname;
       hmacSecret = hmac.signingSecret!;
-      const jwt = await stack.createAutomation({ displayName: 'JWT', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:1/jwks.json' } } });
+      const jwt = await stack.createAutomation({
+        displayName: 'JWT',
+        trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:1/jwks.json' } },
+      });
       jwtPath = new URL(jwt.automation.trigger.incomingWebhook.url).pathname;
     });
     afterAll(async () => {
@@ -320,7 +386,16 @@ for (const target of DATABASES) {
     it('POST /api/v2/users/{user_id}/owners/entitlements/...: random path segments and bodies', async () => {
       const ownerBody = fc.oneof(
         fc.constant(undefined),
-        jsonBody(fc.record({ appEntitlementRef: optionalNull(fc.record({ appId: optionalNull(fc.oneof(fc.constant(appId), nastyString)), id: optionalNull(nastyString) }, { requiredKeys: [] })) }, { requiredKeys: [] })),
+        jsonBody(
+          fc.record(
+            {
+              appEntitlementRef: optionalNull(
+                fc.record({ appId: optionalNull(fc.oneof(fc.constant(appId), nastyString)), id: optionalNull(nastyString) }, { requiredKeys: [] }),
+              ),
+            },
+            { requiredKeys: [] },
+          ),
+        ),
       );
       await fc.assert(
         fc.asyncProperty(
@@ -331,7 +406,10 @@ for (const target of DATABASES) {
           ownerBody,
           fc.constantFrom('POST', 'DELETE', 'GET'),
           async (user, role, app, entitlement, body, method) => {
-            const path = method === 'GET' ? `/api/v2/users/${user}/owners/entitlements?page_token=${role}` : `/api/v2/users/${user}/owners/entitlements/${role}/${app}/${entitlement}`;
+            const path =
+              method === 'GET'
+                ? `/api/v2/users/${user}/owners/entitlements?page_token=${role}`
+                : `/api/v2/users/${user}/owners/entitlements/${role}/${app}/${entitlement}`;
             const answer = await send(port, agent, method, path, { ...auth, 'Content-Type': 'application/json' }, method === 'POST' ? body : undefined);
             expectSane(`${method} ${path}`, answer);
           },
@@ -346,7 +424,9 @@ for (const target of DATABASES) {
       const request = fc.oneof(
         fields.map((f) => ({ type: 'application/x-www-form-urlencoded', body: new URLSearchParams(f as Record<string, string>).toString() })),
         jsonBody(fields).map((body) => ({ type: 'application/json', body })),
-        fc.tuple(fc.constantFrom('text/plain', '', 'application/json; charset=utf-8', 'multipart/form-data'), nastyString).map(([type, body]) => ({ type, body })),
+        fc
+          .tuple(fc.constantFrom('text/plain', '', 'application/json; charset=utf-8', 'multipart/form-data'), nastyString)
+          .map(([type, body]) => ({ type, body })),
       );
       await fc.assert(
         fc.asyncProperty(request, fc.constantFrom(undefined, 'Basic dTpw', 'Bearer x'), async ({ type, body }, authorization) => {
@@ -381,12 +461,19 @@ for (const target of DATABASES) {
       const body = Buffer.from(deep(5000));
       const timestamp = String(Math.floor(Date.now() / 1000));
       const eventId = randomUUID();
-      const answer = await send(port, agent, 'POST', hmacPath, {
-        'Content-Type': 'application/json',
-        'Webhook-Timestamp': timestamp,
-        'Webhook-Event-Id': eventId,
-        'Webhook-Signature': signHmac(hmacSecret, timestamp, eventId, body),
-      }, body);
+      const answer = await send(
+        port,
+        agent,
+        'POST',
+        hmacPath,
+        {
+          'Content-Type': 'application/json',
+          'Webhook-Timestamp': timestamp,
+          'Webhook-Event-Id': eventId,
+          'Webhook-Signature': signHmac(hmacSecret, timestamp, eventId, body),
+        },
+        body,
+      );
       expect(answer.status).toBe(400);
       expectSane('deep webhook', answer);
     });
@@ -396,21 +483,37 @@ for (const target of DATABASES) {
       const created = await post(`/api/v1/apps/${appId}/entitlements`, JSON.stringify({ displayName: 'Methods' }));
       const throwaway = (created.body as { appEntitlement: { id: string } }).appEntitlement.id;
       const paths = [
-        '/health', '/ready', '/metrics', '/api/openapi.json', '/auth/v1/token', '/auth/v1/jwks', '/api/v1/apps', `/api/v1/apps/${appId}`,
-        `/api/v1/apps/${appId}/entitlements/${throwaway}`, '/api/v1/search/entitlements', '/api/v1/automations', '/api/v1/iam/clients',
-        `/api/v2/users/${userId}/owners/entitlements`, hmacPath, '/no/such/route',
+        '/health',
+        '/ready',
+        '/metrics',
+        '/api/openapi.json',
+        '/auth/v1/token',
+        '/auth/v1/jwks',
+        '/api/v1/apps',
+        `/api/v1/apps/${appId}`,
+        `/api/v1/apps/${appId}/entitlements/${throwaway}`,
+        '/api/v1/search/entitlements',
+        '/api/v1/automations',
+        '/api/v1/iam/clients',
+        `/api/v2/users/${userId}/owners/entitlements`,
+        hmacPath,
+        '/no/such/route',
       ];
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...paths), fc.constantFrom('TRACE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'DELETE', 'PROPFIND', 'GET'), async (path, method) => {
-          // (no body with GET, HEAD or TRACE: Node's own parser refuses a TRACE body before the app sees it)
-          const answer = await send(port, agent, method, path, auth, ['HEAD', 'GET', 'TRACE'].includes(method) ? undefined : '{}');
-          if (method === 'HEAD' || method === 'OPTIONS') {
-            expect(answer.status).toBeLessThan(500);
-            return;
-          }
-          expectSane(`${method} ${path}`, answer);
-          if (method === 'TRACE' || method === 'PROPFIND') expect([404, 405]).toContain(answer.status);
-        }),
+        fc.asyncProperty(
+          fc.constantFrom(...paths),
+          fc.constantFrom('TRACE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'DELETE', 'PROPFIND', 'GET'),
+          async (path, method) => {
+            // (no body with GET, HEAD or TRACE: Node's own parser refuses a TRACE body before the app sees it)
+            const answer = await send(port, agent, method, path, auth, ['HEAD', 'GET', 'TRACE'].includes(method) ? undefined : '{}');
+            if (method === 'HEAD' || method === 'OPTIONS') {
+              expect(answer.status).toBeLessThan(500);
+              return;
+            }
+            expectSane(`${method} ${path}`, answer);
+            if (method === 'TRACE' || method === 'PROPFIND') expect([404, 405]).toContain(answer.status);
+          },
+        ),
         { numRuns: 60 },
       );
     });
@@ -466,11 +569,22 @@ for (const target of DATABASES) {
           fc.constant(Buffer.alloc(65_537, 0x20)),
           fc.integer({ min: 90, max: 6000 }).map((n) => Buffer.from(`${'['.repeat(n)}${']'.repeat(n)}`)),
         ),
-        contentType: fc.option(headerValue(fc.oneof(fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain'), fc.string())), { nil: undefined }),
+        contentType: fc.option(headerValue(fc.oneof(fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain'), fc.string())), {
+          nil: undefined,
+        }),
         timestamp: fc.option(headerValue(fc.oneof(fc.constant('now'), fc.integer().map(String), fc.string())), { nil: undefined }),
         eventId: fc.option(headerValue(fc.oneof(fc.uuid({ version: 4 }), fc.uuid(), fc.string())), { nil: undefined }),
         signature: fc.option(fc.oneof(fc.constant('valid'), headerValue(fc.string())), { nil: undefined }),
-        authorization: fc.option(headerValue(fc.oneof(fc.constant('Bearer a.b.c'), fc.string().map((s) => `Bearer ${s}`), fc.string())), { nil: undefined }),
+        authorization: fc.option(
+          headerValue(
+            fc.oneof(
+              fc.constant('Bearer a.b.c'),
+              fc.string().map((s) => `Bearer ${s}`),
+              fc.string(),
+            ),
+          ),
+          { nil: undefined },
+        ),
       });
       await fc.assert(
         fc.asyncProperty(delivery, async (d) => {

@@ -110,7 +110,18 @@ for (const target of DATABASES) {
         'SELECT id, display_name, slug, description FROM app_entitlements WHERE app_id = $1 AND deleted_at IS NULL ORDER BY id',
         [appId],
       );
-      const queries = ['ment-4242', 'Entitlement 4/4', 'ENTITLEMENT 4/42', 'ment 4/1', 'ment 4/1crm', 'nt-4242 tw', 'crm-adm', 'crm-access', 'ment-4242\u001fx', 'lement 4/9'];
+      const queries = [
+        'ment-4242',
+        'Entitlement 4/4',
+        'ENTITLEMENT 4/42',
+        'ment 4/1',
+        'ment 4/1crm',
+        'nt-4242 tw',
+        'crm-adm',
+        'crm-access',
+        'ment-4242\u001fx',
+        'lement 4/9',
+      ];
       let piecesUsed = 0;
       for (const query of queries) {
         const expected = live
@@ -196,7 +207,9 @@ for (const target of DATABASES) {
     it('extracts the trigrams pg_trgm extracts', async () => {
       // show_trgm pads every word on both sides, as wildcardTrigrams does for a word between
       // two non-word characters.
-      const schema = await db.query<{ s: string }>(`SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`);
+      const schema = await db.query<{ s: string }>(
+        `SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`,
+      );
       for (const text of ['ment-4242', 'Entitlement 12 of 3', 'CRM_admin.x', 'a-b--cd', 'Zebra42 x9y', '%_\\%done', 'UPPER lower']) {
         const rows = await db.query<{ t: string[] }>(`SELECT "${schema[0]!.s}".show_trgm($1) AS t`, [text]);
         expect({ text, trigrams: new Set(wildcardTrigrams(` ${text} `).map((t) => t.trigram)) }).toEqual({ text, trigrams: new Set(rows[0]!.t) });

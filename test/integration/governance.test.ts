@@ -4,12 +4,41 @@ import { callerFor, callerWith, createGovernanceApp, createEntitlement, violated
 
 /** Every field of the AppEntitlement record (docs/api.md), in its order. */
 const SEED_FIELDS = [
-  'id', 'appId', 'appResourceId', 'appResourceTypeId', 'alias', 'displayName', 'description', 'slug', 'purpose',
-  'durationUnset', 'durationGrant', 'grantPolicyId', 'revokePolicyId', 'certifyPolicyId', 'emergencyGrantEnabled',
-  'emergencyGrantPolicyId', 'provisionerPolicy', 'deprovisionerPolicy', 'complianceFrameworkValueIds', 'riskLevelValueId',
-  'requestSchemaId', 'defaultValuesApplied', 'overrideAccessRequestsDefaults', 'isManuallyManaged', 'isAutomationEnabled',
-  'matchBatonId', 'externalId', 'sourceConnectorIds', 'grantCount', 'systemBuiltin', 'userEditedMask', 'createdAt',
-  'updatedAt', 'deletedAt', 'annotations',
+  'id',
+  'appId',
+  'appResourceId',
+  'appResourceTypeId',
+  'alias',
+  'displayName',
+  'description',
+  'slug',
+  'purpose',
+  'durationUnset',
+  'durationGrant',
+  'grantPolicyId',
+  'revokePolicyId',
+  'certifyPolicyId',
+  'emergencyGrantEnabled',
+  'emergencyGrantPolicyId',
+  'provisionerPolicy',
+  'deprovisionerPolicy',
+  'complianceFrameworkValueIds',
+  'riskLevelValueId',
+  'requestSchemaId',
+  'defaultValuesApplied',
+  'overrideAccessRequestsDefaults',
+  'isManuallyManaged',
+  'isAutomationEnabled',
+  'matchBatonId',
+  'externalId',
+  'sourceConnectorIds',
+  'grantCount',
+  'systemBuiltin',
+  'userEditedMask',
+  'createdAt',
+  'updatedAt',
+  'deletedAt',
+  'annotations',
 ];
 
 for (const target of DATABASES) {
@@ -27,10 +56,7 @@ for (const target of DATABASES) {
 
     /** Live entitlements of the app, straight from the table. */
     async function storedCount(appId: string): Promise<number> {
-      const rows = await service.deps.db.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM app_entitlements WHERE app_id = $1',
-        [appId],
-      );
+      const rows = await service.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM app_entitlements WHERE app_id = $1', [appId]);
       return Number(rows[0]!.n);
     }
 
@@ -284,8 +310,14 @@ for (const target of DATABASES) {
           const cases: Array<[Record<string, unknown>, { field: string; description: string }]> = [
             [{ appEntitlement: 'slug=x' }, { field: 'appEntitlement', description: 'must be an object' }],
             [{ appEntitlement: [{ slug: 'x' }] }, { field: 'appEntitlement', description: 'must be an object' }],
-            [{ appEntitlement: { slug: 'x' }, updateMask: ['slug'] }, { field: 'updateMask', description: 'must be a comma-separated string of field names' }],
-            [{ appEntitlement: { slug: 'x' }, updateMask: 'slug, bogus' }, { field: 'updateMask', description: 'unknown field path(s): bogus' }],
+            [
+              { appEntitlement: { slug: 'x' }, updateMask: ['slug'] },
+              { field: 'updateMask', description: 'must be a comma-separated string of field names' },
+            ],
+            [
+              { appEntitlement: { slug: 'x' }, updateMask: 'slug, bogus' },
+              { field: 'updateMask', description: 'unknown field path(s): bogus' },
+            ],
           ];
           for (const [body, violation] of cases) {
             const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, body);
@@ -336,7 +368,12 @@ for (const target of DATABASES) {
       });
 
       it('refuses badly typed search filters', async () => {
-        for (const [body, field] of [[{ query: 1 }, 'query'], [{ appIds: 'x' }, 'appIds'], [{ appIds: ['a', 2] }, 'appIds[1]'], [{ alias: {} }, 'alias']] as const) {
+        for (const [body, field] of [
+          [{ query: 1 }, 'query'],
+          [{ appIds: 'x' }, 'appIds'],
+          [{ appIds: ['a', 2] }, 'appIds[1]'],
+          [{ alias: {} }, 'alias'],
+        ] as const) {
           const res = await reader.post('/api/v1/search/entitlements', body);
           expect(res.status).toBe(400);
           expect(violatedFields(res.body)).toEqual([field]);

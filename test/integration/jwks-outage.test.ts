@@ -95,4 +95,3 @@ describe('JWKS server down while JWT deliveries arrive', () => {
     expect((await send(cached)).status).toBe(200);
   });
 });
-

@@ -180,7 +180,10 @@ for (const target of DATABASES) {
       const fresh = { ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)), kid: 'one-previous-current', alg: 'ES256' };
       const { d: _d, ...previous } = ring.current!;
       const legacy = JSON.stringify({ current: fresh, previous, rotatedAt: new Date().toISOString() });
-      await db.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [SIGNING_KEY_SECRET, box.seal(legacy, sealContext('service_secret', SIGNING_KEY_SECRET))]);
+      await db.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [
+        SIGNING_KEY_SECRET,
+        box.seal(legacy, sealContext('service_secret', SIGNING_KEY_SECRET)),
+      ]);
       const loaded = await AccessTokens.load(db, box, 600);
       expect(loaded.currentKid).toBe('one-previous-current');
       expect(loaded.jwks().keys.map((k) => k.kid)).toEqual(['one-previous-current', oldKid]);
@@ -204,12 +207,21 @@ for (const target of DATABASES) {
       try {
         const superToken = await service.tokenFor('super_admin');
         const make = async (name: string) =>
-          (await request(service.server).post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [] })).body as {
+          (
+            await request(service.server)
+              .post('/api/v1/automations')
+              .set('Authorization', `Bearer ${superToken}`)
+              .send({ displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [] })
+          ).body as {
             automation: { id: string };
             signingSecret: string;
           };
         const [a, b] = [await make('a'), await make('b')];
-        await request(service.server).post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'crm', value: 'sk_crm_value', allowedOrigins: ['https://crm.example'] }).expect(200);
+        await request(service.server)
+          .post('/api/v1/secrets')
+          .set('Authorization', `Bearer ${superToken}`)
+          .send({ name: 'crm', value: 'sk_crm_value', allowedOrigins: ['https://crm.example'] })
+          .expect(200);
 
         // The store as an earlier version left it: v1 values without a binding, a service secret in clear.
         const legacySeal = (plain: string): string => {
@@ -236,7 +248,9 @@ for (const target of DATABASES) {
         expect(await bindSealedValues(db, box)).toEqual({ resealed: 0 });
         const [rowA] = await db.query<{ signing_secret: string }>('SELECT signing_secret FROM automations WHERE id = $1', [a.automation.id]);
         expect(box.open(rowA!.signing_secret, sealContext('automation_signing_secret', a.automation.id))).toBe(a.signingSecret);
-        const [crm] = await db.query<{ sealed_value: string; previous_sealed_value: string }>("SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm'");
+        const [crm] = await db.query<{ sealed_value: string; previous_sealed_value: string }>(
+          "SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm'",
+        );
         expect(box.open(crm!.sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_value');
         expect(box.open(crm!.previous_sealed_value, sealContext('outbound_secret', 'crm'))).toBe('sk_crm_previous');
         expect(await getOrCreateServiceKey(db, box, 'legacy_clear', () => 'unused')).toBe('clear-value');

@@ -56,7 +56,11 @@ for (const target of DATABASES) {
 
     const api = () => ({
       get: (path: string) => request(stack.service.server).get(path).set('Authorization', `Bearer ${stack.adminToken}`),
-      post: (path: string, body?: unknown) => request(stack.service.server).post(path).set('Authorization', `Bearer ${stack.adminToken}`).send(body as object),
+      post: (path: string, body?: unknown) =>
+        request(stack.service.server)
+          .post(path)
+          .set('Authorization', `Bearer ${stack.adminToken}`)
+          .send(body as object),
     });
     const runPath = (id: string) => `/api/v1/automation_executions/${encodeURIComponent(id)}`;
 
@@ -68,7 +72,12 @@ for (const target of DATABASES) {
     }
 
     async function automation(): Promise<Target> {
-      const created = await stack.createAutomation({ displayName: 'lane trust', trigger: TRIGGER, steps: HOLD, concurrency: { limit: 1, key: 'ctx.trigger.k' } });
+      const created = await stack.createAutomation({
+        displayName: 'lane trust',
+        trigger: TRIGGER,
+        steps: HOLD,
+        concurrency: { limit: 1, key: 'ctx.trigger.k' },
+      });
       const path = listenerPath(created.automation);
       return { id: created.automation.id, listenerId: path.split('/').pop()!, secret: created.signingSecret!, path };
     }
@@ -120,7 +129,12 @@ for (const target of DATABASES) {
       expect(resent.status).toBe(409);
       expect(resent.body.details[0].metadata).toEqual({ executionId: e2 });
       // What the 409 asks again: the lane recorded with the run, read from its start (through the payload codec).
-      expect(await new TemporalRuns(stack.client, stack.taskQueue).recordedQueue(e2)).toEqual({ key: 'a', lane: laneWorkflowId(to.id, 'a'), limit: 1, requested: true });
+      expect(await new TemporalRuns(stack.client, stack.taskQueue).recordedQueue(e2)).toEqual({
+        key: 'a',
+        lane: laneWorkflowId(to.id, 'a'),
+        limit: 1,
+        requested: true,
+      });
 
       const e3 = await accepted(to, { k: 'b' });
       // Key b's lane admits its first run at once: nothing of E2 holds it.
@@ -198,7 +212,12 @@ for (const target of DATABASES) {
       }
       for (const id of waiting) await until(id, queued, 'QUEUED');
       const lane = laneWorkflowId(to.id, 'q');
-      expect(await poll(() => laneQueueFull(stack.client, lane), (full) => full)).toBe(true);
+      expect(
+        await poll(
+          () => laneQueueFull(stack.client, lane),
+          (full) => full,
+        ),
+      ).toBe(true);
 
       const overEvent = randomUUID();
       const over = await post({ k: 'q' }, overEvent);
@@ -215,7 +234,12 @@ for (const target of DATABASES) {
       // The holder finishes: the first waiter runs, the queue is under its bound, the refused event is accepted on retry.
       await approve(first.body.executionId);
       await until(waiting[0]!, holding, 'holding after the first');
-      expect(await poll(() => laneQueueFull(stack.client, lane), (full) => !full)).toBe(false);
+      expect(
+        await poll(
+          () => laneQueueFull(stack.client, lane),
+          (full) => !full,
+        ),
+      ).toBe(false);
       const retried = await post({ k: 'q' }, overEvent);
       expect(retried.status).toBe(200);
       expect(retried.body.executionId).toBe(runWorkflowId(to.listenerId, overEvent));

@@ -86,7 +86,10 @@ for (const target of DATABASES) {
         };
         const invalidated = async (count: number, what: string): Promise<void> => until(() => invalidations >= count, what);
 
-        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('second-secret', sealContext('automation_signing_secret', id)), id]);
+        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [
+          box.seal('second-secret', sealContext('automation_signing_secret', id)),
+          id,
+        ]);
         listenerChanged(listenerId); // what the domain does after its transaction commits
         await invalidated(2, "this process's drop and the UPDATE's NOTIFY");
         expect((await cache.lookup(listenerId))?.hmacSecret).toBe('second-secret');
@@ -98,12 +101,18 @@ for (const target of DATABASES) {
         expect((await cache.lookup(listenerId))?.automation.published).toBe(false);
 
         // Without a notification the entry is kept until it is MAX_STALENESS_MS old, then read again.
-        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('third-secret', sealContext('automation_signing_secret', id)), id]);
+        await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [
+          box.seal('third-secret', sealContext('automation_signing_secret', id)),
+          id,
+        ]);
         await invalidated(4, 'the NOTIFY of the secret change');
         expect((await cache.lookup(listenerId))?.hmacSecret).toBe('third-secret');
         await db.query('ALTER TABLE automations DISABLE TRIGGER USER');
         try {
-          await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal('fourth-secret', sealContext('automation_signing_secret', id)), id]);
+          await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [
+            box.seal('fourth-secret', sealContext('automation_signing_secret', id)),
+            id,
+          ]);
         } finally {
           await db.query('ALTER TABLE automations ENABLE TRIGGER USER');
         }
@@ -168,10 +177,14 @@ for (const target of DATABASES) {
       // The second process needs the schema by name: make one it can open.
       const schema = `t_${randomBytes(6).toString('hex')}`;
       const shared = await openDb({ databaseUrl: target.url, schema });
-      const child = spawn(process.execPath, [path.join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'), 'test/fixtures/listener-cache-process.ts', target.url!, schema, key.toString('base64url')], {
-        cwd: REPO_ROOT,
-        stdio: ['pipe', 'pipe', 'inherit'],
-      });
+      const child = spawn(
+        process.execPath,
+        [path.join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'), 'test/fixtures/listener-cache-process.ts', target.url!, schema, key.toString('base64url')],
+        {
+          cwd: REPO_ROOT,
+          stdio: ['pipe', 'pipe', 'inherit'],
+        },
+      );
       const lines: Array<Record<string, unknown>> = [];
       readline.createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
       const ask = async (listenerId: string): Promise<Record<string, unknown>> => {

@@ -18,7 +18,12 @@ describe('notify step in a real run', () => {
   const TOKEN = 'T0000/B0000/notifyTokenXYZ123';
   /** What the receiver got, in the fields the tests compare. */
   const received = () =>
-    receiver.received.map((r) => ({ url: r.path, contentType: r.headers['content-type'], idempotencyKey: r.headers['idempotency-key'], body: r.body.toString('utf8') }));
+    receiver.received.map((r) => ({
+      url: r.path,
+      contentType: r.headers['content-type'],
+      idempotencyKey: r.headers['idempotency-key'],
+      body: r.body.toString('utf8'),
+    }));
 
   beforeAll(async () => {
     receiver = await startReceiver(() => ({ status: 200, body: 'ok' }));
@@ -32,7 +37,8 @@ describe('notify step in a real run', () => {
 
   const api = () => request(stack.service.server);
   const auth = (req: request.Test) => req.set('Authorization', `Bearer ${stack.adminToken}`);
-  const secret = (name: string, value: string, allowedOrigins: string[]) => auth(api().post('/api/v1/secrets')).send({ name, value, allowedOrigins }).expect(200);
+  const secret = (name: string, value: string, allowedOrigins: string[]) =>
+    auth(api().post('/api/v1/secrets')).send({ name, value, allowedOrigins }).expect(200);
   const automation = (webhook: string) =>
     stack.createAutomation({
       displayName: `notify ${webhook}`,
@@ -52,7 +58,12 @@ describe('notify step in a real run', () => {
     await stack.client.workflow.getHandle(executionId).result();
 
     expect(received()).toHaveLength(1);
-    expect(received()[0]).toEqual({ url: `/services/${TOKEN}`, contentType: 'application/json', idempotencyKey: expect.stringMatching(/\S/), body: '{"text":"Offboarded ada"}' });
+    expect(received()[0]).toEqual({
+      url: `/services/${TOKEN}`,
+      contentType: 'application/json',
+      idempotencyKey: expect.stringMatching(/\S/),
+      body: '{"text":"Offboarded ada"}',
+    });
     const execution = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
     expect(execution.body.execution.steps[0]).toMatchObject({ id: 'tell', kind: 'notify', status: 'DONE', output: { status: 200, text: 'Offboarded ada' } });
     expect(execution.body.execution.steps[0].idempotencyKey).toBe(received()[0]!.idempotencyKey);
@@ -63,7 +74,7 @@ describe('notify step in a real run', () => {
     expect(dry.body.steps[0]).toMatchObject({ status: 'WOULD_RUN', output: { webhook: 'team_hook', text: 'Offboarded bob' } });
   });
 
-  it('answers every URL problem of the secret\'s value with one text naming the secret only, never the value\'s origin; nothing is sent', async () => {
+  it("answers every URL problem of the secret's value with one text naming the secret only, never the value's origin; nothing is sent", async () => {
     const before = receiver.received.length;
     const closed = await startReceiver(() => ({ status: 200, body: 'ok' }));
     const closedOrigin = closed.origin;
@@ -84,11 +95,15 @@ describe('notify step in a real run', () => {
       failures.push({ message: failure.message.replace(`"${name}"`, '"<name>"'), history: await historyText(stack.client, executionId) });
     }
     expect(failures.map((f) => f.message)).toEqual(
-      values.map(() => 'step "tell" failed: notify: webhook: secret "<name>" does not hold a URL this step may post to (an https URL of a public host, at an origin the secret allows)'),
+      values.map(
+        () =>
+          'step "tell" failed: notify: webhook: secret "<name>" does not hold a URL this step may post to (an https URL of a public host, at an origin the secret allows)',
+      ),
     );
     // Nothing of any value (host, origin, credentials, token) is in a run's history either.
     for (const { history } of failures) {
-      for (const part of ['hooks.example', '169.254.169.254', 'user:pw', origin, TOKEN, 'notAUrl', 'ftp:']) expect([part, history.includes(part)]).toEqual([part, false]);
+      for (const part of ['hooks.example', '169.254.169.254', 'user:pw', origin, TOKEN, 'notAUrl', 'ftp:'])
+        expect([part, history.includes(part)]).toEqual([part, false]);
     }
     // A post that cannot reach its host fails without naming it.
     await secret('closed_hook', `${closedOrigin}/services/${TOKEN}`, [closedOrigin]);

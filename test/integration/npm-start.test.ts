@@ -62,7 +62,10 @@ async function npmStartOnce(dataDir: string): Promise<Started> {
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let timedOut: unknown;
-  await until(async () => /^API:/m.test(output) || child.exitCode !== null, 'npm start to print its API: line or to exit', { timeoutMs: START_MS, intervalMs: 250 }).then(
+  await until(async () => /^API:/m.test(output) || child.exitCode !== null, 'npm start to print its API: line or to exit', {
+    timeoutMs: START_MS,
+    intervalMs: 250,
+  }).then(
     () => undefined,
     (err: unknown) => (timedOut = err),
   );
@@ -127,34 +130,46 @@ describe('npm start (embedded defaults)', () => {
     for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('creates the store and the bundle in child processes that are gone once it serves; its only child is the dev server', async () => {
-    const dataDir = newDataDir();
-    started = await npmStart(dataDir);
-    expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
-    expect(fs.existsSync(path.join(dataDir, 'store', 'PG_VERSION'))).toBe(true);
-    expect(started.output()).toMatch(/embedded store created/);
-    if (linux) {
-      const children = childPids(started.child.pid!);
-      expect(children.map(commandOf).filter((command) => !/node_modules\/@esbuild\//.test(command))).toEqual([
-        expect.stringMatching(/temporal server start-dev/),
-      ]);
-    }
-  }, PORT_CLASH_ATTEMPTS * START_MS + 60_000);
+  it(
+    'creates the store and the bundle in child processes that are gone once it serves; its only child is the dev server',
+    async () => {
+      const dataDir = newDataDir();
+      started = await npmStart(dataDir);
+      expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
+      expect(fs.existsSync(path.join(dataDir, 'store', 'PG_VERSION'))).toBe(true);
+      expect(started.output()).toMatch(/embedded store created/);
+      if (linux) {
+        const children = childPids(started.child.pid!);
+        expect(children.map(commandOf).filter((command) => !/node_modules\/@esbuild\//.test(command))).toEqual([
+          expect.stringMatching(/temporal server start-dev/),
+        ]);
+      }
+    },
+    PORT_CLASH_ATTEMPTS * START_MS + 60_000,
+  );
 
-  (linux ? it : it.skip)(`the dev server does not outlive a SIGKILLed service; a second start opens the existing store${linux ? '' : ' (skipped: reads /proc, Linux only)'}`, async () => {
-    const dataDir = newDataDir();
-    started = await npmStart(dataDir);
-    expect(started.output()).toMatch(/embedded store created/);
-    await stop();
-    started = await npmStart(dataDir);
-    expect(started.output()).not.toMatch(/embedded store created/);
-    expect(started.output()).toMatch(/store ready/);
-    expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
-    const devServer = childPids(started.child.pid!).find((pid) => /temporal server start-dev/.test(commandOf(pid)));
-    expect(devServer).toEqual(expect.any(Number));
-    started.child.kill('SIGKILL');
-    await started.exited;
-    const gone = await poll(async () => !alive(devServer!), (done) => done, 30_000);
-    expect(gone).toBe(true);
-  }, 2 * PORT_CLASH_ATTEMPTS * START_MS + 60_000); // two starts, each possibly retried on a port clash
+  (linux ? it : it.skip)(
+    `the dev server does not outlive a SIGKILLed service; a second start opens the existing store${linux ? '' : ' (skipped: reads /proc, Linux only)'}`,
+    async () => {
+      const dataDir = newDataDir();
+      started = await npmStart(dataDir);
+      expect(started.output()).toMatch(/embedded store created/);
+      await stop();
+      started = await npmStart(dataDir);
+      expect(started.output()).not.toMatch(/embedded store created/);
+      expect(started.output()).toMatch(/store ready/);
+      expect((await fetch(`${started.baseUrl}/health`)).status).toBe(200);
+      const devServer = childPids(started.child.pid!).find((pid) => /temporal server start-dev/.test(commandOf(pid)));
+      expect(devServer).toEqual(expect.any(Number));
+      started.child.kill('SIGKILL');
+      await started.exited;
+      const gone = await poll(
+        async () => !alive(devServer!),
+        (done) => done,
+        30_000,
+      );
+      expect(gone).toBe(true);
+    },
+    2 * PORT_CLASH_ATTEMPTS * START_MS + 60_000,
+  ); // two starts, each possibly retried on a port clash
 });

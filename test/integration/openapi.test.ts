@@ -115,7 +115,9 @@ describe('OpenAPI document', () => {
         ['app_entitlement_ref_id', 'path', true],
       ]);
       expect(operation.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateEntitlementOwnerRequest' });
-      expect(doc.components.schemas.CreateEntitlementOwnerRequest.properties.appEntitlementRef).toEqual({ anyOf: [{ $ref: '#/components/schemas/AppEntitlementRef' }, { type: 'null' }] });
+      expect(doc.components.schemas.CreateEntitlementOwnerRequest.properties.appEntitlementRef).toEqual({
+        anyOf: [{ $ref: '#/components/schemas/AppEntitlementRef' }, { type: 'null' }],
+      });
       expect(Object.keys(doc.components.schemas.UserOwnerEntitlement.properties)).toEqual(['appEntitlement', 'createdAt', 'roleSlug', 'userId']);
     });
 
@@ -135,7 +137,14 @@ describe('OpenAPI document', () => {
     });
 
     it('lists page_size / page_token / pageSize / pageToken on every GET listing', () => {
-      const listings = ['/api/v1/apps', '/api/v1/users', '/api/v1/apps/{app_id}/entitlements', '/api/v2/users/{user_id}/owners/entitlements', '/api/v1/automations', '/api/v1/iam/clients'];
+      const listings = [
+        '/api/v1/apps',
+        '/api/v1/users',
+        '/api/v1/apps/{app_id}/entitlements',
+        '/api/v2/users/{user_id}/owners/entitlements',
+        '/api/v1/automations',
+        '/api/v1/iam/clients',
+      ];
       for (const path of listings) {
         const query = doc.paths[path].get.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name);
         expect([path, query]).toEqual([path, ['page_size', 'page_token', 'pageSize', 'pageToken']]);
@@ -156,7 +165,9 @@ describe('OpenAPI document', () => {
         ['Authorization', false],
       ]);
       expect(Object.keys(operation.requestBody.content)).toEqual(['application/json']);
-      expect(Object.keys(operation.responses).filter((status) => /^[24]/.test(status))).toEqual(expect.arrayContaining(['200', '400', '401', '403', '404', '409', '413']));
+      expect(Object.keys(operation.responses).filter((status) => /^[24]/.test(status))).toEqual(
+        expect.arrayContaining(['200', '400', '401', '403', '404', '409', '413']),
+      );
       expect(operation.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookAccepted' });
       for (const status of ['400', '401', '403', '404', '409', '413']) {
         expect([status, operation.responses[status].content['application/json'].schema]).toEqual([status, { $ref: '#/components/schemas/Error' }]);
@@ -206,7 +217,12 @@ describe('OpenAPI document', () => {
       expect(metrics.status).toBe(200);
       expect(doc.paths['/metrics'].get.responses['200'].content['text/plain']).toEqual({ schema: { type: 'string' } });
 
-      await createClient(stack.service.deps.db, stack.service.deps.secretBox, { displayName: 'conformance', roles: ['admin'], clientId: 'conformance-client', clientSecret: 'conformance-secret' });
+      await createClient(stack.service.deps.db, stack.service.deps.secretBox, {
+        displayName: 'conformance',
+        roles: ['admin'],
+        clientId: 'conformance-client',
+        clientSecret: 'conformance-secret',
+      });
       const token = await request(stack.service.server)
         .post('/auth/v1/token')
         .type('form')
@@ -217,7 +233,10 @@ describe('OpenAPI document', () => {
         .post('/auth/v1/token')
         .send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'conformance-secret' });
       expectConforms('post', '/auth/v1/token', json);
-      const wrong = await request(stack.service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'nope' });
+      const wrong = await request(stack.service.server)
+        .post('/auth/v1/token')
+        .type('form')
+        .send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'nope' });
       expect(wrong.status).toBe(401);
       expectConforms('post', '/auth/v1/token', wrong);
       const missing = await request(stack.service.server).post('/auth/v1/token').type('form').send({ client_id: 'x' });
@@ -258,7 +277,7 @@ describe('OpenAPI document', () => {
         deprovisionerPolicy: { webhook: { webhookId: 'w' } },
         complianceFrameworkValueIds: ['sox'],
         sourceConnectorIds: { c1: 'x' },
-        annotations: { managed_by: 'terraform', 'iac_resource_address': 'module.a' },
+        annotations: { managed_by: 'terraform', iac_resource_address: 'module.a' },
         userEditedMask: 'displayName',
       };
       const created = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, full);
@@ -345,7 +364,10 @@ describe('OpenAPI document', () => {
       const duplicate = await deliver(stack, path, event);
       expect(duplicate.status).toBe(409);
       expectConforms('post', path, duplicate);
-      const badSignature = await deliver(stack, path, { ...event, headers: { ...event.headers, 'Webhook-Signature': 'x'.repeat(43), 'Webhook-Event-Id': randomUUID() } });
+      const badSignature = await deliver(stack, path, {
+        ...event,
+        headers: { ...event.headers, 'Webhook-Signature': 'x'.repeat(43), 'Webhook-Event-Id': randomUUID() },
+      });
       expect(badSignature.status).toBe(401);
       expectConforms('post', path, badSignature);
       const noHeaders = await deliver(stack, path, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
@@ -353,7 +375,9 @@ describe('OpenAPI document', () => {
       await stack.service.deps.deliveryLog!.flush();
       const deliveries = await call(superAdmin, 'get', `/api/v1/automations/${id}/deliveries?status=401`);
       expect(deliveries.status).toBe(200);
-      const encoded = await call(superAdmin, 'post', '/codec/encode', { payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('1').toString('base64') }] });
+      const encoded = await call(superAdmin, 'post', '/codec/encode', {
+        payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('1').toString('base64') }],
+      });
       expect(encoded.status).toBe(200);
       expect((await call(superAdmin, 'post', '/codec/decode', encoded.body)).status).toBe(200);
       expectConforms('post', path, noHeaders);
@@ -404,8 +428,14 @@ describe('OpenAPI document', () => {
       expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${terminateRun}/terminate`, { reason: 'done' })).status).toBe(200);
       const rerun = await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/rerun`, {});
       expect(rerun.status).toBe(200);
-      await stack.client.workflow.getHandle(rerun.body.execution.id).terminate('conformance test done').catch(() => undefined);
-      await stack.client.workflow.getHandle(accepted.body.executionId).terminate('conformance test done').catch(() => undefined);
+      await stack.client.workflow
+        .getHandle(rerun.body.execution.id)
+        .terminate('conformance test done')
+        .catch(() => undefined);
+      await stack.client.workflow
+        .getHandle(accepted.body.executionId)
+        .terminate('conformance test done')
+        .catch(() => undefined);
       // The circuit breaker: set, a paused run, the automation with its breaker's state, resume, cancel, delete.
       expect((await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 1, period: '60s' })).status).toBe(200);
       expect((await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 0, period: '60s' })).status).toBe(400);
@@ -420,13 +450,23 @@ describe('OpenAPI document', () => {
       expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, { reason: 'nothing held' })).body.canceled).toBe(0);
       expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, {})).status).toBe(400);
       expect((await call(superAdmin, 'delete', `/api/v1/automations/${id}/circuit-breaker`)).status).toBe(200);
-      for (const run of held) await stack.client.workflow.getHandle(run).terminate('conformance test done').catch(() => undefined);
+      for (const run of held)
+        await stack.client.workflow
+          .getHandle(run)
+          .terminate('conformance test done')
+          .catch(() => undefined);
       expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
     });
 
     responseTest('outbound secrets: create, list, get, replace, delete, and their errors', async () => {
-      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] })).status).toBe(200);
-      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] })).status).toBe(409);
+      expect(
+        (await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] }))
+          .status,
+      ).toBe(200);
+      expect(
+        (await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] }))
+          .status,
+      ).toBe(409);
       expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'Bad-Name', value: 'v' })).status).toBe(400);
       expect((await call(reader, 'get', '/api/v1/secrets')).status).toBe(200);
       expect((await call(reader, 'get', '/api/v1/secrets/openapi_token')).status).toBe(200);
@@ -434,9 +474,13 @@ describe('OpenAPI document', () => {
       expect((await call(reader, 'post', '/api/v1/secrets', { name: 'nope', value: 'v' })).status).toBe(403);
       expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_by_admin' })).status).toBe(403);
       expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_openapi_rotated' })).status).toBe(200);
-      expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { allowedOrigins: ['https://crm.example', 'https://crm2.example:8443'] })).status).toBe(200);
+      expect(
+        (await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { allowedOrigins: ['https://crm.example', 'https://crm2.example:8443'] })).status,
+      ).toBe(200);
       expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: '' })).status).toBe(400);
-      expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_other', value: 'v', allowedOrigins: ['https://crm.example/path'] })).status).toBe(400);
+      expect(
+        (await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_other', value: 'v', allowedOrigins: ['https://crm.example/path'] })).status,
+      ).toBe(400);
       expect((await call(superAdmin, 'put', '/api/v1/secrets/missing', { value: 'v' })).status).toBe(404);
       expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(200);
       expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(404);
@@ -450,9 +494,17 @@ describe('OpenAPI document', () => {
       });
       const automationId = created.body.automation.id;
       expect((await call(superAdmin, 'post', `/api/v1/automations/${automationId}/publish`)).status).toBe(200);
-      const dry = await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', { dryRun: true, reason: 'conformance', filter: { automationId, where: 'ctx.trigger.n > 1' } });
+      const dry = await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', {
+        dryRun: true,
+        reason: 'conformance',
+        filter: { automationId, where: 'ctx.trigger.n > 1' },
+      });
       expect([dry.status, dry.body.matched, dry.body.whereErrors]).toEqual([200, 0, 0]);
-      const acted = await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', { previewId: dry.body.previewId, action: 'rerun', reason: 'conformance' });
+      const acted = await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', {
+        previewId: dry.body.previewId,
+        action: 'rerun',
+        reason: 'conformance',
+      });
       expect(acted.status).toBe(202);
       expect((await call(admin, 'get', `/api/v1/bulk_actions/${acted.body.bulkAction.id}`)).status).toBe(200);
       expect((await call(admin, 'get', '/api/v1/bulk_actions')).status).toBe(200);
@@ -461,7 +513,18 @@ describe('OpenAPI document', () => {
       const waiting = randomUUID();
       await insertBulkSet(
         stack.service.deps.db,
-        { id: waiting, action: 'cancel', automationId, filter: { automationId }, reason: 'conformance', by: 'client:conformance', state: 'RUNNING', matched: 0, whereErrors: 0, previewId: null },
+        {
+          id: waiting,
+          action: 'cancel',
+          automationId,
+          filter: { automationId },
+          reason: 'conformance',
+          by: 'client:conformance',
+          state: 'RUNNING',
+          matched: 0,
+          whereErrors: 0,
+          previewId: null,
+        },
         [],
       );
       const stopped = await call(superAdmin, 'post', `/api/v1/bulk_actions/${waiting}/cancel`, {});

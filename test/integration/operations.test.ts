@@ -54,7 +54,11 @@ describe('health, readiness and metrics', () => {
         expect((await request(service.server).get('/ready')).body).toEqual({ status: 'ready', checks: { store: true, temporal: true } });
         await store.takeDown();
         // /ready reuses its verdict for a moment (READINESS_CACHE_MS): poll until it is re-checked.
-        const res = await poll(() => request(service.server).get('/ready'), (r) => r.status !== 200, 60_000);
+        const res = await poll(
+          () => request(service.server).get('/ready'),
+          (r) => r.status !== 200,
+          60_000,
+        );
         expect(res.status).toBe(503);
         expect(res.body).toEqual({ status: 'not_ready', checks: { store: false, temporal: true } });
       } finally {

@@ -91,7 +91,11 @@ describe('outbound call keys across a worker crash (worker as a separate process
 
     const api = () => request(stack!.service.server);
     const signing = `whsec_${randomBytes(24).toString('base64')}`;
-    await api().post('/api/v1/secrets').set('Authorization', `Bearer ${stack.adminToken}`).send({ name: 'crash_signing', value: signing, allowedOrigins: [origin] }).expect(200);
+    await api()
+      .post('/api/v1/secrets')
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .send({ name: 'crash_signing', value: signing, allowedOrigins: [origin] })
+      .expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'held call',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -146,7 +150,9 @@ describe('outbound call keys across a worker crash (worker as a separate process
       expect([seen.headers['idempotency-key'], seen.headers['webhook-id']]).toEqual([key, key]);
       expect(receiver.verify(seen.body, seen.headers)).toEqual({ ticket: 'T-1' });
     }
-    const execution = await api().get(`/api/v1/automation_executions/${encodeURIComponent(handle.workflowId)}`).set('Authorization', `Bearer ${stack.adminToken}`);
+    const execution = await api()
+      .get(`/api/v1/automation_executions/${encodeURIComponent(handle.workflowId)}`)
+      .set('Authorization', `Bearer ${stack.adminToken}`);
     expect(execution.body.execution.steps[0]).toMatchObject({ id: 'notify', status: 'DONE', idempotencyKey: key });
     await worker.kill('SIGTERM');
   });

@@ -71,7 +71,9 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
 
   it('a 500 then a 200: both attempts carry one key and verify with standardwebhooks; a changed body does not; another run and a rerun get other keys', async () => {
     const secret = whsec();
-    await auth(api().post('/api/v1/secrets')).send({ name: 'hook_signing', value: secret, allowedOrigins: [origin] }).expect(200);
+    await auth(api().post('/api/v1/secrets'))
+      .send({ name: 'hook_signing', value: secret, allowedOrigins: [origin] })
+      .expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'signed flaky',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -167,7 +169,10 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     await stack.client.workflow.getHandle(retry.body.execution.id).result();
     expect(at('/first?who=eve')).toHaveLength(1); // reused, not called again
     expect(at('/gate?who=eve').map((r) => r.headers['idempotency-key'])).toEqual([key, key]);
-    const retried = await poll(() => execution(retry.body.execution.id), (e) => e.status === 'COMPLETED');
+    const retried = await poll(
+      () => execution(retry.body.execution.id),
+      (e) => e.status === 'COMPLETED',
+    );
     expect(retried.steps[1]).toMatchObject({ id: 'gate', status: 'DONE', idempotencyKey: key });
 
     // A rerun of the original is a new run: new keys.
@@ -183,7 +188,9 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     const first = whsec();
     const second = whsec();
     const third = `plain-${randomBytes(12).toString('hex')}`;
-    await auth(api().post('/api/v1/secrets')).send({ name: 'rotating', value: first, allowedOrigins: [origin] }).expect(200);
+    await auth(api().post('/api/v1/secrets'))
+      .send({ name: 'rotating', value: first, allowedOrigins: [origin] })
+      .expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'rotating',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -224,7 +231,12 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     expect(after.headers['webhook-signature']!.split(' ')).toHaveLength(1);
     expect([verifies(third, after, true), verifies(second, after)]).toEqual([true, false]);
 
-    for (const [gracePeriod, status] of [['604801s', 400], ['1d', 400], [86400, 400], ['604800s', 200]] as const) {
+    for (const [gracePeriod, status] of [
+      ['604801s', 400],
+      ['1d', 400],
+      [86400, 400],
+      ['604800s', 200],
+    ] as const) {
       const res = await auth(api().put('/api/v1/secrets/rotating')).send({ value: third, gracePeriod });
       expect([gracePeriod, res.status]).toEqual([gracePeriod, status]);
       if (status === 400) expect(JSON.stringify(res.body.details)).toContain('gracePeriod');
@@ -233,12 +245,20 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
 
   it('refuses on save: a signing secret that does not exist, a malformed signature, a step setting the service’s headers, a whsec_ value that is not base64', async () => {
     const save = (callWebhook: Record<string, unknown>) =>
-      auth(api().post('/api/v1/automations')).send({ displayName: 'bad', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [{ id: 'h', callWebhook }] });
+      auth(api().post('/api/v1/automations')).send({
+        displayName: 'bad',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: [{ id: 'h', callWebhook }],
+      });
     const violation = async (callWebhook: Record<string, unknown>, field: string, text: string): Promise<void> => {
       const res = await save(callWebhook);
       expect(res.status).toBe(400);
       expect(res.body.details).toEqual(
-        expect.arrayContaining([expect.objectContaining({ fieldViolations: expect.arrayContaining([expect.objectContaining({ field, description: expect.stringContaining(text) })]) })]),
+        expect.arrayContaining([
+          expect.objectContaining({
+            fieldViolations: expect.arrayContaining([expect.objectContaining({ field, description: expect.stringContaining(text) })]),
+          }),
+        ]),
       );
     };
     await violation(hook('/x', { signature: { secret: 'no_such_secret' } }), 'steps[0].callWebhook.signature.secret', 'secret "no_such_secret" does not exist');

@@ -27,7 +27,9 @@ import { expectRunFailure, historyText as historyTextOf } from '../helpers/tempo
 const runtimeLines: string[] = [];
 Runtime.install({
   logger: new DefaultLogger('DEBUG', (entry) =>
-    runtimeLines.push(`${entry.level} ${entry.message} ${JSON.stringify(entry.meta ?? {}, (_key, value: unknown) => (value instanceof Error ? { ...value, message: value.message, stack: value.stack, cause: value.cause } : value))}`),
+    runtimeLines.push(
+      `${entry.level} ${entry.message} ${JSON.stringify(entry.meta ?? {}, (_key, value: unknown) => (value instanceof Error ? { ...value, message: value.message, stack: value.stack, cause: value.cause } : value))}`,
+    ),
   ),
   shutdownSignals: [],
 });
@@ -48,19 +50,36 @@ for (const target of DATABASES) {
 
     it('creates, lists, reads, rotates and deletes; never answers, stores in clear or audits a value', async () => {
       const value = newValue();
-      const created = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
+      const created = await api()
+        .post('/api/v1/secrets')
+        .set('Authorization', `Bearer ${writer}`)
+        .send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
       expect(created.status).toBe(200);
-      expect(created.body).toEqual({ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } });
+      expect(created.body).toEqual({
+        secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) },
+      });
 
-      const duplicate = await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'crm_token', value: 'other-value', allowedOrigins: ['https://crm.example'] });
+      const duplicate = await api()
+        .post('/api/v1/secrets')
+        .set('Authorization', `Bearer ${writer}`)
+        .send({ name: 'crm_token', value: 'other-value', allowedOrigins: ['https://crm.example'] });
       expect(duplicate.status).toBe(409);
       expect(duplicate.body).toMatchObject({ code: 6, message: expect.stringContaining('crm_token') }); // ALREADY_EXISTS
 
       const reader = await service.tokenFor('read_only');
       const list = await api().get('/api/v1/secrets').set('Authorization', `Bearer ${reader}`);
       expect(list.status).toBe(200);
-      expect(list.body).toEqual({ list: expect.arrayContaining([{ secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } }]), nextPageToken: '' });
-      expect(list.body.list.every((item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'allowedOrigins,createdAt,name,updatedAt')).toBe(true);
+      expect(list.body).toEqual({
+        list: expect.arrayContaining([
+          { secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } },
+        ]),
+        nextPageToken: '',
+      });
+      expect(
+        list.body.list.every(
+          (item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'allowedOrigins,createdAt,name,updatedAt',
+        ),
+      ).toBe(true);
       const one = await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`);
       expect(one.status).toBe(200);
       expect(one.body).toEqual(created.body);
@@ -94,7 +113,10 @@ for (const target of DATABASES) {
         .send({ value: newValue(), gracePeriod: '0s', allowedOrigins: ['https://crm2.example'] });
       expect([both.status, both.body.secret.allowedOrigins, both.body.previousValueExpiresAt]).toEqual([200, ['https://crm2.example'], null]);
       // Origins only: the value is not changed, so nothing is kept for signatures.
-      const rebound = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ allowedOrigins: ['https://crm.example'] });
+      const rebound = await api()
+        .put('/api/v1/secrets/crm_token')
+        .set('Authorization', `Bearer ${writer}`)
+        .send({ allowedOrigins: ['https://crm.example'] });
       expect([rebound.status, rebound.body.secret.allowedOrigins, rebound.body.previousValueExpiresAt]).toEqual([200, ['https://crm.example'], null]);
 
       expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(200);
@@ -103,18 +125,27 @@ for (const target of DATABASES) {
       expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ value: 'v' })).status).toBe(404);
 
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'crm_token');
-      expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.rotate', 'outbound_secret.set_origins', 'outbound_secret.delete']);
+      expect(audit.map((event) => event.action)).toEqual([
+        'outbound_secret.create',
+        'outbound_secret.rotate',
+        'outbound_secret.set_origins',
+        'outbound_secret.rotate',
+        'outbound_secret.set_origins',
+        'outbound_secret.delete',
+      ]);
       expect(audit.every((event) => event.actor.startsWith('client:'))).toBe(true);
       const everything = JSON.stringify([created.body, duplicate.body, list.body, one.body, rotated.body, audit]);
       expect(everything).not.toContain(value);
       expect(everything).not.toContain(rotatedValue);
     });
 
-    it('lets admin read a secret\'s metadata but not create, replace (value or origins) or delete it: 403, nothing changed', async () => {
+    it("lets admin read a secret's metadata but not create, replace (value or origins) or delete it: 403, nothing changed", async () => {
       const adminToken = await service.tokenFor('admin');
       const as = (token: string, req: request.Test) => req.set('Authorization', `Bearer ${token}`);
       const value = newValue();
-      await as(writer, api().post('/api/v1/secrets')).send({ name: 'bound_hook', value, allowedOrigins: ['https://crm.example'] }).expect(200);
+      await as(writer, api().post('/api/v1/secrets'))
+        .send({ name: 'bound_hook', value, allowedOrigins: ['https://crm.example'] })
+        .expect(200);
       const before = await service.deps.db.query<{ row: string }>("SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'");
       const refusals = [
         await as(adminToken, api().post('/api/v1/secrets')).send({ name: 'admin_made', value: newValue(), allowedOrigins: ['https://evil.example'] }),
@@ -122,7 +153,12 @@ for (const target of DATABASES) {
         await as(adminToken, api().put('/api/v1/secrets/bound_hook')).send({ value: newValue() }),
         await as(adminToken, api().delete('/api/v1/secrets/bound_hook')),
       ];
-      expect(refusals.map((res) => [res.status, res.body.code])).toEqual([[403, 7], [403, 7], [403, 7], [403, 7]]);
+      expect(refusals.map((res) => [res.status, res.body.code])).toEqual([
+        [403, 7],
+        [403, 7],
+        [403, 7],
+        [403, 7],
+      ]);
       const after = await service.deps.db.query<{ row: string }>("SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'");
       expect(after).toEqual(before);
       expect(await service.deps.db.query("SELECT name FROM outbound_secrets WHERE name = 'admin_made'")).toEqual([]);
@@ -135,7 +171,10 @@ for (const target of DATABASES) {
 
     it('answers every bad input with a 400 naming the field, in the one error shape, without echoing the value', async () => {
       const bad = async (body: unknown, field: string, method: 'post' | 'put' = 'post', path = '/api/v1/secrets'): Promise<void> => {
-        const res = await api()[method](path).set('Authorization', `Bearer ${writer}`).send(body as object);
+        const request = api();
+        const res = await request[method](path)
+          .set('Authorization', `Bearer ${writer}`)
+          .send(body as object);
         expect([JSON.stringify(body).slice(0, 80), res.status]).toEqual([JSON.stringify(body).slice(0, 80), 400]);
         expect(Object.keys(res.body).sort()).toEqual(['code', 'details', 'message']);
         expect(JSON.stringify(res.body)).toContain(field);
@@ -144,7 +183,8 @@ for (const target of DATABASES) {
         }
       };
       await bad({ value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
-      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null']) await bad({ name, value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
+      for (const name of ['Crm', '1abc', 'a-b', 'a'.repeat(64), '', 7, null, 'in', 'null'])
+        await bad({ name, value: 'v', allowedOrigins: ['https://crm.example'] }, 'name');
       await bad({ name: 'ok_name' }, 'value');
       await bad({ name: 'ok_name', value: '' }, 'value');
       await bad({ name: 'ok_name', value: 42 }, 'value');
@@ -154,11 +194,32 @@ for (const target of DATABASES) {
       // allowedOrigins: required, 1..20 exact origins scheme://host[:port].
       await bad({ name: 'ok_name', value: 'v' }, 'allowedOrigins');
       const many = Array.from({ length: 21 }, (_, i) => `https://h${i}.example`);
-      for (const origins of [[], 'https://crm.example', many, null, [7], [''], ['ftp://crm.example'], ['https://crm.example/path'], ['https://*.example'],
-        ['https://user:pw@crm.example'], ['https://crm.example?x=1'], ['https://crm.example#f'], ['crm.example'], ['https://crm.example, https://b.example']]) {
+      for (const origins of [
+        [],
+        'https://crm.example',
+        many,
+        null,
+        [7],
+        [''],
+        ['ftp://crm.example'],
+        ['https://crm.example/path'],
+        ['https://*.example'],
+        ['https://user:pw@crm.example'],
+        ['https://crm.example?x=1'],
+        ['https://crm.example#f'],
+        ['crm.example'],
+        ['https://crm.example, https://b.example'],
+      ]) {
         await bad({ name: 'ok_name', value: 'v', allowedOrigins: origins }, 'allowedOrigins');
       }
-      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'ok_name', value: 'x'.repeat(4096), allowedOrigins: ['https://crm.example'] })).status).toBe(200);
+      expect(
+        (
+          await api()
+            .post('/api/v1/secrets')
+            .set('Authorization', `Bearer ${writer}`)
+            .send({ name: 'ok_name', value: 'x'.repeat(4096), allowedOrigins: ['https://crm.example'] })
+        ).status,
+      ).toBe(200);
       await bad({ value: 'bad\nvalue' }, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({}, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({ allowedOrigins: [] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
@@ -170,28 +231,62 @@ for (const target of DATABASES) {
       await bad({ value: 'v', gracePeriod: '604801s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
       expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
       // Nothing half-written: of all these requests, only the one good create left a row.
-      const names = await service.deps.db.query<{ name: string }>("SELECT name FROM outbound_secrets WHERE name IN ('ok_name', 'crm', 'a_b', 'other') ORDER BY name");
+      const names = await service.deps.db.query<{ name: string }>(
+        "SELECT name FROM outbound_secrets WHERE name IN ('ok_name', 'crm', 'a_b', 'other') ORDER BY name",
+      );
       expect(names.map((row) => row.name)).toEqual(['ok_name']);
     });
 
     it('allows secrets.<name> only in callWebhook header values, without ctx, and only for secrets that exist (save and publish)', async () => {
       const superToken = await service.tokenFor('super_admin');
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${writer}`).send({ name: 'hook_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
+      await api()
+        .post('/api/v1/secrets')
+        .set('Authorization', `Bearer ${writer}`)
+        .send({ name: 'hook_key', value: newValue(), allowedOrigins: ['https://hooks.example'] })
+        .expect(200);
       const save = (steps: unknown[]) =>
-        api().post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: 'secrets', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
-      const hook = (headers: Record<string, string>, extra: Record<string, unknown> = {}) => ({ url: "'https://hooks.example/x'", body: {}, headers, ...extra });
+        api()
+          .post('/api/v1/automations')
+          .set('Authorization', `Bearer ${superToken}`)
+          .send({ displayName: 'secrets', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
+      const hook = (headers: Record<string, string>, extra: Record<string, unknown> = {}) => ({
+        url: "'https://hooks.example/x'",
+        body: {},
+        headers,
+        ...extra,
+      });
       const violation = async (steps: unknown[], field: string, text: string): Promise<void> => {
         const res = await save(steps);
         expect(res.status).toBe(400);
         expect(res.body.details).toEqual(
-          expect.arrayContaining([expect.objectContaining({ fieldViolations: expect.arrayContaining([expect.objectContaining({ field, description: expect.stringContaining(text) })]) })]),
+          expect.arrayContaining([
+            expect.objectContaining({
+              fieldViolations: expect.arrayContaining([expect.objectContaining({ field, description: expect.stringContaining(text) })]),
+            }),
+          ]),
         );
       };
-      await violation([{ id: 'h', callWebhook: hook({ Authorization: "'Bearer ' + secrets.no_such" }) }], 'steps[0].callWebhook.headers.Authorization', 'secret "no_such" does not exist');
-      await violation([{ id: 'h', callWebhook: hook({ Authorization: "ctx.trigger.k + secrets.hook_key" }) }], 'steps[0].callWebhook.headers.Authorization', 'may not read ctx');
+      await violation(
+        [{ id: 'h', callWebhook: hook({ Authorization: "'Bearer ' + secrets.no_such" }) }],
+        'steps[0].callWebhook.headers.Authorization',
+        'secret "no_such" does not exist',
+      );
+      await violation(
+        [{ id: 'h', callWebhook: hook({ Authorization: 'ctx.trigger.k + secrets.hook_key' }) }],
+        'steps[0].callWebhook.headers.Authorization',
+        'may not read ctx',
+      );
       await violation([{ id: 'h', callWebhook: hook({ Authorization: 'secrets' }) }], 'steps[0].callWebhook.headers.Authorization', 'secrets.<name>');
-      await violation([{ id: 'h', callWebhook: { url: "'https://hooks.example/' + secrets.hook_key", body: {} } }], 'steps[0].callWebhook.url', 'only in callWebhook header values');
-      await violation([{ id: 'h', callWebhook: { url: "'https://hooks.example/'", body: { k: 'secrets.hook_key' } } }], 'steps[0].callWebhook.body.k', 'only in callWebhook header values');
+      await violation(
+        [{ id: 'h', callWebhook: { url: "'https://hooks.example/' + secrets.hook_key", body: {} } }],
+        'steps[0].callWebhook.url',
+        'only in callWebhook header values',
+      );
+      await violation(
+        [{ id: 'h', callWebhook: { url: "'https://hooks.example/'", body: { k: 'secrets.hook_key' } } }],
+        'steps[0].callWebhook.body.k',
+        'only in callWebhook header values',
+      );
       await violation([{ id: 'v', setVariables: { k: 'secrets.hook_key' } }], 'steps[0].setVariables.k', 'only in callWebhook header values');
       await violation([{ id: 'h', when: "secrets.hook_key == ''", callWebhook: hook({}) }], 'steps[0].when', 'only in callWebhook header values');
 
@@ -296,7 +391,10 @@ describe('outbound secrets in a real run', () => {
     // 2. The dry run shows a placeholder.
     const dry = await auth(api().post(`/api/v1/automations/${ok.automation.id}/test`)).send({ payload: { who: 'ada' } });
     expect(dry.status).toBe(200);
-    expect(dry.body.steps[0]).toMatchObject({ status: 'WOULD_RUN', output: { headers: { Authorization: 'Bearer [secret crm_token]', 'X-Plain': 'plain-ada' } } });
+    expect(dry.body.steps[0]).toMatchObject({
+      status: 'WOULD_RUN',
+      output: { headers: { Authorization: 'Bearer [secret crm_token]', 'X-Plain': 'plain-ada' } },
+    });
     expect(JSON.stringify(dry.body)).not.toContain(first);
 
     // 3. Rotation: the next run sends the new value.
@@ -325,7 +423,9 @@ describe('outbound secrets in a real run', () => {
     const before = received.length;
     const run4 = await run(ok.automation, ok.signingSecret!, { who: 'zed' });
     const gone = await expectRunFailure(stack.client.workflow.getHandle(run4));
-    expect(gone.message).toBe('step "notify" failed: callWebhook: headers.Authorization: secret "crm_token" does not exist (deleted after the automation was published?)');
+    expect(gone.message).toBe(
+      'step "notify" failed: callWebhook: headers.Authorization: secret "crm_token" does not exist (deleted after the automation was published?)',
+    );
     expect(received.length).toBe(before);
     const dryGone = await auth(api().post(`/api/v1/automations/${ok.automation.id}/test`)).send({ payload: { who: 'zed' } });
     expect(dryGone.body.steps[0]).toMatchObject({ status: 'ERROR', error: 'callWebhook.headers.Authorization: secret "crm_token" does not exist' });
@@ -343,12 +443,25 @@ describe('outbound secrets in a real run', () => {
 
   it('a worker that cannot open the secret fails the attempt retryably; a missing secret fails it for good; neither sends anything', async () => {
     const value = newValue();
-    await auth(api().post('/api/v1/secrets')).send({ name: 'worker_key', value, allowedOrigins: [origin] }).expect(200);
+    await auth(api().post('/api/v1/secrets'))
+      .send({ name: 'worker_key', value, allowedOrigins: [origin] })
+      .expect(200);
     // Called directly, outside a run: the run whose call keys it sends is given (keysOf).
     const keysOf = { workflowId: 'direct-call', runId: 'run-1' };
-    const input = { stepId: 'notify', url: `${origin}/hook`, body: {}, headers: {}, secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" }, timeoutMs: 5000, keysOf };
+    const input = {
+      stepId: 'notify',
+      url: `${origin}/hook`,
+      body: {},
+      headers: {},
+      secretHeaders: { Authorization: "'Bearer ' + secrets.worker_key" },
+      timeoutMs: 5000,
+      keysOf,
+    };
     const failureOf = async (run: () => Promise<unknown>): Promise<ApplicationFailure> => {
-      const err = await run().then(() => undefined, (e: unknown) => e);
+      const err = await run().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(ApplicationFailure);
       return err as ApplicationFailure;
     };
@@ -363,7 +476,9 @@ describe('outbound secrets in a real run', () => {
     const missing = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }));
     expect([missing.type, missing.nonRetryable]).toEqual(['CallWebhookSecretMissing', true]);
     const notString = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.worker_key.size()' } }));
-    expect(notString.message).toMatch(/^callWebhook: headers\.Authorization: a header value that reads secrets is secrets\.<name> and string literals joined by \+.*found a call to size\(\)/);
+    expect(notString.message).toMatch(
+      /^callWebhook: headers\.Authorization: a header value that reads secrets is secrets\.<name> and string literals joined by \+.*found a call to size\(\)/,
+    );
     expect(received.length).toBe(before);
     expect(await right.callWebhook(input)).toMatchObject({ status: 200, body: { ok: true, echo: '[secret]' } });
     expect(received.at(-1)?.authorization).toBe(`Bearer ${value}`);

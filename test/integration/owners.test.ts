@@ -161,7 +161,8 @@ for (const target of DATABASES) {
           (await listAuditEvents(service.deps.db, 'app_entitlement', entitlementId))
             .filter((event) => event.details.roleSlug === 'audited')
             .map((event) => `${event.action} ${String(event.details.userId)}`);
-        const owned = async (userId: string) => (await listOwnedEntitlements(service.deps.db, userId, undefined, 100)).filter(({ owner }) => owner.roleSlug === 'audited').length;
+        const owned = async (userId: string) =>
+          (await listOwnedEntitlements(service.deps.db, userId, undefined, 100)).filter(({ owner }) => owner.roleSlug === 'audited').length;
 
         await createEntitlementOwner(service.deps.db, ref, 'client:a');
         await createEntitlementOwner(service.deps.db, ref, 'client:b');
@@ -196,7 +197,9 @@ for (const target of DATABASES) {
           }
         };
         expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('ERR_NOT_FOUND');
-        const missing = await createEntitlementOwner(service.deps.db, { userId: 'nobody', roleSlug: 'owner', appId, entitlementId }).catch((err: unknown) => err);
+        const missing = await createEntitlementOwner(service.deps.db, { userId: 'nobody', roleSlug: 'owner', appId, entitlementId }).catch(
+          (err: unknown) => err,
+        );
         expect(missing).toBeInstanceOf(NotFoundError);
         expect([(missing as NotFoundError).resource, (missing as NotFoundError).id]).toEqual(['user', 'nobody']);
         expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');

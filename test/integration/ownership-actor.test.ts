@@ -37,7 +37,7 @@ describe('ownership activities: audit actor', () => {
     ]);
   });
 
-  it('records the actor too when the activity evaluates the step\'s fields itself (0.5.0)', async () => {
+  it("records the actor too when the activity evaluates the step's fields itself (0.5.0)", async () => {
     const caller = await callerWith(service, 'admin');
     const app = await createGovernanceApp(caller);
     const entitlement = await createEntitlement(caller, app.id);
@@ -51,7 +51,12 @@ describe('ownership activities: audit actor', () => {
       ctx: { trigger: { user: user.id, app: app.id }, steps: { pick: { id: entitlement.id } } },
     };
 
-    expect(await activities.createEntitlementOwner(evaluating)).toMatchObject({ userId: user.id, roleSlug: 'owner', appId: app.id, entitlementId: entitlement.id });
+    expect(await activities.createEntitlementOwner(evaluating)).toMatchObject({
+      userId: user.id,
+      roleSlug: 'owner',
+      appId: app.id,
+      entitlementId: entitlement.id,
+    });
     expect((await activities.deleteEntitlementOwner(evaluating)).deleted).toBe(true);
 
     const events = await listAuditEvents(service.deps.db, 'app_entitlement', entitlement.id);

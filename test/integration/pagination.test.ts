@@ -159,7 +159,10 @@ for (const target of DATABASES) {
         await createUser(admin);
         await createGovernanceApp(admin, `App ${i}`);
       }
-      for (const [path, key] of [['/api/v1/apps', 'app'], ['/api/v1/users', 'user']] as const) {
+      for (const [path, key] of [
+        ['/api/v1/apps', 'app'],
+        ['/api/v1/users', 'user'],
+      ] as const) {
         const seen: string[] = [];
         let token = '';
         do {

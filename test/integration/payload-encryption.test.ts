@@ -29,9 +29,11 @@ describe('payloads encrypted in Temporal', () => {
   let address: string;
 
   const showHistory = async (extra: string[] = []): Promise<string> =>
-    (await run(cli, ['workflow', 'show', '--address', address, '--namespace', 'default', '--workflow-id', executionId, '--output', 'json', ...extra], {
-      maxBuffer: 16 * 1024 * 1024,
-    })).stdout;
+    (
+      await run(cli, ['workflow', 'show', '--address', address, '--namespace', 'default', '--workflow-id', executionId, '--output', 'json', ...extra], {
+        maxBuffer: 16 * 1024 * 1024,
+      })
+    ).stdout;
 
   beforeAll(async () => {
     const temporal = await testTemporal();
@@ -71,7 +73,11 @@ describe('payloads encrypted in Temporal', () => {
     const payloads = started.workflowExecutionStartedEventAttributes.input.payloads as Json[];
     const server = stack.service.server;
 
-    const decoded = await request(server).post('/codec/decode').set('Authorization', `Bearer ${stack.adminToken}`).set('X-Namespace', 'default').send({ payloads });
+    const decoded = await request(server)
+      .post('/codec/decode')
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .set('X-Namespace', 'default')
+      .send({ payloads });
     expect(decoded.status).toBe(200);
     const input = defaultPayloadConverter.fromPayload({
       metadata: Object.fromEntries(Object.entries(decoded.body.payloads[0].metadata as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
@@ -88,7 +94,13 @@ describe('payloads encrypted in Temporal', () => {
     expect((await request(server).post('/codec/decode').set('Authorization', 'Bearer nonsense').send({ payloads })).status).toBe(401);
     expect((await request(server).post('/codec/decode').set('Origin', 'https://evil.example').send({ payloads })).status).toBe(403);
     expect((await request(server).post('/codec/decode').set('X-Namespace', 'other').send({ payloads })).status).toBe(400);
-    expect((await request(server).post('/codec/decode').send({ payloads: [{ data: '***' }] })).status).toBe(400);
+    expect(
+      (
+        await request(server)
+          .post('/codec/decode')
+          .send({ payloads: [{ data: '***' }] })
+      ).status,
+    ).toBe(400);
 
     // CORS: the Web UI's origin only.
     const uiOrigin = stack.service.deps.config.codec.corsOrigins[0]!;
@@ -104,7 +116,10 @@ describe('payloads encrypted in Temporal', () => {
     // Encode then decode round trip.
     const plain = defaultPayloadConverter.toPayload('hello');
     const asJson = { metadata: { encoding: Buffer.from(plain.metadata!.encoding!).toString('base64') }, data: Buffer.from(plain.data!).toString('base64') };
-    const encoded = await request(server).post('/codec/encode').set('Authorization', `Bearer ${stack.adminToken}`).send({ payloads: [asJson] });
+    const encoded = await request(server)
+      .post('/codec/encode')
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .send({ payloads: [asJson] });
     expect(encoded.status).toBe(200);
     expect(Buffer.from(encoded.body.payloads[0].metadata.encoding, 'base64').toString()).toBe('binary/encrypted');
     const back = await request(server).post('/codec/decode').set('Authorization', `Bearer ${stack.adminToken}`).send(encoded.body);
@@ -117,7 +132,9 @@ describe('payloads encrypted in Temporal', () => {
       const res = await request(strict.service.server).post('/codec/decode').send({ payloads: [] });
       expect(res.status).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer');
-      expect((await request(strict.service.server).post('/codec/decode').set('Authorization', `Bearer ${strict.adminToken}`).send({ payloads: [] })).status).toBe(200);
+      expect(
+        (await request(strict.service.server).post('/codec/decode').set('Authorization', `Bearer ${strict.adminToken}`).send({ payloads: [] })).status,
+      ).toBe(200);
     } finally {
       await strict.close();
     }

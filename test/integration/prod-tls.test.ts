@@ -15,7 +15,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { Pool } from 'pg';
-import { clientTlsFiles, ensureCertificates, freeLowPort, freePort, isListening, TEMPORAL_SERVICES, TEMPORAL_TLS_SERVER_NAME, temporalEnvironment } from '../../scripts/stack-prod';
+import {
+  clientTlsFiles,
+  ensureCertificates,
+  freeLowPort,
+  freePort,
+  isListening,
+  TEMPORAL_SERVICES,
+  TEMPORAL_TLS_SERVER_NAME,
+  temporalEnvironment,
+} from '../../scripts/stack-prod';
 import { poll } from '../helpers/wait';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -28,11 +37,7 @@ const AUTHORIZATION_FILE = path.join(path.resolve(__dirname, '../..'), 'deploy/t
 const SQL_TOOL = path.join(BIN, 'temporal-sql-tool');
 const DATABASE_URL = process.env.DATABASE_URL;
 const HAVE_BINARIES = fs.existsSync(SERVER) && fs.existsSync(SQL_TOOL) && fs.existsSync(path.join(SCHEMA_DIR, 'visibility', 'versioned'));
-const skipReason = !DATABASE_URL
-  ? 'needs DATABASE_URL'
-  : !HAVE_BINARIES
-    ? 'needs the production Temporal binaries: node scripts/prod-binaries.js'
-    : undefined;
+const skipReason = !DATABASE_URL ? 'needs DATABASE_URL' : !HAVE_BINARIES ? 'needs the production Temporal binaries: node scripts/prod-binaries.js' : undefined;
 const describeWithServer = skipReason ? describe.skip : describe;
 
 describeWithServer(`the production-shape Temporal frontend and mutual TLS${skipReason ? ` [skipped: ${skipReason}]` : ''}`, () => {
@@ -81,7 +86,9 @@ describeWithServer(`the production-shape Temporal frontend and mutual TLS${skipR
 
   afterAll(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await Promise.all(children.map((child) => (child.exitCode === null && child.signalCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined)));
+    await Promise.all(
+      children.map((child) => (child.exitCode === null && child.signalCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined)),
+    );
     for (const db of Object.values(databases)) await admin?.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch(() => undefined);
     await admin?.end();
     fs.rmSync(work, { recursive: true, force: true });
@@ -127,7 +134,9 @@ describeWithServer(`the production-shape Temporal frontend and mutual TLS${skipR
 
     const files = clientTlsFiles(tlsDir, 'api');
     const serverTls = { serverNameOverride: TEMPORAL_TLS_SERVER_NAME, serverRootCACertificate: fs.readFileSync(files.ca) };
-    const attempt = async (tls: Parameters<typeof Connection.connect>[0] extends infer O ? (O extends { tls?: infer T } ? T : never) : never): Promise<string> => {
+    const attempt = async (
+      tls: Parameters<typeof Connection.connect>[0] extends infer O ? (O extends { tls?: infer T } ? T : never) : never,
+    ): Promise<string> => {
       try {
         const connection = await Connection.connect({ address: `127.0.0.1:${frontendPort}`, tls, connectTimeout: 10_000 });
         try {

@@ -28,8 +28,9 @@ describe('simultaneous deliveries of one event', () => {
     stack = await startPatientStack(30_000);
     const created = await stack.createAutomation({ displayName: 'concurrency (HMAC)', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
     hmac = { automation: created.automation, secret: created.signingSecret! };
-    jwt = (await stack.createAutomation({ displayName: 'concurrency (JWT)', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: jwks.url } }, steps: STEPS }))
-      .automation;
+    jwt = (
+      await stack.createAutomation({ displayName: 'concurrency (JWT)', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: jwks.url } }, steps: STEPS })
+    ).automation;
   });
   afterAll(async () => {
     await stack?.close();
@@ -68,7 +69,8 @@ describe('simultaneous deliveries of one event', () => {
   it(`${SIMULTANEOUS} deliveries of one event id spelled in mixed case, each validly signed: still one run`, async () => {
     const eventId = randomUUID();
     const body = JSON.stringify(PAYLOAD);
-    const spell = (i: number) => (i % 3 === 0 ? eventId : i % 3 === 1 ? eventId.toUpperCase() : eventId.replace(/[a-f]/g, (c, at: number) => (at % 2 ? c.toUpperCase() : c)));
+    const spell = (i: number) =>
+      i % 3 === 0 ? eventId : i % 3 === 1 ? eventId.toUpperCase() : eventId.replace(/[a-f]/g, (c, at: number) => (at % 2 ? c.toUpperCase() : c));
     const path = listenerPath(hmac.automation);
     const responses = await Promise.all(
       Array.from({ length: SIMULTANEOUS }, (_, i) => deliver(stack, path, hmacEvent(hmac.secret, null, { eventId: spell(i), body }))),

@@ -106,7 +106,10 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/search/entitlements': { access: 'governance-read', status: 200 },
   'GET /api/v2/users/:user_id/owners/entitlements': { access: 'governance-read', status: 404 },
   'POST /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': { access: 'governance-write', status: 404 },
-  'DELETE /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': { access: 'governance-write', status: 404 },
+  'DELETE /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': {
+    access: 'governance-write',
+    status: 404,
+  },
 };
 
 const ALLOWED: Record<Access, Caller[]> = {

@@ -50,7 +50,10 @@ async function untilStep(id: string, stepId: string, status: string): Promise<Js
 }
 
 async function untilStatus(id: string, status: string): Promise<Json> {
-  const got = await poll(() => execution(id), (e) => e.status === status);
+  const got = await poll(
+    () => execution(id),
+    (e) => e.status === status,
+  );
   expect(got.status).toBe(status);
   return got;
 }
@@ -92,7 +95,10 @@ describe('waitForApproval', () => {
     expect(res.status).toBe(200);
     const failed = await untilStatus(id, 'FAILED');
     expect(failed.error).toBe('step "mgr" failed: rejected');
-    expect(failed.steps.map((s: Json) => [s.id, s.status])).toEqual([['mgr', 'FAILED'], ['after', 'PENDING']]);
+    expect(failed.steps.map((s: Json) => [s.id, s.status])).toEqual([
+      ['mgr', 'FAILED'],
+      ['after', 'PENDING'],
+    ]);
     expect(failed.steps[0].output).toMatchObject({ decision: 'rejected', comment: 'no' });
   });
 
@@ -149,7 +155,9 @@ describe('waitForApproval', () => {
     const id = await send(target);
     await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
     // Anyone the Temporal frontend accepts can send the update, with any `by`.
-    await stack.client.workflow.getHandle(id).executeUpdate(decideUpdate, { args: [{ stepId: 'mgr', decision: 'approved', by: 'client:forged', comment: null }] });
+    await stack.client.workflow
+      .getHandle(id)
+      .executeUpdate(decideUpdate, { args: [{ stepId: 'mgr', decision: 'approved', by: 'client:forged', comment: null }] });
     const done = await untilStatus(id, 'COMPLETED');
     expect(done.steps[0].output).toMatchObject({ decision: 'approved', by: 'client:forged' });
     expect(done.unaudited).toEqual(['decision:mgr']);
@@ -161,7 +169,10 @@ describe('waitForApproval', () => {
     await decodePayloadsInPlace(started, stack.client.options.loadedDataConverter.payloadCodecs);
     const input = stack.client.options.loadedDataConverter.payloadConverter.fromPayload(started) as AutomationRunInput;
     const forgedId = `${id}:forged`;
-    const resume = { fromStepId: 'after', steps: [{ id: 'mgr', status: 'DONE' as const, output: { decision: 'approved', by: 'client:forged', at: null, comment: null } }] };
+    const resume = {
+      fromStepId: 'after',
+      steps: [{ id: 'mgr', status: 'DONE' as const, output: { decision: 'approved', by: 'client:forged', at: null, comment: null } }],
+    };
     await stack.client.workflow.start(
       automation,
       runStartOptions(stack.taskQueue, forgedId, { ...input, rerunOf: id, resume }, { automationName: 'forged', rerunOf: id, summary: 'forged' }),
@@ -184,7 +195,10 @@ describe('waitForApproval', () => {
 
 describe('cancel, terminate', () => {
   it('cancel during a wait: the wait ends, later steps do not run, status CANCELED', async () => {
-    const target = await automationWith([{ id: 'pause', wait: { duration: '3600s' } }, { id: 'after', setVariables: { x: '1' } }]);
+    const target = await automationWith([
+      { id: 'pause', wait: { duration: '3600s' } },
+      { id: 'after', setVariables: { x: '1' } },
+    ]);
     const id = await send(target);
     await untilStep(id, 'pause', 'WAITING');
     expect((await api(admin).post(`${runPath(id)}/cancel`)).status).toBe(403);
@@ -212,7 +226,10 @@ describe('rerun and retry', () => {
     const target = await automationWith([{ id: 'check', when: 'ctx.trigger.employee_id == "42"', fail: { message: "'bad rule'" } }]);
     const id = await send(target);
     await untilStatus(id, 'FAILED');
-    const fixed = await api(superAdmin).post(`/api/v1/automations/${target.id}`, { automation: { steps: [{ id: 'ok', setVariables: { who: 'ctx.trigger.employee_id' } }] }, updateMask: 'steps' });
+    const fixed = await api(superAdmin).post(`/api/v1/automations/${target.id}`, {
+      automation: { steps: [{ id: 'ok', setVariables: { who: 'ctx.trigger.employee_id' } }] },
+      updateMask: 'steps',
+    });
     expect(fixed.status).toBe(200);
     expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
 
@@ -223,7 +240,10 @@ describe('rerun and retry', () => {
     const done = await untilStatus(rerunId, 'COMPLETED');
     expect(done).toMatchObject({ version: 2, rerunOf: id, eventId: (await execution(id)).eventId });
     expect(done.steps).toEqual([{ id: 'ok', kind: 'setVariables', status: 'DONE', output: { who: '42' }, error: null }]);
-    const original = await poll(() => execution(id), (e) => e.reruns.length === 1);
+    const original = await poll(
+      () => execution(id),
+      (e) => e.reruns.length === 1,
+    );
     expect(original.reruns).toEqual([rerunId]);
     expect((await api(superAdmin).post(`${runPath(id)}/rerun`)).body.execution.id).toBe(`${id}:rerun-2`);
     const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
@@ -264,13 +284,18 @@ describe('rerun and retry', () => {
       const done = await untilStatus(retry.body.execution.id, 'COMPLETED');
       // Still the original version (1), although publishing again made version 2.
       expect(done.version).toBe(1);
-      expect(done.steps.map((s: Json) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['hook', 'DONE']]);
+      expect(done.steps.map((s: Json) => [s.id, s.status])).toEqual([
+        ['vars', 'DONE'],
+        ['hook', 'DONE'],
+      ]);
       expect(done.steps[0].output).toEqual(failed.steps[0].output);
       expect(done.steps[1].output).toMatchObject({ status: 200, body: { ok: true } });
       // Only the failed step ran again: the run's history holds no evaluation of `vars`.
       const history = await stack.client.workflow.getHandle(retry.body.execution.id).fetchHistory();
       await decodePayloadsInPlace(history.events ?? [], stack.client.options.loadedDataConverter.payloadCodecs);
-      const summaries = (history.events ?? []).map((e) => (e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : '')).join('\n');
+      const summaries = (history.events ?? [])
+        .map((e) => (e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : ''))
+        .join('\n');
       expect(summaries).toContain('step: hook');
       expect(summaries).not.toContain('step: vars');
       // A run that completed cannot be retried from a failed step.
@@ -290,4 +315,3 @@ describe('rerun and retry', () => {
     expect([res.status, res.body.message]).toEqual([409, 'the automation is not published: publish it before a rerun']);
   });
 });
-

@@ -33,15 +33,27 @@ for (const target of DATABASES) {
     });
     afterAll(async () => {
       // Leave no run of this file waiting in the shared dev server.
-      for (const id of opened) await stack.client.workflow.getHandle(id).terminate('test over').catch(() => undefined);
+      for (const id of opened)
+        await stack.client.workflow
+          .getHandle(id)
+          .terminate('test over')
+          .catch(() => undefined);
       await stack?.close();
     });
 
     const get = (path: string, token = stack.adminToken) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`);
-    const post = (path: string, body: unknown = {}) => request(stack.service.server).post(path).set('Authorization', `Bearer ${stack.adminToken}`).send(body as object);
+    const post = (path: string, body: unknown = {}) =>
+      request(stack.service.server)
+        .post(path)
+        .set('Authorization', `Bearer ${stack.adminToken}`)
+        .send(body as object);
     const runPath = (id: string) => `${RUNS}/${encodeURIComponent(id)}`;
 
-    async function automation(displayName: string, steps: unknown[], fields: Record<string, unknown> = {}): Promise<{ id: string; secret: string; path: string }> {
+    async function automation(
+      displayName: string,
+      steps: unknown[],
+      fields: Record<string, unknown> = {},
+    ): Promise<{ id: string; secret: string; path: string }> {
       const created = await stack.createAutomation({ displayName, trigger: TRIGGER, steps, ...fields });
       return { id: created.automation.id, secret: created.signingSecret!, path: listenerPath(created.automation) };
     }
@@ -60,7 +72,8 @@ for (const target of DATABASES) {
       return new Map(res.body.list.map((item: Json) => [item.execution.id, item.execution]));
     }
 
-    const untilListed = (query: string, done: (runs: Map<string, Json>) => boolean) => poll(() => listed(query), done, { what: `${RUNS}?${query}: ${done.toString()}` });
+    const untilListed = (query: string, done: (runs: Map<string, Json>) => boolean) =>
+      poll(() => listed(query), done, { what: `${RUNS}?${query}: ${done.toString()}` });
 
     it('lists the runs of every automation, each naming its automation by the name the store has now; filters by automation, status and start time', async () => {
       const before = new Date(Date.now() - 1000).toISOString();
@@ -71,7 +84,10 @@ for (const target of DATABASES) {
       // Renamed after its run started: the list names it as it is called now.
       expect((await post(`/api/v1/automations/${quick.id}`, { automation: { displayName: 'listing renamed' }, updateMask: 'displayName' })).status).toBe(200);
 
-      const both = await untilListed(`startedAfter=${encodeURIComponent(before)}&status=COMPLETED&status=RUNNING`, (m) => m.get(done)?.status === 'COMPLETED' && m.get(waiting)?.status === 'RUNNING');
+      const both = await untilListed(
+        `startedAfter=${encodeURIComponent(before)}&status=COMPLETED&status=RUNNING`,
+        (m) => m.get(done)?.status === 'COMPLETED' && m.get(waiting)?.status === 'RUNNING',
+      );
       expect(both.get(done)).toMatchObject({ id: done, automationId: quick.id, automationName: 'listing renamed', status: 'COMPLETED', version: 1 });
       expect(both.get(waiting)).toMatchObject({ id: waiting, automationId: held.id, automationName: 'listing held', status: 'RUNNING', closedAt: null });
 
@@ -86,7 +102,9 @@ for (const target of DATABASES) {
       const later = new Date(Date.now() + 60_000).toISOString();
       expect((await listed(`automationId=${quick.id}&startedAfter=${encodeURIComponent(later)}`)).size).toBe(0);
       expect((await listed(`automationId=${quick.id}&startedBefore=${encodeURIComponent(before)}`)).size).toBe(0);
-      expect([...(await listed(`automationId=${quick.id}&startedAfter=${encodeURIComponent(before)}&startedBefore=${encodeURIComponent(later)}`)).keys()]).toEqual([done]);
+      expect([
+        ...(await listed(`automationId=${quick.id}&startedAfter=${encodeURIComponent(before)}&startedBefore=${encodeURIComponent(later)}`)).keys(),
+      ]).toEqual([done]);
     });
 
     it('waitingForApproval=true is the approvals inbox: running runs with a step waiting, naming the step; an approved run leaves it', async () => {
@@ -125,7 +143,10 @@ for (const target of DATABASES) {
         () => get(`/api/v1/automations/${flow.id}/lanes`),
         (r) => r.status === 200 && r.body.list.length === 1 && r.body.list[0].lane.running === 1 && r.body.list[0].lane.queued === 2,
       );
-      expect(lanes.body).toEqual({ list: [{ lane: { key: 'u1', running: 1, queued: 2, oldestQueuedAt: queued.get(queuedFirst).startedAt } }], nextPageToken: '' });
+      expect(lanes.body).toEqual({
+        list: [{ lane: { key: 'u1', running: 1, queued: 2, oldestQueuedAt: queued.get(queuedFirst).startedAt } }],
+        nextPageToken: '',
+      });
 
       // The holder approved: the first queued run holds, one is left queued.
       expect((await post(`${runPath(holder)}/steps/hold/approve`)).status).toBe(200);
@@ -154,7 +175,9 @@ for (const target of DATABASES) {
       const second = await get(`/api/v1/automations/${flow.id}/lanes?pageSize=10&pageToken=${encodeURIComponent(first.body.nextPageToken)}`);
       expect(second.body).toEqual({ list: [{ lane: expect.objectContaining({ key: 'k10' }) }], nextPageToken: '' });
       // The token belongs to this automation's lanes.
-      const elsewhere = await get(`/api/v1/automations/${(await automation('no lanes', QUICK)).id}/lanes?pageToken=${encodeURIComponent(first.body.nextPageToken)}`);
+      const elsewhere = await get(
+        `/api/v1/automations/${(await automation('no lanes', QUICK)).id}/lanes?pageToken=${encodeURIComponent(first.body.nextPageToken)}`,
+      );
       expect(elsewhere.status).toBe(400);
       expect(elsewhere.body.code).toBe(3);
     }, 240_000);

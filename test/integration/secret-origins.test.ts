@@ -36,7 +36,9 @@ const newValue = (): string => `sk_live_${randomBytes(16).toString('hex')}`;
 const PROBE_RIGHT = "secrets.probe_key.startsWith('sk_l') ? 'a' : 1";
 const PROBE_WRONG = "secrets.probe_key.startsWith('sk_x') ? 'a' : 1";
 
-function fieldViolations(body: { details?: Array<{ fieldViolations?: Array<{ field: string; description: string }> }> }): Array<{ field: string; description: string }> {
+function fieldViolations(body: {
+  details?: Array<{ fieldViolations?: Array<{ field: string; description: string }> }>;
+}): Array<{ field: string; description: string }> {
   return (body.details ?? []).flatMap((detail) => detail.fieldViolations ?? []);
 }
 
@@ -53,7 +55,10 @@ for (const target of DATABASES) {
     afterAll(async () => service?.close());
 
     const save = (steps: unknown[]) =>
-      api().post('/api/v1/automations').set('Authorization', `Bearer ${superToken}`).send({ displayName: 'origins', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
+      api()
+        .post('/api/v1/automations')
+        .set('Authorization', `Bearer ${superToken}`)
+        .send({ displayName: 'origins', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
     const hook = (url: string, headers: Record<string, string>) => [{ id: 'h', callWebhook: { url, body: {}, headers } }];
 
     it('normalises allowedOrigins, shows them in the metadata, changes them with PUT (value untouched) and audits the change', async () => {
@@ -64,7 +69,10 @@ for (const target of DATABASES) {
         .send({ name: 'norm_key', value, allowedOrigins: ['HTTPS://CRM.Example:443/', 'http://127.0.0.1:8080', 'https://crm.example', 'https://[::1]:8443'] });
       expect(created.status).toBe(200);
       expect(created.body.secret.allowedOrigins).toEqual(['https://crm.example', 'http://127.0.0.1:8080', 'https://[::1]:8443']);
-      const moved = await api().put('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${superToken}`).send({ allowedOrigins: ['https://crm2.example:8443'] });
+      const moved = await api()
+        .put('/api/v1/secrets/norm_key')
+        .set('Authorization', `Bearer ${superToken}`)
+        .send({ allowedOrigins: ['https://crm2.example:8443'] });
       expect(moved.status).toBe(200);
       expect(moved.body.secret).toEqual({ ...created.body.secret, allowedOrigins: ['https://crm2.example:8443'] });
       const row = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'norm_key'");
@@ -80,7 +88,11 @@ for (const target of DATABASES) {
     });
 
     it('refuses on save, naming the header, every secret-reading header outside secrets.<name> and string literals joined by +', async () => {
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'probe_key', value: newValue(), allowedOrigins: ['https://hooks.example'] }).expect(200);
+      await api()
+        .post('/api/v1/secrets')
+        .set('Authorization', `Bearer ${superToken}`)
+        .send({ name: 'probe_key', value: newValue(), allowedOrigins: ['https://hooks.example'] })
+        .expect(200);
       const refused = [
         'secrets.probe_key.substring(0, 3)',
         PROBE_RIGHT,
@@ -104,42 +116,78 @@ for (const target of DATABASES) {
         expect([source, res.status]).toEqual([source, 400]);
         const violations = fieldViolations(res.body);
         expect([source, violations.map((v) => v.field)]).toEqual([source, ['steps[0].callWebhook.headers.X-Probe']]);
-        expect([source, violations[0]!.description]).toEqual([source, expect.stringMatching(source.startsWith('has(') ? /must be read as secrets\.<name>/ : /secrets\.<name> and string literals joined by \+/)]);
+        expect([source, violations[0]!.description]).toEqual([
+          source,
+          expect.stringMatching(source.startsWith('has(') ? /must be read as secrets\.<name>/ : /secrets\.<name> and string literals joined by \+/),
+        ]);
       }
       // The two oracle probes: identical answers.
       const right = await save(hook("'https://hooks.example/x'", { Authorization: PROBE_RIGHT }));
       const wrong = await save(hook("'https://hooks.example/x'", { Authorization: PROBE_WRONG }));
       expect(right.body).toEqual(wrong.body);
-      for (const source of ['secrets.probe_key', "'Bearer ' + secrets.probe_key", "secrets.probe_key + ':' + secrets.probe_key + '\\tend'", "('a' + secrets.probe_key) + 'b'"]) {
+      for (const source of [
+        'secrets.probe_key',
+        "'Bearer ' + secrets.probe_key",
+        "secrets.probe_key + ':' + secrets.probe_key + '\\tend'",
+        "('a' + secrets.probe_key) + 'b'",
+      ]) {
         expect([source, (await save(hook("'https://hooks.example/x'", { Authorization: source }))).status]).toEqual([source, 200]);
       }
     });
 
     it('refuses on save and on publish a fixed-origin URL the secret does not allow, naming the secret and the origin', async () => {
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'bound_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
+      await api()
+        .post('/api/v1/secrets')
+        .set('Authorization', `Bearer ${superToken}`)
+        .send({ name: 'bound_key', value: newValue(), allowedOrigins: ['https://crm.example'] })
+        .expect(200);
       const header = { Authorization: "'Bearer ' + secrets.bound_key" };
-      for (const url of ["'https://evil.example/hook'", "'https://evil.example/u/' + ctx.trigger.id", "'https://evil.example' + '/x'", "'https://crm.example:8443/x'", "'http://crm.example/x'"]) {
+      for (const url of [
+        "'https://evil.example/hook'",
+        "'https://evil.example/u/' + ctx.trigger.id",
+        "'https://evil.example' + '/x'",
+        "'https://crm.example:8443/x'",
+        "'http://crm.example/x'",
+      ]) {
         const res = await save(hook(url, header));
         expect([url, res.status]).toEqual([url, 400]);
         const violation = fieldViolations(res.body).find((v) => v.field === 'steps[0].callWebhook.headers.Authorization');
-        expect(violation?.description).toMatch(/secret "bound_key" may not be sent to https?:\/\/(evil|crm)\.example(:8443)? \(its allowedOrigins: https:\/\/crm\.example\)/);
+        expect(violation?.description).toMatch(
+          /secret "bound_key" may not be sent to https?:\/\/(evil|crm)\.example(:8443)? \(its allowedOrigins: https:\/\/crm\.example\)/,
+        );
       }
       // Allowed (also written another way), or decided only at run time: saved.
-      for (const url of ["'https://crm.example/hook'", "'HTTPS://CRM.EXAMPLE:443/a?b=c'", "'https://crm.example/u/' + ctx.trigger.id", 'ctx.trigger.cb', "'https://crm.example' + ctx.trigger.path"]) {
+      for (const url of [
+        "'https://crm.example/hook'",
+        "'HTTPS://CRM.EXAMPLE:443/a?b=c'",
+        "'https://crm.example/u/' + ctx.trigger.id",
+        'ctx.trigger.cb',
+        "'https://crm.example' + ctx.trigger.path",
+      ]) {
         expect([url, (await save(hook(url, header))).status]).toEqual([url, 200]);
       }
       // Saved while allowed, then the secret is re-bound elsewhere: the publish is refused and nothing is published.
       const saved = await save(hook("'https://crm.example/hook'", header));
-      await api().put('/api/v1/secrets/bound_key').set('Authorization', `Bearer ${superToken}`).send({ allowedOrigins: ['https://crm-new.example'] }).expect(200);
+      await api()
+        .put('/api/v1/secrets/bound_key')
+        .set('Authorization', `Bearer ${superToken}`)
+        .send({ allowedOrigins: ['https://crm-new.example'] })
+        .expect(200);
       const publish = await api().post(`/api/v1/automations/${saved.body.automation.id}/publish`).set('Authorization', `Bearer ${superToken}`);
       expect(publish.status).toBe(400);
-      expect(JSON.stringify(publish.body)).toContain('secret \\"bound_key\\" may not be sent to https://crm.example (its allowedOrigins: https://crm-new.example)');
+      expect(JSON.stringify(publish.body)).toContain(
+        'secret \\"bound_key\\" may not be sent to https://crm.example (its allowedOrigins: https://crm-new.example)',
+      );
       const stored = await api().get(`/api/v1/automations/${saved.body.automation.id}`).set('Authorization', `Bearer ${superToken}`);
       expect(stored.body.automation).toMatchObject({ published: false, publishedVersion: null });
     });
 
     it('binds the signing secret too: a signed step whose fixed URL it does not allow is refused on save, naming the secret and the origin', async () => {
-      await api().post('/api/v1/secrets').set('Authorization', `Bearer ${superToken}`).send({ name: 'sign_key', value: newValue(), allowedOrigins: ['https://crm.example'] }).expect(200);
+      await api()
+        .post('/api/v1/secrets')
+        .set('Authorization', `Bearer ${superToken}`)
+        .send({ name: 'sign_key', value: newValue(), allowedOrigins: ['https://crm.example'] })
+        .expect(200);
       const signed = (url: string) => [{ id: 'h', callWebhook: { url, body: {}, signature: { secret: 'sign_key' } } }];
       for (const url of ["'https://evil.example/hook'", "'https://evil.example/u/' + ctx.trigger.id"]) {
         const res = await save(signed(url));
@@ -156,20 +204,28 @@ for (const target of DATABASES) {
       const db = service.deps.db;
       await db.query("DELETE FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing')");
       for (const name of ['legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing']) {
-        await db.query('INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2)', [name, service.deps.secretBox.seal(newValue(), sealContext('outbound_secret', name))]);
+        await db.query('INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2)', [
+          name,
+          service.deps.secretBox.seal(newValue(), sealContext('outbound_secret', name)),
+        ]);
       }
       const steps = [
         { id: 'a', callWebhook: { url: "'https://crm.example/a'", body: {}, headers: { Authorization: "'Bearer ' + secrets.legacy_const" } } },
-        { id: 'b', callWebhook: { url: "'https://crm.example:8443/u/' + ctx.trigger.id", body: {}, headers: { 'X-Key': 'secrets.legacy_const.substring(0, 3)' } } },
+        {
+          id: 'b',
+          callWebhook: { url: "'https://crm.example:8443/u/' + ctx.trigger.id", body: {}, headers: { 'X-Key': 'secrets.legacy_const.substring(0, 3)' } },
+        },
         { id: 'c', callWebhook: { url: 'ctx.trigger.cb', body: {}, headers: { Authorization: 'secrets.legacy_expr', 'X-Other': 'secrets.legacy_const' } } },
         { id: 'd', callWebhook: { url: "'https://plain.example/'", body: {}, headers: { 'X-Plain': "'secrets.legacy_expr'" } } },
         { id: 'e', callWebhook: { url: "'https://signed.example/e'", body: {}, signature: { secret: 'legacy_signing' } } },
       ];
       const automationId = `aut_legacy_${randomBytes(4).toString('hex')}`;
-      await db.query(
-        `INSERT INTO automations (id, display_name, trigger, steps, listener_id) VALUES ($1, 'legacy', $2::jsonb, $3::jsonb, $4)`,
-        [automationId, JSON.stringify({ incomingWebhook: { authMethod: 'HMAC' } }), JSON.stringify(steps.slice(0, 2)), `lst_${automationId}`],
-      );
+      await db.query(`INSERT INTO automations (id, display_name, trigger, steps, listener_id) VALUES ($1, 'legacy', $2::jsonb, $3::jsonb, $4)`, [
+        automationId,
+        JSON.stringify({ incomingWebhook: { authMethod: 'HMAC' } }),
+        JSON.stringify(steps.slice(0, 2)),
+        `lst_${automationId}`,
+      ]);
       await db.query(`INSERT INTO automation_versions (automation_id, version, snapshot) VALUES ($1, 1, $2::jsonb)`, [
         automationId,
         JSON.stringify({ displayName: 'legacy', steps: steps.slice(2) }),
@@ -203,7 +259,11 @@ describe('secret origins in a real run', () => {
         req.resume();
         req.on('end', () => {
           const signature = req.headers['webhook-signature'];
-          received[name].push({ url: req.url ?? '', authorization: req.headers.authorization, ...(signature === undefined ? {} : { signature: String(signature) }) });
+          received[name].push({
+            url: req.url ?? '',
+            authorization: req.headers.authorization,
+            ...(signature === undefined ? {} : { signature: String(signature) }),
+          });
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ ok: true, got: req.headers.authorization }));
         });
@@ -238,7 +298,9 @@ describe('secret origins in a real run', () => {
 
   it('sends nothing to a URL the sender chose; the step fails at its first attempt naming the secret and the origin; the bound origin gets the credential', async () => {
     const value = newValue();
-    await auth(api().post('/api/v1/secrets')).send({ name: 'crm_token', value, allowedOrigins: [origins.crm] }).expect(200);
+    await auth(api().post('/api/v1/secrets'))
+      .send({ name: 'crm_token', value, allowedOrigins: [origins.crm] })
+      .expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'steered',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -253,7 +315,9 @@ describe('secret origins in a real run', () => {
     const steered = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }));
     expect(steered.status).toBe(200);
     const failure = await expectRunFailure(stack.client.workflow.getHandle(steered.body.executionId));
-    expect(failure.message).toBe(`step "notify" failed: callWebhook: headers.Authorization: secret "crm_token" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`);
+    expect(failure.message).toBe(
+      `step "notify" failed: callWebhook: headers.Authorization: secret "crm_token" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`,
+    );
     expect(received.evil).toEqual([]);
     expect(await attempts(steered.body.executionId)).toBe(1);
     expect(JSON.stringify(failure)).not.toContain(value);
@@ -272,14 +336,21 @@ describe('secret origins in a real run', () => {
     );
     expect(received.crm.length).toBe(before);
     // The dry run says the same for a URL outside the origins.
-    await auth(api().put('/api/v1/secrets/crm_token')).send({ allowedOrigins: [origins.crm] }).expect(200);
+    await auth(api().put('/api/v1/secrets/crm_token'))
+      .send({ allowedOrigins: [origins.crm] })
+      .expect(200);
     const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({ payload: { cb: `${origins.evil}/steal`, who: 'x' } });
-    expect(dry.body.steps[0]).toMatchObject({ status: 'ERROR', error: `callWebhook.headers.Authorization: secret "crm_token" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})` });
+    expect(dry.body.steps[0]).toMatchObject({
+      status: 'ERROR',
+      error: `callWebhook.headers.Authorization: secret "crm_token" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`,
+    });
   });
 
   it('binds the signing secret: a signed step whose URL the sender chose outside its origins sends nothing and fails without retry', async () => {
     const value = `whsec_${randomBytes(24).toString('base64')}`;
-    await auth(api().post('/api/v1/secrets')).send({ name: 'crm_signing', value, allowedOrigins: [origins.crm] }).expect(200);
+    await auth(api().post('/api/v1/secrets'))
+      .send({ name: 'crm_signing', value, allowedOrigins: [origins.crm] })
+      .expect(200);
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'steered signed',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -295,7 +366,9 @@ describe('secret origins in a real run', () => {
     const steered = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }));
     expect(steered.status).toBe(200);
     const failure = await expectRunFailure(stack.client.workflow.getHandle(steered.body.executionId));
-    expect(failure.message).toBe(`step "notify" failed: callWebhook: signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`);
+    expect(failure.message).toBe(
+      `step "notify" failed: callWebhook: signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`,
+    );
     expect(received.evil.length).toBe(evilBefore);
     expect(await attempts(steered.body.executionId)).toBe(1);
     expect(JSON.stringify(failure)).not.toContain(value);
@@ -309,22 +382,38 @@ describe('secret origins in a real run', () => {
     expect(received.crm.at(-1)!.signature).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
     // The dry run says the same for a URL outside the origins.
     const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({ payload: { cb: `${origins.evil}/steal`, who: 'x' } });
-    expect(dry.body.steps[0]).toMatchObject({ status: 'ERROR', error: `callWebhook.signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})` });
+    expect(dry.body.steps[0]).toMatchObject({
+      status: 'ERROR',
+      error: `callWebhook.signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`,
+    });
   });
 
   it('checks the URL before any secret, and no error of the activity depends on a secret value: the two oracle probes fail alike', async () => {
     const db = stack.service.deps.db;
     const activities = createActivities({ db, allowPrivateOutbound: true, secretBox: stack.service.deps.secretBox });
     const failureOf = async (input: Parameters<typeof activities.callWebhook>[0]): Promise<Record<string, unknown>> => {
-      const err = await activities.callWebhook(input).then(() => undefined, (e: unknown) => e);
+      const err = await activities.callWebhook(input).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(ApplicationFailure);
       const failure = err as ApplicationFailure;
       return { type: failure.type, message: failure.message, nonRetryable: failure.nonRetryable, details: failure.details };
     };
-    await auth(api().post('/api/v1/secrets')).send({ name: 'probe_key', value: `sk_live_${randomBytes(8).toString('hex')}`, allowedOrigins: [origins.crm] }).expect(200);
+    await auth(api().post('/api/v1/secrets'))
+      .send({ name: 'probe_key', value: `sk_live_${randomBytes(8).toString('hex')}`, allowedOrigins: [origins.crm] })
+      .expect(200);
     // Called directly, outside a run: the run whose call keys it sends is given (keysOf).
     const keysOf = { workflowId: 'direct-probe', runId: 'run-1' };
-    const input = (url: string, secretHeaders: Record<string, string>) => ({ stepId: 'probe', url, body: {}, headers: {}, secretHeaders, timeoutMs: 5000, keysOf });
+    const input = (url: string, secretHeaders: Record<string, string>) => ({
+      stepId: 'probe',
+      url,
+      body: {},
+      headers: {},
+      secretHeaders,
+      timeoutMs: 5000,
+      keysOf,
+    });
     const sentBefore = received.crm.length + received.evil.length;
 
     // The issue's probes, with an invalid URL (stored before the closed grammar, say): identical.

@@ -24,7 +24,8 @@ describe('signing-secret rotation with a grace period', () => {
     const req = request(stack.service.server).post(`/api/v1/automations/${id}/trigger/rotate-secret`).set('Authorization', `Bearer ${stack.adminToken}`);
     return body === undefined ? req : req.send(body);
   };
-  const status = async (automation: AutomationView, secret: string): Promise<number> => (await deliver(stack, listenerPath(automation), hmacEvent(secret, PAYLOAD))).status;
+  const status = async (automation: AutomationView, secret: string): Promise<number> =>
+    (await deliver(stack, listenerPath(automation), hmacEvent(secret, PAYLOAD))).status;
 
   async function hmacAutomation(): Promise<{ automation: AutomationView; secret: string }> {
     const created = await stack.createAutomation({ displayName: 'rotation', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });

@@ -29,7 +29,10 @@ describe('secrets and audit trail', () => {
     const secrets: string[] = [];
 
     // An API client, its secret and a token obtained with it.
-    const client = await request(server).post('/api/v1/iam/clients').set('Authorization', `Bearer ${stack.adminToken}`).send({ displayName: 'ops', roles: ['super_admin'] });
+    const client = await request(server)
+      .post('/api/v1/iam/clients')
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .send({ displayName: 'ops', roles: ['super_admin'] });
     expect(client.status).toBe(200);
     secrets.push(client.body.clientSecret);
     const token = await request(server)
@@ -55,7 +58,10 @@ describe('secrets and audit trail', () => {
     const id: string = created.body.automation.id;
     secrets.push(created.body.signingSecret);
     await request(server).post(`/api/v1/automations/${id}/publish`).set('Authorization', `Bearer ${bearer}`).expect(200);
-    const rotated = await request(server).post(`/api/v1/automations/${id}/trigger/rotate-secret`).set('Authorization', `Bearer ${bearer}`).send({ gracePeriod: '0s' });
+    const rotated = await request(server)
+      .post(`/api/v1/automations/${id}/trigger/rotate-secret`)
+      .set('Authorization', `Bearer ${bearer}`)
+      .send({ gracePeriod: '0s' });
     secrets.push(rotated.body.signingSecret);
 
     const path = listenerPath(created.body.automation);
@@ -74,7 +80,10 @@ describe('secrets and audit trail', () => {
     expect(stack.service.deps.secretBox.open(stored, sealContext('automation_signing_secret', id))).toBe(rotated.body.signingSecret);
 
     // Ownership changes through the API, audited too.
-    const user = await request(server).post('/api/v1/users').set('Authorization', `Bearer ${bearer}`).send({ displayName: 'svc', email: 's@example.com', type: 'USER_TYPE_SERVICE' });
+    const user = await request(server)
+      .post('/api/v1/users')
+      .set('Authorization', `Bearer ${bearer}`)
+      .send({ displayName: 'svc', email: 's@example.com', type: 'USER_TYPE_SERVICE' });
     const app = await request(server).post('/api/v1/apps').set('Authorization', `Bearer ${bearer}`).send({ displayName: 'app' });
     const ent = await request(server)
       .post(`/api/v1/apps/${app.body.app.id}/entitlements`)

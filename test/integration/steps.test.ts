@@ -143,7 +143,10 @@ describe('callWebhook step', () => {
           headers: { 'X-Ticket-Source': "'automation'", Authorization: "'Bearer ' + ctx.trigger.token" },
         },
       },
-      { id: 'after', setVariables: { ticket: 'ctx.steps.notify.body.ticket', status: 'ctx.steps.notify.status', echoed: 'ctx.steps.notify.body.echoed.employee' } },
+      {
+        id: 'after',
+        setVariables: { ticket: 'ctx.steps.notify.body.ticket', status: 'ctx.steps.notify.status', echoed: 'ctx.steps.notify.body.echoed.employee' },
+      },
     ];
     const result = await (await start(steps, { kind: 'offboard', employee_id: 'e-1', n: 2, token: 't0k' })).result();
     expect(result.status).toBe('COMPLETED');
@@ -207,7 +210,11 @@ describe('callWebhook step', () => {
       res.end('maintenance');
     };
     const steps: StepDefinition[] = [
-      { id: 'hook', retry: { maximumAttempts: 3, initialInterval: '0.1s', maximumInterval: '0.2s', backoffCoefficient: 1.5 }, callWebhook: { url: `'${target.origin}/x'`, body: {} } },
+      {
+        id: 'hook',
+        retry: { maximumAttempts: 3, initialInterval: '0.1s', maximumInterval: '0.2s', backoffCoefficient: 1.5 },
+        callWebhook: { url: `'${target.origin}/x'`, body: {} },
+      },
       { id: 'never', setVariables: { x: '1' } },
     ];
     const { failure, state } = await runFailure(await start(steps, {}));
@@ -277,7 +284,9 @@ describe('callWebhook step', () => {
     // time (the guarded lookup).
     const resolver = resolveNameTo('hook.loopback.test', '127.0.0.1');
     try {
-      expect(await refusedBy(`https://hook.loopback.test:${target.port}/x`)).toMatch(/resolves to a loopback, private, link-local or other non-public address$/);
+      expect(await refusedBy(`https://hook.loopback.test:${target.port}/x`)).toMatch(
+        /resolves to a loopback, private, link-local or other non-public address$/,
+      );
       expect(resolver).toHaveBeenCalledWith('hook.loopback.test', expect.anything(), expect.any(Function));
     } finally {
       resolver.restore();
@@ -382,7 +391,11 @@ describe('saving automations with the new step kinds', () => {
 
   it('stores callWebhook, fail and retry policies as given', async () => {
     const steps = [
-      { id: 'hook', retry: { maximumAttempts: 3, initialInterval: '0.5s', maximumInterval: '60s', backoffCoefficient: 3 }, callWebhook: { ...hook, headers: { 'X-A': "'1'" }, timeoutMs: 30000 } },
+      {
+        id: 'hook',
+        retry: { maximumAttempts: 3, initialInterval: '0.5s', maximumInterval: '60s', backoffCoefficient: 3 },
+        callWebhook: { ...hook, headers: { 'X-A': "'1'" }, timeoutMs: 30000 },
+      },
       { id: 'whole', callWebhook: { url: "'https://hooks.example/y'", body: '{"all": ctx.trigger}' } },
       { id: 'own', retry: { maximumAttempts: 1 }, createEntitlementOwner: { userId: "'u'", roleSlug: "'owner'", appId: "'a'", entitlementId: "'e'" } },
       { id: 'stop', when: 'ctx.trigger.bad', fail: { message: "'bad input'" } },
@@ -451,7 +464,10 @@ describe('saving automations with the new step kinds', () => {
   });
 
   it('stores a log step, and refuses a bad level, a bad expression, unknown fields and a retry policy', async () => {
-    const steps = [{ id: 'note', log: { message: "'hello ' + ctx.trigger.user", level: 'warn' } }, { id: 'plain', log: { message: "'x'" } }];
+    const steps = [
+      { id: 'note', log: { message: "'hello ' + ctx.trigger.user", level: 'warn' } },
+      { id: 'plain', log: { message: "'x'" } },
+    ];
     const res = await create(steps);
     expect(res.status).toBe(200);
     expect(res.body.automation.steps).toEqual(steps);
@@ -472,7 +488,10 @@ describe('saving automations with the new step kinds', () => {
       .send({
         displayName: ' ',
         trigger: { incomingWebhook: { authMethod: 'JWT', allowedCidrs: ['10.0.0.0/33'] } },
-        steps: [{ id: 'a', log: { message: "'x'" }, bogus: 1 }, { id: 'b', callWebhook: { ...hook, headers: { 'X-A': '1 +' } } }],
+        steps: [
+          { id: 'a', log: { message: "'x'" }, bogus: 1 },
+          { id: 'b', callWebhook: { ...hook, headers: { 'X-A': '1 +' } } },
+        ],
         rateLimit: { limit: 1, period: '1s', other: true },
       });
     expect(violations(res)).toEqual([
@@ -483,7 +502,11 @@ describe('saving automations with the new step kinds', () => {
       { field: 'steps[1].callWebhook.headers.X-A', description: expect.stringMatching(/^step "b": syntax error/) },
       { field: 'rateLimit.other', description: 'is not a known field' },
     ]);
-    expect((await request(service.server).get('/api/v1/automations').set('Authorization', `Bearer ${token}`)).body.list.map((item: { automation: { displayName: string } }) => item.automation.displayName)).not.toContain(' ');
+    expect(
+      (await request(service.server).get('/api/v1/automations').set('Authorization', `Bearer ${token}`)).body.list.map(
+        (item: { automation: { displayName: string } }) => item.automation.displayName,
+      ),
+    ).not.toContain(' ');
   });
 
   it("parses with the configuration's rules: this service allows an http JWKS URL (ALLOW_INSECURE_JWKS), which the production policy refuses", async () => {
@@ -496,7 +519,11 @@ describe('saving automations with the new step kinds', () => {
   it('an update is checked before the lookup (400 on any id), names steps from their own root, and changes nothing when refused', async () => {
     const created = await create([{ id: 'keep', log: { message: "'x'" } }]);
     const id = created.body.automation.id as string;
-    const update = (target: string, body: unknown) => request(service.server).post(`/api/v1/automations/${target}`).set('Authorization', `Bearer ${token}`).send(body as object);
+    const update = (target: string, body: unknown) =>
+      request(service.server)
+        .post(`/api/v1/automations/${target}`)
+        .set('Authorization', `Bearer ${token}`)
+        .send(body as object);
     const bad = { automation: { displayName: '', steps: [{ id: 'x', wait: { duration: '1s' }, extra: 1 }] }, updateMask: 'displayName,steps' };
     const refused = [
       { field: 'automation.displayName', description: 'must be a non-empty string of at most 200 characters' },
@@ -506,6 +533,10 @@ describe('saving automations with the new step kinds', () => {
     expect(violations(await update('no-such-automation', bad))).toEqual(refused);
     expect((await update('no-such-automation', { automation: { displayName: 'fine' }, updateMask: 'displayName' })).status).toBe(404);
     const after = await request(service.server).get(`/api/v1/automations/${id}`).set('Authorization', `Bearer ${token}`);
-    expect([after.headers.etag, after.body.automation.displayName, after.body.automation.steps]).toEqual([created.headers.etag, 'Steps', [{ id: 'keep', log: { message: "'x'" } }]]);
+    expect([after.headers.etag, after.body.automation.displayName, after.body.automation.steps]).toEqual([
+      created.headers.etag,
+      'Steps',
+      [{ id: 'keep', log: { message: "'x'" } }],
+    ]);
   });
 });

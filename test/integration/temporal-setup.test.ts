@@ -34,7 +34,11 @@ describe('namespace setup on a real Temporal server', () => {
     await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(86400 * 1000) });
     // A new namespace reaches the frontend's cache a moment after registration: wait until it answers.
     const listed = await poll(
-      () => connection.operatorService.listSearchAttributes({ namespace }).then(() => true, () => false),
+      () =>
+        connection.operatorService.listSearchAttributes({ namespace }).then(
+          () => true,
+          () => false,
+        ),
       (ok) => ok,
       60_000,
     );

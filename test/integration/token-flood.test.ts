@@ -26,13 +26,10 @@ function tokenAttempt(port: number, clientId: string, clientSecret: string, from
   const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString();
   const headers: Record<string, string> = { 'Content-Type': 'application/x-www-form-urlencoded', ...(from ? { 'X-Forwarded-For': from } : {}) };
   return new Promise((resolve) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
-      },
-    );
+    const req = http.request({ host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
+    });
     req.on('error', () => resolve({ status: 0, retryAfter: undefined }));
     req.end(body);
   });
@@ -61,7 +58,12 @@ describe('token flood', () => {
     const db = stack.service.deps.db;
     const box = stack.service.deps.secretBox;
     // An operator-chosen secret (scrypt) is the expensive target; an unknown id is the decoy path.
-    await createClient(db, box, { displayName: 'bootstrap', roles: ['super_admin'], clientId: 'boot', clientSecret: 'operator-chosen-bootstrap-secret-0123456789' });
+    await createClient(db, box, {
+      displayName: 'bootstrap',
+      roles: ['super_admin'],
+      clientId: 'boot',
+      clientSecret: 'operator-chosen-bootstrap-secret-0123456789',
+    });
     // A name, so that its lookup runs on the thread pool; answered by the test (through the pool),
     // not by the machine's resolver.
     const jwksUrl = jwks.url.replace('127.0.0.1', JWKS_HOST);
@@ -74,7 +76,9 @@ describe('token flood', () => {
     const { port } = stack.service.server.address() as AddressInfo;
 
     const flood = Promise.all(
-      Array.from({ length: FLOOD }, (_, i) => (i % 3 === 2 ? tokenAttempt(port, `cli_unknown_${i}`, 'guess', sourceOf(i)) : tokenAttempt(port, 'boot', `guess-${i}`, sourceOf(i)))),
+      Array.from({ length: FLOOD }, (_, i) =>
+        i % 3 === 2 ? tokenAttempt(port, `cli_unknown_${i}`, 'guess', sourceOf(i)) : tokenAttempt(port, 'boot', `guess-${i}`, sourceOf(i)),
+      ),
     );
 
     const eventId = randomUUID();

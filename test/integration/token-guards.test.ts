@@ -17,7 +17,10 @@ import { randomToken } from '../../src/ids';
 import { ConfigError } from '../../src/errors';
 
 function tokenRequest(service: TestService, clientId: string, clientSecret: string): request.Test {
-  return request(service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+  return request(service.server)
+    .post('/auth/v1/token')
+    .type('form')
+    .send({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
 }
 
 async function secretHashOf(service: TestService, clientId: string): Promise<string> {

@@ -100,7 +100,7 @@ for (const target of DATABASES) {
       await db?.close();
     });
 
-    it('makes the failing source wait, doubling, and never the client\'s own caller elsewhere', async () => {
+    it("makes the failing source wait, doubling, and never the client's own caller elsewhere", async () => {
       const attacker = '2001:db8:66:1::1';
       const caller = '198.51.100.77';
       const wrong = async (from: string): Promise<number> => (await tokenRequest(api, from, victim.clientId, 'a wrong guess')).status;
@@ -109,7 +109,11 @@ for (const target of DATABASES) {
       // secret, and from any address of the attacker's /64, is refused before any verification.
       for (const from of [attacker, '2001:db8:66:1::beef']) {
         const waiting = await tokenRequest(api, from, victim.clientId, victim.clientSecret);
-        expect([from, waiting.status, waiting.body]).toEqual([from, 429, { code: 8, message: expect.stringContaining('too many failed attempts'), details: [] }]);
+        expect([from, waiting.status, waiting.body]).toEqual([
+          from,
+          429,
+          { code: 8, message: expect.stringContaining('too many failed attempts'), details: [] },
+        ]);
         expect(Number(waiting.headers['retry-after'])).toBeGreaterThan(3_500);
       }
       // The client's own caller, from its own address, is not held up.
@@ -122,12 +126,17 @@ for (const target of DATABASES) {
       await db.query("UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'", [victim.clientId]);
       expect(await wrong(attacker)).toBe(401);
       const waits = async (): Promise<number[]> =>
-        (await db.query<{ wait: string }>("SELECT blocked_until_ms - last_failure_ms AS wait FROM token_failures WHERE client_id = $1 AND source = '2001:db8:66:1::/64'", [victim.clientId])).map((row) =>
-          Number(row.wait),
-        );
+        (
+          await db.query<{ wait: string }>(
+            "SELECT blocked_until_ms - last_failure_ms AS wait FROM token_failures WHERE client_id = $1 AND source = '2001:db8:66:1::/64'",
+            [victim.clientId],
+          )
+        ).map((row) => Number(row.wait));
       expect(await waits()).toEqual([2 * 3_600_000]);
       for (const wait of [4 * 3_600_000, 4 * 3_600_000]) {
-        await db.query("UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'", [victim.clientId]);
+        await db.query("UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'", [
+          victim.clientId,
+        ]);
         expect(await wrong(attacker)).toBe(401);
         expect(await waits()).toEqual([wait]);
       }

@@ -27,7 +27,7 @@ import { poll } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
 const PATCH_ID = 'drill-finish-note';
-const FINISH_MARK = '\n  state.status = \'COMPLETED\';\n';
+const FINISH_MARK = "\n  state.status = 'COMPLETED';\n";
 
 /** Bundle B: workflows/automation.ts with a finishing log line and `release: "B"` in the result, patched or not. */
 async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleWithSourceMap> {
@@ -36,7 +36,7 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   source = source.replace(/from '\.\.\/([^']+)'/g, (_m, p: string) => `from '${path.join(ROOT, p)}'`);
   source = source.replace(/from '\.\/([^']+)'/g, (_m, p: string) => `from '${path.join(ROOT, 'workflows', p)}'`);
   // `patched` joins the imports unless the workflow already uses it (flow control's lane patch does).
-  if (!source.includes('\n  patched,\n')) source = source.replace("import {\n  ActivityFailure,", 'import {\n  patched,\n  ActivityFailure,');
+  if (!source.includes('\n  patched,\n')) source = source.replace('import {\n  ActivityFailure,', 'import {\n  patched,\n  ActivityFailure,');
   expect(source).toContain('patched,');
   // Decided once where the steps start running, in the function that finishes the run (a run
   // started on A replays without the marker: false).
@@ -50,7 +50,10 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   );
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'automation.ts'), source);
-  fs.writeFileSync(path.join(dir, 'index.ts'), `export { automation, decideUpdate, stateQuery } from './automation';\nexport { lane } from '${path.join(ROOT, 'workflows', 'lane')}';\nexport { bulkAction } from '${path.join(ROOT, 'workflows', 'bulk-action')}';\n`);
+  fs.writeFileSync(
+    path.join(dir, 'index.ts'),
+    `export { automation, decideUpdate, stateQuery } from './automation';\nexport { lane } from '${path.join(ROOT, 'workflows', 'lane')}';\nexport { bulkAction } from '${path.join(ROOT, 'workflows', 'bulk-action')}';\n`,
+  );
   return bundleWorkflowCode({ workflowsPath: path.join(dir, 'index.ts'), logger: new DefaultLogger('WARN') });
 }
 
@@ -181,14 +184,24 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
     const parkedFailure = failures.find((f) => f.name === parkedHistories[0]!.name)!;
     expect(parkedFailure.kind).toBe('DeterminismViolationError');
     // The message names the event the changed code no longer matches (the run's completion, where B logs first).
-    expect(parkedFailure.message).toMatch(/\[TMPRL1100\] Nondeterminism error: No command scheduled for event HistoryEvent\(id: \d+, WorkflowExecutionCompleted\)/);
+    expect(parkedFailure.message).toMatch(
+      /\[TMPRL1100\] Nondeterminism error: No command scheduled for event HistoryEvent\(id: \d+, WorkflowExecutionCompleted\)/,
+    );
   } finally {
     await stopB();
   }
 });
 
 it('a worker with verifyHistories refuses to start on code that fails the committed histories', async () => {
-  const options = { connection: nativeConnection, namespace: 'default', taskQueue: uniqueTaskQueue('verify'), db, activities: (engine: WorkerEngine) => createActivities({ db, allowPrivateOutbound: true, ...engine }), verifyHistories: true, codec: testCodec() };
+  const options = {
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue: uniqueTaskQueue('verify'),
+    db,
+    activities: (engine: WorkerEngine) => createActivities({ db, allowPrivateOutbound: true, ...engine }),
+    verifyHistories: true,
+    codec: testCodec(),
+  };
   await expect(createAutomationWorker({ ...options, bundle: unpatchedB })).rejects.toThrow(
     /^WORKER_VERIFY_HISTORIES: this workflow code is not compatible with \d+ of \d+ committed histories, refusing to start:\n0\.1\.0\/[a-z-]+\.history\.json: DeterminismViolationError: /,
   );

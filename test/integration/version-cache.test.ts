@@ -63,7 +63,10 @@ describe('published versions kept by the worker', () => {
     const activities = createStepActivities({ db: counting() });
     const input = await publishedRunInput(db, [{ id: 'v1', setVariables: { n: '1' } }], {});
     for (let version = 2; version <= PUBLISHED_VERSIONS_KEPT.count + 1; version++) {
-      await recordPublishedVersion(db, input.automationId, version, { displayName: 'Many', steps: [{ id: `v${version}`, setVariables: { n: String(version) } }] });
+      await recordPublishedVersion(db, input.automationId, version, {
+        displayName: 'Many',
+        steps: [{ id: `v${version}`, setVariables: { n: String(version) } }],
+      });
     }
     const load = (version: number) => activities.loadAutomationVersion({ automationId: input.automationId, version });
     for (let version = 1; version <= PUBLISHED_VERSIONS_KEPT.count; version++) await load(version);

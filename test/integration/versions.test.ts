@@ -81,7 +81,14 @@ describe('automation versions', () => {
     expect(target.automation).toMatchObject({ published: true, version: 1, publishedVersion: 1 });
 
     const first = await run(target);
-    expect(first.input).toEqual({ automationId: target.automation.id, version: 1, listenerId: target.automation.trigger.incomingWebhook.listenerId, eventId: expect.stringMatching(/^[0-9a-f-]{36}$/), receivedAt: expect.stringMatching(/^\d{4}-/), trigger: { employee_id: '7' } });
+    expect(first.input).toEqual({
+      automationId: target.automation.id,
+      version: 1,
+      listenerId: target.automation.trigger.incomingWebhook.listenerId,
+      eventId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      receivedAt: expect.stringMatching(/^\d{4}-/),
+      trigger: { employee_id: '7' },
+    });
     expect((await resultOf(first.executionId)).steps[0]!.output).toEqual({ tag: 'v1', employee: '7' });
     expect(await execution(first.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
 
@@ -110,7 +117,13 @@ describe('automation versions', () => {
       (r) => r.body.list?.length === 3,
     );
     const versions = new Map(listed.body.list.map((item: Json) => [item.execution.id, item.execution.version]));
-    expect(versions).toEqual(new Map([[first.executionId, 1], [second.executionId, 1], [third.executionId, 2]]));
+    expect(versions).toEqual(
+      new Map([
+        [first.executionId, 1],
+        [second.executionId, 1],
+        [third.executionId, 2],
+      ]),
+    );
   });
 
   it('keeps trigger settings live: disabling the trigger in the draft refuses events at once', async () => {
@@ -138,7 +151,12 @@ describe('automation versions', () => {
     ];
     const target = await create('Long run', oldSteps);
     const started = await run(target);
-    expectWaiting(await poll(() => execution(started.executionId), (e) => e.steps?.[0]?.status === 'WAITING'));
+    expectWaiting(
+      await poll(
+        () => execution(started.executionId),
+        (e) => e.steps?.[0]?.status === 'WAITING',
+      ),
+    );
 
     const newSteps = [
       { id: 'vars', setVariables: { tag: '"new"' } },
@@ -173,7 +191,12 @@ describe('automation versions', () => {
       { id: 'vars', setVariables: { tag: '"finished"' } },
     ]);
     const started = await run(target);
-    expectWaiting(await poll(() => execution(started.executionId), (e) => e.steps?.[0]?.status === 'WAITING'));
+    expectWaiting(
+      await poll(
+        () => execution(started.executionId),
+        (e) => e.steps?.[0]?.status === 'WAITING',
+      ),
+    );
     expect(await publish(target.automation.id, 'unpublish')).toMatchObject({ published: false });
     expect((await deliver(stack, listenerPath(target.automation), hmacEvent(target.secret, {}))).status).toBe(404);
     expectWaiting(await execution(started.executionId));
@@ -183,7 +206,6 @@ describe('automation versions', () => {
     expect(result.steps[1]!.output).toEqual({ tag: 'finished' });
     expect(await execution(started.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
   });
-
 });
 
 for (const target of DATABASES) {
@@ -196,7 +218,10 @@ for (const target of DATABASES) {
         // Back to the schema just before this migration, with a published and a draft automation.
         await db.exec('DROP TABLE automation_versions');
         await db.query('DELETE FROM schema_migrations WHERE version = $1', [version]);
-        for (const [id, published] of [['live', true], ['draft', false]] as const) {
+        for (const [id, published] of [
+          ['live', true],
+          ['draft', false],
+        ] as const) {
           await db.query(
             `INSERT INTO automations (id, display_name, trigger, steps, listener_id, published, version)
              VALUES ($1, $2, '{"authMethod":"HMAC"}'::jsonb, $3::jsonb, $4, $5, 4)`,

@@ -79,7 +79,13 @@ async function inFlight(stack: Stack): Promise<number> {
 async function release(stack: Stack, held: SlowRequest[], baseline: number): Promise<void> {
   for (const request of held) request.finish();
   await Promise.all(held.map((request) => request.answer.catch(() => undefined)));
-  expect(await poll(() => inFlight(stack), (n) => n === baseline, 30_000)).toBe(baseline);
+  expect(
+    await poll(
+      () => inFlight(stack),
+      (n) => n === baseline,
+      30_000,
+    ),
+  ).toBe(baseline);
 }
 
 const STEPS = [{ id: 'vars', setVariables: { a: '1' } }];
@@ -116,12 +122,27 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
       const request = slowDelivery(stack, pathA, hmacEvent(a.signingSecret!, PAYLOAD), `127.0.1.${i}`);
       open.push(request);
       held.push(request);
-      request.answer.then((answer) => refused.push(answer), () => undefined);
+      request.answer.then(
+        (answer) => refused.push(answer),
+        () => undefined,
+      );
     }
     // Every sender is either held (admitted) or answered: the gauge also counts a request that is
     // being refused, so wait for the refusals themselves, then for the gauge to settle.
-    expect(await poll(async () => refused.length, (n) => n >= 6, 30_000)).toBe(6);
-    expect(await poll(() => inFlight(stack), (n) => n === before + 4, 30_000)).toBe(before + 4);
+    expect(
+      await poll(
+        async () => refused.length,
+        (n) => n >= 6,
+        30_000,
+      ),
+    ).toBe(6);
+    expect(
+      await poll(
+        () => inFlight(stack),
+        (n) => n === before + 4,
+        30_000,
+      ),
+    ).toBe(before + 4);
     expect(refused).toHaveLength(6);
     for (const answer of refused) {
       expect(answer.status).toBe(429);
@@ -141,7 +162,13 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
     const before = await inFlight(stack);
     const held = [0, 1].map(() => slowDelivery(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.1'));
     open.push(...held);
-    expect(await poll(() => inFlight(stack), (n) => n === before + 2, 30_000)).toBe(before + 2);
+    expect(
+      await poll(
+        () => inFlight(stack),
+        (n) => n === before + 2,
+        30_000,
+      ),
+    ).toBe(before + 2);
 
     const third = await deliverFrom(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.1');
     expect(third.status).toBe(429);
@@ -249,6 +276,12 @@ describe('webhook admission: minimum body data rate', () => {
     request.abort();
     expect(answer.status).toBe(408);
     expect(answer.body.message).toBe('request body arrives slower than 1000 bytes per second');
-    expect(await poll(() => inFlight(stack), (n) => n === 0, 30_000)).toBe(0);
+    expect(
+      await poll(
+        () => inFlight(stack),
+        (n) => n === 0,
+        30_000,
+      ),
+    ).toBe(0);
   });
 });

@@ -107,7 +107,10 @@ describe('webhook intake', () => {
     expect(large).toMatchObject({ accepted: false, status: 413, reason: 'body_too_large', details: [] });
     // a missing signature is a missing header (400) for HMAC: the registry says it is required
     expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': undefined } })))).toEqual({ status: 400, reason: 'missing_header' });
-    expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': 'x'.repeat(43) } })))).toEqual({ status: 401, reason: 'signature_mismatch' });
+    expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': 'x'.repeat(43) } })))).toEqual({
+      status: 401,
+      reason: 'signature_mismatch',
+    });
     // JSON is checked after authentication: a signed non-JSON body is a 400
     expect(refusal(await deliver(intake, delivery({ body: 'not json' })))).toEqual({ status: 400, reason: 'invalid_json' });
   });
@@ -126,7 +129,14 @@ describe('webhook intake', () => {
       },
       ping: async () => undefined,
     };
-    const logged = createWebhookIntake({ db, runs: neverStarts, secretBox, config, logger: createLogger('info', sink), listenerUrl: (id) => listenerUrl(BASE_URL, id) });
+    const logged = createWebhookIntake({
+      db,
+      runs: neverStarts,
+      secretBox,
+      config,
+      logger: createLogger('info', sink),
+      listenerUrl: (id) => listenerUrl(BASE_URL, id),
+    });
     const minuteStart = Math.floor(Date.now() / 60_000) * 60_000;
     const bad = (at: number) => delivery({ headers: { 'webhook-signature': 'A'.repeat(43) }, now: new Date(at) });
     for (let i = 0; i < REFUSAL_LOG_LINES_PER_MINUTE + 5; i++) {

@@ -94,19 +94,33 @@ describe('a delivery is judged again after its body', () => {
 
   it('refuses after an unpublish (404)', async () => {
     const target = await published();
-    expect(refusal(await slowDelivery(target, () => changeAutomationState(db, target.id, 'unpublish', 'test')))).toEqual({ status: 404, reason: 'listener_not_found' });
+    expect(refusal(await slowDelivery(target, () => changeAutomationState(db, target.id, 'unpublish', 'test')))).toEqual({
+      status: 404,
+      reason: 'listener_not_found',
+    });
   });
 
   it('refuses after the trigger was disabled (404)', async () => {
     const target = await published();
     const disable = () =>
-      updateAutomation(db, target.id, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'], enabled: false } } }, updateMask: 'trigger' }, options);
+      updateAutomation(
+        db,
+        target.id,
+        { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'], enabled: false } } }, updateMask: 'trigger' },
+        options,
+      );
     expect(refusal(await slowDelivery(target, disable))).toEqual({ status: 404, reason: 'listener_not_found' });
   });
 
   it('refuses after a CIDR change that excludes the sender (403)', async () => {
     const target = await published();
-    const narrow = () => updateAutomation(db, target.id, { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['192.0.2.0/24'] } } }, updateMask: 'trigger' }, options);
+    const narrow = () =>
+      updateAutomation(
+        db,
+        target.id,
+        { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['192.0.2.0/24'] } } }, updateMask: 'trigger' },
+        options,
+      );
     expect(refusal(await slowDelivery(target, narrow))).toEqual({ status: 403, reason: 'source_not_allowed' });
   });
 

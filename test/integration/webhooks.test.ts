@@ -51,7 +51,10 @@ describe('inbound webhook, HMAC', () => {
 
     const state: RunState = await stack.client.workflow.getHandle(res.body.executionId).result();
     expect(state.status).toBe('COMPLETED');
-    expect(state.steps.map((s) => [s.id, s.status])).toEqual([['vars', 'DONE'], ['derived', 'DONE']]);
+    expect(state.steps.map((s) => [s.id, s.status])).toEqual([
+      ['vars', 'DONE'],
+      ['derived', 'DONE'],
+    ]);
     expect(state.steps[0]!.output).toEqual({ employee: '12345', status: 'terminated' });
     expect(state.steps[1]!.output).toEqual({ message: 'offboard 12345' });
 
@@ -88,7 +91,10 @@ describe('inbound webhook, HMAC', () => {
 
   it('401: a wrong signature', async () => {
     const event = hmacEvent(secret, PAYLOAD);
-    const res = await deliver(stack, path, { ...event, headers: { ...event.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! } });
+    const res = await deliver(stack, path, {
+      ...event,
+      headers: { ...event.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! },
+    });
     expect(res.status).toBe(401);
     expect(res.body.code).toBe(16);
   });
@@ -112,17 +118,27 @@ describe('inbound webhook, HMAC', () => {
     };
     const metrics = stack.service.deps.metrics;
     const routeCount = async (status: string): Promise<number> =>
-      (await metrics.httpRequests.get()).values.find((v) => v.labels.route === '/api/v1/webhooks/incoming/:listenerId' && v.labels.status === status && v.labels.method === 'POST')?.value ?? 0;
+      (await metrics.httpRequests.get()).values.find(
+        (v) => v.labels.route === '/api/v1/webhooks/incoming/:listenerId' && v.labels.status === status && v.labels.method === 'POST',
+      )?.value ?? 0;
     for (const [name, spelled] of Object.entries(spellings)) {
       const before = { accepted: await routeCount('200'), refused: await routeCount('401') };
       const event = hmacEvent(secret, PAYLOAD);
       const accepted = await deliver(stack, spelled, event);
       expect([name, accepted.status, accepted.body]).toEqual([name, 200, { eventId: event.eventId, executionId: `webhook:${listenerId}:${event.eventId}` }]);
       const bad = hmacEvent(secret, PAYLOAD);
-      const refused = await deliver(stack, spelled, { ...bad, headers: { ...bad.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! } });
+      const refused = await deliver(stack, spelled, {
+        ...bad,
+        headers: { ...bad.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! },
+      });
       expect([name, refused.status, refused.body.code, refused.headers['www-authenticate']]).toEqual([name, 401, 16, 'Bearer']);
       for (const res of [accepted, refused]) {
-        expect([name, res.headers['cache-control'], res.headers['x-content-type-options'], res.headers['content-type']]).toEqual([name, 'no-store', 'nosniff', 'application/json; charset=utf-8']);
+        expect([name, res.headers['cache-control'], res.headers['x-content-type-options'], res.headers['content-type']]).toEqual([
+          name,
+          'no-store',
+          'nosniff',
+          'application/json; charset=utf-8',
+        ]);
       }
       // Both ways of serving record the same route label in the HTTP metrics.
       expect([name, await routeCount('200'), await routeCount('401')]).toEqual([name, before.accepted + 1, before.refused + 1]);
@@ -302,7 +318,11 @@ describe('inbound webhook, workflow engine unreachable', () => {
       const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
       const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, PAYLOAD));
       expect(res.status).toBe(503);
-      expect(res.body).toEqual({ code: 14, message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id', details: [] });
+      expect(res.body).toEqual({
+        code: 14,
+        message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id',
+        details: [],
+      });
       expect(res.headers['retry-after']).toBe('5');
     } finally {
       await stack.close();

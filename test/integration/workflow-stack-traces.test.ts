@@ -29,7 +29,10 @@ beforeAll(async () => {
   ({ connection, client } = server);
   sdkQueue = uniqueTaskQueue('stacks-sdk');
   guardedQueue = uniqueTaskQueue('stacks-guarded');
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(__dirname, '../fixtures/workflows/stack-traces.ts'), logger: new DefaultLogger('WARN') });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '../fixtures/workflows/stack-traces.ts'),
+    logger: new DefaultLogger('WARN'),
+  });
   workers.push(await Worker.create({ connection, namespace: 'default', taskQueue: sdkQueue, workflowBundle }));
   workers.push(await GuardedWorker.create({ connection, namespace: 'default', taskQueue: guardedQueue, workflowBundle }));
   for (const worker of workers) running.push(worker.run());

@@ -44,7 +44,6 @@ function quietLogger() {
   return { log: noop, trace: noop, debug: noop, info: noop, warn: noop, error: noop };
 }
 
-
 for (const target of DATABASES) {
   describeOn(target)(`automation workflow (${target.label})`, () => {
     let db: Db;
@@ -59,9 +58,20 @@ for (const target of DATABASES) {
     });
 
     /** Starts a worker on a fresh task queue, runs `fn` with a starter for that queue, stops the worker. */
-    async function withWorker<T>(fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>, workerDb: Db = db): Promise<T> {
+    async function withWorker<T>(
+      fn: (start: (input: AutomationRunInput) => Promise<WorkflowHandle<typeof automation>>) => Promise<T>,
+      workerDb: Db = db,
+    ): Promise<T> {
       const taskQueue = uniqueTaskQueue('automation');
-      const worker = await createAutomationWorker({ connection: nativeConnection, namespace, taskQueue, db: workerDb, activities: (engine) => createActivities({ db: workerDb, allowPrivateOutbound: false, ...engine }), bundle, codec: testCodec() });
+      const worker = await createAutomationWorker({
+        connection: nativeConnection,
+        namespace,
+        taskQueue,
+        db: workerDb,
+        activities: (engine) => createActivities({ db: workerDb, allowPrivateOutbound: false, ...engine }),
+        bundle,
+        codec: testCodec(),
+      });
       const start = (input: AutomationRunInput) =>
         client.workflow.start(automation, {
           taskQueue,
@@ -70,8 +80,6 @@ for (const target of DATABASES) {
         });
       return worker.runUntil(fn(start));
     }
-
-
 
     it('sets variables from the trigger (both syntaxes) and reads them in later steps', async () => {
       const steps: StepDefinition[] = [
@@ -131,7 +139,15 @@ for (const target of DATABASES) {
     it('shows WAITING during a durable wait, then DONE', async () => {
       await withWorker(async (start) => {
         // An hour-long wait stays WAITING for as long as the test looks at it: no race with the timer.
-        const long = await start(await runInput([{ id: 'pause', wait: { duration: '3600s' } }, { id: 'after', setVariables: { done: 'true' } }], {}));
+        const long = await start(
+          await runInput(
+            [
+              { id: 'pause', wait: { duration: '3600s' } },
+              { id: 'after', setVariables: { done: 'true' } },
+            ],
+            {},
+          ),
+        );
         const seen = await poll(
           () => long.query<RunState>(RUN_STATE_QUERY),
           (state) => state.steps[0]?.status === 'WAITING',
@@ -141,7 +157,15 @@ for (const target of DATABASES) {
         await long.terminate('test done');
 
         // A short one runs to the end: the wait is DONE and the next step ran.
-        const short = await start(await runInput([{ id: 'pause', wait: { duration: '1.5s' } }, { id: 'after', setVariables: { done: 'true' } }], {}));
+        const short = await start(
+          await runInput(
+            [
+              { id: 'pause', wait: { duration: '1.5s' } },
+              { id: 'after', setVariables: { done: 'true' } },
+            ],
+            {},
+          ),
+        );
         const result = await short.result();
         expect(result.status).toBe('COMPLETED');
         expect(result.steps.map((s) => [s.id, s.status, s.output])).toEqual([
@@ -163,9 +187,7 @@ for (const target of DATABASES) {
       beforeAll(async () => {
         await db.query(`INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE'), ('human-1', 'Ann', 'USER_TYPE_HUMAN')`);
         await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
-        await db.query(
-          `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
-        );
+        await db.query(`INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`);
       });
 
       async function owners(): Promise<Array<{ user_id: string; role_slug: string }>> {
@@ -226,7 +248,14 @@ for (const target of DATABASES) {
           const failure = await expectRunFailure(await start(await runInput(steps, { n: 7 })));
           expect(failure.message).toBe('step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7');
           // An expression that cannot be evaluated names its field, as a setVariables step's does.
-          const missing = await expectRunFailure(await start(await runInput([{ id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.nobody', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } }], { n: 7 })));
+          const missing = await expectRunFailure(
+            await start(
+              await runInput(
+                [{ id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.nobody', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } }],
+                { n: 7 },
+              ),
+            ),
+          );
           expect(missing.message).toMatch(/^step "own" failed: userId: .*nobody/);
         });
       });
@@ -277,7 +306,10 @@ for (const target of DATABASES) {
             if (timer) shown.timers.push(tsToMs(timer.startToFireTimeout));
             const scheduled = event.activityTaskScheduledEventAttributes;
             if (scheduled?.activityType?.name === 'createEntitlementOwner') {
-              shown.scheduled.push({ maximumAttempts: scheduled.retryPolicy?.maximumAttempts ?? -1, initialIntervalMs: tsToMs(scheduled.retryPolicy?.initialInterval) });
+              shown.scheduled.push({
+                maximumAttempts: scheduled.retryPolicy?.maximumAttempts ?? -1,
+                initialIntervalMs: tsToMs(scheduled.retryPolicy?.initialInterval),
+              });
             }
           }
           return shown;
@@ -287,7 +319,10 @@ for (const target of DATABASES) {
           await withWorker(async (start) => {
             const handle = await start(await runInput([own('local-ok')], {}));
             const result = await handle.result();
-            expect(result.steps[0]).toMatchObject({ status: 'DONE', output: { userId: 'svc-1', roleSlug: 'local-ok', appId: 'app-1', entitlementId: 'ent-1' } });
+            expect(result.steps[0]).toMatchObject({
+              status: 'DONE',
+              output: { userId: 'svc-1', roleSlug: 'local-ok', appId: 'app-1', entitlementId: 'ent-1' },
+            });
             expect(await effectEvents(handle)).toEqual({ local: ['completed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
           });
           expect((await owners()).filter((o) => o.role_slug === 'local-ok')).toEqual([{ user_id: 'svc-1', role_slug: 'local-ok' }]);

@@ -14,7 +14,10 @@ if (!process.env.DATABASE_URL) {
   const skipping = <T extends { skip: Titled & { each: Each } }>(real: T): T => {
     const skip = real.skip;
     const declare = (title: string, ...rest: never[]): unknown => skip(`${title}${suffix}`, ...rest);
-    const each = (...table: never[]): Titled => (title, ...rest) => skip.each(...table)(`${title}${suffix}`, ...rest);
+    const each =
+      (...table: never[]): Titled =>
+      (title, ...rest) =>
+        skip.each(...table)(`${title}${suffix}`, ...rest);
     return Object.assign(declare, real, { each, only: declare, skip: declare, concurrent: declare }) as unknown as T;
   };
   const g = globalThis as unknown as Record<string, unknown>;

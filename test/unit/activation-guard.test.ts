@@ -112,7 +112,11 @@ function outcome<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }
  * Gives the run a workflow task its thread never answers, lets the whole deadline pass and runs the
  * check; `task` settles to what the task got.
  */
-async function stallPastDeadline(guard: GuardedWorkflowCreator, run: Workflow, advance: (ms: number) => void): Promise<{ task: Promise<{ value?: unknown; error?: unknown }> }> {
+async function stallPastDeadline(
+  guard: GuardedWorkflowCreator,
+  run: Workflow,
+  advance: (ms: number) => void,
+): Promise<{ task: Promise<{ value?: unknown; error?: unknown }> }> {
   const task = outcome(run.activate({}));
   await flush();
   advance(DEADLINE);

@@ -41,7 +41,13 @@ describe('createClient and authenticateClient', () => {
   it('a generated secret: shown once, stored as a keyed hash, authenticates without the slow gate', async () => {
     const { client, clientSecret } = await createClient(db, box, { displayName: 'ci', roles: ['admin', 'read_only'] });
     expect(clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(client).toEqual({ id: expect.any(String), clientId: expect.stringMatching(/^cli_[A-Za-z0-9_-]{16}$/), displayName: 'ci', roles: ['admin', 'read_only'], createdAt: expect.any(String) });
+    expect(client).toEqual({
+      id: expect.any(String),
+      clientId: expect.stringMatching(/^cli_[A-Za-z0-9_-]{16}$/),
+      displayName: 'ci',
+      roles: ['admin', 'read_only'],
+      createdAt: expect.any(String),
+    });
     expect(Number.isNaN(Date.parse(client.createdAt))).toBe(false);
     const hash = await storedHash(client.clientId);
     expect(hash).toMatch(/^hmac-sha256\$/);
@@ -52,7 +58,7 @@ describe('createClient and authenticateClient', () => {
     expect(calls()).toBe(0);
   });
 
-  it('refuses a wrong secret, another client\'s secret, an unknown id, and the hash itself', async () => {
+  it("refuses a wrong secret, another client's secret, an unknown id, and the hash itself", async () => {
     const a = await createClient(db, box, { displayName: 'a', roles: ['admin'] });
     const b = await createClient(db, box, { displayName: 'b', roles: ['admin'] });
     await expect(authenticateClient(db, box, a.client.clientId, b.clientSecret)).resolves.toBeUndefined();
@@ -136,7 +142,10 @@ describe('ensureBootstrapClient', () => {
   it('without configuration and without clients, makes one super_admin client and returns its secret once', async () => {
     const result = await ensureBootstrapClient(db, box, undefined);
     if (result.kind !== 'created') throw new Error(`expected created, got ${result.kind}`);
-    await expect(authenticateClient(db, box, result.clientId, result.clientSecret)).resolves.toMatchObject({ roles: ['super_admin'], displayName: 'bootstrap' });
+    await expect(authenticateClient(db, box, result.clientId, result.clientSecret)).resolves.toMatchObject({
+      roles: ['super_admin'],
+      displayName: 'bootstrap',
+    });
     await expect(ensureBootstrapClient(db, box, undefined)).resolves.toEqual({ kind: 'existing' });
     expect(await listClients(db, undefined, 10)).toHaveLength(1);
   });

@@ -104,10 +104,24 @@ describe('scrypt hashes of chosen secrets', () => {
     ['no N', (h: string) => h.replace('$16384$', '$$')],
     ['no r', (h: string) => h.replace('$8$', '$$')],
     ['no p', (h: string) => h.replace('$1$', '$$')],
-    ['no salt', (h: string) => h.split('$').map((part, i) => (i === 4 ? '' : part)).join('$')],
+    [
+      'no salt',
+      (h: string) =>
+        h
+          .split('$')
+          .map((part, i) => (i === 4 ? '' : part))
+          .join('$'),
+    ],
     ['no key', (h: string) => h.split('$').slice(0, 5).join('$') + '$'],
     ['fewer parts', (h: string) => h.split('$').slice(0, 5).join('$')],
-    ['another salt', (h: string) => h.split('$').map((part, i) => (i === 4 ? randomBytes(16).toString('base64url') : part)).join('$')],
+    [
+      'another salt',
+      (h: string) =>
+        h
+          .split('$')
+          .map((part, i) => (i === 4 ? randomBytes(16).toString('base64url') : part))
+          .join('$'),
+    ],
   ])('a stored hash with %s verifies nothing', async (_what, spoil) => {
     const hash = await hashChosenSecret('correct horse');
     const { gate, calls } = countingGate();

@@ -42,7 +42,15 @@ async function rowOf(idHash: string): Promise<Row | undefined> {
 
 /** A session row for a cookie id of our choosing (the service makes only 43-character ids). */
 async function insertWithId(id: string, at: number, expiresAt: number, actor = PERSON_ACTOR, roles: string[] = ['read_only']): Promise<void> {
-  await insertSession(db, { idHash: hashSessionId(id), csrfToken: 'csrf-' + id, actor, person: PERSON, roles, now: new Date(at), expiresAt: new Date(expiresAt) });
+  await insertSession(db, {
+    idHash: hashSessionId(id),
+    csrfToken: 'csrf-' + id,
+    actor,
+    person: PERSON,
+    roles,
+    now: new Date(at),
+    expiresAt: new Date(expiresAt),
+  });
 }
 
 function sessions(limits = { idleSeconds: IDLE_S, maxSeconds: MAX_S }): ConsoleSessions {
@@ -97,9 +105,14 @@ describe('on a PGlite store', () => {
       expect(other.session.csrfToken).not.toBe(session.csrfToken);
     });
 
-    it("acts as a person with their name and email, or as an API client with its id", async () => {
+    it('acts as a person with their name and email, or as an API client with its id', async () => {
       const person = await sessions().create({ actor: PERSON_ACTOR, person: PERSON, roles: ['admin'] });
-      expect(person.session.principal).toEqual({ clientId: '', roles: ['admin'], actor: PERSON_ACTOR, person: { name: 'Ada Lovelace', email: 'ada@example.test' } });
+      expect(person.session.principal).toEqual({
+        clientId: '',
+        roles: ['admin'],
+        actor: PERSON_ACTOR,
+        person: { name: 'Ada Lovelace', email: 'ada@example.test' },
+      });
       expect(person.session.person).toEqual({ ...PERSON, roles: ['admin'] });
       const client = await sessions().create({ actor: 'client:c-42', person: { id: 'c-42', name: 'ci', email: '' }, roles: ['read_only'] });
       expect(client.session.principal).toEqual({ clientId: 'c-42', roles: ['read_only'], actor: 'client:c-42' });
@@ -139,7 +152,15 @@ describe('on a PGlite store', () => {
         await insertWithId(id, START, START + 60_000);
         expect((await store.resolve(id))?.idHash).toBe(hashSessionId(id));
       }
-      for (const id of ['a'.repeat(19), 'b'.repeat(101), 'c'.repeat(30) + '.', 'd'.repeat(30) + '=', '!' + 'e'.repeat(30), 'f'.repeat(30) + '!', 'g'.repeat(15) + ' ' + 'g'.repeat(15)]) {
+      for (const id of [
+        'a'.repeat(19),
+        'b'.repeat(101),
+        'c'.repeat(30) + '.',
+        'd'.repeat(30) + '=',
+        '!' + 'e'.repeat(30),
+        'f'.repeat(30) + '!',
+        'g'.repeat(15) + ' ' + 'g'.repeat(15),
+      ]) {
         await insertWithId(id, START, START + 60_000);
         expect(await store.resolve(id)).toBeUndefined();
       }
@@ -236,14 +257,26 @@ describe('on a PGlite store', () => {
       expect(session?.principal.roles).toEqual(['admin', 'read_only']);
       expect(session?.person.roles).toEqual(['admin', 'read_only']);
       const odd = 'o'.repeat(43);
-      await insertSession(db, { idHash: hashSessionId(odd), csrfToken: 'x', actor: PERSON_ACTOR, person: PERSON, roles: 'admin' as unknown as string[], now: new Date(START), expiresAt: new Date(START + 60_000) });
+      await insertSession(db, {
+        idHash: hashSessionId(odd),
+        csrfToken: 'x',
+        actor: PERSON_ACTOR,
+        person: PERSON,
+        roles: 'admin' as unknown as string[],
+        now: new Date(START),
+        expiresAt: new Date(START + 60_000),
+      });
       expect((await sessions().resolve(odd))?.principal.roles).toEqual([]);
     });
 
     it("acts with the current roles of a local sign-in's API client, and ends with the client", async () => {
       const { client } = await createClient(db, box, { displayName: 'sessions test', roles: ['read_only'] });
       const store = sessions();
-      const { id, session } = await store.create({ actor: `client:${client.clientId}`, person: { id: client.clientId, name: 'sessions test', email: '' }, roles: ['super_admin'] });
+      const { id, session } = await store.create({
+        actor: `client:${client.clientId}`,
+        person: { id: client.clientId, name: 'sessions test', email: '' },
+        roles: ['super_admin'],
+      });
       const resolved = await store.resolve(id);
       expect(resolved?.principal).toEqual({ clientId: client.clientId, roles: ['read_only'], actor: `client:${client.clientId}` });
       // Only the known roles of the client's row count, as for the roles a session was stored with.

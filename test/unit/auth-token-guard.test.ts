@@ -66,12 +66,13 @@ describe('SharedTokenLimits on a PGlite store', () => {
     jest.restoreAllMocks();
   });
 
-  const refusal = (promise: Promise<unknown>): Promise<unknown> => promise.then(
-    () => {
-      throw new Error('admitted; expected a refusal');
-    },
-    (err: unknown) => err,
-  );
+  const refusal = (promise: Promise<unknown>): Promise<unknown> =>
+    promise.then(
+      () => {
+        throw new Error('admitted; expected a refusal');
+      },
+      (err: unknown) => err,
+    );
 
   async function failures(): Promise<{ client_id: string; source: string; failures: number }[]> {
     return db.query('SELECT client_id, source, failures FROM token_failures ORDER BY client_id, source');
@@ -155,7 +156,8 @@ describe('SharedTokenLimits on a PGlite store', () => {
       await db.query('UPDATE token_source_limits SET tat_ms = tat_ms - 600000 WHERE source = $1', [source]);
       await db.query('UPDATE token_failures SET last_failure_ms = last_failure_ms - 600000, blocked_until_ms = 0 WHERE source = $1', [source]);
     };
-    const sources = async (): Promise<string[]> => (await db.query<{ source: string }>('SELECT source FROM token_source_limits ORDER BY source')).map((r) => r.source);
+    const sources = async (): Promise<string[]> =>
+      (await db.query<{ source: string }>('SELECT source FROM token_source_limits ORDER BY source')).map((r) => r.source);
     await stale('192.0.2.1');
     now = start + 59_999;
     await limits.admit('192.0.2.2', 'cli_p');

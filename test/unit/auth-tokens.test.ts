@@ -110,7 +110,7 @@ describe('AccessTokens', () => {
     expect(a).not.toBe(b);
   });
 
-  it('a second process on the same store shares the key: it verifies the first one\'s tokens', async () => {
+  it("a second process on the same store shares the key: it verifies the first one's tokens", async () => {
     const other = await AccessTokens.load(db, box, TTL);
     expect(other.currentKid).toBe(tokens.currentKid);
     await expect(other.verify(await tokens.issue(clientId, ['admin']))).resolves.toEqual({ clientId, roles: ['admin'] });
@@ -183,7 +183,11 @@ describe('AccessTokens', () => {
   it('a store failure while checking the client is an error, not an invalid token', async () => {
     const token = await tokens.issue(clientId, ['admin']);
     const failing = { query: () => Promise.reject(new Error('store down')) } as unknown as Db;
-    const broken = await AccessTokens.load({ query: (sql: string, params?: unknown[]) => (sql.includes('service_secrets') ? db.query(sql, params) : failing.query(sql, params)) } as Db, box, TTL);
+    const broken = await AccessTokens.load(
+      { query: (sql: string, params?: unknown[]) => (sql.includes('service_secrets') ? db.query(sql, params) : failing.query(sql, params)) } as Db,
+      box,
+      TTL,
+    );
     await expect(broken.verify(token)).rejects.toThrow('store down');
   });
 });
@@ -309,7 +313,7 @@ describe('AccessTokens key rotation', () => {
     expect(b.currentKid).toBe(a.currentKid);
   });
 
-  it('issue picks up another process\'s rotation after a minute', async () => {
+  it("issue picks up another process's rotation after a minute", async () => {
     const a = await AccessTokens.load(rotDb, box, TTL);
     const b = await AccessTokens.load(rotDb, box, TTL);
     const rotated = await a.rotate();
@@ -360,7 +364,9 @@ describe('AccessTokens key rotation', () => {
       const { exportJWK } = await import('jose');
       const newerJwk = { ...(await exportJWK(newer)), kid: 'newer', alg: 'ES256' };
       const { d: _d, ...previousPublic } = current;
-      await getOrCreateServiceKey(previousDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: newerJwk, previous: previousPublic, rotatedAt: new Date().toISOString() }));
+      await getOrCreateServiceKey(previousDb, box, SIGNING_KEY_SECRET, () =>
+        JSON.stringify({ current: newerJwk, previous: previousPublic, rotatedAt: new Date().toISOString() }),
+      );
       const fromPrevious = await AccessTokens.load(previousDb, box, TTL);
       expect(fromPrevious.currentKid).toBe('newer');
       expect(fromPrevious.jwks().keys.map((key) => key.kid)).toEqual(['newer', current.kid]);
@@ -382,7 +388,9 @@ describe('AccessTokens key rotation', () => {
     // Without rotatedAt the previous key counts as retired long ago: the next rotation drops it.
     await rotDb.query('DELETE FROM service_secrets');
     const { d: _d2, ...previousPublic } = current;
-    await getOrCreateServiceKey(rotDb, box, SIGNING_KEY_SECRET, () => JSON.stringify({ current: { ...current, kid: 'cur' }, previous: { ...previousPublic, kid: 'old' } }));
+    await getOrCreateServiceKey(rotDb, box, SIGNING_KEY_SECRET, () =>
+      JSON.stringify({ current: { ...current, kid: 'cur' }, previous: { ...previousPublic, kid: 'old' } }),
+    );
     const undated = await AccessTokens.load(rotDb, box, TTL);
     expect(undated.jwks().keys.map((key) => key.kid)).toEqual(['cur', 'old']);
     expect((await undated.rotate()).retiredKids).toEqual(['cur']);

@@ -32,7 +32,7 @@ describe('dryRunSteps', () => {
       { id: 'whole', callWebhook: { url: "'https://hooks.example/all'", body: '{"url": ctx.steps.hook.url}' } },
       { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'e'" } },
     ];
-    const { steps: results } = (await dryRunSteps(steps, { user: 'svc-1', n: 2, ent: 'ent-9' }, secure));
+    const { steps: results } = await dryRunSteps(steps, { user: 'svc-1', n: 2, ent: 'ent-9' }, secure);
     expect(results).toEqual([
       { id: 'vars', kind: 'setVariables', status: 'WOULD_RUN', output: { who: 'svc-1', n: 4 }, error: null },
       {
@@ -47,14 +47,22 @@ describe('dryRunSteps', () => {
         id: 'hook',
         kind: 'callWebhook',
         status: 'WOULD_RUN',
-        output: { url: 'https://hooks.example/svc-1', body: { n: 4 }, headers: { 'X-Who': 'svc-1', 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' } },
+        output: {
+          url: 'https://hooks.example/svc-1',
+          body: { n: 4 },
+          headers: { 'X-Who': 'svc-1', 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' },
+        },
         error: null,
       },
       {
         id: 'whole',
         kind: 'callWebhook',
         status: 'WOULD_RUN',
-        output: { url: 'https://hooks.example/all', body: { url: 'https://hooks.example/svc-1' }, headers: { 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' } },
+        output: {
+          url: 'https://hooks.example/all',
+          body: { url: 'https://hooks.example/svc-1' },
+          headers: { 'Idempotency-Key': '[per run]', 'webhook-id': '[per run]' },
+        },
         error: null,
       },
       {
@@ -91,7 +99,12 @@ describe('dryRunSteps', () => {
       ['b', 'NOT_REACHED', null, null],
       ['c', 'NOT_REACHED', null, null],
     ]);
-    expect((await dryRunSteps(steps, { bad: false, user: 'u1' }, secure)).steps.map((s) => s.status)).toEqual(['WOULD_RUN', 'SKIPPED', 'WOULD_RUN', 'WOULD_RUN']);
+    expect((await dryRunSteps(steps, { bad: false, user: 'u1' }, secure)).steps.map((s) => s.status)).toEqual([
+      'WOULD_RUN',
+      'SKIPPED',
+      'WOULD_RUN',
+      'WOULD_RUN',
+    ]);
   });
 
   it('reports an ERROR with the message a run would show, and does not reach the steps after it', async () => {
@@ -144,9 +157,7 @@ describe('dryRunSteps', () => {
     const list99 = Array.from({ length: 99 }, (_, i) => i);
 
     it('a slow expression hits the per-evaluation cost budget', async () => {
-      const steps: StepDefinition[] = [
-        { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } },
-      ];
+      const steps: StepDefinition[] = [{ id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } }];
       const [result] = (await dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) + 'c' }, secure)).steps;
       expect(result).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeds the cost budget of 1000000' });
     });
@@ -171,8 +182,9 @@ describe('dryRunSteps', () => {
 
     it('the whole dry run is bounded: steps after the time budget are not evaluated', async () => {
       const slow: StepDefinition = { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } };
-      const results = (await dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 }))
-        .steps;
+      const results = (
+        await dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 })
+      ).steps;
       expect(results[0]).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeds the cost budget of 1000000' });
       expect(results[1]!.status).toBe('NOT_REACHED');
       const exhausted = (await dryRunSteps([{ id: 'a', setVariables: { z: '1' } }], {}, { ...secure, timeBudgetMs: 0 })).steps;

@@ -32,14 +32,29 @@ beforeAll(() => {
 });
 
 const cel = fc.oneof(
-  { weight: 12, arbitrary: fc.constantFrom('ctx.trigger.x', 'ctx.trigger["a b"]', "'owner'", 'has(ctx.trigger.k)', 'ctx.steps.s.v', '1 + 2 == 3', "'https://hooks.example/' + ctx.trigger.id", '{"a": 1}') },
+  {
+    weight: 12,
+    arbitrary: fc.constantFrom(
+      'ctx.trigger.x',
+      'ctx.trigger["a b"]',
+      "'owner'",
+      'has(ctx.trigger.k)',
+      'ctx.steps.s.v',
+      '1 + 2 == 3',
+      "'https://hooks.example/' + ctx.trigger.id",
+      '{"a": 1}',
+    ),
+  },
   { weight: 1, arbitrary: fc.constantFrom('1 +', '', ' ') },
 );
 const maybeNull = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null });
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 /** Absent in most bodies (each of the flow-control fields), so that valid bodies stay common. */
 const rarely = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
-const duration = fc.oneof({ weight: 6, arbitrary: fc.constantFrom('60s', '0.5s', '3600s', '1.5s') }, { weight: 1, arbitrary: fc.constantFrom('0s', '-1s', 'soon') });
+const duration = fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom('60s', '0.5s', '3600s', '1.5s') },
+  { weight: 1, arbitrary: fc.constantFrom('0s', '-1s', 'soon') },
+);
 const retry = fc.record(
   {
     maximumAttempts: maybeNull(fc.integer({ min: 0, max: 25 })),
@@ -76,15 +91,37 @@ const step = fc
     fc.option(fc.constantFrom('wait', 'fail', 'setVariables'), { nil: undefined }),
   )
   .map(([head, kind, nullKind]) => ({ ...head, ...(nullKind && !(nullKind in kind) ? { [nullKind]: null } : {}), ...kind }));
-const cidrs = maybeNull(fc.array(fc.oneof({ weight: 5, arbitrary: fc.oneof(fc.ipV4(), fc.ipV6(), fc.constant('10.0.0.0/8')) }, fc.constantFrom('1.2.3.4/40', 'nope')), { maxLength: 3 }));
+const cidrs = maybeNull(
+  fc.array(fc.oneof({ weight: 5, arbitrary: fc.oneof(fc.ipV4(), fc.ipV6(), fc.constant('10.0.0.0/8')) }, fc.constantFrom('1.2.3.4/40', 'nope')), {
+    maxLength: 3,
+  }),
+);
 const trigger = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ incomingWebhook: fc.record({ authMethod: fc.constant('HMAC'), jwksUrl: maybe(maybeNull(fc.constant(''))), allowedCidrs: cidrs, enabled: maybeNull(fc.boolean()) }, { requiredKeys: ['authMethod'] }) }) },
-  { weight: 2, arbitrary: fc.record({ incomingWebhook: fc.record({ authMethod: fc.constant('JWT'), jwksUrl: fc.constant('https://idp.example/jwks.json'), allowedCidrs: cidrs, enabled: maybeNull(fc.boolean()) }, { requiredKeys: ['authMethod', 'jwksUrl'] }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      incomingWebhook: fc.record(
+        { authMethod: fc.constant('HMAC'), jwksUrl: maybe(maybeNull(fc.constant(''))), allowedCidrs: cidrs, enabled: maybeNull(fc.boolean()) },
+        { requiredKeys: ['authMethod'] },
+      ),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      incomingWebhook: fc.record(
+        { authMethod: fc.constant('JWT'), jwksUrl: fc.constant('https://idp.example/jwks.json'), allowedCidrs: cidrs, enabled: maybeNull(fc.boolean()) },
+        { requiredKeys: ['authMethod', 'jwksUrl'] },
+      ),
+    }),
+  },
   fc.record({
     incomingWebhook: fc.record(
       {
         authMethod: fc.constantFrom('HMAC', 'JWT', 'OTHER'),
-        jwksUrl: maybeNull(fc.oneof(fc.constant(''), fc.constantFrom('https://idp.example/jwks.json', 'http://idp.example/jwks.json', 'https://10.0.0.1/jwks'))),
+        jwksUrl: maybeNull(
+          fc.oneof(fc.constant(''), fc.constantFrom('https://idp.example/jwks.json', 'http://idp.example/jwks.json', 'https://10.0.0.1/jwks')),
+        ),
         allowedCidrs: cidrs,
         enabled: maybeNull(fc.boolean()),
       },
@@ -100,9 +137,14 @@ const automation = fc.record(
     steps: maybeNull(fc.uniqueArray(step, { maxLength: 4, selector: (value) => value.id })),
     filter: rarely(maybeNull(cel)),
     concurrency: rarely(maybeNull(fc.record({ limit: fc.constantFrom(1, 2, 100, 0, 101, 1.5), key: maybeNull(cel) }, { requiredKeys: ['limit'] }))),
-    rateLimit: rarely(maybeNull(
-      fc.record({ limit: fc.constantFrom(1, 10_000, 0, 10_001), period: fc.constantFrom('1s', '60s', '86400s', '0s', '86401s', '1m', '1.5s'), key: maybeNull(cel) }, { requiredKeys: ['limit', 'period'] }),
-    )),
+    rateLimit: rarely(
+      maybeNull(
+        fc.record(
+          { limit: fc.constantFrom(1, 10_000, 0, 10_001), period: fc.constantFrom('1s', '60s', '86400s', '0s', '86401s', '1m', '1.5s'), key: maybeNull(cel) },
+          { requiredKeys: ['limit', 'period'] },
+        ),
+      ),
+    ),
   },
   { requiredKeys: ['displayName', 'trigger'] },
 );

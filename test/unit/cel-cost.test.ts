@@ -89,13 +89,13 @@ describe('the cost of one evaluation', () => {
     const body = (expr: string): number => growth(`ctx.trigger.l.all(x, ${expr})`, list, 100) - a;
     // (per iteration: the body's nodes beyond `true`'s one, then what its calls pay)
     // 7 nodes (three selects on each side, the call); == pays 1 and walks both lists (100 + 100 each)
-    expect(body('ctx.trigger.l == ctx.trigger.l')).toBe(100 * ((7 - 1) + 1 + 2 * (100 + 100)));
+    expect(body('ctx.trigger.l == ctx.trigger.l')).toBe(100 * (7 - 1 + 1 + 2 * (100 + 100)));
     // 6 nodes (map, key, value, size(), >=, 0); size() pays 1 + 1 entry, >= pays 1 + 1 + 1
-    expect(body("{'k': x}.size() >= 0")).toBe(100 * ((6 - 1) + 2 + 3));
+    expect(body("{'k': x}.size() >= 0")).toBe(100 * (6 - 1 + 2 + 3));
     // 6 nodes (list, two elements, size(), >=, 0); size() pays 1 + 2 elements, >= pays 3
-    expect(body('[x, x].size() >= 0')).toBe(100 * ((6 - 1) + 3 + 3));
+    expect(body('[x, x].size() >= 0')).toBe(100 * (6 - 1 + 3 + 3));
     // 4 nodes (the target 'ab', size(), >=, 0): a call on a target counts the target; size() pays 1 + 1
-    expect(body("'ab'.size() >= 0")).toBe(100 * ((4 - 1) + 2 + 3));
+    expect(body("'ab'.size() >= 0")).toBe(100 * (4 - 1 + 2 + 3));
   });
 
   it('keeps counting after a comprehension over something that is not a list or a map', () => {
@@ -110,7 +110,12 @@ describe('the cost of one evaluation', () => {
 
   it('charges one unit for an operand that is neither a string, bytes, a list nor a map, and keeps counting', () => {
     const l = new Array<number>(1_000_000).fill(0);
-    for (const operand of ["duration('1s') + duration('1s') == duration('2s')", "timestamp('2024-01-01T00:00:00Z') < timestamp('2024-01-02T00:00:00Z')", '1u + 1u == 2u', 'null == null']) {
+    for (const operand of [
+      "duration('1s') + duration('1s') == duration('2s')",
+      "timestamp('2024-01-01T00:00:00Z') < timestamp('2024-01-02T00:00:00Z')",
+      '1u + 1u == 2u',
+      'null == null',
+    ]) {
       expect(cost(operand, {})).toBeGreaterThan(0);
       expect(() => evaluate(`${operand} && ctx.trigger.l.size() >= 0`, { trigger: { l }, steps: {} })).toThrow(
         expect.objectContaining({ code: 'ERR_CEL_LIMIT', message: 'evaluation exceeds the cost budget of 1000000' }),

@@ -66,7 +66,8 @@ describe('evaluation budgets, at their edges', () => {
       field: 'value',
     });
     // nested comprehensions count together: 100 × 100 is the budget exactly, 100 × 101 is not
-    const square = (outer: number, inner: number): CelContext => context({ a: Array.from({ length: outer }, () => 0), b: Array.from({ length: inner }, () => 0) });
+    const square = (outer: number, inner: number): CelContext =>
+      context({ a: Array.from({ length: outer }, () => 0), b: Array.from({ length: inner }, () => 0) });
     expect(evaluate('ctx.trigger.a.all(x, ctx.trigger.b.all(y, true))', square(99, 100))).toBe(true);
     expect(failure('ctx.trigger.a.all(x, ctx.trigger.b.all(y, true))', square(100, 100)).code).toBe('ERR_CEL_LIMIT');
   });
@@ -107,10 +108,7 @@ describe('input conversion (JSON → CEL)', () => {
 
   it('reads dates as RFC 3339 strings, bytes as bytes, integers as int, and missing values as null or absent', () => {
     const at = new Date('2024-05-01T10:00:00.123Z');
-    const ctx = context(
-      { bytes: new Uint8Array([104, 105]), big: 5n, gone: undefined, fn: () => 1, sym: Symbol('s') },
-      { own: { createdAt: at } },
-    );
+    const ctx = context({ bytes: new Uint8Array([104, 105]), big: 5n, gone: undefined, fn: () => 1, sym: Symbol('s') }, { own: { createdAt: at } });
     expect(evaluate('ctx.steps.own.createdAt', ctx)).toBe('2024-05-01T10:00:00.123Z');
     expect(evaluate('type(ctx.steps.own.createdAt) == string', ctx)).toBe(true);
     expect(evaluate('ctx.trigger.bytes == b"hi"', ctx)).toBe(true);
@@ -186,10 +184,7 @@ describe('result conversion (CEL → JSON)', () => {
     const ctx = context({});
     expect(evaluate('[type(1), type("s"), type(ctx)]', ctx)).toEqual(['int', 'string', 'map']);
     expect(
-      evaluate(
-        "['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.5Z', '2024-05-01T10:00:00.000120Z', '2024-05-01T10:00:00.000000001Z'].map(t, timestamp(t))",
-        ctx,
-      ),
+      evaluate("['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.5Z', '2024-05-01T10:00:00.000120Z', '2024-05-01T10:00:00.000000001Z'].map(t, timestamp(t))", ctx),
     ).toEqual(['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.500Z', '2024-05-01T10:00:00.000120Z', '2024-05-01T10:00:00.000000001Z']);
     expect(evaluate("['0s', '1.5s', '-1.5s', '-0.25s', '90m', '0.000001s', '1.000000002s'].map(d, duration(d))", ctx)).toEqual([
       '0s',

@@ -12,10 +12,14 @@ const ctx: CelContext = { trigger: {}, steps: {} };
 
 describe('list concatenation', () => {
   it('keeps each list as it was when something is appended to it twice', () => {
-    expect(evaluate('[[1] + [2]].map(l, [l + [3], l + [4], l])', ctx)).toEqual([[[1, 2, 3], [1, 2, 4], [1, 2]]]);
-    expect(evaluate('[[1] + [2]].map(l, [l + [3], l.size(), 3 in l, l == [1, 2], l.map(x, x)])', ctx)).toEqual([
-      [[1, 2, 3], 2, false, true, [1, 2]],
+    expect(evaluate('[[1] + [2]].map(l, [l + [3], l + [4], l])', ctx)).toEqual([
+      [
+        [1, 2, 3],
+        [1, 2, 4],
+        [1, 2],
+      ],
     ]);
+    expect(evaluate('[[1] + [2]].map(l, [l + [3], l.size(), 3 in l, l == [1, 2], l.map(x, x)])', ctx)).toEqual([[[1, 2, 3], 2, false, true, [1, 2]]]);
     expect(evaluate('([1] + [2]) + ([3] + [4])', ctx)).toEqual([1, 2, 3, 4]);
     expect(evaluate('[] + [1] + [] + [2, 3]', ctx)).toEqual([1, 2, 3]);
   });
@@ -23,7 +27,9 @@ describe('list concatenation', () => {
   it('reads elements by index inside the list only, even when the shared array holds more', () => {
     expect(evaluate('([1] + [2])[0] + ([1] + [2])[1]', ctx)).toBe(3);
     for (const source of ['([1] + [2])[2]', '([1] + [2])[-1]', '[[1] + [2]].map(l, [l + [3], l[2]])']) {
-      expect(() => evaluate(source, ctx)).toThrow(expect.objectContaining({ code: 'ERR_CEL_EVALUATION', message: expect.stringMatching(/index -?\d out of bounds/) }));
+      expect(() => evaluate(source, ctx)).toThrow(
+        expect.objectContaining({ code: 'ERR_CEL_EVALUATION', message: expect.stringMatching(/index -?\d out of bounds/) }),
+      );
     }
   });
 

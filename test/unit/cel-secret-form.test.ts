@@ -59,7 +59,9 @@ describe('the closed secret grammar', () => {
   it('refuses an index into secrets, has(), ctx and other names before the grammar check', () => {
     expect(checkSecretExpression("secrets['k']").problem).toBe('secrets at line 1, column 1 must be read as secrets.<name>');
     expect(checkSecretExpression("has(secrets.k) ? 'a' : secrets.k").problem).toBe('secrets at line 1, column 5 must be read as secrets.<name>');
-    expect(checkSecretExpression('secrets.k + ctx').problem).toBe('a header value that reads secrets may not read ctx (at line 1, column 13): only secrets.<name> and literals');
+    expect(checkSecretExpression('secrets.k + ctx').problem).toBe(
+      'a header value that reads secrets may not read ctx (at line 1, column 13): only secrets.<name> and literals',
+    );
     expect(checkSecretExpression('x.secrets.k + secrets.k').problem).toMatch(/^unknown name "x" at line 1, column 1/);
   });
 });

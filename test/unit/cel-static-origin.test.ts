@@ -30,7 +30,7 @@ describe('staticOrigin', () => {
     "'https://api.example' + ctx.trigger.path",
     "'https://api.example:' + ctx.trigger.port + '/x'",
     // the scheme or authority comes from the run
-    "ctx.trigger.url",
+    'ctx.trigger.url',
     "ctx.trigger.scheme + '://api.example/'",
     "'' + ctx.trigger.url",
     "'https://' + ctx.trigger.host + '/x'",
@@ -46,7 +46,7 @@ describe('staticOrigin', () => {
     "'https://exa mple.example/' + ctx.trigger.path",
     "'https://exa mple.example/x'",
     "'not a url'",
-    "1",
+    '1',
     "'https://api.example/x'.lowerAscii()",
     // an expression that does not parse
     "'https://api.example/' +",

@@ -104,7 +104,7 @@ describe('checkExpression', () => {
     expect(checkExpression("ctx.trigger.kind == 'hire'")).toBeUndefined();
     expect(checkExpression('ctx.trigger.tags.exists(t, t.endsWith("x"))')).toBeUndefined();
     expect(checkExpression('[1, 2].map(x, [3].map(y, x + y))')).toBeUndefined();
-    expect(checkExpression("strings.quote(ctx.trigger.kind)")).toBeUndefined();
+    expect(checkExpression('strings.quote(ctx.trigger.kind)')).toBeUndefined();
     expect(evaluate("ctx.trigger.kind.upperAscii() + '-' + ['a', 'b'].join(',')", ctx)).toBe('HIRE-a,b');
     expect(checkExpression('type(ctx.trigger.kind) == string')).toBeUndefined();
   });

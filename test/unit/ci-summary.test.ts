@@ -71,7 +71,9 @@ describe('scripts/ci-summary.js', () => {
   });
 
   it('a jest run that reports no success with nothing failed (global set-up failed) is a failure', () => {
-    const { lines, failed } = summarize([`npm test=${file('setup.json', { success: false, numPassedTests: 0, numFailedTests: 0, numRuntimeErrorTestSuites: 0, testResults: [] })}`]);
+    const { lines, failed } = summarize([
+      `npm test=${file('setup.json', { success: false, numPassedTests: 0, numFailedTests: 0, numRuntimeErrorTestSuites: 0, testResults: [] })}`,
+    ]);
     expect(failed).toBe(1);
     expect(lines.at(-1)).toBe('0 passed, 1 failed');
   });
@@ -80,17 +82,19 @@ describe('scripts/ci-summary.js', () => {
     const report = { suites: [], errors: [{ message: 'global set-up failed' }], stats: { expected: 12, flaky: 1, unexpected: 2, skipped: 2 } };
     const { lines, failed } = summarize([`browser=${file('playwright.json', report)}`]);
     expect(failed).toBe(3);
-    expect(lines).toEqual(
-      expect.arrayContaining([
-        'browser: 13 passed, 3 failed, 2 skipped',
-        'browser: 1 error(s) outside the tests',
-        '13 passed, 3 failed',
-      ]),
-    );
+    expect(lines).toEqual(expect.arrayContaining(['browser: 13 passed, 3 failed, 2 skipped', 'browser: 1 error(s) outside the tests', '13 passed, 3 failed']));
   });
 
   it('a skip for a tool .ci/run installs counts as failed', () => {
-    const web = { success: true, numPassedTests: 0, numFailedTests: 0, numRuntimeErrorTestSuites: 0, testResults: [{ assertionResults: [test('pending', 'shows a run', ['Temporal Web UI (skipped: /usr/bin/chromium is absent; apt-get install -y chromium)'])] }] };
+    const web = {
+      success: true,
+      numPassedTests: 0,
+      numFailedTests: 0,
+      numRuntimeErrorTestSuites: 0,
+      testResults: [
+        { assertionResults: [test('pending', 'shows a run', ['Temporal Web UI (skipped: /usr/bin/chromium is absent; apt-get install -y chromium)'])] },
+      ],
+    };
     const { lines, failed } = summarize(['--forbid-skip', 'chromium', `npm test=${file('web.json', web)}`]);
     expect(failed).toBe(1);
     expect(lines.slice(-2)).toEqual(['1 skipped: 1 (/usr/bin/chromium is absent; apt-get install -y chromium)', '0 passed, 1 failed']);

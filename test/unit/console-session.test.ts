@@ -19,7 +19,15 @@ import { auditParams } from '../../src/store/audit';
 import type { Db } from '../../src/store/db';
 import type { AppDeps } from '../../src/http/context';
 import { errorMiddleware } from '../../src/http/errors';
-import { authenticateSession, checkOrigin, consoleOrigin, readSessionCookie, sessionCookie, sessionCookieName, sessionsOf } from '../../src/http/console-session';
+import {
+  authenticateSession,
+  checkOrigin,
+  consoleOrigin,
+  readSessionCookie,
+  sessionCookie,
+  sessionCookieName,
+  sessionsOf,
+} from '../../src/http/console-session';
 import { createLogger } from '../../src/logger';
 import { openTestDb, PGLITE } from '../helpers/databases';
 
@@ -73,7 +81,8 @@ describe('the session cookie', () => {
 
   it('is read by its exact name among other cookies, its value whole', () => {
     const deps = depsFor('http://localhost:8080');
-    const read = (cookie: string | undefined): string | undefined => readSessionCookie({ get: (name: string) => (name === 'cookie' ? (cookie ?? '') : '') } as never, deps);
+    const read = (cookie: string | undefined): string | undefined =>
+      readSessionCookie({ get: (name: string) => (name === 'cookie' ? (cookie ?? '') : '') } as never, deps);
     expect(read('console_session=abc')).toBe('abc');
     expect(read('a=1; console_session=abc ; b=2')).toBe('abc');
     expect(read('a=1;console_session=abc')).toBe('abc');
@@ -100,7 +109,9 @@ describe('the console origin', () => {
     expect(() => checkOrigin(withOrigin(''), deps)).not.toThrow();
     expect(() => checkOrigin(withOrigin('https://console.example'), deps)).not.toThrow();
     for (const origin of [OTHER_ORIGIN, 'http://console.example', 'https://console.example:444', 'null']) {
-      expect(() => checkOrigin(withOrigin(origin), deps)).toThrow(expect.objectContaining({ status: 403, message: "the request comes from another origin than the console's" }));
+      expect(() => checkOrigin(withOrigin(origin), deps)).toThrow(
+        expect.objectContaining({ status: 403, message: "the request comes from another origin than the console's" }),
+      );
     }
   });
 });
@@ -155,12 +166,20 @@ describe('authenticateSession', () => {
       expect(res.status).toBe(200);
     }
     const res = await call('GET', { cookie });
-    expect(res).toEqual({ status: 200, body: { actor: PERSON_ACTOR, roles: ['admin'], session: idHash, details: { name: 'Ada Lovelace', email: 'ada@example.test' } } });
+    expect(res).toEqual({
+      status: 200,
+      body: { actor: PERSON_ACTOR, roles: ['admin'], session: idHash, details: { name: 'Ada Lovelace', email: 'ada@example.test' } },
+    });
   });
 
   it('refuses an unsafe request without the CSRF token or with another one (403)', async () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
-      for (const headers of [{ cookie }, { cookie, 'x-csrf-token': '' }, { cookie, 'x-csrf-token': csrfToken.slice(0, -1) }, { cookie, 'x-csrf-token': 'x'.repeat(csrfToken.length) }] as Record<string, string>[]) {
+      for (const headers of [
+        { cookie },
+        { cookie, 'x-csrf-token': '' },
+        { cookie, 'x-csrf-token': csrfToken.slice(0, -1) },
+        { cookie, 'x-csrf-token': 'x'.repeat(csrfToken.length) },
+      ] as Record<string, string>[]) {
         const res = await call(method, headers);
         expect({ method, ...res }).toEqual({ method, status: 403, body: { code: 7, message: 'missing or wrong X-CSRF-Token', details: [] } });
       }
@@ -183,7 +202,11 @@ describe('authenticateSession', () => {
 
   it('acts as the API client of a local sign-in, with no person in the audit details', async () => {
     const { client } = await createClient(db, new SecretBox(randomBytes(32)), { displayName: 'console test', roles: ['read_only'] });
-    const { id, session } = await sessionsOf(served.deps).create({ actor: `client:${client.clientId}`, person: { id: client.clientId, name: 'console test', email: '' }, roles: ['read_only'] });
+    const { id, session } = await sessionsOf(served.deps).create({
+      actor: `client:${client.clientId}`,
+      person: { id: client.clientId, name: 'console test', email: '' },
+      roles: ['read_only'],
+    });
     const res = await call('GET', { cookie: `console_session=${id}` });
     expect(res).toEqual({ status: 200, body: { actor: `client:${client.clientId}`, roles: ['read_only'], session: session.idHash, details: {} } });
   });

@@ -57,9 +57,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('refuses to start without SECRET_KEY, which every API process must share', () => {
-    expect(() =>
-      Object.entries(compose.services.api?.environment ?? {}).forEach(([, v]) => substitute(v, { APP_DB_PASSWORD: 'x' })),
-    ).toThrow(/SECRET_KEY/);
+    expect(() => Object.entries(compose.services.api?.environment ?? {}).forEach(([, v]) => substitute(v, { APP_DB_PASSWORD: 'x' }))).toThrow(/SECRET_KEY/);
   });
 
   it('has health checks', () => {

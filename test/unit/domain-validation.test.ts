@@ -38,7 +38,9 @@ describe('parseOrThrow', () => {
 
   it('violationsOf without a prefix names the fields from the body root', () => {
     const result = CreateUserRequest.safeParse({ displayName: 'Ada', type: 'robot' });
-    expect(result.success ? [] : violationsOf(result.error.issues)).toEqual([{ field: 'type', description: 'must be one of USER_TYPE_SERVICE, USER_TYPE_HUMAN' }]);
+    expect(result.success ? [] : violationsOf(result.error.issues)).toEqual([
+      { field: 'type', description: 'must be one of USER_TYPE_SERVICE, USER_TYPE_HUMAN' },
+    ]);
   });
 
   it('names the fields under the prefix of the object in the body; without one, a bad body is "(body)"', () => {

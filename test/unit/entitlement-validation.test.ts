@@ -205,9 +205,7 @@ describe('AppEntitlement write validation', () => {
 
     it('refuses no member and two members', () => {
       expect(violations({ provisionerPolicy: { connector: {} } })).toEqual(['provisionerPolicy.connector']);
-      expect(
-        violations({ provisionerPolicy: { connector: { defaultBehavior: {}, deleteAccount: {} } } }),
-      ).toEqual(['provisionerPolicy.connector']);
+      expect(violations({ provisionerPolicy: { connector: { defaultBehavior: {}, deleteAccount: {} } } })).toEqual(['provisionerPolicy.connector']);
     });
 
     it('needs exactly one of saveToVault / doNotSave in account', () => {
@@ -241,9 +239,7 @@ describe('AppEntitlement write validation', () => {
     it('checks member field types', () => {
       expect(violations(withAssignee({ users: { userIds: 'u' } }))).toEqual(['provisionerPolicy.manual.assignee.users.userIds']);
       expect(violations(withAssignee({ group: { allowReassignment: 1 } }))).toEqual(['provisionerPolicy.manual.assignee.group.allowReassignment']);
-      expect(violations(withAssignee({ expression: { expressions: [true] } }))).toEqual([
-        'provisionerPolicy.manual.assignee.expression.expressions[0]',
-      ]);
+      expect(violations(withAssignee({ expression: { expressions: [true] } }))).toEqual(['provisionerPolicy.manual.assignee.expression.expressions[0]']);
     });
   });
 
@@ -339,8 +335,12 @@ describe('what a refusal says', () => {
   }
 
   it('a bad annotation key is described by the key rule it breaks, at the key', () => {
-    expect(refusal({ annotations: { 'bad key': 'x' } })).toEqual([{ field: 'annotations["bad key"]', description: 'key must match ^[A-Za-z][A-Za-z0-9._/-]{0,127}$' }]);
-    expect(refusal({ annotations: { 'c1.managed': 'x' } })).toEqual([{ field: 'annotations["c1.managed"]', description: 'keys starting with "c1." are reserved' }]);
+    expect(refusal({ annotations: { 'bad key': 'x' } })).toEqual([
+      { field: 'annotations["bad key"]', description: 'key must match ^[A-Za-z][A-Za-z0-9._/-]{0,127}$' },
+    ]);
+    expect(refusal({ annotations: { 'c1.managed': 'x' } })).toEqual([
+      { field: 'annotations["c1.managed"]', description: 'keys starting with "c1." are reserved' },
+    ]);
   });
 
   it('a key of exactly 256 characters is shown whole; a longer one is cut to 256 and an ellipsis', () => {
@@ -380,7 +380,10 @@ describe('what a refusal says', () => {
     expect(jsonDepthViolation(objects(64))).toEqual({ field: Array(64).fill('a').join('.'), description: 'nested deeper than 64 levels' });
     expect(jsonDepthViolation(arrays(63))).toBeUndefined();
     expect(jsonDepthViolation(arrays(64))).toEqual({ field: '[0]'.repeat(64), description: 'nested deeper than 64 levels' });
-    expect(jsonDepthViolation(objects(64), 'appEntitlement')).toEqual({ field: `appEntitlement.${Array(64).fill('a').join('.')}`, description: 'nested deeper than 64 levels' });
+    expect(jsonDepthViolation(objects(64), 'appEntitlement')).toEqual({
+      field: `appEntitlement.${Array(64).fill('a').join('.')}`,
+      description: 'nested deeper than 64 levels',
+    });
   });
 
   it('parseEntitlementWrite answers the fields, or throws the 400 naming every offending field under the prefix', () => {
@@ -394,7 +397,9 @@ describe('what a refusal says', () => {
     expect(error).toBeInstanceOf(InvalidArgumentError);
     expect((error as InvalidArgumentError).violations.map((v) => v.field).sort()).toEqual(['appEntitlement.alias', 'appEntitlement.displayName']);
     // Without a prefix (a create body), the fields are named from the root.
-    expect(() => parseEntitlementWrite({ displayName: 'Admin', alias: 7 })).toThrow(expect.objectContaining({ violations: [expect.objectContaining({ field: 'alias' })] }));
+    expect(() => parseEntitlementWrite({ displayName: 'Admin', alias: 7 })).toThrow(
+      expect.objectContaining({ violations: [expect.objectContaining({ field: 'alias' })] }),
+    );
   });
 
   it('the update mask: null is absent; a refusal says what is wrong and names the unknown paths', () => {

@@ -72,10 +72,15 @@ describe.each(['0.4.0', '0.5.0'])('executions view from the history (%s)', (rele
     const skipped = new Set(['skip1', 'w1', 'w3', 'w5', 'w7']);
     expect(steps.map((step) => [step.id, step.status])).toEqual(steps.map((step) => [step.id, skipped.has(step.id) ? 'SKIPPED' : 'DONE']));
     expect(byId.get('v7')!.output).toEqual({ n: 8 });
-    expect(byId.get('own')!.output).toEqual({ userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: expect.any(String), createdAt: expect.any(String) });
+    expect(byId.get('own')!.output).toEqual({
+      userId: 'svc-1',
+      roleSlug: 'owner',
+      appId: 'app-1',
+      entitlementId: expect.any(String),
+      createdAt: expect.any(String),
+    });
     expect(byId.get('disown')!.output).toEqual({ deleted: true });
   });
-
 });
 
 describe('executions view from the history (0.5.0: the effect evaluates its step itself)', () => {

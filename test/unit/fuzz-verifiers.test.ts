@@ -7,16 +7,7 @@
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import {
-  checkWebhookHeaders,
-  isAddressAllowed,
-  JwtVerifier,
-  parseCidr,
-  parseCidrList,
-  parseWebhookJson,
-  signHmac,
-  verifyHmac,
-  } from '../../src/webhooks';
+import { checkWebhookHeaders, isAddressAllowed, JwtVerifier, parseCidr, parseCidrList, parseWebhookJson, signHmac, verifyHmac } from '../../src/webhooks';
 import { WebhookRejection } from '../../src/errors';
 
 const RUNS = { numRuns: 200 };
@@ -80,7 +71,13 @@ describe('checkWebhookHeaders', () => {
   const validTimestamp = fc.integer({ min: NOW - 400, max: NOW + 400 }).map(String);
   const eventId = fc.oneof(fc.uuid({ version: 4 }), fc.uuid(), mutated(fc.uuid({ version: 4 })), anyText);
   const contentType = fc.oneof(
-    fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON;charset="UTF-8"', 'text/plain', 'application/json; charset=latin1'),
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON;charset="UTF-8"',
+      'text/plain',
+      'application/json; charset=latin1',
+    ),
     mutated(fc.constant('application/json; charset=utf-8')),
     anyText,
   );
@@ -135,7 +132,10 @@ describe('checkWebhookHeaders', () => {
 });
 
 describe('verifyHmac', () => {
-  const body = fc.oneof(fc.string({ unit: 'binary' }), fc.uint8Array({ maxLength: 256 }).map((bytes) => Buffer.from(bytes)));
+  const body = fc.oneof(
+    fc.string({ unit: 'binary' }),
+    fc.uint8Array({ maxLength: 256 }).map((bytes) => Buffer.from(bytes)),
+  );
 
   it('answers a boolean for any input, and never throws', () => {
     fc.assert(
@@ -174,7 +174,14 @@ describe('parseCidrList and isAddressAllowed', () => {
   );
   const entry = fc.oneof(cidrText, cidrText, fc.integer(), fc.constant(null), fc.object({ maxDepth: 1 }), fc.array(fc.string(), { maxLength: 2 }));
   const list = fc.oneof(fc.array(entry, { maxLength: 8 }), fc.array(fc.ipV4(), { minLength: 99, maxLength: 102 }), anyText, fc.integer(), fc.constant(null));
-  const address = fc.oneof(fc.ipV4(), fc.ipV6(), fc.ipV4().map((ip) => `::ffff:${ip}`), fc.ipV6().map((ip) => `${ip}%eth0`), mutated(fc.ipV4()), anyText);
+  const address = fc.oneof(
+    fc.ipV4(),
+    fc.ipV6(),
+    fc.ipV4().map((ip) => `::ffff:${ip}`),
+    fc.ipV6().map((ip) => `${ip}%eth0`),
+    mutated(fc.ipV4()),
+    anyText,
+  );
 
   it('parseCidrList answers ok or an error with an index, never throws, and its output is canonical', () => {
     fc.assert(
@@ -290,7 +297,10 @@ describe('JwtVerifier.verify', () => {
     ),
     fc.jsonValue(),
   );
-  const segment = fc.oneof(fc.base64String({ maxLength: 40 }).map((s) => s.replace(/=/g, '')), fc.string({ maxLength: 40 }));
+  const segment = fc.oneof(
+    fc.base64String({ maxLength: 40 }).map((s) => s.replace(/=/g, '')),
+    fc.string({ maxLength: 40 }),
+  );
   const token = fc.oneof(
     fc.tuple(header, payload, segment).map(([h, p, s]) => `${b64(h)}.${b64(p)}.${s}`),
     fc.tuple(fc.jsonValue(), fc.jsonValue(), segment).map(([h, p, s]) => `${b64(h)}.${b64(p)}.${s}`),

@@ -32,7 +32,11 @@ describe('the HTTP form of the error tree', () => {
       headers: { 'Retry-After': '7', 'Cache-Control': 'no-store' },
       body: { code: 8, message: 'too many token requests from this address; retry later', details: [] },
     });
-    expect(answer(new GuardRefusal(503, 'busy', 1))).toEqual({ status: 503, headers: { 'Retry-After': '1', 'Cache-Control': 'no-store' }, body: { code: 14, message: 'busy', details: [] } });
+    expect(answer(new GuardRefusal(503, 'busy', 1))).toEqual({
+      status: 503,
+      headers: { 'Retry-After': '1', 'Cache-Control': 'no-store' },
+      body: { code: 14, message: 'busy', details: [] },
+    });
   });
 
   it('webhook admission: 429 with Retry-After; the connection closed at the global cap only', () => {
@@ -61,7 +65,9 @@ describe('the HTTP form of the error tree', () => {
       body: {
         code: 3,
         message: 'page_token is no longer valid',
-        details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'page_token', description: 'page_token is no longer valid' }] }],
+        details: [
+          { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'page_token', description: 'page_token is no longer valid' }] },
+        ],
       },
     });
   });
@@ -70,7 +76,11 @@ describe('the HTTP form of the error tree', () => {
     expect(answer(invalidArgument({ field: 'displayName', description: 'is required' }))).toEqual({
       status: 400,
       headers: {},
-      body: { code: 3, message: 'displayName: is required', details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'displayName', description: 'is required' }] }] },
+      body: {
+        code: 3,
+        message: 'displayName: is required',
+        details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'displayName', description: 'is required' }] }],
+      },
     });
     expect(answer(notFound('user', 'u-1'))).toEqual({ status: 404, headers: {}, body: { code: 5, message: 'user not found', details: [] } });
     expect(answer(new FailedPreconditionError('the step is not waiting', 'STEP_NOT_WAITING')).body).toEqual({
@@ -95,7 +105,11 @@ describe('the HTTP form of the error tree', () => {
     expect(new WebhookRejection(400, 'bad', 'missing_header').stack).not.toMatch(/\n\s+at /);
     expect(new AdmissionRefusal('listener').stack).not.toMatch(/\n\s+at /);
     expect(new StepError('x').stack).toMatch(/\n\s+at /);
-    expect(answer(new WebhookRejection(401, 'signature does not match', 'signature_mismatch'))).toEqual({ status: 401, headers: {}, body: { code: 16, message: 'signature does not match', details: [] } });
+    expect(answer(new WebhookRejection(401, 'signature does not match', 'signature_mismatch'))).toEqual({
+      status: 401,
+      headers: {},
+      body: { code: 16, message: 'signature does not match', details: [] },
+    });
   });
 
   it.each([

@@ -33,7 +33,10 @@ describe('log format', () => {
   });
 
   it('a readable line is the level, the message, then the fields and the time', () => {
-    const line = formatLogLine(JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 1, 12), msg: 'store ready', store: 'pglite', n: 3, note: 'two words' }), false);
+    const line = formatLogLine(
+      JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 1, 12), msg: 'store ready', store: 'pglite', n: 3, note: 'two words' }),
+      false,
+    );
     expect(line).toMatch(/^WARN {2}store ready {2}store=pglite n=3 note="two words" · \d\d:\d\d:\d\d$/);
     expect(formatLogLine(JSON.stringify({ level: 30, time: 0, msg: 'stopped' }), true)).toContain('\u001b[32mINFO \u001b[0m stopped');
     expect(formatLogLine('not json\n', false)).toBe('not json');

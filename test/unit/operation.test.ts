@@ -22,12 +22,26 @@ const Raw = z.object({ raw: z.record(z.string(), z.unknown()) });
 // The answer is typed by the declared `ok` schema: a handler that returns another shape does not
 // compile (`npm run typecheck` fails on an unused @ts-expect-error if it ever does).
 operation({
-  method: 'get', path: '/typed', operationId: 'typed', tag: 'T', summary: 's', access: 'public', ok: Item, errors: [],
+  method: 'get',
+  path: '/typed',
+  operationId: 'typed',
+  tag: 'T',
+  summary: 's',
+  access: 'public',
+  ok: Item,
+  errors: [],
   // @ts-expect-error `size` is missing from the answer
   handle: () => ({ name: 'n' }),
 });
 operation({
-  method: 'get', path: '/typed', operationId: 'typed', tag: 'T', summary: 's', access: 'public', ok: Item, errors: [],
+  method: 'get',
+  path: '/typed',
+  operationId: 'typed',
+  tag: 'T',
+  summary: 's',
+  access: 'public',
+  ok: Item,
+  errors: [],
   // @ts-expect-error `size` is a number in the schema
   handle: async () => ({ name: 'n', size: '1' }),
 });
@@ -38,20 +52,42 @@ const deps = {} as AppDeps;
 function app(): ReturnType<Koa['callback']> {
   const operations = [
     operation({
-      method: 'post', path: '/things/{thing_id}/items/{item_id}', operationId: 'items.put', tag: 'T', summary: 's', access: 'public',
-      body: { schema: Item, required: true, validation: 'schema' }, ok: Item, errors: [400],
+      method: 'post',
+      path: '/things/{thing_id}/items/{item_id}',
+      operationId: 'items.put',
+      tag: 'T',
+      summary: 's',
+      access: 'public',
+      body: { schema: Item, required: true, validation: 'schema' },
+      ok: Item,
+      errors: [400],
       handle: async (input) => {
         const body = await input.body();
         return { thing: input.params.thing_id, item: input.params.item_id, name: body.name, size: body.size };
       },
     }),
     operation({
-      method: 'post', path: '/raw', operationId: 'raw', tag: 'T', summary: 's', access: 'public',
-      body: { schema: Item, required: true, validation: 'handler' }, ok: Raw, errors: [400],
+      method: 'post',
+      path: '/raw',
+      operationId: 'raw',
+      tag: 'T',
+      summary: 's',
+      access: 'public',
+      body: { schema: Item, required: true, validation: 'handler' },
+      ok: Raw,
+      errors: [400],
       handle: async (input) => ({ raw: await input.body() }),
     }),
     operation({
-      method: 'get', path: '/page', operationId: 'page', tag: 'T', summary: 's', access: 'public', paged: true, ok: Item, errors: [],
+      method: 'get',
+      path: '/page',
+      operationId: 'page',
+      tag: 'T',
+      summary: 's',
+      access: 'public',
+      paged: true,
+      ok: Item,
+      errors: [],
       handle: (input, ctx) => {
         ctx.status = 202;
         ctx.body = input.page;

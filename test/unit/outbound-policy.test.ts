@@ -9,12 +9,17 @@ import { isForbiddenAddress, validateJwksUrl } from '../../src/webhooks/jwks';
 import { checkOutboundUrl, MAX_URL_LENGTH } from '../../src/outbound/policy';
 
 describe('callWebhook URLs with private targets allowed', () => {
-  it.each(['http://127.0.0.1:8080/x', 'http://localhost/x', 'https://10.1.2.3/x', 'http://192.168.0.10/x', 'http://[::1]:9/x', 'http://[fd12::1]/x', 'http://[::ffff:127.0.0.1]/x'])(
-    'accepts %s',
-    (url) => {
-      expect(validateOutboundUrl(url, true)).toBeUndefined();
-    },
-  );
+  it.each([
+    'http://127.0.0.1:8080/x',
+    'http://localhost/x',
+    'https://10.1.2.3/x',
+    'http://192.168.0.10/x',
+    'http://[::1]:9/x',
+    'http://[fd12::1]/x',
+    'http://[::ffff:127.0.0.1]/x',
+  ])('accepts %s', (url) => {
+    expect(validateOutboundUrl(url, true)).toBeUndefined();
+  });
 
   it.each([
     'http://169.254.169.254/latest/meta-data',

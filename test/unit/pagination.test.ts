@@ -5,7 +5,16 @@
  * test/integration/pagination.test.ts walks the same rules over HTTP.
  */
 import { randomBytes } from 'node:crypto';
-import { clampPageSize, keysetPage, PageTokens, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, PAGE_SIZE_MIN, readPageRequest, stableJson } from '../../src/domain/pagination';
+import {
+  clampPageSize,
+  keysetPage,
+  PageTokens,
+  PAGE_SIZE_DEFAULT,
+  PAGE_SIZE_MAX,
+  PAGE_SIZE_MIN,
+  readPageRequest,
+  stableJson,
+} from '../../src/domain/pagination';
 import { InvalidArgumentError } from '../../src/errors';
 
 /** The 400 a decode throws, as field and description; the decoded cursor when it does not throw. */
@@ -161,7 +170,14 @@ describe('stable JSON of a filter', () => {
   });
 
   it('writes scalars as JSON and nothing as null', () => {
-    expect([stableJson('x'), stableJson(3), stableJson(true), stableJson(null), stableJson(undefined), stableJson({})]).toEqual(['"x"', '3', 'true', 'null', 'null', '{}']);
+    expect([stableJson('x'), stableJson(3), stableJson(true), stableJson(null), stableJson(undefined), stableJson({})]).toEqual([
+      '"x"',
+      '3',
+      'true',
+      'null',
+      'null',
+      '{}',
+    ]);
   });
 });
 

@@ -61,7 +61,13 @@ const envOf = (service: string): Record<string, string> =>
   Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v)]));
 
 const TLS_DIR = '/state/tls';
-const scriptTemporalEnv = temporalEnvironment({ pgHost: '127.0.0.1', pgPort: '5432', password: 'x', ports: { TEMPORAL_FRONTEND_PORT: '7233' }, tlsDir: TLS_DIR });
+const scriptTemporalEnv = temporalEnvironment({
+  pgHost: '127.0.0.1',
+  pgPort: '5432',
+  password: 'x',
+  ports: { TEMPORAL_FRONTEND_PORT: '7233' },
+  tlsDir: TLS_DIR,
+});
 const scriptApp = {
   tlsDir: TLS_DIR,
   databaseUrl: `postgres://${ROLES.app}:pw@127.0.0.1:5432/${DATABASES.app}`,
@@ -79,7 +85,9 @@ describe('versions', () => {
     // The server of deploy/temporal/server, on both sides: its go.mod pins the version, and compose's
     // image replaces the binary of temporalio/server of that version with it.
     expect(path.relative(root, binaries.SERVER_SOURCE)).toBe('deploy/temporal/server');
-    expect(read('deploy/temporal/server/go.mod')).toMatch(new RegExp(`^\\s*go\\.temporal\\.io/server ${binaries.TEMPORAL_VERSION.replace(/\./g, '\\.')}$`, 'm'));
+    expect(read('deploy/temporal/server/go.mod')).toMatch(
+      new RegExp(`^\\s*go\\.temporal\\.io/server ${binaries.TEMPORAL_VERSION.replace(/\./g, '\\.')}$`, 'm'),
+    );
     const dockerfile = read('deploy/temporal/server/Dockerfile');
     expect(dockerfile).toMatch(new RegExp(`^FROM temporalio/server:${temporal.replace(/\./g, '\\.')}$`, 'm'));
     expect(dockerfile).toMatch(/COPY --from=build [^\n]*\/out\/temporal-server \/usr\/local\/bin\/temporal-server$/m);
@@ -135,10 +143,19 @@ describe('the Temporal server', () => {
     // TEMPORAL_AUTHORIZATION_FILE is read by the server's command line, not by the config.
     const configNames = [...Object.keys(composeEnv), ...Object.keys(scriptTemporalEnv)].filter((name) => name !== 'TEMPORAL_AUTHORIZATION_FILE');
     for (const name of configNames) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
-    for (const name of ['POSTGRES_HOST', 'POSTGRES_PORT', 'TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_DB_PASSWORD', 'TEMPORAL_DYNAMIC_CONFIG_FILE']) {
+    for (const name of [
+      'POSTGRES_HOST',
+      'POSTGRES_PORT',
+      'TEMPORAL_DB',
+      'TEMPORAL_VISIBILITY_DB',
+      'TEMPORAL_DB_USER',
+      'TEMPORAL_DB_PASSWORD',
+      'TEMPORAL_DYNAMIC_CONFIG_FILE',
+    ]) {
       expect([name, name in composeEnv, name in scriptTemporalEnv]).toEqual([name, true, true]);
     }
-    for (const name of ['TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_LOG_LEVEL']) expect([name, composeEnv[name]]).toEqual([name, scriptTemporalEnv[name]]);
+    for (const name of ['TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_LOG_LEVEL'])
+      expect([name, composeEnv[name]]).toEqual([name, scriptTemporalEnv[name]]);
     expect(path.basename(composeEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!)).toBe(path.basename(scriptTemporalEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!));
   });
 
@@ -198,7 +215,8 @@ describe('the app processes', () => {
     const a = loadConfig(composeEnv);
     const b = loadConfig(scriptEnv);
     expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([b.temporal.namespace, b.temporal.taskQueue, b.trustProxy]);
-    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS']) expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
+    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS'])
+      expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
     expect(compose.services[role]?.command).toEqual([role]);
   });
 
@@ -215,7 +233,9 @@ describe('the app processes', () => {
       expect(config.admin.port).not.toBe(config.port);
     }
     expect(JSON.stringify(compose.services.api?.healthcheck)).toContain(`127.0.0.1:${composeApi.admin.port}/ready`);
-    expect(read('scripts/stack-prod.ts')).toMatch(/adminPorts\.forEach\(\(port, i\) => \{\n\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) => until\(`api-\$\{i \+ 1\}`, 120_000, \(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/);
+    expect(read('scripts/stack-prod.ts')).toMatch(
+      /adminPorts\.forEach\(\(port, i\) => \{\n\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) => until\(`api-\$\{i \+ 1\}`, 120_000, \(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/,
+    );
   });
 
   it('the workers run the prebuilt workflow bundle (Dockerfile and script)', () => {
@@ -242,7 +262,13 @@ describe('nginx', () => {
 describe('the Temporal Web UI', () => {
   it('read-only, loopback only, payloads decoded by <entry>/codec — in compose and in the script', () => {
     const ui = envOf('temporal-ui');
-    const script = uiEnvironment({ temporalAddress: '127.0.0.1:7233', uiPort: 8233, uiUrl: 'http://127.0.0.1:8233', entryUrl: scriptApp.entryUrl, tlsDir: TLS_DIR });
+    const script = uiEnvironment({
+      temporalAddress: '127.0.0.1:7233',
+      uiPort: 8233,
+      uiUrl: 'http://127.0.0.1:8233',
+      entryUrl: scriptApp.entryUrl,
+      tlsDir: TLS_DIR,
+    });
     expect(ui.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
     expect(script.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
     expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe(`${shellEnv.BASE_URL}/codec`);
@@ -292,7 +318,10 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     expect(config.match(/requireClientAuth: true/g)).toHaveLength(2);
     // Two CAs: the services trust only the internode CA between them, the frontend only the cluster CA.
     // The template's actions: lines of their own dropped, $tls a folder, every other value a placeholder.
-    const rendered = config.replace(/^\s*\{\{[^}]*\}\}\s*$/gm, '').replace(/\{\{ \$tls \}\}/g, '/tls').replace(/\{\{[^}]*\}\}/g, 'x');
+    const rendered = config
+      .replace(/^\s*\{\{[^}]*\}\}\s*$/gm, '')
+      .replace(/\{\{ \$tls \}\}/g, '/tls')
+      .replace(/\{\{[^}]*\}\}/g, 'x');
     const tls = (parse(rendered) as { global: { tls: unknown } }).global.tls as {
       internode: { server: { clientCaFiles: string[] }; client: { rootCaFiles: string[] } };
       frontend: { server: { clientCaFiles: string[] } };
@@ -315,9 +344,17 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
   it.each(['api', 'worker'] as const)('%s: its own client certificate, the CA and the server name, through the Temporal environment configuration', (role) => {
     const composeEnv = envOf(role);
     const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
-    const tlsNames = (env: Record<string, string>): string[] => Object.keys(env).filter((n) => n.startsWith('TEMPORAL_TLS_')).sort();
+    const tlsNames = (env: Record<string, string>): string[] =>
+      Object.keys(env)
+        .filter((n) => n.startsWith('TEMPORAL_TLS_'))
+        .sort();
     expect(tlsNames(composeEnv)).toEqual(tlsNames(scriptEnv));
-    expect(tlsNames(scriptEnv)).toEqual(['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_NAME']);
+    expect(tlsNames(scriptEnv)).toEqual([
+      'TEMPORAL_TLS_CLIENT_CERT_PATH',
+      'TEMPORAL_TLS_CLIENT_KEY_PATH',
+      'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+      'TEMPORAL_TLS_SERVER_NAME',
+    ]);
     expect([composeEnv.TEMPORAL_TLS_SERVER_NAME, scriptEnv.TEMPORAL_TLS_SERVER_NAME]).toEqual([TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_SERVER_NAME]);
     for (const name of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH']) {
       expect([name, certFileOf(role, composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
@@ -325,7 +362,7 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CLIENT_CERT_PATH!)).toBe(`${role}/client.pem`);
   });
 
-  it('the environment the stack gives a worker makes the connection code present the worker\'s certificate', () => {
+  it("the environment the stack gives a worker makes the connection code present the worker's certificate", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prod-shape-tls-'));
     const saved = { ...process.env };
     try {
@@ -345,19 +382,28 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     }
   });
 
-  it('the Web UI server connects with the ui certificate, verifying the frontend\'s name', () => {
+  it("the Web UI server connects with the ui certificate, verifying the frontend's name", () => {
     const composeEnv = envOf('temporal-ui');
-    const scriptEnv = uiEnvironment({ temporalAddress: '127.0.0.1:7233', uiPort: 8233, uiUrl: 'http://127.0.0.1:8233', entryUrl: scriptApp.entryUrl, tlsDir: TLS_DIR });
+    const scriptEnv = uiEnvironment({
+      temporalAddress: '127.0.0.1:7233',
+      uiPort: 8233,
+      uiUrl: 'http://127.0.0.1:8233',
+      entryUrl: scriptApp.entryUrl,
+      tlsDir: TLS_DIR,
+    });
     for (const name of ['TEMPORAL_TLS_CA', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY']) {
       expect([name, certFileOf('temporal-ui', composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
     }
     expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CERT!)).toBe('ui/client.pem');
-    for (const env of [composeEnv, scriptEnv]) expect([env.TEMPORAL_TLS_SERVER_NAME, env.TEMPORAL_TLS_ENABLE_HOST_VERIFICATION]).toEqual([TEMPORAL_TLS_SERVER_NAME, 'true']);
+    for (const env of [composeEnv, scriptEnv])
+      expect([env.TEMPORAL_TLS_SERVER_NAME, env.TEMPORAL_TLS_ENABLE_HOST_VERIFICATION]).toEqual([TEMPORAL_TLS_SERVER_NAME, 'true']);
   });
 
   it('every container that talks to Temporal waits for the certificate job; the services of compose are those of the stack', () => {
     for (const name of [...TEMPORAL_SERVICES.map((s) => `temporal-${s}`)]) {
-      expect((compose.services[name] as { depends_on?: Record<string, { condition: string }> }).depends_on?.['temporal-certs']).toEqual({ condition: 'service_completed_successfully' });
+      expect((compose.services[name] as { depends_on?: Record<string, { condition: string }> }).depends_on?.['temporal-certs']).toEqual({
+        condition: 'service_completed_successfully',
+      });
     }
     expect(Object.keys(compose.services).sort()).toEqual(
       ['api', 'nginx', 'postgres', 'temporal-certs', 'temporal-schema', 'temporal-ui', 'worker', ...TEMPORAL_SERVICES.map((s) => `temporal-${s}`)].sort(),

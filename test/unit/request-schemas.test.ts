@@ -57,7 +57,9 @@ describe('API client create', () => {
     for (const roles of [undefined, 'admin', [], ['admin', 'root'], [7]]) {
       expect([roles, parsed(api.CreateClientRequest, { roles })]).toEqual([roles, refused('roles', ROLES)]);
     }
-    expect(parsed(api.CreateClientRequest, { displayName: 'x'.repeat(201), roles: ['admin'] })).toEqual(refused('displayName', 'must be a string of at most 200 characters'));
+    expect(parsed(api.CreateClientRequest, { displayName: 'x'.repeat(201), roles: ['admin'] })).toEqual(
+      refused('displayName', 'must be a string of at most 200 characters'),
+    );
     expect(parsed(api.CreateClientRequest, { displayName: 7, roles: ['admin'] })).toEqual(refused('displayName', 'must be a string of at most 200 characters'));
   });
 });
@@ -78,7 +80,9 @@ describe('automation rotate-secret and dry run', () => {
     expect(parsed(api.DryRunRequest, { payload: null })).toEqual({ value: { payload: null } });
     expect(parsed(api.DryRunRequest, {})).toEqual(refused('payload', 'is required: a sample webhook body (any JSON), read as ctx.trigger'));
     const big = 'x'.repeat(MAX_WEBHOOK_BODY_BYTES);
-    expect(parsed(api.DryRunRequest, { payload: big })).toEqual(refused('payload', `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body`));
+    expect(parsed(api.DryRunRequest, { payload: big })).toEqual(
+      refused('payload', `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body`),
+    );
     expect(parsed(api.DryRunRequest, { payload: big.slice(2) })).toEqual({ value: { payload: big.slice(2) } });
   });
 });
@@ -94,13 +98,18 @@ describe('outbound secret bodies', () => {
     const NAME = 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)';
     for (const name of [undefined, 7, 'Crm', 'a'.repeat(64)]) expect(parsed(secrets.CreateSecretRequest, { ...good, name })).toEqual(refused('name', NAME));
     expect(parsed(secrets.CreateSecretRequest, { ...good, name: 'in' })).toEqual(refused('name', '"in" is a CEL keyword: secrets.in cannot be read'));
-    for (const value of [undefined, 42, '']) expect(parsed(secrets.CreateSecretRequest, { ...good, value })).toEqual(refused('value', 'is required: a non-empty string'));
+    for (const value of [undefined, 42, ''])
+      expect(parsed(secrets.CreateSecretRequest, { ...good, value })).toEqual(refused('value', 'is required: a non-empty string'));
     expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'x'.repeat(4097) })).toEqual(refused('value', 'must be at most 4096 characters'));
     expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'a\r\nB: c' })).toEqual(
       refused('value', 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header'),
     );
-    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'whsec_!!' })).toEqual(refused('value', 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)'));
-    expect(parsed(secrets.CreateSecretRequest, { ...good, extra: 1 })).toEqual(refused('extra', 'is not a field of this request (only name, value, allowedOrigins)'));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'whsec_!!' })).toEqual(
+      refused('value', 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)'),
+    );
+    expect(parsed(secrets.CreateSecretRequest, { ...good, extra: 1 })).toEqual(
+      refused('extra', 'is not a field of this request (only name, value, allowedOrigins)'),
+    );
     expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: [], extra: 1, more: 2 })).toEqual({
       violations: [
         { field: 'allowedOrigins', description: 'is required: a list of 1 to 20 origins scheme://host[:port] the secret may be sent to' },
@@ -122,7 +131,9 @@ describe('outbound secret bodies', () => {
         { field: 'allowedOrigins[2]', description: 'must be a string scheme://host[:port]' },
       ],
     });
-    expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: ['https://user:pw@crm.example'] })).toEqual(refused('allowedOrigins[0]', 'must not carry credentials'));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: ['https://user:pw@crm.example'] })).toEqual(
+      refused('allowedOrigins[0]', 'must not carry credentials'),
+    );
   });
 
   it('a replace needs value or allowedOrigins; gracePeriod goes with a value only', () => {
@@ -143,7 +154,9 @@ describe('outbound secret bodies', () => {
     const GRACE = 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
     expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '604801s' })).toEqual(refused('gracePeriod', GRACE));
     expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: 60 })).toEqual(refused('gracePeriod', GRACE));
-    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', name: 'other' })).toEqual(refused('name', 'is not a field of this request (only value, gracePeriod, allowedOrigins)'));
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', name: 'other' })).toEqual(
+      refused('name', 'is not a field of this request (only value, gracePeriod, allowedOrigins)'),
+    );
   });
 });
 
@@ -159,7 +172,9 @@ describe('codec payloads', () => {
 
 describe('entitlement search', () => {
   it('checks the filter; the paging fields (and their aliases) are never refused and reach readPageRequest as sent', () => {
-    expect(parsed(gov.SearchEntitlementsRequest, { query: 'x', page_size: 'many', pageToken: 7 })).toEqual({ value: { query: 'x', page_size: 'many', pageToken: 7 } });
+    expect(parsed(gov.SearchEntitlementsRequest, { query: 'x', page_size: 'many', pageToken: 7 })).toEqual({
+      value: { query: 'x', page_size: 'many', pageToken: 7 },
+    });
     expect(parsed(gov.SearchEntitlementsRequest, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
     expect(parsed(gov.SearchEntitlementsRequest, { query: 7 })).toEqual({ violations: [{ field: 'query', description: expect.any(String) }] });
   });
@@ -168,7 +183,8 @@ describe('entitlement search', () => {
 describe('automation create and update', () => {
   const HMAC = { incomingWebhook: { authMethod: 'HMAC' } };
   const NAME = 'must be a non-empty string of at most 200 characters';
-  const EXACTLY_ONE = 'exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set';
+  const EXACTLY_ONE =
+    'exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set';
   /** A create body with one problem in each part, as the domain names them: its field path (the step's as `steps[n]…`) and message. */
   const EVERYTHING_WRONG = {
     displayName: ' ',
@@ -185,7 +201,10 @@ describe('automation create and update', () => {
     { field: 'trigger.incomingWebhook.allowedCidrs[0]', description: 'not an IPv4 or IPv6 address' },
     { field: 'steps[0].bogus', description: 'step "a": unknown field' },
     { field: 'steps[1].id', description: 'step id "a" is used twice' },
-    { field: 'steps[1].log.message', description: 'step "a": unknown name "x" at line 1, column 1: only ctx is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)' },
+    {
+      field: 'steps[1].log.message',
+      description: 'step "a": unknown name "x" at line 1, column 1: only ctx is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)',
+    },
     { field: 'steps[2]', description: `step "b": ${EXACTLY_ONE} (found 0)` },
     { field: 'filter', description: 'syntax error at line 1, column 4: found . but expecting end of input' },
     { field: 'rateLimit.other', description: 'is not a known field' },
@@ -207,7 +226,9 @@ describe('automation create and update', () => {
   });
 
   it('answers the draft as stored: name trimmed, trigger filled in, nulls dropped, every flow option present', () => {
-    expect(parsed(api.CreateAutomationRequest, { displayName: ' Offboard ', trigger: HMAC, steps: [{ id: 's', log: { message: "'hi'" }, when: null }], extra: 1 })).toEqual({
+    expect(
+      parsed(api.CreateAutomationRequest, { displayName: ' Offboard ', trigger: HMAC, steps: [{ id: 's', log: { message: "'hi'" }, when: null }], extra: 1 }),
+    ).toEqual({
       value: {
         displayName: 'Offboard',
         description: '',
@@ -227,12 +248,19 @@ describe('automation create and update', () => {
 
   it('an update: the first problem of its shape alone, then every violation of the masked fields (trigger and steps named from their own root)', () => {
     expect(parsed(api.UpdateAutomationRequest, { automation: 'x' })).toEqual(refused('automation', 'is required and must be an object'));
-    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 7 })).toEqual(refused('updateMask', 'must be a comma-separated list of field paths'));
+    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 7 })).toEqual(
+      refused('updateMask', 'must be a comma-separated list of field paths'),
+    );
     expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 'displayName,owner' })).toEqual(
       refused('updateMask', 'unknown field path "owner"; allowed: displayName, description, trigger, steps, filter, rateLimit, concurrency'),
     );
     const { steps, rateLimit, trigger } = EVERYTHING_WRONG;
-    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: ' ', description: 7, steps, rateLimit, trigger }, updateMask: 'displayName,steps,rateLimit' })).toEqual({
+    expect(
+      parsed(api.UpdateAutomationRequest, {
+        automation: { displayName: ' ', description: 7, steps, rateLimit, trigger },
+        updateMask: 'displayName,steps,rateLimit',
+      }),
+    ).toEqual({
       violations: [
         { field: 'automation.displayName', description: NAME },
         ...EVERYTHING_REFUSED.filter((violation) => violation.field.startsWith('steps')),
@@ -254,7 +282,9 @@ describe('automation create and update', () => {
   it(`reports at most ${MAX_VIOLATIONS} violations, as for every body (the domain listed them all)`, () => {
     const steps = Array.from({ length: MAX_VIOLATIONS + 5 }, (_, index) => ({ id: `s${index}` }));
     const result = parsed(api.CreateAutomationRequest, { displayName: 'x', trigger: HMAC, steps });
-    expect('violations' in result && result.violations.map((violation) => violation.field)).toEqual(steps.slice(0, MAX_VIOLATIONS).map((_, index) => `steps[${index}]`));
+    expect('violations' in result && result.violations.map((violation) => violation.field)).toEqual(
+      steps.slice(0, MAX_VIOLATIONS).map((_, index) => `steps[${index}]`),
+    );
   });
 
   it('where the rule is silent, the shape the document shows still refuses the body (the document binds)', () => {

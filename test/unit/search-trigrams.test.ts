@@ -11,7 +11,23 @@ import { searchPieces, wildcardTrigrams, type TrigramStats } from '../../src/sto
 function stats(frequency: Record<string, number>, unlisted = 0.003): TrigramStats {
   return { frequency: new Map(Object.entries(frequency)), unlisted };
 }
-const ENTITLEMENTS = stats({ men: 1, ent: 1, 'nt ': 1, nti: 1, tit: 1, itl: 1, tle: 1, lem: 1, eme: 1, '  e': 1, ' en': 1, '  4': 0.11, ' 42': 0.011, '424': 0.0042, '242': 0.0045 });
+const ENTITLEMENTS = stats({
+  men: 1,
+  ent: 1,
+  'nt ': 1,
+  nti: 1,
+  tit: 1,
+  itl: 1,
+  tle: 1,
+  lem: 1,
+  eme: 1,
+  '  e': 1,
+  ' en': 1,
+  '  4': 0.11,
+  ' 42': 0.011,
+  '424': 0.0042,
+  '242': 0.0045,
+});
 
 describe('wildcardTrigrams (pg_trgm generate_wildcard_trgm for %q%)', () => {
   it('pads a word on the sides where the query goes on, lower-cased, with the characters each trigram stands for', () => {

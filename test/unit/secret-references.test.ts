@@ -34,7 +34,7 @@ describe('secret-bearing expressions', () => {
   it('read only secrets.<name> and literals, and name what they read', () => {
     expect(checkSecretExpression("'Bearer ' + secrets.crm_token")).toEqual({ secrets: ['crm_token'] });
     expect(checkSecretExpression("secrets.user + ':' + secrets.pass + secrets.user")).toEqual({ secrets: ['user', 'pass'] });
-    expect(checkSecretExpression("ctx.trigger.a + secrets.b").problem).toMatch(/may not read ctx/);
+    expect(checkSecretExpression('ctx.trigger.a + secrets.b').problem).toMatch(/may not read ctx/);
     expect(checkSecretExpression("secrets['b']").problem).toMatch(/secrets\.<name>/);
     expect(checkSecretExpression("'no secret'").problem).toMatch(/at least one secret/);
     expect(checkExpression('secrets.b')).toMatch(/only in callWebhook header values/);
@@ -44,8 +44,30 @@ describe('secret-bearing expressions', () => {
 
   it('no expression is both a plain and a secret-bearing one, and the lexer finds every secret-bearing one', () => {
     const piece = fc.constantFrom(
-      'secrets.a', 'secrets.b_2', 'ctx.trigger.x', 'ctx.trigger.secrets', "'secrets.a'", '"secrets"', "r'x'", "b'y'",
-      "'''t'''", '1', 'true', '// secrets\n', ' + ', ' + ', ' == ', '(', ')', 'size(', '[', ']', ',', '.secrets', 'secrets', '.',
+      'secrets.a',
+      'secrets.b_2',
+      'ctx.trigger.x',
+      'ctx.trigger.secrets',
+      "'secrets.a'",
+      '"secrets"',
+      "r'x'",
+      "b'y'",
+      "'''t'''",
+      '1',
+      'true',
+      '// secrets\n',
+      ' + ',
+      ' + ',
+      ' == ',
+      '(',
+      ')',
+      'size(',
+      '[',
+      ']',
+      ',',
+      '.secrets',
+      'secrets',
+      '.',
     );
     fc.assert(
       fc.property(fc.array(piece, { minLength: 1, maxLength: 7 }), (pieces) => {

@@ -49,9 +49,14 @@ afterEach(() => {
 function runJest(args: string[], env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const base: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir() };
   return new Promise((resolve) => {
-    execFile(process.execPath, [JEST, '--config', path.join(dir, 'jest.config.js'), '--ci', ...args], { cwd: dir, env: { ...base, ...env } }, (err, _stdout, stderr) => {
-      resolve({ code: err ? Number(err.code ?? 1) : 0, stderr });
-    });
+    execFile(
+      process.execPath,
+      [JEST, '--config', path.join(dir, 'jest.config.js'), '--ci', ...args],
+      { cwd: dir, env: { ...base, ...env } },
+      (err, _stdout, stderr) => {
+        resolve({ code: err ? Number(err.code ?? 1) : 0, stderr });
+      },
+    );
   });
 }
 
@@ -89,7 +94,10 @@ describe('UPDATE_TESTING_DOC=1', () => {
   it('leaves the doc as it is after a run narrowed to some files, names or a shard', async () => {
     for (const args of [['store.test.js'], ['--testNamePattern', 'passes'], ['--shard', '1/2']]) {
       const run = await runJest(args, { UPDATE_TESTING_DOC: '1' });
-      expect({ args, stderr: run.stderr }).toMatchObject({ args, stderr: expect.stringMatching(/UPDATE_TESTING_DOC=1: not a run of the whole suite \(.+\): testing\.md left as it is\./) });
+      expect({ args, stderr: run.stderr }).toMatchObject({
+        args,
+        stderr: expect.stringMatching(/UPDATE_TESTING_DOC=1: not a run of the whole suite \(.+\): testing\.md left as it is\./),
+      });
       expect(doc()).toBe(DOC);
     }
   });

@@ -44,8 +44,13 @@ describe('Standard Webhooks signatures', () => {
     const raw = `plain-${randomBytes(8).toString('hex')}`;
     const headers = (signature: string) => ({ 'webhook-id': 'k-1', 'webhook-timestamp': now, 'webhook-signature': signature });
 
-    expect(new Webhook(whsec).verify(body.toString('utf8'), headers(standardSignature([signingKey(whsec)], 'k-1', now, body)))).toEqual({ user: 'ada', note: 'café ☕' });
-    expect(() => new Webhook(raw, { format: 'raw' }).verify(body.toString('utf8'), headers(standardSignature([signingKey(raw)], 'k-1', now, body)))).not.toThrow();
+    expect(new Webhook(whsec).verify(body.toString('utf8'), headers(standardSignature([signingKey(whsec)], 'k-1', now, body)))).toEqual({
+      user: 'ada',
+      note: 'café ☕',
+    });
+    expect(() =>
+      new Webhook(raw, { format: 'raw' }).verify(body.toString('utf8'), headers(standardSignature([signingKey(raw)], 'k-1', now, body))),
+    ).not.toThrow();
 
     const both = standardSignature([signingKey(whsec), signingKey(raw)], 'k-1', now, body);
     expect(both.split(' ')).toHaveLength(2);
@@ -63,7 +68,9 @@ describe('Standard Webhooks signatures', () => {
     const now = String(Math.floor(Date.now() / 1000));
     const body = Buffer.from('{"a":1}', 'utf8');
     const signature = standardSignature([signingKey(value)], 'k-1', now, body);
-    expect(() => new Webhook(value, { format: 'raw' }).verify(body.toString('utf8'), { 'webhook-id': 'k-1', 'webhook-timestamp': now, 'webhook-signature': signature })).not.toThrow();
+    expect(() =>
+      new Webhook(value, { format: 'raw' }).verify(body.toString('utf8'), { 'webhook-id': 'k-1', 'webhook-timestamp': now, 'webhook-signature': signature }),
+    ).not.toThrow();
   });
 
   it('refuses a whsec_ value that is not base64 after the prefix', () => {

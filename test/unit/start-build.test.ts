@@ -60,7 +60,7 @@ describe('npm start: building dist/', () => {
     expect(execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim()).toBe('43');
   });
 
-  it("a start compiles a missing dist/ and stamps it; a second start compiles nothing; after a change, the next start compiles again", async () => {
+  it('a start compiles a missing dist/ and stamps it; a second start compiles nothing; after a change, the next start compiles again', async () => {
     const root = project();
     roots.push(root);
     expect(await ensureBuilt(root)).toBe('dist/ is missing');

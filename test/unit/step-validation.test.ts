@@ -41,13 +41,20 @@ describe('the schema is the validator', () => {
       { id: 'hook2', callWebhook: { url: "'https://x.example'", body: 'ctx.trigger ==' } },
       { id: 'vars', setVariables: { ok: '1', bad: 'other.name' } },
     ]);
-    expect(violations.map((v) => v.field)).toEqual(['steps[0].callWebhook.body.b', 'steps[0].callWebhook.headers.X-A', 'steps[1].callWebhook.body', 'steps[2].setVariables.bad']);
+    expect(violations.map((v) => v.field)).toEqual([
+      'steps[0].callWebhook.body.b',
+      'steps[0].callWebhook.headers.X-A',
+      'steps[1].callWebhook.body',
+      'steps[2].setVariables.bad',
+    ]);
   });
 
   it('applies the secret grammar to header values that read secrets, and only there', () => {
     const ok = check([{ id: 'h', callWebhook: { url: "'https://x.example'", body: {}, headers: { Authorization: "'Bearer ' + secrets.crm_token" } } }]);
     expect(ok.violations).toEqual([]);
-    const { violations } = check([{ id: 'h', callWebhook: { url: "'https://x.example'", body: {}, headers: { Authorization: 'ctx.trigger.k + secrets.crm_token' } } }]);
+    const { violations } = check([
+      { id: 'h', callWebhook: { url: "'https://x.example'", body: {}, headers: { Authorization: 'ctx.trigger.k + secrets.crm_token' } } },
+    ]);
     expect(violations).toEqual([{ field: 'steps[0].callWebhook.headers.Authorization', description: expect.stringMatching(/^step "h": .*may not read ctx/) }]);
   });
 
@@ -64,7 +71,13 @@ describe('the schema is the validator', () => {
     for (const [body, field, description] of cases) {
       expect([body, check([{ id: 'hook', callWebhook: body }]).violations]).toEqual([body, [{ field, description: `step "hook": ${description}` }]]);
     }
-    const { steps } = check([{ id: 'hook', callWebhook: { ...hook, headers: null, timeoutMs: null, signature: null } }, { id: 'note', log: { message: "'x'", level: null } }]);
-    expect(steps).toEqual([{ id: 'hook', callWebhook: hook }, { id: 'note', log: { message: "'x'" } }]);
+    const { steps } = check([
+      { id: 'hook', callWebhook: { ...hook, headers: null, timeoutMs: null, signature: null } },
+      { id: 'note', log: { message: "'x'", level: null } },
+    ]);
+    expect(steps).toEqual([
+      { id: 'hook', callWebhook: hook },
+      { id: 'note', log: { message: "'x'" } },
+    ]);
   });
 });

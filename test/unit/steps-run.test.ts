@@ -7,7 +7,17 @@
  */
 import { evaluateAll } from '../../src/cel';
 import { StepError } from '../../src/errors';
-import { describeValue, evaluateThenPerform, lastResult, runStep, STEP_REGISTRY, type ApprovalDecision, type RecordedEffect, type StepDefinition, type StepEffects } from '../../src/steps';
+import {
+  describeValue,
+  evaluateThenPerform,
+  lastResult,
+  runStep,
+  STEP_REGISTRY,
+  type ApprovalDecision,
+  type RecordedEffect,
+  type StepDefinition,
+  type StepEffects,
+} from '../../src/steps';
 import { callWebhookEffect } from '../../src/steps/call-webhook';
 import { notifyEffect } from '../../src/steps/notify';
 
@@ -151,7 +161,10 @@ describe('notify', () => {
   });
 
   it('refuses an empty or non-string text before posting', async () => {
-    for (const [text, got] of [["''", 'string ""'], ['42', 'number 42']] as const) {
+    for (const [text, got] of [
+      ["''", 'string ""'],
+      ['42', 'number 42'],
+    ] as const) {
       const { error, recorded } = await run({ id: 'n', notify: { webhook: 'team_hook', text } });
       expect(error).toBe(`notify.text: must evaluate to a non-empty string, got ${got}`);
       expect(recorded.performed).toEqual([]);
@@ -287,7 +300,9 @@ describe('callWebhook', () => {
   it('refuses an empty URL and header values that are not strings or hold line breaks', async () => {
     expect((await run({ id: 'h', callWebhook: { url: "''", body: {} } })).error).toBe('callWebhook.url: must evaluate to a non-empty string, got string ""');
     expect((await run({ id: 'h', callWebhook: { url: '1', body: {} } })).error).toBe('callWebhook.url: must evaluate to a non-empty string, got number 1');
-    expect((await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': '1' } } })).error).toBe('callWebhook.headers.X-A: must evaluate to a string, got number 1');
+    expect((await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': '1' } } })).error).toBe(
+      'callWebhook.headers.X-A: must evaluate to a string, got number 1',
+    );
     expect((await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': 'ctx.trigger.v' } } }, { v: 'a\nb' })).error).toBe(
       'callWebhook.headers.X-A: must contain only tabs and printable Latin-1 characters (no line breaks)',
     );

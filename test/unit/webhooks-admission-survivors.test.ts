@@ -11,8 +11,6 @@ import { AdmissionRefusal, WebhookRejection } from '../../src/errors';
 
 const NOW = PRECHECK_NOW;
 
-
-
 /** The scope of the AdmissionRefusal `fn` throws, or "admitted". */
 function refusal(fn: () => unknown): string {
   try {

@@ -11,8 +11,6 @@ import { AdmissionRefusal } from '../../src/errors';
 const NOW = PRECHECK_NOW;
 const DEADLINE_MS = PRECHECK_DEADLINE_MS;
 
-
-
 describe('precheckWebhookHeaders', () => {
   it('refuses header failures when Content-Length is within the limit', () => {
     expect(verdict(() => precheckWebhookHeaders(precheckInput({ eventId: 'nope' })))).toBe('400 bad_event_id');

@@ -124,7 +124,9 @@ describe('verification with the rotation secrets', () => {
 
   it('the sender signs exactly as signHmac', async () => {
     const sign = await hmacAuthenticator.sender.signer({ secret: SECRET });
-    expect(await sign({ url: 'https://example.test/l', body: Buffer.from(BODY), eventId: EVENT_ID, timestamp: TIMESTAMP })).toEqual({ 'Webhook-Signature': SIGNATURE });
+    expect(await sign({ url: 'https://example.test/l', body: Buffer.from(BODY), eventId: EVENT_ID, timestamp: TIMESTAMP })).toEqual({
+      'Webhook-Signature': SIGNATURE,
+    });
   });
 
   it('reads the credential as sent and issues 256-bit base64url secrets', () => {

@@ -64,7 +64,11 @@ describe('refusals before any JWKS fetch', () => {
   it('a valid token longer than 16 KiB, and one of exactly 16 KiB accepted', async () => {
     const long = token(ec, { claims: { pad: 'x'.repeat(13_000) } });
     expect(long.length).toBeGreaterThan(16 * 1024);
-    expect(await refusal(verifier().verify(check(long)))).toEqual({ status: 401, reason: 'jwt_malformed', message: 'Authorization does not carry a compact JWS' });
+    expect(await refusal(verifier().verify(check(long)))).toEqual({
+      status: 401,
+      reason: 'jwt_malformed',
+      message: 'Authorization does not carry a compact JWS',
+    });
     // The padding that makes the token exactly 16,384 characters (base64url skips some lengths).
     let exact: string | undefined;
     for (let n = 11_500; n < 12_500 && exact === undefined; n++) {
@@ -81,7 +85,11 @@ describe('refusals before any JWKS fetch', () => {
     ['RS384', (): string => token(rsa, { header: { alg: 'RS384' } })],
   ])('alg %s', async (_alg, make) => {
     const v = verifier();
-    expect(await refusal(v.verify(check(make())))).toEqual({ status: 401, reason: 'jwt_alg_not_allowed', message: 'JWT alg must be one of RS256, ES256, EdDSA' });
+    expect(await refusal(v.verify(check(make())))).toEqual({
+      status: 401,
+      reason: 'jwt_alg_not_allowed',
+      message: 'JWT alg must be one of RS256, ES256, EdDSA',
+    });
     expect(v.jwksFetchCount).toBe(0);
   });
 
@@ -98,7 +106,11 @@ describe('refusals before any JWKS fetch', () => {
     ['empty', ''],
   ])('a kid that is %s', async (_name, kid) => {
     const v = verifier();
-    expect(await refusal(v.verify(check(token(rsa, { header: { kid } }))))).toEqual({ status: 401, reason: 'jwt_missing_kid', message: 'JWT header kid is required' });
+    expect(await refusal(v.verify(check(token(rsa, { header: { kid } }))))).toEqual({
+      status: 401,
+      reason: 'jwt_missing_kid',
+      message: 'JWT header kid is required',
+    });
     expect(v.jwksFetchCount).toBe(0);
   });
 });
@@ -115,7 +127,11 @@ describe('key refusals', () => {
 
   it('a foreign key under a known kid', async () => {
     const foreign = await makeSigningKey('ES256', 'ec-1');
-    expect(await refusal(verifier().verify(check(token(foreign))))).toEqual({ status: 401, reason: 'jwt_signature_invalid', message: 'JWT signature is invalid' });
+    expect(await refusal(verifier().verify(check(token(foreign))))).toEqual({
+      status: 401,
+      reason: 'jwt_signature_invalid',
+      message: 'JWT signature is invalid',
+    });
   });
 
   it('an Ed448 key for EdDSA', async () => {

@@ -1,7 +1,16 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { exportJWK } from 'jose';
 import { JwtVerifier, type JwtCheck } from '../../src/webhooks/jwt';
-import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, startJwksServer, useThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  JWT_DELIVERY,
+  makeSigningKey,
+  signCompact,
+  signWebhookJwt,
+  startJwksServer,
+  useThreeKeyJwks,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
 const { baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY } = JWT_DELIVERY;
@@ -236,10 +245,12 @@ describe('JwtVerifier: claim refusals', () => {
 
   it('never puts the token or the body in the message', async () => {
     const t = token(rsa, { claims: { htb_s256: 'AAAA' } });
-    const err = await verifier().verify(check(t)).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await verifier()
+      .verify(check(t))
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(WebhookRejection);
     expect((err as WebhookRejection).reason).toBe('jwt_claim_invalid');
     const message = (err as Error).message;

@@ -281,12 +281,7 @@ export default function AutomationPage({ id }: { id: string | null }) {
       ) : null}
       {automation?.concurrency ? <Lanes id={automation.id} /> : null}
       {automation ? (
-        <CircuitBreaker
-          automation={automation}
-          ifMatch={ifMatch}
-          onChanged={(result, message) => accept(result, message)}
-          onRefused={refuse}
-        />
+        <CircuitBreaker automation={automation} ifMatch={ifMatch} onChanged={(result, message) => accept(result, message)} onRefused={refuse} />
       ) : null}
       {secret ? (
         <section aria-label="Signing secret" className="panel secret">
@@ -294,7 +289,9 @@ export default function AutomationPage({ id }: { id: string | null }) {
           <p>
             <code className="secret-value">{secret.value}</code> <CopyButton value={secret.value} label="Copy secret" />
           </p>
-          {secret.previousExpiresAt ? <p className="muted">The previous secret keeps working until {new Date(secret.previousExpiresAt).toLocaleString()}.</p> : null}
+          {secret.previousExpiresAt ? (
+            <p className="muted">The previous secret keeps working until {new Date(secret.previousExpiresAt).toLocaleString()}.</p>
+          ) : null}
         </section>
       ) : null}
       {conflict ? (
@@ -662,7 +659,9 @@ function CircuitBreaker({
   return (
     <section aria-labelledby={headingId} className="panel">
       <h2 id={headingId}>Circuit breaker</h2>
-      <p className="muted">Past this many runs in the period, new runs are paused until a person resumes or cancels them. Applies at once, without a publish.</p>
+      <p className="muted">
+        Past this many runs in the period, new runs are paused until a person resumes or cancels them. Applies at once, without a publish.
+      </p>
       <form
         aria-label="Circuit breaker setting"
         noValidate

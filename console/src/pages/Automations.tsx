@@ -51,7 +51,11 @@ export function AutomationsPage() {
                 <td>{a.trigger.incomingWebhook.authMethod}</td>
                 <td>{a.trigger.incomingWebhook.enabled ? 'enabled' : 'disabled'}</td>
                 <td>
-                  {[a.filter ? 'filter' : '', a.concurrency ? `concurrency ${a.concurrency.limit}` : '', a.rateLimit ? `rate ${a.rateLimit.limit}/${a.rateLimit.period}` : '']
+                  {[
+                    a.filter ? 'filter' : '',
+                    a.concurrency ? `concurrency ${a.concurrency.limit}` : '',
+                    a.rateLimit ? `rate ${a.rateLimit.limit}/${a.rateLimit.period}` : '',
+                  ]
                     .filter(Boolean)
                     .join(', ') || <span className="muted">none</span>}
                 </td>

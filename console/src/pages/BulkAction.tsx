@@ -37,10 +37,12 @@ export function BulkActionForm({ filters }: { filters: BulkFilters }) {
   const [started, setStarted] = useState<string | null>(null);
 
   // A preview belongs to the form it was made from: any change asks for a new one.
-  const change = <T,>(set: (value: T) => void) => (value: T) => {
-    set(value);
-    setPreview(null);
-  };
+  const change =
+    <T,>(set: (value: T) => void) =>
+    (value: T) => {
+      set(value);
+      setPreview(null);
+    };
 
   const dryRun = async () => {
     setBusy(true);
@@ -108,7 +110,13 @@ export function BulkActionForm({ filters }: { filters: BulkFilters }) {
           </div>
           <div className="field">
             <label htmlFor={`${ids}-where`}>Where</label>
-            <input id={`${ids}-where`} className="mono" value={where} onChange={(e) => change(setWhere)(e.target.value)} aria-describedby={`${ids}-where-hint`} />
+            <input
+              id={`${ids}-where`}
+              className="mono"
+              value={where}
+              onChange={(e) => change(setWhere)(e.target.value)}
+              aria-describedby={`${ids}-where-hint`}
+            />
             <small id={`${ids}-where-hint`} className="muted">
               Optional: CEL over ctx.trigger, the run’s payload.
             </small>

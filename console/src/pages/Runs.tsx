@@ -114,11 +114,7 @@ export function RunsPage() {
         ) : null}
       </div>
       <ErrorMessage error={runs.error} />
-      {runs.isPending ? (
-        <Loading label="Loading runs" />
-      ) : (
-        <RunsTable items={items} caption="Runs, open runs first, newest first" />
-      )}
+      {runs.isPending ? <Loading label="Loading runs" /> : <RunsTable items={items} caption="Runs, open runs first, newest first" />}
       <MoreButton hasMore={!!runs.hasNextPage} loading={runs.isFetchingNextPage} onMore={() => void runs.fetchNextPage()} />
     </>
   );

@@ -19,8 +19,7 @@ export function SecretsPage() {
   const [value, setValue] = useState('');
   const [origins, setOrigins] = useState('');
   const create = useMutation({
-    mutationFn: () =>
-      unwrap(api.POST('/api/v1/secrets', { body: { name, value, allowedOrigins: origins.split(/\s+/).filter(Boolean) } })),
+    mutationFn: () => unwrap(api.POST('/api/v1/secrets', { body: { name, value, allowedOrigins: origins.split(/\s+/).filter(Boolean) } })),
     onSuccess: async () => {
       setName('');
       setValue('');

@@ -10,7 +10,19 @@ import { dryRunSteps } from '../../domain/automation-dry-run';
 import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { breakerView } from '../../domain/circuit-breaker';
-import { automationView, changeAutomationState, createAutomationFrom, getAutomation, listAutomations, DEFAULT_ROTATION_GRACE_SECONDS, gracePeriodSeconds, rotateSigningSecret, updateAutomationWith, type AutomationOptions, type AutomationWithPublishedVersion } from '../../domain/automations';
+import {
+  automationView,
+  changeAutomationState,
+  createAutomationFrom,
+  getAutomation,
+  listAutomations,
+  DEFAULT_ROTATION_GRACE_SECONDS,
+  gracePeriodSeconds,
+  rotateSigningSecret,
+  updateAutomationWith,
+  type AutomationOptions,
+  type AutomationWithPublishedVersion,
+} from '../../domain/automations';
 import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
@@ -19,14 +31,25 @@ const TAG = 'Automations';
 const COLLECTION = '/api/v1/automations';
 const ITEM = `${COLLECTION}/{id}` as const;
 
-const optionsOf = (deps: AppDeps, actor: string, expectedRevisions?: number[]): AutomationOptions => ({ authenticators: deps.config, secretBox: deps.secretBox, actor, expectedRevisions });
+const optionsOf = (deps: AppDeps, actor: string, expectedRevisions?: number[]): AutomationOptions => ({
+  authenticators: deps.config,
+  secretBox: deps.secretBox,
+  actor,
+  expectedRevisions,
+});
 const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation => automationView(record, deps.config.baseUrl);
 /** The view of one automation with its circuit breaker's state (GET of one automation, the breaker's writes). */
 export const viewWithBreaker = async (deps: AppDeps, record: AutomationWithPublishedVersion): Promise<api.Automation> =>
   automationView(record, deps.config.baseUrl, await breakerView(deps.db, record));
 
 /** `If-Match` of a conditional write: the request header documented on each operation that reads it. */
-export const IF_MATCH = [{ name: 'If-Match', required: false, description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.' }];
+export const IF_MATCH = [
+  {
+    name: 'If-Match',
+    required: false,
+    description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.',
+  },
+];
 
 /**
  * The revisions an `If-Match` names: undefined without the header or with `*` (any current
@@ -51,9 +74,17 @@ export function tagged<T extends { revision: number }>(ctx: Context, record: T):
 
 const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
   operation({
-    method: 'post', path: `${ITEM}/${action}`, operationId: `automations.${action}`, tag: TAG, access: AUTOMATIONS,
+    method: 'post',
+    path: `${ITEM}/${action}`,
+    operationId: `automations.${action}`,
+    tag: TAG,
+    access: AUTOMATIONS,
     // Publishing re-checks the secrets the steps read (400 when one was deleted or no longer allows the step's origin).
-    summary, ok: api.AutomationResponse, errors: action === 'publish' ? [...ITEM_WRITE_ERRORS, 412] : [...ITEM_READ_ERRORS, 412], headers: IF_MATCH, etag: true,
+    summary,
+    ok: api.AutomationResponse,
+    errors: action === 'publish' ? [...ITEM_WRITE_ERRORS, 412] : [...ITEM_READ_ERRORS, 412],
+    headers: IF_MATCH,
+    etag: true,
     handle: async (input, ctx, deps) => ({
       automation: view(deps, tagged(ctx, (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevisions(ctx)))!)),
     }),
@@ -63,42 +94,81 @@ const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
 // every CEL expression is compiled and each error names its step and field, all in one 400.
 export const AUTOMATION_OPERATIONS = [
   operation({
-    method: 'post', path: COLLECTION, operationId: 'automations.create', tag: TAG, access: AUTOMATIONS,
+    method: 'post',
+    path: COLLECTION,
+    operationId: 'automations.create',
+    tag: TAG,
+    access: AUTOMATIONS,
     summary: 'Create an automation (super_admin). Every expression is compiled as CEL; errors name the step and field.',
     body: { schema: api.CreateAutomationRequest, required: true, validation: 'schema', validator: (deps: AppDeps) => deps.automationRequests.create },
-    ok: api.AutomationWriteResponse, errors: WRITE_ERRORS, etag: true,
+    ok: api.AutomationWriteResponse,
+    errors: WRITE_ERRORS,
+    etag: true,
     handle: async (input, ctx, deps) => {
       const { record, signingSecret } = await createAutomationFrom(deps.db, await input.body(), optionsOf(deps, input.actor));
       return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
   operation({
-    method: 'get', path: COLLECTION, operationId: 'automations.list', tag: TAG, paged: true, access: READ,
-    summary: 'List automations (admin or super_admin).', ok: api.AutomationList, errors: READ_ERRORS,
+    method: 'get',
+    path: COLLECTION,
+    operationId: 'automations.list',
+    tag: TAG,
+    paged: true,
+    access: READ,
+    summary: 'List automations (admin or super_admin).',
+    ok: api.AutomationList,
+    errors: READ_ERRORS,
     handle: async (input, _ctx, deps) => {
       const page = await listAutomations(deps.db, deps.pageTokens, input.page);
       return { list: page.items.map((record) => ({ automation: view(deps, record) })), nextPageToken: page.nextPageToken };
     },
   }),
   operation({
-    method: 'get', path: ITEM, operationId: 'automations.get', tag: TAG, access: READ,
-    summary: 'Get an automation (admin or super_admin); the ETag names its revision.', ok: api.AutomationResponse, errors: ITEM_READ_ERRORS, etag: true,
+    method: 'get',
+    path: ITEM,
+    operationId: 'automations.get',
+    tag: TAG,
+    access: READ,
+    summary: 'Get an automation (admin or super_admin); the ETag names its revision.',
+    ok: api.AutomationResponse,
+    errors: ITEM_READ_ERRORS,
+    etag: true,
     handle: async (input, ctx, deps) => ({ automation: await viewWithBreaker(deps, tagged(ctx, await getAutomation(deps.db, input.params.id))) }),
   }),
   operation({
-    method: 'post', path: ITEM, operationId: 'automations.update', tag: TAG, access: AUTOMATIONS,
+    method: 'post',
+    path: ITEM,
+    operationId: 'automations.update',
+    tag: TAG,
+    access: AUTOMATIONS,
     summary: 'Update an automation (super_admin); a trigger switched to HMAC returns a new signingSecret.',
     // The body is checked before the lookup: none of its rules needs the stored automation.
     body: { schema: api.UpdateAutomationRequest, required: true, validation: 'schema', validator: (deps: AppDeps) => deps.automationRequests.update },
-    ok: api.AutomationWriteResponse, errors: [...ITEM_WRITE_ERRORS, 412], headers: IF_MATCH, etag: true,
+    ok: api.AutomationWriteResponse,
+    errors: [...ITEM_WRITE_ERRORS, 412],
+    headers: IF_MATCH,
+    etag: true,
     handle: async (input, ctx, deps) => {
-      const { record, signingSecret } = await updateAutomationWith(deps.db, input.params.id, await input.body(), optionsOf(deps, input.actor, expectedRevisions(ctx)));
+      const { record, signingSecret } = await updateAutomationWith(
+        deps.db,
+        input.params.id,
+        await input.body(),
+        optionsOf(deps, input.actor, expectedRevisions(ctx)),
+      );
       return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
   operation({
-    method: 'delete', path: ITEM, operationId: 'automations.delete', tag: TAG, access: AUTOMATIONS,
-    summary: 'Delete an automation (super_admin).', ok: gov.EmptyResponse, errors: [...ITEM_READ_ERRORS, 412], headers: IF_MATCH,
+    method: 'delete',
+    path: ITEM,
+    operationId: 'automations.delete',
+    tag: TAG,
+    access: AUTOMATIONS,
+    summary: 'Delete an automation (super_admin).',
+    ok: gov.EmptyResponse,
+    errors: [...ITEM_READ_ERRORS, 412],
+    headers: IF_MATCH,
     handle: async (input, ctx, deps) => {
       await changeAutomationState(deps.db, input.params.id, 'delete', input.actor, expectedRevisions(ctx));
       return {};
@@ -107,10 +177,16 @@ export const AUTOMATION_OPERATIONS = [
   stateChange('publish', 'Publish an automation: its webhook listener starts accepting events.'),
   stateChange('unpublish', 'Unpublish an automation.'),
   operation({
-    method: 'post', path: `${ITEM}/test`, operationId: 'automations.test', tag: TAG, access: AUTOMATIONS,
+    method: 'post',
+    path: `${ITEM}/test`,
+    operationId: 'automations.test',
+    tag: TAG,
+    access: AUTOMATIONS,
     summary: 'Dry run: evaluate every step over a sample payload, without any effect.',
     // An unknown automation is a 404 before the body is read.
-    body: { schema: api.DryRunRequest, required: true, validation: 'schema' }, ok: api.DryRunResponse, errors: ITEM_WRITE_ERRORS,
+    body: { schema: api.DryRunRequest, required: true, validation: 'schema' },
+    ok: api.DryRunResponse,
+    errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const record = await getAutomation(deps.db, input.params.id);
       const { payload } = await input.body();
@@ -120,9 +196,16 @@ export const AUTOMATION_OPERATIONS = [
     },
   }),
   operation({
-    method: 'post', path: `${ITEM}/trigger/rotate-secret`, operationId: 'automations.rotateSecret', tag: TAG, access: AUTOMATIONS,
+    method: 'post',
+    path: `${ITEM}/trigger/rotate-secret`,
+    operationId: 'automations.rotateSecret',
+    tag: TAG,
+    access: AUTOMATIONS,
     summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
-    body: { schema: api.RotateSecretRequest, required: false, validation: 'schema' }, ok: api.RotateSecretResponse, errors: [400, 401, 403, 404, 500], etag: true,
+    body: { schema: api.RotateSecretRequest, required: false, validation: 'schema' },
+    ok: api.RotateSecretResponse,
+    errors: [400, 401, 403, 404, 500],
+    etag: true,
     handle: async (input, ctx, deps) => {
       const { gracePeriod } = await input.body();
       const seconds = gracePeriod === undefined ? DEFAULT_ROTATION_GRACE_SECONDS : gracePeriodSeconds(gracePeriod);

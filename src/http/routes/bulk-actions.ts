@@ -22,39 +22,65 @@ function matcher(deps: AppDeps): BulkRunMatcher {
 
 export const BULK_ACTION_OPERATIONS = [
   operation({
-    method: 'post', path: '/api/v1/automation_executions/bulk', operationId: 'automations.executions.bulk', tag: TAG, access: WRITE,
-    summary: 'Cancel, terminate or rerun every run a filter matches (super_admin): a dry run answers 200 with a preview; an action answers 202 and runs durably.',
+    method: 'post',
+    path: '/api/v1/automation_executions/bulk',
+    operationId: 'automations.executions.bulk',
+    tag: TAG,
+    access: WRITE,
+    summary:
+      'Cancel, terminate or rerun every run a filter matches (super_admin): a dry run answers 200 with a preview; an action answers 202 and runs durably.',
     description:
       'The matched set is fixed when the action (or its preview) is made and kept in the store. With `where`, at most 10,000 candidate runs are read; at most 100,000 runs per action (400 naming the count above either). A preview is acted on with `{previewId, action, reason}` within 10 minutes.',
     body: { schema: api.BulkActionRequest, required: true, validation: 'schema' },
-    ok: api.BulkDryRunResponse, accepted: api.BulkActionResponse, errors: [400, 401, 403, 404, 413, 500, 503],
+    ok: api.BulkDryRunResponse,
+    accepted: api.BulkActionResponse,
+    errors: [400, 401, 403, 404, 413, 500, 503],
     handle: async (input, ctx, deps) => {
       const engine = matcher(deps); // 503 without an engine, before the body is read
       const body = await input.body();
       const created = await createBulkAction(deps.db, engine, input.actor, body, deps.bulkLimits);
-      if (created.kind === 'preview') return { matched: created.matched, sample: created.sample, previewId: created.previewId, whereErrors: created.whereErrors };
+      if (created.kind === 'preview')
+        return { matched: created.matched, sample: created.sample, previewId: created.previewId, whereErrors: created.whereErrors };
       ctx.status = 202;
       ctx.body = { bulkAction: created.bulkAction };
       return undefined;
     },
   }),
   operation({
-    method: 'get', path: '/api/v1/bulk_actions', operationId: 'bulkActions.list', tag: TAG, access: READ, paged: true,
-    summary: 'Bulk actions, newest first (admin or super_admin).', ok: api.BulkActionList, errors: [400, 401, 403, 500],
+    method: 'get',
+    path: '/api/v1/bulk_actions',
+    operationId: 'bulkActions.list',
+    tag: TAG,
+    access: READ,
+    paged: true,
+    summary: 'Bulk actions, newest first (admin or super_admin).',
+    ok: api.BulkActionList,
+    errors: [400, 401, 403, 500],
     handle: async (input, _ctx, deps) => {
       const listing = await listBulkActionsPage(deps.db, deps.pageTokens, input.page);
       return { list: listing.items, nextPageToken: listing.nextPageToken };
     },
   }),
   operation({
-    method: 'get', path: '/api/v1/bulk_actions/{id}', operationId: 'bulkActions.get', tag: TAG, access: READ,
-    summary: 'A bulk action and its progress (admin or super_admin).', ok: api.BulkActionResponse, errors: [401, 403, 404, 500],
+    method: 'get',
+    path: '/api/v1/bulk_actions/{id}',
+    operationId: 'bulkActions.get',
+    tag: TAG,
+    access: READ,
+    summary: 'A bulk action and its progress (admin or super_admin).',
+    ok: api.BulkActionResponse,
+    errors: [401, 403, 404, 500],
     handle: async (input, _ctx, deps) => ({ bulkAction: await readBulkAction(deps.db, input.params.id) }),
   }),
   operation({
-    method: 'post', path: '/api/v1/bulk_actions/{id}/cancel', operationId: 'bulkActions.cancel', tag: TAG, access: WRITE,
+    method: 'post',
+    path: '/api/v1/bulk_actions/{id}/cancel',
+    operationId: 'bulkActions.cancel',
+    tag: TAG,
+    access: WRITE,
     summary: 'Stop a bulk action (super_admin): runs not yet acted on stay as they are; state CANCELED. 409 once it has completed.',
-    ok: api.BulkActionResponse, errors: [400, 401, 403, 404, 409, 413, 500],
+    ok: api.BulkActionResponse,
+    errors: [400, 401, 403, 404, 409, 413, 500],
     handle: async (input, _ctx, deps) => {
       await input.body(); // any JSON object; nothing in it is read
       return { bulkAction: await cancelBulkAction(deps.db, input.params.id) };

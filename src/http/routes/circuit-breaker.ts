@@ -25,10 +25,16 @@ function control(deps: AppDeps): PausedRunControl {
 
 const letGo = (action: 'resume' | 'cancel', summary: string) =>
   operation({
-    method: 'post', path: `${ITEM}/breaker/${action}`, operationId: `automations.breaker.${action}`, tag: TAG, access: REVIEW, summary,
+    method: 'post',
+    path: `${ITEM}/breaker/${action}`,
+    operationId: `automations.breaker.${action}`,
+    tag: TAG,
+    access: REVIEW,
+    summary,
     // An unknown automation is a 404 (no engine: 503) before the body is read.
     body: { schema: api.BreakerActionRequest, required: true, validation: 'schema' },
-    ok: action === 'resume' ? api.BreakerResumeResponse : api.BreakerCancelResponse, errors: [...ITEM_WRITE_ERRORS, 503],
+    ok: action === 'resume' ? api.BreakerResumeResponse : api.BreakerCancelResponse,
+    errors: [...ITEM_WRITE_ERRORS, 503],
     handle: async (input, _ctx, deps) => {
       await getAutomation(deps.db, input.params.id);
       const runs = control(deps);
@@ -41,10 +47,17 @@ const letGo = (action: 'resume' | 'cancel', summary: string) =>
 
 export const CIRCUIT_BREAKER_OPERATIONS = [
   operation({
-    method: 'put', path: `${ITEM}/circuit-breaker`, operationId: 'automations.circuitBreaker.set', tag: TAG, access: SETTING,
+    method: 'put',
+    path: `${ITEM}/circuit-breaker`,
+    operationId: 'automations.circuitBreaker.set',
+    tag: TAG,
+    access: SETTING,
     summary: 'Set the circuit breaker (super_admin): a live setting, applied without a publish to deliveries from 1 s after the answer.',
-    body: { schema: api.CircuitBreakerRequest, required: true, validation: 'schema' }, ok: api.AutomationResponse, errors: [...ITEM_WRITE_ERRORS, 412],
-    headers: IF_MATCH, etag: true,
+    body: { schema: api.CircuitBreakerRequest, required: true, validation: 'schema' },
+    ok: api.AutomationResponse,
+    errors: [...ITEM_WRITE_ERRORS, 412],
+    headers: IF_MATCH,
+    etag: true,
     handle: async (input, ctx, deps) => {
       await getAutomation(deps.db, input.params.id); // 404 before the body is read
       const settings = await input.body();
@@ -53,9 +66,16 @@ export const CIRCUIT_BREAKER_OPERATIONS = [
     },
   }),
   operation({
-    method: 'delete', path: `${ITEM}/circuit-breaker`, operationId: 'automations.circuitBreaker.delete', tag: TAG, access: SETTING,
+    method: 'delete',
+    path: `${ITEM}/circuit-breaker`,
+    operationId: 'automations.circuitBreaker.delete',
+    tag: TAG,
+    access: SETTING,
     summary: 'Remove the circuit breaker (super_admin); runs it paused stay PAUSED until resumed or canceled.',
-    ok: api.AutomationResponse, errors: [...ITEM_READ_ERRORS, 412], headers: IF_MATCH, etag: true,
+    ok: api.AutomationResponse,
+    errors: [...ITEM_READ_ERRORS, 412],
+    headers: IF_MATCH,
+    etag: true,
     handle: async (input, ctx, deps) => {
       const record = await setCircuitBreaker(deps.db, input.params.id, null, input.actor, expectedRevisions(ctx));
       return { automation: await viewWithBreaker(deps, tagged(ctx, record)) };

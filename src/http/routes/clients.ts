@@ -15,27 +15,52 @@ const TAG = 'API Clients';
 
 export const CLIENT_OPERATIONS = [
   operation({
-    method: 'post', path: '/api/v1/iam/clients', operationId: 'iam.clients.create', tag: TAG, access: IAM,
+    method: 'post',
+    path: '/api/v1/iam/clients',
+    operationId: 'iam.clients.create',
+    tag: TAG,
+    access: IAM,
     summary: 'Create an API client (super_admin); the secret is shown only here.',
-    body: { schema: api.CreateClientRequest, required: true, validation: 'schema' }, ok: api.CreateClientResponse, errors: WRITE_ERRORS,
+    body: { schema: api.CreateClientRequest, required: true, validation: 'schema' },
+    ok: api.CreateClientResponse,
+    errors: WRITE_ERRORS,
     handle: async (input, _ctx, deps) => createApiClient(deps.db, deps.secretBox, input.actor, await input.body()),
   }),
   operation({
-    method: 'get', path: '/api/v1/iam/clients', operationId: 'iam.clients.list', tag: TAG, paged: true, access: IAM,
-    summary: 'List API clients (super_admin).', ok: api.ApiClientList, errors: READ_ERRORS,
+    method: 'get',
+    path: '/api/v1/iam/clients',
+    operationId: 'iam.clients.list',
+    tag: TAG,
+    paged: true,
+    access: IAM,
+    summary: 'List API clients (super_admin).',
+    ok: api.ApiClientList,
+    errors: READ_ERRORS,
     handle: async (input, _ctx, deps) => {
       const page = await listApiClients(deps.db, deps.pageTokens, input.page);
       return { list: page.items, nextPageToken: page.nextPageToken };
     },
   }),
   operation({
-    method: 'get', path: '/api/v1/iam/clients/{id}', operationId: 'iam.clients.get', tag: TAG, access: IAM,
-    summary: 'Get an API client (super_admin).', ok: api.ApiClientResponse, errors: ITEM_READ_ERRORS,
+    method: 'get',
+    path: '/api/v1/iam/clients/{id}',
+    operationId: 'iam.clients.get',
+    tag: TAG,
+    access: IAM,
+    summary: 'Get an API client (super_admin).',
+    ok: api.ApiClientResponse,
+    errors: ITEM_READ_ERRORS,
     handle: async (input, _ctx, deps) => ({ client: await getApiClient(deps.db, input.params.id) }),
   }),
   operation({
-    method: 'delete', path: '/api/v1/iam/clients/{id}', operationId: 'iam.clients.delete', tag: TAG, access: IAM,
-    summary: 'Delete an API client (super_admin).', ok: gov.EmptyResponse, errors: ITEM_READ_ERRORS,
+    method: 'delete',
+    path: '/api/v1/iam/clients/{id}',
+    operationId: 'iam.clients.delete',
+    tag: TAG,
+    access: IAM,
+    summary: 'Delete an API client (super_admin).',
+    ok: gov.EmptyResponse,
+    errors: ITEM_READ_ERRORS,
     handle: async (input, _ctx, deps) => {
       await deleteApiClient(deps.db, input.actor, input.params.id);
       return {};

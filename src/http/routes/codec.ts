@@ -87,22 +87,33 @@ export function createCodecRouter(deps: AppDeps): Router {
   const router = exactRouter();
   const cors = corsOf(deps);
 
-  router.options(['/decode', '/encode'].map((action) => CODEC_PATH + action), cors, async (ctx) => {
-    ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');
-    ctx.set('Access-Control-Allow-Headers', 'Content-Type, X-Namespace, Authorization');
-    ctx.set('Access-Control-Max-Age', '600');
-    ctx.status = 204;
-  });
+  router.options(
+    ['/decode', '/encode'].map((action) => CODEC_PATH + action),
+    cors,
+    async (ctx) => {
+      ctx.set('Access-Control-Allow-Methods', 'POST, OPTIONS');
+      ctx.set('Access-Control-Allow-Headers', 'Content-Type, X-Namespace, Authorization');
+      ctx.set('Access-Control-Max-Age', '600');
+      ctx.status = 204;
+    },
+  );
   return mountOperations(router, deps, CODEC_OPERATIONS);
 }
 
 const codecOperation = (action: 'decode' | 'encode', summary: string) =>
   operation({
-    method: 'post', path: `${CODEC_PATH}/${action}`, operationId: `codec.${action}`, tag: 'Temporal Codec', access: 'public', summary,
+    method: 'post',
+    path: `${CODEC_PATH}/${action}`,
+    operationId: `codec.${action}`,
+    tag: 'Temporal Codec',
+    access: 'public',
+    summary,
     headers: [{ name: 'X-Namespace', required: false, description: 'The Temporal namespace (must be the service’s).' }],
     // CORS, then a bearer token or a loopback caller (see above).
     before: (deps) => [corsOf(deps), authorizeOf(deps)],
-    body: { schema: api.CodecPayloads, required: true, validation: 'schema', limit: CODEC_BODY_LIMIT }, ok: api.CodecPayloads, errors: [400, 401, 403, 413, 500, 503],
+    body: { schema: api.CodecPayloads, required: true, validation: 'schema', limit: CODEC_BODY_LIMIT },
+    ok: api.CodecPayloads,
+    errors: [400, 401, 403, 413, 500, 503],
     handle: async (input, _ctx, deps) => {
       const codec = deps.payloadCodec!;
       const payloads = (await input.body()).payloads.map(fromJson);
@@ -117,7 +128,9 @@ const codecOperation = (action: 'decode' | 'encode', summary: string) =>
   });
 
 export const CODEC_OPERATIONS = [
-  codecOperation('decode', 'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK.'),
+  codecOperation(
+    'decode',
+    'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK.',
+  ),
   codecOperation('encode', 'Temporal Codec Server: encrypt payloads with the newest key. Same access as /codec/decode.'),
 ];
-

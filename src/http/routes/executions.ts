@@ -57,9 +57,15 @@ const RUN_ERRORS = [400, 401, 403, 404, 409, 500, 503];
 
 const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', summary: string) =>
   operation({
-    method: 'post', path: `${RUN}/steps/{stepId}/${action}`, operationId: `automations.executions.${action}`, tag: TAG,
-    access: { area: 'approvals', mode: 'write' }, summary,
-    body: { schema: api.DecisionRequest, required: false, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    method: 'post',
+    path: `${RUN}/steps/{stepId}/${action}`,
+    operationId: `automations.executions.${action}`,
+    tag: TAG,
+    access: { area: 'approvals', mode: 'write' },
+    summary,
+    body: { schema: api.DecisionRequest, required: false, validation: 'schema' },
+    ok: api.ExecutionResponse,
+    errors: RUN_ERRORS,
     // Without an engine there is no run to decide on: 503 before the body is read.
     handle: async (input, _ctx, deps) => {
       const control = controller(deps);
@@ -72,19 +78,33 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
 
 export const EXECUTION_OPERATIONS = [
   operation({
-    method: 'get', path: '/api/v1/automation_executions', operationId: 'automations.executions.search', tag: TAG, paged: true, access: READ,
+    method: 'get',
+    path: '/api/v1/automation_executions',
+    operationId: 'automations.executions.search',
+    tag: TAG,
+    paged: true,
+    access: READ,
     summary: 'List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.',
     description:
-      'Read from the workflow engine\'s visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.',
+      "Read from the workflow engine's visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.",
     // Read and checked by the domain (readRunFilter): 400 naming the parameter.
     query: [
       { name: 'automationId', description: 'Only runs of this automation.', schema: { type: 'string', maxLength: 200 } },
-      { name: 'status', description: 'Only runs in one of these statuses (repeat the parameter for several).', schema: { type: 'array', items: { type: 'string', enum: [...RUN_STATUSES] } } },
-      { name: 'waitingForApproval', description: 'true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked).', schema: { type: 'string', enum: ['true'] } },
+      {
+        name: 'status',
+        description: 'Only runs in one of these statuses (repeat the parameter for several).',
+        schema: { type: 'array', items: { type: 'string', enum: [...RUN_STATUSES] } },
+      },
+      {
+        name: 'waitingForApproval',
+        description: 'true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked).',
+        schema: { type: 'string', enum: ['true'] },
+      },
       { name: 'startedAfter', description: 'Only runs started at or after this RFC 3339 time.', schema: { type: 'string', format: 'date-time' } },
       { name: 'startedBefore', description: 'Only runs started before this RFC 3339 time.', schema: { type: 'string', format: 'date-time' } },
     ],
-    ok: api.ExecutionSearchList, errors: [400, 401, 403, 500, 503],
+    ok: api.ExecutionSearchList,
+    errors: [400, 401, 403, 500, 503],
     handle: async (input, ctx, deps) => {
       const filter = readRunFilter(ctx.query as Record<string, unknown>);
       const runs = reader(deps);
@@ -98,10 +118,16 @@ export const EXECUTION_OPERATIONS = [
     },
   }),
   operation({
-    method: 'get', path: '/api/v1/automations/{id}/lanes', operationId: 'automations.lanes.list', tag: TAG, paged: true, access: READ,
+    method: 'get',
+    path: '/api/v1/automations/{id}/lanes',
+    operationId: 'automations.lanes.list',
+    tag: TAG,
+    paged: true,
+    access: READ,
     summary: 'The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.',
-    description: 'Counted from the automation\'s running runs in visibility (runs started before 0.7.0 carry no key and are not counted).',
-    ok: api.LaneList, errors: [400, 401, 403, 404, 500, 503],
+    description: "Counted from the automation's running runs in visibility (runs started before 0.7.0 carry no key and are not counted).",
+    ok: api.LaneList,
+    errors: [400, 401, 403, 404, 500, 503],
     handle: async (input, _ctx, deps) => {
       const automationId = input.params.id;
       await getAutomation(deps.db, automationId); // 404 for an unknown automation
@@ -117,8 +143,15 @@ export const EXECUTION_OPERATIONS = [
     },
   }),
   operation({
-    method: 'get', path: '/api/v1/automations/{id}/executions', operationId: 'automations.executions.list', tag: TAG, paged: true, access: READ,
-    summary: 'List the runs of an automation, newest first.', ok: api.ExecutionList, errors: [400, 401, 403, 404, 500, 503],
+    method: 'get',
+    path: '/api/v1/automations/{id}/executions',
+    operationId: 'automations.executions.list',
+    tag: TAG,
+    paged: true,
+    access: READ,
+    summary: 'List the runs of an automation, newest first.',
+    ok: api.ExecutionList,
+    errors: [400, 401, 403, 404, 500, 503],
     handle: async (input, _ctx, deps) => {
       const automationId = input.params.id;
       const page = input.page;
@@ -133,19 +166,31 @@ export const EXECUTION_OPERATIONS = [
     },
   }),
   operation({
-    method: 'get', path: RUN, operationId: 'automations.executions.get', tag: TAG, access: READ,
-    summary: 'Get one run with its steps (id: webhook:{listenerId}:{eventId}).', ok: api.ExecutionResponse, errors: [401, 403, 404, 500, 503],
+    method: 'get',
+    path: RUN,
+    operationId: 'automations.executions.get',
+    tag: TAG,
+    access: READ,
+    summary: 'Get one run with its steps (id: webhook:{listenerId}:{eventId}).',
+    ok: api.ExecutionResponse,
+    errors: [401, 403, 404, 500, 503],
     handle: async (input, _ctx, deps) => ({ execution: await current(deps, input.params.id) }),
   }),
   decision(
-    'approve', 'approved',
+    'approve',
+    'approved',
     'Approve a waitForApproval step (admin or super_admin); answers the run once it has recorded the decision (`by`: the actor) and moved on.',
   ),
   decision('reject', 'rejected', 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.'),
   operation({
-    method: 'post', path: `${RUN}/cancel`, operationId: 'automations.executions.cancel', tag: TAG, access: WRITE,
+    method: 'post',
+    path: `${RUN}/cancel`,
+    operationId: 'automations.executions.cancel',
+    tag: TAG,
+    access: WRITE,
     summary: 'Cancel a run (super_admin): a pending wait or approval ends, later steps do not run; status CANCELED.',
-    ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    ok: api.ExecutionResponse,
+    errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       await input.body(); // any JSON object; nothing in it is read
       await cancelRun(deps.db, controller(deps), input.actor, input.params.id);
@@ -153,9 +198,15 @@ export const EXECUTION_OPERATIONS = [
     },
   }),
   operation({
-    method: 'post', path: `${RUN}/terminate`, operationId: 'automations.executions.terminate', tag: TAG, access: WRITE,
+    method: 'post',
+    path: `${RUN}/terminate`,
+    operationId: 'automations.executions.terminate',
+    tag: TAG,
+    access: WRITE,
     summary: 'Terminate a run at once with a reason (super_admin); status TERMINATED.',
-    body: { schema: api.TerminateRequest, required: true, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    body: { schema: api.TerminateRequest, required: true, validation: 'schema' },
+    ok: api.ExecutionResponse,
+    errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       const control = controller(deps); // 503 without an engine, before the body is read
       const body = await input.body();
@@ -164,10 +215,16 @@ export const EXECUTION_OPERATIONS = [
     },
   }),
   operation({
-    method: 'post', path: `${RUN}/rerun`, operationId: 'automations.executions.rerun', tag: TAG, access: WRITE,
+    method: 'post',
+    path: `${RUN}/rerun`,
+    operationId: 'automations.executions.rerun',
+    tag: TAG,
+    access: WRITE,
     summary: 'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
     // An unknown run is a 404 (no engine: 503) before the body is read.
-    body: { schema: api.RerunRequest, required: false, validation: 'schema' }, ok: api.ExecutionResponse, errors: RUN_ERRORS,
+    body: { schema: api.RerunRequest, required: false, validation: 'schema' },
+    ok: api.ExecutionResponse,
+    errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       const original = await current(deps, input.params.id);
       const body = await input.body();

@@ -27,7 +27,13 @@ async function withTimeout(check: Promise<unknown>, timeoutMs: number): Promise<
     timer = setTimeout(() => resolve(false), timeoutMs);
   });
   try {
-    return await Promise.race([check.then(() => true, () => false), timeout]);
+    return await Promise.race([
+      check.then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -78,8 +84,16 @@ const OPERATOR_ERRORS = { errors: [401, 404], statusText: { 404: 'Not served on 
 
 export const OPERATOR_OPERATIONS = [
   operation({
-    method: 'get', path: '/ready', operationId: 'ready', tag: 'Operations', summary: 'Store and Temporal are reachable (503 otherwise).', access: 'public',
-    before: (deps) => [requireAdminToken(deps)], ok: api.ReadyStatus, okAlso: [503], ...OPERATOR_ERRORS,
+    method: 'get',
+    path: '/ready',
+    operationId: 'ready',
+    tag: 'Operations',
+    summary: 'Store and Temporal are reachable (503 otherwise).',
+    access: 'public',
+    before: (deps) => [requireAdminToken(deps)],
+    ok: api.ReadyStatus,
+    okAlso: [503],
+    ...OPERATOR_ERRORS,
     handle: async (_input, ctx, deps) => {
       const { store, temporal } = await readiness(deps);
       const ready = store && temporal;
@@ -88,8 +102,15 @@ export const OPERATOR_OPERATIONS = [
     },
   }),
   operation({
-    method: 'get', path: '/metrics', operationId: 'metrics', tag: 'Operations', summary: 'Prometheus metrics.', access: 'public',
-    before: (deps) => [requireAdminToken(deps)], ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' }, ...OPERATOR_ERRORS,
+    method: 'get',
+    path: '/metrics',
+    operationId: 'metrics',
+    tag: 'Operations',
+    summary: 'Prometheus metrics.',
+    access: 'public',
+    before: (deps) => [requireAdminToken(deps)],
+    ok: { contentType: 'text/plain', description: 'Prometheus text exposition format.' },
+    ...OPERATOR_ERRORS,
     handle: async (_input, ctx, deps) => {
       ctx.set('Content-Type', deps.metrics.registry.contentType);
       return deps.metrics.registry.metrics();
@@ -98,7 +119,14 @@ export const OPERATOR_OPERATIONS = [
 ];
 
 export const HEALTH_OPERATION = operation({
-  method: 'get', path: '/health', operationId: 'health', tag: 'Operations', summary: 'The process is up.', access: 'public', ok: api.HealthStatus, errors: [],
+  method: 'get',
+  path: '/health',
+  operationId: 'health',
+  tag: 'Operations',
+  summary: 'The process is up.',
+  access: 'public',
+  ok: api.HealthStatus,
+  errors: [],
   handle: () => ({ status: 'ok' as const }),
 });
 

@@ -8,7 +8,12 @@ export function openApiOperation(all: () => readonly DocumentedOperation[]) {
   // Built on first use per app: converting every schema takes a few milliseconds, not worth doing at start-up.
   const documents = new WeakMap<AppDeps, string>();
   return operation({
-    method: 'get', path: OPENAPI_PATH, operationId: 'openapi', tag: 'Operations', summary: 'This OpenAPI 3.1 document.', access: 'public',
+    method: 'get',
+    path: OPENAPI_PATH,
+    operationId: 'openapi',
+    tag: 'Operations',
+    summary: 'This OpenAPI 3.1 document.',
+    access: 'public',
     ok: {
       contentType: 'application/json',
       description: 'The OpenAPI document.',

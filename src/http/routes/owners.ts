@@ -41,10 +41,17 @@ function checkBodyRef(body: z.output<typeof gov.CreateEntitlementOwnerRequest>, 
 
 export const OWNER_OPERATIONS = [
   operation({
-    method: 'post', path: ITEM, operationId: 'svc.api.user.v2.UserOwnersV2.CreateEntitlementOwner', tag: TAG, access: GOVERNANCE_WRITE,
+    method: 'post',
+    path: ITEM,
+    operationId: 'svc.api.user.v2.UserOwnersV2.CreateEntitlementOwner',
+    tag: TAG,
+    access: GOVERNANCE_WRITE,
     summary: 'Create an entitlement ownership source for a service-account user (idempotent).',
-    description: 'appEntitlementRef may be omitted or null; fields it gives must equal the path. 404 for an unknown user, app or entitlement; 400 for a user that is not a service account.',
-    body: { schema: gov.CreateEntitlementOwnerRequest, required: false, validation: 'schema' }, ok: gov.UserOwnerEntitlementResponse, errors: ITEM_WRITE_ERRORS,
+    description:
+      'appEntitlementRef may be omitted or null; fields it gives must equal the path. 404 for an unknown user, app or entitlement; 400 for a user that is not a service account.',
+    body: { schema: gov.CreateEntitlementOwnerRequest, required: false, validation: 'schema' },
+    ok: gov.UserOwnerEntitlementResponse,
+    errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const ref = refOf(input.params);
       checkBodyRef(await input.body(), ref);
@@ -52,13 +59,27 @@ export const OWNER_OPERATIONS = [
     },
   }),
   operation({
-    method: 'get', path: COLLECTION, operationId: 'svc.api.user.v2.UserOwnersV2.ListEntitlementOwners', tag: TAG, paged: true, access: GOVERNANCE_READ,
-    summary: 'List the entitlement ownerships of a user.', ok: gov.UserOwnerEntitlementList, errors: [400, 401, 403, 404, 500],
-    handle: async (input, _ctx, deps) => listBody('userOwnerEntitlement', await listEntitlementOwners(deps.db, deps.pageTokens, input.params.user_id, input.page)),
+    method: 'get',
+    path: COLLECTION,
+    operationId: 'svc.api.user.v2.UserOwnersV2.ListEntitlementOwners',
+    tag: TAG,
+    paged: true,
+    access: GOVERNANCE_READ,
+    summary: 'List the entitlement ownerships of a user.',
+    ok: gov.UserOwnerEntitlementList,
+    errors: [400, 401, 403, 404, 500],
+    handle: async (input, _ctx, deps) =>
+      listBody('userOwnerEntitlement', await listEntitlementOwners(deps.db, deps.pageTokens, input.params.user_id, input.page)),
   }),
   operation({
-    method: 'delete', path: ITEM, operationId: 'svc.api.user.v2.UserOwnersV2.DeleteEntitlementOwner', tag: TAG, access: GOVERNANCE_WRITE,
-    summary: 'Delete an entitlement ownership source (404 if absent).', ok: gov.EmptyResponse, errors: [400, 401, 403, 404, 500],
+    method: 'delete',
+    path: ITEM,
+    operationId: 'svc.api.user.v2.UserOwnersV2.DeleteEntitlementOwner',
+    tag: TAG,
+    access: GOVERNANCE_WRITE,
+    summary: 'Delete an entitlement ownership source (404 if absent).',
+    ok: gov.EmptyResponse,
+    errors: [400, 401, 403, 404, 500],
     handle: async (input, _ctx, deps) => {
       if (!(await deleteEntitlementOwner(deps.db, refOf(input.params), input.actor))) throw notFound('entitlement owner');
       return {};

@@ -60,11 +60,18 @@ export function sourceOf(ctx: Context, deps: AppDeps): string {
 
 export const TOKEN_OPERATIONS = [
   operation({
-    method: 'post', path: '/auth/v1/token', operationId: 'auth.token', tag: 'Auth', access: 'public',
+    method: 'post',
+    path: '/auth/v1/token',
+    operationId: 'auth.token',
+    tag: 'Auth',
+    access: 'public',
     summary: 'OAuth 2.0 client credentials: an access token for the API.',
     description: 'Credentials in the body (form or JSON), never in an Authorization header (400 invalid_request).',
     // Read by the handler itself: the flood guards come before the body, and errors take the RFC 6749 shape.
-    body: { schema: api.TokenRequest, required: true, form: true, validation: 'handler' }, ok: api.TokenResponse, errors: [400, 401, 429, 503], errorSchema: api.OAuthError,
+    body: { schema: api.TokenRequest, required: true, form: true, validation: 'handler' },
+    ok: api.TokenResponse,
+    errors: [400, 401, 429, 503],
+    errorSchema: api.OAuthError,
     serviceErrors: [429, 503],
     handle: async (_input, ctx, deps) => {
       const guard = deps.tokenGuard;
@@ -105,8 +112,14 @@ export const TOKEN_OPERATIONS = [
     },
   }),
   operation({
-    method: 'get', path: '/auth/v1/jwks', operationId: 'auth.jwks', tag: 'Auth', access: 'public',
-    summary: 'Public keys of the access tokens.', ok: api.JwksDocument, errors: [],
+    method: 'get',
+    path: '/auth/v1/jwks',
+    operationId: 'auth.jwks',
+    tag: 'Auth',
+    access: 'public',
+    summary: 'Public keys of the access tokens.',
+    ok: api.JwksDocument,
+    errors: [],
     handle: (_input, ctx, deps) => {
       ctx.set('Cache-Control', 'public, max-age=300');
       // Each key as a plain object: the document's keys are open objects with a kty.

@@ -32,19 +32,43 @@ import { AdmissionRefusal } from '../../errors';
  * Koa, and its route label (`WEBHOOK_ROUTE`) predates the operation table.
  */
 export const WEBHOOK_OPERATION: DocumentedOperation = {
-  method: 'post', path: `${WEBHOOK_PATH_PREFIX}{listener_id}`, operationId: 'webhooks.receive', tag: 'Inbound Webhooks', access: 'public',
+  method: 'post',
+  path: `${WEBHOOK_PATH_PREFIX}{listener_id}`,
+  operationId: 'webhooks.receive',
+  tag: 'Inbound Webhooks',
+  access: 'public',
   summary: 'Receive an inbound webhook event and run the linked automation.',
   description:
     `Authenticated by the listener’s method: ${AUTH_METHODS.map((method) => authenticatorOf(method).summary).join(', or ')}. ` +
     'Checks run in this order, the first failure answers: listener (404), ' +
     'source address (403), body size (413), headers (400), signature or JWT (401), JSON (400), duplicate event id (409).',
   headers: [
-    { name: 'Webhook-Timestamp', required: true, description: 'Current Unix time in seconds; must be within 300 s of the service’s clock.', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
-    { name: 'Webhook-Event-Id', required: true, description: 'UUID v4 identifying the event; idempotency key (compared case-insensitively).', schema: { type: 'string', format: 'uuid' } },
-    ...AUTH_METHODS.map((method) => ({ name: authenticatorOf(method).credential.name, required: false, description: authenticatorOf(method).credential.description })),
+    {
+      name: 'Webhook-Timestamp',
+      required: true,
+      description: 'Current Unix time in seconds; must be within 300 s of the service’s clock.',
+      schema: { type: 'string', pattern: '^[0-9]{1,12}$' },
+    },
+    {
+      name: 'Webhook-Event-Id',
+      required: true,
+      description: 'UUID v4 identifying the event; idempotency key (compared case-insensitively).',
+      schema: { type: 'string', format: 'uuid' },
+    },
+    ...AUTH_METHODS.map((method) => ({
+      name: authenticatorOf(method).credential.name,
+      required: false,
+      description: authenticatorOf(method).credential.description,
+    })),
   ],
-  body: { schema: api.WebhookPayload, required: true, validation: 'handler', description: 'Any JSON value, at most 64 KiB; the automation reads it as ctx.trigger.' },
-  ok: api.WebhookAccepted, errors: [400, 401, 403, 404, 408, 409, 413, 429, 503],
+  body: {
+    schema: api.WebhookPayload,
+    required: true,
+    validation: 'handler',
+    description: 'Any JSON value, at most 64 KiB; the automation reads it as ctx.trigger.',
+  },
+  ok: api.WebhookAccepted,
+  errors: [400, 401, 403, 404, 408, 409, 413, 429, 503],
   statusText: {
     200: 'Accepted; the automation run is durably recorded.',
     400: 'Missing header, Content-Type not application/json, Webhook-Timestamp more than 300 s from now, Webhook-Event-Id not a UUID v4, or body not valid JSON.',
@@ -100,7 +124,13 @@ function reasonDetail(reason: string, metadata?: Record<string, string>): ErrorD
 }
 
 /** The refusal's answer: status, machine reason (metrics label, delivery log), message and details. */
-function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filtered' }>): { status: number; reason: string; message: string; details: ErrorDetail[]; retryAfterSeconds?: number } {
+function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filtered' }>): {
+  status: number;
+  reason: string;
+  message: string;
+  details: ErrorDetail[];
+  retryAfterSeconds?: number;
+} {
   switch (outcome.verdict) {
     case 'rejected': {
       const { status, reason, message } = outcome.rejection;
@@ -116,16 +146,28 @@ function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filt
         details: [reasonDetail('duplicate_event', outcome.executionId === null ? { filtered: 'true' } : { executionId: outcome.executionId })],
       };
     case 'limited':
-      return { status: 429, reason: outcome.reason, message: outcome.message, details: [reasonDetail(outcome.reason)], retryAfterSeconds: outcome.retryAfterSeconds };
+      return {
+        status: 429,
+        reason: outcome.reason,
+        message: outcome.message,
+        details: [reasonDetail(outcome.reason)],
+        retryAfterSeconds: outcome.retryAfterSeconds,
+      };
     case 'unavailable':
       // Not "rejected": a start that timed out may still have been recorded; the same event id is safe to retry.
-      return { status: 503, reason: 'engine_unavailable', message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id', details: [] };
+      return {
+        status: 503,
+        reason: 'engine_unavailable',
+        message: 'the workflow engine did not confirm the event; retry it later with the same Webhook-Event-Id',
+        details: [],
+      };
   }
 }
 
 /** The HTTP answer to an intake outcome, with its metrics reason. */
 export function webhookAnswer(outcome: IntakeOutcome): WebhookAnswer & { reason: string } {
-  if (outcome.verdict === 'filtered') return { status: 200, reason: 'filtered', headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
+  if (outcome.verdict === 'filtered')
+    return { status: 200, reason: 'filtered', headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
   if (outcome.verdict === 'accepted') {
     return { status: 200, reason: outcome.paused ? 'paused' : 'accepted', headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
   }

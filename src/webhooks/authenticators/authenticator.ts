@@ -118,4 +118,3 @@ export interface Authenticator<Fields extends Record<string, string> = Record<st
   createVerifier(config: AuthenticatorConfig): Verify<Fields>;
   sender: Sender;
 }
-

@@ -38,9 +38,7 @@ export function authenticatorOf(method: AuthMethod): Authenticator {
 
 /** Every method's trigger field names, each with the method that owns it. */
 export function triggerFieldOwners(): Array<{ field: TriggerFieldName; method: AuthMethod }> {
-  return AUTH_METHODS.flatMap((method) =>
-    Object.keys(authenticatorOf(method).fields.shape).map((field) => ({ field: field as TriggerFieldName, method })),
-  );
+  return AUTH_METHODS.flatMap((method) => Object.keys(authenticatorOf(method).fields.shape).map((field) => ({ field: field as TriggerFieldName, method })));
 }
 
 /** The methods that have a signing secret. */

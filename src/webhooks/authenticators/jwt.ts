@@ -70,10 +70,7 @@ export const jwtAuthenticator = {
   },
   readCredential: bearerToken,
   fields: z.object({
-    jwksUrl: z
-      .string({ error: REQUIRED })
-      .min(1, { error: REQUIRED })
-      .meta({ format: 'uri', description: 'https URL of the sender’s JWKS.' }),
+    jwksUrl: z.string({ error: REQUIRED }).min(1, { error: REQUIRED }).meta({ format: 'uri', description: 'https URL of the sender’s JWKS.' }),
   }),
   checkFields: (fields, config) => {
     const problem = validateJwksUrl(fields.jwksUrl, config.allowInsecureJwks);
