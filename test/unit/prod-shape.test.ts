@@ -234,7 +234,7 @@ describe('the app processes', () => {
     }
     expect(JSON.stringify(compose.services.api?.healthcheck)).toContain(`127.0.0.1:${composeApi.admin.port}/ready`);
     expect(read('scripts/stack-prod.ts')).toMatch(
-      /adminPorts\.forEach\(\(port, i\) => \{\n\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) => until\(`api-\$\{i \+ 1\}`, 120_000, \(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/,
+      /adminPorts\.forEach\(\(port, i\) => \{\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) =>\s+until\(`api-\$\{i \+ 1\}`, 120_000, \(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/,
     );
   });
 
