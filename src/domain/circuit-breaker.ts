@@ -122,7 +122,11 @@ async function bounded<T, R>(items: readonly T[], concurrency: number, work: (it
 async function resumeInOrder(control: PausedRunControl, runIds: string[], automation: { id: string; name: string }): Promise<number> {
   const waiting = (await bounded(runIds, LET_GO_CONCURRENCY, (runId) => control.look(runId))).filter((run) => run !== undefined);
   const sequences = new Map<string | undefined, PausedRun[]>();
-  for (const run of waiting) sequences.set(run.lane, [...(sequences.get(run.lane) ?? []), run]);
+  for (const run of waiting) {
+    const sequence = sequences.get(run.lane);
+    if (sequence) sequence.push(run);
+    else sequences.set(run.lane, [run]);
+  }
   const counts = await bounded([...sequences.values()], LET_GO_CONCURRENCY, async (sequence) => {
     let resumed = 0;
     for (const run of sequence) if (await control.resume(run, automation)) resumed += 1;
