@@ -16,18 +16,16 @@
  *      reruns and the bulk action; the action's counters add up.
  * Figures (counts, times) go to the console and to test-artifacts/breaker-bulk-drill.json.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
+import type { Client } from '@temporalio/client';
+import type { EncryptionCodec } from '../../src/temporal/codec';
 import { decodePayloadsInPlace } from '../../src/temporal/executions';
 import { BREAKER_RESUME_SIGNAL, RUN_GRANT_SIGNAL } from '../../src/contract/run';
 import { signHmac } from '../../src/webhooks';
-import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
+import type { ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
-import { OwnPostgres } from './postgres';
+import { startDrillStack, stopDrillStack, type DrillStackParts } from './drill-stack';
 import { poll, sleep } from '../helpers/wait';
 
 const SENDERS = 8;
@@ -36,16 +34,12 @@ const MAX_RUNS = 50;
 const FAILED_RUNS = 300;
 const ATTEMPT_TIMEOUT_MS = 90_000;
 
-let pg: OwnPostgres;
+const parts: DrillStackParts = {};
 let stack: ProdStack;
-let stateDir: string;
 let entryPort: number;
 let token: string;
-let temporalConnection: Connection;
 let temporal: Client;
 let codec: EncryptionCodec;
-const clientId = `drill-${randomBytes(4).toString('hex')}`;
-const clientSecret = randomBytes(32).toString('base64url');
 const figures: Record<string, unknown> = {};
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -146,40 +140,16 @@ const tally = (list: Array<number | string>): Record<string, number> => {
 };
 
 beforeAll(async () => {
-  pg = await OwnPostgres.create();
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-breaker-'));
-  const payloadKeys = newPayloadKeyEntry();
-  const started = Date.now();
-  stack = await startProdStack({
-    adminUrl: pg.adminUrl,
-    stateDir,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      BOOTSTRAP_CLIENT_ID: clientId,
-      BOOTSTRAP_CLIENT_SECRET: clientSecret,
-      LOG_LEVEL: 'warn',
-      PAYLOAD_KEYS: payloadKeys,
-    },
-    log: (line) => console.log(`[stack] ${line}`),
-  });
-  figures.stackStartSeconds = Math.round((Date.now() - started) / 1000);
-  entryPort = Number(new URL(stack.entryUrl).port);
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
-  token = ((await (await fetch(`${stack.entryUrl}/auth/v1/token`, { method: 'POST', body: form })).json()) as { access_token: string }).access_token;
-  temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api'));
-  codec = new EncryptionCodec(parsePayloadKeys(payloadKeys));
-  temporal = new Client({ connection: temporalConnection, namespace: 'default', dataConverter: encryptedDataConverter(codec) });
+  let startSeconds: number;
+  ({ stack, entryPort, token, temporal, codec, startSeconds } = await startDrillStack('breaker', parts));
+  figures.stackStartSeconds = startSeconds;
 }, 30 * 60_000);
 
 afterAll(async () => {
   fs.mkdirSync('test-artifacts', { recursive: true });
   fs.writeFileSync('test-artifacts/breaker-bulk-drill.json', `${JSON.stringify(figures, null, 2)}\n`);
   console.log(`breaker and bulk drill figures: ${JSON.stringify(figures)}`);
-  await temporalConnection?.close().catch(() => undefined);
-  await stack?.stop().catch(() => undefined);
-  pg?.destroy();
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await stopDrillStack(parts);
 }, 120_000);
 
 describe(`a breaker of ${MAX_RUNS} per hour: ${SENDERS} senders × ${EVENTS_PER_SENDER} events while processes are killed, then resume`, () => {

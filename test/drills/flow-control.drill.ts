@@ -7,16 +7,12 @@
  * once, per key no two runs overlapped (one's first step after the previous one's last), and per
  * key the completion order equals the acceptance order. Figures go to the console.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import { signHmac } from '../../src/webhooks';
-import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
+import type { ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
-import { OwnPostgres } from './postgres';
+import { startDrillStack, stopDrillStack, type DrillStackParts } from './drill-stack';
 import { callApi } from '../helpers/api-call';
 import { sleep } from '../helpers/wait';
 
@@ -24,15 +20,11 @@ const KEYS = 5;
 const EVENTS_PER_KEY = 40;
 const ATTEMPT_TIMEOUT_MS = 90_000;
 
-let pg: OwnPostgres;
+const parts: DrillStackParts = {};
 let stack: ProdStack;
-let stateDir: string;
 let entryPort: number;
 let token: string;
-let temporalConnection: Connection;
 let temporal: Client;
-const clientId = `drill-${randomBytes(4).toString('hex')}`;
-const clientSecret = randomBytes(32).toString('base64url');
 
 const call = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Record<string, any>> => callApi(entryPort, token, method, pathname, body); // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -48,39 +40,10 @@ function send(listener: { path: string; secret: string }, eventId: string, body:
 }
 
 beforeAll(async () => {
-  pg = await OwnPostgres.create();
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-flow-'));
-  const payloadKeys = newPayloadKeyEntry();
-  stack = await startProdStack({
-    adminUrl: pg.adminUrl,
-    stateDir,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      BOOTSTRAP_CLIENT_ID: clientId,
-      BOOTSTRAP_CLIENT_SECRET: clientSecret,
-      LOG_LEVEL: 'warn',
-      PAYLOAD_KEYS: payloadKeys,
-    },
-    log: (line) => console.log(`[stack] ${line}`),
-  });
-  entryPort = Number(new URL(stack.entryUrl).port);
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
-  token = ((await (await fetch(`${stack.entryUrl}/auth/v1/token`, { method: 'POST', body: form })).json()) as { access_token: string }).access_token;
-  temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api'));
-  temporal = new Client({
-    connection: temporalConnection,
-    namespace: 'default',
-    dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))),
-  });
+  ({ stack, entryPort, token, temporal } = await startDrillStack('flow', parts));
 }, 30 * 60_000);
 
-afterAll(async () => {
-  await temporalConnection?.close().catch(() => undefined);
-  await stack?.stop().catch(() => undefined);
-  pg?.destroy();
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
-}, 120_000);
+afterAll(() => stopDrillStack(parts), 120_000);
 
 describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation while processes are killed`, () => {
   it('every run COMPLETED exactly once; per key no overlap, start order = acceptance order', async () => {

@@ -20,7 +20,6 @@
  *      exactly one COMPLETED run and exactly one ownership row.
  * Figures go to the console and to test-artifacts/drills.json (docs/production.md quotes them).
  */
-import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -30,11 +29,12 @@ import { execFile, execFileSync } from 'node:child_process';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { findTemporalCli } = require('../../scripts/temporal-cli.js') as { findTemporalCli: () => string | undefined };
 import { Client as PgClient, Pool } from 'pg';
-import { Client, Connection, type TLSConfig } from '@temporalio/client';
+import { Connection, type Client, type TLSConfig } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, startProdStack, type ProdStack } from '../../scripts/stack-prod';
+import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
-import { OwnPostgres } from './postgres';
+import { startDrillStack, stopDrillStack, type DrillStackParts } from './drill-stack';
+import type { OwnPostgres } from './postgres';
 import { seededRandom } from '../helpers/seeded-random';
 import { completedActivities, ownershipCreations, type RunRef } from '../helpers/effects';
 import { callApi } from '../helpers/api-call';
@@ -50,6 +50,7 @@ const PROPAGATION_TRIES = 50;
 
 const figures: Record<string, unknown> = {};
 
+const parts: DrillStackParts = {};
 let pg: OwnPostgres;
 let stack: ProdStack;
 let stateDir: string;
@@ -62,8 +63,6 @@ console.log(`production drill: random seed ${random.seed} (replay: ${random.repl
 let temporalConnection: Connection;
 let temporal: Client;
 let target: { userId: string; appId: string; entitlementId: string };
-const clientId = `drill-${randomBytes(4).toString('hex')}`;
-const clientSecret = randomBytes(32).toString('base64url');
 
 function portOf(url: string): number {
   return Number(new URL(url).port);
@@ -118,58 +117,30 @@ const statusOf = (o: PostOutcome): number | string => (o.kind === 'response' ? o
 let superuserPasswordBefore: string;
 
 beforeAll(async () => {
-  pg = await OwnPostgres.create();
-  // The superuser has a password of its own before the stack starts; the stack must leave it alone.
-  superuserPasswordBefore = await withAdmin(async (admin) => {
-    await admin.query(`ALTER ROLE postgres PASSWORD 'drill-own-superuser-password'`);
-    return (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string;
+  const started = await startDrillStack('stack', parts, async (own) => {
+    pg = own;
+    // The superuser has a password of its own before the stack starts; the stack must leave it alone.
+    superuserPasswordBefore = await withAdmin(async (admin) => {
+      await admin.query(`ALTER ROLE postgres PASSWORD 'drill-own-superuser-password'`);
+      return (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string;
+    });
   });
-  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-stack-'));
-  const payloadKeys = newPayloadKeyEntry();
-  const started = Date.now();
-  stack = await startProdStack({
-    adminUrl: pg.adminUrl,
-    stateDir,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      BOOTSTRAP_CLIENT_ID: clientId,
-      BOOTSTRAP_CLIENT_SECRET: clientSecret,
-      LOG_LEVEL: 'warn',
-      PAYLOAD_KEYS: payloadKeys,
-    },
-    log: (line) => console.log(`[stack] ${line}`),
-  });
-  figures.stackStartSeconds = Math.round((Date.now() - started) / 1000);
-  entryPort = portOf(stack.entryUrl);
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
-  const res = await fetch(`${stack.entryUrl}/auth/v1/token`, { method: 'POST', body: form });
-  token = ((await res.json()) as { access_token: string }).access_token;
+  ({ stack, stateDir, entryPort, token, temporalConnection, temporal } = started);
+  figures.stackStartSeconds = started.startSeconds;
   const user = (await call('POST', '/api/v1/users', { displayName: 'drill robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' })).user;
   const app = (await call('POST', '/api/v1/apps', { displayName: 'Drill app' })).app;
   const entitlement = (await call('POST', `/api/v1/apps/${app.id}/entitlements`, { displayName: 'Owner', slug: 'owner' })).appEntitlement;
   target = { userId: user.id, appId: app.id, entitlementId: entitlement.id };
   appPool = new Pool({ connectionString: new URL('/app', pg.adminUrl).toString(), max: 2 });
   appPool.on('error', () => undefined);
-  // The frontend requires mutual TLS: the drill connects with the APIs' client certificate.
-  temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api'));
-  // Payloads are encrypted in Temporal: the drill reads runs with the stack's own keys.
-  temporal = new Client({
-    connection: temporalConnection,
-    namespace: 'default',
-    dataConverter: encryptedDataConverter(new EncryptionCodec(parsePayloadKeys(payloadKeys))),
-  });
 }, 30 * 60_000);
 
 afterAll(async () => {
   fs.mkdirSync('test-artifacts', { recursive: true });
   fs.writeFileSync('test-artifacts/drills.json', `${JSON.stringify(figures, null, 2)}\n`);
   console.log(`drill figures: ${JSON.stringify(figures)}`);
-  await temporalConnection?.close().catch(() => undefined);
   await appPool?.end().catch(() => undefined);
-  await stack?.stop().catch(() => undefined);
-  pg?.destroy();
-  if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+  await stopDrillStack(parts);
 }, 120_000);
 
 describe('the Temporal Web UI server', () => {
