@@ -180,7 +180,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
 
     const secretBox = new SecretBox(randomBytes(32));
-    const tokens = await AccessTokens.load(db, secretBox, 600);
+    // The bench's one token serves every section: it must outlive a full run (a 10,000-run bulk
+    // cancel starts more than 10 minutes in).
+    const tokens = await AccessTokens.load(db, secretBox, 86_400);
     const shared = { db, tokens, pageTokenKey: randomBytes(32), secretBox, temporalAddress: server.address };
     // As `npm start` (src/main.ts): the API starts runs through a client on the worker's native
     // connection, with eager workflow start; the bare baseline starts its runs the same way.
