@@ -52,6 +52,19 @@ describe('EncryptionCodec', () => {
     await expect(codec.decode([relabelled])).rejects.toThrow(/does not open/);
   });
 
+  it('draws a fresh random IV for every payload, past a refill of its pool, and gives each payload its own metadata bytes', async () => {
+    const codec = new EncryptionCodec(first);
+    // 600 payloads: more than two fills of the IV pool (256 IVs each).
+    const encoded = await codec.encode(Array.from({ length: 600 }, (_, i) => defaultPayloadConverter.toPayload({ i })));
+    const ivs = new Set(encoded.map((payload) => Buffer.from(payload.data!).subarray(0, 12).toString('hex')));
+    expect(ivs.size).toBe(600);
+    const decoded = await codec.decode(encoded);
+    expect(decoded.map((payload) => defaultPayloadConverter.fromPayload(payload))).toEqual(Array.from({ length: 600 }, (_, i) => ({ i })));
+    encoded[0]!.metadata![KEY_ID_METADATA]![0] = 0x21;
+    expect(text(encoded[1]!.metadata![KEY_ID_METADATA])).toBe(first[0]!.id);
+    expect(text((await codec.encode([defaultPayloadConverter.toPayload(1)]))[0]!.metadata![KEY_ID_METADATA])).toBe(first[0]!.id);
+  });
+
   it('passes payloads that were never encrypted unchanged', async () => {
     const plain = defaultPayloadConverter.toPayload({ a: 1 });
     expect(await new EncryptionCodec(first).decode([plain])).toEqual([plain]);
