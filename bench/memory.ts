@@ -4,6 +4,10 @@
  * address the RSS of every process in that group is summed: npm itself, the shell npm runs the
  * script with (when there is one), the service, the Temporal dev server. PSS (shared pages counted
  * once across processes, e.g. the node binary's code in npm and in the service) is summed beside it.
+ * Its floor (`runMemoryFloorBench`) is counted the same way: `npm run bench:memory-floor`
+ * (bench/memory-floor.js: the same dev server, and one Node process with `npm start`'s flags that
+ * holds a bare Koa server, PGlite opened as the service opens it, a Temporal client and a worker
+ * with one empty workflow), the same wait after it says it is ready.
  * Read from /proc (Linux only).
  */
 import { spawn } from 'node:child_process';
@@ -76,14 +80,27 @@ function commandOf(pid: number): string {
   return program;
 }
 
-/** How to run `npm start`: the npm that runs this bench (npm_execpath) when there is one, else `npm` on PATH. */
-function npmCommand(): [string, string[]] {
+/** How to run `npm <args>`: the npm that runs this bench (npm_execpath) when there is one, else `npm` on PATH. */
+function npmCommand(npmArgs: string[]): [string, string[]] {
   const npmCli = process.env.npm_execpath;
-  if (npmCli && /\.js$/.test(npmCli)) return [process.execPath, [npmCli, 'start']];
-  return ['npm', ['start']];
+  if (npmCli && /\.js$/.test(npmCli)) return [process.execPath, [npmCli, ...npmArgs]];
+  return ['npm', npmArgs];
 }
 
-export async function runMemoryBench(options: { settleMs: number }, log: (line: string) => void): Promise<MemoryResult> {
+/** An idle `npm start`, counted over its process group `settleMs` after the API printed its address. */
+export function runMemoryBench(options: { settleMs: number }, log: (line: string) => void): Promise<MemoryResult> {
+  return measureIdleGroup({ npmArgs: ['start'], ready: /^API:/m, what: '`npm start`', ...options }, log);
+}
+
+/** The floor of that figure (bench/memory-floor.js), counted the same way `settleMs` after it is ready. */
+export function runMemoryFloorBench(options: { settleMs: number }, log: (line: string) => void): Promise<MemoryResult> {
+  return measureIdleGroup({ npmArgs: ['run', 'bench:memory-floor'], ready: /^floor ready/m, what: 'the floor', ...options }, log);
+}
+
+async function measureIdleGroup(
+  { npmArgs, ready: readyLine, what, settleMs }: { npmArgs: string[]; ready: RegExp; what: string; settleMs: number },
+  log: (line: string) => void,
+): Promise<MemoryResult> {
   const root = path.resolve(__dirname, '..');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-idle-'));
   const env = {
@@ -96,8 +113,8 @@ export async function runMemoryBench(options: { settleMs: number }, log: (line: 
     DATABASE_URL: '',
     LOG_LEVEL: 'warn',
   };
-  const [command, args] = npmCommand();
-  log(`memory: \`npm start\` in its own process group, DATA_DIR ${dataDir}`);
+  const [command, args] = npmCommand(npmArgs);
+  log(`memory: ${what} in its own process group, DATA_DIR ${dataDir}`);
   // detached: a new session and process group led by npm, as a terminal gives `npm start` one.
   const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const pgid = child.pid!;
@@ -105,16 +122,16 @@ export async function runMemoryBench(options: { settleMs: number }, log: (line: 
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (/^API:/m.test(output)) resolve();
+      if (readyLine.test(output)) resolve();
     });
     child.stderr.on('data', (chunk: Buffer) => {
       output += chunk.toString();
     });
-    child.once('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${output.slice(-2000)}`)));
+    child.once('exit', (code) => reject(new Error(`${what} exited with ${code}:\n${output.slice(-2000)}`)));
   });
   try {
     await ready;
-    await sleep(options.settleMs);
+    await sleep(settleMs);
     const processes = processGroupPids(pgid)
       .map((pid) => {
         const rssKb = statusKb(pid, 'VmRSS');
@@ -126,7 +143,7 @@ export async function runMemoryBench(options: { settleMs: number }, log: (line: 
     const idleRssMb = processes.reduce((sum, p) => sum + p.rssMb, 0);
     const idlePssMb = processes.every((p) => p.pssMb !== undefined) ? processes.reduce((sum, p) => sum + p.pssMb!, 0) : undefined;
     log(
-      `memory: idle RSS ${idleRssMb.toFixed(0)} MB, PSS ${idlePssMb?.toFixed(0) ?? '?'} MB: ` +
+      `memory: ${what} idle RSS ${idleRssMb.toFixed(0)} MB, PSS ${idlePssMb?.toFixed(0) ?? '?'} MB: ` +
         processes.map((p) => `${p.command} ${p.rssMb.toFixed(0)}/${p.pssMb?.toFixed(0) ?? '?'}`).join(', '),
     );
     return { idleRssMb, idlePssMb, processes };

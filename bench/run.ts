@@ -13,7 +13,8 @@
  *   pagination  the page at row N/2 vs the first page, on PGlite and on PostgreSQL (DATABASE_URL)
  *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
  *   memory      peak RSS of this process (API + workers) and of the Temporal server, during ingress;
- *               RSS of every process of an idle `npm start`
+ *               RSS of every process of an idle `npm start`, and of its floor in turn
+ *               (bench/memory-floor.js: the same dev server, Koa, PGlite and a worker, nothing of ours)
  *   flow        concurrency-limited ingress vs plain ingress; lane hand-off vs a run's start (bench/flow.ts)
  *   breaker     ingress on an automation with a closed circuit breaker vs plain ingress (bench/breaker.ts)
  *   bulk        ingress while a bulk cancel of runs parked in waitForApproval runs vs plain ingress
@@ -34,7 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
-import { IDLE_RSS_GOAL_MB, runMemoryBench, type MemoryResult } from './memory';
+import { IDLE_RSS_GOAL_MB, runMemoryBench, runMemoryFloorBench, type MemoryResult } from './memory';
 import { runE2eBench, runFloorBench, type E2eResult, type FloorResult } from './e2e';
 import { runStartE2eBench, type StartE2eResult } from './start-e2e';
 import { runConsoleBench, type ConsoleResult } from './console';
@@ -109,6 +110,8 @@ interface Detail {
   postgres?: PaginationResult;
   automation?: BenchAutomation;
   idle?: MemoryResult;
+  /** The floor of the idle figure (bench/memory-floor.js), counted the same way. */
+  idleFloor?: MemoryResult;
   console?: ConsoleResult;
   breaker?: BreakerResult;
   bulk?: BulkResult;
@@ -158,6 +161,13 @@ interface Results {
     idleRssMb: number | null;
     /** The same processes' PSS, summed (pages shared between them counted once). */
     idlePssMb: number | null;
+    /** The floor of idleRssMb: `npm run bench:memory-floor` (bench/memory-floor.js), counted the same way. */
+    floorIdleRssMb: number | null;
+    floorIdlePssMb: number | null;
+    /** idleRssMb ÷ floorIdleRssMb. */
+    idleRatioToFloor: number | null;
+    /** idleRssMb − floorIdleRssMb: what the service holds above its floor. */
+    idleRssOverFloorMb: number | null;
   } | null;
   search: {
     firstPageMs: number;
@@ -285,12 +295,20 @@ async function main(): Promise<void> {
 
   async function measure(): Promise<void> {
     if (args.only.has('memory')) {
+      // In turns: `npm start`, then its floor, each alone on the machine.
       detail.idle = await runMemoryBench(profile.memory, log);
+      detail.idleFloor = await runMemoryFloorBench(profile.memory, log);
+      const idle = detail.idle;
+      const floor = detail.idleFloor;
       results.memory = {
         apiWorkerPeakRssMb: null,
         temporalPeakRssMb: null,
-        idleRssMb: round(detail.idle.idleRssMb, 1),
-        idlePssMb: detail.idle.idlePssMb === undefined ? null : round(detail.idle.idlePssMb, 1),
+        idleRssMb: round(idle.idleRssMb, 1),
+        idlePssMb: idle.idlePssMb === undefined ? null : round(idle.idlePssMb, 1),
+        floorIdleRssMb: round(floor.idleRssMb, 1),
+        floorIdlePssMb: floor.idlePssMb === undefined ? null : round(floor.idlePssMb, 1),
+        idleRatioToFloor: round(idle.idleRssMb / floor.idleRssMb, 3),
+        idleRssOverFloorMb: round(idle.idleRssMb - floor.idleRssMb, 1),
       };
     }
     if (args.only.has('cel')) {
@@ -332,10 +350,15 @@ async function main(): Promise<void> {
           ratioToBareStart: round(ingress.ratioToBareStart, 3),
         };
         results.memory = {
+          idleRssMb: null,
+          idlePssMb: null,
+          floorIdleRssMb: null,
+          floorIdlePssMb: null,
+          idleRatioToFloor: null,
+          idleRssOverFloorMb: null,
+          ...results.memory,
           apiWorkerPeakRssMb: round(apiWorkerPeakRssMb, 1),
           temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1),
-          idleRssMb: results.memory?.idleRssMb ?? null,
-          idlePssMb: results.memory?.idlePssMb ?? null,
         };
         if (Object.keys(ingress.otherStatuses).length > 0) notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
       }
@@ -659,17 +682,29 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   }
   if (detail.idle) {
     const d = detail.idle;
-    const parts = (pick: (p: MemoryResult['processes'][number]) => number | undefined): string =>
-      d.processes.map((p) => `${p.command} ${pick(p)?.toFixed(0) ?? '?'}`).join(' + ');
+    const f = detail.idleFloor;
+    const parts = (of: MemoryResult, pick: (p: MemoryResult['processes'][number]) => number | undefined): string =>
+      of.processes.map((p) => `${p.command} ${pick(p)?.toFixed(0) ?? '?'}`).join(' + ');
     rows.push([
       'idle npm start, RSS MB of its process group (as ps shows)',
       d.idleRssMb.toFixed(0),
-      parts((p) => p.rssMb),
-      '',
+      parts(d, (p) => p.rssMb),
+      f ? (d.idleRssMb / f.idleRssMb).toFixed(3) : '',
       `≤${IDLE_RSS_GOAL_MB}`,
-      d.idleRssMb <= IDLE_RSS_GOAL_MB ? 'ok' : 'MISSED',
+      d.idleRssMb <= IDLE_RSS_GOAL_MB ? 'ok' : f ? `MISSED (floor ${f.idleRssMb.toFixed(0)} MB)` : 'MISSED',
     ]);
-    rows.push(['  the same as PSS (shared pages counted once)', d.idlePssMb?.toFixed(0) ?? '?', parts((p) => p.pssMb), '', '', '']);
+    rows.push(['  the same as PSS (shared pages counted once)', d.idlePssMb?.toFixed(0) ?? '?', parts(d, (p) => p.pssMb), '', '', '']);
+    if (f) {
+      rows.push([
+        '  its floor (memory.floorIdleRssMb): npm run bench:memory-floor, RSS / PSS MB',
+        `${f.idleRssMb.toFixed(0)} / ${f.idlePssMb?.toFixed(0) ?? '?'}`,
+        parts(f, (p) => p.rssMb),
+        '',
+        '',
+        '',
+      ]);
+      rows.push(['  above the floor (memory.idleRssOverFloorMb), RSS MB', (d.idleRssMb - f.idleRssMb).toFixed(0), '', '', '', '']);
+    }
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
   const cpus = os.cpus();

@@ -74,13 +74,20 @@ describe('Node flags of the service (scripts/node-flags.js)', () => {
   const { SERVICE_NODE_FLAGS } = require('../../scripts/node-flags.js') as { SERVICE_NODE_FLAGS: readonly string[] };
   const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
 
-  it('are what npm start, npm run api|worker, bench and bench:soak start node with', () => {
+  it('are what npm start, npm run api|worker, bench, bench:soak and bench:memory-floor start node with', () => {
     expect(SERVICE_NODE_FLAGS.length).toBeGreaterThan(0);
-    for (const name of ['start', 'api', 'worker', 'bench', 'bench:soak']) {
+    for (const name of ['start', 'api', 'worker', 'bench', 'bench:soak', 'bench:memory-floor']) {
       // Environment assignments and `exec` may come first (the service's scripts; see below).
       const argv = scripts[name]!.split(/\s+/).filter((word) => word !== 'exec' && !/^[A-Z_]+=/.test(word));
       expect({ name, node: argv[0], flags: argv.slice(1, 1 + SERVICE_NODE_FLAGS.length) }).toEqual({ name, node: 'node', flags: [...SERVICE_NODE_FLAGS] });
     }
+  });
+
+  it('the idle-memory floor runs as npm start runs: the same environment settings, exec, node and flags', () => {
+    // bench/memory-floor.js is counted against npm start (bench/memory.ts): only the script differs.
+    const prefix = (script: string): string => script.replace(/ \S+\.js$/, '');
+    expect(prefix(scripts['bench:memory-floor']!)).toBe(prefix(scripts.start!));
+    expect(scripts['bench:memory-floor']).toMatch(/ bench\/memory-floor\.js$/);
   });
 
   it("npm start, npm run api|worker: the shell npm runs the script with execs node, so npm's SIGTERM reaches the service", () => {
