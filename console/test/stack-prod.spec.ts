@@ -190,6 +190,8 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
   // From here on only API 2 runs: the session made by API 1 is read from PostgreSQL.
   await startApi('api-2');
   await stopApi('api-1');
+  await page.reload();
+  await expect(page.getByText(OIDC_PEOPLE.approver.name, { exact: true })).toHaveAttribute('title', person());
 
   // The Runs page is open when the webhook arrives; the run appears without a reload.
   const nav = page.getByRole('navigation', { name: 'Main' });
