@@ -198,7 +198,7 @@ export function appEnvironment(
     /** PAYLOAD_KEYS shared by every API and worker (each must decrypt what the others encrypt). */
     payloadKeys: string;
     entryUrl: string;
-    /** The Web UI's origin: the only one allowed to call the codec endpoint from a browser. */
+    /** The Web UI's address: the only origin allowed to call the codec endpoint from a browser, and where "Open in Temporal" links. */
     uiUrl: string;
     dataDir: string;
     /** The certificate folder: each role connects to Temporal with its own client certificate. */
@@ -232,6 +232,7 @@ export function appEnvironment(
     BASE_URL: p.entryUrl,
     TRUST_PROXY: '1',
     CODEC_CORS_ORIGINS: p.uiUrl,
+    TEMPORAL_UI_URL: p.uiUrl,
   };
 }
 
@@ -242,6 +243,11 @@ export interface StackOptions {
   localPostgres?: LocalPostgres;
   /** Entry (nginx) port; 0 = a free port. */
   port?: number;
+  /**
+   * The address people and senders open (the APIs' BASE_URL, the Web UI's codec endpoint) when
+   * something in front of nginx ends TLS; unset = nginx's own `http://127.0.0.1:<port>`.
+   */
+  baseUrl?: string;
   temporalPort?: number;
   uiPort?: number;
   stateDir?: string;
@@ -309,7 +315,10 @@ export class StackProcess {
 export interface ProdStack {
   /** The super_admin client made on the first start of a new store (to print once), if any. */
   bootstrapCreated: { clientId: string; clientSecret: string } | undefined;
+  /** nginx: http://127.0.0.1:<port>. */
   entryUrl: string;
+  /** The address people open (StackOptions.baseUrl, else entryUrl). */
+  baseUrl: string;
   uiUrl: string;
   temporalAddress: string;
   appDatabaseUrl: string;
@@ -370,11 +379,26 @@ export async function isListening(port: number, host = '127.0.0.1'): Promise<boo
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A process that exited or did not become ready while the stack started: named in the error with its log's tail. */
+class StartError extends Error {
+  constructor(
+    message: string,
+    readonly proc: StackProcess | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** The last `count` lines of a process's log (what a failed start shows). */
+function logTail(proc: StackProcess, count = 20): string {
+  return proc.logText().trimEnd().split('\n').slice(-count).join('\n');
+}
+
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false>, proc?: StackProcess): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (proc && !proc.running) throw new Error(`${proc.name} exited while starting; its log: ${proc.logFile}`);
+    if (proc && !proc.running) throw new StartError(`${proc.name} exited while starting; its log: ${proc.logFile}`, proc);
     try {
       const value = await probe();
       if (value !== undefined && value !== false) return value;
@@ -383,7 +407,7 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
     }
     await sleep(250);
   }
-  throw new Error(`${what} not ready within ${Math.round(timeoutMs / 1000)} s${lastError ? `: ${(lastError as Error).message}` : ''}`);
+  throw new StartError(`${what} not ready within ${Math.round(timeoutMs / 1000)} s${lastError ? `: ${(lastError as Error).message}` : ''}`, proc);
 }
 
 /** The local PostgreSQL, administered as its `postgres` OS user over the Unix socket (peer authentication). */
@@ -650,6 +674,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   const temporalPort = options.temporalPort || (await freePort());
   const uiPort = options.uiPort || (await freePort());
   const entryUrl = `http://127.0.0.1:${entryPort}`;
+  const baseUrl = (options.baseUrl ?? entryUrl).replace(/\/+$/, '');
   const uiUrl = `http://127.0.0.1:${uiPort}`;
   const temporalAddress = `127.0.0.1:${temporalPort}`;
   const appDatabaseUrl = dbUrl(ROLES.app, passwords.app, DATABASES.app);
@@ -696,7 +721,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     'temporal-ui',
     bins['temporal-ui-server'],
     ['--root', path.join(ROOT, 'deploy'), '--config', 'temporal-ui', '--env', 'docker', 'start'],
-    uiEnvironment({ temporalAddress, uiPort, uiUrl, entryUrl, tlsDir }),
+    uiEnvironment({ temporalAddress, uiPort, uiUrl, entryUrl: baseUrl, tlsDir }),
   );
 
   // The first start of a new store makes the bootstrap super_admin client here, so its secret is
@@ -711,7 +736,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
     passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
   }
-  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl, uiUrl, tlsDir, passThrough };
+  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl: baseUrl, uiUrl, tlsDir, passThrough };
   const apiPorts = [await freePort(), await freePort()];
   const adminPorts = [await freePort(), await freePort()];
   apiPorts.forEach((port, i) =>
@@ -792,6 +817,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   const stack: ProdStack = {
     bootstrapCreated,
     entryUrl,
+    baseUrl,
     uiUrl,
     temporalAddress,
     appDatabaseUrl,
@@ -854,9 +880,14 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     processes.get('nginx')!.start();
     await readiness.nginx!();
   } catch (err) {
-    const failed = [...processes.values()].filter((p) => p.child && p.child.exitCode !== null).map((p) => p.name);
+    // The processes that exited, and the one that was not ready in time: each named with its log's tail.
+    const exited = [...processes.values()].filter((p) => p.child && !p.running);
+    const blamed = new Set(exited);
+    if (err instanceof StartError && err.proc) blamed.add(err.proc);
     await stack.stop().catch(() => undefined);
-    throw new Error(`${(err as Error).message}${failed.length ? ` (exited: ${failed.join(', ')}; logs in ${logDir})` : ` (logs in ${logDir})`}`);
+    const tails = [...blamed].map((p) => `\n---- ${p.name}: the end of ${p.logFile}\n${logTail(p)}`).join('');
+    const names = exited.length ? ` (exited: ${exited.map((p) => p.name).join(', ')}; logs in ${logDir})` : ` (logs in ${logDir})`;
+    throw new Error(`${(err as Error).message}${names}${tails}`);
   }
   return stack;
 }
@@ -866,6 +897,7 @@ async function main(): Promise<void> {
   const port = process.env.PORT ? Number(process.env.PORT) : 8080;
   const stack = await startProdStack({
     ...(process.env.DATABASE_URL ? { adminUrl: process.env.DATABASE_URL } : {}),
+    ...(process.env.BASE_URL ? { baseUrl: process.env.BASE_URL } : {}),
     port,
     temporalPort: process.env.TEMPORAL_PORT ? Number(process.env.TEMPORAL_PORT) : 7233,
     uiPort: process.env.TEMPORAL_UI_PORT ? Number(process.env.TEMPORAL_UI_PORT) : 8233,
@@ -874,7 +906,7 @@ async function main(): Promise<void> {
   console.log(`
 Production stack up in ${Math.round((Date.now() - started) / 1000)} s (Ctrl-C stops every process)
   entry (nginx → api-1, api-2):  ${stack.entryUrl}
-  console:                       ${stack.entryUrl}/console
+  console:                       ${stack.baseUrl}/console
   Temporal frontend (mTLS):      ${stack.temporalAddress}
     temporal workflow list ${stack.temporalCliArgs('api').join(' ')}
   Temporal Web UI (read-only):   ${stack.uiUrl}

@@ -279,6 +279,11 @@ describe('the Temporal Web UI', () => {
     const config = read('deploy/temporal-ui/docker.yaml');
     for (const name of [...Object.keys(ui), ...Object.keys(script)]) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
   });
+
+  it('the script\'s APIs link "Open in Temporal" to its own Web UI, on whatever port that runs', () => {
+    const uiUrl = 'http://127.0.0.1:28233';
+    expect(loadConfig(appEnvironment('api', { ...scriptApp, uiUrl, port: 8080, adminPort: 9090 })).console.temporalUiUrl).toBe(uiUrl);
+  });
 });
 
 /** The host folder a compose service mounts at `target` (`${TEMPORAL_CERTS_DIR:-...}` substituted). */
