@@ -54,6 +54,7 @@ import {
   FLOW_CONTROL_FAILED,
   FLOW_CONTROL_PATCH,
   BREAKER_PATCH,
+  ONE_MARKER_PATCH,
   type BreakerResume,
   LANE_PROTOCOL_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
@@ -126,18 +127,23 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     },
   );
 
+  // Under ONE_MARKER_PATCH a run takes every change below without asking for its patch: one marker
+  // (and one search-attribute upsert) per run instead of one per change. Asked first, in the run's
+  // first activation; runs recorded before it ask for each as they did (docs/upgrades.md).
+  const current = patched(ONE_MARKER_PATCH);
+  const has = (patch: string): boolean => current || patched(patch);
   // Flow control (docs/upgrades.md): runs recorded before it existed never ask for the patch.
-  const flow = input.flow && patched(FLOW_CONTROL_PATCH) ? input.flow : undefined;
+  const flow = input.flow && has(FLOW_CONTROL_PATCH) ? input.flow : undefined;
   // Under LANE_PROTOCOL_PATCH a queued run takes a grant only from the lane it was recorded for (docs/upgrades.md).
   // Asked here, in the run's first activation, before any local activity: a patch first asked
   // after a local activity's result is not found again when the history is replayed.
-  const ownLaneOnly = flow?.queue !== undefined && patched(LANE_PROTOCOL_PATCH);
+  const ownLaneOnly = flow?.queue !== undefined && has(LANE_PROTOCOL_PATCH);
   // Under APPROVAL_WAIT_PATCH a run marks itself while a step waits for approval (docs/upgrades.md). Asked here
   // for the same reason: the wait comes after local activities.
-  const marksApprovalWait = patched(APPROVAL_WAIT_PATCH);
+  const marksApprovalWait = has(APPROVAL_WAIT_PATCH);
   // Under BREAKER_PATCH a run the circuit breaker paused waits to be resumed (docs/upgrades.md); asked only
   // by paused runs, so the histories of every other run are unchanged.
-  const paused = flow?.paused !== undefined && patched(BREAKER_PATCH) ? flow.paused : undefined;
+  const paused = flow?.paused !== undefined && has(BREAKER_PATCH) ? flow.paused : undefined;
   let resumed: BreakerResume | undefined;
   if (paused) {
     // Set before anything else: a resume sent while the run loads its steps is not missed.
@@ -158,7 +164,7 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
 
   const { steps } = await loadSteps(input);
   state.steps = steps.map((step) => ({ id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null }));
-  const options: RunOptions = { marksApprovalWait };
+  const options: RunOptions = { marksApprovalWait, current };
   if (paused) await hold(paused, state, () => resumed);
   if (!flow?.queue) return runSteps(input, steps, state, decisions, options);
   // A paused run did not ask its lane when it was accepted: the resume did (in acceptance order), or the run asks now.
@@ -237,6 +243,8 @@ async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState
 interface RunOptions {
   /** Hold the ApprovalWait search attribute while a step waits for approval. */
   marksApprovalWait: boolean;
+  /** The run recorded ONE_MARKER_PATCH: the effects' changes are taken without asking for their patches. */
+  current: boolean;
 }
 
 /** Runs the steps in order; answers the final state, or throws STEP_FAILED at the first failed step. */
@@ -359,7 +367,7 @@ function workflowEffects(
       // Under EVALUATE_IN_EFFECT_PATCH an effect that makes its first attempt locally evaluates its step's fields itself:
       // the step is one activity. Runs recorded before evaluated them in a local activity of their
       // own first (docs/upgrades.md).
-      if (effect.firstAttemptLocal && patched(EVALUATE_IN_EFFECT_PATCH)) {
+      if (effect.firstAttemptLocal && (options.current || patched(EVALUATE_IN_EFFECT_PATCH))) {
         const evaluating: EffectExpressions = { expressions, ctx: { trigger: input.trigger, steps: outputs } };
         return this.perform(effect, evaluating as never);
       }
@@ -375,7 +383,7 @@ function workflowEffects(
       const timeout = effect.timeoutMs ? { startToCloseTimeout: effect.timeoutMs(effectInput) } : {};
       let attempts = retry;
       // Runs recorded before local first attempts existed scheduled the activity at once (docs/upgrades.md).
-      if (effect.firstAttemptLocal && patched(LOCAL_FIRST_ATTEMPT_PATCH)) {
+      if (effect.firstAttemptLocal && (options.current || patched(LOCAL_FIRST_ATTEMPT_PATCH))) {
         const first = await attemptLocally(effect.name as EffectName, step, retry, args, timeout);
         if ('output' in first) return first.output;
         attempts = first.rest;

@@ -176,6 +176,15 @@ export interface RunState {
 /** Name of the patch from which a run the circuit breaker paused waits for the resume signal (docs/upgrades.md). */
 export const BREAKER_PATCH = 'circuit-breaker-pause';
 
+/**
+ * Name of the patch from which a run records one patch marker in place of one for each run-loop
+ * change before it (FLOW_CONTROL_PATCH, LANE_PROTOCOL_PATCH, APPROVAL_WAIT_PATCH, BREAKER_PATCH,
+ * LOCAL_FIRST_ATTEMPT_PATCH, EVALUATE_IN_EFFECT_PATCH): a run that records it takes all of them
+ * without asking. Each marker also costs the run a `TemporalChangeVersion` search-attribute upsert
+ * (docs/upgrades.md).
+ */
+export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
+
 /** Signal that lets a paused run go (the API's resume, src/temporal/breaker-control.ts). */
 export const BREAKER_RESUME_SIGNAL = 'breakerResume';
 

@@ -10,7 +10,7 @@ import type { Db } from '../../src/store/db';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import { createActivities } from '../../activities';
 import { automation } from '../../workflows';
-import { RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../src/contract/run';
+import { ONE_MARKER_PATCH, RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../src/contract/run';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { connectClient, connectNative, expectRunFailure, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
@@ -280,10 +280,11 @@ for (const target of DATABASES) {
         }
 
         /**
-         * The patches a run records with an ownership step: every run marks its approval waits (asked in
-         * its first activation), and the effect evaluates the step's fields itself and makes its first attempt locally.
+         * The patches a run records with an ownership step: one marker, asked in its first activation,
+         * under which the run marks its approval waits and the effect evaluates the step's fields itself
+         * and makes its first attempt locally, without a marker of their own.
          */
-        const BOTH_PATCHES = ['approval-wait-search-attribute', 'effect-evaluates-step', 'effect-first-attempt-local'];
+        const BOTH_PATCHES = [ONE_MARKER_PATCH];
 
         /** What the run's history shows of the ownership effect: local attempts (ok or failed), timers, regular activities, patches, and how many evaluations of their own. */
         async function effectEvents(handle: WorkflowHandle<typeof automation>) {
@@ -314,6 +315,25 @@ for (const target of DATABASES) {
           }
           return shown;
         }
+
+        it('records one patch marker and one TemporalChangeVersion upsert per run, not one of each per change it takes', async () => {
+          await withWorker(async (start) => {
+            const steps: StepDefinition[] = [
+              { id: 'vars', setVariables: { who: "'svc-1'" } },
+              own('one-marker'),
+              { id: 'done', setVariables: { at: 'ctx.steps.own.createdAt' } },
+            ];
+            const handle = await start(await runInput(steps, {}));
+            expect((await handle.result()).status).toBe('COMPLETED');
+            const events = (await handle.fetchHistory()).events ?? [];
+            const changeVersions = events
+              .map((event) => event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion?.data)
+              .filter((data) => data !== undefined && data !== null)
+              .map((data) => JSON.parse(Buffer.from(data).toString()) as unknown);
+            expect(changeVersions).toEqual([[ONE_MARKER_PATCH]]);
+            expect((await effectEvents(handle)).patches).toEqual([ONE_MARKER_PATCH]);
+          });
+        });
 
         it('makes the ownership in the workflow task: one local activity marker (it evaluates the fields itself), no activity task', async () => {
           await withWorker(async (start) => {
