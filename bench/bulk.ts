@@ -18,6 +18,8 @@ import { hmacEvent } from '../test/helpers/signing';
 import { closedLoop, createAutomation, type Target } from './flow';
 import { request } from './util';
 import type { AroundApi } from './webhooks';
+import { AccessTokens } from '../src/auth/tokens';
+import { createClient } from '../src/auth/clients';
 
 export interface BulkResult {
   runs: number;
@@ -126,7 +128,10 @@ export async function runBulkBench(
   aroundApi: AroundApi = direct,
 ): Promise<BulkResult> {
   const api = stack.e2eApi.url;
-  const token = stack.adminToken;
+  // A token of its own that outlives the section (the stack's lasts 10 minutes; parking and a paced cancel take longer).
+  const tokens = await AccessTokens.load(stack.db, stack.secretBox, 86_400);
+  const { client: benchClient } = await createClient(stack.db, stack.secretBox, { displayName: 'bench bulk', roles: ['super_admin'] });
+  const token = await tokens.issue(benchClient.clientId, ['super_admin']);
   const parked = await createAutomation(api, token, {}, [{ id: 'hold', waitForApproval: { timeout: '86400s' } }], 'Bench: parked runs');
   const plain = await createAutomation(stack.ingressApi.url, token, {}, [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }], 'Bench: plain ingress');
 
