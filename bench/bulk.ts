@@ -10,12 +10,16 @@
  * Figure: accepted/s during the cancel ÷ the mean of the plain rates before and after. Goal from the
  * issue: ≥ 0.8 with N = 10,000.
  */
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Stack } from './stack';
 import { randomUUID } from 'node:crypto';
 import { hmacEvent } from '../test/helpers/signing';
 import { closedLoop, createAutomation, type Target } from './flow';
 import { request } from './util';
+import type { AroundApi } from './webhooks';
+import { AccessTokens } from '../src/auth/tokens';
+import { createClient } from '../src/auth/clients';
 
 export interface BulkResult {
   runs: number;
@@ -29,6 +33,21 @@ export interface BulkResult {
   /** The action's createdAt → finishedAt. */
   cancelSeconds: number;
   cancelRunsPerSec: number;
+  /** CPU per second of wall time (ms/s) of this process (API, workers, the senders) and of the Temporal server, per phase. */
+  cpu: { before: PhaseCpu; during: PhaseCpu; after: PhaseCpu };
+  /**
+   * CPU each canceled run cost beyond the ingress of the same phase, in ms: the CPU of the cancel
+   * phase less its accepted webhooks at the plain phases' CPU per webhook, over the runs. Undefined
+   * for Temporal when its process was not found.
+   */
+  perRunCpuMs: { bench: number; temporal: number | undefined };
+}
+
+export interface PhaseCpu {
+  benchMsPerSec: number;
+  temporalMsPerSec: number | undefined;
+  /** CPU per accepted webhook, both processes, ms. */
+  perAcceptedMs: { bench: number; temporal: number | undefined };
 }
 
 const BULK = '/api/v1/automation_executions/bulk';
@@ -60,9 +79,59 @@ async function park(api: string, target: Target, payload: unknown): Promise<stri
   }
 }
 
-export async function runBulkBench(stack: Stack, options: { runs: number; seconds: number }, log: (line: string) => void): Promise<BulkResult> {
+/** User + system CPU of a process from /proc/<pid>/stat, in ms; undefined when unreadable. */
+function procCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `fn` (a closed loop) and returns its result with the CPU both processes spent meanwhile. */
+async function withPhaseCpu<T extends { accepted: number }>(
+  stack: Stack,
+  fn: () => Promise<T>,
+): Promise<[T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined }]> {
+  const started = performance.now();
+  const bench = process.cpuUsage();
+  const temporal = procCpuMs(stack.temporalPid);
+  const result = await fn();
+  const used = process.cpuUsage(bench);
+  const temporalAfter = procCpuMs(stack.temporalPid);
+  const seconds = (performance.now() - started) / 1000;
+  const benchMs = (used.user + used.system) / 1000;
+  const temporalMs = temporal !== undefined && temporalAfter !== undefined ? temporalAfter - temporal : undefined;
+  return [
+    result,
+    {
+      seconds,
+      benchMs,
+      temporalMs,
+      benchMsPerSec: benchMs / seconds,
+      temporalMsPerSec: temporalMs === undefined ? undefined : temporalMs / seconds,
+      perAcceptedMs: { bench: benchMs / result.accepted, temporal: temporalMs === undefined ? undefined : temporalMs / result.accepted },
+    },
+  ];
+}
+
+const direct: AroundApi = (_round, fn) => fn();
+
+export async function runBulkBench(
+  stack: Stack,
+  options: { runs: number; seconds: number },
+  log: (line: string) => void,
+  aroundApi: AroundApi = direct,
+): Promise<BulkResult> {
   const api = stack.e2eApi.url;
-  const token = stack.adminToken;
+  // A token of its own that outlives the section (the stack's lasts 10 minutes; parking and a paced cancel take longer).
+  const tokens = await AccessTokens.load(stack.db, stack.secretBox, 86_400);
+  const { client: benchClient } = await createClient(stack.db, stack.secretBox, { displayName: 'bench bulk', roles: ['super_admin'] });
+  const token = await tokens.issue(benchClient.clientId, ['super_admin']);
   const parked = await createAutomation(api, token, {}, [{ id: 'hold', waitForApproval: { timeout: '86400s' } }], 'Bench: parked runs');
   const plain = await createAutomation(stack.ingressApi.url, token, {}, [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }], 'Bench: plain ingress');
 
@@ -109,8 +178,8 @@ export async function runBulkBench(stack: Stack, options: { runs: number; second
 
   log('bulk: warm-up');
   await closedLoop(stack.ingressApi.url, plain, 2, 32);
-  const before = await closedLoop(stack.ingressApi.url, plain, options.seconds, 32);
-  log(`bulk: plain ingress before ${before.perSec.toFixed(0)}/s`);
+  const [before, cpuBefore] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32)), 'baseline');
+  log(`bulk: plain ingress before ${before.perSec.toFixed(0)}/s; ${cpuLine(cpuBefore)}`);
 
   const created = await request('POST', `${api}${BULK}`, {
     token,
@@ -136,16 +205,29 @@ export async function runBulkBench(stack: Stack, options: { runs: number; second
     // Ended, or failed: the senders stop either way (a failure is thrown below).
     watched = true;
   });
-  const during = await closedLoop(stack.ingressApi.url, plain, 0, 32, () => watched);
+  const [during, cpuDuring] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, 0, 32, () => watched)));
   await watching;
   const action = finished!;
   if (action.state !== 'COMPLETED' || action.succeeded !== options.runs) throw new Error(`bulk: the cancel ended ${JSON.stringify(action)}`);
   const cancelSeconds = (Date.parse(String(action.finishedAt)) - Date.parse(String(action.createdAt))) / 1000;
-  log(`bulk: cancel of ${options.runs} runs in ${cancelSeconds.toFixed(1)} s; ingress meanwhile ${during.perSec.toFixed(0)}/s`);
+  log(`bulk: cancel of ${options.runs} runs in ${cancelSeconds.toFixed(1)} s; ingress meanwhile ${during.perSec.toFixed(0)}/s; ${cpuLine(cpuDuring)}`);
 
-  const after = await closedLoop(stack.ingressApi.url, plain, options.seconds, 32);
-  log(`bulk: plain ingress after ${after.perSec.toFixed(0)}/s`);
+  const [after, cpuAfter] = await withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32));
+  log(`bulk: plain ingress after ${after.perSec.toFixed(0)}/s; ${cpuLine(cpuAfter)}`);
   const plainPerSec = (before.perSec + after.perSec) / 2;
+  // What ingress alone costs per accepted webhook (both plain phases), and what the cancel phase spent beyond that.
+  const plainAccepted = before.accepted + after.accepted;
+  const benchPerAccept = (cpuBefore.benchMs + cpuAfter.benchMs) / plainAccepted;
+  const temporalPerAccept =
+    cpuBefore.temporalMs !== undefined && cpuAfter.temporalMs !== undefined ? (cpuBefore.temporalMs + cpuAfter.temporalMs) / plainAccepted : undefined;
+  const perRunCpuMs = {
+    bench: (cpuDuring.benchMs - during.accepted * benchPerAccept) / options.runs,
+    temporal:
+      temporalPerAccept !== undefined && cpuDuring.temporalMs !== undefined
+        ? (cpuDuring.temporalMs - during.accepted * temporalPerAccept) / options.runs
+        : undefined,
+  };
+  log(`bulk: CPU per canceled run beyond ingress: this process ${perRunCpuMs.bench.toFixed(1)} ms, Temporal ${perRunCpuMs.temporal?.toFixed(1) ?? '?'} ms`);
   return {
     runs: options.runs,
     parkSeconds,
@@ -156,5 +238,16 @@ export async function runBulkBench(stack: Stack, options: { runs: number; second
     ingressRatioDuringCancel: during.perSec / plainPerSec,
     cancelSeconds,
     cancelRunsPerSec: options.runs / cancelSeconds,
+    cpu: { before: phase(cpuBefore), during: phase(cpuDuring), after: phase(cpuAfter) },
+    perRunCpuMs,
   };
+}
+
+function phase(cpu: PhaseCpu): PhaseCpu {
+  return { benchMsPerSec: cpu.benchMsPerSec, temporalMsPerSec: cpu.temporalMsPerSec, perAcceptedMs: cpu.perAcceptedMs };
+}
+
+function cpuLine(cpu: PhaseCpu): string {
+  const temporal = cpu.temporalMsPerSec === undefined ? '?' : cpu.temporalMsPerSec.toFixed(0);
+  return `CPU ms/s: this process ${cpu.benchMsPerSec.toFixed(0)}, Temporal ${temporal}`;
 }

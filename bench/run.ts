@@ -27,7 +27,7 @@
  *               JavaScript gzipped, the idle RSS the served console adds, and Lighthouse's desktop
  *               performance and accessibility scores on the runs page (median of 3; bench/console.ts)
  * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured round (API and baseline) of
- * the ingress and reject sections (<section>-round<N>.cpuprofile).
+ * the ingress and reject sections (<section>-round<N>.cpuprofile), and of bulk's cancel and its plain ingress before.
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
 import fs from 'node:fs';
@@ -406,7 +406,7 @@ async function main(): Promise<void> {
       }
       // Last on this stack: it leaves thousands of closed runs in Temporal's visibility.
       if (args.only.has('bulk')) {
-        const bulk = await runBulkBench(stack, profile.bulk, log);
+        const bulk = await runBulkBench(stack, profile.bulk, log, profiled('bulk'));
         detail.bulk = bulk;
         results.bulk = {
           ingressRatioDuringCancel: round(bulk.ingressRatioDuringCancel, 3),
@@ -645,6 +645,13 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
       '  the bulk cancel: seconds / runs per second',
       `${b.cancelSeconds.toFixed(1)} s / ${b.cancelRunsPerSec.toFixed(1)} runs/s`,
       `parked in ${b.parkSeconds.toFixed(0)} s`,
+      undefined,
+      '',
+    );
+    add(
+      '  CPU per canceled run beyond ingress, ms: this process / Temporal',
+      `${b.perRunCpuMs.bench.toFixed(1)} / ${b.perRunCpuMs.temporal?.toFixed(1) ?? '?'}`,
+      `per webhook: ${b.cpu.before.perAcceptedMs.bench.toFixed(1)} / ${b.cpu.before.perAcceptedMs.temporal?.toFixed(1) ?? '?'}`,
       undefined,
       '',
     );

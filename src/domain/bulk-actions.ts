@@ -16,7 +16,7 @@ import { getLatestPublishedVersion } from '../store/automation-versions';
 import {
   addBulkCountsToAudit,
   bulkActionOfRun,
-  claimRun,
+  claimRuns,
   completeBulkAction,
   copyPreviewRuns,
   deleteBulkAction,
@@ -25,11 +25,12 @@ import {
   insertBulkSet,
   listBulkActions,
   pendingRuns,
-  recordOutcome,
+  recordOutcomes,
   runningBulkActionIds,
   stopBulkAction,
   type BulkActionKind,
   type BulkActionRecord,
+  type RunOutcome,
 } from '../store/bulk-actions';
 import type { Db } from '../store/db';
 import type { BULK_STATUSES, BulkActionRequest, BulkFilter } from './api-schemas';
@@ -339,8 +340,9 @@ export async function listBulkActionsPage(db: Db, tokens: PageTokens, page: Page
 }
 
 /**
- * Stops a running action: no run is claimed after this answer (a run being acted on at that moment
- * finishes); the runs not yet acted on stay as they are. A stopped action answers as it is; a
+ * Stops a running action: no page is claimed after this answer, and the page being acted on sees
+ * the stop at its next checkpoint (every CHECKPOINT_MS, so within a second; the runs being acted
+ * on at that moment finish); the runs not yet acted on stay as they are. A stopped action answers as it is; a
  * completed one is 409.
  */
 export async function cancelBulkAction(db: Db, id: string): Promise<BulkActionView> {
@@ -365,12 +367,20 @@ export interface BulkPageOptions {
   concurrency: number;
   /** Called after each run (activity heartbeat). */
   progress?: () => void;
+  /** How often the outcomes so far are written and a stop looked for, in ms (default CHECKPOINT_MS). */
+  checkpointMs?: number;
 }
+
+/** Within a page, the outcomes so far are written, and a stop is seen, this often (as runs finish). */
+export const CHECKPOINT_MS = 500;
 
 /**
  * Acts on the next page of runs not yet acted on; `done` when none is left or the action no
- * longer runs. An engine that cannot be reached throws (the activity retries; the run's claim
- * tells the next attempt that it may have acted already).
+ * longer runs. The page's runs are claimed in one statement; their outcomes are written together
+ * (with the counters) every `checkpointMs` as runs finish and at the end, in one statement each,
+ * which also answers whether the action still runs: after a stop, no further run of the page is
+ * acted on. An engine that cannot be reached throws (the activity retries; the claims tell the next
+ * attempt that it may have acted already, and acting again has no second effect).
  */
 export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: string, options: BulkPageOptions): Promise<{ done: boolean; acted: number }> {
   const action = await getBulkAction(db, bulkActionId);
@@ -385,16 +395,31 @@ export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: s
       ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) }
       : undefined;
   }
+  // Stopped, or acted on by another attempt meanwhile: the next page says which.
+  const claims = await claimRuns(
+    db,
+    bulkActionId,
+    runs.map((run) => run.seq),
+  );
+  const queue = runs.filter((run) => claims.has(run.seq));
+  const checkpointMs = options.checkpointMs ?? CHECKPOINT_MS;
+  const unwritten: RunOutcome[] = [];
   let acted = 0;
   let stopped = false;
-  const queue = [...runs];
+  let lastCheckpoint = Date.now();
+  let checkpointing: Promise<void> | undefined;
+  const checkpoint = async (): Promise<void> => {
+    const batch = unwritten.splice(0);
+    try {
+      if (!(await recordOutcomes(db, bulkActionId, batch)).running) stopped = true;
+    } catch (err) {
+      unwritten.unshift(...batch);
+      throw err;
+    }
+    lastCheckpoint = Date.now();
+  };
   const worker = async (): Promise<void> => {
     for (let run = queue.shift(); run !== undefined && !stopped; run = queue.shift()) {
-      const claim = await claimRun(db, bulkActionId, run.seq);
-      if (!claim) {
-        stopped = true; // stopped (or finished by another attempt): claim nothing more
-        return;
-      }
       let result: BulkActResult;
       try {
         result = await actor.act({
@@ -402,26 +427,46 @@ export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: s
           runId: run.runId,
           bulkActionId,
           reason: `bulk action ${bulkActionId}: ${action.reason}`,
-          claimedBefore: claim.claimedBefore,
+          claimedBefore: claims.get(run.seq)!.claimedBefore,
           published,
         });
       } catch (err) {
         if (err instanceof UnavailableError || err instanceof WorkflowEngineUnavailableError) throw err;
         result = { outcome: 'failed', reason: (err as Error).message };
       }
-      await recordOutcome(
-        db,
-        bulkActionId,
-        run.seq,
-        result.outcome,
-        result.outcome === 'succeeded' ? null : result.reason,
-        result.outcome === 'succeeded' ? (result.newExecutionId ?? null) : null,
-      );
+      unwritten.push({
+        seq: run.seq,
+        outcome: result.outcome,
+        reason: result.outcome === 'succeeded' ? null : result.reason,
+        newExecutionId: result.outcome === 'succeeded' ? (result.newExecutionId ?? null) : null,
+      });
       acted += 1;
       options.progress?.();
+      if (!checkpointing && Date.now() - lastCheckpoint >= checkpointMs) {
+        checkpointing = checkpoint().finally(() => {
+          checkpointing = undefined;
+        });
+        await checkpointing;
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency, runs.length)) }, worker));
+  const settled = await Promise.allSettled(
+    Array.from({ length: Math.max(1, Math.min(options.concurrency, queue.length)) }, () =>
+      worker().catch((err: unknown) => {
+        stopped = true; // the others finish the run they are on and take no other
+        throw err;
+      }),
+    ),
+  );
+  const failure = settled.find((result) => result.status === 'rejected');
+  // The outcomes of the runs acted on are written even when the page failed: the retry acts on the rest.
+  try {
+    await checkpointing?.catch(() => undefined);
+    if (unwritten.length > 0) await checkpoint();
+  } catch (err) {
+    if (!failure) throw err;
+  }
+  if (failure) throw failure.reason;
   return { done: false, acted };
 }
 

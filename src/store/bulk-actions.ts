@@ -2,10 +2,10 @@
  * Bulk actions on runs and their matched sets. A dry run's preview is a row of its own (state
  * PREVIEW, with `expires_at`) so that an action can take exactly its set; an action's rows in
  * `bulk_action_runs` are its matched set, fixed at creation, each with the run's outcome once the
- * bulk action workflow has acted on it. Counters move in the same transaction as the outcome they
- * count, and only when the outcome is first written, so they add up to `matched` at the end.
+ * bulk action workflow has acted on it. Counters move in the same statement as the outcomes they
+ * count, and only when an outcome is first written, so they add up to `matched` at the end.
  */
-import type { Db, Queryable } from './db';
+import type { Queryable } from './db';
 import { iso } from './db';
 
 export type BulkActionKind = 'cancel' | 'terminate' | 'rerun';
@@ -204,42 +204,59 @@ export async function pendingRuns(db: Queryable, id: string, limit: number): Pro
 }
 
 /**
- * Claims one run for acting on it, only while the action is RUNNING (a stopped action claims
- * nothing more). Answers undefined when it may not act, else whether an earlier attempt had
- * claimed it already (that attempt may have acted before it died).
+ * Claims the runs `seqs` of an action for acting on them, in one statement, only while the action
+ * is RUNNING (a stopped action claims nothing more) and only those without an outcome. Answers,
+ * for each run claimed, whether an earlier attempt had claimed it already (that attempt may have
+ * acted before it died); a run missing from the answer may not be acted on.
  */
-export async function claimRun(db: Queryable, id: string, seq: number): Promise<{ claimedBefore: boolean } | undefined> {
-  const rows = await db.query<{ before: Date | string | null }>(
-    `WITH prior AS (SELECT claimed_at FROM bulk_action_runs WHERE bulk_action_id = $1 AND seq = $2)
+export async function claimRuns(db: Queryable, id: string, seqs: readonly number[]): Promise<Map<number, { claimedBefore: boolean }>> {
+  // `prior` reads the rows as they were before this statement's update: their earlier claims.
+  const rows = await db.query<{ seq: number | string; before: Date | string | null }>(
+    `WITH prior AS (SELECT seq, claimed_at FROM bulk_action_runs WHERE bulk_action_id = $1 AND seq = ANY($2::integer[]))
      UPDATE bulk_action_runs r SET claimed_at = now() FROM prior
-     WHERE r.bulk_action_id = $1 AND r.seq = $2 AND r.outcome IS NULL
+     WHERE r.bulk_action_id = $1 AND r.seq = prior.seq AND r.outcome IS NULL
        AND EXISTS (SELECT 1 FROM bulk_actions b WHERE b.id = $1 AND b.state = 'RUNNING')
-     RETURNING prior.claimed_at AS before`,
-    [id, seq],
+     RETURNING r.seq, prior.claimed_at AS before`,
+    [id, seqs],
   );
-  return rows[0] ? { claimedBefore: rows[0].before !== null } : undefined;
+  return new Map(rows.map((row) => [Number(row.seq), { claimedBefore: row.before !== null }]));
 }
 
-/** Writes a run's outcome once and counts it; a second write of the same run changes nothing. */
-export async function recordOutcome(
-  db: Db,
-  id: string,
-  seq: number,
-  outcome: BulkOutcome,
-  reason: string | null,
-  newExecutionId: string | null,
-): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const rows = await tx.query(
-      `UPDATE bulk_action_runs SET outcome = $3, outcome_reason = $4, new_execution_id = $5, acted_at = now()
-       WHERE bulk_action_id = $1 AND seq = $2 AND outcome IS NULL RETURNING seq`,
-      [id, seq, outcome, reason, newExecutionId],
-    );
-    if (rows.length === 0) return false;
-    // The column name comes from the closed set of outcomes, never from input.
-    await tx.query(`UPDATE bulk_actions SET ${outcome} = ${outcome} + 1 WHERE id = $1`, [id]);
-    return true;
-  });
+export interface RunOutcome {
+  seq: number;
+  outcome: BulkOutcome;
+  reason: string | null;
+  newExecutionId: string | null;
+}
+
+/**
+ * Writes the outcomes of some runs of an action (none is fine) and counts them, in one statement,
+ * so atomically: a run's outcome is written once, and only outcomes first written here are
+ * counted, so a second write of the same runs changes nothing. Answers how many were written and
+ * whether the action is still RUNNING (the page stops acting when it is not).
+ */
+export async function recordOutcomes(db: Queryable, id: string, outcomes: readonly RunOutcome[]): Promise<{ written: number; running: boolean }> {
+  const rows = await db.query<{ written: number | string; state: BulkActionState }>(
+    `WITH given AS (
+       SELECT * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[]) AS g(seq, outcome, reason, new_execution_id)
+     ), written AS (
+       UPDATE bulk_action_runs r
+       SET outcome = g.outcome, outcome_reason = g.reason, new_execution_id = g.new_execution_id, acted_at = now()
+       FROM given g
+       WHERE r.bulk_action_id = $1 AND r.seq = g.seq AND r.outcome IS NULL
+       RETURNING r.outcome
+     ), counted AS (
+       UPDATE bulk_actions SET
+         succeeded = succeeded + (SELECT count(*) FROM written WHERE outcome = 'succeeded'),
+         skipped = skipped + (SELECT count(*) FROM written WHERE outcome = 'skipped'),
+         failed = failed + (SELECT count(*) FROM written WHERE outcome = 'failed')
+       WHERE id = $1
+       RETURNING state
+     )
+     SELECT (SELECT count(*) FROM written) AS written, state FROM counted`,
+    [id, outcomes.map((o) => o.seq), outcomes.map((o) => o.outcome), outcomes.map((o) => o.reason), outcomes.map((o) => o.newExecutionId)],
+  );
+  return { written: Number(rows[0]?.written ?? 0), running: rows[0]?.state === 'RUNNING' };
 }
 
 /** The outcome of each run of a set, in order (for tests and the runbook's checks). */

@@ -5,12 +5,15 @@
  * Acting is idempotent: a cancel carries a request id derived from the bulk action and the run
  * (Temporal dedupes it), a terminate of a run an earlier attempt had claimed and that is now
  * TERMINATED (or CANCELED, for a cancel) was that attempt's, and a rerun has a derived id (a
- * second start is refused and answers the same run).
+ * second start is refused and answers the same run). A cancel or terminate is sent without
+ * asking first: a terminate of a run that is not running is refused, and only then is the run
+ * described, to say why it was skipped; a cancel is accepted either way, and the run's close
+ * event, which the cancel waits for (its pacing), says whether the cancel ended it.
  */
 import { createHash } from 'node:crypto';
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { AUTOMATION_WORKFLOW, BULK_ACTION_WORKFLOW, type BulkActionWorkflow } from '../contract/workflows';
 import type { AutomationRunInput } from '../contract/run';
 import type { BulkActRequest, BulkActResult, BulkRunActor, BulkRunMatcher, BulkVisibilityFilter } from '../domain/bulk-actions';
@@ -24,6 +27,13 @@ import { AutomationIdKey } from './search-attributes';
 const LIST_PAGE = 1000;
 /** History reads at once when `where` reads payloads. */
 const PAYLOAD_READS_AT_ONCE = 8;
+/** At most this long a cancel waits for its run to close (untilClosed). */
+export const CLOSE_WAIT_MS = 10_000;
+/**
+ * A run whose close event is at most this much older than the cancel request was closed by it:
+ * the event's time is Temporal's clock, the request's this process's.
+ */
+const CLOCK_TOLERANCE_MS = 1000;
 const GRPC_NOT_FOUND = 5;
 const GRPC_FAILED_PRECONDITION = 9;
 
@@ -59,6 +69,8 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
     /** Acting on runs (the worker's side); the API's side only matches and starts. */
     private readonly control?: TemporalRunControl,
     private readonly callTimeoutMs = 10_000,
+    /** How long a cancel waits for its run to close (CLOSE_WAIT_MS). */
+    private readonly closeWaitMs = CLOSE_WAIT_MS,
   ) {}
 
   async count(filter: BulkVisibilityFilter): Promise<number> {
@@ -127,16 +139,10 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
 
   async act(request: BulkActRequest): Promise<BulkActResult> {
     if (request.action === 'rerun') return this.rerun(request);
-    const status = await this.status(request.runId);
-    if (status === undefined) return { outcome: 'skipped', reason: 'the run no longer exists' };
-    if (status !== 'RUNNING') {
-      const ours = request.action === 'cancel' ? 'CANCELED' : 'TERMINATED';
-      // An earlier attempt claimed the run and may have stopped it before it died: that was this action.
-      if (request.claimedBefore && status === ours) return { outcome: 'succeeded' };
-      return { outcome: 'skipped', reason: `the run is closed (${status})` };
-    }
+    const ours = request.action === 'cancel' ? 'CANCELED' : 'TERMINATED';
     try {
       if (request.action === 'cancel') {
+        const sentAt = Date.now();
         await this.call(() =>
           this.client.workflowService.requestCancelWorkflowExecution({
             namespace: this.client.options.namespace,
@@ -147,17 +153,27 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
             reason: request.reason,
           }),
         );
-      } else {
-        await this.call(() => this.client.workflow.getHandle(request.runId).terminate(request.reason));
+        // Temporal accepts a cancel of a run that has closed already: how and when the run closed
+        // says whether this cancel ended it (the same answer a describe would give, for no call more).
+        const closed = await this.untilClosed(request.runId);
+        if (!closed) return { outcome: 'succeeded' }; // requested; the run ends on its own time
+        if (closed.status === 'CANCELED' && (closed.atMs >= sentAt - CLOCK_TOLERANCE_MS || request.claimedBefore)) return { outcome: 'succeeded' };
+        return { outcome: 'skipped', reason: `the run is closed (${closed.status})` };
       }
+      await this.call(() => this.client.workflow.getHandle(request.runId).terminate(request.reason));
       return { outcome: 'succeeded' };
     } catch (err) {
       const code = grpcCode(err);
-      if (err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION) {
-        return { outcome: 'skipped', reason: 'the run closed before the action reached it' };
-      }
-      throw unavailable(err);
+      if (!(err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION)) throw unavailable(err);
     }
+    // Refused because the run is not running (closed, or unknown): only now is it described, for
+    // the outcome and its reason. A running run costs the one call.
+    const status = await this.status(request.runId);
+    if (status === undefined) return { outcome: 'skipped', reason: 'the run no longer exists' };
+    if (status === 'RUNNING') return { outcome: 'skipped', reason: 'the run closed before the action reached it' };
+    // An earlier attempt claimed the run and may have stopped it before it died: that was this action.
+    if (request.claimedBefore && status === ours) return { outcome: 'succeeded' };
+    return { outcome: 'skipped', reason: `the run is closed (${status})` };
   }
 
   private async rerun(request: BulkActRequest): Promise<BulkActResult> {
@@ -170,6 +186,39 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
       if (err instanceof FailedPreconditionError) return { outcome: 'failed', reason: err.message };
       throw err;
     }
+  }
+
+  /**
+   * Waits until the run has closed, at most `closeWaitMs`. A cancel's cost is mostly paid after its
+   * call returns: Temporal hands the run a workflow task, a worker replays the run and ends it. A
+   * page acts on `concurrency` runs at once; by waiting here, those are runs between their cancel
+   * and their end, so the action's pace follows what its cancels cost (its share of a loaded
+   * Temporal and worker stays that of `concurrency` requests among everyone else's). Pacing only: a
+   * run that has not closed by then (no worker, a stuck run) is left to close on its own.
+   */
+  private async untilClosed(runId: string): Promise<{ status: string; atMs: number } | undefined> {
+    const deadline = Date.now() + this.closeWaitMs;
+    try {
+      // A long poll: Temporal answers with the close event when the run closes, or empty when its own poll time is up.
+      while (Date.now() < deadline) {
+        const response = await raceDeadline(deadline, () =>
+          this.client.withDeadline(deadline, () =>
+            this.client.workflowService.getWorkflowExecutionHistory({
+              namespace: this.client.options.namespace,
+              execution: { workflowId: runId },
+              skipArchival: true,
+              waitNewEvent: true,
+              historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+            }),
+          ),
+        );
+        const event = response.history?.events?.at(-1);
+        if (event) return { status: closeStatus(event), atMs: eventMs(event) };
+      }
+    } catch {
+      // The wait itself failed: the cancel stands either way.
+    }
+    return undefined;
   }
 
   /** The run's status as the API names it (QUEUED folds into RUNNING); undefined for an unknown run. */
@@ -218,6 +267,19 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
 function requestIdOf(bulkActionId: string, runId: string): string {
   const hex = createHash('sha256').update(`${bulkActionId}\n${runId}`).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The status (as the API names it) a close event leaves a run in. */
+function closeStatus(event: temporal.api.history.v1.IHistoryEvent): string {
+  if (event.workflowExecutionCompletedEventAttributes) return 'COMPLETED';
+  if (event.workflowExecutionFailedEventAttributes || event.workflowExecutionTimedOutEventAttributes) return 'FAILED';
+  if (event.workflowExecutionCanceledEventAttributes) return 'CANCELED';
+  if (event.workflowExecutionTerminatedEventAttributes) return 'TERMINATED';
+  return 'COMPLETED'; // continued as new: this run has ended
+}
+
+function eventMs(event: temporal.api.history.v1.IHistoryEvent): number {
+  return Number(String(event.eventTime?.seconds ?? 0)) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
 }
 
 function decode(payload: temporal.api.common.v1.IPayload | null | undefined): unknown {

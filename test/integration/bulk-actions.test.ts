@@ -3,19 +3,36 @@
  * DATABASE_URL), the real Temporal dev server and a real worker. A dry run's preview is exactly
  * what its action acts on (a run started later is never touched); `where` errors are counted;
  * counters add up; a stopped action leaves the runs it had not reached as they were; a bulk rerun's
- * id is derived, so acting again starts nothing new; the limits and the roles.
+ * id is derived, so acting again starts nothing new; the limits and the roles; a page's work: one
+ * claim and one write of its outcomes, one call to Temporal per running run, a stop seen within the
+ * page, and a page that fails midway keeping the outcomes it has.
  */
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { InterceptingCall } from '@grpc/grpc-js';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { bulkActionWorkflowId, TemporalBulkRuns } from '../../src/temporal/bulk-actions';
 import { TemporalRunReader } from '../../src/temporal/executions';
 import { TemporalRunControl } from '../../src/temporal/run-control';
-import { actOnNextPage, bulkRerunId, BULK_LIMITS, createBulkAction, restartBulkActions, type BulkRunMatcher } from '../../src/domain/bulk-actions';
-import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds, listBulkActions } from '../../src/store/bulk-actions';
+import {
+  actOnNextPage,
+  bulkRerunId,
+  BULK_LIMITS,
+  createBulkAction,
+  readBulkAction,
+  restartBulkActions,
+  type BulkActResult,
+  type BulkRunActor,
+  type BulkRunMatcher,
+} from '../../src/domain/bulk-actions';
+import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds, insertBulkSet, listBulkActions, recordOutcomes, stopBulkAction } from '../../src/store/bulk-actions';
+import type { Db } from '../../src/store/db';
+import { WorkflowEngineUnavailableError } from '../../src/errors';
+import { newId } from '../../src/ids';
+import { testTemporal } from '../helpers/temporal';
 import { listAuditEvents } from '../../src/store/audit';
 import type { Stack } from '../helpers/stack';
 import { startRestartableStack, type RestartableStack } from '../helpers/restartable-stack';
 import { runCalls, type Target } from '../helpers/run-calls';
-import { poll } from '../helpers/wait';
+import { poll, until } from '../helpers/wait';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -403,5 +420,169 @@ describe('an API killed between recording an action and starting its workflow', 
     }
     // A finished action is never started again.
     expect(await restartBulkActions(db, engine, 0)).not.toContain(id);
+  });
+});
+
+describe("a page's store statements, calls to Temporal and stop", () => {
+  /** Records a RUNNING cancel action over `runIds` without starting its workflow: the test acts on its pages itself. */
+  async function recordCancel(automationId: string, runIds: string[]): Promise<string> {
+    const id = newId();
+    await stack.service.deps.db.transaction((tx) =>
+      insertBulkSet(
+        tx,
+        {
+          id,
+          action: 'cancel',
+          automationId,
+          filter: { automationId },
+          reason: 'paged',
+          by: superActor,
+          state: 'RUNNING',
+          matched: runIds.length,
+          whereErrors: 0,
+          previewId: null,
+        },
+        runIds,
+      ),
+    );
+    return id;
+  }
+
+  /** The real store, counting the statements sent through it (a transaction counts once). */
+  function countingDb(db: Db): { db: Db; count(): number } {
+    let statements = 0;
+    const counted = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property === 'query' || property === 'transaction') {
+          return (...args: unknown[]) => {
+            statements += 1;
+            return (target[property] as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return Reflect.get(target, property, receiver) as unknown;
+      },
+    });
+    return { db: counted, count: () => statements };
+  }
+
+  const engine = (): TemporalBulkRuns => new TemporalBulkRuns(stack.client, stack.taskQueue);
+
+  it('claims the page in one statement and writes its outcomes and counters in one: four statements for six runs', async () => {
+    const target = await automationWith(parked);
+    const ids: string[] = [];
+    for (let n = 1; n <= 6; n++) ids.push(await send(target, { n }));
+    const id = await recordCancel(target.id, ids);
+    const store = countingDb(stack.service.deps.db);
+    const page = await actOnNextPage(store.db, engine(), id, { pageSize: 10, concurrency: 3, checkpointMs: 3_600_000 });
+    expect(page).toEqual({ done: false, acted: 6 });
+    // The action, its pending runs, the claim, the outcomes with the counters.
+    expect(store.count()).toBe(4);
+    expect((await bulkRunOutcomes(stack.service.deps.db, id)).map((o) => o.outcome)).toEqual(ids.map(() => 'succeeded'));
+    expect(await readBulkAction(stack.service.deps.db, id)).toMatchObject({ matched: 6, succeeded: 6, skipped: 0, failed: 0 });
+    // Written once: the same outcomes again count nothing.
+    const again = await recordOutcomes(stack.service.deps.db, id, [{ seq: 1, outcome: 'failed', reason: 'again', newExecutionId: null }]);
+    expect(again).toEqual({ written: 0, running: true });
+    expect(await readBulkAction(stack.service.deps.db, id)).toMatchObject({ succeeded: 6, failed: 0 });
+    expect(await actOnNextPage(store.db, engine(), id, { pageSize: 10, concurrency: 3 })).toEqual({ done: true, acted: 0 });
+  });
+
+  it('a cancel is one call to Temporal and a wait for the end of the run, whose close event says whether the cancel ended it', async () => {
+    const target = await automationWith(parked);
+    const running = await send(target, { n: 1 });
+    const closed = await send(target, { n: 2 });
+    await untilVisible(target.id, 'RUNNING', [running, closed]);
+    await stack.client.workflow.getHandle(closed).cancel();
+    expect(
+      (
+        await poll(
+          () => execution(closed),
+          (e: Json) => e.status === 'CANCELED',
+          { what: `${closed} CANCELED` },
+        )
+      ).status,
+    ).toBe('CANCELED');
+    const methods: string[] = [];
+    const connection = await Connection.connect({
+      address: (await testTemporal()).address,
+      interceptors: [
+        (options, next) => {
+          methods.push(options.method_definition.path.split('/').pop()!);
+          return new InterceptingCall(next(options));
+        },
+      ],
+    });
+    try {
+      const client = new Client({ connection, namespace: stack.client.options.namespace });
+      const counted = new TemporalBulkRuns(client, stack.taskQueue, undefined, 10_000, 300_000);
+      const request = { action: 'cancel' as const, bulkActionId: newId(), reason: 'one call', claimedBefore: false, published: undefined };
+      // No worker: the run cannot end, so the act waits.
+      await restartable.stopWorker();
+      let acted: BulkActResult | undefined;
+      methods.length = 0; // the connection's own calls
+      const acting = counted.act({ ...request, runId: running }).then((result) => (acted = result));
+      await until(
+        async () => (await stack.client.workflow.getHandle(running).fetchHistory()).events!.some((e) => e.workflowExecutionCancelRequestedEventAttributes),
+        'the cancel requested',
+      );
+      expect(acted).toBeUndefined();
+      await restartable.startWorker();
+      expect(await acting).toEqual({ outcome: 'succeeded' });
+      expect((await stack.client.workflow.getHandle(running).describe()).status.name).toBe('CANCELLED');
+      // The cancel, then the long poll for the run's end (asked again if Temporal's poll time ran out first): no describe.
+      expect([methods[0], [...new Set(methods.slice(1))]]).toEqual(['RequestCancelWorkflowExecution', ['GetWorkflowExecutionHistory']]);
+      methods.length = 0;
+      // Temporal accepts a cancel of a closed run: its close event, older than the request, says it was not this cancel.
+      expect(await counted.act({ ...request, runId: closed })).toEqual({ outcome: 'skipped', reason: 'the run is closed (CANCELED)' });
+      expect(methods).toEqual(['RequestCancelWorkflowExecution', 'GetWorkflowExecutionHistory']);
+      // Unless an earlier attempt had claimed it: then the cancel that ended it was this action's.
+      expect(await counted.act({ ...request, runId: closed, claimedBefore: true })).toEqual({ outcome: 'succeeded' });
+      expect(await counted.act({ ...request, runId: `${closed}-unknown` })).toEqual({ outcome: 'skipped', reason: 'the run no longer exists' });
+    } finally {
+      await restartable.startWorker(); // unless it runs again already
+      await connection.close();
+    }
+  });
+
+  it('a stop is seen within the page: after the checkpoint that sees it, no run of the page is acted on', async () => {
+    const target = await automationWith(parked);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 }), await send(target, { n: 3 })];
+    const id = await recordCancel(target.id, ids);
+    const db = stack.service.deps.db;
+    const real = engine();
+    // The real engine; the action is stopped right after its first run.
+    const stoppingAfterOne: BulkRunActor = {
+      act: async (request) => {
+        const result = await real.act(request);
+        await stopBulkAction(db, id);
+        return result;
+      },
+    };
+    expect(await actOnNextPage(db, stoppingAfterOne, id, { pageSize: 10, concurrency: 1, checkpointMs: 0 })).toEqual({ done: false, acted: 1 });
+    expect((await bulkRunOutcomes(db, id)).map((o) => o.outcome)).toEqual(['succeeded', null, null]);
+    expect(await readBulkAction(db, id)).toMatchObject({ state: 'CANCELED', succeeded: 1, skipped: 0, failed: 0 });
+    for (const run of ids.slice(1)) expect((await execution(run)).status).toBe('RUNNING');
+    for (const run of ids.slice(1)) await stack.client.workflow.getHandle(run).cancel();
+  });
+
+  it('a page that fails midway writes the outcomes it has; its retry acts on the rest; the counters add up', async () => {
+    const target = await automationWith(parked);
+    const ids = [await send(target, { n: 1 }), await send(target, { n: 2 }), await send(target, { n: 3 })];
+    const id = await recordCancel(target.id, ids);
+    const db = stack.service.deps.db;
+    const real = engine();
+    let calls = 0;
+    // The real engine, unreachable from its second call on (as when Temporal's frontend dies).
+    const dying: BulkRunActor = {
+      act: async (request) => {
+        calls += 1;
+        if (calls >= 2) throw new WorkflowEngineUnavailableError('workflow engine unavailable: frontend killed');
+        return real.act(request);
+      },
+    };
+    await expect(actOnNextPage(db, dying, id, { pageSize: 10, concurrency: 1, checkpointMs: 3_600_000 })).rejects.toThrow('frontend killed');
+    expect((await bulkRunOutcomes(db, id)).map((o) => o.outcome)).toEqual(['succeeded', null, null]);
+    expect(await readBulkAction(db, id)).toMatchObject({ succeeded: 1 });
+    expect(await actOnNextPage(db, real, id, { pageSize: 10, concurrency: 2 })).toEqual({ done: false, acted: 2 });
+    expect(await readBulkAction(db, id)).toMatchObject({ state: 'RUNNING', matched: 3, succeeded: 3, skipped: 0, failed: 0 });
   });
 });
