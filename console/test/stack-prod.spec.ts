@@ -190,6 +190,13 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
   // From here on only API 2 runs: the session made by API 1 is read from PostgreSQL.
   await startApi('api-2');
   await stopApi('api-1');
+  // nginx keeps an API that refused a connection out of its rotation for 10 s (max_fails 1,
+  // fail_timeout 10s): API 2 refused some while it was stopped, so until then the entry answers
+  // 503 with Retry-After, as a person reloading would see. The page is read once it serves again.
+  await until(async () => (await request.get(`${entry}/console/`)).status() === 200, 'the entry to serve through API 2', {
+    timeoutMs: 60_000,
+    intervalMs: 500,
+  });
   await page.reload();
   await expect(page.getByText(OIDC_PEOPLE.approver.name, { exact: true })).toHaveAttribute('title', person());
 
