@@ -33,7 +33,7 @@ export const CLOSE_WAIT_MS = 10_000;
  * A run whose close event is at most this much older than the cancel request was closed by it:
  * the event's time is Temporal's clock, the request's this process's.
  */
-const CLOCK_TOLERANCE_MS = 1000;
+export const CLOCK_TOLERANCE_MS = 1000;
 const GRPC_NOT_FOUND = 5;
 const GRPC_FAILED_PRECONDITION = 9;
 
