@@ -131,6 +131,10 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
   const { default: desktopConfig } = (await import('lighthouse/core/config/desktop-config.js')) as { default: LighthouseConfig };
   const { launch } = await import('chrome-launcher');
   const scores: Array<{ performance: number; accessibility: number }> = [];
+  // A run that Lighthouse itself could not finish (a runtime error such as NO_NAVSTART: its trace
+  // had no navigation) measured nothing: it is logged and run again (up to twice as many retries as
+  // runs asked for), rather than counted as a score of 0.
+  let retries = 0;
   for (let i = 0; i < runs; i++) {
     const chrome = await launch({ chromePath: CHROMIUM, chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
     try {
@@ -139,8 +143,18 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
         { port: chrome.port, output: 'json', logLevel: 'error', extraHeaders: { Cookie: cookie }, onlyCategories: ['performance', 'accessibility'] },
         desktopConfig,
       );
-      if (result!.lhr.runtimeError)
-        log(`console: Lighthouse run ${i + 1}: ${result!.lhr.runtimeError.code} ${result!.lhr.runtimeError.message} (its scores count as 0)`);
+      const runtimeError = result!.lhr.runtimeError;
+      if (runtimeError) {
+        const again = retries < 2 * runs;
+        log(
+          `console: Lighthouse run ${i + 1}: ${runtimeError.code} ${runtimeError.message} (${again ? 'Lighthouse measured nothing: run again' : 'no retry left: its scores count as 0'})`,
+        );
+        if (again) {
+          retries += 1;
+          i -= 1;
+          continue;
+        }
+      }
       const categories = result!.lhr.categories;
       const score = {
         performance: Math.round((categories.performance!.score ?? 0) * 100),
