@@ -200,6 +200,7 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
     perListener: Math.min(limits.perListener, deps.config.webhookMaxInFlight),
     perSource: Math.min(limits.perSource, deps.config.webhookMaxInFlight),
   });
+  metrics.watchWebhooksInFlight(() => admission.inFlight);
 
   return async function answerDelivery(listenerId, req, path) {
     const source = clientAddress(req, deps.config.trustProxy);
@@ -208,10 +209,9 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       ticket = admission.enter(source);
     } catch (err) {
       if (!(err instanceof AdmissionRefusal)) throw err;
-      metrics.webhookOutcomes.inc({ status: '429', reason: err.scope === 'source' ? 'source_busy' : 'overloaded' });
+      metrics.recordWebhook(429, err.scope === 'source' ? 'source_busy' : 'overloaded');
       return loadRefusal(err);
     }
-    metrics.webhooksInFlight.set(admission.inFlight);
     const started = process.hrtime.bigint();
     const now = new Date((deps.clock ?? Date.now)());
     let status = 500;
@@ -240,10 +240,8 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       return { status, headers: error.headers, body: error.toBody() };
     } finally {
       ticket.release();
-      metrics.webhooksInFlight.set(admission.inFlight);
-      metrics.webhookOutcomes.inc({ status: String(status), reason });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.webhookDuration.observe({ status: String(status) }, seconds);
+      metrics.recordWebhook(status, reason, seconds);
       // Deliveries to an unknown listener are not logged: they belong to no automation.
       if (facts?.automationId !== undefined) {
         deps.deliveryLog?.record({
