@@ -108,10 +108,8 @@ function loadRefusal(refusal: AdmissionRefusal): WebhookAnswer {
 /** The body within the limit, the deadline and the minimum data rate; undefined when too large. */
 async function readWebhookBody(req: IncomingMessage, maxBytes: number, limits: AppDeps['config']['webhookAdmission']): Promise<Buffer | undefined> {
   try {
-    return await readRawBody(req, maxBytes, {
-      timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
-      ...(limits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(limits.minBytesPerSecond, limits.graceMs) } : {}),
-    });
+    const rate = limits.minBytesPerSecond > 0 ? new DataRateWatch(limits.minBytesPerSecond, limits.graceMs) : undefined;
+    return await readRawBody(req, maxBytes, { timeoutMs: WEBHOOK_BODY_TIMEOUT_MS, rate });
   } catch (err) {
     if (err instanceof AppError && err.status === 413) return undefined;
     throw err; // a 408 for a late or trickling body, or the client going away
@@ -230,8 +228,9 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       }
       facts = outcome.facts;
       const answer = webhookAnswer(outcome);
-      [status, reason] = [answer.status, answer.reason];
-      return { status: answer.status, headers: answer.headers, body: answer.body };
+      status = answer.status;
+      reason = answer.reason;
+      return answer;
     } catch (err) {
       // Anything but a refusal (a 408 body timeout, a store that is unavailable, a 500) counts as
       // 'error', with the status it is answered with.
