@@ -75,7 +75,7 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
   metrics.watchBreakers(() => openBreakers(db));
   const deliveryLog = new DeliveryLog(db, {
     ...inputs.deliveryLog,
-    onSummarized: () => metrics.deliveryLogSummarized.inc(),
+    onSummarized: () => metrics.deliverySummarized(),
     onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
   });
   const runs =

@@ -181,12 +181,12 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
 
   const refusalLog = new RefusalLogBudget();
 
-  function refused(listenerId: string, err: WebhookRejection, nowMs: number): Refusal {
+  function refused(listenerId: string, err: WebhookRejection, nowMs: number, facts: DeliveryFacts): IntakeOutcome {
     const budget = refusalLog.take(listenerId, nowMs);
     if (budget.unlogged > 0)
       log.info({ unlogged: budget.unlogged }, 'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)');
     if (budget.log) log.info({ listenerId, reason: err.reason }, 'webhook refused');
-    return { verdict: 'rejected', rejection: err };
+    return { verdict: 'rejected', rejection: err, facts };
   }
 
   /** Steps 1 and 2 of the check order for `listener`: its active trigger, or a rejection. */
@@ -211,7 +211,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
 
   /** The outcome of a failure that is an answer (a refusal, a duplicate, an engine that does not answer); anything else is thrown. */
   function outcomeOf(err: unknown, listenerId: string, now: Date, facts: DeliveryFacts): IntakeOutcome {
-    if (err instanceof WebhookRejection) return { ...refused(listenerId, err, now.getTime()), facts };
+    if (err instanceof WebhookRejection) return refused(listenerId, err, now.getTime(), facts);
     if (err instanceof AdmissionRefusal) return { verdict: 'busy', refusal: err, facts };
     if (err instanceof DuplicateEventError) return duplicate(listenerId, err.runId, facts);
     if (err instanceof WorkflowEngineUnavailableError) {
@@ -233,7 +233,8 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     const facts: DeliveryFacts = { eventId: null, executionId: null };
     try {
       // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
-      const listener = LISTENER_ID.test(listenerId) ? await listeners.lookup(listenerId) : undefined;
+      const cached = LISTENER_ID.test(listenerId) ? listeners.peek(listenerId) : { value: undefined };
+      const listener = cached ? cached.value : await listeners.lookup(listenerId);
       const { trigger } = activeTrigger(listener, head, facts);
       head.ticket.enterListener(listenerId);
       const authenticator = authenticatorOf(trigger.authMethod);
@@ -271,8 +272,9 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       const headers = verdict;
       facts.eventId = headers.eventId;
       const authenticator = authenticatorOf(trigger.authMethod);
-      const verify = async (current: Listener, currentTrigger: typeof trigger): Promise<void> => {
-        const verified = verifiers[currentTrigger.authMethod]({
+      // A promise only when the method needs one (a JWKS fetch): an HMAC is checked without waiting a turn.
+      const verify = (current: Listener, currentTrigger: typeof trigger): void | Promise<void> =>
+        verifiers[currentTrigger.authMethod]({
           listenerId,
           listenerUrl: deps.listenerUrl(listenerId),
           fields: fieldsOf(currentTrigger),
@@ -283,15 +285,15 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           eventId: headers.eventId,
           body,
         });
-        if (verified) await verified;
-      };
-      await verify(listener, trigger);
+      const verified = verify(listener, trigger);
+      if (verified) await verified;
       const payload = parseWebhookJson(body);
       // The body may have taken up to its deadline to arrive: the listener is looked up again (the
       // cached entry, re-read when a change invalidated it or it is over a second old) and, when it
       // changed, judged again — an unpublish, a disabled trigger, a CIDR change or a "0s" rotation
       // made while the body arrived refuses the delivery, as it would have at its headers.
-      const latest = await listeners.lookup(listenerId);
+      const fresh = listeners.peek(listenerId);
+      const latest = fresh ? fresh.value : await listeners.lookup(listenerId);
       if (latest !== listener) {
         const again = activeTrigger(latest, head, facts);
         if (again.trigger.authMethod !== trigger.authMethod) {

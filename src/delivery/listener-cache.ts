@@ -71,10 +71,20 @@ export class ListenerCache {
       });
   }
 
+  /**
+   * The cached entry of this id when it is fresh (its `value` undefined: there is no such listener),
+   * else undefined: then `lookup`. Synchronous, so that a delivery to a cached listener (nearly every
+   * one) does not wait a turn of the event loop's microtasks for it.
+   */
+  peek(listenerId: string): { readonly value: Listener | undefined } | undefined {
+    const hit = this.entries.get(listenerId);
+    return hit && this.now() - hit.loadedAt < MAX_STALENESS_MS ? hit : undefined;
+  }
+
   /** The listener with this id, or undefined when there is none. */
   async lookup(listenerId: string): Promise<Listener | undefined> {
-    const hit = this.entries.get(listenerId);
-    if (hit && this.now() - hit.loadedAt < MAX_STALENESS_MS) return hit.value;
+    const hit = this.peek(listenerId);
+    if (hit) return hit.value;
     const load = { stale: false };
     let inFlight = this.loading.get(listenerId);
     if (!inFlight) this.loading.set(listenerId, (inFlight = new Set()));

@@ -133,14 +133,30 @@ export type DeliveryDecision =
     }
   | Exclude<FlowDecision, { verdict: 'start' }>;
 
+const nothing = async (): Promise<void> => undefined;
+/** The decision of a delivery no option has anything to say about: start, nothing to give back or follow up. */
+const PLAIN_START: DeliveryDecision = Object.freeze({
+  verdict: 'start',
+  flow: undefined,
+  paused: false,
+  release: nothing,
+  unavailable: nothing,
+  started: nothing,
+});
+
 /**
  * Asks every option in order. A refusal gives back what earlier options took, and becomes the
  * 409 of the run the event already started, if any (a repeat is a 409 whatever its first delivery
  * became).
  */
 export async function decideDelivery(sources: FlowSources, facts: Omit<FlowDelivery, 'runFails'>): Promise<DeliveryDecision> {
-  const version = flowControlOf(sources.version) as Record<string, unknown>;
+  const version = isObject(sources.version) ? sources.version : {};
   const live = isObject(sources.live) ? sources.live : {};
+  const settingsOf = (FLOW_OPTIONS as readonly FlowOption[]).map((option) => option.stored((option.scope === 'version' ? version : live)[option.name]));
+  // Nothing to ask (no option set, and no filtered event of this listener to answer a repeat of):
+  // every option's decision without settings is START (test/unit/flow-registry.test.ts), so the
+  // plain decision, without a turn per option.
+  if (!facts.hasFilteredEvents && settingsOf.every((settings) => settings === null)) return PLAIN_START;
   const delivery: FlowDelivery = { ...facts, runFails: false };
   const releases: (() => Promise<void>)[] = [];
   const release = async () => {
@@ -150,8 +166,8 @@ export async function decideDelivery(sources: FlowSources, facts: Omit<FlowDeliv
   const passed: { option: FlowOption; settings: unknown }[] = [];
   let flow: RunFlow | undefined;
   let paused = false;
-  for (const option of FLOW_OPTIONS as readonly FlowOption[]) {
-    const settings = option.scope === 'version' ? (version[option.name] ?? null) : option.stored(live[option.name]);
+  for (const [i, option] of (FLOW_OPTIONS as readonly FlowOption[]).entries()) {
+    const settings = settingsOf[i]!;
     const decision = settings === null ? await option.decide(null, delivery) : await option.decide(settings, delivery);
     if (decision.verdict === 'refused') {
       await release();

@@ -3,7 +3,17 @@
  * flow control (the filter does not apply to a run a person asked for; the concurrency limit does),
  * and how stored values and write bodies are read through the options.
  */
-import { FLOW_FIELDS, flowControlOf, laneWorkflowId, runFlowOf, validateFlowField } from '../../src/flow';
+import {
+  FLOW_FIELDS,
+  FLOW_OPTIONS,
+  flowControlOf,
+  laneWorkflowId,
+  runFlowOf,
+  START,
+  validateFlowField,
+  type FlowDelivery,
+  type FlowOption,
+} from '../../src/flow';
 import type { FieldViolation } from '../../src/errors';
 
 describe('flow registry', () => {
@@ -37,5 +47,28 @@ describe('flow registry', () => {
       { field: 'automation.rateLimit.limit', description: 'must be an integer from 1 to 10000' },
       { field: 'automation.rateLimit.period', description: 'must be whole seconds from "1s" to "86400s", e.g. "60s"' },
     ]);
+  });
+
+  it('every option, unset, starts a delivery of a listener without filtered events and asks neither the store nor the engine (decideDelivery skips them then)', async () => {
+    const untouchable = (name: string): never =>
+      new Proxy({}, { get: (_target, key) => (key === 'then' ? undefined : () => Promise.reject(new Error(`${name}.${String(key)} was used`))) }) as never;
+    const delivery: FlowDelivery = {
+      db: untouchable('db'),
+      engine: untouchable('engine'),
+      automationId: 'a1',
+      automationName: 'A',
+      listenerId: 'l1',
+      eventId: 'e1',
+      receivedAt: new Date(0).toISOString(),
+      payload: {},
+      hasFilteredEvents: false,
+      runFails: false,
+    };
+    for (const option of FLOW_OPTIONS as readonly FlowOption[]) {
+      expect([option.name, await option.decide(null, delivery)]).toEqual([option.name, START]);
+    }
+    // With filtered events on record, the unset filter still asks the store (a repeat of a filtered id is a 409).
+    const filter = (FLOW_OPTIONS as readonly FlowOption[]).find((option) => option.name === 'filter')!;
+    await expect(filter.decide(null, { ...delivery, hasFilteredEvents: true })).rejects.toThrow('db.');
   });
 });

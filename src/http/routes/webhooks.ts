@@ -108,10 +108,8 @@ function loadRefusal(refusal: AdmissionRefusal): WebhookAnswer {
 /** The body within the limit, the deadline and the minimum data rate; undefined when too large. */
 async function readWebhookBody(req: IncomingMessage, maxBytes: number, limits: AppDeps['config']['webhookAdmission']): Promise<Buffer | undefined> {
   try {
-    return await readRawBody(req, maxBytes, {
-      timeoutMs: WEBHOOK_BODY_TIMEOUT_MS,
-      ...(limits.minBytesPerSecond > 0 ? { rate: new DataRateWatch(limits.minBytesPerSecond, limits.graceMs) } : {}),
-    });
+    const rate = limits.minBytesPerSecond > 0 ? new DataRateWatch(limits.minBytesPerSecond, limits.graceMs) : undefined;
+    return await readRawBody(req, maxBytes, { timeoutMs: WEBHOOK_BODY_TIMEOUT_MS, rate });
   } catch (err) {
     if (err instanceof AppError && err.status === 413) return undefined;
     throw err; // a 408 for a late or trickling body, or the client going away
@@ -200,6 +198,7 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
     perListener: Math.min(limits.perListener, deps.config.webhookMaxInFlight),
     perSource: Math.min(limits.perSource, deps.config.webhookMaxInFlight),
   });
+  metrics.watchWebhooksInFlight(() => admission.inFlight);
 
   return async function answerDelivery(listenerId, req, path) {
     const source = clientAddress(req, deps.config.trustProxy);
@@ -208,10 +207,9 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       ticket = admission.enter(source);
     } catch (err) {
       if (!(err instanceof AdmissionRefusal)) throw err;
-      metrics.webhookOutcomes.inc({ status: '429', reason: err.scope === 'source' ? 'source_busy' : 'overloaded' });
+      metrics.recordWebhook(429, err.scope === 'source' ? 'source_busy' : 'overloaded');
       return loadRefusal(err);
     }
-    metrics.webhooksInFlight.set(admission.inFlight);
     const started = process.hrtime.bigint();
     const now = new Date((deps.clock ?? Date.now)());
     let status = 500;
@@ -230,8 +228,9 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       }
       facts = outcome.facts;
       const answer = webhookAnswer(outcome);
-      [status, reason] = [answer.status, answer.reason];
-      return { status: answer.status, headers: answer.headers, body: answer.body };
+      status = answer.status;
+      reason = answer.reason;
+      return answer;
     } catch (err) {
       // Anything but a refusal (a 408 body timeout, a store that is unavailable, a 500) counts as
       // 'error', with the status it is answered with.
@@ -240,10 +239,8 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       return { status, headers: error.headers, body: error.toBody() };
     } finally {
       ticket.release();
-      metrics.webhooksInFlight.set(admission.inFlight);
-      metrics.webhookOutcomes.inc({ status: String(status), reason });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.webhookDuration.observe({ status: String(status) }, seconds);
+      metrics.recordWebhook(status, reason, seconds);
       // Deliveries to an unknown listener are not logged: they belong to no automation.
       if (facts?.automationId !== undefined) {
         deps.deliveryLog?.record({

@@ -51,6 +51,13 @@ export function verifyHmacWithAny(secrets: readonly string[], timestamp: string,
   return ok;
 }
 
+/**
+ * The one refusal of a wrong signature, made once: it carries only its status, reason and message
+ * (no stack, no cause) and nothing changes it, so every refused delivery can answer with it
+ * instead of making an error of its own.
+ */
+const SIGNATURE_MISMATCH = Object.freeze(rejectWebhook(401, 'signature_mismatch', 'invalid webhook signature'));
+
 /** A new signing secret: 256 random bits, base64url, no padding (43 characters). */
 function newSigningSecret(): string {
   return randomToken(32);
@@ -76,7 +83,7 @@ export const hmacAuthenticator = {
       request.secrets.length > 0 &&
       request.credential !== undefined &&
       verifyHmacWithAny(request.secrets, request.timestampHeader, request.eventIdHeader, request.body, request.credential);
-    if (!ok) throw rejectWebhook(401, 'signature_mismatch', 'invalid webhook signature');
+    if (!ok) throw SIGNATURE_MISMATCH;
   },
   sender: {
     selector: 'secret',
