@@ -1,10 +1,11 @@
 /**
- * `MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 -r ./scripts/swc-register.js bench/lab-peak.ts [--no-flow]`:
+ * `MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 -r ./scripts/swc-register.js bench/lab-peak.ts [--no-flow] [--cache=N]`:
  * what the bench process holds at its peak RSS (`memory.apiWorkerPeakRssMb`), phase by phase: after
  * start, during the flow section (skipped with `--no-flow`) and during the ingress section, each at
  * the quick bench's settings, as `npm run bench` runs them on one process. Every 50 ms it samples
  * `process.memoryUsage()` and /proc/self/status, and keeps the sample of each phase's highest RSS;
- * with `--expose-gc`, also what a full collection leaves after the flow section and at the end.
+ * with `--expose-gc`, also what a full collection leaves after the flow section and at the end;
+ * `--cache=N` sets the automation worker's sticky cache (default the service's).
  * Not part of `npm run bench`; a lab for docs/performance.md.
  */
 import fs from 'node:fs';
@@ -78,7 +79,8 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   let load: LoadGenerator | undefined;
   try {
-    stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
+    const cache = /^--cache=(\d+)$/.exec(process.argv.find((arg) => arg.startsWith('--cache=')) ?? '');
+    stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir', ...(cache ? { maxCachedWorkflows: Number(cache[1]) } : {}) });
     load = await LoadGenerator.start();
     const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
     const phases: Record<string, Record<string, number>> = { started: round(sample()) };

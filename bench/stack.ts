@@ -103,6 +103,8 @@ export interface StackOptions {
   embeddedStore?: 'memory' | 'dataDir';
   /** Start the baseline worker (BARE_QUEUE, bench/workflows/bare.ts); default true. The soak measures the product only. */
   baselineWorker?: boolean;
+  /** The automation worker's sticky cache (`WORKER_MAX_CACHED_WORKFLOWS`); default the service's. Labs only. */
+  maxCachedWorkflows?: number;
 }
 
 /** Installs the Temporal runtime once, without its own signal handlers (the benchmark stops itself). */
@@ -158,6 +160,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }),
         codec: BENCH_CODEC,
         bundle: automationBundle,
+        ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
       }),
       ...(bareBundle
         ? [
