@@ -6,6 +6,7 @@
  * background noise hits all alike.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { postEvent, type BenchAutomation } from './automation';
 import { BARE_QUEUE, type Stack } from './stack';
 import { percentile, request, type HttpResponse } from './util';
@@ -29,7 +30,48 @@ export interface E2eResult {
   shapeP50Ms: number;
   /** p50Ms ÷ shapeP50Ms: what the service's own work adds to a run, against the floor of its shape. */
   ratioToShapeFloor: number;
+  /**
+   * p50 POST → result of the shape with the product's one store write in it (`localFourWithStore`:
+   * the ownership statement on the automation's store as the third of the four local activities),
+   * in the same rotation.
+   */
+  shapeWithStoreP50Ms: number;
+  /** p50Ms ÷ shapeWithStoreP50Ms. */
+  ratioToShapeFloorWithStore: number;
+  /** CPU per timed run of each kind, in ms (robust to background load, unlike the p50s). */
+  cpuMsPerRun: Record<string, RunCpu>;
   runs: number;
+}
+
+/**
+ * CPU a run cost, in ms: this whole process (API, workers, store, and the bench's own client), its
+ * main thread alone (the rest is the workflow thread, V8's garbage collector and the core SDK's
+ * threads), and the Temporal server. Runs go one at a time, so nothing else of the bench runs meanwhile.
+ */
+export interface RunCpu {
+  process: number;
+  mainThread: number;
+  temporal: number;
+}
+
+/** utime + stime from a /proc stat file, in ms (clock ticks of 10 ms: meaningful summed over many runs); NaN when unreadable. */
+function procStatCpuMs(file: string): number {
+  try {
+    const stat = fs.readFileSync(file, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function cpuNow(stack: Stack): RunCpu {
+  const usage = process.cpuUsage();
+  return {
+    process: (usage.user + usage.system) / 1000,
+    mainThread: procStatCpuMs(`/proc/${process.pid}/task/${process.pid}/stat`),
+    temporal: stack.temporalPid === undefined ? Number.NaN : procStatCpuMs(`/proc/${stack.temporalPid}/stat`),
+  };
 }
 
 /** Times a POST that starts a run (200 `{executionId}`) until the run's result; answers both. */
@@ -52,16 +94,33 @@ async function automationRun(stack: Stack, automation: BenchAutomation): Promise
  * Runs each kind `warmup` times untimed, then `runs` times timed, one run at a time and in rotation:
  * each kind goes first, second, … equally often, so that background noise hits all alike.
  */
-async function inRotation<K extends string>(kinds: Record<K, () => Promise<number>>, options: { warmup: number; runs: number }): Promise<Record<K, number[]>> {
+async function inRotation<K extends string>(
+  kinds: Record<K, () => Promise<number>>,
+  options: { warmup: number; runs: number },
+  cpu?: { now: () => RunCpu; perRun: Record<string, RunCpu> },
+): Promise<Record<K, number[]>> {
   const order = Object.keys(kinds) as K[];
   const times = Object.fromEntries(order.map((kind) => [kind, [] as number[]])) as Record<K, number[]>;
+  const spent = Object.fromEntries(order.map((kind) => [kind, { process: 0, mainThread: 0, temporal: 0 }])) as Record<K, RunCpu>;
   for (let i = 0; i < options.warmup; i++) for (const kind of order) await kinds[kind]();
   for (let i = 0; i < options.runs; i++) {
     for (let k = 0; k < order.length; k++) {
       const kind = order[(i + k) % order.length]!;
+      const before = cpu?.now();
       times[kind].push(await kinds[kind]());
+      if (cpu && before) {
+        const after = cpu.now();
+        for (const part of ['process', 'mainThread', 'temporal'] as const) spent[kind][part] += after[part] - before[part];
+      }
     }
   }
+  if (cpu)
+    for (const kind of order)
+      cpu.perRun[kind] = {
+        process: spent[kind].process / options.runs,
+        mainThread: spent[kind].mainThread / options.runs,
+        temporal: spent[kind].temporal / options.runs,
+      };
   return times;
 }
 
@@ -86,23 +145,32 @@ export async function runE2eBench(
   log: (line: string) => void,
 ): Promise<E2eResult> {
   const trigger = JSON.parse(automation.body) as unknown;
-  log(`end to end: ${options.warmup} warm-up runs, then ${options.runs} of each (automation, its shape's floor, 3 activities, empty workflow), in rotation`);
-  const times = await inRotation(
-    {
-      automation: () => automationRun(stack, automation),
-      shape: () => shapeRun(stack, automation.body, 'localFour'),
-      bare: () => baselineRun(stack, 'bare', trigger),
-      empty: () => baselineRun(stack, 'empty', trigger),
-    },
-    options,
+  log(
+    `end to end: ${options.warmup} warm-up runs, then ${options.runs} of each (automation, its shape's floor${automation.fallback ? '' : ', the floor with the ownership statement'}, 3 activities, empty workflow), in rotation`,
   );
+  const kinds = {
+    automation: () => automationRun(stack, automation),
+    shape: () => shapeRun(stack, automation.body, 'localFour'),
+    bare: () => baselineRun(stack, 'bare', trigger),
+    empty: () => baselineRun(stack, 'empty', trigger),
+  };
+  // The floor with the store write only when the automation has its ownership step: its body then names the ownership.
+  const cpu = { now: () => cpuNow(stack), perRun: {} as Record<string, RunCpu> };
+  const times = automation.fallback
+    ? await inRotation(kinds, options, cpu)
+    : await inRotation({ ...kinds, shapeWithStore: () => shapeRun(stack, automation.body, 'localFourWithStore') }, options, cpu);
   const p50Ms = percentile(times.automation, 50);
   const bareP50Ms = percentile(times.bare, 50);
   const emptyP50Ms = percentile(times.empty, 50);
   const shapeP50Ms = percentile(times.shape, 50);
+  const withStore = (times as Partial<Record<'shapeWithStore', number[]>>).shapeWithStore;
+  const shapeWithStoreP50Ms = withStore ? percentile(withStore, 50) : Number.NaN;
   return {
     shapeP50Ms,
     ratioToShapeFloor: p50Ms / shapeP50Ms,
+    shapeWithStoreP50Ms,
+    ratioToShapeFloorWithStore: p50Ms / shapeWithStoreP50Ms,
+    cpuMsPerRun: cpu.perRun,
     p50Ms,
     bareP50Ms,
     ratioToBare: p50Ms / bareP50Ms,
@@ -135,7 +203,7 @@ export interface FloorResult {
   runs: number;
 }
 
-async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'localFour'): Promise<number> {
+async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'localFour' | 'localFourWithStore'): Promise<number> {
   return (await postToResult(stack, 'bare start', () => request('POST', `${stack.bareStart.url}/${workflow}`, { body }))).elapsed;
 }
 

@@ -28,6 +28,7 @@ import type { AppDeps } from '../src/http/context';
 import { SecretBox } from '../src/crypto/secret-box';
 import { startDevServer, freePort, type DevServer } from '../src/temporal/devserver';
 import { ensureNamespace } from '../src/temporal/setup';
+import { skipDroppedSdkLogMetadata } from '../src/temporal/sdk-log-levels';
 import { createLazyClient } from '../src/temporal/connection';
 import { type AutomationRuns } from '../src/domain/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
@@ -78,10 +79,11 @@ export interface Stack {
   /** A bare Koa app answering 200 to everything (rejection baseline). */
   bareKoa: Server;
   /**
-   * A bare Koa app whose one handler starts `localFour` (`POST /localThree`: `localThree`) of
-   * bench/workflows/bare.ts with the POST's JSON body as its trigger, as the API starts a run (the
-   * workers' client, eager start), and answers 200 `{executionId}`: the webhook's round trip with
-   * nothing checked or stored.
+   * A bare Koa app whose one handler starts `localFour` (`POST /localThree`: `localThree`;
+   * `POST /localFourWithStore`: `localFourWithStore`, whose third activity is the ownership
+   * statement on the automation's store) of bench/workflows/bare.ts with the POST's JSON body as its
+   * trigger, as the API starts a run (the workers' client, eager start), and answers 200
+   * `{executionId}`: the webhook's round trip with nothing checked or stored.
    */
   bareStart: Server;
   adminToken: string;
@@ -101,11 +103,15 @@ export interface StackOptions {
   embeddedStore?: 'memory' | 'dataDir';
   /** Start the baseline worker (BARE_QUEUE, bench/workflows/bare.ts); default true. The soak measures the product only. */
   baselineWorker?: boolean;
+  /** The automation worker's sticky cache (`WORKER_MAX_CACHED_WORKFLOWS`); default the service's. Labs only. */
+  maxCachedWorkflows?: number;
 }
 
 /** Installs the Temporal runtime once, without its own signal handlers (the benchmark stops itself). */
 export function installRuntime(): void {
   Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  // As src/main.ts: the SDK's trace and debug lines, dropped at WARN, build no metadata.
+  skipDroppedSdkLogMetadata();
 }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
@@ -154,6 +160,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }),
         codec: BENCH_CODEC,
         bundle: automationBundle,
+        ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
       }),
       ...(bareBundle
         ? [
@@ -165,7 +172,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
               // The same payload encryption as the automation worker (the bench client encrypts).
               dataConverter: encryptedDataConverter(BENCH_CODEC),
               workflowBundle: bareBundle,
-              activities: createBareActivities(),
+              activities: createBareActivities(db),
             }),
           ]
         : []),
@@ -195,7 +202,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const chunks: Buffer[] = [];
       for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
       const trigger = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      const workflow = ctx.path === '/localThree' ? 'localThree' : 'localFour';
+      const workflow = ctx.path === '/localThree' ? 'localThree' : ctx.path === '/localFourWithStore' ? 'localFourWithStore' : 'localFour';
       const workflowId = `${workflow}:${randomUUID()}`;
       await workerClient.workflow.start(workflow, { taskQueue: BARE_QUEUE, workflowId, args: [{ trigger }], requestEagerStart: true });
       ctx.body = { executionId: workflowId };

@@ -23,6 +23,7 @@ import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
 import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
 import { createAutomationWorker } from './temporal/worker';
+import { skipDroppedSdkLogMetadata } from './temporal/sdk-log-levels';
 import { createActivities } from '../activities';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
     shutdownSignals: [],
     ...(config.temporal.metricsBind ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.temporal.metricsBind } } } } : {}),
   });
+  skipDroppedSdkLogMetadata();
   const stops: Array<() => Promise<void>> = [];
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {

@@ -47,3 +47,16 @@ export async function localFour(input: { trigger: unknown }): Promise<string> {
   await locals.noopOne(input.trigger);
   return 'done';
 }
+
+/**
+ * `localFour` with the product's one store write in it: the version's load, a step, the ownership
+ * statement on the automation's store (`ownOnly`), a step, each a no-op local activity but that
+ * one. The floor of the automation's shape once the store write it cannot do without is counted.
+ */
+export async function localFourWithStore(input: { trigger: unknown }): Promise<string> {
+  await locals.noopOne(input.trigger);
+  await locals.noopTwo(input.trigger);
+  await locals.ownOnly(input.trigger);
+  await locals.noopThree(input.trigger);
+  return 'done';
+}

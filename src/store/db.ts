@@ -6,10 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Extensions, PGlite } from '@electric-sql/pglite';
 import { migrate } from './migrations';
-import type { Db, Queryable } from './queryable';
+import type { Db, Queryable, QueryOptions } from './queryable';
 import { UnavailableError } from '../errors';
 
-export type { Db, Queryable };
+export type { Db, Queryable, QueryOptions };
 
 export interface DbOptions {
   /** PostgreSQL connection string; when unset, PGlite is used. */
@@ -51,9 +51,11 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
   const listeners = new Set<() => Promise<void>>();
   return {
     kind: 'postgres',
-    async query<R>(sql: string, params: unknown[] = []): Promise<R[]> {
+    async query<R>(sql: string, params: unknown[] = [], options?: QueryOptions): Promise<R[]> {
       try {
-        return (await pool.query(sql, params)).rows as R[];
+        // A named query: pg prepares it on each pooled connection the first time and reuses it.
+        const rows = options?.prepare ? (await pool.query({ name: options.prepare, text: sql, values: params })).rows : (await pool.query(sql, params)).rows;
+        return rows as R[];
       } catch (err) {
         throw storeError(err);
       }
@@ -184,7 +186,67 @@ async function openPglite(dataDir: string | undefined): Promise<Db> {
   return wrapPglite(await PGlite.create(dataDir ? { dataDir, startParams, extensions } : { extensions }));
 }
 
+const loadPglite = () => import('@electric-sql/pglite');
+let pgliteModule: ReturnType<typeof loadPglite> | undefined;
+
+/** A statement PGlite has prepared under its name, with its parameters' types (for their serializers). */
+interface PreparedPglite {
+  sql: string;
+  paramTypes: number[];
+}
+
+/**
+ * Runs a named statement on PGlite: prepared (Parse, Describe) on its first use, then each run is
+ * Bind, Describe, Execute and Sync in one call into PGlite's WebAssembly, instead of the six calls
+ * and the parse and plan of `pg.query`. It takes PGlite's two locks as `pg.query` does, so it never
+ * runs inside another caller's transaction.
+ */
+async function preparedPgliteQuery(pg: PGlite, prepared: Map<string, PreparedPglite>, name: string, sql: string, params: unknown[]): Promise<unknown[]> {
+  pgliteModule ??= loadPglite();
+  const { protocol, parse } = await pgliteModule;
+  const { serialize } = protocol;
+  return pg._runExclusiveTransaction(() =>
+    pg._runExclusiveQuery(async () => {
+      let statement = prepared.get(name);
+      if (statement && statement.sql !== sql) throw new Error(`prepared statement ${name} was prepared with another text`);
+      if (!statement) {
+        const { messages } = await pg.execProtocol(
+          concatBytes([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+          {
+            syncToFs: false,
+          },
+        );
+        statement = { sql, paramTypes: parse.parseDescribeStatementResults(messages) };
+        prepared.set(name, statement);
+      }
+      const { paramTypes } = statement;
+      // Serialized as pg.query serializes them: by the type PostgreSQL inferred for each parameter.
+      const values = params.map((param, i) => {
+        if (param === null || param === undefined) return null;
+        const serializer = pg.serializers[paramTypes[i]!];
+        return serializer ? serializer(param) : String(param);
+      });
+      const { messages } = await pg.execProtocol(
+        concatBytes([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
+      );
+      return parse.parseResults(messages, pg.parsers)[0]!.rows;
+    }),
+  );
+}
+
+function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
 function wrapPglite(pg: PGlite): Db {
+  /** The statements prepared on this instance (a new instance, a new session: none). */
+  const prepared = new Map<string, PreparedPglite>();
   // A closed or crashed embedded database (its WebAssembly aborted) answers like an unreachable
   // server: UnavailableError, 503 + Retry-After at the HTTP edge, never a 500.
   const guarded = async <T>(fn: () => Promise<T>): Promise<T> => {
@@ -196,7 +258,10 @@ function wrapPglite(pg: PGlite): Db {
   };
   return {
     kind: 'pglite',
-    query: <R>(sql: string, params: unknown[] = []): Promise<R[]> => guarded(async () => (await pg.query<R>(sql, params)).rows),
+    query: <R>(sql: string, params: unknown[] = [], options?: QueryOptions): Promise<R[]> =>
+      guarded(async () =>
+        options?.prepare ? ((await preparedPgliteQuery(pg, prepared, options.prepare, sql, params)) as R[]) : (await pg.query<R>(sql, params)).rows,
+      ),
     transaction: <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> =>
       guarded(() =>
         pg.transaction(async (tx) =>

@@ -41,7 +41,7 @@ type RawRecording = Partial<RawEntitlementRow> & { userType: string | null; appE
  * the entitlement is live in it; its audit event is written with it, only when the row is new. A
  * repeat keeps the original createdAt. Answers what it found, for the caller to name what failed.
  * One statement instead of a transaction of five: one round trip to PostgreSQL, and about half the
- * time on either store (docs/performance.md).
+ * time on either store (docs/performance.md); a prepared one, since every ownership step runs it.
  */
 export async function recordOwner(db: Queryable, ref: OwnerRef, userType: string, audit: AuditInput): Promise<OwnerRecording> {
   const rows = await db.query<RawRecording>(
@@ -56,6 +56,8 @@ export async function recordOwner(db: Queryable, ref: OwnerRef, userType: string
      SELECT facts.*, (SELECT created_at FROM ins) AS "insertedAt", (SELECT created_at FROM entitlement_owners WHERE ${KEY}) AS "existingAt", e.*
      FROM facts LEFT JOIN e ON true`,
     [...keyParams(ref), userType, ...auditParams(audit)],
+    // Every run with an ownership step runs it: prepared once, it is not parsed and planned again.
+    { prepare: 'record_owner' },
   );
   const { userType: foundType, appExists, insertedAt, existingAt, ...raw } = rows[0]!;
   const entitlement = raw.id ? toEntitlementRow(raw as RawEntitlementRow) : undefined;

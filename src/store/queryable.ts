@@ -1,8 +1,17 @@
 /** The SQL interface every repository takes: a `Queryable` (one statement) or a `Db` (transactions, LISTEN). */
 
+export interface QueryOptions {
+  /**
+   * Prepares the statement once per connection under this name and runs it from then on without
+   * sending, parsing and planning its text again: for a statement of every run. One name, one SQL
+   * text. A Queryable may ignore it (a transaction's statements run as they are).
+   */
+  prepare?: string;
+}
+
 export interface Queryable {
   /** Runs one parameterised statement and returns its rows. */
-  query<R = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
+  query<R = Record<string, unknown>>(sql: string, params?: unknown[], options?: QueryOptions): Promise<R[]>;
 }
 
 export interface Db extends Queryable {

@@ -5,5 +5,8 @@
  * defaults the Runtime is created with when nobody installed one).
  */
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { skipDroppedSdkLogMetadata } from '../../src/temporal/sdk-log-levels';
 
 Runtime.defaultOptions = { ...Runtime.defaultOptions, logger: new DefaultLogger('WARN'), shutdownSignals: [] };
+// As src/main.ts: the SDK builds no metadata for the lines its WARN logger drops.
+skipDroppedSdkLogMetadata();

@@ -1,4 +1,4 @@
-import { DATABASES, describeOn } from '../helpers/databases';
+import { DATABASES, describeOn, openTestDb } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { callerFor, callerWith, createGovernanceApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
@@ -6,6 +6,11 @@ import { NotFoundError, ServiceError } from '../../src/errors';
 import { sleep } from '../helpers/wait';
 import { listAuditEvents } from '../../src/store/audit';
 import { listOwnedEntitlements } from '../../src/store/owners';
+import type { Db } from '../../src/store/db';
+import { createUser as createUserRow } from '../../src/domain/users';
+import { createApp } from '../../src/domain/apps';
+import { createEntitlement as createEntitlementRow } from '../../src/domain/entitlements';
+import { AppEntitlementInput } from '../../src/domain/schemas';
 
 for (const target of DATABASES) {
   describeOn(target)(`entitlement owners (${target.label})`, () => {
@@ -206,6 +211,53 @@ for (const target of DATABASES) {
         expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
         expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('ERR_INVALID_ARGUMENT');
       });
+    });
+  });
+
+  describeOn(target)(`the ownership statement, prepared (${target.label})`, () => {
+    // A store of its own: nothing else uses its connections, so every statement below runs on the
+    // one session (PGlite's; pg's pool hands back its last released connection).
+    let db: Db;
+    let ref: { userId: string; roleSlug: string; appId: string; entitlementId: string };
+
+    beforeAll(async () => {
+      db = await openTestDb(target);
+      const user = await createUserRow(db, { displayName: 'Robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' });
+      const app = await createApp(db, { displayName: 'Prepared' });
+      const entitlement = await createEntitlementRow(db, app.id, AppEntitlementInput.parse({ displayName: 'Prepared entitlement' }));
+      ref = { userId: user.id, roleSlug: 'owner', appId: app.id, entitlementId: entitlement.id };
+    });
+    afterAll(async () => db.close());
+
+    /** How often the session ran its prepared `record_owner` ([] when it has none). */
+    const executions = async (): Promise<number[]> =>
+      (await db.query<{ runs: unknown }>(`SELECT generic_plans + custom_plans AS runs FROM pg_prepared_statements WHERE name = 'record_owner'`)).map((row) =>
+        Number(row.runs),
+      );
+
+    it('is prepared on its first use and run from then on without being prepared again; its results are as before', async () => {
+      expect(await executions()).toEqual([]);
+      const first = await createEntitlementOwner(db, ref);
+      expect(await executions()).toEqual([1]);
+      const again = await createEntitlementOwner(db, ref);
+      const other = await createEntitlementOwner(db, { ...ref, roleSlug: 'backup' });
+      expect(await executions()).toEqual([3]);
+      expect(again).toEqual(first);
+      expect(first.userOwnerEntitlement).toMatchObject({ userId: ref.userId, roleSlug: 'owner', appEntitlement: { id: ref.entitlementId, appId: ref.appId } });
+      expect(other.userOwnerEntitlement.roleSlug).toBe('backup');
+      expect(Date.parse(first.userOwnerEntitlement.createdAt)).not.toBeNaN();
+      // A check that fails runs the same prepared statement and still names what is missing.
+      await expect(createEntitlementOwner(db, { ...ref, appId: 'no-such-app' })).rejects.toMatchObject({ resource: 'app', id: 'no-such-app' });
+      expect(await executions()).toEqual([4]);
+      expect((await listOwnedEntitlements(db, ref.userId, undefined, 10)).map(({ owner }) => owner.roleSlug)).toEqual(['backup', 'owner']);
+    });
+
+    it('refuses another text under the same name, and a failed run leaves the store usable', async () => {
+      await expect(db.query('SELECT 1 AS one', [], { prepare: 'record_owner' })).rejects.toThrow();
+      // A statement that fails while it runs (its parameter is not an integer) rejects, and the next one runs.
+      await expect(db.query('SELECT $1::int AS n', ['not a number'], { prepare: 'bad_int' })).rejects.toThrow(/invalid input syntax/);
+      expect(await db.query<{ n: number }>('SELECT $1::int AS n', ['7'], { prepare: 'bad_int' })).toEqual([{ n: 7 }]);
+      expect((await createEntitlementOwner(db, ref)).userOwnerEntitlement.roleSlug).toBe('owner');
     });
   });
 }

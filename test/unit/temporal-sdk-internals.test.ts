@@ -1,14 +1,16 @@
 /**
  * The SDK internals that src/temporal/activation-guard.ts and src/temporal/workflow-thread.js reach
- * (docs/upgrades.md, "Upgrading the Temporal SDK") are the ones they were written against: every
- * `@temporalio/*` package is pinned to one exact version, that version is installed, and the files
- * the two modules reach are byte for byte the reviewed ones, with the exports they use. An upgrade
+ * (docs/upgrades.md, "Upgrading the Temporal SDK"), and src/temporal/sdk-log-levels.ts, are the
+ * ones they were written against: every `@temporalio/*` package is pinned to one exact version,
+ * that version is installed, and the files the three modules reach are byte for byte the reviewed
+ * ones, with the exports they use. An upgrade
  * fails here first; after reviewing the new internals, update SDK_VERSION and the hashes.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Worker } from '@temporalio/worker';
+import { DefaultLogger, Worker } from '@temporalio/worker';
+import { LoggerWithComposedMetadata } from '@temporalio/common/lib/logger';
 import { cutoffStackTrace } from '@temporalio/common';
 import { ThreadedVMWorkflowCreator, WorkerThreadClient } from '@temporalio/worker/lib/workflow/threaded-vm';
 import { globalHandlers } from '@temporalio/worker/lib/workflow/vm-shared';
@@ -32,6 +34,10 @@ const REVIEWED_FILES: Record<string, string> = {
   // The activator's promiseStackStore, and globalThis.__TEMPORAL_ACTIVATOR__ that the hook reads.
   'workflow/lib/internals.js': '6852ca79a9f5955defd4e8ed4bd0cf0fa4444bc58720367f8d48802f28f13946',
   'workflow/lib/global-attributes.js': '66bb9ac1b7bc58a50a649d732f4014b90d3ed384d552f5b081b43a0652392710',
+  // src/temporal/sdk-log-levels.ts: LoggerWithComposedMetadata's methods and its parentLogger field,
+  // and DefaultLogger's public level.
+  'common/lib/logger.js': '972331a4e44383f52e08fdc76c80d0605c0242660507620470c4a4b97f58c1e2',
+  'worker/lib/logger.js': '4cf922a621e86d7f499a50125bbfcc3d53e67c87a31014815802ac0488182758',
 };
 
 type Manifest = { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
@@ -105,5 +111,10 @@ describe('the Temporal SDK internals the activation guard relies on', () => {
     expect(handlers.promiseHookInstalled).toBe(false);
     expect(typeof cutoffStackTrace).toBe('function');
     expect(fs.existsSync(require.resolve('@temporalio/worker/lib/workflow/workflow-worker-thread'))).toBe(true);
+    // sdk-log-levels.ts: LoggerWithComposedMetadata's level methods and `log`, and the parent it keeps.
+    expect(prototypeMethods(LoggerWithComposedMetadata)).toEqual(expect.arrayContaining(['log', 'trace', 'debug', 'info', 'warn', 'error']));
+    const parent = new DefaultLogger('WARN');
+    expect((LoggerWithComposedMetadata.compose(parent, { a: 1 }) as unknown as { parentLogger: unknown }).parentLogger).toBe(parent);
+    expect(parent.level).toBe('WARN');
   });
 });
