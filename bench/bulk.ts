@@ -20,6 +20,8 @@ import { request } from './util';
 import type { AroundApi } from './webhooks';
 import { AccessTokens } from '../src/auth/tokens';
 import { createClient } from '../src/auth/clients';
+import { temporal } from '@temporalio/proto';
+import { delta, temporalMetrics, type Counters } from './temporal-metrics';
 
 export interface BulkResult {
   runs: number;
@@ -41,6 +43,15 @@ export interface BulkResult {
    * for Temporal when its process was not found.
    */
   perRunCpuMs: { bench: number; temporal: number | undefined };
+  /**
+   * What each canceled run asked of Temporal beyond the ingress of the same phase, from the server's
+   * own counters (`service_requests` by service and operation, `persistence_requests` by
+   * operation), estimated as `perRunCpuMs` is; only series of at least 0.05 per run. Undefined when
+   * the server's metrics endpoint was not found.
+   */
+  perRunTemporalRequests: Record<string, number> | undefined;
+  /** One canceled run's history: its events in all, and the types of those from the cancel request on. */
+  canceledRunHistory: { events: number; fromCancel: string[] } | undefined;
 }
 
 export interface PhaseCpu {
@@ -96,13 +107,16 @@ function procCpuMs(pid: number | undefined): number | undefined {
 async function withPhaseCpu<T extends { accepted: number }>(
   stack: Stack,
   fn: () => Promise<T>,
-): Promise<[T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined }]> {
+  metrics?: () => Promise<Counters>,
+): Promise<[T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined; requests: Counters | undefined }]> {
+  const countersBefore = await metrics?.();
   const started = performance.now();
   const bench = process.cpuUsage();
   const temporal = procCpuMs(stack.temporalPid);
   const result = await fn();
   const used = process.cpuUsage(bench);
   const temporalAfter = procCpuMs(stack.temporalPid);
+  const countersAfter = await metrics?.();
   const seconds = (performance.now() - started) / 1000;
   const benchMs = (used.user + used.system) / 1000;
   const temporalMs = temporal !== undefined && temporalAfter !== undefined ? temporalAfter - temporal : undefined;
@@ -112,6 +126,7 @@ async function withPhaseCpu<T extends { accepted: number }>(
       seconds,
       benchMs,
       temporalMs,
+      requests: countersBefore && countersAfter ? delta(countersBefore, countersAfter) : undefined,
       benchMsPerSec: benchMs / seconds,
       temporalMsPerSec: temporalMs === undefined ? undefined : temporalMs / seconds,
       perAcceptedMs: { bench: benchMs / result.accepted, temporal: temporalMs === undefined ? undefined : temporalMs / result.accepted },
@@ -176,9 +191,15 @@ export async function runBulkBench(
   const parkSeconds = (performance.now() - parkStart) / 1000;
   log(`bulk: ${options.runs} runs parked in ${parkSeconds.toFixed(0)} s`);
 
+  const metrics = await temporalMetrics(stack.temporalPid);
+  if (!metrics) log("bulk: the Temporal server's metrics endpoint was not found: no request counts");
   log('bulk: warm-up');
   await closedLoop(stack.ingressApi.url, plain, 2, 32);
-  const [before, cpuBefore] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32)), 'baseline');
+  const [before, cpuBefore] = await aroundApi(
+    1,
+    () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32), metrics),
+    'baseline',
+  );
   log(`bulk: plain ingress before ${before.perSec.toFixed(0)}/s; ${cpuLine(cpuBefore)}`);
 
   const created = await request('POST', `${api}${BULK}`, {
@@ -205,14 +226,14 @@ export async function runBulkBench(
     // Ended, or failed: the senders stop either way (a failure is thrown below).
     watched = true;
   });
-  const [during, cpuDuring] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, 0, 32, () => watched)));
+  const [during, cpuDuring] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, 0, 32, () => watched), metrics));
   await watching;
   const action = finished!;
   if (action.state !== 'COMPLETED' || action.succeeded !== options.runs) throw new Error(`bulk: the cancel ended ${JSON.stringify(action)}`);
   const cancelSeconds = (Date.parse(String(action.finishedAt)) - Date.parse(String(action.createdAt))) / 1000;
   log(`bulk: cancel of ${options.runs} runs in ${cancelSeconds.toFixed(1)} s; ingress meanwhile ${during.perSec.toFixed(0)}/s; ${cpuLine(cpuDuring)}`);
 
-  const [after, cpuAfter] = await withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32));
+  const [after, cpuAfter] = await withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32), metrics);
   log(`bulk: plain ingress after ${after.perSec.toFixed(0)}/s; ${cpuLine(cpuAfter)}`);
   const plainPerSec = (before.perSec + after.perSec) / 2;
   // What ingress alone costs per accepted webhook (both plain phases), and what the cancel phase spent beyond that.
@@ -228,6 +249,24 @@ export async function runBulkBench(
         : undefined,
   };
   log(`bulk: CPU per canceled run beyond ingress: this process ${perRunCpuMs.bench.toFixed(1)} ms, Temporal ${perRunCpuMs.temporal?.toFixed(1) ?? '?'} ms`);
+  // The same estimate for each of Temporal's request counters.
+  let perRunTemporalRequests: Record<string, number> | undefined;
+  if (cpuBefore.requests && cpuDuring.requests && cpuAfter.requests) {
+    perRunTemporalRequests = {};
+    const keys = [...new Set([...cpuBefore.requests.keys(), ...cpuDuring.requests.keys(), ...cpuAfter.requests.keys()])];
+    for (const key of keys.sort()) {
+      const perAccept = ((cpuBefore.requests.get(key) ?? 0) + (cpuAfter.requests.get(key) ?? 0)) / plainAccepted;
+      const perRun = ((cpuDuring.requests.get(key) ?? 0) - during.accepted * perAccept) / options.runs;
+      if (Math.abs(perRun) >= 0.05) perRunTemporalRequests[key] = Math.round(perRun * 100) / 100;
+    }
+    log(`bulk: Temporal requests per canceled run beyond ingress: ${JSON.stringify(perRunTemporalRequests)}`);
+  }
+  const canceledRunHistory = await historyOf(
+    stack,
+    ids.find((id): id is string => id !== undefined),
+  );
+  if (canceledRunHistory)
+    log(`bulk: a canceled run's history: ${canceledRunHistory.events} events; from the cancel request: ${canceledRunHistory.fromCancel.join(', ')}`);
   return {
     runs: options.runs,
     parkSeconds,
@@ -240,7 +279,18 @@ export async function runBulkBench(
     cancelRunsPerSec: options.runs / cancelSeconds,
     cpu: { before: phase(cpuBefore), during: phase(cpuDuring), after: phase(cpuAfter) },
     perRunCpuMs,
+    perRunTemporalRequests,
+    canceledRunHistory,
   };
+}
+
+/** A run's history: its number of events, and the types of those from its cancel request on. */
+async function historyOf(stack: Stack, runId: string | undefined): Promise<BulkResult['canceledRunHistory']> {
+  if (!runId) return undefined;
+  const events = (await stack.client.workflow.getHandle(runId).fetchHistory()).events ?? [];
+  const from = events.findIndex((event) => event.workflowExecutionCancelRequestedEventAttributes);
+  const name = (type: unknown): string => String(temporal.api.enums.v1.EventType[Number(type)] ?? type).replace(/^EVENT_TYPE_/, '');
+  return { events: events.length, fromCancel: from < 0 ? [] : events.slice(from).map((event) => name(event.eventType)) };
 }
 
 function phase(cpu: PhaseCpu): PhaseCpu {
