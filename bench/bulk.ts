@@ -45,7 +45,7 @@ export interface BulkResult {
   perRunCpuMs: { bench: number; temporal: number | undefined };
   /**
    * What each canceled run asked of Temporal beyond the ingress of the same phase, from the server's
-   * own counters (`service_requests` by service and operation, `persistence_requests` by
+   * own counters (`service_requests` by service and operation, `persistence_requests` and `task_requests` by
    * operation), estimated as `perRunCpuMs` is; only series of at least 0.05 per run. Undefined when
    * the server's metrics endpoint was not found.
    */

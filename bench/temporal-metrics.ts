@@ -1,8 +1,9 @@
 /**
  * The Temporal dev server's own Prometheus metrics, for counting what a phase of a bench asked of
- * it: requests per service and operation (`service_requests`: frontend, history, matching) and
- * store operations (`persistence_requests`). `temporal server start-dev` always serves `/metrics`,
- * on a random port unless told one: the port is found among the process's listening sockets.
+ * it: requests per service and operation (`service_requests`: frontend, history, matching), store
+ * operations (`persistence_requests`) and the history service's queue tasks (`task_requests`:
+ * transfer, timer, visibility). `temporal server start-dev` always serves `/metrics`, on a random
+ * port unless told one: the port is found among the process's listening sockets.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -10,7 +11,7 @@ import http from 'node:http';
 /** Counter values by series (`name{operation=…,service_name=…}`). */
 export type Counters = Map<string, number>;
 
-const COUNTED = new Set(['service_requests', 'persistence_requests']);
+const COUNTED = new Set(['service_requests', 'persistence_requests', 'task_requests']);
 
 /** TCP ports `pid` listens on (from /proc: its socket inodes, then the kernel's socket tables). */
 function listeningPorts(pid: number): number[] {
