@@ -20,6 +20,8 @@ import { request } from './util';
 import type { AroundApi } from './webhooks';
 import { AccessTokens } from '../src/auth/tokens';
 import { createClient } from '../src/auth/clients';
+import { temporal } from '@temporalio/proto';
+import { delta, temporalMetrics, type Counters } from './temporal-metrics';
 
 export interface BulkResult {
   runs: number;
@@ -41,6 +43,26 @@ export interface BulkResult {
    * for Temporal when its process was not found.
    */
   perRunCpuMs: { bench: number; temporal: number | undefined };
+  /**
+   * What each canceled run asked of Temporal beyond the ingress of the same phase, from the server's
+   * own counters (`service_requests` by service and operation, `persistence_requests` and `task_requests` by
+   * operation), estimated as `perRunCpuMs` is; only series of at least 0.05 per run. Undefined when
+   * the server's metrics endpoint was not found.
+   */
+  perRunTemporalRequests: Record<string, number> | undefined;
+  /**
+   * A smaller set (a fifth of `runs`, at most 200) canceled with no webhooks meanwhile: its runs,
+   * seconds, and the CPU of each process per run less the process's idle CPU over the same time
+   * (read for 5 s just before), ms; the server's counters the same way.
+   */
+  alone: {
+    runs: number;
+    seconds: number;
+    perRunCpuMs: { bench: number; temporal: number | undefined };
+    perRunTemporalRequests: Record<string, number> | undefined;
+  };
+  /** One canceled run's history: its events in all, and the types of those from the cancel request on. */
+  canceledRunHistory: { events: number; fromCancel: string[] } | undefined;
 }
 
 export interface PhaseCpu {
@@ -96,13 +118,16 @@ function procCpuMs(pid: number | undefined): number | undefined {
 async function withPhaseCpu<T extends { accepted: number }>(
   stack: Stack,
   fn: () => Promise<T>,
-): Promise<[T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined }]> {
+  metrics?: () => Promise<Counters>,
+): Promise<[T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined; requests: Counters | undefined }]> {
+  const countersBefore = await metrics?.();
   const started = performance.now();
   const bench = process.cpuUsage();
   const temporal = procCpuMs(stack.temporalPid);
   const result = await fn();
   const used = process.cpuUsage(bench);
   const temporalAfter = procCpuMs(stack.temporalPid);
+  const countersAfter = await metrics?.();
   const seconds = (performance.now() - started) / 1000;
   const benchMs = (used.user + used.system) / 1000;
   const temporalMs = temporal !== undefined && temporalAfter !== undefined ? temporalAfter - temporal : undefined;
@@ -112,6 +137,7 @@ async function withPhaseCpu<T extends { accepted: number }>(
       seconds,
       benchMs,
       temporalMs,
+      requests: countersBefore && countersAfter ? delta(countersBefore, countersAfter) : undefined,
       benchMsPerSec: benchMs / seconds,
       temporalMsPerSec: temporalMs === undefined ? undefined : temporalMs / seconds,
       perAcceptedMs: { bench: benchMs / result.accepted, temporal: temporalMs === undefined ? undefined : temporalMs / result.accepted },
@@ -133,86 +159,148 @@ export async function runBulkBench(
   const { client: benchClient } = await createClient(stack.db, stack.secretBox, { displayName: 'bench bulk', roles: ['super_admin'] });
   const token = await tokens.issue(benchClient.clientId, ['super_admin']);
   const parked = await createAutomation(api, token, {}, [{ id: 'hold', waitForApproval: { timeout: '86400s' } }], 'Bench: parked runs');
+  const alone = await createAutomation(api, token, {}, [{ id: 'hold', waitForApproval: { timeout: '86400s' } }], 'Bench: runs canceled alone');
   const plain = await createAutomation(stack.ingressApi.url, token, {}, [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }], 'Bench: plain ingress');
 
-  log(`bulk: parking ${options.runs} runs in waitForApproval (signed webhooks, 32 senders)`);
-  const parkStart = performance.now();
-  const ids: Array<string | undefined> = [];
-  let claimed = 0;
-  await Promise.all(
-    Array.from({ length: 32 }, async () => {
-      while (claimed < options.runs) {
-        claimed += 1;
-        ids.push(await park(api, parked, { n: claimed, padding: 'x'.repeat(900) }));
-      }
-    }),
-  );
-  const dryRun = (): Promise<number> =>
+  const dryRun = (automationId: string): Promise<number> =>
     request('POST', `${api}${BULK}`, {
       token,
-      body: JSON.stringify({ dryRun: true, reason: 'bench', filter: { automationId: parked.id, status: ['RUNNING'] } }),
+      body: JSON.stringify({ dryRun: true, reason: 'bench', filter: { automationId, status: ['RUNNING'] } }),
     }).then((res) => {
       if (res.status !== 200) throw new Error(`bulk: dry run answered ${res.status} ${JSON.stringify(res.body)}`);
       return Number(res.body.matched);
     });
-  await until(`${options.runs} RUNNING runs in visibility`, dryRun, (matched) => matched === options.runs, 600_000);
-  // The worker takes the runs roughly in the order they were sent: the last ones waiting means the rest are.
-  const lastSent = ids.filter((id): id is string => id !== undefined).slice(-32);
-  await until(
-    'the last runs sent to reach the approval wait',
+  /** Parks `count` runs of `target` (32 senders) and waits until visibility shows them and the last ones sent wait for approval. */
+  const parkRuns = async (target: Target & { id: string }, count: number): Promise<Array<string | undefined>> => {
+    const ids: Array<string | undefined> = [];
+    let claimed = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (claimed < count) {
+          claimed += 1;
+          ids.push(await park(api, target, { n: claimed, padding: 'x'.repeat(900) }));
+        }
+      }),
+    );
+    await until(
+      `${count} RUNNING runs in visibility`,
+      () => dryRun(target.id),
+      (matched) => matched === count,
+      600_000,
+    );
+    // The worker takes the runs roughly in the order they were sent: the last ones waiting means the rest are.
+    const lastSent = ids.filter((id): id is string => id !== undefined).slice(-32);
+    await until(
+      'the last runs sent to reach the approval wait',
+      async () => {
+        let waiting = 0;
+        for (const id of lastSent) {
+          const events = (await stack.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+          const last = events.at(-1);
+          const taskOpen = last?.workflowTaskScheduledEventAttributes || last?.workflowTaskStartedEventAttributes;
+          if (events.some((e) => e.workflowTaskCompletedEventAttributes) && !taskOpen) waiting += 1;
+        }
+        return waiting;
+      },
+      (waiting) => waiting === lastSent.length,
+      600_000,
+    );
+    return ids;
+  };
+  /** Starts a bulk cancel of every RUNNING run of `automationId`; its id. */
+  const startCancel = async (automationId: string, runs: number): Promise<string> => {
+    const created = await request('POST', `${api}${BULK}`, {
+      token,
+      body: JSON.stringify({ action: 'cancel', reason: 'bench: bulk cancel', filter: { automationId, status: ['RUNNING'] } }),
+    });
+    if (created.status !== 202) throw new Error(`bulk: cancel answered ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.body.bulkAction.matched !== runs) throw new Error(`bulk: the cancel matched ${created.body.bulkAction.matched} runs, not ${runs}`);
+    return String(created.body.bulkAction.id);
+  };
+  /** Polls the action's progress every 500 ms until it is no longer RUNNING; the action as it ended. */
+  const untilEnded = async (actionId: string): Promise<Record<string, unknown>> => {
+    for (;;) {
+      const res = await request('GET', `${api}/api/v1/bulk_actions/${actionId}`, { token });
+      if (res.status !== 200) throw new Error(`bulk: progress answered ${res.status}`);
+      if (res.body.bulkAction.state !== 'RUNNING') return res.body.bulkAction as Record<string, unknown>;
+      await sleep(500);
+    }
+  };
+
+  const metrics = await temporalMetrics(stack.temporalPid);
+  if (!metrics) log("bulk: the Temporal server's metrics endpoint was not found: no request counts");
+
+  // A canceled run's cost with nothing else running: a smaller set canceled alone, its CPU less the
+  // processes' idle CPU over the same time (both read just before), over its runs.
+  const aloneRuns = Math.max(1, Math.min(200, Math.round(options.runs / 5)));
+  log(`bulk: parking ${aloneRuns} runs to cancel alone`);
+  await parkRuns(alone, aloneRuns);
+  await sleep(2000);
+  const idle = await withPhaseCpu(stack, () => sleep(5000).then(() => ({ accepted: 1 })), metrics);
+  const [, cancelAlone] = await withPhaseCpu(
+    stack,
     async () => {
-      let waiting = 0;
-      for (const id of lastSent) {
-        const events = (await stack.client.workflow.getHandle(id).fetchHistory()).events ?? [];
-        const last = events.at(-1);
-        const taskOpen = last?.workflowTaskScheduledEventAttributes || last?.workflowTaskStartedEventAttributes;
-        if (events.some((e) => e.workflowTaskCompletedEventAttributes) && !taskOpen) waiting += 1;
-      }
-      return waiting;
+      const action = await untilEnded(await startCancel(alone.id, aloneRuns));
+      if (action.state !== 'COMPLETED' || action.succeeded !== aloneRuns) throw new Error(`bulk: the cancel alone ended ${JSON.stringify(action)}`);
+      return { accepted: 1 };
     },
-    (waiting) => waiting === lastSent.length,
-    600_000,
+    metrics,
   );
+  const idleCpu = idle[1];
+  const aloneCpuMs = {
+    bench: (cancelAlone.benchMs - idleCpu.benchMsPerSec * cancelAlone.seconds) / aloneRuns,
+    temporal:
+      cancelAlone.temporalMs !== undefined && idleCpu.temporalMsPerSec !== undefined
+        ? (cancelAlone.temporalMs - idleCpu.temporalMsPerSec * cancelAlone.seconds) / aloneRuns
+        : undefined,
+  };
+  log(
+    `bulk: ${aloneRuns} runs canceled alone in ${cancelAlone.seconds.toFixed(1)} s; CPU per run beyond idle: this process ${aloneCpuMs.bench.toFixed(1)} ms, Temporal ${aloneCpuMs.temporal?.toFixed(1) ?? '?'} ms (idle: ${idleCpu.benchMsPerSec.toFixed(0)} / ${idleCpu.temporalMsPerSec?.toFixed(0) ?? '?'} ms/s)`,
+  );
+  let aloneRequests: Record<string, number> | undefined;
+  if (cancelAlone.requests && idleCpu.requests) {
+    aloneRequests = {};
+    for (const key of [...cancelAlone.requests.keys()].sort()) {
+      const perRun = ((cancelAlone.requests.get(key) ?? 0) - ((idleCpu.requests.get(key) ?? 0) * cancelAlone.seconds) / idleCpu.seconds) / aloneRuns;
+      if (Math.abs(perRun) >= 0.05) aloneRequests[key] = Math.round(perRun * 100) / 100;
+    }
+    log(`bulk: Temporal requests per run canceled alone, beyond idle: ${JSON.stringify(aloneRequests)}`);
+  }
+
+  log(`bulk: parking ${options.runs} runs in waitForApproval (signed webhooks, 32 senders)`);
+  const parkStart = performance.now();
+  const ids = await parkRuns(parked, options.runs);
   const parkSeconds = (performance.now() - parkStart) / 1000;
   log(`bulk: ${options.runs} runs parked in ${parkSeconds.toFixed(0)} s`);
 
   log('bulk: warm-up');
   await closedLoop(stack.ingressApi.url, plain, 2, 32);
-  const [before, cpuBefore] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32)), 'baseline');
+  const [before, cpuBefore] = await aroundApi(
+    1,
+    () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32), metrics),
+    'baseline',
+  );
   log(`bulk: plain ingress before ${before.perSec.toFixed(0)}/s; ${cpuLine(cpuBefore)}`);
 
-  const created = await request('POST', `${api}${BULK}`, {
-    token,
-    body: JSON.stringify({ action: 'cancel', reason: 'bench: bulk cancel', filter: { automationId: parked.id, status: ['RUNNING'] } }),
-  });
-  if (created.status !== 202) throw new Error(`bulk: cancel answered ${created.status} ${JSON.stringify(created.body)}`);
-  const actionId = String(created.body.bulkAction.id);
-  if (created.body.bulkAction.matched !== options.runs)
-    throw new Error(`bulk: the cancel matched ${created.body.bulkAction.matched} runs, not ${options.runs}`);
+  const actionId = await startCancel(parked.id, options.runs);
   let finished: Record<string, unknown> | undefined;
   let watched = false;
-  const watching = (async () => {
-    for (;;) {
-      const res = await request('GET', `${api}/api/v1/bulk_actions/${actionId}`, { token });
-      if (res.status !== 200) throw new Error(`bulk: progress answered ${res.status}`);
-      if (res.body.bulkAction.state !== 'RUNNING') {
-        finished = res.body.bulkAction as Record<string, unknown>;
-        return;
-      }
-      await sleep(500);
-    }
-  })().finally(() => {
-    // Ended, or failed: the senders stop either way (a failure is thrown below).
-    watched = true;
-  });
-  const [during, cpuDuring] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, 0, 32, () => watched)));
+  const watching = untilEnded(actionId)
+    .then((action) => {
+      finished = action;
+    })
+    .finally(() => {
+      // Ended, or failed: the senders stop either way (a failure is thrown below).
+      watched = true;
+    });
+  const [during, cpuDuring] = await aroundApi(1, () => withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, 0, 32, () => watched), metrics));
   await watching;
   const action = finished!;
   if (action.state !== 'COMPLETED' || action.succeeded !== options.runs) throw new Error(`bulk: the cancel ended ${JSON.stringify(action)}`);
   const cancelSeconds = (Date.parse(String(action.finishedAt)) - Date.parse(String(action.createdAt))) / 1000;
   log(`bulk: cancel of ${options.runs} runs in ${cancelSeconds.toFixed(1)} s; ingress meanwhile ${during.perSec.toFixed(0)}/s; ${cpuLine(cpuDuring)}`);
 
-  const [after, cpuAfter] = await withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32));
+  const [after, cpuAfter] = await withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32), metrics);
   log(`bulk: plain ingress after ${after.perSec.toFixed(0)}/s; ${cpuLine(cpuAfter)}`);
   const plainPerSec = (before.perSec + after.perSec) / 2;
   // What ingress alone costs per accepted webhook (both plain phases), and what the cancel phase spent beyond that.
@@ -228,6 +316,24 @@ export async function runBulkBench(
         : undefined,
   };
   log(`bulk: CPU per canceled run beyond ingress: this process ${perRunCpuMs.bench.toFixed(1)} ms, Temporal ${perRunCpuMs.temporal?.toFixed(1) ?? '?'} ms`);
+  // The same estimate for each of Temporal's request counters.
+  let perRunTemporalRequests: Record<string, number> | undefined;
+  if (cpuBefore.requests && cpuDuring.requests && cpuAfter.requests) {
+    perRunTemporalRequests = {};
+    const keys = [...new Set([...cpuBefore.requests.keys(), ...cpuDuring.requests.keys(), ...cpuAfter.requests.keys()])];
+    for (const key of keys.sort()) {
+      const perAccept = ((cpuBefore.requests.get(key) ?? 0) + (cpuAfter.requests.get(key) ?? 0)) / plainAccepted;
+      const perRun = ((cpuDuring.requests.get(key) ?? 0) - during.accepted * perAccept) / options.runs;
+      if (Math.abs(perRun) >= 0.05) perRunTemporalRequests[key] = Math.round(perRun * 100) / 100;
+    }
+    log(`bulk: Temporal requests per canceled run beyond ingress: ${JSON.stringify(perRunTemporalRequests)}`);
+  }
+  const canceledRunHistory = await historyOf(
+    stack,
+    ids.find((id): id is string => id !== undefined),
+  );
+  if (canceledRunHistory)
+    log(`bulk: a canceled run's history: ${canceledRunHistory.events} events; from the cancel request: ${canceledRunHistory.fromCancel.join(', ')}`);
   return {
     runs: options.runs,
     parkSeconds,
@@ -240,7 +346,19 @@ export async function runBulkBench(
     cancelRunsPerSec: options.runs / cancelSeconds,
     cpu: { before: phase(cpuBefore), during: phase(cpuDuring), after: phase(cpuAfter) },
     perRunCpuMs,
+    perRunTemporalRequests,
+    alone: { runs: aloneRuns, seconds: cancelAlone.seconds, perRunCpuMs: aloneCpuMs, perRunTemporalRequests: aloneRequests },
+    canceledRunHistory,
   };
+}
+
+/** A run's history: its number of events, and the types of those from its cancel request on. */
+async function historyOf(stack: Stack, runId: string | undefined): Promise<BulkResult['canceledRunHistory']> {
+  if (!runId) return undefined;
+  const events = (await stack.client.workflow.getHandle(runId).fetchHistory()).events ?? [];
+  const from = events.findIndex((event) => event.workflowExecutionCancelRequestedEventAttributes);
+  const name = (type: unknown): string => String(temporal.api.enums.v1.EventType[Number(type)] ?? type).replace(/^EVENT_TYPE_/, '');
+  return { events: events.length, fromCancel: from < 0 ? [] : events.slice(from).map((event) => name(event.eventType)) };
 }
 
 function phase(cpu: PhaseCpu): PhaseCpu {
