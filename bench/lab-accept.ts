@@ -9,7 +9,7 @@
  *              summary: `runStartOptions`), nothing else of the service
  *   startViaRuns  the same loops through the API's own runs port (`TemporalRuns.start`: its deadline
  *              and its lazy client), nothing else of the service
- *   httpStart  signed webhooks to a bare Node handler that reads the body, parses it and starts the
+ *   httpStart  signed webhooks to the bench's product-shaped floor (bench/webhooks.ts): a bare Node handler that reads the body, parses it and starts the
  *              run as the API does (`runStartOptions`): HTTP and the start, nothing checked
  *   apiNoEngine   signed webhooks to the real app whose runs port starts nothing (answers at once):
  *              the service's own part of an accepted delivery, without Temporal
@@ -25,7 +25,8 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { createBenchAutomation } from './automation';
 import { LoadGenerator } from './load';
-import { installRuntime, startStack, UNPOLLED_QUEUE, type Stack } from './stack';
+import { installRuntime, startStack, UNPOLLED_QUEUE, type Server, type Stack } from './stack';
+import { startHttpStartFloor } from './webhooks';
 import { closeHttpAgent, percentile, startCpuProfile } from './util';
 import { getAutomationByListener } from '../src/store/automations';
 import { runStartOptions } from '../src/temporal/runs';
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
   installRuntime();
   const stack: Stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
   const load = await LoadGenerator.start();
-  const httpStartServer = http.createServer();
+  let httpStartServer: Server | undefined;
   const httpNoEngine = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -150,32 +151,9 @@ async function main(): Promise<void> {
     const trigger = JSON.parse(automation.body) as unknown;
     const display = { automationName: 'bench', summary: 'event' };
 
-    httpStartServer.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const eventId = String(req.headers['webhook-event-id']);
-        const workflowId = `webhook:${record.listenerId}:${eventId}`;
-        stack.client.workflow
-          .start(
-            AUTOMATION_WORKFLOW,
-            runStartOptions(UNPOLLED_QUEUE, workflowId, inputOf(eventId, JSON.parse(Buffer.concat(chunks).toString('utf8'))), display),
-          )
-          .then(
-            () => {
-              const body = JSON.stringify({ eventId, executionId: workflowId });
-              res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)) });
-              res.end(body);
-            },
-            () => {
-              res.writeHead(503);
-              res.end();
-            },
-          );
-      });
-    });
-    await new Promise<void>((resolve) => httpStartServer.listen(0, '127.0.0.1', resolve));
-    const httpStartUrl = `http://127.0.0.1:${(httpStartServer.address() as AddressInfo).port}${automation.listenerPath}`;
+    // The bench's own floor of the product's shape (bench/webhooks.ts).
+    httpStartServer = await startHttpStartFloor(stack.client, record);
+    const httpStartUrl = `${httpStartServer.url}${automation.listenerPath}`;
 
     const job = { connections: 32, body: automation.body, secret: automation.signingSecret, mode: 'valid' as const, expectStatus: 200 };
     const run = async (side: Side, secs: number): Promise<number> => {
@@ -269,10 +247,7 @@ async function main(): Promise<void> {
     for (const stop of stops.reverse()) await stop();
     httpNoEngine.closeAllConnections();
     httpNoEngine.close();
-    await new Promise<void>((resolve) => {
-      httpStartServer.close(() => resolve());
-      httpStartServer.closeAllConnections();
-    });
+    await httpStartServer?.close();
     await load.close();
     await stack.stop();
     closeHttpAgent();

@@ -133,7 +133,7 @@ function others(result: LoadResult, expected: number, into: Record<string, numbe
  * search attributes, memo and summary every run has; the API's workflow id), then answers the
  * same JSON. No check, log, metric or delivery log.
  */
-async function startHttpStartFloor(client: Client, record: AutomationRecord): Promise<Server> {
+export async function startHttpStartFloor(client: Client, record: AutomationRecord): Promise<Server> {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
