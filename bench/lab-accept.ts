@@ -9,8 +9,9 @@
  *              summary: `runStartOptions`), nothing else of the service
  *   startViaRuns  the same loops through the API's own runs port (`TemporalRuns.start`: its deadline
  *              and its lazy client), nothing else of the service
- *   httpStart  signed webhooks to the bench's product-shaped floor (bench/webhooks.ts): a bare Node handler that reads the body, parses it and starts the
- *              run as the API does (`runStartOptions`): HTTP and the start, nothing checked
+ *   httpStart  signed webhooks to the bench's product-shaped floor (bench/webhooks.ts): a bare
+ *              Node handler that reads the body, parses it and starts the run as the API does
+ *              (`runStartOptions`): HTTP and the start, nothing checked
  *   apiNoEngine   signed webhooks to the real app whose runs port starts nothing (answers at once):
  *              the service's own part of an accepted delivery, without Temporal
  *   httpNoEngine  the same requests to a bare Node handler that reads the body, parses it and
