@@ -8,7 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { summarize } = require('../../scripts/ci-summary.js') as { summarize: (args: string[]) => { lines: string[]; failed: number } };
+const { summarize } = require('../../scripts/ci-summary.js') as {
+  summarize: (args: string[]) => { lines: string[]; failed: number; failures: string[] };
+};
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ci-summary-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -98,5 +100,51 @@ describe('scripts/ci-summary.js', () => {
     const { lines, failed } = summarize(['--forbid-skip', 'chromium', `npm test=${file('web.json', web)}`]);
     expect(failed).toBe(1);
     expect(lines.slice(-2)).toEqual(['1 skipped: 1 (/usr/bin/chromium is absent; apt-get install -y chromium)', '0 passed, 1 failed']);
+  });
+
+  it("names each failed test with its message's first lines, colours removed, long messages cut; a suite failed outside its tests too", () => {
+    const long = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n');
+    const drills = {
+      success: false,
+      numPassedTests: 1,
+      numFailedTests: 1,
+      numRuntimeErrorTestSuites: 1,
+      testResults: [
+        {
+          name: `${process.cwd()}/test/drills/breaker-bulk.drill.ts`,
+          status: 'failed',
+          message: 'ignored: its tests say it',
+          assertionResults: [
+            test('passed', 'a'),
+            { ...test('failed', 'every event ran once', ['a breaker']), failureMessages: [`\u001b[31mError: POST /x: 503\u001b[39m\n\n${long}`] },
+          ],
+        },
+        { name: `${process.cwd()}/test/drills/flow.drill.ts`, status: 'failed', message: 'beforeAll: api-2 exited', assertionResults: [] },
+      ],
+    };
+    const report = {
+      suites: [
+        {
+          title: 'runs.spec.ts',
+          specs: [{ title: 'lists runs', file: 'runs.spec.ts', tests: [{ status: 'unexpected', results: [{ errors: [{ message: 'timeout' }] }] }] }],
+        },
+      ],
+      errors: [],
+      stats: { expected: 0, unexpected: 1 },
+    };
+    const { failures } = summarize([`drills=${file('drills-failed.json', drills)}`, `browser=${file('pw-failed.json', report)}`]);
+    expect(failures.slice(0, 3)).toEqual([
+      'drills: FAILED test/drills/breaker-bulk.drill.ts › a breaker › every event ran once',
+      '    Error: POST /x: 503',
+      '    line 0',
+    ]);
+    expect(failures).toContain('    … 16 more lines');
+    expect(failures).not.toContain('    line 24');
+    expect(failures.slice(-4)).toEqual([
+      'drills: FAILED test/drills/flow.drill.ts (outside its tests)',
+      '    beforeAll: api-2 exited',
+      'browser: FAILED runs.spec.ts › lists runs',
+      '    timeout',
+    ]);
   });
 });
