@@ -350,8 +350,10 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * A free port below 32768: Temporal stores membership ports in a PostgreSQL smallint, so the
- * kernel's ephemeral range (above 32768) cannot be used for them.
+ * A free port below 32768, the start of the kernel's ephemeral range: Temporal stores membership
+ * ports in a PostgreSQL smallint; and a port picked from the ephemeral range is free when picked but
+ * may be taken by any outgoing connection (Temporal's, the APIs' to PostgreSQL) in the seconds before
+ * its process binds it.
  */
 export async function freeLowPort(): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt += 1) {
@@ -364,6 +366,23 @@ export async function freeLowPort(): Promise<number> {
     if (free) return port;
   }
   throw new Error('no free port between 20000 and 32000');
+}
+
+/**
+ * A chooser of the stack's ports: each call a free port below the ephemeral range (freeLowPort),
+ * never one it gave before (the ports are bound only later, when each process starts).
+ */
+export function lowPorts(): () => Promise<number> {
+  const chosen = new Set<number>();
+  return async () => {
+    for (;;) {
+      const candidate = await freeLowPort();
+      if (!chosen.has(candidate)) {
+        chosen.add(candidate);
+        return candidate;
+      }
+    }
+  };
 }
 
 export async function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
@@ -670,9 +689,11 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
 
   const secretKey = env.SECRET_KEY || readOrCreate(path.join(stateDir, 'secret.key'), () => randomBytes(32).toString('hex'));
   const payloadKeys = env.PAYLOAD_KEYS || readOrCreate(path.join(stateDir, 'payload.keys'), () => newPayloadKeyEntry());
-  const entryPort = options.port || (await freePort());
-  const temporalPort = options.temporalPort || (await freePort());
-  const uiPort = options.uiPort || (await freePort());
+  // Every port the stack listens on: see lowPorts.
+  const port = lowPorts();
+  const entryPort = options.port || (await port());
+  const temporalPort = options.temporalPort || (await port());
+  const uiPort = options.uiPort || (await port());
   const entryUrl = `http://127.0.0.1:${entryPort}`;
   const baseUrl = (options.baseUrl ?? entryUrl).replace(/\/+$/, '');
   const uiUrl = `http://127.0.0.1:${uiPort}`;
@@ -701,11 +722,12 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   // Temporal: one process per service, every port chosen here.
   const temporalPorts: Record<string, string> = {
     TEMPORAL_FRONTEND_PORT: String(temporalPort),
-    TEMPORAL_FRONTEND_HTTP_PORT: String(await freePort()),
+    TEMPORAL_FRONTEND_HTTP_PORT: String(await port()),
   };
   for (const service of TEMPORAL_SERVICES) {
-    if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await freePort());
-    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await freeLowPort());
+    if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await port());
+    // Also: Temporal keeps membership ports in a PostgreSQL smallint (below 32768).
+    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await port());
   }
   const temporalEnv = temporalEnvironment({ pgHost, pgPort, password: passwords.temporal, ports: temporalPorts, tlsDir, logLevel: env.TEMPORAL_LOG_LEVEL });
   for (const service of TEMPORAL_SERVICES) {
@@ -737,8 +759,8 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
   }
   const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl: baseUrl, uiUrl, tlsDir, passThrough };
-  const apiPorts = [await freePort(), await freePort()];
-  const adminPorts = [await freePort(), await freePort()];
+  const apiPorts = [await port(), await port()];
+  const adminPorts = [await port(), await port()];
   apiPorts.forEach((port, i) =>
     add(
       `api-${i + 1}`,

@@ -19,6 +19,7 @@ import {
   TEMPORAL_TLS_SERVER_NAME,
   TLS_HOLDERS,
   appEnvironment,
+  lowPorts,
   renderTemplate,
   temporalEnvironment,
   uiEnvironment,
@@ -423,5 +424,16 @@ describe('the public entry', () => {
     // Every spelling of both (test/integration/admin-spellings.test.ts runs this file in a real nginx).
     expect(template).toMatch(/location ~\* \^\/\(metrics\|ready\)\(\/\|\$\) \{\s+default_type application\/json;\s+return 404 /);
     expect(read('scripts/stack-prod.ts')).toMatch(/deploy\/nginx\/api\.conf\.template/);
+  });
+});
+
+describe("the stack's ports", () => {
+  it('each below the ephemeral range (no outgoing connection can take it before its process binds it), never the same twice', async () => {
+    const [low] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    const port = lowPorts();
+    const ports: number[] = [];
+    for (let i = 0; i < 400; i++) ports.push(await port());
+    expect(new Set(ports).size).toBe(ports.length);
+    expect(ports.filter((p) => p >= low! || p < 1024)).toEqual([]);
   });
 });
