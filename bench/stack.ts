@@ -105,6 +105,12 @@ export interface StackOptions {
   baselineWorker?: boolean;
   /** The automation worker's sticky cache (`WORKER_MAX_CACHED_WORKFLOWS`); default the service's. Labs only. */
   maxCachedWorkflows?: number;
+  /**
+   * A directory for the dev server's SQLite file (as `npm start` keeps it: WAL, fsynced commits);
+   * default in memory. The in-memory database grows about 87 KB per run it holds (docs/performance.md),
+   * so a section that leaves hundreds of thousands of runs (the full bulk section) keeps them on disk.
+   */
+  temporalDataDir?: string;
 }
 
 /** Installs the Temporal runtime once, without its own signal handlers (the benchmark stops itself). */
@@ -129,8 +135,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     const cliPath = await ensureTemporalCli(options.log);
     const port = await freePort();
-    options.log(`starting the Temporal dev server (in memory) on 127.0.0.1:${port}`);
-    const server: DevServer = await startDevServer({ cliPath, port, namespace: NAMESPACE, ip: '127.0.0.1' });
+    options.log(
+      `starting the Temporal dev server (${options.temporalDataDir ? `SQLite file in ${options.temporalDataDir}` : 'in memory'}) on 127.0.0.1:${port}`,
+    );
+    const server: DevServer = await startDevServer({
+      cliPath,
+      port,
+      namespace: NAMESPACE,
+      ip: '127.0.0.1',
+      ...(options.temporalDataDir ? { dataDir: options.temporalDataDir } : {}),
+    });
     stops.push(() => server.stop());
     const temporalPid = findTemporalPid(cliPath, port);
 
