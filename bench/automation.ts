@@ -16,6 +16,8 @@ export interface BenchAutomation {
   shape: string;
   /** Why the fallback was used; undefined when the ownership step runs. */
   fallback: string | undefined;
+  /** The automation has its createEntitlementOwner step, and `body` names the ownership it records. */
+  ownership: boolean;
   /** A 1 KB JSON body for this automation. */
   body: string;
 }
@@ -88,6 +90,7 @@ export async function createBenchAutomation(
     signingSecret: String(created.body.signingSecret),
     shape: !options.withOwnership ? 'setVariables ×3' : fallback ? 'setVariables ×3 (fallback)' : 'setVariables, createEntitlementOwner, setVariables',
     fallback,
+    ownership: options.withOwnership && fallback === undefined,
     body: webhookBody(fields),
   };
 }
