@@ -87,8 +87,6 @@ export interface Stack {
    */
   bareStart: Server;
   adminToken: string;
-  /** Stops everything but the store, which stays open (the pagination figures reuse it). */
-  stopAllButStore(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -235,7 +233,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       bareKoa,
       bareStart,
       adminToken: await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['super_admin'] })).client.clientId, ['super_admin']),
-      stopAllButStore,
       stop,
     };
   } catch (err) {
