@@ -85,13 +85,13 @@ export interface PhaseCpu {
 
 const BULK = '/api/v1/automation_executions/bulk';
 /** During the cancel, one window of ingress every SAMPLE_PERIOD windows' time. */
-export const SAMPLE_PERIOD = 6;
+const SAMPLE_PERIOD = 6;
 
 /**
  * The closed loop of `closedLoop` in windows of `seconds`, one starting every `period × seconds`,
  * until `stop()`; accepted/s within the windows. The first window starts at once.
  */
-export async function sampledLoop(
+async function sampledLoop(
   apiUrl: string,
   target: Target,
   seconds: number,

@@ -149,7 +149,7 @@ function summarize(args) {
   return { lines, failed: total.failed, failures };
 }
 
-module.exports = { summarize, readSummary, failuresOf };
+module.exports = { summarize, readSummary };
 
 if (require.main === module) {
   const { lines, failed, failures } = summarize(process.argv.slice(2));
