@@ -7,9 +7,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import type Koa from 'koa';
 import { postEvent, type BenchAutomation } from './automation';
-import { BARE_QUEUE, type Stack } from './stack';
+import { BARE_QUEUE, startBareKoa, type Server, type Stack } from './stack';
 import { percentile, request, type HttpResponse } from './util';
+import type { AutomationRunInput } from '../src/contract/run';
+import { getAutomationByListener, type AutomationRecord } from '../src/store/automations';
+import { runStartOptions } from '../src/temporal/runs';
 
 export interface E2eResult {
   p50Ms: number;
@@ -38,6 +42,15 @@ export interface E2eResult {
   shapeWithStoreP50Ms: number;
   /** p50Ms ÷ shapeWithStoreP50Ms. */
   ratioToShapeFloorWithStore: number;
+  /**
+   * p50 POST → result of the floor with everything a run of the product must record and write
+   * (`localFourAsProduct`, started by `startProductShapeFloor`: the API's start options, one patch
+   * marker, a summary per step, the ownership statement), in the same rotation; NaN without the
+   * ownership step.
+   */
+  productShapeP50Ms: number;
+  /** p50Ms ÷ productShapeP50Ms: the service's own work in a run (checks, reads, CEL, the interpreter). */
+  ratioToProductShapeFloor: number;
   /** CPU per timed run of each kind, in ms (robust to background load, unlike the p50s). */
   cpuMsPerRun: Record<string, RunCpu>;
   runs: number;
@@ -157,16 +170,33 @@ export async function runE2eBench(
   // The floor with the store write only when the automation has its ownership step: its body then
   // names the ownership (the three-setVariables variant's and the fallback's do not).
   const cpu = { now: () => cpuNow(stack), perRun: {} as Record<string, RunCpu> };
-  const times = automation.ownership
-    ? await inRotation({ ...kinds, shapeWithStore: () => shapeRun(stack, automation.body, 'localFourWithStore') }, options, cpu)
-    : await inRotation(kinds, options, cpu);
+  const productFloor = automation.ownership ? await startProductShapeFloor(stack, automation) : undefined;
+  let times: Record<keyof typeof kinds, number[]> & Partial<Record<'shapeWithStore' | 'product', number[]>>;
+  try {
+    times = productFloor
+      ? await inRotation(
+          {
+            ...kinds,
+            shapeWithStore: () => shapeRun(stack, automation.body, 'localFourWithStore'),
+            product: async () =>
+              (await postToResult(stack, 'product-shaped floor', () => request('POST', productFloor.url, { body: automation.body }))).elapsed,
+          },
+          options,
+          cpu,
+        )
+      : await inRotation(kinds, options, cpu);
+  } finally {
+    await productFloor?.close();
+  }
   const p50Ms = percentile(times.automation, 50);
   const bareP50Ms = percentile(times.bare, 50);
   const emptyP50Ms = percentile(times.empty, 50);
   const shapeP50Ms = percentile(times.shape, 50);
-  const withStore = (times as Partial<Record<'shapeWithStore', number[]>>).shapeWithStore;
-  const shapeWithStoreP50Ms = withStore ? percentile(withStore, 50) : Number.NaN;
+  const shapeWithStoreP50Ms = times.shapeWithStore ? percentile(times.shapeWithStore, 50) : Number.NaN;
+  const productShapeP50Ms = times.product ? percentile(times.product, 50) : Number.NaN;
   return {
+    productShapeP50Ms,
+    ratioToProductShapeFloor: p50Ms / productShapeP50Ms,
     shapeP50Ms,
     ratioToShapeFloor: p50Ms / shapeP50Ms,
     shapeWithStoreP50Ms,
@@ -202,6 +232,40 @@ export interface FloorResult {
   shapeThreeP50Ms: number;
   shapeThreeRatioToEmptyWorkflow: number;
   runs: number;
+}
+
+/**
+ * The floor of a run with everything the product must record and write, and none of its own work: a
+ * bare Koa handler reads the JSON body and starts `localFourAsProduct` (bench/workflows/bare.ts: one
+ * patch marker, four local activities with summaries, the third the ownership statement) with the
+ * options the API starts every run with (`runStartOptions`: three search attributes, a memo, a
+ * static summary), eagerly on the worker's connection as the API does. No signature, no store read,
+ * no delivery log, no CEL, no interpreter.
+ */
+export async function startProductShapeFloor(stack: Stack, automation: BenchAutomation): Promise<Server> {
+  const record = await getAutomationByListener(stack.db, automation.listenerPath.split('/').pop()!);
+  if (!record) throw new Error('the bench automation is not in the store');
+  return startBareKoa(productStart(stack, record));
+}
+
+function productStart(stack: Stack, record: AutomationRecord): Koa.Middleware {
+  return async (ctx) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
+    const eventId = randomUUID();
+    const input: AutomationRunInput = {
+      automationId: record.id,
+      version: record.version,
+      listenerId: record.listenerId,
+      eventId,
+      receivedAt: new Date().toISOString(),
+      trigger: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown,
+    };
+    const workflowId = `product-floor:${record.listenerId}:${eventId}`;
+    const display = { automationName: record.displayName, summary: `event ${eventId}` };
+    await stack.workerClient.workflow.start('localFourAsProduct', { ...runStartOptions(BARE_QUEUE, workflowId, input, display), requestEagerStart: true });
+    ctx.body = { executionId: workflowId };
+  };
 }
 
 async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'localFour' | 'localFourWithStore'): Promise<number> {

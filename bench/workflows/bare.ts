@@ -8,7 +8,7 @@
  * same server.
  * Deterministic: imports only @temporalio/workflow and types.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { BareActivities } from '../bare-activities';
 
 const acts = proxyActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
@@ -58,5 +58,23 @@ export async function localFourWithStore(input: { trigger: unknown }): Promise<s
   await locals.noopTwo(input.trigger);
   await locals.ownOnly(input.trigger);
   await locals.noopThree(input.trigger);
+  return 'done';
+}
+
+/**
+ * `localFourWithStore` with what every run of the product records beside its steps: one patch
+ * marker (with the `TemporalChangeVersion` upsert the core SDK adds to it), as the automation's
+ * upgrade discipline asks of each new run (docs/upgrades.md), and a summary on each local activity
+ * (the Web UI's names for the steps). Started with the API's start options (search attributes, memo,
+ * static summary) by bench/e2e.ts, it is the floor of a run with everything the product must record
+ * and write, and none of its own work (no checks, no store reads, no CEL, no interpreter).
+ */
+export async function localFourAsProduct(input: { trigger: unknown }): Promise<string> {
+  patched('bench-product-floor');
+  const step = (summary: string) => ({ summary });
+  await locals.noopOne.executeWithOptions(step('load automation'), [input.trigger]);
+  await locals.noopTwo.executeWithOptions(step('step one'), [input.trigger]);
+  await locals.ownOnly.executeWithOptions(step('step two: ownership'), [input.trigger]);
+  await locals.noopThree.executeWithOptions(step('step three'), [input.trigger]);
   return 'done';
 }
