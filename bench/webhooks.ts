@@ -21,6 +21,7 @@ import type { LoadGenerator } from './load';
 import type { LoadResult } from './loadgen';
 import { verifyHmac } from '../src/webhooks';
 import { startBareKoa, UNPOLLED_QUEUE, type Server, type Stack } from './stack';
+import { hmacEvent } from '../test/helpers/signing';
 import { percentile } from './util';
 
 /** Wraps each measured round of the API side, or of the baseline (run.ts uses it for --cpu-prof). */
@@ -71,8 +72,13 @@ export interface RejectResult {
   /** 401s per second of the rejection's floor: bare Koa, the body read, the same HMAC checked. */
   hmacFloorPerSec: number;
   hmacFloorP50Ms: number;
-  /** perSec ÷ hmacFloorPerSec. */
+  /**
+   * The median over rounds of the API's 401s/s ÷ the floor's in the same round (the three sides of a
+   * round run back to back). perSec and the other rates are each side's median over rounds.
+   */
   ratioToHmacFloor: number;
+  /** Each round's API ÷ floor, in round order: the spread behind the median. */
+  roundRatiosToHmacFloor: number[];
   otherStatuses: Record<string, number>;
 }
 
@@ -283,12 +289,44 @@ async function ingressRounds(
   };
 }
 
+/** The service's answer to a bad signature as it goes on the wire: status, headers (those Node adds aside) and body. */
+interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Headers Node's HTTP server writes itself on every answer; the floor's server adds its own. */
+const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+
+/** Sends one delivery with a wrong signature to the API and keeps its answer, to be sent by the floor. */
+function serviceRefusal(url: string, body: string): Promise<Refusal> {
+  const { headers } = hmacEvent('not-the-signing-secret', undefined, { body });
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.once('end', () => {
+        const kept: Record<string, string> = {};
+        for (const [name, value] of Object.entries(res.headers)) if (!TRANSPORT_HEADERS.has(name) && typeof value === 'string') kept[name] = value;
+        if (res.statusCode !== 401) reject(new Error(`a wrong signature was answered ${res.statusCode}, not 401`));
+        else resolve({ status: res.statusCode, headers: kept, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.once('error', reject);
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
 /**
  * The floor of a rejection: what any receiver must do to refuse a bad signature, with nothing of the
  * service around it. Koa, the whole body read, the HMAC over "<timestamp>.<event id>.<body>" checked
- * with the same function, and a 401 in the one error shape.
+ * with the same function, and the service's own 401 (its headers and its body in the one error
+ * shape, as `serviceRefusal` received them: what the contract makes every receiver send).
  */
-function startHmacFloor(secret: string): Promise<Server> {
+function startHmacFloor(secret: string, refusal: Refusal): Promise<Server> {
   return startBareKoa(async (ctx) => {
     // Node's own events (no async iterator): the cheapest way to read a body.
     const body = await new Promise<Buffer>((resolve, reject) => {
@@ -303,8 +341,9 @@ function startHmacFloor(secret: string): Promise<Server> {
       ctx.body = {};
       return;
     }
-    ctx.status = 401;
-    ctx.body = { code: 'unauthorized', message: 'invalid webhook signature', details: {} };
+    ctx.status = refusal.status;
+    ctx.set(refusal.headers);
+    ctx.body = refusal.body;
   });
 }
 
@@ -316,7 +355,7 @@ export async function runRejectBench(
   log: (line: string) => void,
   aroundApi: AroundApi = direct,
 ): Promise<RejectResult> {
-  const floor = await startHmacFloor(automation.signingSecret);
+  const floor = await startHmacFloor(automation.signingSecret, await serviceRefusal(`${stack.ingressApi.url}${automation.listenerPath}`, automation.body));
   try {
     return await rejectRounds(stack, floor, load, automation, timing, log, aroundApi);
   } finally {
@@ -351,15 +390,18 @@ async function rejectRounds(
   log(`rejection: warm-up ${timing.warmupSec}s each`);
   for (const side of ['api', 'floor', 'koa'] as const) await load.run({ ...jobs[side], durationSec: timing.warmupSec });
 
-  const best: Partial<Record<RejectSide, LoadResult & { cpuUs: number }>> = {};
+  type Measured = LoadResult & { cpuUs: number };
+  const measuredRounds: Array<Partial<Record<RejectSide, Measured>>> = [];
   const otherStatuses: Record<string, number> = {};
-  // Each side goes first, second and third equally often over rounds.
+  // Each side goes first, second and third equally often over rounds; the three sides of a round
+  // run back to back, so that a round's ratios compare the sides under the same machine state.
   const orders: RejectSide[][] = [
     ['api', 'floor', 'koa'],
     ['floor', 'koa', 'api'],
     ['koa', 'api', 'floor'],
   ];
   for (let round = 1; round <= timing.rounds; round++) {
+    const sides: Partial<Record<RejectSide, Measured>> = {};
     for (const side of orders[(round - 1) % orders.length]!) {
       const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...jobs[side], durationSec: timing.durationSec }));
       const [result, cpu] = await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline');
@@ -368,23 +410,34 @@ async function rejectRounds(
       log(
         `rejection round ${round}: ${REJECT_SIDE_NAMES[side]} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`,
       );
-      const kept = best[side];
-      if (!kept || result.perSec > kept.perSec) best[side] = { ...result, cpuUs };
+      sides[side] = { ...result, cpuUs };
     }
+    measuredRounds.push(sides);
   }
-  const { api, floor: hmac, koa } = best as Record<RejectSide, LoadResult & { cpuUs: number }>;
+  const all = measuredRounds as Array<Record<RejectSide, Measured>>;
+  const median = (values: number[]): number => percentile(values, 50);
+  const perSecOf = (side: RejectSide): number => median(all.map((sides) => sides[side].perSec));
+  // CPU per request over every round of a side: the total CPU over the total answered.
+  const cpuUsOf = (side: RejectSide): number =>
+    all.reduce((sum, sides) => sum + sides[side].cpuUs * sides[side].expected, 0) /
+    Math.max(
+      1,
+      all.reduce((sum, sides) => sum + sides[side].expected, 0),
+    );
+  const roundRatiosToHmacFloor = all.map((sides) => sides.api.perSec / sides.floor.perSec);
   return {
-    cpuUsPerRequest: api.cpuUs,
-    bareKoaCpuUsPerRequest: koa.cpuUs,
-    hmacFloorCpuUsPerRequest: hmac.cpuUs,
-    perSec: api.perSec,
-    p50Ms: api.p50Ms,
-    bareKoaPerSec: koa.perSec,
-    bareKoaP50Ms: koa.p50Ms,
-    ratioToBareKoa: api.perSec / koa.perSec,
-    hmacFloorPerSec: hmac.perSec,
-    hmacFloorP50Ms: hmac.p50Ms,
-    ratioToHmacFloor: api.perSec / hmac.perSec,
+    cpuUsPerRequest: cpuUsOf('api'),
+    bareKoaCpuUsPerRequest: cpuUsOf('koa'),
+    hmacFloorCpuUsPerRequest: cpuUsOf('floor'),
+    perSec: perSecOf('api'),
+    p50Ms: median(all.map((sides) => sides.api.p50Ms)),
+    bareKoaPerSec: perSecOf('koa'),
+    bareKoaP50Ms: median(all.map((sides) => sides.koa.p50Ms)),
+    ratioToBareKoa: median(all.map((sides) => sides.api.perSec / sides.koa.perSec)),
+    hmacFloorPerSec: perSecOf('floor'),
+    hmacFloorP50Ms: median(all.map((sides) => sides.floor.p50Ms)),
+    ratioToHmacFloor: median(roundRatiosToHmacFloor),
+    roundRatiosToHmacFloor,
     otherStatuses,
   };
 }
