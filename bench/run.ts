@@ -650,13 +650,18 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
       d.ratioToEmptyWorkflow,
       '',
     );
-    add(
+    // Missed: the product-shaped floor's own ratio to the shape's says how much of the gap any run recorded as the product's pays.
+    const productFloor = d.productShapeP50Ms / d.shapeP50Ms;
+    rows.push([
       "  e2e p50 ms vs its shape's floor (bare POST + 4 no-op local activities)",
       d.p50Ms.toFixed(1),
       `${d.shapeP50Ms.toFixed(1)} floor`,
-      d.ratioToShapeFloor,
+      d.ratioToShapeFloor.toFixed(3),
       '≤1.15',
-    );
+      verdict(d.ratioToShapeFloor, '≤1.15') === 'ok' || !Number.isFinite(productFloor)
+        ? verdict(d.ratioToShapeFloor, '≤1.15')
+        : `MISSED (floor ${productFloor.toFixed(3)})`,
+    ]);
     const cpuOf = (kind: string): string => {
       const c = d.cpuMsPerRun[kind];
       return c ? `${c.process.toFixed(1)} (${c.mainThread.toFixed(1)}) / ${c.temporal.toFixed(1)}` : '?';
