@@ -22,7 +22,7 @@ import type { LoadResult } from './loadgen';
 import { verifyHmac } from '../src/webhooks';
 import { startBareKoa, UNPOLLED_QUEUE, type Server, type Stack } from './stack';
 import { hmacEvent } from '../test/helpers/signing';
-import { percentile } from './util';
+import { percentile, startRssSampler } from './util';
 
 /** Wraps each measured round of the API side, or of the baseline (run.ts uses it for --cpu-prof). */
 export type AroundApi = <T>(round: number, fn: () => Promise<T>, side?: 'API' | 'baseline' | 'floor') => Promise<T>;
@@ -55,6 +55,13 @@ export interface IngressResult {
   ratioToHttpStart: number;
   /** httpStartPerSec ÷ bareStartPerSec: the part of ratioToBareStart any receiver of this shape pays. */
   httpStartRatioToBareStart: number;
+  /**
+   * Peak RSS of this process (the API, the workers, the store) while the API alone took the load,
+   * first in the section, before the bench's own floors ran in this process, MB.
+   */
+  apiPeakRssMb: number;
+  /** Accepted/s in that first phase (the API's warm-up; information). */
+  apiAlonePerSec: number;
   /** Statuses other than 200 seen in the measured rounds (should be none). */
   otherStatuses: Record<string, number>;
 }
@@ -226,14 +233,22 @@ async function ingressRounds(
   };
   const urls = { api: `${stack.ingressApi.url}${automation.listenerPath}`, httpStart: `${floor.url}${automation.listenerPath}` };
 
-  log(`ingress: warm-up ${timing.warmupSec}s each`);
-  await load.run({ ...job, url: urls.api, durationSec: timing.warmupSec });
+  // The peak RSS of the API and its workers under this load, taken first, while nothing of the
+  // bench's own sides (the bare start loops, the product-shaped floor's server: in this process too)
+  // has run yet: what they hold would stay in this process's RSS. It is the API's warm-up as well.
+  log(
+    `ingress: the API alone for ${timing.warmupSec + timing.durationSec}s (its warm-up and its peak RSS), then a warm-up of ${timing.warmupSec}s for each floor`,
+  );
+  const sampler = startRssSampler();
+  const alone = await load.run({ ...job, url: urls.api, durationSec: timing.warmupSec + timing.durationSec });
+  const apiPeakRssMb = sampler.stop();
   await bareStartLoop(stack.client, input, timing.concurrency, timing.warmupSec);
   await load.run({ ...job, url: urls.httpStart, durationSec: timing.warmupSec });
 
   type Measured = { perSec: number; p50Ms: number; p99Ms: number; cpuUs: number };
   const best: Partial<Record<IngressSide, Measured>> = {};
   const otherStatuses: Record<string, number> = {};
+  others(alone, 200, otherStatuses);
   const measure = async (side: IngressSide, round: number): Promise<void> => {
     let measured: Measured;
     if (side === 'bare') {
@@ -285,6 +300,8 @@ async function ingressRounds(
     httpStartPerSec: httpStart.perSec,
     ratioToHttpStart: api.perSec / httpStart.perSec,
     httpStartRatioToBareStart: httpStart.perSec / bare.perSec,
+    apiPeakRssMb,
+    apiAlonePerSec: alone.perSec,
     otherStatuses,
   };
 }
