@@ -11,7 +11,7 @@ import type Koa from 'koa';
 import { postEvent, type BenchAutomation } from './automation';
 import { BARE_QUEUE, startBareKoa, type Server, type Stack } from './stack';
 import { percentile, request, type HttpResponse } from './util';
-import type { AutomationRunInput } from '../src/contract/run';
+import { runOfBody } from './webhooks';
 import { getAutomationByListener, type AutomationRecord } from '../src/store/automations';
 import { runStartOptions } from '../src/temporal/runs';
 
@@ -253,16 +253,8 @@ function productStart(stack: Stack, record: AutomationRecord): Koa.Middleware {
     const chunks: Buffer[] = [];
     for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
     const eventId = randomUUID();
-    const input: AutomationRunInput = {
-      automationId: record.id,
-      version: record.version,
-      listenerId: record.listenerId,
-      eventId,
-      receivedAt: new Date().toISOString(),
-      trigger: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown,
-    };
+    const { input, display } = runOfBody(record, eventId, Buffer.concat(chunks));
     const workflowId = `product-floor:${record.listenerId}:${eventId}`;
-    const display = { automationName: record.displayName, summary: `event ${eventId}` };
     await stack.workerClient.workflow.start('localFourAsProduct', { ...runStartOptions(BARE_QUEUE, workflowId, input, display), requestEagerStart: true });
     ctx.body = { executionId: workflowId };
   };

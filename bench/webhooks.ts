@@ -139,6 +139,23 @@ function others(result: LoadResult, expected: number, into: Record<string, numbe
   if (result.errors > 0) into.connectionErrors = (into.connectionErrors ?? 0) + result.errors;
 }
 
+/** The run input and display a floor starts for a JSON body, as the API would for this automation and event id. */
+export function runOfBody(
+  record: AutomationRecord,
+  eventId: string,
+  body: Buffer,
+): { input: AutomationRunInput; display: { automationName: string; summary: string } } {
+  const input: AutomationRunInput = {
+    automationId: record.id,
+    version: record.version,
+    listenerId: record.listenerId,
+    eventId,
+    receivedAt: new Date().toISOString(),
+    trigger: JSON.parse(body.toString('utf8')) as unknown,
+  };
+  return { input, display: { automationName: record.displayName, summary: `event ${eventId}` } };
+}
+
 /**
  * The floor of the accept path's shape: what any receiver that starts this run for a signed
  * request pays, with nothing of the service. A bare Node handler (no framework) that reads the
@@ -153,15 +170,7 @@ export async function startHttpStartFloor(client: Client, record: AutomationReco
     req.once('end', () => {
       const eventId = String(req.headers['webhook-event-id']);
       const workflowId = `webhook:${record.listenerId}:${eventId}`;
-      const input: AutomationRunInput = {
-        automationId: record.id,
-        version: record.version,
-        listenerId: record.listenerId,
-        eventId,
-        receivedAt: new Date().toISOString(),
-        trigger: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown,
-      };
-      const display = { automationName: record.displayName, summary: `event ${eventId}` };
+      const { input, display } = runOfBody(record, eventId, Buffer.concat(chunks));
       client.workflow.start(AUTOMATION_WORKFLOW, runStartOptions(UNPOLLED_QUEUE, workflowId, input, display)).then(
         () => {
           const body = JSON.stringify({ eventId, executionId: workflowId });
