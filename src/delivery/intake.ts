@@ -284,6 +284,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           eventIdHeader: headers.eventIdHeader,
           eventId: headers.eventId,
           body,
+          nowSeconds: Math.floor(head.now.getTime() / 1000),
         });
       const verified = verify(listener, trigger);
       if (verified) await verified;

@@ -82,6 +82,7 @@ describe('the verifier, one per listener and JWKS URL', () => {
       eventIdHeader: EVENT_ID,
       eventId: EVENT_ID,
       body: BODY,
+      nowSeconds: Math.floor(Date.now() / 1000),
     };
   }
 
@@ -108,6 +109,31 @@ describe('the verifier, one per listener and JWKS URL', () => {
     expect(await reason(verify({ ...request('lst_1', a.url, token(keyA, 'lst_1')), body: Buffer.from('{}') }))).toBe('jwt_claim_invalid');
     const otherTenant = jwtAuthenticator.createVerifier({ baseUrl: 'https://other.example.test', allowInsecureJwks: true });
     expect(await reason(otherTenant(request('lst_1', a.url, token(keyA, 'lst_1'))))).toBe('jwt_claim_invalid');
+  });
+
+  it("judges exp at the delivery's time, not the process clock's", async () => {
+    const verify = jwtAuthenticator.createVerifier({ baseUrl: BASE_URL, allowInsecureJwks: true });
+    // An hour ago: by the process clock every token below has expired.
+    const then = Math.floor(Date.now() / 1000) - 3600;
+    const at = (ahead: number): VerifyRequest<{ jwksUrl: string }> => ({
+      ...request(
+        'lst_1',
+        a.url,
+        signWebhookJwt({
+          key: keyA,
+          baseUrl: BASE_URL,
+          audience: listenerUrl('lst_1'),
+          eventId: EVENT_ID,
+          body: BODY,
+          nowSeconds: then,
+          claims: { exp: then + ahead },
+        }),
+      ),
+      nowSeconds: then,
+    });
+    expect(await reason(verify(at(600)))).toBe('accepted');
+    expect(await reason(verify(at(601)))).toBe('jwt_claim_invalid');
+    expect(await reason(verify(at(0)))).toBe('jwt_expired');
   });
 
   it('refuses an http JWKS URL unless insecure JWKS are allowed', async () => {

@@ -52,6 +52,11 @@ export interface VerifyRequest<Fields> {
   eventId: string;
   /** The raw body bytes. */
   body: Buffer;
+  /**
+   * The delivery's time in Unix seconds, as every check of it judges (the receiver's clock when its
+   * headers arrived, as for the timestamp window): a JWT's `exp`, `nbf` and `iat` are judged at it.
+   */
+  nowSeconds: number;
 }
 
 /**

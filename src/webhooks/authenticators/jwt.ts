@@ -85,6 +85,7 @@ export const jwtAuthenticator = {
         audience: request.listenerUrl,
         eventId: request.eventId,
         body: request.body,
+        nowSeconds: request.nowSeconds,
       });
   },
   sender: {
