@@ -195,6 +195,40 @@ export async function startHttpStartFloor(client: Client, record: AutomationReco
   };
 }
 
+/**
+ * Peak RSS of this process while one receiver alone takes the ingress load for the warm-up's and
+ * one round's time, sampled every 50 ms: `api` the service's API, `floor` the product-shaped floor
+ * (a bare HTTP handler that starts the same run with the API's options). Run each on a stack of its
+ * own, first: what ran before stays in the process's RSS.
+ */
+export async function peakUnderIngress(
+  stack: Stack,
+  load: LoadGenerator,
+  automation: BenchAutomation,
+  timing: Timing,
+  side: 'api' | 'floor',
+): Promise<{ peakRssMb: number; perSec: number }> {
+  const record = await getAutomationByListener(stack.db, automation.listenerPath.split('/').pop()!);
+  if (!record) throw new Error('the bench automation is not in the store');
+  const floor = side === 'floor' ? await startHttpStartFloor(stack.client, record) : undefined;
+  try {
+    const url = `${floor ? floor.url : stack.ingressApi.url}${automation.listenerPath}`;
+    const sampler = startRssSampler();
+    const result = await load.run({
+      connections: timing.concurrency,
+      body: automation.body,
+      secret: automation.signingSecret,
+      mode: 'valid',
+      expectStatus: 200,
+      url,
+      durationSec: timing.warmupSec + timing.durationSec,
+    });
+    return { peakRssMb: sampler.stop(), perSec: result.perSec };
+  } finally {
+    await floor?.close();
+  }
+}
+
 type IngressSide = 'api' | 'bare' | 'httpStart';
 
 export async function runIngressBench(
