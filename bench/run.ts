@@ -443,8 +443,8 @@ async function main(): Promise<void> {
           idleRatioToFloor: null,
           idleRssOverFloorMb: null,
           ...results.memory,
-          // Replaced by the API's own peak on a fresh stack once the shared sections are done (below).
-          apiWorkerPeakRssMb: round(ingress.apiPeakRssMb, 1),
+          // The API's own peak, on a fresh stack once the shared sections are done (below).
+          apiWorkerPeakRssMb: null,
           sectionPeakRssMb: round(sectionPeakRssMb, 1),
           temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1),
         };

@@ -55,13 +55,6 @@ export interface IngressResult {
   ratioToHttpStart: number;
   /** httpStartPerSec ÷ bareStartPerSec: the part of ratioToBareStart any receiver of this shape pays. */
   httpStartRatioToBareStart: number;
-  /**
-   * Peak RSS of this process (the API, the workers, the store) while the API alone took the load,
-   * first in the section, before the bench's own floors ran in this process, MB.
-   */
-  apiPeakRssMb: number;
-  /** Accepted/s in that first phase (the API's warm-up; information). */
-  apiAlonePerSec: number;
   /** Statuses other than 200 seen in the measured rounds (should be none). */
   otherStatuses: Record<string, number>;
 }
@@ -276,15 +269,10 @@ async function ingressRounds(
   };
   const urls = { api: `${stack.ingressApi.url}${automation.listenerPath}`, httpStart: `${floor.url}${automation.listenerPath}` };
 
-  // The peak RSS of the API and its workers under this load, taken first, while nothing of the
-  // bench's own sides (the bare start loops, the product-shaped floor's server: in this process too)
-  // has run yet: what they hold would stay in this process's RSS. It is the API's warm-up as well.
-  log(
-    `ingress: the API alone for ${timing.warmupSec + timing.durationSec}s (its warm-up and its peak RSS), then a warm-up of ${timing.warmupSec}s for each floor`,
-  );
-  const sampler = startRssSampler();
+  // The API alone first, for a warm-up as long as a warm-up and a round (where the section once
+  // took the API's peak RSS; it is taken on a stack of its own now, `peakUnderIngress`).
+  log(`ingress: the API alone for ${timing.warmupSec + timing.durationSec}s (its warm-up), then a warm-up of ${timing.warmupSec}s for each floor`);
   const alone = await load.run({ ...job, url: urls.api, durationSec: timing.warmupSec + timing.durationSec });
-  const apiPeakRssMb = sampler.stop();
   await bareStartLoop(stack.client, input, timing.concurrency, timing.warmupSec);
   await load.run({ ...job, url: urls.httpStart, durationSec: timing.warmupSec });
 
@@ -343,8 +331,6 @@ async function ingressRounds(
     httpStartPerSec: httpStart.perSec,
     ratioToHttpStart: api.perSec / httpStart.perSec,
     httpStartRatioToBareStart: httpStart.perSec / bare.perSec,
-    apiPeakRssMb,
-    apiAlonePerSec: alone.perSec,
     otherStatuses,
   };
 }
