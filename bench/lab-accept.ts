@@ -28,7 +28,7 @@ import { createBenchAutomation } from './automation';
 import { LoadGenerator } from './load';
 import { installRuntime, startStack, UNPOLLED_QUEUE, type Server, type Stack } from './stack';
 import { startHttpStartFloor } from './webhooks';
-import { closeHttpAgent, percentile, startCpuProfile } from './util';
+import { closeHttpAgent, percentile, runToExit, startCpuProfile } from './util';
 import { getAutomationByListener } from '../src/store/automations';
 import { runStartOptions } from '../src/temporal/runs';
 import type { AutomationRunInput } from '../src/contract/run';
@@ -255,10 +255,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
-  },
-);
+runToExit(main, log);

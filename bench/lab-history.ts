@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { createBenchAutomation, postEvent } from './automation';
 import { startProductShapeFloor } from './e2e';
 import { installRuntime, startStack, type Stack } from './stack';
-import { closeHttpAgent, request } from './util';
+import { closeHttpAgent, request, runToExit } from './util';
 
 const log = (line: string) => console.error(`[lab] ${line}`);
 
@@ -54,10 +54,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runToExit(main);

@@ -14,7 +14,7 @@ import { createBenchAutomation } from './automation';
 import { runFlowBench } from './flow';
 import { LoadGenerator } from './load';
 import { installRuntime, startStack, type Stack } from './stack';
-import { closeHttpAgent } from './util';
+import { closeHttpAgent, runToExit } from './util';
 import { runIngressBench } from './webhooks';
 
 const MB = 1024 * 1024;
@@ -112,10 +112,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runToExit(main);

@@ -52,7 +52,7 @@ import { installRuntime, startStack, type Stack } from './stack';
 import { runBreakerBench, type BreakerResult } from './breaker';
 import { runBulkBench, type BulkResult } from './bulk';
 import type { Db } from '../src/store/db';
-import { closeHttpAgent, peakRssOfPid, round, startCpuProfile, startRssSampler } from './util';
+import { closeHttpAgent, peakRssOfPid, round, runToExit, startCpuProfile, startRssSampler } from './util';
 import { peakUnderIngress, runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
 const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow', 'breaker', 'bulk', 'console'] as const;
@@ -915,10 +915,4 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    process.exit(1);
-  },
-);
+runToExit(main, log);

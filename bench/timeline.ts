@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { createBenchAutomation, postEvent } from './automation';
 import { BARE_QUEUE, installRuntime, startStack, type Stack } from './stack';
-import { closeHttpAgent } from './util';
+import { closeHttpAgent, runToExit } from './util';
 
 const log = (line: string): void => void process.stderr.write(`[timeline] ${line}\n`);
 
@@ -79,10 +79,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    log(String(err instanceof Error ? err.stack : err));
-    process.exit(1);
-  },
-);
+runToExit(main, log);

@@ -145,3 +145,14 @@ export async function startCpuProfile(): Promise<{ stop(file: string): Promise<v
     },
   };
 }
+
+/** Runs a bench entry point to its end: exit 0, or its error's stack through `report` and exit 1. */
+export function runToExit(main: () => Promise<void>, report: (line: string) => void = (line) => console.error(line)): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      report(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
