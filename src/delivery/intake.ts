@@ -19,7 +19,7 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets, type Listener } from './listener-cache';
 import { type AutomationRuns } from '../domain/runs';
-import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify } from '../webhooks/authenticators';
+import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify, type VerifyResult } from '../webhooks/authenticators';
 import { headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';
 import { isAddressAllowed } from '../net/cidr';
@@ -272,8 +272,9 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       const headers = verdict;
       facts.eventId = headers.eventId;
       const authenticator = authenticatorOf(trigger.authMethod);
-      // A promise only when the method needs one (a JWKS fetch): an HMAC is checked without waiting a turn.
-      const verify = (current: Listener, currentTrigger: typeof trigger): void | Promise<void> =>
+      // A promise only when the method needs one (a JWKS fetch): an HMAC is checked without waiting
+      // a turn. A refusal is the verifier's answer, not an exception (a flood of wrong signatures).
+      const verify = (current: Listener, currentTrigger: typeof trigger): VerifyResult | Promise<VerifyResult> =>
         verifiers[currentTrigger.authMethod]({
           listenerId,
           listenerUrl: deps.listenerUrl(listenerId),
@@ -286,8 +287,9 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
           body,
           nowSeconds: Math.floor(head.now.getTime() / 1000),
         });
-      const verified = verify(listener, trigger);
-      if (verified) await verified;
+      let refusal = verify(listener, trigger);
+      if (refusal instanceof Promise) refusal = await refusal;
+      if (refusal) return refused(listenerId, refusal, head.now.getTime(), facts);
       const payload = parseWebhookJson(body);
       // The body may have taken up to its deadline to arrive: the listener is looked up again (the
       // cached entry, re-read when a change invalidated it or it is over a second old) and, when it
@@ -300,7 +302,8 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         if (again.trigger.authMethod !== trigger.authMethod) {
           throw new WebhookRejection(401, "the listener's authentication method changed while the body arrived", 'signature_mismatch');
         }
-        await verify(latest!, again.trigger);
+        const refusedAgain = await verify(latest!, again.trigger);
+        if (refusedAgain) return refused(listenerId, refusedAgain, head.now.getTime(), facts);
       }
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
       if (!latest?.published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');

@@ -6,6 +6,7 @@
  * validation, the secret lifecycle, the OpenAPI document and the sender CLI read only that list.
  */
 import type { z } from 'zod';
+import type { WebhookRejection } from '../../errors';
 
 /** Configuration an authenticator may depend on (a subset of `Config`). */
 export interface AuthenticatorConfig {
@@ -60,10 +61,18 @@ export interface VerifyRequest<Fields> {
 }
 
 /**
- * Verifies one request: returns (or resolves) when authentic, else throws (or rejects with) a 401
- * `WebhookRejection`. A method that needs no I/O answers synchronously (HMAC: no promise per delivery).
+ * A verification's answer: undefined when the request is authentic, else the 401 refusal.
+ * Returned, not thrown: a wrong credential is the expected answer to a bad delivery, and a thrown
+ * exception cost about 10 µs of CPU per refused delivery on the receiver's hot path
+ * (docs/performance.md), in a flood of wrong signatures. Anything else (a bug) still throws.
  */
-export type Verify<Fields> = (request: VerifyRequest<Fields>) => void | Promise<void>;
+export type VerifyResult = WebhookRejection | undefined;
+
+/**
+ * Verifies one request. A method that needs no I/O answers synchronously (HMAC: no promise per
+ * delivery); one that may fetch (a JWKS) answers a promise.
+ */
+export type Verify<Fields> = (request: VerifyRequest<Fields>) => VerifyResult | Promise<VerifyResult>;
 
 /** What the sender CLI needs to sign one delivery. */
 export interface SignRequest {

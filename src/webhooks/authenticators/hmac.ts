@@ -83,7 +83,7 @@ export const hmacAuthenticator = {
       request.secrets.length > 0 &&
       request.credential !== undefined &&
       verifyHmacWithAny(request.secrets, request.timestampHeader, request.eventIdHeader, request.body, request.credential);
-    if (!ok) throw SIGNATURE_MISMATCH;
+    return ok ? undefined : SIGNATURE_MISMATCH;
   },
   sender: {
     selector: 'secret',

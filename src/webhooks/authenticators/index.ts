@@ -46,4 +46,4 @@ export function methodsWithSecret(): AuthMethod[] {
   return AUTH_METHODS.filter((method) => authenticatorOf(method).secret !== undefined);
 }
 
-export type { Authenticator, AuthenticatorConfig, Signer, SignRequest, Verify, VerifyRequest } from './authenticator';
+export type { Authenticator, AuthenticatorConfig, Signer, SignRequest, Verify, VerifyRequest, VerifyResult } from './authenticator';

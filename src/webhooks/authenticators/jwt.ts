@@ -14,7 +14,7 @@ import { rejectWebhook } from '../errors';
 import { validateJwksUrl } from '../jwks';
 import { JWT_ALGORITHMS, JwtVerifier } from '../jwt';
 import { type Authenticator } from './authenticator';
-import { SenderUsageError } from '../../errors';
+import { SenderUsageError, WebhookRejection } from '../../errors';
 
 type Algorithm = (typeof JWT_ALGORITHMS)[number];
 
@@ -79,14 +79,17 @@ export const jwtAuthenticator = {
   createVerifier: (config) => {
     const verifiers = new VerifierCache(config.allowInsecureJwks);
     return (request) =>
-      verifiers.get(request.listenerId, request.fields.jwksUrl).verify({
-        token: request.credential ?? '',
-        baseUrl: config.baseUrl,
-        audience: request.listenerUrl,
-        eventId: request.eventId,
-        body: request.body,
-        nowSeconds: request.nowSeconds,
-      });
+      verifiers
+        .get(request.listenerId, request.fields.jwksUrl)
+        .verify({
+          token: request.credential ?? '',
+          baseUrl: config.baseUrl,
+          audience: request.listenerUrl,
+          eventId: request.eventId,
+          body: request.body,
+          nowSeconds: request.nowSeconds,
+        })
+        .then(authentic, refusalOf);
   },
   sender: {
     selector: 'jwt-key',
@@ -147,4 +150,12 @@ async function importKey(pem: Buffer, alg: Algorithm): Promise<KeyLike> {
     }
     throw new SenderUsageError(`--jwt-key: not a PEM private key usable for ${alg} (${(err as Error).message})`);
   }
+}
+
+const authentic = (): undefined => undefined;
+
+/** The verifier's 401 as the verification's answer (src/webhooks/authenticators/authenticator.ts); anything else is thrown on. */
+function refusalOf(err: unknown): WebhookRejection {
+  if (err instanceof WebhookRejection) return err;
+  throw err;
 }
