@@ -78,7 +78,7 @@ const FULL: Profile = {
   cel: { roundMs: 2000, rounds: 3 },
   ingress: { warmupSec: 5, durationSec: 15, rounds: 2, concurrency: 32 },
   // Rejection: an odd number of short rounds, the ratio the median of the rounds' (bench/webhooks.ts).
-  reject: { warmupSec: 3, durationSec: 4, rounds: 5, concurrency: 32 },
+  reject: { warmupSec: 3, durationSec: 4, rounds: 5, concurrency: 32, sliceSec: 1 },
   e2e: { warmup: 10, runs: 150 },
   e2eOnStartRuns: 60,
   e2eDiagnosticRuns: 60,
@@ -91,7 +91,7 @@ const FULL: Profile = {
 const QUICK: Profile = {
   cel: { roundMs: 700, rounds: 2 },
   ingress: { warmupSec: 2, durationSec: 5, rounds: 1, concurrency: 32 },
-  reject: { warmupSec: 2, durationSec: 2, rounds: 3, concurrency: 32 },
+  reject: { warmupSec: 2, durationSec: 2, rounds: 3, concurrency: 32, sliceSec: 1 },
   e2e: { warmup: 3, runs: 20 },
   e2eOnStartRuns: 20,
   e2eDiagnosticRuns: 0,

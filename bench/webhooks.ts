@@ -6,7 +6,9 @@
  * Rejection: bad-signature requests per second against the floor of a rejection (a bare Koa
  * handler that reads the same body, checks the same HMAC and answers 401), and against a bare Koa
  * handler answering 200 without reading anything.
- * Rounds alternate between the measured path and its baseline; each side keeps its best round.
+ * Ingress rounds alternate between the measured path and its baselines. A rejection round gives each
+ * side the same time in one-second turns (the machine's speed drifts over seconds); its ratio is
+ * the median of the rounds'.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -33,6 +35,8 @@ export interface Timing {
   durationSec: number;
   rounds: number;
   concurrency: number;
+  /** The rejection's sides take their `durationSec` of a round in turns, in slices of this length; default one slice. */
+  sliceSec?: number;
 }
 
 export interface IngressResult {
@@ -436,27 +440,49 @@ async function rejectRounds(
   log(`rejection: warm-up ${timing.warmupSec}s each`);
   for (const side of ['api', 'floor', 'koa'] as const) await load.run({ ...jobs[side], durationSec: timing.warmupSec });
 
-  type Measured = LoadResult & { cpuUs: number };
+  /** A side's round: its slices together (p50: the median of the slices'). */
+  type Measured = { perSec: number; expected: number; p50Ms: number; cpuUs: number };
   const measuredRounds: Array<Partial<Record<RejectSide, Measured>>> = [];
   const otherStatuses: Record<string, number> = {};
-  // Each side goes first, second and third equally often over rounds; the three sides of a round
-  // run back to back, so that a round's ratios compare the sides under the same machine state.
+  // A round gives each side `durationSec`, in slices of `sliceSec` taken in turns (each side first,
+  // second and third equally often): the machine's speed drifts over seconds (another tenant, the
+  // other core's load), and sides measured in turns within a round see the same drift.
   const orders: RejectSide[][] = [
     ['api', 'floor', 'koa'],
     ['floor', 'koa', 'api'],
     ['koa', 'api', 'floor'],
   ];
+  const sliceSec = Math.min(timing.sliceSec ?? timing.durationSec, timing.durationSec);
+  const slices = Math.max(1, Math.round(timing.durationSec / sliceSec));
   for (let round = 1; round <= timing.rounds; round++) {
+    const sums: Partial<Record<RejectSide, { cpu: number; expected: number; durationSec: number; p50s: number[] }>> = {};
+    for (let slice = 0; slice < slices; slice++) {
+      for (const side of orders[(round - 1 + slice) % orders.length]!) {
+        const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...jobs[side], durationSec: sliceSec }));
+        // --cpu-prof: a round's first slice of each side.
+        const [result, cpu] =
+          slice === 0 ? await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline') : await measured();
+        others(result, jobs[side].expectStatus, otherStatuses);
+        const sum = (sums[side] ??= { cpu: 0, expected: 0, durationSec: 0, p50s: [] });
+        sum.cpu += cpu;
+        sum.expected += result.expected;
+        sum.durationSec += result.durationSec;
+        sum.p50s.push(result.p50Ms);
+      }
+    }
     const sides: Partial<Record<RejectSide, Measured>> = {};
     for (const side of orders[(round - 1) % orders.length]!) {
-      const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...jobs[side], durationSec: timing.durationSec }));
-      const [result, cpu] = await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline');
-      const cpuUs = cpu / Math.max(1, result.expected);
-      others(result, jobs[side].expectStatus, otherStatuses);
+      const sum = sums[side]!;
+      const measured: Measured = {
+        perSec: sum.expected / sum.durationSec,
+        expected: sum.expected,
+        p50Ms: percentile(sum.p50s, 50),
+        cpuUs: sum.cpu / Math.max(1, sum.expected),
+      };
       log(
-        `rejection round ${round}: ${REJECT_SIDE_NAMES[side]} ${result.perSec.toFixed(0)}/s p50 ${result.p50Ms.toFixed(2)} ms, ${cpuUs.toFixed(0)} µs CPU/request`,
+        `rejection round ${round}: ${REJECT_SIDE_NAMES[side]} ${measured.perSec.toFixed(0)}/s p50 ${measured.p50Ms.toFixed(2)} ms, ${measured.cpuUs.toFixed(0)} µs CPU/request`,
       );
-      sides[side] = { ...result, cpuUs };
+      sides[side] = measured;
     }
     measuredRounds.push(sides);
   }
