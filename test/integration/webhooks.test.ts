@@ -105,6 +105,57 @@ describe('inbound webhook, HMAC', () => {
     expect(res.status).toBe(401);
   });
 
+  it('401: every wrong signature gets the same whole answer (made once, then reused); the refusals around it keep their own', async () => {
+    const wrong = (): ReturnType<typeof hmacEvent> => {
+      const event = hmacEvent(secret, PAYLOAD);
+      return { ...event, headers: { ...event.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! } };
+    };
+    const answer = (res: Awaited<ReturnType<typeof deliver>>) => ({
+      status: res.status,
+      body: res.body,
+      headers: {
+        contentType: res.headers['content-type'],
+        contentLength: res.headers['content-length'],
+        wwwAuthenticate: res.headers['www-authenticate'],
+        cacheControl: res.headers['cache-control'],
+        noSniff: res.headers['x-content-type-options'],
+        retryAfter: res.headers['retry-after'],
+      },
+    });
+    const mismatch = {
+      status: 401,
+      body: {
+        code: 16,
+        message: 'invalid webhook signature',
+        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'SIGNATURE_MISMATCH', domain: 'webhooks' }],
+      },
+      headers: {
+        contentType: 'application/json; charset=utf-8',
+        contentLength: '164',
+        wwwAuthenticate: 'Bearer',
+        cacheControl: 'no-store',
+        noSniff: 'nosniff',
+        retryAfter: undefined,
+      },
+    };
+    const stale = hmacEvent(secret, PAYLOAD, { timestamp: String(Math.floor(Date.now() / 1000) - 301) });
+    // The fast path (canonical) and the Koa route (trailing slash), each more than once, with other refusals between.
+    expect(answer(await deliver(stack, path, wrong()))).toEqual(mismatch);
+    const late = answer(await deliver(stack, path, stale));
+    expect([late.status, late.body.details, late.headers.wwwAuthenticate]).toEqual([
+      400,
+      [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TIMESTAMP_OUT_OF_WINDOW', domain: 'webhooks' }],
+      undefined,
+    ]);
+    expect(answer(await deliver(stack, path, wrong()))).toEqual(mismatch);
+    expect(answer(await deliver(stack, `${path}/`, wrong()))).toEqual(mismatch);
+    expect(answer(await deliver(stack, `${path}/`, wrong()))).toEqual(mismatch);
+    const otherEvent = hmacEvent(secret, PAYLOAD);
+    const forAnotherEvent = answer(await deliver(stack, path, { ...otherEvent, headers: { ...otherEvent.headers, 'Webhook-Event-Id': randomUUID() } }));
+    expect(forAnotherEvent).toEqual(mismatch);
+    expect(answer(await deliver(stack, path, stale)).body).toEqual(late.body);
+  });
+
   it('every spelling of the path Koa accepts answers as the canonical one (fast path and Koa route)', async () => {
     const listenerId = automation.trigger.incomingWebhook.listenerId;
     const prefix = path.slice(0, -listenerId.length);

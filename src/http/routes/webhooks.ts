@@ -162,8 +162,33 @@ function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filt
   }
 }
 
+type ReasonedAnswer = WebhookAnswer & { reason: string };
+
+/**
+ * The answers to constant refusals (a frozen `WebhookRejection`, made once: a wrong HMAC
+ * signature), made once too and frozen: a flood of one refusal builds no answer per delivery.
+ */
+const CONSTANT_ANSWERS = new WeakMap<object, Readonly<ReasonedAnswer>>();
+
 /** The HTTP answer to an intake outcome, with its metrics reason. */
-export function webhookAnswer(outcome: IntakeOutcome): WebhookAnswer & { reason: string } {
+export function webhookAnswer(outcome: IntakeOutcome): ReasonedAnswer {
+  if (outcome.verdict === 'rejected' && Object.isFrozen(outcome.rejection)) {
+    let answer = CONSTANT_ANSWERS.get(outcome.rejection);
+    if (answer === undefined) CONSTANT_ANSWERS.set(outcome.rejection, (answer = deepFreeze(answerOf(outcome))));
+    return answer;
+  }
+  return answerOf(outcome);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+function answerOf(outcome: IntakeOutcome): ReasonedAnswer {
   if (outcome.verdict === 'filtered')
     return { status: 200, reason: 'filtered', headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
   if (outcome.verdict === 'accepted') {
@@ -289,13 +314,31 @@ export function webhookFastPath(endpoint: WebhookEndpoint, metrics: Metrics, log
   };
 }
 
+/** An answer as it goes on the wire: its headers and its serialised body. */
+interface WireAnswer {
+  headers: Record<string, string>;
+  body: string;
+}
+
+function wireAnswer(answer: WebhookAnswer): WireAnswer {
+  const body = JSON.stringify(answer.body);
+  return { headers: { ...ANSWER_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...answer.headers }, body };
+}
+
+/** The wire form of the constant answers (frozen), serialised once. */
+const CONSTANT_WIRE_ANSWERS = new WeakMap<WebhookAnswer, WireAnswer>();
+
 /** Writes the answer (unless the client went away) and records the HTTP metrics. */
 function sendAnswer(res: ServerResponse, answer: WebhookAnswer, started: bigint, metrics: Metrics): void {
   metrics.recordHttp('POST', WEBHOOK_ROUTE, answer.status, started);
   if (res.headersSent || res.destroyed) return;
-  const body = JSON.stringify(answer.body);
-  res.writeHead(answer.status, { ...ANSWER_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...answer.headers });
-  res.end(body);
+  let wire: WireAnswer | undefined;
+  if (Object.isFrozen(answer)) {
+    wire = CONSTANT_WIRE_ANSWERS.get(answer);
+    if (wire === undefined) CONSTANT_WIRE_ANSWERS.set(answer, (wire = wireAnswer(answer)));
+  } else wire = wireAnswer(answer);
+  res.writeHead(answer.status, wire.headers);
+  res.end(wire.body);
 }
 
 /** The Koa route of the app's endpoint, for the spellings of the path the fast path leaves to Koa. */
