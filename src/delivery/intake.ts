@@ -19,7 +19,15 @@ import type { SecretBox } from '../crypto/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets, type Listener } from './listener-cache';
 import { type AutomationRuns } from '../domain/runs';
-import { AUTH_METHODS, authenticatorOf, type AuthenticatorConfig, type AuthMethod, type CredentialInput, type Verify, type VerifyResult } from '../webhooks/authenticators';
+import {
+  AUTH_METHODS,
+  authenticatorOf,
+  type AuthenticatorConfig,
+  type AuthMethod,
+  type CredentialInput,
+  type Verify,
+  type VerifyResult,
+} from '../webhooks/authenticators';
 import { headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';
 import { isAddressAllowed } from '../net/cidr';
