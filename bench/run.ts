@@ -15,9 +15,9 @@
  *               `npm start` (bench/start-e2e.ts), as information
  *   pagination  the page at row N/2 vs the first page, on PGlite and on PostgreSQL (DATABASE_URL)
  *   cel         evaluations/s through src/cel vs the raw @bufbuild/cel library
- *   memory      peak RSS of this process (API + workers) with the API alone under the ingress load on a
- *               fresh stack, against the same with the product-shaped floor alone (with the ingress
- *               section); the Temporal server's peak during ingress;
+ *   memory      peak RSS of a process of its own (API + workers, bench/peak-child.ts) with the API
+ *               alone under the ingress load, against the same with the product-shaped floor alone
+ *               (with the ingress section); the Temporal server's peak during ingress;
  *               RSS of every process of an idle `npm start`, and of its floor in turn
  *               (bench/memory-floor.js: the same dev server, Koa, PGlite and a worker, nothing of ours)
  *   flow        concurrency-limited ingress vs plain ingress; lane hand-off vs a run's start (bench/flow.ts)
@@ -35,6 +35,7 @@
  * the ingress and reject sections (<section>-round<N>.cpuprofile), and of bulk's cancel and its plain ingress before.
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
  */
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -53,7 +54,8 @@ import { runBreakerBench, type BreakerResult } from './breaker';
 import { runBulkBench, type BulkResult } from './bulk';
 import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, runToExit, startCpuProfile, startRssSampler } from './util';
-import { peakUnderIngress, runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
+import type { PeakAnswer, PeakJob } from './peak-child';
+import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
 
 const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow', 'breaker', 'bulk', 'console'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -72,6 +74,8 @@ interface Profile {
   breaker: { seconds: number; rounds: number };
   /** Runs parked in waitForApproval and canceled by one bulk action; seconds of plain ingress before and after. */
   bulk: { runs: number; seconds: number };
+  /** Processes of each side for the peak under the ingress load (bench/peak-child.ts). */
+  peakSamples: number;
 }
 
 const FULL: Profile = {
@@ -86,6 +90,7 @@ const FULL: Profile = {
   memory: { settleMs: 10_000 },
   breaker: { seconds: 10, rounds: 2 },
   bulk: { runs: 10_000, seconds: 10 },
+  peakSamples: 2,
 };
 
 const QUICK: Profile = {
@@ -99,6 +104,7 @@ const QUICK: Profile = {
   memory: { settleMs: 5_000 },
   breaker: { seconds: 4, rounds: 2 },
   bulk: { runs: 1_000, seconds: 4 },
+  peakSamples: 2,
 };
 
 /** Everything measured, for the table (the JSON keeps the agreed keys only). */
@@ -199,20 +205,23 @@ interface Results {
   cel: { perSec: number; rawPerSec: number; ratioToRaw: number } | null;
   memory: {
     /**
-     * Peak RSS of this process (API, workers, store) on a fresh stack while the API alone takes the
-     * ingress load (bench/webhooks.ts peakUnderIngress): the service's own peak under load (goal ≤ 600).
+     * Peak RSS of a process of its own (API, workers, store: bench/peak-child.ts) with a fresh stack
+     * while the API alone takes the ingress load: the service's own peak under load (goal ≤ 600),
+     * the highest of `peakSamples` such processes.
      */
     apiWorkerPeakRssMb: number | null;
     /** Peak RSS of this process over the whole ingress section, the bench's own floors (bare start loops, a bare HTTP server) included; information. */
     sectionPeakRssMb?: number | null;
     /**
-     * The floor of apiWorkerPeakRssMb: the same process on a fresh stack while the product-shaped
-     * floor (a bare HTTP handler that starts the same runs with the API's options) alone takes the
-     * same load, MB.
+     * The floor of apiWorkerPeakRssMb: the same kind of process while the product-shaped floor (a
+     * bare HTTP handler that starts the same runs with the API's options) alone takes the same
+     * load, MB; the highest of as many.
      */
     floorPeakRssMb?: number | null;
     /** apiWorkerPeakRssMb − floorPeakRssMb. */
     peakOverFloorMb?: number | null;
+    /** Each process's peak, in the order taken: apiWorkerPeakRssMb and floorPeakRssMb are their highest. */
+    peakSamplesMb?: { api: number[]; floor: number[] };
     temporalPeakRssMb: number | null;
     /** Idle `npm start`: the RSS of every process of its process group (npm's own included), summed as `ps` shows it. */
     idleRssMb: number | null;
@@ -270,6 +279,20 @@ const startedAt = performance.now();
 const log = (line: string): void => {
   process.stderr.write(`[bench ${((performance.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
 };
+
+/** Runs one peak in a process of its own (bench/peak-child.ts), with this process's Node flags and environment. */
+function peakInChild(job: PeakJob): Promise<PeakAnswer> {
+  const child = fork(path.join(__dirname, 'peak-child.ts'), [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    let answer: PeakAnswer | undefined;
+    child.once('message', (message) => (answer = message as PeakAnswer));
+    child.once('error', reject);
+    child.once('exit', (code) =>
+      answer && code === 0 ? resolve(answer) : reject(new Error(`the peak process (${job.side}) exited with code ${code}${answer ? '' : ' without a peak'}`)),
+    );
+    child.send(job);
+  });
+}
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; cpuProfDir: string | undefined } {
   let quick = false;
@@ -508,23 +531,29 @@ async function main(): Promise<void> {
         };
       }
       if (args.only.has('ingress')) {
-        // The peak of API + workers under the ingress load against its floor's, each on a fresh
-        // stack, alone: the API, then the product-shaped floor (bench/webhooks.ts peakUnderIngress).
-        const peaks: Partial<Record<'api' | 'floor', { peakRssMb: number; perSec: number }>> = {};
-        for (const side of ['api', 'floor'] as const) {
-          log(`memory: a fresh stack for the peak of ${side === 'api' ? 'the API' : 'its floor'} alone under the ingress load`);
-          await stack.stop();
-          stack = undefined;
-          stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
-          automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
-          peaks[side] = await peakUnderIngress(stack, load, automation, profile.ingress, side);
-          log(`memory: peak RSS ${peaks[side]!.peakRssMb.toFixed(0)} MB at ${peaks[side]!.perSec.toFixed(0)}/s`);
+        // The peak of API + workers under the ingress load against its floor's, each in a process
+        // of its own with a fresh stack, alone: the API, or the product-shaped floor
+        // (bench/peak-child.ts), in turns, `peakSamples` of each; each figure is its side's
+        // highest (a peak). This process's stack is stopped first: the machine holds only the
+        // measured one.
+        await stack.stop();
+        stack = undefined;
+        const peaks: Record<'api' | 'floor', PeakAnswer[]> = { api: [], floor: [] };
+        for (let sample = 0; sample < profile.peakSamples; sample++) {
+          for (const side of sample % 2 === 0 ? (['api', 'floor'] as const) : (['floor', 'api'] as const)) {
+            log(`memory: a process of its own for the peak of ${side === 'api' ? 'the API' : 'its floor'} alone under the ingress load`);
+            const peak = await peakInChild({ side, timing: profile.ingress });
+            peaks[side].push(peak);
+            log(`memory: peak RSS ${peak.peakRssMb.toFixed(0)} MB at ${peak.perSec.toFixed(0)}/s`);
+          }
         }
+        const highest = (side: 'api' | 'floor'): number => Math.max(...peaks[side].map((peak) => peak.peakRssMb));
         results.memory = {
           ...results.memory!,
-          apiWorkerPeakRssMb: round(peaks.api!.peakRssMb, 1),
-          floorPeakRssMb: round(peaks.floor!.peakRssMb, 1),
-          peakOverFloorMb: round(peaks.api!.peakRssMb - peaks.floor!.peakRssMb, 1),
+          apiWorkerPeakRssMb: round(highest('api'), 1),
+          floorPeakRssMb: round(highest('floor'), 1),
+          peakOverFloorMb: round(highest('api') - highest('floor'), 1),
+          peakSamplesMb: { api: peaks.api.map((peak) => round(peak.peakRssMb, 1)), floor: peaks.floor.map((peak) => round(peak.peakRssMb, 1)) },
         };
       }
     }
@@ -863,10 +892,10 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   if (results.memory?.apiWorkerPeakRssMb != null) {
     const peak = results.memory.apiWorkerPeakRssMb;
     rows.push([
-      'peak RSS MB: API + workers (the API alone under ingress load, fresh stack) / Temporal',
+      'peak RSS MB: API + workers (the API alone under ingress load, own process) / Temporal',
       `${peak.toFixed(0)} / ${results.memory.temporalPeakRssMb?.toFixed(0) ?? '?'}`,
       results.memory.floorPeakRssMb != null
-        ? `${results.memory.floorPeakRssMb.toFixed(0)} its floor (bare HTTP + the same start, alone, fresh stack); ${results.memory.sectionPeakRssMb?.toFixed(0) ?? '?'} over the ingress section`
+        ? `${results.memory.floorPeakRssMb.toFixed(0)} its floor (bare HTTP + the same start, alone, own process); ${results.memory.sectionPeakRssMb?.toFixed(0) ?? '?'} over the ingress section`
         : '',
       results.memory.floorPeakRssMb != null ? (peak / results.memory.floorPeakRssMb).toFixed(3) : '',
       '≤600',
