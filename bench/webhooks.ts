@@ -12,6 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type Koa from 'koa';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { runStartOptions } from '../src/temporal/runs';
@@ -340,7 +341,7 @@ async function ingressRounds(
 }
 
 /** The service's answer to a bad signature as it goes on the wire: status, headers (those Node adds aside) and body. */
-interface Refusal {
+export interface Refusal {
   status: number;
   headers: Record<string, string>;
   body: string;
@@ -377,7 +378,12 @@ function serviceRefusal(url: string, body: string): Promise<Refusal> {
  * shape, as `serviceRefusal` received them: what the contract makes every receiver send).
  */
 function startHmacFloor(secret: string, refusal: Refusal): Promise<Server> {
-  return startBareKoa(async (ctx) => {
+  return startBareKoa(hmacFloorHandler(secret, refusal));
+}
+
+/** The floor's handler (bench/lab-401.ts runs it without a socket). */
+export function hmacFloorHandler(secret: string, refusal: Refusal): Koa.Middleware {
+  return async (ctx) => {
     // Node's own events (no async iterator): the cheapest way to read a body.
     const body = await new Promise<Buffer>((resolve, reject) => {
       const chunks: Buffer[] = [];
@@ -394,7 +400,7 @@ function startHmacFloor(secret: string, refusal: Refusal): Promise<Server> {
     ctx.status = refusal.status;
     ctx.set(refusal.headers);
     ctx.body = refusal.body;
-  });
+  };
 }
 
 export async function runRejectBench(
