@@ -1,8 +1,9 @@
 /**
  * The reasons of inbound webhook verification. Every check in `src/webhooks` refuses with a
- * `WebhookRejection` (src/errors.ts) carrying the HTTP status to answer and a short machine `reason` for logs and
- * metrics: thrown by the checks, returned by an authenticator's verifier (its `VerifyResult`). Messages are safe to send back to the caller: they never contain secrets, tokens,
- * signatures, resolved addresses or the payload.
+ * `WebhookRejection` (src/errors.ts) carrying the HTTP status to answer and a short machine
+ * `reason` for logs and metrics: thrown by the checks, returned by an authenticator's verifier (its
+ * `VerifyResult`). Messages are safe to send back to the caller: they never contain secrets,
+ * tokens, signatures, resolved addresses or the payload.
  */
 import { WebhookRejection, type WebhookRejectionStatus } from '../errors';
 
