@@ -25,7 +25,9 @@ describe('simultaneous deliveries of one event', () => {
     jwks = await startJwksServer([key.publicJwk]);
     // Contention on one workflow id is the point here, not latency: allow starts 30 s (the
     // production bound is 5 s) so that a loaded machine does not turn them into 503s.
-    stack = await startPatientStack(30_000);
+    // 100 deliveries from one address at once (below): admission's per-source cap (64 by default)
+    // is not what this file is about, so it is raised above them.
+    stack = await startPatientStack(30_000, { env: { WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE: '1000' } });
     const created = await stack.createAutomation({ displayName: 'concurrency (HMAC)', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
     hmac = { automation: created.automation, secret: created.signingSecret! };
     jwt = (
