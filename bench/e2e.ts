@@ -67,12 +67,16 @@ export interface RunCpu {
   temporal: number;
 }
 
-/** utime + stime from a /proc stat file, in ms (clock ticks of 10 ms: meaningful summed over many runs); NaN when unreadable. */
+/** utime + stime of a /proc stat file's text, in ms (clock ticks of 10 ms: meaningful summed over many runs). */
+export function statCpuMs(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** `statCpuMs` of a /proc stat file; NaN when unreadable. */
 function procStatCpuMs(file: string): number {
   try {
-    const stat = fs.readFileSync(file, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return statCpuMs(fs.readFileSync(file, 'utf8'));
   } catch {
     return Number.NaN;
   }

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import { createBenchAutomation, postEvent } from './automation';
-import { startProductShapeFloor } from './e2e';
+import { startProductShapeFloor, statCpuMs } from './e2e';
 import { installRuntime, startStack, type Stack } from './stack';
 import { closeHttpAgent, request, runToExit } from './util';
 
@@ -21,8 +21,7 @@ function threads(): Map<string, [string, number]> {
     try {
       const stat = fs.readFileSync(`${dir}/${tid}/stat`, 'utf8');
       const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(tid, [tid === String(process.pid) ? 'main' : name, (Number(fields[11]) + Number(fields[12])) * 10]);
+      out.set(tid, [tid === String(process.pid) ? 'main' : name, statCpuMs(stat)]);
     } catch {
       // the thread ended
     }
