@@ -291,23 +291,30 @@ async function runSteps(
     }
   }
   state.status = 'COMPLETED';
-  await condition(allHandlersFinished);
+  if (mustWaitForHandlers()) await condition(allHandlersFinished);
   return state;
 }
 
+/**
+ * Whether `condition(allHandlersFinished)` would not resolve at once: a handler still runs, or the
+ * scope is cancelled (it then rejects with the cancellation). Otherwise the run skips it and the
+ * promises it makes (the SDK's condition records nothing in the history either way).
+ */
+function mustWaitForHandlers(): boolean {
+  return !allHandlersFinished() || CancellationScope.current().consideredCancelled;
+}
+
 /** The steps of the run's version, from the worker's store; a version that does not exist fails the run at once. */
-async function loadSteps(input: AutomationRunInput): Promise<{ steps: StepDefinition[] }> {
-  try {
-    return await local.loadAutomationVersion.executeWithOptions({ summary: `load automation ${input.automationId} v${input.version}` }, [
-      { automationId: input.automationId, version: input.version },
-    ]);
-  } catch (err) {
-    const cause = activityCause(err);
-    if (cause instanceof ApplicationFailure && cause.type === VERSION_NOT_FOUND) {
-      throw ApplicationFailure.create({ type: VERSION_NOT_FOUND, message: cause.message, nonRetryable: true });
-    }
-    throw err;
-  }
+function loadSteps(input: AutomationRunInput): Promise<{ steps: StepDefinition[] }> {
+  return local.loadAutomationVersion
+    .executeWithOptions({ summary: `load automation ${input.automationId} v${input.version}` }, [{ automationId: input.automationId, version: input.version }])
+    .catch((err: unknown) => {
+      const cause = activityCause(err);
+      if (cause instanceof ApplicationFailure && cause.type === VERSION_NOT_FOUND) {
+        throw ApplicationFailure.create({ type: VERSION_NOT_FOUND, message: cause.message, nonRetryable: true });
+      }
+      throw err;
+    });
 }
 
 /** The effects of one step, as activities and timers of this run. */
@@ -322,11 +329,14 @@ function workflowEffects(
   const retry = retryPolicy(step.retry);
   const actor = `automation:${input.automationId}:${input.eventId}`;
   return {
-    async evaluate(expressions, what) {
-      const evaluated = await local.evaluateStep.executeWithOptions({ summary: summary(step, what) }, [
-        { stepId: step.id, expressions, ctx: { trigger: input.trigger, steps: outputs } },
-      ]);
-      return evaluated.values;
+    // evaluate, evaluateAndPerform and perform are plain functions that return the activity's
+    // promise (one `.then` where the result is reshaped), not async ones: each async layer and
+    // `await` would be one more promise, and the thread's stack-trace hook captures a stack for
+    // every promise a run creates (docs/performance.md). The commands are the same either way.
+    evaluate(expressions, what) {
+      return local.evaluateStep
+        .executeWithOptions({ summary: summary(step, what) }, [{ stepId: step.id, expressions, ctx: { trigger: input.trigger, steps: outputs } }])
+        .then(valuesOf);
     },
     async sleep(ms, what) {
       await sleep(ms, { summary: summary(step, what) });
@@ -363,7 +373,7 @@ function workflowEffects(
     fail(message) {
       throw new StepError(message);
     },
-    async evaluateAndPerform(effect, expressions, what) {
+    evaluateAndPerform(effect, expressions, what) {
       // Under EVALUATE_IN_EFFECT_PATCH an effect that makes its first attempt locally evaluates its step's fields itself:
       // the step is one activity. Runs recorded before evaluated them in a local activity of their
       // own first (docs/upgrades.md).
@@ -373,7 +383,7 @@ function workflowEffects(
       }
       return evaluateThenPerform(this, effect, expressions, what);
     },
-    async perform(effect, effectInput) {
+    perform(effect, effectInput) {
       // The effect's activity, by name (EFFECT_ACTIVITIES_REGISTERED: each exists). A retry from the
       // failed step continues the original run: its calls carry that run's keys. (Activity
       // arguments are not part of replay's determinism check: no patch needed.)
@@ -381,15 +391,14 @@ function workflowEffects(
       const context: EffectContext = { stepId: step.id, actor, ...(keysOf ? { keysOf } : {}) };
       const args: [object] = [{ ...context, ...effectInput }];
       const timeout = effect.timeoutMs ? { startToCloseTimeout: effect.timeoutMs(effectInput) } : {};
-      let attempts = retry;
+      const name = effect.name as EffectName;
+      const regular = (attempts: StepRetry): Promise<Record<string, unknown>> =>
+        (acts[name] as unknown as EffectActivity).executeWithOptions({ summary: summary(step, name), retry: attempts, ...timeout }, args).then(copyOf);
       // Runs recorded before local first attempts existed scheduled the activity at once (docs/upgrades.md).
       if (effect.firstAttemptLocal && (options.current || patched(LOCAL_FIRST_ATTEMPT_PATCH))) {
-        const first = await attemptLocally(effect.name as EffectName, step, retry, args, timeout);
-        if ('output' in first) return first.output;
-        attempts = first.rest;
+        return attemptLocally(name, step, retry, args, timeout, regular);
       }
-      const activity = acts[effect.name as EffectName] as unknown as EffectActivity;
-      return { ...(await activity.executeWithOptions({ summary: summary(step, effect.name), retry: attempts, ...timeout }, args)) };
+      return regular(retry);
     },
   };
 }
@@ -399,36 +408,38 @@ type StepRetry = Required<Pick<RetryPolicy, 'backoffCoefficient' | 'maximumAttem
 
 /**
  * The first attempt of a `firstAttemptLocal` effect, as a local activity: answers its output, or,
- * when it failed and the step's policy allows another attempt, the policy the remaining attempts
- * run with as a regular activity, after the policy's first interval (a visible timer). Together
- * the two keep the step's policy: as many attempts in all, the same intervals between them. A
- * failure the policy would not retry (non-retryable, or the step's only attempt) fails the step
- * as the regular activity's would.
+ * when it failed and the step's policy allows another attempt, what `rest` answers, given the
+ * policy the remaining attempts run with as a regular activity, after the policy's first interval
+ * (a visible timer). Together the two keep the step's policy: as many attempts in all, the same
+ * intervals between them. A failure the policy would not retry (non-retryable, or the step's only
+ * attempt) fails the step as the regular activity's would. One promise (`.then`) on success.
  */
-async function attemptLocally(
+function attemptLocally(
   name: EffectName,
   step: StepDefinition,
   retry: StepRetry,
   args: [object],
   timeout: { startToCloseTimeout?: number },
-): Promise<{ output: Record<string, unknown> } | { rest: StepRetry }> {
+  rest: (attempts: StepRetry) => Promise<Record<string, unknown>>,
+): Promise<Record<string, unknown>> {
   const activity = localOnce[name] as unknown as EffectActivity;
-  try {
-    return { output: { ...(await activity.executeWithOptions({ summary: summary(step, name), ...timeout }, args)) } };
-  } catch (err) {
+  return activity.executeWithOptions({ summary: summary(step, name), ...timeout }, args).then(copyOf, async (err: unknown) => {
     if (isCancellation(err)) throw err;
     const cause = activityCause(err);
     if ((cause instanceof ApplicationFailure && cause.nonRetryable) || retry.maximumAttempts === 1) throw err;
     await sleep(retry.initialInterval, { summary: summary(step, `${name}: attempt 2 in ${retry.initialInterval} ms`) });
-    return {
-      rest: {
-        ...retry,
-        initialInterval: Math.min(retry.maximumInterval, retry.initialInterval * retry.backoffCoefficient),
-        maximumAttempts: retry.maximumAttempts === 0 ? 0 : retry.maximumAttempts - 1,
-      },
-    };
-  }
+    return rest({
+      ...retry,
+      initialInterval: Math.min(retry.maximumInterval, retry.initialInterval * retry.backoffCoefficient),
+      maximumAttempts: retry.maximumAttempts === 0 ? 0 : retry.maximumAttempts - 1,
+    });
+  });
 }
+
+/** An activity's output as the step's: a copy, a plain object. */
+const copyOf = (output: object): Record<string, unknown> => ({ ...output });
+/** The evaluateStep activity's values. */
+const valuesOf = (evaluated: { values: Record<string, unknown> }): Record<string, unknown> => evaluated.values;
 
 /** The step's retry policy, unset fields from RETRY_DEFAULTS; the maximum interval is never below the initial one. */
 function retryPolicy(retry: StepRetryPolicy = {}): StepRetry {

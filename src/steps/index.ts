@@ -70,17 +70,36 @@ export function stepKind(step: object): StepKind | undefined {
 /** What running one step came to: its output, or skipped because `when` was false. */
 export type StepOutcome = { skipped: true } | { skipped: false; output: Record<string, unknown> };
 
-/** Runs one step against `effects`: its `when` first, then its kind's interpreter. Throws StepError. */
-export async function runStep(step: StepDefinition, effects: StepEffects): Promise<StepOutcome> {
-  if (step.when !== undefined && step.when.trim() !== '') {
-    const { when } = await effects.evaluate({ when: step.when }, 'evaluate when');
-    if (typeof when !== 'boolean') throw new StepError(`when: must evaluate to a boolean, got ${describeValue(when)}`);
-    if (!when) return { skipped: true };
-  }
+/**
+ * Runs one step against `effects`: its `when` first, then its kind's interpreter. Rejects with
+ * StepError. Plain functions returning promises, not async ones: in a run each async layer and
+ * each `await` is a promise the workflow thread's stack-trace hook captures a stack for
+ * (docs/performance.md), so a step without `when` adds one promise (`.then`) to its kind's.
+ */
+export function runStep(step: StepDefinition, effects: StepEffects): Promise<StepOutcome> {
+  if (step.when !== undefined && step.when.trim() !== '') return runWhen(step.when, step, effects);
+  return runKind(step, effects);
+}
+
+const SKIPPED: StepOutcome = Object.freeze({ skipped: true });
+const done = (output: Record<string, unknown>): StepOutcome => ({ skipped: false, output });
+
+async function runWhen(expression: string, step: StepDefinition, effects: StepEffects): Promise<StepOutcome> {
+  const { when } = await effects.evaluate({ when: expression }, 'evaluate when');
+  if (typeof when !== 'boolean') throw new StepError(`when: must evaluate to a boolean, got ${describeValue(when)}`);
+  return when ? runKind(step, effects) : SKIPPED;
+}
+
+/** The kind's interpreter; an unknown kind, or an interpreter that throws at once, rejects. */
+function runKind(step: StepDefinition, effects: StepEffects): Promise<StepOutcome> {
   const kind = stepKind(step);
-  if (kind === undefined) throw new StepError(`unknown step kind: expected one of ${STEP_KINDS.join(', ')}`);
+  if (kind === undefined) return Promise.reject(new StepError(`unknown step kind: expected one of ${STEP_KINDS.join(', ')}`));
   const definition = STEP_REGISTRY[kind] as { run(body: unknown, effects: StepEffects): Promise<Record<string, unknown>> };
-  return { skipped: false, output: await definition.run((step as unknown as Record<string, unknown>)[kind], effects) };
+  try {
+    return definition.run((step as unknown as Record<string, unknown>)[kind], effects).then(done);
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }
 
 // ---------------------------------------------------------------- validation on save

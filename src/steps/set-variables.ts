@@ -12,9 +12,7 @@ export const setVariables = defineStep({
     { min: 1, max: MAX_VARIABLES_PER_STEP },
     `set 1 to ${MAX_VARIABLES_PER_STEP} variables`,
   ).meta({ id: 'SetVariablesStep', description: 'Variable name → CEL expression; read later as ctx.steps.<id>.<name>.' }),
-  async run(body, effects) {
-    if (Object.keys(body).length === 0) return {};
-    return effects.evaluate(body, 'evaluate setVariables');
-  },
+  // Not async: the evaluation's promise is the step's (one promise fewer per step in a run).
+  run: (body, effects) => (Object.keys(body).length === 0 ? Promise.resolve({}) : effects.evaluate(body, 'evaluate setVariables')),
   outputFromHistory: (_body, effects) => lastResult(effects) ?? {},
 });
