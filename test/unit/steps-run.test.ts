@@ -105,6 +105,28 @@ describe('when', () => {
     const { error } = await run({ id: 's' } as unknown as StepDefinition);
     expect(error).toBe(`unknown step kind: expected one of ${Object.keys(STEP_REGISTRY).join(', ')}`);
   });
+
+  it('a step of no known kind evaluates its condition first, as recorded runs did: skipped when false, failed when true', async () => {
+    // A run's history has the condition's evaluation before the failure: the order cannot change without a patch.
+    const step = { id: 's', when: 'ctx.trigger.go' } as unknown as StepDefinition;
+    const skipped = await run(step, { go: false });
+    expect(skipped.outcome).toEqual({ skipped: true });
+    const failed = await run(step, { go: true });
+    expect(failed.error).toMatch(/^unknown step kind/);
+    expect(failed.recorded.evaluations).toEqual(['evaluate when']);
+  });
+
+  it('an interpreter that throws at once rejects the step (its promise), as an async one does', async () => {
+    const { effects } = recording({});
+    const throwing = {
+      ...effects,
+      evaluate: () => {
+        throw new StepError('thrown at once');
+      },
+    } as StepEffects;
+    const pending = runStep({ id: 's', setVariables: { a: '1' } }, throwing);
+    await expect(pending).rejects.toThrow('thrown at once');
+  });
 });
 
 describe('log', () => {
