@@ -23,6 +23,7 @@ const LAYERS = [
     'src/duration.ts',
     'src/banner.ts',
     'src/node-child.ts',
+    'src/memory-trim.ts',
   ],
   // CEL, sealing at rest (SecretBox), IP addresses and CIDR ranges
   ['src/cel', 'src/crypto', 'src/net'],

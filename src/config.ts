@@ -317,6 +317,14 @@ const SCHEMA = {
       'when any fails ([upgrades.md](upgrades.md))',
     'off',
   ),
+  MEMORY_TRIM: {
+    type: 'boolean',
+    default: '`true`',
+    description:
+      'hand the C heap’s free pages back to the kernel while the process is idle (glibc’s `malloc_trim`, through the optional `koffi` package; ' +
+      'a no-op where either is missing); `false` turns it off ([performance.md](performance.md))',
+    read: (env: NodeJS.ProcessEnv): boolean => (env.MEMORY_TRIM === undefined || env.MEMORY_TRIM.trim() === '' ? true : readFlag(env, 'MEMORY_TRIM')),
+  },
   OIDC_ISSUER: optionalText(
     'URL',
     'console sign-in through the organisation’s OpenID Connect provider (with `OIDC_CLIENT_ID`, `OIDC_CLIENT_SECRET`); https unless `OIDC_ALLOW_INSECURE`; the redirect URI to register is `$BASE_URL/console/auth/callback`',
@@ -407,6 +415,8 @@ function arrange(v: ConfigValues, warnings: string[]) {
       ...(v.WORKER_MAX_CACHED_WORKFLOWS !== undefined ? { maxCachedWorkflows: v.WORKER_MAX_CACHED_WORKFLOWS } : {}),
       ...(v.WORKER_VERIFY_HISTORIES ? { verifyHistories: true } : {}),
     },
+    /** Trim the C heap while idle (src/memory-trim.ts). */
+    memoryTrim: v.MEMORY_TRIM,
     webhookMaxInFlight: v.WEBHOOK_MAX_IN_FLIGHT,
     webhookAdmission: {
       perListener: v.WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER,

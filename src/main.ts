@@ -13,6 +13,7 @@ import { StartBanner } from './banner';
 import { openDb, type Db } from './store/db';
 import { openEmbeddedStore } from './store/embedded';
 import { runNodeChild } from './node-child';
+import { startMemoryTrim } from './memory-trim';
 import { ensureBootstrapClient } from './auth/clients';
 import { createApp } from './http/app';
 import { composeApp } from './compose';
@@ -103,6 +104,11 @@ async function main(): Promise<void> {
       stops.push(() => api.stop());
       await printBootstrap(db, secretBox, config, logger);
       console.log(banner.render(process.stdout.isTTY === true && !process.env.NO_COLOR));
+    }
+    if (config.memoryTrim) {
+      // Started once the process is up, so that its first idle look returns what start-up freed.
+      const trimmer = startMemoryTrim((message, fields) => logger.debug(fields, message));
+      if (trimmer) stops.push(async () => trimmer.stop());
     }
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, 'start-up failed');

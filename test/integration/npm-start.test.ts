@@ -3,6 +3,7 @@
  * DATA_DIR, free ports): it creates the embedded store in a short-lived child process and bundles
  * the workflow code in another, so once it serves, its only child is the Temporal dev server;
  * that server does not outlive a SIGKILLed service (Linux); a second start opens the existing store.
+ * The service has started its idle memory trimmer (Linux).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -153,6 +154,8 @@ describe('npm start (embedded defaults)', () => {
         expect(children.map(commandOf).filter((command) => !/node_modules\/@esbuild\//.test(command))).toEqual([
           expect.stringMatching(/temporal server start-dev/),
         ]);
+        // The idle memory trimmer (MEMORY_TRIM, on by default) has loaded glibc's malloc_trim through koffi.
+        expect(fs.readFileSync(`/proc/${started.child.pid!}/maps`, 'utf8')).toMatch(/koffi[^\n]*\.node\n/);
       }
     },
     PORT_CLASH_ATTEMPTS * START_MS + CONSOLE_BUILD_MS + 60_000,
