@@ -113,7 +113,10 @@ module.exports = tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
     },
   },
   {
@@ -129,10 +132,22 @@ module.exports = tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'workflow code must be deterministic: no Node built-ins' })),
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'workflow code must be deterministic: no Node built-ins',
+          })),
           patterns: [
             {
-              group: ['**/src/store/**', '**/src/http/**', '**/store/**', '**/http/**', 'pg', '@electric-sql/*', 'koa', '@koa/*'],
+              group: [
+                '**/src/store/**',
+                '**/src/http/**',
+                '**/store/**',
+                '**/http/**',
+                'pg',
+                '@electric-sql/*',
+                'koa',
+                '@koa/*',
+              ],
               message: 'no store or HTTP code in workflows',
             },
             {
@@ -140,8 +155,15 @@ module.exports = tseslint.config(
               allowTypeImports: true,
               message: 'the CEL runtime and webhook code use Node built-ins: evaluate through activities',
             },
-            { group: ['**/activities', '**/activities/**'], allowTypeImports: true, message: 'import activities as types only' },
-            { group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'], message: 'workflows import @temporalio/workflow only' },
+            {
+              group: ['**/activities', '**/activities/**'],
+              allowTypeImports: true,
+              message: 'import activities as types only',
+            },
+            {
+              group: ['@temporalio/client', '@temporalio/worker', '@temporalio/activity'],
+              message: 'workflows import @temporalio/workflow only',
+            },
           ],
         },
       ],
@@ -161,7 +183,10 @@ module.exports = tseslint.config(
       'jest/no-focused-tests': 'error',
       'jest/no-disabled-tests': 'error',
       'jest/valid-expect': 'error',
-      'jest/no-restricted-matchers': ['error', { toBeDefined: 'assert the value the test knows, not that there is one' }],
+      'jest/no-restricted-matchers': [
+        'error',
+        { toBeDefined: 'assert the value the test knows, not that there is one' },
+      ],
       'no-restricted-syntax': [
         'error',
         {

@@ -17,9 +17,16 @@ const project = {
 };
 
 /** Suites that use the default store of startTestService/startStack, run on PostgreSQL too. */
-const POSTGRES_SUITES = ['webhooks', 'executions', 'versions', 'openapi', 'attacks', 'dry-run', 'jwks-outage', 'bulk-actions'].map(
-  (name) => `<rootDir>/test/integration/${name}.test.ts`,
-);
+const POSTGRES_SUITES = [
+  'webhooks',
+  'executions',
+  'versions',
+  'openapi',
+  'attacks',
+  'dry-run',
+  'jwks-outage',
+  'bulk-actions',
+].map((name) => `<rootDir>/test/integration/${name}.test.ts`);
 
 module.exports = {
   globalSetup: '<rootDir>/test/global-setup.ts',

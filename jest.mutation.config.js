@@ -30,7 +30,9 @@ module.exports = {
   testTimeout: 60000,
   roots: ['<rootDir>/test/unit'],
   // MUTATION_TESTS="webhooks-hmac,webhooks-headers" narrows a run (with --mutate) to those files.
-  testMatch: process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',').map((name) => `**/${name}.test.ts`) : ALL,
+  testMatch: process.env.MUTATION_TESTS
+    ? process.env.MUTATION_TESTS.split(',').map((name) => `**/${name}.test.ts`)
+    : ALL,
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
   setupFiles: ['<rootDir>/test/setup/fast-check.ts'],
 };

@@ -14,7 +14,11 @@ export function createBulkActionActivities(deps: { db: Db; bulkRuns?: BulkRunAct
     return deps.bulkRuns;
   };
   return {
-    async bulkActionPage(input: { bulkActionId: string; pageSize: number; concurrency: number }): Promise<{ done: boolean; acted: number }> {
+    async bulkActionPage(input: {
+      bulkActionId: string;
+      pageSize: number;
+      concurrency: number;
+    }): Promise<{ done: boolean; acted: number }> {
       // Heartbeats tell Temporal the page is alive; a worker that dies mid-page is noticed by the timeout.
       const context = Context.current();
       return actOnNextPage(deps.db, actor(), input.bulkActionId, {

@@ -34,7 +34,13 @@ import http from 'node:http';
 import https from 'node:https';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { ADDRESS_REFUSED, checkOutboundUrl, guardedLookupFor, MAX_URL_LENGTH, validateOutboundUrl } from '../src/outbound/policy';
+import {
+  ADDRESS_REFUSED,
+  checkOutboundUrl,
+  guardedLookupFor,
+  MAX_URL_LENGTH,
+  validateOutboundUrl,
+} from '../src/outbound/policy';
 import { CALL_WEBHOOK_MAX_TIMEOUT_MS, CALL_WEBHOOK_RESERVED_HEADERS, HEADER_VALUE } from '../src/steps/call-webhook';
 import { evaluateSecretExpression, secretNames } from '../src/cel';
 import { sealContext, type SecretBox } from '../src/crypto/secret-box';
@@ -65,10 +71,24 @@ export { CALL_WEBHOOK_SECRET_ORIGIN_REFUSED } from './secret-origin-check';
 export const CALL_WEBHOOK_SECRET_UNAVAILABLE = 'CallWebhookSecretUnavailable';
 
 function secretUnavailable(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: CALL_WEBHOOK_SECRET_UNAVAILABLE, message: `callWebhook: ${message}`, nonRetryable: false });
+  return ApplicationFailure.create({
+    type: CALL_WEBHOOK_SECRET_UNAVAILABLE,
+    message: `callWebhook: ${message}`,
+    nonRetryable: false,
+  });
 }
 
-const KEPT_RESPONSE_HEADERS = ['content-type', 'content-length', 'date', 'etag', 'last-modified', 'location', 'retry-after', 'x-request-id', 'request-id'];
+const KEPT_RESPONSE_HEADERS = [
+  'content-type',
+  'content-length',
+  'date',
+  'etag',
+  'last-modified',
+  'location',
+  'retry-after',
+  'x-request-id',
+  'request-id',
+];
 const JSON_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/json)\s*(?:;|$)/i;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 
@@ -88,16 +108,21 @@ export function createCallWebhookActivities(deps: CallWebhookDeps) {
       const key = callKey(input.keysOf ?? activityRun(), input.stepId);
       const sources = input.secretHeaders ?? {};
       const signing = input.signature?.secret;
-      if (Object.keys(sources).length === 0 && signing === undefined) return postJson(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
+      if (Object.keys(sources).length === 0 && signing === undefined)
+        return postJson(input, deps.allowPrivateOutbound, { key, signingKeys: [] });
       // The URL first, as the request will be made: the outbound policy, then (in
       // resolveSecretHeaders) the origins the secrets allow; only then is a secret opened.
       const problem = urlProblem(input.url, deps.allowPrivateOutbound);
       if (problem !== undefined) throw refused(problem);
       const resolved = await resolveSecretHeaders(sources, new URL(input.url).origin, deps, signing);
-      const output = await postJson({ ...input, headers: { ...input.headers, ...resolved.headers } }, deps.allowPrivateOutbound, {
-        key,
-        signingKeys: resolved.signingKeys,
-      });
+      const output = await postJson(
+        { ...input, headers: { ...input.headers, ...resolved.headers } },
+        deps.allowPrivateOutbound,
+        {
+          key,
+          signingKeys: resolved.signingKeys,
+        },
+      );
       return redacted(output, resolved.sensitive);
     },
   };
@@ -140,11 +165,14 @@ async function resolveSecretHeaders(
       throw err;
     }
   }
-  if (!deps.db || !deps.secretBox) throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
+  if (!deps.db || !deps.secretBox)
+    throw secretUnavailable('this worker has no access to named secrets (no store or secret key)');
   const secretBox = deps.secretBox;
   const wanted = [...new Set([...Object.values(namesOf).flat(), ...(signing === undefined ? [] : [signing])])];
   await checkSecretOrigins(deps.db, origin, [
-    ...Object.entries(namesOf).flatMap(([header, names]) => names.map((name) => ({ name, field: `headers.${header}` }))),
+    ...Object.entries(namesOf).flatMap(([header, names]) =>
+      names.map((name) => ({ name, field: `headers.${header}` })),
+    ),
     ...(signing === undefined ? [] : [{ name: signing, field: 'signature.secret' }]),
   ]);
   const sealed = await sealedOutboundSecrets(deps.db, wanted);
@@ -167,11 +195,14 @@ async function resolveSecretHeaders(
       try {
         signingValues.push(secretBox.open(previous, sealContext('outbound_secret', signing)));
       } catch {
-        throw secretUnavailable(`signature.secret: secret "${signing}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+        throw secretUnavailable(
+          `signature.secret: secret "${signing}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`,
+        );
       }
     }
     for (const value of signingValues) {
-      if (isMalformedWhsec(value)) throw refused(`signature.secret: secret "${signing}" starts with whsec_ but is not base64 after it`);
+      if (isMalformedWhsec(value))
+        throw refused(`signature.secret: secret "${signing}" starts with whsec_ but is not base64 after it`);
       signingKeys.push(signingKey(value));
     }
   }
@@ -184,14 +215,18 @@ async function resolveSecretHeaders(
     try {
       value = evaluateSecretExpression(source, values);
     } catch (err) {
-      if (err instanceof CelEvaluationError) throw refused(`headers.${header}: the expression over secrets cannot be evaluated`);
+      if (err instanceof CelEvaluationError)
+        throw refused(`headers.${header}: the expression over secrets cannot be evaluated`);
       throw err;
     }
-    if (typeof value !== 'string' || !HEADER_VALUE.test(value)) throw refused(`headers.${header}: the expression over secrets does not give a header value`);
+    if (typeof value !== 'string' || !HEADER_VALUE.test(value))
+      throw refused(`headers.${header}: the expression over secrets does not give a header value`);
     headers[header] = value;
   }
   // What a response must not carry into the step's output: the values and the headers made of them.
-  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers), ...signingValues])].filter((text) => text.length >= MIN_REDACTED_LENGTH);
+  const sensitive = [...new Set([...Object.values(values), ...Object.values(headers), ...signingValues])].filter(
+    (text) => text.length >= MIN_REDACTED_LENGTH,
+  );
   sensitive.sort((a, b) => b.length - a.length);
   return { headers, sensitive, signingKeys };
 }
@@ -219,7 +254,9 @@ export function openSecret(
   try {
     return secretBox.open(stored, sealContext('outbound_secret', name));
   } catch {
-    throw secretUnavailable(`${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+    throw secretUnavailable(
+      `${field}: secret "${name}" cannot be opened with this worker's SECRET_KEY (is it the API's?)`,
+    );
   }
 }
 
@@ -244,7 +281,12 @@ function redacted(output: CallWebhookOutput, sensitive: string[]): CallWebhookOu
 }
 
 export function refused(message: string, details: Record<string, unknown> = {}): ApplicationFailure {
-  return ApplicationFailure.create({ type: CALL_WEBHOOK_REFUSED, message: `callWebhook: ${message}`, nonRetryable: true, details: [details] });
+  return ApplicationFailure.create({
+    type: CALL_WEBHOOK_REFUSED,
+    message: `callWebhook: ${message}`,
+    nonRetryable: true,
+    details: [details],
+  });
 }
 
 /** `scheme://host:port` only: a path, query or fragment may carry a token. For messages. */
@@ -265,18 +307,26 @@ export interface CallIdentity {
 }
 
 /** One guarded POST of `input.body` as JSON to `input.url` (the outbound policy checked again here). */
-export function postJson(input: Omit<CallWebhookInput, 'stepId'>, allowPrivate: boolean, identity: CallIdentity): Promise<CallWebhookOutput> {
+export function postJson(
+  input: Omit<CallWebhookInput, 'stepId'>,
+  allowPrivate: boolean,
+  identity: CallIdentity,
+): Promise<CallWebhookOutput> {
   const problem = urlProblem(input.url, allowPrivate);
   if (problem !== undefined) return Promise.reject(refused(problem));
   const target = new URL(input.url);
   const timeoutMs = Math.min(Math.max(1, Math.floor(input.timeoutMs)), CALL_WEBHOOK_MAX_TIMEOUT_MS);
-  const headers: Record<string, string> = { 'user-agent': 'automation-governance-webhook', accept: 'application/json, */*;q=0.5' };
+  const headers: Record<string, string> = {
+    'user-agent': 'automation-governance-webhook',
+    accept: 'application/json, */*;q=0.5',
+  };
   for (const [name, value] of Object.entries(input.headers)) {
     const lower = name.toLowerCase();
     if (!HEADER_NAME.test(name) || CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || lower.startsWith('proxy-')) {
       return Promise.reject(refused(`header ${JSON.stringify(name)} may not be set`));
     }
-    if (!HEADER_VALUE.test(value)) return Promise.reject(refused(`header ${JSON.stringify(name)} holds characters a header cannot carry`));
+    if (!HEADER_VALUE.test(value))
+      return Promise.reject(refused(`header ${JSON.stringify(name)} holds characters a header cannot carry`));
     headers[lower] = value;
   }
   let payload: Buffer;
@@ -306,9 +356,18 @@ export function postJson(input: Omit<CallWebhookInput, 'stepId'>, allowPrivate: 
       }
     };
     const network = (message: string): ApplicationFailure =>
-      ApplicationFailure.create({ type: CALL_WEBHOOK_NETWORK_ERROR, message: `callWebhook: ${where}: ${message}`, nonRetryable: false });
+      ApplicationFailure.create({
+        type: CALL_WEBHOOK_NETWORK_ERROR,
+        message: `callWebhook: ${where}: ${message}`,
+        nonRetryable: false,
+      });
 
-    const options: http.RequestOptions = { method: 'POST', agent: false, headers, lookup: guardedLookupFor(allowPrivate ? 'private' : 'public') };
+    const options: http.RequestOptions = {
+      method: 'POST',
+      agent: false,
+      headers,
+      lookup: guardedLookupFor(allowPrivate ? 'private' : 'public'),
+    };
     let req: http.ClientRequest;
     try {
       req = request(target, options, onResponse);
@@ -349,7 +408,9 @@ export function postJson(input: Omit<CallWebhookInput, 'stepId'>, allowPrivate: 
     }
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === ADDRESS_REFUSED) {
-        const what = allowPrivate ? 'a link-local, metadata or other reserved' : 'a loopback, private, link-local or other non-public';
+        const what = allowPrivate
+          ? 'a link-local, metadata or other reserved'
+          : 'a loopback, private, link-local or other non-public';
         finish(refused(`${shown(target)}: the host resolves to ${what} address`));
       } else {
         finish(network(`the request failed (${err.code ?? err.message})`));

@@ -15,7 +15,14 @@ import type { BulkRunActor } from '../src/domain/bulk-actions';
 import type { Lanes } from '../src/contract/lanes';
 import type { AutomationActivities } from '../src/contract/activities';
 
-export type { EvaluateStepInput, OwnershipRef, OwnershipInput, CreatedOwnership, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
+export type {
+  EvaluateStepInput,
+  OwnershipRef,
+  OwnershipInput,
+  CreatedOwnership,
+  CallWebhookInput,
+  CallWebhookOutput,
+} from '../src/contract/activities';
 export { CEL_EVALUATION_FAILURE } from './steps';
 export { OWNERSHIP_NOT_FOUND, OWNERSHIP_INVALID } from './owners';
 export {
@@ -50,8 +57,16 @@ export function createActivities(deps: ActivityDeps) {
     ...createStepActivities({ db: deps.db }),
     ...createLaneActivities({ ...(deps.lanes ? { lanes: deps.lanes } : {}) }),
     ...createOwnershipActivities({ db: deps.db }),
-    ...createCallWebhookActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
-    ...createNotifyActivities({ allowPrivateOutbound: deps.allowPrivateOutbound, db: deps.db, ...(deps.secretBox ? { secretBox: deps.secretBox } : {}) }),
+    ...createCallWebhookActivities({
+      allowPrivateOutbound: deps.allowPrivateOutbound,
+      db: deps.db,
+      ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
+    }),
+    ...createNotifyActivities({
+      allowPrivateOutbound: deps.allowPrivateOutbound,
+      db: deps.db,
+      ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
+    }),
     ...createBulkActionActivities({ db: deps.db, ...(deps.bulkRuns ? { bulkRuns: deps.bulkRuns } : {}) }),
   } satisfies AutomationActivities;
 }

@@ -68,15 +68,20 @@ export function createNotifyActivities(deps: NotifyDeps) {
       try {
         await checkSecretOrigins(deps.db, new URL(url).origin, [{ name: input.webhook, field: 'webhook' }]);
       } catch (err) {
-        if (err instanceof ApplicationFailure && err.type === CALL_WEBHOOK_SECRET_ORIGIN_REFUSED) throw notifyUrlRefusal(input.webhook);
+        if (err instanceof ApplicationFailure && err.type === CALL_WEBHOOK_SECRET_ORIGIN_REFUSED)
+          throw notifyUrlRefusal(input.webhook);
         throw err;
       }
       const key = callKey(input.keysOf ?? activityRun(), input.stepId);
       try {
-        const response = await postJson({ url, body: { text: input.text }, headers: {}, timeoutMs: NOTIFY_TIMEOUT_MS }, deps.allowPrivateOutbound, {
-          key,
-          signingKeys: [],
-        });
+        const response = await postJson(
+          { url, body: { text: input.text }, headers: {}, timeoutMs: NOTIFY_TIMEOUT_MS },
+          deps.allowPrivateOutbound,
+          {
+            key,
+            signingKeys: [],
+          },
+        );
         return { status: response.status, text: input.text };
       } catch (err) {
         throw postFailure(err, input.webhook);
@@ -114,7 +119,9 @@ function postFailure(err: unknown, name: string): unknown {
       message: `notify: webhook: ${message}`,
       nonRetryable: err.nonRetryable ?? false,
       details,
-      ...(err.nextRetryDelay !== undefined && err.nextRetryDelay !== null ? { nextRetryDelay: err.nextRetryDelay } : {}),
+      ...(err.nextRetryDelay !== undefined && err.nextRetryDelay !== null
+        ? { nextRetryDelay: err.nextRetryDelay }
+        : {}),
     });
   switch (err.type) {
     case CALL_WEBHOOK_REFUSED:

@@ -60,7 +60,8 @@ function refOf(effect: Effect<string, object>, input: OwnershipInput | Ownership
   try {
     return { ...context, ...pick(effectInputFrom(effect, values) as OwnershipRef) };
   } catch (err) {
-    if (err instanceof StepError) throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
+    if (err instanceof StepError)
+      throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
     throw err;
   }
 }
@@ -85,7 +86,8 @@ function toFailure(err: unknown, operation: string, ref: OwnershipRef): unknown 
 
 /** `user "svc-9" not found` rather than the domain's bare `user not found`. */
 function describeFailure(err: NotFoundError | InvalidArgumentError, ref: OwnershipRef): string {
-  if (err instanceof NotFoundError && err.id !== undefined) return `${err.resource} ${JSON.stringify(err.id)} not found`;
+  if (err instanceof NotFoundError && err.id !== undefined)
+    return `${err.resource} ${JSON.stringify(err.id)} not found`;
   const target = `user ${JSON.stringify(ref.userId)}, role ${JSON.stringify(ref.roleSlug)}, app ${JSON.stringify(ref.appId)}, entitlement ${JSON.stringify(ref.entitlementId)}`;
   return `${err.message} (${target})`;
 }

@@ -11,7 +11,12 @@ import { evaluateAll } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
 import type { LogLevel } from '../src/steps';
-import { CEL_EVALUATION_FAILURE, VERSION_NOT_FOUND, type AutomationVersionSteps, type EvaluatedStep } from '../src/contract/run';
+import {
+  CEL_EVALUATION_FAILURE,
+  VERSION_NOT_FOUND,
+  type AutomationVersionSteps,
+  type EvaluatedStep,
+} from '../src/contract/run';
 import type { EvaluateStepInput } from '../src/contract/activities';
 import { CelEvaluationError } from '../src/errors';
 
@@ -105,7 +110,11 @@ export function createStepActivities(deps: { db: Db; keptVersions?: KeptVersions
     },
 
     /** A log step's line: written to the worker's log; the history keeps it as this activity's summary and result. */
-    async annotate(input: { stepId: string; level: LogLevel; line: string }): Promise<{ stepId: string; line: string }> {
+    async annotate(input: {
+      stepId: string;
+      level: LogLevel;
+      line: string;
+    }): Promise<{ stepId: string; line: string }> {
       Context.current().log[input.level](input.line, { stepId: input.stepId });
       return { stepId: input.stepId, line: input.line };
     },

@@ -47,10 +47,16 @@ export async function createBenchAutomation(
   token: string,
   options: { withOwnership: boolean } = { withOwnership: true },
 ): Promise<BenchAutomation> {
-  const first = { id: 'vars', setVariables: { who: 'ctx.trigger.user.email', vip: 'ctx.trigger.tags.exists(t, t == "vip")' } };
+  const first = {
+    id: 'vars',
+    setVariables: { who: 'ctx.trigger.user.email', vip: 'ctx.trigger.tags.exists(t, t == "vip")' },
+  };
   let fallback: string | undefined;
   let middle: Record<string, unknown> | undefined;
-  let third: Record<string, unknown> = { id: 'done', setVariables: { owner: 'ctx.steps.own.userId', since: 'ctx.steps.own.createdAt' } };
+  let third: Record<string, unknown> = {
+    id: 'done',
+    setVariables: { owner: 'ctx.steps.own.userId', since: 'ctx.steps.own.createdAt' },
+  };
   let fields: Record<string, unknown> = {};
 
   const owner = options.withOwnership ? await prepareOwnership(apiUrl, token) : '';
@@ -83,12 +89,17 @@ export async function createBenchAutomation(
   }
   const automation = created.body.automation as { id: string; trigger: { incomingWebhook: { url: string } } };
   const published = await request('POST', `${apiUrl}/api/v1/automations/${automation.id}/publish`, { token });
-  if (published.status !== 200) throw new Error(`publish automation: ${published.status} ${JSON.stringify(published.body)}`);
+  if (published.status !== 200)
+    throw new Error(`publish automation: ${published.status} ${JSON.stringify(published.body)}`);
   return {
     id: automation.id,
     listenerPath: new URL(automation.trigger.incomingWebhook.url).pathname,
     signingSecret: String(created.body.signingSecret),
-    shape: !options.withOwnership ? 'setVariables ×3' : fallback ? 'setVariables ×3 (fallback)' : 'setVariables, createEntitlementOwner, setVariables',
+    shape: !options.withOwnership
+      ? 'setVariables ×3'
+      : fallback
+        ? 'setVariables ×3 (fallback)'
+        : 'setVariables, createEntitlementOwner, setVariables',
     fallback,
     ownership: options.withOwnership && fallback === undefined,
     body: webhookBody(fields),
@@ -107,13 +118,23 @@ function postAutomation(apiUrl: string, token: string, steps: Array<Record<strin
 }
 
 /** A service user, an app and an entitlement; or the reason they could not be made. */
-async function prepareOwnership(apiUrl: string, token: string): Promise<{ userId: string; appId: string; entitlementId: string } | string> {
+async function prepareOwnership(
+  apiUrl: string,
+  token: string,
+): Promise<{ userId: string; appId: string; entitlementId: string } | string> {
   const user = await request('POST', `${apiUrl}/api/v1/users`, {
     token,
-    body: JSON.stringify({ displayName: 'Bench service account', email: 'svc-bench@acme.com', type: 'USER_TYPE_SERVICE' }),
+    body: JSON.stringify({
+      displayName: 'Bench service account',
+      email: 'svc-bench@acme.com',
+      type: 'USER_TYPE_SERVICE',
+    }),
   });
   if (user.status !== 200) return `POST /api/v1/users answered ${user.status}`;
-  const app = await request('POST', `${apiUrl}/api/v1/apps`, { token, body: JSON.stringify({ displayName: 'Bench app' }) });
+  const app = await request('POST', `${apiUrl}/api/v1/apps`, {
+    token,
+    body: JSON.stringify({ displayName: 'Bench app' }),
+  });
   if (app.status !== 200) return `POST /api/v1/apps answered ${app.status}`;
   const appId = String(app.body.app.id);
   const entitlement = await request('POST', `${apiUrl}/api/v1/apps/${appId}/entitlements`, {

@@ -33,7 +33,12 @@ export function createBareActivities(db?: Queryable) {
     async ownOnly(payload: unknown): Promise<{ created: boolean }> {
       if (!db) throw new Error('ownOnly needs the store');
       const trigger = payload as OwnershipTrigger;
-      const ref = { userId: String(trigger.serviceAccount), roleSlug: 'owner', appId: String(trigger.appId), entitlementId: String(trigger.entitlementId) };
+      const ref = {
+        userId: String(trigger.serviceAccount),
+        roleSlug: 'owner',
+        appId: String(trigger.appId),
+        entitlementId: String(trigger.entitlementId),
+      };
       const found = await recordOwner(db, ref, SERVICE_USER, {
         actor: 'system',
         action: 'entitlement_owner.create',

@@ -20,7 +20,11 @@ export interface BreakerResult {
 /** Far above anything the measure sends: the breaker stays closed. */
 const MAX_RUNS = 1_000_000;
 
-export async function runBreakerBench(stack: Stack, options: { seconds: number; rounds: number }, log: (line: string) => void): Promise<BreakerResult> {
+export async function runBreakerBench(
+  stack: Stack,
+  options: { seconds: number; rounds: number },
+  log: (line: string) => void,
+): Promise<BreakerResult> {
   const steps = [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }];
   const plain = await createAutomation(stack.ingressApi.url, stack.adminToken, {}, steps, 'Bench: no breaker');
   const guarded = await createAutomation(stack.ingressApi.url, stack.adminToken, {}, steps, 'Bench: closed breaker');
@@ -44,10 +48,14 @@ export async function runBreakerBench(stack: Stack, options: { seconds: number; 
     plainPerSec = Math.max(plainPerSec, b.perSec);
   }
   // The breaker was on the path and stayed closed: it counted every accepted run and paused none.
-  const shown = await request('GET', `${stack.ingressApi.url}/api/v1/automations/${guarded.id}`, { token: stack.adminToken });
+  const shown = await request('GET', `${stack.ingressApi.url}/api/v1/automations/${guarded.id}`, {
+    token: stack.adminToken,
+  });
   const breaker = shown.body.automation?.breaker as { state?: string; runsInPeriod?: number } | undefined;
   if (breaker?.state !== 'CLOSED' || breaker.runsInPeriod !== guardedAccepted) {
-    throw new Error(`breaker: expected CLOSED with ${guardedAccepted} runs in the period, got ${JSON.stringify(breaker)}`);
+    throw new Error(
+      `breaker: expected CLOSED with ${guardedAccepted} runs in the period, got ${JSON.stringify(breaker)}`,
+    );
   }
   return { breakerPerSec, plainPerSec, ingressRatio: breakerPerSec / plainPerSec, runsInPeriod: breaker.runsInPeriod };
 }

@@ -112,11 +112,21 @@ async function sampledLoop(
     const next = windowStart + period * seconds * 1000;
     while (!stop() && performance.now() < next) await sleep(Math.min(250, next - performance.now()));
   }
-  return { perSec: sampledMs > 0 ? accepted / (sampledMs / 1000) : 0, accepted, windows, sampledSeconds: sampledMs / 1000 };
+  return {
+    perSec: sampledMs > 0 ? accepted / (sampledMs / 1000) : 0,
+    accepted,
+    windows,
+    sampledSeconds: sampledMs / 1000,
+  };
 }
 
 /** Polls `fn` every 500 ms until `done`; fails after `timeoutMs` (a bench that cannot park its runs must not hang). */
-async function until<T>(what: string, fn: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn();
@@ -136,8 +146,10 @@ async function park(api: string, target: Target, payload: unknown): Promise<stri
   for (let attempt = 1; ; attempt++) {
     const { body, headers } = hmacEvent(target.secret, payload, { eventId });
     const res = await request('POST', `${api}${target.listenerPath}`, { body, headers });
-    if (res.status === 200 || (res.status === 409 && attempt > 1)) return res.status === 200 ? String(res.body.executionId) : undefined;
-    if (res.status !== 503 || attempt === 10) throw new Error(`bulk: parking event answered ${res.status} ${JSON.stringify(res.body)}`);
+    if (res.status === 200 || (res.status === 409 && attempt > 1))
+      return res.status === 200 ? String(res.body.executionId) : undefined;
+    if (res.status !== 503 || attempt === 10)
+      throw new Error(`bulk: parking event answered ${res.status} ${JSON.stringify(res.body)}`);
     await sleep(1000);
   }
 }
@@ -160,7 +172,9 @@ async function withPhaseCpu<T extends { accepted: number }>(
   stack: Stack,
   fn: () => Promise<T>,
   metrics?: () => Promise<Counters>,
-): Promise<[T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined; requests: Counters | undefined }]> {
+): Promise<
+  [T, PhaseCpu & { seconds: number; benchMs: number; temporalMs: number | undefined; requests: Counters | undefined }]
+> {
   const countersBefore = await metrics?.();
   const started = performance.now();
   const bench = process.cpuUsage();
@@ -181,7 +195,10 @@ async function withPhaseCpu<T extends { accepted: number }>(
       requests: countersBefore && countersAfter ? delta(countersBefore, countersAfter) : undefined,
       benchMsPerSec: benchMs / seconds,
       temporalMsPerSec: temporalMs === undefined ? undefined : temporalMs / seconds,
-      perAcceptedMs: { bench: benchMs / result.accepted, temporal: temporalMs === undefined ? undefined : temporalMs / result.accepted },
+      perAcceptedMs: {
+        bench: benchMs / result.accepted,
+        temporal: temporalMs === undefined ? undefined : temporalMs / result.accepted,
+      },
     },
   ];
 }
@@ -197,11 +214,32 @@ export async function runBulkBench(
   const api = stack.e2eApi.url;
   // A token of its own that outlives the section (the stack's lasts 10 minutes; parking and a paced cancel take longer).
   const tokens = await AccessTokens.load(stack.db, stack.secretBox, 86_400);
-  const { client: benchClient } = await createClient(stack.db, stack.secretBox, { displayName: 'bench bulk', roles: ['super_admin'] });
+  const { client: benchClient } = await createClient(stack.db, stack.secretBox, {
+    displayName: 'bench bulk',
+    roles: ['super_admin'],
+  });
   const token = await tokens.issue(benchClient.clientId, ['super_admin']);
-  const parked = await createAutomation(api, token, {}, [{ id: 'hold', waitForApproval: { timeout: '86400s' } }], 'Bench: parked runs');
-  const alone = await createAutomation(api, token, {}, [{ id: 'hold', waitForApproval: { timeout: '86400s' } }], 'Bench: runs canceled alone');
-  const plain = await createAutomation(stack.ingressApi.url, token, {}, [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }], 'Bench: plain ingress');
+  const parked = await createAutomation(
+    api,
+    token,
+    {},
+    [{ id: 'hold', waitForApproval: { timeout: '86400s' } }],
+    'Bench: parked runs',
+  );
+  const alone = await createAutomation(
+    api,
+    token,
+    {},
+    [{ id: 'hold', waitForApproval: { timeout: '86400s' } }],
+    'Bench: runs canceled alone',
+  );
+  const plain = await createAutomation(
+    stack.ingressApi.url,
+    token,
+    {},
+    [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    'Bench: plain ingress',
+  );
 
   const dryRun = (automationId: string): Promise<number> =>
     request('POST', `${api}${BULK}`, {
@@ -252,10 +290,16 @@ export async function runBulkBench(
   const startCancel = async (automationId: string, runs: number): Promise<string> => {
     const created = await request('POST', `${api}${BULK}`, {
       token,
-      body: JSON.stringify({ action: 'cancel', reason: 'bench: bulk cancel', filter: { automationId, status: ['RUNNING'] } }),
+      body: JSON.stringify({
+        action: 'cancel',
+        reason: 'bench: bulk cancel',
+        filter: { automationId, status: ['RUNNING'] },
+      }),
     });
-    if (created.status !== 202) throw new Error(`bulk: cancel answered ${created.status} ${JSON.stringify(created.body)}`);
-    if (created.body.bulkAction.matched !== runs) throw new Error(`bulk: the cancel matched ${created.body.bulkAction.matched} runs, not ${runs}`);
+    if (created.status !== 202)
+      throw new Error(`bulk: cancel answered ${created.status} ${JSON.stringify(created.body)}`);
+    if (created.body.bulkAction.matched !== runs)
+      throw new Error(`bulk: the cancel matched ${created.body.bulkAction.matched} runs, not ${runs}`);
     return String(created.body.bulkAction.id);
   };
   /** Polls the action's progress every 500 ms until it is no longer RUNNING; the action as it ended. */
@@ -282,7 +326,8 @@ export async function runBulkBench(
     stack,
     async () => {
       const action = await untilEnded(await startCancel(alone.id, aloneRuns));
-      if (action.state !== 'COMPLETED' || action.succeeded !== aloneRuns) throw new Error(`bulk: the cancel alone ended ${JSON.stringify(action)}`);
+      if (action.state !== 'COMPLETED' || action.succeeded !== aloneRuns)
+        throw new Error(`bulk: the cancel alone ended ${JSON.stringify(action)}`);
       return { accepted: 1 };
     },
     metrics,
@@ -302,7 +347,10 @@ export async function runBulkBench(
   if (cancelAlone.requests && idleCpu.requests) {
     aloneRequests = {};
     for (const key of [...cancelAlone.requests.keys()].sort()) {
-      const perRun = ((cancelAlone.requests.get(key) ?? 0) - ((idleCpu.requests.get(key) ?? 0) * cancelAlone.seconds) / idleCpu.seconds) / aloneRuns;
+      const perRun =
+        ((cancelAlone.requests.get(key) ?? 0) -
+          ((idleCpu.requests.get(key) ?? 0) * cancelAlone.seconds) / idleCpu.seconds) /
+        aloneRuns;
       if (Math.abs(perRun) >= 0.05) aloneRequests[key] = Math.round(perRun * 100) / 100;
     }
     log(`bulk: Temporal requests per run canceled alone, beyond idle: ${JSON.stringify(aloneRequests)}`);
@@ -335,24 +383,35 @@ export async function runBulkBench(
       watched = true;
     });
   const [during, cpuDuring] = await aroundApi(1, () =>
-    withPhaseCpu(stack, () => sampledLoop(stack.ingressApi.url, plain, options.seconds, SAMPLE_PERIOD, 32, () => watched), metrics),
+    withPhaseCpu(
+      stack,
+      () => sampledLoop(stack.ingressApi.url, plain, options.seconds, SAMPLE_PERIOD, 32, () => watched),
+      metrics,
+    ),
   );
   await watching;
   const action = finished!;
-  if (action.state !== 'COMPLETED' || action.succeeded !== options.runs) throw new Error(`bulk: the cancel ended ${JSON.stringify(action)}`);
+  if (action.state !== 'COMPLETED' || action.succeeded !== options.runs)
+    throw new Error(`bulk: the cancel ended ${JSON.stringify(action)}`);
   const cancelSeconds = (Date.parse(String(action.finishedAt)) - Date.parse(String(action.createdAt))) / 1000;
   log(
     `bulk: cancel of ${options.runs} runs in ${cancelSeconds.toFixed(1)} s; ingress meanwhile ${during.perSec.toFixed(0)}/s in ${during.windows} windows (${during.sampledSeconds.toFixed(0)} s); ${cpuLine(cpuDuring)}`,
   );
 
-  const [after, cpuAfter] = await withPhaseCpu(stack, () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32), metrics);
+  const [after, cpuAfter] = await withPhaseCpu(
+    stack,
+    () => closedLoop(stack.ingressApi.url, plain, options.seconds, 32),
+    metrics,
+  );
   log(`bulk: plain ingress after ${after.perSec.toFixed(0)}/s; ${cpuLine(cpuAfter)}`);
   const plainPerSec = (before.perSec + after.perSec) / 2;
   // What ingress alone costs per accepted webhook (both plain phases), and what the cancel phase spent beyond that.
   const plainAccepted = before.accepted + after.accepted;
   const benchPerAccept = (cpuBefore.benchMs + cpuAfter.benchMs) / plainAccepted;
   const temporalPerAccept =
-    cpuBefore.temporalMs !== undefined && cpuAfter.temporalMs !== undefined ? (cpuBefore.temporalMs + cpuAfter.temporalMs) / plainAccepted : undefined;
+    cpuBefore.temporalMs !== undefined && cpuAfter.temporalMs !== undefined
+      ? (cpuBefore.temporalMs + cpuAfter.temporalMs) / plainAccepted
+      : undefined;
   const perRunCpuMs = {
     bench: (cpuDuring.benchMs - during.accepted * benchPerAccept) / options.runs,
     temporal:
@@ -360,12 +419,16 @@ export async function runBulkBench(
         ? (cpuDuring.temporalMs - during.accepted * temporalPerAccept) / options.runs
         : undefined,
   };
-  log(`bulk: CPU per canceled run beyond ingress: this process ${perRunCpuMs.bench.toFixed(1)} ms, Temporal ${perRunCpuMs.temporal?.toFixed(1) ?? '?'} ms`);
+  log(
+    `bulk: CPU per canceled run beyond ingress: this process ${perRunCpuMs.bench.toFixed(1)} ms, Temporal ${perRunCpuMs.temporal?.toFixed(1) ?? '?'} ms`,
+  );
   // The same estimate for each of Temporal's request counters.
   let perRunTemporalRequests: Record<string, number> | undefined;
   if (cpuBefore.requests && cpuDuring.requests && cpuAfter.requests) {
     perRunTemporalRequests = {};
-    const keys = [...new Set([...cpuBefore.requests.keys(), ...cpuDuring.requests.keys(), ...cpuAfter.requests.keys()])];
+    const keys = [
+      ...new Set([...cpuBefore.requests.keys(), ...cpuDuring.requests.keys(), ...cpuAfter.requests.keys()]),
+    ];
     for (const key of keys.sort()) {
       const perAccept = ((cpuBefore.requests.get(key) ?? 0) + (cpuAfter.requests.get(key) ?? 0)) / plainAccepted;
       const perRun = ((cpuDuring.requests.get(key) ?? 0) - during.accepted * perAccept) / options.runs;
@@ -378,7 +441,9 @@ export async function runBulkBench(
     ids.find((id): id is string => id !== undefined),
   );
   if (canceledRunHistory)
-    log(`bulk: a canceled run's history: ${canceledRunHistory.events} events; from the cancel request: ${canceledRunHistory.fromCancel.join(', ')}`);
+    log(
+      `bulk: a canceled run's history: ${canceledRunHistory.events} events; from the cancel request: ${canceledRunHistory.fromCancel.join(', ')}`,
+    );
   return {
     runs: options.runs,
     parkSeconds,
@@ -394,7 +459,12 @@ export async function runBulkBench(
     cpu: { before: phase(cpuBefore), during: phase(cpuDuring), after: phase(cpuAfter) },
     perRunCpuMs,
     perRunTemporalRequests,
-    alone: { runs: aloneRuns, seconds: cancelAlone.seconds, perRunCpuMs: aloneCpuMs, perRunTemporalRequests: aloneRequests },
+    alone: {
+      runs: aloneRuns,
+      seconds: cancelAlone.seconds,
+      perRunCpuMs: aloneCpuMs,
+      perRunTemporalRequests: aloneRequests,
+    },
     canceledRunHistory,
   };
 }
@@ -404,8 +474,12 @@ async function historyOf(stack: Stack, runId: string | undefined): Promise<BulkR
   if (!runId) return undefined;
   const events = (await stack.client.workflow.getHandle(runId).fetchHistory()).events ?? [];
   const from = events.findIndex((event) => event.workflowExecutionCancelRequestedEventAttributes);
-  const name = (type: unknown): string => String(temporal.api.enums.v1.EventType[Number(type)] ?? type).replace(/^EVENT_TYPE_/, '');
-  return { events: events.length, fromCancel: from < 0 ? [] : events.slice(from).map((event) => name(event.eventType)) };
+  const name = (type: unknown): string =>
+    String(temporal.api.enums.v1.EventType[Number(type)] ?? type).replace(/^EVENT_TYPE_/, '');
+  return {
+    events: events.length,
+    fromCancel: from < 0 ? [] : events.slice(from).map((event) => name(event.eventType)),
+  };
 }
 
 function phase(cpu: PhaseCpu): PhaseCpu {

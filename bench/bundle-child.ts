@@ -9,14 +9,25 @@ import os from 'node:os';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
-export async function bundleInChild({ workflowsPath, preloadModules = [] }: { workflowsPath: string; preloadModules?: string[] }): Promise<{ code: string }> {
+export async function bundleInChild({
+  workflowsPath,
+  preloadModules = [],
+}: {
+  workflowsPath: string;
+  preloadModules?: string[];
+}): Promise<{ code: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-bundle-'));
   const out = path.join(dir, 'bundle.js');
   try {
     await new Promise<void>((resolve, reject) => {
-      const child = fork(__filename, [workflowsPath, out, ...preloadModules], { execArgv: process.execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+      const child = fork(__filename, [workflowsPath, out, ...preloadModules], {
+        execArgv: process.execArgv,
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      });
       child.once('error', reject);
-      child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bundling ${workflowsPath} failed (${code})`))));
+      child.once('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`bundling ${workflowsPath} failed (${code})`)),
+      );
     });
     return { code: fs.readFileSync(out, 'utf8') };
   } finally {
@@ -26,7 +37,11 @@ export async function bundleInChild({ workflowsPath, preloadModules = [] }: { wo
 
 if (require.main === module) {
   const [workflowsPath, out, ...preloadModules] = process.argv.slice(2);
-  bundleWorkflowCode({ workflowsPath: workflowsPath!, preloadModules, logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } })
+  bundleWorkflowCode({
+    workflowsPath: workflowsPath!,
+    preloadModules,
+    logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} },
+  })
     .then(({ code }) => fs.writeFileSync(out!, code))
     .then(
       () => process.exit(0),

@@ -7,7 +7,8 @@
 import { celEnv, parse, plan } from '@bufbuild/cel';
 import { evaluate } from '../src/cel';
 
-export const CEL_EXPRESSION = 'ctx.trigger.user.email.endsWith("@acme.com") && ctx.trigger.count > 3 && ctx.trigger.tags.exists(t, t == "vip")';
+export const CEL_EXPRESSION =
+  'ctx.trigger.user.email.endsWith("@acme.com") && ctx.trigger.count > 3 && ctx.trigger.tags.exists(t, t == "vip")';
 
 export interface CelResult {
   perSec: number;

@@ -31,7 +31,11 @@ export interface ConsoleResult {
   settledMs: number[];
   firstPageJsGzKb: number | null;
   idleRssCostMb: number | null;
-  lighthouse: { performance: number; accessibility: number; runs: Array<{ performance: number; accessibility: number }> } | null;
+  lighthouse: {
+    performance: number;
+    accessibility: number;
+    runs: Array<{ performance: number; accessibility: number }>;
+  } | null;
   notes: string[];
 }
 
@@ -80,7 +84,11 @@ async function makeRuns(api: string, count: number): Promise<void> {
     await fetch(`${api}/auth/v1/token`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret }),
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        client_id: BOOTSTRAP.clientId,
+        client_secret: BOOTSTRAP.clientSecret,
+      }),
     }),
     'token',
   );
@@ -98,7 +106,13 @@ async function makeRuns(api: string, count: number): Promise<void> {
     'create automation',
   );
   const automation = created.automation as { id: string; trigger: { incomingWebhook: { url: string } } };
-  await json(await fetch(`${api}/api/v1/automations/${encodeURIComponent(automation.id)}/publish`, { method: 'POST', headers: auth }), 'publish');
+  await json(
+    await fetch(`${api}/api/v1/automations/${encodeURIComponent(automation.id)}/publish`, {
+      method: 'POST',
+      headers: auth,
+    }),
+    'publish',
+  );
   const listener = new URL(automation.trigger.incomingWebhook.url).pathname;
   for (let n = 0; n < count; n++) {
     const event = hmacEvent(String(created.signingSecret), { n: String(n) });
@@ -125,10 +139,17 @@ async function signIn(api: string): Promise<{ name: string; value: string }> {
 }
 
 /** Lighthouse, desktop preset, on the signed-in runs page: `runs` times, each with a fresh Chromium. */
-async function runLighthouse(url: string, cookie: string, runs: number, log: (line: string) => void): Promise<NonNullable<ConsoleResult['lighthouse']>> {
+async function runLighthouse(
+  url: string,
+  cookie: string,
+  runs: number,
+  log: (line: string) => void,
+): Promise<NonNullable<ConsoleResult['lighthouse']>> {
   // Both are ES modules only.
   const { default: lighthouse } = await import('lighthouse');
-  const { default: desktopConfig } = (await import('lighthouse/core/config/desktop-config.js')) as { default: LighthouseConfig };
+  const { default: desktopConfig } = (await import('lighthouse/core/config/desktop-config.js')) as {
+    default: LighthouseConfig;
+  };
   const { launch } = await import('chrome-launcher');
   const scores: Array<{ performance: number; accessibility: number }> = [];
   // A run that Lighthouse itself could not finish (a runtime error such as NO_NAVSTART: its trace
@@ -136,11 +157,20 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
   // runs asked for), rather than counted as a score of 0.
   let retries = 0;
   for (let i = 0; i < runs; i++) {
-    const chrome = await launch({ chromePath: CHROMIUM, chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const chrome = await launch({
+      chromePath: CHROMIUM,
+      chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
     try {
       const result = await lighthouse(
         url,
-        { port: chrome.port, output: 'json', logLevel: 'error', extraHeaders: { Cookie: cookie }, onlyCategories: ['performance', 'accessibility'] },
+        {
+          port: chrome.port,
+          output: 'json',
+          logLevel: 'error',
+          extraHeaders: { Cookie: cookie },
+          onlyCategories: ['performance', 'accessibility'],
+        },
         desktopConfig,
       );
       const runtimeError = result!.lhr.runtimeError;
@@ -160,7 +190,8 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
         performance: Math.round((categories.performance!.score ?? 0) * 100),
         accessibility: Math.round((categories.accessibility!.score ?? 0) * 100),
       };
-      if (result!.lhr.finalDisplayedUrl !== url) throw new Error(`Lighthouse ended on ${result!.lhr.finalDisplayedUrl}, not ${url} (signed out?)`);
+      if (result!.lhr.finalDisplayedUrl !== url)
+        throw new Error(`Lighthouse ended on ${result!.lhr.finalDisplayedUrl}, not ${url} (signed out?)`);
       const failed = Object.values(result!.lhr.audits).filter(
         (a) =>
           a.score !== null &&
@@ -177,7 +208,11 @@ async function runLighthouse(url: string, cookie: string, runs: number, log: (li
       chrome.kill();
     }
   }
-  return { performance: median(scores.map((s) => s.performance)), accessibility: median(scores.map((s) => s.accessibility)), runs: scores };
+  return {
+    performance: median(scores.map((s) => s.performance)),
+    accessibility: median(scores.map((s) => s.accessibility)),
+    runs: scores,
+  };
 }
 
 /** Measures the console on a fresh `npm start` (see the module comment). */
@@ -186,7 +221,9 @@ export async function runConsoleBench(
   log: (line: string) => void,
 ): Promise<ConsoleResult> {
   const root = path.resolve(__dirname, '..');
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-console-'));
   const port = await freePort();
   const env = {
@@ -203,9 +240,21 @@ export async function runConsoleBench(
     BOOTSTRAP_CLIENT_SECRET: BOOTSTRAP.clientSecret,
   };
   const api = `http://localhost:${port}`;
-  const result: ConsoleResult = { runsListMs: null, loadsMs: [], settledMs: [], firstPageJsGzKb: null, idleRssCostMb: null, lighthouse: null, notes: [] };
+  const result: ConsoleResult = {
+    runsListMs: null,
+    loadsMs: [],
+    settledMs: [],
+    firstPageJsGzKb: null,
+    idleRssCostMb: null,
+    lighthouse: null,
+    notes: [],
+  };
   log(`console: starting \`${pkg.scripts.start}\` in ${dataDir}`);
-  const child = spawn('/bin/sh', ['-c', pkg.scripts.start ?? 'node scripts/start.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('/bin/sh', ['-c', pkg.scripts.start ?? 'node scripts/start.js'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
@@ -226,7 +275,11 @@ export async function runConsoleBench(
     const rssBefore = await settledRssMb(child.pid!, 10_000);
     const session = await signIn(api);
     const runsUrl = `${api}/console/runs`;
-    const served = (await fetch(`${api}/console/api/v1/automation_executions?pageSize=1`, { headers: { Cookie: `${session.name}=${session.value}` } })).status;
+    const served = (
+      await fetch(`${api}/console/api/v1/automation_executions?pageSize=1`, {
+        headers: { Cookie: `${session.name}=${session.value}` },
+      })
+    ).status;
 
     if (!options.lighthouseOnly) {
       for (let i = 0; i < options.loads; i++) {
@@ -246,10 +299,16 @@ export async function runConsoleBench(
         }
         await page.goto(runsUrl);
         if (served === 404) {
-          await page.waitForFunction((mark) => performance.getEntriesByName(mark).length > 0, `${MARK}-error`, { timeout: 30_000 });
-          result.settledMs.push(await page.evaluate((mark) => performance.getEntriesByName(mark)[0]!.startTime, `${MARK}-error`));
+          await page.waitForFunction((mark) => performance.getEntriesByName(mark).length > 0, `${MARK}-error`, {
+            timeout: 30_000,
+          });
+          result.settledMs.push(
+            await page.evaluate((mark) => performance.getEntriesByName(mark)[0]!.startTime, `${MARK}-error`),
+          );
         } else {
-          await page.waitForFunction((mark) => performance.getEntriesByName(mark).length > 0, MARK, { timeout: 30_000 });
+          await page.waitForFunction((mark) => performance.getEntriesByName(mark).length > 0, MARK, {
+            timeout: 30_000,
+          });
           result.loadsMs.push(await page.evaluate((mark) => performance.getEntriesByName(mark)[0]!.startTime, MARK));
         }
         if (i === 0) {

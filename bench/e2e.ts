@@ -92,7 +92,11 @@ function cpuNow(stack: Stack): RunCpu {
 }
 
 /** Times a POST that starts a run (200 `{executionId}`) until the run's result; answers both. */
-async function postToResult(stack: Stack, what: string, post: () => Promise<HttpResponse>): Promise<{ elapsed: number; result: unknown }> {
+async function postToResult(
+  stack: Stack,
+  what: string,
+  post: () => Promise<HttpResponse>,
+): Promise<{ elapsed: number; result: unknown }> {
   const started = performance.now();
   const response = await post();
   if (response.status !== 200) throw new Error(`${what} answered ${response.status}: ${JSON.stringify(response.body)}`);
@@ -118,7 +122,10 @@ async function inRotation<K extends string>(
 ): Promise<Record<K, number[]>> {
   const order = Object.keys(kinds) as K[];
   const times = Object.fromEntries(order.map((kind) => [kind, [] as number[]])) as Record<K, number[]>;
-  const spent = Object.fromEntries(order.map((kind) => [kind, { process: 0, mainThread: 0, temporal: 0 }])) as Record<K, RunCpu>;
+  const spent = Object.fromEntries(order.map((kind) => [kind, { process: 0, mainThread: 0, temporal: 0 }])) as Record<
+    K,
+    RunCpu
+  >;
   for (let i = 0; i < options.warmup; i++) for (const kind of order) await kinds[kind]();
   for (let i = 0; i < options.runs; i++) {
     for (let k = 0; k < order.length; k++) {
@@ -127,7 +134,8 @@ async function inRotation<K extends string>(
       times[kind].push(await kinds[kind]());
       if (cpu && before) {
         const after = cpu.now();
-        for (const part of ['process', 'mainThread', 'temporal'] as const) spent[kind][part] += after[part] - before[part];
+        for (const part of ['process', 'mainThread', 'temporal'] as const)
+          spent[kind][part] += after[part] - before[part];
       }
     }
   }
@@ -183,7 +191,11 @@ export async function runE2eBench(
             ...kinds,
             shapeWithStore: () => shapeRun(stack, automation.body, 'localFourWithStore'),
             product: async () =>
-              (await postToResult(stack, 'product-shaped floor', () => request('POST', productFloor.url, { body: automation.body }))).elapsed,
+              (
+                await postToResult(stack, 'product-shaped floor', () =>
+                  request('POST', productFloor.url, { body: automation.body }),
+                )
+              ).elapsed,
           },
           options,
           cpu,
@@ -259,13 +271,22 @@ function productStart(stack: Stack, record: AutomationRecord): Koa.Middleware {
     const eventId = randomUUID();
     const { input, display } = runOfBody(record, eventId, Buffer.concat(chunks));
     const workflowId = `product-floor:${record.listenerId}:${eventId}`;
-    await stack.workerClient.workflow.start('localFourAsProduct', { ...runStartOptions(BARE_QUEUE, workflowId, input, display), requestEagerStart: true });
+    await stack.workerClient.workflow.start('localFourAsProduct', {
+      ...runStartOptions(BARE_QUEUE, workflowId, input, display),
+      requestEagerStart: true,
+    });
     ctx.body = { executionId: workflowId };
   };
 }
 
-async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'localFour' | 'localFourWithStore'): Promise<number> {
-  return (await postToResult(stack, 'bare start', () => request('POST', `${stack.bareStart.url}/${workflow}`, { body }))).elapsed;
+async function shapeRun(
+  stack: Stack,
+  body: string,
+  workflow: 'localThree' | 'localFour' | 'localFourWithStore',
+): Promise<number> {
+  return (
+    await postToResult(stack, 'bare start', () => request('POST', `${stack.bareStart.url}/${workflow}`, { body }))
+  ).elapsed;
 }
 
 /**
@@ -275,8 +296,15 @@ async function shapeRun(stack: Stack, body: string, workflow: 'localThree' | 'lo
  * with nothing checked, stored or evaluated, and the same without the load. They show how much of
  * the e2e ratio the engine's round trips alone take on this server and client.
  */
-export async function runFloorBench(stack: Stack, body: string, options: { warmup: number; runs: number }, log: (line: string) => void): Promise<FloorResult> {
-  log(`floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities; a bare POST and 4, and 3; empty workflow), in rotation`);
+export async function runFloorBench(
+  stack: Stack,
+  body: string,
+  options: { warmup: number; runs: number },
+  log: (line: string) => void,
+): Promise<FloorResult> {
+  log(
+    `floor: ${options.warmup} warm-up runs, then ${options.runs} of each (3 no-op local activities; a bare POST and 4, and 3; empty workflow), in rotation`,
+  );
   const trigger = JSON.parse(body) as unknown;
   const times = await inRotation(
     {

@@ -28,7 +28,12 @@ export interface FlowResult {
   limitedPerSec: number;
   ingressRatio: number;
   /** Bare client loops: starts/s alone, start + lane signal-with-start/s, and with a describe of the lane first. */
-  floor: { startPerSec: number; startAndAskPerSec: number; describeStartAndAskPerSec: number; startAndSignalPerSec: number };
+  floor: {
+    startPerSec: number;
+    startAndAskPerSec: number;
+    describeStartAndAskPerSec: number;
+    startAndSignalPerSec: number;
+  };
   /** floor.startAndAskPerSec ÷ floor.startPerSec: the floor of ingressRatio with the lane protocol as it is. */
   floorIngressRatio: number;
   /** ingressRatio ÷ floorIngressRatio: how close the service is to that floor. */
@@ -59,7 +64,11 @@ export async function createAutomation(
   const id = String(created.body.automation.id);
   const published = await request('POST', `${apiUrl}/api/v1/automations/${id}/publish`, { token });
   if (published.status !== 200) throw new Error(`publish: ${published.status}`);
-  return { id, listenerPath: new URL(String(created.body.automation.trigger.incomingWebhook.url)).pathname, secret: String(created.body.signingSecret) };
+  return {
+    id,
+    listenerPath: new URL(String(created.body.automation.trigger.incomingWebhook.url)).pathname,
+    secret: String(created.body.signingSecret),
+  };
 }
 
 export function post(apiUrl: string, target: Target, payload: unknown): ReturnType<typeof request> {
@@ -131,7 +140,13 @@ type FloorShape = 'start' | 'startAndAsk' | 'describeStartAndAsk' | 'startAndSig
  * loop, started first: the ask as it would cost if lanes were per automation, not per key).
  * Completed loops per second.
  */
-async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, seconds: number, concurrency: number): Promise<number> {
+async function floorLoop(
+  client: Client,
+  shape: FloorShape,
+  trigger: unknown,
+  seconds: number,
+  concurrency: number,
+): Promise<number> {
   const end = performance.now() + seconds * 1000;
   let done = 0;
   const start = performance.now();
@@ -174,10 +189,19 @@ async function floorLoop(client: Client, shape: FloorShape, trigger: unknown, se
   return done / ((performance.now() - start) / 1000);
 }
 
-export async function runFlowBench(stack: Stack, options: { seconds: number; chain: number }, log: (line: string) => void): Promise<FlowResult> {
+export async function runFlowBench(
+  stack: Stack,
+  options: { seconds: number; chain: number },
+  log: (line: string) => void,
+): Promise<FlowResult> {
   const steps = [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }];
   const plain = await createAutomation(stack.ingressApi.url, stack.adminToken, {}, steps);
-  const limited = await createAutomation(stack.ingressApi.url, stack.adminToken, { concurrency: { limit: 1, key: 'ctx.trigger.user' } }, steps);
+  const limited = await createAutomation(
+    stack.ingressApi.url,
+    stack.adminToken,
+    { concurrency: { limit: 1, key: 'ctx.trigger.user' } },
+    steps,
+  );
   log('flow: warm-up');
   await closedLoop(stack.ingressApi.url, plain, 2, 32);
   await closedLoop(stack.ingressApi.url, limited, 2, 32);
@@ -194,7 +218,8 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
   // The floor of the same accept path, from the bench's client, in rotation.
   const trigger = { user: randomUUID(), padding: 'x'.repeat(900) };
   const floor = { startPerSec: 0, startAndAskPerSec: 0, describeStartAndAskPerSec: 0, startAndSignalPerSec: 0 };
-  for (const shape of ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'] as const) await floorLoop(stack.client, shape, trigger, 1, 32);
+  for (const shape of ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'] as const)
+    await floorLoop(stack.client, shape, trigger, 1, 32);
   const floorOrders: FloorShape[][] = [
     ['start', 'startAndAsk', 'describeStartAndAsk', 'startAndSignal'],
     ['startAndSignal', 'describeStartAndAsk', 'startAndAsk', 'start'],
@@ -211,7 +236,12 @@ export async function runFlowBench(stack: Stack, options: { seconds: number; cha
   const floorIngressRatio = floor.startAndAskPerSec / floor.startPerSec;
 
   // Hand-off: a chain of runs of one key, on the API whose runs the worker executes.
-  const chain = await createAutomation(stack.e2eApi.url, stack.adminToken, { concurrency: { limit: 1, key: 'ctx.trigger.user' } }, steps);
+  const chain = await createAutomation(
+    stack.e2eApi.url,
+    stack.adminToken,
+    { concurrency: { limit: 1, key: 'ctx.trigger.user' } },
+    steps,
+  );
   const runIds: string[] = [];
   const key = randomUUID();
   for (let i = 0; i < options.chain; i++) {

@@ -37,7 +37,11 @@ interface Answer {
 }
 
 /** A request whose headers and whole body have arrived, as Node's parser hands a small POST over. */
-function arrived(path: string, headers: Record<string, string>, body: Buffer): { req: IncomingMessage; res: ServerResponse; done: Promise<Answer> } {
+function arrived(
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): { req: IncomingMessage; res: ServerResponse; done: Promise<Answer> } {
   const socket = new Socket();
   Object.defineProperty(socket, 'remoteAddress', { value: '127.0.0.1' });
   const req = new IncomingMessage(socket);
@@ -104,7 +108,10 @@ async function main(): Promise<void> {
     const secretBox = new SecretBox(randomBytes(32));
     const tokens = await AccessTokens.load(db, secretBox, 3600);
     const api = await startApi({ db, tokens, pageTokenKey: randomBytes(32), secretBox }, stops);
-    const admin = await tokens.issue((await createClient(db, secretBox, { displayName: 'lab', roles: ['super_admin'] })).client.clientId, ['super_admin']);
+    const admin = await tokens.issue(
+      (await createClient(db, secretBox, { displayName: 'lab', roles: ['super_admin'] })).client.clientId,
+      ['super_admin'],
+    );
     const automation = await createBenchAutomation(api.url, admin, { withOwnership: false });
     const app = createApp(api.deps).callback() as Listener;
     // The service's answer to a wrong signature, which the floor sends too.
@@ -119,11 +126,19 @@ async function main(): Promise<void> {
     // The floor's handler, as bench/webhooks.ts serves it, on a Koa app of its own, sending the app's answer.
     const { 'Content-Length': _length, ...refusalHeaders } = refusal.headers;
     const floorApp = new Koa();
-    floorApp.use(hmacFloorHandler(automation.signingSecret, { status: refusal.status, headers: refusalHeaders, body: refusal.body }));
+    floorApp.use(
+      hmacFloorHandler(automation.signingSecret, {
+        status: refusal.status,
+        headers: refusalHeaders,
+        body: refusal.body,
+      }),
+    );
     const floor = floorApp.callback() as Listener;
     const sides: Record<string, Listener> = { api: app, floor };
     for (const [name, listener] of Object.entries(sides))
-      await drive(listener, automation.listenerPath, automation.body, 2).then((r) => log(`warm-up ${name}: ${JSON.stringify(r.statuses)}`));
+      await drive(listener, automation.listenerPath, automation.body, 2).then((r) =>
+        log(`warm-up ${name}: ${JSON.stringify(r.statuses)}`),
+      );
     // Short turns: the machine's speed drifts over seconds, and both sides see the same drift.
     const totals: Record<string, { cpuUs: number; count: number }> = {};
     for (let round = 1; round <= rounds; round++) {
@@ -135,7 +150,8 @@ async function main(): Promise<void> {
         total.count += result.count;
       }
     }
-    for (const [name, total] of Object.entries(totals)) log(`${name}: ${(total.cpuUs / total.count).toFixed(2)} µs CPU/request over ${total.count} requests`);
+    for (const [name, total] of Object.entries(totals))
+      log(`${name}: ${(total.cpuUs / total.count).toFixed(2)} µs CPU/request over ${total.count} requests`);
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     await db.close();

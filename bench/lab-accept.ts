@@ -63,7 +63,8 @@ function threadsCpu(): Map<string, number> {
   const byName = new Map<string, number>();
   for (const tid of fs.readdirSync(`/proc/${process.pid}/task`)) {
     try {
-      const name = tid === String(process.pid) ? 'main' : fs.readFileSync(`/proc/${process.pid}/task/${tid}/comm`, 'utf8').trim();
+      const name =
+        tid === String(process.pid) ? 'main' : fs.readFileSync(`/proc/${process.pid}/task/${tid}/comm`, 'utf8').trim();
       byName.set(name, (byName.get(name) ?? 0) + cpuOf(`/proc/${process.pid}/task/${tid}/stat`));
     } catch {
       /* gone meanwhile */
@@ -81,7 +82,12 @@ interface Sample {
   loadUs: number;
 }
 
-async function startLoops(client: Client, concurrency: number, seconds: number, start: (client: Client) => Promise<unknown>): Promise<number> {
+async function startLoops(
+  client: Client,
+  concurrency: number,
+  seconds: number,
+  start: (client: Client) => Promise<unknown>,
+): Promise<number> {
   let count = 0;
   const end = performance.now() + seconds * 1000;
   await Promise.all(
@@ -110,7 +116,11 @@ async function main(): Promise<void> {
       JSON.parse(Buffer.concat(chunks).toString('utf8'));
       const eventId = String(req.headers['webhook-event-id']);
       const body = JSON.stringify({ eventId, executionId: `webhook:x:${eventId}` });
-      res.writeHead(200, { ...SERVICE_HEADERS, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)) });
+      res.writeHead(200, {
+        ...SERVICE_HEADERS,
+        'Content-Type': 'application/json; charset=utf-8',
+        'Content-Length': String(Buffer.byteLength(body)),
+      });
       res.end(body);
     });
   });
@@ -128,7 +138,10 @@ async function main(): Promise<void> {
       db: stack.db,
       logger: createLogger(config.logLevel, pino.destination({ dest: '/dev/null', sync: true })),
       secretBox: stack.secretBox,
-      runs: { start: async (input) => ({ runId: `webhook:${input.listenerId}:${input.eventId}` }), ping: async () => undefined },
+      runs: {
+        start: async (input) => ({ runId: `webhook:${input.listenerId}:${input.eventId}` }),
+        ping: async () => undefined,
+      },
       pageTokenKey: Buffer.alloc(32, 1),
       tokens: await AccessTokens.load(stack.db, stack.secretBox, 600),
     });
@@ -156,17 +169,27 @@ async function main(): Promise<void> {
     httpStartServer = await startHttpStartFloor(stack.client, record);
     const httpStartUrl = `${httpStartServer.url}${automation.listenerPath}`;
 
-    const job = { connections: 32, body: automation.body, secret: automation.signingSecret, mode: 'valid' as const, expectStatus: 200 };
+    const job = {
+      connections: 32,
+      body: automation.body,
+      secret: automation.signingSecret,
+      mode: 'valid' as const,
+      expectStatus: 200,
+    };
     const run = async (side: Side, secs: number): Promise<number> => {
       switch (side) {
         case 'api':
-          return (await load.run({ ...job, url: `${stack.ingressApi.url}${automation.listenerPath}`, durationSec: secs })).expected;
+          return (
+            await load.run({ ...job, url: `${stack.ingressApi.url}${automation.listenerPath}`, durationSec: secs })
+          ).expected;
         case 'httpStart':
           return (await load.run({ ...job, url: httpStartUrl, durationSec: secs })).expected;
         case 'apiNoEngine':
-          return (await load.run({ ...job, url: `${noEngine.url}${automation.listenerPath}`, durationSec: secs })).expected;
+          return (await load.run({ ...job, url: `${noEngine.url}${automation.listenerPath}`, durationSec: secs }))
+            .expected;
         case 'httpNoEngine':
-          return (await load.run({ ...job, url: `${httpNoEngineUrl}${automation.listenerPath}`, durationSec: secs })).expected;
+          return (await load.run({ ...job, url: `${httpNoEngineUrl}${automation.listenerPath}`, durationSec: secs }))
+            .expected;
         case 'bare':
           return startLoops(stack.client, 32, secs, (client) =>
             client.workflow.start(AUTOMATION_WORKFLOW, {
@@ -177,14 +200,21 @@ async function main(): Promise<void> {
           );
         case 'startViaRuns':
           return startLoops(stack.client, 32, secs, () =>
-            (stack.ingressApi as unknown as { deps: AppDeps }).deps.runs.start(inputOf(randomUUID(), trigger), { automationName: 'bench' }),
+            (stack.ingressApi as unknown as { deps: AppDeps }).deps.runs.start(inputOf(randomUUID(), trigger), {
+              automationName: 'bench',
+            }),
           );
         case 'startAsApi':
           return startLoops(stack.client, 32, secs, (client) => {
             const eventId = randomUUID();
             return client.workflow.start(
               AUTOMATION_WORKFLOW,
-              runStartOptions(UNPOLLED_QUEUE, `webhook:${record.listenerId}:${eventId}`, inputOf(eventId, trigger), display),
+              runStartOptions(
+                UNPOLLED_QUEUE,
+                `webhook:${record.listenerId}:${eventId}`,
+                inputOf(eventId, trigger),
+                display,
+              ),
             );
           });
       }
@@ -214,11 +244,14 @@ async function main(): Promise<void> {
           perSec: count / elapsed,
           benchUs: (bench.user + bench.system) / count,
           mainUs: (cpuOf(`/proc/${process.pid}/task/${process.pid}/stat`) - before.main) / count,
-          temporalUs: (stack.temporalPid ? cpuOf(`/proc/${stack.temporalPid}/stat`) - before.temporal : Number.NaN) / count,
+          temporalUs:
+            (stack.temporalPid ? cpuOf(`/proc/${stack.temporalPid}/stat`) - before.temporal : Number.NaN) / count,
           loadUs: (load.pid ? cpuOf(`/proc/${load.pid}/stat`) - before.load : Number.NaN) / count,
         };
         (samples[side] ??= []).push(sample);
-        const threads = [...threadsCpu()].map(([name, us]) => [name, (us - (before.threads.get(name) ?? 0)) / count] as const).filter(([, us]) => us >= 10);
+        const threads = [...threadsCpu()]
+          .map(([name, us]) => [name, (us - (before.threads.get(name) ?? 0)) / count] as const)
+          .filter(([, us]) => us >= 10);
         log(`  threads µs/request: ${threads.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`);
         await profiler?.stop(`${process.env.LAB_CPU_PROF}/${side}-round${round + 1}.cpuprofile`);
         log(

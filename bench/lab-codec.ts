@@ -16,9 +16,12 @@ const input = {
   receivedAt: new Date().toISOString(),
   trigger: JSON.parse(webhookBody({})) as unknown,
 };
-const payloads = [input, 'bench automation', 3, 'bench automation (v3) — event 6f1c2d3e-4b5a-4c7d-8e9f-0a1b2c3d4e5f'].map((value) =>
-  defaultPayloadConverter.toPayload(value),
-);
+const payloads = [
+  input,
+  'bench automation',
+  3,
+  'bench automation (v3) — event 6f1c2d3e-4b5a-4c7d-8e9f-0a1b2c3d4e5f',
+].map((value) => defaultPayloadConverter.toPayload(value));
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 50_000);

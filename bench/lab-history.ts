@@ -22,7 +22,9 @@ async function describeHistory(stack: Stack, workflowId: string): Promise<void> 
     const bytes = temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
     total += bytes;
     const type = temporal.api.enums.v1.EventType[event.eventType as number] ?? String(event.eventType);
-    const marker = event.markerRecordedEventAttributes?.markerName ? ` ${event.markerRecordedEventAttributes.markerName}` : '';
+    const marker = event.markerRecordedEventAttributes?.markerName
+      ? ` ${event.markerRecordedEventAttributes.markerName}`
+      : '';
     lines.push(`  ${String(event.eventId).padStart(3)} ${type}${marker} ${bytes} B`);
   }
   const described = await handle.describe();

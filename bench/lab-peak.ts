@@ -70,7 +70,8 @@ async function peakDuring(fn: () => Promise<unknown>): Promise<Sample> {
   return last.rss > peak.rss ? last : peak;
 }
 
-const round = (s: Sample): Record<string, number> => Object.fromEntries(Object.entries(s).map(([key, value]) => [key, Math.round(value)]));
+const round = (s: Sample): Record<string, number> =>
+  Object.fromEntries(Object.entries(s).map(([key, value]) => [key, Math.round(value)]));
 
 async function main(): Promise<void> {
   const withFlow = !process.argv.includes('--no-flow');
@@ -80,7 +81,12 @@ async function main(): Promise<void> {
   let load: LoadGenerator | undefined;
   try {
     const cache = /^--cache=(\d+)$/.exec(process.argv.find((arg) => arg.startsWith('--cache=')) ?? '');
-    stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir', ...(cache ? { maxCachedWorkflows: Number(cache[1]) } : {}) });
+    stack = await startStack({
+      log,
+      databaseUrl: undefined,
+      embeddedStore: 'dataDir',
+      ...(cache ? { maxCachedWorkflows: Number(cache[1]) } : {}),
+    });
     load = await LoadGenerator.start();
     const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
     const phases: Record<string, Record<string, number>> = { started: round(sample()) };
@@ -96,7 +102,15 @@ async function main(): Promise<void> {
     let accepted = Number.NaN;
     phases.ingress = round(
       await peakDuring(async () => {
-        accepted = (await runIngressBench(running, generator, automation, { warmupSec: 2, durationSec: 5, rounds: 1, concurrency: 32 }, log)).acceptedPerSec;
+        accepted = (
+          await runIngressBench(
+            running,
+            generator,
+            automation,
+            { warmupSec: 2, durationSec: 5, rounds: 1, concurrency: 32 },
+            log,
+          )
+        ).acceptedPerSec;
       }),
     );
     phases.after = round(sample());
@@ -104,7 +118,13 @@ async function main(): Promise<void> {
       collect();
       phases.afterCollected = round(sample());
     }
-    console.log(JSON.stringify({ arenas: process.env.MALLOC_ARENA_MAX ?? null, withFlow, acceptedPerSec: Math.round(accepted), phases }, null, 2));
+    console.log(
+      JSON.stringify(
+        { arenas: process.env.MALLOC_ARENA_MAX ?? null, withFlow, acceptedPerSec: Math.round(accepted), phases },
+        null,
+        2,
+      ),
+    );
   } finally {
     await load?.close().catch(() => undefined);
     await stack?.stop().catch(() => undefined);

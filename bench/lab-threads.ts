@@ -29,7 +29,11 @@ function threads(): Map<string, [string, number]> {
   return out;
 }
 
-function addDelta(into: Map<string, number>, before: Map<string, [string, number]>, after: Map<string, [string, number]>): void {
+function addDelta(
+  into: Map<string, number>,
+  before: Map<string, [string, number]>,
+  after: Map<string, [string, number]>,
+): void {
   for (const [tid, [name, ms]] of after) into.set(name, (into.get(name) ?? 0) + ms - (before.get(tid)?.[1] ?? 0));
 }
 
@@ -48,7 +52,8 @@ async function main(): Promise<void> {
     const floor = await startProductShapeFloor(stack, automation);
     const kinds = {
       automation: async () => result(stack, String((await postEvent(stack.e2eApi.url, automation)).body.executionId)),
-      floor: async () => result(stack, String((await request('POST', floor.url, { body: automation.body })).body.executionId)),
+      floor: async () =>
+        result(stack, String((await request('POST', floor.url, { body: automation.body })).body.executionId)),
     };
     const spent = { automation: new Map<string, number>(), floor: new Map<string, number>() };
     try {
@@ -73,9 +78,14 @@ async function main(): Promise<void> {
       const y = (spent.floor.get(name) ?? 0) / runs;
       a += x;
       f += y;
-      if (x || y) console.log(`  ${name.padEnd(18)} ${x.toFixed(2).padStart(7)} ${y.toFixed(2).padStart(7)} ${(x - y).toFixed(2).padStart(7)}`);
+      if (x || y)
+        console.log(
+          `  ${name.padEnd(18)} ${x.toFixed(2).padStart(7)} ${y.toFixed(2).padStart(7)} ${(x - y).toFixed(2).padStart(7)}`,
+        );
     }
-    console.log(`  ${'all'.padEnd(18)} ${a.toFixed(2).padStart(7)} ${f.toFixed(2).padStart(7)} ${(a - f).toFixed(2).padStart(7)}`);
+    console.log(
+      `  ${'all'.padEnd(18)} ${a.toFixed(2).padStart(7)} ${f.toFixed(2).padStart(7)} ${(a - f).toFixed(2).padStart(7)}`,
+    );
   } finally {
     await stack.stop();
     closeHttpAgent();

@@ -26,7 +26,10 @@ export class LoadGenerator {
 
   /** Forks the child with this process's loader flags (tsx), and waits until it is ready. */
   static async start(): Promise<LoadGenerator> {
-    const child = fork(path.join(__dirname, 'loadgen.ts'), [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(path.join(__dirname, 'loadgen.ts'), [], {
+      execArgv: process.execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     await new Promise<void>((resolve, reject) => {
       child.once('message', () => resolve());
       child.once('exit', (code) => reject(new Error(`load generator exited with code ${code} before it was ready`)));

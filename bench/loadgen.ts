@@ -51,7 +51,8 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
             setupRequest: (req) => {
               const eventId = randomUUID();
               const timestamp = String(Math.floor(Date.now() / 1000));
-              const signature = job.mode === 'valid' ? signHmac(job.secret, timestamp, eventId, job.body) : WRONG_SIGNATURE;
+              const signature =
+                job.mode === 'valid' ? signHmac(job.secret, timestamp, eventId, job.body) : WRONG_SIGNATURE;
               return {
                 ...req,
                 method: 'POST',
@@ -71,7 +72,8 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
         if (err) return reject(err);
         const expected = statuses[String(job.expectStatus)] ?? 0;
         const sorted = latencies.sort((a, b) => a - b);
-        const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN;
+        const at = (p: number): number =>
+          sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? Number.NaN;
         resolve({
           perSec: expected / result.duration,
           expected,

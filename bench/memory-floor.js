@@ -33,7 +33,14 @@ let held;
 async function pgliteOptions(storeDir) {
   const { PGlite } = await import('@electric-sql/pglite');
   const { pg_trgm } = await import('@electric-sql/pglite/contrib/pg_trgm');
-  return { PGlite, options: { dataDir: storeDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: { pg_trgm } } };
+  return {
+    PGlite,
+    options: {
+      dataDir: storeDir,
+      startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
+      extensions: { pg_trgm },
+    },
+  };
 }
 
 /** Child: creates the store with its one table (initdb's memory leaves with this process, as in the service). */
@@ -59,7 +66,10 @@ async function bundle(out) {
 
 function inChild(mode, arg) {
   return new Promise((resolve, reject) => {
-    const child = fork(path.join(__dirname, 'memory-floor.js'), [mode, arg], { execArgv: process.execArgv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(path.join(__dirname, 'memory-floor.js'), [mode, arg], {
+      execArgv: process.execArgv,
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${mode} failed (${code})`))));
   });
@@ -118,7 +128,12 @@ async function main() {
   Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
   const connection = await NativeConnection.connect({ address: server.address });
   const client = new Client({ connection, namespace });
-  const worker = await Worker.create({ connection, namespace, taskQueue: TASK_QUEUE, workflowBundle: { codePath: bundlePath } });
+  const worker = await Worker.create({
+    connection,
+    namespace,
+    taskQueue: TASK_QUEUE,
+    workflowBundle: { codePath: bundlePath },
+  });
   const running = worker.run();
   held = { pg, httpServer, client, worker };
 

@@ -94,7 +94,10 @@ export function runMemoryBench(options: { settleMs: number }, log: (line: string
 
 /** The floor of that figure (bench/memory-floor.js), counted the same way `settleMs` after it is ready. */
 export function runMemoryFloorBench(options: { settleMs: number }, log: (line: string) => void): Promise<MemoryResult> {
-  return measureIdleGroup({ npmArgs: ['run', 'bench:memory-floor'], ready: /^floor ready/m, what: 'the floor', ...options }, log);
+  return measureIdleGroup(
+    { npmArgs: ['run', 'bench:memory-floor'], ready: /^floor ready/m, what: 'the floor', ...options },
+    log,
+  );
 }
 
 async function measureIdleGroup(
@@ -141,7 +144,9 @@ async function measureIdleGroup(
       })
       .filter((p): p is IdleProcess => p !== undefined);
     const idleRssMb = processes.reduce((sum, p) => sum + p.rssMb, 0);
-    const idlePssMb = processes.every((p) => p.pssMb !== undefined) ? processes.reduce((sum, p) => sum + p.pssMb!, 0) : undefined;
+    const idlePssMb = processes.every((p) => p.pssMb !== undefined)
+      ? processes.reduce((sum, p) => sum + p.pssMb!, 0)
+      : undefined;
     log(
       `memory: ${what} idle RSS ${idleRssMb.toFixed(0)} MB, PSS ${idlePssMb?.toFixed(0) ?? '?'} MB: ` +
         processes.map((p) => `${p.command} ${p.rssMb.toFixed(0)}/${p.pssMb?.toFixed(0) ?? '?'}`).join(', '),

@@ -45,7 +45,11 @@ const CHUNK = 100_000;
 
 async function seed(db: Db, rows: number, log: (line: string) => void): Promise<string> {
   const appId = newId();
-  await db.query('INSERT INTO apps (id, display_name, description) VALUES ($1, $2, $3)', [appId, 'Bench pagination app', '']);
+  await db.query('INSERT INTO apps (id, display_name, description) VALUES ($1, $2, $3)', [
+    appId,
+    'Bench pagination app',
+    '',
+  ]);
   // The record column as the API writes it for an entitlement with only columns set.
   const record = JSON.stringify(toColumns(withDefaults({} as Parameters<typeof withDefaults>[0])).record);
   for (let from = 1; from <= rows; from += CHUNK) {
@@ -90,7 +94,10 @@ export async function runPaginationBench(
     const pageTokenKey = randomBytes(32);
     const pageTokens = new PageTokens(pageTokenKey);
     const api = await startApi({ db, tokens, pageTokenKey, secretBox }, stops);
-    const token = await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['read_only'] })).client.clientId, ['read_only']);
+    const token = await tokens.issue(
+      (await createClient(db, secretBox, { displayName: 'bench', roles: ['read_only'] })).client.clientId,
+      ['read_only'],
+    );
     const listUrl = `${api.url}/api/v1/apps/${appId}/entitlements`;
     const listing = `entitlements:app:${appId}`;
     const get = async (pageToken: string, pageSize?: number): Promise<ListBody> => {
@@ -99,7 +106,8 @@ export async function runPaginationBench(
       if (pageSize) query.set('page_size', String(pageSize));
       const search = query.toString();
       const response = await request('GET', `${listUrl}${search ? `?${search}` : ''}`, { token });
-      if (response.status !== 200) throw new Error(`GET entitlements answered ${response.status}: ${JSON.stringify(response.body)}`);
+      if (response.status !== 200)
+        throw new Error(`GET entitlements answered ${response.status}: ${JSON.stringify(response.body)}`);
       return response.body as ListBody;
     };
 
@@ -118,7 +126,8 @@ export async function runPaginationBench(
     }
     const deep = await get(deepToken);
     const firstId = deep.list?.[0]?.appEntitlement.id;
-    if (firstId !== seededId(middle + 1)) throw new Error(`the deep page starts at ${String(firstId)}, expected ${seededId(middle + 1)}`);
+    if (firstId !== seededId(middle + 1))
+      throw new Error(`the deep page starts at ${String(firstId)}, expected ${seededId(middle + 1)}`);
     if (first.list?.[0]?.appEntitlement.id !== seededId(1)) throw new Error('the first page does not start at row 1');
 
     // Warm-up, then alternate first and deep pages.
@@ -145,7 +154,8 @@ export async function runPaginationBench(
     for (let i = 0; i < Math.max(10, Math.floor(options.samples / 4)); i++) {
       const t0 = performance.now();
       const response = await request('POST', searchUrl, { token, body: JSON.stringify(searchBody) });
-      if (response.status !== 200) throw new Error(`GET entitlements?query answered ${response.status}: ${JSON.stringify(response.body)}`);
+      if (response.status !== 200)
+        throw new Error(`GET entitlements?query answered ${response.status}: ${JSON.stringify(response.body)}`);
       searchTimes.push(performance.now() - t0);
     }
     // A search over its goal (5 × the first page) says why: the pieces the trigram statistics chose
@@ -153,7 +163,10 @@ export async function runPaginationBench(
     // same section again took 9 ms, docs/performance.md).
     if (percentile(searchTimes, 50) > 5 * percentile(firstTimes, 50)) {
       const stats = await loadTrigramStats(db);
-      const { text, values } = entitlementSearchQuery({ query: searchBody.query, appIds: [appId], limit: PAGE_SIZE_DEFAULT + 1 }, stats);
+      const { text, values } = entitlementSearchQuery(
+        { query: searchBody.query, appIds: [appId], limit: PAGE_SIZE_DEFAULT + 1 },
+        stats,
+      );
       const plan = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${text}`, values);
       log(
         `pagination on ${target.name}: the search is over its goal; pieces ${JSON.stringify(searchPieces(searchBody.query, stats))}, ` +

@@ -26,7 +26,9 @@ export interface PeakAnswer {
 const log = (line: string): void => void process.stderr.write(`[peak] ${line}\n`);
 
 async function main(): Promise<void> {
-  const job = await new Promise<PeakJob>((resolve) => process.once('message', (message) => resolve(message as PeakJob)));
+  const job = await new Promise<PeakJob>((resolve) =>
+    process.once('message', (message) => resolve(message as PeakJob)),
+  );
   installRuntime();
   let stack: Stack | undefined;
   let load: LoadGenerator | undefined;
@@ -35,7 +37,9 @@ async function main(): Promise<void> {
     load = await LoadGenerator.start();
     const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
     const answer: PeakAnswer = await peakUnderIngress(stack, load, automation, job.timing, job.side);
-    await new Promise<void>((resolve, reject) => process.send!(answer, (err: Error | null) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      process.send!(answer, (err: Error | null) => (err ? reject(err) : resolve())),
+    );
   } finally {
     await load?.close().catch(() => undefined);
     await stack?.stop().catch((err: unknown) => log(`stop: ${String(err)}`));

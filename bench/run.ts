@@ -55,9 +55,27 @@ import { runBulkBench, type BulkResult } from './bulk';
 import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, runToExit, startCpuProfile, startRssSampler } from './util';
 import type { PeakAnswer, PeakJob } from './peak-child';
-import { runIngressBench, runRejectBench, type AroundApi, type IngressResult, type RejectResult, type Timing } from './webhooks';
+import {
+  runIngressBench,
+  runRejectBench,
+  type AroundApi,
+  type IngressResult,
+  type RejectResult,
+  type Timing,
+} from './webhooks';
 
-const SECTIONS = ['cel', 'ingress', 'reject', 'e2e', 'pagination', 'memory', 'flow', 'breaker', 'bulk', 'console'] as const;
+const SECTIONS = [
+  'cel',
+  'ingress',
+  'reject',
+  'e2e',
+  'pagination',
+  'memory',
+  'flow',
+  'breaker',
+  'bulk',
+  'console',
+] as const;
 type Section = (typeof SECTIONS)[number];
 
 interface Profile {
@@ -282,13 +300,20 @@ const log = (line: string): void => {
 
 /** Runs one peak in a process of its own (bench/peak-child.ts), with this process's Node flags and environment. */
 function peakInChild(job: PeakJob): Promise<PeakAnswer> {
-  const child = fork(path.join(__dirname, 'peak-child.ts'), [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(path.join(__dirname, 'peak-child.ts'), [], {
+    execArgv: process.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return new Promise((resolve, reject) => {
     let answer: PeakAnswer | undefined;
     child.once('message', (message) => (answer = message as PeakAnswer));
     child.once('error', reject);
     child.once('exit', (code) =>
-      answer && code === 0 ? resolve(answer) : reject(new Error(`the peak process (${job.side}) exited with code ${code}${answer ? '' : ' without a peak'}`)),
+      answer && code === 0
+        ? resolve(answer)
+        : reject(
+            new Error(`the peak process (${job.side}) exited with code ${code}${answer ? '' : ' without a peak'}`),
+          ),
     );
     child.send(job);
   });
@@ -304,10 +329,12 @@ function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; cpuPro
     else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',').filter(Boolean);
       for (const name of names) {
-        if (!(SECTIONS as readonly string[]).includes(name)) throw new Error(`unknown section "${name}": use ${SECTIONS.join(', ')}`);
+        if (!(SECTIONS as readonly string[]).includes(name))
+          throw new Error(`unknown section "${name}": use ${SECTIONS.join(', ')}`);
       }
       only = new Set(names as Section[]);
-    } else throw new Error(`unknown argument "${arg}": use --quick, --cpu-prof=<dir> and/or --only=${SECTIONS.join(',')}`);
+    } else
+      throw new Error(`unknown argument "${arg}": use --quick, --cpu-prof=<dir> and/or --only=${SECTIONS.join(',')}`);
   }
   return { quick, only, cpuProfDir };
 }
@@ -369,7 +396,9 @@ async function main(): Promise<void> {
   fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   printTable(results, detail, profile, args.quick);
   for (const note of notes) console.log(`note: ${note}`);
-  console.log(`\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+  console.log(
+    `\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`,
+  );
 
   /** Runs a measured round of a section (API, or its baseline) under the CPU profiler when --cpu-prof was given. */
   function profiled(section: Section): AroundApi {
@@ -379,7 +408,10 @@ async function main(): Promise<void> {
       try {
         return await fn();
       } finally {
-        const file = path.join(args.cpuProfDir, `${section}${side === 'API' ? '' : `-${side}`}-round${round}.cpuprofile`);
+        const file = path.join(
+          args.cpuProfDir,
+          `${section}${side === 'API' ? '' : `-${side}`}-round${round}.cpuprofile`,
+        );
         await profiler.stop(file);
         log(`CPU profile of ${section}, ${side} round ${round}: ${file}`);
       }
@@ -408,10 +440,16 @@ async function main(): Promise<void> {
       log('CEL evaluations');
       const cel = runCelBench(profile.cel);
       detail.cel = cel;
-      results.cel = { perSec: round(cel.perSec, 0), rawPerSec: round(cel.rawPerSec, 0), ratioToRaw: round(cel.ratioToRaw, 3) };
+      results.cel = {
+        perSec: round(cel.perSec, 0),
+        rawPerSec: round(cel.rawPerSec, 0),
+        ratioToRaw: round(cel.ratioToRaw, 3),
+      };
     }
 
-    const sharedSections = (['ingress', 'reject', 'e2e', 'flow', 'breaker'] as const).some((section) => args.only.has(section));
+    const sharedSections = (['ingress', 'reject', 'e2e', 'flow', 'breaker'] as const).some((section) =>
+      args.only.has(section),
+    );
     if (sharedSections || args.only.has('bulk')) installRuntime();
     if (sharedSections) {
       // The store as `npm start` has it (files in a data directory): the API + workers figures measure the product.
@@ -419,7 +457,8 @@ async function main(): Promise<void> {
       load = await LoadGenerator.start();
       let automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
       detail.automation = automation;
-      if (automation.fallback) notes.push(`e2e/ingress automation fell back to three setVariables steps: ${automation.fallback}`);
+      if (automation.fallback)
+        notes.push(`e2e/ingress automation fell back to three setVariables steps: ${automation.fallback}`);
       // A full run starts each of these sections on a stack of its own: its runs stay in the dev
       // server (runs on the unpolled queue wait for ever), and a section must not measure a server
       // that holds the tens of thousands of runs the sections before it left. A quick run leaves few.
@@ -447,7 +486,8 @@ async function main(): Promise<void> {
         const ingress = await runIngressBench(stack, load, automation, profile.ingress, log, profiled('ingress'));
         const sectionPeakRssMb = sampler.stop();
         const temporalPeak = stack.temporalPid !== undefined ? peakRssOfPid(stack.temporalPid) : undefined;
-        if (temporalPeak === undefined) notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
+        if (temporalPeak === undefined)
+          notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
         detail.ingress = ingress;
         results.ingress = {
           acceptedPerSec: round(ingress.acceptedPerSec, 1),
@@ -471,7 +511,8 @@ async function main(): Promise<void> {
           sectionPeakRssMb: round(sectionPeakRssMb, 1),
           temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1),
         };
-        if (Object.keys(ingress.otherStatuses).length > 0) notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
+        if (Object.keys(ingress.otherStatuses).length > 0)
+          notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
       }
       if (args.only.has('reject')) {
         const reject = await runRejectBench(stack, load, automation, profile.reject, log, profiled('reject'));
@@ -485,7 +526,8 @@ async function main(): Promise<void> {
           roundRatiosToHmacFloor: reject.roundRatiosToHmacFloor.map((ratio) => round(ratio, 3)),
           cpuRatioToHmacFloor: round(reject.hmacFloorCpuUsPerRequest / reject.cpuUsPerRequest, 3),
         };
-        if (Object.keys(reject.otherStatuses).length > 0) notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);
+        if (Object.keys(reject.otherStatuses).length > 0)
+          notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);
       }
       if (args.only.has('e2e')) {
         stack = await ownStack('e2e');
@@ -502,10 +544,14 @@ async function main(): Promise<void> {
           shapeFloorP50Ms: round(e2e.shapeP50Ms),
           ratioToShapeFloor: round(e2e.ratioToShapeFloor, 3),
           shapeFloorWithStoreP50Ms: Number.isNaN(e2e.shapeWithStoreP50Ms) ? null : round(e2e.shapeWithStoreP50Ms),
-          ratioToShapeFloorWithStore: Number.isNaN(e2e.shapeWithStoreP50Ms) ? null : round(e2e.ratioToShapeFloorWithStore, 3),
+          ratioToShapeFloorWithStore: Number.isNaN(e2e.shapeWithStoreP50Ms)
+            ? null
+            : round(e2e.ratioToShapeFloorWithStore, 3),
           productShapeFloorP50Ms: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.productShapeP50Ms),
           ratioToProductShapeFloor: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.ratioToProductShapeFloor, 3),
-          productShapeFloorRatioToShapeFloor: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.productShapeP50Ms / e2e.shapeP50Ms, 3),
+          productShapeFloorRatioToShapeFloor: Number.isNaN(e2e.productShapeP50Ms)
+            ? null
+            : round(e2e.productShapeP50Ms / e2e.shapeP50Ms, 3),
           cpuMsPerRun: Object.fromEntries(
             Object.entries(e2e.cpuMsPerRun).map(([kind, c]) => [
               kind,
@@ -517,7 +563,12 @@ async function main(): Promise<void> {
           log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
           const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
           detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
-          detail.e2eFloor = await runFloorBench(stack, automation.body, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
+          detail.e2eFloor = await runFloorBench(
+            stack,
+            automation.body,
+            { warmup: 3, runs: profile.e2eDiagnosticRuns },
+            log,
+          );
         }
       }
       if (args.only.has('breaker')) {
@@ -541,7 +592,9 @@ async function main(): Promise<void> {
         const peaks: Record<'api' | 'floor', PeakAnswer[]> = { api: [], floor: [] };
         for (let sample = 0; sample < profile.peakSamples; sample++) {
           for (const side of sample % 2 === 0 ? (['api', 'floor'] as const) : (['floor', 'api'] as const)) {
-            log(`memory: a process of its own for the peak of ${side === 'api' ? 'the API' : 'its floor'} alone under the ingress load`);
+            log(
+              `memory: a process of its own for the peak of ${side === 'api' ? 'the API' : 'its floor'} alone under the ingress load`,
+            );
             const peak = await peakInChild({ side, timing: profile.ingress });
             peaks[side].push(peak);
             log(`memory: peak RSS ${peak.peakRssMb.toFixed(0)} MB at ${peak.perSec.toFixed(0)}/s`);
@@ -553,7 +606,10 @@ async function main(): Promise<void> {
           apiWorkerPeakRssMb: round(highest('api'), 1),
           floorPeakRssMb: round(highest('floor'), 1),
           peakOverFloorMb: round(highest('api') - highest('floor'), 1),
-          peakSamplesMb: { api: peaks.api.map((peak) => round(peak.peakRssMb, 1)), floor: peaks.floor.map((peak) => round(peak.peakRssMb, 1)) },
+          peakSamplesMb: {
+            api: peaks.api.map((peak) => round(peak.peakRssMb, 1)),
+            floor: peaks.floor.map((peak) => round(peak.peakRssMb, 1)),
+          },
         };
       }
     }
@@ -565,7 +621,13 @@ async function main(): Promise<void> {
       log('a stack of its own for the bulk section (the dev server on a SQLite file)');
       await cleanUp();
       temporalDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-'));
-      stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir', temporalDataDir, baselineWorker: false });
+      stack = await startStack({
+        log,
+        databaseUrl: undefined,
+        embeddedStore: 'dataDir',
+        temporalDataDir,
+        baselineWorker: false,
+      });
       // BENCH_BULK_RUNS: fewer (or more) parked runs than the profile's, for a shorter look at a cancel's cost.
       const runs = Number(process.env.BENCH_BULK_RUNS ?? profile.bulk.runs);
       const bulk = await runBulkBench(stack, { ...profile.bulk, runs }, log, profiled('bulk'));
@@ -603,9 +665,12 @@ async function main(): Promise<void> {
 
     if (args.only.has('pagination')) {
       // An in-memory PGlite of its own (the stack's store is the file-backed one of npm start).
-      const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined; db?: Db; secretBox?: SecretBox }> = [
-        { name: 'pglite', databaseUrl: undefined },
-      ];
+      const targets: Array<{
+        name: 'pglite' | 'postgres';
+        databaseUrl: string | undefined;
+        db?: Db;
+        secretBox?: SecretBox;
+      }> = [{ name: 'pglite', databaseUrl: undefined }];
       const pgUrl = process.env.DATABASE_URL?.trim();
       if (pgUrl) targets.push({ name: 'postgres', databaseUrl: pgUrl });
       else notes.push('pagination on PostgreSQL skipped: DATABASE_URL is not set (pagination.postgres is null)');
@@ -622,7 +687,11 @@ async function main(): Promise<void> {
           searchMs: round(result.searchMs, 3),
           ratioToFirstPage: round(result.ratioSearchToFirst, 3),
         };
-        const perStore = { pglite: results.search?.pglite ?? null, postgres: results.search?.postgres ?? null, [target.name]: figure };
+        const perStore = {
+          pglite: results.search?.pglite ?? null,
+          postgres: results.search?.postgres ?? null,
+          [target.name]: figure,
+        };
         if (target.name === 'postgres' || !results.search) {
           results.search = {
             firstPageMs: figure.firstPageMs,
@@ -634,13 +703,15 @@ async function main(): Promise<void> {
         } else {
           results.search = { ...results.search, ...perStore };
         }
-        if (target.name === 'postgres' || results.pagination.ratioDeepToFirst === null) results.pagination.ratioDeepToFirst = round(result.ratioDeepToFirst, 3);
+        if (target.name === 'postgres' || results.pagination.ratioDeepToFirst === null)
+          results.pagination.ratioDeepToFirst = round(result.ratioDeepToFirst, 3);
         results.pagination[target.name] = {
           firstMs: round(result.firstMs, 3),
           deepMs: round(result.deepMs, 3),
           ratioDeepToFirst: round(result.ratioDeepToFirst, 3),
         };
-        if (result.tokenFrom === 'walked') notes.push(`pagination on ${target.name}: the deep token was reached by walking pages`);
+        if (result.tokenFrom === 'walked')
+          notes.push(`pagination on ${target.name}: the deep token was reached by walking pages`);
       }
     }
   }
@@ -654,7 +725,14 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
     return (op === '≥' ? ratio >= value : ratio <= value) ? 'ok' : 'MISSED';
   };
   const add = (figure: string, measured: string, baseline: string, ratio: number | undefined, goal: string): void => {
-    rows.push([figure, measured, baseline, ratio === undefined ? '' : ratio.toFixed(3), goal, goal ? verdict(ratio, goal) : '']);
+    rows.push([
+      figure,
+      measured,
+      baseline,
+      ratio === undefined ? '' : ratio.toFixed(3),
+      goal,
+      goal ? verdict(ratio, goal) : '',
+    ]);
   };
   if (results.ingress) {
     const d = detail.ingress!;
@@ -699,7 +777,13 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
       d.ratioToHmacFloor,
       '≥0.85',
     );
-    add('  the same vs bare Koa answering 200', d.perSec.toFixed(0), `${d.bareKoaPerSec.toFixed(0)} bare Koa/s`, d.ratioToBareKoa, '');
+    add(
+      '  the same vs bare Koa answering 200',
+      d.perSec.toFixed(0),
+      `${d.bareKoaPerSec.toFixed(0)} bare Koa/s`,
+      d.ratioToBareKoa,
+      '',
+    );
     add(
       '  CPU of this process per request µs',
       d.cpuUsPerRequest.toFixed(0),
@@ -757,11 +841,31 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
         d.ratioToProductShapeFloor,
         '',
       );
-    add('  e2e p50 ms vs bare 3 activities', d.p50Ms.toFixed(1), `${d.bareP50Ms.toFixed(1)} bare 3 activities`, d.ratioToBare, '≤1.0');
-    add('  e2e p90 ms', d.p90Ms.toFixed(1), `${d.bareP90Ms.toFixed(1)} bare / ${d.emptyP90Ms.toFixed(1)} empty`, undefined, '');
+    add(
+      '  e2e p50 ms vs bare 3 activities',
+      d.p50Ms.toFixed(1),
+      `${d.bareP50Ms.toFixed(1)} bare 3 activities`,
+      d.ratioToBare,
+      '≤1.0',
+    );
+    add(
+      '  e2e p90 ms',
+      d.p90Ms.toFixed(1),
+      `${d.bareP90Ms.toFixed(1)} bare / ${d.emptyP90Ms.toFixed(1)} empty`,
+      undefined,
+      '',
+    );
     const plain = detail.e2eSetVariables;
     const onStart = detail.e2eOnStart;
-    if (onStart) rows.push(['e2e p50 ms on npm start, absolute (information)', onStart.p50Ms.toFixed(1), `p90 ${onStart.p90Ms.toFixed(1)}`, '', '', '']);
+    if (onStart)
+      rows.push([
+        'e2e p50 ms on npm start, absolute (information)',
+        onStart.p50Ms.toFixed(1),
+        `p90 ${onStart.p90Ms.toFixed(1)}`,
+        '',
+        '',
+        '',
+      ]);
     if (plain)
       add(
         '  e2e p50 ms, setVariables ×3 (diagnostic)',
@@ -797,8 +901,21 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   }
   if (results.console) {
     const c = results.console;
-    const absolute = (figure: string, value: number | null, unit: string, goal: string, ok: (v: number) => boolean): void => {
-      rows.push([figure, value === null ? 'n/a' : `${value}${unit}`, '', '', goal, value === null ? '' : ok(value) ? 'ok' : 'MISSED']);
+    const absolute = (
+      figure: string,
+      value: number | null,
+      unit: string,
+      goal: string,
+      ok: (v: number) => boolean,
+    ): void => {
+      rows.push([
+        figure,
+        value === null ? 'n/a' : `${value}${unit}`,
+        '',
+        '',
+        goal,
+        value === null ? '' : ok(value) ? 'ok' : 'MISSED',
+      ]);
     };
     absolute('console runs list drawn, median of 5 cold loads', c.runsListMs, ' ms', '≤1000 ms', (v) => v <= 1000);
     absolute('  console first page JavaScript, gzipped', c.firstPageJsGzKb, ' KB', '≤250 KB', (v) => v <= 250);
@@ -808,7 +925,13 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   }
   if (results.flow) {
     const f = results.flow;
-    add('limit-1 ingress accepted/s (flow.ingressRatio)', f.limitedPerSec.toFixed(0), `${f.plainPerSec.toFixed(0)} plain/s`, f.ingressRatio, '≥0.80');
+    add(
+      'limit-1 ingress accepted/s (flow.ingressRatio)',
+      f.limitedPerSec.toFixed(0),
+      `${f.plainPerSec.toFixed(0)} plain/s`,
+      f.ingressRatio,
+      '≥0.80',
+    );
     add(
       '  its floor: bare start + lane signal-with-start /s',
       f.floor.startAndAskPerSec.toFixed(0),
@@ -830,8 +953,20 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
       f.floor.startAndSignalPerSec / f.floor.startPerSec,
       '',
     );
-    add('  flow.ingressRatio ÷ its floor', f.ingressRatio.toFixed(3), f.floorIngressRatio.toFixed(3), f.ingressRatioToFloor, '');
-    add('  lane hand-off p50 ms', f.handoffP50Ms.toFixed(1), `${f.startP50Ms.toFixed(1)} start`, f.handoffRatio, '≤2.0');
+    add(
+      '  flow.ingressRatio ÷ its floor',
+      f.ingressRatio.toFixed(3),
+      f.floorIngressRatio.toFixed(3),
+      f.ingressRatioToFloor,
+      '',
+    );
+    add(
+      '  lane hand-off p50 ms',
+      f.handoffP50Ms.toFixed(1),
+      `${f.startP50Ms.toFixed(1)} start`,
+      f.handoffRatio,
+      '≤2.0',
+    );
   }
   if (detail.breaker) {
     const b = detail.breaker;
@@ -887,7 +1022,13 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
   }
   if (results.cel) {
     const d = detail.cel!;
-    add('CEL evaluations/s (src/cel)', d.perSec.toFixed(0), `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`, d.ratioToRaw, '≥0.8');
+    add(
+      'CEL evaluations/s (src/cel)',
+      d.perSec.toFixed(0),
+      `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`,
+      d.ratioToRaw,
+      '≥0.8',
+    );
   }
   if (results.memory?.apiWorkerPeakRssMb != null) {
     const peak = results.memory.apiWorkerPeakRssMb;
@@ -899,7 +1040,11 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
         : '',
       results.memory.floorPeakRssMb != null ? (peak / results.memory.floorPeakRssMb).toFixed(3) : '',
       '≤600',
-      peak <= 600 ? 'ok' : results.memory.floorPeakRssMb != null ? `MISSED (floor ${results.memory.floorPeakRssMb.toFixed(0)} MB)` : 'MISSED',
+      peak <= 600
+        ? 'ok'
+        : results.memory.floorPeakRssMb != null
+          ? `MISSED (floor ${results.memory.floorPeakRssMb.toFixed(0)} MB)`
+          : 'MISSED',
     ]);
   }
   if (detail.idle) {
@@ -915,7 +1060,14 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
       `≤${IDLE_RSS_GOAL_MB}`,
       d.idleRssMb <= IDLE_RSS_GOAL_MB ? 'ok' : f ? `MISSED (floor ${f.idleRssMb.toFixed(0)} MB)` : 'MISSED',
     ]);
-    rows.push(['  the same as PSS (shared pages counted once)', d.idlePssMb?.toFixed(0) ?? '?', parts(d, (p) => p.pssMb), '', '', '']);
+    rows.push([
+      '  the same as PSS (shared pages counted once)',
+      d.idlePssMb?.toFixed(0) ?? '?',
+      parts(d, (p) => p.pssMb),
+      '',
+      '',
+      '',
+    ]);
     if (f) {
       rows.push([
         '  its floor (memory.floorIdleRssMb): npm run bench:memory-floor, RSS / PSS MB',
@@ -925,7 +1077,14 @@ function printTable(results: Results, detail: Detail, profile: Profile, quick: b
         '',
         '',
       ]);
-      rows.push(['  above the floor (memory.idleRssOverFloorMb), RSS MB', (d.idleRssMb - f.idleRssMb).toFixed(0), '', '', '', '']);
+      rows.push([
+        '  above the floor (memory.idleRssOverFloorMb), RSS MB',
+        (d.idleRssMb - f.idleRssMb).toFixed(0),
+        '',
+        '',
+        '',
+        '',
+      ]);
     }
   }
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));

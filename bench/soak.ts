@@ -64,7 +64,14 @@ async function main(): Promise<void> {
     load = await LoadGenerator.start();
     const automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
     const windows = Math.max(2, Math.round((args.minutes * 60) / WINDOW_SEC));
-    const samples: Array<{ minute: number; heapMb: number; rssMb: number; accepted: number; perSec: number; other: Record<string, number> }> = [];
+    const samples: Array<{
+      minute: number;
+      heapMb: number;
+      rssMb: number;
+      accepted: number;
+      perSec: number;
+      other: Record<string, number>;
+    }> = [];
     log(`${windows} windows of ${WINDOW_SEC}s at ${args.connections} connections: ${automation.shape}`);
     for (let window = 1; window <= windows; window += 1) {
       const result = await load.run({

@@ -43,7 +43,9 @@ import { commandLineOf, descendantPids } from './util';
 import { WorkflowEngineUnavailableError } from '../src/errors';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
+const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as {
+  ensureTemporalCli: (log: (l: string) => void) => Promise<string>;
+};
 
 export const NAMESPACE = 'default';
 /** Polled by the automation worker: end-to-end runs. */
@@ -151,7 +153,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await ensureNamespace(connection, NAMESPACE);
     const client = new Client({ connection, namespace: NAMESPACE, dataConverter: encryptedDataConverter(BENCH_CODEC) });
 
-    const db = !options.databaseUrl && options.embeddedStore === 'dataDir' ? await openDataDirStore() : await openStore(options.databaseUrl);
+    const db =
+      !options.databaseUrl && options.embeddedStore === 'dataDir'
+        ? await openDataDirStore()
+        : await openStore(options.databaseUrl);
     closeStore = () => db.close();
 
     options.log('bundling and starting the workers');
@@ -205,7 +210,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const shared = { db, tokens, pageTokenKey: randomBytes(32), secretBox, temporalAddress: server.address };
     // As `npm start` (src/main.ts): the API starts runs through a client on the worker's native
     // connection, with eager workflow start; the bare baseline starts its runs the same way.
-    const workerClient = new Client({ connection: workerConnection, namespace: NAMESPACE, dataConverter: encryptedDataConverter(BENCH_CODEC) });
+    const workerClient = new Client({
+      connection: workerConnection,
+      namespace: NAMESPACE,
+      dataConverter: encryptedDataConverter(BENCH_CODEC),
+    });
     const ingressApi = await startApi({ ...shared, taskQueue: UNPOLLED_QUEUE }, stops);
     const e2eApi = await startApi({ ...shared, taskQueue: AUTOMATION_QUEUE, runsClient: workerClient }, stops);
     const bareKoa = await startBareKoa();
@@ -214,9 +223,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       const chunks: Buffer[] = [];
       for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
       const trigger = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-      const workflow = ctx.path === '/localThree' ? 'localThree' : ctx.path === '/localFourWithStore' ? 'localFourWithStore' : 'localFour';
+      const workflow =
+        ctx.path === '/localThree'
+          ? 'localThree'
+          : ctx.path === '/localFourWithStore'
+            ? 'localFourWithStore'
+            : 'localFour';
       const workflowId = `${workflow}:${randomUUID()}`;
-      await workerClient.workflow.start(workflow, { taskQueue: BARE_QUEUE, workflowId, args: [{ trigger }], requestEagerStart: true });
+      await workerClient.workflow.start(workflow, {
+        taskQueue: BARE_QUEUE,
+        workflowId,
+        args: [{ trigger }],
+        requestEagerStart: true,
+      });
       ctx.body = { executionId: workflowId };
     });
     stops.push(() => bareStart.close());
@@ -232,7 +251,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       e2eApi,
       bareKoa,
       bareStart,
-      adminToken: await tokens.issue((await createClient(db, secretBox, { displayName: 'bench', roles: ['super_admin'] })).client.clientId, ['super_admin']),
+      adminToken: await tokens.issue(
+        (await createClient(db, secretBox, { displayName: 'bench', roles: ['super_admin'] })).client.clientId,
+        ['super_admin'],
+      ),
       stop,
     };
   } catch (err) {
@@ -301,7 +323,10 @@ export interface ApiOptions {
  * the delivery log),
  * logging to /dev/null so that serialising log lines is measured but nothing floods the terminal.
  */
-export async function startApi(options: ApiOptions, stops: Array<() => Promise<void>>): Promise<Server & { deps: AppDeps }> {
+export async function startApi(
+  options: ApiOptions,
+  stops: Array<() => Promise<void>>,
+): Promise<Server & { deps: AppDeps }> {
   const server = http.createServer();
   server.requestTimeout = 30_000;
   server.headersTimeout = 10_000;
@@ -312,7 +337,11 @@ export async function startApi(options: ApiOptions, stops: Array<() => Promise<v
   if (options.runsClient && options.taskQueue) {
     temporal = { client: options.runsClient, taskQueue: options.taskQueue, eagerStart: true };
   } else if (options.temporalAddress && options.taskQueue) {
-    const { client, connection } = createLazyClient({ address: options.temporalAddress, embedded: true }, NAMESPACE, BENCH_CODEC);
+    const { client, connection } = createLazyClient(
+      { address: options.temporalAddress, embedded: true },
+      NAMESPACE,
+      BENCH_CODEC,
+    );
     stops.push(() => connection.close());
     temporal = { client, taskQueue: options.taskQueue, eagerStart: false };
   }

@@ -25,7 +25,9 @@ export interface StartE2eResult {
 /** Measures POST → result on a fresh `npm start` (see the module comment). */
 export async function runStartE2eBench(runs: number, log: (line: string) => void): Promise<StartE2eResult> {
   const root = path.resolve(__dirname, '..');
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-start-e2e-'));
   const [port, temporalPort] = [await freePort(), await freePort()];
   const env = {
@@ -39,7 +41,12 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
     DATABASE_URL: '',
     LOG_LEVEL: 'warn',
   };
-  const child = spawn('/bin/sh', ['-c', pkg.scripts.start!], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn('/bin/sh', ['-c', pkg.scripts.start!], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
@@ -69,7 +76,8 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
     for (let i = 0; i < runs + 5; i++) {
       const t0 = performance.now();
       const response = await postEvent(api, automation);
-      if (response.status !== 200) throw new Error(`webhook answered ${response.status}: ${JSON.stringify(response.body)}`);
+      if (response.status !== 200)
+        throw new Error(`webhook answered ${response.status}: ${JSON.stringify(response.body)}`);
       await client.workflow.getHandle(String(response.body.executionId)).result();
       if (i >= 5) times.push(performance.now() - t0);
     }
@@ -87,7 +95,11 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
 if (require.main === module) {
   const runs = Number(process.argv[2] ?? 20);
   runStartE2eBench(runs, (line) => void process.stderr.write(`[start-e2e] ${line}\n`))
-    .then((r) => console.log(`npm start, ${r.shape}: e2e p50 ${r.p50Ms.toFixed(1)} ms, p90 ${r.p90Ms.toFixed(1)} ms (${r.runs} runs)`))
+    .then((r) =>
+      console.log(
+        `npm start, ${r.shape}: e2e p50 ${r.p50Ms.toFixed(1)} ms, p90 ${r.p90Ms.toFixed(1)} ms (${r.runs} runs)`,
+      ),
+    )
     .finally(() => closeHttpAgent())
     .then(
       () => process.exit(0),

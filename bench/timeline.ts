@@ -24,7 +24,10 @@ async function timeline(stack: Stack, workflowId: string, clientStart: number, c
   const scheduledAt = new Map<number, number>();
   for (const event of events) {
     const at = ms(event.eventTime) - t0;
-    const type = String(temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType).replace('EVENT_TYPE_', '');
+    const type = String(temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? event.eventType).replace(
+      'EVENT_TYPE_',
+      '',
+    );
     const id = Number(event.eventId);
     let note = '';
     if (type.endsWith('_SCHEDULED')) scheduledAt.set(id, at);
@@ -35,10 +38,13 @@ async function timeline(stack: Stack, workflowId: string, clientStart: number, c
     }
     if (type === 'MARKER_RECORDED') {
       const data = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
-      const activityType = data ? (/"activity_type":"([^"]+)"/.exec(Buffer.from(data).toString('utf8'))?.[1] ?? '') : '';
+      const activityType = data
+        ? (/"activity_type":"([^"]+)"/.exec(Buffer.from(data).toString('utf8'))?.[1] ?? '')
+        : '';
       note = `  ${event.markerRecordedEventAttributes?.markerName ?? ''} ${activityType}`;
     }
-    if (type === 'ACTIVITY_TASK_SCHEDULED') note = `  ${event.activityTaskScheduledEventAttributes?.activityType?.name ?? ''}`;
+    if (type === 'ACTIVITY_TASK_SCHEDULED')
+      note = `  ${event.activityTaskScheduledEventAttributes?.activityType?.name ?? ''}`;
     lines.push(`  ${at.toFixed(1).padStart(7)} ms  #${String(id).padEnd(3)} ${type}${note}`);
   }
   const last = ms(events.at(-1)?.eventTime) - t0;
@@ -63,7 +69,12 @@ async function main(): Promise<void> {
       const a1 = performance.now();
       const b0 = performance.now();
       const workflowId = `bare:${randomUUID()}`;
-      const handle = await stack.workerClient.workflow.start('bare', { taskQueue: BARE_QUEUE, workflowId, args: [{ trigger }], requestEagerStart: true });
+      const handle = await stack.workerClient.workflow.start('bare', {
+        taskQueue: BARE_QUEUE,
+        workflowId,
+        args: [{ trigger }],
+        requestEagerStart: true,
+      });
       await handle.result();
       const b1 = performance.now();
       if (i >= warmup - 2) {

@@ -35,20 +35,23 @@ export function request(
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.body !== undefined && headers['Content-Type'] === undefined) headers['Content-Type'] = 'application/json';
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: Record<string, unknown> = {};
-        try {
-          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-        } catch {
-          body = { raw: text };
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
+    const req = http.request(
+      { host: target.hostname, port: target.port, path: `${target.pathname}${target.search}`, method, headers, agent },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: Record<string, unknown> = {};
+          try {
+            body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+          } catch {
+            body = { raw: text };
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
@@ -147,7 +150,10 @@ export async function startCpuProfile(): Promise<{ stop(file: string): Promise<v
 }
 
 /** Runs a bench entry point to its end: exit 0, or its error's stack through `report` and exit 1. */
-export function runToExit(main: () => Promise<void>, report: (line: string) => void = (line) => console.error(line)): void {
+export function runToExit(
+  main: () => Promise<void>,
+  report: (line: string) => void = (line) => console.error(line),
+): void {
   main().then(
     () => process.exit(0),
     (err: unknown) => {

@@ -96,7 +96,12 @@ interface LoopResult {
 }
 
 /** `concurrency` loops of `client.workflow.start` for `durationSec`: the ingress baseline. */
-async function bareStartLoop(client: Client, input: AutomationRunInput, concurrency: number, durationSec: number): Promise<LoopResult> {
+async function bareStartLoop(
+  client: Client,
+  input: AutomationRunInput,
+  concurrency: number,
+  durationSec: number,
+): Promise<LoopResult> {
   const latencies: number[] = [];
   let errors = 0;
   const start = performance.now();
@@ -119,7 +124,13 @@ async function bareStartLoop(client: Client, input: AutomationRunInput, concurre
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
-  return { count: latencies.length, perSec: latencies.length / elapsed, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), errors };
+  return {
+    count: latencies.length,
+    perSec: latencies.length / elapsed,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    errors,
+  };
 }
 
 /** Runs `fn` and returns its result with the CPU time this process spent meanwhile, in µs. */
@@ -172,7 +183,10 @@ export async function startHttpStartFloor(client: Client, record: AutomationReco
       client.workflow.start(AUTOMATION_WORKFLOW, runStartOptions(UNPOLLED_QUEUE, workflowId, input, display)).then(
         () => {
           const body = JSON.stringify({ eventId, executionId: workflowId });
-          res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)) });
+          res.writeHead(200, {
+            'Content-Type': 'application/json; charset=utf-8',
+            'Content-Length': String(Buffer.byteLength(body)),
+          });
           res.end(body);
         },
         () => {
@@ -272,11 +286,16 @@ async function ingressRounds(
     mode: 'valid' as const,
     expectStatus: 200,
   };
-  const urls = { api: `${stack.ingressApi.url}${automation.listenerPath}`, httpStart: `${floor.url}${automation.listenerPath}` };
+  const urls = {
+    api: `${stack.ingressApi.url}${automation.listenerPath}`,
+    httpStart: `${floor.url}${automation.listenerPath}`,
+  };
 
   // The API alone first, for a warm-up as long as a warm-up and a round (where the section once
   // took the API's peak RSS; it is taken on a stack of its own now, `peakUnderIngress`).
-  log(`ingress: the API alone for ${timing.warmupSec + timing.durationSec}s (its warm-up), then a warm-up of ${timing.warmupSec}s for each floor`);
+  log(
+    `ingress: the API alone for ${timing.warmupSec + timing.durationSec}s (its warm-up), then a warm-up of ${timing.warmupSec}s for each floor`,
+  );
   const alone = await load.run({ ...job, url: urls.api, durationSec: timing.warmupSec + timing.durationSec });
   await bareStartLoop(stack.client, input, timing.concurrency, timing.warmupSec);
   await load.run({ ...job, url: urls.httpStart, durationSec: timing.warmupSec });
@@ -288,7 +307,11 @@ async function ingressRounds(
   const measure = async (side: IngressSide, round: number): Promise<void> => {
     let measured: Measured;
     if (side === 'bare') {
-      const [result, cpu] = await aroundApi(round, () => withCpu(() => bareStartLoop(stack.client, input, timing.concurrency, timing.durationSec)), 'baseline');
+      const [result, cpu] = await aroundApi(
+        round,
+        () => withCpu(() => bareStartLoop(stack.client, input, timing.concurrency, timing.durationSec)),
+        'baseline',
+      );
       if (result.errors > 0) otherStatuses.bareStartErrors = (otherStatuses.bareStartErrors ?? 0) + result.errors;
       measured = { ...result, cpuUs: cpu / Math.max(1, result.count) };
     } else {
@@ -355,17 +378,21 @@ function serviceRefusal(url: string, body: string): Promise<Refusal> {
   const { headers } = hmacEvent('not-the-signing-secret', undefined, { body });
   const target = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.once('end', () => {
-        const kept: Record<string, string> = {};
-        for (const [name, value] of Object.entries(res.headers)) if (!TRANSPORT_HEADERS.has(name) && typeof value === 'string') kept[name] = value;
-        if (res.statusCode !== 401) reject(new Error(`a wrong signature was answered ${res.statusCode}, not 401`));
-        else resolve({ status: res.statusCode, headers: kept, body: Buffer.concat(chunks).toString('utf8') });
-      });
-      res.once('error', reject);
-    });
+    const req = http.request(
+      { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.once('end', () => {
+          const kept: Record<string, string> = {};
+          for (const [name, value] of Object.entries(res.headers))
+            if (!TRANSPORT_HEADERS.has(name) && typeof value === 'string') kept[name] = value;
+          if (res.statusCode !== 401) reject(new Error(`a wrong signature was answered ${res.statusCode}, not 401`));
+          else resolve({ status: res.statusCode, headers: kept, body: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.once('error', reject);
+      },
+    );
     req.once('error', reject);
     req.end(body);
   });
@@ -393,7 +420,9 @@ export function hmacFloorHandler(secret: string, refusal: Refusal): Koa.Middlewa
     });
     const headers = ctx.req.headers;
     const header = (name: string): string => (typeof headers[name] === 'string' ? headers[name] : '');
-    if (verifyHmac(secret, header('webhook-timestamp'), header('webhook-event-id'), body, header('webhook-signature'))) {
+    if (
+      verifyHmac(secret, header('webhook-timestamp'), header('webhook-event-id'), body, header('webhook-signature'))
+    ) {
       ctx.body = {};
       return;
     }
@@ -411,7 +440,10 @@ export async function runRejectBench(
   log: (line: string) => void,
   aroundApi: AroundApi = direct,
 ): Promise<RejectResult> {
-  const floor = await startHmacFloor(automation.signingSecret, await serviceRefusal(`${stack.ingressApi.url}${automation.listenerPath}`, automation.body));
+  const floor = await startHmacFloor(
+    automation.signingSecret,
+    await serviceRefusal(`${stack.ingressApi.url}${automation.listenerPath}`, automation.body),
+  );
   try {
     return await rejectRounds(stack, floor, load, automation, timing, log, aroundApi);
   } finally {
@@ -420,7 +452,11 @@ export async function runRejectBench(
 }
 
 type RejectSide = 'api' | 'floor' | 'koa';
-const REJECT_SIDE_NAMES: Record<RejectSide, string> = { api: 'API (401)', floor: 'HMAC floor (401)', koa: 'bare Koa (200)' };
+const REJECT_SIDE_NAMES: Record<RejectSide, string> = {
+  api: 'API (401)',
+  floor: 'HMAC floor (401)',
+  koa: 'bare Koa (200)',
+};
 
 async function rejectRounds(
   stack: Stack,
@@ -461,13 +497,17 @@ async function rejectRounds(
   const sliceSec = Math.min(timing.sliceSec ?? timing.durationSec, timing.durationSec);
   const slices = Math.max(1, Math.round(timing.durationSec / sliceSec));
   for (let round = 1; round <= timing.rounds; round++) {
-    const sums: Partial<Record<RejectSide, { cpu: number; expected: number; durationSec: number; p50s: number[] }>> = {};
+    const sums: Partial<Record<RejectSide, { cpu: number; expected: number; durationSec: number; p50s: number[] }>> =
+      {};
     for (let slice = 0; slice < slices; slice++) {
       for (const side of orders[(round - 1 + slice) % orders.length]!) {
-        const measured = (): Promise<[LoadResult, number]> => withCpu(() => load.run({ ...jobs[side], durationSec: sliceSec }));
+        const measured = (): Promise<[LoadResult, number]> =>
+          withCpu(() => load.run({ ...jobs[side], durationSec: sliceSec }));
         // --cpu-prof: a round's first slice of each side.
         const [result, cpu] =
-          slice === 0 ? await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline') : await measured();
+          slice === 0
+            ? await aroundApi(round, measured, side === 'api' ? 'API' : side === 'floor' ? 'floor' : 'baseline')
+            : await measured();
         others(result, jobs[side].expectStatus, otherStatuses);
         const sum = (sums[side] ??= { cpu: 0, expected: 0, durationSec: 0, p50s: [] });
         sum.cpu += cpu;

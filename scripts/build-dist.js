@@ -49,7 +49,11 @@ function buildDist(root = ROOT) {
       fs.copyFileSync(file, out);
     } else {
       swc ??= require(require.resolve('@swc/core', { paths: [root] }));
-      const result = swc.transformFileSync(file, { ...SWC_OPTIONS, sourceMaps: true, sourceFileName: path.relative(path.dirname(out), file) });
+      const result = swc.transformFileSync(file, {
+        ...SWC_OPTIONS,
+        sourceMaps: true,
+        sourceFileName: path.relative(path.dirname(out), file),
+      });
       fs.writeFileSync(out, `${result.code}\n//# sourceMappingURL=${path.basename(out)}.map\n`);
       if (result.map) fs.writeFileSync(`${out}.map`, result.map);
     }

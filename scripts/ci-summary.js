@@ -32,7 +32,9 @@ function digestOf(message) {
     .replace(ANSI, '')
     .split('\n')
     .filter((line) => line.trim() !== '');
-  const kept = lines.slice(0, DIGEST_LINES).map((line) => `    ${line.length > DIGEST_WIDTH ? `${line.slice(0, DIGEST_WIDTH)}…` : line}`);
+  const kept = lines
+    .slice(0, DIGEST_LINES)
+    .map((line) => `    ${line.length > DIGEST_WIDTH ? `${line.slice(0, DIGEST_WIDTH)}…` : line}`);
   if (lines.length > DIGEST_LINES) kept.push(`    … ${lines.length - DIGEST_LINES} more lines`);
   return kept;
 }
@@ -60,7 +62,9 @@ function failuresOf(name, data) {
         for (const t of spec.tests ?? []) {
           if (t.status !== 'unexpected') continue;
           out.push(`${name}: FAILED ${spec.file ?? suite.file ?? '?'} › ${[...titles, spec.title].join(' › ')}`);
-          const errors = (t.results ?? []).flatMap((r) => (r.errors ?? (r.error ? [r.error] : [])).map((e) => e.message ?? e.value ?? ''));
+          const errors = (t.results ?? []).flatMap((r) =>
+            (r.errors ?? (r.error ? [r.error] : [])).map((e) => e.message ?? e.value ?? ''),
+          );
           out.push(...digestOf(errors.join('\n') || '(no message)'));
         }
       }
@@ -81,7 +85,12 @@ function readSummary(name, file) {
   try {
     data = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    return { passed: 0, failed: 1, skipped: {}, problems: [`${name}: no readable summary (${file}: ${err.code ?? err.message})`] };
+    return {
+      passed: 0,
+      failed: 1,
+      skipped: {},
+      problems: [`${name}: no readable summary (${file}: ${err.code ?? err.message})`],
+    };
   }
   if (data && typeof data.numPassedTests === 'number' && Array.isArray(data.testResults)) {
     const failed = (data.numFailedTests ?? 0) + (data.numRuntimeErrorTestSuites ?? 0);
@@ -89,16 +98,27 @@ function readSummary(name, file) {
     let extra = 0;
     if (data.success === false && failed === 0) {
       extra = 1;
-      problems.push(`${name}: jest reported no success, yet no failed test (interrupted, or a failure outside the tests)`);
+      problems.push(
+        `${name}: jest reported no success, yet no failed test (interrupted, or a failure outside the tests)`,
+      );
     }
-    return { passed: data.numPassedTests, failed: failed + extra, skipped: skipsOf(data), problems, failures: failuresOf(name, data) };
+    return {
+      passed: data.numPassedTests,
+      failed: failed + extra,
+      skipped: skipsOf(data),
+      problems,
+      failures: failuresOf(name, data),
+    };
   }
   if (data && data.stats && Number.isInteger(data.stats.expected) && Array.isArray(data.suites)) {
     // Playwright's JSON reporter: expected (and flaky, passed on a retry) passed; unexpected failed,
     // and so does an error outside any test (a failed global set-up).
     const errors = Array.isArray(data.errors) ? data.errors.length : 0;
     const problems = errors > 0 ? [`${name}: ${errors} error(s) outside the tests`] : [];
-    const skipped = data.stats.skipped > 0 ? { [`${name}: skipped in the test (see its reason in the report)`]: data.stats.skipped } : {};
+    const skipped =
+      data.stats.skipped > 0
+        ? { [`${name}: skipped in the test (see its reason in the report)`]: data.stats.skipped }
+        : {};
     return {
       passed: data.stats.expected + (data.stats.flaky ?? 0),
       failed: (data.stats.unexpected ?? 0) + errors,
@@ -110,7 +130,12 @@ function readSummary(name, file) {
   if (data && Number.isInteger(data.passed) && Number.isInteger(data.failed)) {
     return { passed: data.passed, failed: data.failed, skipped: data.skipped ?? {}, problems: [] };
   }
-  return { passed: 0, failed: 1, skipped: {}, problems: [`${name}: ${file} is not a summary (neither jest's JSON nor {passed, failed})`] };
+  return {
+    passed: 0,
+    failed: 1,
+    skipped: {},
+    problems: [`${name}: ${file} is not a summary (neither jest's JSON nor {passed, failed})`],
+  };
 }
 
 function summarize(args) {

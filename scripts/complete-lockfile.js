@@ -19,7 +19,8 @@ function missingOptionals(lock) {
   for (const [location, pkg] of Object.entries(lock.packages)) {
     for (const [name, version] of Object.entries(pkg.optionalDependencies ?? {})) {
       const nested = `${location ? `${location}/` : ''}node_modules/${name}`;
-      if (!lock.packages[nested] && !lock.packages[`node_modules/${name}`]) missing.push({ name, version, dev: Boolean(pkg.dev) });
+      if (!lock.packages[nested] && !lock.packages[`node_modules/${name}`])
+        missing.push({ name, version, dev: Boolean(pkg.dev) });
     }
   }
   return missing;

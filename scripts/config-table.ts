@@ -11,7 +11,8 @@ import path from 'node:path';
 import { CONFIG_SCHEMA, CONFIG_VARIABLES } from '../src/config';
 
 export const OPERATIONS_DOC = path.resolve(__dirname, '../docs/operations.md');
-export const TABLE_START = '<!-- configuration table: written by `npm run docs:config` from src/config.ts; do not edit -->';
+export const TABLE_START =
+  '<!-- configuration table: written by `npm run docs:config` from src/config.ts; do not edit -->';
 export const TABLE_END = '<!-- end of the configuration table -->';
 
 /** The table, one row per variable in the schema's order. */
@@ -27,7 +28,8 @@ export function configTable(): string {
 export function tableIn(doc: string): string {
   const start = doc.indexOf(TABLE_START);
   const end = doc.indexOf(TABLE_END);
-  if (start < 0 || end < start) throw new Error(`docs/operations.md has no configuration table markers (${TABLE_START} … ${TABLE_END})`);
+  if (start < 0 || end < start)
+    throw new Error(`docs/operations.md has no configuration table markers (${TABLE_START} … ${TABLE_END})`);
   return doc.slice(start + TABLE_START.length, end).trim();
 }
 

@@ -31,7 +31,9 @@ async function main(): Promise<void> {
       // missing: differs
     }
     if (current !== fresh) {
-      console.error(`${path.relative(process.cwd(), TARGET)} differs from the OpenAPI document: run \`npm run console:types\` and commit it.`);
+      console.error(
+        `${path.relative(process.cwd(), TARGET)} differs from the OpenAPI document: run \`npm run console:types\` and commit it.`,
+      );
       process.exit(1);
     }
     return;

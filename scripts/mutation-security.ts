@@ -36,7 +36,12 @@ interface SecurityModule {
 }
 
 export const MODULES: SecurityModule[] = [
-  { name: 'signature', guards: 'the HMAC signature', mutate: ['src/webhooks/authenticators/hmac.ts'], tests: ['webhooks-hmac', 'fuzz-verifiers'] },
+  {
+    name: 'signature',
+    guards: 'the HMAC signature',
+    mutate: ['src/webhooks/authenticators/hmac.ts'],
+    tests: ['webhooks-hmac', 'fuzz-verifiers'],
+  },
   {
     name: 'standard-webhooks',
     guards: 'the Standard Webhooks signature',
@@ -49,17 +54,38 @@ export const MODULES: SecurityModule[] = [
     mutate: ['src/webhooks/headers.ts'],
     tests: ['webhooks-headers', 'webhooks-hmac'],
   },
-  { name: 'cidr', guards: 'source address ranges', mutate: ['src/net/cidr.ts'], tests: ['webhooks-cidr', 'webhooks-cidr-survivors', 'net-source-prefix'] },
-  { name: 'jwt-claims', guards: 'JWT claims', mutate: ['src/webhooks/jwt.ts'], tests: ['webhooks-jwt', 'webhooks-jwt-survivors'] },
+  {
+    name: 'cidr',
+    guards: 'source address ranges',
+    mutate: ['src/net/cidr.ts'],
+    tests: ['webhooks-cidr', 'webhooks-cidr-survivors', 'net-source-prefix'],
+  },
+  {
+    name: 'jwt-claims',
+    guards: 'JWT claims',
+    mutate: ['src/webhooks/jwt.ts'],
+    tests: ['webhooks-jwt', 'webhooks-jwt-survivors'],
+  },
   // Its tests open a PGlite store (the limits are kept there).
-  { name: 'token-guard', guards: 'API tokens', mutate: ['src/auth/token-guard.ts'], tests: ['auth-token-guard'], store: true },
+  {
+    name: 'token-guard',
+    guards: 'API tokens',
+    mutate: ['src/auth/token-guard.ts'],
+    tests: ['auth-token-guard'],
+    store: true,
+  },
   {
     name: 'secret-grammar',
     guards: 'secret references in expressions and steps',
     mutate: ['src/cel/secret-form.ts', 'src/steps/secret-references.ts'],
     tests: ['cel-secret-form', 'cel-secret-form-survivors', 'steps-secret-references', 'secret-references'],
   },
-  { name: 'outbound-policy', guards: 'where the service may call out to', mutate: ['src/outbound/policy.ts'], tests: ['outbound-policy', 'webhooks-jwks'] },
+  {
+    name: 'outbound-policy',
+    guards: 'where the service may call out to',
+    mutate: ['src/outbound/policy.ts'],
+    tests: ['outbound-policy', 'webhooks-jwks'],
+  },
   {
     name: 'admission',
     guards: 'webhook admission (in-flight caps per listener and address)',
@@ -81,7 +107,12 @@ export const MODULES: SecurityModule[] = [
   {
     name: 'console-session',
     guards: "the console's sessions, session cookie, CSRF token and Origin checks",
-    mutate: ['src/auth/sessions.ts:36-74', 'src/auth/sessions.ts:76-101', 'src/auth/sessions.ts:109-117', 'src/http/console-session.ts:31-96'],
+    mutate: [
+      'src/auth/sessions.ts:36-74',
+      'src/auth/sessions.ts:76-101',
+      'src/auth/sessions.ts:109-117',
+      'src/http/console-session.ts:31-96',
+    ],
     tests: ['auth-sessions', 'console-session'],
     store: true,
   },
@@ -103,7 +134,17 @@ interface Counts {
 
 function countsOf(reportFile: string): Counts {
   const report = JSON.parse(fs.readFileSync(reportFile, 'utf8')) as {
-    files: Record<string, { mutants: { status: string; mutatorName: string; replacement?: string; location: { start: { line: number; column: number } } }[] }>;
+    files: Record<
+      string,
+      {
+        mutants: {
+          status: string;
+          mutatorName: string;
+          replacement?: string;
+          location: { start: { line: number; column: number } };
+        }[];
+      }
+    >;
   };
   const counts: Counts = { killed: 0, timedOut: 0, survived: 0, noCoverage: 0, score: 0, survivors: [] };
   for (const [file, { mutants }] of Object.entries(report.files)) {
@@ -143,7 +184,9 @@ function runStryker(
   fs.rmSync(reportFile, { force: true });
   // Incremental: a later run of the module runs again only the mutants whose code or covering
   // tests changed (StrykerJS compares them with this file); --full runs every mutant.
-  const incremental = options.full ? [] : ['--incremental', '--incrementalFile', path.join(options.reports, `${module.name}.incremental.json`)];
+  const incremental = options.full
+    ? []
+    : ['--incremental', '--incrementalFile', path.join(options.reports, `${module.name}.incremental.json`)];
   console.log(`\n==> ${module.name}: ${module.mutate.join(', ')} (tests: ${module.tests.join(', ')})`);
   const run = spawnSync(
     'npx',
@@ -200,11 +243,15 @@ async function main(): Promise<number> {
       continue;
     }
     const reportFile = path.join(reports, `${module.name}.json`);
-    const status = reportsOnly ? 'not run (--reports-only)' : runStryker(module, reportFile, { concurrency, full, reports, image });
+    const status = reportsOnly
+      ? 'not run (--reports-only)'
+      : runStryker(module, reportFile, { concurrency, full, reports, image });
     // (Stryker exits non-zero when the module is under thresholds.break: the report still counts.)
     if (!fs.existsSync(reportFile)) {
       failed++;
-      verdicts.push(`FAIL ${module.name} (${module.guards}): no report (${reportsOnly ? 'none from an earlier run' : `Stryker exited with ${status}`})`);
+      verdicts.push(
+        `FAIL ${module.name} (${module.guards}): no report (${reportsOnly ? 'none from an earlier run' : `Stryker exited with ${status}`})`,
+      );
       rows.push(`| \`${module.name}\` | no report | | | | | |`);
       continue;
     }
@@ -222,11 +269,15 @@ async function main(): Promise<number> {
         `${counts.killed} | ${counts.timedOut} | ${counts.survived} | ${counts.noCoverage} | ${measured} |`,
     );
   }
-  console.log(`\nMutation scores of the security modules (at least ${MIN_SCORE} % each), ${new Date().toISOString().slice(0, 10)}:`);
+  console.log(
+    `\nMutation scores of the security modules (at least ${MIN_SCORE} % each), ${new Date().toISOString().slice(0, 10)}:`,
+  );
   for (const verdict of verdicts) console.log(`  ${verdict}`);
   console.log(`${chosen.length - failed} of ${chosen.length} modules at or above ${MIN_SCORE} %`);
   // The same figures as a table for docs/testing.md ("Mutation testing"), pasted as printed.
-  console.log('\n| module | score | killed | timed out | survived | uncovered | measured |\n| --- | --- | --- | --- | --- | --- | --- |');
+  console.log(
+    '\n| module | score | killed | timed out | survived | uncovered | measured |\n| --- | --- | --- | --- | --- | --- | --- |',
+  );
   for (const row of rows) console.log(row);
   return failed === 0 ? 0 : 1;
 }

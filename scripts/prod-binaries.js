@@ -88,16 +88,27 @@ function ensureProdBinaries(log = (line) => console.log(line)) {
       ...missing.map((p) => p.name),
       ...(schemaMissing ? ['the PostgreSQL schemas'] : []),
     ];
-    throw new Error(`missing ${what.join(', ')} and no Go toolchain: ` + 'install Go 1.26 (https://go.dev/dl/) and run `node scripts/prod-binaries.js`');
+    throw new Error(
+      `missing ${what.join(', ')} and no Go toolchain: ` +
+        'install Go 1.26 (https://go.dev/dl/) and run `node scripts/prod-binaries.js`',
+    );
   }
   fs.mkdirSync(BIN, { recursive: true });
-  const goEnvironment = { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() };
+  const goEnvironment = {
+    ...process.env,
+    GOTOOLCHAIN: 'local',
+    GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim(),
+  };
   if (serverStale) {
     log('building temporal-server-authz: go build in deploy/temporal/server (the first build takes a few minutes)');
     const started = Date.now();
     const partial = `${SERVER_BINARY}.${process.pid}.tmp`;
     try {
-      execFileSync('go', ['build', '-o', partial, '.'], { cwd: SERVER_SOURCE, stdio: ['ignore', 'inherit', 'inherit'], env: goEnvironment });
+      execFileSync('go', ['build', '-o', partial, '.'], {
+        cwd: SERVER_SOURCE,
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: goEnvironment,
+      });
       fs.renameSync(partial, SERVER_BINARY);
     } finally {
       fs.rmSync(partial, { force: true });
@@ -111,7 +122,10 @@ function ensureProdBinaries(log = (line) => console.log(line)) {
     fs.mkdirSync(gobin, { recursive: true });
     log(`building ${program.name}: go install ${program.pkg} (the first build takes a few minutes)`);
     const started = Date.now();
-    execFileSync('go', ['install', program.pkg], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...goEnvironment, GOBIN: gobin } });
+    execFileSync('go', ['install', program.pkg], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...goEnvironment, GOBIN: gobin },
+    });
     const built = fs.readdirSync(gobin);
     if (built.length !== 1) throw new Error(`go install ${program.pkg} left ${built.length} files in ${gobin}`);
     fs.renameSync(path.join(gobin, built[0]), paths[program.name]);
@@ -119,7 +133,10 @@ function ensureProdBinaries(log = (line) => console.log(line)) {
     log(`built ${program.name} in ${Math.round((Date.now() - started) / 1000)} s`);
   }
   if (schemaMissing) {
-    execFileSync('go', ['mod', 'download', `go.temporal.io/server@${TEMPORAL_VERSION}`], { stdio: 'inherit', cwd: DIR });
+    execFileSync('go', ['mod', 'download', `go.temporal.io/server@${TEMPORAL_VERSION}`], {
+      stdio: 'inherit',
+      cwd: DIR,
+    });
     const moduleDir = path.join(goEnv('GOMODCACHE'), `go.temporal.io/server@${TEMPORAL_VERSION}`);
     fs.mkdirSync(path.dirname(SCHEMA_DIR), { recursive: true });
     fs.cpSync(path.join(moduleDir, 'schema', 'postgresql', 'v12'), SCHEMA_DIR, { recursive: true });

@@ -57,7 +57,10 @@ export const MANIFEST = path.join(HISTORIES_DIR, 'manifest.json');
 type Handle = WorkflowHandle<typeof automation>;
 
 /** What a scenario does with its run once started; answers how the run ended. */
-type Drive = (handle: Handle, ctx: { client: Client; releaseHolder: () => Promise<void>; lane?: string }) => Promise<string>;
+type Drive = (
+  handle: Handle,
+  ctx: { client: Client; releaseHolder: () => Promise<void>; lane?: string },
+) => Promise<string>;
 
 interface Scenario {
   name: string;
@@ -100,7 +103,9 @@ const HISTORY_HOOK_TOKEN = `T0/B0/${randomBytes(12).toString('hex')}`;
 const FLAKY_ROLE = 'flaky-first';
 
 /** The activities, except that the first ownership of FLAKY_ROLE fails as a store that did not answer would (retryable). */
-function withFlakyOwnership<T extends { createEntitlementOwner: AutomationActivities['createEntitlementOwner'] }>(activities: T): T {
+function withFlakyOwnership<T extends { createEntitlementOwner: AutomationActivities['createEntitlementOwner'] }>(
+  activities: T,
+): T {
   const create = activities.createEntitlementOwner.bind(activities);
   let failed = false;
   return {
@@ -117,7 +122,12 @@ function withFlakyOwnership<T extends { createEntitlementOwner: AutomationActivi
   };
 }
 
-const OWNERSHIP = { userId: "'svc-1'", roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' };
+const OWNERSHIP = {
+  userId: "'svc-1'",
+  roleSlug: "'owner'",
+  appId: "'app-1'",
+  entitlementId: 'ctx.trigger.entitlement',
+};
 
 function scenarios(target: string): Scenario[] {
   return [
@@ -164,14 +174,26 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'ownership-retried-after-local-attempt',
-      description: 'createEntitlementOwner whose first (local) attempt fails: a timer, then the regular activity with the rest of the policy',
-      steps: [{ id: 'own', retry: { initialInterval: '0.1s', maximumAttempts: 3 }, createEntitlementOwner: { ...OWNERSHIP, roleSlug: `'${FLAKY_ROLE}'` } }],
+      description:
+        'createEntitlementOwner whose first (local) attempt fails: a timer, then the regular activity with the rest of the policy',
+      steps: [
+        {
+          id: 'own',
+          retry: { initialInterval: '0.1s', maximumAttempts: 3 },
+          createEntitlementOwner: { ...OWNERSHIP, roleSlug: `'${FLAKY_ROLE}'` },
+        },
+      ],
       trigger: { entitlement: 'ent-1' },
     },
     {
       name: 'call-webhook-completed',
       description: 'callWebhook answered 200 at once',
-      steps: [{ id: 'notify', callWebhook: { url: `'${target}/ok'`, body: '{"who": ctx.trigger.user}', headers: { 'X-Run': "'history'" } } }],
+      steps: [
+        {
+          id: 'notify',
+          callWebhook: { url: `'${target}/ok'`, body: '{"who": ctx.trigger.user}', headers: { 'X-Run': "'history'" } },
+        },
+      ],
       trigger: { user: 'u-1' },
     },
     {
@@ -188,7 +210,8 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'call-webhook-secret-header',
-      description: 'callWebhook with a header reading a named secret (resolved in the activity) and a plain header, answered 200',
+      description:
+        'callWebhook with a header reading a named secret (resolved in the activity) and a plain header, answered 200',
       steps: [
         {
           id: 'notify',
@@ -203,18 +226,33 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'call-webhook-secret-missing',
-      description: 'callWebhook with a header reading a secret that does not exist: the step fails at once, naming the secret',
-      steps: [{ id: 'notify', callWebhook: { url: `'${target}/ok'`, body: {}, headers: { Authorization: "'Bearer ' + secrets.deleted_token" } } }],
+      description:
+        'callWebhook with a header reading a secret that does not exist: the step fails at once, naming the secret',
+      steps: [
+        {
+          id: 'notify',
+          callWebhook: {
+            url: `'${target}/ok'`,
+            body: {},
+            headers: { Authorization: "'Bearer ' + secrets.deleted_token" },
+          },
+        },
+      ],
       trigger: {},
     },
     {
       name: 'call-webhook-signed',
-      description: 'a callWebhook signed with a named secret (Standard Webhooks), answered 500 twice, then 200: three attempts with one call key',
+      description:
+        'a callWebhook signed with a named secret (Standard Webhooks), answered 500 twice, then 200: three attempts with one call key',
       steps: [
         {
           id: 'notify',
           retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
-          callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: { who: 'ctx.trigger.user' }, signature: { secret: 'history_signing' } },
+          callWebhook: {
+            url: `'${target}/flaky/' + ctx.trigger.key`,
+            body: { who: 'ctx.trigger.user' },
+            signature: { secret: 'history_signing' },
+          },
         },
       ],
       trigger: { key: randomUUID(), user: 'u-4' },
@@ -232,7 +270,10 @@ function scenarios(target: string): Scenario[] {
         resume: {
           fromStepId: 'notify',
           steps: [{ id: 'first', status: 'DONE', output: { who: 'u-10' } }],
-          keysOf: { workflowId: 'webhook:listener-original:event-original', runId: '0193a0c4-0000-7000-8000-000000000000' },
+          keysOf: {
+            workflowId: 'webhook:listener-original:event-original',
+            runId: '0193a0c4-0000-7000-8000-000000000000',
+          },
         },
       },
     },
@@ -275,7 +316,8 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'approval-wait-marked',
-      description: 'waitForApproval (0.7.0): the run holds the ApprovalWait search attribute (the step id) while it waits and clears it once approved',
+      description:
+        'waitForApproval (0.7.0): the run holds the ApprovalWait search attribute (the step id) while it waits and clears it once approved',
       steps: [
         { id: 'review', waitForApproval: {} },
         { id: 'after', setVariables: { by: 'ctx.steps.review.by' } },
@@ -322,7 +364,11 @@ function scenarios(target: string): Scenario[] {
       description: 'a fail step ends the run as FAILED with its message',
       steps: [
         { id: 'check', setVariables: { ok: 'ctx.trigger.status == "active"' } },
-        { id: 'stop', when: '!ctx.steps.check.ok', fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' } },
+        {
+          id: 'stop',
+          when: '!ctx.steps.check.ok',
+          fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' },
+        },
       ],
       trigger: { user: 'u-7', status: 'suspended' },
     },
@@ -344,7 +390,13 @@ function scenarios(target: string): Scenario[] {
     {
       name: 'terminated-mid-retry',
       description: 'terminated while callWebhook backs off between attempts (target answers 500)',
-      steps: [{ id: 'notify', retry: { initialInterval: '3600s', maximumAttempts: 5 }, callWebhook: { url: `'${target}/down'`, body: {} } }],
+      steps: [
+        {
+          id: 'notify',
+          retry: { initialInterval: '3600s', maximumAttempts: 5 },
+          callWebhook: { url: `'${target}/down'`, body: {} },
+        },
+      ],
       trigger: {},
       drive: async (handle) => {
         await until(async () => {
@@ -392,7 +444,8 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'flow-queued-then-granted',
-      description: 'flow control: QUEUED in its lane behind another run, granted when that run gives the permit back, then completed',
+      description:
+        'flow control: QUEUED in its lane behind another run, granted when that run gives the permit back, then completed',
       steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
       trigger: { user: 'user-1' },
       extra: { flow: laneQueue('flow-queued-then-granted') },
@@ -436,7 +489,9 @@ function scenarios(target: string): Scenario[] {
           lane: 'lane:elsewhere:recorded',
         } satisfies LaneAcquire);
         await until(
-          async () => (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' && (await laneHandle.describe()).raw.pendingWorkflowTask == null,
+          async () =>
+            (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' &&
+            (await laneHandle.describe()).raw.pendingWorkflowTask == null,
         );
         await releaseHolder();
         return settle(handle);
@@ -456,10 +511,16 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'breaker-paused-then-resumed-through-lane',
-      description: 'circuit breaker: PAUSED, resumed (the resume asked the lane), QUEUED behind another run, granted, completed',
+      description:
+        'circuit breaker: PAUSED, resumed (the resume asked the lane), QUEUED behind another run, granted, completed',
       steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
       trigger: { user: 'user-1' },
-      extra: { flow: { ...laneQueue('breaker-paused-then-resumed-through-lane'), paused: { since: '2026-01-01T00:00:00.000Z' } } },
+      extra: {
+        flow: {
+          ...laneQueue('breaker-paused-then-resumed-through-lane'),
+          paused: { since: '2026-01-01T00:00:00.000Z' },
+        },
+      },
       laneHeld: true,
       drive: async (handle, { releaseHolder }) => {
         await untilPaused(handle);
@@ -495,13 +556,15 @@ function scenarios(target: string): Scenario[] {
     },
     {
       name: 'notify-completed',
-      description: 'a notify step posting {"text"} to an incoming webhook whose URL (with its token) is a named secret, answered 200',
+      description:
+        'a notify step posting {"text"} to an incoming webhook whose URL (with its token) is a named secret, answered 200',
       steps: [{ id: 'tell', notify: { webhook: 'history_hook', text: "'Offboarded ' + ctx.trigger.user" } }],
       trigger: { user: 'u-9' },
     },
     {
       name: 'notify-origin-refused',
-      description: 'a notify step whose secret does not allow the origin of the URL it holds: the step fails at once, nothing is sent',
+      description:
+        'a notify step whose secret does not allow the origin of the URL it holds: the step fails at once, nothing is sent',
       steps: [{ id: 'tell', notify: { webhook: 'history_hook_elsewhere', text: "'x'" } }],
       trigger: {},
     },
@@ -509,7 +572,10 @@ function scenarios(target: string): Scenario[] {
       name: 'many-steps',
       description: '24 steps of every non-parking kind, with skips and a short wait',
       steps: [
-        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({ id: `v${i}`, setVariables: { n: `${i}.0 + ctx.trigger.base` } })),
+        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({
+          id: `v${i}`,
+          setVariables: { n: `${i}.0 + ctx.trigger.base` },
+        })),
         { id: 'skip1', when: 'ctx.steps.v0.n > 100.0', setVariables: { never: '1' } },
         { id: 'note', log: { message: '"sum " + string(ctx.steps.v7.n)' } },
         { id: 'own', createEntitlementOwner: OWNERSHIP },
@@ -559,7 +625,8 @@ async function settle(handle: Handle): Promise<string> {
     await handle.result();
     return 'COMPLETED';
   } catch (err) {
-    if (err instanceof WorkflowFailedError) return err.cause?.constructor.name === 'CancelledFailure' ? 'CANCELED' : 'FAILED';
+    if (err instanceof WorkflowFailedError)
+      return err.cause?.constructor.name === 'CancelledFailure' ? 'CANCELED' : 'FAILED';
     throw err;
   }
 }
@@ -607,19 +674,28 @@ async function startTarget(): Promise<{ origin: string; close(): Promise<void> }
 async function seed(db: Db): Promise<void> {
   await db.query(`INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE')`);
   await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
-  await db.query(`INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`);
+  await db.query(
+    `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
+  );
 }
 
-async function publish(db: Db, name: string, steps: StepDefinition[]): Promise<{ automationId: string; listenerId: string }> {
+async function publish(
+  db: Db,
+  name: string,
+  steps: StepDefinition[],
+): Promise<{ automationId: string; listenerId: string }> {
   const automationId = `auto-${name}`;
   const listenerId = `listener-${name}`;
-  await db.query(`INSERT INTO automations (id, display_name, published, version, trigger, steps, listener_id) VALUES ($1, $2, true, 1, $3, $4, $5)`, [
-    automationId,
-    name,
-    JSON.stringify({ incomingWebhook: { authMethod: 'HMAC', jwksUrl: '', allowedCidrs: [], enabled: true } }),
-    JSON.stringify(steps),
-    listenerId,
-  ]);
+  await db.query(
+    `INSERT INTO automations (id, display_name, published, version, trigger, steps, listener_id) VALUES ($1, $2, true, 1, $3, $4, $5)`,
+    [
+      automationId,
+      name,
+      JSON.stringify({ incomingWebhook: { authMethod: 'HMAC', jwksUrl: '', allowedCidrs: [], enabled: true } }),
+      JSON.stringify(steps),
+      listenerId,
+    ],
+  );
   await recordPublishedVersion(db, automationId, 1, { displayName: name, steps });
   return { automationId, listenerId };
 }
@@ -637,10 +713,31 @@ interface BulkScenario {
 
 function bulkScenarios(): BulkScenario[] {
   return [
-    { name: 'bulk-cancel', description: 'a bulk cancel of two parked runs and an unknown one (skipped)', action: 'cancel', runs: 2 },
-    { name: 'bulk-terminate', description: 'a bulk terminate of two parked runs and an unknown one (skipped)', action: 'terminate', runs: 2 },
-    { name: 'bulk-rerun', description: 'a bulk rerun of two parked runs (each rerun parks too) and an unknown one (skipped)', action: 'rerun', runs: 2 },
-    { name: 'bulk-stopped', description: 'a bulk cancel stopped before it acted on anything', action: 'cancel', runs: 1, stopped: true },
+    {
+      name: 'bulk-cancel',
+      description: 'a bulk cancel of two parked runs and an unknown one (skipped)',
+      action: 'cancel',
+      runs: 2,
+    },
+    {
+      name: 'bulk-terminate',
+      description: 'a bulk terminate of two parked runs and an unknown one (skipped)',
+      action: 'terminate',
+      runs: 2,
+    },
+    {
+      name: 'bulk-rerun',
+      description: 'a bulk rerun of two parked runs (each rerun parks too) and an unknown one (skipped)',
+      action: 'rerun',
+      runs: 2,
+    },
+    {
+      name: 'bulk-stopped',
+      description: 'a bulk cancel stopped before it acted on anything',
+      action: 'cancel',
+      runs: 1,
+      stopped: true,
+    },
   ];
 }
 
@@ -659,8 +756,19 @@ async function recordBulk(
   const runIds: string[] = [];
   for (let i = 0; i < scenario.runs; i++) {
     const eventId = randomUUID();
-    const input: AutomationRunInput = { automationId, version: 1, listenerId, eventId, receivedAt: new Date().toISOString(), trigger: { n: i } };
-    const handle = await client.workflow.start('automation', { taskQueue, workflowId: `webhook:${listenerId}:${eventId}`, args: [input] });
+    const input: AutomationRunInput = {
+      automationId,
+      version: 1,
+      listenerId,
+      eventId,
+      receivedAt: new Date().toISOString(),
+      trigger: { n: i },
+    };
+    const handle = await client.workflow.start('automation', {
+      taskQueue,
+      workflowId: `webhook:${listenerId}:${eventId}`,
+      args: [input],
+    });
     await untilStep(handle as Handle, 'hold', 'WAITING_FOR_APPROVAL');
     runIds.push(handle.workflowId);
   }
@@ -685,7 +793,11 @@ async function recordBulk(
     ),
   );
   if (scenario.stopped) await stopBulkAction(db, bulkActionId);
-  const handle = await client.workflow.start(bulkAction, { taskQueue, workflowId: bulkActionWorkflowId(bulkActionId), args: [{ bulkActionId }] });
+  const handle = await client.workflow.start(bulkAction, {
+    taskQueue,
+    workflowId: bulkActionWorkflowId(bulkActionId),
+    args: [{ bulkActionId }],
+  });
   const result = await handle.result();
   const history = await handle.fetchHistory();
   ctx.save(scenario.name, history, {
@@ -712,7 +824,9 @@ export function sha256(file: string): string {
 
 /** The manifest: sha256 of every committed history and input file, by path under the histories folder. */
 export function readManifest(): Record<string, string> {
-  return fs.existsSync(MANIFEST) ? (JSON.parse(fs.readFileSync(MANIFEST, 'utf8')) as { files: Record<string, string> }).files : {};
+  return fs.existsSync(MANIFEST)
+    ? (JSON.parse(fs.readFileSync(MANIFEST, 'utf8')) as { files: Record<string, string> }).files
+    : {};
 }
 
 async function main(): Promise<void> {
@@ -740,11 +854,19 @@ async function main(): Promise<void> {
     await ensureNamespace(connection, 'default');
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
-    await insertOutboundSecret(db, 'history_token', secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')), [target.origin]);
+    await insertOutboundSecret(
+      db,
+      'history_token',
+      secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')),
+      [target.origin],
+    );
     await insertOutboundSecret(
       db,
       'history_hook_elsewhere',
-      secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook_elsewhere')),
+      secretBox.seal(
+        `${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`,
+        sealContext('outbound_secret', 'history_hook_elsewhere'),
+      ),
       ['https://hooks.slack.com'],
     );
     await insertOutboundSecret(
@@ -753,9 +875,12 @@ async function main(): Promise<void> {
       secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook')),
       [target.origin],
     );
-    await insertOutboundSecret(db, 'history_signing', secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')), [
-      target.origin,
-    ]);
+    await insertOutboundSecret(
+      db,
+      'history_signing',
+      secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')),
+      [target.origin],
+    );
     const client = new Client({ connection, namespace: 'default' });
     const taskQueue = 'record-histories';
     const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
@@ -773,7 +898,11 @@ async function main(): Promise<void> {
           bulkRuns: new TemporalBulkRuns(
             client,
             taskQueue,
-            new TemporalRunControl(client, taskQueue, new TemporalRunReader(client, { bulkReruns: (id) => bulkRerunsOf(db, id) })),
+            new TemporalRunControl(
+              client,
+              taskQueue,
+              new TemporalRunReader(client, { bulkReruns: (id) => bulkRerunsOf(db, id) }),
+            ),
           ),
         }),
       ),
@@ -781,7 +910,11 @@ async function main(): Promise<void> {
     running = worker.run();
     fs.mkdirSync(releaseDir, { recursive: true });
 
-    const save = (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>): void => {
+    const save = (
+      name: string,
+      history: Awaited<ReturnType<Handle['fetchHistory']>>,
+      record: Record<string, unknown>,
+    ): void => {
       const base = path.join(releaseDir, name);
       const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
       if (holdsSecret(JSON.parse(text))) throw new Error(`${name}: the history holds the value of a named secret`);
@@ -808,7 +941,10 @@ async function main(): Promise<void> {
         const queue = input.flow?.queue;
         if (scenario.laneHeld && queue) {
           // The holder: a run parked for approval (version 2 of the automation) that the lane grants the only permit to first.
-          await recordPublishedVersion(db, automationId, 2, { displayName: scenario.name, steps: [{ id: 'hold', waitForApproval: {} }] });
+          await recordPublishedVersion(db, automationId, 2, {
+            displayName: scenario.name,
+            steps: [{ id: 'hold', waitForApproval: {} }],
+          });
           const holder = await client.workflow.start('automation', {
             taskQueue,
             workflowId: `${workflowId}:holder`,
@@ -828,10 +964,22 @@ async function main(): Promise<void> {
           };
         }
         const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
-        const outcome = await (scenario.drive ?? settle)(handle, { client, releaseHolder, ...(queue ? { lane: queue.lane } : {}) });
+        const outcome = await (scenario.drive ?? settle)(handle, {
+          client,
+          releaseHolder,
+          ...(queue ? { lane: queue.lane } : {}),
+        });
         if (scenario.laneHeld) await releaseHolder().catch(() => undefined);
         const history = await handle.fetchHistory();
-        const record = { release: RELEASE, scenario: scenario.name, description: scenario.description, outcome, workflowId, steps: scenario.steps, input };
+        const record = {
+          release: RELEASE,
+          scenario: scenario.name,
+          description: scenario.description,
+          outcome,
+          workflowId,
+          steps: scenario.steps,
+          input,
+        };
         save(scenario.name, history, record);
         if (scenario.laneHeld && queue) {
           // The lane's own history (its grants, the release, the holder check): lanes are workflow code too.
@@ -851,11 +999,19 @@ async function main(): Promise<void> {
       }),
     );
     const chosenBulk = bulkScenarios().filter((s) => !only || s.name === only);
-    const bulkResults = await Promise.allSettled(chosenBulk.map((scenario) => recordBulk(scenario, { db, client, taskQueue, save })));
+    const bulkResults = await Promise.allSettled(
+      chosenBulk.map((scenario) => recordBulk(scenario, { db, client, taskQueue, save })),
+    );
     const failed = [
-      ...results.flatMap((r, i) => (r.status === 'rejected' ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [])),
+      ...results.flatMap((r, i) =>
+        r.status === 'rejected'
+          ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`]
+          : [],
+      ),
       ...bulkResults.flatMap((r, i) =>
-        r.status === 'rejected' ? [`${chosenBulk[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`] : [],
+        r.status === 'rejected'
+          ? [`${chosenBulk[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`]
+          : [],
       ),
     ];
     if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);

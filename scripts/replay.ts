@@ -66,7 +66,9 @@ async function main(): Promise<void> {
   const limit = Number(option(args, '--limit') ?? 1000);
   installQuietRuntime();
 
-  const histories = fromCluster ? await clusterHistories(query!, limit) : loadCommittedHistories(path.resolve(option(args, '--dir') ?? HISTORIES_DIR));
+  const histories = fromCluster
+    ? await clusterHistories(query!, limit)
+    : loadCommittedHistories(path.resolve(option(args, '--dir') ?? HISTORIES_DIR));
   if (histories.length === 0) throw new Error('no histories to replay');
   const bundle: WorkflowBundleOption = bundlePath
     ? { codePath: path.resolve(bundlePath) }
@@ -74,7 +76,9 @@ async function main(): Promise<void> {
   const failures = await replayHistories(bundle, histories);
   const against = bundlePath ? `bundle ${bundlePath}` : 'the workflow code in workflows/';
   if (failures.length > 0) {
-    console.error(`NONDETERMINISM: ${failures.length} of ${histories.length} histories fail against ${against}:\n${describeFailures(failures)}`);
+    console.error(
+      `NONDETERMINISM: ${failures.length} of ${histories.length} histories fail against ${against}:\n${describeFailures(failures)}`,
+    );
     process.exitCode = 1;
     return;
   }

@@ -22,7 +22,8 @@ async function main(): Promise<void> {
     const tokens = await AccessTokens.load(db, box, config.accessTokenTtlSeconds);
     const args = process.argv.slice(2);
     const unknown = args.filter((arg) => arg !== '--revoke');
-    if (unknown.length > 0) throw new Error(`unknown argument ${unknown[0]} (usage: npm run rotate-signing-key [-- --revoke])`);
+    if (unknown.length > 0)
+      throw new Error(`unknown argument ${unknown[0]} (usage: npm run rotate-signing-key [-- --revoke])`);
     const revoke = args.includes('--revoke');
     const { kid, previousKid, retiredKids } = await tokens.rotate(new Date(), { revoke });
     console.log(

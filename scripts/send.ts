@@ -19,7 +19,10 @@ import { SenderUsageError } from '../src/errors';
 const REQUEST_TIMEOUT_MS = 30_000;
 
 const COMMON_OPTIONS: Record<string, { value: string; description: string }> = {
-  url: { value: '<url>', description: 'the listener URL shown on the automation (BASE_URL/api/v1/webhooks/incoming/<listener id>)' },
+  url: {
+    value: '<url>',
+    description: 'the listener URL shown on the automation (BASE_URL/api/v1/webhooks/incoming/<listener id>)',
+  },
   data: { value: '<json>', description: 'the JSON body, sent byte for byte; @path reads it from a file' },
 };
 const TRAILING_OPTIONS: Record<string, { value: string; description: string }> = {
@@ -28,7 +31,8 @@ const TRAILING_OPTIONS: Record<string, { value: string; description: string }> =
 
 function optionLines(options: Record<string, { value: string; description: string }>): string[] {
   return Object.entries(options).map(
-    ([name, option]) => `  ${`--${name} ${option.value}`.padEnd(21)}${option.description.split('\n').join(`\n${' '.repeat(23)}`)}`,
+    ([name, option]) =>
+      `  ${`--${name} ${option.value}`.padEnd(21)}${option.description.split('\n').join(`\n${' '.repeat(23)}`)}`,
   );
 }
 
@@ -36,7 +40,10 @@ const USAGE = [
   'Send one signed event to an inbound webhook listener.',
   '',
   'Usage:',
-  ...AUTH_METHODS.map((method) => `  npm run send -- --url <listener url> --data <json | @file> ${authenticatorOf(method).sender.synopsis}`),
+  ...AUTH_METHODS.map(
+    (method) =>
+      `  npm run send -- --url <listener url> --data <json | @file> ${authenticatorOf(method).sender.synopsis}`,
+  ),
   '',
   'Options:',
   ...optionLines(COMMON_OPTIONS),
@@ -65,7 +72,9 @@ function methodValues(method: AuthMethod, values: Record<string, unknown>): Reco
 
 async function main(argv: string[]): Promise<number> {
   const methodOptions = Object.fromEntries(
-    AUTH_METHODS.flatMap((method) => Object.keys(authenticatorOf(method).sender.options).map((name) => [name, { type: 'string' as const }])),
+    AUTH_METHODS.flatMap((method) =>
+      Object.keys(authenticatorOf(method).sender.options).map((name) => [name, { type: 'string' as const }]),
+    ),
   );
   const options: ParseArgsConfig['options'] = {
     url: { type: 'string' },
@@ -86,13 +95,16 @@ async function main(argv: string[]): Promise<number> {
   } catch {
     throw new UsageError(`--url: ${JSON.stringify(url)} is not an absolute URL`);
   }
-  if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new UsageError('--url must be an http or https URL');
+  if (target.protocol !== 'https:' && target.protocol !== 'http:')
+    throw new UsageError('--url must be an http or https URL');
   const body = readData(required(values.data as string | undefined, '--data'));
   const eventId = (values['event-id'] as string | undefined) ?? randomUUID();
 
   const chosen = AUTH_METHODS.filter((method) => values[authenticatorOf(method).sender.selector] !== undefined);
   if (chosen.length > 1) {
-    throw new UsageError(`give either ${chosen.map((method) => `--${authenticatorOf(method).sender.selector} (${method})`).join(' or ')}, not both`);
+    throw new UsageError(
+      `give either ${chosen.map((method) => `--${authenticatorOf(method).sender.selector} (${method})`).join(' or ')}, not both`,
+    );
   }
   const method = chosen[0];
   if (method === undefined) {
@@ -100,7 +112,8 @@ async function main(argv: string[]): Promise<number> {
   }
   for (const other of AUTH_METHODS.filter((m) => m !== method)) {
     for (const [name, value] of Object.entries(methodValues(other, values))) {
-      if (value !== undefined) throw new UsageError(`--${name} is only for ${other} (--${authenticatorOf(other).sender.selector})`);
+      if (value !== undefined)
+        throw new UsageError(`--${name} is only for ${other} (--${authenticatorOf(other).sender.selector})`);
     }
   }
   const sign = await authenticatorOf(method).sender.signer(methodValues(method, values), target);
@@ -128,7 +141,13 @@ export async function send(options: SendOptions): Promise<{ status: number; stat
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          statusText: res.statusMessage ?? '',
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     req.on('error', reject);
@@ -149,7 +168,9 @@ function readFile(path: string, flag: string): Buffer {
   try {
     return fs.readFileSync(path);
   } catch (err) {
-    throw new UsageError(`${flag}: cannot read ${JSON.stringify(path)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UsageError(
+      `${flag}: cannot read ${JSON.stringify(path)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 
@@ -159,9 +180,12 @@ if (require.main === module) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      const usage = err instanceof SenderUsageError || (err as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS');
+      const usage =
+        err instanceof SenderUsageError || (err as { code?: unknown }).code?.toString().startsWith('ERR_PARSE_ARGS');
       const code = (err as { code?: unknown }).code;
-      process.stderr.write(`send: ${(err as Error).message}${typeof code === 'string' && !usage ? ` (${code})` : ''}\n`);
+      process.stderr.write(
+        `send: ${(err as Error).message}${typeof code === 'string' && !usage ? ` (${code})` : ''}\n`,
+      );
       if (usage) process.stderr.write('run with --help for usage\n');
       process.exitCode = 1;
     },

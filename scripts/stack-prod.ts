@@ -85,7 +85,11 @@ export const TEMPORAL_TLS_SERVER_NAME = 'temporal-frontend';
 
 /** The client certificate files of one holder inside the certificate folder. */
 export function clientTlsFiles(tlsDir: string, holder: TlsClient): { ca: string; cert: string; key: string } {
-  return { ca: path.join(tlsDir, holder, 'ca.pem'), cert: path.join(tlsDir, holder, 'client.pem'), key: path.join(tlsDir, holder, 'client.key') };
+  return {
+    ca: path.join(tlsDir, holder, 'ca.pem'),
+    cert: path.join(tlsDir, holder, 'client.pem'),
+    key: path.join(tlsDir, holder, 'client.key'),
+  };
 }
 
 /**
@@ -103,7 +107,11 @@ export function clientTlsEnvironment(tlsDir: string, holder: 'api' | 'worker'): 
 }
 
 /** Connection options (Connection.connect, NativeConnection.connect) with a client certificate of the stack. */
-export function temporalConnectionOptions(address: string, tlsDir: string, holder: TlsClient = 'api'): { address: string; tls: TLSConfig } {
+export function temporalConnectionOptions(
+  address: string,
+  tlsDir: string,
+  holder: TlsClient = 'api',
+): { address: string; tls: TLSConfig } {
   const files = clientTlsFiles(tlsDir, holder);
   return {
     address,
@@ -170,7 +178,13 @@ export function temporalEnvironment(p: {
 }
 
 /** Environment of the Web UI server (read by deploy/temporal-ui/docker.yaml): read-only, loopback, codec, mTLS. */
-export function uiEnvironment(p: { temporalAddress: string; uiPort: number; uiUrl: string; entryUrl: string; tlsDir: string }): Record<string, string> {
+export function uiEnvironment(p: {
+  temporalAddress: string;
+  uiPort: number;
+  uiUrl: string;
+  entryUrl: string;
+  tlsDir: string;
+}): Record<string, string> {
   const files = clientTlsFiles(p.tlsDir, 'ui');
   return {
     TEMPORAL_ADDRESS: p.temporalAddress,
@@ -413,11 +427,17 @@ function logTail(proc: StackProcess, count = 20): string {
   return proc.logText().trimEnd().split('\n').slice(-count).join('\n');
 }
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined | false>, proc?: StackProcess): Promise<T> {
+async function until<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined | false>,
+  proc?: StackProcess,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (proc && !proc.running) throw new StartError(`${proc.name} exited while starting; its log: ${proc.logFile}`, proc);
+    if (proc && !proc.running)
+      throw new StartError(`${proc.name} exited while starting; its log: ${proc.logFile}`, proc);
     try {
       const value = await probe();
       if (value !== undefined && value !== false) return value;
@@ -426,7 +446,10 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
     }
     await sleep(250);
   }
-  throw new StartError(`${what} not ready within ${Math.round(timeoutMs / 1000)} s${lastError ? `: ${(lastError as Error).message}` : ''}`, proc);
+  throw new StartError(
+    `${what} not ready within ${Math.round(timeoutMs / 1000)} s${lastError ? `: ${(lastError as Error).message}` : ''}`,
+    proc,
+  );
 }
 
 /** The local PostgreSQL, administered as its `postgres` OS user over the Unix socket (peer authentication). */
@@ -438,9 +461,12 @@ export interface LocalPostgres {
 
 /** The apt cluster (as in .ci/run): made and started if needed. Nothing about its roles is changed. */
 function localCluster(log: (line: string) => void): LocalPostgres {
-  const versions = fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b)) : [];
+  const versions = fs.existsSync('/usr/lib/postgresql')
+    ? fs.readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b))
+    : [];
   const version = versions.at(-1);
-  if (!version) throw new Error('PostgreSQL is not installed: apt-get install postgresql, or set DATABASE_URL to a superuser URL');
+  if (!version)
+    throw new Error('PostgreSQL is not installed: apt-get install postgresql, or set DATABASE_URL to a superuser URL');
   const clusters = execFileSync('pg_lsclusters', ['-h'], { encoding: 'utf8' });
   if (!clusters.split('\n').some((line) => line.startsWith(`${version} main `))) {
     execFileSync('pg_createcluster', [version, 'main'], { stdio: 'ignore' });
@@ -477,19 +503,39 @@ async function urlAdmin(adminUrl: string): Promise<PgAdmin> {
     }
   });
   return {
-    query: async (sql) => (await client.query({ text: sql, rowMode: 'array' })).rows.map((row: unknown[]) => row.map(String)),
+    query: async (sql) =>
+      (await client.query({ text: sql, rowMode: 'array' })).rows.map((row: unknown[]) => row.map(String)),
     close: () => client.end(),
   };
 }
 
 function socketAdmin(local: LocalPostgres): PgAdmin {
-  const psql = ['psql', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-h', local.socketDir, '-p', String(local.port), '-d', 'postgres'];
+  const psql = [
+    'psql',
+    '-X',
+    '-q',
+    '-At',
+    '-v',
+    'ON_ERROR_STOP=1',
+    '-h',
+    local.socketDir,
+    '-p',
+    String(local.port),
+    '-d',
+    'postgres',
+  ];
   // As root: `su postgres` (peer authentication maps the OS user to the role of the same name).
   const [command, args] =
-    process.getuid?.() === 0 ? ['su', ['postgres', '-s', '/bin/sh', '-c', psql.map((a) => `'${a}'`).join(' ')]] : [psql[0]!, psql.slice(1)];
+    process.getuid?.() === 0
+      ? ['su', ['postgres', '-s', '/bin/sh', '-c', psql.map((a) => `'${a}'`).join(' ')]]
+      : [psql[0]!, psql.slice(1)];
   return {
     query: async (sql) => {
-      const out = execFileSync(command, args as string[], { input: sql, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+      const out = execFileSync(command, args as string[], {
+        input: sql,
+        encoding: 'utf8',
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       return out
         .split('\n')
         .filter((line) => line !== '')
@@ -513,7 +559,11 @@ export interface PreparedPostgres {
  * <stateDir>/postgres/<role>.password (0600); a role that exists keeps its password, which must be in
  * that file: no password of any role (the superuser's included) is ever set or changed here.
  */
-export async function preparePostgres(p: { adminUrl?: string; local?: LocalPostgres; stateDir: string }): Promise<PreparedPostgres> {
+export async function preparePostgres(p: {
+  adminUrl?: string;
+  local?: LocalPostgres;
+  stateDir: string;
+}): Promise<PreparedPostgres> {
   const dir = path.join(p.stateDir, 'postgres');
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   let admin: PgAdmin;
@@ -588,7 +638,11 @@ export function renderTemplate(template: string, vars: Record<string, string>): 
  * after stopping nginx). Also used by the test of the entry's hidden paths
  * (test/integration/nginx-entry.test.ts), so the test runs the configuration the stack runs.
  */
-export function nginxSetup(o: { dir: string; logDir: string; apiPorts: readonly number[]; listen: string }): { bin: string; args: string[]; tempDir: string } {
+export function nginxSetup(o: { dir: string; logDir: string; apiPorts: readonly number[]; listen: string }): {
+  bin: string;
+  args: string[];
+  tempDir: string;
+} {
   fs.mkdirSync(o.dir, { recursive: true, mode: 0o700 });
   // nginx's worker (`nobody` when started as root) writes request bodies over the in-memory buffer
   // and large responses to its temp folders: they live in a folder of its own under the system's
@@ -622,7 +676,11 @@ export function nginxSetup(o: { dir: string; logDir: string; apiPorts: readonly 
   );
   const bin = ['/usr/sbin/nginx', '/usr/local/sbin/nginx', '/usr/bin/nginx'].find((p) => fs.existsSync(p));
   if (!bin) throw new Error('nginx is not installed: apt-get install nginx');
-  return { bin, args: ['-e', path.join(o.logDir, 'nginx-error.log'), '-p', o.dir, '-c', path.join(o.dir, 'nginx.conf')], tempDir: temp };
+  return {
+    bin,
+    args: ['-e', path.join(o.logDir, 'nginx-error.log'), '-p', o.dir, '-c', path.join(o.dir, 'nginx.conf')],
+    tempDir: temp,
+  };
 }
 
 /** The dist/ build (tsc) and the workflow bundle, redone only when a source file is newer. */
@@ -635,8 +693,18 @@ function ensureBuild(log: (line: string) => void): void {
     }
     return latest;
   };
-  const sources = Math.max(newest('src'), newest('workflows'), newest('activities'), fs.statSync(path.join(ROOT, 'package-lock.json')).mtimeMs);
-  if (fs.existsSync(marker) && fs.existsSync(path.join(ROOT, 'dist/src/main.js')) && fs.statSync(marker).mtimeMs > sources) return;
+  const sources = Math.max(
+    newest('src'),
+    newest('workflows'),
+    newest('activities'),
+    fs.statSync(path.join(ROOT, 'package-lock.json')).mtimeMs,
+  );
+  if (
+    fs.existsSync(marker) &&
+    fs.existsSync(path.join(ROOT, 'dist/src/main.js')) &&
+    fs.statSync(marker).mtimeMs > sources
+  )
+    return;
   log('building dist/ (npm run build) and the workflow bundle (npm run bundle)');
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
   execFileSync('npm', ['run', '--silent', 'bundle'], { cwd: ROOT, stdio: 'inherit' });
@@ -666,7 +734,8 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     stateDir,
     ...(options.adminUrl ? { adminUrl: options.adminUrl } : { local: options.localPostgres ?? localCluster(log) }),
   });
-  const dbUrl = (role: string, password: string, db: string): string => `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
+  const dbUrl = (role: string, password: string, db: string): string =>
+    `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
 
   // Schemas exactly as an operator makes them with temporal-sql-tool (the script compose runs too).
   log('Temporal schemas: temporal-sql-tool setup-schema -v 0.0, update-schema -d …/versioned');
@@ -687,7 +756,8 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   });
   fs.closeSync(schemaLog);
 
-  const secretKey = env.SECRET_KEY || readOrCreate(path.join(stateDir, 'secret.key'), () => randomBytes(32).toString('hex'));
+  const secretKey =
+    env.SECRET_KEY || readOrCreate(path.join(stateDir, 'secret.key'), () => randomBytes(32).toString('hex'));
   const payloadKeys = env.PAYLOAD_KEYS || readOrCreate(path.join(stateDir, 'payload.keys'), () => newPayloadKeyEntry());
   // Every port the stack listens on: see lowPorts.
   const port = lowPorts();
@@ -706,7 +776,9 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   // `restart: unless-stopped`) would; the drills rely on it after their SIGKILLs.
   const onUnexpectedExit = (name: string, code: number | null, signal: string | null): void => {
     if (stopping) return;
-    log(`${name} exited (${signal ?? `code ${code}`}); restarting it in 1 s; its log: ${path.join(logDir, `${name}.log`)}`);
+    log(
+      `${name} exited (${signal ?? `code ${code}`}); restarting it in 1 s; its log: ${path.join(logDir, `${name}.log`)}`,
+    );
     setTimeout(() => {
       const proc = processes.get(name);
       if (!stopping && proc && !proc.running) proc.start();
@@ -714,7 +786,14 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   };
   const add = (name: string, command: string, args: string[], childEnv: Record<string, string>): StackProcess => {
     const base: Record<string, string> = { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/tmp' };
-    const proc = new StackProcess(name, command, args, { ...base, ...childEnv }, path.join(logDir, `${name}.log`), onUnexpectedExit);
+    const proc = new StackProcess(
+      name,
+      command,
+      args,
+      { ...base, ...childEnv },
+      path.join(logDir, `${name}.log`),
+      onUnexpectedExit,
+    );
     processes.set(name, proc);
     return proc;
   };
@@ -729,7 +808,14 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     // Also: Temporal keeps membership ports in a PostgreSQL smallint (below 32768).
     temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await port());
   }
-  const temporalEnv = temporalEnvironment({ pgHost, pgPort, password: passwords.temporal, ports: temporalPorts, tlsDir, logLevel: env.TEMPORAL_LOG_LEVEL });
+  const temporalEnv = temporalEnvironment({
+    pgHost,
+    pgPort,
+    password: passwords.temporal,
+    ports: temporalPorts,
+    tlsDir,
+    logLevel: env.TEMPORAL_LOG_LEVEL,
+  });
   for (const service of TEMPORAL_SERVICES) {
     add(
       `temporal-${service}`,
@@ -758,7 +844,16 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
     passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
   }
-  const shared = { databaseUrl: appDatabaseUrl, temporalAddress, secretKey, payloadKeys, entryUrl: baseUrl, uiUrl, tlsDir, passThrough };
+  const shared = {
+    databaseUrl: appDatabaseUrl,
+    temporalAddress,
+    secretKey,
+    payloadKeys,
+    entryUrl: baseUrl,
+    uiUrl,
+    tlsDir,
+    passThrough,
+  };
   const apiPorts = [await port(), await port()];
   const adminPorts = [await port(), await port()];
   apiPorts.forEach((port, i) =>
@@ -766,7 +861,12 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
       `api-${i + 1}`,
       process.execPath,
       [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'api'],
-      appEnvironment('api', { ...shared, port, adminPort: adminPorts[i], dataDir: path.join(stateDir, `api-${i + 1}`) }),
+      appEnvironment('api', {
+        ...shared,
+        port,
+        adminPort: adminPorts[i],
+        dataDir: path.join(stateDir, `api-${i + 1}`),
+      }),
     ),
   );
   for (const i of [1, 2]) {
@@ -788,8 +888,12 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   };
   const proc = (name: string): StackProcess => processes.get(name)!;
   const readiness: Record<string, () => Promise<void>> = {
-    'temporal-frontend': () => until('temporal frontend', 120_000, () => isListening(temporalPort), proc('temporal-frontend')).then(() => undefined),
-    'temporal-ui': () => until('Temporal Web UI', 60_000, () => isListening(uiPort), proc('temporal-ui')).then(() => undefined),
+    'temporal-frontend': () =>
+      until('temporal frontend', 120_000, () => isListening(temporalPort), proc('temporal-frontend')).then(
+        () => undefined,
+      ),
+    'temporal-ui': () =>
+      until('Temporal Web UI', 60_000, () => isListening(uiPort), proc('temporal-ui')).then(() => undefined),
     nginx: () => until('nginx', 30_000, () => httpOk(`${entryUrl}/health`), proc('nginx')).then(() => undefined),
   };
   for (const service of ['history', 'matching', 'worker'] as const) {
@@ -798,18 +902,26 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
       until(
         `temporal ${service}`,
         120_000,
-        () => isListening(Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`])),
+        () =>
+          isListening(
+            Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`]),
+          ),
         proc(`temporal-${service}`),
       ).then(() => undefined);
   }
   adminPorts.forEach((port, i) => {
     readiness[`api-${i + 1}`] = () =>
-      until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(() => undefined);
+      until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(
+        () => undefined,
+      );
   });
   // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.
   let pollerConnection: Connection | undefined;
   const pollers = async (): Promise<string[]> => {
-    pollerConnection ??= await Connection.connect({ ...temporalConnectionOptions(temporalAddress, tlsDir), connectTimeout: 2000 });
+    pollerConnection ??= await Connection.connect({
+      ...temporalConnectionOptions(temporalAddress, tlsDir),
+      connectTimeout: 2000,
+    });
     const described = await pollerConnection.workflowService.describeTaskQueue({
       namespace: 'default',
       taskQueue: { name: 'automations', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
@@ -885,14 +997,19 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
   try {
     await startTemporal();
     const report = await until('the default namespace', 120_000, async () => {
-      const connection = await Connection.connect({ ...temporalConnectionOptions(temporalAddress, tlsDir), connectTimeout: 2000 });
+      const connection = await Connection.connect({
+        ...temporalConnectionOptions(temporalAddress, tlsDir),
+        connectTimeout: 2000,
+      });
       try {
         return await ensureNamespace(connection, 'default');
       } finally {
         await connection.close();
       }
     });
-    log(`Temporal namespace default: retention 7 days${report.createdNamespace ? ' (created)' : ''}; search attributes ready`);
+    log(
+      `Temporal namespace default: retention 7 days${report.createdNamespace ? ' (created)' : ''}; search attributes ready`,
+    );
     processes.get('temporal-ui')!.start();
     // API 1 first: it migrates the store and makes the bootstrap client; then the others.
     processes.get('api-1')!.start();
@@ -908,7 +1025,9 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     if (err instanceof StartError && err.proc) blamed.add(err.proc);
     await stack.stop().catch(() => undefined);
     const tails = [...blamed].map((p) => `\n---- ${p.name}: the end of ${p.logFile}\n${logTail(p)}`).join('');
-    const names = exited.length ? ` (exited: ${exited.map((p) => p.name).join(', ')}; logs in ${logDir})` : ` (logs in ${logDir})`;
+    const names = exited.length
+      ? ` (exited: ${exited.map((p) => p.name).join(', ')}; logs in ${logDir})`
+      : ` (logs in ${logDir})`;
     throw new Error(`${(err as Error).message}${names}${tails}`);
   }
   return stack;

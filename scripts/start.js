@@ -84,10 +84,14 @@ function buildConsole(reason, { background = false } = {}) {
   const target = path.join(ROOT, 'dist', 'console');
   const next = `${target}.next-${process.pid}`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [vite, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn', '--outDir', next, '--emptyOutDir'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [vite, 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn', '--outDir', next, '--emptyOutDir'],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
     if (background && child.pid) {
       try {
         os.setPriority(child.pid, 10);
@@ -115,7 +119,10 @@ function build(reason, root) {
   console.error(`Compiling into dist/ (${reason}) ...`);
   return new Promise((resolve, reject) => {
     // A child process: the compiler's memory leaves with it.
-    const child = spawn(process.execPath, [path.join(__dirname, 'build-dist.js'), root], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [path.join(__dirname, 'build-dist.js'), root], {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.once('error', reject);
     child.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`compiling into dist/ failed (exit ${code})`));
@@ -140,7 +147,9 @@ async function main() {
   const missing = !fs.existsSync(path.join(ROOT, 'dist', 'console', 'index.html'));
   const consoleBuilt = ensureConsoleBuilt(ROOT, { background: missing });
   if (missing) {
-    consoleBuilt.catch((err) => console.error(`${err.message}: /console answers 503 until \`npm run build:console\` succeeds.`));
+    consoleBuilt.catch((err) =>
+      console.error(`${err.message}: /console answers 503 until \`npm run build:console\` succeeds.`),
+    );
     await ensureBuilt();
   } else {
     await Promise.all([ensureBuilt(), consoleBuilt]);

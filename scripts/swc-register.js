@@ -15,7 +15,8 @@ const { SWC_OPTIONS } = require('./build-dist');
 const NODE_MODULES = `${path.sep}node_modules${path.sep}`;
 
 require.extensions['.ts'] = function compileTypeScript(module, filename) {
-  if (filename.includes(NODE_MODULES) || filename.endsWith('.d.ts')) throw new Error(`swc-register: not compiling ${filename}`);
+  if (filename.includes(NODE_MODULES) || filename.endsWith('.d.ts'))
+    throw new Error(`swc-register: not compiling ${filename}`);
   // No source maps, as `npm start` runs dist/ (stack traces name the compiled lines, which swc keeps close).
   const { code } = swc.transformSync(fs.readFileSync(filename, 'utf8'), { ...SWC_OPTIONS, filename });
   module._compile(code, filename);

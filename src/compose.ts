@@ -95,7 +95,10 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
         })
       : undefined;
   const bulkRuns = runs instanceof TemporalRuns ? new TemporalBulkRuns(runs.client, runs.taskQueue) : undefined;
-  const runControl = runs instanceof TemporalRuns && runReader ? new TemporalRunControl(runs.client, runs.taskQueue, runReader) : undefined;
+  const runControl =
+    runs instanceof TemporalRuns && runReader
+      ? new TemporalRunControl(runs.client, runs.taskQueue, runReader)
+      : undefined;
   const base: Omit<AppDeps, 'webhookEndpoint'> = {
     config,
     db,

@@ -80,7 +80,9 @@ function readFlag(env: NodeJS.ProcessEnv, name: string): boolean {
 }
 
 // The variable's own name is given by its key in CONFIG_SCHEMA; `variable` binds it.
-type Unnamed<T> = Omit<ConfigVariable<T>, 'read'> & { read(env: NodeJS.ProcessEnv, name: string, warnings: string[]): T };
+type Unnamed<T> = Omit<ConfigVariable<T>, 'read'> & {
+  read(env: NodeJS.ProcessEnv, name: string, warnings: string[]): T;
+};
 
 const integer = (min: number, max: number, fallback: number, description: string): Unnamed<number> => ({
   type: `integer ${min}..${max}`,
@@ -90,7 +92,12 @@ const integer = (min: number, max: number, fallback: number, description: string
 });
 
 /** An integer whose absence leaves the choice to someone else (`defaultText` says whom). */
-const optionalInteger = (min: number, max: number, defaultText: string, description: string): Unnamed<number | undefined> => ({
+const optionalInteger = (
+  min: number,
+  max: number,
+  defaultText: string,
+  description: string,
+): Unnamed<number | undefined> => ({
   type: `integer ${min}..${max}`,
   default: defaultText,
   description,
@@ -123,7 +130,9 @@ function readProxyHops(env: NodeJS.ProcessEnv, warnings: string[]): number {
   const raw = (env.TRUST_PROXY ?? '').trim().toLowerCase();
   if (raw === '' || raw === 'false' || raw === 'no') return 0;
   if (raw === 'true' || raw === 'yes') {
-    warnings.push('TRUST_PROXY=true is read as TRUST_PROXY=1 (one proxy in front appends X-Forwarded-For); set the number of proxies explicitly');
+    warnings.push(
+      'TRUST_PROXY=true is read as TRUST_PROXY=1 (one proxy in front appends X-Forwarded-For); set the number of proxies explicitly',
+    );
     return 1;
   }
   if (!/^\d+$/.test(raw) || Number(raw) > 10) {
@@ -153,10 +162,14 @@ function readRoleMap(env: NodeJS.ProcessEnv): Record<string, string> {
   } catch {
     throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
   }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new ConfigError('OIDC_ROLE_MAP must be a JSON object {"<group>": "<role>", ...}');
   const map: Record<string, string> = {};
   for (const [group, role] of Object.entries(value)) {
-    if (typeof role !== 'string') throw new ConfigError(`OIDC_ROLE_MAP: the role of "${group}" must be a role name (super_admin, admin, read_only)`);
+    if (typeof role !== 'string')
+      throw new ConfigError(
+        `OIDC_ROLE_MAP: the role of "${group}" must be a role name (super_admin, admin, read_only)`,
+      );
     map[group] = role;
   }
   return map;
@@ -173,9 +186,12 @@ const SCHEMA = {
   BASE_URL: {
     type: 'URL',
     default: '`http://localhost:$PORT`',
-    description: 'tenant base URL (absolute http(s)): the JWT `sub`, the prefix of listener URLs and of the JWT `aud`; a trailing `/` is dropped',
+    description:
+      'tenant base URL (absolute http(s)): the JWT `sub`, the prefix of listener URLs and of the JWT `aud`; a trailing `/` is dropped',
     read: (env: NodeJS.ProcessEnv): string => {
-      const baseUrl = (optional(env, 'BASE_URL') ?? `http://localhost:${readInteger(env, 'PORT', 8080, 0, 65535)}`).replace(/\/+$/, '');
+      const baseUrl = (
+        optional(env, 'BASE_URL') ?? `http://localhost:${readInteger(env, 'PORT', 8080, 0, 65535)}`
+      ).replace(/\/+$/, '');
       try {
         const parsed = new URL(baseUrl);
         if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error();
@@ -197,7 +213,11 @@ const SCHEMA = {
   TEMPORAL_TASK_QUEUE: text('automations', 'task queue of the automation worker'),
   TEMPORAL_PORT: integer(1, 65535, 7233, 'port of the embedded dev server'),
   TEMPORAL_UI_PORT: integer(1, 65535, 8233, 'port of the embedded dev server’s Web UI'),
-  TEMPORAL_METRICS_BIND: optionalText('host:port', 'where the worker serves the Temporal SDK’s Prometheus metrics', 'unset (off)'),
+  TEMPORAL_METRICS_BIND: optionalText(
+    'host:port',
+    'where the worker serves the Temporal SDK’s Prometheus metrics',
+    'unset (off)',
+  ),
   BOOTSTRAP_CLIENT_ID: optionalText(
     'string',
     'a `super_admin` client with exactly these credentials (with `BOOTSTRAP_CLIENT_SECRET`) is ensured at start-up; set both or neither',
@@ -220,7 +240,8 @@ const SCHEMA = {
   ),
   CODEC_CORS_ORIGINS: {
     type: 'comma-separated origins',
-    default: 'with the embedded dev server `http://127.0.0.1:$TEMPORAL_UI_PORT`, `http://localhost:$TEMPORAL_UI_PORT`; else none',
+    default:
+      'with the embedded dev server `http://127.0.0.1:$TEMPORAL_UI_PORT`, `http://localhost:$TEMPORAL_UI_PORT`; else none',
     description: 'origins (the Temporal Web UI’s) allowed to call `/codec` from a browser',
     read: (env: NodeJS.ProcessEnv): string[] => codecCorsOrigins(env),
   },
@@ -254,14 +275,20 @@ const SCHEMA = {
   LOG_FORMAT: {
     type: '`json` or `pretty`',
     default: 'unset',
-    description: '`json` (one JSON object per line) or `pretty` (readable lines); unset = `pretty` when stdout is a terminal, else `json`',
+    description:
+      '`json` (one JSON object per line) or `pretty` (readable lines); unset = `pretty` when stdout is a terminal, else `json`',
     read: (env: NodeJS.ProcessEnv): 'json' | 'pretty' | undefined => {
       const raw = optional(env, 'LOG_FORMAT')?.toLowerCase();
       if (raw === undefined || raw === 'json' || raw === 'pretty') return raw;
       throw new ConfigError('LOG_FORMAT must be json or pretty (unset: pretty on a terminal, JSON otherwise)');
     },
   },
-  WEBHOOK_MAX_IN_FLIGHT: integer(1, 100000, 256, 'webhook deliveries processed at once per API process; beyond it 429 with `Retry-After`'),
+  WEBHOOK_MAX_IN_FLIGHT: integer(
+    1,
+    100000,
+    256,
+    'webhook deliveries processed at once per API process; beyond it 429 with `Retry-After`',
+  ),
   WEBHOOK_MAX_IN_FLIGHT_PER_LISTENER: integer(
     1,
     100000,
@@ -274,7 +301,12 @@ const SCHEMA = {
     64,
     'under the global cap: deliveries in progress from one source address; beyond it 429 with `Retry-After`',
   ),
-  WEBHOOK_MIN_BODY_BYTES_PER_SECOND: integer(0, 100_000_000, 512, 'least average data rate of a webhook body after a 2 s grace; slower is 408 (`0` = off)'),
+  WEBHOOK_MIN_BODY_BYTES_PER_SECOND: integer(
+    0,
+    100_000_000,
+    512,
+    'least average data rate of a webhook body after a 2 s grace; slower is 408 (`0` = off)',
+  ),
   LANE_QUEUE_LIMIT: integer(
     1,
     LANE_QUEUE_LIMITS.max,
@@ -287,8 +319,18 @@ const SCHEMA = {
     60,
     '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`',
   ),
-  TOKEN_MAX_SLOW_VERIFICATIONS: integer(1, 64, 2, 'scrypt verifications (operator-chosen secrets) running at once; beyond it 503 with `Retry-After`'),
-  ADMIN_PORT: optionalInteger(0, 65535, 'unset', 'serve `/ready` and `/metrics` only on this separate listener (not on `PORT`)'),
+  TOKEN_MAX_SLOW_VERIFICATIONS: integer(
+    1,
+    64,
+    2,
+    'scrypt verifications (operator-chosen secrets) running at once; beyond it 503 with `Retry-After`',
+  ),
+  ADMIN_PORT: optionalInteger(
+    0,
+    65535,
+    'unset',
+    'serve `/ready` and `/metrics` only on this separate listener (not on `PORT`)',
+  ),
   ADMIN_HOST: text('127.0.0.1', 'listen address of `ADMIN_PORT`'),
   ADMIN_TOKEN: optionalText(
     'string',
@@ -323,7 +365,8 @@ const SCHEMA = {
     description:
       'hand the C heap’s free pages back to the kernel while the process is idle (glibc’s `malloc_trim`, through the optional `koffi` package; ' +
       'a no-op where either is missing); `false` turns it off ([performance.md](performance.md))',
-    read: (env: NodeJS.ProcessEnv): boolean => (env.MEMORY_TRIM === undefined || env.MEMORY_TRIM.trim() === '' ? true : readFlag(env, 'MEMORY_TRIM')),
+    read: (env: NodeJS.ProcessEnv): boolean =>
+      env.MEMORY_TRIM === undefined || env.MEMORY_TRIM.trim() === '' ? true : readFlag(env, 'MEMORY_TRIM'),
   },
   OIDC_ISSUER: optionalText(
     'URL',
@@ -336,7 +379,8 @@ const SCHEMA = {
   OIDC_ROLE_MAP: {
     type: 'JSON object',
     default: 'unset (no one gets a role)',
-    description: 'group → role (`super_admin`, `admin`, `read_only`), e.g. `{"cn=iam,ou=groups": "admin"}`; a person with no mapped role gets no session',
+    description:
+      'group → role (`super_admin`, `admin`, `read_only`), e.g. `{"cn=iam,ou=groups": "admin"}`; a person with no mapped role gets no session',
     read: (env: NodeJS.ProcessEnv): Record<string, string> => readRoleMap(env),
   },
   OIDC_ALLOW_INSECURE: flag('allow an `http://` OIDC issuer (tests and development only)'),
@@ -345,7 +389,9 @@ const SCHEMA = {
     default: 'the embedded Web UI (`http://localhost:$TEMPORAL_UI_PORT`)',
     description: 'where the console’s “Open in Temporal” links',
     read: (env: NodeJS.ProcessEnv): string =>
-      (optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`).replace(/\/+$/, ''),
+      (
+        optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`
+      ).replace(/\/+$/, ''),
   },
   CONSOLE_LOCAL_SIGNIN: {
     type: 'boolean',
@@ -372,12 +418,17 @@ type Schema = typeof SCHEMA;
 export type ConfigVariableName = keyof Schema;
 
 /** Every variable the service reads, with its type, default and description (the configuration table). */
-export const CONFIG_SCHEMA: { readonly [K in ConfigVariableName]: ConfigVariable<ReturnType<Schema[K]['read']>> } = Object.fromEntries(
-  Object.entries(SCHEMA).map(([name, variable]) => [
-    name,
-    { ...variable, read: (env: NodeJS.ProcessEnv, warnings: string[]) => (variable.read as Unnamed<unknown>['read'])(env, name, warnings) },
-  ]),
-) as never;
+export const CONFIG_SCHEMA: { readonly [K in ConfigVariableName]: ConfigVariable<ReturnType<Schema[K]['read']>> } =
+  Object.fromEntries(
+    Object.entries(SCHEMA).map(([name, variable]) => [
+      name,
+      {
+        ...variable,
+        read: (env: NodeJS.ProcessEnv, warnings: string[]) =>
+          (variable.read as Unnamed<unknown>['read'])(env, name, warnings),
+      },
+    ]),
+  ) as never;
 
 /** Every environment variable the service reads (the keys of CONFIG_SCHEMA). */
 export const CONFIG_VARIABLES = Object.keys(SCHEMA) as ConfigVariableName[];
@@ -410,8 +461,12 @@ function arrange(v: ConfigValues, warnings: string[]) {
     },
     worker: {
       ...(v.WORKFLOW_BUNDLE !== undefined ? { workflowBundlePath: v.WORKFLOW_BUNDLE } : {}),
-      ...(v.WORKER_MAX_CONCURRENT_ACTIVITIES !== undefined ? { maxConcurrentActivityTaskExecutions: v.WORKER_MAX_CONCURRENT_ACTIVITIES } : {}),
-      ...(v.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS !== undefined ? { maxConcurrentWorkflowTaskExecutions: v.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS } : {}),
+      ...(v.WORKER_MAX_CONCURRENT_ACTIVITIES !== undefined
+        ? { maxConcurrentActivityTaskExecutions: v.WORKER_MAX_CONCURRENT_ACTIVITIES }
+        : {}),
+      ...(v.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS !== undefined
+        ? { maxConcurrentWorkflowTaskExecutions: v.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS }
+        : {}),
       ...(v.WORKER_MAX_CACHED_WORKFLOWS !== undefined ? { maxCachedWorkflows: v.WORKER_MAX_CACHED_WORKFLOWS } : {}),
       ...(v.WORKER_VERIFY_HISTORIES ? { verifyHistories: true } : {}),
     },
@@ -424,7 +479,10 @@ function arrange(v: ConfigValues, warnings: string[]) {
       minBytesPerSecond: v.WEBHOOK_MIN_BODY_BYTES_PER_SECOND,
       graceMs: 2000,
     },
-    bootstrap: v.BOOTSTRAP_CLIENT_ID && v.BOOTSTRAP_CLIENT_SECRET ? { clientId: v.BOOTSTRAP_CLIENT_ID, clientSecret: v.BOOTSTRAP_CLIENT_SECRET } : undefined,
+    bootstrap:
+      v.BOOTSTRAP_CLIENT_ID && v.BOOTSTRAP_CLIENT_SECRET
+        ? { clientId: v.BOOTSTRAP_CLIENT_ID, clientSecret: v.BOOTSTRAP_CLIENT_SECRET }
+        : undefined,
     secretKey: v.SECRET_KEY,
     trustProxy: v.TRUST_PROXY,
     /** Settings that were accepted but deserve a warning in the log at start-up. */
@@ -435,7 +493,10 @@ function arrange(v: ConfigValues, warnings: string[]) {
     logLevel: v.LOG_LEVEL,
     logFormat: v.LOG_FORMAT,
     laneQueueLimit: v.LANE_QUEUE_LIMIT,
-    tokenEndpoint: { perSourcePerMinute: v.TOKEN_RATE_LIMIT_PER_MINUTE, maxSlowVerifications: v.TOKEN_MAX_SLOW_VERIFICATIONS },
+    tokenEndpoint: {
+      perSourcePerMinute: v.TOKEN_RATE_LIMIT_PER_MINUTE,
+      maxSlowVerifications: v.TOKEN_MAX_SLOW_VERIFICATIONS,
+    },
     /**
      * Where /metrics and /ready are served: `port` set = only there (on `host`); else on the API
      * port, and only with `Authorization: Bearer <token>` when ADMIN_TOKEN is set.
@@ -463,11 +524,14 @@ function consoleOf(v: ConfigValues): ConsoleConfig {
       throw new ConfigError('OIDC_ISSUER must be an absolute https URL');
     }
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && v.OIDC_ALLOW_INSECURE)) {
-      throw new ConfigError('OIDC_ISSUER must be an https URL (OIDC_ALLOW_INSECURE=true allows http:// in tests and development only)');
+      throw new ConfigError(
+        'OIDC_ISSUER must be an https URL (OIDC_ALLOW_INSECURE=true allows http:// in tests and development only)',
+      );
     }
     oidc = { issuer, clientId, clientSecret, rolesClaim: v.OIDC_ROLES_CLAIM, roleMap: v.OIDC_ROLE_MAP };
   }
-  if (v.CONSOLE_SESSION_IDLE > v.CONSOLE_SESSION_MAX) throw new ConfigError('CONSOLE_SESSION_IDLE must not be longer than CONSOLE_SESSION_MAX');
+  if (v.CONSOLE_SESSION_IDLE > v.CONSOLE_SESSION_MAX)
+    throw new ConfigError('CONSOLE_SESSION_IDLE must not be longer than CONSOLE_SESSION_MAX');
   return {
     oidc,
     localSignIn: v.CONSOLE_LOCAL_SIGNIN ?? oidc === undefined,
@@ -488,7 +552,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('BOOTSTRAP_CLIENT_ID and BOOTSTRAP_CLIENT_SECRET must be set together');
   }
   if (v.BOOTSTRAP_CLIENT_SECRET !== undefined && v.BOOTSTRAP_CLIENT_SECRET.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
-    throw new ConfigError(`BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`);
+    throw new ConfigError(
+      `BOOTSTRAP_CLIENT_SECRET must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters (e.g. \`openssl rand -base64 32\`)`,
+    );
   }
   if (v.ADMIN_TOKEN !== undefined && v.ADMIN_TOKEN.length < MIN_BOOTSTRAP_SECRET_LENGTH) {
     throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_BOOTSTRAP_SECRET_LENGTH} characters`);
@@ -521,7 +587,9 @@ function codecCorsOrigins(env: NodeJS.ProcessEnv): string[] {
       throw new ConfigError(`CODEC_CORS_ORIGINS: "${origin}" is not an origin such as https://temporal-ui.example.com`);
     }
     if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== origin) {
-      throw new ConfigError(`CODEC_CORS_ORIGINS: "${origin}" is not an origin such as https://temporal-ui.example.com (scheme, host, port; no path)`);
+      throw new ConfigError(
+        `CODEC_CORS_ORIGINS: "${origin}" is not an origin such as https://temporal-ui.example.com (scheme, host, port; no path)`,
+      );
     }
   }
   return corsOrigins;

@@ -14,7 +14,8 @@ const LEVELS: Record<number, { label: string; color: string }> = {
   60: { label: 'FATAL', color: '1;41' },
 };
 
-const paint = (colors: boolean, code: string, text: string): string => (colors ? `\u001b[${code}m${text}\u001b[0m` : text);
+const paint = (colors: boolean, code: string, text: string): string =>
+  colors ? `\u001b[${code}m${text}\u001b[0m` : text;
 
 function fieldValue(value: unknown): string {
   if (typeof value === 'string' && /^[^\s"=]+$/.test(value)) return value;

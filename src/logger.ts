@@ -9,7 +9,10 @@ export type { Logger };
 export type LogFormat = 'json' | 'pretty';
 
 /** LOG_FORMAT, or by default: pretty on a terminal, JSON otherwise (a pipe, a file, a collector). */
-export function resolveLogFormat(configured: LogFormat | undefined, stream: { isTTY?: boolean } = process.stdout): LogFormat {
+export function resolveLogFormat(
+  configured: LogFormat | undefined,
+  stream: { isTTY?: boolean } = process.stdout,
+): LogFormat {
   return configured ?? (stream.isTTY ? 'pretty' : 'json');
 }
 
@@ -32,7 +35,10 @@ export function createLogger(level = 'info', destination?: pino.DestinationStrea
       },
     },
     format === 'pretty'
-      ? prettyDestination(destination ?? process.stdout, destination === undefined && process.stdout.isTTY === true && !process.env.NO_COLOR)
+      ? prettyDestination(
+          destination ?? process.stdout,
+          destination === undefined && process.stdout.isTTY === true && !process.env.NO_COLOR,
+        )
       : destination,
   );
 }

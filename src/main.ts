@@ -22,7 +22,12 @@ import { SecretBox, ensurePrivateDir, loadSecretKey } from './crypto/secret-box'
 import { bindSealedValues } from './store/sealing';
 import { startDevServer, type DevServer } from './temporal/devserver';
 import { ensureNamespace } from './temporal/setup';
-import { connectClientConnection, createLazyClient, connectWorkerConnection, type TemporalTarget } from './temporal/connection';
+import {
+  connectClientConnection,
+  createLazyClient,
+  connectWorkerConnection,
+  type TemporalTarget,
+} from './temporal/connection';
 import { createAutomationWorker } from './temporal/worker';
 import { skipDroppedSdkLogMetadata } from './temporal/sdk-log-levels';
 import { createActivities } from '../activities';
@@ -32,7 +37,9 @@ import { CODEC_PATH } from './http/routes/codec';
 type Role = 'all' | 'api' | 'worker';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ensureTemporalCli } = require('./temporal/temporal-cli.js') as { ensureTemporalCli: (log: (l: string) => void) => Promise<string> };
+const { ensureTemporalCli } = require('./temporal/temporal-cli.js') as {
+  ensureTemporalCli: (log: (l: string) => void) => Promise<string>;
+};
 
 /** The URLs and the one-time secret, printed as one block once start-up is done. */
 const banner = new StartBanner();
@@ -51,7 +58,9 @@ async function main(): Promise<void> {
   Runtime.install({
     logger: new DefaultLogger('WARN'),
     shutdownSignals: [],
-    ...(config.temporal.metricsBind ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.temporal.metricsBind } } } } : {}),
+    ...(config.temporal.metricsBind
+      ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.temporal.metricsBind } } } }
+      : {}),
   });
   skipDroppedSdkLogMetadata();
   const stops: Array<() => Promise<void>> = [];
@@ -76,7 +85,8 @@ async function main(): Promise<void> {
     const codec = payloadCodec(config, logger);
     // Three slow first-start steps at once: the Temporal CLI and dev server, the store (a new one is
     // created by a child process), and the workflow bundle (another child process).
-    const bundling = role !== 'api' && !config.worker.workflowBundlePath ? bundleInChildProcess(config, logger) : undefined;
+    const bundling =
+      role !== 'api' && !config.worker.workflowBundlePath ? bundleInChildProcess(config, logger) : undefined;
     bundling?.catch(() => undefined); // awaited by startWorker; a failure elsewhere must not leave it unhandled
     const opening = openStore(config, role, logger);
     opening.then((db) => stops.push(() => db.close())).catch(() => undefined);
@@ -92,7 +102,8 @@ async function main(): Promise<void> {
     const secretBox = new SecretBox(secretKey(config, logger));
     // Values sealed by earlier versions are bound to their rows before anything reads one.
     const sealing = await bindSealedValues(db, secretBox);
-    if (sealing.resealed > 0) logger.info({ resealed: sealing.resealed }, 'sealed values bound to their rows (one-time migration)');
+    if (sealing.resealed > 0)
+      logger.info({ resealed: sealing.resealed }, 'sealed values bound to their rows (one-time migration)');
     const parts: ProcessParts = { target, config, db, codec, logger, secretBox };
     let worker: Running | undefined;
     if (role !== 'api') {
@@ -123,10 +134,17 @@ function parseRole(arg: string | undefined): Role {
   throw new Error(`unknown role "${arg}": use api, worker or nothing`);
 }
 
-async function temporalTarget(role: Role, config: Config, logger: Logger, stops: Array<() => Promise<void>>): Promise<TemporalTarget> {
+async function temporalTarget(
+  role: Role,
+  config: Config,
+  logger: Logger,
+  stops: Array<() => Promise<void>>,
+): Promise<TemporalTarget> {
   if (config.temporal.address) return { address: config.temporal.address, embedded: false };
   if (role !== 'all') {
-    throw new Error(`npm run ${role} runs against an existing Temporal server: set TEMPORAL_ADDRESS (or use npm start)`);
+    throw new Error(
+      `npm run ${role} runs against an existing Temporal server: set TEMPORAL_ADDRESS (or use npm start)`,
+    );
   }
   const cliPath = await ensureTemporalCli((line) => logger.info(line));
   logger.info({ dataDir: config.dataDir }, 'starting the embedded Temporal dev server');
@@ -152,7 +170,10 @@ async function prepareNamespace(target: TemporalTarget, config: Config, logger: 
     const report = await ensureNamespace(connection, config.temporal.namespace);
     logger.info({ namespace: config.temporal.namespace, ...report }, 'temporal namespace ready');
   } catch (err) {
-    logger.warn({ err: (err as Error).message }, 'could not set up the namespace (retention, search attributes); continuing');
+    logger.warn(
+      { err: (err as Error).message },
+      'could not set up the namespace (retention, search attributes); continuing',
+    );
   } finally {
     await connection.close();
   }
@@ -177,7 +198,11 @@ async function openStore(config: Config, role: Role, logger: Logger): Promise<Db
 async function bundleInChildProcess(config: Config, logger: Logger): Promise<string> {
   const out = path.join(config.dataDir, 'workflow-bundle.js');
   // scripts/bundle-workflows.ts from the sources (npm run dev), its compiled .js from dist/ (npm start)
-  await runNodeChild(path.resolve(__dirname, `../scripts/bundle-workflows${path.extname(__filename)}`), [out], 'bundling the workflows');
+  await runNodeChild(
+    path.resolve(__dirname, `../scripts/bundle-workflows${path.extname(__filename)}`),
+    [out],
+    'bundling the workflows',
+  );
   logger.info({ bundle: out }, 'workflow code bundled');
   return out;
 }
@@ -192,7 +217,10 @@ interface ProcessParts {
   secretBox: SecretBox;
 }
 
-async function startWorker({ target, config, db, codec, logger, secretBox }: ProcessParts, bundling: Promise<string> | undefined): Promise<Running> {
+async function startWorker(
+  { target, config, db, codec, logger, secretBox }: ProcessParts,
+  bundling: Promise<string> | undefined,
+): Promise<Running> {
   const connection = await connectWorkerConnection(target);
   const bundlePath = config.worker.workflowBundlePath ?? (await (bundling ?? bundleInChildProcess(config, logger)));
   const worker: Worker = await createAutomationWorker({
@@ -200,11 +228,16 @@ async function startWorker({ target, config, db, codec, logger, secretBox }: Pro
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     db,
-    activities: (engine) => createActivities({ db, allowPrivateOutbound: config.allowPrivateOutbound, secretBox, ...engine }),
+    activities: (engine) =>
+      createActivities({ db, allowPrivateOutbound: config.allowPrivateOutbound, secretBox, ...engine }),
     bundle: { codePath: bundlePath },
     codec,
-    ...(config.worker.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions } : {}),
-    ...(config.worker.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions } : {}),
+    ...(config.worker.maxConcurrentActivityTaskExecutions
+      ? { maxConcurrentActivityTaskExecutions: config.worker.maxConcurrentActivityTaskExecutions }
+      : {}),
+    ...(config.worker.maxConcurrentWorkflowTaskExecutions
+      ? { maxConcurrentWorkflowTaskExecutions: config.worker.maxConcurrentWorkflowTaskExecutions }
+      : {}),
     ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
     ...(config.worker.verifyHistories ? { verifyHistories: true } : {}),
   });
@@ -225,10 +258,17 @@ async function startWorker({ target, config, db, codec, logger, secretBox }: Pro
  * `workerConnection`: the native connection of a worker of this process (npm start); runs are then
  * started through it with eager workflow start, so their first workflow task skips matching.
  */
-async function startApi({ target, config, db, codec, logger, secretBox }: ProcessParts, workerConnection?: NativeConnection): Promise<Running> {
+async function startApi(
+  { target, config, db, codec, logger, secretBox }: ProcessParts,
+  workerConnection?: NativeConnection,
+): Promise<Running> {
   const { client: lazyClient, connection } = createLazyClient(target, config.temporal.namespace, codec);
   const client = workerConnection
-    ? new Client({ connection: workerConnection, namespace: config.temporal.namespace, dataConverter: encryptedDataConverter(codec) })
+    ? new Client({
+        connection: workerConnection,
+        namespace: config.temporal.namespace,
+        dataConverter: encryptedDataConverter(codec),
+      })
     : lazyClient;
   const deps = await composeApp({
     config,
@@ -294,7 +334,11 @@ function secretKey(config: Config, logger: Logger): Buffer {
       'SECRET_KEY is not set: signing secrets are sealed with a key file in DATA_DIR; every API process sharing DATABASE_URL needs the same SECRET_KEY',
     );
   }
-  if (source === 'generated') logger.info({ file: path.join(config.dataDir, 'secret.key') }, 'generated the key that seals secrets at rest (mode 0600)');
+  if (source === 'generated')
+    logger.info(
+      { file: path.join(config.dataDir, 'secret.key') },
+      'generated the key that seals secrets at rest (mode 0600)',
+    );
   return key;
 }
 
@@ -302,7 +346,11 @@ async function printBootstrap(db: Db, secretBox: SecretBox, config: Config, logg
   const result = await ensureBootstrapClient(db, secretBox, config.bootstrap);
   if (result.kind === 'created') {
     // Shown once, in the start banner on stdout (never in the log stream): it is not stored in clear anywhere.
-    banner.setBootstrap({ clientId: result.clientId, clientSecret: result.clientSecret, tokenUrl: `${config.baseUrl}/auth/v1/token` });
+    banner.setBootstrap({
+      clientId: result.clientId,
+      clientSecret: result.clientSecret,
+      tokenUrl: `${config.baseUrl}/auth/v1/token`,
+    });
   } else if (result.kind === 'configured') {
     logger.info({ clientId: result.clientId }, 'bootstrap client from BOOTSTRAP_CLIENT_ID is ready');
   } else if (result.kind === 'deleted') {

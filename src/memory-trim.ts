@@ -41,10 +41,20 @@ export interface TrimOptions {
   followUpMs: number;
 }
 
-export const TRIM_DEFAULTS: TrimOptions = { everyMs: 2_000, idleUtilization: 0.05, minGrowthBytes: 8 * 1024 * 1024, followUpMs: 10_000 };
+export const TRIM_DEFAULTS: TrimOptions = {
+  everyMs: 2_000,
+  idleUtilization: 0.05,
+  minGrowthBytes: 8 * 1024 * 1024,
+  followUpMs: 10_000,
+};
 
 /** Told about each trim: the resident set before and after, and how long the call took. */
-export type TrimReport = (report: { rssBeforeBytes: number; rssAfterBytes: number; released: boolean; ms: number }) => void;
+export type TrimReport = (report: {
+  rssBeforeBytes: number;
+  rssAfterBytes: number;
+  released: boolean;
+  ms: number;
+}) => void;
 
 export class MemoryTrimmer {
   /** The resident set after the last trim; 0 before the first, so that the first idle look trims. */
@@ -82,7 +92,12 @@ export class MemoryTrimmer {
       this.baseline = after;
       this.followUpAt = grown ? this.probe.now() + this.options.followUpMs : undefined;
       this.trims += 1;
-      this.report({ rssBeforeBytes: before, rssAfterBytes: after, released, ms: Number(process.hrtime.bigint() - started) / 1e6 });
+      this.report({
+        rssBeforeBytes: before,
+        rssAfterBytes: after,
+        released,
+        ms: Number(process.hrtime.bigint() - started) / 1e6,
+      });
       return 'trimmed';
     } finally {
       this.running = false;
@@ -125,7 +140,10 @@ export function loadMallocTrim(): { trim: () => Promise<boolean> } | { unavailab
     return { unavailable: (err as Error).message.split('\n')[0]! };
   }
   return {
-    trim: () => new Promise<boolean>((resolve, reject) => fn.async(0, (err, result) => (err ? reject(err as Error) : resolve(result === 1)))),
+    trim: () =>
+      new Promise<boolean>((resolve, reject) =>
+        fn.async(0, (err, result) => (err ? reject(err as Error) : resolve(result === 1))),
+      ),
   };
 }
 
@@ -149,7 +167,9 @@ export function processProbe(trim: () => Promise<boolean>): TrimProbe {
  * Starts trimming this process (its `stop` is returned), or says why it cannot: `log` is told
  * either way, and about each trim.
  */
-export function startMemoryTrim(log: (message: string, fields: Record<string, unknown>) => void): { stop(): void } | undefined {
+export function startMemoryTrim(
+  log: (message: string, fields: Record<string, unknown>) => void,
+): { stop(): void } | undefined {
   const loaded = loadMallocTrim();
   if ('unavailable' in loaded) {
     log('memory trim unavailable', { reason: loaded.unavailable });

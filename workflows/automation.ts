@@ -71,7 +71,14 @@ import {
   type StepKind,
   type StepResult,
 } from '../src/contract/run';
-import { ApprovalWaitKey, breakerResumeSignal, decideUpdate, FlowQueueKey, stateQuery, type AutomationWorkflow } from '../src/contract/workflows';
+import {
+  ApprovalWaitKey,
+  breakerResumeSignal,
+  decideUpdate,
+  FlowQueueKey,
+  stateQuery,
+  type AutomationWorkflow,
+} from '../src/contract/workflows';
 
 export { STEP_FAILED };
 
@@ -83,12 +90,20 @@ const acts = proxyActivities<Activities>({
 });
 
 /** The first attempt of an effect on the service's own store (`firstAttemptLocal`): one try, inside the workflow task. */
-const localOnce = proxyLocalActivities<Activities>({ startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 1 } });
+const localOnce = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});
 
 /** CEL evaluation, loading the version, annotations: cheap and local to the worker. */
 const local = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 10,
+  },
 });
 
 /** How long a queued run waits for a grant before it repeats its request to the lane itself. */
@@ -107,7 +122,12 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     decideUpdate,
     async (decide) => {
       const result = state.steps.find((step) => step.id === decide.stepId) as StepResult;
-      decisions.set(decide.stepId, { decision: decide.decision, by: decide.by, at: new Date().toISOString(), comment: decide.comment });
+      decisions.set(decide.stepId, {
+        decision: decide.decision,
+        by: decide.by,
+        at: new Date().toISOString(),
+        comment: decide.comment,
+      });
       await condition(() => result.status !== 'WAITING_FOR_APPROVAL');
       return state;
     },
@@ -115,7 +135,11 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
       validator: (decide) => {
         const result = state.steps.find((step) => step.id === decide.stepId);
         if (!result)
-          throw ApplicationFailure.create({ type: UNKNOWN_STEP, message: `the run has no step ${JSON.stringify(decide.stepId)}`, nonRetryable: true });
+          throw ApplicationFailure.create({
+            type: UNKNOWN_STEP,
+            message: `the run has no step ${JSON.stringify(decide.stepId)}`,
+            nonRetryable: true,
+          });
         if (result.status !== 'WAITING_FOR_APPROVAL' || decisions.has(decide.stepId)) {
           throw ApplicationFailure.create({
             type: STEP_NOT_WAITING,
@@ -163,7 +187,13 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   }
 
   const { steps } = await loadSteps(input);
-  state.steps = steps.map((step) => ({ id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null }));
+  state.steps = steps.map((step) => ({
+    id: step.id,
+    kind: stepKind(step) ?? ('unknown' as StepKind),
+    status: 'PENDING',
+    output: null,
+    error: null,
+  }));
   const options: RunOptions = { marksApprovalWait, current };
   if (paused) await hold(paused, state, () => resumed);
   if (!flow?.queue) return runSteps(input, steps, state, decisions, options);
@@ -186,7 +216,11 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
  * Holds a run the circuit breaker paused until the resume signal: PAUSED meanwhile (its state, the
  * FlowQueue search attribute, the details the Web UI shows). A cancel ends it here, before any step.
  */
-async function hold(paused: { since: string }, state: RunState, resumed: () => BreakerResume | undefined): Promise<void> {
+async function hold(
+  paused: { since: string },
+  state: RunState,
+  resumed: () => BreakerResume | undefined,
+): Promise<void> {
   state.status = 'PAUSED';
   state.paused = { since: paused.since };
   setCurrentDetails('paused by the circuit breaker');
@@ -226,7 +260,8 @@ async function admit(input: AutomationRunInput, queue: RunQueue, state: RunState
     limit: queue.limit,
     taskQueue: workflowInfo().taskQueue,
   };
-  const ask = () => acts.requestLanePermit.executeWithOptions({ summary: `ask lane ${queue.lane} for a permit` }, [request]);
+  const ask = () =>
+    acts.requestLanePermit.executeWithOptions({ summary: `ask lane ${queue.lane} for a permit` }, [request]);
   if (!queue.requested) await ask();
   let wait: Duration = PERMIT_REQUEST_REPEAT;
   while (!(await condition(() => granted, wait))) {
@@ -287,7 +322,12 @@ async function runSteps(
       state.status = 'FAILED';
       await condition(allHandlersFinished);
       const details: StepFailureDetails = { stepId: step.id, kind: result.kind, error: message };
-      throw ApplicationFailure.create({ type: STEP_FAILED, message: `step "${step.id}" failed: ${message}`, nonRetryable: true, details: [details] });
+      throw ApplicationFailure.create({
+        type: STEP_FAILED,
+        message: `step "${step.id}" failed: ${message}`,
+        nonRetryable: true,
+        details: [details],
+      });
     }
   }
   state.status = 'COMPLETED';
@@ -307,7 +347,9 @@ function mustWaitForHandlers(): boolean {
 /** The steps of the run's version, from the worker's store; a version that does not exist fails the run at once. */
 function loadSteps(input: AutomationRunInput): Promise<{ steps: StepDefinition[] }> {
   return local.loadAutomationVersion
-    .executeWithOptions({ summary: `load automation ${input.automationId} v${input.version}` }, [{ automationId: input.automationId, version: input.version }])
+    .executeWithOptions({ summary: `load automation ${input.automationId} v${input.version}` }, [
+      { automationId: input.automationId, version: input.version },
+    ])
     .catch((err: unknown) => {
       const cause = activityCause(err);
       if (cause instanceof ApplicationFailure && cause.type === VERSION_NOT_FOUND) {
@@ -335,7 +377,9 @@ function workflowEffects(
     // every promise a run creates (docs/performance.md). The commands are the same either way.
     evaluate(expressions, what) {
       return local.evaluateStep
-        .executeWithOptions({ summary: summary(step, what) }, [{ stepId: step.id, expressions, ctx: { trigger: input.trigger, steps: outputs } }])
+        .executeWithOptions({ summary: summary(step, what) }, [
+          { stepId: step.id, expressions, ctx: { trigger: input.trigger, steps: outputs } },
+        ])
         .then(valuesOf);
     },
     async sleep(ms, what) {
@@ -393,7 +437,9 @@ function workflowEffects(
       const timeout = effect.timeoutMs ? { startToCloseTimeout: effect.timeoutMs(effectInput) } : {};
       const name = effect.name as EffectName;
       const regular = (attempts: StepRetry): Promise<Record<string, unknown>> =>
-        (acts[name] as unknown as EffectActivity).executeWithOptions({ summary: summary(step, name), retry: attempts, ...timeout }, args).then(copyOf);
+        (acts[name] as unknown as EffectActivity)
+          .executeWithOptions({ summary: summary(step, name), retry: attempts, ...timeout }, args)
+          .then(copyOf);
       // Runs recorded before local first attempts existed scheduled the activity at once (docs/upgrades.md).
       if (effect.firstAttemptLocal && (options.current || patched(LOCAL_FIRST_ATTEMPT_PATCH))) {
         return attemptLocally(name, step, retry, args, timeout, regular);
@@ -404,7 +450,10 @@ function workflowEffects(
 }
 
 /** A step's retry policy as the workflow uses it: intervals in milliseconds, every field set (0 attempts: no limit). */
-type StepRetry = Required<Pick<RetryPolicy, 'backoffCoefficient' | 'maximumAttempts'>> & { initialInterval: number; maximumInterval: number };
+type StepRetry = Required<Pick<RetryPolicy, 'backoffCoefficient' | 'maximumAttempts'>> & {
+  initialInterval: number;
+  maximumInterval: number;
+};
 
 /**
  * The first attempt of a `firstAttemptLocal` effect, as a local activity: answers its output, or,
@@ -423,17 +472,21 @@ function attemptLocally(
   rest: (attempts: StepRetry) => Promise<Record<string, unknown>>,
 ): Promise<Record<string, unknown>> {
   const activity = localOnce[name] as unknown as EffectActivity;
-  return activity.executeWithOptions({ summary: summary(step, name), ...timeout }, args).then(copyOf, async (err: unknown) => {
-    if (isCancellation(err)) throw err;
-    const cause = activityCause(err);
-    if ((cause instanceof ApplicationFailure && cause.nonRetryable) || retry.maximumAttempts === 1) throw err;
-    await sleep(retry.initialInterval, { summary: summary(step, `${name}: attempt 2 in ${retry.initialInterval} ms`) });
-    return rest({
-      ...retry,
-      initialInterval: Math.min(retry.maximumInterval, retry.initialInterval * retry.backoffCoefficient),
-      maximumAttempts: retry.maximumAttempts === 0 ? 0 : retry.maximumAttempts - 1,
+  return activity
+    .executeWithOptions({ summary: summary(step, name), ...timeout }, args)
+    .then(copyOf, async (err: unknown) => {
+      if (isCancellation(err)) throw err;
+      const cause = activityCause(err);
+      if ((cause instanceof ApplicationFailure && cause.nonRetryable) || retry.maximumAttempts === 1) throw err;
+      await sleep(retry.initialInterval, {
+        summary: summary(step, `${name}: attempt 2 in ${retry.initialInterval} ms`),
+      });
+      return rest({
+        ...retry,
+        initialInterval: Math.min(retry.maximumInterval, retry.initialInterval * retry.backoffCoefficient),
+        maximumAttempts: retry.maximumAttempts === 0 ? 0 : retry.maximumAttempts - 1,
+      });
     });
-  });
 }
 
 /** An activity's output as the step's: a copy, a plain object. */
@@ -475,7 +528,8 @@ function failureMessage(err: unknown): string {
   const cause = activityCause(err);
   if (cause instanceof ApplicationFailure && cause.type === CEL_EVALUATION_FAILURE) {
     const detail = cause.details?.[0] as { field?: unknown; reason?: unknown } | undefined;
-    if (typeof detail?.reason === 'string') return typeof detail.field === 'string' ? `${detail.field}: ${detail.reason}` : detail.reason;
+    if (typeof detail?.reason === 'string')
+      return typeof detail.field === 'string' ? `${detail.field}: ${detail.reason}` : detail.reason;
   }
   return cause instanceof Error ? cause.message : String(cause);
 }

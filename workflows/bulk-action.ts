@@ -34,10 +34,15 @@ const activities = proxyActivities<BulkActionActivities>({
 
 export async function bulkAction(input: BulkActionInput): Promise<{ state: string }> {
   for (;;) {
-    const page = await activities.bulkActionPage({ bulkActionId: input.bulkActionId, pageSize: BULK_PAGE_SIZE, concurrency: BULK_CONCURRENCY });
+    const page = await activities.bulkActionPage({
+      bulkActionId: input.bulkActionId,
+      pageSize: BULK_PAGE_SIZE,
+      concurrency: BULK_CONCURRENCY,
+    });
     if (page.done) break;
     const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) await continueAsNew<typeof bulkAction>(input);
+    if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS)
+      await continueAsNew<typeof bulkAction>(input);
     await sleep(BULK_PAUSE);
   }
   return activities.finishBulkAction({ bulkActionId: input.bulkActionId });

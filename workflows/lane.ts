@@ -130,7 +130,9 @@ export async function lane(input: LaneState): Promise<void> {
         saysFull = full;
       }
     }
-    setCurrentDetails(`holders: ${state.holders.length}/${state.limit}, waiting: ${state.waiting.length}\n${state.holders.join('\n')}`);
+    setCurrentDetails(
+      `holders: ${state.holders.length}/${state.limit}, waiting: ${state.waiting.length}\n${state.holders.join('\n')}`,
+    );
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) {
       await condition(() => pendingGrants === 0 && allHandlersFinished());

@@ -118,7 +118,12 @@ export function ConfirmButton({
             <Dialog.Close asChild>
               <button type="button">Cancel</button>
             </Dialog.Close>
-            <button type="button" className={danger ? 'danger' : 'primary'} disabled={busy} onClick={() => void confirm()}>
+            <button
+              type="button"
+              className={danger ? 'danger' : 'primary'}
+              disabled={busy}
+              onClick={() => void confirm()}
+            >
               Confirm
             </button>
           </div>

@@ -14,7 +14,12 @@ export interface ConsoleConfig {
 }
 
 function read(): ConsoleConfig {
-  const fallback: ConsoleConfig = { oidc: false, localSignin: true, temporalUiUrl: 'http://localhost:8233', namespace: 'default' };
+  const fallback: ConsoleConfig = {
+    oidc: false,
+    localSignin: true,
+    temporalUiUrl: 'http://localhost:8233',
+    namespace: 'default',
+  };
   const content = document.querySelector('meta[name="console-config"]')?.getAttribute('content');
   if (!content) return fallback;
   try {

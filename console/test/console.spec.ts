@@ -64,7 +64,10 @@ async function createAutomation(
     data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps, ...fields },
   });
   expect(created.status()).toBe(200);
-  const body = (await created.json()) as { automation: { id: string; trigger: { incomingWebhook: { url: string } } }; signingSecret: string };
+  const body = (await created.json()) as {
+    automation: { id: string; trigger: { incomingWebhook: { url: string } } };
+    signingSecret: string;
+  };
   expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
   return { id: body.automation.id, name, secret: body.signingSecret, url: body.automation.trigger.incomingWebhook.url };
 }
@@ -133,7 +136,9 @@ test('the navigation and the sign-out are reached with the keyboard alone', asyn
   await expect(page.getByRole('heading', { level: 1, name: 'Audit' })).toBeVisible();
 });
 
-test('a new automation: the API field error is shown at the steps, then saved with its secret shown once', async ({ page }) => {
+test('a new automation: the API field error is shown at the steps, then saved with its secret shown once', async ({
+  page,
+}) => {
   await signIn(page);
   await page.getByRole('link', { name: 'Automations', exact: true }).click();
   await page.getByRole('button', { name: 'New automation' }).click();
@@ -187,7 +192,10 @@ test('Test runs the draft over a sample payload, step by step', async ({ page })
   await expect(table.getByRole('row', { name: /greet/ })).toContainText('hello Ada');
 });
 
-test('a run waiting for a person: its steps as a timeline, approved with a comment, by the signed-in client', async ({ page, request }) => {
+test('a run waiting for a person: its steps as a timeline, approved with a comment, by the signed-in client', async ({
+  page,
+  request,
+}) => {
   await signIn(page);
   const sent = await deliver(request, 'Ada');
   expect(sent.status).toBe(200);
@@ -197,7 +205,10 @@ test('a run waiting for a person: its steps as a timeline, approved with a comme
   await expect(approval).toContainText('WAITING_FOR_APPROVAL');
   await expect(steps.getByRole('listitem').filter({ hasText: 'greet' })).toContainText('DONE');
   const temporal = page.getByRole('link', { name: 'Open in Temporal' });
-  await expect(temporal).toHaveAttribute('href', new RegExp(`/namespaces/default/workflows/${encodeURIComponent(sent.executionId!)}$`));
+  await expect(temporal).toHaveAttribute(
+    'href',
+    new RegExp(`/namespaces/default/workflows/${encodeURIComponent(sent.executionId!)}$`),
+  );
   await expectAccessible(page, 'run waiting for approval');
   await screenshot(page, 'run-waiting');
   await approval.getByLabel('Comment').fill('ok by the console test');
@@ -212,12 +223,17 @@ test('a run waiting for a person: its steps as a timeline, approved with a comme
   await screenshot(page, 'run');
 });
 
-test('Runs lists runs across automations, filtered by automation, status and time, with live status', async ({ page, request }) => {
+test('Runs lists runs across automations, filtered by automation, status and time, with live status', async ({
+  page,
+  request,
+}) => {
   await signIn(page);
   await page.getByRole('link', { name: 'Runs', exact: true }).click();
   await expect(page.getByRole('heading', { level: 1, name: 'Runs' })).toBeVisible();
   const sent = await deliver(request, 'Eve');
-  const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: `Run ${sent.executionId!.split(':').pop()}` }) });
+  const row = page
+    .getByRole('row')
+    .filter({ has: page.getByRole('link', { name: `Run ${sent.executionId!.split(':').pop()}` }) });
   await expect(row).toContainText('RUNNING');
   await expect(row).toContainText('waiting for approval (approval)');
   await page.getByLabel('Status').selectOption('COMPLETED');
@@ -244,27 +260,37 @@ test('Runs lists runs across automations, filtered by automation, status and tim
   // Live: approved elsewhere, the row follows without a reload.
   await page.getByLabel('Status').selectOption('');
   const token = await bearer(request);
-  const approved = await request.post(`/api/v1/automation_executions/${encodeURIComponent(sent.executionId!)}/steps/approval/approve`, {
-    headers: { Authorization: `Bearer ${token}` },
-    data: {},
-  });
+  const approved = await request.post(
+    `/api/v1/automation_executions/${encodeURIComponent(sent.executionId!)}/steps/approval/approve`,
+    {
+      headers: { Authorization: `Bearer ${token}` },
+      data: {},
+    },
+  );
   expect(approved.status()).toBe(200);
   await expect(row).toContainText('COMPLETED');
 });
 
-test('Approvals: every run waiting on a person, oldest first, decided in place with the keyboard', async ({ page, request }) => {
+test('Approvals: every run waiting on a person, oldest first, decided in place with the keyboard', async ({
+  page,
+  request,
+}) => {
   await signIn(page);
   const older = await deliver(request, 'Flo');
   const newer = await deliver(request, 'Gus');
   await page.getByRole('link', { name: 'Approvals', exact: true }).click();
-  const cardOf = (sent: { executionId?: string }) => page.getByRole('region', { name: `Console approval flow, run ${sent.executionId!.split(':').pop()}` });
+  const cardOf = (sent: { executionId?: string }) =>
+    page.getByRole('region', { name: `Console approval flow, run ${sent.executionId!.split(':').pop()}` });
   const first = cardOf(older);
   const second = cardOf(newer);
   await expect(first.getByRole('button', { name: 'Approve' })).toBeVisible();
   await expect(second.getByRole('button', { name: 'Approve' })).toBeVisible();
   // Oldest first: Flo's card comes before Gus's.
-  const labels = await page.getByRole('region').evaluateAll((regions) => regions.map((r) => r.getAttribute('aria-label')));
-  const at = (sent: { executionId?: string }) => labels.indexOf(`Console approval flow, run ${sent.executionId!.split(':').pop()}`);
+  const labels = await page
+    .getByRole('region')
+    .evaluateAll((regions) => regions.map((r) => r.getAttribute('aria-label')));
+  const at = (sent: { executionId?: string }) =>
+    labels.indexOf(`Console approval flow, run ${sent.executionId!.split(':').pop()}`);
   expect(at(older)).toBeGreaterThanOrEqual(0);
   expect(at(older)).toBeLessThan(at(newer));
   await expectAccessible(page, 'approvals with a waiting run');
@@ -278,19 +304,30 @@ test('Approvals: every run waiting on a person, oldest first, decided in place w
   await page.keyboard.press('Enter');
   await expect(first).toHaveCount(0);
   const token = await bearer(request);
-  const run = await request.get(`/api/v1/automation_executions/${encodeURIComponent(older.executionId!)}`, { headers: { Authorization: `Bearer ${token}` } });
-  const approval = ((await run.json()) as { execution: { steps: Array<{ id: string; output: Record<string, unknown> | null }> } }).execution.steps.find(
-    (s) => s.id === 'approval',
-  );
-  expect(approval?.output).toMatchObject({ decision: 'approved', by: `client:${BOOTSTRAP.clientId}`, comment: 'approved from the inbox' });
+  const run = await request.get(`/api/v1/automation_executions/${encodeURIComponent(older.executionId!)}`, {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  const approval = (
+    (await run.json()) as { execution: { steps: Array<{ id: string; output: Record<string, unknown> | null }> } }
+  ).execution.steps.find((s) => s.id === 'approval');
+  expect(approval?.output).toMatchObject({
+    decision: 'approved',
+    by: `client:${BOOTSTRAP.clientId}`,
+    comment: 'approved from the inbox',
+  });
 
   await second.getByRole('button', { name: 'Reject' }).click();
   await expect(second).toHaveCount(0);
 });
 
-test('an automation with a concurrency limit shows its lanes; Runs shows a queued run with its key', async ({ page, request }) => {
+test('an automation with a concurrency limit shows its lanes; Runs shows a queued run with its key', async ({
+  page,
+  request,
+}) => {
   await signIn(page);
-  const flow = await createAutomation(request, 'Console lanes', [{ id: 'hold', waitForApproval: {} }], { concurrency: { limit: 1, key: 'ctx.trigger.name' } });
+  const flow = await createAutomation(request, 'Console lanes', [{ id: 'hold', waitForApproval: {} }], {
+    concurrency: { limit: 1, key: 'ctx.trigger.name' },
+  });
   const holder = await deliver(request, 'Kim', flow.secret, flow.url);
   const queued = await deliver(request, 'Kim', flow.secret, flow.url);
   await page.goto(`/console/automations/${encodeURIComponent(flow.id)}`);
@@ -301,7 +338,9 @@ test('an automation with a concurrency limit shows its lanes; Runs shows a queue
   await screenshot(page, 'lanes');
 
   await page.goto(`/console/runs?automation=${encodeURIComponent(flow.id)}&status=QUEUED`);
-  const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: `Run ${queued.executionId!.split(':').pop()}` }) });
+  const row = page
+    .getByRole('row')
+    .filter({ has: page.getByRole('link', { name: `Run ${queued.executionId!.split(':').pop()}` }) });
   await expect(row).toContainText('QUEUED');
   await expect(row).toContainText('key "Kim"');
   await expectAccessible(page, 'runs with a queued run');
@@ -312,10 +351,13 @@ test('an automation with a concurrency limit shows its lanes; Runs shows a queue
     await expect
       .poll(async () =>
         (
-          await request.post(`/api/v1/automation_executions/${encodeURIComponent(run.executionId!)}/steps/hold/approve`, {
-            headers: { Authorization: `Bearer ${token}` },
-            data: {},
-          })
+          await request.post(
+            `/api/v1/automation_executions/${encodeURIComponent(run.executionId!)}/steps/hold/approve`,
+            {
+              headers: { Authorization: `Bearer ${token}` },
+              data: {},
+            },
+          )
         ).status(),
       )
       .toBe(200);
@@ -360,7 +402,10 @@ test('run control asks first in a dialog: Cancel run, Terminate run, Rerun', asy
   await expect(page.getByRole('list', { name: 'Steps' })).toContainText('WAITING_FOR_APPROVAL');
 });
 
-test('Rotate secret with a grace period shows the new secret once; both secrets are accepted meanwhile', async ({ page, request }) => {
+test('Rotate secret with a grace period shows the new secret once; both secrets are accepted meanwhile', async ({
+  page,
+  request,
+}) => {
   await signIn(page);
   await page.goto(`/console/automations/${encodeURIComponent(shared.automationId!)}`);
   await page.getByRole('button', { name: 'Rotate secret' }).click();

@@ -10,7 +10,8 @@ export default async function waitForTheConsole(): Promise<void> {
   for (;;) {
     const status = (await fetch(`${BASE_URL}/console`).catch(() => undefined))?.status;
     if (status === 200) return;
-    if (Date.now() > deadline) throw new Error(`${BASE_URL}/console answered ${status ?? 'nothing'} for 300 s: the console was not built`);
+    if (Date.now() > deadline)
+      throw new Error(`${BASE_URL}/console answered ${status ?? 'nothing'} for 300 s: the console was not built`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }

@@ -20,20 +20,31 @@ async function bearer(request: APIRequestContext): Promise<Record<string, string
   return { Authorization: `Bearer ${((await res.json()) as { access_token: string }).access_token}` };
 }
 
-async function createAutomation(request: APIRequestContext, name: string, steps: unknown[]): Promise<{ id: string; secret: string; url: string }> {
+async function createAutomation(
+  request: APIRequestContext,
+  name: string,
+  steps: unknown[],
+): Promise<{ id: string; secret: string; url: string }> {
   const headers = await bearer(request);
   const created = await request.post('/api/v1/automations', {
     headers,
     data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps },
   });
   expect(created.status()).toBe(200);
-  const body = (await created.json()) as { automation: { id: string; trigger: { incomingWebhook: { url: string } } }; signingSecret: string };
+  const body = (await created.json()) as {
+    automation: { id: string; trigger: { incomingWebhook: { url: string } } };
+    signingSecret: string;
+  };
   expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
   return { id: body.automation.id, secret: body.signingSecret, url: body.automation.trigger.incomingWebhook.url };
 }
 
 /** A signed delivery; resolves with the run id it started (200 even when the run is paused). */
-async function deliver(request: APIRequestContext, flow: { secret: string; url: string }, name: string): Promise<string> {
+async function deliver(
+  request: APIRequestContext,
+  flow: { secret: string; url: string },
+  name: string,
+): Promise<string> {
   const event = hmacEvent(flow.secret, { name });
   const res = await request.post(new URL(flow.url).pathname, { headers: event.headers, data: event.body });
   expect(res.status()).toBe(200);
@@ -41,7 +52,9 @@ async function deliver(request: APIRequestContext, flow: { secret: string; url: 
 }
 
 async function statusOf(request: APIRequestContext, executionId: string): Promise<string> {
-  const res = await request.get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`, { headers: await bearer(request) });
+  const res = await request.get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`, {
+    headers: await bearer(request),
+  });
   expect(res.status()).toBe(200);
   return ((await res.json()) as { execution: { status: string } }).execution.status;
 }
@@ -56,8 +69,13 @@ async function tabTo(page: Page, name: string): Promise<void> {
   throw new Error(`"${name}" was not reached with Tab`);
 }
 
-test('a breaker of 1 set on the automation page trips on the second event; resume runs it, cancel asks for a reason', async ({ page, request }) => {
-  const flow = await createAutomation(request, 'Console breaker', [{ id: 'hello', log: { message: "'hello ' + ctx.trigger.name" } }]);
+test('a breaker of 1 set on the automation page trips on the second event; resume runs it, cancel asks for a reason', async ({
+  page,
+  request,
+}) => {
+  const flow = await createAutomation(request, 'Console breaker', [
+    { id: 'hello', log: { message: "'hello ' + ctx.trigger.name" } },
+  ]);
   await signIn(page);
   await page.goto(`/console/automations/${encodeURIComponent(flow.id)}`);
   const breaker = page.getByRole('region', { name: 'Circuit breaker' });
@@ -78,7 +96,9 @@ test('a breaker of 1 set on the automation page trips on the second event; resum
   // The Runs page lists the paused run as PAUSED (in a second tab: this one goes on with the breaker).
   const runsTab = await page.context().newPage();
   await runsTab.goto(`/console/runs?automation=${encodeURIComponent(flow.id)}`);
-  const pausedRow = runsTab.getByRole('row').filter({ has: runsTab.getByRole('link', { name: `Run ${second.split(':').pop()}` }) });
+  const pausedRow = runsTab
+    .getByRole('row')
+    .filter({ has: runsTab.getByRole('link', { name: `Run ${second.split(':').pop()}` }) });
   await expect(pausedRow).toContainText('PAUSED');
   await screenshot(runsTab, 'runs-paused');
   await runsTab.close();
@@ -121,7 +141,11 @@ test('a breaker of 1 set on the automation page trips on the second event; resum
 
 test('a bulk cancel from the Runs page cancels exactly the runs its preview counted', async ({ page, request }) => {
   const flow = await createAutomation(request, 'Console bulk', [{ id: 'hold', waitForApproval: {} }]);
-  const runs = [await deliver(request, flow, 'Ann'), await deliver(request, flow, 'Bob'), await deliver(request, flow, 'Cy')];
+  const runs = [
+    await deliver(request, flow, 'Ann'),
+    await deliver(request, flow, 'Bob'),
+    await deliver(request, flow, 'Cy'),
+  ];
   for (const run of runs) await expect.poll(() => statusOf(request, run)).toBe('RUNNING');
   await signIn(page);
   await page.goto(`/console/runs?automation=${encodeURIComponent(flow.id)}&status=RUNNING`);

@@ -37,7 +37,11 @@ async function bearer(request: APIRequestContext): Promise<string> {
 async function createAutomation(request: APIRequestContext, displayName: string): Promise<string> {
   const created = await request.post('/api/v1/automations', {
     headers: { Authorization: `Bearer ${await bearer(request)}` },
-    data: { displayName, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [{ id: 'hello', log: { message: "'hi'" } }] },
+    data: {
+      displayName,
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: [{ id: 'hello', log: { message: "'hi'" } }],
+    },
   });
   expect(created.status()).toBe(200);
   return ((await created.json()) as { automation: { id: string } }).automation.id;
@@ -48,7 +52,10 @@ test('Sign in with SSO: a person of a mapped group works in the console as thems
   await signInWithSso(page, OIDC_PEOPLE.approver.sub);
   const nav = page.getByRole('navigation', { name: 'Main' });
   await expect(nav).toBeVisible();
-  await expect(page.getByText(OIDC_PEOPLE.approver.name, { exact: true })).toHaveAttribute('title', `person:${OIDC_ISSUER}#${OIDC_PEOPLE.approver.sub}`);
+  await expect(page.getByText(OIDC_PEOPLE.approver.name, { exact: true })).toHaveAttribute(
+    'title',
+    `person:${OIDC_ISSUER}#${OIDC_PEOPLE.approver.sub}`,
+  );
   // The approvers' group maps to admin, who reads automations (and their runs) through the session.
   await nav.getByRole('link', { name: 'Automations', exact: true }).click();
   await page.getByRole('link', { name: 'Read by an approver' }).click();
@@ -87,7 +94,10 @@ async function openAutomation(browser: Browser, id: string): Promise<Page> {
   return page;
 }
 
-test('two people edit one automation: the second Save gets 412 and the page shows what changed', async ({ browser, request }) => {
+test('two people edit one automation: the second Save gets 412 and the page shows what changed', async ({
+  browser,
+  request,
+}) => {
   const id = await createAutomation(request, 'Shared by two');
   const first = await openAutomation(browser, id);
   const second = await openAutomation(browser, id);
@@ -103,7 +113,9 @@ test('two people edit one automation: the second Save gets 412 and the page show
   await expect(second.getByRole('status').filter({ hasText: 'Saved.' })).toHaveCount(0);
   await expectAccessible(second, 'automation changed by someone else');
   // Nothing of the second's was written.
-  const now = await request.get(`/api/v1/automations/${encodeURIComponent(id)}`, { headers: { Authorization: `Bearer ${await bearer(request)}` } });
+  const now = await request.get(`/api/v1/automations/${encodeURIComponent(id)}`, {
+    headers: { Authorization: `Bearer ${await bearer(request)}` },
+  });
   const stored = ((await now.json()) as { automation: { displayName: string; description?: string } }).automation;
   expect([stored.displayName, stored.description]).not.toContain('described by the second');
   expect(stored.displayName).toBe('Renamed by the first');

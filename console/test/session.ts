@@ -16,7 +16,10 @@ export async function signIn(page: Page): Promise<void> {
 }
 
 /** axe on the page as it is drawn now: fails on any serious or critical violation; answers the whole result. */
-export async function assertAccessible(page: Page, where: string): Promise<{ violations: number; serious: number; passes: number }> {
+export async function assertAccessible(
+  page: Page,
+  where: string,
+): Promise<{ violations: number; serious: number; passes: number }> {
   const results = await new AxeBuilder({ page }).analyze();
   const bad = results.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')

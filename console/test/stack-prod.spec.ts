@@ -66,7 +66,12 @@ test.beforeAll(async () => {
   issuer = `http://127.0.0.1:${providerPort}`;
   const child = spawn(
     process.execPath,
-    ['node_modules/tsx/dist/cli.mjs', 'console/test/oidc-provider.ts', `${entry}/console/auth/callback`, String(providerPort)],
+    [
+      'node_modules/tsx/dist/cli.mjs',
+      'console/test/oidc-provider.ts',
+      `${entry}/console/auth/callback`,
+      String(providerPort),
+    ],
     {
       cwd: ROOT,
       detached: true,
@@ -156,7 +161,10 @@ async function startApi(name: 'api-1' | 'api-2'): Promise<void> {
   await stack!.waitReady(name);
 }
 
-test('a person of no mapped group is refused: the page says why, no session, and the audit records it', async ({ page, request }) => {
+test('a person of no mapped group is refused: the page says why, no session, and the audit records it', async ({
+  page,
+  request,
+}) => {
   await signInWithSso(page, OIDC_PEOPLE.outsider.sub);
   await expect(page.getByRole('heading', { level: 1, name: 'Sign-in refused' })).toBeVisible();
   const why = page.getByRole('alert');
@@ -167,13 +175,21 @@ test('a person of no mapped group is refused: the page says why, no session, and
   await page.getByRole('link', { name: 'Back to the console' }).click();
   await expect(page.getByRole('navigation', { name: 'Main' })).toHaveCount(0);
 
-  const audit = await request.get(`${entry}/api/v1/audit?action=console.sign_in_denied`, { headers: await bearer(request) });
+  const audit = await request.get(`${entry}/api/v1/audit?action=console.sign_in_denied`, {
+    headers: await bearer(request),
+  });
   expect(audit.status()).toBe(200);
-  const actors = ((await audit.json()) as { list: Array<{ auditEvent: { actor: string } }> }).list.map((r) => r.auditEvent.actor);
+  const actors = ((await audit.json()) as { list: Array<{ auditEvent: { actor: string } }> }).list.map(
+    (r) => r.auditEvent.actor,
+  );
   expect(actors).toEqual([`person:${issuer}#${OIDC_PEOPLE.outsider.sub}`]);
 });
 
-test('an approver signs in with SSO, sees a webhook run live, approves it on the cluster, and the audit names them', async ({ page, request, browser }) => {
+test('an approver signs in with SSO, sees a webhook run live, approves it on the cluster, and the audit names them', async ({
+  page,
+  request,
+  browser,
+}) => {
   test.setTimeout(600_000);
   const headers = await bearer(request);
 
@@ -193,10 +209,14 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
   // nginx keeps an API that refused a connection out of its rotation for 10 s (max_fails 1,
   // fail_timeout 10s): API 2 refused some while it was stopped, so until then the entry answers
   // 503 with Retry-After, as a person reloading would see. The page is read once it serves again.
-  await until(async () => (await request.get(`${entry}/console/`)).status() === 200, 'the entry to serve through API 2', {
-    timeoutMs: 60_000,
-    intervalMs: 500,
-  });
+  await until(
+    async () => (await request.get(`${entry}/console/`)).status() === 200,
+    'the entry to serve through API 2',
+    {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    },
+  );
   await page.reload();
   await expect(page.getByText(OIDC_PEOPLE.approver.name, { exact: true })).toHaveAttribute('title', person());
 
@@ -223,9 +243,16 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
     signingSecret: string;
   };
   expect(automation.trigger.incomingWebhook.url.startsWith(`${entry}/`)).toBe(true);
-  expect((await request.post(`${entry}/api/v1/automations/${encodeURIComponent(automation.id)}/publish`, { headers })).status()).toBe(200);
+  expect(
+    (
+      await request.post(`${entry}/api/v1/automations/${encodeURIComponent(automation.id)}/publish`, { headers })
+    ).status(),
+  ).toBe(200);
   const event = hmacEvent(signingSecret, { name: 'Ada' });
-  const delivered = await request.post(automation.trigger.incomingWebhook.url, { headers: event.headers, data: event.body });
+  const delivered = await request.post(automation.trigger.incomingWebhook.url, {
+    headers: event.headers,
+    data: event.body,
+  });
   expect(delivered.status()).toBe(200);
   const executionId = ((await delivered.json()) as { executionId: string }).executionId;
   const short = executionId.split(':').pop()!;
@@ -239,7 +266,9 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
   await row.getByRole('link', { name: `Run ${short}` }).click();
   const steps = page.getByRole('list', { name: 'Steps' });
   await expect(steps.getByRole('listitem').filter({ hasText: 'greet' })).toContainText('DONE');
-  await expect(steps.getByRole('listitem').filter({ hasText: 'waitForApproval' })).toContainText('WAITING_FOR_APPROVAL');
+  await expect(steps.getByRole('listitem').filter({ hasText: 'waitForApproval' })).toContainText(
+    'WAITING_FOR_APPROVAL',
+  );
   const inTemporal = `${stack!.uiUrl}/namespaces/default/workflows/${encodeURIComponent(executionId)}`;
   await expect(page.getByRole('link', { name: 'Open in Temporal' })).toHaveAttribute('href', inTemporal);
   expect((await fetch(inTemporal)).status).toBe(200);
@@ -255,24 +284,39 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
 
   // Completed on the cluster, by the stack's workers, and read there by its Web UI server.
   const run = `${entry}/api/v1/automation_executions/${encodeURIComponent(executionId)}`;
-  await expect.poll(async () => ((await (await request.get(run, { headers })).json()) as { execution: { status: string } }).execution.status).toBe('COMPLETED');
-  const history = await connection!.workflowService.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId: executionId } });
+  await expect
+    .poll(
+      async () =>
+        ((await (await request.get(run, { headers })).json()) as { execution: { status: string } }).execution.status,
+    )
+    .toBe('COMPLETED');
+  const history = await connection!.workflowService.getWorkflowExecutionHistory({
+    namespace: 'default',
+    execution: { workflowId: executionId },
+  });
   const events = history.history?.events ?? [];
   expect(events.at(-1)?.eventType).toBe(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
   const workers = ['worker-1', 'worker-2'].map((name) => `${stack!.processes.get(name)!.pid}@`);
-  const identities = events.flatMap((e) => (e.workflowTaskCompletedEventAttributes ? [e.workflowTaskCompletedEventAttributes.identity ?? ''] : []));
+  const identities = events.flatMap((e) =>
+    e.workflowTaskCompletedEventAttributes ? [e.workflowTaskCompletedEventAttributes.identity ?? ''] : [],
+  );
   expect(identities.length).toBeGreaterThan(0);
   expect(identities.filter((identity) => !workers.some((w) => identity.startsWith(w)))).toEqual([]);
-  const described = await fetch(`${stack!.uiUrl}/api/v1/namespaces/default/workflows/${encodeURIComponent(executionId)}`);
-  expect(described.status).toBe(200);
-  expect(((await described.json()) as { workflowExecutionInfo?: { status?: string } }).workflowExecutionInfo?.status).toBe(
-    'WORKFLOW_EXECUTION_STATUS_COMPLETED',
+  const described = await fetch(
+    `${stack!.uiUrl}/api/v1/namespaces/default/workflows/${encodeURIComponent(executionId)}`,
   );
+  expect(described.status).toBe(200);
+  expect(
+    ((await described.json()) as { workflowExecutionInfo?: { status?: string } }).workflowExecutionInfo?.status,
+  ).toBe('WORKFLOW_EXECUTION_STATUS_COMPLETED');
 
   // The run's page follows it to the end; the decision is the person's.
   // A whole load of the page (not only the console's API calls) is served by API 2 for the session too.
   await page.goto(`${entry}/console/runs/${encodeURIComponent(executionId)}`);
-  const approval = page.getByRole('list', { name: 'Steps' }).getByRole('listitem').filter({ hasText: 'waitForApproval' });
+  const approval = page
+    .getByRole('list', { name: 'Steps' })
+    .getByRole('listitem')
+    .filter({ hasText: 'waitForApproval' });
   await expect(approval).toContainText('DONE');
   await approval.getByText('Output of approval').click();
   await expect(approval).toContainText(`"by": "${person()}"`);
@@ -281,7 +325,9 @@ test('an approver signs in with SSO, sees a webhook run live, approves it on the
   // opened by the bootstrap client with local sign-in in a browser context of its own).
   const audit = await request.get(`${entry}/api/v1/audit?action=automation_execution.approve`, { headers });
   expect(audit.status()).toBe(200);
-  const records = ((await audit.json()) as { list: Array<{ auditEvent: { actor: string; subject: string } }> }).list.map((r) => r.auditEvent);
+  const records = (
+    (await audit.json()) as { list: Array<{ auditEvent: { actor: string; subject: string } }> }
+  ).list.map((r) => r.auditEvent);
   expect(records.filter((r) => r.subject.includes(executionId)).map((r) => r.actor)).toEqual([person()]);
 
   const admin = await browser.newContext({ baseURL: entry, ignoreHTTPSErrors: true });

@@ -22,7 +22,9 @@ export type SlowGate = <T>(work: () => Promise<T>) => Promise<T>;
 export const UNGATED: SlowGate = (work) => work();
 
 function scrypt(secret: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => scryptCb(secret, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))));
+  return new Promise((resolve, reject) =>
+    scryptCb(secret, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
+  );
 }
 
 function mac(secret: string, macKey: Buffer): Buffer {
@@ -50,7 +52,12 @@ export function isSlowHash(stored: string): boolean {
  * True when `secret` matches `stored` (either format). A scrypt hash is verified through `gate`,
  * which may throw instead of running it; a keyed hash never waits for anything.
  */
-export async function verifySecret(secret: string, stored: string, macKey: Buffer, gate: SlowGate = UNGATED): Promise<boolean> {
+export async function verifySecret(
+  secret: string,
+  stored: string,
+  macKey: Buffer,
+  gate: SlowGate = UNGATED,
+): Promise<boolean> {
   if (stored.startsWith(`${HMAC_SCHEME}$`)) {
     const expected = Buffer.from(stored.slice(HMAC_SCHEME.length + 1), 'base64url');
     const actual = mac(secret, macKey);
@@ -59,7 +66,9 @@ export async function verifySecret(secret: string, stored: string, macKey: Buffe
   const [scheme, n, r, p, salt, key] = stored.split('$');
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
   const expected = Buffer.from(key, 'base64url');
-  const actual = await gate(() => scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) }));
+  const actual = await gate(() =>
+    scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) }),
+  );
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 

@@ -6,7 +6,15 @@
 import type { Db, Queryable } from '../store/db';
 import * as apiClients from '../store/api-clients';
 import { newId, randomToken } from '../ids';
-import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from './client-secret-hashes';
+import {
+  hashChosenSecret,
+  hashGeneratedSecret,
+  isSlowHash,
+  looksGenerated,
+  verifySecret,
+  UNGATED,
+  type SlowGate,
+} from './client-secret-hashes';
 import type { SecretBox } from '../crypto/secret-box';
 import { isRole, type Role } from './roles';
 
@@ -20,7 +28,13 @@ export interface ApiClient {
 
 function toClient(record: apiClients.ApiClientRecord): ApiClient {
   const roles = Array.isArray(record.roles) ? record.roles.filter(isRole) : [];
-  return { id: record.id, clientId: record.clientId, displayName: record.displayName, roles, createdAt: record.createdAt };
+  return {
+    id: record.id,
+    clientId: record.clientId,
+    displayName: record.displayName,
+    roles,
+    createdAt: record.createdAt,
+  };
 }
 
 /** The key of the keyed hashes of generated client secrets (derived from the sealing key). */
@@ -35,7 +49,10 @@ export async function createClient(
   input: { displayName: string; roles: Role[]; clientId?: string; clientSecret?: string },
 ): Promise<{ client: ApiClient; clientSecret: string }> {
   const clientSecret = input.clientSecret ?? randomToken(32);
-  const hash = input.clientSecret === undefined ? hashGeneratedSecret(clientSecret, clientSecretKey(box)) : await hashChosenSecret(clientSecret);
+  const hash =
+    input.clientSecret === undefined
+      ? hashGeneratedSecret(clientSecret, clientSecretKey(box))
+      : await hashChosenSecret(clientSecret);
   const record = await apiClients.insertApiClient(db, {
     id: newId(),
     clientId: input.clientId ?? `cli_${randomToken(12)}`,
@@ -113,7 +130,10 @@ export async function ensureBootstrapClient(
         return true;
       });
       if (!made) return { kind: 'deleted', clientId: bootstrap.clientId };
-    } else if (!(await verifySecret(bootstrap.clientSecret, row.secretHash, clientSecretKey(box))) || !toClient(row).roles.includes('super_admin')) {
+    } else if (
+      !(await verifySecret(bootstrap.clientSecret, row.secretHash, clientSecretKey(box))) ||
+      !toClient(row).roles.includes('super_admin')
+    ) {
       await apiClients.resetToSuperAdmin(db, row.id, await hashChosenSecret(bootstrap.clientSecret));
     }
     await apiClients.claimBootstrapClient(db, bootstrap.clientId);

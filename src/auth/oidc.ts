@@ -58,7 +58,8 @@ function sha256(text: string): string {
 export function roleMapOf(config: OidcConfig): Record<string, Role> {
   const map: Record<string, Role> = {};
   for (const [group, role] of Object.entries(config.roleMap)) {
-    if (!isRole(role)) throw new ConfigError(`OIDC_ROLE_MAP: the role of "${group}" must be one of super_admin, admin, read_only`);
+    if (!isRole(role))
+      throw new ConfigError(`OIDC_ROLE_MAP: the role of "${group}" must be one of super_admin, admin, read_only`);
     map[group] = role;
   }
   return map;
@@ -72,7 +73,11 @@ function groupsOf(value: unknown): string[] {
 
 /** ` (ID token claim "<name>")` when the refusal names a claim somewhere in its causes, else ''. */
 function claimOf(err: unknown): string {
-  for (let cause: unknown = err, depth = 0; cause && typeof cause === 'object' && depth < 4; cause = (cause as { cause?: unknown }).cause, depth++) {
+  for (
+    let cause: unknown = err, depth = 0;
+    cause && typeof cause === 'object' && depth < 4;
+    cause = (cause as { cause?: unknown }).cause, depth++
+  ) {
     const claim = (cause as { claim?: unknown }).claim ?? (cause as { cause?: { claim?: unknown } }).cause?.claim;
     if (typeof claim === 'string') return ` (ID token claim "${claim}")`;
   }
@@ -126,7 +131,12 @@ export class OidcSignIn {
     const browser = randomToken(32);
     const now = this.now();
     await purgeExpiredLogins(this.db, new Date(now));
-    await insertPendingLogin(this.db, sha256(state), { browserHash: sha256(browser), nonce, codeVerifier, returnTo }, new Date(now + LOGIN_TTL_MS));
+    await insertPendingLogin(
+      this.db,
+      sha256(state),
+      { browserHash: sha256(browser), nonce, codeVerifier, returnTo },
+      new Date(now + LOGIN_TTL_MS),
+    );
     const url = client.buildAuthorizationUrl(configuration, {
       redirect_uri: this.options.redirectUri,
       scope: `openid profile email${this.config.rolesClaim === 'groups' ? ' groups' : ''}`,
@@ -147,12 +157,14 @@ export class OidcSignIn {
     const state = callbackUrl.searchParams.get('state');
     if (!state) throw new OidcSignInError('the sign-in answer carries no state: start again from the console', 400);
     const pending = await takePendingLogin(this.db, sha256(state), new Date(this.now()));
-    if (!pending) throw new OidcSignInError('this sign-in is unknown, already used or expired: start again from the console', 400);
+    if (!pending)
+      throw new OidcSignInError('this sign-in is unknown, already used or expired: start again from the console', 400);
     if (!browser || sha256(browser) !== pending.browserHash) {
       throw new OidcSignInError('this sign-in was started in another browser: start again from the console', 400);
     }
     const providerError = callbackUrl.searchParams.get('error');
-    if (providerError) throw new OidcSignInError(`the identity provider refused the sign-in (${providerError.slice(0, 100)})`, 400);
+    if (providerError)
+      throw new OidcSignInError(`the identity provider refused the sign-in (${providerError.slice(0, 100)})`, 400);
     const configuration = await this.discover();
     let claims: Record<string, unknown>;
     let accessToken: string;
@@ -167,7 +179,10 @@ export class OidcSignIn {
       accessToken = tokens.access_token;
     } catch (err) {
       const which = claimOf(err);
-      throw new OidcSignInError(`the identity provider's answer was not accepted: ${(err as Error).message}${which}`, 400);
+      throw new OidcSignInError(
+        `the identity provider's answer was not accepted: ${(err as Error).message}${which}`,
+        400,
+      );
     }
     const subject = String(claims.sub ?? '');
     let raw = claims[this.config.rolesClaim];
@@ -180,10 +195,14 @@ export class OidcSignIn {
       }
     }
     const groups = groupsOf(raw);
-    const roles = [...new Set(groups.map((group) => this.roleMap[group]).filter((role): role is Role => role !== undefined))];
+    const roles = [
+      ...new Set(groups.map((group) => this.roleMap[group]).filter((role): role is Role => role !== undefined)),
+    ];
     const actor = `person:${String(claims.iss)}#${subject}`;
     const email = typeof claims.email === 'string' ? claims.email : '';
-    const name = [claims.name, claims.preferred_username, email, subject].find((value): value is string => typeof value === 'string' && value !== '')!;
+    const name = [claims.name, claims.preferred_username, email, subject].find(
+      (value): value is string => typeof value === 'string' && value !== '',
+    )!;
     if (roles.length === 0) {
       throw new OidcSignInError(
         `${name} is signed in at the identity provider, but none of their groups (claim "${this.config.rolesClaim}") is given a role in OIDC_ROLE_MAP: ask an administrator to map one of them`,

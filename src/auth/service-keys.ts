@@ -7,5 +7,8 @@ import type { SecretBox } from '../crypto/secret-box';
 export const PAGE_TOKEN_KEY_SECRET = 'page_token_key';
 
 export async function loadPageTokenKey(db: Queryable, box: SecretBox): Promise<Buffer> {
-  return Buffer.from(await getOrCreateServiceKey(db, box, PAGE_TOKEN_KEY_SECRET, () => randomBytes(32).toString('base64url')), 'base64url');
+  return Buffer.from(
+    await getOrCreateServiceKey(db, box, PAGE_TOKEN_KEY_SECRET, () => randomBytes(32).toString('base64url')),
+    'base64url',
+  );
 }

@@ -54,14 +54,26 @@ export class ConsoleSessions {
   ) {}
 
   /** Starts a session; answers the cookie's id (shown once, never stored) and the session. */
-  async create(input: { actor: string; person: store.SessionPerson; roles: Role[] }): Promise<{ id: string; session: Session }> {
+  async create(input: {
+    actor: string;
+    person: store.SessionPerson;
+    roles: Role[];
+  }): Promise<{ id: string; session: Session }> {
     const now = this.now();
     await this.purge(now);
     const id = randomToken(32);
     const idHash = hashSessionId(id);
     const csrfToken = randomToken(32);
     const expiresAt = new Date(now + Math.min(this.limits.idleSeconds, this.limits.maxSeconds) * 1000);
-    await store.insertSession(this.db, { idHash, csrfToken, actor: input.actor, person: input.person, roles: input.roles, now: new Date(now), expiresAt });
+    await store.insertSession(this.db, {
+      idHash,
+      csrfToken,
+      actor: input.actor,
+      person: input.person,
+      roles: input.roles,
+      now: new Date(now),
+      expiresAt,
+    });
     return { id, session: toSession(idHash, csrfToken, input.actor, input.person, input.roles) };
   }
 
@@ -91,7 +103,12 @@ export class ConsoleSessions {
       roles = (Array.isArray(client.roles) ? client.roles : []).filter(isRole);
     }
     if (now - Date.parse(record.lastSeenAt) >= TOUCH_INTERVAL_MS) {
-      await store.touchSession(this.db, idHash, new Date(now), new Date(Math.min(now + this.limits.idleSeconds * 1000, absoluteEnd)));
+      await store.touchSession(
+        this.db,
+        idHash,
+        new Date(now),
+        new Date(Math.min(now + this.limits.idleSeconds * 1000, absoluteEnd)),
+      );
     }
     return toSession(idHash, record.csrfToken, record.actor, record.person, roles);
   }
@@ -106,12 +123,23 @@ export class ConsoleSessions {
   }
 }
 
-function toSession(idHash: string, csrfToken: string, actor: string, person: store.SessionPerson, roles: Role[]): Session {
+function toSession(
+  idHash: string,
+  csrfToken: string,
+  actor: string,
+  person: store.SessionPerson,
+  roles: Role[],
+): Session {
   const clientId = actor.startsWith('client:') ? actor.slice('client:'.length) : '';
   return {
     idHash,
     csrfToken,
-    principal: { clientId, roles, actor, ...(actor.startsWith('person:') ? { person: { name: person.name, email: person.email } } : {}) },
+    principal: {
+      clientId,
+      roles,
+      actor,
+      ...(actor.startsWith('person:') ? { person: { name: person.name, email: person.email } } : {}),
+    },
     person: { ...person, roles },
   };
 }

@@ -16,7 +16,12 @@ import { admitTokenRequest, pruneTokenLimits, recordTokenFailure, type BackoffPo
  * failure 15 minutes after the previous one starts the count again. Keyed on the source too, so a
  * flood naming a client from elsewhere never makes the client's own caller wait.
  */
-export const TOKEN_FAILURE_BACKOFF: BackoffPolicy = { free: 5, baseMs: 1000, maxMs: 15 * 60_000, forgetAfterMs: 15 * 60_000 };
+export const TOKEN_FAILURE_BACKOFF: BackoffPolicy = {
+  free: 5,
+  baseMs: 1000,
+  maxMs: 15 * 60_000,
+  forgetAfterMs: 15 * 60_000,
+};
 
 /** The client id as the backoff keys it: as sent, without NUL characters (the store refuses them), at most 200 characters. */
 function clientKey(clientId: string): string {
@@ -49,7 +54,11 @@ export class SharedTokenLimits {
     const source = sourcePrefix(address);
     const admission = await admitTokenRequest(this.db, source, clientKey(clientId), this.perMinute, 60_000);
     if (!admission.sourceAllowed) {
-      throw new GuardRefusal(429, 'too many token requests from this address; retry later', Math.max(1, Math.ceil(admission.sourceRetryAfterMs / 1000)));
+      throw new GuardRefusal(
+        429,
+        'too many token requests from this address; retry later',
+        Math.max(1, Math.ceil(admission.sourceRetryAfterMs / 1000)),
+      );
     }
     if (admission.backoffMs > 0) {
       throw new GuardRefusal(
@@ -107,7 +116,11 @@ export interface TokenGuard {
   slowVerifications: ConcurrencyCap;
 }
 
-export function createTokenGuard(db: Queryable, limits: { perSourcePerMinute: number; maxSlowVerifications: number }, backoff?: BackoffPolicy): TokenGuard {
+export function createTokenGuard(
+  db: Queryable,
+  limits: { perSourcePerMinute: number; maxSlowVerifications: number },
+  backoff?: BackoffPolicy,
+): TokenGuard {
   return {
     limits: new SharedTokenLimits(db, limits.perSourcePerMinute, backoff),
     slowVerifications: new ConcurrencyCap(limits.maxSlowVerifications),

@@ -7,7 +7,16 @@
  * signed before a rotation stay valid until they expire — unless the rotation revokes them. Processes pick up a rotation by reloading
  * the key ring when they meet an unknown `kid` and at least once a minute.
  */
-import { SignJWT, jwtVerify, exportJWK, generateKeyPair, importJWK, decodeProtectedHeader, type JWK, type KeyLike } from 'jose';
+import {
+  SignJWT,
+  jwtVerify,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  decodeProtectedHeader,
+  type JWK,
+  type KeyLike,
+} from 'jose';
 import type { Queryable } from '../store/db';
 import { getOrCreateServiceKey, replaceSecret } from '../store/service-keys';
 import type { SecretBox } from '../crypto/secret-box';
@@ -63,14 +72,19 @@ function parseRing(raw: string): KeyRing {
   const value = JSON.parse(raw) as (KeyRing & { previous?: JWK; rotatedAt?: string }) | JWK;
   if (!('current' in value) || !value.current) return { current: value as JWK };
   const stored = value as KeyRing & { previous?: JWK; rotatedAt?: string };
-  const retired = stored.retired ?? (stored.previous ? [{ jwk: stored.previous, retiredAt: stored.rotatedAt ?? new Date(0).toISOString() }] : []);
+  const retired =
+    stored.retired ??
+    (stored.previous ? [{ jwk: stored.previous, retiredAt: stored.rotatedAt ?? new Date(0).toISOString() }] : []);
   return { current: stored.current, retired };
 }
 
 async function loadRing(raw: string): Promise<LoadedRing> {
   const ring = parseRing(raw);
   const kid = ring.current.kid ?? '';
-  const publicJwks = [ring.current, ...(ring.retired ?? []).map((entry) => entry.jwk)].map((jwk) => ({ ...publicPart(jwk), use: 'sig' }));
+  const publicJwks = [ring.current, ...(ring.retired ?? []).map((entry) => entry.jwk)].map((jwk) => ({
+    ...publicPart(jwk),
+    use: 'sig',
+  }));
   const publicKeys = new Map<string, KeyLike>();
   for (const jwk of publicJwks) publicKeys.set(jwk.kid ?? '', (await importJWK(jwk, ALG)) as KeyLike);
   return { raw, ring, privateKey: (await importJWK(ring.current, ALG)) as KeyLike, kid, publicKeys, publicJwks };
@@ -113,7 +127,10 @@ export class AccessTokens {
    * `revoke: true` every retired key is dropped too: tokens signed before this rotation stop
    * verifying at once (each process reloads the ring within a minute, or at once on a restart).
    */
-  async rotate(now = new Date(), options: { revoke?: boolean } = {}): Promise<{ kid: string; previousKid: string; retiredKids: string[] }> {
+  async rotate(
+    now = new Date(),
+    options: { revoke?: boolean } = {},
+  ): Promise<{ kid: string; previousKid: string; retiredKids: string[] }> {
     await this.reload();
     const { ring, raw } = this.ring;
     const live = options.revoke
@@ -128,7 +145,11 @@ export class AccessTokens {
     }
     this.ring = await loadRing(nextRaw);
     this.loadedAt = Date.now();
-    return { kid: this.ring.kid, previousKid: ring.current.kid ?? '', retiredKids: live.map((entry) => entry.jwk.kid ?? '') };
+    return {
+      kid: this.ring.kid,
+      previousKid: ring.current.kid ?? '',
+      retiredKids: live.map((entry) => entry.jwk.kid ?? ''),
+    };
   }
 
   async issue(clientId: string, roles: Role[]): Promise<string> {

@@ -26,20 +26,44 @@ export const SECRETS_VARIABLE = 'secrets';
 export type ExpressionRoot = typeof ROOT_VARIABLE | typeof SECRETS_VARIABLE;
 
 /** Type names usable as identifiers (`type(x) == string`). */
-const TYPE_IDENTIFIERS = new Set(['bool', 'bytes', 'double', 'int', 'uint', 'string', 'list', 'map', 'null_type', 'type', 'dyn']);
+const TYPE_IDENTIFIERS = new Set([
+  'bool',
+  'bytes',
+  'double',
+  'int',
+  'uint',
+  'string',
+  'list',
+  'map',
+  'null_type',
+  'type',
+  'dyn',
+]);
 
 /** Functions called with a namespace (`strings.quote(s)` parses as a call on the identifier `strings`). */
 const NAMESPACED_FUNCTIONS = new Set(['strings.quote']);
 
 /** Returns the range unchanged; the charging resolver (./cost) pays for its iterations first. */
-const budgetFunction = celFunc(BUDGET_FUNCTION, [CelScalar.DYN, CelScalar.INT], CelScalar.DYN, (range: unknown) => range as CelInput);
+const budgetFunction = celFunc(
+  BUDGET_FUNCTION,
+  [CelScalar.DYN, CelScalar.INT],
+  CelScalar.DYN,
+  (range: unknown) => range as CelInput,
+);
 
 /** List `+` without the library's lazy chains (see ./append-list); overrides the standard overload. */
-const listConcat = celFunc('_+_', [listType(CelScalar.DYN), listType(CelScalar.DYN)], listType(CelScalar.DYN), concatLists);
+const listConcat = celFunc(
+  '_+_',
+  [listType(CelScalar.DYN), listType(CelScalar.DYN)],
+  listType(CelScalar.DYN),
+  concatLists,
+);
 
 const baseEnv = celEnv({ funcs: [...strings, budgetFunction, listConcat] });
 /** The same environment with every function call charged to the cost budget. */
-const env: typeof baseEnv = Object.create(baseEnv, { funcs: { value: chargingResolver(baseEnv.funcs) } }) as typeof baseEnv;
+const env: typeof baseEnv = Object.create(baseEnv, {
+  funcs: { value: chargingResolver(baseEnv.funcs) },
+}) as typeof baseEnv;
 
 export interface CompiledExpression {
   source: string;
@@ -73,7 +97,10 @@ export function compile(source: string, root: ExpressionRoot = ROOT_VARIABLE): C
 
 function compileUncached(source: string, root: ExpressionRoot): CompiledExpression {
   if (source.length > MAX_EXPRESSION_LENGTH) {
-    throw new CelEvaluationError('ERR_CEL_LIMIT', `expression is too long: ${source.length} characters, at most ${MAX_EXPRESSION_LENGTH}`);
+    throw new CelEvaluationError(
+      'ERR_CEL_LIMIT',
+      `expression is too long: ${source.length} characters, at most ${MAX_EXPRESSION_LENGTH}`,
+    );
   }
   if (source.trim() === '') throw new CelEvaluationError('ERR_CEL_SYNTAX', 'expression is empty');
   const parsed = parseSource(source);
@@ -105,11 +132,19 @@ function parseSource(source: string): ParsedExpr {
     return parse(source);
   } catch (err) {
     if (err instanceof RangeError) {
-      throw new CelEvaluationError('ERR_CEL_LIMIT', `expression is nested too deeply (at most ${MAX_AST_DEPTH} levels)`);
+      throw new CelEvaluationError(
+        'ERR_CEL_LIMIT',
+        `expression is nested too deeply (at most ${MAX_AST_DEPTH} levels)`,
+      );
     }
-    const e = err as { rawMessage?: unknown; message?: unknown; location?: { start?: { line?: number; column?: number } } };
+    const e = err as {
+      rawMessage?: unknown;
+      message?: unknown;
+      location?: { start?: { line?: number; column?: number } };
+    };
     const start = e.location?.start;
-    const where = start?.line !== undefined && start.column !== undefined ? ` at line ${start.line}, column ${start.column}` : '';
+    const where =
+      start?.line !== undefined && start.column !== undefined ? ` at line ${start.line}, column ${start.column}` : '';
     const detail = typeof e.rawMessage === 'string' ? e.rawMessage : String(e.message ?? err);
     throw new CelEvaluationError('ERR_CEL_SYNTAX', `syntax error${where}: ${detail}`);
   }
@@ -149,8 +184,14 @@ function push(scope: Scope | undefined, ...names: string[]): Scope | undefined {
  * tree, and this runs before the depth is known). `variable` is the one free name allowed; for
  * `secrets` it must be read as `secrets.<name>`. Answers the secret names read.
  */
-function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | undefined, variable: ExpressionRoot): string[] {
-  const work: Array<{ expr: Expr; depth: number; scope: Scope | undefined }> = [{ expr: root, depth: 1, scope: undefined }];
+function inspect(
+  root: Expr,
+  positionOf: (id: bigint | undefined) => string | undefined,
+  variable: ExpressionRoot,
+): string[] {
+  const work: Array<{ expr: Expr; depth: number; scope: Scope | undefined }> = [
+    { expr: root, depth: 1, scope: undefined },
+  ];
   const secrets: string[] = [];
   let nodes = 0;
   for (let item = work.pop(); item; item = work.pop()) {
@@ -160,7 +201,10 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
       throw new CelEvaluationError('ERR_CEL_LIMIT', `expression is too big: more than ${MAX_AST_NODES} nodes`);
     }
     if (depth > MAX_AST_DEPTH) {
-      throw new CelEvaluationError('ERR_CEL_LIMIT', `expression is nested too deeply (at most ${MAX_AST_DEPTH} levels)`);
+      throw new CelEvaluationError(
+        'ERR_CEL_LIMIT',
+        `expression is nested too deeply (at most ${MAX_AST_DEPTH} levels)`,
+      );
     }
     const next = (child: Expr | undefined, childScope: Scope | undefined = scope): void => {
       if (child) work.push({ expr: child, depth: depth + 1, scope: childScope });
@@ -173,10 +217,16 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
           const where = positionOf(expr.id);
           const at = where ? ` at ${where}` : '';
           if (name === SECRETS_VARIABLE && variable === SECRETS_VARIABLE) {
-            throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `${SECRETS_VARIABLE}${at} must be read as ${SECRETS_VARIABLE}.<name>`);
+            throw new CelEvaluationError(
+              'ERR_CEL_UNKNOWN_NAME',
+              `${SECRETS_VARIABLE}${at} must be read as ${SECRETS_VARIABLE}.<name>`,
+            );
           }
           if (name === SECRETS_VARIABLE) {
-            throw new CelEvaluationError('ERR_CEL_UNKNOWN_NAME', `${SECRETS_VARIABLE}.<name>${at} may be used only in callWebhook header values`);
+            throw new CelEvaluationError(
+              'ERR_CEL_UNKNOWN_NAME',
+              `${SECRETS_VARIABLE}.<name>${at} may be used only in callWebhook header values`,
+            );
           }
           throw new CelEvaluationError(
             'ERR_CEL_UNKNOWN_NAME',
@@ -209,7 +259,9 @@ function inspect(root: Expr, positionOf: (id: bigint | undefined) => string | un
       }
       case 'callExpr': {
         const target = kind.value.target;
-        const namespaced = target?.exprKind.case === 'identExpr' && NAMESPACED_FUNCTIONS.has(`${target.exprKind.value.name}.${kind.value.function}`);
+        const namespaced =
+          target?.exprKind.case === 'identExpr' &&
+          NAMESPACED_FUNCTIONS.has(`${target.exprKind.value.name}.${kind.value.function}`);
         if (!namespaced) next(target);
         for (const arg of kind.value.args) next(arg);
         break;
@@ -266,7 +318,13 @@ function instrumentComprehensions(root: Expr): void {
               {
                 $typeName: 'cel.expr.Expr',
                 id: nextId++,
-                exprKind: { case: 'constExpr', value: { $typeName: 'cel.expr.Constant', constantKind: { case: 'int64Value', value: BigInt(bodyNodes) } } },
+                exprKind: {
+                  case: 'constExpr',
+                  value: {
+                    $typeName: 'cel.expr.Constant',
+                    constantKind: { case: 'int64Value', value: BigInt(bodyNodes) },
+                  },
+                },
               },
             ],
           },

@@ -85,7 +85,8 @@ function convert(value: unknown, size: { used: number }, depth: number): unknown
       charge(size, name.length);
       const converted = convert(item, size, depth + 1);
       // Defined, not assigned: `out["__proto__"] = x` would swap the object's prototype.
-      if (name === '__proto__') Object.defineProperty(out, name, { value: converted, enumerable: true, writable: true, configurable: true });
+      if (name === '__proto__')
+        Object.defineProperty(out, name, { value: converted, enumerable: true, writable: true, configurable: true });
       else out[name] = converted;
     }
     return out;
@@ -102,7 +103,9 @@ function convert(value: unknown, size: { used: number }, depth: number): unknown
 
 /** An int or uint: a JSON number when exactly representable, else its decimal string. */
 function integer(value: bigint): number | string {
-  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+    ? Number(value)
+    : value.toString();
 }
 
 /** Timestamps become RFC 3339 strings and durations protobuf-JSON strings (`"1.5s"`). */

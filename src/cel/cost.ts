@@ -122,7 +122,8 @@ function chargeCall(name: string, target: unknown, args: readonly unknown[]): vo
   }
   let cost = 1;
   if (REGEX.has(name)) {
-    for (const operand of [target, ...args]) cost += typeof operand === 'string' ? REGEX_COST_PER_CHAR * operand.length : sizeOf(operand);
+    for (const operand of [target, ...args])
+      cost += typeof operand === 'string' ? REGEX_COST_PER_CHAR * operand.length : sizeOf(operand);
     charge(cost);
     return;
   }

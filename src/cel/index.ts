@@ -44,7 +44,9 @@ export function checkExpression(source: string): string | undefined {
  * `secrets.<name>`): only `secrets.<name>` and literals, no `ctx`. Answers the problem, or the
  * names of the secrets it reads.
  */
-export function checkSecretExpression(source: string): { problem: string } | { problem?: undefined; secrets: string[] } {
+export function checkSecretExpression(
+  source: string,
+): { problem: string } | { problem?: undefined; secrets: string[] } {
   try {
     return { secrets: [...compile(source, SECRETS_VARIABLE).secrets] };
   } catch (err) {
@@ -65,12 +67,14 @@ export function evaluateSecretExpression(source: string, values: Record<string, 
     const secrets: Record<string, string> = Object.create(null) as Record<string, string>;
     for (const name of compiled.secrets) {
       const value = values[name];
-      if (typeof value !== 'string') throw new CelEvaluationError('ERR_CEL_EVALUATION', `secret "${name}" is not available`);
+      if (typeof value !== 'string')
+        throw new CelEvaluationError('ERR_CEL_EVALUATION', `secret "${name}" is not available`);
       secrets[name] = value;
     }
     return run(compiled, { [SECRETS_VARIABLE]: toCelInput(secrets) });
   } catch (err) {
-    if (err instanceof RangeError) throw new CelEvaluationError('ERR_CEL_LIMIT', `evaluation ran out of resources: ${err.message}`);
+    if (err instanceof RangeError)
+      throw new CelEvaluationError('ERR_CEL_LIMIT', `evaluation ran out of resources: ${err.message}`);
     throw err;
   }
 }
@@ -148,7 +152,10 @@ function run(compiled: CompiledExpression, bindings: Record<string, unknown>): u
   }
   const exceeded = budgetExceeded();
   if (exceeded === 'iterations') {
-    throw new CelEvaluationError('ERR_CEL_LIMIT', `comprehensions iterate more than ${MAX_COMPREHENSION_ITERATIONS} times`);
+    throw new CelEvaluationError(
+      'ERR_CEL_LIMIT',
+      `comprehensions iterate more than ${MAX_COMPREHENSION_ITERATIONS} times`,
+    );
   }
   if (exceeded === 'cost') {
     throw new CelEvaluationError('ERR_CEL_LIMIT', `evaluation exceeds the cost budget of ${MAX_EVALUATION_COST}`);
@@ -156,7 +163,10 @@ function run(compiled: CompiledExpression, bindings: Record<string, unknown>): u
   if (result === undefined) throw new CelEvaluationError('ERR_CEL_EVALUATION', 'evaluation produced no value');
   if (isCelError(result)) {
     const where = compiled.position(result.exprId);
-    throw new CelEvaluationError('ERR_CEL_EVALUATION', `${result.message}${where ? ` at ${where}` : ''} in ${quote(compiled.source)}`);
+    throw new CelEvaluationError(
+      'ERR_CEL_EVALUATION',
+      `${result.message}${where ? ` at ${where}` : ''} in ${quote(compiled.source)}`,
+    );
   }
   return fromCelValue(result);
 }

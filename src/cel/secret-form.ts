@@ -15,10 +15,15 @@ type Expr = ReturnType<typeof parse>['expr'];
 const HEADER_TEXT = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** The closed form, for messages. */
-export const SECRET_FORM = "secrets.<name> and string literals joined by + (e.g. 'Bearer ' + secrets.crm_token), nothing else";
+export const SECRET_FORM =
+  "secrets.<name> and string literals joined by + (e.g. 'Bearer ' + secrets.crm_token), nothing else";
 
 /** Throws CelEvaluationError (ERR_CEL_SECRET_FORM) naming the first node outside the closed grammar. */
-export function checkSecretForm(root: Expr, variable: string, positionOf: (id: bigint | undefined) => string | undefined): void {
+export function checkSecretForm(
+  root: Expr,
+  variable: string,
+  positionOf: (id: bigint | undefined) => string | undefined,
+): void {
   const work: Expr[] = [root];
   for (let expr = work.pop(); expr; expr = work.pop()) {
     const kind = expr.exprKind;
@@ -32,16 +37,19 @@ export function checkSecretForm(root: Expr, variable: string, positionOf: (id: b
     switch (kind.case) {
       case 'constExpr':
         if (kind.value.constantKind.case !== 'stringValue') refuse('a literal that is not a string');
-        if (!HEADER_TEXT.test(kind.value.constantKind.value as string)) refuse('a string literal with characters a header cannot carry');
+        if (!HEADER_TEXT.test(kind.value.constantKind.value as string))
+          refuse('a string literal with characters a header cannot carry');
         break;
       case 'selectExpr': {
         const operand = kind.value.operand;
         if (kind.value.testOnly) refuse('has()');
-        if (operand?.exprKind.case !== 'identExpr' || operand.exprKind.value.name !== variable) refuse(`a field selection other than ${variable}.<name>`);
+        if (operand?.exprKind.case !== 'identExpr' || operand.exprKind.value.name !== variable)
+          refuse(`a field selection other than ${variable}.<name>`);
         break;
       }
       case 'callExpr':
-        if (kind.value.function !== '_+_' || kind.value.target !== undefined || kind.value.args.length !== 2) refuse(`${describeCall(kind.value.function)}`);
+        if (kind.value.function !== '_+_' || kind.value.target !== undefined || kind.value.args.length !== 2)
+          refuse(`${describeCall(kind.value.function)}`);
         work.push(...kind.value.args);
         break;
       case 'identExpr':
@@ -80,7 +88,12 @@ export function literalPrefix(parsed: Expr): { text: string; complete: boolean }
   const work: Expr[] = [parsed];
   for (let expr = work.pop(); expr; expr = work.pop()) {
     const kind = expr.exprKind;
-    if (kind.case === 'callExpr' && kind.value.function === '_+_' && kind.value.target === undefined && kind.value.args.length === 2) {
+    if (
+      kind.case === 'callExpr' &&
+      kind.value.function === '_+_' &&
+      kind.value.target === undefined &&
+      kind.value.args.length === 2
+    ) {
       work.push(kind.value.args[1]!, kind.value.args[0]!);
     } else {
       parts.push(expr);
@@ -122,7 +135,9 @@ export function selectedSecrets(parsed: Expr, variable: string): string[] {
       }
     } else if (kind.case === 'comprehensionExpr') {
       const c = kind.value;
-      work.push(...[c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result].filter((e): e is Expr => e !== undefined));
+      work.push(
+        ...[c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result].filter((e): e is Expr => e !== undefined),
+      );
     }
   }
   return names;

@@ -4,7 +4,15 @@
  * workflow code proxies them by this interface and never imports activities/.
  */
 import type { CelContext } from '../cel';
-import type { CallKeyScope, CallWebhookRequest, EffectContext, EffectInput, EffectName, LogLevel, OwnershipRef } from '../steps';
+import type {
+  CallKeyScope,
+  CallWebhookRequest,
+  EffectContext,
+  EffectInput,
+  EffectName,
+  LogLevel,
+  OwnershipRef,
+} from '../steps';
 import type { LaneRequest } from './lanes';
 import type { AutomationVersionSteps, EvaluatedStep } from './run';
 
@@ -67,7 +75,11 @@ export type EffectActivities = { [Name in EffectName]: (input: EffectInput<Name>
 /** The activities of a bulk action's workflow (workflows/bulk-action.ts); the set they walk is in the store. */
 export interface BulkActionActivities {
   /** Acts on the next `pageSize` runs not yet acted on, `concurrency` at a time; `done` when none is left or the action was stopped. */
-  bulkActionPage(input: { bulkActionId: string; pageSize: number; concurrency: number }): Promise<{ done: boolean; acted: number }>;
+  bulkActionPage(input: {
+    bulkActionId: string;
+    pageSize: number;
+    concurrency: number;
+  }): Promise<{ done: boolean; acted: number }>;
   /** Ends the action (COMPLETED, or CANCELED when it was stopped) and completes its audit record. */
   finishBulkAction(input: { bulkActionId: string }): Promise<{ state: string }>;
 }

@@ -7,7 +7,15 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { BREAKER_RESUME_SIGNAL, DECIDE_UPDATE, RUN_STATE_QUERY, type AutomationRunInput, type BreakerResume, type DecideInput, type RunState } from './run';
+import {
+  BREAKER_RESUME_SIGNAL,
+  DECIDE_UPDATE,
+  RUN_STATE_QUERY,
+  type AutomationRunInput,
+  type BreakerResume,
+  type DecideInput,
+  type RunState,
+} from './run';
 
 /** Workflow type of automation runs (`automation` in workflows/automation.ts). */
 export const AUTOMATION_WORKFLOW = 'automation';

@@ -42,7 +42,12 @@ export class SecretBox {
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-    return [VERSION, iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    return [
+      VERSION,
+      iv.toString('base64url'),
+      ciphertext.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+    ].join('.');
   }
 
   /** True for a value in a sealed form (either version; not necessarily sealed with this key). */
@@ -89,12 +94,16 @@ export function parseSecretKey(text: string): Buffer {
     Buffer.from(trimmed, 'base64'),
   ];
   const key = candidates.find((candidate) => candidate?.length === 32);
-  if (!key) throw new Error('SECRET_KEY must be 32 bytes, given as hex (64 characters) or base64/base64url (43-44 characters)');
+  if (!key)
+    throw new Error('SECRET_KEY must be 32 bytes, given as hex (64 characters) or base64/base64url (43-44 characters)');
   return key;
 }
 
 /** The key from SECRET_KEY, else from DATA_DIR/secret.key (made with mode 0600 when missing). */
-export function loadSecretKey(secretKey: string | undefined, dataDir: string): { key: Buffer; source: 'env' | 'file' | 'generated' } {
+export function loadSecretKey(
+  secretKey: string | undefined,
+  dataDir: string,
+): { key: Buffer; source: 'env' | 'file' | 'generated' } {
   if (secretKey) return { key: parseSecretKey(secretKey), source: 'env' };
   const file = path.join(dataDir, 'secret.key');
   if (fs.existsSync(file)) return { key: parseSecretKey(fs.readFileSync(file, 'utf8')), source: 'file' };

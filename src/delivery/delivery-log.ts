@@ -10,7 +10,13 @@
  */
 import { newId } from '../ids';
 import type { Db } from '../store/db';
-import { addDeliveryCounts, insertDeliveries, pruneDeliveries, type DeliveryCount, type DeliveryRecord } from '../store/deliveries';
+import {
+  addDeliveryCounts,
+  insertDeliveries,
+  pruneDeliveries,
+  type DeliveryCount,
+  type DeliveryRecord,
+} from '../store/deliveries';
 import { pruneFlowControl } from '../store/flow-control';
 
 export const DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -122,8 +128,10 @@ export class DeliveryLog {
     try {
       // Ids (UUIDv7, the listing order) are made here, in arrival order, off the ingress path.
       const records: DeliveryRecord[] = batch.map((entry) => ({ id: newId(), ...entry }));
-      for (let i = 0; i < records.length; i += ROWS_PER_INSERT) await insertDeliveries(this.db, records.slice(i, i + ROWS_PER_INSERT));
-      for (let i = 0; i < counts.length; i += ROWS_PER_INSERT) await addDeliveryCounts(this.db, counts.slice(i, i + ROWS_PER_INSERT));
+      for (let i = 0; i < records.length; i += ROWS_PER_INSERT)
+        await insertDeliveries(this.db, records.slice(i, i + ROWS_PER_INSERT));
+      for (let i = 0; i < counts.length; i += ROWS_PER_INSERT)
+        await addDeliveryCounts(this.db, counts.slice(i, i + ROWS_PER_INSERT));
       const now = Date.now();
       if (now - this.lastPrune >= this.pruneIntervalMs) {
         this.lastPrune = now;

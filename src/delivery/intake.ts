@@ -83,7 +83,12 @@ export type Refusal =
   | { verdict: 'unavailable' };
 
 export type IntakeOutcome = (
-  | { verdict: 'accepted'; eventId: string; executionId: string; /** The circuit breaker paused the run. */ paused?: true }
+  | {
+      verdict: 'accepted';
+      eventId: string;
+      executionId: string;
+      /** The circuit breaker paused the run. */ paused?: true;
+    }
   /** The version's filter was false: the event is recorded, no run started. */
   | { verdict: 'filtered'; eventId: string }
   | Refusal
@@ -169,7 +174,9 @@ class RefusalLogBudget {
       this.unlogged = 0;
     }
     const seen = this.perListener.get(listenerId);
-    if (seen === undefined ? this.perListener.size >= REFUSAL_LOG_MAX_LISTENERS : seen >= REFUSAL_LOG_LINES_PER_MINUTE) {
+    if (
+      seen === undefined ? this.perListener.size >= REFUSAL_LOG_MAX_LISTENERS : seen >= REFUSAL_LOG_LINES_PER_MINUTE
+    ) {
       this.unlogged += 1;
       return { log: false, unlogged };
     }
@@ -182,17 +189,19 @@ class RefusalLogBudget {
 export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
   const log = deps.logger.child({ component: 'webhooks' });
   const listeners = new ListenerCache(deps.db, deps.secretBox);
-  const verifiers = Object.fromEntries(AUTH_METHODS.map((method) => [method, authenticatorOf(method).createVerifier(deps.config)])) as Record<
-    AuthMethod,
-    Verify<Record<string, string>>
-  >;
+  const verifiers = Object.fromEntries(
+    AUTH_METHODS.map((method) => [method, authenticatorOf(method).createVerifier(deps.config)]),
+  ) as Record<AuthMethod, Verify<Record<string, string>>>;
 
   const refusalLog = new RefusalLogBudget();
 
   function refused(listenerId: string, err: WebhookRejection, nowMs: number, facts: DeliveryFacts): IntakeOutcome {
     const budget = refusalLog.take(listenerId, nowMs);
     if (budget.unlogged > 0)
-      log.info({ unlogged: budget.unlogged }, 'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)');
+      log.info(
+        { unlogged: budget.unlogged },
+        'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)',
+      );
     if (budget.log) log.info({ listenerId, reason: err.reason }, 'webhook refused');
     return { verdict: 'rejected', rejection: err, facts };
   }
@@ -257,12 +266,20 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
         bodyDeadlineMs: head.bodyDeadlineMs,
       };
-      input[authenticator.credential.input as CredentialInput] = header(head, authenticator.credential.name.toLowerCase());
+      input[authenticator.credential.input as CredentialInput] = header(
+        head,
+        authenticator.credential.name.toLowerCase(),
+      );
       // The header check (step 4) judges the headers at the delivery's time: done once, here. Before
       // the body, it refuses only what the check order would refuse anyway (413 first).
       const verdict = headerVerdict(input);
       precheckWebhookHeaders(input, verdict);
-      return { verdict: 'read-body', maxBytes: MAX_WEBHOOK_BODY_BYTES, facts, checked: { head, listener: listener!, trigger, verdict } };
+      return {
+        verdict: 'read-body',
+        maxBytes: MAX_WEBHOOK_BODY_BYTES,
+        facts,
+        checked: { head, listener: listener!, trigger, verdict },
+      };
     } catch (err) {
       return outcomeOf(err, head.listenerId, head.now, facts);
     }
@@ -308,7 +325,11 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (latest !== listener) {
         const again = activeTrigger(latest, head, facts);
         if (again.trigger.authMethod !== trigger.authMethod) {
-          throw new WebhookRejection(401, "the listener's authentication method changed while the body arrived", 'signature_mismatch');
+          throw new WebhookRejection(
+            401,
+            "the listener's authentication method changed while the body arrived",
+            'signature_mismatch',
+          );
         }
         const refusedAgain = await verify(latest!, again.trigger);
         if (refusedAgain) return refused(listenerId, refusedAgain, head.now.getTime(), facts);
@@ -339,8 +360,17 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         return { verdict: 'filtered', eventId, facts };
       }
       if (decision.verdict === 'refused') {
-        log.info({ listenerId, eventId, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds }, 'webhook refused by flow control');
-        return { verdict: 'limited', reason: decision.reason, message: decision.message, retryAfterSeconds: decision.retryAfterSeconds, facts };
+        log.info(
+          { listenerId, eventId, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds },
+          'webhook refused by flow control',
+        );
+        return {
+          verdict: 'limited',
+          reason: decision.reason,
+          message: decision.message,
+          retryAfterSeconds: decision.retryAfterSeconds,
+          facts,
+        };
       }
       return {
         verdict: 'start',
@@ -392,8 +422,17 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       }
       known = { ...facts, executionId };
       await decision.started(executionId, false);
-      log.info({ listenerId: run.listenerId, eventId: run.eventId, executionId, ...(decision.paused ? { paused: true } : {}) }, 'webhook accepted');
-      return { verdict: 'accepted', eventId: run.eventId, executionId, ...(decision.paused ? { paused: true as const } : {}), facts: known };
+      log.info(
+        { listenerId: run.listenerId, eventId: run.eventId, executionId, ...(decision.paused ? { paused: true } : {}) },
+        'webhook accepted',
+      );
+      return {
+        verdict: 'accepted',
+        eventId: run.eventId,
+        executionId,
+        ...(decision.paused ? { paused: true as const } : {}),
+        facts: known,
+      };
     } catch (err) {
       // A lane request that fails after the start is unavailable too: the run is recorded, the sender's retry gets the duplicate.
       return outcomeOf(err, run.listenerId, new Date(run.receivedAt), known);

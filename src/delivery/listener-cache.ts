@@ -30,7 +30,8 @@ export interface Listener extends ListenerRecord {
 /** The secrets a delivery's HMAC may be made with: the current one, and the previous one until it expires. */
 export function verifyingHmacSecrets(listener: Listener, nowMs = Date.now()): string[] {
   const secrets = listener.hmacSecret === undefined ? [] : [listener.hmacSecret];
-  if (listener.previousHmacSecret && nowMs < listener.previousHmacSecret.expiresAtMs) secrets.push(listener.previousHmacSecret.secret);
+  if (listener.previousHmacSecret && nowMs < listener.previousHmacSecret.expiresAtMs)
+    secrets.push(listener.previousHmacSecret.secret);
   return secrets;
 }
 
@@ -93,7 +94,9 @@ export class ListenerCache {
     let value: Listener | undefined;
     try {
       const record = await getListener(this.db, listenerId);
-      value = record ? { ...record, hmacSecret: this.unseal(record), previousHmacSecret: this.unsealPrevious(record) } : undefined;
+      value = record
+        ? { ...record, hmacSecret: this.unseal(record), previousHmacSecret: this.unsealPrevious(record) }
+        : undefined;
     } finally {
       inFlight.delete(load);
       if (inFlight.size === 0 && this.loading.get(listenerId) === inFlight) this.loading.delete(listenerId);
@@ -133,7 +136,10 @@ export class ListenerCache {
   private unsealPrevious(record: ListenerRecord): Listener['previousHmacSecret'] {
     const { sealedPreviousSigningSecret: sealed, previousSecretExpiresAt: expires, trigger } = record.automation;
     if (trigger.authMethod !== 'HMAC' || sealed === null || expires === null) return undefined;
-    return { secret: this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id)), expiresAtMs: Date.parse(expires) };
+    return {
+      secret: this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id)),
+      expiresAtMs: Date.parse(expires),
+    };
   }
 
   private unseal(record: ListenerRecord): string | undefined {

@@ -16,23 +16,41 @@ import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
 import { celSchema, IDENTIFIER } from '../steps/kind';
 import { flowDryRunSchema, flowInputSchemas, flowViewSchemas } from '../flow';
-import { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodSeconds } from '../flow/circuit-breaker';
+import {
+  BREAKER_MAX_REASON,
+  BREAKER_MAX_RUNS,
+  BREAKER_PERIOD_SECONDS,
+  breakerPeriodSeconds,
+} from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
 import { closedObject, oneViolation, ruledByViolations, setAside, whileValid } from './validation';
 import { automationChangeRule, MASK_PATHS, newAutomationRule } from './automation-validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
-import { AUTH_METHODS, authenticatorOf, methodsWithSecret, triggerFieldOwners, type AuthenticatorConfig, type AuthMethod } from '../webhooks/authenticators';
+import {
+  AUTH_METHODS,
+  authenticatorOf,
+  methodsWithSecret,
+  triggerFieldOwners,
+  type AuthenticatorConfig,
+  type AuthMethod,
+} from '../webhooks/authenticators';
 
 // ---------------------------------------------------------------- errors
 
-export const ErrorDetail = z.looseObject({ '@type': z.string().meta({ description: 'e.g. type.googleapis.com/google.rpc.BadRequest' }) }).meta({
-  id: 'ErrorDetail',
-  description: 'A google.rpc detail: BadRequest (`fieldViolations: [{field, description}]`) or ErrorInfo (`reason`, `domain`, `metadata`).',
-});
+export const ErrorDetail = z
+  .looseObject({ '@type': z.string().meta({ description: 'e.g. type.googleapis.com/google.rpc.BadRequest' }) })
+  .meta({
+    id: 'ErrorDetail',
+    description:
+      'A google.rpc detail: BadRequest (`fieldViolations: [{field, description}]`) or ErrorInfo (`reason`, `domain`, `metadata`).',
+  });
 
 export const ErrorBody = z
   .object({
-    code: z.number().int().meta({ description: 'google.rpc.Code: 3 INVALID_ARGUMENT, 5 NOT_FOUND, 16 UNAUTHENTICATED, …' }),
+    code: z
+      .number()
+      .int()
+      .meta({ description: 'google.rpc.Code: 3 INVALID_ARGUMENT, 5 NOT_FOUND, 16 UNAUTHENTICATED, …' }),
     message: z.string(),
     details: z.array(ErrorDetail),
   })
@@ -93,7 +111,9 @@ export const CreateClientResponse = z
   .object({ client: ApiClient, clientSecret: z.string().meta({ description: 'Shown only in this response.' }) })
   .meta({ id: 'CreateClientResponse' });
 export const ApiClientResponse = z.object({ client: ApiClient }).meta({ id: 'ApiClientResponse' });
-export const ApiClientList = z.object({ list: z.array(z.object({ client: ApiClient })), nextPageToken: z.string() }).meta({ id: 'ApiClientList' });
+export const ApiClientList = z
+  .object({ list: z.array(z.object({ client: ApiClient })), nextPageToken: z.string() })
+  .meta({ id: 'ApiClientList' });
 
 // ---------------------------------------------------------------- automations
 
@@ -105,9 +125,14 @@ export const StepRetryPolicy = retrySchema;
  * schema from the step registry), and the other kinds at most as `null` (read as unset).
  */
 function stepVariant(kind: StepKind): z.ZodObject {
-  const others = Object.fromEntries(STEP_KINDS.filter((other) => other !== kind).map((other) => [other, z.null().optional()]));
+  const others = Object.fromEntries(
+    STEP_KINDS.filter((other) => other !== kind).map((other) => [other, z.null().optional()]),
+  );
   return z.strictObject({
-    id: z.string().regex(IDENTIFIER).meta({ description: 'Unique in the automation; outputs are ctx.steps.<id>.<field>.' }),
+    id: z
+      .string()
+      .regex(IDENTIFIER)
+      .meta({ description: 'Unique in the automation; outputs are ctx.steps.<id>.<field>.' }),
     when: celSchema().nullish().meta({ description: 'CEL condition; false skips the step.' }),
     retry: RETRYABLE_STEP_KINDS.includes(kind) ? StepRetryPolicy.nullish() : z.null().optional(),
     [kind]: STEP_REGISTRY[kind].schema,
@@ -121,7 +146,11 @@ export const AutomationStep = z
   .meta({ id: 'AutomationStep', description: `Exactly one of ${STEP_KINDS.join(', ')}.` });
 
 const triggerCommon = {
-  allowedCidrs: z.array(z.string()).max(MAX_CIDRS).nullish().meta({ description: 'IPv4/IPv6 CIDR ranges or addresses; empty = any source.' }),
+  allowedCidrs: z
+    .array(z.string())
+    .max(MAX_CIDRS)
+    .nullish()
+    .meta({ description: 'IPv4/IPv6 CIDR ranges or addresses; empty = any source.' }),
   enabled: z.boolean().nullish().meta({ description: 'Default true.' }),
 };
 
@@ -155,7 +184,9 @@ export const IncomingWebhookTriggerInput = z
   )
   .meta({ id: 'IncomingWebhookTriggerInput' });
 
-export const AutomationTriggerInput = z.object({ incomingWebhook: IncomingWebhookTriggerInput }).meta({ id: 'AutomationTriggerInput' });
+export const AutomationTriggerInput = z
+  .object({ incomingWebhook: IncomingWebhookTriggerInput })
+  .meta({ id: 'AutomationTriggerInput' });
 
 const flowInputs = flowInputSchemas();
 
@@ -179,7 +210,11 @@ export type CircuitBreakerRequest = z.output<typeof CircuitBreakerRequest>;
 export const BreakerView = z
   .object({
     state: z.enum(['OPEN', 'CLOSED']),
-    trippedAt: z.string().nullable().optional().meta({ format: 'date-time', description: 'OPEN: when the breaker tripped.' }),
+    trippedAt: z
+      .string()
+      .nullable()
+      .optional()
+      .meta({ format: 'date-time', description: 'OPEN: when the breaker tripped.' }),
     pausedRuns: z.number().int().optional().meta({ description: 'OPEN: the runs it holds.' }),
     runsInPeriod: z.number().int().optional().meta({ description: 'CLOSED: the runs counted in the last period.' }),
   })
@@ -259,7 +294,9 @@ export const IncomingWebhookTrigger = z
     allowedCidrs: z.array(z.string()),
     enabled: z.boolean(),
     listenerId: z.string().meta({ readOnly: true }),
-    url: z.string().meta({ readOnly: true, format: 'uri', description: 'BASE_URL + /api/v1/webhooks/incoming/{listener_id}' }),
+    url: z
+      .string()
+      .meta({ readOnly: true, format: 'uri', description: 'BASE_URL + /api/v1/webhooks/incoming/{listener_id}' }),
   })
   .meta({ id: 'IncomingWebhookTrigger' });
 
@@ -270,11 +307,18 @@ export const Automation = z
     description: z.string(),
     published: z.boolean(),
     version: z.number().int(),
-    publishedVersion: z.number().int().nullable().optional().meta({ description: 'The version webhook events run (null when never published).' }),
+    publishedVersion: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .meta({ description: 'The version webhook events run (null when never published).' }),
     trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
     steps: z.array(AutomationStep),
     ...flowViewSchemas(),
-    breaker: BreakerView.optional().meta({ description: "The circuit breaker's state (GET of one automation with a breaker, or with runs it paused)." }),
+    breaker: BreakerView.optional().meta({
+      description: "The circuit breaker's state (GET of one automation with a breaker, or with runs it paused).",
+    }),
     createdAt: z.string().meta({ format: 'date-time' }),
     updatedAt: z.string().meta({ format: 'date-time' }),
   })
@@ -288,15 +332,24 @@ const signingSecret = () =>
       .join(' '),
   });
 
-export const AutomationWriteResponse = z.object({ automation: Automation, signingSecret: signingSecret().optional() }).meta({ id: 'AutomationWriteResponse' });
+export const AutomationWriteResponse = z
+  .object({ automation: Automation, signingSecret: signingSecret().optional() })
+  .meta({ id: 'AutomationWriteResponse' });
 export const AutomationResponse = z.object({ automation: Automation }).meta({ id: 'AutomationResponse' });
-export const BreakerResumeResponse = z.object({ automation: Automation, resumed: z.number().int() }).meta({ id: 'BreakerResumeResponse' });
-export const BreakerCancelResponse = z.object({ automation: Automation, canceled: z.number().int() }).meta({ id: 'BreakerCancelResponse' });
-export const AutomationList = z.object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() }).meta({ id: 'AutomationList' });
+export const BreakerResumeResponse = z
+  .object({ automation: Automation, resumed: z.number().int() })
+  .meta({ id: 'BreakerResumeResponse' });
+export const BreakerCancelResponse = z
+  .object({ automation: Automation, canceled: z.number().int() })
+  .meta({ id: 'BreakerCancelResponse' });
+export const AutomationList = z
+  .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
+  .meta({ id: 'AutomationList' });
 export const RotateSecretRequest = closedObject({
-  gracePeriod: gracePeriodSchema()
-    .optional()
-    .meta({ description: 'How long the replaced secret keeps verifying, as seconds ("86400s", the default; at most "604800s"); "0s" revokes it at once.' }),
+  gracePeriod: gracePeriodSchema().optional().meta({
+    description:
+      'How long the replaced secret keeps verifying, as seconds ("86400s", the default; at most "604800s"); "0s" revokes it at once.',
+  }),
 }).meta({ id: 'RotateSecretRequest' });
 export type RotateSecretRequest = z.output<typeof RotateSecretRequest>;
 export const RotateSecretResponse = z
@@ -304,7 +357,10 @@ export const RotateSecretResponse = z
     signingSecret: signingSecret(),
     previousSecretExpiresAt: z
       .string()
-      .meta({ format: 'date-time', description: 'When the replaced secret stops verifying (RFC 3339); null when it was revoked at once.' })
+      .meta({
+        format: 'date-time',
+        description: 'When the replaced secret stops verifying (RFC 3339); null when it was revoked at once.',
+      })
       .nullable(),
   })
   .meta({ id: 'RotateSecretResponse' });
@@ -314,7 +370,10 @@ export const DryRunRequest = z
     payload: z
       .unknown()
       // A JSON body has no undefined: undefined is an absent payload.
-      .refine((payload) => payload !== undefined, { error: 'is required: a sample webhook body (any JSON), read as ctx.trigger', ...whileValid })
+      .refine((payload) => payload !== undefined, {
+        error: 'is required: a sample webhook body (any JSON), read as ctx.trigger',
+        ...whileValid,
+      })
       .refine((payload) => Buffer.byteLength(JSON.stringify(payload)) <= MAX_WEBHOOK_BODY_BYTES, {
         error: `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body`,
         ...whileValid,
@@ -331,7 +390,10 @@ export const DryRunResponse = z
         id: z.string(),
         kind: z.enum(STEP_KINDS as [StepKind, ...StepKind[]]),
         status: z.enum(['WOULD_RUN', 'SKIPPED', 'ERROR', 'NOT_REACHED']),
-        output: z.record(z.string(), z.unknown()).nullable().meta({ description: 'What the step would produce; null unless WOULD_RUN.' }),
+        output: z
+          .record(z.string(), z.unknown())
+          .nullable()
+          .meta({ description: 'What the step would produce; null unless WOULD_RUN.' }),
         error: z.string().nullable(),
       }),
     ),
@@ -344,9 +406,10 @@ export const DryRunResponse = z
 const executionFields = {
   id: z.string().meta({ description: 'webhook:{listenerId}:{eventId}' }),
   eventId: z.string().nullable(),
-  status: z
-    .enum(['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED'])
-    .meta({ description: 'QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).' }),
+  status: z.enum(['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED']).meta({
+    description:
+      'QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).',
+  }),
   startedAt: z.string().meta({ format: 'date-time' }),
   closedAt: z.string().nullable().meta({ format: 'date-time' }),
   version: z.number().int().nullable().meta({ description: 'The automation version the run executes.' }),
@@ -361,10 +424,10 @@ export const StepResult = z
     status: z.enum(['PENDING', 'RUNNING', 'WAITING', 'WAITING_FOR_APPROVAL', 'DONE', 'SKIPPED', 'FAILED']),
     output: z.record(z.string(), z.unknown()).nullable(),
     error: z.string().nullable(),
-    idempotencyKey: z
-      .string()
-      .optional()
-      .meta({ description: 'callWebhook and notify steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.' }),
+    idempotencyKey: z.string().optional().meta({
+      description:
+        'callWebhook and notify steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.',
+    }),
   })
   .meta({ id: 'StepResult' });
 
@@ -372,7 +435,10 @@ export const Execution = z
   .object({
     ...executionFields,
     automationId: z.string(),
-    rerunOf: z.string().nullable().meta({ description: 'The run this one reruns or retries; null for a run started by an event.' }),
+    rerunOf: z
+      .string()
+      .nullable()
+      .meta({ description: 'The run this one reruns or retries; null for a run started by an event.' }),
     reruns: z.array(z.string()).meta({ description: 'Ids of the reruns and retries of this run, oldest first.' }),
     error: z.string().nullable(),
     steps: z.array(StepResult),
@@ -380,15 +446,17 @@ export const Execution = z
       description:
         'What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way.',
     }),
-    queue: z.object({ key: z.string() }).optional().meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
+    queue: z
+      .object({ key: z.string() })
+      .optional()
+      .meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
     paused: z
       .object({ since: z.string().meta({ format: 'date-time' }) })
       .optional()
       .meta({ description: 'While PAUSED: since when the circuit breaker holds the run.' }),
-    bulkActionId: z
-      .string()
-      .optional()
-      .meta({ description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).' }),
+    bulkActionId: z.string().optional().meta({
+      description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).',
+    }),
   })
   .meta({ id: 'Execution' });
 
@@ -402,22 +470,33 @@ export const Delivery = z
     }),
     eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
     sourceAddress: z.string(),
-    executionId: z.string().nullable().meta({ description: 'The run started (200) or already started (409) for the event.' }),
+    executionId: z
+      .string()
+      .nullable()
+      .meta({ description: 'The run started (200) or already started (409) for the event.' }),
     latencyMs: z.number(),
   })
   .meta({ id: 'Delivery' });
-export const DeliveryList = z.object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() }).meta({ id: 'DeliveryList' });
+export const DeliveryList = z
+  .object({ list: z.array(z.object({ delivery: Delivery })), nextPageToken: z.string() })
+  .meta({ id: 'DeliveryList' });
 
 export const AuditEvent = z
   .object({
     at: z.string(),
-    actor: z.string().meta({ description: '`client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`.' }),
+    actor: z
+      .string()
+      .meta({ description: '`client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`.' }),
     action: z.string().meta({ description: 'e.g. `automation.update`, `automation_execution.approve`.' }),
     subject: z.string().meta({ description: '`<type>:<id>` of what the action touched.' }),
-    details: z.record(z.string(), z.unknown()).meta({ description: 'Never a secret value or a payload; a person’s name and email for a person’s action.' }),
+    details: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'Never a secret value or a payload; a person’s name and email for a person’s action.' }),
   })
   .meta({ id: 'AuditEvent' });
-export const AuditList = z.object({ list: z.array(z.object({ auditEvent: AuditEvent })), nextPageToken: z.string() }).meta({ id: 'AuditList' });
+export const AuditList = z
+  .object({ list: z.array(z.object({ auditEvent: AuditEvent })), nextPageToken: z.string() })
+  .meta({ id: 'AuditList' });
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 const base64 = () => z.string().regex(BASE64, 'must be base64').meta({ description: 'base64' });
@@ -427,22 +506,30 @@ const CodecPayload = z
     data: base64().nullish(),
   })
   .meta({ id: 'CodecPayload' });
-export const CodecPayloads = z
-  .object({ payloads: z.array(CodecPayload) })
-  .meta({ id: 'CodecPayloads', description: 'temporal.api.common.v1.Payloads in protobuf JSON (Temporal Codec Server protocol).' });
+export const CodecPayloads = z.object({ payloads: z.array(CodecPayload) }).meta({
+  id: 'CodecPayloads',
+  description: 'temporal.api.common.v1.Payloads in protobuf JSON (Temporal Codec Server protocol).',
+});
 
-export const ExecutionList = z.object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() }).meta({ id: 'ExecutionList' });
+export const ExecutionList = z
+  .object({ list: z.array(z.object({ execution: ExecutionSummary })), nextPageToken: z.string() })
+  .meta({ id: 'ExecutionList' });
 export const ExecutionResponse = z.object({ execution: Execution }).meta({ id: 'ExecutionResponse' });
 export const ExecutionListEntry = z
   .object({
     ...executionFields,
     automationId: z.string(),
-    automationName: z.string().meta({ description: "The automation's display name (the name it started under, once the automation is deleted)." }),
-    queue: z.object({ key: z.string() }).optional().meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
-    waitingForApproval: z
-      .object({ stepId: z.string() })
+    automationName: z.string().meta({
+      description: "The automation's display name (the name it started under, once the automation is deleted).",
+    }),
+    queue: z
+      .object({ key: z.string() })
       .optional()
-      .meta({ description: 'While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject).' }),
+      .meta({ description: 'While QUEUED: the concurrency key value the run waits for.' }),
+    waitingForApproval: z.object({ stepId: z.string() }).optional().meta({
+      description:
+        'While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject).',
+    }),
   })
   .meta({ id: 'ExecutionListEntry' });
 export const ExecutionSearchList = z
@@ -451,13 +538,22 @@ export const ExecutionSearchList = z
 
 export const Lane = z
   .object({
-    key: z.string().meta({ description: 'The concurrency key value ("" for an automation whose concurrency has no key).' }),
-    running: z.number().int().meta({ description: 'Runs of the key that hold a permit (started their steps) and have not closed.' }),
+    key: z
+      .string()
+      .meta({ description: 'The concurrency key value ("" for an automation whose concurrency has no key).' }),
+    running: z
+      .number()
+      .int()
+      .meta({ description: 'Runs of the key that hold a permit (started their steps) and have not closed.' }),
     queued: z.number().int().meta({ description: 'Runs of the key waiting for a permit (QUEUED).' }),
-    oldestQueuedAt: z.string().meta({ format: 'date-time', description: 'When the longest-waiting queued run of the key started.' }),
+    oldestQueuedAt: z
+      .string()
+      .meta({ format: 'date-time', description: 'When the longest-waiting queued run of the key started.' }),
   })
   .meta({ id: 'Lane' });
-export const LaneList = z.object({ list: z.array(z.object({ lane: Lane })), nextPageToken: z.string() }).meta({ id: 'LaneList' });
+export const LaneList = z
+  .object({ list: z.array(z.object({ lane: Lane })), nextPageToken: z.string() })
+  .meta({ id: 'LaneList' });
 
 const MAX_COMMENT = 2000;
 const commentRule = `must be a string of at most ${MAX_COMMENT} characters`;
@@ -511,12 +607,17 @@ export const BulkFilter = z
       .string({ error: 'is required: the automation whose runs are matched' })
       .min(1, { error: 'is required: the automation whose runs are matched' }),
     status: z
-      .array(z.enum(BULK_STATUSES, { error: `must be one of ${BULK_STATUSES.join(', ')}` }), { error: 'must be a list of statuses' })
+      .array(z.enum(BULK_STATUSES, { error: `must be one of ${BULK_STATUSES.join(', ')}` }), {
+        error: 'must be a list of statuses',
+      })
       .max(BULK_STATUSES.length, { error: 'lists each status at most once' })
       .nullish(),
     startedAfter: bulkTime().meta({ description: 'Only runs started after this time.' }),
     startedBefore: bulkTime().meta({ description: 'Only runs started before this time.' }),
-    where: z.string({ error: 'must be a CEL expression (a string)' }).nullish().meta({ description: 'CEL bool over ctx.trigger, the run’s payload.' }),
+    where: z
+      .string({ error: 'must be a CEL expression (a string)' })
+      .nullish()
+      .meta({ description: 'CEL bool over ctx.trigger, the run’s payload.' }),
   })
   .meta({ id: 'BulkFilter' });
 export type BulkFilter = z.output<typeof BulkFilter>;
@@ -545,7 +646,9 @@ export const BulkDryRunResponse = z
   .object({
     matched: z.number().int(),
     sample: z.array(z.string()).meta({ description: 'At most 20 of the matched execution ids.' }),
-    previewId: z.string().meta({ description: 'Send it back with action and reason within 10 minutes to act on exactly these runs.' }),
+    previewId: z
+      .string()
+      .meta({ description: 'Send it back with action and reason within 10 minutes to act on exactly these runs.' }),
     whereErrors: z.number().int().meta({ description: 'Runs left out because `where` failed on their payload.' }),
   })
   .meta({ id: 'BulkDryRunResponse' });
@@ -553,33 +656,48 @@ export const BulkAction = z
   .object({
     id: z.string(),
     action: z.enum(BULK_ACTIONS),
-    filter: z.record(z.string(), z.unknown()).meta({ description: 'The filter as given (of the preview, for an action made from one).' }),
+    filter: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'The filter as given (of the preview, for an action made from one).' }),
     reason: z.string(),
     by: z.string().meta({ description: 'The actor who asked for it.' }),
     state: z.enum(['RUNNING', 'COMPLETED', 'CANCELED']),
     matched: z.number().int(),
     succeeded: z.number().int(),
-    skipped: z.number().int().meta({ description: 'Runs no longer in a state the action applies to (e.g. closed before their cancel).' }),
+    skipped: z
+      .number()
+      .int()
+      .meta({ description: 'Runs no longer in a state the action applies to (e.g. closed before their cancel).' }),
     failed: z.number().int(),
     createdAt: z.string().meta({ format: 'date-time' }),
     finishedAt: z.string().nullable().meta({ format: 'date-time' }),
   })
   .meta({ id: 'BulkAction' });
 export const BulkActionResponse = z.object({ bulkAction: BulkAction }).meta({ id: 'BulkActionResponse' });
-export const BulkActionList = z.object({ list: z.array(z.object({ bulkAction: BulkAction })), nextPageToken: z.string() }).meta({ id: 'BulkActionList' });
+export const BulkActionList = z
+  .object({ list: z.array(z.object({ bulkAction: BulkAction })), nextPageToken: z.string() })
+  .meta({ id: 'BulkActionList' });
 
 // ---------------------------------------------------------------- webhook receiver, operations
 
 export const WebhookAccepted = z
   .object({
     eventId: z.string().meta({ description: 'The Webhook-Event-Id, lower case.' }),
-    executionId: z.string().nullable().meta({ description: 'The run started for the event; null when the filter was false.' }),
-    filtered: z.literal(true).optional().meta({ description: "Present when the version's filter was false: the event is recorded, no run started." }),
+    executionId: z
+      .string()
+      .nullable()
+      .meta({ description: 'The run started for the event; null when the filter was false.' }),
+    filtered: z
+      .literal(true)
+      .optional()
+      .meta({ description: "Present when the version's filter was false: the event is recorded, no run started." }),
   })
   .meta({ id: 'WebhookAccepted' });
 
 /** Any JSON value (at most 64 KiB): the automation's ctx.trigger. */
-export const WebhookPayload = z.unknown().meta({ id: 'WebhookPayload', description: 'Any JSON value, at most 65,536 bytes.' });
+export const WebhookPayload = z
+  .unknown()
+  .meta({ id: 'WebhookPayload', description: 'Any JSON value, at most 65,536 bytes.' });
 
 export const HealthStatus = z.object({ status: z.literal('ok') }).meta({ id: 'HealthStatus' });
 export const ReadyStatus = z

@@ -9,13 +9,21 @@ import { parseOrThrow } from './validation';
 import { notFound } from '../errors';
 
 function toApp(row: store.AppRow): App {
-  return { id: row.id, displayName: row.displayName, description: row.description, createdAt: row.createdAt, updatedAt: row.updatedAt };
+  return {
+    id: row.id,
+    displayName: row.displayName,
+    description: row.description,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
 }
 
 /** Creates an app from a request body; 400 naming the field when it is invalid. */
 export async function createApp(db: Db, body: unknown): Promise<App> {
   const input = parseOrThrow(CreateAppRequest, body);
-  return toApp(await store.insertApp(db, { id: newId(), displayName: input.displayName, description: input.description ?? '' }));
+  return toApp(
+    await store.insertApp(db, { id: newId(), displayName: input.displayName, description: input.description ?? '' }),
+  );
 }
 
 /** The app, or 404. */

@@ -38,17 +38,32 @@ export function readAuditFilter(query: Record<string, unknown>): AuditFilter {
   const since = one(query.since);
   if (since !== undefined) {
     const ms = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(since) ? Date.parse(since) : NaN;
-    if (Number.isNaN(ms)) throw invalidArgument({ field: 'since', description: 'must be an RFC 3339 timestamp such as 2026-01-31T09:00:00Z' });
+    if (Number.isNaN(ms))
+      throw invalidArgument({
+        field: 'since',
+        description: 'must be an RFC 3339 timestamp such as 2026-01-31T09:00:00Z',
+      });
     filter.since = new Date(ms).toISOString();
   }
   return filter;
 }
 
 function toView(event: AuditEvent): AuditView {
-  return { at: event.at, actor: event.actor, action: event.action, subject: `${event.resourceType}:${event.resourceId}`, details: event.details };
+  return {
+    at: event.at,
+    actor: event.actor,
+    action: event.action,
+    subject: `${event.resourceType}:${event.resourceId}`,
+    details: event.details,
+  };
 }
 
-export function listAudit(db: Db, tokens: PageTokens, query: Record<string, unknown>, page: PageRequest): Promise<Page<{ auditEvent: AuditView }>> {
+export function listAudit(
+  db: Db,
+  tokens: PageTokens,
+  query: Record<string, unknown>,
+  page: PageRequest,
+): Promise<Page<{ auditEvent: AuditView }>> {
   const filter = readAuditFilter(query);
   return pageOf(tokens, page, {
     name: 'audit',

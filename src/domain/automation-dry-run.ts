@@ -16,7 +16,16 @@
  * synchronous and bounded per step by the CEL limits (src/cel) and overall by DRY_RUN_TIME_BUDGET_MS.
  */
 import { evaluateAll, evaluateSecretExpression, secretNames } from '../cel';
-import { evaluateThenPerform, runStep, stepKind, type EffectInput, type EffectName, type StepDefinition, type StepEffects, type StepKind } from '../steps';
+import {
+  evaluateThenPerform,
+  runStep,
+  stepKind,
+  type EffectInput,
+  type EffectName,
+  type StepDefinition,
+  type StepEffects,
+  type StepKind,
+} from '../steps';
 import { validateOutboundUrl } from '../outbound/policy';
 import { originRefusal, refusedSecret, targetOrigin } from './secret-origins';
 import { CelEvaluationError, StepError } from '../errors';
@@ -60,7 +69,11 @@ export const CALL_KEY_PLACEHOLDER = '[per run]';
 export const DRY_RUN_TIME_BUDGET_MS = 5000;
 
 /** Dry-runs `steps` over `payload` (`ctx.trigger`). Never throws for a step's problem: it becomes that step's ERROR. */
-export async function dryRunSteps(steps: StepDefinition[], payload: unknown, options: DryRunOptions): Promise<{ steps: DryRunStep[] }> {
+export async function dryRunSteps(
+  steps: StepDefinition[],
+  payload: unknown,
+  options: DryRunOptions,
+): Promise<{ steps: DryRunStep[] }> {
   const budgetMs = options.timeBudgetMs ?? DRY_RUN_TIME_BUDGET_MS;
   const deadline = Date.now() + budgetMs;
   const outputs: Record<string, unknown> = {};
@@ -68,7 +81,13 @@ export async function dryRunSteps(steps: StepDefinition[], payload: unknown, opt
   let stopped = false;
 
   for (const step of steps) {
-    const result: DryRunStep = { id: step.id, kind: stepKind(step) ?? ('unknown' as StepKind), status: 'NOT_REACHED', output: null, error: null };
+    const result: DryRunStep = {
+      id: step.id,
+      kind: stepKind(step) ?? ('unknown' as StepKind),
+      status: 'NOT_REACHED',
+      output: null,
+      error: null,
+    };
     results.push(result);
     if (stopped) continue;
     let failed = false;
@@ -100,7 +119,12 @@ export async function dryRunSteps(steps: StepDefinition[], payload: unknown, opt
 }
 
 /** Effects that change nothing: evaluation is real, everything else answers its evaluated input. */
-function simulatedEffects(payload: unknown, outputs: Record<string, unknown>, options: DryRunOptions, checkBudget: () => void): StepEffects {
+function simulatedEffects(
+  payload: unknown,
+  outputs: Record<string, unknown>,
+  options: DryRunOptions,
+  checkBudget: () => void,
+): StepEffects {
   return {
     async evaluate(expressions) {
       checkBudget();
@@ -143,8 +167,14 @@ const SIMULATIONS: { [Name in EffectName]?: Simulation<EffectInput<Name>> } = {
         if (options.existingSecrets && !options.existingSecrets.has(name)) {
           throw new StepError(`callWebhook.headers.${header}: secret "${name}" does not exist`);
         }
-        if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [name], options.existingSecrets) !== undefined) {
-          throw new StepError(`callWebhook.headers.${header}: ${originRefusal(name, origin, options.existingSecrets.get(name)!)}`);
+        if (
+          options.existingSecrets &&
+          origin !== undefined &&
+          refusedSecret(origin, [name], options.existingSecrets) !== undefined
+        ) {
+          throw new StepError(
+            `callWebhook.headers.${header}: ${originRefusal(name, origin, options.existingSecrets.get(name)!)}`,
+          );
         }
         placeholders[name] = secretPlaceholder(name);
       }
@@ -163,8 +193,14 @@ const SIMULATIONS: { [Name in EffectName]?: Simulation<EffectInput<Name>> } = {
     if (signing !== undefined) {
       if (options.existingSecrets && !options.existingSecrets.has(signing))
         throw new StepError(`callWebhook.signature.secret: secret "${signing}" does not exist`);
-      if (options.existingSecrets && origin !== undefined && refusedSecret(origin, [signing], options.existingSecrets) !== undefined) {
-        throw new StepError(`callWebhook.signature.secret: ${originRefusal(signing, origin, options.existingSecrets.get(signing)!)}`);
+      if (
+        options.existingSecrets &&
+        origin !== undefined &&
+        refusedSecret(origin, [signing], options.existingSecrets) !== undefined
+      ) {
+        throw new StepError(
+          `callWebhook.signature.secret: ${originRefusal(signing, origin, options.existingSecrets.get(signing)!)}`,
+        );
       }
       headers['webhook-timestamp'] = '[at send]';
       headers['webhook-signature'] = `[signed with ${signing}]`;

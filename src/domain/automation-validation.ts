@@ -70,7 +70,11 @@ export interface AutomationChange {
 }
 
 /** The mask's top-level paths; without one, the fields `automation` carries. Undefined after a violation. */
-function parseMask(mask: unknown, automation: Record<string, unknown>, violations: FieldViolation[]): Set<MaskPath> | undefined {
+function parseMask(
+  mask: unknown,
+  automation: Record<string, unknown>,
+  violations: FieldViolation[],
+): Set<MaskPath> | undefined {
   if (mask === undefined || mask === null || mask === '') {
     return new Set(MASK_PATHS.filter((path) => automation[path] !== undefined));
   }
@@ -84,7 +88,10 @@ function parseMask(mask: unknown, automation: Record<string, unknown>, violation
     const path = String(raw).trim();
     const top = path.split('.')[0] as MaskPath;
     if (!(MASK_PATHS as readonly string[]).includes(top)) {
-      violations.push({ field: 'updateMask', description: `unknown field path "${path}"; allowed: ${MASK_PATHS.join(', ')}` });
+      violations.push({
+        field: 'updateMask',
+        description: `unknown field path "${path}"; allowed: ${MASK_PATHS.join(', ')}`,
+      });
       return undefined;
     }
     result.add(top);
@@ -108,12 +115,20 @@ export function automationChangeRule(config: AuthenticatorConfig) {
     const mask = parseMask(body.updateMask, patch, violations);
     if (!mask) return change;
     change.mask = mask;
-    if (mask.has('displayName')) change.fields.displayName = validateDisplayName(patch.displayName, 'automation.displayName', violations);
-    if (mask.has('description')) change.fields.description = validateDescription(patch.description, 'automation.description', violations);
+    if (mask.has('displayName'))
+      change.fields.displayName = validateDisplayName(patch.displayName, 'automation.displayName', violations);
+    if (mask.has('description'))
+      change.fields.description = validateDescription(patch.description, 'automation.description', violations);
     if (mask.has('trigger')) change.fields.trigger = validateTrigger(patch.trigger, config, violations);
     if (mask.has('steps')) change.fields.steps = validateSteps(patch.steps ?? [], violations);
     for (const name of FLOW_FIELDS) {
-      if (mask.has(name)) (change.flow as Record<string, unknown>)[name] = validateFlowField(name, patch[name], 'automation.', violations);
+      if (mask.has(name))
+        (change.flow as Record<string, unknown>)[name] = validateFlowField(
+          name,
+          patch[name],
+          'automation.',
+          violations,
+        );
     }
     return change;
   };

@@ -12,7 +12,12 @@ import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
 import { sealContext, type SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
-import { getLatestPublishedVersion, getPublishedVersion, latestPublishedVersionNumbers, recordPublishedVersion } from '../store/automation-versions';
+import {
+  getLatestPublishedVersion,
+  getPublishedVersion,
+  latestPublishedVersionNumbers,
+  recordPublishedVersion,
+} from '../store/automation-versions';
 import type { StepDefinition } from '../steps';
 import { listenerChanged } from './listener-changes';
 import type { Queryable } from '../store/db';
@@ -40,12 +45,18 @@ export function listenerUrl(baseUrl: string, listenerId: string): string {
 export type AutomationWithPublishedVersion = AutomationRecord & { publishedVersion: number | null };
 
 /** Adds `publishedVersion` to one record. */
-export async function withPublishedVersion(db: Queryable, record: AutomationRecord): Promise<AutomationWithPublishedVersion> {
+export async function withPublishedVersion(
+  db: Queryable,
+  record: AutomationRecord,
+): Promise<AutomationWithPublishedVersion> {
   return { ...record, publishedVersion: (await getLatestPublishedVersion(db, record.id))?.version ?? null };
 }
 
 /** Adds `publishedVersion` to each record of a page, in one query. */
-export async function withPublishedVersions(db: Queryable, records: AutomationRecord[]): Promise<AutomationWithPublishedVersion[]> {
+export async function withPublishedVersions(
+  db: Queryable,
+  records: AutomationRecord[],
+): Promise<AutomationWithPublishedVersion[]> {
   const versions = await latestPublishedVersionNumbers(
     db,
     records.map((record) => record.id),
@@ -54,7 +65,11 @@ export async function withPublishedVersions(db: Queryable, records: AutomationRe
 }
 
 /** The public view; `publishedVersion` is shown when the record carries it (see withPublishedVersion). */
-export function automationView(record: AutomationRecord & { publishedVersion?: number | null }, baseUrl: string, breaker?: Automation['breaker']): Automation {
+export function automationView(
+  record: AutomationRecord & { publishedVersion?: number | null },
+  baseUrl: string,
+  breaker?: Automation['breaker'],
+): Automation {
   return {
     id: record.id,
     displayName: record.displayName,
@@ -86,7 +101,11 @@ export async function getAutomation(db: Queryable, id: string): Promise<Automati
 }
 
 /** One page of automations by id, each with its published version number. */
-export function listAutomations(db: Queryable, tokens: PageTokens, page: PageRequest): Promise<Page<AutomationWithPublishedVersion>> {
+export function listAutomations(
+  db: Queryable,
+  tokens: PageTokens,
+  page: PageRequest,
+): Promise<Page<AutomationWithPublishedVersion>> {
   return pageOf(tokens, page, {
     name: 'automations',
     filter: {},
@@ -114,7 +133,8 @@ export interface AutomationOptions {
 
 /** Refuses a conditional write to a record whose revision moved on. */
 function checkRevision(record: AutomationRecord, expected: readonly number[] | undefined): void {
-  if (expected !== undefined && !expected.includes(record.revision)) throw new StaleRevisionError('automation', record.revision);
+  if (expected !== undefined && !expected.includes(record.revision))
+    throw new StaleRevisionError('automation', record.revision);
 }
 
 /** Creates an automation from a body not yet parsed (scripts, tests): parsed as the API parses it. */
@@ -141,9 +161,17 @@ export async function createAutomationFrom(
       id,
       ...draft,
       listenerId: randomToken(18),
-      sealedSigningSecret: signingSecret === null ? null : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', id)),
+      sealedSigningSecret:
+        signingSecret === null
+          ? null
+          : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', id)),
     });
-    await recordAudit(tx, { actor: options.actor, action: 'automation.create', resourceType: 'automation', resourceId: inserted.id });
+    await recordAudit(tx, {
+      actor: options.actor,
+      action: 'automation.create',
+      resourceType: 'automation',
+      resourceId: inserted.id,
+    });
     return inserted;
   });
   listenerChanged(record.listenerId);
@@ -157,7 +185,12 @@ export function updateAutomation(
   body: Record<string, unknown>,
   options: AutomationOptions,
 ): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
-  return updateAutomationWith(db, id, parseOrThrow(automationWriteRequests(options.authenticators).update, body), options);
+  return updateAutomationWith(
+    db,
+    id,
+    parseOrThrow(automationWriteRequests(options.authenticators).update, body),
+    options,
+  );
 }
 
 /**
@@ -186,7 +219,10 @@ export async function updateAutomationWith(
       next.sealedSigningSecret = null;
     } else if (switched || !current.sealedSigningSecret) {
       signingSecret = newSecretFor(next.trigger.authMethod);
-      next.sealedSigningSecret = signingSecret === null ? null : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', current.id));
+      next.sealedSigningSecret =
+        signingSecret === null
+          ? null
+          : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', current.id));
     }
     const saved = await store.saveAutomation(tx, next);
     await recordAudit(tx, {
@@ -217,7 +253,12 @@ export interface RotatedSecret {
  * sender can deploy the new one without a failed delivery; a rotation during a grace period drops
  * the oldest secret (two at most). 0 revokes the old secret at once (the leak case).
  */
-export async function rotateSigningSecret(db: Db, id: string, graceSeconds: number, options: AutomationOptions): Promise<RotatedSecret> {
+export async function rotateSigningSecret(
+  db: Db,
+  id: string,
+  graceSeconds: number,
+  options: AutomationOptions,
+): Promise<RotatedSecret> {
   const { rotated, listenerId } = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
@@ -228,7 +269,10 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
         description: `only ${methodsWithSecret().join(' or ')} triggers have a signing secret`,
       });
     }
-    const expiresAt = graceSeconds > 0 && current.sealedSigningSecret ? new Date(Date.now() + Math.round(graceSeconds * 1000)) : undefined;
+    const expiresAt =
+      graceSeconds > 0 && current.sealedSigningSecret
+        ? new Date(Date.now() + Math.round(graceSeconds * 1000))
+        : undefined;
     const saved = await store.setSealedSigningSecret(
       tx,
       id,
@@ -243,7 +287,10 @@ export async function rotateSigningSecret(db: Db, id: string, graceSeconds: numb
       resourceId: id,
       details: { gracePeriod: `${graceSeconds}s`, previousSecretExpiresAt },
     });
-    return { rotated: { signingSecret: secret, previousSecretExpiresAt, revision: saved?.revision ?? current.revision + 1 }, listenerId: current.listenerId };
+    return {
+      rotated: { signingSecret: secret, previousSecretExpiresAt, revision: saved?.revision ?? current.revision + 1 },
+      listenerId: current.listenerId,
+    };
   });
   listenerChanged(listenerId);
   return rotated;
@@ -278,11 +325,21 @@ export async function changeAutomationState(
         // A step that reads a secret that does not exist (deleted since the save) is not published.
         const missing = await missingSecretViolations(tx, record.steps);
         if (missing.length > 0) throw invalidArgument(missing);
-        await recordPublishedVersion(tx, id, record.version, { displayName: record.displayName, steps: record.steps, flow: record.flow });
+        await recordPublishedVersion(tx, id, record.version, {
+          displayName: record.displayName,
+          steps: record.steps,
+          flow: record.flow,
+        });
       }
     }
     if (!record) throw notFound('automation');
-    await recordAudit(tx, { actor, action: `automation.${change}`, resourceType: 'automation', resourceId: id, details: { version: record.version } });
+    await recordAudit(tx, {
+      actor,
+      action: `automation.${change}`,
+      resourceType: 'automation',
+      resourceId: id,
+      details: { version: record.version },
+    });
     return change === 'delete' ? { ...record, publishedVersion: null } : withPublishedVersion(tx, record);
   });
   if (result) listenerChanged(result.listenerId);
@@ -290,6 +347,10 @@ export async function changeAutomationState(
 }
 
 /** The steps a run of `version` executes (the immutable published snapshot); undefined when there is no such version. */
-export async function publishedSteps(db: Queryable, automationId: string, version: number): Promise<StepDefinition[] | undefined> {
+export async function publishedSteps(
+  db: Queryable,
+  automationId: string,
+  version: number,
+): Promise<StepDefinition[] | undefined> {
   return (await getPublishedVersion(db, automationId, version))?.snapshot.steps;
 }

@@ -8,7 +8,14 @@
  * rerun's id is derived from the bulk action and the original run).
  */
 import { checkExpression, evaluate } from '../cel';
-import { CelEvaluationError, FailedPreconditionError, invalidArgument, notFound, UnavailableError, WorkflowEngineUnavailableError } from '../errors';
+import {
+  CelEvaluationError,
+  FailedPreconditionError,
+  invalidArgument,
+  notFound,
+  UnavailableError,
+  WorkflowEngineUnavailableError,
+} from '../errors';
 import { newId } from '../ids';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
@@ -54,7 +61,9 @@ export function bulkRerunId(runId: string, bulkActionId: string): string {
 /** The bulk action whose rerun `executionId` is, when it is one of `rerunOf`. */
 export function bulkActionOfRerunId(executionId: string, rerunOf: string): string | undefined {
   const prefix = `${rerunOf}:rerun-bulk-`;
-  return executionId.startsWith(prefix) && executionId.length > prefix.length ? executionId.slice(prefix.length) : undefined;
+  return executionId.startsWith(prefix) && executionId.length > prefix.length
+    ? executionId.slice(prefix.length)
+    : undefined;
 }
 
 /** What visibility can match: the automation, statuses, start time. */
@@ -89,7 +98,8 @@ export interface BulkActRequest {
   published: RerunOptions['published'];
 }
 
-export type BulkActResult = { outcome: 'succeeded'; newExecutionId?: string } | { outcome: 'skipped' | 'failed'; reason: string };
+export type BulkActResult =
+  { outcome: 'succeeded'; newExecutionId?: string } | { outcome: 'skipped' | 'failed'; reason: string };
 
 /** What the activities need of the engine to act on one run (src/temporal/bulk-actions.ts). */
 export interface BulkRunActor {
@@ -129,7 +139,8 @@ function view(record: BulkActionRecord): BulkActionView {
 }
 
 export type BulkCreated =
-  { kind: 'preview'; matched: number; sample: string[]; previewId: string; whereErrors: number } | { kind: 'action'; bulkAction: BulkActionView };
+  | { kind: 'preview'; matched: number; sample: string[]; previewId: string; whereErrors: number }
+  | { kind: 'action'; bulkAction: BulkActionView };
 
 /** The filter as stored and shown: the given fields only. */
 function storedFilter(filter: BulkFilter): Record<string, unknown> {
@@ -151,7 +162,11 @@ export interface BulkLimits {
 
 export const BULK_LIMITS: BulkLimits = { maxWhereCandidates: MAX_WHERE_CANDIDATES, maxMatched: MAX_MATCHED };
 
-async function match(matcher: BulkRunMatcher, filter: BulkFilter, limits: BulkLimits): Promise<{ runIds: string[]; whereErrors: number }> {
+async function match(
+  matcher: BulkRunMatcher,
+  filter: BulkFilter,
+  limits: BulkLimits,
+): Promise<{ runIds: string[]; whereErrors: number }> {
   const visibility: BulkVisibilityFilter = {
     automationId: filter.automationId,
     statuses: filter.status ? [...new Set(filter.status)] : [],
@@ -192,7 +207,10 @@ function tooMany(withWhere: boolean, count: number, limits: BulkLimits): Error {
         field: 'filter.where',
         description: `${count} candidate runs match the other filters; with where at most ${limits.maxWhereCandidates} are read: narrow the filter (status, startedAfter, startedBefore)`,
       })
-    : invalidArgument({ field: 'filter', description: `${count} runs match; a bulk action takes at most ${limits.maxMatched}: narrow the filter` });
+    : invalidArgument({
+        field: 'filter',
+        description: `${count} runs match; a bulk action takes at most ${limits.maxMatched}: narrow the filter`,
+      });
 }
 
 /**
@@ -210,9 +228,12 @@ export async function createBulkAction(
   await deleteExpiredPreviews(db);
   const reason = body.reason ?? undefined;
   if (body.previewId !== undefined && body.previewId !== null) {
-    if (body.dryRun === true) throw invalidArgument({ field: 'previewId', description: 'is for acting on a dry run: send it without dryRun' });
-    if (!body.action) throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
-    if (reason === undefined) throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
+    if (body.dryRun === true)
+      throw invalidArgument({ field: 'previewId', description: 'is for acting on a dry run: send it without dryRun' });
+    if (!body.action)
+      throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
+    if (reason === undefined)
+      throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
     const preview = await getBulkAction(db, body.previewId);
     if (!preview || preview.state !== 'PREVIEW' || preview.expired) {
       throw invalidArgument({
@@ -246,14 +267,24 @@ export async function createBulkAction(
     return { kind: 'action', bulkAction: view(await startOrUndo(db, matcher, created)) };
   }
   const filter = body.filter ?? undefined;
-  if (!filter) throw invalidArgument({ field: 'filter.automationId', description: 'is required: the automation whose runs are matched' });
-  if (reason === undefined) throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
-  if (body.dryRun !== true && !body.action) throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
+  if (!filter)
+    throw invalidArgument({
+      field: 'filter.automationId',
+      description: 'is required: the automation whose runs are matched',
+    });
+  if (reason === undefined)
+    throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
+  if (body.dryRun !== true && !body.action)
+    throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
   if (filter.where !== undefined && filter.where !== null) {
     const problem = checkExpression(filter.where);
     if (problem !== undefined) throw invalidArgument({ field: 'filter.where', description: problem });
   }
-  if (filter.startedAfter && filter.startedBefore && Date.parse(filter.startedAfter) >= Date.parse(filter.startedBefore)) {
+  if (
+    filter.startedAfter &&
+    filter.startedBefore &&
+    Date.parse(filter.startedAfter) >= Date.parse(filter.startedBefore)
+  ) {
     throw invalidArgument({ field: 'filter.startedBefore', description: 'must be later than startedAfter' });
   }
   if (!(await getAutomation(db, filter.automationId))) throw notFound('automation', filter.automationId);
@@ -271,8 +302,16 @@ export async function createBulkAction(
     previewId: null,
   };
   if (body.dryRun === true) {
-    await db.transaction((tx) => insertBulkSet(tx, { ...set, state: 'PREVIEW', expiresInSeconds: PREVIEW_TTL_SECONDS }, runIds));
-    return { kind: 'preview', matched: runIds.length, sample: runIds.slice(0, SAMPLE_SIZE), previewId: id, whereErrors };
+    await db.transaction((tx) =>
+      insertBulkSet(tx, { ...set, state: 'PREVIEW', expiresInSeconds: PREVIEW_TTL_SECONDS }, runIds),
+    );
+    return {
+      kind: 'preview',
+      matched: runIds.length,
+      sample: runIds.slice(0, SAMPLE_SIZE),
+      previewId: id,
+      whereErrors,
+    };
   }
   const created = await db.transaction(async (tx) => {
     const record = await insertBulkSet(tx, { ...set, state: 'RUNNING' }, runIds);
@@ -289,7 +328,13 @@ async function audit(tx: Parameters<typeof recordAudit>[0], record: BulkActionRe
     action: 'bulk_action.create',
     resourceType: 'bulk_action',
     resourceId: record.id,
-    details: { action: record.action, filter: record.filter, reason: record.reason, previewId: record.previewId, counts: { matched: record.matched } },
+    details: {
+      action: record.action,
+      filter: record.filter,
+      reason: record.reason,
+      previewId: record.previewId,
+      counts: { matched: record.matched },
+    },
   });
 }
 
@@ -328,7 +373,11 @@ export async function readBulkAction(db: Db, id: string): Promise<BulkActionView
   return view(record);
 }
 
-export async function listBulkActionsPage(db: Db, tokens: PageTokens, page: PageRequest): Promise<Page<{ bulkAction: BulkActionView }>> {
+export async function listBulkActionsPage(
+  db: Db,
+  tokens: PageTokens,
+  page: PageRequest,
+): Promise<Page<{ bulkAction: BulkActionView }>> {
   return pageOf(tokens, page, {
     name: 'bulk_actions',
     filter: {},
@@ -350,7 +399,8 @@ export async function cancelBulkAction(db: Db, id: string): Promise<BulkActionVi
   if (stopped) return view(stopped);
   const record = await getBulkAction(db, id);
   if (!record || record.state === 'PREVIEW') throw notFound('bulk action', id);
-  if (record.state === 'COMPLETED') throw new FailedPreconditionError('the bulk action has completed', 'BULK_ACTION_COMPLETED');
+  if (record.state === 'COMPLETED')
+    throw new FailedPreconditionError('the bulk action has completed', 'BULK_ACTION_COMPLETED');
   return view(record);
 }
 
@@ -382,7 +432,12 @@ export const CHECKPOINT_MS = 500;
  * acted on. An engine that cannot be reached throws (the activity retries; the claims tell the next
  * attempt that it may have acted already, and acting again has no second effect).
  */
-export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: string, options: BulkPageOptions): Promise<{ done: boolean; acted: number }> {
+export async function actOnNextPage(
+  db: Db,
+  actor: BulkRunActor,
+  bulkActionId: string,
+  options: BulkPageOptions,
+): Promise<{ done: boolean; acted: number }> {
   const action = await getBulkAction(db, bulkActionId);
   if (!action || action.state !== 'RUNNING' || action.action === null) return { done: true, acted: 0 };
   const runs = await pendingRuns(db, bulkActionId, options.pageSize);
@@ -392,7 +447,11 @@ export async function actOnNextPage(db: Db, actor: BulkRunActor, bulkActionId: s
     const automation = await getAutomation(db, action.automationId);
     const latest = automation?.published ? await getLatestPublishedVersion(db, action.automationId) : undefined;
     published = latest
-      ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) }
+      ? {
+          version: latest.version,
+          automationName: latest.snapshot.displayName,
+          ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}),
+        }
       : undefined;
   }
   // Stopped, or acted on by another attempt meanwhile: the next page says which.

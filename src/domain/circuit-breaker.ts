@@ -52,14 +52,23 @@ export async function setCircuitBreaker(
   const record = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
-    if (expectedRevisions !== undefined && !expectedRevisions.includes(current.revision)) throw new StaleRevisionError('automation', current.revision);
-    const saved = (await store.setLiveFlowOption(tx, id, 'circuitBreaker', settings === null ? null : { maxRuns: settings.maxRuns, period: settings.period }))!;
+    if (expectedRevisions !== undefined && !expectedRevisions.includes(current.revision))
+      throw new StaleRevisionError('automation', current.revision);
+    const saved = (await store.setLiveFlowOption(
+      tx,
+      id,
+      'circuitBreaker',
+      settings === null ? null : { maxRuns: settings.maxRuns, period: settings.period },
+    ))!;
     await recordAudit(tx, {
       actor,
       action: settings === null ? 'automation.circuit_breaker.delete' : 'automation.circuit_breaker.set',
       resourceType: 'automation',
       resourceId: id,
-      details: settings === null ? { previous: breakerSettingsOf(current) } : { maxRuns: settings.maxRuns, period: settings.period },
+      details:
+        settings === null
+          ? { previous: breakerSettingsOf(current) }
+          : { maxRuns: settings.maxRuns, period: settings.period },
     });
     return withPublishedVersion(tx, saved);
   });
@@ -119,8 +128,14 @@ async function bounded<T, R>(items: readonly T[], concurrency: number, work: (it
  * before any run of that key accepted after it), the lanes side by side; runs without a lane are
  * one more such sequence. Answers how many were let go.
  */
-async function resumeInOrder(control: PausedRunControl, runIds: string[], automation: { id: string; name: string }): Promise<number> {
-  const waiting = (await bounded(runIds, LET_GO_CONCURRENCY, (runId) => control.look(runId))).filter((run) => run !== undefined);
+async function resumeInOrder(
+  control: PausedRunControl,
+  runIds: string[],
+  automation: { id: string; name: string },
+): Promise<number> {
+  const waiting = (await bounded(runIds, LET_GO_CONCURRENCY, (runId) => control.look(runId))).filter(
+    (run) => run !== undefined,
+  );
   const sequences = new Map<string | undefined, PausedRun[]>();
   for (const run of waiting) {
     const sequence = sequences.get(run.lane);

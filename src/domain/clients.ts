@@ -2,7 +2,13 @@
  * API clients (super_admin): create, list, get, delete, each write audited with its roles (never
  * the secret, which only the create response holds), and failed token requests audited.
  */
-import { createClient as insertClient, deleteClient as removeClient, getClient as findClient, listClients, type ApiClient } from '../auth/clients';
+import {
+  createClient as insertClient,
+  deleteClient as removeClient,
+  getClient as findClient,
+  listClients,
+  type ApiClient,
+} from '../auth/clients';
 import type { SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
 import type { Db } from '../store/db';
@@ -14,7 +20,12 @@ import type { CreateClientRequest } from './api-schemas';
 export type { ApiClient };
 
 /** Creates a client (the secret is returned here and nowhere else) and audits it, in one transaction. */
-export async function createApiClient(db: Db, box: SecretBox, actor: string, body: CreateClientRequest): Promise<{ client: ApiClient; clientSecret: string }> {
+export async function createApiClient(
+  db: Db,
+  box: SecretBox,
+  actor: string,
+  body: CreateClientRequest,
+): Promise<{ client: ApiClient; clientSecret: string }> {
   const input = { displayName: body.displayName ?? '', roles: [...new Set(body.roles)] };
   return db.transaction(async (tx) => {
     const made = await insertClient(tx, box, input);

@@ -24,12 +24,14 @@ export function readDeliveryFilter(query: Record<string, unknown>): DeliveryFilt
   const filter: DeliveryFilter = {};
   const status = one(query.status);
   if (status !== undefined && status !== '') {
-    if (!/^[1-5]\d\d$/.test(status)) throw invalidArgument({ field: 'status', description: 'must be an HTTP status code such as 401' });
+    if (!/^[1-5]\d\d$/.test(status))
+      throw invalidArgument({ field: 'status', description: 'must be an HTTP status code such as 401' });
     filter.status = Number(status);
   }
   const reason = one(query.reason);
   if (reason !== undefined && reason !== '') {
-    if (!REASON.test(reason)) throw invalidArgument({ field: 'reason', description: 'must be a reason code such as signature_mismatch' });
+    if (!REASON.test(reason))
+      throw invalidArgument({ field: 'reason', description: 'must be a reason code such as signature_mismatch' });
     filter.reason = reason;
   }
   return filter;

@@ -44,7 +44,9 @@ const WRITABLE_DEFAULTS = {
 
 /** A validated write with every writable field set (defaults filled in). */
 export type EntitlementFields = {
-  [K in WritableField]: (typeof WRITABLE_DEFAULTS)[K] extends null ? NonNullable<Input[K]> | null : NonNullable<Input[K]>;
+  [K in WritableField]: (typeof WRITABLE_DEFAULTS)[K] extends null
+    ? NonNullable<Input[K]> | null
+    : NonNullable<Input[K]>;
 };
 
 /** Fills the defaults of a parsed write. */

@@ -40,7 +40,11 @@ export function tooDeepMultiStep(input: unknown): Array<string | number> | undef
 }
 
 /** Stops descending at the first level too deep, so it never walks the whole of a deep body. */
-function multiStepTooDeep(policy: unknown, path: Array<string | number>, depth: number): Array<string | number> | undefined {
+function multiStepTooDeep(
+  policy: unknown,
+  path: Array<string | number>,
+  depth: number,
+): Array<string | number> | undefined {
   if (!isObject(policy) || !isObject(policy.multiStep)) return undefined;
   const here = [...path, 'multiStep'];
   if (depth > MAX_MULTI_STEP_DEPTH) return here;
@@ -73,7 +77,10 @@ export function checkAnnotationLimits(annotations: Record<string, string>, ctx: 
   }
   const bytes = Buffer.byteLength(JSON.stringify(annotations), 'utf8');
   if (bytes > ANNOTATIONS_MAX_BYTES) {
-    ctx.addIssue({ code: 'custom', message: `serialized size must be at most ${ANNOTATIONS_MAX_BYTES} bytes (got ${bytes})` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `serialized size must be at most ${ANNOTATIONS_MAX_BYTES} bytes (got ${bytes})`,
+    });
   }
 }
 
@@ -88,7 +95,10 @@ export function exactlyOne(members: readonly string[]) {
     if (set.length === 0) {
       ctx.addIssue({ code: 'custom', message: `exactly one of ${members.join(', ')} must be set` });
     } else if (set.length > 1) {
-      ctx.addIssue({ code: 'custom', message: `exactly one of ${members.join(', ')} must be set (got ${set.join(', ')})` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `exactly one of ${members.join(', ')} must be set (got ${set.join(', ')})`,
+      });
     }
   };
 }

@@ -36,7 +36,9 @@ export function jsonDepthViolation(input: unknown, prefix = ''): FieldViolation 
     if (path.length >= MAX_JSON_DEPTH) {
       return { field: fieldPath(path, prefix), description: `nested deeper than ${MAX_JSON_DEPTH} levels` };
     }
-    const children: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((child, i) => [i, child]) : Object.entries(value);
+    const children: Array<[PropertyKey, unknown]> = Array.isArray(value)
+      ? value.map((child, i) => [i, child])
+      : Object.entries(value);
     for (const [key, child] of children) stack.push({ value: child, path: [...path, key] });
   }
   return undefined;

@@ -10,7 +10,12 @@ import { getApp } from './apps';
 import { fieldsOf, toAppEntitlement, toColumns, withDefaults, type EntitlementFields } from './entitlement-record';
 import { parseEntitlementWrite } from './entitlement-validation';
 import { isString, pageOf } from './listing';
-import type { SearchEntitlementsFilter, AppEntitlement, AppEntitlementInput, UpdateAppEntitlementRequest } from './schemas';
+import type {
+  SearchEntitlementsFilter,
+  AppEntitlement,
+  AppEntitlementInput,
+  UpdateAppEntitlementRequest,
+} from './schemas';
 import type { z } from 'zod';
 import { invalidArgument, notFound } from '../errors';
 
@@ -25,7 +30,11 @@ function checkAppId(fields: EntitlementFields, appId: string, field: string): vo
  * Creates an entitlement under `appId` from the flat body of writable fields, parsed by
  * AppEntitlementInput after the app was found (getApp: 404 before any field is checked).
  */
-export async function createEntitlement(db: Db, appId: string, input: z.output<typeof AppEntitlementInput>): Promise<AppEntitlement> {
+export async function createEntitlement(
+  db: Db,
+  appId: string,
+  input: z.output<typeof AppEntitlementInput>,
+): Promise<AppEntitlement> {
   const fields = withDefaults(input);
   checkAppId(fields, appId, 'appId');
   return toAppEntitlement(await store.insertEntitlement(db, newId(), appId, toColumns(fields)));
@@ -43,7 +52,12 @@ export async function getEntitlement(db: Queryable, appId: string, id: string): 
  * given values (absent = default), the others keep theirs; the merged record is validated as a
  * whole under the row lock, so two updates never pass each other's checks.
  */
-export async function updateEntitlement(db: Db, appId: string, id: string, body: z.output<typeof UpdateAppEntitlementRequest>): Promise<AppEntitlement> {
+export async function updateEntitlement(
+  db: Db,
+  appId: string,
+  id: string,
+  body: z.output<typeof UpdateAppEntitlementRequest>,
+): Promise<AppEntitlement> {
   const patch: Record<string, unknown> = body.appEntitlement ?? {};
   return db.transaction(async (tx) => {
     const existing = await store.findLiveEntitlement(tx, appId, id, { forUpdate: true });
@@ -64,7 +78,12 @@ export async function deleteEntitlement(db: Db, appId: string, id: string): Prom
 }
 
 /** The live entitlements of an app, by id; 404 unknown app. */
-export async function listAppEntitlements(db: Db, tokens: PageTokens, appId: string, page: PageRequest): Promise<Page<AppEntitlement>> {
+export async function listAppEntitlements(
+  db: Db,
+  tokens: PageTokens,
+  appId: string,
+  page: PageRequest,
+): Promise<Page<AppEntitlement>> {
   await getApp(db, appId);
   return pageOf(tokens, page, {
     name: `entitlements:app:${appId}`,

@@ -21,7 +21,10 @@ export interface RerunOptions {
 
 /** What the domain needs of the engine (src/temporal/run-control.ts implements it). */
 export interface RunController {
-  decide(executionId: string, input: { stepId: string; decision: 'approved' | 'rejected'; by: string; comment: string | null }): Promise<void>;
+  decide(
+    executionId: string,
+    input: { stepId: string; decision: 'approved' | 'rejected'; by: string; comment: string | null },
+  ): Promise<void>;
   cancel(executionId: string): Promise<void>;
   terminate(executionId: string, reason: string): Promise<void>;
   rerun(executionId: string, options: RerunOptions): Promise<{ executionId: string }>;
@@ -49,10 +52,21 @@ export async function decideStep(
 
 export async function cancelRun(db: Db, control: RunController, actor: string, executionId: string): Promise<void> {
   await control.cancel(executionId);
-  await recordAudit(db, { actor, action: 'automation_execution.cancel', resourceType: 'automation_execution', resourceId: executionId });
+  await recordAudit(db, {
+    actor,
+    action: 'automation_execution.cancel',
+    resourceType: 'automation_execution',
+    resourceId: executionId,
+  });
 }
 
-export async function terminateRun(db: Db, control: RunController, actor: string, executionId: string, body: TerminateRequest): Promise<void> {
+export async function terminateRun(
+  db: Db,
+  control: RunController,
+  actor: string,
+  executionId: string,
+  body: TerminateRequest,
+): Promise<void> {
   const { reason } = body;
   await control.terminate(executionId, reason);
   await recordAudit(db, {
@@ -80,12 +94,19 @@ export async function rerunRun(
   const automation = await getAutomation(db, automationId);
   const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
   const published = latest
-    ? { version: latest.version, automationName: latest.snapshot.displayName, ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}) }
+    ? {
+        version: latest.version,
+        automationName: latest.snapshot.displayName,
+        ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}),
+      }
     : undefined;
   // Unpublished means the automation runs nothing more, a retry included (it would run the failed
   // step's effects and the ones after it); a retry still runs the original version.
   if (fromFailedStep && !published) {
-    throw new FailedPreconditionError('the automation is not published: publish it before a retry from the failed step', 'NOT_PUBLISHED');
+    throw new FailedPreconditionError(
+      'the automation is not published: publish it before a retry from the failed step',
+      'NOT_PUBLISHED',
+    );
   }
   const started = await control.rerun(executionId, { fromFailedStep, published });
   await recordAudit(db, {

@@ -16,13 +16,19 @@ export interface Listing<Row, Item, Cursor> {
   toItem: (row: Row) => Item;
 }
 
-export async function pageOf<Row, Item, Cursor>(tokens: PageTokens, page: PageRequest, listing: Listing<Row, Item, Cursor>): Promise<Page<Item>> {
+export async function pageOf<Row, Item, Cursor>(
+  tokens: PageTokens,
+  page: PageRequest,
+  listing: Listing<Row, Item, Cursor>,
+): Promise<Page<Item>> {
   const cursor = tokens.decode<unknown>(listing.name, listing.filter, page.pageToken);
   if (cursor !== undefined && !listing.isCursor(cursor)) {
     throw invalidArgument({ field: 'page_token', description: 'page_token is invalid' });
   }
   const rows = await listing.fetch(cursor, page.pageSize + 1);
-  return keysetPage(rows, page.pageSize, listing.keyOf, listing.toItem, (key) => tokens.encode(listing.name, listing.filter, key));
+  return keysetPage(rows, page.pageSize, listing.keyOf, listing.toItem, (key) =>
+    tokens.encode(listing.name, listing.filter, key),
+  );
 }
 
 export function isString(value: unknown): value is string {

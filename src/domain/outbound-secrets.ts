@@ -28,12 +28,17 @@ export interface SecretChange {
 }
 
 /** `{name, value, allowedOrigins}` (parsed by CreateSecretRequest) → the new secret's metadata; 409 when the name is taken. */
-export async function createOutboundSecret(db: Db, body: CreateSecretRequest, change: SecretChange): Promise<OutboundSecret> {
+export async function createOutboundSecret(
+  db: Db,
+  body: CreateSecretRequest,
+  change: SecretChange,
+): Promise<OutboundSecret> {
   const { name, value, allowedOrigins: origins } = body;
   const sealed = change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
     const created = await store.insertOutboundSecret(tx, name, sealed, origins);
-    if (!created) throw new ConflictError(`a secret named "${name}" exists already (replace its value with PUT)`, { name });
+    if (!created)
+      throw new ConflictError(`a secret named "${name}" exists already (replace its value with PUT)`, { name });
     await recordAudit(tx, {
       actor: change.actor,
       action: 'outbound_secret.create',
@@ -57,9 +62,19 @@ export type ReplacedOutboundSecret = OutboundSecret & { previousValueExpiresAt: 
  * callWebhook requests next to the new one (two signatures), so a receiver can deploy the new value
  * without a failed verification; header values use the new value at once.
  */
-export async function replaceOutboundSecret(db: Db, name: string, body: ReplaceSecretRequest, change: SecretChange): Promise<ReplacedOutboundSecret> {
+export async function replaceOutboundSecret(
+  db: Db,
+  name: string,
+  body: ReplaceSecretRequest,
+  change: SecretChange,
+): Promise<ReplacedOutboundSecret> {
   const { value, allowedOrigins: origins } = body;
-  const graceSeconds = value === undefined ? 0 : body.gracePeriod === undefined ? DEFAULT_ROTATION_GRACE_SECONDS : gracePeriodSeconds(body.gracePeriod);
+  const graceSeconds =
+    value === undefined
+      ? 0
+      : body.gracePeriod === undefined
+        ? DEFAULT_ROTATION_GRACE_SECONDS
+        : gracePeriodSeconds(body.gracePeriod);
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
   const sealed = value === undefined ? undefined : change.secretBox.seal(value, sealContext('outbound_secret', name));
   return db.transaction(async (tx) => {
@@ -96,7 +111,12 @@ export async function deleteOutboundSecret(db: Db, name: string, actor: string):
   if (!SECRET_NAME.test(name)) throw notFound('secret', name);
   await db.transaction(async (tx) => {
     if (!(await store.deleteOutboundSecret(tx, name))) throw notFound('secret', name);
-    await recordAudit(tx, { actor, action: 'outbound_secret.delete', resourceType: 'outbound_secret', resourceId: name });
+    await recordAudit(tx, {
+      actor,
+      action: 'outbound_secret.delete',
+      resourceType: 'outbound_secret',
+      resourceId: name,
+    });
   });
 }
 
@@ -106,7 +126,11 @@ export async function getOutboundSecret(db: Queryable, name: string): Promise<Ou
   return found;
 }
 
-export function listOutboundSecrets(db: Queryable, tokens: PageTokens, page: PageRequest): Promise<Page<OutboundSecret>> {
+export function listOutboundSecrets(
+  db: Queryable,
+  tokens: PageTokens,
+  page: PageRequest,
+): Promise<Page<OutboundSecret>> {
   return pageOf(tokens, page, {
     name: 'secrets',
     filter: {},
@@ -125,7 +149,10 @@ export function secretReferences(
   const out: Array<{ field: string; stepId: string; names: string[]; origin: string | undefined }> = [];
   steps.forEach((step, index) => {
     const kind = stepKind(step);
-    const reads = kind === undefined ? undefined : (STEP_REGISTRY[kind] as { secretReads?(body: unknown): SecretRead[] }).secretReads;
+    const reads =
+      kind === undefined
+        ? undefined
+        : (STEP_REGISTRY[kind] as { secretReads?(body: unknown): SecretRead[] }).secretReads;
     if (kind === undefined || reads === undefined) return;
     for (const read of reads((step as unknown as Record<string, unknown>)[kind])) {
       let names: string[];
@@ -142,7 +169,10 @@ export function secretReferences(
 }
 
 /** The secrets the steps read that exist, with where each may be sent (for the dry run). */
-export async function existingSecretsReadBy(db: Queryable, steps: readonly StepDefinition[]): Promise<Map<string, string[]>> {
+export async function existingSecretsReadBy(
+  db: Queryable,
+  steps: readonly StepDefinition[],
+): Promise<Map<string, string[]>> {
   return allowedOriginsOf(db, [...new Set(secretReferences(steps).flatMap((ref) => ref.names))]);
 }
 
@@ -152,16 +182,26 @@ export async function existingSecretsReadBy(db: Queryable, steps: readonly StepD
  * does not allow: named by the header, the secret and the origin. A step whose URL comes from the
  * run's input is checked by the callWebhook activity instead, before anything is sent.
  */
-export async function missingSecretViolations(db: Queryable, steps: readonly StepDefinition[], prefix = 'steps'): Promise<FieldViolation[]> {
+export async function missingSecretViolations(
+  db: Queryable,
+  steps: readonly StepDefinition[],
+  prefix = 'steps',
+): Promise<FieldViolation[]> {
   const references = secretReferences(steps, prefix);
   const originsOf = await allowedOriginsOf(db, [...new Set(references.flatMap((ref) => ref.names))]);
   const violations: FieldViolation[] = [];
   for (const ref of references) {
     for (const name of ref.names) {
       if (!originsOf.has(name)) {
-        violations.push({ field: ref.field, description: `step "${ref.stepId}": secret "${name}" does not exist (create it with POST /api/v1/secrets)` });
+        violations.push({
+          field: ref.field,
+          description: `step "${ref.stepId}": secret "${name}" does not exist (create it with POST /api/v1/secrets)`,
+        });
       } else if (ref.origin !== undefined && refusedSecret(ref.origin, [name], originsOf) !== undefined) {
-        violations.push({ field: ref.field, description: `step "${ref.stepId}": ${originRefusal(name, ref.origin, originsOf.get(name)!)}` });
+        violations.push({
+          field: ref.field,
+          description: `step "${ref.stepId}": ${originRefusal(name, ref.origin, originsOf.get(name)!)}`,
+        });
       }
     }
   }

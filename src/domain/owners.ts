@@ -33,7 +33,8 @@ function checkRef(ref: EntitlementOwnerRef): void {
   const violations: FieldViolation[] = [];
   for (const field of REF_FIELDS) {
     const value: unknown = ref[field];
-    if (typeof value !== 'string' || value === '') violations.push({ field, description: 'must be a non-empty string' });
+    if (typeof value !== 'string' || value === '')
+      violations.push({ field, description: 'must be a non-empty string' });
   }
   if (violations.length === 0 && !ROLE_SLUG.test(ref.roleSlug)) {
     violations.push({ field: 'roleSlug', description: `must match ${ROLE_SLUG.source}` });
@@ -51,7 +52,11 @@ export async function createEntitlementOwner(
   actor = 'system',
 ): Promise<{ userOwnerEntitlement: UserOwnerEntitlementRecord }> {
   checkRef(ref);
-  const found = await store.recordOwner(db, ref, SERVICE_USER, { actor, action: 'entitlement_owner.create', ...auditResource(ref) });
+  const found = await store.recordOwner(db, ref, SERVICE_USER, {
+    actor,
+    action: 'entitlement_owner.create',
+    ...auditResource(ref),
+  });
   if (found.userType === undefined) throw notFound('user', ref.userId);
   if (found.userType !== SERVICE_USER) {
     throw invalidArgument({ field: 'userId', description: `user must be a service account (${SERVICE_USER})` });
@@ -78,7 +83,11 @@ export async function deleteEntitlementOwner(db: Db, ref: EntitlementOwnerRef, a
 }
 
 /** Audit resource of an ownership: the entitlement, with the owner and role in the details. */
-function auditResource(ref: EntitlementOwnerRef): { resourceType: string; resourceId: string; details: Record<string, unknown> } {
+function auditResource(ref: EntitlementOwnerRef): {
+  resourceType: string;
+  resourceId: string;
+  details: Record<string, unknown>;
+} {
   return {
     resourceType: 'app_entitlement',
     resourceId: ref.entitlementId,
@@ -91,7 +100,12 @@ function isOwnerCursor(value: unknown): value is store.OwnerCursor {
 }
 
 /** The ownerships of a user whose entitlements are live; 404 unknown user. */
-export async function listEntitlementOwners(db: Db, tokens: PageTokens, userId: string, page: PageRequest): Promise<Page<UserOwnerEntitlementRecord>> {
+export async function listEntitlementOwners(
+  db: Db,
+  tokens: PageTokens,
+  userId: string,
+  page: PageRequest,
+): Promise<Page<UserOwnerEntitlementRecord>> {
   await getUser(db, userId);
   return pageOf(tokens, page, {
     name: `owners:user:${userId}`,

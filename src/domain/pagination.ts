@@ -47,7 +47,9 @@ export class PageTokens {
   }
 
   encode(listing: string, filter: unknown, cursor: unknown): string {
-    const payload = Buffer.from(JSON.stringify({ c: cursor, f: this.fingerprint(listing, filter) })).toString('base64url');
+    const payload = Buffer.from(JSON.stringify({ c: cursor, f: this.fingerprint(listing, filter) })).toString(
+      'base64url',
+    );
     return `${payload}.${this.sign(payload)}`;
   }
 

@@ -28,12 +28,17 @@ export interface AuditedExecution {
  */
 export async function unauditedParts(db: Queryable, execution: AuditedExecution): Promise<string[]> {
   const out: string[] = [];
-  const decided = execution.steps.filter((step) => step.kind === 'waitForApproval' && typeof step.output?.by === 'string' && step.output.by !== '');
+  const decided = execution.steps.filter(
+    (step) => step.kind === 'waitForApproval' && typeof step.output?.by === 'string' && step.output.by !== '',
+  );
   if (decided.length > 0) {
     const events = await listAuditEvents(db, 'automation_execution', execution.id);
     for (const step of decided) {
-      const action = step.output!.decision === 'rejected' ? 'automation_execution.reject' : 'automation_execution.approve';
-      const found = events.some((event) => event.action === action && event.actor === step.output!.by && event.details.stepId === step.id);
+      const action =
+        step.output!.decision === 'rejected' ? 'automation_execution.reject' : 'automation_execution.approve';
+      const found = events.some(
+        (event) => event.action === action && event.actor === step.output!.by && event.details.stepId === step.id,
+      );
       if (!found) out.push(`decision:${step.id}`);
     }
   }
@@ -41,7 +46,8 @@ export async function unauditedParts(db: Queryable, execution: AuditedExecution)
     const events = await listAuditEvents(db, 'automation_execution', execution.rerunOf);
     const found = events.some(
       (event) =>
-        (event.action === 'automation_execution.rerun' || event.action === 'automation_execution.retry') && event.details.newExecutionId === execution.id,
+        (event.action === 'automation_execution.rerun' || event.action === 'automation_execution.retry') &&
+        event.details.newExecutionId === execution.id,
     );
     if (!found && !(await bulkRerunAudited(db, execution.id, execution.rerunOf))) out.push('rerunOf');
   }

@@ -52,7 +52,8 @@ function time(query: Record<string, unknown>, field: string): string | undefined
   const text = single(query, field);
   if (text === undefined) return undefined;
   const ms = RFC3339.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(ms)) throw invalidArgument({ field, description: 'must be an RFC 3339 timestamp such as 2026-01-31T09:00:00Z' });
+  if (Number.isNaN(ms))
+    throw invalidArgument({ field, description: 'must be an RFC 3339 timestamp such as 2026-01-31T09:00:00Z' });
   return new Date(ms).toISOString();
 }
 
@@ -62,7 +63,10 @@ export function readRunFilter(query: Record<string, unknown>): RunFilter {
   const automationId = single(query, 'automationId');
   if (automationId !== undefined) {
     if (automationId.length > MAX_AUTOMATION_ID || [...automationId].some((c) => c < ' ')) {
-      throw invalidArgument({ field: 'automationId', description: `must be an automation id (at most ${MAX_AUTOMATION_ID} characters)` });
+      throw invalidArgument({
+        field: 'automationId',
+        description: `must be an automation id (at most ${MAX_AUTOMATION_ID} characters)`,
+      });
     }
     filter.automationId = automationId;
   }
@@ -77,7 +81,8 @@ export function readRunFilter(query: Record<string, unknown>): RunFilter {
   if (statuses.length > 0) filter.statuses = [...new Set(statuses)] as RunStatus[];
   const waiting = single(query, 'waitingForApproval');
   if (waiting !== undefined) {
-    if (waiting !== 'true') throw invalidArgument({ field: 'waitingForApproval', description: 'must be true (or absent)' });
+    if (waiting !== 'true')
+      throw invalidArgument({ field: 'waitingForApproval', description: 'must be true (or absent)' });
     filter.waitingForApproval = true;
   }
   const after = time(query, 'startedAfter');
@@ -91,7 +96,10 @@ export function readRunFilter(query: Record<string, unknown>): RunFilter {
 }
 
 /** Each run with its automation's name: the store's current one, else (a deleted automation) the name it started under. */
-export async function withAutomationNames<T extends { automationId: string; automationName: string }>(db: Queryable, runs: T[]): Promise<T[]> {
+export async function withAutomationNames<T extends { automationId: string; automationName: string }>(
+  db: Queryable,
+  runs: T[],
+): Promise<T[]> {
   const names = await automationNames(
     db,
     runs.map((run) => run.automationId),

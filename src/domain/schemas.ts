@@ -34,7 +34,9 @@ const emptyObject = () => z.object({}).nullish();
 /** A required, non-blank string: "is required" when absent or null. */
 export function requiredText() {
   return z
-    .string({ error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string') })
+    .string({
+      error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string'),
+    })
     .regex(/\S/, 'must not be empty');
 }
 
@@ -52,8 +54,17 @@ export const ProvisionerAssignment = oneOf({
   appOwners: fallbackAssignee(),
   entitlementOwners: fallbackAssignee(),
   manager: fallbackAssignee(),
-  group: z.object({ allowReassignment: optBool(), appGroupId: optString(), appId: optString(), fallbackUserIds: optStrings() }).nullish(),
-  expression: z.object({ allowReassignment: optBool(), expressions: optStrings(), fallbackUserIds: optStrings() }).nullish(),
+  group: z
+    .object({
+      allowReassignment: optBool(),
+      appGroupId: optString(),
+      appId: optString(),
+      fallbackUserIds: optStrings(),
+    })
+    .nullish(),
+  expression: z
+    .object({ allowReassignment: optBool(), expressions: optStrings(), fallbackUserIds: optStrings() })
+    .nullish(),
 }).meta({ id: 'ProvisionerAssignment', description: 'Who gets the provisioning task: exactly one member is set.' });
 
 const connectorIdOnly = () => z.object({ connectorId: optString() }).nullish();
@@ -92,10 +103,17 @@ const provisionPolicyShape = {
     return MultiStepProvision.nullish();
   },
   externalTicket: z
-    .object({ appId: optString(), connectorId: optString(), externalTicketProvisionerConfigId: optString(), instructions: optString() })
+    .object({
+      appId: optString(),
+      connectorId: optString(),
+      externalTicketProvisionerConfigId: optString(),
+      instructions: optString(),
+    })
     .nullish(),
   unconfigured: emptyObject(),
-  action: z.object({ actionName: optString(), appId: optString(), connectorId: optString(), displayName: optString() }).nullish(),
+  action: z
+    .object({ actionName: optString(), appId: optString(), connectorId: optString(), displayName: optString() })
+    .nullish(),
   devicePlacement: z.object({ vaultBoundaryId: optString() }).nullish(),
 };
 
@@ -103,7 +121,14 @@ const provisionPolicyShape = {
 export interface ProvisionPolicyValue {
   connector?: z.output<typeof ConnectorProvision> | null | undefined;
   manual?: z.output<typeof ManualProvision> | null | undefined;
-  delegated?: { appId?: string | null | undefined; entitlementId?: string | null | undefined; implicit?: boolean | null | undefined } | null | undefined;
+  delegated?:
+    | {
+        appId?: string | null | undefined;
+        entitlementId?: string | null | undefined;
+        implicit?: boolean | null | undefined;
+      }
+    | null
+    | undefined;
   webhook?: { webhookId?: string | null | undefined } | null | undefined;
   multiStep?: { provisionSteps?: ProvisionPolicyValue[] | null | undefined } | null | undefined;
   externalTicket?: Record<string, string | null | undefined> | null | undefined;
@@ -118,7 +143,9 @@ export const ProvisionPolicy: z.ZodType<ProvisionPolicyValue> = oneOf(provisionP
   description: 'Exactly one member is set.',
 });
 
-export const MultiStepProvision = z.object({ provisionSteps: z.array(ProvisionPolicy).nullish() }).meta({ id: 'MultiStepProvision' });
+export const MultiStepProvision = z
+  .object({ provisionSteps: z.array(ProvisionPolicy).nullish() })
+  .meta({ id: 'MultiStepProvision' });
 
 // ---------------------------------------------------------------- entitlements
 
@@ -144,8 +171,14 @@ export const Annotations = z
     z
       .string()
       .regex(ANNOTATION_KEY, `key must match ${ANNOTATION_KEY.source}`)
-      .refine((key) => !isReservedAnnotationKey(key), `keys starting with "${RESERVED_ANNOTATION_PREFIX}" are reserved`),
-    z.string().max(ANNOTATION_VALUE_MAX, `value must be at most ${ANNOTATION_VALUE_MAX} characters`).regex(ANNOTATION_VALUE, 'value must be URL-safe ASCII'),
+      .refine(
+        (key) => !isReservedAnnotationKey(key),
+        `keys starting with "${RESERVED_ANNOTATION_PREFIX}" are reserved`,
+      ),
+    z
+      .string()
+      .max(ANNOTATION_VALUE_MAX, `value must be at most ${ANNOTATION_VALUE_MAX} characters`)
+      .regex(ANNOTATION_VALUE, 'value must be URL-safe ASCII'),
   )
   .superRefine(checkAnnotationLimits)
   .meta({
@@ -202,7 +235,12 @@ export const AppEntitlementInput = z
         const path = tooDeepMultiStep(ctx.value);
         if (!path) return;
         ctx.issues.length = 0;
-        ctx.addIssue({ code: 'custom', message: `multiStep may nest at most ${MAX_MULTI_STEP_DEPTH} levels`, path, input: ctx.value });
+        ctx.addIssue({
+          code: 'custom',
+          message: `multiStep may nest at most ${MAX_MULTI_STEP_DEPTH} levels`,
+          path,
+          input: ctx.value,
+        });
       },
       { when: () => true },
     ),
@@ -252,10 +290,14 @@ export const AppEntitlement = z
 export type AppEntitlement = z.output<typeof AppEntitlement>;
 
 /** The writable fields, in the order of docs/api.md (App entitlements). */
-export const WRITABLE_FIELDS = Object.keys(AppEntitlementInput.shape) as Array<keyof z.output<typeof AppEntitlementInput>>;
+export const WRITABLE_FIELDS = Object.keys(AppEntitlementInput.shape) as Array<
+  keyof z.output<typeof AppEntitlementInput>
+>;
 export type WritableField = (typeof WRITABLE_FIELDS)[number];
 /** The fields of the record that no write sets: a mask may name them, and they are ignored. */
-export const READ_ONLY_FIELDS = Object.keys(AppEntitlement.shape).filter((field) => !(field in AppEntitlementInput.shape));
+export const READ_ONLY_FIELDS = Object.keys(AppEntitlement.shape).filter(
+  (field) => !(field in AppEntitlementInput.shape),
+);
 
 const WRITABLE = new Set<string>(WRITABLE_FIELDS);
 const READ_ONLY = new Set<string>(READ_ONLY_FIELDS);
@@ -300,8 +342,12 @@ export const UpdateAppEntitlementRequest = z
 /** Paging fields as documented; they never fail (`readPageRequest` clamps or ignores what they hold). */
 const neverRefused = <S extends z.ZodType>(schema: S): S => ruledBy(schema, () => undefined);
 const pageFields = {
-  page_size: neverRefused(z.number().int().optional()).meta({ description: 'Clamped to 10..100; default 25. Alias: pageSize.' }),
-  page_token: neverRefused(z.string().optional()).meta({ description: 'nextPageToken of the previous page. Alias: pageToken.' }),
+  page_size: neverRefused(z.number().int().optional()).meta({
+    description: 'Clamped to 10..100; default 25. Alias: pageSize.',
+  }),
+  page_token: neverRefused(z.string().optional()).meta({
+    description: 'nextPageToken of the previous page. Alias: pageToken.',
+  }),
 };
 
 /** Search filters; paging fields are read separately (they never fail). */
@@ -311,11 +357,15 @@ export const SearchEntitlementsFilter = z.object({
   appIds: z.array(z.string()).max(100).nullish(),
 });
 /** The filter, and the paging fields (with their aliases pageSize / pageToken, kept for `readPageRequest`). */
-export const SearchEntitlementsRequest = z.looseObject({ ...SearchEntitlementsFilter.shape, ...pageFields }).meta({ id: 'SearchEntitlementsRequest' });
+export const SearchEntitlementsRequest = z
+  .looseObject({ ...SearchEntitlementsFilter.shape, ...pageFields })
+  .meta({ id: 'SearchEntitlementsRequest' });
 
 // ---------------------------------------------------------------- apps and users
 
-export const CreateAppRequest = z.object({ displayName: requiredText(), description: optString() }).meta({ id: 'CreateAppRequest' });
+export const CreateAppRequest = z
+  .object({ displayName: requiredText(), description: optString() })
+  .meta({ id: 'CreateAppRequest' });
 
 export const App = z
   .object({
@@ -329,7 +379,9 @@ export const App = z
 export type App = z.output<typeof App>;
 
 export const USER_TYPES = ['USER_TYPE_SERVICE', 'USER_TYPE_HUMAN'] as const;
-export const UserType = z.enum(USER_TYPES, { error: `must be one of ${USER_TYPES.join(', ')}` }).meta({ id: 'UserType' });
+export const UserType = z
+  .enum(USER_TYPES, { error: `must be one of ${USER_TYPES.join(', ')}` })
+  .meta({ id: 'UserType' });
 
 export const CreateUserRequest = z
   .object({
@@ -359,7 +411,9 @@ export const ROLE_SLUG = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
 
 export const AppEntitlementRef = z.object({ appId: optString(), id: optString() }).meta({ id: 'AppEntitlementRef' });
 
-export const CreateEntitlementOwnerRequest = z.object({ appEntitlementRef: AppEntitlementRef.nullish() }).meta({ id: 'CreateEntitlementOwnerRequest' });
+export const CreateEntitlementOwnerRequest = z
+  .object({ appEntitlementRef: AppEntitlementRef.nullish() })
+  .meta({ id: 'CreateEntitlementOwnerRequest' });
 
 export const UserOwnerEntitlement = z
   .object({
@@ -394,6 +448,14 @@ export const UserResponse = wrapped('user', User, 'UserResponse');
 export const UserList = listOf('user', User, 'UserList');
 export const AppEntitlementResponse = wrapped('appEntitlement', AppEntitlement, 'AppEntitlementResponse');
 export const AppEntitlementList = listOf('appEntitlement', AppEntitlement, 'AppEntitlementList');
-export const UserOwnerEntitlementResponse = wrapped('userOwnerEntitlement', UserOwnerEntitlement, 'UserOwnerEntitlementResponse');
-export const UserOwnerEntitlementList = listOf('userOwnerEntitlement', UserOwnerEntitlement, 'UserOwnerEntitlementList');
+export const UserOwnerEntitlementResponse = wrapped(
+  'userOwnerEntitlement',
+  UserOwnerEntitlement,
+  'UserOwnerEntitlementResponse',
+);
+export const UserOwnerEntitlementList = listOf(
+  'userOwnerEntitlement',
+  UserOwnerEntitlement,
+  'UserOwnerEntitlementList',
+);
 export const EmptyResponse = z.object({}).meta({ id: 'Empty' });

@@ -31,10 +31,12 @@ export function normaliseOrigin(text: unknown): { origin: string } | { problem: 
   } catch {
     return { problem: 'is not a valid origin scheme://host[:port]' };
   }
-  if (!SCHEMES.has(url.protocol)) return { problem: 'must use https:// (or http:// where plain-HTTP targets are allowed)' };
+  if (!SCHEMES.has(url.protocol))
+    return { problem: 'must use https:// (or http:// where plain-HTTP targets are allowed)' };
   if (url.username !== '' || url.password !== '') return { problem: 'must not carry credentials' };
   const rest = text.replace(/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*/, '');
-  if (rest !== '' && rest !== '/') return { problem: 'must be an origin only: scheme://host[:port], no path, query or fragment' };
+  if (rest !== '' && rest !== '/')
+    return { problem: 'must be an origin only: scheme://host[:port], no path, query or fragment' };
   if (url.hostname === '') return { problem: 'must name a host' };
   return { origin: url.origin };
 }
@@ -49,7 +51,11 @@ export function targetOrigin(url: string): string | undefined {
 }
 
 /** The first secret (of `names`, in order) that may not be sent to `origin`, or undefined when all may. */
-export function refusedSecret(origin: string, names: readonly string[], originsOf: ReadonlyMap<string, readonly string[]>): string | undefined {
+export function refusedSecret(
+  origin: string,
+  names: readonly string[],
+  originsOf: ReadonlyMap<string, readonly string[]>,
+): string | undefined {
   return names.find((name) => !(originsOf.get(name) ?? []).includes(origin));
 }
 

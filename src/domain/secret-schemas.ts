@@ -22,7 +22,10 @@ const name = () =>
     .refine((value) => !CEL_KEYWORDS.has(value), {
       error: (issue) => `"${String(issue.input)}" is a CEL keyword: secrets.${String(issue.input)} cannot be read`,
     })
-    .meta({ description: 'Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$.' });
+    .meta({
+      description:
+        'Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$.',
+    });
 
 /** The value's rules, the first broken one reported; a message never quotes the value. */
 const value = () =>
@@ -31,9 +34,17 @@ const value = () =>
     .min(1, { error: 'is required: a non-empty string', ...whileValid })
     .max(MAX_SECRET_VALUE_LENGTH, { error: `must be at most ${MAX_SECRET_VALUE_LENGTH} characters`, ...whileValid })
     // Tabs and printable Latin-1 only: the value is sent in a header.
-    .regex(HEADER_VALUE, { error: 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header', ...whileValid })
-    .refine((text) => !isMalformedWhsec(text), { error: 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)', ...whileValid })
-    .meta({ description: `The credential, at most ${MAX_SECRET_VALUE_LENGTH} characters; sealed at rest and never returned.` });
+    .regex(HEADER_VALUE, {
+      error: 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header',
+      ...whileValid,
+    })
+    .refine((text) => !isMalformedWhsec(text), {
+      error: 'a whsec_ value must be base64 after the prefix (it is decoded to sign calls)',
+      ...whileValid,
+    })
+    .meta({
+      description: `The credential, at most ${MAX_SECRET_VALUE_LENGTH} characters; sealed at rest and never returned.`,
+    });
 
 const ORIGINS_RULE = `is required: a list of 1 to ${MAX_ALLOWED_ORIGINS} origins scheme://host[:port] the secret may be sent to`;
 /** 1..20 origins, each normalised (src/domain/secret-origins.ts), duplicates folded. */
@@ -50,7 +61,10 @@ const allowedOrigins = () =>
           const result = normaliseOrigin(text);
           return 'problem' in result ? result.problem : undefined;
         },
-      ).meta({ description: 'An origin, scheme://host[:port] (https, or http where plain-HTTP targets are allowed); stored normalised.' }),
+      ).meta({
+        description:
+          'An origin, scheme://host[:port] (https, or http where plain-HTTP targets are allowed); stored normalised.',
+      }),
       { error: ORIGINS_RULE },
     )
     .min(1, ORIGINS_RULE)
@@ -62,10 +76,15 @@ const allowedOrigins = () =>
         'one whose URL comes from the run fails (without retry, sending nothing) when it points elsewhere.',
     });
 
-export const CreateSecretRequest = closedObject({ name: name(), value: value(), allowedOrigins: allowedOrigins() }).meta({ id: 'CreateSecretRequest' });
+export const CreateSecretRequest = closedObject({
+  name: name(),
+  value: value(),
+  allowedOrigins: allowedOrigins(),
+}).meta({ id: 'CreateSecretRequest' });
 export type CreateSecretRequest = z.output<typeof CreateSecretRequest>;
 
-const GRACE_RULE = 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
+const GRACE_RULE =
+  'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
 export const ReplaceSecretRequest = closedObject({
   value: value().optional(),
   gracePeriod: oneViolation(gracePeriodSchema(), GRACE_RULE).optional().meta({
@@ -83,13 +102,19 @@ export const ReplaceSecretRequest = closedObject({
             code: 'custom',
             path: ['value'],
             input: given,
-            message: 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)',
+            message:
+              'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)',
           });
         }
         if ('gracePeriod' in given && !('value' in given)) {
           // Whatever its form, a gracePeriod without a value is refused for that alone.
           ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => issue.path?.[0] !== 'gracePeriod'));
-          ctx.addIssue({ code: 'custom', path: ['gracePeriod'], input: given, message: 'applies to a new value only: give value with it' });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['gracePeriod'],
+            input: given,
+            message: 'applies to a new value only: give value with it',
+          });
         }
       },
       { when: () => true },
@@ -97,7 +122,8 @@ export const ReplaceSecretRequest = closedObject({
   )
   .meta({
     id: 'ReplaceSecretRequest',
-    description: 'The new value (rotation, with an optional gracePeriod), new allowedOrigins, or both; value or allowedOrigins is required.',
+    description:
+      'The new value (rotation, with an optional gracePeriod), new allowedOrigins, or both; value or allowedOrigins is required.',
     minProperties: 1,
   });
 export type ReplaceSecretRequest = z.output<typeof ReplaceSecretRequest>;
@@ -112,7 +138,10 @@ export const SecretMetadata = z
     createdAt: z.string().meta({ description: 'RFC 3339.' }),
     updatedAt: z.string().meta({ description: 'RFC 3339: when the value was last set (create or rotation).' }),
   })
-  .meta({ id: 'Secret', description: 'A named outbound secret: its name, allowed origins and timestamps, never its value.' });
+  .meta({
+    id: 'Secret',
+    description: 'A named outbound secret: its name, allowed origins and timestamps, never its value.',
+  });
 
 export const SecretResponse = z.object({ secret: SecretMetadata }).meta({ id: 'SecretResponse' });
 export const ReplaceSecretResponse = z

@@ -11,13 +11,26 @@ import { notFound } from '../errors';
 export const SERVICE_USER = 'USER_TYPE_SERVICE';
 
 function toUser(row: store.UserRow): User {
-  return { id: row.id, displayName: row.displayName, email: row.email, type: row.type as User['type'], createdAt: row.createdAt };
+  return {
+    id: row.id,
+    displayName: row.displayName,
+    email: row.email,
+    type: row.type as User['type'],
+    createdAt: row.createdAt,
+  };
 }
 
 /** Creates a user from a request body; 400 naming the field when it is invalid. */
 export async function createUser(db: Db, body: unknown): Promise<User> {
   const input = parseOrThrow(CreateUserRequest, body);
-  return toUser(await store.insertUser(db, { id: newId(), displayName: input.displayName, email: input.email ?? '', type: input.type }));
+  return toUser(
+    await store.insertUser(db, {
+      id: newId(),
+      displayName: input.displayName,
+      email: input.email ?? '',
+      type: input.type,
+    }),
+  );
 }
 
 /** The user, or 404. */

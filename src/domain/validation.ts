@@ -78,7 +78,9 @@ export function closedObject<Shape extends z.ZodRawShape>(shape: Shape) {
   return z.strictObject(shape).check(
     z.superRefine(
       (_value, ctx) => {
-        const unknown = ctx.issues.filter((issue) => issue.code === 'unrecognized_keys' && (issue.path ?? []).length === 0);
+        const unknown = ctx.issues.filter(
+          (issue) => issue.code === 'unrecognized_keys' && (issue.path ?? []).length === 0,
+        );
         if (unknown.length === 0) return;
         ctx.issues.splice(0, ctx.issues.length, ...ctx.issues.filter((issue) => !unknown.includes(issue)));
         for (const key of unknown.flatMap((issue) => (issue.code === 'unrecognized_keys' ? issue.keys : []))) {
@@ -124,7 +126,8 @@ export function setAside<S extends z.ZodType>(schema: S): S {
   return schema.check(
     z.superRefine(
       (_value, ctx) => {
-        for (const issue of ctx.issues) if (issue.code === 'unrecognized_keys') putBack(ctx.value, issue.path ?? [], issue.keys, issue.input);
+        for (const issue of ctx.issues)
+          if (issue.code === 'unrecognized_keys') putBack(ctx.value, issue.path ?? [], issue.keys, issue.input);
         if (ctx.value !== null && typeof ctx.value === 'object')
           setAsideIssues.set(
             ctx.value,
@@ -146,11 +149,18 @@ const setAsideIssues = new WeakMap<object, z.core.$ZodRawIssue[]>();
 /** Copies `keys` of `sent` (the object as sent) into the object at `path` of `value`. */
 function putBack(value: unknown, path: readonly PropertyKey[], keys: readonly string[], sent: unknown): void {
   let target = value;
-  for (const segment of path) target = target !== null && typeof target === 'object' ? (target as Record<PropertyKey, unknown>)[segment] : undefined;
+  for (const segment of path)
+    target =
+      target !== null && typeof target === 'object' ? (target as Record<PropertyKey, unknown>)[segment] : undefined;
   if (target === null || typeof target !== 'object' || sent === null || typeof sent !== 'object') return;
   // Defined, not assigned: a field named `__proto__` stays a field (JSON.parse makes it one).
   for (const key of keys)
-    Object.defineProperty(target, key, { value: (sent as Record<string, unknown>)[key], enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(target, key, {
+      value: (sent as Record<string, unknown>)[key],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
 }
 
 /**
@@ -158,13 +168,23 @@ function putBack(value: unknown, path: readonly PropertyKey[], keys: readonly st
  * by its field path and message, and answers the parsed value: all of them in one 400, as the
  * rules of a whole body (an automation's steps, with every expression compiled) name them.
  */
-export function ruledByViolations<S extends z.ZodType, T>(schema: S, rule: (value: unknown, violations: FieldViolation[]) => T) {
+export function ruledByViolations<S extends z.ZodType, T>(
+  schema: S,
+  rule: (value: unknown, violations: FieldViolation[]) => T,
+) {
   return schema.transform((value, ctx): T => {
     const violations: FieldViolation[] = [];
     const parsed = rule(value, violations);
     for (const { field, description } of violations)
-      ctx.issues.push({ code: 'custom', message: description, input: value, path: [], params: { [RULE_FIELD]: field } });
-    if (violations.length === 0 && value !== null && typeof value === 'object') ctx.issues.push(...(setAsideIssues.get(value) ?? []));
+      ctx.issues.push({
+        code: 'custom',
+        message: description,
+        input: value,
+        path: [],
+        params: { [RULE_FIELD]: field },
+      });
+    if (violations.length === 0 && value !== null && typeof value === 'object')
+      ctx.issues.push(...(setAsideIssues.get(value) ?? []));
     return parsed;
   });
 }

@@ -40,7 +40,12 @@ export function breakerPeriodMs(settings: CircuitBreakerSettings): number {
 /** The automation view's field and the OpenAPI component (the PUT body, with its messages, is api-schemas' CircuitBreakerRequest). */
 export const CircuitBreakerSettings = z
   .strictObject({
-    maxRuns: z.number().int().min(BREAKER_MAX_RUNS[0]).max(BREAKER_MAX_RUNS[1]).meta({ description: 'Runs per period; the run past it trips the breaker.' }),
+    maxRuns: z
+      .number()
+      .int()
+      .min(BREAKER_MAX_RUNS[0])
+      .max(BREAKER_MAX_RUNS[1])
+      .meta({ description: 'Runs per period; the run past it trips the breaker.' }),
     period: z
       .string()
       .regex(/^\d{1,7}s$/)
@@ -74,7 +79,9 @@ export const circuitBreaker = defineFlowOption({
     return { maxRuns, period: value.period };
   },
   stored: (value) =>
-    isObject(value) && typeof value.maxRuns === 'number' && typeof value.period === 'string' ? { maxRuns: value.maxRuns, period: value.period } : null,
+    isObject(value) && typeof value.maxRuns === 'number' && typeof value.period === 'string'
+      ? { maxRuns: value.maxRuns, period: value.period }
+      : null,
   async decide(settings, delivery) {
     if (settings === null) return START;
     const { db, automationId } = delivery;

@@ -31,11 +31,14 @@ export const LANE_QUEUE_RETRY_AFTER_SECONDS = 30;
 export const ConcurrencySettings = z
   .strictObject({
     limit: z.number().int().min(CONCURRENCY_LIMITS[0]).max(CONCURRENCY_LIMITS[1]),
-    key: expressionSchema().nullish().meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
+    key: expressionSchema()
+      .nullish()
+      .meta({ description: 'The key runs are counted by; absent: one key for the whole automation.' }),
   })
   .meta({
     id: 'ConcurrencySettings',
-    description: 'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.',
+    description:
+      'At most `limit` runs per key value execute at a time; the rest are QUEUED and start in the order their events were accepted.',
   });
 
 export interface ConcurrencySettings {
@@ -54,7 +57,14 @@ export function laneWorkflowId(automationId: string, key: string): string {
 function runQueueOf(settings: ConcurrencySettings, run: FlowRun): Partial<RunFlow> {
   const key = keyValue(settings.key, run.payload);
   if (!key.ok) return { error: { field: 'concurrency.key', message: key.error } };
-  return { queue: { key: key.value, lane: laneWorkflowId(run.automationId, key.value), limit: settings.limit, requested: run.requested } };
+  return {
+    queue: {
+      key: key.value,
+      lane: laneWorkflowId(run.automationId, key.value),
+      limit: settings.limit,
+      requested: run.requested,
+    },
+  };
 }
 
 export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, KeyView>({
@@ -68,7 +78,10 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
       return null;
     }
     knownFields(value, ['limit', 'key'], field, violations);
-    return { limit: validInteger(value.limit, CONCURRENCY_LIMITS, `${field}.limit`, violations), key: validExpression(value.key, `${field}.key`, violations) };
+    return {
+      limit: validInteger(value.limit, CONCURRENCY_LIMITS, `${field}.limit`, violations),
+      key: validExpression(value.key, `${field}.key`, violations),
+    };
   },
   stored: (value) => (isObject(value) ? (value as unknown as ConcurrencySettings) : null),
   runFlow: runQueueOf,
@@ -104,7 +117,12 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
     if (!engine.requestLanePermit) return;
     let queue: { lane: string; limit: number } | undefined;
     if (repeat) queue = engine.recordedQueue ? await engine.recordedQueue(executionId) : undefined;
-    else if (!delivery.runFails) queue = runQueueOf(settings, { automationId: delivery.automationId, payload: delivery.payload, requested: true }).queue;
+    else if (!delivery.runFails)
+      queue = runQueueOf(settings, {
+        automationId: delivery.automationId,
+        payload: delivery.payload,
+        requested: true,
+      }).queue;
     if (!queue) return;
     await engine.requestLanePermit({
       automationId: delivery.automationId,
@@ -115,7 +133,9 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
     });
   },
   dryRun: {
-    schema: keyViewSchema('The concurrency key value the run would queue under ("" without a key); null without a limit.'),
+    schema: keyViewSchema(
+      'The concurrency key value the run would queue under ("" without a key); null without a limit.',
+    ),
     view: keyView,
   },
 });

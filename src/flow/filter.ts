@@ -6,7 +6,15 @@
  */
 import { evaluate } from '../cel';
 import { isFilteredEvent, recordFilteredEvent } from '../store/flow-control';
-import { defineFlowOption, describeValue, type Evaluated, expressionSchema, failed, START, validExpression } from './option';
+import {
+  defineFlowOption,
+  describeValue,
+  type Evaluated,
+  expressionSchema,
+  failed,
+  START,
+  validExpression,
+} from './option';
 import { z } from 'zod';
 
 /** The filter's verdict over a payload; a non-bool result is an error. */
@@ -23,7 +31,9 @@ export function filterVerdict(filter: string, payload: unknown): Evaluated<boole
 export const filter = defineFlowOption({
   name: 'filter',
   scope: 'version',
-  schema: expressionSchema().meta({ description: 'CEL bool over ctx.trigger; false: the event is recorded but no run starts.' }) as z.ZodType<string>,
+  schema: expressionSchema().meta({
+    description: 'CEL bool over ctx.trigger; false: the event is recorded but no run starts.',
+  }) as z.ZodType<string>,
   validate: validExpression,
   stored: (value) => (typeof value === 'string' ? value : null),
   async decide(settings, delivery) {
@@ -46,10 +56,9 @@ export const filter = defineFlowOption({
     return decision;
   },
   dryRun: {
-    schema: z
-      .object({ matches: z.boolean().nullable(), error: z.string().nullable() })
-      .nullable()
-      .meta({ description: "The filter's verdict for the payload (false: the event would be filtered); null without a filter." }),
+    schema: z.object({ matches: z.boolean().nullable(), error: z.string().nullable() }).nullable().meta({
+      description: "The filter's verdict for the payload (false: the event would be filtered); null without a filter.",
+    }),
     view(settings, payload) {
       if (settings === null) return null;
       const verdict = filterVerdict(settings, payload);

@@ -57,9 +57,15 @@ export type FlowControlDryRun = { [O in Options as O['name']]: ViewOf<O> | null 
 export const FLOW_FIELDS = VERSION_OPTIONS.map((option) => option.name) as FlowField[];
 
 const each = <T>(fn: (option: FlowOption) => T): Record<FlowField, T> =>
-  Object.fromEntries((VERSION_OPTIONS as readonly FlowOption[]).map((option) => [option.name, fn(option)])) as Record<FlowField, T>;
+  Object.fromEntries((VERSION_OPTIONS as readonly FlowOption[]).map((option) => [option.name, fn(option)])) as Record<
+    FlowField,
+    T
+  >;
 const eachLive = <T>(fn: (option: FlowOption) => T): Record<LiveFlowField, T> =>
-  Object.fromEntries((LIVE_OPTIONS as readonly FlowOption[]).map((option) => [option.name, fn(option)])) as Record<LiveFlowField, T>;
+  Object.fromEntries((LIVE_OPTIONS as readonly FlowOption[]).map((option) => [option.name, fn(option)])) as Record<
+    LiveFlowField,
+    T
+  >;
 
 /** The options' fields of a write body (null or absent: unset); a field that is no component keeps its description. */
 export const flowInputSchemas = () =>
@@ -70,9 +76,13 @@ export const flowInputSchemas = () =>
       : option.schema.nullish();
   });
 /** The options' fields of the automation view: the draft's, then the live ones beside it. */
-export const flowViewSchemas = () => ({ ...each((option) => option.schema.nullable()), ...eachLive((option) => option.schema.nullable()) });
+export const flowViewSchemas = () => ({
+  ...each((option) => option.schema.nullable()),
+  ...eachLive((option) => option.schema.nullable()),
+});
 /** The dry run's `flowControl` (the version options'). */
-export const flowDryRunSchema = () => z.object(each((option) => option.dryRun!.schema)).meta({ description: "The draft's flow control over the payload." });
+export const flowDryRunSchema = () =>
+  z.object(each((option) => option.dryRun!.schema)).meta({ description: "The draft's flow control over the payload." });
 
 /** A stored value (an older row or snapshot has none): every option present, null when unset. */
 export function flowControlOf(value: unknown): FlowControl {
@@ -87,13 +97,22 @@ export function liveFlowControlOf(value: unknown): LiveFlowControl {
 }
 
 /** Validates one option's field of a write body (`prefix` is '' or 'automation.'); null/absent unsets it. */
-export function validateFlowField<F extends FlowField>(name: F, value: unknown, prefix: string, violations: FieldViolation[]): FlowControl[F] {
+export function validateFlowField<F extends FlowField>(
+  name: F,
+  value: unknown,
+  prefix: string,
+  violations: FieldViolation[],
+): FlowControl[F] {
   const option = (VERSION_OPTIONS as readonly FlowOption[]).find((candidate) => candidate.name === name)!;
   return option.validate(value, `${prefix}${name}`, violations) as FlowControl[F];
 }
 
 /** Every option's field of a create body (absent = unset). */
-export function validateFlowControl(body: Record<string, unknown>, prefix: string, violations: FieldViolation[]): FlowControl {
+export function validateFlowControl(
+  body: Record<string, unknown>,
+  prefix: string,
+  violations: FieldViolation[],
+): FlowControl {
   return each((option) => option.validate(body[option.name], `${prefix}${option.name}`, violations)) as FlowControl;
 }
 
@@ -149,10 +168,15 @@ const PLAIN_START: DeliveryDecision = Object.freeze({
  * 409 of the run the event already started, if any (a repeat is a 409 whatever its first delivery
  * became).
  */
-export async function decideDelivery(sources: FlowSources, facts: Omit<FlowDelivery, 'runFails'>): Promise<DeliveryDecision> {
+export async function decideDelivery(
+  sources: FlowSources,
+  facts: Omit<FlowDelivery, 'runFails'>,
+): Promise<DeliveryDecision> {
   const version = isObject(sources.version) ? sources.version : {};
   const live = isObject(sources.live) ? sources.live : {};
-  const settingsOf = (FLOW_OPTIONS as readonly FlowOption[]).map((option) => option.stored((option.scope === 'version' ? version : live)[option.name]));
+  const settingsOf = (FLOW_OPTIONS as readonly FlowOption[]).map((option) =>
+    option.stored((option.scope === 'version' ? version : live)[option.name]),
+  );
   // Nothing to ask (no option set, and no filtered event of this listener to answer a repeat of):
   // every option's decision without settings is START (test/unit/flow-registry.test.ts), so the
   // plain decision, without a turn per option.
@@ -185,7 +209,11 @@ export async function decideDelivery(sources: FlowSources, facts: Omit<FlowDeliv
     if (settings !== null) passed.push({ option, settings });
     if (decision.run) {
       // The first expression that failed decides: the run fails at once, without a lane.
-      flow = delivery.runFails ? flow : decision.run.error ? { error: decision.run.error } : { ...flow, ...decision.run };
+      flow = delivery.runFails
+        ? flow
+        : decision.run.error
+          ? { error: decision.run.error }
+          : { ...flow, ...decision.run };
       if (decision.run.error) delivery.runFails = true;
     }
   }
@@ -211,4 +239,11 @@ export { keyHash, keyValue } from './option';
 export { filterVerdict } from './filter';
 export { CONCURRENCY_LIMITS, ConcurrencySettings, LANE_QUEUE_RETRY_AFTER_SECONDS, laneWorkflowId } from './concurrency';
 export { RATE_LIMITS, RATE_PERIOD_SECONDS, RateLimitSettings, periodMs } from './rate-limit';
-export { BREAKER_MAX_REASON, BREAKER_MAX_RUNS, BREAKER_PERIOD_SECONDS, breakerPeriodMs, breakerPeriodSeconds, CircuitBreakerSettings } from './circuit-breaker';
+export {
+  BREAKER_MAX_REASON,
+  BREAKER_MAX_RUNS,
+  BREAKER_PERIOD_SECONDS,
+  breakerPeriodMs,
+  breakerPeriodSeconds,
+  CircuitBreakerSettings,
+} from './circuit-breaker';

@@ -98,7 +98,9 @@ export interface FlowOption<Name extends string = string, Settings = unknown, Vi
 }
 
 /** Declares an option, typed (src/flow/index.ts lists it). */
-export function defineFlowOption<Name extends string, Settings, View>(option: FlowOption<Name, Settings, View>): FlowOption<Name, Settings, View> {
+export function defineFlowOption<Name extends string, Settings, View>(
+  option: FlowOption<Name, Settings, View>,
+): FlowOption<Name, Settings, View> {
   return option;
 }
 
@@ -117,7 +119,12 @@ export function validExpression(value: unknown, field: string, violations: Field
   return value;
 }
 
-export function validInteger(value: unknown, [min, max]: readonly [number, number], field: string, violations: FieldViolation[]): number {
+export function validInteger(
+  value: unknown,
+  [min, max]: readonly [number, number],
+  field: string,
+  violations: FieldViolation[],
+): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     violations.push({ field, description: `must be an integer from ${min} to ${max}` });
     return min;
@@ -126,8 +133,14 @@ export function validInteger(value: unknown, [min, max]: readonly [number, numbe
 }
 
 /** Each field of `value` not in `names` is a violation of its own. */
-export function knownFields(value: Record<string, unknown>, names: string[], field: string, violations: FieldViolation[]): void {
-  for (const name of Object.keys(value)) if (!names.includes(name)) violations.push({ field: `${field}.${name}`, description: 'is not a known field' });
+export function knownFields(
+  value: Record<string, unknown>,
+  names: string[],
+  field: string,
+  violations: FieldViolation[],
+): void {
+  for (const name of Object.keys(value))
+    if (!names.includes(name)) violations.push({ field: `${field}.${name}`, description: 'is not a known field' });
 }
 
 /** What a flow expression gave: a value, or why it could not be evaluated. */
@@ -153,7 +166,8 @@ export function keyValue(key: string | null, payload: unknown): Evaluated<string
   try {
     const value = evaluate(key, { trigger: payload, steps: {} });
     if (typeof value === 'string') return { ok: true, value };
-    if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return { ok: true, value: String(value) };
+    if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+      return { ok: true, value: String(value) };
     return { ok: false, error: `must evaluate to a string, a number or a bool, not ${describeValue(value)}` };
   } catch (err) {
     return failed(err);
@@ -178,7 +192,8 @@ export function keyView(settings: { key: string | null } | null, payload: unknow
 }
 
 /** The schema of a CEL expression field over ctx.trigger. */
-export const expressionSchema = () => z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx.trigger.' });
+export const expressionSchema = () =>
+  z.string().regex(/\S/).meta({ description: 'A CEL expression over ctx.trigger.' });
 
 /** The dry-run view of a key expression. */
 export const keyViewSchema = (description: string): z.ZodType<KeyView | null> =>

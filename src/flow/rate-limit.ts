@@ -32,9 +32,15 @@ export const RateLimitSettings = z
       .string()
       .regex(/^\d{1,6}s$/)
       .meta({ description: 'Whole seconds, "1s" to "86400s".' }),
-    key: expressionSchema().nullish().meta({ description: 'The key deliveries are counted by; absent: one key for the whole automation.' }),
+    key: expressionSchema()
+      .nullish()
+      .meta({ description: 'The key deliveries are counted by; absent: one key for the whole automation.' }),
   })
-  .meta({ id: 'RateLimitSettings', description: 'At most `limit` runs start per `period` and key value; over it the delivery answers 429 with Retry-After.' });
+  .meta({
+    id: 'RateLimitSettings',
+    description:
+      'At most `limit` runs start per `period` and key value; over it the delivery answers 429 with Retry-After.',
+  });
 
 export interface RateLimitSettings {
   /** Runs per `period`, 1..10,000. */
@@ -53,7 +59,10 @@ function validPeriod(value: unknown, field: string, violations: { field: string;
   const match = typeof value === 'string' ? /^(\d{1,6})s$/.exec(value) : null;
   const seconds = match ? Number(match[1]) : NaN;
   if (!(seconds >= RATE_PERIOD_SECONDS[0] && seconds <= RATE_PERIOD_SECONDS[1])) {
-    violations.push({ field, description: `must be whole seconds from "${RATE_PERIOD_SECONDS[0]}s" to "${RATE_PERIOD_SECONDS[1]}s", e.g. "60s"` });
+    violations.push({
+      field,
+      description: `must be whole seconds from "${RATE_PERIOD_SECONDS[0]}s" to "${RATE_PERIOD_SECONDS[1]}s", e.g. "60s"`,
+    });
     return '1s';
   }
   return `${seconds}s`;
@@ -92,7 +101,10 @@ export const rateLimit = defineFlowOption<'rateLimit', RateLimitSettings, KeyVie
         retryAfterSeconds,
       };
     }
-    return { verdict: 'start', release: () => returnRateLimit(db, automationId, hash, settings.limit, periodMs(settings)) };
+    return {
+      verdict: 'start',
+      release: () => returnRateLimit(db, automationId, hash, settings.limit, periodMs(settings)),
+    };
   },
   dryRun: {
     schema: keyViewSchema('The rate-limit key value the delivery would count under; null without a limit.'),

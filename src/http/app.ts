@@ -32,13 +32,21 @@ class ServiceApp extends Koa {
 }
 
 export function createApp(deps: AppDeps): Koa {
-  const app = new ServiceApp(proxyOptions(deps.config.trustProxy), webhookFastPath(deps.webhookEndpoint, deps.metrics, deps.logger));
+  const app = new ServiceApp(
+    proxyOptions(deps.config.trustProxy),
+    webhookFastPath(deps.webhookEndpoint, deps.metrics, deps.logger),
+  );
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     try {
       await next();
     } finally {
-      deps.metrics.recordHttp(ctx.method, (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched', ctx.status, started);
+      deps.metrics.recordHttp(
+        ctx.method,
+        (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched',
+        ctx.status,
+        started,
+      );
     }
   });
   app.use(errorMiddleware(deps.logger));

@@ -42,8 +42,10 @@ let sweeper: NodeJS.Timeout | undefined;
 function sweepBodies(): void {
   const now = Date.now();
   for (const body of watched) {
-    if (body.deadlineAt !== undefined && now >= body.deadlineAt) body.fail(`request body not received within ${body.timeoutMs} ms`);
-    else if (body.rate?.tooSlow()) body.fail(`request body arrives slower than ${body.rate.minBytesPerSecond} bytes per second`);
+    if (body.deadlineAt !== undefined && now >= body.deadlineAt)
+      body.fail(`request body not received within ${body.timeoutMs} ms`);
+    else if (body.rate?.tooSlow())
+      body.fail(`request body arrives slower than ${body.rate.minBytesPerSecond} bytes per second`);
   }
 }
 
@@ -188,7 +190,10 @@ export async function readJsonObject(ctx: Context, limit = API_BODY_LIMIT): Prom
     throw invalidArgument({ field: '(body)', description: 'must be a JSON object' });
   }
   if (jsonDepth(text) > MAX_JSON_DEPTH) {
-    throw invalidArgument({ field: '(body)', description: `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels` });
+    throw invalidArgument({
+      field: '(body)',
+      description: `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+    });
   }
   const nul = pathOfNul(value);
   if (nul) throw invalidArgument({ field: fieldPath(nul), description: 'must not contain NUL characters (\\u0000)' });
@@ -217,7 +222,9 @@ function pathOfNul(root: unknown): PropertyKey[] | undefined {
     if (typeof value === 'string') {
       if (value.includes('\u0000')) return pathTo(node);
     } else if (value !== null && typeof value === 'object') {
-      const entries: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((item, i) => [i, item]) : Object.entries(value);
+      const entries: Array<[PropertyKey, unknown]> = Array.isArray(value)
+        ? value.map((item, i) => [i, item])
+        : Object.entries(value);
       for (const [key, child] of entries.reverse()) {
         if (typeof key === 'string' && key.includes('\u0000')) return pathTo(node, key.replaceAll('\u0000', '\\u0000'));
         stack.push({ value: child, key, parent: node });

@@ -22,7 +22,10 @@ const sessions = new WeakMap<AppDeps, ConsoleSessions>();
 export function sessionsOf(deps: AppDeps): ConsoleSessions {
   let found = deps.sessions ?? sessions.get(deps);
   if (!found) {
-    found = new ConsoleSessions(deps.db, { idleSeconds: deps.config.console.sessionIdleSeconds, maxSeconds: deps.config.console.sessionMaxSeconds });
+    found = new ConsoleSessions(deps.db, {
+      idleSeconds: deps.config.console.sessionIdleSeconds,
+      maxSeconds: deps.config.console.sessionMaxSeconds,
+    });
     sessions.set(deps, found);
   }
   return found;
@@ -39,7 +42,13 @@ export function sessionCookieName(deps: AppDeps): string {
 
 /** The Set-Cookie value that carries a session's id (`maxAgeSeconds` 0: the one that removes it). */
 export function sessionCookie(deps: AppDeps, value: string, maxAgeSeconds: number): string {
-  const parts = [`${sessionCookieName(deps)}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`];
+  const parts = [
+    `${sessionCookieName(deps)}=${value}`,
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Lax',
+    `Max-Age=${maxAgeSeconds}`,
+  ];
   if (secureBase(deps)) parts.push('Secure');
   return parts.join('; ');
 }
@@ -85,7 +94,8 @@ export function authenticateSession(deps: AppDeps) {
     if (UNSAFE.has(ctx.method)) {
       checkOrigin(ctx, deps);
       const token = ctx.get('x-csrf-token');
-      if (token === '' || !sameToken(token, session.csrfToken)) throw new AppError(403, 'missing or wrong X-CSRF-Token');
+      if (token === '' || !sameToken(token, session.csrfToken))
+        throw new AppError(403, 'missing or wrong X-CSRF-Token');
     }
     ctx.state.principal = session.principal;
     ctx.state.session = session;

@@ -38,7 +38,11 @@ export class AppError extends Error {
   readonly details: ErrorDetail[];
   readonly headers: Record<string, string>;
 
-  constructor(status: number, message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+  constructor(
+    status: number,
+    message: string,
+    options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {},
+  ) {
     super(message);
     this.status = status;
     this.details = options.details ?? [];
@@ -55,13 +59,19 @@ export class AppError extends Error {
 }
 
 /** The body of the one error shape for an HTTP status (what `AppError.toBody` renders). */
-export function errorBody(status: number, message: string, details: ErrorDetail[]): { code: number; message: string; details: ErrorDetail[] } {
+export function errorBody(
+  status: number,
+  message: string,
+  details: ErrorDetail[],
+): { code: number; message: string; details: ErrorDetail[] } {
   return { code: RPC_CODE[status] ?? 2, message, details };
 }
 
 type ErrorWithCode<C extends ServiceErrorCode> = Extract<KnownServiceError, { readonly code: C }>;
 
-const badRequest = (violations: FieldViolation[]): ErrorDetail[] => [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: violations }];
+const badRequest = (violations: FieldViolation[]): ErrorDetail[] => [
+  { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: violations },
+];
 const retryAfter = (seconds: number): Record<string, string> => ({ 'Retry-After': String(seconds) });
 
 /**
@@ -70,23 +80,38 @@ const retryAfter = (seconds: number): Record<string, string> => ({ 'Retry-After'
  */
 const HTTP_OF: { [C in ServiceErrorCode]: ((err: ErrorWithCode<C>) => AppError) | null } = {
   ERR_INVALID_ARGUMENT: (err) => new AppError(400, err.message, { details: badRequest(err.violations) }),
-  ERR_INVALID_PAGE_TOKEN: (err) => new AppError(400, err.message, { details: badRequest([{ field: 'page_token', description: err.message }]) }),
+  ERR_INVALID_PAGE_TOKEN: (err) =>
+    new AppError(400, err.message, { details: badRequest([{ field: 'page_token', description: err.message }]) }),
   ERR_NOT_FOUND: (err) => new AppError(404, err.message),
   ERR_FAILED_PRECONDITION: (err) =>
     new AppError(409, err.message, {
-      details: err.reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.reason, domain: 'automations' }] : [],
+      details: err.reason
+        ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: err.reason, domain: 'automations' }]
+        : [],
     }),
   ERR_STALE_REVISION: (err) => new AppError(412, err.message, { headers: { ETag: revisionTag(err.currentRevision) } }),
   ERR_CONFLICT: (err) =>
-    new AppError(409, err.message, { details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details }] }),
+    new AppError(409, err.message, {
+      details: [
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: err.details },
+      ],
+    }),
   ERR_UNAVAILABLE: (err) => new AppError(503, err.message, { headers: retryAfter(err.retryAfterSeconds) }),
   // The cause stays in the logs: the caller learns only that the engine did not answer.
-  ERR_ENGINE_UNAVAILABLE: (err) => new AppError(503, 'the workflow engine is unavailable; retry later', { headers: retryAfter(err.retryAfterSeconds) }),
+  ERR_ENGINE_UNAVAILABLE: (err) =>
+    new AppError(503, 'the workflow engine is unavailable; retry later', {
+      headers: retryAfter(err.retryAfterSeconds),
+    }),
   ERR_WEBHOOK_REJECTED: (err) => new AppError(err.status, err.message),
   // At the global cap the connection is closed too, so a flood of connections is shed.
   ERR_ADMISSION_REFUSED: (err) =>
-    new AppError(429, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), ...(err.scope === 'global' ? { Connection: 'close' } : {}) } }),
-  ERR_GUARD_REFUSED: (err) => new AppError(err.status, err.message, { headers: { ...retryAfter(err.retryAfterSeconds), 'Cache-Control': 'no-store' } }),
+    new AppError(429, err.message, {
+      headers: { ...retryAfter(err.retryAfterSeconds), ...(err.scope === 'global' ? { Connection: 'close' } : {}) },
+    }),
+  ERR_GUARD_REFUSED: (err) =>
+    new AppError(err.status, err.message, {
+      headers: { ...retryAfter(err.retryAfterSeconds), 'Cache-Control': 'no-store' },
+    }),
   // Handled where they arise (the intake answers a duplicate; a run records a step's failure); here only a fault.
   ERR_DUPLICATE_EVENT: null,
   ERR_STEP: null,
@@ -129,7 +154,9 @@ export function errorMiddleware(logger: Logger) {
       // body: both become a 405 in the error shape, keeping the Allow header.
       if ((ctx.status === 405 || ctx.status === 501) && ctx.body === undefined) {
         const allow = ctx.response.get('Allow');
-        throw new AppError(405, `method ${ctx.method} is not allowed for ${ctx.path}`, { headers: allow ? { Allow: allow } : {} });
+        throw new AppError(405, `method ${ctx.method} is not allowed for ${ctx.path}`, {
+          headers: allow ? { Allow: allow } : {},
+        });
       }
     } catch (err) {
       const error = reportError(err, logger, { method: ctx.method, path: ctx.path });
@@ -149,7 +176,10 @@ export function errorMiddleware(logger: Logger) {
 export function reportError(err: unknown, logger: Logger, request: { method: string; path: string }): AppError {
   const error = toAppError(err);
   if (error.status === 503) {
-    logger.warn({ err: { type: (err as Error)?.name, message: error.message }, ...request }, 'request refused: dependency unavailable');
+    logger.warn(
+      { err: { type: (err as Error)?.name, message: error.message }, ...request },
+      'request refused: dependency unavailable',
+    );
   } else if (error.status >= 500) {
     logger.error({ err: describe(err), ...request }, 'request failed');
   }

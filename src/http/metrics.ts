@@ -80,7 +80,9 @@ function observedFrom(histogram: Histogram<string>, series: Series<LatencyCell>)
     histogram.zero(cell.labels);
     byLabels.set(cell.labels, cell);
   }
-  const state = histogram as unknown as { hashMap: Record<string, { labels: object; bucketValues: Record<number, number>; sum: number; count: number }> };
+  const state = histogram as unknown as {
+    hashMap: Record<string, { labels: object; bucketValues: Record<number, number>; sum: number; count: number }>;
+  };
   for (const entry of Object.values(state.hashMap)) {
     const cell = byLabels.get(entry.labels as Record<string, string>);
     if (!cell) continue;
@@ -90,7 +92,12 @@ function observedFrom(histogram: Histogram<string>, series: Series<LatencyCell>)
   }
 }
 
-const latencyCell = (labels: Record<string, string>): LatencyCell => ({ labels, buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 });
+const latencyCell = (labels: Record<string, string>): LatencyCell => ({
+  labels,
+  buckets: LATENCY_BUCKETS.map(() => 0),
+  sum: 0,
+  count: 0,
+});
 
 export class Metrics {
   readonly registry = new Registry();
@@ -99,8 +106,13 @@ export class Metrics {
     labels: { method: String(method), route: String(route), status: String(status) },
     count: 0,
   }));
-  private readonly httpLatencies = new Series<LatencyCell>((method, route) => latencyCell({ method: String(method), route: String(route) }));
-  private readonly webhookCounts = new Series<CountCell>((status, reason) => ({ labels: { status: String(status), reason: String(reason) }, count: 0 }));
+  private readonly httpLatencies = new Series<LatencyCell>((method, route) =>
+    latencyCell({ method: String(method), route: String(route) }),
+  );
+  private readonly webhookCounts = new Series<CountCell>((status, reason) => ({
+    labels: { status: String(status), reason: String(reason) },
+    count: 0,
+  }));
   private readonly webhookLatencies = new Series<LatencyCell>((status) => latencyCell({ status: String(status) }));
   private summarized = 0;
   /** Where the in-flight gauge reads its value at each scrape (the webhook endpoint's admission). */

@@ -49,7 +49,11 @@ const STATUS_TEXT: Record<number, string> = {
 
 const PAGE_PARAMETERS = [
   { name: 'page_size', description: 'Page size, clamped to 10..100; default 25.', schema: { type: 'integer' } },
-  { name: 'page_token', description: 'nextPageToken of the previous page; empty or absent for the first page.', schema: { type: 'string' } },
+  {
+    name: 'page_token',
+    description: 'nextPageToken of the previous page; empty or absent for the first page.',
+    schema: { type: 'string' },
+  },
   { name: 'pageSize', description: 'Alias of page_size.', schema: { type: 'integer' } },
   { name: 'pageToken', description: 'Alias of page_token.', schema: { type: 'string' } },
 ];
@@ -62,7 +66,13 @@ interface Converted {
 }
 
 function convert(schema: z.ZodType, io: Io): Converted {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', cycles: 'ref', reused: 'inline' }) as JsonSchema;
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    cycles: 'ref',
+    reused: 'inline',
+  }) as JsonSchema;
   const { $schema: _schema, $defs, ...root } = json;
   return { root, defs: ($defs ?? {}) as Record<string, JsonSchema> };
 }
@@ -87,7 +97,8 @@ function refsOf(value: unknown, into = new Set<string>()): Set<string> {
   if (Array.isArray(value)) value.forEach((item) => refsOf(item, into));
   else if (value !== null && typeof value === 'object') {
     for (const [key, child] of Object.entries(value)) {
-      if (key === '$ref' && typeof child === 'string' && child.startsWith('#/$defs/')) into.add(child.slice('#/$defs/'.length));
+      if (key === '$ref' && typeof child === 'string' && child.startsWith('#/$defs/'))
+        into.add(child.slice('#/$defs/'.length));
       else refsOf(child, into);
     }
   }
@@ -137,7 +148,8 @@ class ComponentBuilder {
     const components: Record<string, unknown> = {};
     for (const [id, def] of this.inputDefs) components[inputName(id)] = rewriteRefs(def, inputName);
     for (const [id, def] of this.outputDefs) components[outputName(id)] = rewriteRefs(def, outputName);
-    for (const { io, root, target } of this.roots) target.schema = rewriteRefs(root, io === 'input' ? inputName : outputName);
+    for (const { io, root, target } of this.roots)
+      target.schema = rewriteRefs(root, io === 'input' ? inputName : outputName);
     return Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b)));
   }
 }
@@ -164,7 +176,10 @@ export interface OpenApiOptions {
 }
 
 /** Builds the whole document of `operations` (call once and cache: building converts every schema). */
-export function buildOpenApiDocument(options: OpenApiOptions, operations: readonly DocumentedOperation[]): Record<string, unknown> {
+export function buildOpenApiDocument(
+  options: OpenApiOptions,
+  operations: readonly DocumentedOperation[],
+): Record<string, unknown> {
   const builder = new ComponentBuilder();
   const errorHolder = builder.add(api.ErrorBody, 'output');
   const paths: Record<string, Record<string, unknown>> = {};
@@ -176,7 +191,8 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
     const statusText = { ...STATUS_TEXT, ...op.statusText };
     const parameters: Array<Record<string, unknown>> = [...pathParameters(op.path)];
     if (op.paged) parameters.push(...PAGE_PARAMETERS.map((p) => ({ ...p, in: 'query', required: false })));
-    for (const q of op.query ?? []) parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
+    for (const q of op.query ?? [])
+      parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema: q.schema });
     for (const header of op.headers ?? []) {
       parameters.push({
         name: header.name,
@@ -207,31 +223,55 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
         operation.requestBody = {
           required: op.body.required,
           ...(op.body.description ? { description: op.body.description } : {}),
-          content: op.body.form ? { 'application/x-www-form-urlencoded': media, 'application/json': media } : { 'application/json': media },
+          content: op.body.form
+            ? { 'application/x-www-form-urlencoded': media, 'application/json': media }
+            : { 'application/json': media },
         };
       }
       const responses: Record<string, unknown> = {};
       if (isText(op.ok)) {
-        responses['200'] = { description: op.ok.description, content: { [op.ok.contentType]: { schema: op.ok.schema ?? { type: 'string' } } } };
+        responses['200'] = {
+          description: op.ok.description,
+          content: { [op.ok.contentType]: { schema: op.ok.schema ?? { type: 'string' } } },
+        };
       } else {
         const okBody = {
           description: statusText[200] ?? 'OK',
-          ...(op.etag ? { headers: { ETag: { description: 'Strong ETag naming the revision; send it back in If-Match.', schema: { type: 'string' } } } } : {}),
+          ...(op.etag
+            ? {
+                headers: {
+                  ETag: {
+                    description: 'Strong ETag naming the revision; send it back in If-Match.',
+                    schema: { type: 'string' },
+                  },
+                },
+              }
+            : {}),
           content: { 'application/json': { schema: okHolder?.schema } },
         };
         responses['200'] = okBody;
-        for (const status of op.okAlso ?? []) responses[String(status)] = { ...okBody, description: STATUS_TEXT[status] ?? String(status) };
+        for (const status of op.okAlso ?? [])
+          responses[String(status)] = { ...okBody, description: STATUS_TEXT[status] ?? String(status) };
         if (acceptedHolder)
-          responses['202'] = { description: statusText[202] ?? 'Accepted', content: { 'application/json': { schema: acceptedHolder.schema } } };
+          responses['202'] = {
+            description: statusText[202] ?? 'Accepted',
+            content: { 'application/json': { schema: acceptedHolder.schema } },
+          };
       }
       for (const status of op.errors) {
         const code = RPC_CODE[status];
         const text = statusText[status] ?? String(status);
         responses[String(status)] = {
           description: op.errorSchema || code === undefined ? text : `${text} (code ${code})`,
-          ...(status === 401 && secured ? { headers: { 'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } } } } : {}),
-          ...(status === 429 || status === 503 ? { headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'string' } } } } : {}),
-          content: { 'application/json': { schema: (op.serviceErrors?.includes(status) ? errorHolder : errorBodyHolder).schema } },
+          ...(status === 401 && secured
+            ? { headers: { 'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } } } }
+            : {}),
+          ...(status === 429 || status === 503
+            ? { headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'string' } } } }
+            : {}),
+          content: {
+            'application/json': { schema: (op.serviceErrors?.includes(status) ? errorHolder : errorBodyHolder).schema },
+          },
         };
       }
       operation.responses = responses;
@@ -257,7 +297,12 @@ export function buildOpenApiDocument(options: OpenApiOptions, operations: readon
     components: {
       schemas,
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from /auth/v1/token.' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'Access token from /auth/v1/token.',
+        },
         oauth2: {
           type: 'oauth2',
           description: 'OAuth 2.0 client credentials; client_id and client_secret in the request body.',

@@ -95,7 +95,9 @@ type ParamNames<P extends string> = P extends `${string}{${infer Name}}${infer R
 /** The path parameters of an OpenAPI path template, by name. */
 export type PathParams<P extends string> = { readonly [K in ParamNames<P>]: string };
 
-type BodyOf<B> = B extends { schema: infer S extends z.ZodType; validation: 'schema' } ? z.output<S> : Record<string, unknown>;
+type BodyOf<B> = B extends { schema: infer S extends z.ZodType; validation: 'schema' }
+  ? z.output<S>
+  : Record<string, unknown>;
 
 /** What a handler gets besides the Koa context. */
 export interface Input<P extends string, B, A extends Access> {
@@ -191,9 +193,21 @@ export function mountOperations(router: Router, deps: AppDeps, operations: reado
       router[op.method](koaPath(op.path), ...guards, handler);
       continue;
     }
-    router[op.method](koaPath(op.path), authenticate(deps.tokens), requireAccess(op.access.area, op.access.mode), ...guards, handler);
+    router[op.method](
+      koaPath(op.path),
+      authenticate(deps.tokens),
+      requireAccess(op.access.area, op.access.mode),
+      ...guards,
+      handler,
+    );
     if (op.path.startsWith('/api/')) {
-      router[op.method](koaPath(`${CONSOLE_PREFIX}${op.path}`), authenticateSession(deps), requireAccess(op.access.area, op.access.mode), ...guards, handler);
+      router[op.method](
+        koaPath(`${CONSOLE_PREFIX}${op.path}`),
+        authenticateSession(deps),
+        requireAccess(op.access.area, op.access.mode),
+        ...guards,
+        handler,
+      );
     }
   }
   return router;

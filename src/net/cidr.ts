@@ -140,9 +140,12 @@ export function formatCidr(cidr: Cidr): string {
  * bare addresses. On success, every entry normalised to `network/prefix`, duplicates dropped; on
  * failure, the index of the first bad entry (-1 when the list itself is not an array).
  */
-export function parseCidrList(list: unknown): { ok: true; cidrs: string[] } | { ok: false; index: number; error: string } {
+export function parseCidrList(
+  list: unknown,
+): { ok: true; cidrs: string[] } | { ok: false; index: number; error: string } {
   if (!Array.isArray(list)) return { ok: false, index: -1, error: 'must be an array of CIDR strings' };
-  if (list.length > MAX_CIDRS) return { ok: false, index: MAX_CIDRS, error: `at most ${MAX_CIDRS} entries are allowed` };
+  if (list.length > MAX_CIDRS)
+    return { ok: false, index: MAX_CIDRS, error: `at most ${MAX_CIDRS} entries are allowed` };
   const cidrs: string[] = [];
   for (let index = 0; index < list.length; index++) {
     const entry: unknown = list[index];

@@ -35,9 +35,15 @@ const FORBIDDEN_RANGES: Cidr[] = [
 });
 
 /** Non-public ranges an outbound call may reach when private targets are allowed (ALLOW_PRIVATE_OUTBOUND). */
-const PRIVATE_RANGES: Cidr[] = ['10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '::1/128', 'fc00::/7'].map(
-  (text) => parseCidr(text) as Cidr,
-);
+const PRIVATE_RANGES: Cidr[] = [
+  '10.0.0.0/8',
+  '100.64.0.0/10',
+  '127.0.0.0/8',
+  '172.16.0.0/12',
+  '192.168.0.0/16',
+  '::1/128',
+  'fc00::/7',
+].map((text) => parseCidr(text) as Cidr);
 
 /** Cloud metadata endpoints outside the link-local ranges: refused even when private targets are allowed. */
 const METADATA_RANGES: Cidr[] = ['fd00:ec2::254/128', '100.100.100.200/32'].map((text) => parseCidr(text) as Cidr);
@@ -122,7 +128,8 @@ export function checkOutboundUrl(
   if (parsed.hostname === '') return `${label} must name a host`;
   if (rule === 'any') return undefined;
   const host = parsed.hostname.toLowerCase().replace(/\.$/, '');
-  if (rule === 'public' && (host === 'localhost' || host.endsWith('.localhost'))) return `${label} must not point to localhost`;
+  if (rule === 'public' && (host === 'localhost' || host.endsWith('.localhost')))
+    return `${label} must not point to localhost`;
   const literal = host.startsWith('[') ? host.slice(1, -1) : host;
   if (parseIp(literal) && isForbiddenAddress(literal, rule)) {
     return rule === 'public'
@@ -149,7 +156,9 @@ export function guardedLookupFor(policy: Exclude<OutboundPolicy, 'any'>): Lookup
       const first = addresses[0];
       if (first === undefined || addresses.some((entry) => isForbiddenAddress(entry.address, policy))) {
         const refused: NodeJS.ErrnoException = new Error(
-          policy === 'public' ? 'JWKS host resolves to a non-public address' : 'host resolves to a link-local, metadata or other reserved address',
+          policy === 'public'
+            ? 'JWKS host resolves to a non-public address'
+            : 'host resolves to a link-local, metadata or other reserved address',
         );
         refused.code = ADDRESS_REFUSED;
         callback(refused, '', 0);

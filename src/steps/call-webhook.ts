@@ -51,7 +51,12 @@ export const CALL_WEBHOOK_RESERVED_HEADERS: readonly string[] = [
  * Request headers the service sets on every call (the call's key; the Standard Webhooks signature
  * headers): a step may not set them.
  */
-export const CALL_WEBHOOK_SERVICE_HEADERS: readonly string[] = ['idempotency-key', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];
+export const CALL_WEBHOOK_SERVICE_HEADERS: readonly string[] = [
+  'idempotency-key',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+];
 
 /** What an HTTP header value may hold (Node refuses anything else when sending). */
 export const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
@@ -60,7 +65,11 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
 /** Headers the service sets itself (framing, hop-by-hop, the call's key and signature). */
 function serviceHeader(name: string): boolean {
   const lower = name.toLowerCase();
-  return CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) || CALL_WEBHOOK_SERVICE_HEADERS.includes(lower) || lower.startsWith('proxy-');
+  return (
+    CALL_WEBHOOK_RESERVED_HEADERS.includes(lower) ||
+    CALL_WEBHOOK_SERVICE_HEADERS.includes(lower) ||
+    lower.startsWith('proxy-')
+  );
 }
 
 const headers = boundedRecord(
@@ -74,7 +83,12 @@ const headers = boundedRecord(
 ).superRefine((record, ctx) => {
   const seen = new Set<string>();
   for (const name of Object.keys(record)) {
-    if (seen.has(name.toLowerCase())) ctx.addIssue({ code: 'custom', path: [name], message: 'header names are case-insensitive; this one is given twice' });
+    if (seen.has(name.toLowerCase()))
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: 'header names are case-insensitive; this one is given twice',
+      });
     seen.add(name.toLowerCase());
   }
 });
@@ -87,8 +101,12 @@ const schema = z
         [
           // Field names: 1 to 128 characters, no control characters.
           boundedRecord(
-            // eslint-disable-next-line no-control-regex -- the class is exactly the control characters
-            z.string().regex(/^[^\u0000-\u001f]{1,128}$/, { error: 'field names are 1 to 128 characters without control characters' }),
+            z
+              .string()
+              // eslint-disable-next-line no-control-regex -- the class is exactly the control characters
+              .regex(/^[^\u0000-\u001f]{1,128}$/, {
+                error: 'field names are 1 to 128 characters without control characters',
+              }),
             celSchema(),
             { max: MAX_WEBHOOK_BODY_FIELDS },
             `at most ${MAX_WEBHOOK_BODY_FIELDS} fields`,
@@ -128,7 +146,9 @@ type Body = z.output<typeof schema>;
 const CALL_WEBHOOK_GRACE_MS = 5_000;
 
 /** The POST, made by the callWebhook activity (activities/call-webhook.ts). */
-export const callWebhookEffect = defineEffect<CallWebhookRequest>()('callWebhook', { timeoutMs: (request) => request.timeoutMs + CALL_WEBHOOK_GRACE_MS });
+export const callWebhookEffect = defineEffect<CallWebhookRequest>()('callWebhook', {
+  timeoutMs: (request) => request.timeoutMs + CALL_WEBHOOK_GRACE_MS,
+});
 
 /**
  * The expressions of a step as one flat batch: `url`, `body` (one expression) or `body.<field>`,
@@ -145,7 +165,8 @@ export function callWebhookExpressions(fields: Body): Record<string, string> {
 /** Reassembles the evaluated values into the request; throws StepError (field path first) on a wrong type. */
 export function assembleCallWebhook(fields: Body, values: Record<string, unknown>): CallWebhookRequest {
   const url = values.url;
-  if (typeof url !== 'string' || url === '') throw new StepError(`callWebhook.url: must evaluate to a non-empty string, got ${describeValue(url)}`);
+  if (typeof url !== 'string' || url === '')
+    throw new StepError(`callWebhook.url: must evaluate to a non-empty string, got ${describeValue(url)}`);
   let body: Record<string, unknown>;
   if (typeof fields.body === 'string') {
     const value = values.body;
@@ -158,8 +179,12 @@ export function assembleCallWebhook(fields: Body, values: Record<string, unknown
   const headers: Record<string, string> = {};
   for (const name of Object.keys(fields.headers ?? {})) {
     const value = values[`headers.${name}`];
-    if (typeof value !== 'string') throw new StepError(`callWebhook.headers.${name}: must evaluate to a string, got ${describeValue(value)}`);
-    if (!HEADER_VALUE.test(value)) throw new StepError(`callWebhook.headers.${name}: must contain only tabs and printable Latin-1 characters (no line breaks)`);
+    if (typeof value !== 'string')
+      throw new StepError(`callWebhook.headers.${name}: must evaluate to a string, got ${describeValue(value)}`);
+    if (!HEADER_VALUE.test(value))
+      throw new StepError(
+        `callWebhook.headers.${name}: must contain only tabs and printable Latin-1 characters (no line breaks)`,
+      );
     headers[name] = value;
   }
   const timeoutMs = Math.min(fields.timeoutMs ?? CALL_WEBHOOK_DEFAULT_TIMEOUT_MS, CALL_WEBHOOK_MAX_TIMEOUT_MS);
@@ -180,7 +205,10 @@ export const callWebhook = defineStep({
     const values = await effects.evaluate(callWebhookExpressions(fields), 'evaluate callWebhook');
     const request = assembleCallWebhook(fields, values);
     const withSecrets = Object.keys(secret).length === 0 ? request : { ...request, secretHeaders: secret };
-    return effects.perform(callWebhookEffect, body.signature ? { ...withSecrets, signature: { secret: body.signature.secret } } : withSecrets);
+    return effects.perform(
+      callWebhookEffect,
+      body.signature ? { ...withSecrets, signature: { secret: body.signature.secret } } : withSecrets,
+    );
   },
   secretReads(body) {
     const reads: SecretRead[] = Object.entries(splitSecretHeaders(body.headers).secret).map(([header, expression]) => ({

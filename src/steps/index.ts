@@ -36,13 +36,16 @@ export const STEP_REGISTRY = {
 export type StepKind = keyof typeof STEP_REGISTRY;
 export const STEP_KINDS = Object.keys(STEP_REGISTRY) as StepKind[];
 /** Kinds that take a `retry` policy. */
-export const RETRYABLE_STEP_KINDS: readonly StepKind[] = STEP_KINDS.filter((kind) => STEP_REGISTRY[kind].retryable === true);
+export const RETRYABLE_STEP_KINDS: readonly StepKind[] = STEP_KINDS.filter(
+  (kind) => STEP_REGISTRY[kind].retryable === true,
+);
 
 /** The effects the kinds declare, by name: each is an activity of that name (activities/index.ts). */
 export type DeclaredEffect = NonNullable<(typeof STEP_REGISTRY)[StepKind]['effect']>;
 export type EffectName = DeclaredEffect['name'];
 /** The input of the effect `Name` (what its activity gets besides the EffectContext). */
-export type EffectInput<Name extends EffectName> = Extract<DeclaredEffect, { name: Name }> extends Effect<Name, infer Input> ? Input : never;
+export type EffectInput<Name extends EffectName> =
+  Extract<DeclaredEffect, { name: Name }> extends Effect<Name, infer Input> ? Input : never;
 
 type StepBodies = { [K in StepKind]: z.output<(typeof STEP_REGISTRY)[K]['schema']> };
 
@@ -93,8 +96,11 @@ async function runWhen(expression: string, step: StepDefinition, effects: StepEf
 /** The kind's interpreter; an unknown kind, or an interpreter that throws at once, rejects. */
 function runKind(step: StepDefinition, effects: StepEffects): Promise<StepOutcome> {
   const kind = stepKind(step);
-  if (kind === undefined) return Promise.reject(new StepError(`unknown step kind: expected one of ${STEP_KINDS.join(', ')}`));
-  const definition = STEP_REGISTRY[kind] as { run(body: unknown, effects: StepEffects): Promise<Record<string, unknown>> };
+  if (kind === undefined)
+    return Promise.reject(new StepError(`unknown step kind: expected one of ${STEP_KINDS.join(', ')}`));
+  const definition = STEP_REGISTRY[kind] as {
+    run(body: unknown, effects: StepEffects): Promise<Record<string, unknown>>;
+  };
   try {
     return definition.run((step as unknown as Record<string, unknown>)[kind], effects).then(done);
   } catch (err) {
@@ -135,7 +141,10 @@ export function validateSteps(
     }
     const id = raw.id;
     if (typeof id !== 'string' || !IDENTIFIER.test(id)) {
-      violations.push({ field: `${at}.id`, description: 'must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$ (it is read as ctx.steps.<id>)' });
+      violations.push({
+        field: `${at}.id`,
+        description: 'must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$ (it is read as ctx.steps.<id>)',
+      });
       return;
     }
     if (seen.has(id)) violations.push({ field: `${at}.id`, description: `step id "${id}" is used twice` });
@@ -145,13 +154,17 @@ export function validateSteps(
     };
     const kinds = STEP_KINDS.filter((kind) => raw[kind] !== undefined && raw[kind] !== null);
     if (kinds.length !== 1) {
-      violations.push({ field: at, description: `step "${id}": exactly one of ${STEP_KINDS.join(', ')} must be set (found ${kinds.length})` });
+      violations.push({
+        field: at,
+        description: `step "${id}": exactly one of ${STEP_KINDS.join(', ')} must be set (found ${kinds.length})`,
+      });
       return;
     }
     const kind = kinds[0]!;
     const step: Record<string, unknown> = { id };
     if (raw.when !== undefined && raw.when !== null) {
-      if (typeof raw.when !== 'string' || raw.when.trim() === '') violation(`${at}.when`, 'must be a CEL expression (a non-empty string)');
+      if (typeof raw.when !== 'string' || raw.when.trim() === '')
+        violation(`${at}.when`, 'must be a CEL expression (a non-empty string)');
       else {
         const problem = cel(raw.when);
         if (problem !== undefined) violation(`${at}.when`, problem);
@@ -160,7 +173,10 @@ export function validateSteps(
     }
     if (raw.retry !== undefined && raw.retry !== null) {
       if (!RETRYABLE_STEP_KINDS.includes(kind)) {
-        violations.push({ field: `${at}.retry`, description: `step "${id}": retry applies only to ${RETRYABLE_STEP_KINDS.join(', ')} steps` });
+        violations.push({
+          field: `${at}.retry`,
+          description: `step "${id}": retry applies only to ${RETRYABLE_STEP_KINDS.join(', ')} steps`,
+        });
       } else {
         step.retry = validateBody(retrySchema, raw.retry, { at: `${at}.retry`, violation, cel, secretCel }) ?? {};
       }
@@ -173,7 +189,8 @@ export function validateSteps(
       violations.push({ field: `${at}.${kind}`, description: `step "${id}": must be an object` });
       step[kind] = {};
     } else {
-      step[kind] = validateBody(STEP_REGISTRY[kind].schema, body, { at: `${at}.${kind}`, violation, cel, secretCel }) ?? {};
+      step[kind] =
+        validateBody(STEP_REGISTRY[kind].schema, body, { at: `${at}.${kind}`, violation, cel, secretCel }) ?? {};
     }
     steps.push(step as unknown as StepDefinition);
   });

@@ -149,7 +149,11 @@ export interface StepEffects {
    * one activity when the effect makes its first attempt locally. `what` names the evaluation when
    * it is one of its own.
    */
-  evaluateAndPerform<Input extends object>(effect: Effect<string, Input>, expressions: Record<string, string>, what: string): Promise<Record<string, unknown>>;
+  evaluateAndPerform<Input extends object>(
+    effect: Effect<string, Input>,
+    expressions: Record<string, string>,
+    what: string,
+  ): Promise<Record<string, unknown>>;
 }
 
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -250,7 +254,12 @@ export const integerFrom = (min: number, max: number) => {
   return z.number({ error }).int({ error }).min(min, { error }).max(max, { error });
 };
 /** A map of at most `max` (and at least `min`) entries; `error` says so. */
-export function boundedRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(key: K, value: V, bounds: { min?: number; max: number }, error: string) {
+export function boundedRecord<K extends z.core.$ZodRecordKey, V extends z.ZodType>(
+  key: K,
+  value: V,
+  bounds: { min?: number; max: number },
+  error: string,
+) {
   const min = bounds.min ?? 0;
   return z
     .record(key, value)
@@ -263,7 +272,10 @@ export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const SECRET_NAME = /^[a-z][a-z0-9_]{0,62}$/;
 
 /** The input of `effect` from its step's evaluated fields (`fromValues`, which an effect performed with `evaluateAndPerform` declares). */
-export function effectInputFrom<Input extends object>(effect: Effect<string, Input>, values: Record<string, unknown>): Input {
+export function effectInputFrom<Input extends object>(
+  effect: Effect<string, Input>,
+  values: Record<string, unknown>,
+): Input {
   if (!effect.fromValues) throw new StepError(`${effect.name}: the effect does not declare fromValues`);
   return effect.fromValues(values);
 }

@@ -21,7 +21,8 @@ export const log = defineStep({
     .meta({ id: 'LogStep', description: 'Writes one line to the run’s history and the worker’s log.' }),
   async run(body, effects) {
     const { message } = await effects.evaluate({ message: body.message }, 'evaluate log');
-    if (typeof message !== 'string') throw new StepError(`log.message: must evaluate to a string, got ${describeValue(message)}`);
+    if (typeof message !== 'string')
+      throw new StepError(`log.message: must evaluate to a string, got ${describeValue(message)}`);
     const line = message.length > MAX_LOG_LINE ? `${message.slice(0, MAX_LOG_LINE)}…` : message;
     const level = body.level ?? 'info';
     await effects.annotate(level, line);

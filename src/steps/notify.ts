@@ -29,16 +29,26 @@ export const notify = defineStep({
       webhook: z
         .string({ error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' })
         .regex(SECRET_NAME, { error: 'must name a secret: ^[a-z][a-z0-9_]{0,62}$' })
-        .meta({ description: 'The named outbound secret whose value is the incoming webhook URL (it must exist and allow the URL’s origin).' }),
+        .meta({
+          description:
+            'The named outbound secret whose value is the incoming webhook URL (it must exist and allow the URL’s origin).',
+        }),
       text: celSchema().meta({ description: 'CEL giving the message (a string).' }),
     })
-    .meta({ id: 'NotifyStep', description: 'Posts {"text": …} to a Slack-compatible incoming webhook kept as a named secret.' }),
+    .meta({
+      id: 'NotifyStep',
+      description: 'Posts {"text": …} to a Slack-compatible incoming webhook kept as a named secret.',
+    }),
   effect: notifyEffect,
   sendsCallKey: true,
   async run(body, effects) {
     const { text } = await effects.evaluate({ text: body.text }, 'evaluate notify');
-    if (typeof text !== 'string' || text === '') throw new StepError(`notify.text: must evaluate to a non-empty string, got ${describeValue(text)}`);
-    return effects.perform(notifyEffect, { webhook: body.webhook, text: text.length > MAX_NOTIFY_TEXT ? `${text.slice(0, MAX_NOTIFY_TEXT)}…` : text });
+    if (typeof text !== 'string' || text === '')
+      throw new StepError(`notify.text: must evaluate to a non-empty string, got ${describeValue(text)}`);
+    return effects.perform(notifyEffect, {
+      webhook: body.webhook,
+      text: text.length > MAX_NOTIFY_TEXT ? `${text.slice(0, MAX_NOTIFY_TEXT)}…` : text,
+    });
   },
   secretReads: (body) => [{ field: 'webhook', name: body.webhook }],
 });

@@ -6,7 +6,16 @@
  * four fields itself (`fromValues`, `evaluateAndPerform`): the step is one activity.
  */
 import { z } from 'zod';
-import { celSchema, defineEffect, defineStep, describeValue, type Effect, type EffectExpressions, type OwnershipRef, type StepEffects } from './kind';
+import {
+  celSchema,
+  defineEffect,
+  defineStep,
+  describeValue,
+  type Effect,
+  type EffectExpressions,
+  type OwnershipRef,
+  type StepEffects,
+} from './kind';
 import { StepError } from '../errors';
 
 const FIELDS = ['userId', 'roleSlug', 'appId', 'entitlementId'] as const;
@@ -21,7 +30,8 @@ function ownershipRef(effect: string): (values: Record<string, unknown>) => Owne
     const ref: Record<string, string> = {};
     for (const name of FIELDS) {
       const value = values[name];
-      if (typeof value !== 'string' || value === '') throw new StepError(`${effect}.${name}: must evaluate to a non-empty string, got ${describeValue(value)}`);
+      if (typeof value !== 'string' || value === '')
+        throw new StepError(`${effect}.${name}: must evaluate to a non-empty string, got ${describeValue(value)}`);
       ref[name] = value;
     }
     return ref as unknown as OwnershipRef;
@@ -41,7 +51,11 @@ export const deleteEntitlementOwnerEffect = defineEffect<OwnershipEffectInput>()
 });
 
 /** Evaluates the four ids (each must be a non-empty string), then performs `effect` with them. */
-function perform(effect: Effect<string, OwnershipEffectInput>, body: z.output<typeof schema>, effects: StepEffects): Promise<Record<string, unknown>> {
+function perform(
+  effect: Effect<string, OwnershipEffectInput>,
+  body: z.output<typeof schema>,
+  effects: StepEffects,
+): Promise<Record<string, unknown>> {
   return effects.evaluateAndPerform(effect, { ...body }, `evaluate ${effect.name}`);
 }
 

@@ -7,9 +7,18 @@ import { parseDuration } from '../duration';
 import { durationWithin, integerFrom } from './kind';
 
 /** Retry policy of effectful steps when the step does not set one. */
-export const RETRY_DEFAULTS = { maximumAttempts: 10, initialInterval: '1s', maximumInterval: '30s', backoffCoefficient: 2 } as const;
+export const RETRY_DEFAULTS = {
+  maximumAttempts: 10,
+  initialInterval: '1s',
+  maximumInterval: '30s',
+  backoffCoefficient: 2,
+} as const;
 /** Bounds of a step `retry` policy, checked when the automation is saved. */
-export const RETRY_LIMITS = { maximumAttempts: [1, 20], backoffCoefficient: [1, 10], maxIntervalSeconds: 3600 } as const;
+export const RETRY_LIMITS = {
+  maximumAttempts: [1, 20],
+  backoffCoefficient: [1, 10],
+  maxIntervalSeconds: 3600,
+} as const;
 
 const [minAttempts, maxAttempts] = RETRY_LIMITS.maximumAttempts;
 const [minCoefficient, maxCoefficient] = RETRY_LIMITS.backoffCoefficient;
@@ -33,7 +42,14 @@ export const retrySchema = z
     const initialMs = parseDuration(initial);
     const maximumMs = retry.maximumInterval ? parseDuration(retry.maximumInterval) : undefined;
     if (maximumMs !== undefined && initialMs !== undefined && maximumMs < initialMs) {
-      ctx.addIssue({ code: 'custom', path: ['maximumInterval'], message: `must not be shorter than initialInterval (${initial})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['maximumInterval'],
+        message: `must not be shorter than initialInterval (${initial})`,
+      });
     }
   })
-  .meta({ id: 'StepRetryPolicy', description: `Retry policy of an effectful step; intervals at most ${RETRY_LIMITS.maxIntervalSeconds}s.` });
+  .meta({
+    id: 'StepRetryPolicy',
+    description: `Retry policy of an effectful step; intervals at most ${RETRY_LIMITS.maxIntervalSeconds}s.`,
+  });

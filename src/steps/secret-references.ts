@@ -51,7 +51,8 @@ export function readsSecrets(source: string): boolean {
         continue;
       }
       // `x.secrets` is a field; `secrets` and `.secrets` (a leading dot: the root name) are the variable.
-      if (word === SECRETS_IDENTIFIER && (previous !== '.' || !/^[A-Za-z0-9_"')\]}]$/.test(beforePrevious))) return true;
+      if (word === SECRETS_IDENTIFIER && (previous !== '.' || !/^[A-Za-z0-9_"')\]}]$/.test(beforePrevious)))
+        return true;
       note('a');
       i = j;
       continue;
@@ -88,7 +89,10 @@ function skipString(source: string, start: number, raw: boolean): number {
 }
 
 /** Splits header expressions into those evaluated over ctx and those that read secrets (kept as source). */
-export function splitSecretHeaders(headers: Record<string, string> | null | undefined): { plain: Record<string, string>; secret: Record<string, string> } {
+export function splitSecretHeaders(headers: Record<string, string> | null | undefined): {
+  plain: Record<string, string>;
+  secret: Record<string, string>;
+} {
   const plain: Record<string, string> = {};
   const secret: Record<string, string> = {};
   for (const [name, source] of Object.entries(headers ?? {})) {

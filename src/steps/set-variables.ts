@@ -11,8 +11,12 @@ export const setVariables = defineStep({
     celSchema(),
     { min: 1, max: MAX_VARIABLES_PER_STEP },
     `set 1 to ${MAX_VARIABLES_PER_STEP} variables`,
-  ).meta({ id: 'SetVariablesStep', description: 'Variable name → CEL expression; read later as ctx.steps.<id>.<name>.' }),
+  ).meta({
+    id: 'SetVariablesStep',
+    description: 'Variable name → CEL expression; read later as ctx.steps.<id>.<name>.',
+  }),
   // Not async: the evaluation's promise is the step's (one promise fewer per step in a run).
-  run: (body, effects) => (Object.keys(body).length === 0 ? Promise.resolve({}) : effects.evaluate(body, 'evaluate setVariables')),
+  run: (body, effects) =>
+    Object.keys(body).length === 0 ? Promise.resolve({}) : effects.evaluate(body, 'evaluate setVariables'),
   outputFromHistory: (_body, effects) => lastResult(effects) ?? {},
 });

@@ -23,7 +23,11 @@ export interface BodyCheck {
 }
 
 /** Parses `body` with `schema`, compiles its CEL fields; answers the body normalised (null fields dropped). */
-export function validateBody<Schema extends z.ZodType>(schema: Schema, body: unknown, check: BodyCheck): z.output<Schema> | undefined {
+export function validateBody<Schema extends z.ZodType>(
+  schema: Schema,
+  body: unknown,
+  check: BodyCheck,
+): z.output<Schema> | undefined {
   const parsed = schema.safeParse(body, { error: defaultMessage });
   if (!parsed.success) {
     for (const issue of parsed.error.issues) reportIssue(issue, [], schema, check);
@@ -32,7 +36,10 @@ export function validateBody<Schema extends z.ZodType>(schema: Schema, body: unk
   const value = withoutNulls(schema, parsed.data);
   for (const field of celFieldsOf(schema, value, [])) {
     const path = joinPath(check.at, field.path);
-    const problem = field.mark.cel === 'ctx-or-secrets' && readsSecrets(field.source) ? check.secretCel(field.source) : check.cel(field.source);
+    const problem =
+      field.mark.cel === 'ctx-or-secrets' && readsSecrets(field.source)
+        ? check.secretCel(field.source)
+        : check.cel(field.source);
     if (problem !== undefined) check.violation(path, problem);
   }
   return value as z.output<Schema>;
@@ -57,14 +64,22 @@ function unwrap(schema: z.ZodType): z.ZodType {
   for (;;) {
     if (celFields.get(current)) return current;
     const def = defOf(current);
-    if (def.innerType && ['optional', 'nullable', 'default', 'prefault', 'nonoptional', 'readonly', 'catch'].includes(def.type)) current = def.innerType;
+    if (
+      def.innerType &&
+      ['optional', 'nullable', 'default', 'prefault', 'nonoptional', 'readonly', 'catch'].includes(def.type)
+    )
+      current = def.innerType;
     else if (def.type === 'pipe' && def.in) current = def.in;
     else return current;
   }
 }
 
 /** Every string the schema marks as CEL in `value` (a value the schema accepted), with its path. */
-function celFieldsOf(schema: z.ZodType, value: unknown, path: string[]): Array<{ path: string[]; source: string; mark: CelField }> {
+function celFieldsOf(
+  schema: z.ZodType,
+  value: unknown,
+  path: string[],
+): Array<{ path: string[]; source: string; mark: CelField }> {
   const mark = celFields.get(schema);
   if (mark && typeof value === 'string') return [{ path, source: value, mark }];
   const inner = unwrap(schema);
@@ -72,10 +87,14 @@ function celFieldsOf(schema: z.ZodType, value: unknown, path: string[]): Array<{
   const def = defOf(schema);
   if (value === null || value === undefined) return [];
   if (def.type === 'object' && def.shape && typeof value === 'object') {
-    return Object.entries(def.shape).flatMap(([key, child]) => celFieldsOf(child, (value as Record<string, unknown>)[key], [...path, key]));
+    return Object.entries(def.shape).flatMap(([key, child]) =>
+      celFieldsOf(child, (value as Record<string, unknown>)[key], [...path, key]),
+    );
   }
   if (def.type === 'record' && def.valueType && typeof value === 'object') {
-    return Object.entries(value as Record<string, unknown>).flatMap(([key, child]) => celFieldsOf(def.valueType!, child, [...path, key]));
+    return Object.entries(value as Record<string, unknown>).flatMap(([key, child]) =>
+      celFieldsOf(def.valueType!, child, [...path, key]),
+    );
   }
   if (def.type === 'array' && def.element && Array.isArray(value)) {
     return value.flatMap((child, index) => celFieldsOf(def.element!, child, [...path, String(index)]));
@@ -112,7 +131,11 @@ function defaultMessage(issue: z.core.$ZodRawIssue): string {
   switch (issue.code) {
     case 'invalid_type':
       if (issue.input === undefined) return 'is required';
-      return issue.expected === 'object' ? 'must be an object' : issue.expected === 'array' ? 'must be an array' : `must be ${article(String(issue.expected))}`;
+      return issue.expected === 'object'
+        ? 'must be an object'
+        : issue.expected === 'array'
+          ? 'must be an array'
+          : `must be ${article(String(issue.expected))}`;
     case 'invalid_value':
       return `must be one of ${issue.values.map((value) => String(value)).join(', ')}`;
     case 'unrecognized_keys':
@@ -122,7 +145,9 @@ function defaultMessage(issue: z.core.$ZodRawIssue): string {
     case 'too_small':
       return `must be at least ${String(issue.minimum)}`;
     case 'invalid_format':
-      return issue.format === 'regex' && 'pattern' in issue ? `must match ${String(issue.pattern)}` : `must be a valid ${issue.format}`;
+      return issue.format === 'regex' && 'pattern' in issue
+        ? `must match ${String(issue.pattern)}`
+        : `must be a valid ${issue.format}`;
     default:
       return 'is not valid';
   }
@@ -142,7 +167,10 @@ function reportIssue(issue: z.core.$ZodIssue, prefix: PropertyKey[], schema: z.Z
   if (issue.code === 'unrecognized_keys' && issue.message === UNKNOWN_FIELD) {
     const known = knownKeys(schema, path);
     for (const key of issue.keys)
-      check.violation(joinPath(check.at, [...path, key]), known.length > 0 ? `unknown field; expected ${known.join(', ')}` : 'unknown field');
+      check.violation(
+        joinPath(check.at, [...path, key]),
+        known.length > 0 ? `unknown field; expected ${known.join(', ')}` : 'unknown field',
+      );
     return;
   }
   if (issue.code === 'invalid_key') {
@@ -152,7 +180,9 @@ function reportIssue(issue: z.core.$ZodIssue, prefix: PropertyKey[], schema: z.Z
   }
   if (issue.code === 'invalid_union') {
     // The branches the value has the shape of (not refused at their root for its type).
-    const meant = issue.errors.filter((branch) => !branch.some((inner) => inner.code === 'invalid_type' && inner.path.length === 0));
+    const meant = issue.errors.filter(
+      (branch) => !branch.some((inner) => inner.code === 'invalid_type' && inner.path.length === 0),
+    );
     if (meant.length === 1) {
       for (const inner of meant[0]!) reportIssue(inner, path, schema, check);
       return;

@@ -29,20 +29,29 @@ export const waitForApproval = defineStep({
     .strictObject({
       timeout: durationWithin(MAX_APPROVAL_TIMEOUT_SECONDS, '"86400s"')
         .nullish()
-        .meta({ description: `How long to wait for a decision; at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s. Unset: until someone decides.` }),
+        .meta({
+          description: `How long to wait for a decision; at most ${MAX_APPROVAL_TIMEOUT_SECONDS}s. Unset: until someone decides.`,
+        }),
       onTimeout: z.enum(ON_TIMEOUT).nullish().meta({ description: 'What a timeout decides; default reject.' }),
-      onReject: z
-        .enum(ON_REJECT)
-        .nullish()
-        .meta({ description: 'fail (default): a rejection ends the run as FAILED; continue: later steps branch on the decision.' }),
+      onReject: z.enum(ON_REJECT).nullish().meta({
+        description:
+          'fail (default): a rejection ends the run as FAILED; continue: later steps branch on the decision.',
+      }),
     })
-    .meta({ id: 'WaitForApprovalStep', description: 'Parks the run until a person approves or rejects it (or the timeout decides).' }),
+    .meta({
+      id: 'WaitForApprovalStep',
+      description: 'Parks the run until a person approves or rejects it (or the timeout decides).',
+    }),
   async run(body, effects) {
     const timeoutMs = body.timeout ? parseDuration(body.timeout) : undefined;
     effects.park('WAITING_FOR_APPROVAL');
-    const decided = await effects.awaitApproval(timeoutMs, body.timeout ? `waiting for approval, up to ${body.timeout}` : 'waiting for approval');
+    const decided = await effects.awaitApproval(
+      timeoutMs,
+      body.timeout ? `waiting for approval, up to ${body.timeout}` : 'waiting for approval',
+    );
     const output = decided ?? { decision: 'timed_out' as const, by: null, at: null, comment: null };
-    const approved = output.decision === 'approved' || (output.decision === 'timed_out' && body.onTimeout === 'approve');
+    const approved =
+      output.decision === 'approved' || (output.decision === 'timed_out' && body.onTimeout === 'approve');
     if (!approved && (body.onReject ?? 'fail') === 'fail') {
       throw new StepError(REJECTED, { ...output });
     }

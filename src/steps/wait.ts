@@ -11,12 +11,15 @@ export const wait = defineStep({
   parks: true,
   schema: z
     .object({
-      duration: durationWithin(MAX_WAIT_SECONDS, '"3600s"').meta({ description: 'Protobuf-JSON duration, e.g. "3600s"; positive, at most one year.' }),
+      duration: durationWithin(MAX_WAIT_SECONDS, '"3600s"').meta({
+        description: 'Protobuf-JSON duration, e.g. "3600s"; positive, at most one year.',
+      }),
     })
     .meta({ id: 'WaitStep' }),
   async run(body, effects) {
     const ms = parseDuration(body.duration);
-    if (ms === undefined) throw new StepError(`wait.duration: ${JSON.stringify(body.duration)} is not a duration such as "3600s"`);
+    if (ms === undefined)
+      throw new StepError(`wait.duration: ${JSON.stringify(body.duration)} is not a duration such as "3600s"`);
     effects.park('WAITING');
     if (ms > 0) await effects.sleep(ms, `wait ${body.duration}`);
     return { duration: body.duration };

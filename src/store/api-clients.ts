@@ -59,17 +59,36 @@ export async function apiClientExists(db: Queryable, clientId: string): Promise<
 }
 
 /** Replaces the hash only when it is still `expected` (a concurrent change wins). */
-export async function replaceSecretHash(db: Queryable, id: string, secretHash: string, expected: string): Promise<void> {
-  await db.query('UPDATE api_clients SET secret_hash = $2 WHERE id = $1 AND secret_hash = $3', [id, secretHash, expected]);
+export async function replaceSecretHash(
+  db: Queryable,
+  id: string,
+  secretHash: string,
+  expected: string,
+): Promise<void> {
+  await db.query('UPDATE api_clients SET secret_hash = $2 WHERE id = $1 AND secret_hash = $3', [
+    id,
+    secretHash,
+    expected,
+  ]);
 }
 
 /** The bootstrap client's credentials and role, as the environment says. */
 export async function resetToSuperAdmin(db: Queryable, id: string, secretHash: string): Promise<void> {
-  await db.query(`UPDATE api_clients SET secret_hash = $2, roles = '["super_admin"]'::jsonb WHERE id = $1`, [id, secretHash]);
+  await db.query(`UPDATE api_clients SET secret_hash = $2, roles = '["super_admin"]'::jsonb WHERE id = $1`, [
+    id,
+    secretHash,
+  ]);
 }
 
-export async function listApiClients(db: Queryable, afterId: string | undefined, limit: number): Promise<ApiClientRecord[]> {
-  const rows = await db.query<ClientRow>('SELECT * FROM api_clients WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2', [afterId ?? null, limit]);
+export async function listApiClients(
+  db: Queryable,
+  afterId: string | undefined,
+  limit: number,
+): Promise<ApiClientRecord[]> {
+  const rows = await db.query<ClientRow>(
+    'SELECT * FROM api_clients WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
+    [afterId ?? null, limit],
+  );
   return rows.map(toRecord);
 }
 
@@ -90,6 +109,9 @@ export async function anyApiClient(db: Queryable): Promise<boolean> {
 
 /** Records that BOOTSTRAP_CLIENT_ID made this client; false when it was recorded before. */
 export async function claimBootstrapClient(db: Queryable, clientId: string): Promise<boolean> {
-  const claimed = await db.query('INSERT INTO bootstrap_clients (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING RETURNING client_id', [clientId]);
+  const claimed = await db.query(
+    'INSERT INTO bootstrap_clients (client_id) VALUES ($1) ON CONFLICT (client_id) DO NOTHING RETURNING client_id',
+    [clientId],
+  );
   return claimed.length > 0;
 }

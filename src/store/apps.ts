@@ -17,12 +17,14 @@ function toRow(raw: RawRow): AppRow {
   return { ...raw, createdAt: iso(raw.createdAt)!, updatedAt: iso(raw.updatedAt)! };
 }
 
-export async function insertApp(db: Queryable, app: { id: string; displayName: string; description: string }): Promise<AppRow> {
-  const rows = await db.query<RawRow>(`INSERT INTO apps (id, display_name, description) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`, [
-    app.id,
-    app.displayName,
-    app.description,
-  ]);
+export async function insertApp(
+  db: Queryable,
+  app: { id: string; displayName: string; description: string },
+): Promise<AppRow> {
+  const rows = await db.query<RawRow>(
+    `INSERT INTO apps (id, display_name, description) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
+    [app.id, app.displayName, app.description],
+  );
   return toRow(rows[0]!);
 }
 

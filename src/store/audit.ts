@@ -48,7 +48,10 @@ export function onBehalfOf<T>(person: ActorPerson, work: () => Promise<T>): Prom
 /** The six parameters of one audit event, in the order of AUDIT_COLUMNS (a fresh id). */
 export function auditParams(input: AuditInput): unknown[] {
   const person = actingPerson.getStore();
-  const details = person && person.actor === input.actor ? { ...input.details, name: person.name, email: person.email } : (input.details ?? {});
+  const details =
+    person && person.actor === input.actor
+      ? { ...input.details, name: person.name, email: person.email }
+      : (input.details ?? {});
   return [newId(), input.actor, input.action, input.resourceType, input.resourceId, JSON.stringify(details)];
 }
 
@@ -85,7 +88,10 @@ function auditEventOf(row: AuditRow): AuditEvent {
 }
 
 export async function listAuditEvents(db: Queryable, resourceType: string, resourceId: string): Promise<AuditEvent[]> {
-  const rows = await db.query<AuditRow>('SELECT * FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id', [resourceType, resourceId]);
+  const rows = await db.query<AuditRow>(
+    'SELECT * FROM audit_events WHERE resource_type = $1 AND resource_id = $2 ORDER BY id',
+    [resourceType, resourceId],
+  );
   return rows.map(auditEventOf);
 }
 
@@ -99,7 +105,12 @@ export interface AuditFilter {
 }
 
 /** Events newest first (by id, time-ordered), before the `before` id when given. */
-export async function listAuditTrail(db: Queryable, filter: AuditFilter, before: string | undefined, limit: number): Promise<AuditEvent[]> {
+export async function listAuditTrail(
+  db: Queryable,
+  filter: AuditFilter,
+  before: string | undefined,
+  limit: number,
+): Promise<AuditEvent[]> {
   const rows = await db.query<AuditRow>(
     `SELECT * FROM audit_events
      WHERE ($1::text IS NULL OR id < $1)

@@ -60,18 +60,34 @@ export async function recordPublishedVersion(
 }
 
 /** The latest published version of an automation: what new runs execute. */
-export async function getLatestPublishedVersion(db: Queryable, automationId: string): Promise<AutomationVersionRecord | undefined> {
-  const rows = await db.query<VersionRow>('SELECT * FROM automation_versions WHERE automation_id = $1 ORDER BY version DESC LIMIT 1', [automationId]);
+export async function getLatestPublishedVersion(
+  db: Queryable,
+  automationId: string,
+): Promise<AutomationVersionRecord | undefined> {
+  const rows = await db.query<VersionRow>(
+    'SELECT * FROM automation_versions WHERE automation_id = $1 ORDER BY version DESC LIMIT 1',
+    [automationId],
+  );
   return rows[0] ? toRecord(rows[0]) : undefined;
 }
 
-export async function getPublishedVersion(db: Queryable, automationId: string, version: number): Promise<AutomationVersionRecord | undefined> {
-  const rows = await db.query<VersionRow>('SELECT * FROM automation_versions WHERE automation_id = $1 AND version = $2', [automationId, version]);
+export async function getPublishedVersion(
+  db: Queryable,
+  automationId: string,
+  version: number,
+): Promise<AutomationVersionRecord | undefined> {
+  const rows = await db.query<VersionRow>(
+    'SELECT * FROM automation_versions WHERE automation_id = $1 AND version = $2',
+    [automationId, version],
+  );
   return rows[0] ? toRecord(rows[0]) : undefined;
 }
 
 /** The number of the latest published version of each automation (absent: never published). */
-export async function latestPublishedVersionNumbers(db: Queryable, automationIds: string[]): Promise<Map<string, number>> {
+export async function latestPublishedVersionNumbers(
+  db: Queryable,
+  automationIds: string[],
+): Promise<Map<string, number>> {
   if (automationIds.length === 0) return new Map();
   const rows = await db.query<{ automation_id: string; version: number }>(
     'SELECT automation_id, max(version) AS version FROM automation_versions WHERE automation_id = ANY($1::text[]) GROUP BY automation_id',

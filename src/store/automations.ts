@@ -73,7 +73,15 @@ export function toAutomationRecord(row: AutomationRow): AutomationRecord {
 
 export type NewAutomation = Omit<
   AutomationRecord,
-  'createdAt' | 'updatedAt' | 'published' | 'version' | 'sealedPreviousSigningSecret' | 'previousSecretExpiresAt' | 'flow' | 'revision' | 'liveFlow'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'published'
+  | 'version'
+  | 'sealedPreviousSigningSecret'
+  | 'previousSecretExpiresAt'
+  | 'flow'
+  | 'revision'
+  | 'liveFlow'
 > & { flow?: StoredFlow };
 
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
@@ -94,18 +102,35 @@ export async function insertAutomation(db: Queryable, input: NewAutomation): Pro
   return toAutomationRecord(rows[0]!);
 }
 
-export async function getAutomation(db: Queryable, id: string, forUpdate = false): Promise<AutomationRecord | undefined> {
-  const rows = await db.query<AutomationRow>(`SELECT * FROM automations WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [id]);
+export async function getAutomation(
+  db: Queryable,
+  id: string,
+  forUpdate = false,
+): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(
+    `SELECT * FROM automations WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+    [id],
+  );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
-export async function getAutomationByListener(db: Queryable, listenerId: string): Promise<AutomationRecord | undefined> {
+export async function getAutomationByListener(
+  db: Queryable,
+  listenerId: string,
+): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>('SELECT * FROM automations WHERE listener_id = $1', [listenerId]);
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
-export async function listAutomations(db: Queryable, afterId: string | undefined, limit: number): Promise<AutomationRecord[]> {
-  const rows = await db.query<AutomationRow>('SELECT * FROM automations WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2', [afterId ?? null, limit]);
+export async function listAutomations(
+  db: Queryable,
+  afterId: string | undefined,
+  limit: number,
+): Promise<AutomationRecord[]> {
+  const rows = await db.query<AutomationRow>(
+    'SELECT * FROM automations WHERE ($1::text IS NULL OR id > $1) ORDER BY id LIMIT $2',
+    [afterId ?? null, limit],
+  );
   return rows.map(toAutomationRecord);
 }
 
@@ -131,11 +156,15 @@ export async function saveAutomation(db: Queryable, record: AutomationRecord): P
   return toAutomationRecord(rows[0]!);
 }
 
-export async function setPublished(db: Queryable, id: string, published: boolean): Promise<AutomationRecord | undefined> {
-  const rows = await db.query<AutomationRow>('UPDATE automations SET published = $2, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *', [
-    id,
-    published,
-  ]);
+export async function setPublished(
+  db: Queryable,
+  id: string,
+  published: boolean,
+): Promise<AutomationRecord | undefined> {
+  const rows = await db.query<AutomationRow>(
+    'UPDATE automations SET published = $2, revision = revision + 1, updated_at = now() WHERE id = $1 RETURNING *',
+    [id, published],
+  );
   return rows[0] ? toAutomationRecord(rows[0]) : undefined;
 }
 
@@ -158,7 +187,12 @@ export async function setSealedSigningSecret(
 }
 
 /** Sets (or, with null, removes) a live flow option's settings; a write to the automation (its revision advances). */
-export async function setLiveFlowOption(db: Queryable, id: string, name: string, settings: unknown): Promise<AutomationRecord | undefined> {
+export async function setLiveFlowOption(
+  db: Queryable,
+  id: string,
+  name: string,
+  settings: unknown,
+): Promise<AutomationRecord | undefined> {
   const rows = await db.query<AutomationRow>(
     `UPDATE automations SET live_flow = CASE WHEN $3::jsonb IS NULL THEN live_flow - $2 ELSE live_flow || jsonb_build_object($2::text, $3::jsonb) END,
        revision = revision + 1, updated_at = now()
@@ -175,6 +209,9 @@ export async function deleteAutomation(db: Queryable, id: string): Promise<boole
 /** The display names of the automations among `ids` that exist, by id (one statement). */
 export async function automationNames(db: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.query<{ id: string; display_name: string }>('SELECT id, display_name FROM automations WHERE id = ANY($1::text[])', [[...new Set(ids)]]);
+  const rows = await db.query<{ id: string; display_name: string }>(
+    'SELECT id, display_name FROM automations WHERE id = ANY($1::text[])',
+    [[...new Set(ids)]],
+  );
   return new Map(rows.map((row) => [row.id, row.display_name]));
 }

@@ -90,7 +90,11 @@ export interface NewBulkSet {
 const INSERT_CHUNK = 10_000;
 
 /** Records an action or a preview with its matched set, in the caller's transaction. */
-export async function insertBulkSet(tx: Queryable, set: NewBulkSet, runIds: readonly string[]): Promise<BulkActionRecord> {
+export async function insertBulkSet(
+  tx: Queryable,
+  set: NewBulkSet,
+  runIds: readonly string[],
+): Promise<BulkActionRecord> {
   const rows = await tx.query<BulkActionRow>(
     `INSERT INTO bulk_actions (id, action, automation_id, filter, reason, actor, state, matched, where_errors, preview_id, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $11::integer IS NULL THEN NULL ELSE now() + make_interval(secs => $11::integer) END)
@@ -121,10 +125,10 @@ export async function insertBulkSet(tx: Queryable, set: NewBulkSet, runIds: read
 
 /** An action made from a preview takes the preview's set, in its order. */
 export async function copyPreviewRuns(tx: Queryable, previewId: string, actionId: string): Promise<void> {
-  await tx.query(`INSERT INTO bulk_action_runs (bulk_action_id, seq, run_id) SELECT $2, seq, run_id FROM bulk_action_runs WHERE bulk_action_id = $1`, [
-    previewId,
-    actionId,
-  ]);
+  await tx.query(
+    `INSERT INTO bulk_action_runs (bulk_action_id, seq, run_id) SELECT $2, seq, run_id FROM bulk_action_runs WHERE bulk_action_id = $1`,
+    [previewId, actionId],
+  );
 }
 
 /** Forgets previews past their expiry (their sets go with them). */
@@ -133,7 +137,10 @@ export async function deleteExpiredPreviews(db: Queryable): Promise<void> {
 }
 
 /** A bulk action or a preview (`expired`: a preview past its time). */
-export async function getBulkAction(db: Queryable, id: string): Promise<(BulkActionRecord & { expired: boolean }) | undefined> {
+export async function getBulkAction(
+  db: Queryable,
+  id: string,
+): Promise<(BulkActionRecord & { expired: boolean }) | undefined> {
   const rows = await db.query<BulkActionRow & { expired: boolean }>(
     `SELECT *, (expires_at IS NOT NULL AND expires_at < now()) AS expired FROM bulk_actions WHERE id = $1`,
     [id],
@@ -142,7 +149,11 @@ export async function getBulkAction(db: Queryable, id: string): Promise<(BulkAct
 }
 
 /** Bulk actions (never previews), newest first, before the id `before`. */
-export async function listBulkActions(db: Queryable, before: string | undefined, limit: number): Promise<BulkActionRecord[]> {
+export async function listBulkActions(
+  db: Queryable,
+  before: string | undefined,
+  limit: number,
+): Promise<BulkActionRecord[]> {
   const rows = await db.query<BulkActionRow>(
     `SELECT * FROM bulk_actions WHERE state <> 'PREVIEW' AND ($1::text IS NULL OR id < $1) ORDER BY id DESC LIMIT $2`,
     [before ?? null, limit],
@@ -161,13 +172,19 @@ export async function runningBulkActionIds(db: Queryable, olderThanSeconds: numb
 
 /** The first `limit` run ids of a set, in order. */
 export async function bulkSetSample(db: Queryable, id: string, limit: number): Promise<string[]> {
-  const rows = await db.query<{ run_id: string }>('SELECT run_id FROM bulk_action_runs WHERE bulk_action_id = $1 ORDER BY seq LIMIT $2', [id, limit]);
+  const rows = await db.query<{ run_id: string }>(
+    'SELECT run_id FROM bulk_action_runs WHERE bulk_action_id = $1 ORDER BY seq LIMIT $2',
+    [id, limit],
+  );
   return rows.map((row) => row.run_id);
 }
 
 /** Every run id of a set, in order (tests and the audit check read it). */
 export async function bulkSetRunIds(db: Queryable, id: string): Promise<string[]> {
-  const rows = await db.query<{ run_id: string }>('SELECT run_id FROM bulk_action_runs WHERE bulk_action_id = $1 ORDER BY seq', [id]);
+  const rows = await db.query<{ run_id: string }>(
+    'SELECT run_id FROM bulk_action_runs WHERE bulk_action_id = $1 ORDER BY seq',
+    [id],
+  );
   return rows.map((row) => row.run_id);
 }
 
@@ -209,7 +226,11 @@ export async function pendingRuns(db: Queryable, id: string, limit: number): Pro
  * for each run claimed, whether an earlier attempt had claimed it already (that attempt may have
  * acted before it died); a run missing from the answer may not be acted on.
  */
-export async function claimRuns(db: Queryable, id: string, seqs: readonly number[]): Promise<Map<number, { claimedBefore: boolean }>> {
+export async function claimRuns(
+  db: Queryable,
+  id: string,
+  seqs: readonly number[],
+): Promise<Map<number, { claimedBefore: boolean }>> {
   // `prior` reads the rows as they were before this statement's update: their earlier claims.
   const rows = await db.query<{ seq: number | string; before: Date | string | null }>(
     `WITH prior AS (SELECT seq, claimed_at FROM bulk_action_runs WHERE bulk_action_id = $1 AND seq = ANY($2::integer[]))
@@ -235,7 +256,11 @@ export interface RunOutcome {
  * counted, so a second write of the same runs changes nothing. Answers how many were written and
  * whether the action is still RUNNING (the page stops acting when it is not).
  */
-export async function recordOutcomes(db: Queryable, id: string, outcomes: readonly RunOutcome[]): Promise<{ written: number; running: boolean }> {
+export async function recordOutcomes(
+  db: Queryable,
+  id: string,
+  outcomes: readonly RunOutcome[],
+): Promise<{ written: number; running: boolean }> {
   const rows = await db.query<{ written: number | string; state: BulkActionState }>(
     `WITH given AS (
        SELECT * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[]) AS g(seq, outcome, reason, new_execution_id)
@@ -254,7 +279,13 @@ export async function recordOutcomes(db: Queryable, id: string, outcomes: readon
        RETURNING state
      )
      SELECT (SELECT count(*) FROM written) AS written, state FROM counted`,
-    [id, outcomes.map((o) => o.seq), outcomes.map((o) => o.outcome), outcomes.map((o) => o.reason), outcomes.map((o) => o.newExecutionId)],
+    [
+      id,
+      outcomes.map((o) => o.seq),
+      outcomes.map((o) => o.outcome),
+      outcomes.map((o) => o.reason),
+      outcomes.map((o) => o.newExecutionId),
+    ],
   );
   return { written: Number(rows[0]?.written ?? 0), running: rows[0]?.state === 'RUNNING' };
 }
@@ -263,12 +294,24 @@ export async function recordOutcomes(db: Queryable, id: string, outcomes: readon
 export async function bulkRunOutcomes(
   db: Queryable,
   id: string,
-): Promise<Array<{ runId: string; outcome: BulkOutcome | null; reason: string | null; newExecutionId: string | null }>> {
-  const rows = await db.query<{ run_id: string; outcome: BulkOutcome | null; outcome_reason: string | null; new_execution_id: string | null }>(
+): Promise<
+  Array<{ runId: string; outcome: BulkOutcome | null; reason: string | null; newExecutionId: string | null }>
+> {
+  const rows = await db.query<{
+    run_id: string;
+    outcome: BulkOutcome | null;
+    outcome_reason: string | null;
+    new_execution_id: string | null;
+  }>(
     'SELECT run_id, outcome, outcome_reason, new_execution_id FROM bulk_action_runs WHERE bulk_action_id = $1 ORDER BY seq',
     [id],
   );
-  return rows.map((row) => ({ runId: row.run_id, outcome: row.outcome, reason: row.outcome_reason, newExecutionId: row.new_execution_id }));
+  return rows.map((row) => ({
+    runId: row.run_id,
+    outcome: row.outcome,
+    reason: row.outcome_reason,
+    newExecutionId: row.new_execution_id,
+  }));
 }
 
 /**
@@ -306,7 +349,8 @@ export async function inBulkSet(db: Queryable, id: string, runId: string): Promi
 
 /** Removes an action or a preview with its set (and, with `withAudit`, its audit record: an action that never started). */
 export async function deleteBulkAction(tx: Queryable, id: string, withAudit = false): Promise<void> {
-  if (withAudit) await tx.query(`DELETE FROM audit_events WHERE resource_type = 'bulk_action' AND resource_id = $1`, [id]);
+  if (withAudit)
+    await tx.query(`DELETE FROM audit_events WHERE resource_type = 'bulk_action' AND resource_id = $1`, [id]);
   await tx.query('DELETE FROM bulk_actions WHERE id = $1', [id]);
 }
 

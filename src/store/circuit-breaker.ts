@@ -21,15 +21,23 @@ export interface BreakerTake {
  * Counts the run `runId` in the sliding window of `periodMs`, or pauses it when the breaker is open
  * or the window already holds `maxRuns`: one statement.
  */
-export async function takeBreaker(db: Queryable, automationId: string, runId: string, maxRuns: number, periodMs: number): Promise<BreakerTake> {
-  const rows = await db.query<{ decision: string; inserted: boolean; tripped: Date | null }>('SELECT * FROM breaker_take($1, $2, $3, $4)', [
-    automationId,
-    runId,
-    maxRuns,
-    periodMs,
-  ]);
+export async function takeBreaker(
+  db: Queryable,
+  automationId: string,
+  runId: string,
+  maxRuns: number,
+  periodMs: number,
+): Promise<BreakerTake> {
+  const rows = await db.query<{ decision: string; inserted: boolean; tripped: Date | null }>(
+    'SELECT * FROM breaker_take($1, $2, $3, $4)',
+    [automationId, runId, maxRuns, periodMs],
+  );
   const row = rows[0]!;
-  return { decision: row.decision === 'paused' ? 'paused' : 'counted', inserted: row.inserted, trippedAt: iso(row.tripped) ?? null };
+  return {
+    decision: row.decision === 'paused' ? 'paused' : 'counted',
+    inserted: row.inserted,
+    trippedAt: iso(row.tripped) ?? null,
+  };
 }
 
 /** Gives back what `takeBreaker` took for a run that was not started (a repeat, or the engine refused it). */
@@ -45,7 +53,11 @@ export interface BreakerState {
 }
 
 /** The state of an automation's breaker; the window is counted exactly (the runs still in it). */
-export async function breakerState(db: Queryable, automationId: string, periodMs: number | null): Promise<BreakerState> {
+export async function breakerState(
+  db: Queryable,
+  automationId: string,
+  periodMs: number | null,
+): Promise<BreakerState> {
   const rows = await db.query<{ tripped_at: Date | null; paused: string | number; counted: string | number }>(
     `SELECT (SELECT tripped_at FROM breaker_state WHERE automation_id = $1) AS tripped_at,
             (SELECT count(*) FROM breaker_runs WHERE automation_id = $1 AND status = 'paused') AS paused,
@@ -59,9 +71,10 @@ export async function breakerState(db: Queryable, automationId: string, periodMs
 
 /** The ids of an automation's paused runs, in the order their events were accepted. */
 export async function pausedRuns(db: Queryable, automationId: string): Promise<string[]> {
-  const rows = await db.query<{ run_id: string }>("SELECT run_id FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' ORDER BY seq", [
-    automationId,
-  ]);
+  const rows = await db.query<{ run_id: string }>(
+    "SELECT run_id FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' ORDER BY seq",
+    [automationId],
+  );
   return rows.map((row) => row.run_id);
 }
 
@@ -74,23 +87,35 @@ export async function releasePaused(db: Db, automationId: string, runIds: string
   return db.transaction(async (tx) => {
     await tx.query('SELECT 1 FROM breaker_state WHERE automation_id = $1 FOR UPDATE', [automationId]);
     if (runIds.length > 0) {
-      await tx.query("DELETE FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' AND run_id = ANY($2::text[])", [automationId, runIds]);
+      await tx.query(
+        "DELETE FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' AND run_id = ANY($2::text[])",
+        [automationId, runIds],
+      );
     }
-    const others = await tx.query("SELECT 1 FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' LIMIT 1", [automationId]);
+    const others = await tx.query("SELECT 1 FROM breaker_runs WHERE automation_id = $1 AND status = 'paused' LIMIT 1", [
+      automationId,
+    ]);
     if (others.length > 0) return false;
     await tx.query("DELETE FROM breaker_runs WHERE automation_id = $1 AND status = 'counted'", [automationId]);
-    await tx.query('UPDATE breaker_state SET runs_in_period = 0, tripped_at = NULL WHERE automation_id = $1', [automationId]);
+    await tx.query('UPDATE breaker_state SET runs_in_period = 0, tripped_at = NULL WHERE automation_id = $1', [
+      automationId,
+    ]);
     return true;
   });
 }
 
 /** Forgets one paused run (it was canceled or terminated on its own); the breaker stays as it is. */
 export async function forgetPausedRun(db: Queryable, automationId: string, runId: string): Promise<void> {
-  await db.query("DELETE FROM breaker_runs WHERE automation_id = $1 AND run_id = $2 AND status = 'paused'", [automationId, runId]);
+  await db.query("DELETE FROM breaker_runs WHERE automation_id = $1 AND run_id = $2 AND status = 'paused'", [
+    automationId,
+    runId,
+  ]);
 }
 
 /** The automations whose breaker is open (the metric `automation_breaker_open`). */
 export async function openBreakers(db: Queryable): Promise<string[]> {
-  const rows = await db.query<{ automation_id: string }>('SELECT automation_id FROM breaker_state WHERE tripped_at IS NOT NULL');
+  const rows = await db.query<{ automation_id: string }>(
+    'SELECT automation_id FROM breaker_state WHERE tripped_at IS NOT NULL',
+  );
   return rows.map((row) => row.automation_id);
 }

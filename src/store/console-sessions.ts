@@ -49,12 +49,28 @@ function toRecord(row: SessionRow): SessionRecord {
 
 export async function insertSession(
   db: Queryable,
-  input: { idHash: string; csrfToken: string; actor: string; person: SessionPerson; roles: string[]; now: Date; expiresAt: Date },
+  input: {
+    idHash: string;
+    csrfToken: string;
+    actor: string;
+    person: SessionPerson;
+    roles: string[];
+    now: Date;
+    expiresAt: Date;
+  },
 ): Promise<void> {
   await db.query(
     `INSERT INTO console_sessions (id_hash, csrf_token, actor, person, roles, created_at, last_seen_at, expires_at)
      VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $6, $7)`,
-    [input.idHash, input.csrfToken, input.actor, JSON.stringify(input.person), JSON.stringify(input.roles), input.now, input.expiresAt],
+    [
+      input.idHash,
+      input.csrfToken,
+      input.actor,
+      JSON.stringify(input.person),
+      JSON.stringify(input.roles),
+      input.now,
+      input.expiresAt,
+    ],
   );
 }
 
@@ -65,7 +81,11 @@ export async function sessionByHash(db: Queryable, idHash: string): Promise<Sess
 
 /** Writes the last-seen time and the idle expiry of a session still present. */
 export async function touchSession(db: Queryable, idHash: string, now: Date, expiresAt: Date): Promise<void> {
-  await db.query('UPDATE console_sessions SET last_seen_at = $2, expires_at = $3 WHERE id_hash = $1', [idHash, now, expiresAt]);
+  await db.query('UPDATE console_sessions SET last_seen_at = $2, expires_at = $3 WHERE id_hash = $1', [
+    idHash,
+    now,
+    expiresAt,
+  ]);
 }
 
 export async function deleteSession(db: Queryable, idHash: string): Promise<void> {
@@ -91,23 +111,27 @@ export interface PendingLogin {
   returnTo: string;
 }
 
-export async function insertPendingLogin(db: Queryable, stateHash: string, login: PendingLogin, expiresAt: Date): Promise<void> {
-  await db.query('INSERT INTO console_logins (state_hash, browser_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-    stateHash,
-    login.browserHash,
-    login.nonce,
-    login.codeVerifier,
-    login.returnTo,
-    expiresAt,
-  ]);
+export async function insertPendingLogin(
+  db: Queryable,
+  stateHash: string,
+  login: PendingLogin,
+  expiresAt: Date,
+): Promise<void> {
+  await db.query(
+    'INSERT INTO console_logins (state_hash, browser_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [stateHash, login.browserHash, login.nonce, login.codeVerifier, login.returnTo, expiresAt],
+  );
 }
 
 /** Takes (reads and deletes, so that a state serves once) a sign-in still under way at `now`. */
 export async function takePendingLogin(db: Queryable, stateHash: string, now: Date): Promise<PendingLogin | undefined> {
-  const rows = await db.query<{ browser_hash: string; nonce: string; code_verifier: string; return_to: string; expires_at: Date }>(
-    'DELETE FROM console_logins WHERE state_hash = $1 RETURNING *',
-    [stateHash],
-  );
+  const rows = await db.query<{
+    browser_hash: string;
+    nonce: string;
+    code_verifier: string;
+    return_to: string;
+    expires_at: Date;
+  }>('DELETE FROM console_logins WHERE state_hash = $1 RETURNING *', [stateHash]);
   const row = rows[0];
   if (!row || new Date(row.expires_at).getTime() <= now.getTime()) return undefined;
   return { browserHash: row.browser_hash, nonce: row.nonce, codeVerifier: row.code_verifier, returnTo: row.return_to };

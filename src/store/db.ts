@@ -24,7 +24,9 @@ export interface DbOptions {
 
 export async function openDb(options: DbOptions): Promise<Db> {
   if (!options.databaseUrl && !options.dataDir) return openMemoryPglite(options.image);
-  const db = options.databaseUrl ? await openPostgres(options.databaseUrl, options.schema) : await openPglite(options.dataDir);
+  const db = options.databaseUrl
+    ? await openPostgres(options.databaseUrl, options.schema)
+    : await openPglite(options.dataDir);
   try {
     await migrate(db);
   } catch (err) {
@@ -54,7 +56,9 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
     async query<R>(sql: string, params: unknown[] = [], options?: QueryOptions): Promise<R[]> {
       try {
         // A named query: pg prepares it on each pooled connection the first time and reuses it.
-        const rows = options?.prepare ? (await pool.query({ name: options.prepare, text: sql, values: params })).rows : (await pool.query(sql, params)).rows;
+        const rows = options?.prepare
+          ? (await pool.query({ name: options.prepare, text: sql, values: params })).rows
+          : (await pool.query(sql, params)).rows;
         return rows as R[];
       } catch (err) {
         throw storeError(err);
@@ -117,7 +121,11 @@ async function openMemoryPglite(image: Blob | undefined): Promise<Db> {
   }
   const { PGlite } = await import('@electric-sql/pglite');
   const db = wrapPglite(
-    await PGlite.create({ loadDataDir: template, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }),
+    await PGlite.create({
+      loadDataDir: template,
+      startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
+      extensions: await pgliteExtensions(),
+    }),
   );
   await migrate(db);
   return db;
@@ -167,7 +175,11 @@ export async function initPgliteDataDir(dataDir: string): Promise<void> {
   const { PGlite } = await import('@electric-sql/pglite');
   fs.mkdirSync(path.dirname(dataDir), { recursive: true });
   const fresh = wrapPglite(
-    await PGlite.create({ dataDir, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS], extensions: await pgliteExtensions() }),
+    await PGlite.create({
+      dataDir,
+      startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS],
+      extensions: await pgliteExtensions(),
+    }),
   );
   try {
     await migrate(fresh);
@@ -201,17 +213,28 @@ interface PreparedPglite {
  * and the parse and plan of `pg.query`. It takes PGlite's two locks as `pg.query` does, so it never
  * runs inside another caller's transaction.
  */
-async function preparedPgliteQuery(pg: PGlite, prepared: Map<string, PreparedPglite>, name: string, sql: string, params: unknown[]): Promise<unknown[]> {
+async function preparedPgliteQuery(
+  pg: PGlite,
+  prepared: Map<string, PreparedPglite>,
+  name: string,
+  sql: string,
+  params: unknown[],
+): Promise<unknown[]> {
   pgliteModule ??= loadPglite();
   const { protocol, parse } = await pgliteModule;
   const { serialize } = protocol;
   return pg._runExclusiveTransaction(() =>
     pg._runExclusiveQuery(async () => {
       let statement = prepared.get(name);
-      if (statement && statement.sql !== sql) throw new Error(`prepared statement ${name} was prepared with another text`);
+      if (statement && statement.sql !== sql)
+        throw new Error(`prepared statement ${name} was prepared with another text`);
       if (!statement) {
         const { messages } = await pg.execProtocol(
-          concatBytes([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]),
+          concatBytes([
+            serialize.parse({ name, text: sql }),
+            serialize.describe({ type: 'S', name }),
+            serialize.sync(),
+          ]),
           {
             syncToFs: false,
           },
@@ -227,7 +250,12 @@ async function preparedPgliteQuery(pg: PGlite, prepared: Map<string, PreparedPgl
         return serializer ? serializer(param) : String(param);
       });
       const { messages } = await pg.execProtocol(
-        concatBytes([serialize.bind({ statement: name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
+        concatBytes([
+          serialize.bind({ statement: name, values }),
+          serialize.describe({ type: 'P' }),
+          serialize.execute({}),
+          serialize.sync(),
+        ]),
       );
       return parse.parseResults(messages, pg.parsers)[0]!.rows;
     }),
@@ -253,14 +281,18 @@ function wrapPglite(pg: PGlite): Db {
     try {
       return await fn();
     } catch (err) {
-      throw pg.closed || (err instanceof Error && err.name === 'RuntimeError') ? new UnavailableError('the database is unavailable; retry later', 2) : err;
+      throw pg.closed || (err instanceof Error && err.name === 'RuntimeError')
+        ? new UnavailableError('the database is unavailable; retry later', 2)
+        : err;
     }
   };
   return {
     kind: 'pglite',
     query: <R>(sql: string, params: unknown[] = [], options?: QueryOptions): Promise<R[]> =>
       guarded(async () =>
-        options?.prepare ? ((await preparedPgliteQuery(pg, prepared, options.prepare, sql, params)) as R[]) : (await pg.query<R>(sql, params)).rows,
+        options?.prepare
+          ? ((await preparedPgliteQuery(pg, prepared, options.prepare, sql, params)) as R[])
+          : (await pg.query<R>(sql, params)).rows,
       ),
     transaction: <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> =>
       guarded(() =>
@@ -362,7 +394,9 @@ export function storeError(err: unknown): unknown {
   const unreachable =
     // Class 08 is "connection exception", except 08P01 (protocol violation: a malformed query, a bug).
     (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) ||
-    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(message);
+    /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/.test(
+      message,
+    );
   return unreachable ? new UnavailableError('the database is unavailable; retry later', 2) : err;
 }
 

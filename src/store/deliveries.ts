@@ -46,7 +46,17 @@ export async function insertDeliveries(db: Queryable, records: readonly Delivery
   if (records.length === 0) return;
   const params: unknown[] = [];
   const rows = records.map((r, i) => {
-    params.push(r.id, r.automationId, r.receivedAt, r.status, r.reason, r.eventId, r.sourceAddress, r.executionId, r.latencyMs);
+    params.push(
+      r.id,
+      r.automationId,
+      r.receivedAt,
+      r.status,
+      r.reason,
+      r.eventId,
+      r.sourceAddress,
+      r.executionId,
+      r.latencyMs,
+    );
     const base = i * COLUMNS;
     return `($${base + 1}, $${base + 2}, $${base + 3}::timestamptz, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7}, $${base + 8}, $${base + 9})`;
   });
@@ -107,10 +117,15 @@ export async function listDeliveries(
 
 /** Counts of deliveries not kept in detail, newest minute first, within the retention. */
 export async function listDeliveryCounts(db: Queryable, automationId: string): Promise<DeliveryCount[]> {
-  const rows = await db.query<{ automation_id: string; minute: Date; status: number; reason: string; count: string | number }>(
-    'SELECT * FROM webhook_delivery_counts WHERE automation_id = $1 ORDER BY minute DESC, status, reason',
-    [automationId],
-  );
+  const rows = await db.query<{
+    automation_id: string;
+    minute: Date;
+    status: number;
+    reason: string;
+    count: string | number;
+  }>('SELECT * FROM webhook_delivery_counts WHERE automation_id = $1 ORDER BY minute DESC, status, reason', [
+    automationId,
+  ]);
   return rows.map((row) => ({
     automationId: row.automation_id,
     minute: iso(row.minute) ?? '',

@@ -15,7 +15,11 @@ export async function openEmbeddedStore(storeDir: string, onCreated?: () => void
   v8.setFlagsFromString('--liftoff-only');
   if (!pgliteDataDirExists(storeDir)) {
     // initdb's memory leaves with a child process instead of staying resident here.
-    await runNodeChild(path.join(__dirname, `init-pglite${path.extname(__filename)}`), [storeDir], 'creating the embedded store');
+    await runNodeChild(
+      path.join(__dirname, `init-pglite${path.extname(__filename)}`),
+      [storeDir],
+      'creating the embedded store',
+    );
     onCreated?.();
   }
   return openDb({ dataDir: storeDir });

@@ -63,7 +63,12 @@ export function toEntitlementRow(raw: RawEntitlementRow): EntitlementRow {
   };
 }
 
-export async function insertEntitlement(db: Queryable, id: string, appId: string, columns: EntitlementColumns): Promise<EntitlementRow> {
+export async function insertEntitlement(
+  db: Queryable,
+  id: string,
+  appId: string,
+  columns: EntitlementColumns,
+): Promise<EntitlementRow> {
   const rows = await db.query<RawEntitlementRow>(
     `INSERT INTO app_entitlements (id, app_id, alias, display_name, description, slug, record)
      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING ${COLUMNS}`,
@@ -86,7 +91,12 @@ export async function findLiveEntitlement(
   return rows[0] && toEntitlementRow(rows[0]);
 }
 
-export async function updateEntitlement(db: Queryable, appId: string, id: string, columns: EntitlementColumns): Promise<EntitlementRow | undefined> {
+export async function updateEntitlement(
+  db: Queryable,
+  appId: string,
+  id: string,
+  columns: EntitlementColumns,
+): Promise<EntitlementRow | undefined> {
   const rows = await db.query<RawEntitlementRow>(
     `UPDATE app_entitlements SET alias = $3, display_name = $4, description = $5, slug = $6, record = $7::jsonb, updated_at = now()
      WHERE id = $1 AND app_id = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
@@ -120,7 +130,10 @@ function likePattern(text: string): string {
  * `stats` (the trigram frequencies ANALYZE keeps, see search-trigrams.ts) decides which parts of
  * a `query` the trigram index is asked for; the rows are the same with or without them.
  */
-export function entitlementSearchQuery(search: EntitlementSearch, stats?: TrigramStats): { text: string; values: unknown[] } {
+export function entitlementSearchQuery(
+  search: EntitlementSearch,
+  stats?: TrigramStats,
+): { text: string; values: unknown[] } {
   const values: unknown[] = [];
   const param = (value: unknown): string => {
     values.push(value);

@@ -24,10 +24,10 @@ export async function recordFilteredEvent(db: Queryable, listenerId: string, eve
 
 /** Whether this listener filtered this event id within the retention. */
 export async function isFilteredEvent(db: Queryable, listenerId: string, eventId: string): Promise<boolean> {
-  const rows = await db.query("SELECT 1 FROM filtered_events WHERE listener_id = $1 AND event_id = $2 AND received_at >= now() - interval '7 days'", [
-    listenerId,
-    eventId,
-  ]);
+  const rows = await db.query(
+    "SELECT 1 FROM filtered_events WHERE listener_id = $1 AND event_id = $2 AND received_at >= now() - interval '7 days'",
+    [listenerId, eventId],
+  );
   return rows.length > 0;
 }
 
@@ -41,9 +41,19 @@ export type RateDecision = { allowed: true } | { allowed: false; retryAfterMs: n
  * One statement, on the store's clock: the row lock of the upsert serialises the API processes, so
  * the count is exact across them. A refusal changes nothing.
  */
-export async function takeRateLimit(db: Queryable, automationId: string, keyHash: string, limit: number, periodMs: number): Promise<RateDecision> {
+export async function takeRateLimit(
+  db: Queryable,
+  automationId: string,
+  keyHash: string,
+  limit: number,
+  periodMs: number,
+): Promise<RateDecision> {
   const interval = periodMs / limit;
-  const rows = await db.query<{ granted: string | number | null; current: string | number | null; now_ms: string | number }>(
+  const rows = await db.query<{
+    granted: string | number | null;
+    current: string | number | null;
+    now_ms: string | number;
+  }>(
     `WITH n AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),
      up AS (
        INSERT INTO rate_limits AS r (automation_id, key_hash, tat_ms)
@@ -66,7 +76,13 @@ export async function takeRateLimit(db: Queryable, automationId: string, keyHash
 }
 
 /** Gives back one run taken by `takeRateLimit` (the delivery turned out to be a repeat). */
-export async function returnRateLimit(db: Queryable, automationId: string, keyHash: string, limit: number, periodMs: number): Promise<void> {
+export async function returnRateLimit(
+  db: Queryable,
+  automationId: string,
+  keyHash: string,
+  limit: number,
+  periodMs: number,
+): Promise<void> {
   await db.query('UPDATE rate_limits SET tat_ms = tat_ms - $3::bigint WHERE automation_id = $1 AND key_hash = $2', [
     automationId,
     keyHash,

@@ -18,7 +18,12 @@ const METADATA = `name, allowed_origins AS "allowedOrigins", created_at AS "crea
 type RawMetadata = { name: string; allowedOrigins: unknown; createdAt: unknown; updatedAt: unknown };
 
 function toMetadata(raw: RawMetadata): OutboundSecretMetadata {
-  return { name: raw.name, allowedOrigins: originList(raw.allowedOrigins), createdAt: iso(raw.createdAt)!, updatedAt: iso(raw.updatedAt)! };
+  return {
+    name: raw.name,
+    allowedOrigins: originList(raw.allowedOrigins),
+    createdAt: iso(raw.createdAt)!,
+    updatedAt: iso(raw.updatedAt)!,
+  };
 }
 
 /** Inserts a secret; undefined when one with this name exists. */
@@ -41,10 +46,10 @@ export async function replaceOutboundSecretOrigins(
   name: string,
   allowedOrigins: readonly string[],
 ): Promise<OutboundSecretMetadata | undefined> {
-  const rows = await db.query<RawMetadata>(`UPDATE outbound_secrets SET allowed_origins = $2::jsonb WHERE name = $1 RETURNING ${METADATA}`, [
-    name,
-    JSON.stringify(allowedOrigins),
-  ]);
+  const rows = await db.query<RawMetadata>(
+    `UPDATE outbound_secrets SET allowed_origins = $2::jsonb WHERE name = $1 RETURNING ${METADATA}`,
+    [name, JSON.stringify(allowedOrigins)],
+  );
   return rows[0] && toMetadata(rows[0]);
 }
 
@@ -67,7 +72,9 @@ export async function replaceOutboundSecret(
      WHERE name = $1 RETURNING ${METADATA}, previous_expires_at AS "previousValueExpiresAt"`,
     [name, sealedValue, graceSeconds],
   );
-  return rows[0] && { ...toMetadata(rows[0]), previousValueExpiresAt: iso(rows[0].previousValueExpiresAt ?? null) ?? null };
+  return (
+    rows[0] && { ...toMetadata(rows[0]), previousValueExpiresAt: iso(rows[0].previousValueExpiresAt ?? null) ?? null }
+  );
 }
 
 /** The previous value of a secret (sealed) while its rotation's grace period lasts; undefined otherwise. */
@@ -90,26 +97,36 @@ export async function findOutboundSecret(db: Queryable, name: string): Promise<O
 }
 
 /** Up to `limit` secrets with names after `after`, by name. */
-export async function listOutboundSecrets(db: Queryable, after: string | undefined, limit: number): Promise<OutboundSecretMetadata[]> {
+export async function listOutboundSecrets(
+  db: Queryable,
+  after: string | undefined,
+  limit: number,
+): Promise<OutboundSecretMetadata[]> {
   const rows =
     after === undefined
       ? await db.query<RawMetadata>(`SELECT ${METADATA} FROM outbound_secrets ORDER BY name LIMIT $1`, [limit])
-      : await db.query<RawMetadata>(`SELECT ${METADATA} FROM outbound_secrets WHERE name > $1 ORDER BY name LIMIT $2`, [after, limit]);
+      : await db.query<RawMetadata>(`SELECT ${METADATA} FROM outbound_secrets WHERE name > $1 ORDER BY name LIMIT $2`, [
+          after,
+          limit,
+        ]);
   return rows.map(toMetadata);
 }
 
 /** Which of `names` exist. */
 export async function existingOutboundSecrets(db: Queryable, names: readonly string[]): Promise<Set<string>> {
   if (names.length === 0) return new Set();
-  const rows = await db.query<{ name: string }>('SELECT name FROM outbound_secrets WHERE name = ANY($1::text[])', [[...names]]);
+  const rows = await db.query<{ name: string }>('SELECT name FROM outbound_secrets WHERE name = ANY($1::text[])', [
+    [...names],
+  ]);
   return new Set(rows.map((row) => row.name));
 }
 
 /** The sealed values of `names` that exist (name → sealed value). */
 export async function sealedOutboundSecrets(db: Queryable, names: readonly string[]): Promise<Map<string, string>> {
   if (names.length === 0) return new Map();
-  const rows = await db.query<{ name: string; sealed_value: string }>('SELECT name, sealed_value FROM outbound_secrets WHERE name = ANY($1::text[])', [
-    [...names],
-  ]);
+  const rows = await db.query<{ name: string; sealed_value: string }>(
+    'SELECT name, sealed_value FROM outbound_secrets WHERE name = ANY($1::text[])',
+    [[...names]],
+  );
   return new Map(rows.map((row) => [row.name, row.sealed_value]));
 }

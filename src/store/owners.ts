@@ -34,7 +34,12 @@ export interface OwnerRecording {
   owner: (OwnerRow & { created: boolean }) | undefined;
 }
 
-type RawRecording = Partial<RawEntitlementRow> & { userType: string | null; appExists: boolean; insertedAt: unknown; existingAt: unknown };
+type RawRecording = Partial<RawEntitlementRow> & {
+  userType: string | null;
+  appExists: boolean;
+  insertedAt: unknown;
+  existingAt: unknown;
+};
 
 /**
  * Records the ownership in one statement, only when the user is of `userType`, the app exists and
@@ -43,7 +48,12 @@ type RawRecording = Partial<RawEntitlementRow> & { userType: string | null; appE
  * One statement instead of a transaction of five: one round trip to PostgreSQL, and about half the
  * time on either store (docs/performance.md); a prepared one, since every ownership step runs it.
  */
-export async function recordOwner(db: Queryable, ref: OwnerRef, userType: string, audit: AuditInput): Promise<OwnerRecording> {
+export async function recordOwner(
+  db: Queryable,
+  ref: OwnerRef,
+  userType: string,
+  audit: AuditInput,
+): Promise<OwnerRecording> {
   const rows = await db.query<RawRecording>(
     `WITH e AS (SELECT ${entitlementColumns()} FROM app_entitlements WHERE id = $4 AND app_id = $3 AND deleted_at IS NULL),
      facts AS (SELECT (SELECT type FROM users WHERE id = $1) AS "userType", EXISTS (SELECT 1 FROM apps WHERE id = $3) AS "appExists"),
@@ -63,9 +73,13 @@ export async function recordOwner(db: Queryable, ref: OwnerRef, userType: string
   const entitlement = raw.id ? toEntitlementRow(raw as RawEntitlementRow) : undefined;
   const recording = { userType: foundType ?? undefined, appExists, entitlement, owner: undefined };
   if (foundType !== userType || !appExists || !entitlement) return recording;
-  if (insertedAt || existingAt) return { ...recording, owner: { ...ref, createdAt: iso(insertedAt ?? existingAt)!, created: Boolean(insertedAt) } };
+  if (insertedAt || existingAt)
+    return { ...recording, owner: { ...ref, createdAt: iso(insertedAt ?? existingAt)!, created: Boolean(insertedAt) } };
   // Inserted by another transaction after this statement's snapshot was taken: read it now.
-  const again = await db.query<{ createdAt: unknown }>(`SELECT created_at AS "createdAt" FROM entitlement_owners WHERE ${KEY}`, keyParams(ref));
+  const again = await db.query<{ createdAt: unknown }>(
+    `SELECT created_at AS "createdAt" FROM entitlement_owners WHERE ${KEY}`,
+    keyParams(ref),
+  );
   return { ...recording, owner: { ...ref, createdAt: iso(again[0]!.createdAt)!, created: false } };
 }
 
@@ -88,7 +102,12 @@ export interface OwnedEntitlementRow {
 type RawOwned = RawEntitlementRow & { ownerRoleSlug: string; ownerCreatedAt: unknown };
 
 /** Up to `limit` ownerships of `userId` after `after`, ordered by (role slug, app id, entitlement id). */
-export async function listOwnedEntitlements(db: Queryable, userId: string, after: OwnerCursor | undefined, limit: number): Promise<OwnedEntitlementRow[]> {
+export async function listOwnedEntitlements(
+  db: Queryable,
+  userId: string,
+  after: OwnerCursor | undefined,
+  limit: number,
+): Promise<OwnedEntitlementRow[]> {
   const params: unknown[] = [userId];
   let keyset = '';
   if (after) {
@@ -108,7 +127,13 @@ export async function listOwnedEntitlements(db: Queryable, userId: string, after
   return rows.map(({ ownerRoleSlug, ownerCreatedAt, ...raw }) => {
     const entitlement = toEntitlementRow(raw);
     return {
-      owner: { userId, roleSlug: ownerRoleSlug, appId: entitlement.appId, entitlementId: entitlement.id, createdAt: iso(ownerCreatedAt)! },
+      owner: {
+        userId,
+        roleSlug: ownerRoleSlug,
+        appId: entitlement.appId,
+        entitlementId: entitlement.id,
+        createdAt: iso(ownerCreatedAt)!,
+      },
       entitlement,
     };
   });

@@ -21,7 +21,8 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
     let resealed = 0;
     const rebind = (kind: SealKind, id: string, stored: string, plaintextAllowed: boolean): string | undefined => {
       if (!SecretBox.isSealed(stored)) {
-        if (!plaintextAllowed) throw new Error(`${kind} of "${id}" is neither sealed nor a service secret: refusing to migrate`);
+        if (!plaintextAllowed)
+          throw new Error(`${kind} of "${id}" is neither sealed nor a service secret: refusing to migrate`);
         resealed++;
         return box.seal(stored, sealContext(kind, id));
       }
@@ -30,7 +31,9 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
       try {
         plain = box.openLegacy(stored);
       } catch {
-        throw new Error(`${kind} of "${id}" cannot be opened with this SECRET_KEY: the sealing migration needs the key the value was sealed with`);
+        throw new Error(
+          `${kind} of "${id}" cannot be opened with this SECRET_KEY: the sealing migration needs the key the value was sealed with`,
+        );
       }
       resealed++;
       return box.seal(plain, sealContext(kind, id));
@@ -45,7 +48,10 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
     for (const row of outbound) {
       const current = rebind('outbound_secret', row.name, row.sealed_value, false);
       // The value a rotation replaced, kept for signatures during its grace period: same binding.
-      const previous = row.previous_sealed_value === null ? undefined : rebind('outbound_secret', row.name, row.previous_sealed_value, false);
+      const previous =
+        row.previous_sealed_value === null
+          ? undefined
+          : rebind('outbound_secret', row.name, row.previous_sealed_value, false);
       if (current !== undefined || previous !== undefined) {
         await tx.query(
           'UPDATE outbound_secrets SET sealed_value = COALESCE($2, sealed_value), previous_sealed_value = COALESCE($3, previous_sealed_value) WHERE name = $1',
@@ -53,12 +59,22 @@ export async function bindSealedValues(db: Db, box: SecretBox): Promise<{ reseal
         );
       }
     }
-    const automations = await tx.query<{ id: string; signing_secret: string | null; previous_signing_secret: string | null }>(
+    const automations = await tx.query<{
+      id: string;
+      signing_secret: string | null;
+      previous_signing_secret: string | null;
+    }>(
       'SELECT id, signing_secret, previous_signing_secret FROM automations WHERE signing_secret IS NOT NULL OR previous_signing_secret IS NOT NULL',
     );
     for (const row of automations) {
-      const current = row.signing_secret === null ? undefined : rebind('automation_signing_secret', row.id, row.signing_secret, false);
-      const previous = row.previous_signing_secret === null ? undefined : rebind('automation_signing_secret', row.id, row.previous_signing_secret, false);
+      const current =
+        row.signing_secret === null
+          ? undefined
+          : rebind('automation_signing_secret', row.id, row.signing_secret, false);
+      const previous =
+        row.previous_signing_secret === null
+          ? undefined
+          : rebind('automation_signing_secret', row.id, row.previous_signing_secret, false);
       if (current !== undefined || previous !== undefined) {
         await tx.query(
           'UPDATE automations SET signing_secret = COALESCE($2, signing_secret), previous_signing_secret = COALESCE($3, previous_signing_secret) WHERE id = $1',

@@ -59,7 +59,11 @@ export function wildcardTrigrams(query: string): QueryTrigram[] {
     for (let i = at; i < end; i += 1) chars.push([query[i]!.toLowerCase(), i]);
     if (end < query.length) chars.push([' ', end]);
     for (let i = 0; i + 3 <= chars.length; i += 1) {
-      out.push({ trigram: chars[i]![0] + chars[i + 1]![0] + chars[i + 2]![0], from: chars[i]![1], to: chars[i + 2]![1] + 1 });
+      out.push({
+        trigram: chars[i]![0] + chars[i + 1]![0] + chars[i + 2]![0],
+        from: chars[i]![1],
+        to: chars[i + 2]![1] + 1,
+      });
     }
     at = end;
   }

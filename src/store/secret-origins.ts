@@ -10,9 +10,10 @@ import type { Queryable } from './queryable';
 /** name → allowedOrigins of the secrets of `names` that exist. */
 export async function allowedOriginsOf(db: Queryable, names: readonly string[]): Promise<Map<string, string[]>> {
   if (names.length === 0) return new Map();
-  const rows = await db.query<{ name: string; allowed_origins: unknown }>('SELECT name, allowed_origins FROM outbound_secrets WHERE name = ANY($1::text[])', [
-    [...names],
-  ]);
+  const rows = await db.query<{ name: string; allowed_origins: unknown }>(
+    'SELECT name, allowed_origins FROM outbound_secrets WHERE name = ANY($1::text[])',
+    [[...names]],
+  );
   return new Map(rows.map((row) => [row.name, originList(row.allowed_origins)]));
 }
 
@@ -37,7 +38,9 @@ export async function backfillSecretOrigins(db: Queryable): Promise<number> {
   if (pending.length === 0) return 0;
   const wanted = new Set(pending.map((row) => row.name));
   const origins = new Map<string, string[]>();
-  const sources = await db.query<{ steps: unknown }>(`SELECT steps FROM automations UNION ALL SELECT snapshot->'steps' AS steps FROM automation_versions`);
+  const sources = await db.query<{ steps: unknown }>(
+    `SELECT steps FROM automations UNION ALL SELECT snapshot->'steps' AS steps FROM automation_versions`,
+  );
   for (const { steps: stored } of sources) {
     const steps = typeof stored === 'string' ? (JSON.parse(stored) as unknown) : stored;
     if (!Array.isArray(steps)) continue;
@@ -53,7 +56,10 @@ export async function backfillSecretOrigins(db: Queryable): Promise<number> {
         }
       }
       // The secret that signs the step's calls (`signature.secret`) is sent there too, in effect.
-      const signing = call.signature !== null && typeof call.signature === 'object' ? (call.signature as { secret?: unknown }).secret : undefined;
+      const signing =
+        call.signature !== null && typeof call.signature === 'object'
+          ? (call.signature as { secret?: unknown }).secret
+          : undefined;
       if (typeof signing === 'string') read.push(signing);
       for (const name of read) {
         if (!wanted.has(name)) continue;
@@ -64,10 +70,10 @@ export async function backfillSecretOrigins(db: Queryable): Promise<number> {
     }
   }
   for (const name of wanted) {
-    await db.query('UPDATE outbound_secrets SET allowed_origins = $2::jsonb WHERE name = $1 AND allowed_origins IS NULL', [
-      name,
-      JSON.stringify((origins.get(name) ?? []).sort()),
-    ]);
+    await db.query(
+      'UPDATE outbound_secrets SET allowed_origins = $2::jsonb WHERE name = $1 AND allowed_origins IS NULL',
+      [name, JSON.stringify((origins.get(name) ?? []).sort())],
+    );
   }
   return wanted.size;
 }

@@ -9,7 +9,12 @@ import type { Queryable } from './db';
 import { SecretBox, sealContext } from '../crypto/secret-box';
 
 /** The plain value of secret `name`, made with `generate` (and stored sealed) when missing. */
-export async function getOrCreateServiceKey(db: Queryable, box: SecretBox, name: string, generate: () => string): Promise<string> {
+export async function getOrCreateServiceKey(
+  db: Queryable,
+  box: SecretBox,
+  name: string,
+  generate: () => string,
+): Promise<string> {
   await db.query('INSERT INTO service_secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [
     name,
     box.seal(generate(), sealContext('service_secret', name)),
@@ -20,7 +25,13 @@ export async function getOrCreateServiceKey(db: Queryable, box: SecretBox, name:
 }
 
 /** Replaces secret `name` (sealed) when its plain value is still `expected`; false when it changed. */
-export async function replaceSecret(db: Queryable, box: SecretBox, name: string, expected: string, next: string): Promise<boolean> {
+export async function replaceSecret(
+  db: Queryable,
+  box: SecretBox,
+  name: string,
+  expected: string,
+  next: string,
+): Promise<boolean> {
   const stored = await readStored(db, name);
   if (stored === undefined) return false;
   if (openSecret(box, name, stored) !== expected) return false;
@@ -39,14 +50,20 @@ async function readStored(db: Queryable, name: string): Promise<string | undefin
 
 function openSecret(box: SecretBox, name: string, stored: string): string {
   if (!SecretBox.isSealed(stored)) {
-    throw new Error(`service secret "${name}" is stored in clear: refused (every value is sealed; was the row written to the database directly?)`);
+    throw new Error(
+      `service secret "${name}" is stored in clear: refused (every value is sealed; was the row written to the database directly?)`,
+    );
   }
   if (SecretBox.isLegacy(stored)) {
-    throw new Error(`service secret "${name}" is sealed without its row binding: refused (the sealing migration runs at start-up, before this read)`);
+    throw new Error(
+      `service secret "${name}" is sealed without its row binding: refused (the sealing migration runs at start-up, before this read)`,
+    );
   }
   try {
     return box.open(stored, sealContext('service_secret', name));
   } catch {
-    throw new Error(`service secret "${name}" cannot be opened with this SECRET_KEY (was it sealed with another key, or for another row?)`);
+    throw new Error(
+      `service secret "${name}" cannot be opened with this SECRET_KEY (was it sealed with another key, or for another row?)`,
+    );
   }
 }

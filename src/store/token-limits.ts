@@ -21,7 +21,13 @@ export interface TokenAdmission {
  * nothing) and reads the backoff of `clientId` from `source`. The row lock of the upsert serialises
  * the API processes, so the count is exact across them.
  */
-export async function admitTokenRequest(db: Queryable, source: string, clientId: string, limit: number, periodMs: number): Promise<TokenAdmission> {
+export async function admitTokenRequest(
+  db: Queryable,
+  source: string,
+  clientId: string,
+  limit: number,
+  periodMs: number,
+): Promise<TokenAdmission> {
   const interval = Math.ceil(periodMs / limit);
   const rows = await db.query<{
     granted: string | number | null;
@@ -49,7 +55,11 @@ export async function admitTokenRequest(db: Queryable, source: string, clientId:
   const backoffMs = row.blocked_until === null ? 0 : Math.max(0, Number(row.blocked_until) - now);
   if (row.granted !== null) return { sourceAllowed: true, sourceRetryAfterMs: 0, backoffMs };
   const tat = row.current === null ? now : Number(row.current);
-  return { sourceAllowed: false, sourceRetryAfterMs: Math.max(0, Math.max(tat, now) + interval - periodMs - now), backoffMs };
+  return {
+    sourceAllowed: false,
+    sourceRetryAfterMs: Math.max(0, Math.max(tat, now) + interval - periodMs - now),
+    backoffMs,
+  };
 }
 
 /** How failures of one client id from one source make it wait (src/auth/token-guard.ts decides). */
@@ -68,7 +78,12 @@ export interface BackoffPolicy {
  * Records a failed attempt of `clientId` from `source` (one statement): the count within
  * `forgetAfterMs` of the previous failure, and the time before which the next attempt is refused.
  */
-export async function recordTokenFailure(db: Queryable, source: string, clientId: string, policy: BackoffPolicy): Promise<void> {
+export async function recordTokenFailure(
+  db: Queryable,
+  source: string,
+  clientId: string,
+  policy: BackoffPolicy,
+): Promise<void> {
   // failures → wait: 0 up to `free`, then baseMs · 2^(failures - free - 1), capped (the exponent
   // is capped first so that the power stays small).
   await db.query(

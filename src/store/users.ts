@@ -18,12 +18,10 @@ function toRow(raw: RawRow): UserRow {
 }
 
 export async function insertUser(db: Queryable, user: Omit<UserRow, 'createdAt'>): Promise<UserRow> {
-  const rows = await db.query<RawRow>(`INSERT INTO users (id, display_name, email, type) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`, [
-    user.id,
-    user.displayName,
-    user.email,
-    user.type,
-  ]);
+  const rows = await db.query<RawRow>(
+    `INSERT INTO users (id, display_name, email, type) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+    [user.id, user.displayName, user.email, user.type],
+  );
   return toRow(rows[0]!);
 }
 

@@ -109,7 +109,9 @@ class ThreadGeneration {
     if (this.lost) return;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), deadlineMs)));
-    const outcome = await Promise.race([this.creator.destroy().then(() => 'done' as const), late]).finally(() => clearTimeout(timer));
+    const outcome = await Promise.race([this.creator.destroy().then(() => 'done' as const), late]).finally(() =>
+      clearTimeout(timer),
+    );
     if (outcome === 'late') for (const thread of this.threads) await thread.terminate().catch(() => undefined);
   }
 
@@ -198,13 +200,18 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
     this.slots = first.map((generation) => Promise.resolve(generation));
     this.running = [...first];
     // Often enough to catch a stuck thread within a quarter of the deadline after it passes.
-    this.timer = setInterval(() => this.checkThreads(), Math.max(10, Math.min(1000, Math.floor(options.deadlineMs / 4))));
+    this.timer = setInterval(
+      () => this.checkThreads(),
+      Math.max(10, Math.min(1000, Math.floor(options.deadlineMs / 4))),
+    );
     this.timer.unref();
   }
 
   static async create(options: GuardOptions): Promise<GuardedWorkflowCreator> {
     const clock = options.clock ?? (() => performance.now());
-    const first = await Promise.all(Array.from({ length: Math.max(1, options.threads) }, () => startThread(options.spawn, clock)));
+    const first = await Promise.all(
+      Array.from({ length: Math.max(1, options.threads) }, () => startThread(options.spawn, clock)),
+    );
     return new GuardedWorkflowCreator(options, clock, first);
   }
 
@@ -238,8 +245,12 @@ export class GuardedWorkflowCreator implements WorkflowCreator {
     const seconds = this.options.deadlineMs / 1000;
     const what = stuck.lose(
       (call) =>
-        new WorkflowDeadlockError(`Potential deadlock: ${call} did not yield within ${seconds} s (isolateExecutionTimeout); its workflow thread was restarted`),
-      new WorkflowThreadRestartedError(`the workflow thread was restarted because another run on it did not yield within ${seconds} s; this run is replayed`),
+        new WorkflowDeadlockError(
+          `Potential deadlock: ${call} did not yield within ${seconds} s (isolateExecutionTimeout); its workflow thread was restarted`,
+        ),
+      new WorkflowThreadRestartedError(
+        `the workflow thread was restarted because another run on it did not yield within ${seconds} s; this run is replayed`,
+      ),
     );
     this.options.logger.error('workflow thread stuck: terminated, starting a new one', {
       deadlineMs: this.options.deadlineMs,
@@ -287,7 +298,9 @@ async function startWorkflowThread(
   logger: Logger,
 ): Promise<{ creator: WorkflowCreator; threads: Thread[] }> {
   if (typeof WorkerThreadClient !== 'function' || typeof ThreadedVMWorkflowCreator !== 'function') {
-    throw new Error('activation guard: the SDK has no WorkerThreadClient/ThreadedVMWorkflowCreator (SDK internals changed)');
+    throw new Error(
+      'activation guard: the SDK has no WorkerThreadClient/ThreadedVMWorkflowCreator (SDK internals changed)',
+    );
   }
   const thread = new NodeWorker(WORKFLOW_THREAD_ENTRY);
   const client = new WorkerThreadClient(thread, logger, options.patchActivationCallback);
@@ -322,7 +335,11 @@ export class GuardedWorker extends Worker {
   static override create(options: GuardedWorkerOptions): Promise<Worker> {
     const { activationDeadline, ...rest } = options;
     // The SDK reads its (unexported) isolateExecutionTimeout option; the guard takes its deadline from there.
-    return super.create(activationDeadline === undefined ? rest : ({ ...rest, isolateExecutionTimeout: activationDeadline } as WorkerOptions));
+    return super.create(
+      activationDeadline === undefined
+        ? rest
+        : ({ ...rest, isolateExecutionTimeout: activationDeadline } as WorkerOptions),
+    );
   }
 
   protected static override async createWorkflowCreator(

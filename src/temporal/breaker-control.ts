@@ -52,7 +52,9 @@ export class TemporalPausedRunControl implements PausedRunControl {
           limit: queue.limit,
           automationName: automation.name,
         });
-      await this.client.workflow.getHandle(run.runId).signal(breakerResumeSignal, { laneRequested: queue !== undefined });
+      await this.client.workflow
+        .getHandle(run.runId)
+        .signal(breakerResumeSignal, { laneRequested: queue !== undefined });
       return true;
     });
   }

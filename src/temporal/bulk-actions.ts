@@ -11,12 +11,23 @@
  * event, which the cancel waits for (its pacing), says whether the cancel ended it.
  */
 import { createHash } from 'node:crypto';
-import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  isGrpcServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { AUTOMATION_WORKFLOW, BULK_ACTION_WORKFLOW, type BulkActionWorkflow } from '../contract/workflows';
 import type { AutomationRunInput } from '../contract/run';
-import type { BulkActRequest, BulkActResult, BulkRunActor, BulkRunMatcher, BulkVisibilityFilter } from '../domain/bulk-actions';
+import type {
+  BulkActRequest,
+  BulkActResult,
+  BulkRunActor,
+  BulkRunMatcher,
+  BulkVisibilityFilter,
+} from '../domain/bulk-actions';
 import { FailedPreconditionError, NotFoundError, ServiceError, WorkflowEngineUnavailableError } from '../errors';
 import { raceDeadline } from './deadline';
 import { decodePayloadsInPlace, executionStatus, visibilityStatus } from './executions';
@@ -54,9 +65,13 @@ const TEMPORAL_STATUSES: Record<BulkVisibilityFilter['statuses'][number], string
 
 /** The visibility query of a filter (statuses folded into Temporal's; QUEUED/PAUSED/RUNNING told apart after). */
 export function bulkVisibilityQuery(filter: BulkVisibilityFilter): string {
-  const parts = [`WorkflowType = ${quote(AUTOMATION_WORKFLOW)}`, `${AutomationIdKey.name} = ${quote(filter.automationId)}`];
+  const parts = [
+    `WorkflowType = ${quote(AUTOMATION_WORKFLOW)}`,
+    `${AutomationIdKey.name} = ${quote(filter.automationId)}`,
+  ];
   const statuses = [...new Set(filter.statuses.flatMap((status) => TEMPORAL_STATUSES[status]))];
-  if (statuses.length > 0) parts.push(`(${statuses.map((status) => `ExecutionStatus = ${quote(status)}`).join(' OR ')})`);
+  if (statuses.length > 0)
+    parts.push(`(${statuses.map((status) => `ExecutionStatus = ${quote(status)}`).join(' OR ')})`);
   if (filter.startedAfter) parts.push(`StartTime > ${quote(new Date(filter.startedAfter).toISOString())}`);
   if (filter.startedBefore) parts.push(`StartTime < ${quote(new Date(filter.startedBefore).toISOString())}`);
   return parts.join(' AND ');
@@ -75,7 +90,10 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
 
   async count(filter: BulkVisibilityFilter): Promise<number> {
     const response = await this.call(() =>
-      this.client.workflowService.countWorkflowExecutions({ namespace: this.client.options.namespace, query: bulkVisibilityQuery(filter) }),
+      this.client.workflowService.countWorkflowExecutions({
+        namespace: this.client.options.namespace,
+        query: bulkVisibilityQuery(filter),
+      }),
     );
     return Number(response.count ?? 0);
   }
@@ -157,14 +175,16 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
         // says whether this cancel ended it (the same answer a describe would give, for no call more).
         const closed = await this.untilClosed(request.runId);
         if (!closed) return { outcome: 'succeeded' }; // requested; the run ends on its own time
-        if (closed.status === 'CANCELED' && (closed.atMs >= sentAt - CLOCK_TOLERANCE_MS || request.claimedBefore)) return { outcome: 'succeeded' };
+        if (closed.status === 'CANCELED' && (closed.atMs >= sentAt - CLOCK_TOLERANCE_MS || request.claimedBefore))
+          return { outcome: 'succeeded' };
         return { outcome: 'skipped', reason: `the run is closed (${closed.status})` };
       }
       await this.call(() => this.client.workflow.getHandle(request.runId).terminate(request.reason));
       return { outcome: 'succeeded' };
     } catch (err) {
       const code = grpcCode(err);
-      if (!(err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION)) throw unavailable(err);
+      if (!(err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION))
+        throw unavailable(err);
     }
     // Refused because the run is not running (closed, or unknown): only now is it described, for
     // the outcome and its reason. A running run costs the one call.
@@ -179,7 +199,11 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
   private async rerun(request: BulkActRequest): Promise<BulkActResult> {
     if (!this.control) throw new Error('TemporalBulkRuns: acting on runs needs the run controller');
     try {
-      const started = await this.control.rerun(request.runId, { fromFailedStep: false, published: request.published, bulkActionId: request.bulkActionId });
+      const started = await this.control.rerun(request.runId, {
+        fromFailedStep: false,
+        published: request.published,
+        bulkActionId: request.bulkActionId,
+      });
       return { outcome: 'succeeded', newExecutionId: started.executionId };
     } catch (err) {
       if (err instanceof NotFoundError) return { outcome: 'skipped', reason: 'the run no longer exists' };
@@ -208,7 +232,8 @@ export class TemporalBulkRuns implements BulkRunMatcher, BulkRunActor {
               execution: { workflowId: runId },
               skipArchival: true,
               waitNewEvent: true,
-              historyEventFilterType: temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+              historyEventFilterType:
+                temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
             }),
           ),
         );
@@ -305,5 +330,7 @@ function grpcCode(err: unknown): number | undefined {
 
 function unavailable(err: unknown): WorkflowEngineUnavailableError {
   if (err instanceof WorkflowEngineUnavailableError) return err;
-  return new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`);
+  return new WorkflowEngineUnavailableError(
+    `workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`,
+  );
 }

@@ -9,7 +9,14 @@
  * or hex; unset = the file DATA_DIR/payload.keys (one `kid:key` per line, newest first), made with
  * one fresh key and mode 0600 when missing.
  */
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, randomFillSync, type KeyObject } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  randomBytes,
+  randomFillSync,
+  type KeyObject,
+} from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { METADATA_ENCODING_KEY, ValueError, type Payload, type PayloadCodec } from '@temporalio/common';
@@ -54,7 +61,8 @@ export class EncryptionCodec implements PayloadCodec {
     if (keys.length === 0) throw new PayloadKeyError('at least one payload key is required');
     const byId = new Map<string, KeyObject>();
     for (const { id, key } of keys) {
-      if (!KEY_ID.test(id)) throw new PayloadKeyError(`payload key id "${id}" must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+      if (!KEY_ID.test(id))
+        throw new PayloadKeyError(`payload key id "${id}" must be 1-64 characters of A-Z a-z 0-9 . _ -`);
       if (key.length !== 32) throw new PayloadKeyError(`payload key "${id}" must be 32 bytes`);
       if (byId.has(id)) throw new PayloadKeyError(`payload key id "${id}" appears twice`);
       byId.set(id, createSecretKey(key));
@@ -87,8 +95,14 @@ export class EncryptionCodec implements PayloadCodec {
     const rest = cipher.final(); // empty for GCM (a stream mode); kept so no byte is ever dropped
     return {
       // Copies: the metadata's bytes belong to the payload (a caller may change them).
-      metadata: { [METADATA_ENCODING_KEY]: Buffer.from(ENCRYPTED_ENCODING_BYTES), [KEY_ID_METADATA]: Buffer.from(idBytes) },
-      data: Buffer.concat([iv, ciphertext, rest, cipher.getAuthTag()], IV_BYTES + ciphertext.length + rest.length + TAG_BYTES),
+      metadata: {
+        [METADATA_ENCODING_KEY]: Buffer.from(ENCRYPTED_ENCODING_BYTES),
+        [KEY_ID_METADATA]: Buffer.from(idBytes),
+      },
+      data: Buffer.concat(
+        [iv, ciphertext, rest, cipher.getAuthTag()],
+        IV_BYTES + ciphertext.length + rest.length + TAG_BYTES,
+      ),
     };
   }
 
@@ -120,7 +134,9 @@ export class EncryptionCodec implements PayloadCodec {
     try {
       plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
     } catch {
-      throw new ValueError(`encrypted payload does not open with key "${id}" (altered, or another key with the same id)`);
+      throw new ValueError(
+        `encrypted payload does not open with key "${id}" (altered, or another key with the same id)`,
+      );
     }
     return temporal.api.common.v1.Payload.decode(plain) as Payload;
   }
@@ -137,7 +153,8 @@ export function parsePayloadKeys(text: string): PayloadKey[] {
   if (entries.length === 0) throw new PayloadKeyError('PAYLOAD_KEYS has no key: give kid:key pairs, newest first');
   return entries.map((entry) => {
     const colon = entry.indexOf(':');
-    if (colon <= 0) throw new PayloadKeyError('PAYLOAD_KEYS entries must be kid:key (the key id, a colon, the 32-byte key)');
+    if (colon <= 0)
+      throw new PayloadKeyError('PAYLOAD_KEYS entries must be kid:key (the key id, a colon, the 32-byte key)');
     const id = entry.slice(0, colon);
     const material = entry.slice(colon + 1).trim();
     const candidates = [
@@ -146,7 +163,10 @@ export function parsePayloadKeys(text: string): PayloadKey[] {
       /^[A-Za-z0-9+/]{43}=?$/.test(material) ? Buffer.from(material, 'base64') : undefined,
     ];
     const key = candidates.find((candidate) => candidate?.length === 32);
-    if (!key) throw new PayloadKeyError(`payload key "${id}" must be 32 bytes as hex (64 characters) or base64/base64url (43-44 characters)`);
+    if (!key)
+      throw new PayloadKeyError(
+        `payload key "${id}" must be 32 bytes as hex (64 characters) or base64/base64url (43-44 characters)`,
+      );
     return { id, key };
   });
 }
@@ -158,17 +178,24 @@ export function newPayloadKeyEntry(now = new Date()): string {
 }
 
 /** The keys from PAYLOAD_KEYS, else from DATA_DIR/payload.keys (made with mode 0600 when missing). */
-export function loadPayloadKeys(payloadKeys: string | undefined, dataDir: string): { keys: PayloadKey[]; source: 'env' | 'file' | 'generated'; file?: string } {
+export function loadPayloadKeys(
+  payloadKeys: string | undefined,
+  dataDir: string,
+): { keys: PayloadKey[]; source: 'env' | 'file' | 'generated'; file?: string } {
   if (payloadKeys) return { keys: parsePayloadKeys(payloadKeys), source: 'env' };
   const file = path.join(dataDir, PAYLOAD_KEYS_FILE);
   if (fs.existsSync(file)) return { keys: parsePayloadKeys(fs.readFileSync(file, 'utf8')), source: 'file', file };
   fs.mkdirSync(dataDir, { recursive: true });
   const entry = newPayloadKeyEntry();
   try {
-    fs.writeFileSync(file, `# Temporal payload keys, newest first (kid:key). Keep old keys while runs using them are retained.\n${entry}\n`, {
-      mode: 0o600,
-      flag: 'wx',
-    });
+    fs.writeFileSync(
+      file,
+      `# Temporal payload keys, newest first (kid:key). Keep old keys while runs using them are retained.\n${entry}\n`,
+      {
+        mode: 0o600,
+        flag: 'wx',
+      },
+    );
   } catch (err) {
     // Another process (api and worker sharing DATA_DIR) made it first: use that one.
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;

@@ -4,7 +4,14 @@
  * the standard Temporal environment configuration (@temporalio/envconfig: TEMPORAL_API_KEY,
  * TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE); the embedded dev server needs none.
  */
-import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionOptions, type GrpcRetryOptions } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+  type ConnectionOptions,
+  type GrpcRetryOptions,
+} from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
@@ -100,7 +107,11 @@ export class LazyConnection extends Connection {
  * for Temporal, and retrying past that deadline only keeps timers alive after the answer.
  * Payloads go through `codec` (encrypted in Temporal).
  */
-export function createLazyClient(target: TemporalTarget, namespace: string, codec: PayloadCodec): { client: Client; connection: LazyConnection } {
+export function createLazyClient(
+  target: TemporalTarget,
+  namespace: string,
+  codec: PayloadCodec,
+): { client: Client; connection: LazyConnection } {
   const retries = new RetryTimers();
   const base = defaultGrpcRetryOptions({ maxAttempts: MAX_RETRY_ATTEMPTS, maxIntervalMs: () => MAX_RETRY_INTERVAL_MS });
   // `lazy` constructs `this`: a LazyConnection.

@@ -45,7 +45,18 @@ export interface DevServer {
 
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const ip = options.ip ?? '127.0.0.1';
-  const args = ['server', 'start-dev', '--ip', ip, '--port', String(options.port), '--namespace', options.namespace, '--log-level', 'error'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    ip,
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    'error',
+  ];
   for (const [key, value] of Object.entries(DYNAMIC_CONFIG)) args.push('--dynamic-config-value', `${key}=${value}`);
   if (options.dataDir) {
     fs.mkdirSync(options.dataDir, { recursive: true });
@@ -61,7 +72,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   for (const name of SEARCH_ATTRIBUTE_NAMES) args.push('--search-attribute', `${name}=Keyword`);
 
   if (await isListening(ip, options.port)) {
-    throw new Error(`port ${options.port} is already in use: is another Temporal server running? Set TEMPORAL_PORT or TEMPORAL_ADDRESS`);
+    throw new Error(
+      `port ${options.port} is already in use: is another Temporal server running? Set TEMPORAL_PORT or TEMPORAL_ADDRESS`,
+    );
   }
   const [command, ...commandArgs] = guarded(options.cliPath, args);
   const child = spawn(command!, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] });

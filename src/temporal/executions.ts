@@ -8,7 +8,12 @@
  * (`idempotencyKey`, the Idempotency-Key and webhook-id its requests carry), so that an operator can
  * find the call in the receiver's logs.
  */
-import { isGrpcServiceError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription } from '@temporalio/client';
+import {
+  isGrpcServiceError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowExecutionDescription,
+} from '@temporalio/client';
 import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { ApprovalWaitKey, AUTOMATION_WORKFLOW, FlowQueueKey } from '../contract/workflows';
@@ -137,11 +142,19 @@ export class TemporalRunReader implements RunReader {
     const runs: RunningRun[] = [];
     let token: Uint8Array | undefined;
     do {
-      const page = await this.visibility(runningRunsQuery(AUTOMATION_WORKFLOW_TYPE, automationId), LANE_SCAN_PAGE_SIZE, token);
+      const page = await this.visibility(
+        runningRunsQuery(AUTOMATION_WORKFLOW_TYPE, automationId),
+        LANE_SCAN_PAGE_SIZE,
+        token,
+      );
       for (const raw of page.executions) {
         const key = decode(raw.memo?.fields?.[QUEUE_KEY_MEMO]);
         const summary = summaryFromVisibility(raw);
-        runs.push({ key: typeof key === 'string' ? key : undefined, queued: summary.status === 'QUEUED', startedAt: summary.startedAt });
+        runs.push({
+          key: typeof key === 'string' ? key : undefined,
+          queued: summary.status === 'QUEUED',
+          startedAt: summary.startedAt,
+        });
       }
       token = page.nextPageToken;
     } while (token);
@@ -189,14 +202,22 @@ export class TemporalRunReader implements RunReader {
     const automationId = description.typedSearchAttributes.get(AutomationIdKey);
     if (description.type !== AUTOMATION_WORKFLOW_TYPE || automationId === undefined) return undefined;
     // Read alongside the run itself (not after it); a failure surfaces where it is awaited.
-    const rerunsRead = Promise.all([this.reruns(executionId), this.bulkReruns?.(executionId) ?? []]).then(([numbered, bulk]) => [...numbered, ...bulk]);
+    const rerunsRead = Promise.all([this.reruns(executionId), this.bulkReruns?.(executionId) ?? []]).then(
+      ([numbered, bulk]) => [...numbered, ...bulk],
+    );
     rerunsRead.catch(() => undefined);
     const rerunOf = typeof description.memo?.rerunOf === 'string' ? description.memo.rerunOf : null;
-    const links = async (): Promise<{ rerunOf: string | null; reruns: string[] }> => ({ rerunOf, reruns: await rerunsRead });
+    const links = async (): Promise<{ rerunOf: string | null; reruns: string[] }> => ({
+      rerunOf,
+      reruns: await rerunsRead,
+    });
     const keysOf = callKeyScope(description.memo?.callKeysOf) ?? { workflowId: executionId, runId: description.runId };
     const keyed = (steps: StepResult[]): ExecutionStep[] => withCallKeys(steps, keysOf);
 
-    const held = description.status.name === 'RUNNING' ? heldStatus(description.typedSearchAttributes.get(FlowQueueKey)) : undefined;
+    const held =
+      description.status.name === 'RUNNING'
+        ? heldStatus(description.typedSearchAttributes.get(FlowQueueKey))
+        : undefined;
     const status = held ?? executionStatus(description.status.name);
     const summary: ExecutionSummary = {
       id: executionId,
@@ -252,7 +273,8 @@ export class TemporalRunReader implements RunReader {
     await decodePayloadsInPlace(events, this.client.options.loadedDataConverter.payloadCodecs);
     const run = readHistory(events);
     const version = summary.version ?? numberOrNull(run.input?.version);
-    if (run.steps.length === 0 && version !== null && this.loadSteps) run.steps = (await this.loadSteps(automationId, version)) ?? [];
+    if (run.steps.length === 0 && version !== null && this.loadSteps)
+      run.steps = (await this.loadSteps(automationId, version)) ?? [];
     const steps = state?.steps ?? reconstructSteps(run, status);
     const error = runError(run, status);
     return {
@@ -261,7 +283,11 @@ export class TemporalRunReader implements RunReader {
       automationId,
       ...(await links()),
       error,
-      steps: keyed(status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED' || status === 'COMPLETED' ? steps : markInterrupted(steps, error)),
+      steps: keyed(
+        status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED' || status === 'COMPLETED'
+          ? steps
+          : markInterrupted(steps, error),
+      ),
       ...(status === 'QUEUED' && run.input?.flow?.queue ? { queue: { key: run.input.flow.queue.key } } : {}),
       ...(status === 'PAUSED' && run.input?.flow?.paused ? { paused: { since: run.input.flow.paused.since } } : {}),
     };
@@ -294,7 +320,9 @@ export class TemporalRunReader implements RunReader {
     }
     const ids = (response.executions ?? []).map((e) => e.execution?.workflowId ?? '');
     // `:rerun-1` exists (described above) even while visibility has not caught up with it.
-    const direct = [...new Set([`${prefix}1`, ...ids.filter((id) => id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)))])];
+    const direct = [
+      ...new Set([`${prefix}1`, ...ids.filter((id) => id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)))]),
+    ];
     return direct.sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
   }
 
@@ -340,7 +368,9 @@ const STATUS_NAMES: Record<number, string> = {
 };
 
 /** A visibility entry's status as the API names it (before QUEUED and PAUSED are told apart by FlowQueue). */
-export function visibilityStatus(code: temporal.api.enums.v1.WorkflowExecutionStatus | null | undefined): ExecutionStatus {
+export function visibilityStatus(
+  code: temporal.api.enums.v1.WorkflowExecutionStatus | null | undefined,
+): ExecutionStatus {
   return executionStatus(STATUS_NAMES[Number(code ?? 0)] ?? 'RUNNING');
 }
 
@@ -365,14 +395,17 @@ function entryFromVisibility(raw: WorkflowInfo): ExecutionListEntry {
     automationId: typeof automationId === 'string' ? automationId : '',
     automationName: typeof automationName === 'string' ? automationName : '',
     ...(summary.status === 'QUEUED' && typeof key === 'string' ? { queue: { key } } : {}),
-    ...(summary.status === 'RUNNING' && typeof waitingStep === 'string' ? { waitingForApproval: { stepId: waitingStep } } : {}),
+    ...(summary.status === 'RUNNING' && typeof waitingStep === 'string'
+      ? { waitingForApproval: { stepId: waitingStep } }
+      : {}),
   };
 }
 
 function summaryFromVisibility(raw: WorkflowInfo): ExecutionSummary {
   const eventId = decode(raw.searchAttributes?.indexedFields?.[WebhookEventIdKey.name]);
   const status = visibilityStatus(raw.status);
-  const held = status === 'RUNNING' ? heldStatus(decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name])) : undefined;
+  const held =
+    status === 'RUNNING' ? heldStatus(decode(raw.searchAttributes?.indexedFields?.[FlowQueueKey.name])) : undefined;
   return {
     id: raw.execution?.workflowId ?? '',
     eventId: typeof eventId === 'string' ? eventId : null,
@@ -391,9 +424,12 @@ function callKeyScope(value: unknown): CallKeyScope | undefined {
 
 /** The steps, each step that ran (or runs) a request carrying the call's key (`sendsCallKey`) with that key. */
 function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): ExecutionStep[] {
-  const sends = (kind: string): boolean => kind in STEP_REGISTRY && (STEP_REGISTRY[kind as StepKind] as { sendsCallKey?: boolean }).sendsCallKey === true;
+  const sends = (kind: string): boolean =>
+    kind in STEP_REGISTRY && (STEP_REGISTRY[kind as StepKind] as { sendsCallKey?: boolean }).sendsCallKey === true;
   return steps.map((step) =>
-    sends(step.kind) && step.status !== 'PENDING' && step.status !== 'SKIPPED' ? { ...step, idempotencyKey: callKey(keysOf, step.id) } : step,
+    sends(step.kind) && step.status !== 'PENDING' && step.status !== 'SKIPPED'
+      ? { ...step, idempotencyKey: callKey(keysOf, step.id) }
+      : step,
   );
 }
 
@@ -427,7 +463,14 @@ interface RunHistory {
  * and every other kind evaluates before it acts).
  */
 function readHistory(events: HistoryEvent[]): RunHistory {
-  const run: RunHistory = { input: undefined, steps: [], effects: new Map(), touched: [], failure: undefined, stopReason: undefined };
+  const run: RunHistory = {
+    input: undefined,
+    steps: [],
+    effects: new Map(),
+    touched: [],
+    failure: undefined,
+    stopReason: undefined,
+  };
   const byScheduledId = new Map<string, StepEffect>();
   const byTimerId = new Map<string, StepEffect>();
   const add = (stepId: string, effect: StepEffect): void => {
@@ -474,7 +517,8 @@ function readHistory(events: HistoryEvent[]): RunHistory {
   for (const event of events) {
     const eventId = String(event.eventId ?? '');
     if (event.workflowExecutionStartedEventAttributes) {
-      run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as AutomationRunInput | undefined;
+      run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as
+        AutomationRunInput | undefined;
     } else if (event.markerRecordedEventAttributes) {
       const marker = event.markerRecordedEventAttributes;
       const result = decode(marker.details?.result?.payloads?.[0]);
@@ -528,7 +572,9 @@ function readHistory(events: HistoryEvent[]): RunHistory {
 }
 
 /** The effects the step kinds declare, by activity name. */
-const EFFECT_NAMES: ReadonlySet<string> = new Set(Object.values(STEP_REGISTRY).flatMap((kind) => ('effect' in kind && kind.effect ? [kind.effect.name] : [])));
+const EFFECT_NAMES: ReadonlySet<string> = new Set(
+  Object.values(STEP_REGISTRY).flatMap((kind) => ('effect' in kind && kind.effect ? [kind.effect.name] : [])),
+);
 
 /** The activity type a local activity's marker records (its `data`, JSON written by the SDK's core); undefined for any other marker. */
 export function localActivityType(marker: temporal.api.history.v1.IMarkerRecordedEventAttributes): string | undefined {
@@ -552,16 +598,24 @@ export function stepsFromHistory(events: HistoryEvent[], status: ExecutionStatus
 function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[] {
   const steps = run.steps;
   const lastTouched = Math.max(-1, ...run.touched.map((id) => steps.findIndex((step) => step.id === id)));
-  const failedIndex = run.failure?.stepId !== undefined ? steps.findIndex((step) => step.id === run.failure!.stepId) : -1;
+  const failedIndex =
+    run.failure?.stepId !== undefined ? steps.findIndex((step) => step.id === run.failure!.stepId) : -1;
   // Steps before this one are over; this one is in progress (or failed); later ones never started.
   const current = failedIndex >= 0 ? failedIndex : status === 'COMPLETED' ? steps.length : lastTouched;
   return steps.map((step, index): StepResult => {
     const kind = stepKind(step);
-    const result: StepResult = { id: step.id, kind: kind ?? ('unknown' as StepKind), status: 'PENDING', output: null, error: null };
+    const result: StepResult = {
+      id: step.id,
+      kind: kind ?? ('unknown' as StepKind),
+      status: 'PENDING',
+      output: null,
+      error: null,
+    };
     const effects = run.effects.get(step.id) ?? [];
     // A step with a condition evaluates it first; `false` skipped the step.
     const condition = step.when !== undefined && step.when.trim() !== '' ? effects[0] : undefined;
-    const skipped = condition?.kind === 'evaluate' && condition.done && isObject(condition.result) && condition.result.when === false;
+    const skipped =
+      condition?.kind === 'evaluate' && condition.done && isObject(condition.result) && condition.result.when === false;
     if (index === failedIndex) {
       result.status = 'FAILED';
       result.error = run.failure?.stepError ?? null;
@@ -581,8 +635,12 @@ function reconstructSteps(run: RunHistory, status: ExecutionStatus): StepResult[
 function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, unknown> | null {
   const kind = stepKind(step);
   if (kind === undefined) return lastResult(effects);
-  const definition = STEP_REGISTRY[kind] as { outputFromHistory?(body: unknown, effects: readonly StepEffect[]): Record<string, unknown> | null };
-  return definition.outputFromHistory ? definition.outputFromHistory((step as unknown as Record<string, unknown>)[kind], effects) : lastResult(effects);
+  const definition = STEP_REGISTRY[kind] as {
+    outputFromHistory?(body: unknown, effects: readonly StepEffect[]): Record<string, unknown> | null;
+  };
+  return definition.outputFromHistory
+    ? definition.outputFromHistory((step as unknown as Record<string, unknown>)[kind], effects)
+    : lastResult(effects);
 }
 
 /** A closed run's step still RUNNING or WAITING was stopped there: it shows why. */
@@ -604,7 +662,8 @@ function failureOf(failure: temporal.api.failure.v1.IFailure | null | undefined)
   if (!failure) return undefined;
   const message = failure.message ?? 'run failed';
   if (failure.applicationFailureInfo?.type !== STEP_FAILED) return { stepId: undefined, message, stepError: message };
-  const detail = decode(failure.applicationFailureInfo.details?.payloads?.[0]) as Partial<StepFailureDetails> | undefined;
+  const detail = decode(failure.applicationFailureInfo.details?.payloads?.[0]) as
+    Partial<StepFailureDetails> | undefined;
   return {
     stepId: typeof detail?.stepId === 'string' ? detail.stepId : undefined,
     message,
@@ -626,7 +685,11 @@ export async function decodePayloadsInPlace(root: unknown, codecs: readonly Payl
     const node = stack.pop();
     if (node === null || typeof node !== 'object' || node instanceof Uint8Array || ArrayBuffer.isView(node)) continue;
     const metadata = (node as { metadata?: unknown }).metadata;
-    if (metadata !== null && typeof metadata === 'object' && (metadata as Record<string, unknown>).encoding instanceof Uint8Array) {
+    if (
+      metadata !== null &&
+      typeof metadata === 'object' &&
+      (metadata as Record<string, unknown>).encoding instanceof Uint8Array
+    ) {
       found.push(node as Payload);
       continue;
     }
@@ -649,7 +712,9 @@ function decode(payload: temporal.api.common.v1.IPayload | null | undefined): un
   }
 }
 
-function timestamp(ts: { seconds?: { toNumber(): number } | number | null; nanos?: number | null } | null | undefined): string | undefined {
+function timestamp(
+  ts: { seconds?: { toNumber(): number } | number | null; nanos?: number | null } | null | undefined,
+): string | undefined {
   if (!ts || ts.seconds === null || ts.seconds === undefined) return undefined;
   const seconds = typeof ts.seconds === 'number' ? ts.seconds : ts.seconds.toNumber();
   return new Date(seconds * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)).toISOString();
@@ -673,5 +738,7 @@ function isNotFound(err: unknown): boolean {
 }
 
 function unavailable(err: unknown): WorkflowEngineUnavailableError {
-  return new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`);
+  return new WorkflowEngineUnavailableError(
+    `workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`,
+  );
 }

@@ -20,7 +20,9 @@ type History = temporal.api.history.v1.IHistory;
  * copies of protobufjs, one under @temporalio/common and one under @temporalio/proto, as here.)
  */
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const protojson = require(require.resolve('protobufjs/ext/protojson', { paths: [path.dirname(require.resolve('@temporalio/proto'))] })) as {
+const protojson = require(
+  require.resolve('protobufjs/ext/protojson', { paths: [path.dirname(require.resolve('@temporalio/proto'))] }),
+) as {
   toJson(type: unknown, message: unknown): unknown;
   fromJson(type: unknown, json: unknown): unknown;
 };
@@ -70,7 +72,10 @@ export function listHistoryFiles(dir = HISTORIES_DIR): string[] {
 
 /** Loads the committed histories of `dir`. */
 export function loadCommittedHistories(dir = HISTORIES_DIR): NamedHistory[] {
-  return listHistoryFiles(dir).map((name) => ({ name, history: historyFromJson(JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'))) }));
+  return listHistoryFiles(dir).map((name) => ({
+    name,
+    history: historyFromJson(JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'))),
+  }));
 }
 
 /**
@@ -78,24 +83,37 @@ export function loadCommittedHistories(dir = HISTORIES_DIR): NamedHistory[] {
  * nondeterminism at WARN; the failures are reported by name instead). Call before any Worker.
  */
 export function installQuietRuntime(): void {
-  Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [], telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  Runtime.install({
+    logger: new DefaultLogger('ERROR'),
+    shutdownSignals: [],
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+  });
 }
 
 /**
  * Replays each history on `bundle`; answers the histories that failed (empty: all replayed cleanly).
  * A history the replayer answered for other than exactly once is a failure too: silence is not a pass.
  */
-export async function replayHistories(bundle: WorkflowBundleOption, histories: NamedHistory[]): Promise<ReplayFailure[]> {
+export async function replayHistories(
+  bundle: WorkflowBundleOption,
+  histories: NamedHistory[],
+): Promise<ReplayFailure[]> {
   const failures: ReplayFailure[] = [];
   const answered = new Map(histories.map((h) => [h.name, 0]));
   // The replay worker reports by workflow id: each history gets its own name as id.
   const items = histories.map((h) => ({ workflowId: h.name, history: h.history }));
   for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, items)) {
     answered.set(result.workflowId, (answered.get(result.workflowId) ?? 0) + 1);
-    if (result.error) failures.push({ name: result.workflowId, kind: result.error.name, message: result.error.message });
+    if (result.error)
+      failures.push({ name: result.workflowId, kind: result.error.name, message: result.error.message });
   }
   for (const [name, results] of answered) {
-    if (results !== 1) failures.push({ name, kind: 'ReplayResultCount', message: `${results} replay results for one history (expected 1)` });
+    if (results !== 1)
+      failures.push({
+        name,
+        kind: 'ReplayResultCount',
+        message: `${results} replay results for one history (expected 1)`,
+      });
   }
   return failures;
 }

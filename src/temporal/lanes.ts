@@ -11,7 +11,14 @@ export type { LaneRequest };
 
 /** Asks the lane for a permit for `runId` (idempotent per run id); starts the lane when needed. */
 export async function requestLanePermit(client: Client, request: LaneRequest): Promise<void> {
-  const initial: LaneState = { automationId: request.automationId, lane: request.lane, limit: request.limit, holders: [], waiting: [], released: [] };
+  const initial: LaneState = {
+    automationId: request.automationId,
+    lane: request.lane,
+    limit: request.limit,
+    holders: [],
+    waiting: [],
+    released: [],
+  };
   // By the workflow type's name (workflows/lane.ts `lane`, whose one argument is a LaneState), so
   // that this module, an activity's dependency, does not import the workflow code.
   await client.workflow.signalWithStart<(state: LaneState) => Promise<void>, [LaneAcquire]>('lane', {

@@ -58,7 +58,10 @@ export class TemporalRunControl implements RunController {
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
         if (err.cause.type === UNKNOWN_STEP) throw new NotFoundError('step', input.stepId);
         if (err.cause.type === STEP_NOT_WAITING)
-          throw new FailedPreconditionError(`step ${JSON.stringify(input.stepId)} is not waiting for approval`, 'STEP_NOT_WAITING');
+          throw new FailedPreconditionError(
+            `step ${JSON.stringify(input.stepId)} is not waiting for approval`,
+            'STEP_NOT_WAITING',
+          );
       }
       throw this.closedOrUnavailable(err);
     }
@@ -95,9 +98,14 @@ export class TemporalRunControl implements RunController {
     if (options.fromFailedStep) {
       const failedIndex = original.steps.findIndex((step) => step.status === 'FAILED');
       if (original.status !== 'FAILED' || failedIndex < 0 || original.version === null) {
-        throw new FailedPreconditionError('only a FAILED run with a failed step can be retried from that step', 'NOT_FAILED');
+        throw new FailedPreconditionError(
+          'only a FAILED run with a failed step can be retried from that step',
+          'NOT_FAILED',
+        );
       }
-      const earlier = original.steps.slice(0, failedIndex).filter((step) => step.status === 'DONE' || step.status === 'SKIPPED');
+      const earlier = original.steps
+        .slice(0, failedIndex)
+        .filter((step) => step.status === 'DONE' || step.status === 'SKIPPED');
       const described = await this.describe(executionId);
       // The failed call may have reached its target: repeated here, it carries the key it had.
       keysOf = input.resume?.keysOf ?? { workflowId: executionId, runId: described.runId };
@@ -109,15 +117,27 @@ export class TemporalRunControl implements RunController {
         rerunOf: executionId,
         resume: {
           fromStepId: original.steps[failedIndex]!.id,
-          steps: earlier.map((step) => ({ id: step.id, status: step.status as 'DONE' | 'SKIPPED', output: step.output })),
+          steps: earlier.map((step) => ({
+            id: step.id,
+            status: step.status as 'DONE' | 'SKIPPED',
+            output: step.output,
+          })),
           keysOf,
         },
       };
       automationName = described.automationName;
     } else {
-      if (!options.published) throw new FailedPreconditionError('the automation is not published: publish it before a rerun', 'NOT_PUBLISHED');
+      if (!options.published)
+        throw new FailedPreconditionError(
+          'the automation is not published: publish it before a rerun',
+          'NOT_PUBLISHED',
+        );
       // A person asked for this run: the filter does not apply; the concurrency limit does.
-      const flow = runFlowOf(options.published.flow, { automationId: input.automationId, payload: input.trigger, requested: false });
+      const flow = runFlowOf(options.published.flow, {
+        automationId: input.automationId,
+        payload: input.trigger,
+        requested: false,
+      });
       runInput = { ...baseInput(input, options.published.version), ...(flow ? { flow } : {}), rerunOf: executionId };
       automationName = options.published.automationName;
     }
@@ -176,7 +196,8 @@ export class TemporalRunControl implements RunController {
     try {
       history = await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).fetchHistory());
     } catch (err) {
-      if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC_NOT_FOUND) throw new NotFoundError('automation execution', executionId);
+      if (err instanceof WorkflowNotFoundError || grpcCode(err) === GRPC_NOT_FOUND)
+        throw new NotFoundError('automation execution', executionId);
       throw unavailable(err);
     }
     const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
@@ -188,7 +209,9 @@ export class TemporalRunControl implements RunController {
 
   /** The run's automation name (from its memo) and run id. */
   private async describe(executionId: string): Promise<{ automationName: string; runId: string }> {
-    const description = await this.call(this.callTimeoutMs, () => this.client.workflow.getHandle(executionId).describe()).catch((err: unknown) => {
+    const description = await this.call(this.callTimeoutMs, () =>
+      this.client.workflow.getHandle(executionId).describe(),
+    ).catch((err: unknown) => {
       throw unavailable(err);
     });
     const name = description.memo?.automationName;
@@ -200,7 +223,10 @@ export class TemporalRunControl implements RunController {
     const execution = await this.executions.get(executionId);
     if (!execution) throw new NotFoundError('automation execution', executionId);
     if (execution.status !== 'RUNNING' && execution.status !== 'QUEUED' && execution.status !== 'PAUSED')
-      throw new FailedPreconditionError(showStatus ? `the run is closed (${execution.status})` : 'the run is closed', 'RUN_CLOSED');
+      throw new FailedPreconditionError(
+        showStatus ? `the run is closed (${execution.status})` : 'the run is closed',
+        'RUN_CLOSED',
+      );
   }
 
   /** A run that closed between our check and the call is a closed run; anything else: Temporal is unavailable. */

@@ -32,7 +32,8 @@ export function quote(value: string): string {
 export function runQuery(workflowType: string, filter: RunFilter): string {
   const clauses = [`WorkflowType = ${quote(workflowType)}`];
   if (filter.automationId !== undefined) clauses.push(`AutomationId = ${quote(filter.automationId)}`);
-  if (filter.statuses && filter.statuses.length > 0) clauses.push(`(${filter.statuses.map((status) => STATUS_CLAUSES[status]).join(' OR ')})`);
+  if (filter.statuses && filter.statuses.length > 0)
+    clauses.push(`(${filter.statuses.map((status) => STATUS_CLAUSES[status]).join(' OR ')})`);
   if (filter.waitingForApproval) clauses.push('ExecutionStatus = "Running" AND ApprovalWait IS NOT NULL');
   if (filter.startedAfter !== undefined) clauses.push(`StartTime >= ${quote(filter.startedAfter)}`);
   if (filter.startedBefore !== undefined) clauses.push(`StartTime < ${quote(filter.startedBefore)}`);
@@ -65,7 +66,9 @@ export function lanesOf(runs: readonly RunningRun[]): LaneView[] {
     }
     lanes.set(run.key, lane);
   }
-  return [...lanes.values()].filter((lane) => lane.queued > 0).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return [...lanes.values()]
+    .filter((lane) => lane.queued > 0)
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
 export type WorkflowInfo = temporal.api.workflow.v1.IWorkflowExecutionInfo;

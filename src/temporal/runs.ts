@@ -2,13 +2,24 @@
  * The API's view of automation runs on Temporal. The webhook receiver starts runs through it; the
  * executions API reads them. `TemporalRuns` is the real implementation.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import { raceDeadline } from './deadline';
 import { laneQueueFull, requestLanePermit } from './lanes';
 import { decodePayloadsInPlace } from './executions';
 import { AUTOMATION_WORKFLOW, type AutomationWorkflow } from '../contract/workflows';
 import { runWorkflowId, type AutomationRunInput, type RunQueue } from '../contract/run';
-import { DuplicateEventError, WorkflowEngineUnavailableError, type AutomationRuns, type RunDisplay, type StartedRun } from '../domain/runs';
+import {
+  DuplicateEventError,
+  WorkflowEngineUnavailableError,
+  type AutomationRuns,
+  type RunDisplay,
+  type StartedRun,
+} from '../domain/runs';
 import type { LaneRequest } from '../contract/lanes';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
 import { QUEUE_KEY_MEMO } from './run-listing';
@@ -48,20 +59,30 @@ export class TemporalRuns implements AutomationRuns {
       const maxWaiting = this.options.laneQueueLimit;
       await raceDeadline(deadline, () =>
         this.client.withDeadline(deadline, () =>
-          requestLanePermit(this.client, { ...request, taskQueue: this.taskQueue, ...(maxWaiting ? { maxWaiting } : {}) }),
+          requestLanePermit(this.client, {
+            ...request,
+            taskQueue: this.taskQueue,
+            ...(maxWaiting ? { maxWaiting } : {}),
+          }),
         ),
       );
     } catch (err) {
-      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+      throw new WorkflowEngineUnavailableError(
+        `workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`,
+      );
     }
   }
 
   async laneQueueFull(lane: string): Promise<boolean> {
     try {
       const deadline = Date.now() + this.startTimeoutMs;
-      return await raceDeadline(deadline, () => this.client.withDeadline(deadline, () => laneQueueFull(this.client, lane)));
+      return await raceDeadline(deadline, () =>
+        this.client.withDeadline(deadline, () => laneQueueFull(this.client, lane)),
+      );
     } catch (err) {
-      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+      throw new WorkflowEngineUnavailableError(
+        `workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`,
+      );
     }
   }
 
@@ -84,7 +105,9 @@ export class TemporalRuns implements AutomationRuns {
       await decodePayloadsInPlace(payload, converter.payloadCodecs);
       return (converter.payloadConverter.fromPayload(payload) as AutomationRunInput).flow?.queue;
     } catch (err) {
-      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+      throw new WorkflowEngineUnavailableError(
+        `workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`,
+      );
     }
   }
 
@@ -92,11 +115,15 @@ export class TemporalRuns implements AutomationRuns {
     const workflowId = runWorkflowId(listenerId, eventId);
     try {
       const deadline = Date.now() + this.startTimeoutMs;
-      await raceDeadline(deadline, () => this.client.withDeadline(deadline, () => this.client.workflow.getHandle(workflowId).describe()));
+      await raceDeadline(deadline, () =>
+        this.client.withDeadline(deadline, () => this.client.workflow.getHandle(workflowId).describe()),
+      );
       return workflowId;
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return undefined;
-      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+      throw new WorkflowEngineUnavailableError(
+        `workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`,
+      );
     }
   }
 
@@ -116,7 +143,9 @@ export class TemporalRuns implements AutomationRuns {
       return { runId: workflowId };
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) throw new DuplicateEventError(workflowId);
-      throw new WorkflowEngineUnavailableError(`workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`);
+      throw new WorkflowEngineUnavailableError(
+        `workflow engine unavailable: ${(err as Error).message ?? 'unknown error'}`,
+      );
     }
   }
 }
@@ -129,7 +158,12 @@ export function runStartOptions(
   taskQueue: string,
   workflowId: string,
   input: AutomationRunInput,
-  display: RunDisplay & { summary: string; rerunOf?: string; keysOf?: { workflowId: string; runId: string }; bulkActionId?: string },
+  display: RunDisplay & {
+    summary: string;
+    rerunOf?: string;
+    keysOf?: { workflowId: string; runId: string };
+    bulkActionId?: string;
+  },
 ): WorkflowStartOptions<AutomationWorkflow> {
   return {
     taskQueue,

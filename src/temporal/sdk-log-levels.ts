@@ -31,7 +31,9 @@ let installed = false;
 export function skipDroppedSdkLogMetadata(): void {
   if (installed) return;
   installed = true;
-  const proto = LoggerWithComposedMetadata.prototype as unknown as Record<(typeof METHODS)[number], LevelMethod> & { log: LogMethod };
+  const proto = LoggerWithComposedMetadata.prototype as unknown as Record<(typeof METHODS)[number], LevelMethod> & {
+    log: LogMethod;
+  };
   METHODS.forEach((method, i) => {
     const original = proto[method];
     const level = LEVELS[i]!;

@@ -5,4 +5,10 @@ export const AutomationIdKey = defineSearchAttributeKey('AutomationId', SearchAt
 export const ListenerIdKey = defineSearchAttributeKey('ListenerId', SearchAttributeType.KEYWORD);
 export const WebhookEventIdKey = defineSearchAttributeKey('WebhookEventId', SearchAttributeType.KEYWORD);
 
-export const SEARCH_ATTRIBUTE_NAMES = ['AutomationId', 'ListenerId', 'WebhookEventId', 'FlowQueue', 'ApprovalWait'] as const;
+export const SEARCH_ATTRIBUTE_NAMES = [
+  'AutomationId',
+  'ListenerId',
+  'WebhookEventId',
+  'FlowQueue',
+  'ApprovalWait',
+] as const;

@@ -31,7 +31,10 @@ export async function ensureNamespace(connection: Connection, namespace: string)
     await waitForNamespace(connection, namespace);
   }
   if (retention < RETENTION_SECONDS) {
-    await service.updateNamespace({ namespace, config: { workflowExecutionRetentionTtl: msToTs(RETENTION_SECONDS * 1000) } });
+    await service.updateNamespace({
+      namespace,
+      config: { workflowExecutionRetentionTtl: msToTs(RETENTION_SECONDS * 1000) },
+    });
     report.retentionUpdated = true;
   }
   const existing = await connection.operatorService.listSearchAttributes({ namespace });

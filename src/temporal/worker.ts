@@ -5,7 +5,13 @@
  * the composition root (`activities`), so this adapter imports neither them nor the workflow code.
  */
 import { Client } from '@temporalio/client';
-import { bundleWorkflowCode, type BundleOptions, type NativeConnection, type Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  type BundleOptions,
+  type NativeConnection,
+  type Worker,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import { GuardedWorker } from './activation-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
@@ -77,7 +83,9 @@ export const AUTOMATION_PRELOAD_MODULES: readonly string[] = ['zod', require.res
 const WORKFLOW_SOURCE_MAP = 'inline-nosources-cheap-module-source-map';
 
 /** Options for `bundleWorkflowCode` that make the automation workflow bundle, wherever it is built. */
-export function automationBundleOptions(): Required<Pick<BundleOptions, 'workflowsPath' | 'preloadModules' | 'webpackConfigHook'>> {
+export function automationBundleOptions(): Required<
+  Pick<BundleOptions, 'workflowsPath' | 'preloadModules' | 'webpackConfigHook'>
+> {
   return {
     workflowsPath: automationWorkflowsPath(),
     preloadModules: [...AUTOMATION_PRELOAD_MODULES],
@@ -93,9 +101,17 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     opts = { ...opts, bundle };
   }
   // Lanes and bulk actions reach Temporal with the worker's connection and payload codec.
-  const client = new Client({ connection: opts.connection, namespace: opts.namespace, dataConverter: encryptedDataConverter(opts.codec) });
+  const client = new Client({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    dataConverter: encryptedDataConverter(opts.codec),
+  });
   const runReader = new TemporalRunReader(client, { bulkReruns: (executionId) => bulkRerunsOf(opts.db, executionId) });
-  const bulkRuns = new TemporalBulkRuns(client, opts.taskQueue, new TemporalRunControl(client, opts.taskQueue, runReader));
+  const bulkRuns = new TemporalBulkRuns(
+    client,
+    opts.taskQueue,
+    new TemporalRunControl(client, opts.taskQueue, runReader),
+  );
   // Deadlock detection from the main thread instead of a vm watchdog per call (src/temporal/activation-guard.ts).
   return GuardedWorker.create({
     connection: opts.connection,
@@ -107,11 +123,18 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
       ? { workflowBundle: opts.bundle }
       : {
           workflowsPath: automationWorkflowsPath(),
-          bundlerOptions: { preloadModules: [...AUTOMATION_PRELOAD_MODULES], webpackConfigHook: automationBundleOptions().webpackConfigHook },
+          bundlerOptions: {
+            preloadModules: [...AUTOMATION_PRELOAD_MODULES],
+            webpackConfigHook: automationBundleOptions().webpackConfigHook,
+          },
         }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
-    ...(opts.maxConcurrentActivityTaskExecutions !== undefined ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions } : {}),
-    ...(opts.maxConcurrentWorkflowTaskExecutions !== undefined ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions } : {}),
+    ...(opts.maxConcurrentActivityTaskExecutions !== undefined
+      ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }
+      : {}),
+    ...(opts.maxConcurrentWorkflowTaskExecutions !== undefined
+      ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions }
+      : {}),
   });
 }
 

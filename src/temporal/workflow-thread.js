@@ -40,7 +40,8 @@ function cutoffStructuredStackTrace(stackTrace) {
     return (
       function_name &&
       file_path &&
-      ((/^Activator\.\S+NextHandler$/.test(function_name) && /.*[\\/]workflow[\\/](?:src|lib)[\\/]internals\.[jt]s$/.test(file_path)) ||
+      ((/^Activator\.\S+NextHandler$/.test(function_name) &&
+        /.*[\\/]workflow[\\/](?:src|lib)[\\/]internals\.[jt]s$/.test(file_path)) ||
         (/Script\.runInContext/.test(function_name) && /^node:vm|vm\.js$/.test(file_path)))
     );
   });
@@ -52,13 +53,20 @@ function cutoffStructuredStackTrace(stackTrace) {
  * `overridePrepareStackTrace`, when the thread receives its bundle) with the deferring hook.
  */
 function deferPromiseStacks(handlers) {
-  if (typeof handlers.setPromiseHook !== 'function' || typeof handlers.overridePrepareStackTrace !== 'function' || !('currentStackTrace' in handlers)) {
-    throw new Error('workflow thread: the SDK global handlers have no setPromiseHook/overridePrepareStackTrace/currentStackTrace (SDK internals changed)');
+  if (
+    typeof handlers.setPromiseHook !== 'function' ||
+    typeof handlers.overridePrepareStackTrace !== 'function' ||
+    !('currentStackTrace' in handlers)
+  ) {
+    throw new Error(
+      'workflow thread: the SDK global handlers have no setPromiseHook/overridePrepareStackTrace/currentStackTrace (SDK internals changed)',
+    );
   }
   handlers.setPromiseHook = function setDeferredPromiseHook() {
     /** The SDK's formatter, installed just before this by overridePrepareStackTrace. */
     const format = Error.prepareStackTrace;
-    if (typeof format !== 'function') throw new Error('workflow thread: the SDK did not install its stack formatter (SDK internals changed)');
+    if (typeof format !== 'function')
+      throw new Error('workflow thread: the SDK did not install its stack formatter (SDK internals changed)');
     /** While set, a stack read answers its CallSite objects instead of text. */
     let capturing = false;
     Error.prepareStackTrace = (error, sites) => (capturing ? sites : format(error, sites));
@@ -135,11 +143,20 @@ function deferPromiseStacks(handlers) {
           if (!Array.isArray(sites)) return;
           // The frames the SDK keeps start after the hook's own and Node's `initAll`.
           let top = 1;
-          if (sites[1] !== undefined && sites[1].getFunctionName() === 'initAll' && String(sites[1].getFileName()).startsWith('node:internal/promise_hooks'))
+          if (
+            sites[1] !== undefined &&
+            sites[1].getFunctionName() === 'initAll' &&
+            String(sites[1].getFileName()).startsWith('node:internal/promise_hooks')
+          )
             top = 2;
           let stack = new DeferredStack(error, sites, top);
           const first = sites[top] === undefined ? '' : String(sites[top]);
-          if (currentAggregation && first === THEN_FRAME && sites.length > top + 2 && AGGREGATE_FRAME.test(String(sites[top + 1]))) {
+          if (
+            currentAggregation &&
+            first === THEN_FRAME &&
+            sites.length > top + 2 &&
+            AGGREGATE_FRAME.test(String(sites[top + 1]))
+          ) {
             // Skip the aggregator's internal promises and link directly (the SDK's rule).
             promise = currentAggregation;
             stack = store.promiseToStack.get(currentAggregation);

@@ -118,7 +118,10 @@ export interface PrecheckInput extends WebhookHeaderInput {
 }
 
 /** The header check at `nowSeconds` (default: the input's own time): the checked headers or the refusal. */
-export function headerVerdict(input: WebhookHeaderInput, nowSeconds = input.nowSeconds): CheckedWebhookHeaders | WebhookRejection {
+export function headerVerdict(
+  input: WebhookHeaderInput,
+  nowSeconds = input.nowSeconds,
+): CheckedWebhookHeaders | WebhookRejection {
   try {
     return checkWebhookHeaders(input, nowSeconds);
   } catch (err) {
@@ -133,7 +136,10 @@ export function headerVerdict(input: WebhookHeaderInput, nowSeconds = input.nowS
  * `early` is the header check at the input's time when the caller has it already (the intake
  * keeps it for the check after the body, which judges the same headers at the same time).
  */
-export function precheckWebhookHeaders(input: PrecheckInput, early: CheckedWebhookHeaders | WebhookRejection = headerVerdict(input)): void {
+export function precheckWebhookHeaders(
+  input: PrecheckInput,
+  early: CheckedWebhookHeaders | WebhookRejection = headerVerdict(input),
+): void {
   if (!(early instanceof WebhookRejection)) return;
   if (input.transferEncoding !== undefined) return;
   if (input.contentLength === undefined || !/^[0-9]{1,10}$/.test(input.contentLength.trim())) return;

@@ -26,7 +26,11 @@ export function parseWebhookJson(body: Buffer): unknown {
     throw rejectWebhook(400, 'invalid_json', 'request body is not valid JSON');
   }
   if (jsonDepth(text) > MAX_JSON_DEPTH) {
-    throw rejectWebhook(400, 'invalid_json', `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+    throw rejectWebhook(
+      400,
+      'invalid_json',
+      `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+    );
   }
   return value;
 }

@@ -39,6 +39,11 @@ export type WebhookReason =
   | 'source_not_allowed';
 
 /** Shorthand used by the checks in this folder. */
-export function rejectWebhook(status: WebhookRejectionStatus, reason: WebhookReason, message: string, cause?: unknown): WebhookRejection {
+export function rejectWebhook(
+  status: WebhookRejectionStatus,
+  reason: WebhookReason,
+  message: string,
+  cause?: unknown,
+): WebhookRejection {
   return new WebhookRejection(status, message, reason, cause === undefined ? undefined : { cause });
 }

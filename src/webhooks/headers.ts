@@ -66,7 +66,11 @@ export function checkWebhookHeaders(input: WebhookHeaderInput, nowSeconds = inpu
   if (header.requiredHeader && credential === undefined) missing.push(header.name);
   if (missing.length > 0 || contentType === undefined || timestampHeader === undefined || eventIdHeader === undefined) {
     // (the undefined tests only narrow the types: `missing` is non-empty whenever one holds)
-    throw rejectWebhook(400, 'missing_header', `missing required header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+    throw rejectWebhook(
+      400,
+      'missing_header',
+      `missing required header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`,
+    );
   }
 
   if (!isJsonContentType(contentType)) {
@@ -114,7 +118,11 @@ function checkTimestamp(value: string, nowSeconds: number): number {
   }
   const timestamp = Number(value);
   if (Math.abs(timestamp - Math.floor(nowSeconds)) > TIMESTAMP_TOLERANCE_SECONDS) {
-    throw rejectWebhook(400, 'timestamp_out_of_window', `Webhook-Timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from the current time`);
+    throw rejectWebhook(
+      400,
+      'timestamp_out_of_window',
+      `Webhook-Timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from the current time`,
+    );
   }
   return timestamp;
 }

@@ -9,7 +9,14 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { createLocalJWKSet, errors as joseErrors, type FlattenedJWSInput, type JSONWebKeySet, type JWSHeaderParameters, type KeyLike } from 'jose';
+import {
+  createLocalJWKSet,
+  errors as joseErrors,
+  type FlattenedJWSInput,
+  type JSONWebKeySet,
+  type JWSHeaderParameters,
+  type KeyLike,
+} from 'jose';
 import {
   ADDRESS_REFUSED,
   checkOutboundUrl,
@@ -24,7 +31,16 @@ import { rejectWebhook } from './errors';
 import { WebhookRejection } from '../errors';
 
 // The policy's names, for the JWKS fetch's callers (src/outbound/policy.ts is their home).
-export { ADDRESS_REFUSED, checkOutboundUrl, guardedLookup, guardedLookupFor, isForbiddenAddress, MAX_URL_LENGTH, validateOutboundUrl, type OutboundPolicy };
+export {
+  ADDRESS_REFUSED,
+  checkOutboundUrl,
+  guardedLookup,
+  guardedLookupFor,
+  isForbiddenAddress,
+  MAX_URL_LENGTH,
+  validateOutboundUrl,
+  type OutboundPolicy,
+};
 
 export interface JwksFetchOptions {
   /** Allow `http://` and non-public hosts (development and tests only). */
@@ -88,7 +104,8 @@ export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONW
         resolve(value as JSONWebKeySet);
       }
     };
-    const unreachable = (message: string, cause?: unknown): WebhookRejection => rejectWebhook(401, 'jwks_unreachable', message, cause);
+    const unreachable = (message: string, cause?: unknown): WebhookRejection =>
+      rejectWebhook(401, 'jwks_unreachable', message, cause);
 
     const req = request(
       target,
@@ -143,7 +160,10 @@ export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONW
       if (err.code === ADDRESS_REFUSED) done(rejectWebhook(401, 'jwks_url_refused', err.message, err));
       else done(unreachable('JWKS endpoint could not be reached', err));
     });
-    const timer = setTimeout(() => done(unreachable(`JWKS fetch timed out after ${options.timeoutMs} ms`)), options.timeoutMs);
+    const timer = setTimeout(
+      () => done(unreachable(`JWKS fetch timed out after ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
     req.end();
   });
 }
@@ -225,7 +245,8 @@ export class RemoteKeySet {
     });
     const tracked = pending.catch((err: unknown) => {
       this.pending = undefined;
-      const error = err instanceof WebhookRejection ? err : rejectWebhook(401, 'jwks_unreachable', 'JWKS could not be loaded', err);
+      const error =
+        err instanceof WebhookRejection ? err : rejectWebhook(401, 'jwks_unreachable', 'JWKS could not be loaded', err);
       this.failure = { at: Date.now(), error };
       throw error;
     });

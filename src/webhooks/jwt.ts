@@ -224,7 +224,11 @@ export function toRejection(err: unknown): unknown {
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) {
     return rejectWebhook(401, 'jwt_malformed', 'JWT is malformed', err);
   }
-  if (err instanceof joseErrors.JWKSInvalid || err instanceof joseErrors.JWKInvalid || err instanceof joseErrors.JOSENotSupported) {
+  if (
+    err instanceof joseErrors.JWKSInvalid ||
+    err instanceof joseErrors.JWKInvalid ||
+    err instanceof joseErrors.JOSENotSupported
+  ) {
     return rejectWebhook(401, 'jwks_invalid', 'JWKS key cannot be used', err);
   }
   if (err instanceof TypeError || isCryptoError(err)) {

@@ -39,8 +39,17 @@ function emptyFields(): TriggerFields {
  * The trigger `{incomingWebhook: {...}}`: the method's fields checked with its schema (and its
  * configuration-dependent checks), other methods' fields refused unless empty.
  */
-export function validateTrigger(value: unknown, config: AuthenticatorConfig, violations: TriggerViolation[]): IncomingWebhookTrigger {
-  const fallback: IncomingWebhookTrigger = { authMethod: AUTH_METHODS[0], allowedCidrs: [], enabled: true, ...emptyFields() };
+export function validateTrigger(
+  value: unknown,
+  config: AuthenticatorConfig,
+  violations: TriggerViolation[],
+): IncomingWebhookTrigger {
+  const fallback: IncomingWebhookTrigger = {
+    authMethod: AUTH_METHODS[0],
+    allowedCidrs: [],
+    enabled: true,
+    ...emptyFields(),
+  };
   if (!isObject(value) || !isObject(value.incomingWebhook)) {
     violations.push({ field: FIELD, description: 'is required: the only trigger kind is incomingWebhook' });
     return fallback;
@@ -66,19 +75,31 @@ export function validateTrigger(value: unknown, config: AuthenticatorConfig, vio
   if (hook.allowedCidrs !== undefined && hook.allowedCidrs !== null) {
     const parsed = parseCidrList(hook.allowedCidrs);
     if (parsed.ok) allowedCidrs = parsed.cidrs;
-    else violations.push({ field: `${FIELD}.allowedCidrs${parsed.index >= 0 ? `[${parsed.index}]` : ''}`, description: parsed.error });
+    else
+      violations.push({
+        field: `${FIELD}.allowedCidrs${parsed.index >= 0 ? `[${parsed.index}]` : ''}`,
+        description: parsed.error,
+      });
   }
   let enabled = true;
   if (hook.enabled !== undefined && hook.enabled !== null) {
-    if (typeof hook.enabled !== 'boolean') violations.push({ field: `${FIELD}.enabled`, description: 'must be a boolean' });
+    if (typeof hook.enabled !== 'boolean')
+      violations.push({ field: `${FIELD}.enabled`, description: 'must be a boolean' });
     else enabled = hook.enabled;
   }
   return { authMethod, ...fields, allowedCidrs, enabled };
 }
 
-function methodFields(method: AuthMethod, hook: Record<string, unknown>, config: AuthenticatorConfig, violations: TriggerViolation[]): Partial<TriggerFields> {
+function methodFields(
+  method: AuthMethod,
+  hook: Record<string, unknown>,
+  config: AuthenticatorConfig,
+  violations: TriggerViolation[],
+): Partial<TriggerFields> {
   const authenticator = authenticatorOf(method);
-  const own = Object.fromEntries(Object.keys(authenticator.fields.shape).map((name) => [name, hook[name] ?? undefined]));
+  const own = Object.fromEntries(
+    Object.keys(authenticator.fields.shape).map((name) => [name, hook[name] ?? undefined]),
+  );
   const parsed = authenticator.fields.safeParse(own);
   if (!parsed.success) {
     for (const issue of parsed.error.issues) {
@@ -98,7 +119,8 @@ const FIELD_NAMES = new Map<AuthMethod, string[]>();
 /** The method's own fields of a stored trigger. */
 export function fieldsOf(trigger: IncomingWebhookTrigger): Record<string, string> {
   let names = FIELD_NAMES.get(trigger.authMethod);
-  if (names === undefined) FIELD_NAMES.set(trigger.authMethod, (names = Object.keys(authenticatorOf(trigger.authMethod).fields.shape)));
+  if (names === undefined)
+    FIELD_NAMES.set(trigger.authMethod, (names = Object.keys(authenticatorOf(trigger.authMethod).fields.shape)));
   const fields: Record<string, string> = {};
   for (const name of names) fields[name] = trigger[name as keyof TriggerFields] as string;
   return fields;
@@ -111,5 +133,11 @@ export function triggerConfigView(trigger: IncomingWebhookTrigger): {
   enabled: boolean;
   [field: string]: unknown;
 } {
-  return { authMethod: trigger.authMethod, ...emptyFields(), ...fieldsOf(trigger), allowedCidrs: trigger.allowedCidrs, enabled: trigger.enabled };
+  return {
+    authMethod: trigger.authMethod,
+    ...emptyFields(),
+    ...fieldsOf(trigger),
+    allowedCidrs: trigger.allowedCidrs,
+    enabled: trigger.enabled,
+  };
 }

@@ -58,7 +58,12 @@ async function api(method: 'GET' | 'POST' | 'PUT', pathname: string, body?: unkn
 }
 
 /** An operator's call that may meet a restarting process: repeated (it is idempotent) until it answers `status`. */
-async function patiently(method: 'GET' | 'POST' | 'PUT', pathname: string, body?: unknown, status = 200): Promise<Json> {
+async function patiently(
+  method: 'GET' | 'POST' | 'PUT',
+  pathname: string,
+  body?: unknown,
+  status = 200,
+): Promise<Json> {
   return (
     await poll(
       () =>
@@ -80,7 +85,10 @@ interface Listener {
 }
 
 async function createAutomation(fields: Json): Promise<Listener> {
-  const created = await api('POST', '/api/v1/automations', { trigger: { incomingWebhook: { authMethod: 'HMAC' } }, ...fields });
+  const created = await api('POST', '/api/v1/automations', {
+    trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+    ...fields,
+  });
   await api('POST', `/api/v1/automations/${created.automation.id}/publish`, {});
   return {
     id: created.automation.id,
@@ -102,7 +110,12 @@ function send(listener: Listener, eventId: string, body: string): Promise<PostOu
 }
 
 /** Sends until 200 or 409 (a 409 after a retry: the earlier attempt was accepted), retrying a 5xx or a lost answer with the same id. */
-async function deliver(listener: Listener, eventId: string, body: string, answers: Array<number | string>): Promise<void> {
+async function deliver(
+  listener: Listener,
+  eventId: string,
+  body: string,
+  answers: Array<number | string>,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     const outcome = await send(listener, eventId, body);
     const status = outcome.kind === 'response' ? outcome.status : outcome.code;
@@ -120,7 +133,8 @@ const runId = (listener: Listener, eventId: string): string => `webhook:${listen
 /** Every workflow of a visibility query: id → statuses (one entry per run of that id). */
 async function listed(query: string): Promise<Map<string, string[]>> {
   const runs = new Map<string, string[]>();
-  for await (const run of temporal.workflow.list({ query })) runs.set(run.workflowId, [...(runs.get(run.workflowId) ?? []), run.status.name]);
+  for await (const run of temporal.workflow.list({ query }))
+    runs.set(run.workflowId, [...(runs.get(run.workflowId) ?? []), run.status.name]);
   return runs;
 }
 
@@ -198,7 +212,11 @@ describe(`a breaker of ${MAX_RUNS} per hour: ${SENDERS} senders × ${EVENTS_PER_
 
     // Before the resume: the breaker is open over 350 paused runs, and visibility lists them PAUSED.
     const before = await patiently('GET', `/api/v1/automations/${listener.id}`);
-    expect(before.automation.breaker).toEqual({ state: 'OPEN', trippedAt: expect.any(String), pausedRuns: ids.length - MAX_RUNS });
+    expect(before.automation.breaker).toEqual({
+      state: 'OPEN',
+      trippedAt: expect.any(String),
+      pausedRuns: ids.length - MAX_RUNS,
+    });
     const pausedListed = await poll(
       () => listed(`${query} AND FlowQueue = "PAUSED"`),
       (runs) => runs.size === ids.length - MAX_RUNS,
@@ -217,7 +235,10 @@ describe(`a breaker of ${MAX_RUNS} per hour: ${SENDERS} senders × ${EVENTS_PER_
         async (r) => ({ status: r.status, body: (await r.json().catch(() => ({}))) as Json }),
         (err: Error) => ({ status: err.message, body: {} as Json }),
       );
-      resumeAnswers.push({ status: res.status, ...(res.status === 200 ? { resumed: res.body.resumed as number } : {}) });
+      resumeAnswers.push({
+        status: res.status,
+        ...(res.status === 200 ? { resumed: res.body.resumed as number } : {}),
+      });
       if (res.status === 200) break;
       if (resumeAnswers.length > 30) throw new Error(`resume never answered 200: ${JSON.stringify(resumeAnswers)}`);
       await sleep(1000);
@@ -236,10 +257,14 @@ describe(`a breaker of ${MAX_RUNS} per hour: ${SENDERS} senders × ${EVENTS_PER_
         const history = await temporal.workflow.getHandle(id).fetchHistory();
         await decodePayloadsInPlace(history, [codec]); // a log step's line is the (encrypted) summary of its event
         const events = history.events ?? [];
-        const at = (e: (typeof events)[number]): number => Number(String(e.eventTime?.seconds ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
-        const signal = (name: string): number => events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === name);
+        const at = (e: (typeof events)[number]): number =>
+          Number(String(e.eventTime?.seconds ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+        const signal = (name: string): number =>
+          events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === name);
         const line = (e: (typeof events)[number]): string =>
-          e.userMetadata?.summary?.data ? String(JSON.parse(Buffer.from(e.userMetadata.summary.data).toString('utf8'))) : '';
+          e.userMetadata?.summary?.data
+            ? String(JSON.parse(Buffer.from(e.userMetadata.summary.data).toString('utf8')))
+            : '';
         const resume = signal(BREAKER_RESUME_SIGNAL);
         const grant = signal(RUN_GRANT_SIGNAL);
         const begins = events.map((e, i) => ({ e, i })).filter(({ e }) => line(e).startsWith('begin: '));
@@ -257,7 +282,8 @@ describe(`a breaker of ${MAX_RUNS} per hour: ${SENDERS} senders × ${EVENTS_PER_
       }
       // Per key, the runs that were never paused are the first ones accepted.
       const firstPaused = notPaused[user]!.indexOf(false);
-      if (firstPaused >= 0 && notPaused[user]!.slice(firstPaused).includes(true)) violations.push(`${user}: a run accepted after a paused one was not paused`);
+      if (firstPaused >= 0 && notPaused[user]!.slice(firstPaused).includes(true))
+        violations.push(`${user}: a run accepted after a paused one was not paused`);
     }
     for (const id of ids) if (runs.get(id)?.length !== 1) violations.push(`${id}: ${runs.get(id)?.length ?? 0} runs`);
     for (const id of runs.keys()) if (!ids.includes(id)) violations.push(`${id}: a run for an event never accepted`);
@@ -289,7 +315,10 @@ describe(`bulk rerun of ${FAILED_RUNS} failed runs while a worker and Temporal's
   it('exactly one new run per failed run, each naming the run and the bulk action; the counters add up', async () => {
     const began = Date.now();
     // The outage: every run fails at its step (a CEL error: the field is not in the payload).
-    const listener = await createAutomation({ displayName: 'bulk drill', steps: [{ id: 'grant', setVariables: { who: 'ctx.trigger.missing' } }] });
+    const listener = await createAutomation({
+      displayName: 'bulk drill',
+      steps: [{ id: 'grant', setVariables: { who: 'ctx.trigger.missing' } }],
+    });
     const originals: string[] = [];
     const answers: Array<number | string> = [];
     let next = 0;
@@ -319,10 +348,16 @@ describe(`bulk rerun of ${FAILED_RUNS} failed runs while a worker and Temporal's
     expect(preview.matched).toBe(FAILED_RUNS);
     const actionStarted = Date.now();
     const created = (
-      await api('POST', '/api/v1/automation_executions/bulk', { previewId: preview.previewId, action: 'rerun', reason: 'after the outage' }, 202)
+      await api(
+        'POST',
+        '/api/v1/automation_executions/bulk',
+        { previewId: preview.previewId, action: 'rerun', reason: 'after the outage' },
+        202,
+      )
     ).bulkAction;
     const bulkId = created.id as string;
-    const progress = (): Promise<Json> => patiently('GET', `/api/v1/bulk_actions/${bulkId}`).then((json) => json.bulkAction);
+    const progress = (): Promise<Json> =>
+      patiently('GET', `/api/v1/bulk_actions/${bulkId}`).then((json) => json.bulkAction);
     const faults: string[] = [];
     await stack.processes.get('worker-1')!.kill('SIGKILL', false);
     faults.push(`worker-1 SIGKILLed at ${(await progress()).succeeded} succeeded`);
@@ -333,28 +368,45 @@ describe(`bulk rerun of ${FAILED_RUNS} failed runs while a worker and Temporal's
     });
     await stack.processes.get('temporal-frontend')!.kill('SIGKILL', false);
     faults.push(`temporal-frontend SIGKILLed at ${midway.succeeded} succeeded (${midway.state})`);
-    const done = await poll(progress, (a) => a.state !== 'RUNNING', { what: 'the bulk action to end', timeoutMs: 15 * 60_000, intervalMs: 1000 });
+    const done = await poll(progress, (a) => a.state !== 'RUNNING', {
+      what: 'the bulk action to end',
+      timeoutMs: 15 * 60_000,
+      intervalMs: 1000,
+    });
     const actionSeconds = Math.round((Date.now() - actionStarted) / 1000);
     for (const name of ['worker-1', 'temporal-frontend']) await stack.waitReady(name);
 
-    expect(done).toMatchObject({ state: 'COMPLETED', matched: FAILED_RUNS, succeeded: FAILED_RUNS, skipped: 0, failed: 0 });
+    expect(done).toMatchObject({
+      state: 'COMPLETED',
+      matched: FAILED_RUNS,
+      succeeded: FAILED_RUNS,
+      skipped: 0,
+      failed: 0,
+    });
     const rerunIds = originals.map((id) => `${id}:rerun-bulk-${bulkId}`);
     // Whatever their ids: every new run the action started, once visibility lists them all closed.
     const runs = await poll(
       () => listed(query),
-      (found) => found.size >= 2 * FAILED_RUNS && [...found.values()].every((statuses) => !statuses.includes('RUNNING')),
+      (found) =>
+        found.size >= 2 * FAILED_RUNS && [...found.values()].every((statuses) => !statuses.includes('RUNNING')),
       { what: `${FAILED_RUNS} new runs closed`, timeoutMs: 15 * 60_000, intervalMs: 3000 },
     );
     const violations: string[] = [];
-    for (const id of originals) if (JSON.stringify(runs.get(id)) !== '["FAILED"]') violations.push(`${id}: ${JSON.stringify(runs.get(id))}`);
-    for (const id of rerunIds) if (JSON.stringify(runs.get(id)) !== '["COMPLETED"]') violations.push(`${id}: ${JSON.stringify(runs.get(id) ?? [])}`);
+    for (const id of originals)
+      if (JSON.stringify(runs.get(id)) !== '["FAILED"]') violations.push(`${id}: ${JSON.stringify(runs.get(id))}`);
+    for (const id of rerunIds)
+      if (JSON.stringify(runs.get(id)) !== '["COMPLETED"]')
+        violations.push(`${id}: ${JSON.stringify(runs.get(id) ?? [])}`);
     const reruns = [...runs.keys()].filter((id) => id.includes(':rerun-'));
-    for (const id of reruns) if (!rerunIds.includes(id)) violations.push(`${id}: a rerun not derived from this action and a matched run`);
+    for (const id of reruns)
+      if (!rerunIds.includes(id)) violations.push(`${id}: a rerun not derived from this action and a matched run`);
     for (const [i, id] of rerunIds.entries()) {
       if (!runs.has(id)) continue;
       const execution = (await patiently('GET', `/api/v1/automation_executions/${encodeURIComponent(id)}`)).execution;
       if (execution.rerunOf !== originals[i] || execution.bulkActionId !== bulkId || execution.status !== 'COMPLETED') {
-        violations.push(`${id}: ${JSON.stringify({ rerunOf: execution.rerunOf, bulkActionId: execution.bulkActionId, status: execution.status })}`);
+        violations.push(
+          `${id}: ${JSON.stringify({ rerunOf: execution.rerunOf, bulkActionId: execution.bulkActionId, status: execution.status })}`,
+        );
       }
     }
     figures.bulkDrill = {

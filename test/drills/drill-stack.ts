@@ -9,7 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
+import {
+  EncryptionCodec,
+  encryptedDataConverter,
+  newPayloadKeyEntry,
+  parsePayloadKeys,
+} from '../../src/temporal/codec';
 import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { OwnPostgres } from './postgres';
 
@@ -42,7 +47,11 @@ export interface DrillStackParts {
  * drill's PostgreSQL is up and before the stack touches it. `parts` is filled as each part starts, so
  * that a failed start can still be stopped by `stopDrillStack(parts)`.
  */
-export async function startDrillStack(name: string, parts: DrillStackParts, beforeStart?: (pg: OwnPostgres) => Promise<void>): Promise<DrillStack> {
+export async function startDrillStack(
+  name: string,
+  parts: DrillStackParts,
+  beforeStart?: (pg: OwnPostgres) => Promise<void>,
+): Promise<DrillStack> {
   const pg = (parts.pg = await OwnPostgres.create());
   if (beforeStart) await beforeStart(pg);
   const began = Date.now();
@@ -64,16 +73,36 @@ export async function startDrillStack(name: string, parts: DrillStackParts, befo
     log: (line) => console.log(`[stack] ${line}`),
   }));
   const startSeconds = Math.round((Date.now() - began) / 1000);
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret });
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: clientId,
+    client_secret: clientSecret,
+  });
   const answer = await fetch(`${stack.entryUrl}/auth/v1/token`, { method: 'POST', body: form });
   if (answer.status !== 200) throw new Error(`the drill's token: ${answer.status} ${await answer.text()}`);
   const token = ((await answer.json()) as { access_token: string }).access_token;
   // The frontend requires mutual TLS: the drill connects with the APIs' client certificate.
-  const temporalConnection = (parts.temporalConnection = await Connection.connect(stack.temporalConnectionOptions('api')));
+  const temporalConnection = (parts.temporalConnection = await Connection.connect(
+    stack.temporalConnectionOptions('api'),
+  ));
   // Payloads are encrypted in Temporal: the drill reads runs with the stack's own keys.
   const codec = new EncryptionCodec(parsePayloadKeys(payloadKeys));
-  const temporal = new Client({ connection: temporalConnection, namespace: 'default', dataConverter: encryptedDataConverter(codec) });
-  return { pg, stack, stateDir, entryPort: Number(new URL(stack.entryUrl).port), token, temporalConnection, temporal, codec, startSeconds };
+  const temporal = new Client({
+    connection: temporalConnection,
+    namespace: 'default',
+    dataConverter: encryptedDataConverter(codec),
+  });
+  return {
+    pg,
+    stack,
+    stateDir,
+    entryPort: Number(new URL(stack.entryUrl).port),
+    token,
+    temporalConnection,
+    temporal,
+    codec,
+    startSeconds,
+  };
 }
 
 export async function stopDrillStack(parts: DrillStackParts): Promise<void> {

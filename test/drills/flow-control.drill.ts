@@ -26,7 +26,10 @@ let entryPort: number;
 let token: string;
 let temporal: Client;
 
-const call = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Record<string, any>> => callApi(entryPort, token, method, pathname, body); // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+const call = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Json> =>
+  callApi(entryPort, token, method, pathname, body);
 
 function send(listener: { path: string; secret: string }, eventId: string, body: string): Promise<PostOutcome> {
   const timestamp = String(Math.floor(Date.now() / 1000));
@@ -58,7 +61,10 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
       ],
     });
     await call('POST', `/api/v1/automations/${created.automation.id}/publish`, {});
-    const listener = { path: new URL(created.automation.trigger.incomingWebhook.url).pathname, secret: created.signingSecret as string };
+    const listener = {
+      path: new URL(created.automation.trigger.incomingWebhook.url).pathname,
+      secret: created.signingSecret as string,
+    };
 
     // Each key's events in order, one at a time (the next after the previous answer); a refused
     // or lost answer is retried with the same event id until 200 or 409.
@@ -109,7 +115,8 @@ describe(`${KEYS} keys × ${EVENTS_PER_KEY} events through a limit-1 automation 
         }
         expect(description.status.name).toBe('COMPLETED');
         const events = (await temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
-        const at = (e: (typeof events)[number]) => Number(String(e.eventTime?.seconds ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+        const at = (e: (typeof events)[number]) =>
+          Number(String(e.eventTime?.seconds ?? 0)) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
         const grant = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'grant');
         expect(grant).toBeGreaterThan(0);
         const markers = events.slice(grant).filter((e) => e.markerRecordedEventAttributes);

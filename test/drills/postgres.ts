@@ -34,7 +34,9 @@ export class OwnPostgres {
   private run(tool: string, args: string[]): void {
     const command = [path.join(this.bin, tool), ...args];
     if (process.getuid?.() === 0) {
-      execFileSync('su', ['postgres', '-c', command.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')], { stdio: 'ignore' });
+      execFileSync('su', ['postgres', '-c', command.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')], {
+        stdio: 'ignore',
+      });
     } else {
       execFileSync(command[0]!, command.slice(1), { stdio: 'ignore' });
     }
@@ -42,7 +44,16 @@ export class OwnPostgres {
 
   start(): void {
     const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off`;
-    this.run('pg_ctl', ['-D', path.join(this.dir, 'data'), '-o', options, '-l', path.join(this.dir, 'log'), '-w', 'start']);
+    this.run('pg_ctl', [
+      '-D',
+      path.join(this.dir, 'data'),
+      '-o',
+      options,
+      '-l',
+      path.join(this.dir, 'log'),
+      '-w',
+      'start',
+    ]);
   }
 
   /** Fast shutdown: open connections are cut, as in a crash of the database host's service. */

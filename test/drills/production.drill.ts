@@ -69,7 +69,8 @@ function portOf(url: string): number {
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-const call = (method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Record<string, any>> =>
+type Json = Record<string, any>;
+const call = (method: 'GET' | 'POST', pathname: string, body?: unknown, port = entryPort): Promise<Json> =>
   callApi(port, token, method, pathname, body);
 
 interface Listener {
@@ -104,11 +105,22 @@ async function createAutomation(name: string, allowedCidrs?: string[]): Promise<
   };
 }
 
-function signed(secret: string, eventId: string, body: string, extra: Record<string, string> = {}): Record<string, string> {
+function signed(
+  secret: string,
+  eventId: string,
+  body: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return { ...hmacEvent(secret, undefined, { eventId, body }).headers, ...extra };
 }
 
-function send(listener: Listener, eventId: string, body: string, port = entryPort, extra: Record<string, string> = {}): Promise<PostOutcome> {
+function send(
+  listener: Listener,
+  eventId: string,
+  body: string,
+  port = entryPort,
+  extra: Record<string, string> = {},
+): Promise<PostOutcome> {
   return postOnce(port, listener.path, signed(listener.secret, eventId, body, extra), body, ATTEMPT_TIMEOUT_MS);
 }
 
@@ -122,14 +134,23 @@ beforeAll(async () => {
     // The superuser has a password of its own before the stack starts; the stack must leave it alone.
     superuserPasswordBefore = await withAdmin(async (admin) => {
       await admin.query(`ALTER ROLE postgres PASSWORD 'drill-own-superuser-password'`);
-      return (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string;
+      return (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0]
+        .rolpassword as string;
     });
   });
   ({ stack, stateDir, entryPort, token, temporalConnection, temporal } = started);
   figures.stackStartSeconds = started.startSeconds;
-  const user = (await call('POST', '/api/v1/users', { displayName: 'drill robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' })).user;
+  const user = (
+    await call('POST', '/api/v1/users', {
+      displayName: 'drill robot',
+      email: 'robot@example.com',
+      type: 'USER_TYPE_SERVICE',
+    })
+  ).user;
   const app = (await call('POST', '/api/v1/apps', { displayName: 'Drill app' })).app;
-  const entitlement = (await call('POST', `/api/v1/apps/${app.id}/entitlements`, { displayName: 'Owner', slug: 'owner' })).appEntitlement;
+  const entitlement = (
+    await call('POST', `/api/v1/apps/${app.id}/entitlements`, { displayName: 'Owner', slug: 'owner' })
+  ).appEntitlement;
   target = { userId: user.id, appId: app.id, entitlementId: entitlement.id };
   appPool = new Pool({ connectionString: new URL('/app', pg.adminUrl).toString(), max: 2 });
   appPool.on('error', () => undefined);
@@ -147,7 +168,10 @@ describe('the Temporal Web UI server', () => {
   it('serves the UI on loopback, read-only, decoding payloads through <entry>/codec', async () => {
     expect(new URL(stack.uiUrl).hostname).toBe('127.0.0.1');
     expect((await fetch(stack.uiUrl)).status).toBe(200);
-    const settings = (await (await fetch(`${stack.uiUrl}/api/v1/settings`)).json()) as { Codec?: { Endpoint?: string }; DisableWriteActions?: boolean };
+    const settings = (await (await fetch(`${stack.uiUrl}/api/v1/settings`)).json()) as {
+      Codec?: { Endpoint?: string };
+      DisableWriteActions?: boolean;
+    };
     expect(settings.Codec?.Endpoint).toBe(`${stack.entryUrl}/codec`);
     expect(settings.DisableWriteActions).toBe(true);
   });
@@ -157,12 +181,16 @@ describe('X-Forwarded-For through the real nginx (TRUST_PROXY=1)', () => {
   it('a forged leftmost entry naming an allowed address gets 403; a real allowed source gets 200', async () => {
     const elsewhere = await createAutomation('only 203.0.113.0/24', ['203.0.113.0/24']);
     const loopback = await createAutomation('only loopback', ['127.0.0.1/32']);
-    const forged = await send(elsewhere, randomUUID(), JSON.stringify({ role: 'xff-forged' }), entryPort, { 'X-Forwarded-For': '203.0.113.7' });
+    const forged = await send(elsewhere, randomUUID(), JSON.stringify({ role: 'xff-forged' }), entryPort, {
+      'X-Forwarded-For': '203.0.113.7',
+    });
     expect(statusOf(forged)).toBe(403);
     const plain = await send(elsewhere, randomUUID(), JSON.stringify({ role: 'xff-plain' }));
     expect(statusOf(plain)).toBe(403);
     // The client really is 127.0.0.1; whatever it writes at the left does not matter.
-    const real = await send(loopback, randomUUID(), JSON.stringify({ role: 'xff-real' }), entryPort, { 'X-Forwarded-For': '203.0.113.7' });
+    const real = await send(loopback, randomUUID(), JSON.stringify({ role: 'xff-real' }), entryPort, {
+      'X-Forwarded-For': '203.0.113.7',
+    });
     expect(statusOf(real)).toBe(200);
   });
 });
@@ -185,20 +213,41 @@ const TEMPORAL_CLI: string | undefined = findTemporalCli();
 function temporalCli(args: string[]): Promise<{ code: number | null; output: string }> {
   if (!TEMPORAL_CLI) throw new Error('no Temporal CLI: run node scripts/temporal-cli.js');
   return new Promise((resolve, reject) => {
-    execFile(TEMPORAL_CLI, args, { env: { PATH: process.env.PATH, HOME: stateDir }, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (err as { code?: number | string }).code : 0;
-      if (typeof code === 'string') return reject(new Error(`the Temporal CLI did not run: ${code}`));
-      resolve({ code: code ?? -1, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      TEMPORAL_CLI,
+      args,
+      { env: { PATH: process.env.PATH, HOME: stateDir }, timeout: 120_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (err as { code?: number | string }).code : 0;
+        if (typeof code === 'string') return reject(new Error(`the Temporal CLI did not run: ${code}`));
+        resolve({ code: code ?? -1, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
 describe('the engine requires mutual TLS', () => {
   it("`temporal workflow list` without a certificate, or with one of another CA, is refused; with the APIs' certificate it lists", async () => {
-    const plain = await temporalCli(['workflow', 'list', '--address', stack.temporalAddress, '--limit', '1', '--command-timeout', '20s']);
+    const plain = await temporalCli([
+      'workflow',
+      'list',
+      '--address',
+      stack.temporalAddress,
+      '--limit',
+      '1',
+      '--command-timeout',
+      '20s',
+    ]);
     expect(plain.code).not.toBe(0);
     const ours = clientTlsFiles(stack.tlsDir, 'api');
-    const server = ['--address', stack.temporalAddress, '--tls-ca-path', ours.ca, '--tls-server-name', TEMPORAL_TLS_SERVER_NAME];
+    const server = [
+      '--address',
+      stack.temporalAddress,
+      '--tls-ca-path',
+      ours.ca,
+      '--tls-server-name',
+      TEMPORAL_TLS_SERVER_NAME,
+    ];
     const caOnly = await temporalCli(['workflow', 'list', ...server, '--limit', '1', '--command-timeout', '20s']);
     expect(caOnly.code).not.toBe(0);
     // A client certificate from a CA of the same shape that is not the stack's.
@@ -223,11 +272,21 @@ describe('the engine requires mutual TLS', () => {
     } finally {
       fs.rmSync(strangerDir, { recursive: true, force: true });
     }
-    const listed = await temporalCli(['workflow', 'list', ...stack.temporalCliArgs('api'), '--limit', '1', '--command-timeout', '20s']);
+    const listed = await temporalCli([
+      'workflow',
+      'list',
+      ...stack.temporalCliArgs('api'),
+      '--limit',
+      '1',
+      '--command-timeout',
+      '20s',
+    ]);
     expect([listed.code, listed.output]).toEqual([0, expect.any(String)]);
     // The Node client too: no TLS, no connection.
     await expect(
-      Connection.connect({ address: stack.temporalAddress, connectTimeout: 5000 }).then((c) => c.workflowService.getSystemInfo({})),
+      Connection.connect({ address: stack.temporalAddress, connectTimeout: 5000 }).then((c) =>
+        c.workflowService.getSystemInfo({}),
+      ),
     ).rejects.toThrow();
   });
 
@@ -236,8 +295,10 @@ describe('the engine requires mutual TLS', () => {
     expect(ui.status).toBe(200);
     for (const holder of ['api', 'worker', 'ui'] as const) {
       const info = await new Promise<{ code: number | null; output: string }>((resolve) =>
-        execFile('openssl', ['x509', '-noout', '-subject', '-in', path.join(stack.tlsDir, holder, 'client.pem')], (err, out) =>
-          resolve({ code: err ? 1 : 0, output: out }),
+        execFile(
+          'openssl',
+          ['x509', '-noout', '-subject', '-in', path.join(stack.tlsDir, holder, 'client.pem')],
+          (err, out) => resolve({ code: err ? 1 : 0, output: out }),
         ),
       );
       expect(info.output).toContain(`temporal-client-${holder}`);
@@ -255,12 +316,15 @@ describe('the engine requires mutual TLS', () => {
       expect([key, fs.statSync(path.join(stack.tlsDir, key)).mode & 0o777]).toEqual([key, 0o600]);
     }
     for (const worker of ['worker-1', 'worker-2'])
-      expect(stack.processes.get(worker)!.env.TEMPORAL_TLS_CLIENT_CERT_PATH).toBe(path.join(stack.tlsDir, 'worker', 'client.pem'));
+      expect(stack.processes.get(worker)!.env.TEMPORAL_TLS_CLIENT_CERT_PATH).toBe(
+        path.join(stack.tlsDir, 'worker', 'client.pem'),
+      );
   });
 });
 
 const PERMISSION_DENIED = 7;
-const { WORKFLOW_EXECUTION_STATUS_RUNNING: RUNNING, WORKFLOW_EXECUTION_STATUS_TERMINATED: TERMINATED } = proto.api.enums.v1.WorkflowExecutionStatus;
+const { WORKFLOW_EXECUTION_STATUS_RUNNING: RUNNING, WORKFLOW_EXECUTION_STATUS_TERMINATED: TERMINATED } =
+  proto.api.enums.v1.WorkflowExecutionStatus;
 
 /** A certificate the stack's cluster CA signs for a subject of the drill's choosing. */
 function clusterCertificate(commonName: string): { crt: Buffer; key: Buffer } {
@@ -286,7 +350,10 @@ function clusterCertificate(commonName: string): { crt: Buffer; key: Buffer } {
       ],
       { stdio: 'ignore' },
     );
-    fs.writeFileSync(`${dir}/c.ext`, 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n');
+    fs.writeFileSync(
+      `${dir}/c.ext`,
+      'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n',
+    );
     execFileSync(
       'openssl',
       [
@@ -317,7 +384,12 @@ function clusterCertificate(commonName: string): { crt: Buffer; key: Buffer } {
 }
 
 /** A request to the frontend's HTTP API (the same listener's TLS) with a holder's client certificate; resolves with the status. */
-function frontendHttp(holder: 'ui' | 'worker', method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<number> {
+function frontendHttp(
+  holder: 'ui' | 'worker',
+  method: 'GET' | 'POST',
+  pathname: string,
+  body?: unknown,
+): Promise<number> {
   const files = clientTlsFiles(stack.tlsDir, holder);
   const port = Number(stack.processes.get('temporal-frontend')!.env.TEMPORAL_FRONTEND_HTTP_PORT);
   return new Promise((resolve, reject) => {
@@ -355,9 +427,15 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
     const worker = await Connection.connect(stack.temporalConnectionOptions('worker'));
     try {
       const status = async (c: Connection): Promise<unknown> =>
-        (await c.workflowService.describeWorkflowExecution({ namespace: 'default', execution })).workflowExecutionInfo?.status;
+        (await c.workflowService.describeWorkflowExecution({ namespace: 'default', execution })).workflowExecutionInfo
+          ?.status;
       const terminate = (c: Connection): Promise<unknown> =>
-        c.workflowService.terminateWorkflowExecution({ namespace: 'default', workflowExecution: execution, reason: 'authorization drill', identity: 'drill' });
+        c.workflowService.terminateWorkflowExecution({
+          namespace: 'default',
+          workflowExecution: execution,
+          reason: 'authorization drill',
+          identity: 'drill',
+        });
       expect(await status(ui)).toBe(RUNNING);
       await expect(terminate(ui)).rejects.toMatchObject({ code: PERMISSION_DENIED });
       await expect(
@@ -398,20 +476,32 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
       clientCertPair: pair,
     });
     // The handshake passes (the CA is the stack's) and the health check answers; nothing else does.
-    const stranger = await Connection.connect({ address: stack.temporalAddress, tls: tls(clusterCertificate('drill-unknown-subject')) });
+    const stranger = await Connection.connect({
+      address: stack.temporalAddress,
+      tls: tls(clusterCertificate('drill-unknown-subject')),
+    });
     try {
-      await expect(stranger.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 })).rejects.toMatchObject({ code: PERMISSION_DENIED });
-      await expect(stranger.workflowService.describeNamespace({ namespace: 'default' })).rejects.toMatchObject({ code: PERMISSION_DENIED });
+      await expect(
+        stranger.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 }),
+      ).rejects.toMatchObject({ code: PERMISSION_DENIED });
+      await expect(stranger.workflowService.describeNamespace({ namespace: 'default' })).rejects.toMatchObject({
+        code: PERMISSION_DENIED,
+      });
     } finally {
       await stranger.close();
     }
     // The APIs' role has write access but not the bulk and destructive calls it does not use.
     await expect(
-      temporalConnection.workflowService.deleteWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: `drill-authz-${randomUUID()}` } }),
+      temporalConnection.workflowService.deleteWorkflowExecution({
+        namespace: 'default',
+        workflowExecution: { workflowId: `drill-authz-${randomUUID()}` },
+      }),
     ).rejects.toMatchObject({
       code: PERMISSION_DENIED,
     });
-    await expect(temporalConnection.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 })).resolves.toMatchObject({
+    await expect(
+      temporalConnection.workflowService.listWorkflowExecutions({ namespace: 'default', pageSize: 1 }),
+    ).resolves.toMatchObject({
       executions: expect.any(Array),
     });
   });
@@ -419,7 +509,10 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
   it('the services accept only the internode CA between them, and the frontend refuses the internode certificate', async () => {
     const dir = path.join(stack.tlsDir, 'temporal');
     const internodeCa = fs.readFileSync(path.join(dir, 'internode-ca.pem'));
-    const internodePair = { crt: fs.readFileSync(path.join(dir, 'internode.pem')), key: fs.readFileSync(path.join(dir, 'internode.key')) };
+    const internodePair = {
+      crt: fs.readFileSync(path.join(dir, 'internode.pem')),
+      key: fs.readFileSync(path.join(dir, 'internode.key')),
+    };
     const api = clientTlsFiles(stack.tlsDir, 'api');
     const apiPair = { crt: fs.readFileSync(api.cert), key: fs.readFileSync(api.key) };
     const history = `127.0.0.1:${stack.processes.get('temporal-history')!.env.TEMPORAL_HISTORY_PORT}`;
@@ -439,7 +532,11 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
       Connection.connect({
         address: stack.temporalAddress,
         connectTimeout: 10_000,
-        tls: { serverNameOverride: TEMPORAL_TLS_SERVER_NAME, serverRootCACertificate: fs.readFileSync(api.ca), clientCertPair: internodePair },
+        tls: {
+          serverNameOverride: TEMPORAL_TLS_SERVER_NAME,
+          serverRootCACertificate: fs.readFileSync(api.ca),
+          clientCertPair: internodePair,
+        },
       }),
     ).rejects.toThrow();
   });
@@ -448,7 +545,9 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
 describe('PostgreSQL roles and the stack', () => {
   it("the superuser password is what it was before the stack started; the stack's roles have random passwords kept 0600", async () => {
     const after = await withAdmin(
-      async (admin) => (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0].rolpassword as string,
+      async (admin) =>
+        (await admin.query(`SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'`)).rows[0]
+          .rolpassword as string,
     );
     expect(after).toBe(superuserPasswordBefore);
     for (const role of ['temporal', 'app']) {
@@ -479,7 +578,16 @@ describe('nginx in front of the APIs', () => {
 
   it('/metrics and /ready by any spelling are not served through the public entry nor on the API port; each API answers them on its admin port', async () => {
     const api1 = stack.processes.get('api-1')!.env.PORT;
-    for (const pathname of ['/metrics', '/ready', '/METRICS', '/metrics/', '/Ready', '/ready/', '/%6Detrics', '//metrics']) {
+    for (const pathname of [
+      '/metrics',
+      '/ready',
+      '/METRICS',
+      '/metrics/',
+      '/Ready',
+      '/ready/',
+      '/%6Detrics',
+      '//metrics',
+    ]) {
       for (const base of [stack.entryUrl, `http://127.0.0.1:${api1}`]) {
         const res = await fetch(`${base}${pathname}`);
         expect([base, pathname, res.status]).toEqual([base, pathname, 404]);
@@ -501,7 +609,10 @@ describe('changes made through API 1 are in force on API 2', () => {
     // writer's NOTIFY usually drops it sooner. A request to API 2 that starts once the bound has
     // passed since the change must see it; earlier ones may not (that is the measured figure).
     const BOUND_MS = 1000;
-    const measure = async (change: () => Promise<void>, inForce: () => Promise<boolean>): Promise<{ ms: number; polls: number; lateMisses: number }> => {
+    const measure = async (
+      change: () => Promise<void>,
+      inForce: () => Promise<boolean>,
+    ): Promise<{ ms: number; polls: number; lateMisses: number }> => {
       await change();
       const t0 = process.hrtime.bigint();
       let polls = 0;
@@ -514,12 +625,18 @@ describe('changes made through API 1 are in force on API 2', () => {
         if (polls > 10_000) throw new Error('change never reached API 2');
       }
     };
-    const results: Record<string, Array<{ ms: number; polls: number; lateMisses: number }>> = { rotation: [], unpublish: [], disable: [] };
+    const results: Record<string, Array<{ ms: number; polls: number; lateMisses: number }>> = {
+      rotation: [],
+      unpublish: [],
+      disable: [],
+    };
     for (let i = 0; i < PROPAGATION_TRIES; i += 1) {
       results.rotation!.push(
         await measure(
           async () => {
-            listener.secret = (await call('POST', `/api/v1/automations/${listener.id}/trigger/rotate-secret`, {}, api1)).signingSecret;
+            listener.secret = (
+              await call('POST', `/api/v1/automations/${listener.id}/trigger/rotate-secret`, {}, api1)
+            ).signingSecret;
           },
           async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `rot-${i}` }), api2)) === 200,
         ),
@@ -527,7 +644,8 @@ describe('changes made through API 1 are in force on API 2', () => {
       results.unpublish!.push(
         await measure(
           async () => void (await call('POST', `/api/v1/automations/${listener.id}/unpublish`, {}, api1)),
-          async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `unpub-${i}` }), api2)) === 404,
+          async () =>
+            statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `unpub-${i}` }), api2)) === 404,
         ),
       );
       await call('POST', `/api/v1/automations/${listener.id}/publish`, {}, api1);
@@ -537,7 +655,10 @@ describe('changes made through API 1 are in force on API 2', () => {
             void (await call(
               'POST',
               `/api/v1/automations/${listener.id}`,
-              { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } }, updateMask: 'trigger' },
+              {
+                automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } },
+                updateMask: 'trigger',
+              },
               api1,
             )),
           async () => statusOf(await send(listener, randomUUID(), JSON.stringify({ role: `dis-${i}` }), api2)) === 404,
@@ -581,7 +702,9 @@ describe('PostgreSQL restarted under load', () => {
         const outcome =
           random.next() < 0.5
             ? await send(listener, randomUUID(), JSON.stringify({ role: `pg-${randomBytes(4).toString('hex')}` }))
-            : await fetch(`${stack.entryUrl}/api/v1/automations/${listener.id}`, { headers: { Authorization: `Bearer ${token}` } }).then(
+            : await fetch(`${stack.entryUrl}/api/v1/automations/${listener.id}`, {
+                headers: { Authorization: `Bearer ${token}` },
+              }).then(
                 async (r): Promise<PostOutcome> => ({
                   kind: 'response',
                   status: r.status,
@@ -593,7 +716,9 @@ describe('PostgreSQL restarted under load', () => {
         answers.push({
           phase: now,
           status: statusOf(outcome),
-          ...(outcome.kind === 'response' && outcome.headers['retry-after'] ? { retryAfter: String(outcome.headers['retry-after']) } : {}),
+          ...(outcome.kind === 'response' && outcome.headers['retry-after']
+            ? { retryAfter: String(outcome.headers['retry-after']) }
+            : {}),
         });
         await sleep(20);
       }
@@ -619,7 +744,8 @@ describe('PostgreSQL restarted under load', () => {
     running = false;
     await Promise.all(workers);
     const down = answers.filter((a) => a.phase === 'down');
-    const count = (list: typeof answers, status: number | string): number => list.filter((a) => a.status === status).length;
+    const count = (list: typeof answers, status: number | string): number =>
+      list.filter((a) => a.status === status).length;
     figures.postgresRestart = {
       answers: answers.length,
       whileDown: {
@@ -701,8 +827,14 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
         faults.push(`temporal-history SIGKILLed after ${answered} answers`);
         faultDone[2]!.resolve();
         await waitAnswered(thresholds[3]!);
-        await Promise.all(['frontend', 'history', 'matching', 'worker'].map((s) => stack.processes.get(`temporal-${s}`)!.kill('SIGKILL', true)));
-        faults.push(`Temporal server (4 processes) SIGKILLed after ${answered} answers, down for ${TEMPORAL_DOWN_MS / 1000} s`);
+        await Promise.all(
+          ['frontend', 'history', 'matching', 'worker'].map((s) =>
+            stack.processes.get(`temporal-${s}`)!.kill('SIGKILL', true),
+          ),
+        );
+        faults.push(
+          `Temporal server (4 processes) SIGKILLed after ${answered} answers, down for ${TEMPORAL_DOWN_MS / 1000} s`,
+        );
         faultDone[3]!.resolve();
         await sleep(TEMPORAL_DOWN_MS);
         await stack.startTemporal();
@@ -773,10 +905,13 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
       if (oks > 1) violations.push(`${event.eventId}: ${oks} × 200`);
       if (!event.answers.some((a) => a === 200 || a === 409)) violations.push(`${event.eventId}: never acknowledged`);
       const statuses = runs.get(id) ?? [];
-      if (statuses.length !== 1 || statuses[0] !== 'COMPLETED') violations.push(`${id}: runs ${JSON.stringify(statuses)}`);
+      if (statuses.length !== 1 || statuses[0] !== 'COMPLETED')
+        violations.push(`${id}: runs ${JSON.stringify(statuses)}`);
       if (owned.get(event.role) !== 1) violations.push(`${event.role}: ${owned.get(event.role) ?? 0} ownership rows`);
-      if (ownershipActivities.get(id) !== 1) violations.push(`${id}: ${ownershipActivities.get(id) ?? 0} completed createEntitlementOwner activities`);
-      if (creations.get(event.role) !== 1) violations.push(`${event.role}: created ${creations.get(event.role) ?? 0} times`);
+      if (ownershipActivities.get(id) !== 1)
+        violations.push(`${id}: ${ownershipActivities.get(id) ?? 0} completed createEntitlementOwner activities`);
+      if (creations.get(event.role) !== 1)
+        violations.push(`${event.role}: created ${creations.get(event.role) ?? 0} times`);
     }
     for (const id of runs.keys()) if (!ids.has(id)) violations.push(`${id}: a run for an event never sent`);
 
@@ -803,7 +938,10 @@ describe(`${TOTAL} deliveries through nginx while processes are killed`, () => {
       violations: violations.length,
     };
     console.log(`delivery drill: ${JSON.stringify(figures.deliveryDrill)}`);
-    expect({ seed: random.replay, violations: violations.slice(0, 20) }).toEqual({ seed: random.replay, violations: [] });
+    expect({ seed: random.replay, violations: violations.slice(0, 20) }).toEqual({
+      seed: random.replay,
+      violations: [],
+    });
     expect(outcomes).toHaveLength(TOTAL);
     expect(faults.filter((f) => f.includes('SIGKILLed'))).toHaveLength(4);
     expect(runs.size).toBe(events.length);

@@ -43,7 +43,10 @@ beforeAll(async () => {
   pg = await OwnPostgres.create();
   await query(pg.adminUrl, `ALTER ROLE postgres PASSWORD '${SUPERUSER_PASSWORD}'`);
   // Debian's rules: the socket by OS user (peer), TCP by password.
-  fs.writeFileSync(path.join(pg.dir, 'data', 'pg_hba.conf'), 'local all all peer\nhost all all 127.0.0.1/32 scram-sha-256\n');
+  fs.writeFileSync(
+    path.join(pg.dir, 'data', 'pg_hba.conf'),
+    'local all all peer\nhost all all 127.0.0.1/32 scram-sha-256\n',
+  );
   pg.stop();
   pg.start();
   local = { port: pg.port, socketDir: pg.dir };
@@ -91,7 +94,9 @@ describe('stack:prod on the local PostgreSQL (no DATABASE_URL)', () => {
     const prepared = await preparePostgres({ local, stateDir });
     expect(await storedPasswords()).toEqual(before);
     expect(prepared.created).toEqual({ temporal: false, temporal_visibility: false, app: false });
-    expect(prepared.passwords.app).toBe(fs.readFileSync(path.join(stateDir, 'postgres', 'app.password'), 'utf8').trim());
+    expect(prepared.passwords.app).toBe(
+      fs.readFileSync(path.join(stateDir, 'postgres', 'app.password'), 'utf8').trim(),
+    );
   });
 
   it('the whole stack starts on it (Temporal and the APIs log in by password over TCP) and leaves every password as it was', async () => {

@@ -57,7 +57,9 @@ export class ContractChecker {
     this.ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
     addFormats(this.ajv);
     this.ajv.addFormat('int64', { type: 'string', validate: (value: string) => /^-?[0-9]{1,19}$/.test(value) });
-    const defs = JSON.parse(JSON.stringify(doc.components.schemas).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`));
+    const defs = JSON.parse(
+      JSON.stringify(doc.components.schemas).replaceAll('"#/components/schemas/', `"${SCHEMAS_ID}#/$defs/`),
+    );
     this.ajv.addSchema({ $id: SCHEMAS_ID, $defs: defs });
   }
 
@@ -89,11 +91,16 @@ export class ContractChecker {
     const isJson = /^application\/json/i.test(res.contentType);
     if (template === undefined) {
       if (res.status < 400 || !isJson) return undefined;
-      return this.bodyDrift(`${method.toUpperCase()} ${path} (no documented operation)`, { $ref: '#/components/schemas/Error' }, res);
+      return this.bodyDrift(
+        `${method.toUpperCase()} ${path} (no documented operation)`,
+        { $ref: '#/components/schemas/Error' },
+        res,
+      );
     }
     const where = `${m.toUpperCase()} ${template} ${res.status}`;
     const response = this.doc.paths[template][m].responses[String(res.status)];
-    if (!response) return `${where}: status ${res.status} is not documented (body ${JSON.stringify(res.body)?.slice(0, 500)})`;
+    if (!response)
+      return `${where}: status ${res.status} is not documented (body ${JSON.stringify(res.body)?.slice(0, 500)})`;
     const content = (response.content ?? {}) as Json;
     const types = Object.keys(content);
     if (types.length === 0) return undefined;
@@ -139,7 +146,8 @@ type Chunk = string | Buffer | Uint8Array;
 
 function toBuffer(chunk: unknown, encoding: unknown): Buffer | undefined {
   if (chunk === undefined || chunk === null || typeof chunk === 'function') return undefined;
-  if (typeof chunk === 'string') return Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  if (typeof chunk === 'string')
+    return Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
   return Buffer.from(chunk as Uint8Array);
 }
 
@@ -157,7 +165,8 @@ export async function installContractCheck(server: http.Server, port: number): P
     res.writeHead = ((...args: unknown[]) => {
       const headers = args.find((arg, i) => i > 0 && arg !== null && typeof arg === 'object');
       if (headers && !Array.isArray(headers)) {
-        for (const [name, value] of Object.entries(headers)) if (name.toLowerCase() === 'content-type') headContentType = String(value);
+        for (const [name, value] of Object.entries(headers))
+          if (name.toLowerCase() === 'content-type') headContentType = String(value);
       }
       return writeHead(...args);
     }) as typeof res.writeHead;

@@ -47,7 +47,10 @@ export function describeOn(target: DatabaseTarget): jest.Describe {
         HOOKS.forEach((hook, i) => (g[hook] = saved[i]));
       }
     });
-  return Object.assign(skipped, describe.skip, { skip: describe.skip, only: describe.skip }) as unknown as jest.Describe;
+  return Object.assign(skipped, describe.skip, {
+    skip: describe.skip,
+    only: describe.skip,
+  }) as unknown as jest.Describe;
 }
 
 /** `it` for a target that can run here, `it.skip` for one that cannot. */

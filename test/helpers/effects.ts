@@ -18,7 +18,12 @@ export interface RunRef {
 }
 
 /** Completed `activityType` executions (regular or local) per workflow id, summed over the given runs' histories. */
-export async function completedActivities(client: Client, runs: RunRef[], activityType: string, parallel = 8): Promise<Map<string, number>> {
+export async function completedActivities(
+  client: Client,
+  runs: RunRef[],
+  activityType: string,
+  parallel = 8,
+): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   const queue = [...runs];
   const worker = async (): Promise<void> => {
@@ -32,7 +37,8 @@ export async function completedActivities(client: Client, runs: RunRef[], activi
         const done = event.activityTaskCompletedEventAttributes;
         if (done && scheduled.get(String(done.scheduledEventId)) === activityType) completed++;
         const marker = event.markerRecordedEventAttributes;
-        if (marker && !marker.failure && marker.details?.result && localActivityType(marker) === activityType) completed++;
+        if (marker && !marker.failure && marker.details?.result && localActivityType(marker) === activityType)
+          completed++;
       }
       counts.set(run.workflowId, (counts.get(run.workflowId) ?? 0) + completed);
     }

@@ -40,7 +40,10 @@ async function created(test: request.Test, key: string): Promise<Record<string, 
 }
 
 /** Creates a governance app (the `/api/v1/apps` resource), not the Koa app of src/http/app.ts. */
-export function createGovernanceApp(caller: Caller, displayName = 'App'): Promise<Record<string, unknown> & { id: string }> {
+export function createGovernanceApp(
+  caller: Caller,
+  displayName = 'App',
+): Promise<Record<string, unknown> & { id: string }> {
   return created(caller.post('/api/v1/apps', { displayName }), 'app');
 }
 
@@ -51,8 +54,15 @@ export function createUser(
   return created(caller.post('/api/v1/users', { displayName: 'Robot', email: 'robot@example.com', type }), 'user');
 }
 
-export function createEntitlement(caller: Caller, appId: string, fields: Record<string, unknown> = {}): Promise<Record<string, unknown> & { id: string }> {
-  return created(caller.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'Admin', ...fields }), 'appEntitlement');
+export function createEntitlement(
+  caller: Caller,
+  appId: string,
+  fields: Record<string, unknown> = {},
+): Promise<Record<string, unknown> & { id: string }> {
+  return created(
+    caller.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'Admin', ...fields }),
+    'appEntitlement',
+  );
 }
 
 /** The field paths of a 400 response's BadRequest detail. */

@@ -39,5 +39,11 @@ export async function deliver(intake: WebhookIntake, delivery: TestDelivery): Pr
   }
   const answer = webhookAnswer(outcome);
   const body = answer.body as Record<string, unknown>;
-  return { accepted: answer.status === 200, status: answer.status, reason: answer.reason, ...body, outcome } as DeliveryAnswer;
+  return {
+    accepted: answer.status === 200,
+    status: answer.status,
+    reason: answer.reason,
+    ...body,
+    outcome,
+  } as DeliveryAnswer;
 }

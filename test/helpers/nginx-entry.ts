@@ -21,7 +21,12 @@ export interface NginxEntry {
 export async function startNginxEntry(apiPort: number, dir: string): Promise<NginxEntry> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const setup = nginxSetup({ dir: path.join(dir, 'nginx'), logDir: dir, apiPorts: [apiPort], listen: `127.0.0.1:${port}` });
+  const setup = nginxSetup({
+    dir: path.join(dir, 'nginx'),
+    logDir: dir,
+    apiPorts: [apiPort],
+    listen: `127.0.0.1:${port}`,
+  });
   const child = spawn(setup.bin, setup.args, { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
@@ -31,7 +36,10 @@ export async function startNginxEntry(apiPort: number, dir: string): Promise<Ngi
   };
   try {
     await until(async () => {
-      if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8')}`);
+      if (child.exitCode !== null)
+        throw new Error(
+          `nginx exited (${child.exitCode}): ${fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8')}`,
+        );
       return (await fetch(`${url}/health`).catch(() => undefined))?.status === 200;
     }, 'nginx in front of the test API');
   } catch (err) {

@@ -15,9 +15,18 @@ export async function startPatientStack(startTimeoutMs = 30_000, options: TestSe
   const temporal = await testTemporal();
   const connection = await connectClient(temporal.address);
   const taskQueue = uniqueTaskQueue('patient');
-  const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace, ...testDataConverter() }), taskQueue, startTimeoutMs);
+  const runs = new TemporalRuns(
+    new Client({ connection, namespace: temporal.namespace, ...testDataConverter() }),
+    taskQueue,
+    startTimeoutMs,
+  );
   const stack = await startStack({ ...options, runs, worker: false });
-  const worker = await startWorker({ address: temporal.address, namespace: temporal.namespace, taskQueue, db: stack.service.deps.db });
+  const worker = await startWorker({
+    address: temporal.address,
+    namespace: temporal.namespace,
+    taskQueue,
+    db: stack.service.deps.db,
+  });
   return {
     ...stack,
     taskQueue,

@@ -46,7 +46,9 @@ export async function reservedPort(): Promise<number> {
  * Starts a Temporal dev server on a reserved port (and a reserved UI port when `ui` is set). Should
  * another process name the same port in the same moment, the start fails and another port is tried.
  */
-export async function startTestDevServer(options: Omit<DevServerOptions, 'port' | 'uiPort'> & { port?: number; ui?: boolean }): Promise<DevServer> {
+export async function startTestDevServer(
+  options: Omit<DevServerOptions, 'port' | 'uiPort'> & { port?: number; ui?: boolean },
+): Promise<DevServer> {
   const { ui, port: fixed, ...rest } = options;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt += 1) {

@@ -33,12 +33,16 @@ const running = new Set<ServiceProcess>();
 
 /** Starts `tsx src/main.ts <role>` with exactly `env` added to a minimal environment. */
 export function spawnService(role: ServiceRole, env: Record<string, string>): ServiceProcess {
-  const child: ChildProcess = spawn(process.execPath, [CHILD_GUARD, String(process.pid), process.execPath, TSX_CLI, 'src/main.ts', role], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? REPO_ROOT, ...env },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [CHILD_GUARD, String(process.pid), process.execPath, TSX_CLI, 'src/main.ts', role],
+    {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? REPO_ROOT, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   if (child.pid === undefined) throw new Error(`could not start the ${role} process`);
   const pid = child.pid;
   const lines: string[] = [];
@@ -85,9 +89,11 @@ export async function waitForHttp(url: string, timeoutMs: number, alive?: Servic
   let exitedWith: number | string | undefined;
   void alive?.exited.then((code) => (exitedWith = code));
   for (;;) {
-    if (exitedWith !== undefined) throw new Error(`${alive?.role} process exited (${exitedWith}) before ${url} answered:\n${alive?.output()}`);
+    if (exitedWith !== undefined)
+      throw new Error(`${alive?.role} process exited (${exitedWith}) before ${url} answered:\n${alive?.output()}`);
     if ((await httpStatus(url)) === 200) return;
-    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms${alive ? `:\n${alive.output()}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`${url} did not answer 200 within ${timeoutMs} ms${alive ? `:\n${alive.output()}` : ''}`);
     await sleep(250);
   }
 }
@@ -117,15 +123,23 @@ export async function workflowPollers(client: Client, taskQueue: string): Promis
  * Waits until a worker identity not in `known` polls `taskQueue` (a worker process identifies as
  * `<pid>@<host>`, so a restarted worker shows up as a new identity). Returns that identity.
  */
-export async function waitForNewPoller(client: Client, taskQueue: string, known: Set<string>, timeoutMs: number, alive?: ServiceProcess): Promise<string> {
+export async function waitForNewPoller(
+  client: Client,
+  taskQueue: string,
+  known: Set<string>,
+  timeoutMs: number,
+  alive?: ServiceProcess,
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   let exitedWith: number | string | undefined;
   void alive?.exited.then((code) => (exitedWith = code));
   for (;;) {
-    if (exitedWith !== undefined) throw new Error(`worker process exited (${exitedWith}) before polling:\n${alive?.output()}`);
+    if (exitedWith !== undefined)
+      throw new Error(`worker process exited (${exitedWith}) before polling:\n${alive?.output()}`);
     const fresh = (await workflowPollers(client, taskQueue).catch(() => [])).find((identity) => !known.has(identity));
     if (fresh !== undefined) return fresh;
-    if (Date.now() > deadline) throw new Error(`no new worker polled ${taskQueue} within ${timeoutMs} ms${alive ? `:\n${alive.output()}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`no new worker polled ${taskQueue} within ${timeoutMs} ms${alive ? `:\n${alive.output()}` : ''}`);
     await sleep(500);
   }
 }

@@ -32,7 +32,11 @@ export function requestHead(path: string, headers: Record<string, string>): stri
  * Opens a connection to 127.0.0.1:`port`, lets `send` write to it (write errors after the server
  * closed are ignored), and reads until the server closes the connection or `waitMs` passes.
  */
-export function rawExchange(port: number, send: (socket: net.Socket) => void | Promise<void>, waitMs: number): Promise<RawExchange> {
+export function rawExchange(
+  port: number,
+  send: (socket: net.Socket) => void | Promise<void>,
+  waitMs: number,
+): Promise<RawExchange> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     const chunks: Buffer[] = [];
@@ -121,7 +125,13 @@ export type PostOutcome =
   | { kind: 'error'; code: string };
 
 /** POSTs `body` with exactly `headers` to 127.0.0.1:`port`; never throws. One connection per call. */
-export function postOnce(port: number, path: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostOutcome> {
+export function postOnce(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<PostOutcome> {
   return new Promise((resolve) => {
     let done = false;
     const settle = (outcome: PostOutcome): void => {

@@ -26,7 +26,9 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(respond: (request: ReceivedRequest) => Answer = () => ({ status: 200 })): Promise<Receiver> {
+export async function startReceiver(
+  respond: (request: ReceivedRequest) => Answer = () => ({ status: 200 }),
+): Promise<Receiver> {
   const received: ReceivedRequest[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -34,7 +36,12 @@ export async function startReceiver(respond: (request: ReceivedRequest) => Answe
     req.on('end', () => {
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers[name] = value;
-      const request: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers, body: Buffer.concat(chunks) };
+      const request: ReceivedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers,
+        body: Buffer.concat(chunks),
+      };
       received.push(request);
       const answer = respond(request);
       res.writeHead(answer.status, { 'content-type': 'application/json' });

@@ -7,11 +7,16 @@
 import dns from 'node:dns';
 import fs from 'node:fs';
 
-export function resolveNameTo(hostname: string, address: string): jest.SpiedFunction<typeof dns.lookup> & { restore(): void } {
+export function resolveNameTo(
+  hostname: string,
+  address: string,
+): jest.SpiedFunction<typeof dns.lookup> & { restore(): void } {
   const realLookup = dns.lookup;
   const spy = jest.spyOn(dns, 'lookup').mockImplementation(((name: string, options: unknown, callback: unknown) => {
     if (name === hostname) {
-      (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address, family: address.includes(':') ? 6 : 4 }]);
+      (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [
+        { address, family: address.includes(':') ? 6 : 4 },
+      ]);
       return;
     }
     (realLookup as (...args: unknown[]) => void)(name, options, callback);
@@ -24,7 +29,10 @@ export function resolveNameTo(hostname: string, address: string): jest.SpiedFunc
  * queued there first), as a real getaddrinfo's does: a pool clogged by other work (scrypt) holds
  * the lookup up just the same, without depending on the machine's resolver for any name.
  */
-export function resolveNameThroughThreadPool(hostname: string, address: string): jest.SpiedFunction<typeof dns.lookup> & { restore(): void } {
+export function resolveNameThroughThreadPool(
+  hostname: string,
+  address: string,
+): jest.SpiedFunction<typeof dns.lookup> & { restore(): void } {
   const realLookup = dns.lookup;
   const family = address.includes(':') ? 6 : 4;
   const spy = jest.spyOn(dns, 'lookup').mockImplementation(((name: string, options: unknown, callback: unknown) => {
@@ -35,7 +43,10 @@ export function resolveNameThroughThreadPool(hostname: string, address: string):
     }
     const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all === true;
     fs.stat(__filename, () => {
-      if (all) (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+      if (all)
+        (callback as (err: null, addresses: Array<{ address: string; family: number }>) => void)(null, [
+          { address, family },
+        ]);
       else (callback as (err: null, address: string, family: number) => void)(null, address, family);
     });
   }) as typeof dns.lookup);

@@ -32,7 +32,8 @@ export function runCalls(stack: () => Stack, defaults: { displayName: string; st
         .set('Authorization', `Bearer ${token}`)
         .set(headers)
         .send(body as object),
-    delete: (p: string, headers: Record<string, string> = {}) => request(stack().service.server).delete(p).set('Authorization', `Bearer ${token}`).set(headers),
+    delete: (p: string, headers: Record<string, string> = {}) =>
+      request(stack().service.server).delete(p).set('Authorization', `Bearer ${token}`).set(headers),
   });
   /** As the stack's super_admin. */
   const api = () => as(stack().adminToken);
@@ -62,7 +63,8 @@ export function runCalls(stack: () => Stack, defaults: { displayName: string; st
     return res.body.execution;
   }
   /** The run once `done` holds for it; throws (naming `done` and the run's last state) when the time is up. */
-  const untilRun = (id: string, done: (e: Json) => boolean): Promise<Json> => poll(() => execution(id), done, { what: `run ${id}: ${done.toString()}` });
+  const untilRun = (id: string, done: (e: Json) => boolean): Promise<Json> =>
+    poll(() => execution(id), done, { what: `run ${id}: ${done.toString()}` });
   /** The automation's runs in its executions list, id → status. */
   async function listed(automationId: string): Promise<Map<string, string>> {
     const res = await api().get(`/api/v1/automations/${automationId}/executions?pageSize=100`);
@@ -70,7 +72,8 @@ export function runCalls(stack: () => Stack, defaults: { displayName: string; st
     return new Map(res.body.list.map((item: Json) => [item.execution.id, item.execution.status]));
   }
   const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
-  const approve = async (id: string) => expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
+  const approve = async (id: string) =>
+    expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
 
   return { as, api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve };
 }

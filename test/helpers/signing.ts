@@ -10,7 +10,11 @@ export interface SignedEvent {
 }
 
 /** Headers and body of one HMAC-signed delivery, exactly as docs/api.md describes. */
-export function hmacEvent(secret: string, payload: unknown, overrides: Partial<{ eventId: string; timestamp: string; body: string }> = {}): SignedEvent {
+export function hmacEvent(
+  secret: string,
+  payload: unknown,
+  overrides: Partial<{ eventId: string; timestamp: string; body: string }> = {},
+): SignedEvent {
   const eventId = overrides.eventId ?? randomUUID();
   const timestamp = overrides.timestamp ?? String(Math.floor(Date.now() / 1000));
   const body = overrides.body ?? JSON.stringify(payload);

@@ -12,7 +12,15 @@ import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { createActivities } from '../../activities';
 import { startTestService, type TestService, type TestServiceOptions } from './test-service';
-import { connectClient, connectNative, testCodec, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from './temporal';
+import {
+  connectClient,
+  connectNative,
+  testCodec,
+  testDataConverter,
+  testTemporal,
+  testWorkflowBundle,
+  uniqueTaskQueue,
+} from './temporal';
 
 export interface Stack {
   service: TestService;
@@ -20,7 +28,10 @@ export interface Stack {
   taskQueue: string;
   adminToken: string;
   /** Creates (and by default publishes) an automation through the API. */
-  createAutomation(body: Record<string, unknown>, publish?: boolean): Promise<{ automation: AutomationView; signingSecret?: string }>;
+  createAutomation(
+    body: Record<string, unknown>,
+    publish?: boolean,
+  ): Promise<{ automation: AutomationView; signingSecret?: string }>;
   close(): Promise<void>;
 }
 
@@ -41,7 +52,10 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
   // Starts may take long on a loaded test machine: the production bound (5 s, then 503) would turn
   // a test about something else into a flaky 503. Tests about that bound pass `runs` of their own.
-  const service = await startTestService({ runs: new TemporalRuns(client, taskQueue, PATIENT_START_TIMEOUT_MS), ...options });
+  const service = await startTestService({
+    runs: new TemporalRuns(client, taskQueue, PATIENT_START_TIMEOUT_MS),
+    ...options,
+  });
   let worker: Worker | undefined;
   let workerConnection: NativeConnection | undefined;
   let running: Promise<void> | undefined;
@@ -54,7 +68,12 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
       taskQueue,
       db: service.deps.db,
       activities: (engine) =>
-        createActivities({ db: service.deps.db, allowPrivateOutbound: service.deps.config.allowPrivateOutbound, secretBox: service.deps.secretBox, ...engine }),
+        createActivities({
+          db: service.deps.db,
+          allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
+          secretBox: service.deps.secretBox,
+          ...engine,
+        }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
     });
@@ -67,8 +86,12 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
     taskQueue,
     adminToken,
     async createAutomation(body, publish = true) {
-      const created = await request(service.server).post('/api/v1/automations').set('Authorization', `Bearer ${adminToken}`).send(body);
-      if (created.status !== 200) throw new Error(`create automation: ${created.status} ${JSON.stringify(created.body)}`);
+      const created = await request(service.server)
+        .post('/api/v1/automations')
+        .set('Authorization', `Bearer ${adminToken}`)
+        .send(body);
+      if (created.status !== 200)
+        throw new Error(`create automation: ${created.status} ${JSON.stringify(created.body)}`);
       if (publish) {
         const published = await request(service.server)
           .post(`/api/v1/automations/${created.body.automation.id}/publish`)
@@ -99,25 +122,32 @@ export interface RawResponse {
 }
 
 /** POSTs exactly these headers and body bytes (no header added) to a path of the stack's server. */
-export function deliver(stack: Stack, path: string, event: { headers: Record<string, string>; body: string | Buffer }): Promise<RawResponse> {
+export function deliver(
+  stack: Stack,
+  path: string,
+  event: { headers: Record<string, string>; body: string | Buffer },
+): Promise<RawResponse> {
   const { port } = stack.service.server.address() as AddressInfo;
   return new Promise((resolve, reject) => {
     // A connection of its own (agent: false): a pooled keep-alive socket can be closed by the
     // server's idle timeout just as it is reused, which fails the request with ECONNRESET.
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers: event.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: Record<string, unknown> = {};
-        try {
-          body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-        } catch {
-          body = { raw: text };
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path, method: 'POST', headers: event.headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: Record<string, unknown> = {};
+          try {
+            body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+          } catch {
+            body = { raw: text };
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(event.body);
   });

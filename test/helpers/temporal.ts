@@ -14,7 +14,10 @@ export interface TestTemporal {
 export async function testTemporal(): Promise<TestTemporal> {
   const address = process.env.TEMPORAL_TEST_ADDRESS;
   const cliPath = process.env.TEMPORAL_TEST_CLI ?? '';
-  if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is not set: run the tests with `npm test` (jest globalSetup starts Temporal)');
+  if (!address)
+    throw new Error(
+      'TEMPORAL_TEST_ADDRESS is not set: run the tests with `npm test` (jest globalSetup starts Temporal)',
+    );
   return { address, namespace: 'default', cliPath };
 }
 
@@ -26,7 +29,10 @@ let codec: EncryptionCodec | undefined;
  */
 export function testCodec(): EncryptionCodec {
   const keys = process.env.TEST_PAYLOAD_KEYS;
-  if (!keys) throw new Error('TEST_PAYLOAD_KEYS is not set: run the tests with `npm test` (jest globalSetup makes the payload keys)');
+  if (!keys)
+    throw new Error(
+      'TEST_PAYLOAD_KEYS is not set: run the tests with `npm test` (jest globalSetup makes the payload keys)',
+    );
   codec ??= new EncryptionCodec(parsePayloadKeys(keys));
   return codec;
 }
@@ -89,7 +95,11 @@ export async function connectNative(address: string, timeoutMs = 120_000): Promi
 }
 
 /** A worker (native) connection and a client to the test server (namespace `default`); `close()` ends both connections. */
-export async function connectTestTemporal(): Promise<{ connection: NativeConnection; client: Client; close(): Promise<void> }> {
+export async function connectTestTemporal(): Promise<{
+  connection: NativeConnection;
+  client: Client;
+  close(): Promise<void>;
+}> {
   const { address } = await testTemporal();
   const connection = await connectNative(address);
   const clientConnection = await connectClient(address);

@@ -37,7 +37,10 @@ export interface TwoApis {
 }
 
 /** A database two services can open independently: PostgreSQL gets a schema of its own; PGlite is one process's store, shared. */
-async function sharedDb(target: DatabaseTarget, name: string): Promise<{ schema?: string; open(): Promise<Db>; drop(): Promise<void> }> {
+async function sharedDb(
+  target: DatabaseTarget,
+  name: string,
+): Promise<{ schema?: string; open(): Promise<Db>; drop(): Promise<void> }> {
   if (!target.url) {
     const db = await openDb({});
     return { open: async () => db, drop: () => db.close() };

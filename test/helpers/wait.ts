@@ -26,7 +26,9 @@ export class WaitTimeout extends Error {
     readonly timeoutMs: number,
     readonly lastValue: unknown,
   ) {
-    super(`timed out after ${timeoutMs} ms waiting for ${what}; last value: ${inspect(lastValue, { depth: 6, breakLength: 120, maxStringLength: 2000 })}`);
+    super(
+      `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${inspect(lastValue, { depth: 6, breakLength: 120, maxStringLength: 2000 })}`,
+    );
     this.name = 'WaitTimeout';
   }
 }
@@ -35,8 +37,16 @@ export class WaitTimeout extends Error {
  * Calls `fn` until `done` holds for its answer and returns that answer; throws a WaitTimeout when
  * the time is up (an exception of `fn` ends the wait at once).
  */
-export async function poll<T>(fn: () => T | Promise<T>, done: (value: T) => boolean, options: PollOptions | number = {}): Promise<T> {
-  const { timeoutMs = 90_000, intervalMs = 250, what = done.toString() } = typeof options === 'number' ? { timeoutMs: options } : options;
+export async function poll<T>(
+  fn: () => T | Promise<T>,
+  done: (value: T) => boolean,
+  options: PollOptions | number = {},
+): Promise<T> {
+  const {
+    timeoutMs = 90_000,
+    intervalMs = 250,
+    what = done.toString(),
+  } = typeof options === 'number' ? { timeoutMs: options } : options;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await fn();
@@ -47,7 +57,11 @@ export async function poll<T>(fn: () => T | Promise<T>, done: (value: T) => bool
 }
 
 /** Waits until `condition` holds; throws naming `what` when the time is up. */
-export async function until(condition: () => boolean | Promise<boolean>, what: string, options: PollOptions = {}): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  options: PollOptions = {},
+): Promise<void> {
   // eslint-disable-next-line no-restricted-syntax -- its answer is only `true`: the wait is the assertion
   await poll(condition, (value) => value, { timeoutMs: 30_000, intervalMs: 50, what, ...options });
 }

@@ -34,7 +34,8 @@ export async function startWorker(options: {
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue,
     db: options.db,
-    activities: (engine) => createActivities({ db: options.db, allowPrivateOutbound: options.allowPrivateOutbound ?? false, ...engine }),
+    activities: (engine) =>
+      createActivities({ db: options.db, allowPrivateOutbound: options.allowPrivateOutbound ?? false, ...engine }),
     codec: testCodec(),
     ...(options.bundle ? { bundle: options.bundle } : {}),
   });

@@ -24,7 +24,9 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       service = await startTestService({ target });
-      const ring = JSON.parse(await getOrCreateServiceKey(service.deps.db, service.deps.secretBox, SIGNING_KEY_SECRET, () => 'unused')) as { current: JWK };
+      const ring = JSON.parse(
+        await getOrCreateServiceKey(service.deps.db, service.deps.secretBox, SIGNING_KEY_SECRET, () => 'unused'),
+      ) as { current: JWK };
       const jwk = ring.current;
       serviceKey = { key: (await importJWK(jwk, 'ES256')) as KeyLike, kid: jwk.kid! };
       const created = await request(service.server)
@@ -40,7 +42,9 @@ for (const target of DATABASES) {
     const now = (): number => Math.floor(Date.now() / 1000);
 
     /** A token as the service makes it, with `changes` applied. */
-    async function token(changes: { claims?: JWTPayload; header?: Record<string, unknown>; key?: KeyLike; sub?: string } = {}): Promise<string> {
+    async function token(
+      changes: { claims?: JWTPayload; header?: Record<string, unknown>; key?: KeyLike; sub?: string } = {},
+    ): Promise<string> {
       return new SignJWT({
         roles: ['admin'],
         iss: ISSUER,
@@ -109,10 +113,11 @@ for (const target of DATABASES) {
         .set('Authorization', `Bearer ${await service.tokenFor('super_admin')}`)
         .send({ displayName: 'short-lived', roles: ['admin'] });
       expect(created.status).toBe(200);
-      const issued = await request(service.server)
-        .post('/auth/v1/token')
-        .type('form')
-        .send({ grant_type: 'client_credentials', client_id: created.body.client.clientId, client_secret: created.body.clientSecret });
+      const issued = await request(service.server).post('/auth/v1/token').type('form').send({
+        grant_type: 'client_credentials',
+        client_id: created.body.client.clientId,
+        client_secret: created.body.clientSecret,
+      });
       expect(issued.status).toBe(200);
       const bearer: string = issued.body.access_token;
       expect((await callWith(bearer)).status).toBe(200);

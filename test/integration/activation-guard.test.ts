@@ -31,7 +31,13 @@ beforeAll(async () => {
     workflowsPath: path.join(__dirname, '../fixtures/workflows/activation-guard.ts'),
     logger: new DefaultLogger('WARN'),
   });
-  worker = await GuardedWorker.create({ connection, namespace: 'default', taskQueue, workflowBundle, activationDeadline: '1s' });
+  worker = await GuardedWorker.create({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    workflowBundle,
+    activationDeadline: '1s',
+  });
   running = worker.run();
 });
 
@@ -80,7 +86,9 @@ it('a workflow task that never yields fails as a potential deadlock, and the wor
   await held.signal('release');
   expect(await held.result()).toBe('released');
   expect(await failedTasks(held.workflowId)).toContainEqual(
-    expect.stringMatching(/^the workflow thread was restarted because another run on it did not yield within 1 s; this run is replayed$/),
+    expect.stringMatching(
+      /^the workflow thread was restarted because another run on it did not yield within 1 s; this run is replayed$/,
+    ),
   );
 
   const quick = await client.workflow.start('quick', { taskQueue, workflowId: `quick-${taskQueue}` });

@@ -18,7 +18,11 @@ import { startNginxEntry, type NginxEntry } from '../helpers/nginx-entry';
 const SPELLINGS = ['/METRICS', '/Metrics', '/metrics/', '/Ready', '/READY', '/ready/', '/Ready/'];
 
 function expectNotFound(pathname: string, res: { status: number; body: unknown; text: string }): void {
-  expect([pathname, res.status, res.body]).toEqual([pathname, 404, { code: 5, message: expect.any(String), details: [] }]);
+  expect([pathname, res.status, res.body]).toEqual([
+    pathname,
+    404,
+    { code: 5, message: expect.any(String), details: [] },
+  ]);
   // Neither handler's answer: no Prometheus text, no readiness report.
   expect(`${pathname}: ${res.text}`).not.toMatch(/# HELP|"checks"/);
 }
@@ -38,7 +42,9 @@ describe('operations endpoints by another spelling, on the API port', () => {
 
   it('matches every other route exactly too (letter case, trailing slash)', async () => {
     const token = await service.tokenFor('super_admin');
-    expect((await request(service.server).get('/api/v1/apps').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+    expect((await request(service.server).get('/api/v1/apps').set('Authorization', `Bearer ${token}`)).status).toBe(
+      200,
+    );
     for (const pathname of ['/API/v1/apps', '/api/v1/Apps', '/api/v1/apps/', '/Health', '/health/']) {
       expectNotFound(pathname, await request(service.server).get(pathname).set('Authorization', `Bearer ${token}`));
     }
@@ -73,7 +79,16 @@ describe('operations endpoints by another spelling, through the real nginx of th
   it('the API behind it serves /metrics and /ready on its own port; the entry answers 404 itself for every spelling', async () => {
     // The API itself would answer /metrics: what keeps it from the public is the entry.
     expect((await request(service.server).get('/metrics')).status).toBe(200);
-    for (const pathname of ['/metrics', '/ready', ...SPELLINGS, '/%6Detrics', '//metrics', '/metrics?x=1', '/ready//', '/METRICS/x']) {
+    for (const pathname of [
+      '/metrics',
+      '/ready',
+      ...SPELLINGS,
+      '/%6Detrics',
+      '//metrics',
+      '/metrics?x=1',
+      '/ready//',
+      '/METRICS/x',
+    ]) {
       const res = await fetch(`${entry}${pathname}`);
       const text = await res.text();
       expectNotFound(pathname, { status: res.status, body: JSON.parse(text) as unknown, text });

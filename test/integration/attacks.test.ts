@@ -8,8 +8,23 @@
 import { createHash, createHmac, createPublicKey, generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { exportJWK } from 'jose';
-import { hmacEvent, deliver, listenerPath, type Stack, type AutomationView, type RawResponse, type SignedEvent } from '../helpers/stack';
-import { startJwksServer, makeSigningKey, signWebhookJwt, signCompact, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  hmacEvent,
+  deliver,
+  listenerPath,
+  type Stack,
+  type AutomationView,
+  type RawResponse,
+  type SignedEvent,
+} from '../helpers/stack';
+import {
+  startJwksServer,
+  makeSigningKey,
+  signWebhookJwt,
+  signCompact,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { rawExchange, requestHead, writeQuietly, type ParsedResponse } from '../helpers/raw-http';
 import { signHmac } from '../../src/webhooks';
 import { startPatientStack } from '../helpers/patient-stack';
@@ -33,7 +48,8 @@ let jwtPath: string;
 let restrictedAutomation: AutomationView;
 let restrictedPath: string;
 let restrictedSecret: string;
-const keys: Record<'RS256' | 'ES256' | 'EdDSA' | 'weak1024' | 'weak1536' | 'ed448' | 'attacker', SigningKey> = {} as never;
+const keys: Record<'RS256' | 'ES256' | 'EdDSA' | 'weak1024' | 'weak1536' | 'ed448' | 'attacker', SigningKey> =
+  {} as never;
 /** Execution ids of the deliveries meant to pass; nothing else may run. */
 const accepted = new Set<string>();
 
@@ -57,11 +73,19 @@ beforeAll(async () => {
   // Starts may take up to 30 s on a loaded machine (a 503 would hide what is being tested).
   stack = await startPatientStack(30_000, { clock: receiverClock });
   port = (stack.service.server.address() as AddressInfo).port;
-  const hmac = await stack.createAutomation({ displayName: 'attack target (HMAC)', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+  const hmac = await stack.createAutomation({
+    displayName: 'attack target (HMAC)',
+    trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+    steps: STEPS,
+  });
   hmacAutomation = hmac.automation;
   hmacPath = listenerPath(hmacAutomation);
   secret = hmac.signingSecret!;
-  const other = await stack.createAutomation({ displayName: 'another listener', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+  const other = await stack.createAutomation({
+    displayName: 'another listener',
+    trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+    steps: STEPS,
+  });
   otherAutomation = other.automation;
   otherSecret = other.signingSecret!;
   const jwt = await stack.createAutomation({
@@ -93,7 +117,9 @@ afterAll(async () => {
 });
 
 async function expectOnlyAcceptedRuns(): Promise<void> {
-  const listeners = [hmacAutomation, jwtAutomation, otherAutomation, restrictedAutomation].map((a) => `ListenerId = "${a.trigger.incomingWebhook.listenerId}"`);
+  const listeners = [hmacAutomation, jwtAutomation, otherAutomation, restrictedAutomation].map(
+    (a) => `ListenerId = "${a.trigger.incomingWebhook.listenerId}"`,
+  );
   const query = listeners.join(' OR ');
   const list = async (): Promise<string[]> => {
     const seen: string[] = [];
@@ -247,24 +273,38 @@ describe('HMAC signature attacks', () => {
   it('401: a well-formed but wrong signature', async () => {
     const event = signed();
     const forged = createHmac('sha256', 'guessed-secret').update('x').digest('base64url');
-    expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': forged })), 401, 'signature_mismatch', [forged]);
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': forged })),
+      401,
+      'signature_mismatch',
+      [forged],
+    );
   });
 
   it("401: signed with another listener's secret", async () => {
     const event = hmacEvent(otherSecret, PAYLOAD);
-    expectRefused(await deliver(stack, hmacPath, event), 401, 'signature_mismatch', [event.headers['Webhook-Signature']!]);
+    expectRefused(await deliver(stack, hmacPath, event), 401, 'signature_mismatch', [
+      event.headers['Webhook-Signature']!,
+    ]);
   });
 
   it('401: a signature over another timestamp', async () => {
     const event = signed();
     const other = signHmac(secret, String(Number(event.timestamp) - 1), event.eventId, event.body);
-    expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': other })), 401, 'signature_mismatch', [other]);
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': other })),
+      401,
+      'signature_mismatch',
+      [other],
+    );
   });
 
   it('401: a signature taken from another event, replayed with a new event id', async () => {
     const original = signed();
     const replay = withHeaders(original, { 'Webhook-Event-Id': randomUUID() });
-    expectRefused(await deliver(stack, hmacPath, replay), 401, 'signature_mismatch', [original.headers['Webhook-Signature']!]);
+    expectRefused(await deliver(stack, hmacPath, replay), 401, 'signature_mismatch', [
+      original.headers['Webhook-Signature']!,
+    ]);
   });
 
   it('401: the event id re-cased under a signature over the original spelling', async () => {
@@ -275,7 +315,11 @@ describe('HMAC signature attacks', () => {
 
   it('401: the timestamp re-written with a leading zero under a signature over the original', async () => {
     const event = signed();
-    expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Timestamp': `0${event.timestamp}` })), 401, 'signature_mismatch');
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Timestamp': `0${event.timestamp}` })),
+      401,
+      'signature_mismatch',
+    );
   });
 
   it('401: the body re-serialised (same JSON, other bytes) under the original signature', async () => {
@@ -293,7 +337,12 @@ describe('HMAC signature attacks', () => {
   it('401: the right signature with base64 padding', async () => {
     const event = signed();
     const padded = `${event.headers['Webhook-Signature']}=`;
-    expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': padded })), 401, 'signature_mismatch', [padded]);
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': padded })),
+      401,
+      'signature_mismatch',
+      [padded],
+    );
   });
 
   it('401: the right signature in standard base64 (+ / and padding)', async () => {
@@ -302,29 +351,53 @@ describe('HMAC signature attacks', () => {
     while (!/[-_]/.test(event.headers['Webhook-Signature']!)) event = signed();
     const standard = Buffer.from(event.headers['Webhook-Signature']!, 'base64url').toString('base64');
     expect(standard).not.toBe(event.headers['Webhook-Signature']);
-    expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': standard })), 401, 'signature_mismatch', [standard]);
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': standard })),
+      401,
+      'signature_mismatch',
+      [standard],
+    );
   });
 
   it('401: the right HMAC hex-encoded, or with a "sha256=" prefix', async () => {
     for (const spell of [(b: Buffer) => b.toString('hex'), (b: Buffer) => `sha256=${b.toString('base64url')}`]) {
       const event = signed();
       const value = spell(Buffer.from(event.headers['Webhook-Signature']!, 'base64url'));
-      expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': value })), 401, 'signature_mismatch', [value]);
+      expectRefused(
+        await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': value })),
+        401,
+        'signature_mismatch',
+        [value],
+      );
     }
   });
 
   it('401: HMAC keyed with the base64url-decoded secret instead of the secret string', async () => {
     const event = signed();
     const decodedKey = Buffer.from(secret, 'base64url');
-    const wrong = createHmac('sha256', decodedKey).update(`${event.timestamp}.${event.eventId}.${event.body}`).digest('base64url');
-    expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': wrong })), 401, 'signature_mismatch', [wrong]);
+    const wrong = createHmac('sha256', decodedKey)
+      .update(`${event.timestamp}.${event.eventId}.${event.body}`)
+      .digest('base64url');
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': wrong })),
+      401,
+      'signature_mismatch',
+      [wrong],
+    );
   });
 
   it('401: HMAC-SHA512 and HMAC-SHA1 over the right input', async () => {
     for (const algorithm of ['sha512', 'sha1']) {
       const event = signed();
-      const wrong = createHmac(algorithm, secret).update(`${event.timestamp}.${event.eventId}.${event.body}`).digest('base64url');
-      expectRefused(await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': wrong })), 401, 'signature_mismatch', [wrong]);
+      const wrong = createHmac(algorithm, secret)
+        .update(`${event.timestamp}.${event.eventId}.${event.body}`)
+        .digest('base64url');
+      expectRefused(
+        await deliver(stack, hmacPath, withHeaders(event, { 'Webhook-Signature': wrong })),
+        401,
+        'signature_mismatch',
+        [wrong],
+      );
     }
   });
 
@@ -337,7 +410,10 @@ describe('HMAC signature attacks', () => {
   });
 
   it('400: a JWT bearer token on an HMAC listener instead of a signature', async () => {
-    const event = withHeaders(signed(), { 'Webhook-Signature': undefined, Authorization: `Bearer ${jwtDelivery().token}` });
+    const event = withHeaders(signed(), {
+      'Webhook-Signature': undefined,
+      Authorization: `Bearer ${jwtDelivery().token}`,
+    });
     expectRefused(await deliver(stack, hmacPath, event), 400, 'missing_header');
   });
 });
@@ -348,7 +424,9 @@ describe('timestamp window (clock pinned for the boundaries)', () => {
     ['300 s in the future', 300],
   ])('200: a timestamp exactly %s', async (_label, offset) => {
     const { ms, seconds } = pinnedNow();
-    const res = await atPinnedClock(ms, () => deliver(stack, hmacPath, signed({ timestamp: String(seconds + offset) })));
+    const res = await atPinnedClock(ms, () =>
+      deliver(stack, hmacPath, signed({ timestamp: String(seconds + offset) })),
+    );
     await expectAccepted(res);
   });
 
@@ -358,7 +436,9 @@ describe('timestamp window (clock pinned for the boundaries)', () => {
     ['a day in the past', -86_400],
   ])('400: a timestamp %s', async (_label, offset) => {
     const { ms, seconds } = pinnedNow();
-    const res = await atPinnedClock(ms, () => deliver(stack, hmacPath, signed({ timestamp: String(seconds + offset) })));
+    const res = await atPinnedClock(ms, () =>
+      deliver(stack, hmacPath, signed({ timestamp: String(seconds + offset) })),
+    );
     expectRefused(res, 400, 'timestamp_out_of_window');
   });
 
@@ -399,17 +479,27 @@ describe('event id attacks', () => {
     const event = signed();
     const headers = { ...event.headers } as Record<string, string | string[]>;
     headers['Webhook-Event-Id'] = [event.eventId, randomUUID()];
-    expectRefused(await deliver(stack, hmacPath, { headers: headers as Record<string, string>, body: event.body }), 400, 'bad_event_id');
+    expectRefused(
+      await deliver(stack, hmacPath, { headers: headers as Record<string, string>, body: event.body }),
+      400,
+      'bad_event_id',
+    );
   });
 });
 
 describe('content type, source address and listener attacks', () => {
-  it.each(['application/json; charset=iso-8859-1', 'application/x-www-form-urlencoded', 'application/jsonp', 'multipart/form-data; boundary=x'])(
-    '400: Content-Type %s',
-    async (contentType) => {
-      expectRefused(await deliver(stack, hmacPath, withHeaders(signed(), { 'Content-Type': contentType })), 400, 'bad_content_type');
-    },
-  );
+  it.each([
+    'application/json; charset=iso-8859-1',
+    'application/x-www-form-urlencoded',
+    'application/jsonp',
+    'multipart/form-data; boundary=x',
+  ])('400: Content-Type %s', async (contentType) => {
+    expectRefused(
+      await deliver(stack, hmacPath, withHeaders(signed(), { 'Content-Type': contentType })),
+      400,
+      'bad_content_type',
+    );
+  });
 
   it('403: X-Forwarded-For / X-Real-IP claiming an allowed address do not count (TRUST_PROXY off)', async () => {
     const event = withHeaders(hmacEvent(restrictedSecret, PAYLOAD), {
@@ -417,7 +507,9 @@ describe('content type, source address and listener attacks', () => {
       'X-Real-IP': '203.0.113.7',
       Forwarded: 'for=203.0.113.7',
     });
-    expectRefused(await deliver(stack, restrictedPath, event), 403, 'source_not_allowed', [event.headers['Webhook-Signature']!]);
+    expectRefused(await deliver(stack, restrictedPath, event), 403, 'source_not_allowed', [
+      event.headers['Webhook-Signature']!,
+    ]);
   });
 
   it('404: path tricks around the listener id', async () => {
@@ -448,7 +540,11 @@ describe('body transport attacks (raw sockets)', () => {
       port,
       async (socket) => {
         await writeQuietly(socket, requestHead(hmacPath, headers));
-        for (let i = 0; i < 6; i += 1) await writeQuietly(socket, Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]));
+        for (let i = 0; i < 6; i += 1)
+          await writeQuietly(
+            socket,
+            Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]),
+          );
         await writeQuietly(socket, '0\r\n\r\n');
       },
       30_000,
@@ -463,7 +559,10 @@ describe('body transport attacks (raw sockets)', () => {
     const exchange = await rawExchange(
       port,
       async (socket) => {
-        await writeQuietly(socket, requestHead(hmacPath, { ...event.headers, 'Content-Length': String(10 * 1024 * 1024) }));
+        await writeQuietly(
+          socket,
+          requestHead(hmacPath, { ...event.headers, 'Content-Length': String(10 * 1024 * 1024) }),
+        );
         await writeQuietly(socket, event.body); // a few bytes of the announced 10 MB, then nothing
       },
       30_000,
@@ -487,7 +586,12 @@ describe('body transport attacks (raw sockets)', () => {
       exchange = await rawExchange(
         port,
         (socket) => {
-          socket.write(Buffer.concat([Buffer.from(requestHead(hmacPath, { ...event.headers, 'Content-Length': String(body.length - 12) })), body]));
+          socket.write(
+            Buffer.concat([
+              Buffer.from(requestHead(hmacPath, { ...event.headers, 'Content-Length': String(body.length - 12) })),
+              body,
+            ]),
+          );
         },
         10_000,
       );
@@ -533,14 +637,23 @@ describe('JWT attacks', () => {
     await expectAccepted(await deliver(stack, jwtPath, jwtDelivery()));
   });
 
-  it.each(['none', 'None', 'NONE', 'HS256', 'HS512', 'RS512', 'PS256', 'ES384', 'ES256K'])('401: alg %s', async (alg) => {
-    const hmacAlg = alg.startsWith('HS');
-    await refusedJwt(jwtDelivery({ header: { alg }, ...(hmacAlg ? { signWith: 'guessed-secret' } : {}) }), 'jwt_alg_not_allowed');
-  });
+  it.each(['none', 'None', 'NONE', 'HS256', 'HS512', 'RS512', 'PS256', 'ES384', 'ES256K'])(
+    '401: alg %s',
+    async (alg) => {
+      const hmacAlg = alg.startsWith('HS');
+      await refusedJwt(
+        jwtDelivery({ header: { alg }, ...(hmacAlg ? { signWith: 'guessed-secret' } : {}) }),
+        'jwt_alg_not_allowed',
+      );
+    },
+  );
 
   it('401: HS256 signed with the RSA public key (algorithm confusion)', async () => {
     const publicPem = createPublicKey(keys.RS256.privateKey).export({ type: 'spki', format: 'pem' });
-    await refusedJwt(jwtDelivery({ header: { alg: 'HS256' }, signWith: Buffer.from(publicPem) }), 'jwt_alg_not_allowed');
+    await refusedJwt(
+      jwtDelivery({ header: { alg: 'HS256' }, signWith: Buffer.from(publicPem) }),
+      'jwt_alg_not_allowed',
+    );
     const publicJwk = JSON.stringify(keys.RS256.publicJwk);
     await refusedJwt(jwtDelivery({ header: { alg: 'HS256' }, signWith: publicJwk }), 'jwt_alg_not_allowed');
   });
@@ -582,7 +695,10 @@ describe('JWT attacks', () => {
   });
 
   it("401: aud of another listener, or the listener's path only", async () => {
-    await refusedJwt(jwtDelivery({ claims: { aud: otherAutomation.trigger.incomingWebhook.url } }), 'jwt_claim_invalid');
+    await refusedJwt(
+      jwtDelivery({ claims: { aud: otherAutomation.trigger.incomingWebhook.url } }),
+      'jwt_claim_invalid',
+    );
     await refusedJwt(jwtDelivery({ claims: { aud: jwtPath } }), 'jwt_claim_invalid');
   });
 
@@ -604,7 +720,11 @@ describe('JWT attacks', () => {
   it('401: htb_s256 hex-encoded, padded, or over the body without the last byte', async () => {
     const body = JSON.stringify(PAYLOAD);
     const digest = createHash('sha256').update(body).digest();
-    for (const htb of [digest.toString('hex'), `${digest.toString('base64url')}=`, createHash('sha256').update(body.slice(0, -1)).digest('base64url')]) {
+    for (const htb of [
+      digest.toString('hex'),
+      `${digest.toString('base64url')}=`,
+      createHash('sha256').update(body.slice(0, -1)).digest('base64url'),
+    ]) {
       await refusedJwt(jwtDelivery({ claims: { htb_s256: htb } }), 'jwt_claim_invalid');
     }
   });
@@ -612,7 +732,9 @@ describe('JWT attacks', () => {
   describe('exp (clock pinned)', () => {
     it('200: exp exactly 600 s ahead', async () => {
       const { ms, seconds: now } = pinnedNow();
-      await expectAccepted(await atPinnedClock(ms, () => deliver(stack, jwtPath, jwtDelivery({ now, claims: { exp: now + 600 } }))));
+      await expectAccepted(
+        await atPinnedClock(ms, () => deliver(stack, jwtPath, jwtDelivery({ now, claims: { exp: now + 600 } }))),
+      );
     });
 
     it('401: exp 601 s ahead, or a day ahead', async () => {
@@ -653,10 +775,16 @@ describe('JWT attacks', () => {
   it('401: a stripped signature, and a signature spliced from another token', async () => {
     const a = jwtDelivery();
     const stripped = a.token.split('.').slice(0, 2).join('.') + '.';
-    await refusedJwt({ ...a, token: stripped, headers: { ...a.headers, Authorization: `Bearer ${stripped}` } }, 'jwt_signature_invalid');
+    await refusedJwt(
+      { ...a, token: stripped, headers: { ...a.headers, Authorization: `Bearer ${stripped}` } },
+      'jwt_signature_invalid',
+    );
     const b = jwtDelivery();
     const spliced = [...a.token.split('.').slice(0, 2), b.token.split('.')[2]].join('.');
-    await refusedJwt({ ...a, token: spliced, headers: { ...a.headers, Authorization: `Bearer ${spliced}` } }, 'jwt_signature_invalid');
+    await refusedJwt(
+      { ...a, token: spliced, headers: { ...a.headers, Authorization: `Bearer ${spliced}` } },
+      'jwt_signature_invalid',
+    );
   });
 
   it.each([
@@ -666,13 +794,19 @@ describe('JWT attacks', () => {
     ['a JSON array header', `${Buffer.from('[1]').toString('base64url')}.e30.c2ln`],
   ])('401: a malformed token (%s)', async (_label, token) => {
     const delivery = jwtDelivery();
-    await refusedJwt({ ...delivery, token, headers: { ...delivery.headers, Authorization: `Bearer ${token}` } }, 'jwt_malformed');
+    await refusedJwt(
+      { ...delivery, token, headers: { ...delivery.headers, Authorization: `Bearer ${token}` } },
+      'jwt_malformed',
+    );
   });
 
   it('401: Authorization with another scheme, two tokens, or no scheme', async () => {
     const delivery = jwtDelivery();
     for (const value of [`Basic ${delivery.token}`, `Bearer ${delivery.token} ${delivery.token}`, delivery.token]) {
-      const res = await deliver(stack, jwtPath, { ...delivery, headers: { ...delivery.headers, Authorization: value } });
+      const res = await deliver(stack, jwtPath, {
+        ...delivery,
+        headers: { ...delivery.headers, Authorization: value },
+      });
       expectRefused(res, 401, 'bad_authorization', tokenLeaks(delivery.token));
     }
   });
@@ -680,7 +814,10 @@ describe('JWT attacks', () => {
   it('431: a token too large for the header block is refused by the HTTP server itself', async () => {
     const delivery = jwtDelivery();
     const huge = signCompact({ alg: 'RS256', kid: keys.RS256.kid }, { pad: 'x'.repeat(20_000) }, keys.RS256.privateKey);
-    const res = await deliver(stack, jwtPath, { ...delivery, headers: { ...delivery.headers, Authorization: `Bearer ${huge}` } });
+    const res = await deliver(stack, jwtPath, {
+      ...delivery,
+      headers: { ...delivery.headers, Authorization: `Bearer ${huge}` },
+    });
     expect(res.status).toBe(431);
     expectNoLeak(JSON.stringify(res.body), tokenLeaks(huge));
   });

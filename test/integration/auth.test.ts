@@ -55,7 +55,11 @@ for (const target of DATABASES) {
       });
 
       it('refuses credentials in a Basic header with invalid_request', async () => {
-        const res = await request(service.server).post('/auth/v1/token').auth(clientId, clientSecret).type('form').send({ grant_type: 'client_credentials' });
+        const res = await request(service.server)
+          .post('/auth/v1/token')
+          .auth(clientId, clientSecret)
+          .type('form')
+          .send({ grant_type: 'client_credentials' });
         expect(res.status).toBe(400);
         expect(res.body.error).toBe('invalid_request');
         expect(res.body.error_description).toMatch(/body/);
@@ -68,7 +72,10 @@ for (const target of DATABASES) {
           .send({ grant_type: 'password', client_id: clientId, client_secret: clientSecret });
         expect(wrongGrant.status).toBe(400);
         expect(wrongGrant.body.error).toBe('unsupported_grant_type');
-        const missing = await request(service.server).post('/auth/v1/token').type('form').send({ grant_type: 'client_credentials' });
+        const missing = await request(service.server)
+          .post('/auth/v1/token')
+          .type('form')
+          .send({ grant_type: 'client_credentials' });
         expect(missing.status).toBe(400);
         expect(missing.body.error).toBe('invalid_request');
         const noGrant = await request(service.server).post('/auth/v1/token').type('form').send({ client_id: clientId });
@@ -90,7 +97,9 @@ for (const target of DATABASES) {
         expect(missing.status).toBe(401);
         expect(missing.headers['www-authenticate']).toMatch(/^Bearer/);
         expect(missing.body).toMatchObject({ code: 16, message: expect.any(String), details: [] });
-        const forged = await request(service.server).get('/api/v1/iam/clients').set('Authorization', 'Bearer not.a.jwt');
+        const forged = await request(service.server)
+          .get('/api/v1/iam/clients')
+          .set('Authorization', 'Bearer not.a.jwt');
         expect(forged.status).toBe(401);
         expect(forged.headers['www-authenticate']).toMatch(/^Bearer/);
       });
@@ -112,18 +121,27 @@ for (const target of DATABASES) {
           .set('Authorization', `Bearer ${token}`)
           .send({ displayName: 'ci', roles: ['read_only'] });
         expect(created.status).toBe(200);
-        expect(created.body.client).toMatchObject({ displayName: 'ci', roles: ['read_only'], clientId: expect.any(String) });
+        expect(created.body.client).toMatchObject({
+          displayName: 'ci',
+          roles: ['read_only'],
+          clientId: expect.any(String),
+        });
         const secret: string = created.body.clientSecret;
         expect(secret.length).toBeGreaterThanOrEqual(43);
 
-        const stored = await service.deps.db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE id = $1', [created.body.client.id]);
+        const stored = await service.deps.db.query<{ secret_hash: string }>(
+          'SELECT secret_hash FROM api_clients WHERE id = $1',
+          [created.body.client.id],
+        );
         expect(stored[0]!.secret_hash).toMatch(/^hmac-sha256\$/);
         expect(stored[0]!.secret_hash).not.toContain(secret);
 
         const list = await request(service.server).get('/api/v1/iam/clients').set('Authorization', `Bearer ${token}`);
         expect(list.status).toBe(200);
         expect(JSON.stringify(list.body)).not.toContain(secret);
-        expect(list.body.list.map((item: { client: { id: string } }) => item.client.id)).toContain(created.body.client.id);
+        expect(list.body.list.map((item: { client: { id: string } }) => item.client.id)).toContain(
+          created.body.client.id,
+        );
         expect(list.body.nextPageToken).toBe('');
 
         const tokenRes = await request(service.server)
@@ -132,7 +150,9 @@ for (const target of DATABASES) {
           .send({ grant_type: 'client_credentials', client_id: created.body.client.clientId, client_secret: secret });
         expect(tokenRes.status).toBe(200);
 
-        const removed = await request(service.server).delete(`/api/v1/iam/clients/${created.body.client.id}`).set('Authorization', `Bearer ${token}`);
+        const removed = await request(service.server)
+          .delete(`/api/v1/iam/clients/${created.body.client.id}`)
+          .set('Authorization', `Bearer ${token}`);
         expect(removed.status).toBe(200);
         const again = await request(service.server)
           .post('/auth/v1/token')
@@ -154,15 +174,24 @@ for (const target of DATABASES) {
     describe('bootstrap', () => {
       it('makes the configured super_admin client, and resets its secret to the configured one', async () => {
         const db = service.deps.db;
-        const first = await ensureBootstrapClient(db, service.deps.secretBox, { clientId: 'boot', clientSecret: 'first-secret-value' });
+        const first = await ensureBootstrapClient(db, service.deps.secretBox, {
+          clientId: 'boot',
+          clientSecret: 'first-secret-value',
+        });
         expect(first).toEqual({ kind: 'configured', clientId: 'boot' });
-        await ensureBootstrapClient(db, service.deps.secretBox, { clientId: 'boot', clientSecret: 'second-secret-value' });
+        await ensureBootstrapClient(db, service.deps.secretBox, {
+          clientId: 'boot',
+          clientSecret: 'second-secret-value',
+        });
         const res = await request(service.server)
           .post('/auth/v1/token')
           .type('form')
           .send({ grant_type: 'client_credentials', client_id: 'boot', client_secret: 'second-secret-value' });
         expect(res.status).toBe(200);
-        expect(await service.deps.tokens.verify(res.body.access_token)).toEqual({ clientId: 'boot', roles: ['super_admin'] });
+        expect(await service.deps.tokens.verify(res.body.access_token)).toEqual({
+          clientId: 'boot',
+          roles: ['super_admin'],
+        });
         const old = await request(service.server)
           .post('/auth/v1/token')
           .type('form')
@@ -173,19 +202,28 @@ for (const target of DATABASES) {
       it('does not make the configured client again once it was deleted through the API', async () => {
         const db = service.deps.db;
         const bootstrap = { clientId: 'boot-deleted', clientSecret: 'boot-deleted-secret-value-0123456789' };
-        expect(await ensureBootstrapClient(db, service.deps.secretBox, bootstrap)).toEqual({ kind: 'configured', clientId: 'boot-deleted' });
-        const [row] = await db.query<{ id: string }>('SELECT id FROM api_clients WHERE client_id = $1', ['boot-deleted']);
+        expect(await ensureBootstrapClient(db, service.deps.secretBox, bootstrap)).toEqual({
+          kind: 'configured',
+          clientId: 'boot-deleted',
+        });
+        const [row] = await db.query<{ id: string }>('SELECT id FROM api_clients WHERE client_id = $1', [
+          'boot-deleted',
+        ]);
         const deleted = await request(service.server)
           .delete(`/api/v1/iam/clients/${row!.id}`)
           .set('Authorization', `Bearer ${await service.tokenFor('super_admin')}`);
         expect(deleted.status).toBe(200);
         // The next start (the same environment) leaves it deleted, and says so.
-        expect(await ensureBootstrapClient(db, service.deps.secretBox, bootstrap)).toEqual({ kind: 'deleted', clientId: 'boot-deleted' });
+        expect(await ensureBootstrapClient(db, service.deps.secretBox, bootstrap)).toEqual({
+          kind: 'deleted',
+          clientId: 'boot-deleted',
+        });
         expect(await db.query('SELECT 1 FROM api_clients WHERE client_id = $1', ['boot-deleted'])).toHaveLength(0);
-        const token = await request(service.server)
-          .post('/auth/v1/token')
-          .type('form')
-          .send({ grant_type: 'client_credentials', client_id: bootstrap.clientId, client_secret: bootstrap.clientSecret });
+        const token = await request(service.server).post('/auth/v1/token').type('form').send({
+          grant_type: 'client_credentials',
+          client_id: bootstrap.clientId,
+          client_secret: bootstrap.clientSecret,
+        });
         expect(token.status).toBe(401);
       });
 
@@ -194,7 +232,9 @@ for (const target of DATABASES) {
         try {
           const made = await ensureBootstrapClient(fresh.deps.db, fresh.deps.secretBox, undefined);
           expect(made.kind).toBe('created');
-          expect(await ensureBootstrapClient(fresh.deps.db, fresh.deps.secretBox, undefined)).toEqual({ kind: 'existing' });
+          expect(await ensureBootstrapClient(fresh.deps.db, fresh.deps.secretBox, undefined)).toEqual({
+            kind: 'existing',
+          });
         } finally {
           await fresh.close();
         }

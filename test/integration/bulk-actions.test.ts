@@ -23,7 +23,15 @@ import {
   type BulkRunActor,
   type BulkRunMatcher,
 } from '../../src/domain/bulk-actions';
-import { bulkRerunsOf, bulkRunOutcomes, bulkSetRunIds, insertBulkSet, listBulkActions, recordOutcomes, stopBulkAction } from '../../src/store/bulk-actions';
+import {
+  bulkRerunsOf,
+  bulkRunOutcomes,
+  bulkSetRunIds,
+  insertBulkSet,
+  listBulkActions,
+  recordOutcomes,
+  stopBulkAction,
+} from '../../src/store/bulk-actions';
 import type { Db } from '../../src/store/db';
 import { WorkflowEngineUnavailableError } from '../../src/errors';
 import { newId } from '../../src/ids';
@@ -64,7 +72,11 @@ const send = (target: Target, payload: unknown) => calls.accepted(target, payloa
 async function untilVisible(automationId: string, status: string, ids: string[]): Promise<void> {
   const matched = await poll(
     async () => {
-      const res = await api(superAdmin).post(BULK, { dryRun: true, reason: 'look', filter: { automationId, status: [status] } });
+      const res = await api(superAdmin).post(BULK, {
+        dryRun: true,
+        reason: 'look',
+        filter: { automationId, status: [status] },
+      });
       expect(res.status).toBe(200);
       return res.body.matched as number;
     },
@@ -88,7 +100,11 @@ const parked = [{ id: 'hold', waitForApproval: { timeout: '86400s' } }];
 describe('dry run and action', () => {
   it('acts on exactly the runs its preview matched: where errors counted, a later run untouched, counters add up, each run names the action', async () => {
     const target = await automationWith(parked);
-    const a = [await send(target, { kind: 'a', n: 1 }), await send(target, { kind: 'a', n: 2 }), await send(target, { kind: 'a', n: 3 })];
+    const a = [
+      await send(target, { kind: 'a', n: 1 }),
+      await send(target, { kind: 'a', n: 2 }),
+      await send(target, { kind: 'a', n: 3 }),
+    ];
     const b = await send(target, { kind: 'b', n: 4 });
     const broken = await send(target, { n: 5 }); // no `kind`: `where` fails on it
     await untilVisible(target.id, 'RUNNING', [...a, b, broken]);
@@ -107,10 +123,21 @@ describe('dry run and action', () => {
 
     // A run started after the preview matches the filter too, but is not in the preview's set.
     const later = await send(target, { kind: 'a', n: 6 });
-    const acted = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'cancel', reason: 'bad sync' });
+    const acted = await api(superAdmin).post(BULK, {
+      previewId: dry.body.previewId,
+      action: 'cancel',
+      reason: 'bad sync',
+    });
     expect(acted.status).toBe(202);
     const started = acted.body.bulkAction;
-    expect(started).toMatchObject({ action: 'cancel', reason: 'bad sync', by: superActor, state: 'RUNNING', matched: 3, finishedAt: null });
+    expect(started).toMatchObject({
+      action: 'cancel',
+      reason: 'bad sync',
+      by: superActor,
+      state: 'RUNNING',
+      matched: 3,
+      finishedAt: null,
+    });
     expect(started.filter).toEqual({ automationId: target.id, status: ['RUNNING'], where: "ctx.trigger.kind == 'a'" });
     expect([...(await bulkSetRunIds(stack.service.deps.db, started.id))].sort()).toEqual([...a].sort());
 
@@ -127,7 +154,8 @@ describe('dry run and action', () => {
       expect(run.bulkActionId).toBe(started.id);
       // The cancel request's reason names the bulk action.
       const history = await stack.client.workflow.getHandle(id).fetchHistory();
-      const cause = history.events!.find((e) => e.workflowExecutionCancelRequestedEventAttributes)?.workflowExecutionCancelRequestedEventAttributes?.cause;
+      const cause = history.events!.find((e) => e.workflowExecutionCancelRequestedEventAttributes)
+        ?.workflowExecutionCancelRequestedEventAttributes?.cause;
       expect(cause).toBe(`bulk action ${started.id}: bad sync`);
     }
     for (const id of [b, broken, later]) {
@@ -136,7 +164,11 @@ describe('dry run and action', () => {
       expect(run.bulkActionId).toBeUndefined();
     }
     // A preview is acted on once.
-    const again = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'cancel', reason: 'bad sync' });
+    const again = await api(superAdmin).post(BULK, {
+      previewId: dry.body.previewId,
+      action: 'cancel',
+      reason: 'bad sync',
+    });
     expect(again.status).toBe(400);
     expect(again.body.message).toContain('previewId');
 
@@ -165,7 +197,10 @@ describe('dry run and action', () => {
     await untilVisible(target.id, 'RUNNING', [id]);
     const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'r', filter: { automationId: target.id } });
     expect(dry.status).toBe(200);
-    await stack.service.deps.db.query(`UPDATE bulk_actions SET expires_at = now() - interval '1 second' WHERE id = $1`, [dry.body.previewId]);
+    await stack.service.deps.db.query(
+      `UPDATE bulk_actions SET expires_at = now() - interval '1 second' WHERE id = $1`,
+      [dry.body.previewId],
+    );
     const before = (await api(superAdmin).get('/api/v1/bulk_actions?page_size=100')).body.list.length;
     const res = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'cancel', reason: 'r' });
     expect(res.status).toBe(400);
@@ -183,7 +218,11 @@ describe('terminate, skipped runs, stop', () => {
     const target = await automationWith(parked);
     const ids = [await send(target, { n: 1 }), await send(target, { n: 2 })];
     await untilVisible(target.id, 'RUNNING', ids);
-    const dry = await api(superAdmin).post(BULK, { dryRun: true, reason: 'outage', filter: { automationId: target.id, status: ['RUNNING'] } });
+    const dry = await api(superAdmin).post(BULK, {
+      dryRun: true,
+      reason: 'outage',
+      filter: { automationId: target.id, status: ['RUNNING'] },
+    });
     expect(dry.body.matched).toBe(2);
     await stack.client.workflow.getHandle(ids[0]!).cancel();
     expect(
@@ -195,12 +234,19 @@ describe('terminate, skipped runs, stop', () => {
       ).status,
     ).toBe('CANCELED');
 
-    const acted = await api(superAdmin).post(BULK, { previewId: dry.body.previewId, action: 'terminate', reason: 'outage' });
+    const acted = await api(superAdmin).post(BULK, {
+      previewId: dry.body.previewId,
+      action: 'terminate',
+      reason: 'outage',
+    });
     expect(acted.status).toBe(202);
     const done = await untilFinished(acted.body.bulkAction.id);
     expect(done).toMatchObject({ state: 'COMPLETED', matched: 2, succeeded: 1, skipped: 1, failed: 0 });
     const outcomes = await bulkRunOutcomes(stack.service.deps.db, done.id);
-    expect(outcomes.find((o) => o.runId === ids[0])).toMatchObject({ outcome: 'skipped', reason: 'the run is closed (CANCELED)' });
+    expect(outcomes.find((o) => o.runId === ids[0])).toMatchObject({
+      outcome: 'skipped',
+      reason: 'the run is closed (CANCELED)',
+    });
     const terminated = await poll(
       () => execution(ids[1]!),
       (e: Json) => e.status === 'TERMINATED',
@@ -215,10 +261,23 @@ describe('terminate, skipped runs, stop', () => {
     await db.query(`UPDATE bulk_actions SET state = 'RUNNING', succeeded = 0, skipped = 0 WHERE id = $1`, [done.id]);
     await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
     const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
-    const actor = new TemporalBulkRuns(stack.client, stack.taskQueue, new TemporalRunControl(stack.client, stack.taskQueue, reader));
-    expect(await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 })).toEqual({ done: false, acted: 2 });
-    expect((await bulkRunOutcomes(db, done.id)).map((o) => [o.runId, o.outcome])).toEqual(outcomes.map((o) => [o.runId, o.outcome]));
-    expect((await api(admin).get(`/api/v1/bulk_actions/${done.id}`)).body.bulkAction).toMatchObject({ succeeded: 1, skipped: 1, failed: 0 });
+    const actor = new TemporalBulkRuns(
+      stack.client,
+      stack.taskQueue,
+      new TemporalRunControl(stack.client, stack.taskQueue, reader),
+    );
+    expect(await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 })).toEqual({
+      done: false,
+      acted: 2,
+    });
+    expect((await bulkRunOutcomes(db, done.id)).map((o) => [o.runId, o.outcome])).toEqual(
+      outcomes.map((o) => [o.runId, o.outcome]),
+    );
+    expect((await api(admin).get(`/api/v1/bulk_actions/${done.id}`)).body.bulkAction).toMatchObject({
+      succeeded: 1,
+      skipped: 1,
+      failed: 0,
+    });
   });
 
   it('a stopped action acts on no run it had not reached: they stay as they were', async () => {
@@ -228,13 +287,23 @@ describe('terminate, skipped runs, stop', () => {
     // No worker: the action's workflow cannot reach any run before the stop.
     await restartable.stopWorker();
     try {
-      const acted = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'stop me', filter: { automationId: target.id } });
+      const acted = await api(superAdmin).post(BULK, {
+        action: 'cancel',
+        reason: 'stop me',
+        filter: { automationId: target.id },
+      });
       expect(acted.status).toBe(202);
       const id = acted.body.bulkAction.id;
       expect((await api(admin).post(`/api/v1/bulk_actions/${id}/cancel`, {})).status).toBe(403);
       const stopped = await api(superAdmin).post(`/api/v1/bulk_actions/${id}/cancel`, {});
       expect(stopped.status).toBe(200);
-      expect(stopped.body.bulkAction).toMatchObject({ state: 'CANCELED', matched: 3, succeeded: 0, skipped: 0, failed: 0 });
+      expect(stopped.body.bulkAction).toMatchObject({
+        state: 'CANCELED',
+        matched: 3,
+        succeeded: 0,
+        skipped: 0,
+        failed: 0,
+      });
       await restartable.startWorker();
       // The workflow runs to its end and acts on nothing.
       const ended = await poll(
@@ -248,7 +317,9 @@ describe('terminate, skipped runs, stop', () => {
       expect((await bulkRunOutcomes(stack.service.deps.db, id)).map((o) => o.outcome)).toEqual([null, null, null]);
       for (const run of ids) expect((await execution(run)).status).toBe('RUNNING');
       // Stopping twice answers the same; the audit record has the counts it ended with.
-      expect((await api(superAdmin).post(`/api/v1/bulk_actions/${id}/cancel`, {})).body.bulkAction.state).toBe('CANCELED');
+      expect((await api(superAdmin).post(`/api/v1/bulk_actions/${id}/cancel`, {})).body.bulkAction.state).toBe(
+        'CANCELED',
+      );
       const audit = await listAuditEvents(stack.service.deps.db, 'bulk_action', id);
       expect(audit[0]!.details.counts).toEqual({ matched: 3, succeeded: 0, skipped: 0, failed: 0, state: 'CANCELED' });
     } finally {
@@ -263,7 +334,11 @@ describe('rerun', () => {
     const target = await automationWith([{ id: 'note', setVariables: { n: 'ctx.trigger.n' } }]);
     const ids = [await send(target, { n: 1 }), await send(target, { n: 2 })];
     await untilVisible(target.id, 'COMPLETED', ids);
-    const acted = await api(superAdmin).post(BULK, { action: 'rerun', reason: 'after the outage', filter: { automationId: target.id, status: ['COMPLETED'] } });
+    const acted = await api(superAdmin).post(BULK, {
+      action: 'rerun',
+      reason: 'after the outage',
+      filter: { automationId: target.id, status: ['COMPLETED'] },
+    });
     expect(acted.status).toBe(202);
     const done = await untilFinished(acted.body.bulkAction.id);
     expect(done).toMatchObject({ state: 'COMPLETED', matched: 2, succeeded: 2, skipped: 0, failed: 0 });
@@ -286,7 +361,11 @@ describe('rerun', () => {
     await db.query(`UPDATE bulk_actions SET state = 'RUNNING' WHERE id = $1`, [done.id]);
     await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
     const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
-    const actor = new TemporalBulkRuns(stack.client, stack.taskQueue, new TemporalRunControl(stack.client, stack.taskQueue, reader));
+    const actor = new TemporalBulkRuns(
+      stack.client,
+      stack.taskQueue,
+      new TemporalRunControl(stack.client, stack.taskQueue, reader),
+    );
     const page = await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 });
     expect(page).toEqual({ done: false, acted: 2 });
     const outcomes = await bulkRunOutcomes(db, done.id);
@@ -306,7 +385,11 @@ describe('rerun', () => {
     const acted = await api(superAdmin).post(BULK, {
       action: 'rerun',
       reason: 'again',
-      filter: { automationId: target.id, status: ['COMPLETED'], startedBefore: new Date(Date.now() + 60_000).toISOString() },
+      filter: {
+        automationId: target.id,
+        status: ['COMPLETED'],
+        startedBefore: new Date(Date.now() + 60_000).toISOString(),
+      },
     });
     expect(acted.status).toBe(202);
     const done = await untilFinished(acted.body.bulkAction.id);
@@ -330,7 +413,10 @@ describe('bad requests, limits and roles', () => {
       [{ action: 'explode', reason: 'r', filter: { automationId: target.id } }, 'action'],
       [{ action: 'cancel', reason: 'r', filter: { automationId: target.id, where: 'ctx.trigger.(' } }, 'filter.where'],
       [{ action: 'cancel', reason: 'r', filter: { automationId: target.id, status: ['LOST'] } }, 'filter.status'],
-      [{ action: 'cancel', reason: 'r', filter: { automationId: target.id, startedAfter: 'yesterday' } }, 'filter.startedAfter'],
+      [
+        { action: 'cancel', reason: 'r', filter: { automationId: target.id, startedAfter: 'yesterday' } },
+        'filter.startedAfter',
+      ],
       [{ action: 'cancel', reason: 'r', previewId: 'nope' }, 'previewId'],
     ];
     for (const [body, field] of cases) {
@@ -338,7 +424,11 @@ describe('bad requests, limits and roles', () => {
       expect([res.status, res.body.code]).toEqual([400, 3]);
       expect(res.body.message).toContain(field);
     }
-    const unknown = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'r', filter: { automationId: 'no-such-automation' } });
+    const unknown = await api(superAdmin).post(BULK, {
+      action: 'cancel',
+      reason: 'r',
+      filter: { automationId: 'no-such-automation' },
+    });
     expect(unknown.status).toBe(404);
     expect((await api(superAdmin).get('/api/v1/bulk_actions?page_size=100')).body.list.length).toBe(before);
   });
@@ -349,15 +439,27 @@ describe('bad requests, limits and roles', () => {
     await untilVisible(target.id, 'RUNNING', ids);
     stack.service.deps.bulkLimits = { maxWhereCandidates: 2, maxMatched: 2 };
     try {
-      const withWhere = await api(superAdmin).post(BULK, { dryRun: true, reason: 'r', filter: { automationId: target.id, where: 'ctx.trigger.n > 0' } });
+      const withWhere = await api(superAdmin).post(BULK, {
+        dryRun: true,
+        reason: 'r',
+        filter: { automationId: target.id, where: 'ctx.trigger.n > 0' },
+      });
       expect(withWhere.status).toBe(400);
       expect(withWhere.body.message).toContain('filter.where');
       expect(withWhere.body.message).toContain('3 candidate runs');
-      const tooMany = await api(superAdmin).post(BULK, { action: 'cancel', reason: 'r', filter: { automationId: target.id } });
+      const tooMany = await api(superAdmin).post(BULK, {
+        action: 'cancel',
+        reason: 'r',
+        filter: { automationId: target.id },
+      });
       expect(tooMany.status).toBe(400);
       expect(tooMany.body.message).toContain('3 runs match');
       stack.service.deps.bulkLimits = { maxWhereCandidates: 3, maxMatched: 3 };
-      const fits = await api(superAdmin).post(BULK, { dryRun: true, reason: 'r', filter: { automationId: target.id, where: 'ctx.trigger.n > 0' } });
+      const fits = await api(superAdmin).post(BULK, {
+        dryRun: true,
+        reason: 'r',
+        filter: { automationId: target.id, where: 'ctx.trigger.n > 0' },
+      });
       expect([fits.status, fits.body.matched]).toEqual([200, 3]);
     } finally {
       stack.service.deps.bulkLimits = BULK_LIMITS;
@@ -394,7 +496,11 @@ describe('an API killed between recording an action and starting its workflow', 
       payloads: (runs) => engine.payloads(runs),
       start: () => new Promise<void>(() => undefined),
     };
-    void createBulkAction(db, dying, superActor, { action: 'rerun', reason: 'crash drill', filter: { automationId: target.id, status: ['COMPLETED'] } });
+    void createBulkAction(db, dying, superActor, {
+      action: 'rerun',
+      reason: 'crash drill',
+      filter: { automationId: target.id, status: ['COMPLETED'] },
+    });
     const recorded = await poll(
       async () => (await listBulkActions(db, undefined, 20)).find((a) => a.automationId === target.id),
       (a) => a !== undefined,
@@ -403,7 +509,11 @@ describe('an API killed between recording an action and starting its workflow', 
     const id = recorded!.id;
     const workflow = stack.client.workflow.getHandle(bulkActionWorkflowId(id));
     await expect(workflow.describe()).rejects.toThrow(WorkflowNotFoundError);
-    expect((await api(admin).get(`/api/v1/bulk_actions/${id}`)).body.bulkAction).toMatchObject({ state: 'RUNNING', matched: 2, succeeded: 0 });
+    expect((await api(admin).get(`/api/v1/bulk_actions/${id}`)).body.bulkAction).toMatchObject({
+      state: 'RUNNING',
+      matched: 2,
+      succeeded: 0,
+    });
 
     // Too young: the API that recorded it may still be starting it (or undoing it).
     expect(await restartBulkActions(db, engine, 60_000)).not.toContain(id);
@@ -477,13 +587,25 @@ describe("a page's store statements, calls to Temporal and stop", () => {
     expect(page).toEqual({ done: false, acted: 6 });
     // The action, its pending runs, the claim, the outcomes with the counters.
     expect(store.count()).toBe(4);
-    expect((await bulkRunOutcomes(stack.service.deps.db, id)).map((o) => o.outcome)).toEqual(ids.map(() => 'succeeded'));
-    expect(await readBulkAction(stack.service.deps.db, id)).toMatchObject({ matched: 6, succeeded: 6, skipped: 0, failed: 0 });
+    expect((await bulkRunOutcomes(stack.service.deps.db, id)).map((o) => o.outcome)).toEqual(
+      ids.map(() => 'succeeded'),
+    );
+    expect(await readBulkAction(stack.service.deps.db, id)).toMatchObject({
+      matched: 6,
+      succeeded: 6,
+      skipped: 0,
+      failed: 0,
+    });
     // Written once: the same outcomes again count nothing.
-    const again = await recordOutcomes(stack.service.deps.db, id, [{ seq: 1, outcome: 'failed', reason: 'again', newExecutionId: null }]);
+    const again = await recordOutcomes(stack.service.deps.db, id, [
+      { seq: 1, outcome: 'failed', reason: 'again', newExecutionId: null },
+    ]);
     expect(again).toEqual({ written: 0, running: true });
     expect(await readBulkAction(stack.service.deps.db, id)).toMatchObject({ succeeded: 6, failed: 0 });
-    expect(await actOnNextPage(store.db, engine(), id, { pageSize: 10, concurrency: 3 })).toEqual({ done: true, acted: 0 });
+    expect(await actOnNextPage(store.db, engine(), id, { pageSize: 10, concurrency: 3 })).toEqual({
+      done: true,
+      acted: 0,
+    });
   });
 
   it('a cancel is one call to Temporal and a wait for the end of the run, whose close event says whether the cancel ended it', async () => {
@@ -514,14 +636,23 @@ describe("a page's store statements, calls to Temporal and stop", () => {
     try {
       const client = new Client({ connection, namespace: stack.client.options.namespace });
       const counted = new TemporalBulkRuns(client, stack.taskQueue, undefined, 10_000, 300_000);
-      const request = { action: 'cancel' as const, bulkActionId: newId(), reason: 'one call', claimedBefore: false, published: undefined };
+      const request = {
+        action: 'cancel' as const,
+        bulkActionId: newId(),
+        reason: 'one call',
+        claimedBefore: false,
+        published: undefined,
+      };
       // No worker: the run cannot end, so the act waits.
       await restartable.stopWorker();
       let acted: BulkActResult | undefined;
       methods.length = 0; // the connection's own calls
       const acting = counted.act({ ...request, runId: running }).then((result) => (acted = result));
       await until(
-        async () => (await stack.client.workflow.getHandle(running).fetchHistory()).events!.some((e) => e.workflowExecutionCancelRequestedEventAttributes),
+        async () =>
+          (await stack.client.workflow.getHandle(running).fetchHistory()).events!.some(
+            (e) => e.workflowExecutionCancelRequestedEventAttributes,
+          ),
         'the cancel requested',
       );
       expect(acted).toBeUndefined();
@@ -529,18 +660,29 @@ describe("a page's store statements, calls to Temporal and stop", () => {
       expect(await acting).toEqual({ outcome: 'succeeded' });
       expect((await stack.client.workflow.getHandle(running).describe()).status.name).toBe('CANCELLED');
       // The cancel, then the long poll for the run's end (asked again if Temporal's poll time ran out first): no describe.
-      expect([methods[0], [...new Set(methods.slice(1))]]).toEqual(['RequestCancelWorkflowExecution', ['GetWorkflowExecutionHistory']]);
+      expect([methods[0], [...new Set(methods.slice(1))]]).toEqual([
+        'RequestCancelWorkflowExecution',
+        ['GetWorkflowExecutionHistory'],
+      ]);
       methods.length = 0;
       // A close within the clock tolerance before the request counts as this cancel's: the close is
       // made older than that first (on a fast machine everything above can take less).
       const closedAt = (await stack.client.workflow.getHandle(closed).describe()).closeTime!.getTime();
-      await until(() => Date.now() > closedAt + CLOCK_TOLERANCE_MS, 'the close older than the clock tolerance', { intervalMs: 100 });
+      await until(() => Date.now() > closedAt + CLOCK_TOLERANCE_MS, 'the close older than the clock tolerance', {
+        intervalMs: 100,
+      });
       // Temporal accepts a cancel of a closed run: its close event, older than the request, says it was not this cancel.
-      expect(await counted.act({ ...request, runId: closed })).toEqual({ outcome: 'skipped', reason: 'the run is closed (CANCELED)' });
+      expect(await counted.act({ ...request, runId: closed })).toEqual({
+        outcome: 'skipped',
+        reason: 'the run is closed (CANCELED)',
+      });
       expect(methods).toEqual(['RequestCancelWorkflowExecution', 'GetWorkflowExecutionHistory']);
       // Unless an earlier attempt had claimed it: then the cancel that ended it was this action's.
       expect(await counted.act({ ...request, runId: closed, claimedBefore: true })).toEqual({ outcome: 'succeeded' });
-      expect(await counted.act({ ...request, runId: `${closed}-unknown` })).toEqual({ outcome: 'skipped', reason: 'the run no longer exists' });
+      expect(await counted.act({ ...request, runId: `${closed}-unknown` })).toEqual({
+        outcome: 'skipped',
+        reason: 'the run no longer exists',
+      });
     } finally {
       await restartable.startWorker(); // unless it runs again already
       await connection.close();
@@ -561,7 +703,10 @@ describe("a page's store statements, calls to Temporal and stop", () => {
         return result;
       },
     };
-    expect(await actOnNextPage(db, stoppingAfterOne, id, { pageSize: 10, concurrency: 1, checkpointMs: 0 })).toEqual({ done: false, acted: 1 });
+    expect(await actOnNextPage(db, stoppingAfterOne, id, { pageSize: 10, concurrency: 1, checkpointMs: 0 })).toEqual({
+      done: false,
+      acted: 1,
+    });
     expect((await bulkRunOutcomes(db, id)).map((o) => o.outcome)).toEqual(['succeeded', null, null]);
     expect(await readBulkAction(db, id)).toMatchObject({ state: 'CANCELED', succeeded: 1, skipped: 0, failed: 0 });
     for (const run of ids.slice(1)) expect((await execution(run)).status).toBe('RUNNING');
@@ -583,10 +728,18 @@ describe("a page's store statements, calls to Temporal and stop", () => {
         return real.act(request);
       },
     };
-    await expect(actOnNextPage(db, dying, id, { pageSize: 10, concurrency: 1, checkpointMs: 3_600_000 })).rejects.toThrow('frontend killed');
+    await expect(
+      actOnNextPage(db, dying, id, { pageSize: 10, concurrency: 1, checkpointMs: 3_600_000 }),
+    ).rejects.toThrow('frontend killed');
     expect((await bulkRunOutcomes(db, id)).map((o) => o.outcome)).toEqual(['succeeded', null, null]);
     expect(await readBulkAction(db, id)).toMatchObject({ succeeded: 1 });
     expect(await actOnNextPage(db, real, id, { pageSize: 10, concurrency: 2 })).toEqual({ done: false, acted: 2 });
-    expect(await readBulkAction(db, id)).toMatchObject({ state: 'RUNNING', matched: 3, succeeded: 3, skipped: 0, failed: 0 });
+    expect(await readBulkAction(db, id)).toMatchObject({
+      state: 'RUNNING',
+      matched: 3,
+      succeeded: 3,
+      skipped: 0,
+      failed: 0,
+    });
   });
 });

@@ -44,10 +44,13 @@ for (const target of DATABASES) {
     /** The other API: on PostgreSQL a real process of its own on the same schema; on PGlite the in-process second service. */
     const otherApi = () => apis.otherApi();
 
-    const { as, api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, {
-      displayName: 'breaker',
-      steps: QUICK,
-    });
+    const { as, api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(
+      () => stack,
+      {
+        displayName: 'breaker',
+        steps: QUICK,
+      },
+    );
     const breakerPath = (id: string) => `/api/v1/automations/${id}/circuit-breaker`;
     async function setBreaker(target: Target, maxRuns: number, period = '3600s'): Promise<void> {
       const res = await api().put(breakerPath(target.id), { maxRuns, period });
@@ -72,7 +75,10 @@ for (const target of DATABASES) {
       const one = await deliver(stack, target.path, first);
       expect(one.status).toBe(200);
       // A repeat (409) counts nothing.
-      expect((await deliver(stack, target.path, hmacEvent(target.secret, { go: true, n: 1 }, { eventId: first.eventId }))).status).toBe(409);
+      expect(
+        (await deliver(stack, target.path, hmacEvent(target.secret, { go: true, n: 1 }, { eventId: first.eventId })))
+          .status,
+      ).toBe(409);
       expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 1 });
       const two = await accepted(target, { go: true, n: 2 });
       expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 2 });
@@ -87,7 +93,9 @@ for (const target of DATABASES) {
       expect(paused.paused.since).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
       expect(paused.steps.map((step: Json) => step.status)).toEqual(['PENDING']);
       // The Web UI shows a run's current details from the SDK's built-in metadata query.
-      const metadata = await stack.client.workflow.getHandle(third.body.executionId).query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+      const metadata = await stack.client.workflow
+        .getHandle(third.body.executionId)
+        .query<{ currentDetails?: string }>('__temporal_workflow_metadata');
       expect(metadata.currentDetails).toBe('paused by the circuit breaker');
       await untilRun(fourth, (e) => e.status === 'PAUSED');
       const statuses = await poll(
@@ -100,7 +108,9 @@ for (const target of DATABASES) {
 
       await stack.service.deps.deliveryLog?.flush();
       const log = await api().get(`/api/v1/automations/${target.id}/deliveries?pageSize=50`);
-      const paused_ = log.body.list.filter((item: Json) => item.delivery.reason === 'paused').map((item: Json) => item.delivery.executionId);
+      const paused_ = log.body.list
+        .filter((item: Json) => item.delivery.reason === 'paused')
+        .map((item: Json) => item.delivery.executionId);
       expect(paused_.sort()).toEqual([third.body.executionId, fourth].sort());
 
       const metrics = await request(stack.service.server).get('/metrics');
@@ -116,7 +126,9 @@ for (const target of DATABASES) {
       const canceled = await api().post(`/api/v1/automations/${target.id}/breaker/cancel`, { reason: 'bad sync' });
       expect(canceled.status).toBe(200);
       expect(canceled.body.canceled).toBe(2);
-      expect((await request(stack.service.server).get('/metrics')).text).not.toContain(`automation_breaker_open{automation_id="${target.id}"}`);
+      expect((await request(stack.service.server).get('/metrics')).text).not.toContain(
+        `automation_breaker_open{automation_id="${target.id}"}`,
+      );
     });
 
     it('resume starts the paused runs in acceptance order through their lane, before a run of the key accepted after them; the breaker counts from zero', async () => {
@@ -128,12 +140,17 @@ for (const target of DATABASES) {
       const c = await accepted(target, { user: 'u1', n: 3 });
       await untilRun(c, (e) => e.status === 'PAUSED');
 
-      const resumed = await as(await stack.service.tokenFor('admin')).post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'checked the sync' });
+      const resumed = await as(await stack.service.tokenFor('admin')).post(
+        `/api/v1/automations/${target.id}/breaker/resume`,
+        { reason: 'checked the sync' },
+      );
       expect(resumed.status).toBe(200);
       expect(resumed.body.resumed).toBe(2);
       expect(resumed.body.automation.breaker).toEqual({ state: 'CLOSED', runsInPeriod: 0 });
       // Nothing paused any more: repeating the resume lets nothing go.
-      expect((await api().post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'again' })).body.resumed).toBe(0);
+      expect(
+        (await api().post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'again' })).body.resumed,
+      ).toBe(0);
 
       // Counted in the new window, not paused: queued behind b and c.
       const d = await accepted(target, { user: 'u1', n: 4 });
@@ -182,17 +199,23 @@ for (const target of DATABASES) {
       expect((await breaker(target)).pausedRuns).toBe(2);
 
       const adminToken = await stack.service.tokenFor('admin');
-      const canceled = await as(adminToken).post(`/api/v1/automations/${target.id}/breaker/cancel`, { reason: 'the HR sync sent garbage' });
+      const canceled = await as(adminToken).post(`/api/v1/automations/${target.id}/breaker/cancel`, {
+        reason: 'the HR sync sent garbage',
+      });
       expect(canceled.status).toBe(200);
       expect(canceled.body.canceled).toBe(2);
       expect(canceled.body.automation.breaker).toEqual({ state: 'CLOSED', runsInPeriod: 0 });
-      expect((await api().post(`/api/v1/automations/${target.id}/breaker/cancel`, { reason: 'again' })).body.canceled).toBe(0);
+      expect(
+        (await api().post(`/api/v1/automations/${target.id}/breaker/cancel`, { reason: 'again' })).body.canceled,
+      ).toBe(0);
 
       for (const run of [p1, p3, p4]) {
         const done = await untilRun(run, (e) => e.status === 'CANCELED');
         expect(done.steps.map((step: Json) => step.status)).not.toContain('DONE');
       }
-      expect((await untilRun(p2, (e) => e.status === 'TERMINATED')).steps.map((step: Json) => step.status)).not.toContain('DONE');
+      expect(
+        (await untilRun(p2, (e) => e.status === 'TERMINATED')).steps.map((step: Json) => step.status),
+      ).not.toContain('DONE');
       expect((await execution(ran)).status).toBe('COMPLETED');
 
       const audit = await api().get(`/api/v1/audit?action=automation.breaker.cancel&subject=automation:${target.id}`);
@@ -218,10 +241,15 @@ for (const target of DATABASES) {
       expect(stale.status).toBe(412);
       expect(stale.body.code).toBe(9);
       expect((await api().delete(breakerPath(target.id), { 'If-Match': etag })).status).toBe(412);
-      expect((await api().get(`/api/v1/automations/${target.id}`)).body.automation.circuitBreaker).toEqual({ maxRuns: 1, period: '60s' });
+      expect((await api().get(`/api/v1/automations/${target.id}`)).body.automation.circuitBreaker).toEqual({
+        maxRuns: 1,
+        period: '60s',
+      });
 
       // A repeat of an event accepted before the breaker is the engine's 409: what it counted is given back.
-      expect((await deliver(stack, target.path, hmacEvent(target.secret, { n: 1 }, { eventId: early.eventId }))).status).toBe(409);
+      expect(
+        (await deliver(stack, target.path, hmacEvent(target.secret, { n: 1 }, { eventId: early.eventId }))).status,
+      ).toBe(409);
       expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 0 });
       // The next deliveries: one counted, then paused (no publish needed).
       await accepted(target, { n: 2 });
@@ -236,11 +264,21 @@ for (const target of DATABASES) {
       // Without a breaker nothing is paused or counted.
       const free = await accepted(target, { n: 4 });
       await untilRun(free, (e) => e.status === 'COMPLETED');
-      expect((await api().post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'ok' })).body.resumed).toBe(1);
+      expect((await api().post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'ok' })).body.resumed).toBe(
+        1,
+      );
       await untilRun(paused, (e) => e.status === 'COMPLETED');
 
-      const actions = (await api().get(`/api/v1/audit?subject=automation:${target.id}&pageSize=50`)).body.list.map((item: Json) => item.auditEvent.action);
-      expect(actions).toEqual(expect.arrayContaining(['automation.circuit_breaker.set', 'automation.circuit_breaker.delete', 'automation.breaker.resume']));
+      const actions = (await api().get(`/api/v1/audit?subject=automation:${target.id}&pageSize=50`)).body.list.map(
+        (item: Json) => item.auditEvent.action,
+      );
+      expect(actions).toEqual(
+        expect.arrayContaining([
+          'automation.circuit_breaker.set',
+          'automation.circuit_breaker.delete',
+          'automation.breaker.resume',
+        ]),
+      );
     });
 
     it("roles: the setting is super_admin's; resume and cancel admin's too; read_only neither. Bad settings: 400 naming the field, nothing saved", async () => {
@@ -249,8 +287,12 @@ for (const target of DATABASES) {
       const readOnly = as(await stack.service.tokenFor('read_only'));
       expect((await admin.put(breakerPath(target.id), { maxRuns: 1, period: '60s' })).status).toBe(403);
       expect((await admin.delete(breakerPath(target.id))).status).toBe(403);
-      expect((await readOnly.post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'x' })).status).toBe(403);
-      expect((await readOnly.post(`/api/v1/automations/${target.id}/breaker/cancel`, { reason: 'x' })).status).toBe(403);
+      expect((await readOnly.post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'x' })).status).toBe(
+        403,
+      );
+      expect((await readOnly.post(`/api/v1/automations/${target.id}/breaker/cancel`, { reason: 'x' })).status).toBe(
+        403,
+      );
       expect((await admin.post(`/api/v1/automations/${target.id}/breaker/resume`, { reason: 'x' })).status).toBe(200);
       expect((await api().put(breakerPath('no-such-automation'), { maxRuns: 1, period: '60s' })).status).toBe(404);
 
@@ -280,7 +322,10 @@ for (const target of DATABASES) {
       const lost = hmacEvent(target.secret, { n: 1 });
       // What a process that died right after its statement left behind: the run counted, never started.
       const db = stack.service.deps.db;
-      expect(await takeBreaker(db, target.id, runWorkflowId(listenerId, lost.eventId), 2, 3_600_000)).toMatchObject({ decision: 'counted', inserted: true });
+      expect(await takeBreaker(db, target.id, runWorkflowId(listenerId, lost.eventId), 2, 3_600_000)).toMatchObject({
+        decision: 'counted',
+        inserted: true,
+      });
       expect(await breaker(target)).toEqual({ state: 'CLOSED', runsInPeriod: 1 });
       // The sender got no 200 and retries: the run starts, and counts no second time.
       const retried = await deliver(stack, target.path, lost);

@@ -34,7 +34,8 @@ for (const target of DATABASES) {
 
     const as = (token: string) => ({
       get: (path: string) => request(service.server).get(path).set('Authorization', `Bearer ${token}`),
-      post: (path: string, body: object = {}) => request(service.server).post(path).set('Authorization', `Bearer ${token}`).send(body),
+      post: (path: string, body: object = {}) =>
+        request(service.server).post(path).set('Authorization', `Bearer ${token}`).send(body),
       delete: (path: string) => request(service.server).delete(path).set('Authorization', `Bearer ${token}`),
     });
 
@@ -69,7 +70,11 @@ for (const target of DATABASES) {
         expect((await as(admin).get(`/api/v1/automations/${id}`)).headers.etag).toBe(created);
         const seen = [created];
         const writes = [
-          () => as(superAdmin).post(`/api/v1/automations/${id}`, { automation: { displayName: 'Renamed' }, updateMask: 'displayName' }),
+          () =>
+            as(superAdmin).post(`/api/v1/automations/${id}`, {
+              automation: { displayName: 'Renamed' },
+              updateMask: 'displayName',
+            }),
           () => as(superAdmin).post(`/api/v1/automations/${id}/publish`),
           () => as(superAdmin).post(`/api/v1/automations/${id}/trigger/rotate-secret`, { gracePeriod: '0s' }),
           () => as(superAdmin).post(`/api/v1/automations/${id}/unpublish`),
@@ -95,7 +100,10 @@ for (const target of DATABASES) {
         const stale = [
           () =>
             as(superAdmin)
-              .post(`/api/v1/automations/${id}`, { automation: { displayName: 'Lost update' }, updateMask: 'displayName' })
+              .post(`/api/v1/automations/${id}`, {
+                automation: { displayName: 'Lost update' },
+                updateMask: 'displayName',
+              })
               .set('If-Match', first),
           () => as(superAdmin).post(`/api/v1/automations/${id}/publish`).set('If-Match', first),
           () => as(superAdmin).post(`/api/v1/automations/${id}/unpublish`).set('If-Match', first),
@@ -113,7 +121,9 @@ for (const target of DATABASES) {
         const published = await as(superAdmin).post(`/api/v1/automations/${id}/publish`).set('If-Match', current);
         expect(published.status).toBe(200);
         expect(published.body.automation.published).toBe(true);
-        const deleted = await as(superAdmin).delete(`/api/v1/automations/${id}`).set('If-Match', `"r0", ${published.headers.etag}`);
+        const deleted = await as(superAdmin)
+          .delete(`/api/v1/automations/${id}`)
+          .set('If-Match', `"r0", ${published.headers.etag}`);
         expect(deleted.status).toBe(200);
         expect((await as(superAdmin).get(`/api/v1/automations/${id}`)).status).toBe(404);
       });
@@ -121,7 +131,9 @@ for (const target of DATABASES) {
       it('takes If-Match: * as any revision, and answers 404 for an unknown automation whatever If-Match says', async () => {
         const { id } = await newAutomation();
         expect((await as(superAdmin).post(`/api/v1/automations/${id}/publish`).set('If-Match', '*')).status).toBe(200);
-        expect((await as(superAdmin).post('/api/v1/automations/nope/publish').set('If-Match', '"r1"')).status).toBe(404);
+        expect((await as(superAdmin).post('/api/v1/automations/nope/publish').set('If-Match', '"r1"')).status).toBe(
+          404,
+        );
       });
     });
 
@@ -144,13 +156,21 @@ for (const target of DATABASES) {
         const rows = await service.deps.db.query<{ actor: string; details: Record<string, unknown> }>(
           "SELECT actor, details FROM audit_events WHERE action = 'outbound_secret.create' AND resource_id = 'person_made'",
         );
-        expect(rows).toEqual([{ actor, details: { allowedOrigins: ['https://crm.example'], name: 'Grace Hopper', email: 'grace@example.com' } }]);
+        expect(rows).toEqual([
+          {
+            actor,
+            details: { allowedOrigins: ['https://crm.example'], name: 'Grace Hopper', email: 'grace@example.com' },
+          },
+        ]);
       });
     });
 
     describe('GET /api/v1/audit', () => {
       it('lists the audit trail newest first for a super_admin only, filtered by actor, action, subject and since, in pages', async () => {
-        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'auditor', roles: ['super_admin'] });
+        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, {
+          displayName: 'auditor',
+          roles: ['super_admin'],
+        });
         const token = await service.deps.tokens.issue(client.clientId, ['super_admin']);
         void clientSecret;
         const before = new Date(Date.now() - 1000).toISOString();
@@ -159,7 +179,11 @@ for (const target of DATABASES) {
           const res = await as(token).post('/api/v1/automations', { ...AUTOMATION, displayName: `audited ${i}` });
           made.push(res.body.automation.id);
         }
-        await as(token).post('/api/v1/secrets', { name: `audited_secret_${target.name}`, value: 'secret-value-xyz', allowedOrigins: ['https://crm.example'] });
+        await as(token).post('/api/v1/secrets', {
+          name: `audited_secret_${target.name}`,
+          value: 'secret-value-xyz',
+          allowedOrigins: ['https://crm.example'],
+        });
 
         expect((await as(admin).get('/api/v1/audit')).status).toBe(403);
         const actor = `client:${client.clientId}`;
@@ -179,7 +203,9 @@ for (const target of DATABASES) {
         const bySubject = await as(superAdmin)
           .get('/api/v1/audit')
           .query({ subject: `automation:${made[1]}` });
-        expect(bySubject.body.list.map((item: { auditEvent: { action: string } }) => item.auditEvent.action)).toEqual(['automation.create']);
+        expect(bySubject.body.list.map((item: { auditEvent: { action: string } }) => item.auditEvent.action)).toEqual([
+          'automation.create',
+        ]);
 
         const all = await as(superAdmin).get('/api/v1/audit').query({ actor, since: before, page_size: 10 });
         expect(all.body.list).toHaveLength(10);

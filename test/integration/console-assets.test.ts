@@ -29,7 +29,9 @@ function rawGet(
       .get({ host: '127.0.0.1', port, path, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
       })
       .on('error', reject);
   });
@@ -62,7 +64,10 @@ describe('the console at /console', () => {
     writeFileSync(path.join(dir, 'assets', 'index-AbC123.js'), SCRIPT);
     writeFileSync(path.join(dir, 'assets', 'notes.txt'), 'not an asset type');
     writeFileSync(path.join(dir, 'secret.js'), 'outside assets/');
-    service = await startTestService({ deps: { consoleDir: dir }, env: { TEMPORAL_UI_PORT: '18233', TEMPORAL_NAMESPACE: 'ns-one' } });
+    service = await startTestService({
+      deps: { consoleDir: dir },
+      env: { TEMPORAL_UI_PORT: '18233', TEMPORAL_NAMESPACE: 'ns-one' },
+    });
     missing = await startTestService({ deps: { consoleDir: path.join(dir, 'not-built') } });
   });
 
@@ -82,7 +87,12 @@ describe('the console at /console', () => {
       expectConsoleHeaders(res);
       const meta = /<meta name="console-config" content="([^"]*)" \/>/.exec(res.text);
       const settings = JSON.parse(meta![1]!.replace(/&quot;/g, '"').replace(/&amp;/g, '&'));
-      expect(settings).toEqual({ oidc: false, localSignin: true, temporalUiUrl: 'http://localhost:18233', namespace: 'ns-one' });
+      expect(settings).toEqual({
+        oidc: false,
+        localSignin: true,
+        temporalUiUrl: 'http://localhost:18233',
+        namespace: 'ns-one',
+      });
       expect(res.text).toContain('<script type="module" src="/console/assets/index-AbC123.js"></script>');
     },
   );
@@ -99,7 +109,9 @@ describe('the console at /console', () => {
     expect(zipped.body.length).toBeLessThan(Buffer.byteLength(SCRIPT) / 4);
     expectConsoleHeaders(zipped);
 
-    const plain = await request(service.server).get('/console/assets/index-AbC123.js').set('Accept-Encoding', 'identity');
+    const plain = await request(service.server)
+      .get('/console/assets/index-AbC123.js')
+      .set('Accept-Encoding', 'identity');
     expect(plain.headers['content-encoding']).toBeUndefined();
     expect(plain.text).toBe(SCRIPT);
   });
@@ -119,7 +131,12 @@ describe('the console at /console', () => {
   });
 
   it('leaves /console/auth and /console/api to their own routers (never index.html)', async () => {
-    for (const route of ['/console/auth/me', '/console/api/v1/automations', '/console/auth/no-such-step', '/console/api/v1/no-such-resource']) {
+    for (const route of [
+      '/console/auth/me',
+      '/console/api/v1/automations',
+      '/console/auth/no-such-step',
+      '/console/api/v1/no-such-resource',
+    ]) {
       const res = await request(service.server).get(route);
       expect(res.headers['content-type']).not.toMatch(/text\/html/);
       expect(res.status).toBeGreaterThanOrEqual(400);

@@ -26,13 +26,23 @@ interface Answer {
 }
 
 /** One request to the entry, as a browser at BASE_URL sends it (node:http: any header, no redirects followed). */
-function send(entry: string, pathname: string, o: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+function send(
+  entry: string,
+  pathname: string,
+  o: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${entry}${pathname}`, { method: o.method ?? 'GET', headers: { host: 'console.example', ...o.headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-    });
+    const req = http.request(
+      `${entry}${pathname}`,
+      { method: o.method ?? 'GET', headers: { host: 'console.example', ...o.headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(o.body);
   });
@@ -64,7 +74,12 @@ describe('the console through the production entry (nginx), signed in with SSO',
 
   beforeAll(async () => {
     provider = await startOidcProvider(REDIRECT_URI);
-    provider.accounts.set('ada', { sub: 'ada', name: 'Ada Lovelace', email: 'ada@example.com', groups: ['staff', APPROVERS] });
+    provider.accounts.set('ada', {
+      sub: 'ada',
+      name: 'Ada Lovelace',
+      email: 'ada@example.com',
+      groups: ['staff', APPROVERS],
+    });
     provider.accounts.set('eve', { sub: 'eve', name: 'Eve Outsider', email: 'eve@example.com', groups: ['staff'] });
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'console-nginx-'));
     fs.mkdirSync(path.join(dir, 'console', 'assets'), { recursive: true });
@@ -98,7 +113,9 @@ describe('the console through the production entry (nginx), signed in with SSO',
     const loginCookie = setCookie(login, '__Host-console_login');
     expect(loginCookie).toMatch(/; Path=\/; HttpOnly; SameSite=Lax; Max-Age=600; Secure$/);
     const back = await new ProviderAgent().signIn(login.headers.location!, sub, REDIRECT_URI);
-    return send(entry, `${back.pathname}${back.search}`, { headers: { accept: 'text/html', cookie: loginCookie.split(';')[0]! } });
+    return send(entry, `${back.pathname}${back.search}`, {
+      headers: { accept: 'text/html', cookie: loginCookie.split(';')[0]! },
+    });
   }
 
   it('signs a person of a mapped group in: a __Host- session cookie, Secure, and the console and its API with it', async () => {
@@ -110,7 +127,10 @@ describe('the console through the production entry (nginx), signed in with SSO',
 
     const me = await send(entry, '/console/auth/me', { headers: { cookie } });
     expect(me.status).toBe(200);
-    const { person, csrfToken } = JSON.parse(me.body) as { person: { id: string; name: string; roles: string[] }; csrfToken: string };
+    const { person, csrfToken } = JSON.parse(me.body) as {
+      person: { id: string; name: string; roles: string[] };
+      csrfToken: string;
+    };
     expect(person).toMatchObject({ id: `person:${provider.issuer}#ada`, name: 'Ada Lovelace', roles: ['admin'] });
     expect(me.body).not.toContain(provider.clientSecret);
 
@@ -128,7 +148,11 @@ describe('the console through the production entry (nginx), signed in with SSO',
 
     // An unsafe request: refused from a second origin or without the CSRF token, before anything is read.
     const create = (headers: Record<string, string>) =>
-      send(entry, '/console/api/v1/secrets', { method: 'POST', headers: { cookie, 'content-type': 'application/json', ...headers }, body: '{}' });
+      send(entry, '/console/api/v1/secrets', {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/json', ...headers },
+        body: '{}',
+      });
     expect((await create({ origin: 'https://evil.example', 'x-csrf-token': csrfToken })).status).toBe(403);
     expect((await create({ origin: BASE_URL })).status).toBe(403);
     // With both, the request reaches the API (admin may not write secrets: 403 for the role, said so).

@@ -32,8 +32,18 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       provider = await startOidcProvider(REDIRECT_URI);
-      provider.accounts.set('u-1', { sub: 'u-1', name: 'Ada Lovelace', email: 'ada@example.com', groups: ['staff', APPROVERS] });
-      provider.accounts.set('u-2', { sub: 'u-2', name: 'Eve Outsider', email: 'eve@example.com', groups: ['staff', 'cn=idm-approvers'] });
+      provider.accounts.set('u-1', {
+        sub: 'u-1',
+        name: 'Ada Lovelace',
+        email: 'ada@example.com',
+        groups: ['staff', APPROVERS],
+      });
+      provider.accounts.set('u-2', {
+        sub: 'u-2',
+        name: 'Eve Outsider',
+        email: 'eve@example.com',
+        groups: ['staff', 'cn=idm-approvers'],
+      });
       env = {
         BASE_URL,
         OIDC_ISSUER: provider.issuer,
@@ -76,14 +86,21 @@ for (const target of DATABASES) {
         oidc: true,
         temporalUiUrl: 'http://localhost:8233',
       });
-      expect((await request(service.server).post('/console/auth/local').send({ clientId: 'x', clientSecret: 'y' })).status).toBe(404);
+      expect(
+        (await request(service.server).post('/console/auth/local').send({ clientId: 'x', clientSecret: 'y' })).status,
+      ).toBe(404);
     });
 
     it('starts the authorization-code flow with PKCE (S256), state and nonce', async () => {
       const { url, loginCookie } = await startLogin();
       expect(url.origin).toBe(provider.issuer);
       const params = Object.fromEntries(url.searchParams);
-      expect(params).toMatchObject({ response_type: 'code', client_id: provider.clientId, redirect_uri: REDIRECT_URI, code_challenge_method: 'S256' });
+      expect(params).toMatchObject({
+        response_type: 'code',
+        client_id: provider.clientId,
+        redirect_uri: REDIRECT_URI,
+        code_challenge_method: 'S256',
+      });
       expect(params.code_challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(params.state!.length).toBeGreaterThanOrEqual(22);
       expect(params.nonce!.length).toBeGreaterThanOrEqual(22);
@@ -109,18 +126,28 @@ for (const target of DATABASES) {
         "SELECT actor, details FROM audit_events WHERE action = 'console.sign_in' AND actor = $1",
         [actor],
       );
-      expect(signedIn).toEqual([{ actor, details: { method: 'oidc', name: 'Ada Lovelace', email: 'ada@example.com', roles: ['admin'] } }]);
+      expect(signedIn).toEqual([
+        { actor, details: { method: 'oidc', name: 'Ada Lovelace', email: 'ada@example.com', roles: ['admin'] } },
+      ]);
       // An admin, not a super_admin: the person's roles hold on the console's API (no API clients,
       // no writing an outbound secret, nothing written).
-      expect((await request(service.server).get('/console/api/v1/iam/clients').set('Cookie', session)).status).toBe(403);
+      expect((await request(service.server).get('/console/api/v1/iam/clients').set('Cookie', session)).status).toBe(
+        403,
+      );
       const made = await request(service.server)
         .post('/console/api/v1/secrets')
         .set('Cookie', session)
         .set('X-CSRF-Token', me.body.csrfToken)
         .set('Origin', BASE_URL)
-        .send({ name: `oidc_made_${target.name}`, value: 'value-never-shown', allowedOrigins: ['https://crm.example'] });
+        .send({
+          name: `oidc_made_${target.name}`,
+          value: 'value-never-shown',
+          allowedOrigins: ['https://crm.example'],
+        });
       expect([made.status, made.body.code]).toEqual([403, 7]);
-      expect(await db.query('SELECT name FROM outbound_secrets WHERE name = $1', [`oidc_made_${target.name}`])).toEqual([]);
+      expect(await db.query('SELECT name FROM outbound_secrets WHERE name = $1', [`oidc_made_${target.name}`])).toEqual(
+        [],
+      );
     });
 
     it('gives a person whose groups map to no role no session, and a page saying why', async () => {
@@ -130,7 +157,9 @@ for (const target of DATABASES) {
       expect(res.text).toContain('none of their groups');
       expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
       expect(cookieOf(res, 'console_session')).toBeUndefined();
-      const denied = await db.query<{ actor: string }>("SELECT actor FROM audit_events WHERE action = 'console.sign_in_denied'");
+      const denied = await db.query<{ actor: string }>(
+        "SELECT actor FROM audit_events WHERE action = 'console.sign_in_denied'",
+      );
       expect(denied.map((row) => row.actor)).toContain(`person:${provider.issuer}#u-2`);
     });
 
@@ -152,12 +181,18 @@ for (const target of DATABASES) {
       expect(refusedForged.status).toBe(400);
       expect(cookieOf(refusedForged, 'console_session')).toBeUndefined();
 
-      const elsewhere = await callback(service, callbackUrl, 'console_login=another-browser-0123456789abcdefghijklmnopq');
+      const elsewhere = await callback(
+        service,
+        callbackUrl,
+        'console_login=another-browser-0123456789abcdefghijklmnopq',
+      );
       expect(elsewhere.status).toBe(400);
       expect(elsewhere.text).toContain('another browser');
       expect(cookieOf(elsewhere, 'console_session')).toBeUndefined();
       // The JSON shape for a client that asks for JSON.
-      const json = await request(service.server).get(`${forged.pathname}${forged.search}`).set('Accept', 'application/json');
+      const json = await request(service.server)
+        .get(`${forged.pathname}${forged.search}`)
+        .set('Accept', 'application/json');
       expect([json.status, json.body.code]).toEqual([400, 3]);
     });
 
@@ -178,7 +213,11 @@ for (const target of DATABASES) {
         env,
         deps: {
           secretBox: service.deps.secretBox,
-          oidc: new OidcSignIn(db, config, { redirectUri: REDIRECT_URI, allowInsecure: true, clockSkewSeconds: 2 * 3600 }),
+          oidc: new OidcSignIn(db, config, {
+            redirectUri: REDIRECT_URI,
+            allowInsecure: true,
+            clockSkewSeconds: 2 * 3600,
+          }),
         },
       });
       try {
@@ -196,7 +235,9 @@ for (const target of DATABASES) {
     it('refuses an http:// issuer unless OIDC_ALLOW_INSECURE=true, and an unknown role in OIDC_ROLE_MAP', () => {
       expect(() => loadConfig({ ...env, OIDC_ALLOW_INSECURE: 'false' })).toThrow(/https/);
       const config = loadConfig({ ...env, OIDC_ROLE_MAP: '{"a,b": "owner"}' }).console.oidc!;
-      expect(() => new OidcSignIn(db, config, { redirectUri: REDIRECT_URI, allowInsecure: true })).toThrow(/OIDC_ROLE_MAP: the role of "a,b"/);
+      expect(() => new OidcSignIn(db, config, { redirectUri: REDIRECT_URI, allowInsecure: true })).toThrow(
+        /OIDC_ROLE_MAP: the role of "a,b"/,
+      );
     });
   });
 }

@@ -26,12 +26,23 @@ interface SignedIn {
 }
 
 async function signIn(service: TestService, roles: Role[], name = 'operator'): Promise<SignedIn> {
-  const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: name, roles });
-  const res = await request(service.server).post('/console/auth/local').send({ clientId: client.clientId, clientSecret });
+  const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, {
+    displayName: name,
+    roles,
+  });
+  const res = await request(service.server)
+    .post('/console/auth/local')
+    .send({ clientId: client.clientId, clientSecret });
   expect(res.status).toBe(200);
   const setCookie = (res.headers['set-cookie'] as unknown as string[])[0]!;
   const pair = setCookie.split(';')[0]!;
-  return { cookie: pair, id: pair.slice(pair.indexOf('=') + 1), csrfToken: res.body.csrfToken, clientId: client.clientId, setCookie };
+  return {
+    cookie: pair,
+    id: pair.slice(pair.indexOf('=') + 1),
+    csrfToken: res.body.csrfToken,
+    clientId: client.clientId,
+    setCookie,
+  };
 }
 
 async function sessionRows(db: Db): Promise<Array<{ id_hash: string; last_seen_at: Date; expires_at: Date }>> {
@@ -64,7 +75,9 @@ for (const target of DATABASES) {
 
     it('signs in with an API client, sets an HttpOnly SameSite=Lax cookie, and keeps only its hash', async () => {
       const me = await signIn(service, ['admin'], 'Ada');
-      expect(me.setCookie).toMatch(/^console_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200$/);
+      expect(me.setCookie).toMatch(
+        /^console_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200$/,
+      );
       expect(Buffer.from(me.id, 'base64url')).toHaveLength(32);
       const rows = await db.query<Record<string, unknown>>('SELECT * FROM console_sessions');
       expect(rows.map((row) => row.id_hash)).toEqual([hashSessionId(me.id)]);
@@ -80,7 +93,10 @@ for (const target of DATABASES) {
       const [audit] = await db.query<{ actor: string; details: Record<string, unknown> }>(
         "SELECT actor, details FROM audit_events WHERE action = 'console.sign_in' ORDER BY id DESC LIMIT 1",
       );
-      expect(audit).toEqual({ actor: `client:${me.clientId}`, details: { method: 'local', name: 'Ada', email: '', roles: ['admin'] } });
+      expect(audit).toEqual({
+        actor: `client:${me.clientId}`,
+        details: { method: 'local', name: 'Ada', email: '', roles: ['admin'] },
+      });
     });
 
     it('answers /me with 401 in the error shape without a session or with an unknown one', async () => {
@@ -95,14 +111,17 @@ for (const target of DATABASES) {
 
     it('refuses a wrong secret with 401, audits it without the secret, and makes no session', async () => {
       const { client } = await createClient(db, service.deps.secretBox, { displayName: 'x', roles: ['admin'] });
-      const res = await request(service.server).post('/console/auth/local').send({ clientId: client.clientId, clientSecret: 'not-the-secret-0123456789' });
+      const res = await request(service.server)
+        .post('/console/auth/local')
+        .send({ clientId: client.clientId, clientSecret: 'not-the-secret-0123456789' });
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ code: 16, message: 'client authentication failed', details: [] });
       expect(res.headers['set-cookie']).toBeUndefined();
       expect(await sessionRows(db)).toEqual([]);
-      const denied = await db.query<{ details: unknown }>("SELECT details FROM audit_events WHERE action = 'api_client.token_denied' AND resource_id = $1", [
-        client.clientId,
-      ]);
+      const denied = await db.query<{ details: unknown }>(
+        "SELECT details FROM audit_events WHERE action = 'api_client.token_denied' AND resource_id = $1",
+        [client.clientId],
+      );
       expect(denied).toHaveLength(1);
       expect(JSON.stringify(denied)).not.toContain('not-the-secret');
     });
@@ -111,16 +130,28 @@ for (const target of DATABASES) {
       const res = await request(service.server).post('/console/auth/local').send({ clientId: '' });
       expect(res.status).toBe(400);
       expect(res.body.code).toBe(3);
-      expect(res.body.details[0].fieldViolations.map((v: { field: string }) => v.field)).toEqual(['clientId', 'clientSecret']);
+      expect(res.body.details[0].fieldViolations.map((v: { field: string }) => v.field)).toEqual([
+        'clientId',
+        'clientSecret',
+      ]);
     });
 
     it('refuses a sign-in posted from another origin (403) and makes no session', async () => {
-      const { client, clientSecret } = await createClient(db, service.deps.secretBox, { displayName: 'x', roles: ['admin'] });
-      const res = await request(service.server).post('/console/auth/local').set('Origin', OTHER_ORIGIN).send({ clientId: client.clientId, clientSecret });
+      const { client, clientSecret } = await createClient(db, service.deps.secretBox, {
+        displayName: 'x',
+        roles: ['admin'],
+      });
+      const res = await request(service.server)
+        .post('/console/auth/local')
+        .set('Origin', OTHER_ORIGIN)
+        .send({ clientId: client.clientId, clientSecret });
       expect(res.status).toBe(403);
       expect(res.body.code).toBe(7);
       expect(await sessionRows(db)).toEqual([]);
-      const same = await request(service.server).post('/console/auth/local').set('Origin', service.baseUrl).send({ clientId: client.clientId, clientSecret });
+      const same = await request(service.server)
+        .post('/console/auth/local')
+        .set('Origin', service.baseUrl)
+        .send({ clientId: client.clientId, clientSecret });
       expect(same.status).toBe(200);
     });
 
@@ -157,8 +188,16 @@ for (const target of DATABASES) {
         { headers: { 'X-CSRF-Token': me.csrfToken, Origin: 'null' } },
       ];
       for (const attempt of attempts) {
-        const res = await request(service.server).post('/console/api/v1/secrets').set('Cookie', me.cookie).set(attempt.headers).send(secret);
-        expect([JSON.stringify(attempt.headers), res.status, res.body.code]).toEqual([JSON.stringify(attempt.headers), 403, 7]);
+        const res = await request(service.server)
+          .post('/console/api/v1/secrets')
+          .set('Cookie', me.cookie)
+          .set(attempt.headers)
+          .send(secret);
+        expect([JSON.stringify(attempt.headers), res.status, res.body.code]).toEqual([
+          JSON.stringify(attempt.headers),
+          403,
+          7,
+        ]);
       }
       expect(await db.query("SELECT name FROM outbound_secrets WHERE name = 'crm_token'")).toEqual([]);
 
@@ -170,7 +209,9 @@ for (const target of DATABASES) {
         .send(secret);
       expect(ok.status).toBe(200);
       expect(JSON.stringify(ok.body)).not.toContain('v-123456');
-      const [audit] = await db.query<{ actor: string }>("SELECT actor FROM audit_events WHERE action = 'outbound_secret.create' AND resource_id = 'crm_token'");
+      const [audit] = await db.query<{ actor: string }>(
+        "SELECT actor FROM audit_events WHERE action = 'outbound_secret.create' AND resource_id = 'crm_token'",
+      );
       expect(audit).toEqual({ actor: `client:${me.clientId}` });
     });
 
@@ -178,9 +219,14 @@ for (const target of DATABASES) {
       const me = await signIn(service, ['admin']);
       const noToken = await request(service.server).post('/console/auth/logout').set('Cookie', me.cookie);
       expect(noToken.status).toBe(403);
-      const res = await request(service.server).post('/console/auth/logout').set('Cookie', me.cookie).set('X-CSRF-Token', me.csrfToken);
+      const res = await request(service.server)
+        .post('/console/auth/logout')
+        .set('Cookie', me.cookie)
+        .set('X-CSRF-Token', me.csrfToken);
       expect(res.status).toBe(204);
-      expect((res.headers['set-cookie'] as unknown as string[])[0]).toMatch(/^console_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0$/);
+      expect((res.headers['set-cookie'] as unknown as string[])[0]).toMatch(
+        /^console_session=; Path=\/; HttpOnly; SameSite=Lax; Max-Age=0$/,
+      );
       expect(await sessionRows(db)).toEqual([]);
       expect((await request(service.server).get('/console/auth/me').set('Cookie', me.cookie)).status).toBe(401);
     });
@@ -227,7 +273,9 @@ for (const target of DATABASES) {
     it('ends the sessions of a deleted API client and follows its current roles', async () => {
       const me = await signIn(service, ['admin']);
       await db.query(`UPDATE api_clients SET roles = '["read_only"]'::jsonb WHERE client_id = $1`, [me.clientId]);
-      expect((await request(service.server).get('/console/auth/me').set('Cookie', me.cookie)).body.person.roles).toEqual(['read_only']);
+      expect(
+        (await request(service.server).get('/console/auth/me').set('Cookie', me.cookie)).body.person.roles,
+      ).toEqual(['read_only']);
       await db.query('DELETE FROM api_clients WHERE client_id = $1', [me.clientId]);
       expect((await request(service.server).get('/console/auth/me').set('Cookie', me.cookie)).status).toBe(401);
     });
@@ -237,18 +285,25 @@ for (const target of DATABASES) {
     it('names the cookie __Host- and marks it Secure when BASE_URL is https; the Origin must be that one', async () => {
       const service = await startTestService({ target, env: { BASE_URL: 'https://console.example' } });
       try {
-        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'x', roles: ['admin'] });
+        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, {
+          displayName: 'x',
+          roles: ['admin'],
+        });
         const res = await request(service.server)
           .post('/console/auth/local')
           .set('Origin', 'https://console.example')
           .send({ clientId: client.clientId, clientSecret });
         expect(res.status).toBe(200);
         const setCookie = (res.headers['set-cookie'] as unknown as string[])[0]!;
-        expect(setCookie).toMatch(/^__Host-console_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200; Secure$/);
+        expect(setCookie).toMatch(
+          /^__Host-console_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Max-Age=43200; Secure$/,
+        );
         const cookie = setCookie.split(';')[0]!;
         expect((await request(service.server).get('/console/auth/me').set('Cookie', cookie)).status).toBe(200);
         // The plain name is not read when the secure one is in use.
-        expect((await request(service.server).get('/console/auth/me').set('Cookie', cookie.replace('__Host-', ''))).status).toBe(401);
+        expect(
+          (await request(service.server).get('/console/auth/me').set('Cookie', cookie.replace('__Host-', ''))).status,
+        ).toBe(401);
         const fromHttp = await request(service.server)
           .post('/console/auth/local')
           .set('Origin', 'http://console.example')
@@ -262,8 +317,13 @@ for (const target of DATABASES) {
     it('turns local sign-in off with CONSOLE_LOCAL_SIGNIN=false (404)', async () => {
       const service = await startTestService({ target, env: { CONSOLE_LOCAL_SIGNIN: 'false' } });
       try {
-        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'x', roles: ['admin'] });
-        const res = await request(service.server).post('/console/auth/local').send({ clientId: client.clientId, clientSecret });
+        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, {
+          displayName: 'x',
+          roles: ['admin'],
+        });
+        const res = await request(service.server)
+          .post('/console/auth/local')
+          .send({ clientId: client.clientId, clientSecret });
         expect(res.status).toBe(404);
         expect(res.body.code).toBe(5);
         expect(res.headers['set-cookie']).toBeUndefined();
@@ -279,7 +339,13 @@ for (const target of DATABASES) {
       try {
         const statuses: number[] = [];
         for (let i = 0; i < 2; i++)
-          statuses.push((await request(service.server).post('/console/auth/local').send({ clientId: 'cli_x', clientSecret: 'guess' })).status);
+          statuses.push(
+            (
+              await request(service.server)
+                .post('/console/auth/local')
+                .send({ clientId: 'cli_x', clientSecret: 'guess' })
+            ).status,
+          );
         statuses.push(
           (
             await request(service.server)
@@ -288,7 +354,9 @@ for (const target of DATABASES) {
               .send({ grant_type: 'client_credentials', client_id: 'cli_x', client_secret: 'guess' })
           ).status,
         );
-        const limited = await request(service.server).post('/console/auth/local').send({ clientId: 'cli_x', clientSecret: 'guess' });
+        const limited = await request(service.server)
+          .post('/console/auth/local')
+          .send({ clientId: 'cli_x', clientSecret: 'guess' });
         expect(statuses).toEqual([401, 401, 401]);
         expect(limited.status).toBe(429);
         expect(limited.body.code).toBe(8);

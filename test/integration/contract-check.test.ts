@@ -39,7 +39,10 @@ beforeAll(async () => {
     }
     const answer = ANSWERS[req.url ?? ''] ?? { status: 500, type: 'text/plain', body: 'unexpected' };
     if (answer.viaWriteHead) {
-      res.writeHead(answer.status, { 'Content-Type': answer.type, 'Content-Length': String(Buffer.byteLength(answer.body)) });
+      res.writeHead(answer.status, {
+        'Content-Type': answer.type,
+        'Content-Length': String(Buffer.byteLength(answer.body)),
+      });
     } else {
       res.statusCode = answer.status;
       res.setHeader('Content-Type', answer.type);
@@ -64,8 +67,12 @@ it('records each answer that drifts from the document, naming the operation and 
   const drifts = takeDrifts();
   expect(drifts).toHaveLength(5);
   expect(drifts[0]).toMatch(/^GET \/health 418: status 418 is not documented/);
-  expect(drifts[1]).toMatch(/^GET \/api\/v1\/apps\/\{app_id\} 200: content type "text\/plain" is not one of application\/json/);
-  expect(drifts[2]).toMatch(/^GET \/api\/v1\/apps\/\{app_id\} 200 does not match the document: .*"instancePath":"\/app\/id"/);
+  expect(drifts[1]).toMatch(
+    /^GET \/api\/v1\/apps\/\{app_id\} 200: content type "text\/plain" is not one of application\/json/,
+  );
+  expect(drifts[2]).toMatch(
+    /^GET \/api\/v1\/apps\/\{app_id\} 200 does not match the document: .*"instancePath":"\/app\/id"/,
+  );
   expect(drifts[3]).toMatch(/^GET \/nowhere \(no documented operation\) does not match the document/);
   expect(drifts[4]).toMatch(/^POST \/api\/v1\/webhooks\/incoming\/\{listener_id\} 404 does not match the document/);
 });
@@ -73,7 +80,9 @@ it('records each answer that drifts from the document, naming the operation and 
 it('records nothing for the real service, which answers as documented', async () => {
   const token = await service.tokenFor('super_admin');
   expect((await request(service.server).get('/health')).status).toBe(200);
-  expect((await request(service.server).get('/api/v1/apps/nope').set('Authorization', `Bearer ${token}`)).status).toBe(404);
+  expect((await request(service.server).get('/api/v1/apps/nope').set('Authorization', `Bearer ${token}`)).status).toBe(
+    404,
+  );
   expect((await request(service.server).get('/nowhere')).status).toBe(404);
   expect((await request(service.server).post('/api/v1/webhooks/incoming/nope').send({})).status).toBe(404);
   expect(takeDrifts()).toEqual([]);

@@ -21,11 +21,17 @@ describe('webhook delivery log', () => {
   let automation: AutomationView;
   let secret: string;
   const list = (query = '', token = stack.adminToken) =>
-    request(stack.service.server).get(`/api/v1/automations/${automation.id}/deliveries${query}`).set('Authorization', `Bearer ${token}`);
+    request(stack.service.server)
+      .get(`/api/v1/automations/${automation.id}/deliveries${query}`)
+      .set('Authorization', `Bearer ${token}`);
 
   beforeAll(async () => {
     stack = await startStack();
-    const created = await stack.createAutomation({ displayName: 'logged', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const created = await stack.createAutomation({
+      displayName: 'logged',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     automation = created.automation;
     secret = created.signingSecret!;
   });
@@ -65,7 +71,12 @@ describe('webhook delivery log', () => {
     expect(entries[0]!.eventId).toBe(forged.eventId);
     expect(entries[0]!.executionId).toBeNull();
     const text = JSON.stringify(res.body);
-    for (const secretThing of [MARKER, secret, good.headers['Webhook-Signature']!, forged.headers['Webhook-Signature']!])
+    for (const secretThing of [
+      MARKER,
+      secret,
+      good.headers['Webhook-Signature']!,
+      forged.headers['Webhook-Signature']!,
+    ])
       expect(text).not.toContain(secretThing);
 
     // Filters, and pagination that keeps them.
@@ -91,12 +102,18 @@ describe('webhook delivery log', () => {
   }
 
   it('refuses bad filters, other roles and unknown automations', async () => {
-    expect((await list('?status=abc')).body).toEqual({ code: 3, message: expect.stringContaining('status'), details: expect.any(Array) });
+    expect((await list('?status=abc')).body).toEqual({
+      code: 3,
+      message: expect.stringContaining('status'),
+      details: expect.any(Array),
+    });
     expect((await list('?reason=DROP%20TABLE')).status).toBe(400);
     // admin reads deliveries (operating runs: "why does my sender get 401"); read_only does not.
     expect((await list('', await stack.service.tokenFor('admin'))).status).toBe(200);
     expect((await list('', await stack.service.tokenFor('read_only'))).status).toBe(403);
-    const unknown = await request(stack.service.server).get('/api/v1/automations/nope/deliveries').set('Authorization', `Bearer ${stack.adminToken}`);
+    const unknown = await request(stack.service.server)
+      .get('/api/v1/automations/nope/deliveries')
+      .set('Authorization', `Bearer ${stack.adminToken}`);
     expect(unknown.status).toBe(404);
   });
 
@@ -108,7 +125,11 @@ describe('webhook delivery log', () => {
     const flood = new DeliveryLog(deps.db, { detailPerMinute: 5, flushIntervalMs: 100 });
     deps.deliveryLog = flood;
     try {
-      const created = await stack.createAutomation({ displayName: 'flooded', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+      const created = await stack.createAutomation({
+        displayName: 'flooded',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: STEPS,
+      });
       const path = listenerPath(created.automation);
       const total = 20;
       for (let i = 0; i < total; i++) {
@@ -150,7 +171,11 @@ describe('webhook delivery log', () => {
   it('prunes entries older than 7 days and keeps the others', async () => {
     const db = stack.service.deps.db;
     // An automation of its own, so that the other tests' entries do not depend on this one's order.
-    const created = await stack.createAutomation({ displayName: 'pruned', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const created = await stack.createAutomation({
+      displayName: 'pruned',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     const listOwn = async (): Promise<Json[]> =>
       (
         await request(stack.service.server)

@@ -21,7 +21,9 @@ describe('automation dry run', () => {
     const db = service.deps.db;
     await db.query(`INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE')`);
     await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
-    await db.query(`INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`);
+    await db.query(
+      `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
+    );
     hookServer = http.createServer((_req, res) => {
       hookRequests += 1;
       res.end('{}');
@@ -63,7 +65,12 @@ describe('automation dry run', () => {
       {
         id: 'own',
         when: "ctx.steps.vars.kind == 'hire'",
-        createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' },
+        createEntitlementOwner: {
+          userId: 'ctx.steps.vars.who',
+          roleSlug: "'owner'",
+          appId: "'app-1'",
+          entitlementId: 'ctx.trigger.entitlement',
+        },
       },
       {
         id: 'notify',
@@ -77,10 +84,23 @@ describe('automation dry run', () => {
       {
         id: 'offboard',
         when: "ctx.steps.vars.kind == 'fire'",
-        deleteEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.entitlement' },
+        deleteEntitlementOwner: {
+          userId: 'ctx.steps.vars.who',
+          roleSlug: "'owner'",
+          appId: "'app-1'",
+          entitlementId: 'ctx.trigger.entitlement',
+        },
       },
       { id: 'stop', when: '!has(ctx.trigger.approved)', fail: { message: '"not approved: " + ctx.steps.vars.who' } },
-      { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } },
+      {
+        id: 'undo',
+        deleteEntitlementOwner: {
+          userId: 'ctx.steps.own.userId',
+          roleSlug: "'owner'",
+          appId: "'app-1'",
+          entitlementId: "'ent-1'",
+        },
+      },
     ]);
     const before = await owners();
     const res = await dryRun(id, { payload: { kind: 'hire', service_account: 'svc-1', entitlement: 'ent-1' } });
@@ -117,7 +137,9 @@ describe('automation dry run', () => {
     expect(before).toEqual([]);
     expect(hookRequests).toBe(0);
 
-    const approved = await dryRun(id, { payload: { kind: 'hire', service_account: 'svc-1', entitlement: 'ent-1', approved: true } });
+    const approved = await dryRun(id, {
+      payload: { kind: 'hire', service_account: 'svc-1', entitlement: 'ent-1', approved: true },
+    });
     expect(approved.body.steps.map((s: { status: string }) => s.status)).toEqual([
       'WOULD_RUN',
       'WOULD_RUN',
@@ -134,14 +156,25 @@ describe('automation dry run', () => {
   it('reports a step that would fail as ERROR, with the reason, and the rest as NOT_REACHED', async () => {
     const id = await createAutomation([
       { id: 'vars', setVariables: { who: 'ctx.trigger.user' } },
-      { id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.count', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } },
+      {
+        id: 'own',
+        createEntitlementOwner: {
+          userId: 'ctx.trigger.count',
+          roleSlug: "'owner'",
+          appId: "'app-1'",
+          entitlementId: "'ent-1'",
+        },
+      },
       { id: 'after', setVariables: { x: '1' } },
     ]);
     const missing = await dryRun(id, { payload: { count: 3 } });
     expect(missing.status).toBe(200);
     expect(missing.body.steps[0]).toMatchObject({ id: 'vars', status: 'ERROR', output: null });
     expect(missing.body.steps[0].error).toMatch(/^who: .*user/);
-    expect(missing.body.steps.slice(1).map((s: { status: string }) => s.status)).toEqual(['NOT_REACHED', 'NOT_REACHED']);
+    expect(missing.body.steps.slice(1).map((s: { status: string }) => s.status)).toEqual([
+      'NOT_REACHED',
+      'NOT_REACHED',
+    ]);
 
     const wrongType = await dryRun(id, { payload: { user: 'u', count: 3 } });
     expect(wrongType.body.steps.map((s: { status: string; error: string | null }) => [s.status, s.error])).toEqual([
@@ -153,13 +186,18 @@ describe('automation dry run', () => {
   });
 
   it('fails a hostile expression with a clear error and answers promptly for the other steps', async () => {
-    const id = await createAutomation([{ id: 'huge', setVariables: { v: 'ctx.trigger.l.map(x, ctx.trigger.l.map(y, x + y)).size()' } }]);
+    const id = await createAutomation([
+      { id: 'huge', setVariables: { v: 'ctx.trigger.l.map(x, ctx.trigger.l.map(y, x + y)).size()' } },
+    ]);
     const res = await dryRun(id, { payload: { l: Array.from({ length: 5000 }, (_, i) => i) } });
     expect(res.status).toBe(200);
     // The iteration budget stops it; on a starved machine the 1 s evaluation limit may come first.
     // Both bound it (the budget alone, untimed, is tested in test/unit/cel.test.ts).
     expect(res.body.steps[0].status).toBe('ERROR');
-    expect(['v: comprehensions iterate more than 10000 times', 'v: evaluation exceeded the time limit of 1000 ms']).toContain(res.body.steps[0].error);
+    expect([
+      'v: comprehensions iterate more than 10000 times',
+      'v: evaluation exceeded the time limit of 1000 ms',
+    ]).toContain(res.body.steps[0].error);
   });
 
   it('refuses callWebhook URLs the worker would refuse when insecure outbound is off', async () => {

@@ -22,7 +22,9 @@ describe('openEmbeddedStore', () => {
     try {
       expect(created).toEqual(['first']);
       expect(fs.existsSync(path.join(storeDir, 'PG_VERSION'))).toBe(true);
-      const [migrations] = await first.query<{ count: string | number }>('SELECT count(*) AS count FROM schema_migrations');
+      const [migrations] = await first.query<{ count: string | number }>(
+        'SELECT count(*) AS count FROM schema_migrations',
+      );
       expect(Number(migrations!.count)).toBeGreaterThan(0);
       await first.exec("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')");
     } finally {
@@ -35,10 +37,12 @@ describe('openEmbeddedStore', () => {
       expect(await second.query<{ v: string }>('SELECT v FROM kept')).toEqual([{ v: 'still here' }]);
       // pg_trgm is loaded on every open: the search index is there and takes new rows (an insert
       // fails when the index's extension is not loaded); which plans use it: governance-indexes.test.ts.
-      expect(await second.query(`SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'`)).toEqual([{ extname: 'pg_trgm' }]);
-      expect(await second.query(`SELECT indexname FROM pg_indexes WHERE indexname = 'app_entitlements_search_trgm'`)).toEqual([
-        { indexname: 'app_entitlements_search_trgm' },
+      expect(await second.query(`SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'`)).toEqual([
+        { extname: 'pg_trgm' },
       ]);
+      expect(
+        await second.query(`SELECT indexname FROM pg_indexes WHERE indexname = 'app_entitlements_search_trgm'`),
+      ).toEqual([{ indexname: 'app_entitlements_search_trgm' }]);
       await second.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'app')`);
       await second.query(
         `INSERT INTO app_entitlements (id, app_id, alias, display_name, record) VALUES ('ent-1', 'app-1', '', 'Entitlement 4242', '{}'::jsonb)`,

@@ -21,7 +21,12 @@ describe('counting the ownership effect', () => {
     const app = await createGovernanceApp(caller);
     const entitlement = await createEntitlement(caller, app.id);
     const user = await createUser(caller);
-    const ref = { userId: `'${user.id}'`, roleSlug: 'ctx.trigger.role', appId: `'${app.id}'`, entitlementId: `'${entitlement.id}'` };
+    const ref = {
+      userId: `'${user.id}'`,
+      roleSlug: 'ctx.trigger.role',
+      appId: `'${app.id}'`,
+      entitlementId: `'${entitlement.id}'`,
+    };
     const twice = await stack.createAutomation({
       displayName: 'owns twice',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
@@ -48,11 +53,14 @@ describe('counting the ownership effect', () => {
       runs.push({ workflowId: handle.workflowId, runId: (await handle.describe()).runId });
     }
 
-    const rows = await stack.service.deps.db.query<{ role_slug: string }>('SELECT role_slug FROM entitlement_owners WHERE user_id = $1 ORDER BY role_slug', [
-      user.id,
-    ]);
+    const rows = await stack.service.deps.db.query<{ role_slug: string }>(
+      'SELECT role_slug FROM entitlement_owners WHERE user_id = $1 ORDER BY role_slug',
+      [user.id],
+    );
     expect(rows.map((r) => r.role_slug)).toEqual(['double', 'single']); // one row each: rows cannot tell
-    const creations = (await listAuditEvents(stack.service.deps.db, 'app_entitlement', entitlement.id)).filter((e) => e.action === 'entitlement_owner.create');
+    const creations = (await listAuditEvents(stack.service.deps.db, 'app_entitlement', entitlement.id)).filter(
+      (e) => e.action === 'entitlement_owner.create',
+    );
     expect(creations.map((e) => e.details.roleSlug).sort()).toEqual(['double', 'single']); // one creation each, too
 
     const counted = await completedActivities(stack.client, runs, 'createEntitlementOwner');

@@ -19,20 +19,32 @@ const PAYLOAD = { employee_id: '12345', status: 'terminated' };
 
 describe('executions API', () => {
   let stack: Stack;
-  const get = (path: string, token = stack.adminToken) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`);
+  const get = (path: string, token = stack.adminToken) =>
+    request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`);
 
-  async function automationWith(steps: unknown[], displayName = 'executions'): Promise<{ automation: AutomationView; secret: string }> {
-    const created = await stack.createAutomation({ displayName, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
+  async function automationWith(
+    steps: unknown[],
+    displayName = 'executions',
+  ): Promise<{ automation: AutomationView; secret: string }> {
+    const created = await stack.createAutomation({
+      displayName,
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps,
+    });
     return { automation: created.automation, secret: created.signingSecret! };
   }
 
-  async function send(target: { automation: AutomationView; secret: string }, payload: unknown = PAYLOAD): Promise<{ eventId: string; executionId: string }> {
+  async function send(
+    target: { automation: AutomationView; secret: string },
+    payload: unknown = PAYLOAD,
+  ): Promise<{ eventId: string; executionId: string }> {
     const res = await deliver(stack, listenerPath(target.automation), hmacEvent(target.secret, payload));
     if (res.status !== 200) throw new Error(`delivery: ${res.status} ${JSON.stringify(res.body)}`);
     return res.body as { eventId: string; executionId: string };
   }
 
-  const execution = async (id: string): Promise<request.Response> => get(`/api/v1/automation_executions/${encodeURIComponent(id)}`);
+  const execution = async (id: string): Promise<request.Response> =>
+    get(`/api/v1/automation_executions/${encodeURIComponent(id)}`);
 
   beforeAll(async () => {
     stack = await startStack();
@@ -46,7 +58,10 @@ describe('executions API', () => {
     const path = `/api/v1/automations/${target.automation.id}/executions`;
     const res = await poll(
       () => get(path),
-      (r) => r.status === 200 && r.body.list.length === 2 && r.body.list.every((item: Json) => item.execution.status === 'COMPLETED'),
+      (r) =>
+        r.status === 200 &&
+        r.body.list.length === 2 &&
+        r.body.list.every((item: Json) => item.execution.status === 'COMPLETED'),
     );
     expect(res.status).toBe(200);
     expect(res.body.nextPageToken).toBe('');
@@ -79,14 +94,20 @@ describe('executions API', () => {
   });
 
   it('pages through 12 runs 10 at a time with signed tokens; a tampered or foreign token is 400', async () => {
-    const target = await automationWith([{ id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id' } }], 'paged');
+    const target = await automationWith(
+      [{ id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id' } }],
+      'paged',
+    );
     const started = new Set<string>();
     for (let i = 0; i < 12; i += 1) started.add((await send(target, { employee_id: String(i) })).executionId);
     const path = `/api/v1/automations/${target.automation.id}/executions`;
     // Walk only once every run is closed: visibility orders running runs apart from closed ones.
     const closed = await poll(
       () => get(`${path}?page_size=100`),
-      (r) => r.status === 200 && r.body.list.length === 12 && r.body.list.every((item: Json) => item.execution.status === 'COMPLETED'),
+      (r) =>
+        r.status === 200 &&
+        r.body.list.length === 12 &&
+        r.body.list.every((item: Json) => item.execution.status === 'COMPLETED'),
     );
     expect(closed.body.list).toHaveLength(12);
 
@@ -110,7 +131,9 @@ describe('executions API', () => {
     expect(JSON.stringify(bad.body.details)).toContain('page_token');
 
     const other = await automationWith([{ id: 'vars', setVariables: { one: '1' } }]);
-    const foreign = await get(`/api/v1/automations/${other.automation.id}/executions?page_token=${encodeURIComponent(token)}`);
+    const foreign = await get(
+      `/api/v1/automations/${other.automation.id}/executions?page_token=${encodeURIComponent(token)}`,
+    );
     expect(foreign.status).toBe(400);
     expect(foreign.body.code).toBe(3);
   });
@@ -119,7 +142,11 @@ describe('executions API', () => {
     const target = await automationWith([
       { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } },
       { id: 'hire', when: 'ctx.steps.vars.status == "hired"', setVariables: { message: '"welcome"' } },
-      { id: 'derived', when: 'ctx.steps.vars.status == "terminated"', setVariables: { message: '"offboard " + ctx.steps.vars.employee' } },
+      {
+        id: 'derived',
+        when: 'ctx.steps.vars.status == "terminated"',
+        setVariables: { message: '"offboard " + ctx.steps.vars.employee' },
+      },
     ]);
     const run = await send(target);
     await stack.client.workflow.getHandle(run.executionId).result();
@@ -139,7 +166,13 @@ describe('executions API', () => {
         version: 1,
         error: null,
         steps: [
-          { id: 'vars', kind: 'setVariables', status: 'DONE', output: { employee: '12345', status: 'terminated' }, error: null },
+          {
+            id: 'vars',
+            kind: 'setVariables',
+            status: 'DONE',
+            output: { employee: '12345', status: 'terminated' },
+            error: null,
+          },
           { id: 'hire', kind: 'setVariables', status: 'SKIPPED', output: null, error: null },
           { id: 'derived', kind: 'setVariables', status: 'DONE', output: { message: 'offboard 12345' }, error: null },
         ],
@@ -193,9 +226,16 @@ describe('executions API', () => {
         .post(path)
         .set('Authorization', `Bearer ${stack.adminToken}`)
         .send(body as object);
-    const user = await post('/api/v1/users', { displayName: 'Executions robot', email: 'svc-executions@acme.com', type: 'USER_TYPE_SERVICE' });
+    const user = await post('/api/v1/users', {
+      displayName: 'Executions robot',
+      email: 'svc-executions@acme.com',
+      type: 'USER_TYPE_SERVICE',
+    });
     const app = await post('/api/v1/apps', { displayName: 'Executions app' });
-    const entitlement = await post(`/api/v1/apps/${app.body.app.id}/entitlements`, { displayName: 'Executions admin', slug: 'executions-admin' });
+    const entitlement = await post(`/api/v1/apps/${app.body.app.id}/entitlements`, {
+      displayName: 'Executions admin',
+      slug: 'executions-admin',
+    });
     expect([user.status, app.status, entitlement.status]).toEqual([200, 200, 200]);
     const ref = {
       userId: user.body.user.id as string,
@@ -206,7 +246,12 @@ describe('executions API', () => {
     const target = await automationWith([
       {
         id: 'own',
-        createEntitlementOwner: { userId: `'${ref.userId}'`, roleSlug: "'owner'", appId: `'${ref.appId}'`, entitlementId: `'${ref.entitlementId}'` },
+        createEntitlementOwner: {
+          userId: `'${ref.userId}'`,
+          roleSlug: "'owner'",
+          appId: `'${ref.appId}'`,
+          entitlementId: `'${ref.entitlementId}'`,
+        },
       },
       { id: 'stop', fail: { message: "'stopped after the ownership'" } },
     ]);
@@ -237,7 +282,13 @@ describe('executions API', () => {
       // (the steps appear once the worker has loaded the run's version)
       (r) => r.status === 200 && r.body.execution?.steps?.[1]?.status === 'WAITING',
     );
-    expect(waiting.body.execution).toMatchObject({ id: run.executionId, status: 'RUNNING', closedAt: null, version: 1, error: null });
+    expect(waiting.body.execution).toMatchObject({
+      id: run.executionId,
+      status: 'RUNNING',
+      closedAt: null,
+      version: 1,
+      error: null,
+    });
     expect(waiting.body.execution.steps.map((s: Json) => [s.id, s.status])).toEqual([
       ['vars', 'DONE'],
       ['pause', 'WAITING'],
@@ -277,7 +328,11 @@ describe('executions API', () => {
       (r) => r.body.execution?.status === 'TERMINATED',
     );
     expect(res.body.execution.error).toBe('run terminated: operator stopped it');
-    expect(res.body.execution.steps[0]).toMatchObject({ id: 'pause', status: 'FAILED', error: 'run terminated: operator stopped it' });
+    expect(res.body.execution.steps[0]).toMatchObject({
+      id: 'pause',
+      status: 'FAILED',
+      error: 'run terminated: operator stopped it',
+    });
   });
 
   it('answers 404 for an unknown execution id, encoded or not, and for ids that cannot be runs', async () => {
@@ -303,13 +358,22 @@ describe('executions API', () => {
           { id: 'pause', wait: { duration: '1s' } },
         ],
       });
-      const accepted = await deliver(idle, listenerPath(created.automation), hmacEvent(created.signingSecret!, PAYLOAD));
+      const accepted = await deliver(
+        idle,
+        listenerPath(created.automation),
+        hmacEvent(created.signingSecret!, PAYLOAD),
+      );
       expect(accepted.status).toBe(200);
       const res = await request(idle.service.server)
         .get(`/api/v1/automation_executions/${encodeURIComponent(accepted.body.executionId)}`)
         .set('Authorization', `Bearer ${idle.adminToken}`);
       expect(res.status).toBe(200);
-      expect(res.body.execution).toMatchObject({ status: 'RUNNING', version: 1, automationId: created.automation.id, eventId: accepted.body.eventId });
+      expect(res.body.execution).toMatchObject({
+        status: 'RUNNING',
+        version: 1,
+        automationId: created.automation.id,
+        eventId: accepted.body.eventId,
+      });
       expect(res.body.execution.steps.map((s: Json) => [s.id, s.kind, s.status])).toEqual([
         ['vars', 'setVariables', 'PENDING'],
         ['pause', 'wait', 'PENDING'],
@@ -325,10 +389,20 @@ describe('executions API, workflow engine unreachable', () => {
   it('503 with Retry-After in the error shape', async () => {
     // No gRPC retry interceptor: calls fail at once, and no retry is left pending when the connection closes.
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 1000, interceptors: [] });
-    const stack = await startStack({ runs: new TemporalRuns(new Client({ connection, ...testDataConverter() }), 'nowhere', 1500), worker: false });
+    const stack = await startStack({
+      runs: new TemporalRuns(new Client({ connection, ...testDataConverter() }), 'nowhere', 1500),
+      worker: false,
+    });
     try {
-      const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [] });
-      for (const path of [`/api/v1/automations/${created.automation.id}/executions`, '/api/v1/automation_executions/webhook:a:b']) {
+      const created = await stack.createAutomation({
+        displayName: 'down',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: [],
+      });
+      for (const path of [
+        `/api/v1/automations/${created.automation.id}/executions`,
+        '/api/v1/automation_executions/webhook:a:b',
+      ]) {
         const res = await request(stack.service.server).get(path).set('Authorization', `Bearer ${stack.adminToken}`);
         expect([path, res.status]).toEqual([path, 503]);
         expect(res.body).toEqual({ code: 14, message: expect.stringMatching(/unavailable/), details: [] });

@@ -40,15 +40,20 @@ for (const target of DATABASES) {
     /** The second API of the rate-limit case: on PostgreSQL a real process of its own, on PGlite the in-process second service. */
     const otherApi = () => apis.otherApi();
 
-    const { api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(() => stack, {
-      displayName: 'flow',
-      steps: HOLD,
-    });
+    const { api, runPath, automation, send, accepted, execution, untilRun, listed, holding, approve } = runCalls(
+      () => stack,
+      {
+        displayName: 'flow',
+        steps: HOLD,
+      },
+    );
     const closed = (e: Json) => !['RUNNING', 'QUEUED'].includes(e.status);
 
     describe('filter', () => {
       it('true starts a run; false answers filtered without one, and the repeat of that id is 409; the delivery log says filtered', async () => {
-        const target = await automation({ filter: "ctx.trigger.type == 'user.created'" }, [{ id: 'v', setVariables: { t: 'ctx.trigger.type' } }]);
+        const target = await automation({ filter: "ctx.trigger.type == 'user.created'" }, [
+          { id: 'v', setVariables: { t: 'ctx.trigger.type' } },
+        ]);
         const run = await accepted(target, { type: 'user.created' });
         expect((await untilRun(run, (e) => e.status === 'COMPLETED')).steps[0].output).toEqual({ t: 'user.created' });
 
@@ -56,7 +61,11 @@ for (const target of DATABASES) {
         const filtered = await deliver(stack, target.path, event);
         expect(filtered.status).toBe(200);
         expect(filtered.body).toEqual({ eventId: event.eventId, executionId: null, filtered: true });
-        const again = await deliver(stack, target.path, hmacEvent(target.secret, { type: 'user.deleted' }, { eventId: event.eventId }));
+        const again = await deliver(
+          stack,
+          target.path,
+          hmacEvent(target.secret, { type: 'user.deleted' }, { eventId: event.eventId }),
+        );
         expect(again.status).toBe(409);
         expect(again.body.code).toBe(6);
         // The other API process knows it too (the record is in the store).
@@ -86,7 +95,14 @@ for (const target of DATABASES) {
         expect((await deliver(stack, target.path, dropped)).body.filtered).toBe(true);
 
         // Now every event is filtered: the repeat of the one that ran is still a 409 naming its run.
-        expect((await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: 'false' }, updateMask: 'filter' })).status).toBe(200);
+        expect(
+          (
+            await api().post(`/api/v1/automations/${target.id}`, {
+              automation: { filter: 'false' },
+              updateMask: 'filter',
+            })
+          ).status,
+        ).toBe(200);
         expect((await api().post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
         const repeat = await poll(
           () => deliver(stack, target.path, hmacEvent(target.secret, { go: true }, { eventId: ran.eventId })),
@@ -96,7 +112,10 @@ for (const target of DATABASES) {
         expect(JSON.stringify(repeat.body.details)).toContain(first.body.executionId);
 
         // No filter at all: the filtered id's repeat is still a 409 (no run starts for it).
-        expect((await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: null }, updateMask: 'filter' })).status).toBe(200);
+        expect(
+          (await api().post(`/api/v1/automations/${target.id}`, { automation: { filter: null }, updateMask: 'filter' }))
+            .status,
+        ).toBe(200);
         expect((await api().post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
         const late = await poll(
           () => deliver(stack, target.path, hmacEvent(target.secret, { go: false }, { eventId: dropped.eventId })),
@@ -106,7 +125,9 @@ for (const target of DATABASES) {
       });
 
       it('an evaluation error drops nothing: a run starts and fails at once, naming filter, with no step run', async () => {
-        const target = await automation({ filter: 'ctx.trigger.type == "x"' }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const target = await automation({ filter: 'ctx.trigger.type == "x"' }, [
+          { id: 'v', setVariables: { ok: 'true' } },
+        ]);
         const run = await accepted(target, { other: 1 });
         const failed = await untilRun(run, (e) => e.status === 'FAILED');
         expect(failed.error).toMatch(/^filter: /);
@@ -132,7 +153,12 @@ for (const target of DATABASES) {
           () => listed(target.id),
           (m) => m.get(b) === 'QUEUED' && m.get(c) === 'QUEUED' && m.get(a) === 'RUNNING',
         );
-        expect([statuses.get(a), statuses.get(b), statuses.get(c), statuses.get(other)]).toEqual(['RUNNING', 'QUEUED', 'QUEUED', 'RUNNING']);
+        expect([statuses.get(a), statuses.get(b), statuses.get(c), statuses.get(other)]).toEqual([
+          'RUNNING',
+          'QUEUED',
+          'QUEUED',
+          'RUNNING',
+        ]);
 
         await approve(a);
         await untilRun(a, (e) => e.status === 'COMPLETED');
@@ -164,7 +190,10 @@ for (const target of DATABASES) {
         expect([wasCanceled.status, wasTerminated.status]).toEqual(['CANCELED', 'TERMINATED']);
         // Zero steps ran: none started, none has an output.
         for (const run of [wasCanceled, wasTerminated]) {
-          expect([run.id, run.steps.filter((s: Json) => s.status !== 'PENDING' || s.output !== null)]).toEqual([run.id, []]);
+          expect([run.id, run.steps.filter((s: Json) => s.status !== 'PENDING' || s.output !== null)]).toEqual([
+            run.id,
+            [],
+          ]);
         }
 
         // The holder is terminated (no code of it runs): the lane frees the slot by itself, and the next run goes.
@@ -182,7 +211,11 @@ for (const target of DATABASES) {
 
       it('limit 2: two runs of a key hold, the third waits for either', async () => {
         const target = await automation({ concurrency: { limit: 2, key: "'all'" } });
-        const runs = [await accepted(target, { user: 'a' }), await accepted(target, { user: 'b' }), await accepted(target, { user: 'c' })];
+        const runs = [
+          await accepted(target, { user: 'a' }),
+          await accepted(target, { user: 'b' }),
+          await accepted(target, { user: 'c' }),
+        ];
         await untilRun(runs[0]!, holding);
         await untilRun(runs[1]!, holding);
         expect((await untilRun(runs[2]!, (e) => e.status === 'QUEUED')).queue).toEqual({ key: 'all' });
@@ -215,7 +248,9 @@ for (const target of DATABASES) {
       });
 
       async function overTheLimit(other: Awaited<ReturnType<typeof otherApi>>): Promise<void> {
-        const target = await automation({ rateLimit: { limit: 1, period: '3s', key: 'ctx.trigger.tenant' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const target = await automation({ rateLimit: { limit: 1, period: '3s', key: 'ctx.trigger.tenant' } }, [
+          { id: 'v', setVariables: { ok: 'true' } },
+        ]);
         const first = await send(target, { tenant: 't1' });
         expect(first.status).toBe(200);
         // The other API: the same limit, from the store.
@@ -229,7 +264,11 @@ for (const target of DATABASES) {
         expect((await send(target, { tenant: 't2' })).status).toBe(200);
 
         await sleep(retryAfter * 1000);
-        const retried = await deliver(stack, target.path, hmacEvent(target.secret, { tenant: 't1' }, { eventId: event.eventId }));
+        const retried = await deliver(
+          stack,
+          target.path,
+          hmacEvent(target.secret, { tenant: 't1' }, { eventId: event.eventId }),
+        );
         expect(retried.status).toBe(200);
         await stack.service.deps.deliveryLog?.flush();
         await other.flushed();
@@ -242,20 +281,32 @@ for (const target of DATABASES) {
       }
 
       it('a repeat of an accepted event is 409, not 429, and does not use up the limit', async () => {
-        const target = await automation({ rateLimit: { limit: 2, period: '3600s' } }, [{ id: 'v', setVariables: { ok: 'true' } }]);
+        const target = await automation({ rateLimit: { limit: 2, period: '3600s' } }, [
+          { id: 'v', setVariables: { ok: 'true' } },
+        ]);
         const event = hmacEvent(target.secret, {});
         expect((await deliver(stack, target.path, event)).status).toBe(200);
-        for (let i = 0; i < 3; i++) expect((await deliver(stack, target.path, hmacEvent(target.secret, {}, { eventId: event.eventId }))).status).toBe(409);
+        for (let i = 0; i < 3; i++)
+          expect(
+            (await deliver(stack, target.path, hmacEvent(target.secret, {}, { eventId: event.eventId }))).status,
+          ).toBe(409);
         expect((await send(target, {})).status).toBe(200);
         expect((await send(target, {})).status).toBe(429);
-        expect((await deliver(stack, target.path, hmacEvent(target.secret, {}, { eventId: event.eventId }))).status).toBe(409);
+        expect(
+          (await deliver(stack, target.path, hmacEvent(target.secret, {}, { eventId: event.eventId }))).status,
+        ).toBe(409);
       });
     });
 
     describe('saving and the dry run', () => {
       it('each field is compiled on save: 400 naming the field; the saved values are shown and versioned', async () => {
         const bad = async (fields: Record<string, unknown>, field: string) => {
-          const res = await api().post('/api/v1/automations', { displayName: 'x', trigger: TRIGGER, steps: [], ...fields });
+          const res = await api().post('/api/v1/automations', {
+            displayName: 'x',
+            trigger: TRIGGER,
+            steps: [],
+            ...fields,
+          });
           expect(res.status).toBe(400);
           expect(res.body.details[0].fieldViolations.map((v: Json) => v.field)).toContain(field);
         };
@@ -265,11 +316,18 @@ for (const target of DATABASES) {
         await bad({ rateLimit: { limit: 1, period: '1m' } }, 'rateLimit.period');
         await bad({ rateLimit: { limit: 10_001, period: '1s' } }, 'rateLimit.limit');
 
-        const flow = { filter: 'true', concurrency: { limit: 3, key: 'ctx.trigger.user' }, rateLimit: { limit: 5, period: '60s', key: null } };
+        const flow = {
+          filter: 'true',
+          concurrency: { limit: 3, key: 'ctx.trigger.user' },
+          rateLimit: { limit: 5, period: '60s', key: null },
+        };
         const target = await automation(flow);
         const shown = await api().get(`/api/v1/automations/${target.id}`);
         expect(shown.body.automation).toMatchObject(flow);
-        const update = await api().post(`/api/v1/automations/${target.id}`, { automation: { concurrency: null }, updateMask: 'concurrency' });
+        const update = await api().post(`/api/v1/automations/${target.id}`, {
+          automation: { concurrency: null },
+          updateMask: 'concurrency',
+        });
         expect(update.body.automation).toMatchObject({ filter: 'true', concurrency: null, rateLimit: flow.rateLimit });
       });
 
@@ -279,7 +337,9 @@ for (const target of DATABASES) {
           concurrency: { limit: 1, key: 'ctx.trigger.user' },
           rateLimit: { limit: 5, period: '60s', key: 'ctx.trigger.tenant' },
         });
-        const run = await api().post(`/api/v1/automations/${target.id}/test`, { payload: { type: 'b', user: 'u7', tenant: 42 } });
+        const run = await api().post(`/api/v1/automations/${target.id}/test`, {
+          payload: { type: 'b', user: 'u7', tenant: 42 },
+        });
         expect(run.status).toBe(200);
         expect(run.body.flowControl).toEqual({
           filter: { matches: false, error: null },

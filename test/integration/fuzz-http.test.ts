@@ -22,27 +22,37 @@ interface Answer {
 }
 
 /** Sends exactly these bytes and headers (Content-Length added); reports the parsed answer. */
-function send(port: number, agent: http.Agent, method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Answer> {
+function send(
+  port: number,
+  agent: http.Agent,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     let answered = false;
     // (Node sends DELETE and OPTIONS bodies without a length unless told)
     const length = body === undefined ? {} : { 'Content-Length': String(Buffer.byteLength(body)) };
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { ...headers, ...length }, agent }, (res) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = undefined;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed, text });
-      });
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, method, path, headers: { ...headers, ...length }, agent },
+      (res) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = undefined;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            parsed = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed, text });
+        });
+        res.on('error', reject);
+      },
+    );
     // A server that answered early (413) may close before the whole body was written.
     req.on('error', (err) => {
       if (!answered) reject(err);
@@ -63,7 +73,10 @@ function expectSane(what: string, answer: Answer): void {
     body.code === (RPC_CODE[answer.status] ?? 2) &&
     typeof body.message === 'string' &&
     Array.isArray(body.details) &&
-    body.details.every((d: unknown) => d !== null && typeof d === 'object' && typeof (d as Record<string, unknown>)['@type'] === 'string');
+    body.details.every(
+      (d: unknown) =>
+        d !== null && typeof d === 'object' && typeof (d as Record<string, unknown>)['@type'] === 'string',
+    );
   if (!shaped) throw new Error(`${what}: ${answer.status} without the error shape: ${answer.text.slice(0, 500)}`);
 }
 
@@ -73,7 +86,24 @@ function expectSane(what: string, answer: Answer): void {
 const nastyString = fc.oneof(
   fc.string({ maxLength: 30 }),
   fc.string({ unit: 'binary', maxLength: 30 }),
-  fc.constantFrom('', ' ', '\u0000', 'a\u0000b', '\ud800', '\udfff', '\u202e', 'é', '😀', '%00', '../..', 'null', '{}', "'; DROP TABLE apps; --", '\\', '"'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    '\udfff',
+    '\u202e',
+    'é',
+    '😀',
+    '%00',
+    '../..',
+    'null',
+    '{}',
+    "'; DROP TABLE apps; --",
+    '\\',
+    '"',
+  ),
   fc.string({ minLength: 300, maxLength: 5000 }),
 );
 
@@ -94,26 +124,47 @@ const anyJson: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 const optionalNull = <T>(arb: fc.Arbitrary<T>) => fc.oneof(arb, fc.constant(null), anyJson);
 
 const assignee = fc.oneof(
-  fc.record({ users: fc.record({ userIds: fc.array(nastyString, { maxLength: 2 }), allowReassignment: fc.boolean() }, { requiredKeys: [] }) }),
-  fc.record({ group: fc.record({ appGroupId: nastyString, appId: nastyString, fallbackUserIds: optionalNull(fc.array(nastyString)) }, { requiredKeys: [] }) }),
-  fc.record({ expression: fc.record({ expressions: fc.array(nastyString, { maxLength: 2 }) }) }),
-  fc.dictionary(fc.constantFrom('users', 'appOwners', 'manager', 'group', 'expression', 'entitlementOwners'), optionalNull(fc.object({ maxDepth: 1 })), {
-    maxKeys: 3,
+  fc.record({
+    users: fc.record(
+      { userIds: fc.array(nastyString, { maxLength: 2 }), allowReassignment: fc.boolean() },
+      { requiredKeys: [] },
+    ),
   }),
+  fc.record({
+    group: fc.record(
+      { appGroupId: nastyString, appId: nastyString, fallbackUserIds: optionalNull(fc.array(nastyString)) },
+      { requiredKeys: [] },
+    ),
+  }),
+  fc.record({ expression: fc.record({ expressions: fc.array(nastyString, { maxLength: 2 }) }) }),
+  fc.dictionary(
+    fc.constantFrom('users', 'appOwners', 'manager', 'group', 'expression', 'entitlementOwners'),
+    optionalNull(fc.object({ maxDepth: 1 })),
+    {
+      maxKeys: 3,
+    },
+  ),
 );
 
 const provisionPolicy: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   policy: fc.oneof(
     { depthSize: 'small' },
     fc.record({
-      manual: fc.record({ instructions: nastyString, assignee: optionalNull(assignee), userIds: optionalNull(fc.array(nastyString)) }, { requiredKeys: [] }),
+      manual: fc.record(
+        { instructions: nastyString, assignee: optionalNull(assignee), userIds: optionalNull(fc.array(nastyString)) },
+        { requiredKeys: [] },
+      ),
     }),
     fc.record({
       connector: fc.oneof(
         fc.record({ defaultBehavior: fc.record({ connectorId: nastyString }) }),
         fc.record({
           account: fc.record(
-            { config: anyJson, saveToVault: optionalNull(fc.record({ vaultIds: fc.array(nastyString) })), doNotSave: optionalNull(fc.constant({})) },
+            {
+              config: anyJson,
+              saveToVault: optionalNull(fc.record({ vaultIds: fc.array(nastyString) })),
+              doNotSave: optionalNull(fc.constant({})),
+            },
             { requiredKeys: [] },
           ),
         }),
@@ -121,9 +172,24 @@ const provisionPolicy: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     }),
     fc.record({ multiStep: fc.record({ provisionSteps: optionalNull(fc.array(tie('policy'), { maxLength: 3 })) }) }),
     fc.record({ unconfigured: fc.oneof(fc.constant({}), anyJson) }),
-    fc.record({ delegated: fc.record({ appId: nastyString, entitlementId: nastyString, implicit: optionalNull(fc.boolean()) }, { requiredKeys: [] }) }),
+    fc.record({
+      delegated: fc.record(
+        { appId: nastyString, entitlementId: nastyString, implicit: optionalNull(fc.boolean()) },
+        { requiredKeys: [] },
+      ),
+    }),
     fc.dictionary(
-      fc.constantFrom('connector', 'manual', 'delegated', 'webhook', 'multiStep', 'externalTicket', 'unconfigured', 'action', 'devicePlacement'),
+      fc.constantFrom(
+        'connector',
+        'manual',
+        'delegated',
+        'webhook',
+        'multiStep',
+        'externalTicket',
+        'unconfigured',
+        'action',
+        'devicePlacement',
+      ),
       anyJson,
       { maxKeys: 3 },
     ),
@@ -147,8 +213,15 @@ const entitlementFields = fc.record(
     alias: optionalNull(nastyString),
     slug: optionalNull(nastyString),
     appId: optionalNull(nastyString),
-    purpose: optionalNull(fc.oneof(fc.constantFrom('APP_ENTITLEMENT_PURPOSE_VALUE_OWNERSHIP', 'APP_ENTITLEMENT_PURPOSE_VALUE_NEW'), nastyString)),
-    durationGrant: optionalNull(fc.oneof(fc.constantFrom('3600s', '1.5s', '0s', '-1s', '315576000001s', '1e3s', '.5s'), nastyString)),
+    purpose: optionalNull(
+      fc.oneof(
+        fc.constantFrom('APP_ENTITLEMENT_PURPOSE_VALUE_OWNERSHIP', 'APP_ENTITLEMENT_PURPOSE_VALUE_NEW'),
+        nastyString,
+      ),
+    ),
+    durationGrant: optionalNull(
+      fc.oneof(fc.constantFrom('3600s', '1.5s', '0s', '-1s', '315576000001s', '1e3s', '.5s'), nastyString),
+    ),
     durationUnset: optionalNull(fc.constant({})),
     emergencyGrantEnabled: optionalNull(fc.boolean()),
     provisionerPolicy: optionalNull(provisionPolicy),
@@ -191,7 +264,17 @@ function jsonBody(object: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
     { weight: 1, arbitrary: anyJson.map((value) => JSON.stringify(value) ?? 'null') },
     {
       weight: 1,
-      arbitrary: fc.oneof(nastyString, fc.constantFrom('', '{', '{"a":', '[1,]', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"polluted":true}}}')),
+      arbitrary: fc.oneof(
+        nastyString,
+        fc.constantFrom(
+          '',
+          '{',
+          '{"a":',
+          '[1,]',
+          '{"__proto__":{"x":1}}',
+          '{"constructor":{"prototype":{"polluted":true}}}',
+        ),
+      ),
     },
   );
 }
@@ -235,15 +318,42 @@ const cel = fc.oneof(
   anyJson,
 );
 const stepKinds = fc.oneof(
-  fc.record({ setVariables: fc.oneof(fc.dictionary(fc.oneof(fc.stringMatching(/^[a-z_][a-z0-9_]{0,10}$/), nastyString), cel, { maxKeys: 3 }), anyJson) }),
-  fc.record({ wait: fc.oneof(fc.record({ duration: fc.oneof(fc.constantFrom('60s', '0s', '-5s', '99999999999s', '1.5s'), nastyString) }), anyJson) }),
-  fc.record({ createEntitlementOwner: fc.record({ userId: cel, roleSlug: cel, appId: cel, entitlementId: cel }, { requiredKeys: [] }) }),
-  fc.record({ deleteEntitlementOwner: fc.oneof(fc.record({ userId: cel, roleSlug: cel, appId: cel, entitlementId: cel }), anyJson) }),
-  fc.dictionary(fc.constantFrom('setVariables', 'wait', 'createEntitlementOwner', 'deleteEntitlementOwner', 'sendEmail'), anyJson, { maxKeys: 2 }),
+  fc.record({
+    setVariables: fc.oneof(
+      fc.dictionary(fc.oneof(fc.stringMatching(/^[a-z_][a-z0-9_]{0,10}$/), nastyString), cel, { maxKeys: 3 }),
+      anyJson,
+    ),
+  }),
+  fc.record({
+    wait: fc.oneof(
+      fc.record({ duration: fc.oneof(fc.constantFrom('60s', '0s', '-5s', '99999999999s', '1.5s'), nastyString) }),
+      anyJson,
+    ),
+  }),
+  fc.record({
+    createEntitlementOwner: fc.record(
+      { userId: cel, roleSlug: cel, appId: cel, entitlementId: cel },
+      { requiredKeys: [] },
+    ),
+  }),
+  fc.record({
+    deleteEntitlementOwner: fc.oneof(
+      fc.record({ userId: cel, roleSlug: cel, appId: cel, entitlementId: cel }),
+      anyJson,
+    ),
+  }),
+  fc.dictionary(
+    fc.constantFrom('setVariables', 'wait', 'createEntitlementOwner', 'deleteEntitlementOwner', 'sendEmail'),
+    anyJson,
+    { maxKeys: 2 },
+  ),
 );
 const step = fc
   .tuple(
-    fc.record({ id: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/), nastyString, anyJson), when: optionalNull(cel) }, { requiredKeys: [] }),
+    fc.record(
+      { id: fc.oneof(fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/), nastyString, anyJson), when: optionalNull(cel) },
+      { requiredKeys: [] },
+    ),
     stepKinds,
   )
   .map(([head, kind]) => ({ ...head, ...kind }));
@@ -254,13 +364,21 @@ const trigger = fc.oneof(
         authMethod: fc.oneof(fc.constantFrom('HMAC', 'JWT', 'hmac', 'NONE'), anyJson),
         jwksUrl: optionalNull(
           fc.oneof(
-            fc.constantFrom('https://idp.example/jwks.json', 'http://127.0.0.1:1/jwks', 'file:///etc/passwd', 'https://user:pw@idp.example/'),
+            fc.constantFrom(
+              'https://idp.example/jwks.json',
+              'http://127.0.0.1:1/jwks',
+              'file:///etc/passwd',
+              'https://user:pw@idp.example/',
+            ),
             fc.webUrl(),
             nastyString,
           ),
         ),
         allowedCidrs: optionalNull(
-          fc.array(fc.oneof(fc.constantFrom('10.0.0.0/8', '::1', '1.2.3.4/33', '::ffff:0:0/96'), fc.ipV4(), nastyString), { maxLength: 4 }),
+          fc.array(
+            fc.oneof(fc.constantFrom('10.0.0.0/8', '::1', '1.2.3.4/33', '::ffff:0:0/96'), fc.ipV4(), nastyString),
+            { maxLength: 4 },
+          ),
         ),
         enabled: optionalNull(fc.boolean()),
       },
@@ -313,9 +431,14 @@ for (const target of DATABASES) {
         return answer.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
       };
       appId = (await json('/api/v1/apps', { displayName: 'Fuzzed' })).app.id;
-      entitlementId = (await json(`/api/v1/apps/${appId}/entitlements`, { displayName: 'Fuzzed entitlement', alias: 'fuzz' })).appEntitlement.id;
+      entitlementId = (
+        await json(`/api/v1/apps/${appId}/entitlements`, { displayName: 'Fuzzed entitlement', alias: 'fuzz' })
+      ).appEntitlement.id;
       userId = (await json('/api/v1/users', { displayName: 'Robot', type: 'USER_TYPE_SERVICE' })).user.id;
-      const hmac = await stack.createAutomation({ displayName: 'HMAC', trigger: { incomingWebhook: { authMethod: 'HMAC' } } });
+      const hmac = await stack.createAutomation({
+        displayName: 'HMAC',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      });
       hmacPath = new URL(hmac.automation.trigger.incomingWebhook.url).pathname;
       hmacSecret = hmac.signingSecret!;
       const jwt = await stack.createAutomation({
@@ -390,7 +513,10 @@ for (const target of DATABASES) {
           fc.record(
             {
               appEntitlementRef: optionalNull(
-                fc.record({ appId: optionalNull(fc.oneof(fc.constant(appId), nastyString)), id: optionalNull(nastyString) }, { requiredKeys: [] }),
+                fc.record(
+                  { appId: optionalNull(fc.oneof(fc.constant(appId), nastyString)), id: optionalNull(nastyString) },
+                  { requiredKeys: [] },
+                ),
               ),
             },
             { requiredKeys: [] },
@@ -410,7 +536,14 @@ for (const target of DATABASES) {
               method === 'GET'
                 ? `/api/v2/users/${user}/owners/entitlements?page_token=${role}`
                 : `/api/v2/users/${user}/owners/entitlements/${role}/${app}/${entitlement}`;
-            const answer = await send(port, agent, method, path, { ...auth, 'Content-Type': 'application/json' }, method === 'POST' ? body : undefined);
+            const answer = await send(
+              port,
+              agent,
+              method,
+              path,
+              { ...auth, 'Content-Type': 'application/json' },
+              method === 'POST' ? body : undefined,
+            );
             expectSane(`${method} ${path}`, answer);
           },
         ),
@@ -422,24 +555,34 @@ for (const target of DATABASES) {
       const field = fc.oneof(fc.constantFrom('client_credentials', 'password', ''), nastyString);
       const fields = fc.record({ grant_type: field, client_id: field, client_secret: field }, { requiredKeys: [] });
       const request = fc.oneof(
-        fields.map((f) => ({ type: 'application/x-www-form-urlencoded', body: new URLSearchParams(f as Record<string, string>).toString() })),
+        fields.map((f) => ({
+          type: 'application/x-www-form-urlencoded',
+          body: new URLSearchParams(f as Record<string, string>).toString(),
+        })),
         jsonBody(fields).map((body) => ({ type: 'application/json', body })),
         fc
-          .tuple(fc.constantFrom('text/plain', '', 'application/json; charset=utf-8', 'multipart/form-data'), nastyString)
+          .tuple(
+            fc.constantFrom('text/plain', '', 'application/json; charset=utf-8', 'multipart/form-data'),
+            nastyString,
+          )
           .map(([type, body]) => ({ type, body })),
       );
       await fc.assert(
-        fc.asyncProperty(request, fc.constantFrom(undefined, 'Basic dTpw', 'Bearer x'), async ({ type, body }, authorization) => {
-          const headers: Record<string, string> = type ? { 'Content-Type': type } : {};
-          if (authorization) headers.Authorization = authorization;
-          const answer = await send(port, agent, 'POST', '/auth/v1/token', headers, body);
-          if (answer.status >= 500) throw new Error(`token: ${answer.status} ${answer.text}`);
-          if (answer.status >= 400) {
-            const error = answer.body as { error?: unknown; error_description?: unknown };
-            expect(['invalid_request', 'invalid_client', 'unsupported_grant_type']).toContain(error.error);
-            expect(typeof error.error_description).toBe('string');
-          }
-        }),
+        fc.asyncProperty(
+          request,
+          fc.constantFrom(undefined, 'Basic dTpw', 'Bearer x'),
+          async ({ type, body }, authorization) => {
+            const headers: Record<string, string> = type ? { 'Content-Type': type } : {};
+            if (authorization) headers.Authorization = authorization;
+            const answer = await send(port, agent, 'POST', '/auth/v1/token', headers, body);
+            if (answer.status >= 500) throw new Error(`token: ${answer.status} ${answer.text}`);
+            if (answer.status >= 400) {
+              const error = answer.body as { error?: unknown; error_description?: unknown };
+              expect(['invalid_request', 'invalid_client', 'unsupported_grant_type']).toContain(error.error);
+              expect(typeof error.error_description).toBe('string');
+            }
+          },
+        ),
         RUNS,
       );
     });
@@ -505,7 +648,14 @@ for (const target of DATABASES) {
           fc.constantFrom('TRACE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD', 'DELETE', 'PROPFIND', 'GET'),
           async (path, method) => {
             // (no body with GET, HEAD or TRACE: Node's own parser refuses a TRACE body before the app sees it)
-            const answer = await send(port, agent, method, path, auth, ['HEAD', 'GET', 'TRACE'].includes(method) ? undefined : '{}');
+            const answer = await send(
+              port,
+              agent,
+              method,
+              path,
+              auth,
+              ['HEAD', 'GET', 'TRACE'].includes(method) ? undefined : '{}',
+            );
             if (method === 'HEAD' || method === 'OPTIONS') {
               expect(answer.status).toBeLessThan(500);
               return;
@@ -520,10 +670,16 @@ for (const target of DATABASES) {
 
     it('an oversized indexed value (alias) is a 400, not an index error', async () => {
       const alias = Array.from({ length: 3000 }, (_, i) => String.fromCharCode(33 + ((i * 7919) % 90))).join('');
-      const created = await post(`/api/v1/apps/${appId}/entitlements`, JSON.stringify({ displayName: 'Long alias', alias }));
+      const created = await post(
+        `/api/v1/apps/${appId}/entitlements`,
+        JSON.stringify({ displayName: 'Long alias', alias }),
+      );
       expect(created.status).toBe(400);
       expectSane('long alias', created);
-      const updated = await post(`/api/v1/apps/${appId}/entitlements/${entitlementId}`, JSON.stringify({ appEntitlement: { alias }, updateMask: 'alias' }));
+      const updated = await post(
+        `/api/v1/apps/${appId}/entitlements/${entitlementId}`,
+        JSON.stringify({ appEntitlement: { alias }, updateMask: 'alias' }),
+      );
       expect(updated.status).toBe(400);
       const search = await post('/api/v1/search/entitlements', JSON.stringify({ alias }));
       expect(search.status).toBe(200);
@@ -534,9 +690,17 @@ for (const target of DATABASES) {
       const cases: Array<[string, string, string | undefined]> = [
         ['POST', '/api/v1/apps', JSON.stringify({ displayName: `a${nul}` })],
         ['POST', '/api/v1/users', JSON.stringify({ displayName: 'u', type: 'USER_TYPE_SERVICE', email: `a${nul}@b` })],
-        ['POST', `/api/v1/apps/${appId}/entitlements`, JSON.stringify({ displayName: 'n', annotations: { [`k${nul}`]: 'v' } })],
+        [
+          'POST',
+          `/api/v1/apps/${appId}/entitlements`,
+          JSON.stringify({ displayName: 'n', annotations: { [`k${nul}`]: 'v' } }),
+        ],
         ['POST', '/api/v1/search/entitlements', JSON.stringify({ alias: nul })],
-        ['POST', '/api/v1/automations', JSON.stringify({ displayName: nul, trigger: { incomingWebhook: { authMethod: 'HMAC' } } })],
+        [
+          'POST',
+          '/api/v1/automations',
+          JSON.stringify({ displayName: nul, trigger: { incomingWebhook: { authMethod: 'HMAC' } } }),
+        ],
         ['POST', '/api/v1/iam/clients', JSON.stringify({ displayName: nul, roles: ['admin'] })],
         ['GET', '/api/v1/apps/%00', undefined],
         ['GET', '/api/v1/users/a%00b', undefined],
@@ -552,8 +716,18 @@ for (const target of DATABASES) {
         expect([method, path, answer.status >= 400 && answer.status < 500]).toEqual([method, path, true]);
         expectSane(`${method} ${path}`, answer);
       }
-      for (const body of [`grant_type=client_credentials&client_id=%00&client_secret=x`, `grant_type=client_credentials&client_id=x&client_secret=%00`]) {
-        const answer = await send(port, agent, 'POST', '/auth/v1/token', { 'Content-Type': 'application/x-www-form-urlencoded' }, body);
+      for (const body of [
+        `grant_type=client_credentials&client_id=%00&client_secret=x`,
+        `grant_type=client_credentials&client_id=x&client_secret=%00`,
+      ]) {
+        const answer = await send(
+          port,
+          agent,
+          'POST',
+          '/auth/v1/token',
+          { 'Content-Type': 'application/x-www-form-urlencoded' },
+          body,
+        );
         expect(answer.status).toBe(401);
       }
     });
@@ -569,10 +743,20 @@ for (const target of DATABASES) {
           fc.constant(Buffer.alloc(65_537, 0x20)),
           fc.integer({ min: 90, max: 6000 }).map((n) => Buffer.from(`${'['.repeat(n)}${']'.repeat(n)}`)),
         ),
-        contentType: fc.option(headerValue(fc.oneof(fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain'), fc.string())), {
+        contentType: fc.option(
+          headerValue(
+            fc.oneof(
+              fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain'),
+              fc.string(),
+            ),
+          ),
+          {
+            nil: undefined,
+          },
+        ),
+        timestamp: fc.option(headerValue(fc.oneof(fc.constant('now'), fc.integer().map(String), fc.string())), {
           nil: undefined,
         }),
-        timestamp: fc.option(headerValue(fc.oneof(fc.constant('now'), fc.integer().map(String), fc.string())), { nil: undefined }),
         eventId: fc.option(headerValue(fc.oneof(fc.uuid({ version: 4 }), fc.uuid(), fc.string())), { nil: undefined }),
         signature: fc.option(fc.oneof(fc.constant('valid'), headerValue(fc.string())), { nil: undefined }),
         authorization: fc.option(
@@ -588,7 +772,12 @@ for (const target of DATABASES) {
       });
       await fc.assert(
         fc.asyncProperty(delivery, async (d) => {
-          const path = d.listener === 'hmac' ? hmacPath : d.listener === 'jwt' ? jwtPath : `/api/v1/webhooks/incoming/${d.listener}`;
+          const path =
+            d.listener === 'hmac'
+              ? hmacPath
+              : d.listener === 'jwt'
+                ? jwtPath
+                : `/api/v1/webhooks/incoming/${d.listener}`;
           const headers: Record<string, string> = {};
           const timestamp = d.timestamp === 'now' ? String(now()) : d.timestamp;
           const eventId = d.eventId ?? randomUUID();
@@ -596,7 +785,8 @@ for (const target of DATABASES) {
           if (timestamp !== undefined) headers['Webhook-Timestamp'] = timestamp;
           if (d.eventId !== undefined) headers['Webhook-Event-Id'] = eventId;
           if (d.signature !== undefined) {
-            headers['Webhook-Signature'] = d.signature === 'valid' ? signHmac(hmacSecret, timestamp ?? '', eventId, d.body) : d.signature;
+            headers['Webhook-Signature'] =
+              d.signature === 'valid' ? signHmac(hmacSecret, timestamp ?? '', eventId, d.body) : d.signature;
           }
           if (d.authorization !== undefined) headers.Authorization = d.authorization;
           const answer = await send(port, agent, 'POST', path, headers, d.body);

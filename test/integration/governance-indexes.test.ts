@@ -7,7 +7,13 @@ import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import type { Db } from '../../src/store/db';
 import { newId } from '../../src/ids';
 import { entitlementSearchQuery, searchEntitlements, type EntitlementSearch } from '../../src/store/entitlements';
-import { loadTrigramStats, searchPieces, SEARCH_STATS_NAME, wildcardTrigrams, type TrigramStats } from '../../src/store/search-trigrams';
+import {
+  loadTrigramStats,
+  searchPieces,
+  SEARCH_STATS_NAME,
+  wildcardTrigrams,
+  type TrigramStats,
+} from '../../src/store/search-trigrams';
 import { MIGRATIONS, migrate } from '../../src/store/migrations';
 
 const APPS = 20;
@@ -21,7 +27,13 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       db = await openTestDb(target);
-      const rows = { id: [] as string[], app: [] as string[], alias: [] as string[], name: [] as string[], deleted: [] as boolean[] };
+      const rows = {
+        id: [] as string[],
+        app: [] as string[],
+        alias: [] as string[],
+        name: [] as string[],
+        deleted: [] as boolean[],
+      };
       for (let a = 0; a < APPS; a += 1) {
         const appId = newId();
         appIds.push(appId);
@@ -61,12 +73,18 @@ for (const target of DATABASES) {
     it('pages an app listing with an index scan on (app_id, id), first page and later pages', async () => {
       const appId = appIds[7]!;
       expectIndexScan(await plan({ appIds: [appId], limit: 26 }), 'app_entitlements_app_live');
-      expectIndexScan(await plan({ appIds: [appId], afterId: entitlementIds[7 * PER_APP + 50], limit: 26 }), 'app_entitlements_app_live');
+      expectIndexScan(
+        await plan({ appIds: [appId], afterId: entitlementIds[7 * PER_APP + 50], limit: 26 }),
+        'app_entitlements_app_live',
+      );
     });
 
     it('looks an alias up with an index scan on (alias, id)', async () => {
       expectIndexScan(await plan({ alias: 'alias-3-5', limit: 26 }), 'app_entitlements_alias_live');
-      expectIndexScan(await plan({ alias: 'alias-3-5', afterId: entitlementIds[0], limit: 26 }), 'app_entitlements_alias_live');
+      expectIndexScan(
+        await plan({ alias: 'alias-3-5', afterId: entitlementIds[0], limit: 26 }),
+        'app_entitlements_alias_live',
+      );
     });
 
     it('returns the right rows from those plans', async () => {
@@ -75,14 +93,20 @@ for (const target of DATABASES) {
       const live = entitlementIds.slice(7 * PER_APP, 8 * PER_APP).filter((_, e) => e % 10 !== 0);
       expect((await db.query<{ id: string }>(text, values)).map((row) => row.id)).toEqual(live);
       const alias = entitlementSearchQuery({ alias: 'alias-3-5', limit: 26 });
-      expect((await db.query<{ id: string }>(alias.text, alias.values)).map((row) => row.id)).toEqual([entitlementIds[3 * PER_APP + 5]]);
+      expect((await db.query<{ id: string }>(alias.text, alias.values)).map((row) => row.id)).toEqual([
+        entitlementIds[3 * PER_APP + 5],
+      ]);
     });
 
     it('finds by substring exactly the rows where one column holds it, never across two columns', async () => {
       const appId = appIds[2]!;
       const ids = entitlementIds.slice(2 * PER_APP + 1, 2 * PER_APP + 3); // live ones (every tenth is deleted)
-      await db.query(`UPDATE app_entitlements SET slug = 'crm-admin', description = 'Full CRM access' WHERE id = $1`, [ids[0]]);
-      await db.query(`UPDATE app_entitlements SET slug = 'admin', description = E'odd\\x1fdescription' WHERE id = $1`, [ids[1]]);
+      await db.query(`UPDATE app_entitlements SET slug = 'crm-admin', description = 'Full CRM access' WHERE id = $1`, [
+        ids[0],
+      ]);
+      await db.query(`UPDATE app_entitlements SET slug = 'admin', description = E'odd\\x1fdescription' WHERE id = $1`, [
+        ids[1],
+      ]);
       const found = async (query: string): Promise<string[]> => {
         const { text, values } = entitlementSearchQuery({ appIds: [appId], query, limit: 1000 });
         return (await db.query<{ id: string }>(text, values)).map((row) => row.id);
@@ -100,9 +124,17 @@ for (const target of DATABASES) {
     it('finds the same rows when the index is asked for pieces of the query (trigram statistics)', async () => {
       const appId = appIds[4]!;
       const ids = entitlementIds.slice(4 * PER_APP + 1, 4 * PER_APP + 4);
-      await db.query(`UPDATE app_entitlements SET slug = 'crm-admin', description = 'Full CRM access' WHERE id = $1`, [ids[0]]);
-      await db.query(`UPDATE app_entitlements SET slug = 'entitlement-4242', description = 'ment-4242 twice' WHERE id = $1`, [ids[1]]);
-      await db.query(`UPDATE app_entitlements SET display_name = 'Entitlement 4/4242', description = E'x\x1fment-4242' WHERE id = $1`, [ids[2]]);
+      await db.query(`UPDATE app_entitlements SET slug = 'crm-admin', description = 'Full CRM access' WHERE id = $1`, [
+        ids[0],
+      ]);
+      await db.query(
+        `UPDATE app_entitlements SET slug = 'entitlement-4242', description = 'ment-4242 twice' WHERE id = $1`,
+        [ids[1]],
+      );
+      await db.query(
+        `UPDATE app_entitlements SET display_name = 'Entitlement 4/4242', description = E'x\x1fment-4242' WHERE id = $1`,
+        [ids[2]],
+      );
       // As if ANALYZE had found "Entitlement" in every row, and the digits rare.
       const common = new Set(wildcardTrigrams('xx Entitlement entitlement- ment- crm- ').map((t) => t.trigram));
       const stats: TrigramStats = { frequency: new Map([...common].map((t) => [t, 1])), unlisted: 0.001 };
@@ -125,7 +157,11 @@ for (const target of DATABASES) {
       let piecesUsed = 0;
       for (const query of queries) {
         const expected = live
-          .filter((row) => [row.display_name, row.slug, row.description].some((column) => column.toLowerCase().includes(query.toLowerCase())))
+          .filter((row) =>
+            [row.display_name, row.slug, row.description].some((column) =>
+              column.toLowerCase().includes(query.toLowerCase()),
+            ),
+          )
           .map((row) => row.id);
         const run = async (withStats: TrigramStats | undefined): Promise<string[]> => {
           const { text, values } = entitlementSearchQuery({ appIds: [appId], query, limit: 1000 }, withStats);
@@ -140,16 +176,27 @@ for (const target of DATABASES) {
       const { text, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
       expect((await db.query<{ id: string }>(text, values)).map((row) => row.id)).toEqual(ids.slice(1, 3));
       // Through the store call, with whatever statistics the store has.
-      expect((await searchEntitlements(db, { appIds: [appId], query: 'ment-4242', limit: 1000 })).map((row) => row.id)).toEqual(ids.slice(1, 3));
+      expect(
+        (await searchEntitlements(db, { appIds: [appId], query: 'ment-4242', limit: 1000 })).map((row) => row.id),
+      ).toEqual(ids.slice(1, 3));
     });
 
     // pg_trgm on both stores: PostgreSQL's contrib, and PGlite's contrib extension, loaded when the embedded store opens.
     it(`serves a substring query from the one trigram index, asked only for its rare trigrams (${target.name} with pg_trgm)`, async () => {
-      const trgm = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`);
+      const trgm = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'pg_trgm'`,
+      );
       expect(trgm[0]!.n).toBe(1);
       // The planner picks the trigram index once the table is big enough for it to matter: add
       // 50,000 rows to another app, ANALYZE, EXPLAIN, and roll all of it back.
-      const seen: { stats?: TrigramStats; pieces?: string[]; plain?: string; withStats?: string; rows?: string[]; rowsWithStats?: string[] } = {};
+      const seen: {
+        stats?: TrigramStats;
+        pieces?: string[];
+        plain?: string;
+        withStats?: string;
+        rows?: string[];
+        rowsWithStats?: string[];
+      } = {};
       await db
         .transaction(async (tx) => {
           const appId = newId();
@@ -164,7 +211,9 @@ for (const target of DATABASES) {
           seen.pieces = searchPieces('ment-4242', seen.stats);
           const explain = async (stats: TrigramStats | undefined): Promise<string> => {
             const { text: sql, values } = entitlementSearchQuery({ query: 'ment-4242', limit: 26 }, stats);
-            return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values)).map((row) => row['QUERY PLAN']).join('\n');
+            return (await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, values))
+              .map((row) => row['QUERY PLAN'])
+              .join('\n');
           };
           // Which pattern goes to the trigram index is what is checked here, not whether the
           // planner prefers the index to walking the ids in order: at 50,000 rows that choice
@@ -177,7 +226,10 @@ for (const target of DATABASES) {
           await tx.query('SET LOCAL enable_indexscan = on');
           await tx.query('SET LOCAL enable_seqscan = on');
           const ids = async (stats: TrigramStats | undefined): Promise<string[]> => {
-            const { text: sql, values } = entitlementSearchQuery({ appIds: [appId], query: 'ment-4242', limit: 1000 }, stats);
+            const { text: sql, values } = entitlementSearchQuery(
+              { appIds: [appId], query: 'ment-4242', limit: 1000 },
+              stats,
+            );
             return (await tx.query<{ id: string }>(sql, values)).map((row) => row.id);
           };
           seen.rows = await ids(undefined);
@@ -210,9 +262,20 @@ for (const target of DATABASES) {
       const schema = await db.query<{ s: string }>(
         `SELECT n.nspname AS s FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'`,
       );
-      for (const text of ['ment-4242', 'Entitlement 12 of 3', 'CRM_admin.x', 'a-b--cd', 'Zebra42 x9y', '%_\\%done', 'UPPER lower']) {
+      for (const text of [
+        'ment-4242',
+        'Entitlement 12 of 3',
+        'CRM_admin.x',
+        'a-b--cd',
+        'Zebra42 x9y',
+        '%_\\%done',
+        'UPPER lower',
+      ]) {
         const rows = await db.query<{ t: string[] }>(`SELECT "${schema[0]!.s}".show_trgm($1) AS t`, [text]);
-        expect({ text, trigrams: new Set(wildcardTrigrams(` ${text} `).map((t) => t.trigram)) }).toEqual({ text, trigrams: new Set(rows[0]!.t) });
+        expect({ text, trigrams: new Set(wildcardTrigrams(` ${text} `).map((t) => t.trigram)) }).toEqual({
+          text,
+          trigrams: new Set(rows[0]!.t),
+        });
       }
     });
 

@@ -1,6 +1,13 @@
 import { DATABASES, describeOn } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/test-service';
-import { callerFor, callerWith, createGovernanceApp, createEntitlement, violatedFields, type Caller } from '../helpers/governance';
+import {
+  callerFor,
+  callerWith,
+  createGovernanceApp,
+  createEntitlement,
+  violatedFields,
+  type Caller,
+} from '../helpers/governance';
 
 /** Every field of the AppEntitlement record (docs/api.md), in its order. */
 const SEED_FIELDS = [
@@ -56,7 +63,10 @@ for (const target of DATABASES) {
 
     /** Live entitlements of the app, straight from the table. */
     async function storedCount(appId: string): Promise<number> {
-      const rows = await service.deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM app_entitlements WHERE app_id = $1', [appId]);
+      const rows = await service.deps.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM app_entitlements WHERE app_id = $1',
+        [appId],
+      );
       return Number(rows[0]!.n);
     }
 
@@ -65,7 +75,13 @@ for (const target of DATABASES) {
         const res = await admin.post('/api/v1/apps', { displayName: 'Okta', description: 'IdP', extra: 1 });
         expect(res.status).toBe(200);
         expect(res.body).toEqual({
-          app: { id: expect.any(String), displayName: 'Okta', description: 'IdP', createdAt: expect.any(String), updatedAt: expect.any(String) },
+          app: {
+            id: expect.any(String),
+            displayName: 'Okta',
+            description: 'IdP',
+            createdAt: expect.any(String),
+            updatedAt: expect.any(String),
+          },
         });
         const got = await reader.get(`/api/v1/apps/${res.body.app.id}`);
         expect(got.status).toBe(200);
@@ -81,7 +97,9 @@ for (const target of DATABASES) {
           const res = await admin.post('/api/v1/apps', body);
           expect(res.status).toBe(400);
           expect(res.body.code).toBe(3);
-          expect(violatedFields(res.body)).toEqual(['displayName' in body && body.displayName === 'x' ? 'description' : 'displayName']);
+          expect(violatedFields(res.body)).toEqual([
+            'displayName' in body && body.displayName === 'x' ? 'description' : 'displayName',
+          ]);
         }
         const missing = await reader.get('/api/v1/apps/nope');
         expect(missing.status).toBe(404);
@@ -95,7 +113,13 @@ for (const target of DATABASES) {
           const res = await admin.post('/api/v1/users', { displayName: 'Bot', email: 'bot@example.com', type });
           expect(res.status).toBe(200);
           expect(res.body).toEqual({
-            user: { id: expect.any(String), displayName: 'Bot', email: 'bot@example.com', type, createdAt: expect.any(String) },
+            user: {
+              id: expect.any(String),
+              displayName: 'Bot',
+              email: 'bot@example.com',
+              type,
+              createdAt: expect.any(String),
+            },
           });
           expect((await reader.get(`/api/v1/users/${res.body.user.id}`)).body).toEqual(res.body);
           expect((await reader.get('/api/v1/users?page_size=100')).body.list).toContainEqual({ user: res.body.user });
@@ -125,7 +149,11 @@ for (const target of DATABASES) {
       });
 
       it('returns every seed field, with defaults where unset', async () => {
-        const res = await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'Reader', grantCount: '7', id: 'mine' });
+        const res = await admin.post(`/api/v1/apps/${appId}/entitlements`, {
+          displayName: 'Reader',
+          grantCount: '7',
+          id: 'mine',
+        });
         expect(res.status).toBe(200);
         const entitlement = res.body.appEntitlement;
         expect(Object.keys(entitlement)).toEqual(SEED_FIELDS);
@@ -168,8 +196,14 @@ for (const target of DATABASES) {
           certifyPolicyId: 'cp',
           emergencyGrantEnabled: true,
           emergencyGrantPolicyId: 'ep',
-          provisionerPolicy: { multiStep: { provisionSteps: [{ manual: { instructions: 'x', assignee: { manager: { fallbackUserIds: ['u'] } } } }] } },
-          deprovisionerPolicy: { connector: { account: { connectorId: 'c', config: { a: [1, { b: null }] }, doNotSave: {} } } },
+          provisionerPolicy: {
+            multiStep: {
+              provisionSteps: [{ manual: { instructions: 'x', assignee: { manager: { fallbackUserIds: ['u'] } } } }],
+            },
+          },
+          deprovisionerPolicy: {
+            connector: { account: { connectorId: 'c', config: { a: [1, { b: null }] }, doNotSave: {} } },
+          },
           complianceFrameworkValueIds: ['sox'],
           riskLevelValueId: 'high',
           requestSchemaId: 'rs',
@@ -183,7 +217,9 @@ for (const target of DATABASES) {
         };
         const created = await createEntitlement(admin, appId, fields);
         expect(created).toMatchObject(fields);
-        expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(created);
+        expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(
+          created,
+        );
       });
 
       it('answers 404 for an unknown app or entitlement, and for an entitlement of another app', async () => {
@@ -193,13 +229,18 @@ for (const target of DATABASES) {
         const other = await createGovernanceApp(admin, 'Other');
         const entitlement = await createEntitlement(admin, appId);
         expect((await reader.get(`/api/v1/apps/${other.id}/entitlements/${entitlement.id}`)).status).toBe(404);
-        expect((await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'x', appId: other.id })).status).toBe(400);
+        expect(
+          (await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: 'x', appId: other.id })).status,
+        ).toBe(400);
       });
 
       it('answers 404 for an unknown app or entitlement before it reads the fields of the body', async () => {
         const create = await admin.post('/api/v1/apps/nope/entitlements', { displayName: '', durationGrant: 'soon' });
         expect(create.status).toBe(404);
-        const update = await admin.post(`/api/v1/apps/${appId}/entitlements/nope`, { appEntitlement: { displayName: '' }, updateMask: 'displayName' });
+        const update = await admin.post(`/api/v1/apps/${appId}/entitlements/nope`, {
+          appEntitlement: { displayName: '' },
+          updateMask: 'displayName',
+        });
         expect(update.status).toBe(404);
       });
 
@@ -207,10 +248,17 @@ for (const target of DATABASES) {
         let policy: Record<string, unknown> = { manual: { instructions: 'x' } };
         for (let i = 0; i < 9; i += 1) policy = { multiStep: { provisionSteps: [policy] } };
         const before = await storedCount(appId);
-        const res = await admin.post(`/api/v1/apps/${appId}/entitlements`, { displayName: '', alias: 7, provisionerPolicy: policy });
+        const res = await admin.post(`/api/v1/apps/${appId}/entitlements`, {
+          displayName: '',
+          alias: 7,
+          provisionerPolicy: policy,
+        });
         expect(res.status).toBe(400);
         expect(res.body.details[0].fieldViolations).toEqual([
-          { field: `provisionerPolicy${'.multiStep.provisionSteps[0]'.repeat(8)}.multiStep`, description: 'multiStep may nest at most 8 levels' },
+          {
+            field: `provisionerPolicy${'.multiStep.provisionSteps[0]'.repeat(8)}.multiStep`,
+            description: 'multiStep may nest at most 8 levels',
+          },
         ]);
         expect(await storedCount(appId)).toBe(before);
       });
@@ -224,7 +272,13 @@ for (const target of DATABASES) {
           [{ durationGrant: '1h' }, 'durationGrant'],
           [{ durationGrant: '10s', durationUnset: {} }, 'durationGrant'],
           [
-            { provisionerPolicy: { multiStep: { provisionSteps: [{ unconfigured: {} }, { manual: { assignee: { users: {}, manager: {} } } }] } } },
+            {
+              provisionerPolicy: {
+                multiStep: {
+                  provisionSteps: [{ unconfigured: {} }, { manual: { assignee: { users: {}, manager: {} } } }],
+                },
+              },
+            },
             'provisionerPolicy.multiStep.provisionSteps[1].manual.assignee',
           ],
           [{ deprovisionerPolicy: {} }, 'deprovisionerPolicy'],
@@ -242,15 +296,27 @@ for (const target of DATABASES) {
       });
 
       it('answers 400 for a body that is not JSON or not an object', async () => {
-        const res = await admin.post(`/api/v1/apps/${appId}/entitlements`).set('Content-Type', 'application/json').send('[1]');
+        const res = await admin
+          .post(`/api/v1/apps/${appId}/entitlements`)
+          .set('Content-Type', 'application/json')
+          .send('[1]');
         expect(res.status).toBe(400);
       });
 
       describe('update', () => {
         it('changes only the masked fields', async () => {
-          const created = await createEntitlement(admin, appId, { slug: 'keep', description: 'old', annotations: { a: '1' } });
+          const created = await createEntitlement(admin, appId, {
+            slug: 'keep',
+            description: 'old',
+            annotations: { a: '1' },
+          });
           const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, {
-            appEntitlement: { displayName: 'Renamed', description: 'ignored', annotations: { b: '2' }, grantCount: '5' },
+            appEntitlement: {
+              displayName: 'Renamed',
+              description: 'ignored',
+              annotations: { b: '2' },
+              grantCount: '5',
+            },
             updateMask: 'displayName,annotations,grantCount',
           });
           expect(res.status).toBe(200);
@@ -263,12 +329,16 @@ for (const target of DATABASES) {
             grantCount: '0',
             createdAt: created.createdAt,
           });
-          expect(Date.parse(res.body.appEntitlement.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt as string));
+          expect(Date.parse(res.body.appEntitlement.updatedAt)).toBeGreaterThanOrEqual(
+            Date.parse(created.updatedAt as string),
+          );
         });
 
         it('replaces every writable field without a mask', async () => {
           const created = await createEntitlement(admin, appId, { slug: 'gone', durationGrant: '60s' });
-          const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, { appEntitlement: { displayName: 'Only' } });
+          const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, {
+            appEntitlement: { displayName: 'Only' },
+          });
           expect(res.status).toBe(200);
           expect(res.body.appEntitlement).toMatchObject({ displayName: 'Only', slug: '', durationGrant: null });
         });
@@ -292,17 +362,29 @@ for (const target of DATABASES) {
             updateMask: 'durationGrant,durationUnset',
           });
           expect(conflict.status).toBe(400);
-          expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(created);
+          expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(
+            created,
+          );
         });
 
         it('reads only the masked fields of the patch: an invalid field outside the mask is ignored', async () => {
           const created = await createEntitlement(admin, appId, { slug: 'old' });
           const res = await admin.post(`/api/v1/apps/${appId}/entitlements/${created.id}`, {
-            appEntitlement: { slug: 'new', displayName: '', durationGrant: 'soon', provisionerPolicy: { manual: {}, webhook: {} } },
+            appEntitlement: {
+              slug: 'new',
+              displayName: '',
+              durationGrant: 'soon',
+              provisionerPolicy: { manual: {}, webhook: {} },
+            },
             updateMask: 'slug',
           });
           expect(res.status).toBe(200);
-          expect(res.body.appEntitlement).toMatchObject({ slug: 'new', displayName: created.displayName, durationGrant: null, provisionerPolicy: null });
+          expect(res.body.appEntitlement).toMatchObject({
+            slug: 'new',
+            displayName: created.displayName,
+            durationGrant: null,
+            provisionerPolicy: null,
+          });
         });
 
         it('refuses a patch that is not an object or a mask that is not a string, naming the field, and changes nothing', async () => {
@@ -324,11 +406,16 @@ for (const target of DATABASES) {
             expect(res.status).toBe(400);
             expect(res.body.details[0].fieldViolations).toEqual([violation]);
           }
-          expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(created);
+          expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).body.appEntitlement).toEqual(
+            created,
+          );
         });
 
         it('answers 404 for an unknown or deleted entitlement', async () => {
-          expect((await admin.post(`/api/v1/apps/${appId}/entitlements/nope`, { appEntitlement: { displayName: 'x' } })).status).toBe(404);
+          expect(
+            (await admin.post(`/api/v1/apps/${appId}/entitlements/nope`, { appEntitlement: { displayName: 'x' } }))
+              .status,
+          ).toBe(404);
         });
       });
 
@@ -339,10 +426,15 @@ for (const target of DATABASES) {
         expect(res.body).toEqual({});
         expect((await reader.get(`/api/v1/apps/${appId}/entitlements/${created.id}`)).status).toBe(404);
         const list = await reader.get(`/api/v1/apps/${appId}/entitlements?page_size=100`);
-        expect(list.body.list.map((e: { appEntitlement: { id: string } }) => e.appEntitlement.id)).not.toContain(created.id);
+        expect(list.body.list.map((e: { appEntitlement: { id: string } }) => e.appEntitlement.id)).not.toContain(
+          created.id,
+        );
         expect((await reader.post('/api/v1/search/entitlements', { alias: 'to-delete' })).body.list).toEqual([]);
         expect((await admin.delete(`/api/v1/apps/${appId}/entitlements/${created.id}`)).status).toBe(404);
-        const rows = await service.deps.db.query<{ deleted_at: unknown }>('SELECT deleted_at FROM app_entitlements WHERE id = $1', [created.id]);
+        const rows = await service.deps.db.query<{ deleted_at: unknown }>(
+          'SELECT deleted_at FROM app_entitlements WHERE id = $1',
+          [created.id],
+        );
         expect(rows[0]!.deleted_at).not.toBeNull();
       });
 
@@ -350,7 +442,11 @@ for (const target of DATABASES) {
         const a = await createGovernanceApp(admin, 'Search A');
         const b = await createGovernanceApp(admin, 'Search B');
         const one = await createEntitlement(admin, a.id, { displayName: 'Payroll Viewer', alias: 'payroll-view' });
-        const two = await createEntitlement(admin, b.id, { displayName: 'x', slug: 'PAYROLL-edit', alias: 'payroll-edit' });
+        const two = await createEntitlement(admin, b.id, {
+          displayName: 'x',
+          slug: 'PAYROLL-edit',
+          alias: 'payroll-edit',
+        });
         const three = await createEntitlement(admin, b.id, { displayName: 'y', description: 'grants 100%_payroll' });
         const ids = async (body: Record<string, unknown>) => {
           const res = await reader.post('/api/v1/search/entitlements', { appIds: [a.id, b.id], ...body });
@@ -404,7 +500,9 @@ for (const target of DATABASES) {
           await reader.post('/api/v1/apps', { displayName: 'x' }),
           await reader.post('/api/v1/users', { displayName: 'x', type: 'USER_TYPE_HUMAN' }),
           await reader.post(`/api/v1/apps/${app.id}/entitlements`, { displayName: 'x' }),
-          await reader.post(`/api/v1/apps/${app.id}/entitlements/${entitlement.id}`, { appEntitlement: { displayName: 'x' } }),
+          await reader.post(`/api/v1/apps/${app.id}/entitlements/${entitlement.id}`, {
+            appEntitlement: { displayName: 'x' },
+          }),
           await reader.delete(`/api/v1/apps/${app.id}/entitlements/${entitlement.id}`),
         ]) {
           expect(res.status).toBe(403);

@@ -10,7 +10,13 @@
  * connection on the very URL the listener has, never another process on a reused port.
  */
 import { randomUUID } from 'node:crypto';
-import { makeSigningKey, signWebhookJwt, startJwksServer, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  makeSigningKey,
+  signWebhookJwt,
+  startJwksServer,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { startStack, deliver, listenerPath, type AutomationView, type RawResponse, type Stack } from '../helpers/stack';
 import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay';
 
@@ -38,13 +44,25 @@ describe('JWKS server down while JWT deliveries arrive', () => {
   });
 
   async function jwtListener(name: string): Promise<AutomationView> {
-    return (await stack.createAutomation({ displayName: name, trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl } }, steps: STEPS })).automation;
+    return (
+      await stack.createAutomation({
+        displayName: name,
+        trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl } },
+        steps: STEPS,
+      })
+    ).automation;
   }
 
   function send(automation: AutomationView, signingKey: SigningKey = key): Promise<RawResponse> {
     const eventId = randomUUID();
     const body = JSON.stringify(PAYLOAD);
-    const token = signWebhookJwt({ key: signingKey, baseUrl: stack.service.baseUrl, audience: automation.trigger.incomingWebhook.url, eventId, body });
+    const token = signWebhookJwt({
+      key: signingKey,
+      baseUrl: stack.service.baseUrl,
+      audience: automation.trigger.incomingWebhook.url,
+      eventId,
+      body,
+    });
     return deliver(stack, listenerPath(automation), {
       headers: {
         'Content-Type': 'application/json',
@@ -56,7 +74,8 @@ describe('JWKS server down while JWT deliveries arrive', () => {
     });
   }
 
-  const reasonOf = (res: RawResponse): string | undefined => (res.body.details as Array<{ reason?: string }> | undefined)?.find((d) => d.reason)?.reason;
+  const reasonOf = (res: RawResponse): string | undefined =>
+    (res.body.details as Array<{ reason?: string }> | undefined)?.find((d) => d.reason)?.reason;
 
   it('keeps accepting tokens under cached keys, refuses what needs a fetch with 401, and recovers', async () => {
     const cached = await jwtListener('keys cached before the outage');

@@ -76,7 +76,9 @@ for (const target of DATABASES) {
       expectNoPrivateKeyMaterial(dump);
       expect(dump).not.toContain(pageKey.toString('base64url'));
       expect(dump).not.toContain(pageKey.toString('hex'));
-      const rows = await db.query<{ name: string; value: string }>('SELECT name, value FROM service_secrets ORDER BY name');
+      const rows = await db.query<{ name: string; value: string }>(
+        'SELECT name, value FROM service_secrets ORDER BY name',
+      );
       expect(rows.map((r) => r.name)).toEqual([SIGNING_KEY_SECRET, PAGE_TOKEN_KEY_SECRET].sort());
       for (const row of rows) expect(SecretBox.isSealed(row.value)).toBe(true);
       // ...and the keys still work after a restart with the same SECRET_KEY.
@@ -86,7 +88,9 @@ for (const target of DATABASES) {
       expect(await again.verify(token)).toEqual({ clientId: 'caller', roles: ['admin'] });
       expect((await loadPageTokenKey(db, box)).equals(pageKey)).toBe(true);
       // A different SECRET_KEY cannot open them: a clear start-up error, not a silent new key.
-      await expect(AccessTokens.load(db, new SecretBox(randomBytes(32)), 600)).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
+      await expect(AccessTokens.load(db, new SecretBox(randomBytes(32)), 600)).rejects.toThrow(
+        /cannot be opened with this SECRET_KEY/,
+      );
     });
 
     it('seals keys stored in clear by an older version on first start; their tokens and page tokens stay valid', async () => {
@@ -141,7 +145,8 @@ for (const target of DATABASES) {
       expect(second.retiredKids).toEqual([rotated.kid, firstKid]);
       expect(tokens.jwks().keys.map((k) => k.kid)).toEqual([second.kid, rotated.kid, firstKid]);
       const third = await tokens.issue('caller', ['read_only']);
-      for (const token of [before, after, third]) expect(await tokens.verify(token)).toEqual({ clientId: 'caller', roles: ['read_only'] });
+      for (const token of [before, after, third])
+        expect(await tokens.verify(token)).toEqual({ clientId: 'caller', roles: ['read_only'] });
       // Keys retired more than a token lifetime ago are dropped (every token they signed has expired).
       const later = await tokens.rotate(new Date(Date.now() + 601_000));
       expect(later.retiredKids).toEqual([second.kid]);
@@ -165,7 +170,10 @@ for (const target of DATABASES) {
       expect(await tokens.verify(leaked)).toBeUndefined();
       await other.reload();
       expect(await other.verify(leaked)).toBeUndefined();
-      expect(await other.verify(await tokens.issue('revoked-caller', ['read_only']))).toEqual({ clientId: 'revoked-caller', roles: ['read_only'] });
+      expect(await other.verify(await tokens.issue('revoked-caller', ['read_only']))).toEqual({
+        clientId: 'revoked-caller',
+        roles: ['read_only'],
+      });
     });
 
     it('reads a key ring stored in the one-previous-key form: its previous key still verifies', async () => {
@@ -175,9 +183,18 @@ for (const target of DATABASES) {
       const oldToken = await first.issue('old-ring-caller', ['admin']);
       const oldKid = first.currentKid;
       // What the previous version wrote after a rotation: {current, previous, rotatedAt}.
-      const rows = await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET]);
-      const ring = JSON.parse(box.open(rows[0]!.value, sealContext('service_secret', SIGNING_KEY_SECRET))) as { current?: JWK; retired?: Array<{ jwk: JWK }> };
-      const fresh = { ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)), kid: 'one-previous-current', alg: 'ES256' };
+      const rows = await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [
+        SIGNING_KEY_SECRET,
+      ]);
+      const ring = JSON.parse(box.open(rows[0]!.value, sealContext('service_secret', SIGNING_KEY_SECRET))) as {
+        current?: JWK;
+        retired?: Array<{ jwk: JWK }>;
+      };
+      const fresh = {
+        ...(await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)),
+        kid: 'one-previous-current',
+        alg: 'ES256',
+      };
       const { d: _d, ...previous } = ring.current!;
       const legacy = JSON.stringify({ current: fresh, previous, rotatedAt: new Date().toISOString() });
       await db.query('UPDATE service_secrets SET value = $2 WHERE name = $1', [
@@ -228,26 +245,44 @@ for (const target of DATABASES) {
           const iv = randomBytes(12);
           const cipher = createCipheriv('aes-256-gcm', key, iv);
           const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-          return ['v1', iv.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+          return [
+            'v1',
+            iv.toString('base64url'),
+            ct.toString('base64url'),
+            cipher.getAuthTag().toString('base64url'),
+          ].join('.');
         };
-        await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [a.automation.id, legacySeal(a.signingSecret)]);
-        await db.query("UPDATE outbound_secrets SET sealed_value = $1 WHERE name = 'crm'", [legacySeal('sk_crm_value')]);
-        // A rotation's previous value, kept for signatures during its grace period: sealed the old way too.
-        await db.query("UPDATE outbound_secrets SET previous_sealed_value = $1, previous_expires_at = now() + interval '1 hour' WHERE name = 'crm'", [
-          legacySeal('sk_crm_previous'),
+        await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [
+          a.automation.id,
+          legacySeal(a.signingSecret),
         ]);
+        await db.query("UPDATE outbound_secrets SET sealed_value = $1 WHERE name = 'crm'", [
+          legacySeal('sk_crm_value'),
+        ]);
+        // A rotation's previous value, kept for signatures during its grace period: sealed the old way too.
+        await db.query(
+          "UPDATE outbound_secrets SET previous_sealed_value = $1, previous_expires_at = now() + interval '1 hour' WHERE name = 'crm'",
+          [legacySeal('sk_crm_previous')],
+        );
         await db.query("INSERT INTO service_secrets (name, value) VALUES ('legacy_clear', 'clear-value')");
         await db.query('UPDATE secret_sealing SET context_bound_at = NULL');
         expect(await sealedValuesBound(db)).toBe(false);
         // The wrong key changes nothing.
-        await expect(bindSealedValues(db, new SecretBox(randomBytes(32)))).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
+        await expect(bindSealedValues(db, new SecretBox(randomBytes(32)))).rejects.toThrow(
+          /cannot be opened with this SECRET_KEY/,
+        );
         expect(await sealedValuesBound(db)).toBe(false);
 
         expect(await bindSealedValues(db, box)).toEqual({ resealed: 4 });
         expect(await sealedValuesBound(db)).toBe(true);
         expect(await bindSealedValues(db, box)).toEqual({ resealed: 0 });
-        const [rowA] = await db.query<{ signing_secret: string }>('SELECT signing_secret FROM automations WHERE id = $1', [a.automation.id]);
-        expect(box.open(rowA!.signing_secret, sealContext('automation_signing_secret', a.automation.id))).toBe(a.signingSecret);
+        const [rowA] = await db.query<{ signing_secret: string }>(
+          'SELECT signing_secret FROM automations WHERE id = $1',
+          [a.automation.id],
+        );
+        expect(box.open(rowA!.signing_secret, sealContext('automation_signing_secret', a.automation.id))).toBe(
+          a.signingSecret,
+        );
         const [crm] = await db.query<{ sealed_value: string; previous_sealed_value: string }>(
           "SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm'",
         );
@@ -256,10 +291,17 @@ for (const target of DATABASES) {
         expect(await getOrCreateServiceKey(db, box, 'legacy_clear', () => 'unused')).toBe('clear-value');
 
         // A sealed value moved to another row, or to another purpose, does not open.
-        expect(() => box.open(rowA!.signing_secret, sealContext('automation_signing_secret', b.automation.id))).toThrow();
+        expect(() =>
+          box.open(rowA!.signing_secret, sealContext('automation_signing_secret', b.automation.id)),
+        ).toThrow();
         expect(() => box.open(crm!.sealed_value, sealContext('service_secret', 'crm'))).toThrow();
-        await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [b.automation.id, rowA!.signing_secret]);
-        const moved = await db.query<{ listener_id: string }>('SELECT listener_id FROM automations WHERE id = $1', [b.automation.id]);
+        await db.query('UPDATE automations SET signing_secret = $2 WHERE id = $1', [
+          b.automation.id,
+          rowA!.signing_secret,
+        ]);
+        const moved = await db.query<{ listener_id: string }>('SELECT listener_id FROM automations WHERE id = $1', [
+          b.automation.id,
+        ]);
         const cache = new ListenerCache(db, box);
         try {
           await expect(cache.lookup(moved[0]!.listener_id)).rejects.toThrow();
@@ -268,14 +310,22 @@ for (const target of DATABASES) {
         }
         // After the migration a service secret in clear, or sealed without its binding, is refused.
         await db.query("INSERT INTO service_secrets (name, value) VALUES ('planted', 'planted-in-clear')");
-        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(/stored in clear: refused/);
+        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(
+          /stored in clear: refused/,
+        );
         await db.query("UPDATE service_secrets SET value = $1 WHERE name = 'planted'", [legacySeal('planted-v1')]);
-        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(/without its row binding: refused/);
+        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(
+          /without its row binding: refused/,
+        );
         await db.query('UPDATE service_secrets SET value = $1 WHERE name = $2', [
-          (await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET]))[0]!.value,
+          (
+            await db.query<{ value: string }>('SELECT value FROM service_secrets WHERE name = $1', [SIGNING_KEY_SECRET])
+          )[0]!.value,
           'planted',
         ]);
-        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(/cannot be opened with this SECRET_KEY/);
+        await expect(getOrCreateServiceKey(db, box, 'planted', () => 'unused')).rejects.toThrow(
+          /cannot be opened with this SECRET_KEY/,
+        );
       } finally {
         await service.close();
       }

@@ -12,7 +12,13 @@ import { openDb, type Db } from '../../src/store/db';
 import { laneWorkflowId } from '../../src/flow';
 import { laneQueueFull } from '../../src/temporal/lanes';
 import { runWorkflowId, TemporalRuns } from '../../src/temporal/runs';
-import { LANE_ACQUIRE_SIGNAL, LANE_RELEASE_SIGNAL, RUN_GRANT_SIGNAL, RUN_STATE_QUERY, type RunState } from '../../src/contract/run';
+import {
+  LANE_ACQUIRE_SIGNAL,
+  LANE_RELEASE_SIGNAL,
+  RUN_GRANT_SIGNAL,
+  RUN_STATE_QUERY,
+  type RunState,
+} from '../../src/contract/run';
 import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, listenerPath, PATIENT_START_TIMEOUT_MS, startStack, type Stack } from '../helpers/stack';
 import { startTestService, type TestService } from '../helpers/test-service';
@@ -42,7 +48,9 @@ for (const target of DATABASES) {
       // A second API process on the same store and Temporal, with a small queue bound.
       bounded = await startTestService({
         db,
-        runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS, { laneQueueLimit: QUEUE_BOUND }),
+        runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS, {
+          laneQueueLimit: QUEUE_BOUND,
+        }),
         deps: { secretBox: stack.service.deps.secretBox },
       });
     });
@@ -82,7 +90,8 @@ for (const target of DATABASES) {
       return { id: created.automation.id, listenerId: path.split('/').pop()!, secret: created.signingSecret!, path };
     }
 
-    const send = (to: Target, payload: unknown, eventId?: string) => deliver(stack, to.path, hmacEvent(to.secret, payload, eventId ? { eventId } : {}));
+    const send = (to: Target, payload: unknown, eventId?: string) =>
+      deliver(stack, to.path, hmacEvent(to.secret, payload, eventId ? { eventId } : {}));
 
     async function accepted(to: Target, payload: unknown, eventId?: string): Promise<string> {
       const res = await send(to, payload, eventId);
@@ -99,13 +108,15 @@ for (const target of DATABASES) {
     /** Waits until the run's execution satisfies `done`; fails the test naming what it saw last when it does not in time. */
     async function until(id: string, done: (e: Json) => boolean, what: string): Promise<Json> {
       const last = await poll(() => execution(id), done);
-      if (!done(last)) throw new Error(`${id} never became ${what}: ${JSON.stringify({ status: last.status, steps: last.steps })}`);
+      if (!done(last))
+        throw new Error(`${id} never became ${what}: ${JSON.stringify({ status: last.status, steps: last.steps })}`);
       return last;
     }
 
     const holding = (e: Json) => e.status === 'RUNNING' && e.steps[0]?.status === 'WAITING_FOR_APPROVAL';
     const queued = (e: Json) => e.status === 'QUEUED';
-    const approve = async (id: string) => expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
+    const approve = async (id: string) =>
+      expect((await api().post(`${runPath(id)}/steps/hold/approve`, {})).status).toBe(200);
 
     /** Resolves once the workflow has completed a workflow task after its latest signal (so the signal was handled). */
     async function signalHandled(handle: WorkflowHandle): Promise<void> {

@@ -84,7 +84,8 @@ for (const target of DATABASES) {
           if (changed === listenerId) invalidations++;
           invalidate(changed);
         };
-        const invalidated = async (count: number, what: string): Promise<void> => until(() => invalidations >= count, what);
+        const invalidated = async (count: number, what: string): Promise<void> =>
+          until(() => invalidations >= count, what);
 
         await db.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [
           box.seal('second-secret', sealContext('automation_signing_secret', id)),
@@ -172,21 +173,30 @@ for (const target of DATABASES) {
 
     // Two processes cannot share an embedded store: this case is declared for PostgreSQL only (and
     // reported as skipped, with the rest of that block, when DATABASE_URL is unset).
-    const postgresOnly = (title: string, fn: jest.ProvidesCallback): void => (target.name === 'postgres' ? it(title, fn) : undefined);
+    const postgresOnly = (title: string, fn: jest.ProvidesCallback): void =>
+      target.name === 'postgres' ? it(title, fn) : undefined;
     postgresOnly('drops the entry in another process through LISTEN/NOTIFY', async () => {
       // The second process needs the schema by name: make one it can open.
       const schema = `t_${randomBytes(6).toString('hex')}`;
       const shared = await openDb({ databaseUrl: target.url, schema });
       const child = spawn(
         process.execPath,
-        [path.join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'), 'test/fixtures/listener-cache-process.ts', target.url!, schema, key.toString('base64url')],
+        [
+          path.join(REPO_ROOT, 'node_modules/tsx/dist/cli.mjs'),
+          'test/fixtures/listener-cache-process.ts',
+          target.url!,
+          schema,
+          key.toString('base64url'),
+        ],
         {
           cwd: REPO_ROOT,
           stdio: ['pipe', 'pipe', 'inherit'],
         },
       );
       const lines: Array<Record<string, unknown>> = [];
-      readline.createInterface({ input: child.stdout }).on('line', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+      readline
+        .createInterface({ input: child.stdout })
+        .on('line', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
       const ask = async (listenerId: string): Promise<Record<string, unknown>> => {
         const answers = lines.filter((l) => 'lookup' in l).length;
         child.stdin.write(`lookup ${listenerId}\n`);
@@ -205,12 +215,20 @@ for (const target of DATABASES) {
           const secret = `rotated-${round}`;
           const seen = lines.filter((l) => l.invalidated === listenerId).length;
           const committedAt = Date.now();
-          await shared.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [box.seal(secret, sealContext('automation_signing_secret', id)), id]);
-          await until(() => lines.filter((l) => l.invalidated === listenerId).length > seen, 'the NOTIFY to reach the second process');
+          await shared.query('UPDATE automations SET signing_secret = $1 WHERE id = $2', [
+            box.seal(secret, sealContext('automation_signing_secret', id)),
+            id,
+          ]);
+          await until(
+            () => lines.filter((l) => l.invalidated === listenerId).length > seen,
+            'the NOTIFY to reach the second process',
+          );
           staleness.push((lines.filter((l) => l.invalidated === listenerId).at(-1)!.at as number) - committedAt);
           expect((await ask(listenerId)).lookup).toBe(secret);
         }
-        await shared.query(`UPDATE automations SET trigger = jsonb_set(trigger, '{enabled}', 'false') WHERE id = $1`, [id]);
+        await shared.query(`UPDATE automations SET trigger = jsonb_set(trigger, '{enabled}', 'false') WHERE id = $1`, [
+          id,
+        ]);
         await until(async () => (await ask(listenerId)).enabled === false, 'the disable to reach the second process');
         console.log(`listener cache: cross-process staleness (commit → invalidation) ms: ${staleness.join(', ')}`);
       } finally {

@@ -43,9 +43,14 @@ describe('notify step in a real run', () => {
     stack.createAutomation({
       displayName: `notify ${webhook}`,
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
-      steps: [{ id: 'tell', retry: { maximumAttempts: 1 }, notify: { webhook, text: "'Offboarded ' + ctx.trigger.who" } }],
+      steps: [
+        { id: 'tell', retry: { maximumAttempts: 1 }, notify: { webhook, text: "'Offboarded ' + ctx.trigger.who" } },
+      ],
     });
-  async function run(created: { automation: AutomationView; signingSecret?: string }, payload: unknown): Promise<string> {
+  async function run(
+    created: { automation: AutomationView; signingSecret?: string },
+    payload: unknown,
+  ): Promise<string> {
     const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, payload));
     expect(res.status).toBe(200);
     return res.body.executionId as string;
@@ -65,13 +70,23 @@ describe('notify step in a real run', () => {
       body: '{"text":"Offboarded ada"}',
     });
     const execution = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
-    expect(execution.body.execution.steps[0]).toMatchObject({ id: 'tell', kind: 'notify', status: 'DONE', output: { status: 200, text: 'Offboarded ada' } });
+    expect(execution.body.execution.steps[0]).toMatchObject({
+      id: 'tell',
+      kind: 'notify',
+      status: 'DONE',
+      output: { status: 200, text: 'Offboarded ada' },
+    });
     expect(execution.body.execution.steps[0].idempotencyKey).toBe(received()[0]!.idempotencyKey);
     expect(JSON.stringify(execution.body)).not.toContain(TOKEN);
     expect(await historyText(stack.client, executionId)).not.toContain(TOKEN);
 
-    const dry = await auth(api().post(`/api/v1/automations/${created.automation.id}/test`)).send({ payload: { who: 'bob' } });
-    expect(dry.body.steps[0]).toMatchObject({ status: 'WOULD_RUN', output: { webhook: 'team_hook', text: 'Offboarded bob' } });
+    const dry = await auth(api().post(`/api/v1/automations/${created.automation.id}/test`)).send({
+      payload: { who: 'bob' },
+    });
+    expect(dry.body.steps[0]).toMatchObject({
+      status: 'WOULD_RUN',
+      output: { webhook: 'team_hook', text: 'Offboarded bob' },
+    });
   });
 
   it("answers every URL problem of the secret's value with one text naming the secret only, never the value's origin; nothing is sent", async () => {
@@ -92,7 +107,10 @@ describe('notify step in a real run', () => {
       await secret(name, value, allowed);
       const executionId = await run(await automation(name), { who: 'eve' });
       const failure = await expectRunFailure(stack.client.workflow.getHandle(executionId));
-      failures.push({ message: failure.message.replace(`"${name}"`, '"<name>"'), history: await historyText(stack.client, executionId) });
+      failures.push({
+        message: failure.message.replace(`"${name}"`, '"<name>"'),
+        history: await historyText(stack.client, executionId),
+      });
     }
     expect(failures.map((f) => f.message)).toEqual(
       values.map(
@@ -109,7 +127,9 @@ describe('notify step in a real run', () => {
     await secret('closed_hook', `${closedOrigin}/services/${TOKEN}`, [closedOrigin]);
     const closedRun = await run(await automation('closed_hook'), { who: 'eve' });
     const unreachable = await expectRunFailure(stack.client.workflow.getHandle(closedRun));
-    expect(unreachable.message).toBe('step "tell" failed: notify: webhook: the incoming webhook could not be reached, or did not answer in time');
+    expect(unreachable.message).toBe(
+      'step "tell" failed: notify: webhook: the incoming webhook could not be reached, or did not answer in time',
+    );
     expect(await historyText(stack.client, closedRun)).not.toContain(closedOrigin.replace('http://', ''));
     expect(receiver.received.length).toBe(before);
   });

@@ -13,7 +13,9 @@ import { reservedPort } from '../helpers/ports';
 import { poll, until } from '../helpers/wait';
 
 const ROOT = path.resolve(__dirname, '../..');
-const START_SCRIPT = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start!;
+const START_SCRIPT = (
+  JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+).scripts.start!;
 const linux = process.platform === 'linux';
 
 interface Started {
@@ -65,10 +67,14 @@ async function npmStartOnce(dataDir: string): Promise<Started> {
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let timedOut: unknown;
-  await until(async () => /^API:/m.test(output) || child.exitCode !== null, 'npm start to print its API: line or to exit', {
-    timeoutMs: START_MS,
-    intervalMs: 250,
-  }).then(
+  await until(
+    async () => /^API:/m.test(output) || child.exitCode !== null,
+    'npm start to print its API: line or to exit',
+    {
+      timeoutMs: START_MS,
+      intervalMs: 250,
+    },
+  ).then(
     () => undefined,
     (err: unknown) => (timedOut = err),
   );
@@ -144,10 +150,14 @@ describe('npm start (embedded defaults)', () => {
       // A console never built is built in the background while the service starts (a child of its
       // own until it ends): the children are read once that build has ended.
       if (/Building the console/.test(started.output())) {
-        await until(async () => /\.\.\. console built in/.test(started!.output()), 'the background console build to end', {
-          timeoutMs: CONSOLE_BUILD_MS,
-          intervalMs: 250,
-        });
+        await until(
+          async () => /\.\.\. console built in/.test(started!.output()),
+          'the background console build to end',
+          {
+            timeoutMs: CONSOLE_BUILD_MS,
+            intervalMs: 250,
+          },
+        );
       }
       if (linux) {
         const children = childPids(started.child.pid!);

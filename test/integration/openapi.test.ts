@@ -46,7 +46,10 @@ describe('OpenAPI document', () => {
     const template = templateOf(doc, method, path);
     const operation = doc.paths[template][method];
     const response = operation.responses[String(res.status)];
-    if (!response) throw new Error(`${method.toUpperCase()} ${template}: status ${res.status} is not documented (body ${JSON.stringify(res.body)})`);
+    if (!response)
+      throw new Error(
+        `${method.toUpperCase()} ${template}: status ${res.status} is not documented (body ${JSON.stringify(res.body)})`,
+      );
     const schema = response.content?.['application/json']?.schema;
     if (!schema) throw new Error(`${method.toUpperCase()} ${template} ${res.status}: no JSON schema`);
     expect(String(res.headers['content-type'])).toMatch(/^application\/json/);
@@ -104,7 +107,8 @@ describe('OpenAPI document', () => {
     });
 
     it('gives the specified operation id and tag to the v2 create-owner operation', () => {
-      const path = '/api/v2/users/{user_id}/owners/entitlements/{role_slug}/{app_entitlement_ref_app_id}/{app_entitlement_ref_id}';
+      const path =
+        '/api/v2/users/{user_id}/owners/entitlements/{role_slug}/{app_entitlement_ref_app_id}/{app_entitlement_ref_id}';
       const operation = doc.paths[path].post;
       expect(operation.operationId).toBe('svc.api.user.v2.UserOwnersV2.CreateEntitlementOwner');
       expect(operation.tags).toEqual(['User Owner V2']);
@@ -114,24 +118,37 @@ describe('OpenAPI document', () => {
         ['app_entitlement_ref_app_id', 'path', true],
         ['app_entitlement_ref_id', 'path', true],
       ]);
-      expect(operation.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateEntitlementOwnerRequest' });
+      expect(operation.requestBody.content['application/json'].schema).toEqual({
+        $ref: '#/components/schemas/CreateEntitlementOwnerRequest',
+      });
       expect(doc.components.schemas.CreateEntitlementOwnerRequest.properties.appEntitlementRef).toEqual({
         anyOf: [{ $ref: '#/components/schemas/AppEntitlementRef' }, { type: 'null' }],
       });
-      expect(Object.keys(doc.components.schemas.UserOwnerEntitlement.properties)).toEqual(['appEntitlement', 'createdAt', 'roleSlug', 'userId']);
+      expect(Object.keys(doc.components.schemas.UserOwnerEntitlement.properties)).toEqual([
+        'appEntitlement',
+        'createdAt',
+        'roleSlug',
+        'userId',
+      ]);
     });
 
     it('declares bearer and OAuth 2.0 client credentials together on every /api operation, none elsewhere', () => {
       expect(doc.components.securitySchemes).toEqual({
         bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
-        oauth2: expect.objectContaining({ type: 'oauth2', flows: { clientCredentials: { tokenUrl: '/auth/v1/token', scopes: {} } } }),
+        oauth2: expect.objectContaining({
+          type: 'oauth2',
+          flows: { clientCredentials: { tokenUrl: '/auth/v1/token', scopes: {} } },
+        }),
       });
       expect(doc.security).toBeUndefined();
       const open = ['/api/openapi.json', '/api/v1/webhooks/incoming/{listener_id}'];
       for (const [path, item] of Object.entries(doc.paths as Json)) {
         for (const [method, operation] of Object.entries(item as Json)) {
           const secured = path.startsWith('/api/') && !open.includes(path);
-          expect([`${method} ${path}`, operation.security]).toEqual([`${method} ${path}`, secured ? [{ bearerAuth: [], oauth2: [] }] : []]);
+          expect([`${method} ${path}`, operation.security]).toEqual([
+            `${method} ${path}`,
+            secured ? [{ bearerAuth: [], oauth2: [] }] : [],
+          ]);
         }
       }
     });
@@ -150,14 +167,19 @@ describe('OpenAPI document', () => {
         expect([path, query]).toEqual([path, ['page_size', 'page_token', 'pageSize', 'pageToken']]);
       }
       const search = doc.components.schemas.SearchEntitlementsRequest.properties;
-      expect(search.page_size).toMatchObject({ type: 'integer', description: expect.stringContaining('Alias: pageSize') });
+      expect(search.page_size).toMatchObject({
+        type: 'integer',
+        description: expect.stringContaining('Alias: pageSize'),
+      });
       expect(search.page_token).toEqual({ type: 'string', description: expect.stringContaining('Alias: pageToken') });
     });
 
     it('documents the webhook receiver: its headers and every status of docs/api.md', () => {
       const operation = doc.paths['/api/v1/webhooks/incoming/{listener_id}'].post;
       expect(operation.security).toEqual([]);
-      const headers = operation.parameters.filter((p: Json) => p.in === 'header').map((p: Json) => [p.name, p.required]);
+      const headers = operation.parameters
+        .filter((p: Json) => p.in === 'header')
+        .map((p: Json) => [p.name, p.required]);
       expect(headers).toEqual([
         ['Webhook-Timestamp', true],
         ['Webhook-Event-Id', true],
@@ -168,11 +190,18 @@ describe('OpenAPI document', () => {
       expect(Object.keys(operation.responses).filter((status) => /^[24]/.test(status))).toEqual(
         expect.arrayContaining(['200', '400', '401', '403', '404', '409', '413']),
       );
-      expect(operation.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookAccepted' });
+      expect(operation.responses['200'].content['application/json'].schema).toEqual({
+        $ref: '#/components/schemas/WebhookAccepted',
+      });
       for (const status of ['400', '401', '403', '404', '409', '413']) {
-        expect([status, operation.responses[status].content['application/json'].schema]).toEqual([status, { $ref: '#/components/schemas/Error' }]);
+        expect([status, operation.responses[status].content['application/json'].schema]).toEqual([
+          status,
+          { $ref: '#/components/schemas/Error' },
+        ]);
       }
-      expect(operation.responses['409'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+      expect(operation.responses['409'].content['application/json'].schema).toEqual({
+        $ref: '#/components/schemas/Error',
+      });
     });
 
     it('gives every error response the one error shape {code, message, details}', () => {
@@ -182,7 +211,11 @@ describe('OpenAPI document', () => {
         for (const operation of Object.values(item as Json)) {
           for (const [status, response] of Object.entries(operation.responses as Json)) {
             if (Number(status) < 400 || path === '/auth/v1/token' || path === '/ready') continue;
-            expect([path, status, response.content['application/json'].schema]).toEqual([path, status, { $ref: '#/components/schemas/Error' }]);
+            expect([path, status, response.content['application/json'].schema]).toEqual([
+              path,
+              status,
+              { $ref: '#/components/schemas/Error' },
+            ]);
           }
         }
       }
@@ -223,15 +256,18 @@ describe('OpenAPI document', () => {
         clientId: 'conformance-client',
         clientSecret: 'conformance-secret',
       });
-      const token = await request(stack.service.server)
-        .post('/auth/v1/token')
-        .type('form')
-        .send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'conformance-secret' });
+      const token = await request(stack.service.server).post('/auth/v1/token').type('form').send({
+        grant_type: 'client_credentials',
+        client_id: 'conformance-client',
+        client_secret: 'conformance-secret',
+      });
       expect(token.status).toBe(200);
       expectConforms('post', '/auth/v1/token', token);
-      const json = await request(stack.service.server)
-        .post('/auth/v1/token')
-        .send({ grant_type: 'client_credentials', client_id: 'conformance-client', client_secret: 'conformance-secret' });
+      const json = await request(stack.service.server).post('/auth/v1/token').send({
+        grant_type: 'client_credentials',
+        client_id: 'conformance-client',
+        client_secret: 'conformance-secret',
+      });
       expectConforms('post', '/auth/v1/token', json);
       const wrong = await request(stack.service.server)
         .post('/auth/v1/token')
@@ -249,7 +285,11 @@ describe('OpenAPI document', () => {
       expect(app.status).toBe(200);
       await call(reader, 'get', `/api/v1/apps/${app.body.app.id}`);
       await call(reader, 'get', '/api/v1/apps?page_size=10');
-      const user = await call(admin, 'post', '/api/v1/users', { displayName: 'Docs user', email: 'docs@example.com', type: 'USER_TYPE_HUMAN' });
+      const user = await call(admin, 'post', '/api/v1/users', {
+        displayName: 'Docs user',
+        email: 'docs@example.com',
+        type: 'USER_TYPE_HUMAN',
+      });
       expect(user.status).toBe(200);
       await call(reader, 'get', `/api/v1/users/${user.body.user.id}`);
       await call(reader, 'get', '/api/v1/users?pageSize=10');
@@ -267,8 +307,22 @@ describe('OpenAPI document', () => {
         provisionerPolicy: {
           multiStep: {
             provisionSteps: [
-              { manual: { instructions: 'do it', assignee: { group: { appGroupId: 'g', appId: 'a', fallbackUserIds: ['u'], allowReassignment: true } } } },
-              { connector: { account: { connectorId: 'c', schemaId: 's', config: { nested: { any: [1, 'x'] } }, saveToVault: { vaultIds: ['v'] } } } },
+              {
+                manual: {
+                  instructions: 'do it',
+                  assignee: { group: { appGroupId: 'g', appId: 'a', fallbackUserIds: ['u'], allowReassignment: true } },
+                },
+              },
+              {
+                connector: {
+                  account: {
+                    connectorId: 'c',
+                    schemaId: 's',
+                    config: { nested: { any: [1, 'x'] } },
+                    saveToVault: { vaultIds: ['v'] },
+                  },
+                },
+              },
               { delegated: { appId: 'a', entitlementId: 'e', implicit: true } },
               { unconfigured: {} },
             ],
@@ -286,11 +340,20 @@ describe('OpenAPI document', () => {
       await call(reader, 'get', `/api/v1/apps/${appId}/entitlements/${id}`);
       await call(reader, 'get', `/api/v1/apps/${appId}/entitlements?page_size=10`);
       const updated = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements/${id}`, {
-        appEntitlement: { displayName: 'Renamed', durationUnset: {}, durationGrant: null, provisionerPolicy: { devicePlacement: { vaultBoundaryId: 'b' } } },
+        appEntitlement: {
+          displayName: 'Renamed',
+          durationUnset: {},
+          durationGrant: null,
+          provisionerPolicy: { devicePlacement: { vaultBoundaryId: 'b' } },
+        },
         updateMask: 'displayName,durationUnset,durationGrant,provisionerPolicy',
       });
       expect(updated.status).toBe(200);
-      const search = await call(reader, 'post', '/api/v1/search/entitlements', { query: 'Renamed', appIds: [appId], page_size: 10 });
+      const search = await call(reader, 'post', '/api/v1/search/entitlements', {
+        query: 'Renamed',
+        appIds: [appId],
+        page_size: 10,
+      });
       expect(search.body.list).toHaveLength(1);
       const deleted = await call(admin, 'delete', `/api/v1/apps/${appId}/entitlements/${id}`);
       expect(deleted.status).toBe(200);
@@ -307,165 +370,252 @@ describe('OpenAPI document', () => {
     });
 
     responseTest('API clients: create, list, get, delete', async () => {
-      const created = await call(superAdmin, 'post', '/api/v1/iam/clients', { displayName: 'ci', roles: ['read_only'] });
+      const created = await call(superAdmin, 'post', '/api/v1/iam/clients', {
+        displayName: 'ci',
+        roles: ['read_only'],
+      });
       expect(created.status).toBe(200);
       await call(superAdmin, 'get', '/api/v1/iam/clients');
       await call(superAdmin, 'get', `/api/v1/iam/clients/${created.body.client.id}`);
       expect((await call(superAdmin, 'delete', `/api/v1/iam/clients/${created.body.client.id}`)).status).toBe(200);
     });
 
-    responseTest('automations: create (HMAC and JWT, every step kind), get, list, update, publish, rotate, webhook 200 and 409, delete', async () => {
-      const steps = [
-        { id: 'vars', when: 'has(ctx.trigger.kind)', setVariables: { who: 'ctx.trigger.service_account' } },
-        { id: 'own', createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: `'${appId}'`, entitlementId: `'${entitlementId}'` } },
-        { id: 'pause', wait: { duration: '60s' } },
-        { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: `'${appId}'`, entitlementId: `'${entitlementId}'` } },
-      ];
-      const hmac = await call(superAdmin, 'post', '/api/v1/automations', {
-        displayName: 'HMAC automation',
-        trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['127.0.0.0/8', '::1'] } },
-        steps,
-      });
-      expect(hmac.status).toBe(200);
-      expect(typeof hmac.body.signingSecret).toBe('string');
-      const jwt = await call(superAdmin, 'post', '/api/v1/automations', {
-        displayName: 'JWT automation',
-        trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'https://idp.example/jwks.json', enabled: false } },
-        steps: [
+    responseTest(
+      'automations: create (HMAC and JWT, every step kind), get, list, update, publish, rotate, webhook 200 and 409, delete',
+      async () => {
+        const steps = [
+          { id: 'vars', when: 'has(ctx.trigger.kind)', setVariables: { who: 'ctx.trigger.service_account' } },
           {
-            id: 'notify',
-            retry: { maximumAttempts: 3, initialInterval: '0.5s' },
-            callWebhook: { url: "'https://hooks.example/x'", body: { who: 'ctx.trigger.who' }, headers: { 'X-Token': "'t'" }, timeoutMs: 5000 },
+            id: 'own',
+            createEntitlementOwner: {
+              userId: 'ctx.steps.vars.who',
+              roleSlug: "'owner'",
+              appId: `'${appId}'`,
+              entitlementId: `'${entitlementId}'`,
+            },
           },
-          { id: 'notify2', callWebhook: { url: "'https://hooks.example/y'", body: '{"a": 1}' } },
-          { id: 'stop', when: 'false', fail: { message: "'nope'" } },
-        ],
-      });
-      expect(jwt.status).toBe(200);
-      expect(jwt.body.signingSecret).toBeUndefined();
-      const id = hmac.body.automation.id;
-      await call(superAdmin, 'get', `/api/v1/automations/${id}`);
-      await call(superAdmin, 'get', '/api/v1/automations?page_size=10');
-      await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}`, {
-        automation: { trigger: { incomingWebhook: { authMethod: 'HMAC' } } },
-        updateMask: 'trigger',
-      });
-      await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}/unpublish`);
-      const published = await call(superAdmin, 'post', `/api/v1/automations/${id}/publish`);
-      expect(published.body.automation.published).toBe(true);
-      const rotated = await call(superAdmin, 'post', `/api/v1/automations/${id}/trigger/rotate-secret`, { gracePeriod: '0s' });
-      const secret: string = rotated.body.signingSecret;
+          { id: 'pause', wait: { duration: '60s' } },
+          {
+            id: 'undo',
+            deleteEntitlementOwner: {
+              userId: 'ctx.steps.vars.who',
+              roleSlug: "'owner'",
+              appId: `'${appId}'`,
+              entitlementId: `'${entitlementId}'`,
+            },
+          },
+        ];
+        const hmac = await call(superAdmin, 'post', '/api/v1/automations', {
+          displayName: 'HMAC automation',
+          trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['127.0.0.0/8', '::1'] } },
+          steps,
+        });
+        expect(hmac.status).toBe(200);
+        expect(typeof hmac.body.signingSecret).toBe('string');
+        const jwt = await call(superAdmin, 'post', '/api/v1/automations', {
+          displayName: 'JWT automation',
+          trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'https://idp.example/jwks.json', enabled: false } },
+          steps: [
+            {
+              id: 'notify',
+              retry: { maximumAttempts: 3, initialInterval: '0.5s' },
+              callWebhook: {
+                url: "'https://hooks.example/x'",
+                body: { who: 'ctx.trigger.who' },
+                headers: { 'X-Token': "'t'" },
+                timeoutMs: 5000,
+              },
+            },
+            { id: 'notify2', callWebhook: { url: "'https://hooks.example/y'", body: '{"a": 1}' } },
+            { id: 'stop', when: 'false', fail: { message: "'nope'" } },
+          ],
+        });
+        expect(jwt.status).toBe(200);
+        expect(jwt.body.signingSecret).toBeUndefined();
+        const id = hmac.body.automation.id;
+        await call(superAdmin, 'get', `/api/v1/automations/${id}`);
+        await call(superAdmin, 'get', '/api/v1/automations?page_size=10');
+        await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}`, {
+          automation: { trigger: { incomingWebhook: { authMethod: 'HMAC' } } },
+          updateMask: 'trigger',
+        });
+        await call(superAdmin, 'post', `/api/v1/automations/${jwt.body.automation.id}/unpublish`);
+        const published = await call(superAdmin, 'post', `/api/v1/automations/${id}/publish`);
+        expect(published.body.automation.published).toBe(true);
+        const rotated = await call(superAdmin, 'post', `/api/v1/automations/${id}/trigger/rotate-secret`, {
+          gracePeriod: '0s',
+        });
+        const secret: string = rotated.body.signingSecret;
 
-      const path = listenerPath(published.body.automation);
-      const event = hmacEvent(secret, { kind: 'hire', service_account: userId });
-      const accepted = await deliver(stack, path, event);
-      expect(accepted.status).toBe(200);
-      expectConforms('post', path, accepted);
-      const duplicate = await deliver(stack, path, event);
-      expect(duplicate.status).toBe(409);
-      expectConforms('post', path, duplicate);
-      const badSignature = await deliver(stack, path, {
-        ...event,
-        headers: { ...event.headers, 'Webhook-Signature': 'x'.repeat(43), 'Webhook-Event-Id': randomUUID() },
-      });
-      expect(badSignature.status).toBe(401);
-      expectConforms('post', path, badSignature);
-      const noHeaders = await deliver(stack, path, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
-      expect(noHeaders.status).toBe(400);
-      await stack.service.deps.deliveryLog!.flush();
-      const deliveries = await call(superAdmin, 'get', `/api/v1/automations/${id}/deliveries?status=401`);
-      expect(deliveries.status).toBe(200);
-      const encoded = await call(superAdmin, 'post', '/codec/encode', {
-        payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('1').toString('base64') }],
-      });
-      expect(encoded.status).toBe(200);
-      expect((await call(superAdmin, 'post', '/codec/decode', encoded.body)).status).toBe(200);
-      expectConforms('post', path, noHeaders);
-      const unknown = await deliver(stack, '/api/v1/webhooks/incoming/nope', event);
-      expect(unknown.status).toBe(404);
-      expectConforms('post', '/api/v1/webhooks/incoming/nope', unknown);
+        const path = listenerPath(published.body.automation);
+        const event = hmacEvent(secret, { kind: 'hire', service_account: userId });
+        const accepted = await deliver(stack, path, event);
+        expect(accepted.status).toBe(200);
+        expectConforms('post', path, accepted);
+        const duplicate = await deliver(stack, path, event);
+        expect(duplicate.status).toBe(409);
+        expectConforms('post', path, duplicate);
+        const badSignature = await deliver(stack, path, {
+          ...event,
+          headers: { ...event.headers, 'Webhook-Signature': 'x'.repeat(43), 'Webhook-Event-Id': randomUUID() },
+        });
+        expect(badSignature.status).toBe(401);
+        expectConforms('post', path, badSignature);
+        const noHeaders = await deliver(stack, path, { headers: { 'Content-Type': 'application/json' }, body: '{}' });
+        expect(noHeaders.status).toBe(400);
+        await stack.service.deps.deliveryLog!.flush();
+        const deliveries = await call(superAdmin, 'get', `/api/v1/automations/${id}/deliveries?status=401`);
+        expect(deliveries.status).toBe(200);
+        const encoded = await call(superAdmin, 'post', '/codec/encode', {
+          payloads: [
+            {
+              metadata: { encoding: Buffer.from('json/plain').toString('base64') },
+              data: Buffer.from('1').toString('base64'),
+            },
+          ],
+        });
+        expect(encoded.status).toBe(200);
+        expect((await call(superAdmin, 'post', '/codec/decode', encoded.body)).status).toBe(200);
+        expectConforms('post', path, noHeaders);
+        const unknown = await deliver(stack, '/api/v1/webhooks/incoming/nope', event);
+        expect(unknown.status).toBe(404);
+        expectConforms('post', '/api/v1/webhooks/incoming/nope', unknown);
 
-      const dryRun = await call(superAdmin, 'post', `/api/v1/automations/${id}/test`, { payload: { kind: 'hire', service_account: userId } });
-      expect(dryRun.body.steps.map((step: Json) => step.status)).toEqual(['WOULD_RUN', 'WOULD_RUN', 'WOULD_RUN', 'WOULD_RUN']);
-      expect((await call(superAdmin, 'post', `/api/v1/automations/${id}/test`, {})).status).toBe(400);
+        const dryRun = await call(superAdmin, 'post', `/api/v1/automations/${id}/test`, {
+          payload: { kind: 'hire', service_account: userId },
+        });
+        expect(dryRun.body.steps.map((step: Json) => step.status)).toEqual([
+          'WOULD_RUN',
+          'WOULD_RUN',
+          'WOULD_RUN',
+          'WOULD_RUN',
+        ]);
+        expect((await call(superAdmin, 'post', `/api/v1/automations/${id}/test`, {})).status).toBe(400);
 
-      // The run waits in its `pause` step: visible in the executions listing and readable with its steps.
-      const listed = await poll(
-        async () => superAdmin.get(`/api/v1/automations/${id}/executions?page_size=10`),
-        (res) => res.status === 200 && res.body.list.length > 0,
-      );
-      expect(listed.status).toBe(200);
-      expectConforms('get', `/api/v1/automations/${id}/executions`, listed);
-      expect(listed.body.list.map((item: Json) => item.execution.id)).toEqual([accepted.body.executionId]);
-      const execution = await call(superAdmin, 'get', `/api/v1/automation_executions/${encodeURIComponent(accepted.body.executionId)}`);
-      expect(execution.status).toBe(200);
-      expect((await call(superAdmin, 'get', '/api/v1/automation_executions/webhook%3Anope%3Anope')).status).toBe(404);
-
-      // Run control: approve, reject, cancel and terminate waiting runs; rerun one.
-      const gate = await call(superAdmin, 'post', '/api/v1/automations', {
-        displayName: 'Gate',
-        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
-        steps: [{ id: 'mgr', waitForApproval: { timeout: '3600s' } }],
-      });
-      const gatePublished = await call(superAdmin, 'post', `/api/v1/automations/${gate.body.automation.id}/publish`);
-      const gateRuns: string[] = [];
-      for (let n = 0; n < 4; n += 1) {
-        const delivered = await deliver(stack, listenerPath(gatePublished.body.automation), hmacEvent(gate.body.signingSecret, { n }));
-        expect(delivered.status).toBe(200);
-        gateRuns.push(encodeURIComponent(delivered.body.executionId));
-      }
-      for (const run of gateRuns) {
-        const got = await poll(
-          async () => superAdmin.get(`/api/v1/automation_executions/${run}`),
-          (res) => res.body.execution?.steps?.[0]?.status === 'WAITING_FOR_APPROVAL',
+        // The run waits in its `pause` step: visible in the executions listing and readable with its steps.
+        const listed = await poll(
+          async () => superAdmin.get(`/api/v1/automations/${id}/executions?page_size=10`),
+          (res) => res.status === 200 && res.body.list.length > 0,
         );
-        expect([run, got.body.execution?.steps?.[0]?.status]).toEqual([run, 'WAITING_FOR_APPROVAL']);
-      }
-      const [approveRun, rejectRun, cancelRun, terminateRun] = gateRuns as [string, string, string, string];
-      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/steps/mgr/approve`, { comment: 'fine' })).status).toBe(200);
-      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${rejectRun}/steps/mgr/reject`, {})).status).toBe(200);
-      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${cancelRun}/cancel`)).status).toBe(200);
-      expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${terminateRun}/terminate`, { reason: 'done' })).status).toBe(200);
-      const rerun = await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/rerun`, {});
-      expect(rerun.status).toBe(200);
-      await stack.client.workflow
-        .getHandle(rerun.body.execution.id)
-        .terminate('conformance test done')
-        .catch(() => undefined);
-      await stack.client.workflow
-        .getHandle(accepted.body.executionId)
-        .terminate('conformance test done')
-        .catch(() => undefined);
-      // The circuit breaker: set, a paused run, the automation with its breaker's state, resume, cancel, delete.
-      expect((await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 1, period: '60s' })).status).toBe(200);
-      expect((await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 0, period: '60s' })).status).toBe(400);
-      const held: string[] = [];
-      for (let i = 0; i < 2; i++) {
-        const res = await deliver(stack, path, hmacEvent(secret, { kind: 'hire', service_account: userId }));
-        expect(res.status).toBe(200);
-        held.push(res.body.executionId);
-      }
-      expect((await call(superAdmin, 'get', `/api/v1/automations/${id}`)).body.automation.breaker).toMatchObject({ state: 'OPEN', pausedRuns: 1 });
-      expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/resume`, { reason: 'checked' })).body.resumed).toBe(1);
-      expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, { reason: 'nothing held' })).body.canceled).toBe(0);
-      expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, {})).status).toBe(400);
-      expect((await call(superAdmin, 'delete', `/api/v1/automations/${id}/circuit-breaker`)).status).toBe(200);
-      for (const run of held)
+        expect(listed.status).toBe(200);
+        expectConforms('get', `/api/v1/automations/${id}/executions`, listed);
+        expect(listed.body.list.map((item: Json) => item.execution.id)).toEqual([accepted.body.executionId]);
+        const execution = await call(
+          superAdmin,
+          'get',
+          `/api/v1/automation_executions/${encodeURIComponent(accepted.body.executionId)}`,
+        );
+        expect(execution.status).toBe(200);
+        expect((await call(superAdmin, 'get', '/api/v1/automation_executions/webhook%3Anope%3Anope')).status).toBe(404);
+
+        // Run control: approve, reject, cancel and terminate waiting runs; rerun one.
+        const gate = await call(superAdmin, 'post', '/api/v1/automations', {
+          displayName: 'Gate',
+          trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+          steps: [{ id: 'mgr', waitForApproval: { timeout: '3600s' } }],
+        });
+        const gatePublished = await call(superAdmin, 'post', `/api/v1/automations/${gate.body.automation.id}/publish`);
+        const gateRuns: string[] = [];
+        for (let n = 0; n < 4; n += 1) {
+          const delivered = await deliver(
+            stack,
+            listenerPath(gatePublished.body.automation),
+            hmacEvent(gate.body.signingSecret, { n }),
+          );
+          expect(delivered.status).toBe(200);
+          gateRuns.push(encodeURIComponent(delivered.body.executionId));
+        }
+        for (const run of gateRuns) {
+          const got = await poll(
+            async () => superAdmin.get(`/api/v1/automation_executions/${run}`),
+            (res) => res.body.execution?.steps?.[0]?.status === 'WAITING_FOR_APPROVAL',
+          );
+          expect([run, got.body.execution?.steps?.[0]?.status]).toEqual([run, 'WAITING_FOR_APPROVAL']);
+        }
+        const [approveRun, rejectRun, cancelRun, terminateRun] = gateRuns as [string, string, string, string];
+        expect(
+          (
+            await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/steps/mgr/approve`, {
+              comment: 'fine',
+            })
+          ).status,
+        ).toBe(200);
+        expect(
+          (await call(superAdmin, 'post', `/api/v1/automation_executions/${rejectRun}/steps/mgr/reject`, {})).status,
+        ).toBe(200);
+        expect((await call(superAdmin, 'post', `/api/v1/automation_executions/${cancelRun}/cancel`)).status).toBe(200);
+        expect(
+          (
+            await call(superAdmin, 'post', `/api/v1/automation_executions/${terminateRun}/terminate`, {
+              reason: 'done',
+            })
+          ).status,
+        ).toBe(200);
+        const rerun = await call(superAdmin, 'post', `/api/v1/automation_executions/${approveRun}/rerun`, {});
+        expect(rerun.status).toBe(200);
         await stack.client.workflow
-          .getHandle(run)
+          .getHandle(rerun.body.execution.id)
           .terminate('conformance test done')
           .catch(() => undefined);
-      expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
-    });
+        await stack.client.workflow
+          .getHandle(accepted.body.executionId)
+          .terminate('conformance test done')
+          .catch(() => undefined);
+        // The circuit breaker: set, a paused run, the automation with its breaker's state, resume, cancel, delete.
+        expect(
+          (await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 1, period: '60s' }))
+            .status,
+        ).toBe(200);
+        expect(
+          (await call(superAdmin, 'put', `/api/v1/automations/${id}/circuit-breaker`, { maxRuns: 0, period: '60s' }))
+            .status,
+        ).toBe(400);
+        const held: string[] = [];
+        for (let i = 0; i < 2; i++) {
+          const res = await deliver(stack, path, hmacEvent(secret, { kind: 'hire', service_account: userId }));
+          expect(res.status).toBe(200);
+          held.push(res.body.executionId);
+        }
+        expect((await call(superAdmin, 'get', `/api/v1/automations/${id}`)).body.automation.breaker).toMatchObject({
+          state: 'OPEN',
+          pausedRuns: 1,
+        });
+        expect(
+          (await call(admin, 'post', `/api/v1/automations/${id}/breaker/resume`, { reason: 'checked' })).body.resumed,
+        ).toBe(1);
+        expect(
+          (await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, { reason: 'nothing held' })).body
+            .canceled,
+        ).toBe(0);
+        expect((await call(admin, 'post', `/api/v1/automations/${id}/breaker/cancel`, {})).status).toBe(400);
+        expect((await call(superAdmin, 'delete', `/api/v1/automations/${id}/circuit-breaker`)).status).toBe(200);
+        for (const run of held)
+          await stack.client.workflow
+            .getHandle(run)
+            .terminate('conformance test done')
+            .catch(() => undefined);
+        expect((await call(superAdmin, 'delete', `/api/v1/automations/${jwt.body.automation.id}`)).status).toBe(200);
+      },
+    );
 
     responseTest('outbound secrets: create, list, get, replace, delete, and their errors', async () => {
       expect(
-        (await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] }))
-          .status,
+        (
+          await call(superAdmin, 'post', '/api/v1/secrets', {
+            name: 'openapi_token',
+            value: 'sk_openapi_value',
+            allowedOrigins: ['https://crm.example'],
+          })
+        ).status,
       ).toBe(200);
       expect(
-        (await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_token', value: 'sk_openapi_value', allowedOrigins: ['https://crm.example'] }))
-          .status,
+        (
+          await call(superAdmin, 'post', '/api/v1/secrets', {
+            name: 'openapi_token',
+            value: 'sk_openapi_value',
+            allowedOrigins: ['https://crm.example'],
+          })
+        ).status,
       ).toBe(409);
       expect((await call(superAdmin, 'post', '/api/v1/secrets', { name: 'Bad-Name', value: 'v' })).status).toBe(400);
       expect((await call(reader, 'get', '/api/v1/secrets')).status).toBe(200);
@@ -473,13 +623,25 @@ describe('OpenAPI document', () => {
       expect((await call(reader, 'get', '/api/v1/secrets/missing')).status).toBe(404);
       expect((await call(reader, 'post', '/api/v1/secrets', { name: 'nope', value: 'v' })).status).toBe(403);
       expect((await call(admin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_by_admin' })).status).toBe(403);
-      expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_openapi_rotated' })).status).toBe(200);
       expect(
-        (await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { allowedOrigins: ['https://crm.example', 'https://crm2.example:8443'] })).status,
+        (await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: 'sk_openapi_rotated' })).status,
+      ).toBe(200);
+      expect(
+        (
+          await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', {
+            allowedOrigins: ['https://crm.example', 'https://crm2.example:8443'],
+          })
+        ).status,
       ).toBe(200);
       expect((await call(superAdmin, 'put', '/api/v1/secrets/openapi_token', { value: '' })).status).toBe(400);
       expect(
-        (await call(superAdmin, 'post', '/api/v1/secrets', { name: 'openapi_other', value: 'v', allowedOrigins: ['https://crm.example/path'] })).status,
+        (
+          await call(superAdmin, 'post', '/api/v1/secrets', {
+            name: 'openapi_other',
+            value: 'v',
+            allowedOrigins: ['https://crm.example/path'],
+          })
+        ).status,
       ).toBe(400);
       expect((await call(superAdmin, 'put', '/api/v1/secrets/missing', { value: 'v' })).status).toBe(404);
       expect((await call(superAdmin, 'delete', '/api/v1/secrets/openapi_token')).status).toBe(200);
@@ -508,7 +670,14 @@ describe('OpenAPI document', () => {
       expect(acted.status).toBe(202);
       expect((await call(admin, 'get', `/api/v1/bulk_actions/${acted.body.bulkAction.id}`)).status).toBe(200);
       expect((await call(admin, 'get', '/api/v1/bulk_actions')).status).toBe(200);
-      expect((await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', { action: 'cancel', filter: { automationId } })).status).toBe(400);
+      expect(
+        (
+          await call(superAdmin, 'post', '/api/v1/automation_executions/bulk', {
+            action: 'cancel',
+            filter: { automationId },
+          })
+        ).status,
+      ).toBe(400);
       // An action whose workflow has not reached it yet (recorded in the store): stopped, 200.
       const waiting = randomUUID();
       await insertBulkSet(
@@ -536,7 +705,9 @@ describe('OpenAPI document', () => {
       const all = await call(admin, 'get', '/api/v1/automation_executions?page_size=5');
       expect(all.status).toBe(200);
       expect(Array.isArray(all.body.list)).toBe(true);
-      expect((await call(admin, 'get', '/api/v1/automation_executions?waitingForApproval=true&status=RUNNING')).status).toBe(200);
+      expect(
+        (await call(admin, 'get', '/api/v1/automation_executions?waitingForApproval=true&status=RUNNING')).status,
+      ).toBe(200);
       expect((await call(admin, 'get', '/api/v1/automation_executions?status=SLEEPING')).status).toBe(400);
       const created = await call(superAdmin, 'post', '/api/v1/automations', {
         displayName: 'Lanes conformance',
@@ -554,22 +725,31 @@ describe('OpenAPI document', () => {
       const all = await call(superAdmin, 'get', '/api/v1/audit');
       expect(all.status).toBe(200);
       expect(all.body.list.length).toBeGreaterThan(0);
-      expect((await call(superAdmin, 'get', '/api/v1/audit?action=automation.create&since=2020-01-01T00:00:00Z')).status).toBe(200);
+      expect(
+        (await call(superAdmin, 'get', '/api/v1/audit?action=automation.create&since=2020-01-01T00:00:00Z')).status,
+      ).toBe(200);
     });
 
     responseTest('error responses: 400, 401, 403, 404', async () => {
       const anonymous = callerFor(stack.service, undefined);
-      expect((await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, { displayName: '', durationGrant: 'soon' })).status).toBe(400);
+      expect(
+        (await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, { displayName: '', durationGrant: 'soon' }))
+          .status,
+      ).toBe(400);
       expect((await call(admin, 'post', '/api/v1/users', { displayName: 'x', type: 'ROBOT' })).status).toBe(400);
       expect((await call(reader, 'get', '/api/v1/apps?page_token=forged')).status).toBe(400);
       expect((await call(anonymous, 'get', '/api/v1/apps')).status).toBe(401);
-      expect((await call(callerFor(stack.service, 'not-a-token'), 'post', '/api/v1/search/entitlements', {})).status).toBe(401);
+      expect(
+        (await call(callerFor(stack.service, 'not-a-token'), 'post', '/api/v1/search/entitlements', {})).status,
+      ).toBe(401);
       expect((await call(reader, 'post', '/api/v1/apps', { displayName: 'no' })).status).toBe(403);
       expect((await call(reader, 'get', '/api/v1/automations')).status).toBe(403);
       expect((await call(admin, 'get', '/api/v1/audit')).status).toBe(403);
       expect((await call(reader, 'get', '/api/v1/apps/missing')).status).toBe(404);
       expect((await call(reader, 'get', `/api/v1/apps/${appId}/entitlements/missing`)).status).toBe(404);
-      expect((await call(admin, 'post', `/api/v2/users/missing/owners/entitlements/owner/${appId}/${entitlementId}`)).status).toBe(404);
+      expect(
+        (await call(admin, 'post', `/api/v2/users/missing/owners/entitlements/owner/${appId}/${entitlementId}`)).status,
+      ).toBe(404);
       expect((await call(superAdmin, 'get', '/api/v1/automations/missing')).status).toBe(404);
     });
 
@@ -597,10 +777,15 @@ describe('OpenAPI document', () => {
 
     beforeAll(async () => {
       const appId = (await createGovernanceApp(admin, 'Strict')).id;
-      entitlement = (await admin.get(`/api/v1/apps/${appId}/entitlements/${(await createEntitlement(admin, appId)).id}`)).body;
+      entitlement = (
+        await admin.get(`/api/v1/apps/${appId}/entitlements/${(await createEntitlement(admin, appId)).id}`)
+      ).body;
     });
 
-    const validate = () => validatorFor(doc.paths['/api/v1/apps/{app_id}/entitlements/{id}'].get.responses['200'].content['application/json'].schema);
+    const validate = () =>
+      validatorFor(
+        doc.paths['/api/v1/apps/{app_id}/entitlements/{id}'].get.responses['200'].content['application/json'].schema,
+      );
 
     it('accepts the real body', () => {
       expect(validate()(entitlement)).toBe(true);

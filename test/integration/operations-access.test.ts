@@ -36,7 +36,10 @@ describe('operations endpoints behind ADMIN_TOKEN', () => {
       expect([path, wrong.status]).toEqual([path, 401]);
       // An API access token is not the admin token either.
       const apiToken = await service.tokenFor('super_admin');
-      expect([path, (await request(service.server).get(path).set('Authorization', `Bearer ${apiToken}`)).status]).toEqual([path, 401]);
+      expect([
+        path,
+        (await request(service.server).get(path).set('Authorization', `Bearer ${apiToken}`)).status,
+      ]).toEqual([path, 401]);
       const admin = await request(service.server).get(path).set('Authorization', `Bearer ${ADMIN_TOKEN}`);
       expect([path, admin.status]).toEqual([path, 200]);
     }

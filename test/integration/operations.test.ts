@@ -51,7 +51,10 @@ describe('health, readiness and metrics', () => {
       const store = await openStoreWithOutage(target);
       const service = await startTestService({ db: store.db, runs: stack.service.deps.runs });
       try {
-        expect((await request(service.server).get('/ready')).body).toEqual({ status: 'ready', checks: { store: true, temporal: true } });
+        expect((await request(service.server).get('/ready')).body).toEqual({
+          status: 'ready',
+          checks: { store: true, temporal: true },
+        });
         await store.takeDown();
         // /ready reuses its verdict for a moment (READINESS_CACHE_MS): poll until it is re-checked.
         const res = await poll(
@@ -69,7 +72,11 @@ describe('health, readiness and metrics', () => {
   }
 
   it('/metrics counts webhook outcomes by status and reason', async () => {
-    const created = await stack.createAutomation({ displayName: 'metrics', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const created = await stack.createAutomation({
+      displayName: 'metrics',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     const path = listenerPath(created.automation);
     expect((await deliver(stack, path, hmacEvent(created.signingSecret!, { employee_id: '1' }))).status).toBe(200);
     expect((await deliver(stack, path, hmacEvent('wrong-secret', { employee_id: '1' }))).status).toBe(401);
@@ -87,7 +94,11 @@ describe('webhook backpressure', () => {
   it('answers 429 with Retry-After beyond the in-flight bound, and recovers after', async () => {
     const stack = await startStack({ config: { webhookMaxInFlight: 1 } });
     try {
-      const created = await stack.createAutomation({ displayName: 'bounded', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+      const created = await stack.createAutomation({
+        displayName: 'bounded',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: STEPS,
+      });
       const path = listenerPath(created.automation);
       const event = hmacEvent(created.signingSecret!, { employee_id: '1' });
       // A slow sender holds the only slot: headers sent, body still arriving.

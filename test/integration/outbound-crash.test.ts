@@ -24,7 +24,8 @@ import { testTemporal } from '../helpers/temporal';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 const PROCESS_START_MS = 240_000;
-const title = 'a worker SIGKILLed while the target holds the request open: after the retry the target saw two requests with one key, both verifying';
+const title =
+  'a worker SIGKILLed while the target holds the request open: after the retry the target saw two requests with one key, both verifying';
 
 interface Held {
   headers: Record<string, string>;
@@ -103,7 +104,12 @@ describe('outbound call keys across a worker crash (worker as a separate process
         {
           id: 'notify',
           retry: { maximumAttempts: 5, initialInterval: '0.5s' },
-          callWebhook: { url: `'${origin}/held'`, body: { ticket: 'ctx.trigger.ticket' }, timeoutMs: 5000, signature: { secret: 'crash_signing' } },
+          callWebhook: {
+            url: `'${origin}/held'`,
+            body: { ticket: 'ctx.trigger.ticket' },
+            timeoutMs: 5000,
+            signature: { secret: 'crash_signing' },
+          },
         },
       ],
     });

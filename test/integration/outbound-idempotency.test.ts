@@ -55,7 +55,9 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     return res.body.executionId as string;
   }
 
-  async function execution(id: string): Promise<{ status: string; steps: Array<{ id: string; status: string; idempotencyKey?: string }> }> {
+  async function execution(
+    id: string,
+  ): Promise<{ status: string; steps: Array<{ id: string; status: string; idempotencyKey?: string }> }> {
     const res = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(id)}`));
     expect(res.status).toBe(200);
     return res.body.execution;
@@ -77,7 +79,13 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     const { automation, signingSecret } = await stack.createAutomation({
       displayName: 'signed flaky',
       trigger: { incomingWebhook: { authMethod: 'HMAC' } },
-      steps: [{ id: 'notify', retry: { maximumAttempts: 3, initialInterval: '0.1s' }, callWebhook: hook('/flaky', { signature: { secret: 'hook_signing' } }) }],
+      steps: [
+        {
+          id: 'notify',
+          retry: { maximumAttempts: 3, initialInterval: '0.1s' },
+          callWebhook: hook('/flaky', { signature: { secret: 'hook_signing' } }),
+        },
+      ],
     });
 
     const run1 = await run(automation, signingSecret!, { who: 'ada' });
@@ -93,11 +101,16 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
       expect(attempt.headers['webhook-timestamp']).toMatch(/^\d{10}$/);
       expect(attempt.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
       // The receiver verifies the exact bytes it received (UTF-8 body, as sent).
-      expect(receiverSide.verify(attempt.body.toString('utf8'), attempt.headers)).toEqual({ who: 'ada', note: 'café ☕' });
+      expect(receiverSide.verify(attempt.body.toString('utf8'), attempt.headers)).toEqual({
+        who: 'ada',
+        note: 'café ☕',
+      });
       // One byte changed, or another secret: no match.
       const changed = attempt.body.toString('utf8').replace('ada', 'adb');
       expect(() => receiverSide.verify(changed, attempt.headers)).toThrow(WebhookVerificationError);
-      expect(() => new Webhook(whsec()).verify(attempt.body.toString('utf8'), attempt.headers)).toThrow(WebhookVerificationError);
+      expect(() => new Webhook(whsec()).verify(attempt.body.toString('utf8'), attempt.headers)).toThrow(
+        WebhookVerificationError,
+      );
     }
     // The executions view shows the key the receiver logged.
     expect((await execution(run1)).steps[0]).toMatchObject({ id: 'notify', status: 'DONE', idempotencyKey: key });
@@ -164,7 +177,9 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
 
     // The failed call may have reached its target: the retry repeats it with the same key.
     gateStatus = 200;
-    const retry = await auth(api().post(`/api/v1/automation_executions/${encodeURIComponent(original)}/rerun`)).send({ fromFailedStep: true });
+    const retry = await auth(api().post(`/api/v1/automation_executions/${encodeURIComponent(original)}/rerun`)).send({
+      fromFailedStep: true,
+    });
     expect(retry.status).toBe(200);
     await stack.client.workflow.getHandle(retry.body.execution.id).result();
     expect(at('/first?who=eve')).toHaveLength(1); // reused, not called again
@@ -176,7 +191,9 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
     expect(retried.steps[1]).toMatchObject({ id: 'gate', status: 'DONE', idempotencyKey: key });
 
     // A rerun of the original is a new run: new keys.
-    const rerun = await auth(api().post(`/api/v1/automation_executions/${encodeURIComponent(original)}/rerun`)).send({});
+    const rerun = await auth(api().post(`/api/v1/automation_executions/${encodeURIComponent(original)}/rerun`)).send(
+      {},
+    );
     expect(rerun.status).toBe(200);
     await stack.client.workflow.getHandle(rerun.body.execution.id).result();
     const third = at('/gate?who=eve')[2]!.headers['idempotency-key'];
@@ -216,7 +233,10 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
 
     const rotated = await auth(api().put('/api/v1/secrets/rotating')).send({ value: second });
     expect(rotated.status).toBe(200);
-    expect(rotated.body).toEqual({ secret: expect.objectContaining({ name: 'rotating' }), previousValueExpiresAt: expect.any(String) });
+    expect(rotated.body).toEqual({
+      secret: expect.objectContaining({ name: 'rotating' }),
+      previousValueExpiresAt: expect.any(String),
+    });
     const graceMs = Date.parse(rotated.body.previousValueExpiresAt) - Date.now();
     expect(graceMs).toBeGreaterThan(23 * 3600_000);
     expect(graceMs).toBeLessThanOrEqual(24 * 3600_000);
@@ -256,20 +276,46 @@ describe('outbound calls: one key per call, Standard Webhooks signatures', () =>
       expect(res.body.details).toEqual(
         expect.arrayContaining([
           expect.objectContaining({
-            fieldViolations: expect.arrayContaining([expect.objectContaining({ field, description: expect.stringContaining(text) })]),
+            fieldViolations: expect.arrayContaining([
+              expect.objectContaining({ field, description: expect.stringContaining(text) }),
+            ]),
           }),
         ]),
       );
     };
-    await violation(hook('/x', { signature: { secret: 'no_such_secret' } }), 'steps[0].callWebhook.signature.secret', 'secret "no_such_secret" does not exist');
-    await violation(hook('/x', { signature: { secret: 'Bad-Name' } }), 'steps[0].callWebhook.signature.secret', 'must name a secret');
-    await violation(hook('/x', { signature: 'hook_signing' }), 'steps[0].callWebhook.signature', '{"secret": "<name>"}');
-    await violation(hook('/x', { signature: { secret: 'hook_signing', algorithm: 'md5' } }), 'steps[0].callWebhook.signature', '{"secret": "<name>"}');
+    await violation(
+      hook('/x', { signature: { secret: 'no_such_secret' } }),
+      'steps[0].callWebhook.signature.secret',
+      'secret "no_such_secret" does not exist',
+    );
+    await violation(
+      hook('/x', { signature: { secret: 'Bad-Name' } }),
+      'steps[0].callWebhook.signature.secret',
+      'must name a secret',
+    );
+    await violation(
+      hook('/x', { signature: 'hook_signing' }),
+      'steps[0].callWebhook.signature',
+      '{"secret": "<name>"}',
+    );
+    await violation(
+      hook('/x', { signature: { secret: 'hook_signing', algorithm: 'md5' } }),
+      'steps[0].callWebhook.signature',
+      '{"secret": "<name>"}',
+    );
     for (const header of ['Idempotency-Key', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature']) {
-      await violation(hook('/x', { headers: { [header]: "'mine'" } }), `steps[0].callWebhook.headers.${header}`, 'the service sets this header itself');
+      await violation(
+        hook('/x', { headers: { [header]: "'mine'" } }),
+        `steps[0].callWebhook.headers.${header}`,
+        'the service sets this header itself',
+      );
     }
     for (const value of ['whsec_', 'whsec_not base64!', 'whsec_abc']) {
-      const res = await auth(api().post('/api/v1/secrets')).send({ name: 'bad_whsec', value, allowedOrigins: [origin] });
+      const res = await auth(api().post('/api/v1/secrets')).send({
+        name: 'bad_whsec',
+        value,
+        allowedOrigins: [origin],
+      });
       expect([value, res.status]).toEqual([value, 400]);
       expect(JSON.stringify(res.body)).toContain('whsec_ value must be base64');
     }

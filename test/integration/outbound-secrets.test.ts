@@ -56,7 +56,12 @@ for (const target of DATABASES) {
         .send({ name: 'crm_token', value, allowedOrigins: ['https://crm.example'] });
       expect(created.status).toBe(200);
       expect(created.body).toEqual({
-        secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) },
+        secret: {
+          name: 'crm_token',
+          allowedOrigins: ['https://crm.example'],
+          createdAt: expect.any(String),
+          updatedAt: expect.any(String),
+        },
       });
 
       const duplicate = await api()
@@ -71,30 +76,53 @@ for (const target of DATABASES) {
       expect(list.status).toBe(200);
       expect(list.body).toEqual({
         list: expect.arrayContaining([
-          { secret: { name: 'crm_token', allowedOrigins: ['https://crm.example'], createdAt: expect.any(String), updatedAt: expect.any(String) } },
+          {
+            secret: {
+              name: 'crm_token',
+              allowedOrigins: ['https://crm.example'],
+              createdAt: expect.any(String),
+              updatedAt: expect.any(String),
+            },
+          },
         ]),
         nextPageToken: '',
       });
       expect(
         list.body.list.every(
-          (item: { secret: Record<string, unknown> }) => Object.keys(item.secret).sort().join() === 'allowedOrigins,createdAt,name,updatedAt',
+          (item: { secret: Record<string, unknown> }) =>
+            Object.keys(item.secret).sort().join() === 'allowedOrigins,createdAt,name,updatedAt',
         ),
       ).toBe(true);
       const one = await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`);
       expect(one.status).toBe(200);
       expect(one.body).toEqual(created.body);
-      expect((await api().post('/api/v1/secrets').set('Authorization', `Bearer ${reader}`).send({ name: 'x', value: 'y' })).status).toBe(403);
-      expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`).send({ value: 'y' })).status).toBe(403);
-      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`)).status).toBe(403);
+      expect(
+        (await api().post('/api/v1/secrets').set('Authorization', `Bearer ${reader}`).send({ name: 'x', value: 'y' }))
+          .status,
+      ).toBe(403);
+      expect(
+        (await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`).send({ value: 'y' }))
+          .status,
+      ).toBe(403);
+      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${reader}`)).status).toBe(
+        403,
+      );
 
       // Sealed at rest with the service's secret box.
-      const rows = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'");
+      const rows = await service.deps.db.query<{ sealed_value: string }>(
+        "SELECT sealed_value FROM outbound_secrets WHERE name = 'crm_token'",
+      );
       expect(rows[0]!.sealed_value.startsWith('v2.')).toBe(true);
       expect(rows[0]!.sealed_value).not.toContain(value);
-      expect(service.deps.secretBox.open(rows[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
+      expect(service.deps.secretBox.open(rows[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(
+        value,
+      );
 
       const rotatedValue = newValue();
-      const rotated = await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ value: rotatedValue });
+      const rotated = await api()
+        .put('/api/v1/secrets/crm_token')
+        .set('Authorization', `Bearer ${writer}`)
+        .send({ value: rotatedValue });
       expect(rotated.status).toBe(200);
       expect(rotated.body.secret.name).toBe('crm_token');
       // Created stays, updated moves on (many requests lie between the two: never the same millisecond).
@@ -104,25 +132,44 @@ for (const target of DATABASES) {
       const after = await service.deps.db.query<{ sealed_value: string; previous_sealed_value: string }>(
         "SELECT sealed_value, previous_sealed_value FROM outbound_secrets WHERE name = 'crm_token'",
       );
-      expect(service.deps.secretBox.open(after[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(rotatedValue);
-      expect(service.deps.secretBox.open(after[0]!.previous_sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(value);
+      expect(service.deps.secretBox.open(after[0]!.sealed_value, sealContext('outbound_secret', 'crm_token'))).toBe(
+        rotatedValue,
+      );
+      expect(
+        service.deps.secretBox.open(after[0]!.previous_sealed_value, sealContext('outbound_secret', 'crm_token')),
+      ).toBe(value);
       // All three fields at once: a new value with its grace period and new origins, in one change.
       const both = await api()
         .put('/api/v1/secrets/crm_token')
         .set('Authorization', `Bearer ${writer}`)
         .send({ value: newValue(), gracePeriod: '0s', allowedOrigins: ['https://crm2.example'] });
-      expect([both.status, both.body.secret.allowedOrigins, both.body.previousValueExpiresAt]).toEqual([200, ['https://crm2.example'], null]);
+      expect([both.status, both.body.secret.allowedOrigins, both.body.previousValueExpiresAt]).toEqual([
+        200,
+        ['https://crm2.example'],
+        null,
+      ]);
       // Origins only: the value is not changed, so nothing is kept for signatures.
       const rebound = await api()
         .put('/api/v1/secrets/crm_token')
         .set('Authorization', `Bearer ${writer}`)
         .send({ allowedOrigins: ['https://crm.example'] });
-      expect([rebound.status, rebound.body.secret.allowedOrigins, rebound.body.previousValueExpiresAt]).toEqual([200, ['https://crm.example'], null]);
+      expect([rebound.status, rebound.body.secret.allowedOrigins, rebound.body.previousValueExpiresAt]).toEqual([
+        200,
+        ['https://crm.example'],
+        null,
+      ]);
 
-      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(200);
+      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(
+        200,
+      );
       expect((await api().get('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
-      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
-      expect((await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ value: 'v' })).status).toBe(404);
+      expect((await api().delete('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`)).status).toBe(
+        404,
+      );
+      expect(
+        (await api().put('/api/v1/secrets/crm_token').set('Authorization', `Bearer ${writer}`).send({ value: 'v' }))
+          .status,
+      ).toBe(404);
 
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'crm_token');
       expect(audit.map((event) => event.action)).toEqual([
@@ -146,10 +193,18 @@ for (const target of DATABASES) {
       await as(writer, api().post('/api/v1/secrets'))
         .send({ name: 'bound_hook', value, allowedOrigins: ['https://crm.example'] })
         .expect(200);
-      const before = await service.deps.db.query<{ row: string }>("SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'");
+      const before = await service.deps.db.query<{ row: string }>(
+        "SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'",
+      );
       const refusals = [
-        await as(adminToken, api().post('/api/v1/secrets')).send({ name: 'admin_made', value: newValue(), allowedOrigins: ['https://evil.example'] }),
-        await as(adminToken, api().put('/api/v1/secrets/bound_hook')).send({ allowedOrigins: ['https://crm.example', 'https://evil.example'] }),
+        await as(adminToken, api().post('/api/v1/secrets')).send({
+          name: 'admin_made',
+          value: newValue(),
+          allowedOrigins: ['https://evil.example'],
+        }),
+        await as(adminToken, api().put('/api/v1/secrets/bound_hook')).send({
+          allowedOrigins: ['https://crm.example', 'https://evil.example'],
+        }),
         await as(adminToken, api().put('/api/v1/secrets/bound_hook')).send({ value: newValue() }),
         await as(adminToken, api().delete('/api/v1/secrets/bound_hook')),
       ];
@@ -159,10 +214,14 @@ for (const target of DATABASES) {
         [403, 7],
         [403, 7],
       ]);
-      const after = await service.deps.db.query<{ row: string }>("SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'");
+      const after = await service.deps.db.query<{ row: string }>(
+        "SELECT row_to_json(s)::text AS row FROM outbound_secrets s WHERE name = 'bound_hook'",
+      );
       expect(after).toEqual(before);
       expect(await service.deps.db.query("SELECT name FROM outbound_secrets WHERE name = 'admin_made'")).toEqual([]);
-      expect((await listAuditEvents(service.deps.db, 'outbound_secret', 'bound_hook')).map((event) => event.action)).toEqual(['outbound_secret.create']);
+      expect(
+        (await listAuditEvents(service.deps.db, 'outbound_secret', 'bound_hook')).map((event) => event.action),
+      ).toEqual(['outbound_secret.create']);
       const read = await as(adminToken, api().get('/api/v1/secrets/bound_hook'));
       expect(read.status).toBe(200);
       expect(read.body.secret.allowedOrigins).toEqual(['https://crm.example']);
@@ -170,7 +229,12 @@ for (const target of DATABASES) {
     });
 
     it('answers every bad input with a 400 naming the field, in the one error shape, without echoing the value', async () => {
-      const bad = async (body: unknown, field: string, method: 'post' | 'put' = 'post', path = '/api/v1/secrets'): Promise<void> => {
+      const bad = async (
+        body: unknown,
+        field: string,
+        method: 'post' | 'put' = 'post',
+        path = '/api/v1/secrets',
+      ): Promise<void> => {
         const request = api();
         const res = await request[method](path)
           .set('Authorization', `Bearer ${writer}`)
@@ -223,11 +287,21 @@ for (const target of DATABASES) {
       await bad({ value: 'bad\nvalue' }, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({}, 'value', 'put', '/api/v1/secrets/ok_name');
       await bad({ allowedOrigins: [] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
-      await bad({ value: 'v', allowedOrigins: ['https://crm.example/x'] }, 'allowedOrigins', 'put', '/api/v1/secrets/ok_name');
+      await bad(
+        { value: 'v', allowedOrigins: ['https://crm.example/x'] },
+        'allowedOrigins',
+        'put',
+        '/api/v1/secrets/ok_name',
+      );
       await bad({ value: 'v', name: 'other' }, 'name', 'put', '/api/v1/secrets/ok_name');
       // gracePeriod belongs to a new value: alone, or with allowedOrigins only, it is a 400.
       await bad({ gracePeriod: '60s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
-      await bad({ gracePeriod: '60s', allowedOrigins: ['https://crm.example'] }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
+      await bad(
+        { gracePeriod: '60s', allowedOrigins: ['https://crm.example'] },
+        'gracePeriod',
+        'put',
+        '/api/v1/secrets/ok_name',
+      );
       await bad({ value: 'v', gracePeriod: '604801s' }, 'gracePeriod', 'put', '/api/v1/secrets/ok_name');
       expect((await api().get('/api/v1/secrets/NOT-A-NAME').set('Authorization', `Bearer ${writer}`)).status).toBe(404);
       // Nothing half-written: of all these requests, only the one good create left a row.
@@ -261,7 +335,9 @@ for (const target of DATABASES) {
         expect(res.body.details).toEqual(
           expect.arrayContaining([
             expect.objectContaining({
-              fieldViolations: expect.arrayContaining([expect.objectContaining({ field, description: expect.stringContaining(text) })]),
+              fieldViolations: expect.arrayContaining([
+                expect.objectContaining({ field, description: expect.stringContaining(text) }),
+              ]),
             }),
           ]),
         );
@@ -276,7 +352,11 @@ for (const target of DATABASES) {
         'steps[0].callWebhook.headers.Authorization',
         'may not read ctx',
       );
-      await violation([{ id: 'h', callWebhook: hook({ Authorization: 'secrets' }) }], 'steps[0].callWebhook.headers.Authorization', 'secrets.<name>');
+      await violation(
+        [{ id: 'h', callWebhook: hook({ Authorization: 'secrets' }) }],
+        'steps[0].callWebhook.headers.Authorization',
+        'secrets.<name>',
+      );
       await violation(
         [{ id: 'h', callWebhook: { url: "'https://hooks.example/' + secrets.hook_key", body: {} } }],
         'steps[0].callWebhook.url',
@@ -287,17 +367,31 @@ for (const target of DATABASES) {
         'steps[0].callWebhook.body.k',
         'only in callWebhook header values',
       );
-      await violation([{ id: 'v', setVariables: { k: 'secrets.hook_key' } }], 'steps[0].setVariables.k', 'only in callWebhook header values');
-      await violation([{ id: 'h', when: "secrets.hook_key == ''", callWebhook: hook({}) }], 'steps[0].when', 'only in callWebhook header values');
+      await violation(
+        [{ id: 'v', setVariables: { k: 'secrets.hook_key' } }],
+        'steps[0].setVariables.k',
+        'only in callWebhook header values',
+      );
+      await violation(
+        [{ id: 'h', when: "secrets.hook_key == ''", callWebhook: hook({}) }],
+        'steps[0].when',
+        'only in callWebhook header values',
+      );
 
-      const good = await save([{ id: 'h', callWebhook: hook({ Authorization: "'Bearer ' + secrets.hook_key", 'X-Plain': "'not secret'" }) }]);
+      const good = await save([
+        { id: 'h', callWebhook: hook({ Authorization: "'Bearer ' + secrets.hook_key", 'X-Plain': "'not secret'" }) },
+      ]);
       expect(good.status).toBe(200);
       // Deleted before publish: the publish is refused and nothing is published.
       await api().delete('/api/v1/secrets/hook_key').set('Authorization', `Bearer ${writer}`).expect(200);
-      const publish = await api().post(`/api/v1/automations/${good.body.automation.id}/publish`).set('Authorization', `Bearer ${superToken}`);
+      const publish = await api()
+        .post(`/api/v1/automations/${good.body.automation.id}/publish`)
+        .set('Authorization', `Bearer ${superToken}`);
       expect(publish.status).toBe(400);
       expect(JSON.stringify(publish.body)).toContain('secret \\"hook_key\\" does not exist');
-      const stored = await api().get(`/api/v1/automations/${good.body.automation.id}`).set('Authorization', `Bearer ${superToken}`);
+      const stored = await api()
+        .get(`/api/v1/automations/${good.body.automation.id}`)
+        .set('Authorization', `Bearer ${superToken}`);
       expect(stored.body.automation).toMatchObject({ published: false, publishedVersion: null });
     });
   });
@@ -355,7 +449,11 @@ describe('outbound secrets in a real run', () => {
   it('sends the credential to the target only: not in the history, the execution, the dry run, the responses, the audit or the logs', async () => {
     const first = newValue();
     const second = newValue();
-    const created = await auth(api().post('/api/v1/secrets')).send({ name: 'crm_token', value: first, allowedOrigins: [origin] });
+    const created = await auth(api().post('/api/v1/secrets')).send({
+      name: 'crm_token',
+      value: first,
+      allowedOrigins: [origin],
+    });
     expect(created.status).toBe(200);
 
     const steps = (path: string) => [
@@ -369,8 +467,16 @@ describe('outbound secrets in a real run', () => {
         },
       },
     ];
-    const ok = await stack.createAutomation({ displayName: 'crm', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: steps('/hook') });
-    const deny = await stack.createAutomation({ displayName: 'crm deny', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: steps('/deny') });
+    const ok = await stack.createAutomation({
+      displayName: 'crm',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: steps('/hook'),
+    });
+    const deny = await stack.createAutomation({
+      displayName: 'crm deny',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: steps('/deny'),
+    });
 
     // 1. The receiver gets the credential; the run's records do not.
     const run1 = await run(ok.automation, ok.signingSecret!, { who: 'ada' });
@@ -389,7 +495,9 @@ describe('outbound secrets in a real run', () => {
     expect(JSON.stringify(execution1.body)).not.toContain(first);
 
     // 2. The dry run shows a placeholder.
-    const dry = await auth(api().post(`/api/v1/automations/${ok.automation.id}/test`)).send({ payload: { who: 'ada' } });
+    const dry = await auth(api().post(`/api/v1/automations/${ok.automation.id}/test`)).send({
+      payload: { who: 'ada' },
+    });
     expect(dry.status).toBe(200);
     expect(dry.body.steps[0]).toMatchObject({
       status: 'WOULD_RUN',
@@ -415,7 +523,10 @@ describe('outbound secrets in a real run', () => {
     const history3 = await historyText(run3);
     expect(history3).not.toContain(second);
     const execution3 = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(run3)}`));
-    expect(execution3.body.execution.steps[0]).toMatchObject({ status: 'FAILED', error: `callWebhook: POST ${origin} answered HTTP 401` });
+    expect(execution3.body.execution.steps[0]).toMatchObject({
+      status: 'FAILED',
+      error: `callWebhook: POST ${origin} answered HTTP 401`,
+    });
     expect(JSON.stringify(execution3.body)).not.toContain(second);
 
     // 5. Deleted after publish: the step fails without retrying, naming the secret.
@@ -427,12 +538,21 @@ describe('outbound secrets in a real run', () => {
       'step "notify" failed: callWebhook: headers.Authorization: secret "crm_token" does not exist (deleted after the automation was published?)',
     );
     expect(received.length).toBe(before);
-    const dryGone = await auth(api().post(`/api/v1/automations/${ok.automation.id}/test`)).send({ payload: { who: 'zed' } });
-    expect(dryGone.body.steps[0]).toMatchObject({ status: 'ERROR', error: 'callWebhook.headers.Authorization: secret "crm_token" does not exist' });
+    const dryGone = await auth(api().post(`/api/v1/automations/${ok.automation.id}/test`)).send({
+      payload: { who: 'zed' },
+    });
+    expect(dryGone.body.steps[0]).toMatchObject({
+      status: 'ERROR',
+      error: 'callWebhook.headers.Authorization: secret "crm_token" does not exist',
+    });
 
     // Nowhere else either: the API's answers about the secret, its audit trail, every log line.
     const audit = await listAuditEvents(stack.service.deps.db, 'outbound_secret', 'crm_token');
-    expect(audit.map((event) => event.action)).toEqual(['outbound_secret.create', 'outbound_secret.rotate', 'outbound_secret.delete']);
+    expect(audit.map((event) => event.action)).toEqual([
+      'outbound_secret.create',
+      'outbound_secret.rotate',
+      'outbound_secret.delete',
+    ]);
     const logs = [...appLines, ...runtimeLines].join('\n');
     expect(runtimeLines.some((line) => line.includes('answered HTTP 401'))).toBe(true); // the SDK logged the failure
     for (const value of [first, second]) {
@@ -467,15 +587,25 @@ describe('outbound secrets in a real run', () => {
     };
     const before = received.length;
     const db = stack.service.deps.db;
-    const otherKey = await failureOf(() => createActivities({ db, allowPrivateOutbound: true, secretBox: new SecretBox(randomBytes(32)) }).callWebhook(input));
+    const otherKey = await failureOf(() =>
+      createActivities({ db, allowPrivateOutbound: true, secretBox: new SecretBox(randomBytes(32)) }).callWebhook(
+        input,
+      ),
+    );
     expect([otherKey.type, otherKey.nonRetryable]).toEqual(['CallWebhookSecretUnavailable', false]);
-    expect(otherKey.message).toBe(`callWebhook: headers.Authorization: secret "worker_key" cannot be opened with this worker's SECRET_KEY (is it the API's?)`);
+    expect(otherKey.message).toBe(
+      `callWebhook: headers.Authorization: secret "worker_key" cannot be opened with this worker's SECRET_KEY (is it the API's?)`,
+    );
     const noKey = await failureOf(() => createActivities({ db, allowPrivateOutbound: true }).callWebhook(input));
     expect([noKey.type, noKey.nonRetryable]).toEqual(['CallWebhookSecretUnavailable', false]);
     const right = createActivities({ db, allowPrivateOutbound: true, secretBox: stack.service.deps.secretBox });
-    const missing = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }));
+    const missing = await failureOf(() =>
+      right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }),
+    );
     expect([missing.type, missing.nonRetryable]).toEqual(['CallWebhookSecretMissing', true]);
-    const notString = await failureOf(() => right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.worker_key.size()' } }));
+    const notString = await failureOf(() =>
+      right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.worker_key.size()' } }),
+    );
     expect(notString.message).toMatch(
       /^callWebhook: headers\.Authorization: a header value that reads secrets is secrets\.<name> and string literals joined by \+.*found a call to size\(\)/,
     );

@@ -1,6 +1,14 @@
 import { DATABASES, describeOn, openTestDb } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/test-service';
-import { callerFor, callerWith, createGovernanceApp, createEntitlement, createUser, violatedFields, type Caller } from '../helpers/governance';
+import {
+  callerFor,
+  callerWith,
+  createGovernanceApp,
+  createEntitlement,
+  createUser,
+  violatedFields,
+  type Caller,
+} from '../helpers/governance';
 import { createEntitlementOwner, deleteEntitlementOwner } from '../../src/domain/owners';
 import { NotFoundError, ServiceError } from '../../src/errors';
 import { sleep } from '../helpers/wait';
@@ -38,11 +46,18 @@ for (const target of DATABASES) {
     afterAll(async () => service.close());
 
     it('creates an ownership and returns the full entitlement', async () => {
-      const res = await admin.post(path(serviceUser, 'owner', appId, entitlementId), { appEntitlementRef: { appId, id: entitlementId } });
+      const res = await admin.post(path(serviceUser, 'owner', appId, entitlementId), {
+        appEntitlementRef: { appId, id: entitlementId },
+      });
       expect(res.status).toBe(200);
       const entitlement = (await reader.get(`/api/v1/apps/${appId}/entitlements/${entitlementId}`)).body.appEntitlement;
       expect(res.body).toEqual({
-        userOwnerEntitlement: { appEntitlement: entitlement, createdAt: expect.any(String), roleSlug: 'owner', userId: serviceUser },
+        userOwnerEntitlement: {
+          appEntitlement: entitlement,
+          createdAt: expect.any(String),
+          roleSlug: 'owner',
+          userId: serviceUser,
+        },
       });
       expect(Object.keys(res.body.userOwnerEntitlement)).toEqual(['appEntitlement', 'createdAt', 'roleSlug', 'userId']);
     });
@@ -54,12 +69,17 @@ for (const target of DATABASES) {
       const again = await admin.post(path(serviceUser, 'approver', appId, entitlementId), { appEntitlementRef: null });
       expect(again.status).toBe(200);
       expect(again.body.userOwnerEntitlement.createdAt).toBe(first.body.userOwnerEntitlement.createdAt);
-      const rows = await service.deps.db.query('SELECT 1 FROM entitlement_owners WHERE user_id = $1 AND role_slug = $2', [serviceUser, 'approver']);
+      const rows = await service.deps.db.query(
+        'SELECT 1 FROM entitlement_owners WHERE user_id = $1 AND role_slug = $2',
+        [serviceUser, 'approver'],
+      );
       expect(rows).toHaveLength(1);
     });
 
     it('concurrent creates of one ownership all succeed with one createdAt', async () => {
-      const results = await Promise.all(Array.from({ length: 6 }, () => admin.post(path(serviceUser, 'race', appId, entitlementId))));
+      const results = await Promise.all(
+        Array.from({ length: 6 }, () => admin.post(path(serviceUser, 'race', appId, entitlementId))),
+      );
       expect(results.map((res) => res.status)).toEqual(Array(6).fill(200));
       expect(new Set(results.map((res) => res.body.userOwnerEntitlement.createdAt)).size).toBe(1);
     });
@@ -68,11 +88,15 @@ for (const target of DATABASES) {
       for (const body of [undefined, {}, { appEntitlementRef: null }, { appEntitlementRef: { appId } }]) {
         expect((await admin.post(path(serviceUser, 'ref-ok', appId, entitlementId), body)).status).toBe(200);
       }
-      const wrongApp = await admin.post(path(serviceUser, 'ref', appId, entitlementId), { appEntitlementRef: { appId: 'other', id: entitlementId } });
+      const wrongApp = await admin.post(path(serviceUser, 'ref', appId, entitlementId), {
+        appEntitlementRef: { appId: 'other', id: entitlementId },
+      });
       expect(wrongApp.status).toBe(400);
       expect(wrongApp.body.code).toBe(3);
       expect(violatedFields(wrongApp.body)).toEqual(['appEntitlementRef.appId']);
-      const wrongId = await admin.post(path(serviceUser, 'ref', appId, entitlementId), { appEntitlementRef: { appId, id: 'other' } });
+      const wrongId = await admin.post(path(serviceUser, 'ref', appId, entitlementId), {
+        appEntitlementRef: { appId, id: 'other' },
+      });
       expect(violatedFields(wrongId.body)).toEqual(['appEntitlementRef.id']);
       const notAnObject = await admin.post(path(serviceUser, 'ref', appId, entitlementId), { appEntitlementRef: 'x' });
       expect(violatedFields(notAnObject.body)).toEqual(['appEntitlementRef']);
@@ -115,10 +139,16 @@ for (const target of DATABASES) {
       const first = await reader.get(`${ownersOf(user)}?page_size=10`);
       expect(first.status).toBe(200);
       expect(first.body.list).toHaveLength(10);
-      expect(first.body.list[0].userOwnerEntitlement).toMatchObject({ roleSlug: 'role-00', userId: user, appEntitlement: { id: entitlementId } });
+      expect(first.body.list[0].userOwnerEntitlement).toMatchObject({
+        roleSlug: 'role-00',
+        userId: user,
+        appEntitlement: { id: entitlementId },
+      });
       const second = await reader.get(`${ownersOf(user)}?pageSize=10&pageToken=${first.body.nextPageToken}`);
       expect(second.body.nextPageToken).toBe('');
-      const seen = [...first.body.list, ...second.body.list].map((item: { userOwnerEntitlement: { roleSlug: string } }) => item.userOwnerEntitlement.roleSlug);
+      const seen = [...first.body.list, ...second.body.list].map(
+        (item: { userOwnerEntitlement: { roleSlug: string } }) => item.userOwnerEntitlement.roleSlug,
+      );
       expect(seen).toEqual(roles);
       const foreign = await reader.get(`${ownersOf(serviceUser)}?page_token=${first.body.nextPageToken}`);
       expect(foreign.status).toBe(400);
@@ -134,7 +164,11 @@ for (const target of DATABASES) {
       expect(again.status).toBe(404);
       expect(again.body.code).toBe(5);
       const list = await reader.get(`${ownersOf(serviceUser)}?page_size=100`);
-      expect(list.body.list.map((item: { userOwnerEntitlement: { roleSlug: string } }) => item.userOwnerEntitlement.roleSlug)).not.toContain('temp');
+      expect(
+        list.body.list.map(
+          (item: { userOwnerEntitlement: { roleSlug: string } }) => item.userOwnerEntitlement.roleSlug,
+        ),
+      ).not.toContain('temp');
     });
 
     it('needs a token (401) and write access (403)', async () => {
@@ -167,7 +201,9 @@ for (const target of DATABASES) {
             .filter((event) => event.details.roleSlug === 'audited')
             .map((event) => `${event.action} ${String(event.details.userId)}`);
         const owned = async (userId: string) =>
-          (await listOwnedEntitlements(service.deps.db, userId, undefined, 100)).filter(({ owner }) => owner.roleSlug === 'audited').length;
+          (await listOwnedEntitlements(service.deps.db, userId, undefined, 100)).filter(
+            ({ owner }) => owner.roleSlug === 'audited',
+          ).length;
 
         await createEntitlementOwner(service.deps.db, ref, 'client:a');
         await createEntitlementOwner(service.deps.db, ref, 'client:b');
@@ -180,15 +216,22 @@ for (const target of DATABASES) {
             (err: unknown) => err as ServiceError,
           );
         expect((await refusal({ userId: human, appId: 'no-such-app' })).code).toBe('ERR_INVALID_ARGUMENT');
-        expect([(await refusal({ appId: 'no-such-app' })) as NotFoundError].map((err) => [err.resource, err.id])).toEqual([['app', 'no-such-app']]);
-        expect(((await refusal({ entitlementId: 'no-such-entitlement' })) as NotFoundError).resource).toBe('app entitlement');
+        expect(
+          [(await refusal({ appId: 'no-such-app' })) as NotFoundError].map((err) => [err.resource, err.id]),
+        ).toEqual([['app', 'no-such-app']]);
+        expect(((await refusal({ entitlementId: 'no-such-entitlement' })) as NotFoundError).resource).toBe(
+          'app entitlement',
+        );
         expect(await owned(human)).toBe(0);
         expect(await events()).toEqual([`entitlement_owner.create ${serviceUser}`]);
 
         expect(await deleteEntitlementOwner(service.deps.db, ref, 'client:a')).toBe(true);
         expect(await deleteEntitlementOwner(service.deps.db, ref, 'client:a')).toBe(false);
         expect(await owned(serviceUser)).toBe(0);
-        expect(await events()).toEqual([`entitlement_owner.create ${serviceUser}`, `entitlement_owner.delete ${serviceUser}`]);
+        expect(await events()).toEqual([
+          `entitlement_owner.create ${serviceUser}`,
+          `entitlement_owner.delete ${serviceUser}`,
+        ]);
       });
 
       it('throws domain errors: not found (naming the id) and invalid argument', async () => {
@@ -202,14 +245,19 @@ for (const target of DATABASES) {
           }
         };
         expect(await kindOf({ userId: 'nobody', roleSlug: 'owner', appId, entitlementId })).toBe('ERR_NOT_FOUND');
-        const missing = await createEntitlementOwner(service.deps.db, { userId: 'nobody', roleSlug: 'owner', appId, entitlementId }).catch(
-          (err: unknown) => err,
-        );
+        const missing = await createEntitlementOwner(service.deps.db, {
+          userId: 'nobody',
+          roleSlug: 'owner',
+          appId,
+          entitlementId,
+        }).catch((err: unknown) => err);
         expect(missing).toBeInstanceOf(NotFoundError);
         expect([(missing as NotFoundError).resource, (missing as NotFoundError).id]).toEqual(['user', 'nobody']);
         expect(await kindOf({ userId: human, roleSlug: 'owner', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
         expect(await kindOf({ userId: serviceUser, roleSlug: '', appId, entitlementId })).toBe('ERR_INVALID_ARGUMENT');
-        expect(await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string })).toBe('ERR_INVALID_ARGUMENT');
+        expect(
+          await kindOf({ userId: serviceUser, roleSlug: 'owner', appId, entitlementId: 42 as unknown as string }),
+        ).toBe('ERR_INVALID_ARGUMENT');
       });
     });
   });
@@ -222,18 +270,28 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       db = await openTestDb(target);
-      const user = await createUserRow(db, { displayName: 'Robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' });
+      const user = await createUserRow(db, {
+        displayName: 'Robot',
+        email: 'robot@example.com',
+        type: 'USER_TYPE_SERVICE',
+      });
       const app = await createApp(db, { displayName: 'Prepared' });
-      const entitlement = await createEntitlementRow(db, app.id, AppEntitlementInput.parse({ displayName: 'Prepared entitlement' }));
+      const entitlement = await createEntitlementRow(
+        db,
+        app.id,
+        AppEntitlementInput.parse({ displayName: 'Prepared entitlement' }),
+      );
       ref = { userId: user.id, roleSlug: 'owner', appId: app.id, entitlementId: entitlement.id };
     });
     afterAll(async () => db.close());
 
     /** How often the session ran its prepared `record_owner` ([] when it has none). */
     const executions = async (): Promise<number[]> =>
-      (await db.query<{ runs: unknown }>(`SELECT generic_plans + custom_plans AS runs FROM pg_prepared_statements WHERE name = 'record_owner'`)).map((row) =>
-        Number(row.runs),
-      );
+      (
+        await db.query<{ runs: unknown }>(
+          `SELECT generic_plans + custom_plans AS runs FROM pg_prepared_statements WHERE name = 'record_owner'`,
+        )
+      ).map((row) => Number(row.runs));
 
     it('is prepared on its first use and run from then on without being prepared again; its results are as before', async () => {
       expect(await executions()).toEqual([]);
@@ -243,19 +301,31 @@ for (const target of DATABASES) {
       const other = await createEntitlementOwner(db, { ...ref, roleSlug: 'backup' });
       expect(await executions()).toEqual([3]);
       expect(again).toEqual(first);
-      expect(first.userOwnerEntitlement).toMatchObject({ userId: ref.userId, roleSlug: 'owner', appEntitlement: { id: ref.entitlementId, appId: ref.appId } });
+      expect(first.userOwnerEntitlement).toMatchObject({
+        userId: ref.userId,
+        roleSlug: 'owner',
+        appEntitlement: { id: ref.entitlementId, appId: ref.appId },
+      });
       expect(other.userOwnerEntitlement.roleSlug).toBe('backup');
       expect(Date.parse(first.userOwnerEntitlement.createdAt)).not.toBeNaN();
       // A check that fails runs the same prepared statement and still names what is missing.
-      await expect(createEntitlementOwner(db, { ...ref, appId: 'no-such-app' })).rejects.toMatchObject({ resource: 'app', id: 'no-such-app' });
+      await expect(createEntitlementOwner(db, { ...ref, appId: 'no-such-app' })).rejects.toMatchObject({
+        resource: 'app',
+        id: 'no-such-app',
+      });
       expect(await executions()).toEqual([4]);
-      expect((await listOwnedEntitlements(db, ref.userId, undefined, 10)).map(({ owner }) => owner.roleSlug)).toEqual(['backup', 'owner']);
+      expect((await listOwnedEntitlements(db, ref.userId, undefined, 10)).map(({ owner }) => owner.roleSlug)).toEqual([
+        'backup',
+        'owner',
+      ]);
     });
 
     it('refuses another text under the same name, and a failed run leaves the store usable', async () => {
       await expect(db.query('SELECT 1 AS one', [], { prepare: 'record_owner' })).rejects.toThrow();
       // A statement that fails while it runs (its parameter is not an integer) rejects, and the next one runs.
-      await expect(db.query('SELECT $1::int AS n', ['not a number'], { prepare: 'bad_int' })).rejects.toThrow(/invalid input syntax/);
+      await expect(db.query('SELECT $1::int AS n', ['not a number'], { prepare: 'bad_int' })).rejects.toThrow(
+        /invalid input syntax/,
+      );
       expect(await db.query<{ n: number }>('SELECT $1::int AS n', ['7'], { prepare: 'bad_int' })).toEqual([{ n: 7 }]);
       expect((await createEntitlementOwner(db, ref)).userOwnerEntitlement.roleSlug).toBe('owner');
     });

@@ -47,7 +47,12 @@ describe('ownership activities: audit actor', () => {
     const evaluating = {
       stepId: 'own',
       actor,
-      expressions: { userId: 'ctx.trigger.user', roleSlug: "'owner'", appId: 'ctx.trigger.app', entitlementId: 'ctx.steps.pick.id' },
+      expressions: {
+        userId: 'ctx.trigger.user',
+        roleSlug: "'owner'",
+        appId: 'ctx.trigger.app',
+        entitlementId: 'ctx.steps.pick.id',
+      },
       ctx: { trigger: { user: user.id, app: app.id }, steps: { pick: { id: entitlement.id } } },
     };
 

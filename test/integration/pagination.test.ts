@@ -22,7 +22,14 @@ for (const target of DATABASES) {
     async function fill(appId: string, count: number, prefix: string): Promise<string[]> {
       const ids: string[] = [];
       for (let i = 0; i < count; i += 1) {
-        ids.push((await createEntitlementDirect(service.deps.db, appId, { displayName: `${prefix} ${i}`, alias: `${prefix}-${i}` })).id);
+        ids.push(
+          (
+            await createEntitlementDirect(service.deps.db, appId, {
+              displayName: `${prefix} ${i}`,
+              alias: `${prefix}-${i}`,
+            })
+          ).id,
+        );
       }
       return ids;
     }
@@ -66,7 +73,8 @@ for (const target of DATABASES) {
       const ids = await fill(app, 20, 'twenty');
       const first = (await reader.get(`${listPath(app)}?page_size=10`)).body as ListBody;
       expect(idsOf(first)).toEqual(ids.slice(0, 10));
-      const second = (await reader.get(`${listPath(app)}?page_size=10&page_token=${first.nextPageToken}`)).body as ListBody;
+      const second = (await reader.get(`${listPath(app)}?page_size=10&page_token=${first.nextPageToken}`))
+        .body as ListBody;
       expect(idsOf(second)).toEqual(ids.slice(10));
       expect(second.nextPageToken).toBe('');
       const empty = (await reader.get(listPath((await createGovernanceApp(admin, 'Empty')).id))).body as ListBody;
@@ -92,7 +100,9 @@ for (const target of DATABASES) {
           createEntitlement(admin, app, { displayName: `new ${pages}a` }).then((e) => inserted.push(e.id)),
           createEntitlement(admin, app, { displayName: `new ${pages}b` }).then((e) => inserted.push(e.id)),
           admin.delete(`/api/v1/apps/${app}/entitlements/${unseen}`).then(() => deleted.add(unseen)),
-          alreadySeen ? admin.delete(`/api/v1/apps/${app}/entitlements/${alreadySeen}`).then(() => deleted.add(alreadySeen)) : undefined,
+          alreadySeen
+            ? admin.delete(`/api/v1/apps/${app}/entitlements/${alreadySeen}`).then(() => deleted.add(alreadySeen))
+            : undefined,
         ]);
         expect(res.status).toBe(200);
         const body = res.body as ListBody;
@@ -117,7 +127,12 @@ for (const target of DATABASES) {
       const cursor = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { c: string; f: string };
       const forgedPayload = Buffer.from(JSON.stringify({ ...cursor, c: bigIds[50] })).toString('base64url');
       const flip = (text: string) => `${text.slice(0, -1)}${text.endsWith('A') ? 'B' : 'A'}`;
-      for (const token of [`${forgedPayload}.${signature}`, `${payload}.${flip(signature)}`, 'garbage', `${payload}.${signature}.x`]) {
+      for (const token of [
+        `${forgedPayload}.${signature}`,
+        `${payload}.${flip(signature)}`,
+        'garbage',
+        `${payload}.${signature}.x`,
+      ]) {
         const res = await reader.get(`${listPath(bigApp)}?page_token=${encodeURIComponent(token)}`);
         expect(res.status).toBe(400);
         expect(res.body.code).toBe(3);
@@ -130,15 +145,28 @@ for (const target of DATABASES) {
       const otherToken = ((await reader.get(`${listPath(other)}?page_size=10`)).body as ListBody).nextPageToken;
       expect(otherToken).not.toBe('');
       expect((await reader.get(`${listPath(bigApp)}?page_token=${otherToken}`)).status).toBe(400);
-      expect((await reader.post('/api/v1/search/entitlements', { appIds: [other], page_token: otherToken })).status).toBe(400);
-      const searchToken = ((await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], query: 'big' })).body as ListBody).nextPageToken;
-      expect((await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], query: 'bi', page_token: searchToken })).status).toBe(400);
-      expect((await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], page_token: searchToken })).status).toBe(400);
+      expect(
+        (await reader.post('/api/v1/search/entitlements', { appIds: [other], page_token: otherToken })).status,
+      ).toBe(400);
+      const searchToken = (
+        (await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], query: 'big' })).body as ListBody
+      ).nextPageToken;
+      expect(
+        (await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], query: 'bi', page_token: searchToken }))
+          .status,
+      ).toBe(400);
+      expect(
+        (await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], page_token: searchToken })).status,
+      ).toBe(400);
       expect((await reader.get(`/api/v1/apps?page_token=${searchToken}`)).status).toBe(400);
       // The same filter, app ids in another order: the same listing.
       const twoApps = { appIds: [bigApp, other], query: 'i' };
       const page = (await reader.post('/api/v1/search/entitlements', twoApps)).body as ListBody;
-      const next = await reader.post('/api/v1/search/entitlements', { appIds: [other, bigApp], query: 'i', pageToken: page.nextPageToken });
+      const next = await reader.post('/api/v1/search/entitlements', {
+        appIds: [other, bigApp],
+        query: 'i',
+        pageToken: page.nextPageToken,
+      });
       expect(next.status).toBe(200);
     });
 
@@ -146,7 +174,12 @@ for (const target of DATABASES) {
       const seen: string[] = [];
       let token = '';
       do {
-        const res = await reader.post('/api/v1/search/entitlements', { appIds: [bigApp], query: 'BIG', page_size: 40, page_token: token });
+        const res = await reader.post('/api/v1/search/entitlements', {
+          appIds: [bigApp],
+          query: 'BIG',
+          page_size: 40,
+          page_token: token,
+        });
         expect(res.status).toBe(200);
         seen.push(...idsOf(res.body as ListBody));
         token = res.body.nextPageToken;

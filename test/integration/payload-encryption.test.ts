@@ -11,7 +11,13 @@ import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { testCodec, testTemporal, connectClient } from '../helpers/temporal';
-import { EncryptionCodec, encryptedDataConverter, KEY_ID_METADATA, newPayloadKeyEntry, parsePayloadKeys } from '../../src/temporal/codec';
+import {
+  EncryptionCodec,
+  encryptedDataConverter,
+  KEY_ID_METADATA,
+  newPayloadKeyEntry,
+  parsePayloadKeys,
+} from '../../src/temporal/codec';
 import { TemporalRunReader } from '../../src/temporal/executions';
 import type { RunState } from '../../src/contract/run';
 import { poll } from '../helpers/wait';
@@ -30,9 +36,25 @@ describe('payloads encrypted in Temporal', () => {
 
   const showHistory = async (extra: string[] = []): Promise<string> =>
     (
-      await run(cli, ['workflow', 'show', '--address', address, '--namespace', 'default', '--workflow-id', executionId, '--output', 'json', ...extra], {
-        maxBuffer: 16 * 1024 * 1024,
-      })
+      await run(
+        cli,
+        [
+          'workflow',
+          'show',
+          '--address',
+          address,
+          '--namespace',
+          'default',
+          '--workflow-id',
+          executionId,
+          '--output',
+          'json',
+          ...extra,
+        ],
+        {
+          maxBuffer: 16 * 1024 * 1024,
+        },
+      )
     ).stdout;
 
   beforeAll(async () => {
@@ -40,8 +62,16 @@ describe('payloads encrypted in Temporal', () => {
     cli = temporal.cliPath;
     address = temporal.address;
     stack = await startStack();
-    const created = await stack.createAutomation({ displayName: 'encrypted', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
-    const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, { email: MARKER }));
+    const created = await stack.createAutomation({
+      displayName: 'encrypted',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
+    const res = await deliver(
+      stack,
+      listenerPath(created.automation),
+      hmacEvent(created.signingSecret!, { email: MARKER }),
+    );
     expect(res.status).toBe(200);
     executionId = res.body.executionId;
     const state: RunState = await stack.client.workflow.getHandle(executionId).result();
@@ -80,7 +110,12 @@ describe('payloads encrypted in Temporal', () => {
       .send({ payloads });
     expect(decoded.status).toBe(200);
     const input = defaultPayloadConverter.fromPayload({
-      metadata: Object.fromEntries(Object.entries(decoded.body.payloads[0].metadata as Record<string, string>).map(([k, v]) => [k, Buffer.from(v, 'base64')])),
+      metadata: Object.fromEntries(
+        Object.entries(decoded.body.payloads[0].metadata as Record<string, string>).map(([k, v]) => [
+          k,
+          Buffer.from(v, 'base64'),
+        ]),
+      ),
       data: Buffer.from(decoded.body.payloads[0].data, 'base64'),
     }) as Json;
     expect(input.trigger).toEqual({ email: MARKER });
@@ -88,12 +123,21 @@ describe('payloads encrypted in Temporal', () => {
     // Loopback without a token: allowed by default with the embedded dev server (the test's config).
     expect((await request(server).post('/codec/decode').send({ payloads })).status).toBe(200);
     const readOnly = await stack.service.tokenFor('read_only');
-    const refused = await request(server).post('/codec/decode').set('Authorization', `Bearer ${readOnly}`).send({ payloads });
+    const refused = await request(server)
+      .post('/codec/decode')
+      .set('Authorization', `Bearer ${readOnly}`)
+      .send({ payloads });
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({ code: 7, message: expect.any(String), details: [] });
-    expect((await request(server).post('/codec/decode').set('Authorization', 'Bearer nonsense').send({ payloads })).status).toBe(401);
-    expect((await request(server).post('/codec/decode').set('Origin', 'https://evil.example').send({ payloads })).status).toBe(403);
-    expect((await request(server).post('/codec/decode').set('X-Namespace', 'other').send({ payloads })).status).toBe(400);
+    expect(
+      (await request(server).post('/codec/decode').set('Authorization', 'Bearer nonsense').send({ payloads })).status,
+    ).toBe(401);
+    expect(
+      (await request(server).post('/codec/decode').set('Origin', 'https://evil.example').send({ payloads })).status,
+    ).toBe(403);
+    expect((await request(server).post('/codec/decode').set('X-Namespace', 'other').send({ payloads })).status).toBe(
+      400,
+    );
     expect(
       (
         await request(server)
@@ -115,25 +159,39 @@ describe('payloads encrypted in Temporal', () => {
 
     // Encode then decode round trip.
     const plain = defaultPayloadConverter.toPayload('hello');
-    const asJson = { metadata: { encoding: Buffer.from(plain.metadata!.encoding!).toString('base64') }, data: Buffer.from(plain.data!).toString('base64') };
+    const asJson = {
+      metadata: { encoding: Buffer.from(plain.metadata!.encoding!).toString('base64') },
+      data: Buffer.from(plain.data!).toString('base64'),
+    };
     const encoded = await request(server)
       .post('/codec/encode')
       .set('Authorization', `Bearer ${stack.adminToken}`)
       .send({ payloads: [asJson] });
     expect(encoded.status).toBe(200);
     expect(Buffer.from(encoded.body.payloads[0].metadata.encoding, 'base64').toString()).toBe('binary/encrypted');
-    const back = await request(server).post('/codec/decode').set('Authorization', `Bearer ${stack.adminToken}`).send(encoded.body);
+    const back = await request(server)
+      .post('/codec/decode')
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .send(encoded.body);
     expect(back.body.payloads[0]).toEqual(asJson);
   });
 
   it('with loopback callers not allowed, a call without a token is 401', async () => {
-    const strict = await startStack({ worker: false, config: { codec: { ...stack.service.deps.config.codec, allowLoopback: false } } });
+    const strict = await startStack({
+      worker: false,
+      config: { codec: { ...stack.service.deps.config.codec, allowLoopback: false } },
+    });
     try {
       const res = await request(strict.service.server).post('/codec/decode').send({ payloads: [] });
       expect(res.status).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer');
       expect(
-        (await request(strict.service.server).post('/codec/decode').set('Authorization', `Bearer ${strict.adminToken}`).send({ payloads: [] })).status,
+        (
+          await request(strict.service.server)
+            .post('/codec/decode')
+            .set('Authorization', `Bearer ${strict.adminToken}`)
+            .send({ payloads: [] })
+        ).status,
       ).toBe(200);
     } finally {
       await strict.close();
@@ -142,7 +200,14 @@ describe('payloads encrypted in Temporal', () => {
 
   it('the Temporal CLI, pointed at the codec endpoint with a token, shows the decoded payloads', async () => {
     const { port } = stack.service.server.address() as { port: number };
-    const decoded = JSON.parse(await showHistory(['--codec-endpoint', `http://127.0.0.1:${port}/codec`, '--codec-auth', `Bearer ${stack.adminToken}`])) as Json;
+    const decoded = JSON.parse(
+      await showHistory([
+        '--codec-endpoint',
+        `http://127.0.0.1:${port}/codec`,
+        '--codec-auth',
+        `Bearer ${stack.adminToken}`,
+      ]),
+    ) as Json;
     const started = (decoded.events as Json[]).find((e) => e.workflowExecutionStartedEventAttributes)!;
     const input = started.workflowExecutionStartedEventAttributes.input.payloads[0] as Json;
     // Proto JSON: the decoded payload is json/plain, its bytes base64.
@@ -167,7 +232,11 @@ describe('payloads encrypted in Temporal', () => {
       expect(Buffer.from(fresh!.metadata![KEY_ID_METADATA]!).toString()).toBe(newest.id);
       expect(newest.id).not.toBe(testCodec().currentKeyId);
       // Dropping the old key too early makes the old run unreadable: keys are kept while runs are retained.
-      const withoutOld = new Client({ connection, namespace: 'default', dataConverter: encryptedDataConverter(new EncryptionCodec([newest])) });
+      const withoutOld = new Client({
+        connection,
+        namespace: 'default',
+        dataConverter: encryptedDataConverter(new EncryptionCodec([newest])),
+      });
       await expect(withoutOld.workflow.getHandle(executionId).result()).rejects.toThrow(/not configured/);
     } finally {
       await connection.close();

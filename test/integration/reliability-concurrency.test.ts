@@ -7,7 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { RunState } from '../../src/contract/run';
 import { hmacEvent, deliver, listenerPath, type Stack, type AutomationView, type RawResponse } from '../helpers/stack';
 import { startPatientStack } from '../helpers/patient-stack';
-import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  startJwksServer,
+  makeSigningKey,
+  signWebhookJwt,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 
 const SIMULTANEOUS = 40;
 const PAYLOAD = { employee_id: '12345', status: 'terminated' };
@@ -28,10 +34,18 @@ describe('simultaneous deliveries of one event', () => {
     // 100 deliveries from one address at once (below): admission's per-source cap (64 by default)
     // is not what this file is about, so it is raised above them.
     stack = await startPatientStack(30_000, { env: { WEBHOOK_MAX_IN_FLIGHT_PER_SOURCE: '1000' } });
-    const created = await stack.createAutomation({ displayName: 'concurrency (HMAC)', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const created = await stack.createAutomation({
+      displayName: 'concurrency (HMAC)',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     hmac = { automation: created.automation, secret: created.signingSecret! };
     jwt = (
-      await stack.createAutomation({ displayName: 'concurrency (JWT)', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: jwks.url } }, steps: STEPS })
+      await stack.createAutomation({
+        displayName: 'concurrency (JWT)',
+        trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: jwks.url } },
+        steps: STEPS,
+      })
     ).automation;
   });
   afterAll(async () => {
@@ -44,7 +58,11 @@ describe('simultaneous deliveries of one event', () => {
     const executionId = `webhook:${listenerId}:${eventId.toLowerCase()}`;
     const statuses = responses.map((r) => r.status);
     const others = responses.filter((r) => r.status !== 200 && r.status !== 409).map((r) => [r.status, r.body.message]);
-    expect({ ok: statuses.filter((s) => s === 200).length, duplicate: statuses.filter((s) => s === 409).length, others }).toEqual({
+    expect({
+      ok: statuses.filter((s) => s === 200).length,
+      duplicate: statuses.filter((s) => s === 409).length,
+      others,
+    }).toEqual({
       ok: 1,
       duplicate: responses.length - 1,
       others: [],
@@ -72,10 +90,16 @@ describe('simultaneous deliveries of one event', () => {
     const eventId = randomUUID();
     const body = JSON.stringify(PAYLOAD);
     const spell = (i: number) =>
-      i % 3 === 0 ? eventId : i % 3 === 1 ? eventId.toUpperCase() : eventId.replace(/[a-f]/g, (c, at: number) => (at % 2 ? c.toUpperCase() : c));
+      i % 3 === 0
+        ? eventId
+        : i % 3 === 1
+          ? eventId.toUpperCase()
+          : eventId.replace(/[a-f]/g, (c, at: number) => (at % 2 ? c.toUpperCase() : c));
     const path = listenerPath(hmac.automation);
     const responses = await Promise.all(
-      Array.from({ length: SIMULTANEOUS }, (_, i) => deliver(stack, path, hmacEvent(hmac.secret, null, { eventId: spell(i), body }))),
+      Array.from({ length: SIMULTANEOUS }, (_, i) =>
+        deliver(stack, path, hmacEvent(hmac.secret, null, { eventId: spell(i), body })),
+      ),
     );
     await expectAcceptedOnce(responses, hmac.automation.trigger.incomingWebhook.listenerId, eventId);
   });
@@ -83,7 +107,13 @@ describe('simultaneous deliveries of one event', () => {
   it(`${SIMULTANEOUS} simultaneous JWT deliveries of one event: one 200, one run`, async () => {
     const eventId = randomUUID();
     const body = JSON.stringify(PAYLOAD);
-    const token = signWebhookJwt({ key, baseUrl: stack.service.baseUrl, audience: jwt.trigger.incomingWebhook.url, eventId, body });
+    const token = signWebhookJwt({
+      key,
+      baseUrl: stack.service.baseUrl,
+      audience: jwt.trigger.incomingWebhook.url,
+      eventId,
+      body,
+    });
     const headers = {
       'Content-Type': 'application/json',
       'Webhook-Timestamp': String(Math.floor(Date.now() / 1000)),
@@ -91,7 +121,9 @@ describe('simultaneous deliveries of one event', () => {
       Authorization: `Bearer ${token}`,
     };
     const path = listenerPath(jwt);
-    const responses = await Promise.all(Array.from({ length: SIMULTANEOUS }, () => deliver(stack, path, { headers, body })));
+    const responses = await Promise.all(
+      Array.from({ length: SIMULTANEOUS }, () => deliver(stack, path, { headers, body })),
+    );
     await expectAcceptedOnce(responses, jwt.trigger.incomingWebhook.listenerId, eventId);
   });
 
@@ -103,7 +135,9 @@ describe('simultaneous deliveries of one event', () => {
       const j = Math.floor(Math.random() * (i + 1));
       [copies[i], copies[j]] = [copies[j]!, copies[i]!];
     }
-    const responses = await Promise.all(copies.map(async (event) => ({ eventId: event.eventId, res: await deliver(stack, path, event) })));
+    const responses = await Promise.all(
+      copies.map(async (event) => ({ eventId: event.eventId, res: await deliver(stack, path, event) })),
+    );
     for (const event of events) {
       const mine = responses.filter((r) => r.eventId === event.eventId).map((r) => r.res);
       await expectAcceptedOnce(mine, hmac.automation.trigger.incomingWebhook.listenerId, event.eventId);

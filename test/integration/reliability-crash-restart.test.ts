@@ -24,7 +24,14 @@ import { Client, type Connection } from '@temporalio/client';
 import { reservedPort } from '../helpers/ports';
 import { signHmac } from '../../src/webhooks';
 import { connectClient, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
-import { killAllServices, spawnService, waitForHttp, waitForNewPoller, workflowPollers, type ServiceProcess } from '../helpers/processes';
+import {
+  killAllServices,
+  spawnService,
+  waitForHttp,
+  waitForNewPoller,
+  workflowPollers,
+  type ServiceProcess,
+} from '../helpers/processes';
 import { postOnce } from '../helpers/raw-http';
 import { seededRandom } from '../helpers/seeded-random';
 import { completedActivities, ownershipCreations, type RunRef } from '../helpers/effects';
@@ -151,16 +158,28 @@ describe('crash and restart: API and worker as separate processes', () => {
         if (res.kind !== 'response' || res.status !== 200) throw new Error(`POST ${pathname}: ${JSON.stringify(res)}`);
         return res.body;
       };
-      const user = (await call('/api/v1/users', { displayName: 'provisioning robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' })).user;
+      const user = (
+        await call('/api/v1/users', {
+          displayName: 'provisioning robot',
+          email: 'robot@example.com',
+          type: 'USER_TYPE_SERVICE',
+        })
+      ).user;
       const app = (await call('/api/v1/apps', { displayName: 'Reliability app' })).app;
-      const entitlement = (await call(`/api/v1/apps/${app.id}/entitlements`, { displayName: 'Owner', slug: 'owner' })).appEntitlement;
+      const entitlement = (await call(`/api/v1/apps/${app.id}/entitlements`, { displayName: 'Owner', slug: 'owner' }))
+        .appEntitlement;
       const created = await call('/api/v1/automations', {
         displayName: 'own per event',
         trigger: { incomingWebhook: { authMethod: 'HMAC' } },
         steps: [
           {
             id: 'own',
-            createEntitlementOwner: { userId: `'${user.id}'`, roleSlug: 'ctx.trigger.role', appId: `'${app.id}'`, entitlementId: `'${entitlement.id}'` },
+            createEntitlementOwner: {
+              userId: `'${user.id}'`,
+              roleSlug: 'ctx.trigger.role',
+              appId: `'${app.id}'`,
+              entitlementId: `'${entitlement.id}'`,
+            },
           },
         ],
       });
@@ -224,7 +243,13 @@ describe('crash and restart: API and worker as separate processes', () => {
           event = answered[Math.floor(random.next() * answered.length)]!;
         } else {
           const role = `e-${events.length}`;
-          event = { eventId: randomUUID(), role, body: JSON.stringify({ role, n: events.length, note: 'reliability' }), deliveries: [], firstDone: false };
+          event = {
+            eventId: randomUUID(),
+            role,
+            body: JSON.stringify({ role, n: events.length, note: 'reliability' }),
+            deliveries: [],
+            firstDone: false,
+          };
           events.push(event);
         }
         const delivery: Delivery = { index, event, repeat: event.deliveries.length > 0, attempts: [] };
@@ -267,10 +292,12 @@ describe('crash and restart: API and worker as separate processes', () => {
             for (const identity of await workflowPollers(client, taskQueue)) knownPollers.add(identity);
             worker = spawnService('worker', env);
             const started = worker;
-            workerReady = waitForNewPoller(client, taskQueue, knownPollers, PROCESS_START_MS, started).then((identity) => {
-              knownPollers.add(identity);
-              chaosLog.push(`worker #${n + 2} polling`);
-            });
+            workerReady = waitForNewPoller(client, taskQueue, knownPollers, PROCESS_START_MS, started).then(
+              (identity) => {
+                knownPollers.add(identity);
+                chaosLog.push(`worker #${n + 2} polling`);
+              },
+            );
             if (n === 0) await workerReady; // kill the second worker only once it works
           }
         } finally {
@@ -315,12 +342,17 @@ describe('crash and restart: API and worker as separate processes', () => {
           runs.set(run.workflowId, [...(runs.get(run.workflowId) ?? []), run.status.name]);
           runRefs.push({ workflowId: run.workflowId, runId: run.runId });
         }
-        const settled = [...expectedIds].every((id) => runs.has(id)) && [...runs.values()].every((statuses) => statuses.every((s) => s !== 'RUNNING'));
+        const settled =
+          [...expectedIds].every((id) => runs.has(id)) &&
+          [...runs.values()].every((statuses) => statuses.every((s) => s !== 'RUNNING'));
         if (settled || Date.now() > settleDeadline) break;
         await sleep(2000);
       }
       const settleMs = Date.now() - trafficStarted - trafficMs;
-      const ownerRows = await pool.query<{ role_slug: string }>(`SELECT role_slug FROM ${schema}.entitlement_owners WHERE user_id = $1`, [user.id]);
+      const ownerRows = await pool.query<{ role_slug: string }>(
+        `SELECT role_slug FROM ${schema}.entitlement_owners WHERE user_id = $1`,
+        [user.id],
+      );
       const ownedRoles = ownerRows.rows.map((r) => r.role_slug);
       // The effect itself, where a duplicate would show (rows cannot: the key and ON CONFLICT DO
       // NOTHING hold them at one): completed ownership activities in every run's history, and the
@@ -333,26 +365,35 @@ describe('crash and restart: API and worker as separate processes', () => {
       const attempts = deliveries.flatMap((d) => d.attempts);
       for (const d of deliveries) {
         for (const a of d.attempts) {
-          if (a.status !== undefined && ![200, 409, 503].includes(a.status)) violations.push(`delivery ${d.index}: HTTP ${a.status}`);
-          if (a.status === 200 && a.executionId !== workflowIdOf(d.event)) violations.push(`delivery ${d.index}: 200 names ${a.executionId}`);
+          if (a.status !== undefined && ![200, 409, 503].includes(a.status))
+            violations.push(`delivery ${d.index}: HTTP ${a.status}`);
+          if (a.status === 200 && a.executionId !== workflowIdOf(d.event))
+            violations.push(`delivery ${d.index}: 200 names ${a.executionId}`);
         }
         if (d.final === 'gave-up') violations.push(`delivery ${d.index}: no answer within ${DELIVERY_GIVE_UP_MS} ms`);
         // A cut-off attempt (anything but a refused connection) or a 503 may have started the run.
-        const ambiguous = d.attempts.slice(0, -1).some((a) => a.status === 503 || (a.error !== undefined && a.error !== 'ECONNREFUSED'));
+        const ambiguous = d.attempts
+          .slice(0, -1)
+          .some((a) => a.status === 503 || (a.error !== undefined && a.error !== 'ECONNREFUSED'));
         if (!d.repeat && d.final === 409 && !ambiguous)
-          violations.push(`delivery ${d.index}: first delivery of ${d.event.eventId} got 409 without an earlier cut-off attempt`);
-        if (d.repeat && d.final !== 409) violations.push(`delivery ${d.index}: repeat of an answered event got ${d.final}`);
+          violations.push(
+            `delivery ${d.index}: first delivery of ${d.event.eventId} got 409 without an earlier cut-off attempt`,
+          );
+        if (d.repeat && d.final !== 409)
+          violations.push(`delivery ${d.index}: repeat of an answered event got ${d.final}`);
       }
       for (const event of events) {
         const oks = event.deliveries.flatMap((d) => d.attempts).filter((a) => a.status === 200).length;
         if (oks > 1) violations.push(`${event.eventId}: ${oks} × 200`);
         const id = workflowIdOf(event);
         const statuses = runs.get(id) ?? [];
-        if (expectedIds.has(id) && (statuses.length !== 1 || statuses[0] !== 'COMPLETED')) violations.push(`${id}: runs ${JSON.stringify(statuses)}`);
+        if (expectedIds.has(id) && (statuses.length !== 1 || statuses[0] !== 'COMPLETED'))
+          violations.push(`${id}: runs ${JSON.stringify(statuses)}`);
         if (!expectedIds.has(id) && statuses.length > 0) violations.push(`${id}: ran although never accepted`);
         if (expectedIds.has(id) && ownershipActivities.get(id) !== 1)
           violations.push(`${id}: ${ownershipActivities.get(id) ?? 0} completed createEntitlementOwner activities`);
-        if (expectedIds.has(id) && creations.get(event.role) !== 1) violations.push(`${event.role}: created ${creations.get(event.role) ?? 0} times`);
+        if (expectedIds.has(id) && creations.get(event.role) !== 1)
+          violations.push(`${event.role}: created ${creations.get(event.role) ?? 0} times`);
       }
       const sentIds = new Set(events.map(workflowIdOf));
       for (const id of runs.keys()) if (!sentIds.has(id)) violations.push(`${id}: a run for an event never sent`);
@@ -388,7 +429,10 @@ describe('crash and restart: API and worker as separate processes', () => {
       };
       console.log(`crash/restart summary: ${JSON.stringify(summary)}`);
 
-      expect({ seed: random.replay, violations: violations.slice(0, 20) }).toEqual({ seed: random.replay, violations: [] });
+      expect({ seed: random.replay, violations: violations.slice(0, 20) }).toEqual({
+        seed: random.replay,
+        violations: [],
+      });
       expect(chaosLog.filter((line) => line.includes('SIGKILLed'))).toHaveLength(3);
       expect(deliveries).toHaveLength(TOTAL);
       expect(summary.repeats).toBe(TOTAL / REPEAT_EVERY);
@@ -400,11 +444,22 @@ describe('crash and restart: API and worker as separate processes', () => {
 });
 
 async function fetchToken(port: number, clientId: string, clientSecret: string): Promise<string> {
-  const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString();
+  const form = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: clientId,
+    client_secret: clientSecret,
+  }).toString();
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const res = await postOnce(port, '/auth/v1/token', { 'Content-Type': 'application/x-www-form-urlencoded' }, form, ATTEMPT_TIMEOUT_MS);
-    if (res.kind === 'response' && res.status === 200 && typeof res.body.access_token === 'string') return res.body.access_token;
+    const res = await postOnce(
+      port,
+      '/auth/v1/token',
+      { 'Content-Type': 'application/x-www-form-urlencoded' },
+      form,
+      ATTEMPT_TIMEOUT_MS,
+    );
+    if (res.kind === 'response' && res.status === 200 && typeof res.body.access_token === 'string')
+      return res.body.access_token;
     if (Date.now() > deadline) throw new Error(`no token: ${JSON.stringify(res)}`);
     await sleep(500);
   }

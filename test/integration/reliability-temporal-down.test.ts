@@ -70,7 +70,11 @@ describe('Temporal down mid-traffic', () => {
     const bundle = await bundleAutomationWorkflow();
     worker = await startWorker({ address: server.address, taskQueue, db, bundle });
 
-    const created = await stack.createAutomation({ displayName: 'engine outage', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const created = await stack.createAutomation({
+      displayName: 'engine outage',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     const secret = created.signingSecret!;
     const path = listenerPath(created.automation);
     const listenerId = created.automation.trigger.incomingWebhook.listenerId;
@@ -109,7 +113,8 @@ describe('Temporal down mid-traffic', () => {
     const stopRequestedAt = Date.now();
     await server.stop();
     const stoppedAt = Date.now();
-    while (deliveries.filter((d) => d.sentAt > stoppedAt).length < WHILE_DOWN && Date.now() < deadline + 60_000) await sleep(100);
+    while (deliveries.filter((d) => d.sentAt > stoppedAt).length < WHILE_DOWN && Date.now() < deadline + 60_000)
+      await sleep(100);
     trafficOn = false;
     await Promise.all(senders);
 

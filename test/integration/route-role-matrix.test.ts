@@ -105,7 +105,10 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'DELETE /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
   'POST /api/v1/search/entitlements': { access: 'governance-read', status: 200 },
   'GET /api/v2/users/:user_id/owners/entitlements': { access: 'governance-read', status: 404 },
-  'POST /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': { access: 'governance-write', status: 404 },
+  'POST /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': {
+    access: 'governance-write',
+    status: 404,
+  },
   'DELETE /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': {
     access: 'governance-write',
     status: 404,
@@ -165,9 +168,17 @@ for (const target of DATABASES) {
       for (const caller of CALLERS) {
         if (caller === 'none') continue;
         tokens.set(caller, await service.tokenFor(caller));
-        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, { displayName: caller, roles: [caller] });
-        const res = await request(service.server).post('/console/auth/local').send({ clientId: client.clientId, clientSecret });
-        sessions.set(caller, { cookie: (res.headers['set-cookie'] as unknown as string[])[0]!.split(';')[0]!, csrfToken: res.body.csrfToken });
+        const { client, clientSecret } = await createClient(service.deps.db, service.deps.secretBox, {
+          displayName: caller,
+          roles: [caller],
+        });
+        const res = await request(service.server)
+          .post('/console/auth/local')
+          .send({ clientId: client.clientId, clientSecret });
+        sessions.set(caller, {
+          cookie: (res.headers['set-cookie'] as unknown as string[])[0]!.split(';')[0]!,
+          csrfToken: res.body.csrfToken,
+        });
       }
     });
     afterAll(async () => service?.close());

@@ -76,7 +76,12 @@ describe('waitForApproval', () => {
     const adminActor = `client:${(await stack.service.deps.tokens.verify(admin))!.clientId}`;
     // An admin reads runs too: the answer is the run, with the decision recorded.
     const decided = res.body.execution.steps.find((s: Json) => s.id === 'mgr');
-    expect(decided.output).toEqual({ decision: 'approved', by: adminActor, at: expect.any(String), comment: 'ok by me' });
+    expect(decided.output).toEqual({
+      decision: 'approved',
+      by: adminActor,
+      at: expect.any(String),
+      comment: 'ok by me',
+    });
     expect(Date.parse(decided.output.at)).not.toBeNaN();
 
     const done = await untilStatus(id, 'COMPLETED');
@@ -84,7 +89,9 @@ describe('waitForApproval', () => {
     expect(done.steps[0].output).toEqual(decided.output);
     expect(done.unaudited).toEqual([]);
     const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
-    expect(audit.map((a) => [a.action, a.actor, a.details])).toEqual([['automation_execution.approve', adminActor, { stepId: 'mgr', comment: 'ok by me' }]]);
+    expect(audit.map((a) => [a.action, a.actor, a.details])).toEqual([
+      ['automation_execution.approve', adminActor, { stepId: 'mgr', comment: 'ok by me' }],
+    ]);
   });
 
   it('a rejection ends the run as FAILED with reason rejected; the step keeps the decision', async () => {
@@ -145,8 +152,13 @@ describe('waitForApproval', () => {
     // Neither answer names a run's or a step's status (an admin may decide without reading runs).
     const byAdmin = await api(admin).post(`${runPath(id)}/steps/after/approve`);
     expect([byAdmin.status, byAdmin.body.message]).toEqual([409, 'the run is closed']);
-    expect(JSON.stringify([second.body, closed.body, byAdmin.body])).not.toMatch(/COMPLETED|DONE|WAITING|RUNNING|FAILED/);
-    expect((await api(superAdmin).post(`${runPath('webhook:none:00000000-0000-4000-8000-000000000000')}/steps/mgr/approve`)).status).toBe(404);
+    expect(JSON.stringify([second.body, closed.body, byAdmin.body])).not.toMatch(
+      /COMPLETED|DONE|WAITING|RUNNING|FAILED/,
+    );
+    expect(
+      (await api(superAdmin).post(`${runPath('webhook:none:00000000-0000-4000-8000-000000000000')}/steps/mgr/approve`))
+        .status,
+    ).toBe(404);
     expect((await api(superAdmin).post(`${runPath(id)}/steps/mgr/approve`, { comment: 7 })).status).toBe(400);
   });
 
@@ -155,9 +167,9 @@ describe('waitForApproval', () => {
     const id = await send(target);
     await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
     // Anyone the Temporal frontend accepts can send the update, with any `by`.
-    await stack.client.workflow
-      .getHandle(id)
-      .executeUpdate(decideUpdate, { args: [{ stepId: 'mgr', decision: 'approved', by: 'client:forged', comment: null }] });
+    await stack.client.workflow.getHandle(id).executeUpdate(decideUpdate, {
+      args: [{ stepId: 'mgr', decision: 'approved', by: 'client:forged', comment: null }],
+    });
     const done = await untilStatus(id, 'COMPLETED');
     expect(done.steps[0].output).toMatchObject({ decision: 'approved', by: 'client:forged' });
     expect(done.unaudited).toEqual(['decision:mgr']);
@@ -171,11 +183,22 @@ describe('waitForApproval', () => {
     const forgedId = `${id}:forged`;
     const resume = {
       fromStepId: 'after',
-      steps: [{ id: 'mgr', status: 'DONE' as const, output: { decision: 'approved', by: 'client:forged', at: null, comment: null } }],
+      steps: [
+        {
+          id: 'mgr',
+          status: 'DONE' as const,
+          output: { decision: 'approved', by: 'client:forged', at: null, comment: null },
+        },
+      ],
     };
     await stack.client.workflow.start(
       automation,
-      runStartOptions(stack.taskQueue, forgedId, { ...input, rerunOf: id, resume }, { automationName: 'forged', rerunOf: id, summary: 'forged' }),
+      runStartOptions(
+        stack.taskQueue,
+        forgedId,
+        { ...input, rerunOf: id, resume },
+        { automationName: 'forged', rerunOf: id, summary: 'forged' },
+      ),
     );
     const forged = await untilStatus(forgedId, 'COMPLETED');
     expect(forged.unaudited).toEqual(['decision:mgr', 'rerunOf']);
@@ -223,7 +246,9 @@ describe('cancel, terminate', () => {
 
 describe('rerun and retry', () => {
   it('reruns a failed run on the fixed, republished automation; both runs name each other', async () => {
-    const target = await automationWith([{ id: 'check', when: 'ctx.trigger.employee_id == "42"', fail: { message: "'bad rule'" } }]);
+    const target = await automationWith([
+      { id: 'check', when: 'ctx.trigger.employee_id == "42"', fail: { message: "'bad rule'" } },
+    ]);
     const id = await send(target);
     await untilStatus(id, 'FAILED');
     const fixed = await api(superAdmin).post(`/api/v1/automations/${target.id}`, {
@@ -239,7 +264,9 @@ describe('rerun and retry', () => {
     expect(rerunId).toBe(`${id}:rerun-1`);
     const done = await untilStatus(rerunId, 'COMPLETED');
     expect(done).toMatchObject({ version: 2, rerunOf: id, eventId: (await execution(id)).eventId });
-    expect(done.steps).toEqual([{ id: 'ok', kind: 'setVariables', status: 'DONE', output: { who: '42' }, error: null }]);
+    expect(done.steps).toEqual([
+      { id: 'ok', kind: 'setVariables', status: 'DONE', output: { who: '42' }, error: null },
+    ]);
     const original = await poll(
       () => execution(id),
       (e) => e.reruns.length === 1,
@@ -264,7 +291,11 @@ describe('rerun and retry', () => {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
       const target = await automationWith([
         { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
-        { id: 'hook', retry: { maximumAttempts: 1 }, callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } } },
+        {
+          id: 'hook',
+          retry: { maximumAttempts: 1 },
+          callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } },
+        },
       ]);
       const id = await send(target);
       const failed = await untilStatus(id, 'FAILED');
@@ -275,7 +306,10 @@ describe('rerun and retry', () => {
       // Unpublished, the automation runs nothing more: no retry either (it would run its effects).
       expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/unpublish`)).status).toBe(200);
       const refused = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
-      expect([refused.status, refused.body.message]).toEqual([409, 'the automation is not published: publish it before a retry from the failed step']);
+      expect([refused.status, refused.body.message]).toEqual([
+        409,
+        'the automation is not published: publish it before a retry from the failed step',
+      ]);
       expect(await listAuditEvents(stack.service.deps.db, 'automation_execution', id)).toEqual([]);
       expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
       const retry = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
@@ -299,7 +333,9 @@ describe('rerun and retry', () => {
       expect(summaries).toContain('step: hook');
       expect(summaries).not.toContain('step: vars');
       // A run that completed cannot be retried from a failed step.
-      expect((await api(superAdmin).post(`${runPath(retry.body.execution.id)}/rerun`, { fromFailedStep: true })).status).toBe(409);
+      expect(
+        (await api(superAdmin).post(`${runPath(retry.body.execution.id)}/rerun`, { fromFailedStep: true })).status,
+      ).toBe(409);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

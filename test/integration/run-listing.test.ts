@@ -41,7 +41,8 @@ for (const target of DATABASES) {
       await stack?.close();
     });
 
-    const get = (path: string, token = stack.adminToken) => request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`);
+    const get = (path: string, token = stack.adminToken) =>
+      request(stack.service.server).get(path).set('Authorization', `Bearer ${token}`);
     const post = (path: string, body: unknown = {}) =>
       request(stack.service.server)
         .post(path)
@@ -82,14 +83,33 @@ for (const target of DATABASES) {
       const done = await accepted(quick, { user: 'q1' });
       const waiting = await accepted(held, { user: 'h1' });
       // Renamed after its run started: the list names it as it is called now.
-      expect((await post(`/api/v1/automations/${quick.id}`, { automation: { displayName: 'listing renamed' }, updateMask: 'displayName' })).status).toBe(200);
+      expect(
+        (
+          await post(`/api/v1/automations/${quick.id}`, {
+            automation: { displayName: 'listing renamed' },
+            updateMask: 'displayName',
+          })
+        ).status,
+      ).toBe(200);
 
       const both = await untilListed(
         `startedAfter=${encodeURIComponent(before)}&status=COMPLETED&status=RUNNING`,
         (m) => m.get(done)?.status === 'COMPLETED' && m.get(waiting)?.status === 'RUNNING',
       );
-      expect(both.get(done)).toMatchObject({ id: done, automationId: quick.id, automationName: 'listing renamed', status: 'COMPLETED', version: 1 });
-      expect(both.get(waiting)).toMatchObject({ id: waiting, automationId: held.id, automationName: 'listing held', status: 'RUNNING', closedAt: null });
+      expect(both.get(done)).toMatchObject({
+        id: done,
+        automationId: quick.id,
+        automationName: 'listing renamed',
+        status: 'COMPLETED',
+        version: 1,
+      });
+      expect(both.get(waiting)).toMatchObject({
+        id: waiting,
+        automationId: held.id,
+        automationName: 'listing held',
+        status: 'RUNNING',
+        closedAt: null,
+      });
 
       // automationId: only that automation's runs.
       const ofQuick = await listed(`automationId=${quick.id}`);
@@ -103,7 +123,11 @@ for (const target of DATABASES) {
       expect((await listed(`automationId=${quick.id}&startedAfter=${encodeURIComponent(later)}`)).size).toBe(0);
       expect((await listed(`automationId=${quick.id}&startedBefore=${encodeURIComponent(before)}`)).size).toBe(0);
       expect([
-        ...(await listed(`automationId=${quick.id}&startedAfter=${encodeURIComponent(before)}&startedBefore=${encodeURIComponent(later)}`)).keys(),
+        ...(
+          await listed(
+            `automationId=${quick.id}&startedAfter=${encodeURIComponent(before)}&startedBefore=${encodeURIComponent(later)}`,
+          )
+        ).keys(),
       ]).toEqual([done]);
     });
 
@@ -114,7 +138,11 @@ for (const target of DATABASES) {
       const second = await accepted(held, { user: 'b' });
       const notWaiting = await accepted(quick, { user: 'c' });
       const inbox = await untilListed(`waitingForApproval=true&automationId=${held.id}`, (m) => m.size === 2);
-      expect(inbox.get(first)).toMatchObject({ status: 'RUNNING', waitingForApproval: { stepId: 'hold' }, automationName: 'inbox' });
+      expect(inbox.get(first)).toMatchObject({
+        status: 'RUNNING',
+        waitingForApproval: { stepId: 'hold' },
+        automationName: 'inbox',
+      });
       expect(inbox.get(second)?.waitingForApproval).toEqual({ stepId: 'hold' });
       expect((await listed(`waitingForApproval=true&automationId=${quick.id}`)).has(notWaiting)).toBe(false);
 
@@ -136,16 +164,26 @@ for (const target of DATABASES) {
       // `other` too for a moment: the list is awaited until it shows the two that stay queued (a
       // wait for any two once caught the holder's short-lived QUEUED record, CI on 42e81b5).
       const queuedIds = [queuedFirst, queuedSecond].sort();
-      const queued = await untilListed(`automationId=${flow.id}&status=QUEUED`, (m) => m.size === 2 && m.has(queuedFirst) && m.has(queuedSecond));
+      const queued = await untilListed(
+        `automationId=${flow.id}&status=QUEUED`,
+        (m) => m.size === 2 && m.has(queuedFirst) && m.has(queuedSecond),
+      );
       expect([...queued.keys()].sort()).toEqual(queuedIds);
       for (const run of queued.values()) expect(run).toMatchObject({ status: 'QUEUED', queue: { key: 'u1' } });
-      const running = await untilListed(`automationId=${flow.id}&status=RUNNING`, (m) => m.size === 2 && m.has(holder) && m.has(other));
+      const running = await untilListed(
+        `automationId=${flow.id}&status=RUNNING`,
+        (m) => m.size === 2 && m.has(holder) && m.has(other),
+      );
       expect([...running.keys()].sort()).toEqual([holder, other].sort());
       for (const run of running.values()) expect(run.queue).toBeUndefined();
 
       const lanes = await poll(
         () => get(`/api/v1/automations/${flow.id}/lanes`),
-        (r) => r.status === 200 && r.body.list.length === 1 && r.body.list[0].lane.running === 1 && r.body.list[0].lane.queued === 2,
+        (r) =>
+          r.status === 200 &&
+          r.body.list.length === 1 &&
+          r.body.list[0].lane.running === 1 &&
+          r.body.list[0].lane.queued === 2,
       );
       expect(lanes.body).toEqual({
         list: [{ lane: { key: 'u1', running: 1, queued: 2, oldestQueuedAt: queued.get(queuedFirst).startedAt } }],
@@ -156,9 +194,18 @@ for (const target of DATABASES) {
       expect((await post(`${runPath(holder)}/steps/hold/approve`)).status).toBe(200);
       const moved = await poll(
         () => get(`/api/v1/automations/${flow.id}/lanes`),
-        (r) => r.status === 200 && r.body.list.length === 1 && r.body.list[0].lane.queued === 1 && r.body.list[0].lane.running === 1,
+        (r) =>
+          r.status === 200 &&
+          r.body.list.length === 1 &&
+          r.body.list[0].lane.queued === 1 &&
+          r.body.list[0].lane.running === 1,
       );
-      expect(moved.body.list[0].lane).toEqual({ key: 'u1', running: 1, queued: 1, oldestQueuedAt: queued.get(queuedSecond).startedAt });
+      expect(moved.body.list[0].lane).toEqual({
+        key: 'u1',
+        running: 1,
+        queued: 1,
+        oldestQueuedAt: queued.get(queuedSecond).startedAt,
+      });
     });
 
     it('pages the lanes by key, 10 at a time, with a signed token', async () => {
@@ -170,7 +217,10 @@ for (const target of DATABASES) {
       }
       const all = await poll(
         () => get(`/api/v1/automations/${flow.id}/lanes?pageSize=100`),
-        (r) => r.status === 200 && r.body.list.length === 11 && r.body.list.every((item: Json) => item.lane.queued === 1 && item.lane.running === 1),
+        (r) =>
+          r.status === 200 &&
+          r.body.list.length === 11 &&
+          r.body.list.every((item: Json) => item.lane.queued === 1 && item.lane.running === 1),
       );
       expect(all.body.list.map((item: Json) => item.lane.key)).toEqual(keys);
       // Visibility is eventually consistent: a run's record can be rewritten between two listings
@@ -180,7 +230,9 @@ for (const target of DATABASES) {
         (r) => r.status === 200 && r.body.list.length === 10 && r.body.nextPageToken !== '',
       );
       expect(first.body.list.map((item: Json) => item.lane.key)).toEqual(keys.slice(0, 10));
-      const second = await get(`/api/v1/automations/${flow.id}/lanes?pageSize=10&pageToken=${encodeURIComponent(first.body.nextPageToken)}`);
+      const second = await get(
+        `/api/v1/automations/${flow.id}/lanes?pageSize=10&pageToken=${encodeURIComponent(first.body.nextPageToken)}`,
+      );
       expect(second.body).toEqual({ list: [{ lane: expect.objectContaining({ key: 'k10' }) }], nextPageToken: '' });
       // The token belongs to this automation's lanes.
       const elsewhere = await get(
@@ -200,7 +252,9 @@ for (const target of DATABASES) {
       expect(first.status).toBe(200);
       expect(first.body.list).toHaveLength(10);
       expect(first.body.nextPageToken).not.toBe('');
-      const second = await get(`${RUNS}?${query}&page_size=10&page_token=${encodeURIComponent(first.body.nextPageToken)}`);
+      const second = await get(
+        `${RUNS}?${query}&page_size=10&page_token=${encodeURIComponent(first.body.nextPageToken)}`,
+      );
       expect(second.body.list).toHaveLength(2);
       expect(second.body.nextPageToken).toBe('');
       const walked = [...first.body.list, ...second.body.list].map((item: Json) => item.execution.id);
@@ -209,7 +263,9 @@ for (const target of DATABASES) {
       const closedAt = (items: Json[]) => items.map((item) => Date.parse(item.execution.closedAt));
       expect(Math.min(...closedAt(first.body.list))).toBeGreaterThanOrEqual(Math.max(...closedAt(second.body.list)));
 
-      const otherFilter = await get(`${RUNS}?automationId=${quick.id}&status=FAILED&page_token=${encodeURIComponent(first.body.nextPageToken)}`);
+      const otherFilter = await get(
+        `${RUNS}?automationId=${quick.id}&status=FAILED&page_token=${encodeURIComponent(first.body.nextPageToken)}`,
+      );
       expect(otherFilter.status).toBe(400);
       expect(JSON.stringify(otherFilter.body.details)).toContain('page_token');
     });

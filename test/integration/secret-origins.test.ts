@@ -59,29 +59,49 @@ for (const target of DATABASES) {
         .post('/api/v1/automations')
         .set('Authorization', `Bearer ${superToken}`)
         .send({ displayName: 'origins', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
-    const hook = (url: string, headers: Record<string, string>) => [{ id: 'h', callWebhook: { url, body: {}, headers } }];
+    const hook = (url: string, headers: Record<string, string>) => [
+      { id: 'h', callWebhook: { url, body: {}, headers } },
+    ];
 
     it('normalises allowedOrigins, shows them in the metadata, changes them with PUT (value untouched) and audits the change', async () => {
       const value = newValue();
       const created = await api()
         .post('/api/v1/secrets')
         .set('Authorization', `Bearer ${superToken}`)
-        .send({ name: 'norm_key', value, allowedOrigins: ['HTTPS://CRM.Example:443/', 'http://127.0.0.1:8080', 'https://crm.example', 'https://[::1]:8443'] });
+        .send({
+          name: 'norm_key',
+          value,
+          allowedOrigins: [
+            'HTTPS://CRM.Example:443/',
+            'http://127.0.0.1:8080',
+            'https://crm.example',
+            'https://[::1]:8443',
+          ],
+        });
       expect(created.status).toBe(200);
-      expect(created.body.secret.allowedOrigins).toEqual(['https://crm.example', 'http://127.0.0.1:8080', 'https://[::1]:8443']);
+      expect(created.body.secret.allowedOrigins).toEqual([
+        'https://crm.example',
+        'http://127.0.0.1:8080',
+        'https://[::1]:8443',
+      ]);
       const moved = await api()
         .put('/api/v1/secrets/norm_key')
         .set('Authorization', `Bearer ${superToken}`)
         .send({ allowedOrigins: ['https://crm2.example:8443'] });
       expect(moved.status).toBe(200);
       expect(moved.body.secret).toEqual({ ...created.body.secret, allowedOrigins: ['https://crm2.example:8443'] });
-      const row = await service.deps.db.query<{ sealed_value: string }>("SELECT sealed_value FROM outbound_secrets WHERE name = 'norm_key'");
+      const row = await service.deps.db.query<{ sealed_value: string }>(
+        "SELECT sealed_value FROM outbound_secrets WHERE name = 'norm_key'",
+      );
       expect(service.deps.secretBox.open(row[0]!.sealed_value, sealContext('outbound_secret', 'norm_key'))).toBe(value);
       const one = await api().get('/api/v1/secrets/norm_key').set('Authorization', `Bearer ${superToken}`);
       expect(one.body.secret.allowedOrigins).toEqual(['https://crm2.example:8443']);
       const audit = await listAuditEvents(service.deps.db, 'outbound_secret', 'norm_key');
       expect(audit.map((event) => [event.action, event.details])).toEqual([
-        ['outbound_secret.create', { allowedOrigins: ['https://crm.example', 'http://127.0.0.1:8080', 'https://[::1]:8443'] }],
+        [
+          'outbound_secret.create',
+          { allowedOrigins: ['https://crm.example', 'http://127.0.0.1:8080', 'https://[::1]:8443'] },
+        ],
         ['outbound_secret.set_origins', { allowedOrigins: ['https://crm2.example:8443'] }],
       ]);
       expect(JSON.stringify([created.body, moved.body, one.body, audit])).not.toContain(value);
@@ -118,7 +138,11 @@ for (const target of DATABASES) {
         expect([source, violations.map((v) => v.field)]).toEqual([source, ['steps[0].callWebhook.headers.X-Probe']]);
         expect([source, violations[0]!.description]).toEqual([
           source,
-          expect.stringMatching(source.startsWith('has(') ? /must be read as secrets\.<name>/ : /secrets\.<name> and string literals joined by \+/),
+          expect.stringMatching(
+            source.startsWith('has(')
+              ? /must be read as secrets\.<name>/
+              : /secrets\.<name> and string literals joined by \+/,
+          ),
         ]);
       }
       // The two oracle probes: identical answers.
@@ -131,7 +155,10 @@ for (const target of DATABASES) {
         "secrets.probe_key + ':' + secrets.probe_key + '\\tend'",
         "('a' + secrets.probe_key) + 'b'",
       ]) {
-        expect([source, (await save(hook("'https://hooks.example/x'", { Authorization: source }))).status]).toEqual([source, 200]);
+        expect([source, (await save(hook("'https://hooks.example/x'", { Authorization: source }))).status]).toEqual([
+          source,
+          200,
+        ]);
       }
     });
 
@@ -151,7 +178,9 @@ for (const target of DATABASES) {
       ]) {
         const res = await save(hook(url, header));
         expect([url, res.status]).toEqual([url, 400]);
-        const violation = fieldViolations(res.body).find((v) => v.field === 'steps[0].callWebhook.headers.Authorization');
+        const violation = fieldViolations(res.body).find(
+          (v) => v.field === 'steps[0].callWebhook.headers.Authorization',
+        );
         expect(violation?.description).toMatch(
           /secret "bound_key" may not be sent to https?:\/\/(evil|crm)\.example(:8443)? \(its allowedOrigins: https:\/\/crm\.example\)/,
         );
@@ -173,12 +202,16 @@ for (const target of DATABASES) {
         .set('Authorization', `Bearer ${superToken}`)
         .send({ allowedOrigins: ['https://crm-new.example'] })
         .expect(200);
-      const publish = await api().post(`/api/v1/automations/${saved.body.automation.id}/publish`).set('Authorization', `Bearer ${superToken}`);
+      const publish = await api()
+        .post(`/api/v1/automations/${saved.body.automation.id}/publish`)
+        .set('Authorization', `Bearer ${superToken}`);
       expect(publish.status).toBe(400);
       expect(JSON.stringify(publish.body)).toContain(
         'secret \\"bound_key\\" may not be sent to https://crm.example (its allowedOrigins: https://crm-new.example)',
       );
-      const stored = await api().get(`/api/v1/automations/${saved.body.automation.id}`).set('Authorization', `Bearer ${superToken}`);
+      const stored = await api()
+        .get(`/api/v1/automations/${saved.body.automation.id}`)
+        .set('Authorization', `Bearer ${superToken}`);
       expect(stored.body.automation).toMatchObject({ published: false, publishedVersion: null });
     });
 
@@ -194,15 +227,19 @@ for (const target of DATABASES) {
         expect([url, res.status]).toEqual([url, 400]);
         expect(fieldViolations(res.body)).toContainEqual({
           field: 'steps[0].callWebhook.signature.secret',
-          description: 'step "h": secret "sign_key" may not be sent to https://evil.example (its allowedOrigins: https://crm.example)',
+          description:
+            'step "h": secret "sign_key" may not be sent to https://evil.example (its allowedOrigins: https://crm.example)',
         });
       }
-      for (const url of ["'https://crm.example/hook'", 'ctx.trigger.cb']) expect([url, (await save(signed(url))).status]).toEqual([url, 200]);
+      for (const url of ["'https://crm.example/hook'", 'ctx.trigger.cb'])
+        expect([url, (await save(signed(url))).status]).toEqual([url, 200]);
     });
 
     it('migrates secrets stored before origins: the constant URLs that read them give their origins; one read only by expression URLs gets none', async () => {
       const db = service.deps.db;
-      await db.query("DELETE FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing')");
+      await db.query(
+        "DELETE FROM outbound_secrets WHERE name IN ('legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing')",
+      );
       for (const name of ['legacy_const', 'legacy_expr', 'legacy_unused', 'legacy_signing']) {
         await db.query('INSERT INTO outbound_secrets (name, sealed_value) VALUES ($1, $2)', [
           name,
@@ -210,22 +247,49 @@ for (const target of DATABASES) {
         ]);
       }
       const steps = [
-        { id: 'a', callWebhook: { url: "'https://crm.example/a'", body: {}, headers: { Authorization: "'Bearer ' + secrets.legacy_const" } } },
+        {
+          id: 'a',
+          callWebhook: {
+            url: "'https://crm.example/a'",
+            body: {},
+            headers: { Authorization: "'Bearer ' + secrets.legacy_const" },
+          },
+        },
         {
           id: 'b',
-          callWebhook: { url: "'https://crm.example:8443/u/' + ctx.trigger.id", body: {}, headers: { 'X-Key': 'secrets.legacy_const.substring(0, 3)' } },
+          callWebhook: {
+            url: "'https://crm.example:8443/u/' + ctx.trigger.id",
+            body: {},
+            headers: { 'X-Key': 'secrets.legacy_const.substring(0, 3)' },
+          },
         },
-        { id: 'c', callWebhook: { url: 'ctx.trigger.cb', body: {}, headers: { Authorization: 'secrets.legacy_expr', 'X-Other': 'secrets.legacy_const' } } },
-        { id: 'd', callWebhook: { url: "'https://plain.example/'", body: {}, headers: { 'X-Plain': "'secrets.legacy_expr'" } } },
-        { id: 'e', callWebhook: { url: "'https://signed.example/e'", body: {}, signature: { secret: 'legacy_signing' } } },
+        {
+          id: 'c',
+          callWebhook: {
+            url: 'ctx.trigger.cb',
+            body: {},
+            headers: { Authorization: 'secrets.legacy_expr', 'X-Other': 'secrets.legacy_const' },
+          },
+        },
+        {
+          id: 'd',
+          callWebhook: { url: "'https://plain.example/'", body: {}, headers: { 'X-Plain': "'secrets.legacy_expr'" } },
+        },
+        {
+          id: 'e',
+          callWebhook: { url: "'https://signed.example/e'", body: {}, signature: { secret: 'legacy_signing' } },
+        },
       ];
       const automationId = `aut_legacy_${randomBytes(4).toString('hex')}`;
-      await db.query(`INSERT INTO automations (id, display_name, trigger, steps, listener_id) VALUES ($1, 'legacy', $2::jsonb, $3::jsonb, $4)`, [
-        automationId,
-        JSON.stringify({ incomingWebhook: { authMethod: 'HMAC' } }),
-        JSON.stringify(steps.slice(0, 2)),
-        `lst_${automationId}`,
-      ]);
+      await db.query(
+        `INSERT INTO automations (id, display_name, trigger, steps, listener_id) VALUES ($1, 'legacy', $2::jsonb, $3::jsonb, $4)`,
+        [
+          automationId,
+          JSON.stringify({ incomingWebhook: { authMethod: 'HMAC' } }),
+          JSON.stringify(steps.slice(0, 2)),
+          `lst_${automationId}`,
+        ],
+      );
       await db.query(`INSERT INTO automation_versions (automation_id, version, snapshot) VALUES ($1, 1, $2::jsonb)`, [
         automationId,
         JSON.stringify({ displayName: 'legacy', steps: steps.slice(2) }),
@@ -250,7 +314,10 @@ for (const target of DATABASES) {
 describe('secret origins in a real run', () => {
   let stack: Stack;
   const servers: http.Server[] = [];
-  const received: Record<'crm' | 'evil', Array<{ url: string; authorization: string | undefined; signature?: string | undefined }>> = { crm: [], evil: [] };
+  const received: Record<
+    'crm' | 'evil',
+    Array<{ url: string; authorization: string | undefined; signature?: string | undefined }>
+  > = { crm: [], evil: [] };
   const origins: Record<'crm' | 'evil', string> = { crm: '', evil: '' };
 
   beforeAll(async () => {
@@ -308,11 +375,19 @@ describe('secret origins in a real run', () => {
         {
           id: 'notify',
           retry: { maximumAttempts: 5, initialInterval: '1s', maximumInterval: '1s' },
-          callWebhook: { url: 'ctx.trigger.cb', body: { who: 'ctx.trigger.who' }, headers: { Authorization: "'Bearer ' + secrets.crm_token" } },
+          callWebhook: {
+            url: 'ctx.trigger.cb',
+            body: { who: 'ctx.trigger.who' },
+            headers: { Authorization: "'Bearer ' + secrets.crm_token" },
+          },
         },
       ],
     });
-    const steered = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }));
+    const steered = await deliver(
+      stack,
+      listenerPath(automation),
+      hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }),
+    );
     expect(steered.status).toBe(200);
     const failure = await expectRunFailure(stack.client.workflow.getHandle(steered.body.executionId));
     expect(failure.message).toBe(
@@ -322,14 +397,24 @@ describe('secret origins in a real run', () => {
     expect(await attempts(steered.body.executionId)).toBe(1);
     expect(JSON.stringify(failure)).not.toContain(value);
 
-    const bound = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.crm}/hook`, who: 'ada' }));
+    const bound = await deliver(
+      stack,
+      listenerPath(automation),
+      hmacEvent(signingSecret!, { cb: `${origins.crm}/hook`, who: 'ada' }),
+    );
     await stack.client.workflow.getHandle(bound.body.executionId).result();
     expect(received.crm.at(-1)).toEqual({ url: '/hook', authorization: `Bearer ${value}` });
 
     // A secret migrated without origins is sent nowhere until an administrator sets them.
-    await stack.service.deps.db.query("UPDATE outbound_secrets SET allowed_origins = '[]'::jsonb WHERE name = 'crm_token'");
+    await stack.service.deps.db.query(
+      "UPDATE outbound_secrets SET allowed_origins = '[]'::jsonb WHERE name = 'crm_token'",
+    );
     const before = received.crm.length;
-    const unset = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.crm}/hook`, who: 'bob' }));
+    const unset = await deliver(
+      stack,
+      listenerPath(automation),
+      hmacEvent(signingSecret!, { cb: `${origins.crm}/hook`, who: 'bob' }),
+    );
     const unsetFailure = await expectRunFailure(stack.client.workflow.getHandle(unset.body.executionId));
     expect(unsetFailure.message).toBe(
       'step "notify" failed: callWebhook: headers.Authorization: secret "crm_token" has no allowedOrigins yet and is sent nowhere: an administrator sets them with PUT /api/v1/secrets/crm_token',
@@ -339,7 +424,9 @@ describe('secret origins in a real run', () => {
     await auth(api().put('/api/v1/secrets/crm_token'))
       .send({ allowedOrigins: [origins.crm] })
       .expect(200);
-    const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({ payload: { cb: `${origins.evil}/steal`, who: 'x' } });
+    const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({
+      payload: { cb: `${origins.evil}/steal`, who: 'x' },
+    });
     expect(dry.body.steps[0]).toMatchObject({
       status: 'ERROR',
       error: `callWebhook.headers.Authorization: secret "crm_token" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`,
@@ -358,12 +445,20 @@ describe('secret origins in a real run', () => {
         {
           id: 'notify',
           retry: { maximumAttempts: 5, initialInterval: '1s', maximumInterval: '1s' },
-          callWebhook: { url: 'ctx.trigger.cb', body: { who: 'ctx.trigger.who' }, signature: { secret: 'crm_signing' } },
+          callWebhook: {
+            url: 'ctx.trigger.cb',
+            body: { who: 'ctx.trigger.who' },
+            signature: { secret: 'crm_signing' },
+          },
         },
       ],
     });
     const evilBefore = received.evil.length;
-    const steered = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }));
+    const steered = await deliver(
+      stack,
+      listenerPath(automation),
+      hmacEvent(signingSecret!, { cb: `${origins.evil}/steal`, who: 'mallory' }),
+    );
     expect(steered.status).toBe(200);
     const failure = await expectRunFailure(stack.client.workflow.getHandle(steered.body.executionId));
     expect(failure.message).toBe(
@@ -375,13 +470,19 @@ describe('secret origins in a real run', () => {
 
     // To the bound origin the same automation's call is sent (and signed).
     const crmBefore = received.crm.length;
-    const bound = await deliver(stack, listenerPath(automation), hmacEvent(signingSecret!, { cb: `${origins.crm}/signed`, who: 'ada' }));
+    const bound = await deliver(
+      stack,
+      listenerPath(automation),
+      hmacEvent(signingSecret!, { cb: `${origins.crm}/signed`, who: 'ada' }),
+    );
     await stack.client.workflow.getHandle(bound.body.executionId).result();
     expect(received.crm.length).toBe(crmBefore + 1);
     expect(received.crm.at(-1)!.url).toBe('/signed');
     expect(received.crm.at(-1)!.signature).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
     // The dry run says the same for a URL outside the origins.
-    const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({ payload: { cb: `${origins.evil}/steal`, who: 'x' } });
+    const dry = await auth(api().post(`/api/v1/automations/${automation.id}/test`)).send({
+      payload: { cb: `${origins.evil}/steal`, who: 'x' },
+    });
     expect(dry.body.steps[0]).toMatchObject({
       status: 'ERROR',
       error: `callWebhook.signature.secret: secret "crm_signing" may not be sent to ${origins.evil} (its allowedOrigins: ${origins.crm})`,
@@ -398,7 +499,12 @@ describe('secret origins in a real run', () => {
       );
       expect(err).toBeInstanceOf(ApplicationFailure);
       const failure = err as ApplicationFailure;
-      return { type: failure.type, message: failure.message, nonRetryable: failure.nonRetryable, details: failure.details };
+      return {
+        type: failure.type,
+        message: failure.message,
+        nonRetryable: failure.nonRetryable,
+        details: failure.details,
+      };
     };
     await auth(api().post('/api/v1/secrets'))
       .send({ name: 'probe_key', value: `sk_live_${randomBytes(8).toString('hex')}`, allowedOrigins: [origins.crm] })

@@ -21,14 +21,20 @@ describe('signing-secret rotation with a grace period', () => {
   afterAll(async () => stack?.close());
 
   const rotate = (id: string, body?: Record<string, unknown>) => {
-    const req = request(stack.service.server).post(`/api/v1/automations/${id}/trigger/rotate-secret`).set('Authorization', `Bearer ${stack.adminToken}`);
+    const req = request(stack.service.server)
+      .post(`/api/v1/automations/${id}/trigger/rotate-secret`)
+      .set('Authorization', `Bearer ${stack.adminToken}`);
     return body === undefined ? req : req.send(body);
   };
   const status = async (automation: AutomationView, secret: string): Promise<number> =>
     (await deliver(stack, listenerPath(automation), hmacEvent(secret, PAYLOAD))).status;
 
   async function hmacAutomation(): Promise<{ automation: AutomationView; secret: string }> {
-    const created = await stack.createAutomation({ displayName: 'rotation', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const created = await stack.createAutomation({
+      displayName: 'rotation',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     return { automation: created.automation, secret: created.signingSecret! };
   }
 
@@ -58,12 +64,22 @@ describe('signing-secret rotation with a grace period', () => {
     expect(row!.previous_signing_secret.startsWith('v2.')).toBe(true);
     expect(JSON.stringify(row)).not.toContain(first);
     expect(JSON.stringify(row)).not.toContain(second);
-    expect(stack.service.deps.secretBox.open(row!.previous_signing_secret, sealContext('automation_signing_secret', automation.id))).toBe(first);
+    expect(
+      stack.service.deps.secretBox.open(
+        row!.previous_signing_secret,
+        sealContext('automation_signing_secret', automation.id),
+      ),
+    ).toBe(first);
 
-    const audit = (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).filter((e) => e.action === 'automation.rotate_secret');
+    const audit = (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).filter(
+      (e) => e.action === 'automation.rotate_secret',
+    );
     expect(audit).toHaveLength(1);
     expect(audit[0]!.actor).toBe(`client:${(await stack.service.deps.tokens.verify(stack.adminToken))!.clientId}`);
-    expect(audit[0]!.details).toEqual({ gracePeriod: '86400s', previousSecretExpiresAt: res.body.previousSecretExpiresAt });
+    expect(audit[0]!.details).toEqual({
+      gracePeriod: '86400s',
+      previousSecretExpiresAt: res.body.previousSecretExpiresAt,
+    });
     expect(JSON.stringify(audit)).not.toContain(second);
   });
 
@@ -86,7 +102,9 @@ describe('signing-secret rotation with a grace period', () => {
     expect(res.body.previousSecretExpiresAt).toBeNull();
     expect(await status(automation, first)).toBe(401);
     expect(await status(automation, res.body.signingSecret)).toBe(200);
-    const audit = (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).filter((e) => e.action === 'automation.rotate_secret');
+    const audit = (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).filter(
+      (e) => e.action === 'automation.rotate_secret',
+    );
     expect(audit[0]!.details).toEqual({ gracePeriod: '0s', previousSecretExpiresAt: null });
   });
 
@@ -110,11 +128,19 @@ describe('signing-secret rotation with a grace period', () => {
     for (const gracePeriod of ['604801s', '8d', '-1s', 86400, '', '1e3s']) {
       const res = await rotate(automation.id, { gracePeriod });
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ code: 3, message: expect.stringContaining('gracePeriod'), details: expect.any(Array) });
+      expect(res.body).toEqual({
+        code: 3,
+        message: expect.stringContaining('gracePeriod'),
+        details: expect.any(Array),
+      });
     }
     expect((await rotate(automation.id, { grace: '1s' })).status).toBe(400);
     expect(await status(automation, secret)).toBe(200);
-    expect((await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).some((e) => e.action === 'automation.rotate_secret')).toBe(false);
+    expect(
+      (await listAuditEvents(stack.service.deps.db, 'automation', automation.id)).some(
+        (e) => e.action === 'automation.rotate_secret',
+      ),
+    ).toBe(false);
     expect((await rotate(automation.id, { gracePeriod: '604800s' })).status).toBe(200);
   });
 
@@ -128,14 +154,20 @@ describe('signing-secret rotation with a grace period', () => {
     const toJwt = await request(server)
       .post(`/api/v1/automations/${automation.id}`)
       .set('Authorization', `Bearer ${stack.adminToken}`)
-      .send({ automation: { trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:1/jwks.json' } } }, updateMask: 'trigger' });
+      .send({
+        automation: { trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:1/jwks.json' } } },
+        updateMask: 'trigger',
+      });
     expect(toJwt.status).toBe(200);
     const back = await request(server)
       .post(`/api/v1/automations/${automation.id}`)
       .set('Authorization', `Bearer ${stack.adminToken}`)
       .send({ automation: { trigger: { incomingWebhook: { authMethod: 'HMAC' } } }, updateMask: 'trigger' });
     expect(back.status).toBe(200);
-    await request(server).post(`/api/v1/automations/${automation.id}/publish`).set('Authorization', `Bearer ${stack.adminToken}`).expect(200);
+    await request(server)
+      .post(`/api/v1/automations/${automation.id}/publish`)
+      .set('Authorization', `Bearer ${stack.adminToken}`)
+      .expect(200);
     expect(await status(automation, first)).toBe(401);
     expect(await status(automation, back.body.signingSecret)).toBe(200);
   });

@@ -35,17 +35,19 @@ describe('secrets and audit trail', () => {
       .send({ displayName: 'ops', roles: ['super_admin'] });
     expect(client.status).toBe(200);
     secrets.push(client.body.clientSecret);
-    const token = await request(server)
-      .post('/auth/v1/token')
-      .type('form')
-      .send({ grant_type: 'client_credentials', client_id: client.body.client.clientId, client_secret: client.body.clientSecret });
+    const token = await request(server).post('/auth/v1/token').type('form').send({
+      grant_type: 'client_credentials',
+      client_id: client.body.client.clientId,
+      client_secret: client.body.clientSecret,
+    });
     expect(token.status).toBe(200);
     const bearer = token.body.access_token as string;
     secrets.push(bearer);
-    const failedLogin = await request(server)
-      .post('/auth/v1/token')
-      .type('form')
-      .send({ grant_type: 'client_credentials', client_id: client.body.client.clientId, client_secret: 'guess-guess-guess' });
+    const failedLogin = await request(server).post('/auth/v1/token').type('form').send({
+      grant_type: 'client_credentials',
+      client_id: client.body.client.clientId,
+      client_secret: 'guess-guess-guess',
+    });
     expect(failedLogin.status).toBe(401);
     secrets.push('guess-guess-guess');
 
@@ -53,11 +55,18 @@ describe('secrets and audit trail', () => {
     const created = await request(server)
       .post('/api/v1/automations')
       .set('Authorization', `Bearer ${bearer}`)
-      .send({ displayName: 'audited', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: [{ id: 'v', setVariables: { x: 'ctx.trigger.x' } }] });
+      .send({
+        displayName: 'audited',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: [{ id: 'v', setVariables: { x: 'ctx.trigger.x' } }],
+      });
     expect(created.status).toBe(200);
     const id: string = created.body.automation.id;
     secrets.push(created.body.signingSecret);
-    await request(server).post(`/api/v1/automations/${id}/publish`).set('Authorization', `Bearer ${bearer}`).expect(200);
+    await request(server)
+      .post(`/api/v1/automations/${id}/publish`)
+      .set('Authorization', `Bearer ${bearer}`)
+      .expect(200);
     const rotated = await request(server)
       .post(`/api/v1/automations/${id}/trigger/rotate-secret`)
       .set('Authorization', `Bearer ${bearer}`)
@@ -73,18 +82,26 @@ describe('secrets and audit trail', () => {
     expect((await deliver(stack, path, bad)).status).toBe(401);
 
     // Sealed at rest: the stored value is not the secret, and opens to it.
-    const rows = await stack.service.deps.db.query<{ signing_secret: string }>('SELECT signing_secret FROM automations WHERE id = $1', [id]);
+    const rows = await stack.service.deps.db.query<{ signing_secret: string }>(
+      'SELECT signing_secret FROM automations WHERE id = $1',
+      [id],
+    );
     const stored = rows[0]!.signing_secret;
     expect(stored.startsWith('v2.')).toBe(true);
     expect(stored).not.toContain(rotated.body.signingSecret);
-    expect(stack.service.deps.secretBox.open(stored, sealContext('automation_signing_secret', id))).toBe(rotated.body.signingSecret);
+    expect(stack.service.deps.secretBox.open(stored, sealContext('automation_signing_secret', id))).toBe(
+      rotated.body.signingSecret,
+    );
 
     // Ownership changes through the API, audited too.
     const user = await request(server)
       .post('/api/v1/users')
       .set('Authorization', `Bearer ${bearer}`)
       .send({ displayName: 'svc', email: 's@example.com', type: 'USER_TYPE_SERVICE' });
-    const app = await request(server).post('/api/v1/apps').set('Authorization', `Bearer ${bearer}`).send({ displayName: 'app' });
+    const app = await request(server)
+      .post('/api/v1/apps')
+      .set('Authorization', `Bearer ${bearer}`)
+      .send({ displayName: 'app' });
     const ent = await request(server)
       .post(`/api/v1/apps/${app.body.app.id}/entitlements`)
       .set('Authorization', `Bearer ${bearer}`)
@@ -103,7 +120,11 @@ describe('secrets and audit trail', () => {
     ]);
     const ownershipAudit = await listAuditEvents(stack.service.deps.db, 'app_entitlement', ent.body.appEntitlement.id);
     expect(ownershipAudit.map((e) => e.action)).toEqual(['entitlement_owner.create', 'entitlement_owner.delete']);
-    expect(ownershipAudit[0]!.details).toEqual({ userId: user.body.user.id, roleSlug: 'owner', appId: app.body.app.id });
+    expect(ownershipAudit[0]!.details).toEqual({
+      userId: user.body.user.id,
+      roleSlug: 'owner',
+      appId: app.body.app.id,
+    });
     expect(Date.parse(ownershipAudit[0]!.at)).not.toBeNaN();
 
     // The logs saw the whole run, and none of it leaked.

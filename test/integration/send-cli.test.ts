@@ -34,7 +34,10 @@ function send(args: string[]): Promise<CliResult> {
 /** First line of stdout is `<status> <reason>`, the rest is the response body. */
 function parse(result: CliResult): { status: number; body: Record<string, unknown> } {
   const [statusLine = '', ...rest] = result.stdout.trimEnd().split('\n');
-  return { status: Number(statusLine.split(' ')[0]), body: JSON.parse(rest.join('\n') || '{}') as Record<string, unknown> };
+  return {
+    status: Number(statusLine.split(' ')[0]),
+    body: JSON.parse(rest.join('\n') || '{}') as Record<string, unknown>,
+  };
 }
 
 const STEPS = [{ id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } }];
@@ -74,7 +77,16 @@ describe('sender CLI', () => {
     });
     const url = automation.trigger.incomingWebhook.url;
     const eventId = randomUUID();
-    const args = ['--url', url, '--secret', signingSecret!, '--data', '{"employee_id":"12345","status":"terminated"}', '--event-id', eventId];
+    const args = [
+      '--url',
+      url,
+      '--secret',
+      signingSecret!,
+      '--data',
+      '{"employee_id":"12345","status":"terminated"}',
+      '--event-id',
+      eventId,
+    ];
 
     const first = await send(args);
     expect([first.code, first.stderr]).toEqual([0, '']);
@@ -108,7 +120,20 @@ describe('sender CLI', () => {
     });
     const url = automation.trigger.incomingWebhook.url;
     const eventId = randomUUID();
-    const args = ['--url', url, '--jwt-key', pemPath, '--kid', key.kid, '--alg', 'ES256', '--data', `@${dataPath}`, '--event-id', eventId];
+    const args = [
+      '--url',
+      url,
+      '--jwt-key',
+      pemPath,
+      '--kid',
+      key.kid,
+      '--alg',
+      'ES256',
+      '--data',
+      `@${dataPath}`,
+      '--event-id',
+      eventId,
+    ];
 
     const first = await send(args);
     expect([first.code, first.stderr]).toEqual([0, '']);

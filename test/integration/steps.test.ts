@@ -20,7 +20,15 @@ import { startTestService, type TestService } from '../helpers/test-service';
 import { resolveNameTo } from '../helpers/resolver';
 import { openTestDb, PGLITE } from '../helpers/databases';
 import { publishedRunInput } from '../helpers/versions';
-import { connectClient, connectNative, expectRunFailure, testDataConverter, testTemporal, testWorkflowBundle, uniqueTaskQueue } from '../helpers/temporal';
+import {
+  connectClient,
+  connectNative,
+  expectRunFailure,
+  testDataConverter,
+  testTemporal,
+  testWorkflowBundle,
+  uniqueTaskQueue,
+} from '../helpers/temporal';
 
 interface Received {
   method: string;
@@ -122,12 +130,22 @@ beforeEach(() => {
   };
 });
 
-async function start(steps: StepDefinition[], trigger: unknown, mode: 'insecure' | 'secure' = 'insecure'): Promise<WorkflowHandle<typeof automation>> {
+async function start(
+  steps: StepDefinition[],
+  trigger: unknown,
+  mode: 'insecure' | 'secure' = 'insecure',
+): Promise<WorkflowHandle<typeof automation>> {
   const input = await publishedRunInput(db, steps, trigger, 'Steps test');
-  return client.workflow.start(automation, { taskQueue: queues[mode], workflowId: `steps:${input.eventId}`, args: [input] });
+  return client.workflow.start(automation, {
+    taskQueue: queues[mode],
+    workflowId: `steps:${input.eventId}`,
+    args: [input],
+  });
 }
 
-async function runFailure(handle: WorkflowHandle<typeof automation>): Promise<{ failure: ApplicationFailure; state: RunState }> {
+async function runFailure(
+  handle: WorkflowHandle<typeof automation>,
+): Promise<{ failure: ApplicationFailure; state: RunState }> {
   const failure = await expectRunFailure(handle);
   return { failure, state: await handle.query<RunState>(RUN_STATE_QUERY) };
 }
@@ -139,13 +157,21 @@ describe('callWebhook step', () => {
         id: 'notify',
         callWebhook: {
           url: `'${target.origin}/hooks/' + ctx.trigger.kind + '?token=abc'`,
-          body: { employee: 'ctx.trigger.employee_id', flags: '[ctx.trigger.kind, "x"]', nested: '{"n": ctx.trigger.n * 2.0}' },
+          body: {
+            employee: 'ctx.trigger.employee_id',
+            flags: '[ctx.trigger.kind, "x"]',
+            nested: '{"n": ctx.trigger.n * 2.0}',
+          },
           headers: { 'X-Ticket-Source': "'automation'", Authorization: "'Bearer ' + ctx.trigger.token" },
         },
       },
       {
         id: 'after',
-        setVariables: { ticket: 'ctx.steps.notify.body.ticket', status: 'ctx.steps.notify.status', echoed: 'ctx.steps.notify.body.echoed.employee' },
+        setVariables: {
+          ticket: 'ctx.steps.notify.body.ticket',
+          status: 'ctx.steps.notify.status',
+          echoed: 'ctx.steps.notify.body.echoed.employee',
+        },
       },
     ];
     const result = await (await start(steps, { kind: 'offboard', employee_id: 'e-1', n: 2, token: 't0k' })).result();
@@ -175,7 +201,10 @@ describe('callWebhook step', () => {
     };
     const steps: StepDefinition[] = [
       { id: 'vars', setVariables: { who: 'ctx.trigger.who' } },
-      { id: 'hook', callWebhook: { url: `'${target.origin}/x'`, body: '{"who": ctx.steps.vars.who, "all": ctx.trigger}' } },
+      {
+        id: 'hook',
+        callWebhook: { url: `'${target.origin}/x'`, body: '{"who": ctx.steps.vars.who, "all": ctx.trigger}' },
+      },
     ];
     const result = await (await start(steps, { who: 'svc-1' })).result();
     expect(JSON.parse(target.received[0]!.body)).toEqual({ who: 'svc-1', all: { who: 'svc-1' } });
@@ -192,15 +221,24 @@ describe('callWebhook step', () => {
       res.writeHead(404, { 'content-type': 'application/json' });
       res.end('{"error":"no such hook"}');
     };
-    const missing = await runFailure(await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/gone?secret=s3'`, body: {} } }], {}));
+    const missing = await runFailure(
+      await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/gone?secret=s3'`, body: {} } }], {}),
+    );
     // The URL's origin only (the path and query may carry a token), and the status only (no body).
     expect(missing.failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin} answered HTTP 404`);
-    expect(missing.state.steps[0]).toMatchObject({ status: 'FAILED', error: `callWebhook: POST ${target.origin} answered HTTP 404` });
+    expect(missing.state.steps[0]).toMatchObject({
+      status: 'FAILED',
+      error: `callWebhook: POST ${target.origin} answered HTTP 404`,
+    });
     expect(target.received).toHaveLength(1);
 
     target.received.length = 0;
-    const moved = await runFailure(await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/moved'`, body: {} } }], {}));
-    expect(moved.failure.message).toMatch(/^step "hook" failed: callWebhook: .* answered HTTP 302 \(redirects are not followed\)/);
+    const moved = await runFailure(
+      await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/moved'`, body: {} } }], {}),
+    );
+    expect(moved.failure.message).toMatch(
+      /^step "hook" failed: callWebhook: .* answered HTTP 302 \(redirects are not followed\)/,
+    );
     expect(target.received.map((r) => r.url)).toEqual(['/moved']);
   });
 
@@ -235,7 +273,9 @@ describe('callWebhook step', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"ok":true}');
     };
-    const steps: StepDefinition[] = [{ id: 'hook', retry: { initialInterval: '0.1s' }, callWebhook: { url: `'${target.origin}/x'`, body: {} } }];
+    const steps: StepDefinition[] = [
+      { id: 'hook', retry: { initialInterval: '0.1s' }, callWebhook: { url: `'${target.origin}/x'`, body: {} } },
+    ];
     const result = await (await start(steps, {})).result();
     expect(target.received).toHaveLength(2);
     expect(result.steps[0]!.output).toMatchObject({ status: 200, body: { ok: true } });
@@ -247,39 +287,80 @@ describe('callWebhook step', () => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('x'.repeat(1024 * 1024 + 1));
     };
-    const big = await runFailure(await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/big'`, body: {} } }], {}));
+    const big = await runFailure(
+      await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/big'`, body: {} } }], {}),
+    );
     expect(big.failure.message).toMatch(/^step "hook" failed: callWebhook: .* the response exceeds 1048576 bytes$/);
     const slow = await runFailure(
-      await start([{ id: 'hook', retry: { maximumAttempts: 1 }, callWebhook: { url: `'${target.origin}/silent'`, body: {}, timeoutMs: 300 } }], {}),
+      await start(
+        [
+          {
+            id: 'hook',
+            retry: { maximumAttempts: 1 },
+            callWebhook: { url: `'${target.origin}/silent'`, body: {}, timeoutMs: 300 },
+          },
+        ],
+        {},
+      ),
     );
-    expect(slow.failure.message).toBe(`step "hook" failed: callWebhook: POST ${target.origin}: no complete response within 300 ms`);
+    expect(slow.failure.message).toBe(
+      `step "hook" failed: callWebhook: POST ${target.origin}: no complete response within 300 ms`,
+    );
   });
 
   it('fails the step when url, body or a header evaluates to the wrong type', async () => {
-    const url = await runFailure(await start([{ id: 'hook', callWebhook: { url: 'ctx.trigger.n', body: {} } }], { n: 1 }));
-    expect(url.failure.message).toBe('step "hook" failed: callWebhook.url: must evaluate to a non-empty string, got number 1');
-    const body = await runFailure(await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/x'`, body: 'ctx.trigger.list' } }], { list: [1] }));
+    const url = await runFailure(
+      await start([{ id: 'hook', callWebhook: { url: 'ctx.trigger.n', body: {} } }], { n: 1 }),
+    );
+    expect(url.failure.message).toBe(
+      'step "hook" failed: callWebhook.url: must evaluate to a non-empty string, got number 1',
+    );
+    const body = await runFailure(
+      await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/x'`, body: 'ctx.trigger.list' } }], {
+        list: [1],
+      }),
+    );
     expect(body.failure.message).toBe('step "hook" failed: callWebhook.body: must evaluate to a map, got a list');
     const header = await runFailure(
-      await start([{ id: 'hook', callWebhook: { url: `'${target.origin}/x'`, body: {}, headers: { 'X-N': 'ctx.trigger.n' } } }], { n: 1 }),
+      await start(
+        [{ id: 'hook', callWebhook: { url: `'${target.origin}/x'`, body: {}, headers: { 'X-N': 'ctx.trigger.n' } } }],
+        { n: 1 },
+      ),
     );
-    expect(header.failure.message).toBe('step "hook" failed: callWebhook.headers.X-N: must evaluate to a string, got number 1');
+    expect(header.failure.message).toBe(
+      'step "hook" failed: callWebhook.headers.X-N: must evaluate to a string, got number 1',
+    );
     expect(target.received).toHaveLength(0);
   });
 
   it('is refused, without any request, for http:// and loopback/private/metadata addresses when insecure outbound is off', async () => {
     const refusedBy = async (url: string): Promise<string> => {
-      const { failure, state } = await runFailure(await start([{ id: 'hook', callWebhook: { url: JSON.stringify(url), body: {} } }], {}, 'secure'));
+      const { failure, state } = await runFailure(
+        await start([{ id: 'hook', callWebhook: { url: JSON.stringify(url), body: {} } }], {}, 'secure'),
+      );
       expect(state.steps[0]!.status).toBe('FAILED');
       return failure.message;
     };
     expect(await refusedBy(`${target.origin}/x`)).toBe('step "hook" failed: callWebhook: URL must use https');
-    const nonPublic = 'step "hook" failed: callWebhook: URL must not point to a loopback, private, link-local or other non-public address';
-    for (const host of [`127.0.0.1:${target.port}`, '10.1.2.3', '169.254.169.254', '[::1]', '[::ffff:127.0.0.1]', '0x7f.1', '192.168.0.10']) {
+    const nonPublic =
+      'step "hook" failed: callWebhook: URL must not point to a loopback, private, link-local or other non-public address';
+    for (const host of [
+      `127.0.0.1:${target.port}`,
+      '10.1.2.3',
+      '169.254.169.254',
+      '[::1]',
+      '[::ffff:127.0.0.1]',
+      '0x7f.1',
+      '192.168.0.10',
+    ]) {
       expect([host, await refusedBy(`https://${host}/x`)]).toEqual([host, nonPublic]);
     }
-    expect(await refusedBy('https://localhost/x')).toBe('step "hook" failed: callWebhook: URL must not point to localhost');
-    expect(await refusedBy('https://user:pw@example.com/x')).toBe('step "hook" failed: callWebhook: URL must not contain credentials');
+    expect(await refusedBy('https://localhost/x')).toBe(
+      'step "hook" failed: callWebhook: URL must not point to localhost',
+    );
+    expect(await refusedBy('https://user:pw@example.com/x')).toBe(
+      'step "hook" failed: callWebhook: URL must not contain credentials',
+    );
     // A name that passes the URL check and resolves to a non-public address is refused at connect
     // time (the guarded lookup).
     const resolver = resolveNameTo('hook.loopback.test', '127.0.0.1');
@@ -299,7 +380,11 @@ describe('fail step', () => {
   it('ends the run as FAILED with the CEL-built message; the step shows it, the run failure names the step', async () => {
     const steps: StepDefinition[] = [
       { id: 'check', setVariables: { ok: 'ctx.trigger.status == "active"' } },
-      { id: 'stop', when: '!ctx.steps.check.ok', fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' } },
+      {
+        id: 'stop',
+        when: '!ctx.steps.check.ok',
+        fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' },
+      },
       { id: 'never', setVariables: { x: '1' } },
     ];
     const { failure, state } = await runFailure(await start(steps, { user: 'u-7', status: 'suspended' }));
@@ -319,7 +404,9 @@ describe('fail step', () => {
   });
 
   it('fails with a clear error when the message is not a string', async () => {
-    const { failure } = await runFailure(await start([{ id: 'stop', fail: { message: 'ctx.trigger.code' } }], { code: 3 }));
+    const { failure } = await runFailure(
+      await start([{ id: 'stop', fail: { message: 'ctx.trigger.code' } }], { code: 3 }),
+    );
     expect(failure.message).toBe('step "stop" failed: fail.message: must evaluate to a non-empty string, got number 3');
   });
 });
@@ -332,7 +419,12 @@ describe('hostile expressions in a real run', () => {
       // 99 × 99 regular-expression scans of 200,000 characters (tens of seconds unbounded):
       // stopped by the evaluation cost budget
       {
-        steps: [{ id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } }],
+        steps: [
+          {
+            id: 'slow',
+            setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" },
+          },
+        ],
         trigger: { l: list99, s: longText },
         error: /^step "slow" failed: v: evaluation exceeds the cost budget of 1000000$/,
       },
@@ -397,7 +489,11 @@ describe('saving automations with the new step kinds', () => {
         callWebhook: { ...hook, headers: { 'X-A': "'1'" }, timeoutMs: 30000 },
       },
       { id: 'whole', callWebhook: { url: "'https://hooks.example/y'", body: '{"all": ctx.trigger}' } },
-      { id: 'own', retry: { maximumAttempts: 1 }, createEntitlementOwner: { userId: "'u'", roleSlug: "'owner'", appId: "'a'", entitlementId: "'e'" } },
+      {
+        id: 'own',
+        retry: { maximumAttempts: 1 },
+        createEntitlementOwner: { userId: "'u'", roleSlug: "'owner'", appId: "'a'", entitlementId: "'e'" },
+      },
       { id: 'stop', when: 'ctx.trigger.bad', fail: { message: "'bad input'" } },
     ];
     const res = await create(steps);
@@ -415,7 +511,11 @@ describe('saving automations with the new step kinds', () => {
       [{ initialInterval: '1m' }, 'steps[0].retry.initialInterval', /positive duration/],
       [{ initialInterval: '0s' }, 'steps[0].retry.initialInterval', /positive duration/],
       [{ maximumInterval: '3601s' }, 'steps[0].retry.maximumInterval', /at most 3600s/],
-      [{ initialInterval: '10s', maximumInterval: '5s' }, 'steps[0].retry.maximumInterval', /not be shorter than initialInterval/],
+      [
+        { initialInterval: '10s', maximumInterval: '5s' },
+        'steps[0].retry.maximumInterval',
+        /not be shorter than initialInterval/,
+      ],
       [{ maximumInterval: '0.5s' }, 'steps[0].retry.maximumInterval', /not be shorter than initialInterval \(1s\)/],
       [{ attempts: 3 }, 'steps[0].retry.attempts', /unknown field/],
       ['3 times', 'steps[0].retry', /must be an object/],
@@ -425,9 +525,15 @@ describe('saving automations with the new step kinds', () => {
       expect([retry, found.map((v) => v.field)]).toEqual([retry, [field]]);
       expect(found[0]!.description).toMatch(description);
     }
-    const onVariables = violations(await create([{ id: 'vars', retry: { maximumAttempts: 2 }, setVariables: { a: '1' } }]));
+    const onVariables = violations(
+      await create([{ id: 'vars', retry: { maximumAttempts: 2 }, setVariables: { a: '1' } }]),
+    );
     expect(onVariables).toEqual([
-      { field: 'steps[0].retry', description: 'step "vars": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps' },
+      {
+        field: 'steps[0].retry',
+        description:
+          'step "vars": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps',
+      },
     ]);
   });
 
@@ -435,12 +541,24 @@ describe('saving automations with the new step kinds', () => {
     const cases: Array<[Record<string, unknown>, string, RegExp]> = [
       [{ body: {} }, 'steps[0].callWebhook.url', /step "hook": must be a CEL expression/],
       [{ ...hook, url: "'https://x' +" }, 'steps[0].callWebhook.url', /step "hook": syntax error/],
-      [{ ...hook, body: { a: 'ctx.trigger.a', b: 'ctx.trigger.b ==' } }, 'steps[0].callWebhook.body.b', /step "hook": syntax error/],
+      [
+        { ...hook, body: { a: 'ctx.trigger.a', b: 'ctx.trigger.b ==' } },
+        'steps[0].callWebhook.body.b',
+        /step "hook": syntax error/,
+      ],
       [{ ...hook, body: 'nope(' }, 'steps[0].callWebhook.body', /step "hook": syntax error/],
       [{ ...hook, body: 42 }, 'steps[0].callWebhook.body', /map of field name/],
       [{ ...hook, body: { a: 'other.a' } }, 'steps[0].callWebhook.body.a', /unknown name "other"/],
-      [{ ...hook, headers: { 'Content-Type': "'text/plain'" } }, 'steps[0].callWebhook.headers.Content-Type', /sets this header itself/],
-      [{ ...hook, headers: { 'Bad Header': "'x'" } }, 'steps[0].callWebhook.headers.Bad Header', /not a valid header name/],
+      [
+        { ...hook, headers: { 'Content-Type': "'text/plain'" } },
+        'steps[0].callWebhook.headers.Content-Type',
+        /sets this header itself/,
+      ],
+      [
+        { ...hook, headers: { 'Bad Header': "'x'" } },
+        'steps[0].callWebhook.headers.Bad Header',
+        /not a valid header name/,
+      ],
       [{ ...hook, headers: { 'X-A': '1 +' } }, 'steps[0].callWebhook.headers.X-A', /syntax error/],
       [{ ...hook, timeoutMs: 30001 }, 'steps[0].callWebhook.timeoutMs', /integer from 1 to 30000/],
       [{ ...hook, timeoutMs: '5s' }, 'steps[0].callWebhook.timeoutMs', /integer from 1 to 30000/],
@@ -454,8 +572,12 @@ describe('saving automations with the new step kinds', () => {
     expect(violations(await create([{ id: 'stop', fail: {} }]))).toEqual([
       { field: 'steps[0].fail.message', description: 'step "stop": must be a CEL expression (a non-empty string)' },
     ]);
-    expect(violations(await create([{ id: 'stop', fail: { message: "'a' +" } }]))[0]).toMatchObject({ field: 'steps[0].fail.message' });
-    expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description).toMatch(
+    expect(violations(await create([{ id: 'stop', fail: { message: "'a' +" } }]))[0]).toMatchObject({
+      field: 'steps[0].fail.message',
+    });
+    expect(
+      violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description,
+    ).toMatch(
       /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set \(found 2\)/,
     );
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, retyr: {} }]))).toEqual([
@@ -474,11 +596,15 @@ describe('saving automations with the new step kinds', () => {
     expect(violations(await create([{ id: 'note', log: { message: "'x'", level: 'debug' } }]))).toEqual([
       { field: 'steps[0].log.level', description: 'step "note": must be one of info, warn, error' },
     ]);
-    expect(violations(await create([{ id: 'note', log: { message: "'x' +" } }]))[0]).toMatchObject({ field: 'steps[0].log.message' });
+    expect(violations(await create([{ id: 'note', log: { message: "'x' +" } }]))[0]).toMatchObject({
+      field: 'steps[0].log.message',
+    });
     expect(violations(await create([{ id: 'note', log: { message: "'x'", extra: 1 } }]))).toEqual([
       { field: 'steps[0].log.extra', description: 'step "note": unknown field; expected message, level' },
     ]);
-    expect(violations(await create([{ id: 'note', retry: { maximumAttempts: 2 }, log: { message: "'x'" } }]))[0]).toMatchObject({ field: 'steps[0].retry' });
+    expect(
+      violations(await create([{ id: 'note', retry: { maximumAttempts: 2 }, log: { message: "'x'" } }]))[0],
+    ).toMatchObject({ field: 'steps[0].retry' });
   });
 
   it('a create with a problem in every part is one 400 listing each, by the field path and message of the domain', async () => {
@@ -497,7 +623,10 @@ describe('saving automations with the new step kinds', () => {
     expect(violations(res)).toEqual([
       { field: 'displayName', description: 'must be a non-empty string of at most 200 characters' },
       { field: 'trigger.incomingWebhook.jwksUrl', description: 'is required for JWT authentication' },
-      { field: 'trigger.incomingWebhook.allowedCidrs[0]', description: 'prefix length must be an integer from 0 to 32' },
+      {
+        field: 'trigger.incomingWebhook.allowedCidrs[0]',
+        description: 'prefix length must be an integer from 0 to 32',
+      },
       { field: 'steps[0].bogus', description: 'step "a": unknown field' },
       { field: 'steps[1].callWebhook.headers.X-A', description: expect.stringMatching(/^step "b": syntax error/) },
       { field: 'rateLimit.other', description: 'is not a known field' },
@@ -511,7 +640,10 @@ describe('saving automations with the new step kinds', () => {
 
   it("parses with the configuration's rules: this service allows an http JWKS URL (ALLOW_INSECURE_JWKS), which the production policy refuses", async () => {
     const trigger = { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks.json' } };
-    const res = await request(service.server).post('/api/v1/automations').set('Authorization', `Bearer ${token}`).send({ displayName: 'dev JWKS', trigger });
+    const res = await request(service.server)
+      .post('/api/v1/automations')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ displayName: 'dev JWKS', trigger });
     expect(res.status).toBe(200);
     expect(res.body.automation.trigger.incomingWebhook.jwksUrl).toBe('http://127.0.0.1:9/jwks.json');
   });
@@ -524,15 +656,22 @@ describe('saving automations with the new step kinds', () => {
         .post(`/api/v1/automations/${target}`)
         .set('Authorization', `Bearer ${token}`)
         .send(body as object);
-    const bad = { automation: { displayName: '', steps: [{ id: 'x', wait: { duration: '1s' }, extra: 1 }] }, updateMask: 'displayName,steps' };
+    const bad = {
+      automation: { displayName: '', steps: [{ id: 'x', wait: { duration: '1s' }, extra: 1 }] },
+      updateMask: 'displayName,steps',
+    };
     const refused = [
       { field: 'automation.displayName', description: 'must be a non-empty string of at most 200 characters' },
       { field: 'steps[0].extra', description: 'step "x": unknown field' },
     ];
     expect(violations(await update(id, bad))).toEqual(refused);
     expect(violations(await update('no-such-automation', bad))).toEqual(refused);
-    expect((await update('no-such-automation', { automation: { displayName: 'fine' }, updateMask: 'displayName' })).status).toBe(404);
-    const after = await request(service.server).get(`/api/v1/automations/${id}`).set('Authorization', `Bearer ${token}`);
+    expect(
+      (await update('no-such-automation', { automation: { displayName: 'fine' }, updateMask: 'displayName' })).status,
+    ).toBe(404);
+    const after = await request(service.server)
+      .get(`/api/v1/automations/${id}`)
+      .set('Authorization', `Bearer ${token}`);
     expect([after.headers.etag, after.body.automation.displayName, after.body.automation.steps]).toEqual([
       created.headers.etag,
       'Steps',

@@ -19,18 +19,28 @@ for (const target of DATABASES) {
       const store = await openStoreWithOutage(target);
       const stack = await startStack({ db: store.db });
       try {
-        const created = await stack.createAutomation({ displayName: 'store outage', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+        const created = await stack.createAutomation({
+          displayName: 'store outage',
+          trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+          steps: STEPS,
+        });
         const path = listenerPath(created.automation);
         const first = hmacEvent(created.signingSecret!, { employee_id: '1' });
         const before = await deliver(stack, path, first);
         expect(before.status).toBe(200);
         // That run ends before the store goes (a run caught mid-step would retry its store reads
         // until the worker's shutdown gives up on it, which is not what this test is about).
-        const firstRun = stack.client.workflow.getHandle(runWorkflowId(created.automation.trigger.incomingWebhook.listenerId, first.eventId));
+        const firstRun = stack.client.workflow.getHandle(
+          runWorkflowId(created.automation.trigger.incomingWebhook.listenerId, first.eventId),
+        );
         await firstRun.result();
         // A listener the receiver has not read yet: its lookup needs the store (one read within the
         // last second may be served from the listener cache, and its event is then durably accepted).
-        const cold = await stack.createAutomation({ displayName: 'store outage, cold', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+        const cold = await stack.createAutomation({
+          displayName: 'store outage, cold',
+          trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+          steps: STEPS,
+        });
 
         await store.takeDown();
         const event = hmacEvent(cold.signingSecret!, { employee_id: '2' });
@@ -42,7 +52,9 @@ for (const target of DATABASES) {
         expect(JSON.stringify(res.body)).not.toContain(cold.signingSecret!);
 
         const listenerId = cold.automation.trigger.incomingWebhook.listenerId;
-        await expect(stack.client.workflow.getHandle(runWorkflowId(listenerId, event.eventId)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+        await expect(
+          stack.client.workflow.getHandle(runWorkflowId(listenerId, event.eventId)).describe(),
+        ).rejects.toBeInstanceOf(WorkflowNotFoundError);
       } finally {
         await stack.close();
         await store.close();

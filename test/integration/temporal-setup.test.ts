@@ -31,7 +31,10 @@ describe('namespace setup on a real Temporal server', () => {
 
   it('raises the retention of an existing namespace to 7 days', async () => {
     const namespace = `ns3-${Date.now().toString(36)}`;
-    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs(86400 * 1000) });
+    await connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs(86400 * 1000),
+    });
     // A new namespace reaches the frontend's cache a moment after registration: wait until it answers.
     const listed = await poll(
       () =>

@@ -11,7 +11,13 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { startStack, deliver, listenerPath, type Stack } from '../helpers/stack';
-import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  startJwksServer,
+  makeSigningKey,
+  signWebhookJwt,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { createClient } from '../../src/auth/clients';
 import { resolveNameThroughThreadPool } from '../helpers/resolver';
 
@@ -22,14 +28,29 @@ const sourceOf = (i: number): string => `198.18.${i >> 8}.${i & 255}`;
 const JWKS_HOST = 'jwks.flood.test';
 
 /** A token request; `from` (through X-Forwarded-For, TRUST_PROXY=1) is its source, else the socket's. */
-function tokenAttempt(port: number, clientId: string, clientSecret: string, from?: string): Promise<{ status: number; retryAfter: string | undefined }> {
-  const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }).toString();
-  const headers: Record<string, string> = { 'Content-Type': 'application/x-www-form-urlencoded', ...(from ? { 'X-Forwarded-For': from } : {}) };
+function tokenAttempt(
+  port: number,
+  clientId: string,
+  clientSecret: string,
+  from?: string,
+): Promise<{ status: number; retryAfter: string | undefined }> {
+  const body = new URLSearchParams({
+    grant_type: 'client_credentials',
+    client_id: clientId,
+    client_secret: clientSecret,
+  }).toString();
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/x-www-form-urlencoded',
+    ...(from ? { 'X-Forwarded-For': from } : {}),
+  };
   return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: '/auth/v1/token', method: 'POST', agent: false, headers },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] }));
+      },
+    );
     req.on('error', () => resolve({ status: 0, retryAfter: undefined }));
     req.end(body);
   });
@@ -77,19 +98,34 @@ describe('token flood', () => {
 
     const flood = Promise.all(
       Array.from({ length: FLOOD }, (_, i) =>
-        i % 3 === 2 ? tokenAttempt(port, `cli_unknown_${i}`, 'guess', sourceOf(i)) : tokenAttempt(port, 'boot', `guess-${i}`, sourceOf(i)),
+        i % 3 === 2
+          ? tokenAttempt(port, `cli_unknown_${i}`, 'guess', sourceOf(i))
+          : tokenAttempt(port, 'boot', `guess-${i}`, sourceOf(i)),
       ),
     );
 
     const eventId = randomUUID();
     const body = JSON.stringify({ employee_id: '1' });
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const token = signWebhookJwt({ key, baseUrl: stack.service.baseUrl, audience: created.automation.trigger.incomingWebhook.url, eventId, body });
-    const webhook = await deliver(stack, path, {
-      headers: { 'Content-Type': 'application/json', 'Webhook-Timestamp': timestamp, 'Webhook-Event-Id': eventId, Authorization: `Bearer ${token}` },
+    const token = signWebhookJwt({
+      key,
+      baseUrl: stack.service.baseUrl,
+      audience: created.automation.trigger.incomingWebhook.url,
+      eventId,
       body,
     });
-    const api = await request(stack.service.server).get('/api/v1/apps').set('Authorization', `Bearer ${stack.adminToken}`);
+    const webhook = await deliver(stack, path, {
+      headers: {
+        'Content-Type': 'application/json',
+        'Webhook-Timestamp': timestamp,
+        'Webhook-Event-Id': eventId,
+        Authorization: `Bearer ${token}`,
+      },
+      body,
+    });
+    const api = await request(stack.service.server)
+      .get('/api/v1/apps')
+      .set('Authorization', `Bearer ${stack.adminToken}`);
 
     const attempts = await flood;
     expect([webhook.status, webhook.body]).toEqual([200, { eventId, executionId: expect.any(String) }]);

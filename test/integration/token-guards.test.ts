@@ -24,7 +24,10 @@ function tokenRequest(service: TestService, clientId: string, clientSecret: stri
 }
 
 async function secretHashOf(service: TestService, clientId: string): Promise<string> {
-  const rows = await service.deps.db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE client_id = $1', [clientId]);
+  const rows = await service.deps.db.query<{ secret_hash: string }>(
+    'SELECT secret_hash FROM api_clients WHERE client_id = $1',
+    [clientId],
+  );
   return rows[0]!.secret_hash;
 }
 
@@ -41,9 +44,16 @@ for (const target of DATABASES) {
       db = await openTestDb(target);
       guard = createTokenGuard(db, { perSourcePerMinute: 1_000_000, maxSlowVerifications: 1 });
       service = await startTestService({ target, db, deps: { tokenGuard: guard } });
-      const made = await createClient(service.deps.db, service.deps.secretBox, { displayName: 'generated', roles: ['admin'] });
+      const made = await createClient(service.deps.db, service.deps.secretBox, {
+        displayName: 'generated',
+        roles: ['admin'],
+      });
       generated = { clientId: made.client.clientId, clientSecret: made.clientSecret };
-      await createClient(service.deps.db, service.deps.secretBox, { displayName: 'chosen', roles: ['read_only'], ...chosen });
+      await createClient(service.deps.db, service.deps.secretBox, {
+        displayName: 'chosen',
+        roles: ['read_only'],
+        ...chosen,
+      });
     });
     afterAll(async () => {
       await service?.close();
@@ -95,7 +105,10 @@ for (const target of DATABASES) {
       const events = await listAuditEvents(service.deps.db, 'api_client', generated.clientId);
       const denied = events.filter((e) => e.action === 'api_client.token_denied');
       expect(denied).toHaveLength(1);
-      expect(denied[0]).toMatchObject({ actor: 'anonymous', details: { clientId: generated.clientId, reason: 'invalid_client' } });
+      expect(denied[0]).toMatchObject({
+        actor: 'anonymous',
+        details: { clientId: generated.clientId, reason: 'invalid_client' },
+      });
       expect(JSON.stringify(denied)).not.toContain(wrong);
     });
 
@@ -107,7 +120,10 @@ for (const target of DATABASES) {
         .send({ displayName: 'audited', roles: ['admin', 'read_only'] });
       expect(made.status).toBe(200);
       const id = made.body.client.id as string;
-      expect((await request(service.server).delete(`/api/v1/iam/clients/${id}`).set('Authorization', `Bearer ${token}`)).status).toBe(200);
+      expect(
+        (await request(service.server).delete(`/api/v1/iam/clients/${id}`).set('Authorization', `Bearer ${token}`))
+          .status,
+      ).toBe(200);
       const events = await listAuditEvents(service.deps.db, 'api_client', id);
       const actor = `client:${(await service.deps.tokens.verify(token))!.clientId}`;
       expect(actor).toMatch(/^client:cli_/);
@@ -125,6 +141,8 @@ describe('BOOTSTRAP_CLIENT_SECRET', () => {
     const short = () => loadConfig({ BOOTSTRAP_CLIENT_ID: 'boot', BOOTSTRAP_CLIENT_SECRET: 'short-secret' });
     expect(short).toThrow(ConfigError);
     expect(short).toThrow('BOOTSTRAP_CLIENT_SECRET must be at least 32 characters');
-    expect(loadConfig({ BOOTSTRAP_CLIENT_ID: 'boot', BOOTSTRAP_CLIENT_SECRET: 'x'.repeat(32) }).bootstrap?.clientId).toBe('boot');
+    expect(
+      loadConfig({ BOOTSTRAP_CLIENT_ID: 'boot', BOOTSTRAP_CLIENT_SECRET: 'x'.repeat(32) }).bootstrap?.clientId,
+    ).toBe('boot');
   });
 });

@@ -35,7 +35,9 @@ for (const target of DATABASES) {
       db = await openTestDb(target);
       if (target.url) {
         // A second connection pool to the same schema: what a second API process holds.
-        const [{ schema }] = (await db.query<{ schema: string }>('SELECT current_schema() AS schema')) as [{ schema: string }];
+        const [{ schema }] = (await db.query<{ schema: string }>('SELECT current_schema() AS schema')) as [
+          { schema: string },
+        ];
         second = await openDb({ databaseUrl: target.url, schema });
       } else {
         second = db;
@@ -58,7 +60,10 @@ for (const target of DATABASES) {
       expect(answers).toEqual([401, 401, 401]);
       for (const api of [apiB, apiA]) {
         const limited = await tokenRequest(api, from, 'cli_unknown', 'x');
-        expect([limited.status, limited.body]).toEqual([429, { code: 8, message: expect.stringContaining('too many token requests'), details: [] }]);
+        expect([limited.status, limited.body]).toEqual([
+          429,
+          { code: 8, message: expect.stringContaining('too many token requests'), details: [] },
+        ]);
         expect(limited.headers['retry-after']).toBe('20'); // one request per 20 s refills
       }
       // Another source has its own limit.
@@ -72,13 +77,18 @@ for (const target of DATABASES) {
     it('counts an IPv6 source by its /64: a fresh address in it is the same source; the next /64 is another', async () => {
       const statuses = async (addresses: string[]): Promise<number[]> => {
         const out: number[] = [];
-        for (const [i, address] of addresses.entries()) out.push((await tokenRequest(i % 2 ? apiB : apiA, address, 'cli_unknown', 'x')).status);
+        for (const [i, address] of addresses.entries())
+          out.push((await tokenRequest(i % 2 ? apiB : apiA, address, 'cli_unknown', 'x')).status);
         return out;
       };
-      expect(await statuses(['2001:db8:7:1::1', '2001:db8:7:1::2', '2001:db8:7:1:ffff:1:2:3', '2001:db8:7:1::4'])).toEqual([401, 401, 401, 429]);
+      expect(
+        await statuses(['2001:db8:7:1::1', '2001:db8:7:1::2', '2001:db8:7:1:ffff:1:2:3', '2001:db8:7:1::4']),
+      ).toEqual([401, 401, 401, 429]);
       expect(await statuses(['2001:db8:7:2::1'])).toEqual([401]);
       // An IPv4 peer reported as IPv4-mapped IPv6 counts as the IPv4 address.
-      expect(await statuses(['203.0.113.50', '::ffff:203.0.113.50', '203.0.113.50', '::ffff:203.0.113.50'])).toEqual([401, 401, 401, 429]);
+      expect(await statuses(['203.0.113.50', '::ffff:203.0.113.50', '203.0.113.50', '::ffff:203.0.113.50'])).toEqual([
+        401, 401, 401, 429,
+      ]);
     });
   });
 
@@ -103,7 +113,8 @@ for (const target of DATABASES) {
     it("makes the failing source wait, doubling, and never the client's own caller elsewhere", async () => {
       const attacker = '2001:db8:66:1::1';
       const caller = '198.51.100.77';
-      const wrong = async (from: string): Promise<number> => (await tokenRequest(api, from, victim.clientId, 'a wrong guess')).status;
+      const wrong = async (from: string): Promise<number> =>
+        (await tokenRequest(api, from, victim.clientId, 'a wrong guess')).status;
       expect([await wrong(attacker), await wrong(attacker), await wrong(attacker)]).toEqual([401, 401, 401]);
       // The third failure (past the two free ones) set a wait: the next attempt, even with the right
       // secret, and from any address of the attacker's /64, is refused before any verification.
@@ -123,7 +134,10 @@ for (const target of DATABASES) {
       expect((await tokenRequest(api, attacker, 'another-client', 'x')).status).toBe(401);
 
       // Each further failure doubles the wait (up to the cap); read in the store, as the processes do.
-      await db.query("UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'", [victim.clientId]);
+      await db.query(
+        "UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'",
+        [victim.clientId],
+      );
       expect(await wrong(attacker)).toBe(401);
       const waits = async (): Promise<number[]> =>
         (
@@ -134,9 +148,10 @@ for (const target of DATABASES) {
         ).map((row) => Number(row.wait));
       expect(await waits()).toEqual([2 * 3_600_000]);
       for (const wait of [4 * 3_600_000, 4 * 3_600_000]) {
-        await db.query("UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'", [
-          victim.clientId,
-        ]);
+        await db.query(
+          "UPDATE token_failures SET blocked_until_ms = last_failure_ms WHERE client_id = $1 AND source = '2001:db8:66:1::/64'",
+          [victim.clientId],
+        );
         expect(await wrong(attacker)).toBe(401);
         expect(await waits()).toEqual([wait]);
       }

@@ -11,17 +11,34 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client, type Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, type NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  type NativeConnection,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { GuardedWorker } from '../../src/temporal/activation-guard';
 import { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities';
 import type { Db } from '../../src/store/db';
-import { installQuietRuntime, loadCommittedHistories, replayHistories, type NamedHistory } from '../../src/temporal/history-replay';
+import {
+  installQuietRuntime,
+  loadCommittedHistories,
+  replayHistories,
+  type NamedHistory,
+} from '../../src/temporal/history-replay';
 import { createAutomationWorker, verifyCommittedHistories, type WorkerEngine } from '../../src/temporal/worker';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
 import { decideUpdate } from '../../src/contract/workflows';
 import { openTestDb, PGLITE } from '../helpers/databases';
-import { testCodec, testTemporal, testWorkflowBundle, uniqueTaskQueue, connectClient, connectNative } from '../helpers/temporal';
+import {
+  testCodec,
+  testTemporal,
+  testWorkflowBundle,
+  uniqueTaskQueue,
+  connectClient,
+  connectNative,
+} from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 import { poll } from '../helpers/wait';
 
@@ -36,7 +53,8 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   source = source.replace(/from '\.\.\/([^']+)'/g, (_m, p: string) => `from '${path.join(ROOT, p)}'`);
   source = source.replace(/from '\.\/([^']+)'/g, (_m, p: string) => `from '${path.join(ROOT, 'workflows', p)}'`);
   // `patched` joins the imports unless the workflow already uses it (flow control's lane patch does).
-  if (!source.includes('\n  patched,\n')) source = source.replace('import {\n  ActivityFailure,', 'import {\n  patched,\n  ActivityFailure,');
+  if (!source.includes('\n  patched,\n'))
+    source = source.replace('import {\n  ActivityFailure,', 'import {\n  patched,\n  ActivityFailure,');
   expect(source).toContain('patched,');
   // Decided once where the steps start running, in the function that finishes the run (a run
   // started on A replays without the marker: false).
@@ -83,7 +101,10 @@ afterAll(async () => {
   await connection?.close();
 });
 
-async function runWorker(taskQueue: string, bundle: { codePath: string } | WorkflowBundleWithSourceMap): Promise<() => Promise<void>> {
+async function runWorker(
+  taskQueue: string,
+  bundle: { codePath: string } | WorkflowBundleWithSourceMap,
+): Promise<() => Promise<void>> {
   const worker = await GuardedWorker.create({
     connection: nativeConnection,
     namespace: 'default',
@@ -115,14 +136,20 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
     { id: 'pause', waitForApproval: { timeout: '3600s' } },
     { id: 'after', setVariables: { again: 'ctx.steps.before.who' } },
   ];
-  const bundleA = testWorkflowBundle() ?? (await bundleWorkflowCode({ workflowsPath: path.join(ROOT, 'workflows'), logger: new DefaultLogger('WARN') }));
+  const bundleA =
+    testWorkflowBundle() ??
+    (await bundleWorkflowCode({ workflowsPath: path.join(ROOT, 'workflows'), logger: new DefaultLogger('WARN') }));
 
   // Release A: two runs park in the wait; then A's worker stops.
   const stopA = await runWorker(taskQueue, bundleA);
   const parked = await Promise.all(
     ['u-1', 'u-2'].map(async (user) => {
       const input = await publishedRunInput(db, steps, { user });
-      return client.workflow.start('automation', { taskQueue, workflowId: `drill-parked-${input.eventId}`, args: [input] });
+      return client.workflow.start('automation', {
+        taskQueue,
+        workflowId: `drill-parked-${input.eventId}`,
+        args: [input],
+      });
     }),
   );
   for (const handle of parked) {
@@ -145,7 +172,10 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
   // Release B (patched): the parked runs resume on it and finish the old way; a new run gets B's behaviour.
   const stopB = await runWorker(taskQueue, patchedB);
   try {
-    for (const handle of parked) await handle.executeUpdate(decideUpdate, { args: [{ stepId: 'pause', decision: 'approved', by: 'drill', comment: null }] });
+    for (const handle of parked)
+      await handle.executeUpdate(decideUpdate, {
+        args: [{ stepId: 'pause', decision: 'approved', by: 'drill', comment: null }],
+      });
     const oldResults = await Promise.all(parked.map((h) => h.result() as Promise<RunState & { release?: string }>));
     for (const result of oldResults) {
       expect(result.status).toBe('COMPLETED');
@@ -153,7 +183,11 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
       expect(result.steps.map((s) => s.status)).toEqual(['DONE', 'DONE', 'DONE']);
     }
     const input = await publishedRunInput(db, [{ id: 'only', setVariables: { x: '1' } }], {});
-    const fresh = await client.workflow.start('automation', { taskQueue, workflowId: `drill-new-${input.eventId}`, args: [input] });
+    const fresh = await client.workflow.start('automation', {
+      taskQueue,
+      workflowId: `drill-new-${input.eventId}`,
+      args: [input],
+    });
     const freshResult = (await fresh.result()) as RunState & { release?: string };
     expect(freshResult.release).toBe('B');
 
@@ -165,7 +199,11 @@ it('parked runs finish with the old behaviour, new runs get the patched one; wit
         const attributes = e.markerRecordedEventAttributes;
         if (attributes?.markerName !== 'core_patch') return false;
         const data = attributes.details?.['patch-data']?.payloads?.[0]?.data;
-        return data !== undefined && data !== null && (JSON.parse(Buffer.from(data).toString()) as { id?: string }).id === PATCH_ID;
+        return (
+          data !== undefined &&
+          data !== null &&
+          (JSON.parse(Buffer.from(data).toString()) as { id?: string }).id === PATCH_ID
+        );
       }).length;
     expect(markers(freshHistory)).toBe(1);
     expect(parkedHistories.map(markers)).toEqual([0, 0]);

@@ -55,8 +55,14 @@ describe('published versions kept by the worker', () => {
     const input = await publishedRunInput(db, [{ id: 'vars', setVariables: { x: '1' } }], {});
     const ref = { automationId: input.automationId, version: 2 };
     await expect(activities.loadAutomationVersion(ref)).rejects.toMatchObject({ type: 'AutomationVersionNotFound' });
-    await recordPublishedVersion(db, input.automationId, 2, { displayName: 'Second', steps: [{ id: 'later', setVariables: { y: '2' } }] });
-    expect(await activities.loadAutomationVersion(ref)).toEqual({ automationName: 'Second', steps: [{ id: 'later', setVariables: { y: '2' } }] });
+    await recordPublishedVersion(db, input.automationId, 2, {
+      displayName: 'Second',
+      steps: [{ id: 'later', setVariables: { y: '2' } }],
+    });
+    expect(await activities.loadAutomationVersion(ref)).toEqual({
+      automationName: 'Second',
+      steps: [{ id: 'later', setVariables: { y: '2' } }],
+    });
   });
 
   it(`keeps the ${PUBLISHED_VERSIONS_KEPT.count} most recently used versions`, async () => {
@@ -83,7 +89,10 @@ describe('published versions kept by the worker', () => {
     const steps = (id: string, padding: number) => [{ id, setVariables: { text: `'${'x'.repeat(padding)}'` } }];
     const size = (padding: number) => JSON.stringify(steps('s0', padding)).length;
     // Room for two versions of 1,000 characters of padding, not three.
-    const activities = createStepActivities({ db: counting(), keptVersions: { count: 100, chars: 2 * size(1000) + 10 } });
+    const activities = createStepActivities({
+      db: counting(),
+      keptVersions: { count: 100, chars: 2 * size(1000) + 10 },
+    });
     const input = await publishedRunInput(db, steps('s1', 1000), {});
     await recordPublishedVersion(db, input.automationId, 2, { displayName: 'Two', steps: steps('s2', 1000) });
     await recordPublishedVersion(db, input.automationId, 3, { displayName: 'Three', steps: steps('s3', 1000) });

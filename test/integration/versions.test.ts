@@ -15,7 +15,9 @@ import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const tagSteps = (tag: string) => [{ id: 'vars', setVariables: { tag: `"${tag}"`, employee: 'ctx.trigger.employee_id' } }];
+const tagSteps = (tag: string) => [
+  { id: 'vars', setVariables: { tag: `"${tag}"`, employee: 'ctx.trigger.employee_id' } },
+];
 
 describe('automation versions', () => {
   let stack: Stack;
@@ -30,8 +32,15 @@ describe('automation versions', () => {
   });
   afterAll(async () => stack?.close());
 
-  async function create(displayName: string, steps: unknown[]): Promise<{ automation: AutomationView; secret: string }> {
-    const created = await stack.createAutomation({ displayName, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps });
+  async function create(
+    displayName: string,
+    steps: unknown[],
+  ): Promise<{ automation: AutomationView; secret: string }> {
+    const created = await stack.createAutomation({
+      displayName,
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps,
+    });
     return { automation: created.automation, secret: created.signingSecret! };
   }
 
@@ -47,7 +56,10 @@ describe('automation versions', () => {
     return res.body.automation;
   }
 
-  async function run(target: { automation: AutomationView; secret: string }): Promise<{ executionId: string; input: AutomationRunInput }> {
+  async function run(target: {
+    automation: AutomationView;
+    secret: string;
+  }): Promise<{ executionId: string; input: AutomationRunInput }> {
     const res = await deliver(stack, listenerPath(target.automation), hmacEvent(target.secret, { employee_id: '7' }));
     expect(res.status).toBe(200);
     const handle = stack.client.workflow.getHandle(res.body.executionId);
@@ -93,7 +105,11 @@ describe('automation versions', () => {
     expect(await execution(first.executionId)).toMatchObject({ version: 1, status: 'COMPLETED' });
 
     // Edit the draft: steps and name. Still published; new runs keep running v1.
-    const draft = await edit(target.automation.id, { displayName: 'Versioned v2', steps: tagSteps('v2') }, 'displayName,steps');
+    const draft = await edit(
+      target.automation.id,
+      { displayName: 'Versioned v2', steps: tagSteps('v2') },
+      'displayName,steps',
+    );
     expect(draft).toMatchObject({ published: true, version: 2, publishedVersion: 1, displayName: 'Versioned v2' });
     const got = await api.get(`/api/v1/automations/${target.automation.id}`);
     expect(got.body.automation).toMatchObject({ published: true, version: 2, steps: tagSteps('v2') });
@@ -128,17 +144,33 @@ describe('automation versions', () => {
 
   it('keeps trigger settings live: disabling the trigger in the draft refuses events at once', async () => {
     const target = await create('Live trigger', tagSteps('live'));
-    await edit(target.automation.id, { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } }, 'trigger');
-    const refused = await deliver(stack, listenerPath(target.automation), hmacEvent(target.secret, { employee_id: '7' }));
+    await edit(
+      target.automation.id,
+      { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } } },
+      'trigger',
+    );
+    const refused = await deliver(
+      stack,
+      listenerPath(target.automation),
+      hmacEvent(target.secret, { employee_id: '7' }),
+    );
     expect(refused.status).toBe(404);
-    await edit(target.automation.id, { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: true } } }, 'trigger');
+    await edit(
+      target.automation.id,
+      { trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: true } } },
+      'trigger',
+    );
     const accepted = await run(target);
     expect(accepted.input.version).toBe(1); // the trigger edits made drafts 2 and 3; v1 is still the published one
   });
 
   it('unpublish, then publish again without an edit, runs the same version', async () => {
     const target = await create('Republished', tagSteps('same'));
-    expect(await publish(target.automation.id, 'unpublish')).toMatchObject({ published: false, version: 1, publishedVersion: 1 });
+    expect(await publish(target.automation.id, 'unpublish')).toMatchObject({
+      published: false,
+      version: 1,
+      publishedVersion: 1,
+    });
     expect((await deliver(stack, listenerPath(target.automation), hmacEvent(target.secret, {}))).status).toBe(404);
     expect(await publish(target.automation.id)).toMatchObject({ published: true, version: 1, publishedVersion: 1 });
     expect((await run(target)).input.version).toBe(1);

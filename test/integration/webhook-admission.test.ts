@@ -28,18 +28,37 @@ interface SlowRequest {
  * A delivery from `source` whose headers (with `Content-Length` of the whole body, unless
  * `chunked`) are sent at once, but only the first `sentBytes` bytes of the body.
  */
-function slowDelivery(stack: Stack, path: string, event: SignedEvent, source: string, sentBytes = 5, chunked = false): SlowRequest {
+function slowDelivery(
+  stack: Stack,
+  path: string,
+  event: SignedEvent,
+  source: string,
+  sentBytes = 5,
+  chunked = false,
+): SlowRequest {
   const { port } = stack.service.server.address() as AddressInfo;
   const headers: Record<string, string> = { ...event.headers };
   if (!chunked) headers['Content-Length'] = String(Buffer.byteLength(event.body));
-  const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', headers, localAddress: source, agent: false });
+  const req = http.request({
+    host: '127.0.0.1',
+    port,
+    path,
+    method: 'POST',
+    headers,
+    localAddress: source,
+    agent: false,
+  });
   const answer = new Promise<Answer>((resolve, reject) => {
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+        });
       });
     });
     req.on('error', reject);
@@ -97,7 +116,10 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
   beforeAll(async () => {
     stack = await startStack({
       worker: false,
-      config: { webhookMaxInFlight: 10, webhookAdmission: { perListener: 4, perSource: 2, minBytesPerSecond: 0, graceMs: 2000 } },
+      config: {
+        webhookMaxInFlight: 10,
+        webhookAdmission: { perListener: 4, perSource: 2, minBytesPerSecond: 0, graceMs: 2000 },
+      },
     });
   });
   afterAll(async () => {
@@ -108,8 +130,16 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
   });
 
   it('slow bodies on one listener leave another listener answering', async () => {
-    const a = await stack.createAutomation({ displayName: 'slow target', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
-    const b = await stack.createAutomation({ displayName: 'bystander', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const a = await stack.createAutomation({
+      displayName: 'slow target',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
+    const b = await stack.createAutomation({
+      displayName: 'bystander',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     const pathA = listenerPath(a.automation);
     const pathB = listenerPath(b.automation);
 
@@ -157,7 +187,11 @@ describe('webhook admission: in-flight caps per listener and per source', () => 
   });
 
   it('one source address cannot hold more than its share', async () => {
-    const b = await stack.createAutomation({ displayName: 'per source', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const b = await stack.createAutomation({
+      displayName: 'per source',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     const pathB = listenerPath(b.automation);
     const before = await inFlight(stack);
     const held = [0, 1].map(() => slowDelivery(stack, pathB, hmacEvent(b.signingSecret!, PAYLOAD), '127.0.3.1'));
@@ -186,7 +220,11 @@ describe('webhook admission: checks before the body, in the contract order', () 
   const open: SlowRequest[] = [];
   beforeAll(async () => {
     stack = await startStack({ worker: false });
-    const hmac = await stack.createAutomation({ displayName: 'precheck', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const hmac = await stack.createAutomation({
+      displayName: 'precheck',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     secret = hmac.signingSecret!;
     hmacPath = listenerPath(hmac.automation);
     const jwt = await stack.createAutomation({
@@ -225,7 +263,11 @@ describe('webhook admission: checks before the body, in the contract order', () 
     const unsigned = hmacEvent(secret, PAYLOAD);
     delete unsigned.headers['Webhook-Signature'];
     const unsignedAnswer = await answerWithoutBody(hmacPath, unsigned);
-    expect([unsignedAnswer.status, unsignedAnswer.body.code, unsignedAnswer.body.details[0].reason]).toEqual([400, 3, 'MISSING_HEADER']);
+    expect([unsignedAnswer.status, unsignedAnswer.body.code, unsignedAnswer.body.details[0].reason]).toEqual([
+      400,
+      3,
+      'MISSING_HEADER',
+    ]);
   });
 
   it('refuses a JWT delivery without Authorization (401) without waiting for the body', async () => {
@@ -234,7 +276,11 @@ describe('webhook admission: checks before the body, in the contract order', () 
       eventId,
       timestamp: String(Math.floor(Date.now() / 1000)),
       body: JSON.stringify(PAYLOAD),
-      headers: { 'Content-Type': 'application/json', 'Webhook-Timestamp': String(Math.floor(Date.now() / 1000)), 'Webhook-Event-Id': eventId },
+      headers: {
+        'Content-Type': 'application/json',
+        'Webhook-Timestamp': String(Math.floor(Date.now() / 1000)),
+        'Webhook-Event-Id': eventId,
+      },
     };
     const answer = await answerWithoutBody(jwtPath, event);
     expect([answer.status, answer.body.details[0].reason]).toEqual([401, 'MISSING_AUTHORIZATION']);
@@ -269,7 +315,11 @@ describe('webhook admission: minimum body data rate', () => {
   afterAll(async () => stack.close());
 
   it('answers 408 and gives the slot back when a body trickles in slower than the minimum rate', async () => {
-    const a = await stack.createAutomation({ displayName: 'trickle', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+    const a = await stack.createAutomation({
+      displayName: 'trickle',
+      trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+      steps: STEPS,
+    });
     const event = hmacEvent(a.signingSecret!, { padding: 'x'.repeat(5000) });
     const request = slowDelivery(stack, listenerPath(a.automation), event, '127.0.4.1', 5);
     const answer = await request.answer;

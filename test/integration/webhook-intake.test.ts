@@ -32,18 +32,31 @@ describe('webhook intake', () => {
   const secretBox = new SecretBox(randomBytes(32));
 
   function intakeWith(runs: AutomationRuns): WebhookIntake {
-    return createWebhookIntake({ db, runs, secretBox, config, logger: createLogger('silent'), listenerUrl: (id) => listenerUrl(BASE_URL, id) });
+    return createWebhookIntake({
+      db,
+      runs,
+      secretBox,
+      config,
+      logger: createLogger('silent'),
+      listenerUrl: (id) => listenerUrl(BASE_URL, id),
+    });
   }
 
   beforeAll(async () => {
     db = await openTestDb(PGLITE);
     const temporal = await testTemporal();
     connection = await connectClient(temporal.address);
-    intake = intakeWith(new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('intake')));
+    intake = intakeWith(
+      new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('intake')),
+    );
     const options = { authenticators: config, secretBox, actor: 'test' };
     const created = await createAutomation(
       db,
-      { displayName: 'Intake', trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'] } }, steps: [] },
+      {
+        displayName: 'Intake',
+        trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'] } },
+        steps: [],
+      },
       options,
     );
     await changeAutomationState(db, created.record.id, 'publish', 'test');
@@ -56,7 +69,9 @@ describe('webhook intake', () => {
   });
 
   /** A signed delivery from 10.1.2.3; `change` alters any fact. */
-  function delivery(change: Partial<TestDelivery> & { body?: string } = {}): TestDelivery & { reads: number; header(name: string): string | undefined } {
+  function delivery(
+    change: Partial<TestDelivery> & { body?: string } = {},
+  ): TestDelivery & { reads: number; header(name: string): string | undefined } {
     const body = Buffer.from(change.body ?? '{"employee":"e-1"}');
     const eventId = randomUUID();
     const timestamp = String(Math.floor(Date.now() / 1000));
@@ -93,7 +108,12 @@ describe('webhook intake', () => {
     const accepted = await deliver(intake, first);
     expect(accepted).toMatchObject({ accepted: true, eventId: first.header('webhook-event-id') });
     const again = await deliver(intake, { ...first });
-    expect(again).toMatchObject({ accepted: false, status: 409, reason: 'duplicate_event', message: 'event id already received by this listener' });
+    expect(again).toMatchObject({
+      accepted: false,
+      status: 409,
+      reason: 'duplicate_event',
+      message: 'event id already received by this listener',
+    });
     expect(again.details?.[0]?.metadata).toEqual({ executionId: (accepted as { executionId: string }).executionId });
   });
 
@@ -106,20 +126,27 @@ describe('webhook intake', () => {
     const large = await deliver(intake, delivery({ body: `"${'x'.repeat(70_000)}"` }));
     expect(large).toMatchObject({ accepted: false, status: 413, reason: 'body_too_large', details: [] });
     // a missing signature is a missing header (400) for HMAC: the registry says it is required
-    expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': undefined } })))).toEqual({ status: 400, reason: 'missing_header' });
+    expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': undefined } })))).toEqual({
+      status: 400,
+      reason: 'missing_header',
+    });
     expect(refusal(await deliver(intake, delivery({ headers: { 'webhook-signature': 'x'.repeat(43) } })))).toEqual({
       status: 401,
       reason: 'signature_mismatch',
     });
     // JSON is checked after authentication: a signed non-JSON body is a 400
-    expect(refusal(await deliver(intake, delivery({ body: 'not json' })))).toEqual({ status: 400, reason: 'invalid_json' });
+    expect(refusal(await deliver(intake, delivery({ body: 'not json' })))).toEqual({
+      status: 400,
+      reason: 'invalid_json',
+    });
   });
 
   it('logs at most REFUSAL_LOG_LINES_PER_MINUTE refusals per listener and minute, then one line counting the rest', async () => {
     const lines: Array<{ msg: string; listenerId?: string; reason?: string; unlogged?: number }> = [];
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as (typeof lines)[number]);
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+          lines.push(JSON.parse(line) as (typeof lines)[number]);
         done();
       },
     });
@@ -140,18 +167,26 @@ describe('webhook intake', () => {
     const minuteStart = Math.floor(Date.now() / 60_000) * 60_000;
     const bad = (at: number) => delivery({ headers: { 'webhook-signature': 'A'.repeat(43) }, now: new Date(at) });
     for (let i = 0; i < REFUSAL_LOG_LINES_PER_MINUTE + 5; i++) {
-      expect(refusal(await deliver(logged, bad(minuteStart + 1000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
+      expect(refusal(await deliver(logged, bad(minuteStart + 1000)))).toEqual({
+        status: 401,
+        reason: 'signature_mismatch',
+      });
     }
     const refusedLines = lines.filter((l) => l.msg === 'webhook refused');
     expect(refusedLines).toHaveLength(REFUSAL_LOG_LINES_PER_MINUTE);
     expect(refusedLines[0]).toMatchObject({ listenerId, reason: 'signature_mismatch' });
     // The next minute: one line counts the 5 unlogged refusals, and refusals are logged again.
     lines.length = 0;
-    expect(refusal(await deliver(logged, bad(minuteStart + 61_000)))).toEqual({ status: 401, reason: 'signature_mismatch' });
-    expect(lines.map((l) => [l.msg.startsWith('webhook refusals not logged') ? 'summary' : l.msg, l.unlogged])).toEqual([
-      ['summary', 5],
-      ['webhook refused', undefined],
-    ]);
+    expect(refusal(await deliver(logged, bad(minuteStart + 61_000)))).toEqual({
+      status: 401,
+      reason: 'signature_mismatch',
+    });
+    expect(lines.map((l) => [l.msg.startsWith('webhook refusals not logged') ? 'summary' : l.msg, l.unlogged])).toEqual(
+      [
+        ['summary', 5],
+        ['webhook refused', undefined],
+      ],
+    );
   });
 
   it('answers 503 (never accepted) when the workflow engine does not confirm the start', async () => {
@@ -161,7 +196,12 @@ describe('webhook intake', () => {
       },
       ping: async () => undefined,
     });
-    expect(await deliver(down, delivery())).toMatchObject({ accepted: false, status: 503, reason: 'engine_unavailable', details: [] });
+    expect(await deliver(down, delivery())).toMatchObject({
+      accepted: false,
+      status: 503,
+      reason: 'engine_unavailable',
+      details: [],
+    });
   });
 });
 

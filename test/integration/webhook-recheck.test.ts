@@ -7,7 +7,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, type Connection } from '@temporalio/client';
 import { SecretBox } from '../../src/crypto/secret-box';
-import { changeAutomationState, createAutomation, listenerUrl, rotateSigningSecret, updateAutomation } from '../../src/domain/automations';
+import {
+  changeAutomationState,
+  createAutomation,
+  listenerUrl,
+  rotateSigningSecret,
+  updateAutomation,
+} from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
 import { TemporalRuns } from '../../src/temporal/runs';
@@ -31,8 +37,18 @@ describe('a delivery is judged again after its body', () => {
     db = await openTestDb(PGLITE);
     const temporal = await testTemporal();
     connection = await connectClient(temporal.address);
-    const runs = new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('recheck'));
-    intake = createWebhookIntake({ db, runs, secretBox, config, logger: createLogger('silent'), listenerUrl: (id) => listenerUrl(BASE_URL, id) });
+    const runs = new TemporalRuns(
+      new Client({ connection, namespace: temporal.namespace }),
+      uniqueTaskQueue('recheck'),
+    );
+    intake = createWebhookIntake({
+      db,
+      runs,
+      secretBox,
+      config,
+      logger: createLogger('silent'),
+      listenerUrl: (id) => listenerUrl(BASE_URL, id),
+    });
   });
   afterAll(async () => {
     await connection?.close();
@@ -42,7 +58,11 @@ describe('a delivery is judged again after its body', () => {
   async function published(): Promise<{ id: string; listenerId: string; secret: string }> {
     const created = await createAutomation(
       db,
-      { displayName: 'slow body', trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'] } }, steps: [] },
+      {
+        displayName: 'slow body',
+        trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'] } },
+        steps: [],
+      },
       options,
     );
     await changeAutomationState(db, created.record.id, 'publish', 'test');
@@ -53,7 +73,10 @@ describe('a delivery is judged again after its body', () => {
    * Delivers a signed event from 10.1.2.3 whose body arrives only after `meanwhile` ran (the
    * intake has then judged the listener and the headers and is waiting for the body).
    */
-  async function slowDelivery(target: { listenerId: string; secret: string }, meanwhile: () => Promise<unknown>): Promise<DeliveryAnswer> {
+  async function slowDelivery(
+    target: { listenerId: string; secret: string },
+    meanwhile: () => Promise<unknown>,
+  ): Promise<DeliveryAnswer> {
     const body = Buffer.from('{"employee":"e-1"}');
     const eventId = randomUUID();
     const timestamp = String(Math.floor(Date.now() / 1000));
@@ -85,7 +108,8 @@ describe('a delivery is judged again after its body', () => {
     return outcome;
   }
 
-  const refusal = (outcome: DeliveryAnswer) => (outcome.accepted ? { accepted: true } : { status: outcome.status, reason: outcome.reason });
+  const refusal = (outcome: DeliveryAnswer) =>
+    outcome.accepted ? { accepted: true } : { status: outcome.status, reason: outcome.reason };
 
   it('accepts when nothing changed while the body arrived', async () => {
     const target = await published();
@@ -94,7 +118,9 @@ describe('a delivery is judged again after its body', () => {
 
   it('refuses after an unpublish (404)', async () => {
     const target = await published();
-    expect(refusal(await slowDelivery(target, () => changeAutomationState(db, target.id, 'unpublish', 'test')))).toEqual({
+    expect(
+      refusal(await slowDelivery(target, () => changeAutomationState(db, target.id, 'unpublish', 'test'))),
+    ).toEqual({
       status: 404,
       reason: 'listener_not_found',
     });
@@ -106,7 +132,12 @@ describe('a delivery is judged again after its body', () => {
       updateAutomation(
         db,
         target.id,
-        { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'], enabled: false } } }, updateMask: 'trigger' },
+        {
+          automation: {
+            trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['10.0.0.0/8'], enabled: false } },
+          },
+          updateMask: 'trigger',
+        },
         options,
       );
     expect(refusal(await slowDelivery(target, disable))).toEqual({ status: 404, reason: 'listener_not_found' });
@@ -118,7 +149,10 @@ describe('a delivery is judged again after its body', () => {
       updateAutomation(
         db,
         target.id,
-        { automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['192.0.2.0/24'] } } }, updateMask: 'trigger' },
+        {
+          automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['192.0.2.0/24'] } } },
+          updateMask: 'trigger',
+        },
         options,
       );
     expect(refusal(await slowDelivery(target, narrow))).toEqual({ status: 403, reason: 'source_not_allowed' });
@@ -126,8 +160,13 @@ describe('a delivery is judged again after its body', () => {
 
   it('refuses after a "0s" rotation (the old secret is revoked at once: 401); a rotation with a grace period still accepts', async () => {
     const target = await published();
-    expect(refusal(await slowDelivery(target, () => rotateSigningSecret(db, target.id, 0, options)))).toEqual({ status: 401, reason: 'signature_mismatch' });
+    expect(refusal(await slowDelivery(target, () => rotateSigningSecret(db, target.id, 0, options)))).toEqual({
+      status: 401,
+      reason: 'signature_mismatch',
+    });
     const graced = await published();
-    expect(await slowDelivery(graced, () => rotateSigningSecret(db, graced.id, 3600, options))).toMatchObject({ accepted: true });
+    expect(await slowDelivery(graced, () => rotateSigningSecret(db, graced.id, 3600, options))).toMatchObject({
+      accepted: true,
+    });
   });
 });

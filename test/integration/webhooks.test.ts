@@ -6,13 +6,23 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import type { RunState } from '../../src/contract/run';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
-import { startJwksServer, makeSigningKey, signWebhookJwt, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  startJwksServer,
+  makeSigningKey,
+  signWebhookJwt,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { AutomationIdKey } from '../../src/temporal/search-attributes';
 import { poll } from '../helpers/wait';
 
 const STEPS = [
   { id: 'vars', setVariables: { employee: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } },
-  { id: 'derived', when: 'ctx.steps.vars.status == "terminated"', setVariables: { message: '"offboard " + ctx.steps.vars.employee' } },
+  {
+    id: 'derived',
+    when: 'ctx.steps.vars.status == "terminated"',
+    setVariables: { message: '"offboard " + ctx.steps.vars.employee' },
+  },
 ];
 const PAYLOAD = { employee_id: '12345', status: 'terminated' };
 
@@ -37,9 +47,13 @@ describe('inbound webhook, HMAC', () => {
 
   it('gives a 256-bit base64url secret without padding, shown only on create', async () => {
     expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const got = await request(stack.service.server).get(`/api/v1/automations/${automation.id}`).set('Authorization', `Bearer ${stack.adminToken}`);
+    const got = await request(stack.service.server)
+      .get(`/api/v1/automations/${automation.id}`)
+      .set('Authorization', `Bearer ${stack.adminToken}`);
     expect(JSON.stringify(got.body)).not.toContain(secret);
-    const list = await request(stack.service.server).get('/api/v1/automations').set('Authorization', `Bearer ${stack.adminToken}`);
+    const list = await request(stack.service.server)
+      .get('/api/v1/automations')
+      .set('Authorization', `Bearer ${stack.adminToken}`);
     expect(JSON.stringify(list.body)).not.toContain(secret);
   });
 
@@ -47,7 +61,10 @@ describe('inbound webhook, HMAC', () => {
     const event = hmacEvent(secret, PAYLOAD);
     const res = await deliver(stack, path, event);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ eventId: event.eventId, executionId: `webhook:${automation.trigger.incomingWebhook.listenerId}:${event.eventId}` });
+    expect(res.body).toEqual({
+      eventId: event.eventId,
+      executionId: `webhook:${automation.trigger.incomingWebhook.listenerId}:${event.eventId}`,
+    });
 
     const state: RunState = await stack.client.workflow.getHandle(res.body.executionId).result();
     expect(state.status).toBe('COMPLETED');
@@ -83,7 +100,8 @@ describe('inbound webhook, HMAC', () => {
     // Visibility lags behind the start: poll until the run shows (90 s bound), then assert it did.
     const listed = async (): Promise<string[]> => {
       const ids: string[] = [];
-      for await (const run of stack.client.workflow.list({ query: `AutomationId = "${automation.id}"` })) ids.push(run.workflowId);
+      for await (const run of stack.client.workflow.list({ query: `AutomationId = "${automation.id}"` }))
+        ids.push(run.workflowId);
       return ids;
     };
     expect(await poll(listed, (ids) => ids.includes(res.body.executionId))).toContain(res.body.executionId);
@@ -93,7 +111,10 @@ describe('inbound webhook, HMAC', () => {
     const event = hmacEvent(secret, PAYLOAD);
     const res = await deliver(stack, path, {
       ...event,
-      headers: { ...event.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! },
+      headers: {
+        ...event.headers,
+        'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']!,
+      },
     });
     expect(res.status).toBe(401);
     expect(res.body.code).toBe(16);
@@ -101,14 +122,23 @@ describe('inbound webhook, HMAC', () => {
 
   it('401: a signature made for another event id', async () => {
     const event = hmacEvent(secret, PAYLOAD);
-    const res = await deliver(stack, path, { ...event, headers: { ...event.headers, 'Webhook-Event-Id': randomUUID() } });
+    const res = await deliver(stack, path, {
+      ...event,
+      headers: { ...event.headers, 'Webhook-Event-Id': randomUUID() },
+    });
     expect(res.status).toBe(401);
   });
 
   it('401: every wrong signature gets the same whole answer (made once, then reused); the refusals around it keep their own', async () => {
     const wrong = (): ReturnType<typeof hmacEvent> => {
       const event = hmacEvent(secret, PAYLOAD);
-      return { ...event, headers: { ...event.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! } };
+      return {
+        ...event,
+        headers: {
+          ...event.headers,
+          'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']!,
+        },
+      };
     };
     const answer = (res: Awaited<ReturnType<typeof deliver>>) => ({
       status: res.status,
@@ -127,7 +157,9 @@ describe('inbound webhook, HMAC', () => {
       body: {
         code: 16,
         message: 'invalid webhook signature',
-        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'SIGNATURE_MISMATCH', domain: 'webhooks' }],
+        details: [
+          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'SIGNATURE_MISMATCH', domain: 'webhooks' },
+        ],
       },
       headers: {
         contentType: 'application/json; charset=utf-8',
@@ -151,7 +183,12 @@ describe('inbound webhook, HMAC', () => {
     expect(answer(await deliver(stack, `${path}/`, wrong()))).toEqual(mismatch);
     expect(answer(await deliver(stack, `${path}/`, wrong()))).toEqual(mismatch);
     const otherEvent = hmacEvent(secret, PAYLOAD);
-    const forAnotherEvent = answer(await deliver(stack, path, { ...otherEvent, headers: { ...otherEvent.headers, 'Webhook-Event-Id': randomUUID() } }));
+    const forAnotherEvent = answer(
+      await deliver(stack, path, {
+        ...otherEvent,
+        headers: { ...otherEvent.headers, 'Webhook-Event-Id': randomUUID() },
+      }),
+    );
     expect(forAnotherEvent).toEqual(mismatch);
     expect(answer(await deliver(stack, path, stale)).body).toEqual(late.body);
   });
@@ -170,29 +207,48 @@ describe('inbound webhook, HMAC', () => {
     const metrics = stack.service.deps.metrics;
     const routeCount = async (status: string): Promise<number> =>
       (await metrics.httpRequests.get()).values.find(
-        (v) => v.labels.route === '/api/v1/webhooks/incoming/:listenerId' && v.labels.status === status && v.labels.method === 'POST',
+        (v) =>
+          v.labels.route === '/api/v1/webhooks/incoming/:listenerId' &&
+          v.labels.status === status &&
+          v.labels.method === 'POST',
       )?.value ?? 0;
     for (const [name, spelled] of Object.entries(spellings)) {
       const before = { accepted: await routeCount('200'), refused: await routeCount('401') };
       const event = hmacEvent(secret, PAYLOAD);
       const accepted = await deliver(stack, spelled, event);
-      expect([name, accepted.status, accepted.body]).toEqual([name, 200, { eventId: event.eventId, executionId: `webhook:${listenerId}:${event.eventId}` }]);
+      expect([name, accepted.status, accepted.body]).toEqual([
+        name,
+        200,
+        { eventId: event.eventId, executionId: `webhook:${listenerId}:${event.eventId}` },
+      ]);
       const bad = hmacEvent(secret, PAYLOAD);
       const refused = await deliver(stack, spelled, {
         ...bad,
-        headers: { ...bad.headers, 'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']! },
+        headers: {
+          ...bad.headers,
+          'Webhook-Signature': hmacEvent('other-secret', PAYLOAD).headers['Webhook-Signature']!,
+        },
       });
-      expect([name, refused.status, refused.body.code, refused.headers['www-authenticate']]).toEqual([name, 401, 16, 'Bearer']);
+      expect([name, refused.status, refused.body.code, refused.headers['www-authenticate']]).toEqual([
+        name,
+        401,
+        16,
+        'Bearer',
+      ]);
       for (const res of [accepted, refused]) {
-        expect([name, res.headers['cache-control'], res.headers['x-content-type-options'], res.headers['content-type']]).toEqual([
+        expect([
           name,
-          'no-store',
-          'nosniff',
-          'application/json; charset=utf-8',
-        ]);
+          res.headers['cache-control'],
+          res.headers['x-content-type-options'],
+          res.headers['content-type'],
+        ]).toEqual([name, 'no-store', 'nosniff', 'application/json; charset=utf-8']);
       }
       // Both ways of serving record the same route label in the HTTP metrics.
-      expect([name, await routeCount('200'), await routeCount('401')]).toEqual([name, before.accepted + 1, before.refused + 1]);
+      expect([name, await routeCount('200'), await routeCount('401')]).toEqual([
+        name,
+        before.accepted + 1,
+        before.refused + 1,
+      ]);
     }
     // Only POST is served: another method on the path is Koa's 405 with Allow, in the one error shape.
     const get = await request(stack.service.server).get(path);
@@ -216,7 +272,9 @@ describe('inbound webhook, HMAC', () => {
     const v1 = hmacEvent(secret, PAYLOAD, { eventId: 'c232ab00-9414-11ec-b3c8-9f6bdeced846' });
     expect((await deliver(stack, path, v1)).status).toBe(400);
     const text = hmacEvent(secret, PAYLOAD);
-    expect((await deliver(stack, path, { ...text, headers: { ...text.headers, 'Content-Type': 'text/plain' } })).status).toBe(400);
+    expect(
+      (await deliver(stack, path, { ...text, headers: { ...text.headers, 'Content-Type': 'text/plain' } })).status,
+    ).toBe(400);
   });
 
   it('400: a correctly signed body that is not JSON', async () => {
@@ -238,12 +296,21 @@ describe('inbound webhook, HMAC', () => {
   it('404: unknown listener, unpublished automation, disabled trigger', async () => {
     expect((await deliver(stack, '/api/v1/webhooks/incoming/nope', hmacEvent(secret, PAYLOAD))).status).toBe(404);
 
-    const draft = await stack.createAutomation({ displayName: 'draft', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS }, false);
+    const draft = await stack.createAutomation(
+      { displayName: 'draft', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS },
+      false,
+    );
     const draftRes = await deliver(stack, listenerPath(draft.automation), hmacEvent(draft.signingSecret!, PAYLOAD));
     expect(draftRes.status).toBe(404);
 
-    const disabled = await stack.createAutomation({ displayName: 'off', trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } }, steps: STEPS });
-    expect((await deliver(stack, listenerPath(disabled.automation), hmacEvent(disabled.signingSecret!, PAYLOAD))).status).toBe(404);
+    const disabled = await stack.createAutomation({
+      displayName: 'off',
+      trigger: { incomingWebhook: { authMethod: 'HMAC', enabled: false } },
+      steps: STEPS,
+    });
+    expect(
+      (await deliver(stack, listenerPath(disabled.automation), hmacEvent(disabled.signingSecret!, PAYLOAD))).status,
+    ).toBe(404);
   });
 
   it('403: source address outside allowedCidrs; 200 once the range includes it', async () => {
@@ -258,9 +325,16 @@ describe('inbound webhook, HMAC', () => {
     const updated = await request(stack.service.server)
       .post(`/api/v1/automations/${limited.automation.id}`)
       .set('Authorization', `Bearer ${stack.adminToken}`)
-      .send({ automation: { trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['203.0.113.0/24', '127.0.0.0/8'] } } }, updateMask: 'trigger' });
+      .send({
+        automation: {
+          trigger: { incomingWebhook: { authMethod: 'HMAC', allowedCidrs: ['203.0.113.0/24', '127.0.0.0/8'] } },
+        },
+        updateMask: 'trigger',
+      });
     expect(updated.status).toBe(200);
-    expect((await deliver(stack, listenerPath(limited.automation), hmacEvent(limited.signingSecret!, PAYLOAD))).status).toBe(200);
+    expect(
+      (await deliver(stack, listenerPath(limited.automation), hmacEvent(limited.signingSecret!, PAYLOAD))).status,
+    ).toBe(200);
   });
 
   it('rotating the secret with no grace period makes the old one fail and the new one work', async () => {
@@ -324,12 +398,15 @@ describe('inbound webhook, JWT', () => {
     };
   }
 
-  it.each(['RS256', 'ES256', 'EdDSA'] as const)('200 for a valid %s token, and the run sees the payload', async (alg) => {
-    const res = await deliver(stack, path, jwtEvent(alg));
-    expect(res.status).toBe(200);
-    const state: RunState = await stack.client.workflow.getHandle(res.body.executionId).result();
-    expect(state.steps[0]!.output).toEqual({ employee: '12345', status: 'terminated' });
-  });
+  it.each(['RS256', 'ES256', 'EdDSA'] as const)(
+    '200 for a valid %s token, and the run sees the payload',
+    async (alg) => {
+      const res = await deliver(stack, path, jwtEvent(alg));
+      expect(res.status).toBe(200);
+      const state: RunState = await stack.client.workflow.getHandle(res.body.executionId).result();
+      expect(state.steps[0]!.output).toEqual({ employee: '12345', status: 'terminated' });
+    },
+  );
 
   it('401: missing Authorization, wrong aud, expired, jti not the event id, wrong body hash', async () => {
     const noAuth = jwtEvent('ES256');
@@ -366,7 +443,11 @@ describe('inbound webhook, workflow engine unreachable', () => {
     const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default', testCodec());
     const stack = await startStack({ runs: new TemporalRuns(client, 'nowhere', 1500), worker: false });
     try {
-      const created = await stack.createAutomation({ displayName: 'down', trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps: STEPS });
+      const created = await stack.createAutomation({
+        displayName: 'down',
+        trigger: { incomingWebhook: { authMethod: 'HMAC' } },
+        steps: STEPS,
+      });
       const res = await deliver(stack, listenerPath(created.automation), hmacEvent(created.signingSecret!, PAYLOAD));
       expect(res.status).toBe(503);
       expect(res.body).toEqual({

@@ -34,7 +34,9 @@ beforeAll(async () => {
     logger: new DefaultLogger('WARN'),
   });
   workers.push(await Worker.create({ connection, namespace: 'default', taskQueue: sdkQueue, workflowBundle }));
-  workers.push(await GuardedWorker.create({ connection, namespace: 'default', taskQueue: guardedQueue, workflowBundle }));
+  workers.push(
+    await GuardedWorker.create({ connection, namespace: 'default', taskQueue: guardedQueue, workflowBundle }),
+  );
   for (const worker of workers) running.push(worker.run());
 });
 
@@ -59,7 +61,10 @@ interface EnhancedStackTrace {
 }
 
 /** Both stack-trace queries of a run, once it waits (its first workflow task has completed). */
-async function stackTraces(workflow: string, taskQueue: string): Promise<{ text: string; enhanced: EnhancedStackTrace }> {
+async function stackTraces(
+  workflow: string,
+  taskQueue: string,
+): Promise<{ text: string; enhanced: EnhancedStackTrace }> {
   const handle = await client.workflow.start(workflow, { taskQueue, workflowId: `${workflow}-${taskQueue}` });
   try {
     const text = await poll(

@@ -4,15 +4,35 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, type Connection, type WorkflowHandle } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, type NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  type NativeConnection,
+  Runtime,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { tsToMs } from '@temporalio/common/lib/time';
 import type { Db } from '../../src/store/db';
 import { automationBundleOptions, createAutomationWorker } from '../../src/temporal/worker';
 import { createActivities } from '../../activities';
 import { automation } from '../../workflows';
-import { ONE_MARKER_PATCH, RUN_STATE_QUERY, type AutomationRunInput, type RunState, type StepDefinition } from '../../src/contract/run';
+import {
+  ONE_MARKER_PATCH,
+  RUN_STATE_QUERY,
+  type AutomationRunInput,
+  type RunState,
+  type StepDefinition,
+} from '../../src/contract/run';
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
-import { connectClient, connectNative, expectRunFailure, testCodec, testDataConverter, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
+import {
+  connectClient,
+  connectNative,
+  expectRunFailure,
+  testCodec,
+  testDataConverter,
+  testTemporal,
+  uniqueTaskQueue,
+} from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
 import { decodePayloadsInPlace, localActivityType } from '../../src/temporal/executions';
 import { poll } from '../helpers/wait';
@@ -47,7 +67,8 @@ function quietLogger() {
 for (const target of DATABASES) {
   describeOn(target)(`automation workflow (${target.label})`, () => {
     let db: Db;
-    const runInput = (steps: StepDefinition[], trigger: unknown): Promise<AutomationRunInput> => publishedRunInput(db, steps, trigger);
+    const runInput = (steps: StepDefinition[], trigger: unknown): Promise<AutomationRunInput> =>
+      publishedRunInput(db, steps, trigger);
 
     beforeAll(async () => {
       db = await openTestDb(target);
@@ -83,8 +104,14 @@ for (const target of DATABASES) {
 
     it('sets variables from the trigger (both syntaxes) and reads them in later steps', async () => {
       const steps: StepDefinition[] = [
-        { id: 'vars', setVariables: { who: 'ctx.trigger.user', ent: 'ctx.trigger["entitlement"]', n: 'ctx.trigger.count * 2.0' } },
-        { id: 'derived', setVariables: { greeting: "'hello ' + ctx.steps.vars.who", isTwo: 'ctx.steps.vars.n == 4.0' } },
+        {
+          id: 'vars',
+          setVariables: { who: 'ctx.trigger.user', ent: 'ctx.trigger["entitlement"]', n: 'ctx.trigger.count * 2.0' },
+        },
+        {
+          id: 'derived',
+          setVariables: { greeting: "'hello ' + ctx.steps.vars.who", isTwo: 'ctx.steps.vars.n == 4.0' },
+        },
       ];
       const result = await withWorker(async (start) => {
         const handle = await start(await runInput(steps, { user: 'svc-1', entitlement: 'ent-9', count: 2 }));
@@ -93,7 +120,13 @@ for (const target of DATABASES) {
       expect(result.status).toBe('COMPLETED');
       expect(result.steps).toEqual([
         { id: 'vars', kind: 'setVariables', status: 'DONE', output: { who: 'svc-1', ent: 'ent-9', n: 4 }, error: null },
-        { id: 'derived', kind: 'setVariables', status: 'DONE', output: { greeting: 'hello svc-1', isTwo: true }, error: null },
+        {
+          id: 'derived',
+          kind: 'setVariables',
+          status: 'DONE',
+          output: { greeting: 'hello svc-1', isTwo: true },
+          error: null,
+        },
       ]);
     });
 
@@ -185,9 +218,13 @@ for (const target of DATABASES) {
 
     describe('ownership steps', () => {
       beforeAll(async () => {
-        await db.query(`INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE'), ('human-1', 'Ann', 'USER_TYPE_HUMAN')`);
+        await db.query(
+          `INSERT INTO users (id, display_name, type) VALUES ('svc-1', 'Robot', 'USER_TYPE_SERVICE'), ('human-1', 'Ann', 'USER_TYPE_HUMAN')`,
+        );
         await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
-        await db.query(`INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`);
+        await db.query(
+          `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
+        );
       });
 
       async function owners(): Promise<Array<{ user_id: string; role_slug: string }>> {
@@ -197,7 +234,11 @@ for (const target of DATABASES) {
       it('creates then deletes an ownership, reading the first step output in the last', async () => {
         const fields = { roleSlug: "'owner'", appId: "'app-1'", entitlementId: "ctx.trigger['entitlement']" };
         const steps: StepDefinition[] = [
-          { id: 'own', when: "ctx.trigger.kind == 'hire'", createEntitlementOwner: { userId: 'ctx.trigger.service_account', ...fields } },
+          {
+            id: 'own',
+            when: "ctx.trigger.kind == 'hire'",
+            createEntitlementOwner: { userId: 'ctx.trigger.service_account', ...fields },
+          },
           { id: 'check', setVariables: { createdAt: 'ctx.steps.own.createdAt' } },
           { id: 'pause', wait: { duration: '0.1s' } },
           { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', ...fields } },
@@ -230,11 +271,18 @@ for (const target of DATABASES) {
       it('fails without retrying for an unknown entitlement or a non-service user', async () => {
         const step = (userId: string, entitlementId: string): StepDefinition => ({
           id: 'own',
-          createEntitlementOwner: { userId: `'${userId}'`, roleSlug: "'owner'", appId: "'app-1'", entitlementId: `'${entitlementId}'` },
+          createEntitlementOwner: {
+            userId: `'${userId}'`,
+            roleSlug: "'owner'",
+            appId: "'app-1'",
+            entitlementId: `'${entitlementId}'`,
+          },
         });
         await withWorker(async (start) => {
           const missing = await expectRunFailure(await start(await runInput([step('svc-1', 'ent-404')], {})));
-          expect(missing.message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
+          expect(missing.message).toBe(
+            'step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found',
+          );
           const human = await expectRunFailure(await start(await runInput([step('human-1', 'ent-1')], {})));
           expect(human.message).toMatch(/^step "own" failed: createEntitlementOwner: .*service account/);
         });
@@ -242,16 +290,36 @@ for (const target of DATABASES) {
 
       it('fails the step when a field does not evaluate to a string', async () => {
         const steps: StepDefinition[] = [
-          { id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.n', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } },
+          {
+            id: 'own',
+            createEntitlementOwner: {
+              userId: 'ctx.trigger.n',
+              roleSlug: "'owner'",
+              appId: "'app-1'",
+              entitlementId: "'ent-1'",
+            },
+          },
         ];
         await withWorker(async (start) => {
           const failure = await expectRunFailure(await start(await runInput(steps, { n: 7 })));
-          expect(failure.message).toBe('step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7');
+          expect(failure.message).toBe(
+            'step "own" failed: createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7',
+          );
           // An expression that cannot be evaluated names its field, as a setVariables step's does.
           const missing = await expectRunFailure(
             await start(
               await runInput(
-                [{ id: 'own', createEntitlementOwner: { userId: 'ctx.trigger.nobody', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'ent-1'" } }],
+                [
+                  {
+                    id: 'own',
+                    createEntitlementOwner: {
+                      userId: 'ctx.trigger.nobody',
+                      roleSlug: "'owner'",
+                      appId: "'app-1'",
+                      entitlementId: "'ent-1'",
+                    },
+                  },
+                ],
                 { n: 7 },
               ),
             ),
@@ -264,7 +332,12 @@ for (const target of DATABASES) {
         const own = (roleSlug: string, retry?: StepDefinition['retry'], entitlementId = 'ent-1'): StepDefinition => ({
           id: 'own',
           ...(retry ? { retry } : {}),
-          createEntitlementOwner: { userId: "'svc-1'", roleSlug: `'${roleSlug}'`, appId: "'app-1'", entitlementId: `'${entitlementId}'` },
+          createEntitlementOwner: {
+            userId: "'svc-1'",
+            roleSlug: `'${roleSlug}'`,
+            appId: "'app-1'",
+            entitlementId: `'${entitlementId}'`,
+          },
         });
 
         /** The store, except that its first `failures` ownership statements (src/store/owners.ts recordOwner) fail as an unreachable database does; `calls` counts them. */
@@ -299,9 +372,12 @@ for (const target of DATABASES) {
           for (const event of history.events ?? []) {
             const marker = event.markerRecordedEventAttributes;
             if (marker?.markerName === 'core_patch') {
-              shown.patches.push(JSON.parse(Buffer.from(marker.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()).id);
+              shown.patches.push(
+                JSON.parse(Buffer.from(marker.details?.['patch-data']?.payloads?.[0]?.data ?? []).toString()).id,
+              );
             }
-            if (marker && localActivityType(marker) === 'createEntitlementOwner') shown.local.push(marker.failure ? 'failed' : 'completed');
+            if (marker && localActivityType(marker) === 'createEntitlementOwner')
+              shown.local.push(marker.failure ? 'failed' : 'completed');
             if (marker && localActivityType(marker) === 'evaluateStep') shown.evaluations += 1;
             const timer = event.timerStartedEventAttributes;
             if (timer) shown.timers.push(tsToMs(timer.startToFireTimeout));
@@ -327,7 +403,11 @@ for (const target of DATABASES) {
             expect((await handle.result()).status).toBe('COMPLETED');
             const events = (await handle.fetchHistory()).events ?? [];
             const changeVersions = events
-              .map((event) => event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion?.data)
+              .map(
+                (event) =>
+                  event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields
+                    ?.TemporalChangeVersion?.data,
+              )
               .filter((data) => data !== undefined && data !== null)
               .map((data) => JSON.parse(Buffer.from(data).toString()) as unknown);
             expect(changeVersions).toEqual([[ONE_MARKER_PATCH]]);
@@ -343,15 +423,28 @@ for (const target of DATABASES) {
               status: 'DONE',
               output: { userId: 'svc-1', roleSlug: 'local-ok', appId: 'app-1', entitlementId: 'ent-1' },
             });
-            expect(await effectEvents(handle)).toEqual({ local: ['completed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
+            expect(await effectEvents(handle)).toEqual({
+              local: ['completed'],
+              timers: [],
+              scheduled: [],
+              patches: BOTH_PATCHES,
+              evaluations: 0,
+            });
           });
-          expect((await owners()).filter((o) => o.role_slug === 'local-ok')).toEqual([{ user_id: 'svc-1', role_slug: 'local-ok' }]);
+          expect((await owners()).filter((o) => o.role_slug === 'local-ok')).toEqual([
+            { user_id: 'svc-1', role_slug: 'local-ok' },
+          ]);
         });
 
         it('after a failed first attempt, runs the rest of the step policy as a regular activity: same attempts in all, same intervals', async () => {
           const flaky = failingFirst(2);
           await withWorker(async (start) => {
-            const retry = { maximumAttempts: 4, initialInterval: '0.1s', backoffCoefficient: 3, maximumInterval: '10s' };
+            const retry = {
+              maximumAttempts: 4,
+              initialInterval: '0.1s',
+              backoffCoefficient: 3,
+              maximumInterval: '10s',
+            };
             const handle = await start(await runInput([own('after-retry', retry)], {}));
             const result = await handle.result();
             expect(result.steps[0]).toMatchObject({ status: 'DONE', output: { roleSlug: 'after-retry' } });
@@ -372,12 +465,28 @@ for (const target of DATABASES) {
           const flaky = failingFirst(1);
           await withWorker(async (start) => {
             const once = await start(await runInput([own('only-once', { maximumAttempts: 1 })], {}));
-            expect((await expectRunFailure(once)).message).toBe('step "own" failed: connect ECONNREFUSED 127.0.0.1:5432');
-            expect(await effectEvents(once)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
+            expect((await expectRunFailure(once)).message).toBe(
+              'step "own" failed: connect ECONNREFUSED 127.0.0.1:5432',
+            );
+            expect(await effectEvents(once)).toEqual({
+              local: ['failed'],
+              timers: [],
+              scheduled: [],
+              patches: BOTH_PATCHES,
+              evaluations: 0,
+            });
 
             const missing = await start(await runInput([own('x', undefined, 'ent-404')], {}));
-            expect((await expectRunFailure(missing)).message).toBe('step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found');
-            expect(await effectEvents(missing)).toEqual({ local: ['failed'], timers: [], scheduled: [], patches: BOTH_PATCHES, evaluations: 0 });
+            expect((await expectRunFailure(missing)).message).toBe(
+              'step "own" failed: createEntitlementOwner: app entitlement "app-1/ent-404" not found',
+            );
+            expect(await effectEvents(missing)).toEqual({
+              local: ['failed'],
+              timers: [],
+              scheduled: [],
+              patches: BOTH_PATCHES,
+              evaluations: 0,
+            });
           }, flaky);
           expect((await owners()).filter((o) => o.role_slug === 'only-once')).toEqual([]);
         });
@@ -386,7 +495,12 @@ for (const target of DATABASES) {
       it('runs only the stored steps of the referenced version: steps in a forged input never run', async () => {
         const own: StepDefinition = {
           id: 'own',
-          createEntitlementOwner: { userId: "'svc-1'", roleSlug: "'forged'", appId: "'app-1'", entitlementId: "'ent-1'" },
+          createEntitlementOwner: {
+            userId: "'svc-1'",
+            roleSlug: "'forged'",
+            appId: "'app-1'",
+            entitlementId: "'ent-1'",
+          },
         };
         await withWorker(async (start) => {
           // A real version with a harmless step, and an input that also carries an ownership step of its own.
@@ -396,7 +510,9 @@ for (const target of DATABASES) {
           expect(result.steps.map((s) => [s.id, s.status])).toEqual([['vars', 'DONE']]);
 
           // A version that does not exist: the run fails at once, before any step.
-          const missing = await expectRunFailure(await start({ ...input, eventId: randomUUID(), version: 99, steps: [own] } as AutomationRunInput));
+          const missing = await expectRunFailure(
+            await start({ ...input, eventId: randomUUID(), version: 99, steps: [own] } as AutomationRunInput),
+          );
           expect(missing.type).toBe('AutomationVersionNotFound');
           expect(missing.message).toBe(`automation ${JSON.stringify(input.automationId)} has no published version 99`);
         });
@@ -431,7 +547,16 @@ for (const target of DATABASES) {
 describe('the workflow bundle', () => {
   it('holds the step registry and no runtime code of the service (CEL, store, HTTP, webhooks, activities)', () => {
     const modules = [...bundle.code.matchAll(/\/\*\*\*\/ "\.\/([^"]+)"/g)].map((m) => m[1]!);
-    expect(modules).toEqual(expect.arrayContaining(['workflows/automation.ts', 'src/steps/index.ts', 'src/steps/log.ts', 'src/steps/call-webhook.ts']));
-    expect(modules.filter((path) => /^(src\/(cel|store|http|webhooks|auth|domain|temporal)|activities)\//.test(path))).toEqual([]);
+    expect(modules).toEqual(
+      expect.arrayContaining([
+        'workflows/automation.ts',
+        'src/steps/index.ts',
+        'src/steps/log.ts',
+        'src/steps/call-webhook.ts',
+      ]),
+    );
+    expect(
+      modules.filter((path) => /^(src\/(cel|store|http|webhooks|auth|domain|temporal)|activities)\//.test(path)),
+    ).toEqual([]);
   });
 });

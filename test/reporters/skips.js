@@ -35,7 +35,14 @@ class SkipsReporter {
     if (config.selectProjects?.length > 0) return `--selectProjects ${config.selectProjects.join(' ')}`;
     if (config.ignoreProjects?.length > 0) return `--ignoreProjects ${config.ignoreProjects.join(' ')}`;
     if (config.shard) return '--shard';
-    if (config.onlyChanged || config.changedSince || config.lastCommit || config.findRelatedTests || config.onlyFailures) return 'changed or failed files only';
+    if (
+      config.onlyChanged ||
+      config.changedSince ||
+      config.lastCommit ||
+      config.findRelatedTests ||
+      config.onlyFailures
+    )
+      return 'changed or failed files only';
     return undefined;
   }
 
@@ -60,7 +67,9 @@ class SkipsReporter {
     }
     // A test file that could not run declared none of its cases: its skips would be missing.
     if (results.numRuntimeErrorTestSuites > 0 || results.numTotalTests === 0) {
-      console.error(`UPDATE_TESTING_DOC=1: ${results.numRuntimeErrorTestSuites} test file(s) could not run: ${doc} left as it is.`);
+      console.error(
+        `UPDATE_TESTING_DOC=1: ${results.numRuntimeErrorTestSuites} test file(s) could not run: ${doc} left as it is.`,
+      );
       return;
     }
     const text = fs.readFileSync(this.doc, 'utf8');

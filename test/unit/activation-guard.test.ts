@@ -5,7 +5,11 @@
  * server and a workflow that never yields: test/integration/activation-guard.test.ts.
  */
 import type { Workflow, WorkflowCreateOptions, WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
-import { GuardedWorkflowCreator, WorkflowDeadlockError, WorkflowThreadRestartedError } from '../../src/temporal/activation-guard';
+import {
+  GuardedWorkflowCreator,
+  WorkflowDeadlockError,
+  WorkflowThreadRestartedError,
+} from '../../src/temporal/activation-guard';
 
 const DEADLINE = 5000;
 

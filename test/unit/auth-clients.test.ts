@@ -4,7 +4,15 @@
  * of a generated secret is replaced on success, listing pages by id, and the bootstrap client.
  */
 import { randomBytes } from 'node:crypto';
-import { authenticateClient, clientSecretKey, createClient, deleteClient, ensureBootstrapClient, getClient, listClients } from '../../src/auth/clients';
+import {
+  authenticateClient,
+  clientSecretKey,
+  createClient,
+  deleteClient,
+  ensureBootstrapClient,
+  getClient,
+  listClients,
+} from '../../src/auth/clients';
 import { SecretBox } from '../../src/crypto/secret-box';
 import { hashChosenSecret, type SlowGate } from '../../src/auth/client-secret-hashes';
 import type { Db } from '../../src/store/db';
@@ -28,7 +36,9 @@ afterAll(async () => {
 });
 
 async function storedHash(clientId: string): Promise<string> {
-  const rows = await db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE client_id = $1', [clientId]);
+  const rows = await db.query<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE client_id = $1', [
+    clientId,
+  ]);
   return rows[0]!.secret_hash;
 }
 
@@ -68,18 +78,27 @@ describe('createClient and authenticateClient', () => {
     await expect(authenticateClient(db, box, a.client.clientId, wrong)).resolves.toBeUndefined();
     await expect(authenticateClient(db, box, a.client.clientId, '')).resolves.toBeUndefined();
     await expect(authenticateClient(db, box, 'cli_nobody', a.clientSecret)).resolves.toBeUndefined();
-    await expect(authenticateClient(db, box, a.client.clientId, await storedHash(a.client.clientId))).resolves.toBeUndefined();
+    await expect(
+      authenticateClient(db, box, a.client.clientId, await storedHash(a.client.clientId)),
+    ).resolves.toBeUndefined();
   });
 
   it('the keyed hash depends on the secret key: another key does not authenticate', async () => {
     const { client, clientSecret } = await createClient(db, box, { displayName: 'ci', roles: ['admin'] });
-    await expect(authenticateClient(db, new SecretBox(randomBytes(32)), client.clientId, clientSecret)).resolves.toBeUndefined();
+    await expect(
+      authenticateClient(db, new SecretBox(randomBytes(32)), client.clientId, clientSecret),
+    ).resolves.toBeUndefined();
     expect(clientSecretKey(box)).toEqual(box.deriveKey('client-secret-hmac'));
   });
 
   it('a chosen secret and client id: stored with scrypt, verified through the gate, never rewritten', async () => {
     const chosen = 'an operator chose this one';
-    const { client, clientSecret } = await createClient(db, box, { displayName: 'op', roles: ['super_admin'], clientId: 'ops', clientSecret: chosen });
+    const { client, clientSecret } = await createClient(db, box, {
+      displayName: 'op',
+      roles: ['super_admin'],
+      clientId: 'ops',
+      clientSecret: chosen,
+    });
     expect(client.clientId).toBe('ops');
     expect(clientSecret).toBe(chosen);
     const hash = await storedHash('ops');
@@ -123,7 +142,8 @@ describe('createClient and authenticateClient', () => {
 describe('listClients, getClient, deleteClient', () => {
   it('lists by id in pages; gets and deletes by id', async () => {
     const made = [];
-    for (const name of ['one', 'two', 'three']) made.push((await createClient(db, box, { displayName: name, roles: ['read_only'] })).client);
+    for (const name of ['one', 'two', 'three'])
+      made.push((await createClient(db, box, { displayName: name, roles: ['read_only'] })).client);
     const byId = [...made].sort((x, y) => (x.id < y.id ? -1 : 1));
     expect(await listClients(db, undefined, 10)).toEqual(byId);
     expect(await listClients(db, undefined, 2)).toEqual(byId.slice(0, 2));
@@ -173,10 +193,16 @@ describe('ensureBootstrapClient', () => {
 
   it('a configured client that exists already (made before the record existed) is recorded, so deleting it is final', async () => {
     await createClient(db, box, { displayName: 'old', roles: ['super_admin'], clientId: 'boot', clientSecret: 'x' });
-    await expect(ensureBootstrapClient(db, box, { clientId: 'boot', clientSecret: 'x' })).resolves.toEqual({ kind: 'configured', clientId: 'boot' });
+    await expect(ensureBootstrapClient(db, box, { clientId: 'boot', clientSecret: 'x' })).resolves.toEqual({
+      kind: 'configured',
+      clientId: 'boot',
+    });
     const rows = await db.query<{ id: string }>(`SELECT id FROM api_clients WHERE client_id = 'boot'`);
     await deleteClient(db, rows[0]!.id);
-    await expect(ensureBootstrapClient(db, box, { clientId: 'boot', clientSecret: 'x' })).resolves.toEqual({ kind: 'deleted', clientId: 'boot' });
+    await expect(ensureBootstrapClient(db, box, { clientId: 'boot', clientSecret: 'x' })).resolves.toEqual({
+      kind: 'deleted',
+      clientId: 'boot',
+    });
   });
 
   it('a configured client deleted through the API is not made again', async () => {
@@ -191,7 +217,10 @@ describe('ensureBootstrapClient', () => {
 
   it('with configuration, other clients do not stop the configured one from being made', async () => {
     await createClient(db, box, { displayName: 'other', roles: ['admin'] });
-    await expect(ensureBootstrapClient(db, box, { clientId: 'boot', clientSecret: 's' })).resolves.toEqual({ kind: 'configured', clientId: 'boot' });
+    await expect(ensureBootstrapClient(db, box, { clientId: 'boot', clientSecret: 's' })).resolves.toEqual({
+      kind: 'configured',
+      clientId: 'boot',
+    });
     expect(await listClients(db, undefined, 10)).toHaveLength(2);
   });
 

@@ -50,13 +50,16 @@ describe('allows', () => {
   });
 
   it('no role allows nothing', () => {
-    for (const area of AREAS) for (const mode of MODES) expect(allows({ clientId: 'c', roles: [] }, area, mode)).toBe(false);
+    for (const area of AREAS)
+      for (const mode of MODES) expect(allows({ clientId: 'c', roles: [] }, area, mode)).toBe(false);
   });
 
   it('several roles allow the union of what each allows', () => {
     for (const area of AREAS) {
       for (const mode of MODES) {
-        const either = allows({ clientId: 'c', roles: ['admin'] }, area, mode) || allows({ clientId: 'c', roles: ['read_only'] }, area, mode);
+        const either =
+          allows({ clientId: 'c', roles: ['admin'] }, area, mode) ||
+          allows({ clientId: 'c', roles: ['read_only'] }, area, mode);
         expect(allows({ clientId: 'c', roles: ['read_only', 'admin'] }, area, mode)).toBe(either);
       }
     }
@@ -68,6 +71,7 @@ describe('isRole', () => {
   it('is true for the three roles only', () => {
     expect(ROLES).toEqual(['super_admin', 'admin', 'read_only']);
     for (const role of ROLES) expect(isRole(role)).toBe(true);
-    for (const value of ['root', 'Admin', 'super_admin ', '', undefined, null, 1, ['admin'], { admin: true }]) expect(isRole(value)).toBe(false);
+    for (const value of ['root', 'Admin', 'super_admin ', '', undefined, null, 1, ['admin'], { admin: true }])
+      expect(isRole(value)).toBe(false);
   });
 });

@@ -17,7 +17,12 @@ function legacySeal(key: Buffer, plain: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return ['v1', iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return [
+    'v1',
+    iv.toString('base64url'),
+    ciphertext.toString('base64url'),
+    cipher.getAuthTag().toString('base64url'),
+  ].join('.');
 }
 
 describe('SecretBox', () => {
@@ -87,7 +92,19 @@ describe('SecretBox', () => {
     expect(SecretBox.isLegacy(legacy)).toBe(true);
     expect(SecretBox.isLegacy(sealed)).toBe(false);
     expect(SecretBox.isLegacy('v1.plain')).toBe(false);
-    for (const value of ['plain', '', 'v2.a.b', 'v3.a.b.c', 'v2.a.b.c.d', 'v2..b.c', 'v2.a.b.', 'v2.a+.b.c', ` ${sealed}`, `${sealed}\n`, `xv2.a.b.c`]) {
+    for (const value of [
+      'plain',
+      '',
+      'v2.a.b',
+      'v3.a.b.c',
+      'v2.a.b.c.d',
+      'v2..b.c',
+      'v2.a.b.',
+      'v2.a+.b.c',
+      ` ${sealed}`,
+      `${sealed}\n`,
+      `xv2.a.b.c`,
+    ]) {
       expect(SecretBox.isSealed(value)).toBe(false);
     }
   });
@@ -127,7 +144,13 @@ describe('parseSecretKey', () => {
   });
 
   it('refuses anything that is not 32 bytes', () => {
-    for (const text of ['', 'short', randomBytes(31).toString('base64url'), randomBytes(33).toString('hex'), 'g'.repeat(64)]) {
+    for (const text of [
+      '',
+      'short',
+      randomBytes(31).toString('base64url'),
+      randomBytes(33).toString('hex'),
+      'g'.repeat(64),
+    ]) {
       expect(() => parseSecretKey(text)).toThrow('SECRET_KEY must be 32 bytes');
     }
   });

@@ -4,7 +4,15 @@
  * verifies nothing. The slow path goes through the gate; the keyed one never does.
  */
 import { randomBytes } from 'node:crypto';
-import { hashChosenSecret, hashGeneratedSecret, isSlowHash, looksGenerated, verifySecret, UNGATED, type SlowGate } from '../../src/auth/client-secret-hashes';
+import {
+  hashChosenSecret,
+  hashGeneratedSecret,
+  isSlowHash,
+  looksGenerated,
+  verifySecret,
+  UNGATED,
+  type SlowGate,
+} from '../../src/auth/client-secret-hashes';
 
 const KEY = randomBytes(32);
 const OTHER_KEY = randomBytes(32);
@@ -96,7 +104,9 @@ describe('scrypt hashes of chosen secrets', () => {
     await expect(verifySecret('legacy', stored.replace('$4$2$', '$8$2$'), KEY)).resolves.toBe(false);
     // The key length comes from the stored key: a 16-byte key verifies as such.
     const short = scryptSync('legacy', salt, 16, { N: 1024, r: 4, p: 2 });
-    await expect(verifySecret('legacy', `scrypt$1024$4$2$${salt.toString('base64url')}$${short.toString('base64url')}`, KEY)).resolves.toBe(true);
+    await expect(
+      verifySecret('legacy', `scrypt$1024$4$2$${salt.toString('base64url')}$${short.toString('base64url')}`, KEY),
+    ).resolves.toBe(true);
   });
 
   it.each([

@@ -33,7 +33,9 @@ interface Row {
 }
 
 async function rows(): Promise<Row[]> {
-  return db.query<Row>('SELECT id_hash, csrf_token, last_seen_at, expires_at FROM console_sessions ORDER BY created_at');
+  return db.query<Row>(
+    'SELECT id_hash, csrf_token, last_seen_at, expires_at FROM console_sessions ORDER BY created_at',
+  );
 }
 
 async function rowOf(idHash: string): Promise<Row | undefined> {
@@ -41,7 +43,13 @@ async function rowOf(idHash: string): Promise<Row | undefined> {
 }
 
 /** A session row for a cookie id of our choosing (the service makes only 43-character ids). */
-async function insertWithId(id: string, at: number, expiresAt: number, actor = PERSON_ACTOR, roles: string[] = ['read_only']): Promise<void> {
+async function insertWithId(
+  id: string,
+  at: number,
+  expiresAt: number,
+  actor = PERSON_ACTOR,
+  roles: string[] = ['read_only'],
+): Promise<void> {
   await insertSession(db, {
     idHash: hashSessionId(id),
     csrfToken: 'csrf-' + id,
@@ -114,7 +122,11 @@ describe('on a PGlite store', () => {
         person: { name: 'Ada Lovelace', email: 'ada@example.test' },
       });
       expect(person.session.person).toEqual({ ...PERSON, roles: ['admin'] });
-      const client = await sessions().create({ actor: 'client:c-42', person: { id: 'c-42', name: 'ci', email: '' }, roles: ['read_only'] });
+      const client = await sessions().create({
+        actor: 'client:c-42',
+        person: { id: 'c-42', name: 'ci', email: '' },
+        roles: ['read_only'],
+      });
       expect(client.session.principal).toEqual({ clientId: 'c-42', roles: ['read_only'], actor: 'client:c-42' });
     });
 
@@ -122,7 +134,11 @@ describe('on a PGlite store', () => {
       const idle = await sessions().create({ actor: PERSON_ACTOR, person: PERSON, roles: [] });
       expect((await rowOf(idle.session.idHash))!.expires_at.getTime()).toBe(START + IDLE_S * 1000);
       expect((await rowOf(idle.session.idHash))!.last_seen_at.getTime()).toBe(START);
-      const short = await sessions({ idleSeconds: 600, maxSeconds: 300 }).create({ actor: PERSON_ACTOR, person: PERSON, roles: [] });
+      const short = await sessions({ idleSeconds: 600, maxSeconds: 300 }).create({
+        actor: PERSON_ACTOR,
+        person: PERSON,
+        roles: [],
+      });
       expect((await rowOf(short.session.idHash))!.expires_at.getTime()).toBe(START + 300 * 1000);
     });
 
@@ -209,7 +225,10 @@ describe('on a PGlite store', () => {
       const id = 'x'.repeat(43);
       await insertWithId(id, START, START + 10 * MAX_S * 1000);
       // Seen 10 s before the end: the reads below write nothing (a touch would bring the expiry in).
-      await db.query('UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1', [hashSessionId(id), new Date(START + MAX_S * 1000 - 10_000)]);
+      await db.query('UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1', [
+        hashSessionId(id),
+        new Date(START + MAX_S * 1000 - 10_000),
+      ]);
       now = START + MAX_S * 1000 - 1;
       expect((await sessions().resolve(id))?.idHash).toBe(hashSessionId(id));
       expect((await rowOf(hashSessionId(id)))!.expires_at.getTime()).toBe(START + 10 * MAX_S * 1000);
@@ -278,7 +297,11 @@ describe('on a PGlite store', () => {
         roles: ['super_admin'],
       });
       const resolved = await store.resolve(id);
-      expect(resolved?.principal).toEqual({ clientId: client.clientId, roles: ['read_only'], actor: `client:${client.clientId}` });
+      expect(resolved?.principal).toEqual({
+        clientId: client.clientId,
+        roles: ['read_only'],
+        actor: `client:${client.clientId}`,
+      });
       // Only the known roles of the client's row count, as for the roles a session was stored with.
       await db.query('UPDATE api_clients SET roles = $2 WHERE id = $1', [client.id, JSON.stringify(['root', 'admin'])]);
       expect((await store.resolve(id))?.principal.roles).toEqual(['admin']);

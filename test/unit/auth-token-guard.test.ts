@@ -22,7 +22,11 @@ describe('ConcurrencyCap', () => {
     expect(cap.inUse).toBe(2);
     const refused = await cap.run(hold).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(GuardRefusal);
-    expect(refused).toMatchObject({ status: 503, retryAfterSeconds: 7, message: 'too many client authentications in progress; retry later' });
+    expect(refused).toMatchObject({
+      status: 503,
+      retryAfterSeconds: 7,
+      message: 'too many client authentications in progress; retry later',
+    });
     expect(releases).toHaveLength(2);
     releases[0]!();
     await expect(first).resolves.toBe('done');
@@ -85,7 +89,9 @@ describe('SharedTokenLimits on a PGlite store', () => {
     expect(guard.limits.backoff).toBe(TOKEN_FAILURE_BACKOFF);
     expect(guard.slowVerifications.max).toBe(4);
     expect(guard.slowVerifications.inUse).toBe(0);
-    expect(createTokenGuard(db, { perSourcePerMinute: 1, maxSlowVerifications: 1 }, POLICY).limits.backoff).toBe(POLICY);
+    expect(createTokenGuard(db, { perSourcePerMinute: 1, maxSlowVerifications: 1 }, POLICY).limits.backoff).toBe(
+      POLICY,
+    );
   });
 
   it('admits perMinute requests per source, refuses the next with 429 and Retry-After; another source has its own', async () => {
@@ -94,7 +100,11 @@ describe('SharedTokenLimits on a PGlite store', () => {
     const refused = await refusal(limits.admit('198.51.100.1', 'client-9'));
     expect(refused).toBeInstanceOf(GuardRefusal);
     // One request per 20 s refills the limit.
-    expect(refused).toMatchObject({ status: 429, retryAfterSeconds: 20, message: 'too many token requests from this address; retry later' });
+    expect(refused).toMatchObject({
+      status: 429,
+      retryAfterSeconds: 20,
+      message: 'too many token requests from this address; retry later',
+    });
     await expect(limits.admit('198.51.100.2', 'client-9')).resolves.toBe('198.51.100.2');
     // An IPv6 source is its /64: the key admit returns for failed.
     await expect(limits.admit('2001:db8:1:2::a', 'client-9')).resolves.toBe('2001:db8:1:2::/64');
@@ -109,12 +119,19 @@ describe('SharedTokenLimits on a PGlite store', () => {
     await limits.failed(source, 'cli_a');
     const refused = await refusal(limits.admit('203.0.113.5', 'cli_a'));
     expect(refused).toBeInstanceOf(GuardRefusal);
-    expect(refused).toMatchObject({ status: 429, retryAfterSeconds: 10, message: 'too many failed attempts for this client from this address; retry later' });
+    expect(refused).toMatchObject({
+      status: 429,
+      retryAfterSeconds: 10,
+      message: 'too many failed attempts for this client from this address; retry later',
+    });
     // Another client from the same source, and the same client from another source, go on.
     await expect(limits.admit('203.0.113.5', 'cli_b')).resolves.toBe(source);
     await expect(limits.admit('203.0.113.6', 'cli_a')).resolves.toBe('203.0.113.6');
     await limits.failed(source, 'cli_a');
-    await expect(refusal(limits.admit('203.0.113.5', 'cli_a'))).resolves.toMatchObject({ status: 429, retryAfterSeconds: 20 });
+    await expect(refusal(limits.admit('203.0.113.5', 'cli_a'))).resolves.toMatchObject({
+      status: 429,
+      retryAfterSeconds: 20,
+    });
     expect(await failures()).toEqual([{ client_id: 'cli_a', source: '203.0.113.5', failures: 5 }]);
   });
 
@@ -122,9 +139,14 @@ describe('SharedTokenLimits on a PGlite store', () => {
     const limits = new SharedTokenLimits(db, 1000, { ...POLICY, free: 0 });
     const source = await limits.admit('203.0.113.7', 'x');
     await limits.failed(source, 'cli\u0000nul');
-    await expect(refusal(limits.admit('203.0.113.7', 'clinul'))).resolves.toMatchObject({ status: 429, retryAfterSeconds: 10 });
+    await expect(refusal(limits.admit('203.0.113.7', 'clinul'))).resolves.toMatchObject({
+      status: 429,
+      retryAfterSeconds: 10,
+    });
     await limits.failed(source, 'y'.repeat(250));
-    await expect(refusal(limits.admit('203.0.113.7', 'y'.repeat(200) + 'z'.repeat(20)))).resolves.toMatchObject({ status: 429 });
+    await expect(refusal(limits.admit('203.0.113.7', 'y'.repeat(200) + 'z'.repeat(20)))).resolves.toMatchObject({
+      status: 429,
+    });
     expect(await failures()).toEqual([
       { client_id: 'clinul', source: '203.0.113.7', failures: 1 },
       { client_id: 'y'.repeat(200), source: '203.0.113.7', failures: 1 },
@@ -137,7 +159,9 @@ describe('SharedTokenLimits on a PGlite store', () => {
     for (let i = 0; i <= POLICY.free; i++) await limits.failed(source, 'cli_r');
     await expect(refusal(limits.admit('203.0.113.8', 'cli_r'))).resolves.toMatchObject({ status: 429 });
     // The last failure a minute and a second ago (moved back in the store, rather than waiting).
-    await db.query('UPDATE token_failures SET last_failure_ms = last_failure_ms - 61000, blocked_until_ms = blocked_until_ms - 61000');
+    await db.query(
+      'UPDATE token_failures SET last_failure_ms = last_failure_ms - 61000, blocked_until_ms = blocked_until_ms - 61000',
+    );
     await expect(limits.admit('203.0.113.8', 'cli_r')).resolves.toBe(source);
     await limits.failed(source, 'cli_r');
     expect(await failures()).toEqual([{ client_id: 'cli_r', source: '203.0.113.8', failures: 1 }]);
@@ -154,10 +178,15 @@ describe('SharedTokenLimits on a PGlite store', () => {
       await limits.failed(source, 'cli_p');
       // A full limit again and a failure long forgotten: moved back in the store, rather than waiting.
       await db.query('UPDATE token_source_limits SET tat_ms = tat_ms - 600000 WHERE source = $1', [source]);
-      await db.query('UPDATE token_failures SET last_failure_ms = last_failure_ms - 600000, blocked_until_ms = 0 WHERE source = $1', [source]);
+      await db.query(
+        'UPDATE token_failures SET last_failure_ms = last_failure_ms - 600000, blocked_until_ms = 0 WHERE source = $1',
+        [source],
+      );
     };
     const sources = async (): Promise<string[]> =>
-      (await db.query<{ source: string }>('SELECT source FROM token_source_limits ORDER BY source')).map((r) => r.source);
+      (await db.query<{ source: string }>('SELECT source FROM token_source_limits ORDER BY source')).map(
+        (r) => r.source,
+      );
     await stale('192.0.2.1');
     now = start + 59_999;
     await limits.admit('192.0.2.2', 'cli_p');

@@ -23,14 +23,34 @@ describe('dryRunSteps', () => {
   it('evaluates every kind in order; later steps see earlier (simulated) outputs', async () => {
     const steps: StepDefinition[] = [
       { id: 'vars', setVariables: { who: 'ctx.trigger.user', n: 'ctx.trigger.n * 2.0' } },
-      { id: 'own', createEntitlementOwner: { userId: 'ctx.steps.vars.who', roleSlug: "'owner'", appId: "'app-1'", entitlementId: 'ctx.trigger.ent' } },
+      {
+        id: 'own',
+        createEntitlementOwner: {
+          userId: 'ctx.steps.vars.who',
+          roleSlug: "'owner'",
+          appId: "'app-1'",
+          entitlementId: 'ctx.trigger.ent',
+        },
+      },
       { id: 'pause', wait: { duration: '3600s' } },
       {
         id: 'hook',
-        callWebhook: { url: "'https://hooks.example/' + ctx.steps.own.userId", body: { n: 'ctx.steps.vars.n' }, headers: { 'X-Who': 'ctx.steps.vars.who' } },
+        callWebhook: {
+          url: "'https://hooks.example/' + ctx.steps.own.userId",
+          body: { n: 'ctx.steps.vars.n' },
+          headers: { 'X-Who': 'ctx.steps.vars.who' },
+        },
       },
       { id: 'whole', callWebhook: { url: "'https://hooks.example/all'", body: '{"url": ctx.steps.hook.url}' } },
-      { id: 'undo', deleteEntitlementOwner: { userId: 'ctx.steps.own.userId', roleSlug: "'owner'", appId: "'app-1'", entitlementId: "'e'" } },
+      {
+        id: 'undo',
+        deleteEntitlementOwner: {
+          userId: 'ctx.steps.own.userId',
+          roleSlug: "'owner'",
+          appId: "'app-1'",
+          entitlementId: "'e'",
+        },
+      },
     ];
     const { steps: results } = await dryRunSteps(steps, { user: 'svc-1', n: 2, ent: 'ent-9' }, secure);
     expect(results).toEqual([
@@ -93,7 +113,14 @@ describe('dryRunSteps', () => {
       { id: 'b', setVariables: { y: '2' } },
       { id: 'c', wait: { duration: '1s' } },
     ];
-    expect((await dryRunSteps(steps, { bad: true, user: 'u1' }, secure)).steps.map((s) => [s.id, s.status, s.output, s.error])).toEqual([
+    expect(
+      (await dryRunSteps(steps, { bad: true, user: 'u1' }, secure)).steps.map((s) => [
+        s.id,
+        s.status,
+        s.output,
+        s.error,
+      ]),
+    ).toEqual([
       ['a', 'WOULD_RUN', { x: 1 }, null],
       ['stop', 'WOULD_RUN', { message: 'bad user u1' }, null],
       ['b', 'NOT_REACHED', null, null],
@@ -110,21 +137,40 @@ describe('dryRunSteps', () => {
   it('reports an ERROR with the message a run would show, and does not reach the steps after it', async () => {
     const cases: Array<[StepDefinition, unknown, string]> = [
       [{ id: 's', setVariables: { v: 'ctx.trigger.missing' } }, {}, 'v: '],
-      [{ id: 's', when: 'ctx.trigger.kind', setVariables: { v: '1' } }, { kind: 'x' }, 'when: must evaluate to a boolean, got string "x"'],
+      [
+        { id: 's', when: 'ctx.trigger.kind', setVariables: { v: '1' } },
+        { kind: 'x' },
+        'when: must evaluate to a boolean, got string "x"',
+      ],
       [{ id: 's', wait: { duration: '1h' } }, {}, 'wait.duration: "1h" is not a duration such as "3600s"'],
       [
-        { id: 's', createEntitlementOwner: { userId: 'ctx.trigger.n', roleSlug: "'o'", appId: "'a'", entitlementId: "'e'" } },
+        {
+          id: 's',
+          createEntitlementOwner: { userId: 'ctx.trigger.n', roleSlug: "'o'", appId: "'a'", entitlementId: "'e'" },
+        },
         { n: 7 },
         'createEntitlementOwner.userId: must evaluate to a non-empty string, got number 7',
       ],
-      [{ id: 's', callWebhook: { url: "'http://hooks.example/x'", body: {} } }, {}, 'callWebhook.url: URL must use https'],
+      [
+        { id: 's', callWebhook: { url: "'http://hooks.example/x'", body: {} } },
+        {},
+        'callWebhook.url: URL must use https',
+      ],
       [
         { id: 's', callWebhook: { url: "'https://169.254.169.254/latest'", body: {} } },
         {},
         'callWebhook.url: URL must not point to a loopback, private, link-local or other non-public address',
       ],
-      [{ id: 's', callWebhook: { url: "'https://h.example'", body: '[1]' } }, {}, 'callWebhook.body: must evaluate to a map, got a list'],
-      [{ id: 's', fail: { message: 'ctx.trigger.n' } }, { n: 1 }, 'fail.message: must evaluate to a non-empty string, got number 1'],
+      [
+        { id: 's', callWebhook: { url: "'https://h.example'", body: '[1]' } },
+        {},
+        'callWebhook.body: must evaluate to a map, got a list',
+      ],
+      [
+        { id: 's', fail: { message: 'ctx.trigger.n' } },
+        { n: 1 },
+        'fail.message: must evaluate to a non-empty string, got number 1',
+      ],
       [
         { id: 's', callWebhook: { url: "'https://h.example'", body: {}, headers: { 'X-V': 'ctx.trigger.v' } } },
         { v: 'a\r\nInjected: 1' },
@@ -137,7 +183,8 @@ describe('dryRunSteps', () => {
       ],
     ];
     for (const [step, payload, error] of cases) {
-      const [first, second] = (await dryRunSteps([step, { id: 'next', setVariables: { z: '1' } }], payload, secure)).steps;
+      const [first, second] = (await dryRunSteps([step, { id: 'next', setVariables: { z: '1' } }], payload, secure))
+        .steps;
       expect([step.id, first!.status, first!.output]).toEqual([step.id, 'ERROR', null]);
       if (error.endsWith(': ')) expect(first!.error).toMatch(new RegExp(`^${error}`));
       else expect(first!.error).toBe(error);
@@ -157,7 +204,12 @@ describe('dryRunSteps', () => {
     const list99 = Array.from({ length: 99 }, (_, i) => i);
 
     it('a slow expression hits the per-evaluation cost budget', async () => {
-      const steps: StepDefinition[] = [{ id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } }];
+      const steps: StepDefinition[] = [
+        {
+          id: 'slow',
+          setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" },
+        },
+      ];
       const [result] = (await dryRunSteps(steps, { l: list99, s: 'a'.repeat(200_000) + 'c' }, secure)).steps;
       expect(result).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeds the cost budget of 1000000' });
     });
@@ -165,7 +217,10 @@ describe('dryRunSteps', () => {
     it('a huge comprehension hits the iteration budget; deep nesting and long expressions are refused', async () => {
       const big = Array.from({ length: 20_000 }, (_, i) => i);
       const cases: Array<[string, RegExp]> = [
-        ['ctx.trigger.l.map(x, ctx.trigger.l.map(y, x * y)).size()', /^v: comprehensions iterate more than 10000 times$/],
+        [
+          'ctx.trigger.l.map(x, ctx.trigger.l.map(y, x * y)).size()',
+          /^v: comprehensions iterate more than 10000 times$/,
+        ],
         ['ctx.trigger.l.exists(x, x < 0)', /^v: comprehensions iterate more than 10000 times$/],
         [`${'['.repeat(300)}1${']'.repeat(300)}`, /^v: expression is nested too deeply/],
         ['1 + '.repeat(1200) + '1', /^v: expression is too long/],
@@ -175,20 +230,32 @@ describe('dryRunSteps', () => {
         expect([source.slice(0, 40), result!.status]).toEqual([source.slice(0, 40), 'ERROR']);
         // On a starved machine the 1 s evaluation limit can stop a comprehension before the
         // iteration budget does (the budget alone, untimed, is tested in cel.test.ts).
-        if (result!.error === 'v: evaluation exceeded the time limit of 1000 ms' && String(error).includes('iterate')) continue;
+        if (result!.error === 'v: evaluation exceeded the time limit of 1000 ms' && String(error).includes('iterate'))
+          continue;
         expect(result!.error).toMatch(error);
       }
     });
 
     it('the whole dry run is bounded: steps after the time budget are not evaluated', async () => {
-      const slow: StepDefinition = { id: 'slow', setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" } };
+      const slow: StepDefinition = {
+        id: 'slow',
+        setVariables: { v: "ctx.trigger.l.all(x, ctx.trigger.l.all(y, !ctx.trigger.s.matches('^(a|b)*$')))" },
+      };
       const results = (
-        await dryRunSteps([slow, { id: 'next', setVariables: { z: '1' } }], { l: list99, s: 'a'.repeat(200_000) + 'c' }, { ...secure, timeBudgetMs: 300 })
+        await dryRunSteps(
+          [slow, { id: 'next', setVariables: { z: '1' } }],
+          { l: list99, s: 'a'.repeat(200_000) + 'c' },
+          { ...secure, timeBudgetMs: 300 },
+        )
       ).steps;
       expect(results[0]).toMatchObject({ status: 'ERROR', error: 'v: evaluation exceeds the cost budget of 1000000' });
       expect(results[1]!.status).toBe('NOT_REACHED');
-      const exhausted = (await dryRunSteps([{ id: 'a', setVariables: { z: '1' } }], {}, { ...secure, timeBudgetMs: 0 })).steps;
-      expect(exhausted[0]).toMatchObject({ status: 'ERROR', error: 'the dry run used up its time budget of 0 ms before this step' });
+      const exhausted = (await dryRunSteps([{ id: 'a', setVariables: { z: '1' } }], {}, { ...secure, timeBudgetMs: 0 }))
+        .steps;
+      expect(exhausted[0]).toMatchObject({
+        status: 'ERROR',
+        error: 'the dry run used up its time budget of 0 ms before this step',
+      });
       expect(DRY_RUN_TIME_BUDGET_MS).toBe(5000);
     });
   });

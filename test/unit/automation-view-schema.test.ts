@@ -26,7 +26,11 @@ beforeAll(() => {
   const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
   addFormats(ajv);
   ajv.addFormat('int64', { type: 'string', validate: (value: string) => /^-?[0-9]+$/.test(value) });
-  ajv.addSchema(JSON.parse(JSON.stringify({ $id: ID, $defs: doc.components.schemas }).replaceAll('"#/components/schemas/', `"${ID}#/$defs/`)));
+  ajv.addSchema(
+    JSON.parse(
+      JSON.stringify({ $id: ID, $defs: doc.components.schemas }).replaceAll('"#/components/schemas/', `"${ID}#/$defs/`),
+    ),
+  );
   requestSchema = ajv.compile({ $ref: `${ID}#/$defs/CreateAutomationRequest` });
   responseSchema = ajv.compile({ $ref: `${ID}#/$defs/Automation` });
 });
@@ -50,7 +54,8 @@ const cel = fc.oneof(
 const maybeNull = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null });
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 /** Absent in most bodies (each of the flow-control fields), so that valid bodies stay common. */
-const rarely = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
+const rarely = <T>(arb: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 const duration = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom('60s', '0.5s', '3600s', '1.5s') },
   { weight: 1, arbitrary: fc.constantFrom('0s', '-1s', 'soon') },
@@ -66,7 +71,9 @@ const retry = fc.record(
 );
 const ownership = fc.record({ userId: cel, roleSlug: cel, appId: cel, entitlementId: cel });
 const kinds = fc.oneof(
-  fc.record({ setVariables: fc.dictionary(fc.stringMatching(/^[a-z_][a-z0-9_]{0,6}$|^9x$/), cel, { minKeys: 0, maxKeys: 3 }) }),
+  fc.record({
+    setVariables: fc.dictionary(fc.stringMatching(/^[a-z_][a-z0-9_]{0,6}$|^9x$/), cel, { minKeys: 0, maxKeys: 3 }),
+  }),
   fc.record({ wait: fc.record({ duration }) }),
   fc.record({ createEntitlementOwner: ownership }),
   fc.record({ deleteEntitlementOwner: ownership }),
@@ -75,7 +82,9 @@ const kinds = fc.oneof(
       {
         url: cel,
         body: fc.oneof(cel, fc.dictionary(fc.stringMatching(/^[a-z]{1,5}$/), cel, { maxKeys: 3 })),
-        headers: maybeNull(fc.dictionary(fc.constantFrom('X-Token', 'x-id', 'Content-Type', 'bad header'), cel, { maxKeys: 2 })),
+        headers: maybeNull(
+          fc.dictionary(fc.constantFrom('X-Token', 'x-id', 'Content-Type', 'bad header'), cel, { maxKeys: 2 }),
+        ),
         timeoutMs: maybeNull(fc.oneof(fc.integer({ min: 0, max: 40_000 }), fc.constant(1.5))),
       },
       { requiredKeys: ['url', 'body'] },
@@ -86,22 +95,44 @@ const kinds = fc.oneof(
 );
 const step = fc
   .tuple(
-    fc.record({ id: fc.stringMatching(/^[a-z][a-z0-9_]{0,5}$|^1x$/), when: maybe(maybeNull(cel)), retry: maybe(maybeNull(retry)) }, { requiredKeys: ['id'] }),
+    fc.record(
+      {
+        id: fc.stringMatching(/^[a-z][a-z0-9_]{0,5}$|^1x$/),
+        when: maybe(maybeNull(cel)),
+        retry: maybe(maybeNull(retry)),
+      },
+      { requiredKeys: ['id'] },
+    ),
     kinds,
     fc.option(fc.constantFrom('wait', 'fail', 'setVariables'), { nil: undefined }),
   )
-  .map(([head, kind, nullKind]) => ({ ...head, ...(nullKind && !(nullKind in kind) ? { [nullKind]: null } : {}), ...kind }));
+  .map(([head, kind, nullKind]) => ({
+    ...head,
+    ...(nullKind && !(nullKind in kind) ? { [nullKind]: null } : {}),
+    ...kind,
+  }));
 const cidrs = maybeNull(
-  fc.array(fc.oneof({ weight: 5, arbitrary: fc.oneof(fc.ipV4(), fc.ipV6(), fc.constant('10.0.0.0/8')) }, fc.constantFrom('1.2.3.4/40', 'nope')), {
-    maxLength: 3,
-  }),
+  fc.array(
+    fc.oneof(
+      { weight: 5, arbitrary: fc.oneof(fc.ipV4(), fc.ipV6(), fc.constant('10.0.0.0/8')) },
+      fc.constantFrom('1.2.3.4/40', 'nope'),
+    ),
+    {
+      maxLength: 3,
+    },
+  ),
 );
 const trigger = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.record({
       incomingWebhook: fc.record(
-        { authMethod: fc.constant('HMAC'), jwksUrl: maybe(maybeNull(fc.constant(''))), allowedCidrs: cidrs, enabled: maybeNull(fc.boolean()) },
+        {
+          authMethod: fc.constant('HMAC'),
+          jwksUrl: maybe(maybeNull(fc.constant(''))),
+          allowedCidrs: cidrs,
+          enabled: maybeNull(fc.boolean()),
+        },
         { requiredKeys: ['authMethod'] },
       ),
     }),
@@ -110,7 +141,12 @@ const trigger = fc.oneof(
     weight: 2,
     arbitrary: fc.record({
       incomingWebhook: fc.record(
-        { authMethod: fc.constant('JWT'), jwksUrl: fc.constant('https://idp.example/jwks.json'), allowedCidrs: cidrs, enabled: maybeNull(fc.boolean()) },
+        {
+          authMethod: fc.constant('JWT'),
+          jwksUrl: fc.constant('https://idp.example/jwks.json'),
+          allowedCidrs: cidrs,
+          enabled: maybeNull(fc.boolean()),
+        },
         { requiredKeys: ['authMethod', 'jwksUrl'] },
       ),
     }),
@@ -120,7 +156,10 @@ const trigger = fc.oneof(
       {
         authMethod: fc.constantFrom('HMAC', 'JWT', 'OTHER'),
         jwksUrl: maybeNull(
-          fc.oneof(fc.constant(''), fc.constantFrom('https://idp.example/jwks.json', 'http://idp.example/jwks.json', 'https://10.0.0.1/jwks')),
+          fc.oneof(
+            fc.constant(''),
+            fc.constantFrom('https://idp.example/jwks.json', 'http://idp.example/jwks.json', 'https://10.0.0.1/jwks'),
+          ),
         ),
         allowedCidrs: cidrs,
         enabled: maybeNull(fc.boolean()),
@@ -131,16 +170,28 @@ const trigger = fc.oneof(
 );
 const automation = fc.record(
   {
-    displayName: fc.oneof({ weight: 4, arbitrary: fc.constantFrom('Offboard', 'x', 'Sync é') }, fc.constantFrom(' ', ''), fc.string({ maxLength: 210 })),
+    displayName: fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom('Offboard', 'x', 'Sync é') },
+      fc.constantFrom(' ', ''),
+      fc.string({ maxLength: 210 }),
+    ),
     description: maybeNull(fc.string({ maxLength: 50 })),
     trigger,
     steps: maybeNull(fc.uniqueArray(step, { maxLength: 4, selector: (value) => value.id })),
     filter: rarely(maybeNull(cel)),
-    concurrency: rarely(maybeNull(fc.record({ limit: fc.constantFrom(1, 2, 100, 0, 101, 1.5), key: maybeNull(cel) }, { requiredKeys: ['limit'] }))),
+    concurrency: rarely(
+      maybeNull(
+        fc.record({ limit: fc.constantFrom(1, 2, 100, 0, 101, 1.5), key: maybeNull(cel) }, { requiredKeys: ['limit'] }),
+      ),
+    ),
     rateLimit: rarely(
       maybeNull(
         fc.record(
-          { limit: fc.constantFrom(1, 10_000, 0, 10_001), period: fc.constantFrom('1s', '60s', '86400s', '0s', '86401s', '1m', '1.5s'), key: maybeNull(cel) },
+          {
+            limit: fc.constantFrom(1, 10_000, 0, 10_001),
+            period: fc.constantFrom('1s', '60s', '86400s', '0s', '86401s', '1m', '1.5s'),
+            key: maybeNull(cel),
+          },
           { requiredKeys: ['limit', 'period'] },
         ),
       ),
@@ -183,8 +234,14 @@ describe('automation schemas of the OpenAPI document', () => {
         const { violations, record } = validate(body);
         if (violations.length > 0) return;
         accepted += 1;
-        for (const view of [automationView(record, BASE_URL), automationView({ ...record, publishedVersion: null }, BASE_URL)]) {
-          if (!responseSchema(view)) throw new Error(`view does not match the document: ${JSON.stringify(responseSchema.errors)}\n${JSON.stringify(view)}`);
+        for (const view of [
+          automationView(record, BASE_URL),
+          automationView({ ...record, publishedVersion: null }, BASE_URL),
+        ]) {
+          if (!responseSchema(view))
+            throw new Error(
+              `view does not match the document: ${JSON.stringify(responseSchema.errors)}\n${JSON.stringify(view)}`,
+            );
         }
       }),
       { numRuns: 400 },
@@ -195,10 +252,14 @@ describe('automation schemas of the OpenAPI document', () => {
 
   it('refuse a step with two kinds, or without any', () => {
     const base = { displayName: 'x', trigger: { incomingWebhook: { authMethod: 'HMAC' } } };
-    expect(requestSchema({ ...base, steps: [{ id: 'a', wait: { duration: '1s' }, fail: { message: "'x'" } }] })).toBe(false);
+    expect(requestSchema({ ...base, steps: [{ id: 'a', wait: { duration: '1s' }, fail: { message: "'x'" } }] })).toBe(
+      false,
+    );
     expect(requestSchema({ ...base, steps: [{ id: 'a' }] })).toBe(false);
     expect(requestSchema({ ...base, steps: [{ id: 'a', wait: { duration: '1s' }, fail: null }] })).toBe(true);
-    expect(requestSchema({ ...base, steps: [{ id: 'a', wait: { duration: '1s' }, retry: { maximumAttempts: 2 } }] })).toBe(false);
+    expect(
+      requestSchema({ ...base, steps: [{ id: 'a', wait: { duration: '1s' }, retry: { maximumAttempts: 2 } }] }),
+    ).toBe(false);
     expect(requestSchema({ displayName: 'x', trigger: { incomingWebhook: { authMethod: 'JWT' } } })).toBe(false);
   });
 });

@@ -46,10 +46,14 @@ describe('the cost of one evaluation', () => {
     // format also pays for its result: '[[0, 1], [0, 1], …]' is 800 characters at n = 100, '[]' at 0
     expect(growth("'%s'.format([ctx.trigger.l])", pairs, 100)).toBe(100 * 5 + (80 - 1));
     // a map: per entry its size (1), the key and the value
-    const entries = (n: number): unknown => ({ m: Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, [0]])) });
+    const entries = (n: number): unknown => ({
+      m: Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, [0]])),
+    });
     expect(growth('ctx.trigger.m == ctx.trigger.m', entries, 100)).toBe(2 * 100 * 4);
     // join walks the strings and pays for the joined result
-    expect(growth("ctx.trigger.l.join(',')", (n) => ({ l: new Array<string>(n).fill('ab') }), 100)).toBe(100 * 2 + Math.ceil((100 * 3 - 1) / 10));
+    expect(growth("ctx.trigger.l.join(',')", (n) => ({ l: new Array<string>(n).fill('ab') }), 100)).toBe(
+      100 * 2 + Math.ceil((100 * 3 - 1) / 10),
+    );
   });
 
   it('charges other string methods only for their operands', () => {
@@ -101,10 +105,20 @@ describe('the cost of one evaluation', () => {
   it('keeps counting after a comprehension over something that is not a list or a map', () => {
     // `n.all(…)` over a number fails (absorbed by ||) and iterates nothing; the budget stays whole
     const l = Array.from({ length: 10_001 }, (_, i) => i);
-    expect(() => evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', { trigger: { n: 1, l }, steps: {} })).toThrow(
+    expect(() =>
+      evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', {
+        trigger: { n: 1, l },
+        steps: {},
+      }),
+    ).toThrow(
       expect.objectContaining({ code: 'ERR_CEL_LIMIT', message: 'comprehensions iterate more than 10000 times' }),
     );
-    expect(evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', { trigger: { n: 1, l: [1, 2] }, steps: {} })).toBe(true);
+    expect(
+      evaluate('(ctx.trigger.n.all(x, true) || true) && ctx.trigger.l.all(x, true)', {
+        trigger: { n: 1, l: [1, 2] },
+        steps: {},
+      }),
+    ).toBe(true);
     expect(costUsed()).toBe(growth('ctx.trigger.l.all(x, true)', (n) => ({ l: new Array<number>(n).fill(0) }), 2));
   });
 
@@ -122,6 +136,8 @@ describe('the cost of one evaluation', () => {
       );
     }
     // the added duration('2s') pays 2 (the call and its short string), `+` 1 and one unit per duration
-    expect(cost("duration('1s') + duration('2s') == duration('3s')", {}) - cost("duration('1s') == duration('3s')", {})).toBe(2 + 3);
+    expect(
+      cost("duration('1s') + duration('2s') == duration('3s')", {}) - cost("duration('1s') == duration('3s')", {}),
+    ).toBe(2 + 3);
   });
 });

@@ -8,13 +8,23 @@ import { celLimits, checkExpression, evaluate, evaluateAll, type CelContext } fr
 import { costUsed } from '../../src/cel/cost';
 import { CelEvaluationError } from '../../src/errors';
 
-const { MAX_COMPREHENSION_ITERATIONS, MAX_EVALUATION_COST, MAX_INPUT_DEPTH, MAX_RESULT_SIZE, MAX_AST_NODES, MAX_EXPRESSION_LENGTH } = celLimits;
+const {
+  MAX_COMPREHENSION_ITERATIONS,
+  MAX_EVALUATION_COST,
+  MAX_INPUT_DEPTH,
+  MAX_RESULT_SIZE,
+  MAX_AST_NODES,
+  MAX_EXPRESSION_LENGTH,
+} = celLimits;
 
 function context(trigger: unknown, steps: Record<string, unknown> = {}): CelContext {
   return { trigger, steps };
 }
 
-function failure(source: string, ctx: CelContext = context({})): { code: string; message: string; field: string | undefined } {
+function failure(
+  source: string,
+  ctx: CelContext = context({}),
+): { code: string; message: string; field: string | undefined } {
   try {
     evaluateAll({ value: source }, ctx);
   } catch (err) {
@@ -91,7 +101,11 @@ describe('evaluation budgets, at their edges', () => {
 
   it('starts every evaluation with the whole budget', () => {
     const big = context({ l: new Array<number>(MAX_EVALUATION_COST / 2).fill(0) });
-    for (let i = 0; i < 3; i++) expect(evaluateAll({ a: 'ctx.trigger.l.size() >= 0', b: 'ctx.trigger.l.size() >= 0' }, big)).toEqual({ a: true, b: true });
+    for (let i = 0; i < 3; i++)
+      expect(evaluateAll({ a: 'ctx.trigger.l.size() >= 0', b: 'ctx.trigger.l.size() >= 0' }, big)).toEqual({
+        a: true,
+        b: true,
+      });
   });
 });
 
@@ -108,7 +122,10 @@ describe('input conversion (JSON → CEL)', () => {
 
   it('reads dates as RFC 3339 strings, bytes as bytes, integers as int, and missing values as null or absent', () => {
     const at = new Date('2024-05-01T10:00:00.123Z');
-    const ctx = context({ bytes: new Uint8Array([104, 105]), big: 5n, gone: undefined, fn: () => 1, sym: Symbol('s') }, { own: { createdAt: at } });
+    const ctx = context(
+      { bytes: new Uint8Array([104, 105]), big: 5n, gone: undefined, fn: () => 1, sym: Symbol('s') },
+      { own: { createdAt: at } },
+    );
     expect(evaluate('ctx.steps.own.createdAt', ctx)).toBe('2024-05-01T10:00:00.123Z');
     expect(evaluate('type(ctx.steps.own.createdAt) == string', ctx)).toBe(true);
     expect(evaluate('ctx.trigger.bytes == b"hi"', ctx)).toBe(true);
@@ -177,23 +194,30 @@ describe('result conversion (CEL → JSON)', () => {
   });
 
   it('writes map keys of every type as strings', () => {
-    expect(evaluate("{1: 'a', 2u: 'b', true: 'c', 'k': 'd'}", context({}))).toEqual({ '1': 'a', '2': 'b', true: 'c', k: 'd' });
+    expect(evaluate("{1: 'a', 2u: 'b', true: 'c', 'k': 'd'}", context({}))).toEqual({
+      '1': 'a',
+      '2': 'b',
+      true: 'c',
+      k: 'd',
+    });
   });
 
   it('writes types by name, timestamps as RFC 3339 and durations as protobuf JSON', () => {
     const ctx = context({});
     expect(evaluate('[type(1), type("s"), type(ctx)]', ctx)).toEqual(['int', 'string', 'map']);
     expect(
-      evaluate("['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.5Z', '2024-05-01T10:00:00.000120Z', '2024-05-01T10:00:00.000000001Z'].map(t, timestamp(t))", ctx),
-    ).toEqual(['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.500Z', '2024-05-01T10:00:00.000120Z', '2024-05-01T10:00:00.000000001Z']);
-    expect(evaluate("['0s', '1.5s', '-1.5s', '-0.25s', '90m', '0.000001s', '1.000000002s'].map(d, duration(d))", ctx)).toEqual([
-      '0s',
-      '1.500s',
-      '-1.500s',
-      '-0.250s',
-      '5400s',
-      '0.000001s',
-      '1.000000002s',
+      evaluate(
+        "['2024-05-01T10:00:00Z', '2024-05-01T10:00:00.5Z', '2024-05-01T10:00:00.000120Z', '2024-05-01T10:00:00.000000001Z'].map(t, timestamp(t))",
+        ctx,
+      ),
+    ).toEqual([
+      '2024-05-01T10:00:00Z',
+      '2024-05-01T10:00:00.500Z',
+      '2024-05-01T10:00:00.000120Z',
+      '2024-05-01T10:00:00.000000001Z',
     ]);
+    expect(
+      evaluate("['0s', '1.5s', '-1.5s', '-0.25s', '90m', '0.000001s', '1.000000002s'].map(d, duration(d))", ctx),
+    ).toEqual(['0s', '1.500s', '-1.500s', '-0.250s', '5400s', '0.000001s', '1.000000002s']);
   });
 });

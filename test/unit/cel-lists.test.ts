@@ -19,7 +19,9 @@ describe('list concatenation', () => {
         [1, 2],
       ],
     ]);
-    expect(evaluate('[[1] + [2]].map(l, [l + [3], l.size(), 3 in l, l == [1, 2], l.map(x, x)])', ctx)).toEqual([[[1, 2, 3], 2, false, true, [1, 2]]]);
+    expect(evaluate('[[1] + [2]].map(l, [l + [3], l.size(), 3 in l, l == [1, 2], l.map(x, x)])', ctx)).toEqual([
+      [[1, 2, 3], 2, false, true, [1, 2]],
+    ]);
     expect(evaluate('([1] + [2]) + ([3] + [4])', ctx)).toEqual([1, 2, 3, 4]);
     expect(evaluate('[] + [1] + [] + [2, 3]', ctx)).toEqual([1, 2, 3]);
   });
@@ -28,7 +30,10 @@ describe('list concatenation', () => {
     expect(evaluate('([1] + [2])[0] + ([1] + [2])[1]', ctx)).toBe(3);
     for (const source of ['([1] + [2])[2]', '([1] + [2])[-1]', '[[1] + [2]].map(l, [l + [3], l[2]])']) {
       expect(() => evaluate(source, ctx)).toThrow(
-        expect.objectContaining({ code: 'ERR_CEL_EVALUATION', message: expect.stringMatching(/index -?\d out of bounds/) }),
+        expect.objectContaining({
+          code: 'ERR_CEL_EVALUATION',
+          message: expect.stringMatching(/index -?\d out of bounds/),
+        }),
       );
     }
   });

@@ -31,10 +31,14 @@ describe('evaluation errors', () => {
   it('quote at most 200 characters of a long expression', () => {
     const source = `ctx.trigger.missing + '${'y'.repeat(300)}'`;
     const { message } = failure(() => evaluate(source, ctx));
-    expect(message).toBe(`field not found: missing at line 1, column 12 in ${JSON.stringify(`${source.slice(0, 200)}…`)}`);
+    expect(message).toBe(
+      `field not found: missing at line 1, column 12 in ${JSON.stringify(`${source.slice(0, 200)}…`)}`,
+    );
     const exactly = `ctx.trigger.missing + '${'y'.repeat(200 - 24)}'`;
     expect(exactly).toHaveLength(200);
-    expect(failure(() => evaluate(exactly, ctx)).message).toBe(`field not found: missing at line 1, column 12 in ${JSON.stringify(exactly)}`);
+    expect(failure(() => evaluate(exactly, ctx)).message).toBe(
+      `field not found: missing at line 1, column 12 in ${JSON.stringify(exactly)}`,
+    );
   });
 
   it('name the field of a batch whose expression did not compile', () => {
@@ -43,7 +47,10 @@ describe('evaluation errors', () => {
       message: 'syntax error at line 1, column 12: found . but expecting end of input',
       field: 'b',
     });
-    expect(failure(() => evaluateAll({ a: 'nope', b: 'ctx.trigger.a' }, ctx))).toMatchObject({ code: 'ERR_CEL_UNKNOWN_NAME', field: 'a' });
+    expect(failure(() => evaluateAll({ a: 'nope', b: 'ctx.trigger.a' }, ctx))).toMatchObject({
+      code: 'ERR_CEL_UNKNOWN_NAME',
+      field: 'a',
+    });
   });
 });
 
@@ -53,6 +60,8 @@ describe('evaluateSecretExpression', () => {
     const missing = failure(() => evaluateSecretExpression('secrets.a + secrets.b', { a: 'value-of-a' }));
     expect(missing).toEqual({ code: 'ERR_CEL_EVALUATION', message: 'secret "b" is not available', field: undefined });
     // a name that Object.prototype holds is not a secret
-    expect(failure(() => evaluateSecretExpression('secrets.toString', {})).message).toBe('secret "toString" is not available');
+    expect(failure(() => evaluateSecretExpression('secrets.toString', {})).message).toBe(
+      'secret "toString" is not available',
+    );
   });
 });

@@ -11,7 +11,8 @@ import { checkSecretExpression, secretsSelectedBy } from '../../src/cel';
 import { checkSecretForm, literalPrefix, selectedSecrets } from '../../src/cel/secret-form';
 import { CelEvaluationError } from '../../src/errors';
 
-const FORM = "a header value that reads secrets is secrets.<name> and string literals joined by + (e.g. 'Bearer ' + secrets.crm_token), nothing else; found";
+const FORM =
+  "a header value that reads secrets is secrets.<name> and string literals joined by + (e.g. 'Bearer ' + secrets.crm_token), nothing else; found";
 
 describe('the closed secret grammar, past the name check', () => {
   it.each([

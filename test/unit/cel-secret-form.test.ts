@@ -6,7 +6,8 @@
  */
 import { checkSecretExpression, constantPrefix, secretNames, secretsSelectedBy } from '../../src/cel';
 
-const FORM = "a header value that reads secrets is secrets.<name> and string literals joined by + (e.g. 'Bearer ' + secrets.crm_token), nothing else; found";
+const FORM =
+  "a header value that reads secrets is secrets.<name> and string literals joined by + (e.g. 'Bearer ' + secrets.crm_token), nothing else; found";
 
 describe('the closed secret grammar', () => {
   it.each([
@@ -57,8 +58,12 @@ describe('the closed secret grammar', () => {
   });
 
   it('refuses an index into secrets, has(), ctx and other names before the grammar check', () => {
-    expect(checkSecretExpression("secrets['k']").problem).toBe('secrets at line 1, column 1 must be read as secrets.<name>');
-    expect(checkSecretExpression("has(secrets.k) ? 'a' : secrets.k").problem).toBe('secrets at line 1, column 5 must be read as secrets.<name>');
+    expect(checkSecretExpression("secrets['k']").problem).toBe(
+      'secrets at line 1, column 1 must be read as secrets.<name>',
+    );
+    expect(checkSecretExpression("has(secrets.k) ? 'a' : secrets.k").problem).toBe(
+      'secrets at line 1, column 5 must be read as secrets.<name>',
+    );
     expect(checkSecretExpression('secrets.k + ctx').problem).toBe(
       'a header value that reads secrets may not read ctx (at line 1, column 13): only secrets.<name> and literals',
     );

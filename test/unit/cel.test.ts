@@ -176,7 +176,9 @@ describe('hostile expressions are bounded', () => {
     } catch (err) {
       expect(err).toBeInstanceOf(CelEvaluationError);
       expect((err as CelEvaluationError).code).toBe('ERR_CEL_LIMIT');
-      expect((err as CelEvaluationError).message).toBe(`evaluation exceeds the cost budget of ${celLimits.MAX_EVALUATION_COST}`);
+      expect((err as CelEvaluationError).message).toBe(
+        `evaluation exceeds the cost budget of ${celLimits.MAX_EVALUATION_COST}`,
+      );
       expect((err as CelEvaluationError).field).toBe('eq');
     }
     // the module still works afterwards

@@ -44,7 +44,10 @@ const jestJson = {
 
 describe('scripts/ci-summary.js', () => {
   it('sums jest and a plain summary; skips by reason on the line before the last', () => {
-    const { lines, failed } = summarize([`npm test=${file('jest.json', jestJson)}`, `schemathesis=${file('st.json', { passed: 1, failed: 0 })}`]);
+    const { lines, failed } = summarize([
+      `npm test=${file('jest.json', jestJson)}`,
+      `schemathesis=${file('st.json', { passed: 1, failed: 0 })}`,
+    ]);
     expect(lines).toEqual([
       'npm test: 3 passed, 1 failed, 3 skipped',
       'schemathesis: 1 passed, 0 failed',
@@ -81,10 +84,20 @@ describe('scripts/ci-summary.js', () => {
   });
 
   it("reads Playwright's JSON report: expected and flaky passed, unexpected and errors outside the tests failed", () => {
-    const report = { suites: [], errors: [{ message: 'global set-up failed' }], stats: { expected: 12, flaky: 1, unexpected: 2, skipped: 2 } };
+    const report = {
+      suites: [],
+      errors: [{ message: 'global set-up failed' }],
+      stats: { expected: 12, flaky: 1, unexpected: 2, skipped: 2 },
+    };
     const { lines, failed } = summarize([`browser=${file('playwright.json', report)}`]);
     expect(failed).toBe(3);
-    expect(lines).toEqual(expect.arrayContaining(['browser: 13 passed, 3 failed, 2 skipped', 'browser: 1 error(s) outside the tests', '13 passed, 3 failed']));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'browser: 13 passed, 3 failed, 2 skipped',
+        'browser: 1 error(s) outside the tests',
+        '13 passed, 3 failed',
+      ]),
+    );
   });
 
   it('a skip for a tool .ci/run installs counts as failed', () => {
@@ -94,12 +107,21 @@ describe('scripts/ci-summary.js', () => {
       numFailedTests: 0,
       numRuntimeErrorTestSuites: 0,
       testResults: [
-        { assertionResults: [test('pending', 'shows a run', ['Temporal Web UI (skipped: /usr/bin/chromium is absent; apt-get install -y chromium)'])] },
+        {
+          assertionResults: [
+            test('pending', 'shows a run', [
+              'Temporal Web UI (skipped: /usr/bin/chromium is absent; apt-get install -y chromium)',
+            ]),
+          ],
+        },
       ],
     };
     const { lines, failed } = summarize(['--forbid-skip', 'chromium', `npm test=${file('web.json', web)}`]);
     expect(failed).toBe(1);
-    expect(lines.slice(-2)).toEqual(['1 skipped: 1 (/usr/bin/chromium is absent; apt-get install -y chromium)', '0 passed, 1 failed']);
+    expect(lines.slice(-2)).toEqual([
+      '1 skipped: 1 (/usr/bin/chromium is absent; apt-get install -y chromium)',
+      '0 passed, 1 failed',
+    ]);
   });
 
   it("names each failed test with its message's first lines, colours removed, long messages cut; a suite failed outside its tests too", () => {
@@ -116,23 +138,40 @@ describe('scripts/ci-summary.js', () => {
           message: 'ignored: its tests say it',
           assertionResults: [
             test('passed', 'a'),
-            { ...test('failed', 'every event ran once', ['a breaker']), failureMessages: [`\u001b[31mError: POST /x: 503\u001b[39m\n\n${long}`] },
+            {
+              ...test('failed', 'every event ran once', ['a breaker']),
+              failureMessages: [`\u001b[31mError: POST /x: 503\u001b[39m\n\n${long}`],
+            },
           ],
         },
-        { name: `${process.cwd()}/test/drills/flow.drill.ts`, status: 'failed', message: 'beforeAll: api-2 exited', assertionResults: [] },
+        {
+          name: `${process.cwd()}/test/drills/flow.drill.ts`,
+          status: 'failed',
+          message: 'beforeAll: api-2 exited',
+          assertionResults: [],
+        },
       ],
     };
     const report = {
       suites: [
         {
           title: 'runs.spec.ts',
-          specs: [{ title: 'lists runs', file: 'runs.spec.ts', tests: [{ status: 'unexpected', results: [{ errors: [{ message: 'timeout' }] }] }] }],
+          specs: [
+            {
+              title: 'lists runs',
+              file: 'runs.spec.ts',
+              tests: [{ status: 'unexpected', results: [{ errors: [{ message: 'timeout' }] }] }],
+            },
+          ],
         },
       ],
       errors: [],
       stats: { expected: 0, unexpected: 1 },
     };
-    const { failures } = summarize([`drills=${file('drills-failed.json', drills)}`, `browser=${file('pw-failed.json', report)}`]);
+    const { failures } = summarize([
+      `drills=${file('drills-failed.json', drills)}`,
+      `browser=${file('pw-failed.json', report)}`,
+    ]);
     expect(failures.slice(0, 3)).toEqual([
       'drills: FAILED test/drills/breaker-bulk.drill.ts › a breaker › every event ran once',
       '    Error: POST /x: 503',

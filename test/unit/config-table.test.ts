@@ -37,12 +37,20 @@ describe('the loader follows CONFIG_SCHEMA', () => {
       expect([name, variable.read({}, [])]).toEqual([name, fallback === undefined ? undefined : Number(fallback)]);
       expect([name, variable.read({ [name]: min! }, [])]).toEqual([name, Number(min)]);
       expect([name, variable.read({ [name]: max! }, [])]).toEqual([name, Number(max)]);
-      expect(() => loadConfig({ [name]: String(Number(max) + 1) })).toThrow(new ConfigError(`${name} must be an integer between ${min} and ${max}`));
+      expect(() => loadConfig({ [name]: String(Number(max) + 1) })).toThrow(
+        new ConfigError(`${name} must be an integer between ${min} and ${max}`),
+      );
     }
   });
 
   it('arranges the values as Config', () => {
-    const config = loadConfig({ PORT: '9000', TEMPORAL_TASK_QUEUE: 'q', WORKER_MAX_CACHED_WORKFLOWS: '5', ADMIN_PORT: '9464', TRUST_PROXY: 'true' });
+    const config = loadConfig({
+      PORT: '9000',
+      TEMPORAL_TASK_QUEUE: 'q',
+      WORKER_MAX_CACHED_WORKFLOWS: '5',
+      ADMIN_PORT: '9464',
+      TRUST_PROXY: 'true',
+    });
     expect(config.port).toBe(9000);
     expect(config.baseUrl).toBe('http://localhost:9000');
     expect(config.temporal.taskQueue).toBe('q');

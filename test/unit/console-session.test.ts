@@ -57,8 +57,15 @@ async function serve(baseUrl: string): Promise<Served> {
   app.use((ctx) => {
     const principal = ctx.state.principal as { actor: string; roles: string[] };
     // The audit details a change would be written with (the person's name and email, when one).
-    const details = JSON.parse(auditParams({ actor: principal.actor, action: 'x.change', resourceType: 'x', resourceId: '1' })[5] as string) as unknown;
-    ctx.body = { actor: principal.actor, roles: principal.roles, session: (ctx.state.session as { idHash: string }).idHash, details };
+    const details = JSON.parse(
+      auditParams({ actor: principal.actor, action: 'x.change', resourceType: 'x', resourceId: '1' })[5] as string,
+    ) as unknown;
+    ctx.body = {
+      actor: principal.actor,
+      roles: principal.roles,
+      session: (ctx.state.session as { idHash: string }).idHash,
+      details,
+    };
   });
   const server = http.createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -76,7 +83,9 @@ describe('the session cookie', () => {
     expect(sessionCookieName(plain)).toBe('console_session');
     expect(sessionCookieName(secure)).toBe('__Host-console_session');
     expect(sessionCookie(plain, 'abc', 1800)).toBe('console_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=1800');
-    expect(sessionCookie(secure, 'abc', 0)).toBe('__Host-console_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=0; Secure');
+    expect(sessionCookie(secure, 'abc', 0)).toBe(
+      '__Host-console_session=abc; Path=/; HttpOnly; SameSite=Lax; Max-Age=0; Secure',
+    );
   });
 
   it('is read by its exact name among other cookies, its value whole', () => {
@@ -138,7 +147,11 @@ describe('authenticateSession', () => {
   beforeAll(async () => {
     db = await openTestDb(PGLITE);
     served = await serve('http://console.test:8080');
-    const { id, session } = await sessionsOf(served.deps).create({ actor: PERSON_ACTOR, person: PERSON, roles: ['admin'] });
+    const { id, session } = await sessionsOf(served.deps).create({
+      actor: PERSON_ACTOR,
+      person: PERSON,
+      roles: ['admin'],
+    });
     cookie = `console_session=${id}`;
     csrfToken = session.csrfToken;
     idHash = session.idHash;
@@ -148,27 +161,44 @@ describe('authenticateSession', () => {
     await db?.close();
   });
 
-  async function call(method: string, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  async function call(
+    method: string,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
     const res = await fetch(`${served.url}/console/api/v1/things`, { method, headers });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 
   it('answers 401 in the error shape without a session cookie, or with one of no live session', async () => {
-    for (const headers of [{}, { cookie: 'console_session=' + 'a'.repeat(43) }, { cookie: 'other=1' }] as Record<string, string>[]) {
+    for (const headers of [{}, { cookie: 'console_session=' + 'a'.repeat(43) }, { cookie: 'other=1' }] as Record<
+      string,
+      string
+    >[]) {
       const res = await call('GET', headers);
-      expect(res).toEqual({ status: 401, body: { code: 16, message: 'no console session: sign in at /console', details: [] } });
+      expect(res).toEqual({
+        status: 401,
+        body: { code: 16, message: 'no console session: sign in at /console', details: [] },
+      });
     }
   });
 
   it('lets a safe request through with the cookie alone, acting as the session, audited with the person', async () => {
     for (const method of ['GET', 'HEAD', 'OPTIONS']) {
-      const res = await fetch(`${served.url}/console/api/v1/things`, { method, headers: { cookie, origin: OTHER_ORIGIN } });
+      const res = await fetch(`${served.url}/console/api/v1/things`, {
+        method,
+        headers: { cookie, origin: OTHER_ORIGIN },
+      });
       expect(res.status).toBe(200);
     }
     const res = await call('GET', { cookie });
     expect(res).toEqual({
       status: 200,
-      body: { actor: PERSON_ACTOR, roles: ['admin'], session: idHash, details: { name: 'Ada Lovelace', email: 'ada@example.test' } },
+      body: {
+        actor: PERSON_ACTOR,
+        roles: ['admin'],
+        session: idHash,
+        details: { name: 'Ada Lovelace', email: 'ada@example.test' },
+      },
     });
   });
 
@@ -181,7 +211,11 @@ describe('authenticateSession', () => {
         { cookie, 'x-csrf-token': 'x'.repeat(csrfToken.length) },
       ] as Record<string, string>[]) {
         const res = await call(method, headers);
-        expect({ method, ...res }).toEqual({ method, status: 403, body: { code: 7, message: 'missing or wrong X-CSRF-Token', details: [] } });
+        expect({ method, ...res }).toEqual({
+          method,
+          status: 403,
+          body: { code: 7, message: 'missing or wrong X-CSRF-Token', details: [] },
+        });
       }
     }
   });
@@ -189,25 +223,36 @@ describe('authenticateSession', () => {
   it('refuses an unsafe request from another origin even with the right token (403)', async () => {
     for (const origin of [OTHER_ORIGIN, 'http://console.test:8081', 'https://console.test:8080']) {
       const res = await call('POST', { cookie, 'x-csrf-token': csrfToken, origin });
-      expect(res).toEqual({ status: 403, body: { code: 7, message: "the request comes from another origin than the console's", details: [] } });
+      expect(res).toEqual({
+        status: 403,
+        body: { code: 7, message: "the request comes from another origin than the console's", details: [] },
+      });
     }
   });
 
   it('takes an unsafe request with the right token, from the console origin or without Origin', async () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
       expect((await call(method, { cookie, 'x-csrf-token': csrfToken })).status).toBe(200);
-      expect((await call(method, { cookie, 'x-csrf-token': csrfToken, origin: 'http://console.test:8080' })).body).toMatchObject({ actor: PERSON_ACTOR });
+      expect(
+        (await call(method, { cookie, 'x-csrf-token': csrfToken, origin: 'http://console.test:8080' })).body,
+      ).toMatchObject({ actor: PERSON_ACTOR });
     }
   });
 
   it('acts as the API client of a local sign-in, with no person in the audit details', async () => {
-    const { client } = await createClient(db, new SecretBox(randomBytes(32)), { displayName: 'console test', roles: ['read_only'] });
+    const { client } = await createClient(db, new SecretBox(randomBytes(32)), {
+      displayName: 'console test',
+      roles: ['read_only'],
+    });
     const { id, session } = await sessionsOf(served.deps).create({
       actor: `client:${client.clientId}`,
       person: { id: client.clientId, name: 'console test', email: '' },
       roles: ['read_only'],
     });
     const res = await call('GET', { cookie: `console_session=${id}` });
-    expect(res).toEqual({ status: 200, body: { actor: `client:${client.clientId}`, roles: ['read_only'], session: session.idHash, details: {} } });
+    expect(res).toEqual({
+      status: 200,
+      body: { actor: `client:${client.clientId}`, roles: ['read_only'], session: session.idHash, details: {} },
+    });
   });
 });

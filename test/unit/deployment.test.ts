@@ -29,9 +29,15 @@ interface ComposeService {
 
 describe('docker-compose.yml', () => {
   const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, ComposeService> };
-  const shellEnv = { SECRET_KEY: 'a'.repeat(64), APP_DB_PASSWORD: 'app-password', PAYLOAD_KEYS: `k1:${'b'.repeat(64)}` };
+  const shellEnv = {
+    SECRET_KEY: 'a'.repeat(64),
+    APP_DB_PASSWORD: 'app-password',
+    PAYLOAD_KEYS: `k1:${'b'.repeat(64)}`,
+  };
   const envOf = (service: string): Record<string, string> =>
-    Object.fromEntries(Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v, shellEnv)]));
+    Object.fromEntries(
+      Object.entries(compose.services[service]?.environment ?? {}).map(([k, v]) => [k, substitute(v, shellEnv)]),
+    );
 
   it.each(['api', 'worker'])('%s: every variable is one the service reads, and loadConfig accepts them', (service) => {
     const env = envOf(service);
@@ -57,14 +63,24 @@ describe('docker-compose.yml', () => {
   });
 
   it('refuses to start without SECRET_KEY, which every API process must share', () => {
-    expect(() => Object.entries(compose.services.api?.environment ?? {}).forEach(([, v]) => substitute(v, { APP_DB_PASSWORD: 'x' }))).toThrow(/SECRET_KEY/);
+    expect(() =>
+      Object.entries(compose.services.api?.environment ?? {}).forEach(([, v]) =>
+        substitute(v, { APP_DB_PASSWORD: 'x' }),
+      ),
+    ).toThrow(/SECRET_KEY/);
   });
 
   it('has health checks', () => {
     for (const name of ['postgres', 'temporal-frontend', 'api', 'worker']) {
       // A command Docker can run: ["CMD", program, ...] or ["CMD-SHELL", "shell line"].
       const test = (compose.services[name]?.healthcheck as { test?: unknown } | undefined)?.test;
-      expect([name, Array.isArray(test) && /^CMD(-SHELL)?$/.test(String(test[0])) && test.length >= 2 && String(test[1]).trim() !== '']).toEqual([name, true]);
+      expect([
+        name,
+        Array.isArray(test) &&
+          /^CMD(-SHELL)?$/.test(String(test[0])) &&
+          test.length >= 2 &&
+          String(test[1]).trim() !== '',
+      ]).toEqual([name, true]);
     }
   });
 });
@@ -79,7 +95,11 @@ describe('Node flags of the service (scripts/node-flags.js)', () => {
     for (const name of ['start', 'api', 'worker', 'bench', 'bench:soak', 'bench:memory-floor']) {
       // Environment assignments and `exec` may come first (the service's scripts; see below).
       const argv = scripts[name]!.split(/\s+/).filter((word) => word !== 'exec' && !/^[A-Z_]+=/.test(word));
-      expect({ name, node: argv[0], flags: argv.slice(1, 1 + SERVICE_NODE_FLAGS.length) }).toEqual({ name, node: 'node', flags: [...SERVICE_NODE_FLAGS] });
+      expect({ name, node: argv[0], flags: argv.slice(1, 1 + SERVICE_NODE_FLAGS.length) }).toEqual({
+        name,
+        node: 'node',
+        flags: [...SERVICE_NODE_FLAGS],
+      });
     }
   });
 
@@ -92,7 +112,10 @@ describe('Node flags of the service (scripts/node-flags.js)', () => {
 
   it("npm start, npm run api|worker: the shell npm runs the script with execs node, so npm's SIGTERM reaches the service", () => {
     for (const name of ['start', 'api', 'worker']) {
-      expect({ name, script: scripts[name] }).toEqual({ name, script: expect.stringMatching(/^([A-Z_]+=\S+ )*exec node /) });
+      expect({ name, script: scripts[name] }).toEqual({
+        name,
+        script: expect.stringMatching(/^([A-Z_]+=\S+ )*exec node /),
+      });
     }
   });
 
@@ -132,7 +155,10 @@ describe('Dockerfile', () => {
 describe('docs/operations.md', () => {
   it('documents every configuration variable in its one configuration table', () => {
     const operations = read('docs/operations.md');
-    const table = operations.slice(operations.indexOf('## Configuration'), operations.indexOf('\n## ', operations.indexOf('## Configuration') + 5));
+    const table = operations.slice(
+      operations.indexOf('## Configuration'),
+      operations.indexOf('\n## ', operations.indexOf('## Configuration') + 5),
+    );
     for (const name of CONFIG_VARIABLES) expect([name, table.includes(`\`${name}\``)]).toEqual([name, true]);
   });
 });
@@ -161,7 +187,9 @@ describe('Temporal connection options', () => {
 describe('package-lock.json', () => {
   it('lists every optional dependency, so `npm ci` accepts it on a fresh clone', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { missingOptionals } = require('../../scripts/complete-lockfile.js') as { missingOptionals: (lock: unknown) => Array<{ name: string }> };
+    const { missingOptionals } = require('../../scripts/complete-lockfile.js') as {
+      missingOptionals: (lock: unknown) => Array<{ name: string }>;
+    };
     expect(missingOptionals(JSON.parse(read('package-lock.json'))).map((d) => d.name)).toEqual([]);
   });
 });

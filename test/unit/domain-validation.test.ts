@@ -10,7 +10,11 @@ import { parseOrThrow, violationsOf } from '../../src/domain/validation';
 import { type FieldViolation, InvalidArgumentError } from '../../src/errors';
 
 /** The violations `parseOrThrow` throws (a 400), or the parsed value. */
-function parsed(schema: Parameters<typeof parseOrThrow>[0], input: unknown, prefix?: string): { value: unknown } | { violations: FieldViolation[] } {
+function parsed(
+  schema: Parameters<typeof parseOrThrow>[0],
+  input: unknown,
+  prefix?: string,
+): { value: unknown } | { violations: FieldViolation[] } {
   try {
     return { value: parseOrThrow(schema, input, prefix) };
   } catch (err) {
@@ -21,7 +25,9 @@ function parsed(schema: Parameters<typeof parseOrThrow>[0], input: unknown, pref
 
 describe('parseOrThrow', () => {
   it('answers the parsed value when the input fits', () => {
-    expect(parsed(CreateUserRequest, { displayName: 'Ada', email: 'ada@example.com', type: 'USER_TYPE_HUMAN' })).toEqual({
+    expect(
+      parsed(CreateUserRequest, { displayName: 'Ada', email: 'ada@example.com', type: 'USER_TYPE_HUMAN' }),
+    ).toEqual({
       value: { displayName: 'Ada', email: 'ada@example.com', type: 'USER_TYPE_HUMAN' },
     });
   });
@@ -33,7 +39,9 @@ describe('parseOrThrow', () => {
         { field: 'email', description: 'must be an email address' },
       ],
     });
-    expect(parsed(SearchEntitlementsFilter, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
+    expect(parsed(SearchEntitlementsFilter, { appIds: ['a', 7] })).toEqual({
+      violations: [{ field: 'appIds[1]', description: expect.any(String) }],
+    });
   });
 
   it('violationsOf without a prefix names the fields from the body root', () => {
@@ -47,7 +55,9 @@ describe('parseOrThrow', () => {
     expect(parsed(CreateUserRequest, { email: 'ada@example.com', type: 'USER_TYPE_HUMAN' }, 'user')).toEqual({
       violations: [{ field: 'user.displayName', description: 'is required' }],
     });
-    expect(parsed(SearchEntitlementsFilter, 'query=x')).toEqual({ violations: [{ field: '(body)', description: expect.any(String) }] });
+    expect(parsed(SearchEntitlementsFilter, 'query=x')).toEqual({
+      violations: [{ field: '(body)', description: expect.any(String) }],
+    });
   });
 });
 
@@ -71,12 +81,17 @@ describe('automation display name', () => {
     expect(run('n'.repeat(200))).toEqual({ value: 'n'.repeat(200), violations: [] });
   });
 
-  it.each([[undefined], [null], [42], [['a']], [''], ['   '], ['\t\n'], ['n'.repeat(201)]])('%j is refused, naming the field', (value) => {
-    expect(run(value)).toEqual({ value: '', violations: [{ field: 'displayName', description: NAME_RULE }] });
-  });
+  it.each([[undefined], [null], [42], [['a']], [''], ['   '], ['\t\n'], ['n'.repeat(201)]])(
+    '%j is refused, naming the field',
+    (value) => {
+      expect(run(value)).toEqual({ value: '', violations: [{ field: 'displayName', description: NAME_RULE }] });
+    },
+  );
 
   it('the violation carries the field it was given', () => {
-    expect(validated(validateDisplayName, '', 'automation.displayName').violations).toEqual([{ field: 'automation.displayName', description: NAME_RULE }]);
+    expect(validated(validateDisplayName, '', 'automation.displayName').violations).toEqual([
+      { field: 'automation.displayName', description: NAME_RULE },
+    ]);
   });
 });
 

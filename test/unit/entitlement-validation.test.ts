@@ -1,4 +1,9 @@
-import { jsonDepthViolation, parseEntitlementWrite, parseUpdateMask, validateEntitlementWrite } from '../../src/domain/entitlement-validation';
+import {
+  jsonDepthViolation,
+  parseEntitlementWrite,
+  parseUpdateMask,
+  validateEntitlementWrite,
+} from '../../src/domain/entitlement-validation';
 import { WRITABLE_FIELDS } from '../../src/domain/schemas';
 import { fieldPath } from '../../src/domain/validation';
 import { isDuration } from '../../src/domain/entitlement-rules';
@@ -38,7 +43,10 @@ describe('AppEntitlement write validation', () => {
     });
 
     it('requires a non-blank displayName', () => {
-      expect(validateEntitlementWrite({})).toMatchObject({ ok: false, violations: [{ field: 'displayName', description: 'is required' }] });
+      expect(validateEntitlementWrite({})).toMatchObject({
+        ok: false,
+        violations: [{ field: 'displayName', description: 'is required' }],
+      });
       expect(violations({ displayName: '  ' })).toEqual(['displayName']);
       expect(violations({ displayName: 7 })).toEqual(['displayName']);
       expect(violations({ displayName: null })).toEqual(['displayName']);
@@ -61,13 +69,18 @@ describe('AppEntitlement write validation', () => {
     });
 
     it('keeps unknown purpose values and refuses non-strings', () => {
-      expect(accepted({ purpose: 'APP_ENTITLEMENT_PURPOSE_VALUE_OWNERSHIP' }).purpose).toBe('APP_ENTITLEMENT_PURPOSE_VALUE_OWNERSHIP');
+      expect(accepted({ purpose: 'APP_ENTITLEMENT_PURPOSE_VALUE_OWNERSHIP' }).purpose).toBe(
+        'APP_ENTITLEMENT_PURPOSE_VALUE_OWNERSHIP',
+      );
       expect(accepted({ purpose: 'SOMETHING_NEW' }).purpose).toBe('SOMETHING_NEW');
       expect(violations({ purpose: 3 })).toEqual(['purpose']);
     });
 
     it('drops unknown and read-only fields', () => {
-      const fields = accepted({ grantCount: '9', id: 'x', systemBuiltin: true, somethingElse: 1 }) as Record<string, unknown>;
+      const fields = accepted({ grantCount: '9', id: 'x', systemBuiltin: true, somethingElse: 1 }) as Record<
+        string,
+        unknown
+      >;
       expect(fields.grantCount).toBeUndefined();
       expect(fields.id).toBeUndefined();
       expect(fields.somethingElse).toBeUndefined();
@@ -98,7 +111,9 @@ describe('AppEntitlement write validation', () => {
 
     it('rule 3: values of 0..256 URL-safe ASCII characters', () => {
       const urlSafe = "AZaz09-._~:/?#[]@!$&'()*+,;=%";
-      expect(violations({ annotations: { a: '', b: 'x'.repeat(256), c: urlSafe, d: 'https://x.example/a?b=c#d' } })).toEqual([]);
+      expect(
+        violations({ annotations: { a: '', b: 'x'.repeat(256), c: urlSafe, d: 'https://x.example/a?b=c#d' } }),
+      ).toEqual([]);
       expect(violations({ annotations: { a: 'x'.repeat(257) } })).toEqual(['annotations["a"]']);
       for (const bad of ['has space', 'quote"', 'angle<', 'caf\u00e9', 'back\\slash', 'brace{', 'line\n']) {
         expect(violations({ annotations: { a: bad } })).toEqual(['annotations["a"]']);
@@ -109,10 +124,14 @@ describe('AppEntitlement write validation', () => {
 
     it('rule 4: at most 4096 bytes serialized', () => {
       // 13 entries of a 40-character key and a 256-character value: 13 * 301 + 1 = 3914 bytes.
-      const within = Object.fromEntries(Array.from({ length: 13 }, (_, i) => [`k${String(i).padStart(39, '0')}`, 'v'.repeat(256)]));
+      const within = Object.fromEntries(
+        Array.from({ length: 13 }, (_, i) => [`k${String(i).padStart(39, '0')}`, 'v'.repeat(256)]),
+      );
       expect(Buffer.byteLength(JSON.stringify(within))).toBeLessThanOrEqual(4096);
       expect(violations({ annotations: within })).toEqual([]);
-      const over = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${String(i).padStart(39, '0')}`, 'v'.repeat(256)]));
+      const over = Object.fromEntries(
+        Array.from({ length: 16 }, (_, i) => [`k${String(i).padStart(39, '0')}`, 'v'.repeat(256)]),
+      );
       expect(Buffer.byteLength(JSON.stringify(over))).toBeGreaterThan(4096);
       expect(violations({ annotations: over })).toEqual(['annotations']);
     });
@@ -129,14 +148,20 @@ describe('AppEntitlement write validation', () => {
   });
 
   describe('max grant duration', () => {
-    it.each(['3600s', '1.5s', '0s', '0.000000001s', '315576000000s', '315575999999.999999999s'])('accepts %s', (value) => {
-      expect(isDuration(value)).toBe(true);
-      expect(accepted({ durationGrant: value }).durationGrant).toBe(value);
-    });
+    it.each(['3600s', '1.5s', '0s', '0.000000001s', '315576000000s', '315575999999.999999999s'])(
+      'accepts %s',
+      (value) => {
+        expect(isDuration(value)).toBe(true);
+        expect(accepted({ durationGrant: value }).durationGrant).toBe(value);
+      },
+    );
 
-    it.each(['-1s', '1h', '3600', '1.1234567890s', '315576000001s', '315576000000.5s', 's', ' 1s', '1.s', '1e3s', ''])('refuses %j', (value) => {
-      expect(violations({ durationGrant: value })).toEqual(['durationGrant']);
-    });
+    it.each(['-1s', '1h', '3600', '1.1234567890s', '315576000001s', '315576000000.5s', 's', ' 1s', '1.s', '1e3s', ''])(
+      'refuses %j',
+      (value) => {
+        expect(violations({ durationGrant: value })).toEqual(['durationGrant']);
+      },
+    );
 
     it('refuses a non-string duration', () => {
       expect(violations({ durationGrant: 3600 })).toEqual(['durationGrant']);
@@ -170,7 +195,9 @@ describe('AppEntitlement write validation', () => {
 
     it('refuses no member and two members', () => {
       expect(violations({ provisionerPolicy: {} })).toEqual(['provisionerPolicy']);
-      expect(violations({ deprovisionerPolicy: { unconfigured: {}, webhook: { webhookId: 'w' } } })).toEqual(['deprovisionerPolicy']);
+      expect(violations({ deprovisionerPolicy: { unconfigured: {}, webhook: { webhookId: 'w' } } })).toEqual([
+        'deprovisionerPolicy',
+      ]);
     });
 
     it('counts null members as unset', () => {
@@ -183,8 +210,12 @@ describe('AppEntitlement write validation', () => {
     });
 
     it('checks member field types', () => {
-      expect(violations({ provisionerPolicy: { manual: { instructions: 5 } } })).toEqual(['provisionerPolicy.manual.instructions']);
-      expect(violations({ provisionerPolicy: { delegated: { implicit: 'yes' } } })).toEqual(['provisionerPolicy.delegated.implicit']);
+      expect(violations({ provisionerPolicy: { manual: { instructions: 5 } } })).toEqual([
+        'provisionerPolicy.manual.instructions',
+      ]);
+      expect(violations({ provisionerPolicy: { delegated: { implicit: 'yes' } } })).toEqual([
+        'provisionerPolicy.delegated.implicit',
+      ]);
       expect(violations({ provisionerPolicy: { webhook: 'w' } })).toEqual(['provisionerPolicy.webhook']);
       expect(violations({ provisionerPolicy: 'manual' })).toEqual(['provisionerPolicy']);
     });
@@ -192,7 +223,9 @@ describe('AppEntitlement write validation', () => {
 
   describe('ConnectorProvision', () => {
     const account = (extra: Record<string, unknown>) => ({
-      provisionerPolicy: { connector: { account: { connectorId: 'c', schemaId: 's', config: { any: { nested: [1] } }, ...extra } } },
+      provisionerPolicy: {
+        connector: { account: { connectorId: 'c', schemaId: 's', config: { any: { nested: [1] } }, ...extra } },
+      },
     });
 
     it('accepts each member alone', () => {
@@ -205,14 +238,20 @@ describe('AppEntitlement write validation', () => {
 
     it('refuses no member and two members', () => {
       expect(violations({ provisionerPolicy: { connector: {} } })).toEqual(['provisionerPolicy.connector']);
-      expect(violations({ provisionerPolicy: { connector: { defaultBehavior: {}, deleteAccount: {} } } })).toEqual(['provisionerPolicy.connector']);
+      expect(violations({ provisionerPolicy: { connector: { defaultBehavior: {}, deleteAccount: {} } } })).toEqual([
+        'provisionerPolicy.connector',
+      ]);
     });
 
     it('needs exactly one of saveToVault / doNotSave in account', () => {
       expect(violations(account({}))).toEqual(['provisionerPolicy.connector.account']);
       expect(violations(account({ saveToVault: {}, doNotSave: {} }))).toEqual(['provisionerPolicy.connector.account']);
-      expect(violations(account({ saveToVault: { vaultIds: [1] } }))).toEqual(['provisionerPolicy.connector.account.saveToVault.vaultIds[0]']);
-      expect(violations(account({ doNotSave: {}, config: 'x' }))).toEqual(['provisionerPolicy.connector.account.config']);
+      expect(violations(account({ saveToVault: { vaultIds: [1] } }))).toEqual([
+        'provisionerPolicy.connector.account.saveToVault.vaultIds[0]',
+      ]);
+      expect(violations(account({ doNotSave: {}, config: 'x' }))).toEqual([
+        'provisionerPolicy.connector.account.config',
+      ]);
     });
   });
 
@@ -237,9 +276,15 @@ describe('AppEntitlement write validation', () => {
     });
 
     it('checks member field types', () => {
-      expect(violations(withAssignee({ users: { userIds: 'u' } }))).toEqual(['provisionerPolicy.manual.assignee.users.userIds']);
-      expect(violations(withAssignee({ group: { allowReassignment: 1 } }))).toEqual(['provisionerPolicy.manual.assignee.group.allowReassignment']);
-      expect(violations(withAssignee({ expression: { expressions: [true] } }))).toEqual(['provisionerPolicy.manual.assignee.expression.expressions[0]']);
+      expect(violations(withAssignee({ users: { userIds: 'u' } }))).toEqual([
+        'provisionerPolicy.manual.assignee.users.userIds',
+      ]);
+      expect(violations(withAssignee({ group: { allowReassignment: 1 } }))).toEqual([
+        'provisionerPolicy.manual.assignee.group.allowReassignment',
+      ]);
+      expect(violations(withAssignee({ expression: { expressions: [true] } }))).toEqual([
+        'provisionerPolicy.manual.assignee.expression.expressions[0]',
+      ]);
     });
   });
 
@@ -251,10 +296,16 @@ describe('AppEntitlement write validation', () => {
     }
 
     it('validates every step recursively with its path', () => {
-      const policy = { multiStep: { provisionSteps: [manual, { manual: { assignee: {} } }, { webhook: { webhookId: 'w' } }] } };
-      expect(violations({ provisionerPolicy: policy })).toEqual(['provisionerPolicy.multiStep.provisionSteps[1].manual.assignee']);
+      const policy = {
+        multiStep: { provisionSteps: [manual, { manual: { assignee: {} } }, { webhook: { webhookId: 'w' } }] },
+      };
+      expect(violations({ provisionerPolicy: policy })).toEqual([
+        'provisionerPolicy.multiStep.provisionSteps[1].manual.assignee',
+      ]);
       const deeper = { multiStep: { provisionSteps: [{ multiStep: { provisionSteps: [manual, {}] } }] } };
-      expect(violations({ deprovisionerPolicy: deeper })).toEqual(['deprovisionerPolicy.multiStep.provisionSteps[0].multiStep.provisionSteps[1]']);
+      expect(violations({ deprovisionerPolicy: deeper })).toEqual([
+        'deprovisionerPolicy.multiStep.provisionSteps[0].multiStep.provisionSteps[1]',
+      ]);
     });
 
     it('accepts empty and null step lists', () => {
@@ -271,9 +322,14 @@ describe('AppEntitlement write validation', () => {
     it('refuses absurdly deep JSON anywhere without overflowing the stack', () => {
       let config: unknown = {};
       for (let i = 0; i < 100_000; i += 1) config = { a: config };
-      const result = validateEntitlementWrite({ displayName: 'x', provisionerPolicy: { connector: { account: { config, doNotSave: {} } } } });
+      const result = validateEntitlementWrite({
+        displayName: 'x',
+        provisionerPolicy: { connector: { account: { config, doNotSave: {} } } },
+      });
       expect(result.ok).toBe(false);
-      expect(result.ok ? '' : result.violations[0]!.field).toMatch(/^provisionerPolicy\.connector\.account\.config\["a"\](\.a)+$/);
+      expect(result.ok ? '' : result.violations[0]!.field).toMatch(
+        /^provisionerPolicy\.connector\.account\.config\["a"\](\.a)+$/,
+      );
     });
   });
 
@@ -347,7 +403,9 @@ describe('what a refusal says', () => {
     const exact = `-${'k'.repeat(255)}`;
     expect(refusal({ annotations: { [exact]: 'x' } }).map((v) => v.field)).toEqual([`annotations["${exact}"]`]);
     const long = `-${'k'.repeat(256)}`;
-    expect(refusal({ annotations: { [long]: 'x' } }).map((v) => v.field)).toEqual([`annotations["${long.slice(0, 256)}…"]`]);
+    expect(refusal({ annotations: { [long]: 'x' } }).map((v) => v.field)).toEqual([
+      `annotations["${long.slice(0, 256)}…"]`,
+    ]);
   });
 
   it('too deep a multiStep is named, with the limit, under either policy and in any step', () => {
@@ -358,10 +416,15 @@ describe('what a refusal says', () => {
     // The deep branch is the second step: every step is looked at, not only the first.
     const second = { multiStep: { provisionSteps: [manual, nested(8)] } };
     expect(refusal({ provisionerPolicy: second })).toEqual([
-      { field: `provisionerPolicy.multiStep.provisionSteps[1]${'.multiStep.provisionSteps[0]'.repeat(7)}.multiStep`, description },
+      {
+        field: `provisionerPolicy.multiStep.provisionSteps[1]${'.multiStep.provisionSteps[0]'.repeat(7)}.multiStep`,
+        description,
+      },
     ]);
     // Under a prefix (the update body's `appEntitlement`), the path starts with it.
-    expect(refusal({ provisionerPolicy: nested(9) }, 'appEntitlement')).toEqual([{ field: `appEntitlement.${under('provisionerPolicy')}`, description }]);
+    expect(refusal({ provisionerPolicy: nested(9) }, 'appEntitlement')).toEqual([
+      { field: `appEntitlement.${under('provisionerPolicy')}`, description },
+    ]);
   });
 
   it('JSON nesting: an object 64 levels down is refused, 63 levels and a scalar at 64 are not; arrays count', () => {
@@ -377,9 +440,15 @@ describe('what a refusal says', () => {
     };
     expect(jsonDepthViolation(objects(63))).toBeUndefined();
     expect(jsonDepthViolation(objects(64, 'scalar'))).toBeUndefined();
-    expect(jsonDepthViolation(objects(64))).toEqual({ field: Array(64).fill('a').join('.'), description: 'nested deeper than 64 levels' });
+    expect(jsonDepthViolation(objects(64))).toEqual({
+      field: Array(64).fill('a').join('.'),
+      description: 'nested deeper than 64 levels',
+    });
     expect(jsonDepthViolation(arrays(63))).toBeUndefined();
-    expect(jsonDepthViolation(arrays(64))).toEqual({ field: '[0]'.repeat(64), description: 'nested deeper than 64 levels' });
+    expect(jsonDepthViolation(arrays(64))).toEqual({
+      field: '[0]'.repeat(64),
+      description: 'nested deeper than 64 levels',
+    });
     expect(jsonDepthViolation(objects(64), 'appEntitlement')).toEqual({
       field: `appEntitlement.${Array(64).fill('a').join('.')}`,
       description: 'nested deeper than 64 levels',
@@ -387,7 +456,11 @@ describe('what a refusal says', () => {
   });
 
   it('parseEntitlementWrite answers the fields, or throws the 400 naming every offending field under the prefix', () => {
-    expect(parseEntitlementWrite({ displayName: 'Admin', alias: 'adm' })).toMatchObject({ displayName: 'Admin', alias: 'adm', annotations: {} });
+    expect(parseEntitlementWrite({ displayName: 'Admin', alias: 'adm' })).toMatchObject({
+      displayName: 'Admin',
+      alias: 'adm',
+      annotations: {},
+    });
     let error: unknown;
     try {
       parseEntitlementWrite({ displayName: '', alias: 7 }, 'appEntitlement');
@@ -395,7 +468,10 @@ describe('what a refusal says', () => {
       error = err;
     }
     expect(error).toBeInstanceOf(InvalidArgumentError);
-    expect((error as InvalidArgumentError).violations.map((v) => v.field).sort()).toEqual(['appEntitlement.alias', 'appEntitlement.displayName']);
+    expect((error as InvalidArgumentError).violations.map((v) => v.field).sort()).toEqual([
+      'appEntitlement.alias',
+      'appEntitlement.displayName',
+    ]);
     // Without a prefix (a create body), the fields are named from the root.
     expect(() => parseEntitlementWrite({ displayName: 'Admin', alias: 7 })).toThrow(
       expect.objectContaining({ violations: [expect.objectContaining({ field: 'alias' })] }),
@@ -413,7 +489,11 @@ describe('what a refusal says', () => {
       }
       return [];
     };
-    expect(refused(42)).toEqual([{ field: 'updateMask', description: 'must be a comma-separated string of field names' }]);
-    expect(refused('displayName, bogus,also_bad')).toEqual([{ field: 'updateMask', description: 'unknown field path(s): bogus, also_bad' }]);
+    expect(refused(42)).toEqual([
+      { field: 'updateMask', description: 'must be a comma-separated string of field names' },
+    ]);
+    expect(refused('displayName, bogus,also_bad')).toEqual([
+      { field: 'updateMask', description: 'unknown field path(s): bogus, also_bad' },
+    ]);
   });
 });

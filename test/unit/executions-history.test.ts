@@ -16,11 +16,17 @@ import type { StepDefinition } from '../../src/contract/run';
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 function events(release: string, name: string): HistoryEvent[] {
-  return historyFromJson(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, release, `${name}.history.json`), 'utf8'))).events ?? [];
+  return (
+    historyFromJson(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, release, `${name}.history.json`), 'utf8')))
+      .events ?? []
+  );
 }
 
 /** The history's events up to and including the first one of `type`. */
-function through(all: HistoryEvent[], type: 'TIMER_STARTED' | 'TIMER_FIRED' | 'ACTIVITY_TASK_SCHEDULED' | 'ACTIVITY_TASK_COMPLETED'): HistoryEvent[] {
+function through(
+  all: HistoryEvent[],
+  type: 'TIMER_STARTED' | 'TIMER_FIRED' | 'ACTIVITY_TASK_SCHEDULED' | 'ACTIVITY_TASK_COMPLETED',
+): HistoryEvent[] {
   const wanted = temporal.api.enums.v1.EventType[`EVENT_TYPE_${type}`];
   const index = all.findIndex((event) => event.eventType === wanted);
   if (index < 0) throw new Error(`no ${type} event`);
@@ -31,7 +37,9 @@ function through(all: HistoryEvent[], type: 'TIMER_STARTED' | 'TIMER_FIRED' | 'A
 function withMoreSteps(all: HistoryEvent[], extra: StepDefinition[]): HistoryEvent[] {
   return all.map((event) => {
     const result = event.markerRecordedEventAttributes?.details?.result?.payloads?.[0];
-    const version = result ? (defaultPayloadConverter.fromPayload(result as never) as { steps?: StepDefinition[] }) : undefined;
+    const version = result
+      ? (defaultPayloadConverter.fromPayload(result as never) as { steps?: StepDefinition[] })
+      : undefined;
     if (!version?.steps) return event;
     const payload = defaultPayloadConverter.toPayload({ ...version, steps: [...version.steps, ...extra] });
     const details = { ...event.markerRecordedEventAttributes!.details, result: { payloads: [payload] } };
@@ -46,12 +54,20 @@ describe.each(['0.4.0', '0.5.0'])('executions view from the history (%s)', (rele
       ['own', 'DONE'],
       ['disown', 'DONE'],
     ]);
-    expect(steps[0]!.output).toEqual({ userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'ent-1', createdAt: expect.any(String) });
+    expect(steps[0]!.output).toEqual({
+      userId: 'svc-1',
+      roleSlug: 'owner',
+      appId: 'app-1',
+      entitlementId: 'ent-1',
+      createdAt: expect.any(String),
+    });
     expect(steps[1]!.output).toEqual({ deleted: true });
   });
 
   it('keeps a step whose first attempt failed running through its retry timer and its regular activity; a later wait step has not started', () => {
-    const all = withMoreSteps(events(release, 'ownership-retried-after-local-attempt'), [{ id: 'pause', wait: { duration: '1h' } }]);
+    const all = withMoreSteps(events(release, 'ownership-retried-after-local-attempt'), [
+      { id: 'pause', wait: { duration: '1h' } },
+    ]);
     for (const last of ['TIMER_STARTED', 'TIMER_FIRED', 'ACTIVITY_TASK_SCHEDULED'] as const) {
       const steps = stepsFromHistory(through(all, last), 'RUNNING');
       expect([last, steps.map((s) => [s.id, s.status])]).toEqual([
@@ -70,7 +86,9 @@ describe.each(['0.4.0', '0.5.0'])('executions view from the history (%s)', (rele
     const steps = stepsFromHistory(events(release, 'many-steps'), 'COMPLETED');
     const byId = new Map(steps.map((step) => [step.id, step]));
     const skipped = new Set(['skip1', 'w1', 'w3', 'w5', 'w7']);
-    expect(steps.map((step) => [step.id, step.status])).toEqual(steps.map((step) => [step.id, skipped.has(step.id) ? 'SKIPPED' : 'DONE']));
+    expect(steps.map((step) => [step.id, step.status])).toEqual(
+      steps.map((step) => [step.id, skipped.has(step.id) ? 'SKIPPED' : 'DONE']),
+    );
     expect(byId.get('v7')!.output).toEqual({ n: 8 });
     expect(byId.get('own')!.output).toEqual({
       userId: 'svc-1',
@@ -90,6 +108,12 @@ describe('executions view from the history (0.5.0: the effect evaluates its step
       ['maybe', 'SKIPPED'],
       ['own', 'DONE'],
     ]);
-    expect(steps[1]!.output).toEqual({ userId: 'svc-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'ent-1', createdAt: expect.any(String) });
+    expect(steps[1]!.output).toEqual({
+      userId: 'svc-1',
+      roleSlug: 'owner',
+      appId: 'app-1',
+      entitlementId: 'ent-1',
+      createdAt: expect.any(String),
+    });
   });
 });

@@ -35,13 +35,21 @@ describe('flow registry', () => {
 
   it('reads a stored value with every option present (null when unset), in the decision order', () => {
     expect(FLOW_FIELDS).toEqual(['filter', 'rateLimit', 'concurrency']);
-    expect(flowControlOf({ filter: 'ctx.trigger.ok' })).toEqual({ filter: 'ctx.trigger.ok', rateLimit: null, concurrency: null });
+    expect(flowControlOf({ filter: 'ctx.trigger.ok' })).toEqual({
+      filter: 'ctx.trigger.ok',
+      rateLimit: null,
+      concurrency: null,
+    });
     expect(flowControlOf(null)).toEqual({ filter: null, rateLimit: null, concurrency: null });
   });
 
   it("validates an option's field with the domain's messages under the request's path", () => {
     const violations: FieldViolation[] = [];
-    expect(validateFlowField('rateLimit', { limit: 0, period: '90m', extra: 1 }, 'automation.', violations)).toEqual({ limit: 1, period: '1s', key: null });
+    expect(validateFlowField('rateLimit', { limit: 0, period: '90m', extra: 1 }, 'automation.', violations)).toEqual({
+      limit: 1,
+      period: '1s',
+      key: null,
+    });
     expect(violations).toEqual([
       { field: 'automation.rateLimit.extra', description: 'is not a known field' },
       { field: 'automation.rateLimit.limit', description: 'must be an integer from 1 to 10000' },
@@ -51,7 +59,13 @@ describe('flow registry', () => {
 
   it('every option, unset, starts a delivery of a listener without filtered events and asks neither the store nor the engine (decideDelivery skips them then)', async () => {
     const untouchable = (name: string): never =>
-      new Proxy({}, { get: (_target, key) => (key === 'then' ? undefined : () => Promise.reject(new Error(`${name}.${String(key)} was used`))) }) as never;
+      new Proxy(
+        {},
+        {
+          get: (_target, key) =>
+            key === 'then' ? undefined : () => Promise.reject(new Error(`${name}.${String(key)} was used`)),
+        },
+      ) as never;
     const delivery: FlowDelivery = {
       db: untouchable('db'),
       engine: untouchable('engine'),

@@ -7,7 +7,16 @@
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { checkWebhookHeaders, isAddressAllowed, JwtVerifier, parseCidr, parseCidrList, parseWebhookJson, signHmac, verifyHmac } from '../../src/webhooks';
+import {
+  checkWebhookHeaders,
+  isAddressAllowed,
+  JwtVerifier,
+  parseCidr,
+  parseCidrList,
+  parseWebhookJson,
+  signHmac,
+  verifyHmac,
+} from '../../src/webhooks';
 import { WebhookRejection } from '../../src/errors';
 
 const RUNS = { numRuns: 200 };
@@ -39,7 +48,10 @@ async function onlyRejectionsAsync(fn: () => Promise<unknown>, statuses: number[
 const anyText = fc.oneof(
   fc.string({ maxLength: 80 }),
   fc.string({ unit: 'binary', maxLength: 80 }),
-  fc.string({ unit: fc.constantFrom('\u0000', '\r', '\n', ' ', '\t', ';', '=', '"', '\ud800', '\u00e9', '.', '-', '/'), maxLength: 20 }),
+  fc.string({
+    unit: fc.constantFrom('\u0000', '\r', '\n', ' ', '\t', ';', '=', '"', '\ud800', '\u00e9', '.', '-', '/'),
+    maxLength: 20,
+  }),
 );
 
 /** `valid` after a few random edits: insertions, deletions, replacements, case flips. */
@@ -92,7 +104,11 @@ describe('checkWebhookHeaders', () => {
   // Random headers are almost never all valid at once (0 of 200 were): half the inputs are made
   // well-formed by construction, so that the accepting branch runs, and the test counts it.
   const wellFormed = fc.record({
-    contentType: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON;charset="UTF-8"'),
+    contentType: fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON;charset="UTF-8"',
+    ),
     timestamp: fc.integer({ min: NOW - 300, max: NOW + 300 }).map(String),
     eventId: fc.tuple(fc.uuid({ version: 4 }), fc.boolean()).map(([id, upper]) => (upper ? id.toUpperCase() : id)),
     signature: fc.base64String({ minLength: 4, maxLength: 64 }).map((s) => `v1,${s}`),
@@ -121,7 +137,8 @@ describe('checkWebhookHeaders', () => {
         expect(result.eventId).toBe(input.eventId!.toLowerCase());
         expect(result.timestamp).toBe(Number(input.timestamp));
         expect(Math.abs(result.timestamp - Math.floor(input.nowSeconds))).toBeLessThanOrEqual(300);
-        if (input.authMethod === 'JWT') expect(`Bearer ${result.token}`).toBe(input.authorization!.trim().replace(/^bearer\s+/i, 'Bearer '));
+        if (input.authMethod === 'JWT')
+          expect(`Bearer ${result.token}`).toBe(input.authorization!.trim().replace(/^bearer\s+/i, 'Bearer '));
         else expect(result.signature).toBe(input.signature!.trim());
       }),
       RUNS,
@@ -148,15 +165,22 @@ describe('verifyHmac', () => {
 
   it('accepts exactly the right signature: any mutation of it fails', () => {
     fc.assert(
-      fc.property(anyText, fc.integer({ min: 0 }).map(String), fc.uuid({ version: 4 }), body, fc.nat(), (secret, ts, id, raw, seed) => {
-        const signature = signHmac(secret, ts, id, raw);
-        expect(verifyHmac(secret, ts, id, raw, signature)).toBe(true);
-        const at = seed % signature.length;
-        const flipped = signature.slice(0, at) + (signature[at] === 'A' ? 'B' : 'A') + signature.slice(at + 1);
-        expect(verifyHmac(secret, ts, id, raw, flipped)).toBe(false);
-        expect(verifyHmac(secret, ts, id, raw, `${signature}=`)).toBe(false);
-        expect(verifyHmac(secret, `${ts} `, id, raw, signature)).toBe(false);
-      }),
+      fc.property(
+        anyText,
+        fc.integer({ min: 0 }).map(String),
+        fc.uuid({ version: 4 }),
+        body,
+        fc.nat(),
+        (secret, ts, id, raw, seed) => {
+          const signature = signHmac(secret, ts, id, raw);
+          expect(verifyHmac(secret, ts, id, raw, signature)).toBe(true);
+          const at = seed % signature.length;
+          const flipped = signature.slice(0, at) + (signature[at] === 'A' ? 'B' : 'A') + signature.slice(at + 1);
+          expect(verifyHmac(secret, ts, id, raw, flipped)).toBe(false);
+          expect(verifyHmac(secret, ts, id, raw, `${signature}=`)).toBe(false);
+          expect(verifyHmac(secret, `${ts} `, id, raw, signature)).toBe(false);
+        },
+      ),
       RUNS,
     );
   });
@@ -172,8 +196,21 @@ describe('parseCidrList and isAddressAllowed', () => {
     mutated(fc.constantFrom('10.0.0.0/8', '::ffff:192.168.1.1/120', '2001:db8::/32', '0.0.0.0/0', '::/0')),
     anyText,
   );
-  const entry = fc.oneof(cidrText, cidrText, fc.integer(), fc.constant(null), fc.object({ maxDepth: 1 }), fc.array(fc.string(), { maxLength: 2 }));
-  const list = fc.oneof(fc.array(entry, { maxLength: 8 }), fc.array(fc.ipV4(), { minLength: 99, maxLength: 102 }), anyText, fc.integer(), fc.constant(null));
+  const entry = fc.oneof(
+    cidrText,
+    cidrText,
+    fc.integer(),
+    fc.constant(null),
+    fc.object({ maxDepth: 1 }),
+    fc.array(fc.string(), { maxLength: 2 }),
+  );
+  const list = fc.oneof(
+    fc.array(entry, { maxLength: 8 }),
+    fc.array(fc.ipV4(), { minLength: 99, maxLength: 102 }),
+    anyText,
+    fc.integer(),
+    fc.constant(null),
+  );
   const address = fc.oneof(
     fc.ipV4(),
     fc.ipV6(),
@@ -232,7 +269,12 @@ describe('parseWebhookJson', () => {
       mutated(fc.json()).map((text) => Buffer.from(text)),
       fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
       fc.string({ unit: 'binary' }).map((text) => Buffer.from(text, 'utf16le')),
-      fc.constantFrom(Buffer.alloc(0), Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]), Buffer.from('{"a":1}\u0000'), Buffer.from('[[[[[[[[[[')),
+      fc.constantFrom(
+        Buffer.alloc(0),
+        Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]),
+        Buffer.from('{"a":1}\u0000'),
+        Buffer.from('[[[[[[[[[['),
+      ),
     );
     fc.assert(
       fc.property(body, (raw) => {
@@ -265,10 +307,15 @@ describe('JwtVerifier.verify', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     closedPort = (server.address() as net.AddressInfo).port;
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    verifier = new JwtVerifier(`http://127.0.0.1:${closedPort}/jwks.json`, { allowInsecure: true, timeoutMs: 2000, failureCooldownMs: 50 });
+    verifier = new JwtVerifier(`http://127.0.0.1:${closedPort}/jwks.json`, {
+      allowInsecure: true,
+      timeoutMs: 2000,
+      failureCooldownMs: 50,
+    });
   });
 
-  const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+  const b64 = (value: unknown) =>
+    Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
   const header = fc.record(
     {
       alg: fc.oneof(fc.constantFrom('RS256', 'ES256', 'EdDSA', 'none', 'HS256', 'PS256'), fc.string(), fc.integer()),
@@ -334,7 +381,14 @@ describe('JwtVerifier.verify', () => {
     const refused = new JwtVerifier('http://127.0.0.1:1/jwks.json', { allowInsecure: false });
     const jwt = `${b64({ alg: 'ES256', kid: 'k' })}.${b64({ jti: randomUUID() })}.c2ln`;
     const result = await onlyRejectionsAsync(
-      () => refused.verify({ token: jwt, baseUrl: 'https://t.example', audience: 'https://t.example/x', eventId: randomUUID(), body: Buffer.alloc(0) }),
+      () =>
+        refused.verify({
+          token: jwt,
+          baseUrl: 'https://t.example',
+          audience: 'https://t.example/x',
+          eventId: randomUUID(),
+          body: Buffer.alloc(0),
+        }),
       [401],
     );
     expect((result as WebhookRejection).reason).toBe('jwks_url_refused');

@@ -36,7 +36,9 @@ describe('committed workflow histories', () => {
     expect(histories.length).toBeGreaterThanOrEqual(12);
     const kinds = new Set<string>();
     for (const file of histories) {
-      const input = JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, file.replace(/\.history\.json$/, '.input.json')), 'utf8')) as {
+      const input = JSON.parse(
+        fs.readFileSync(path.join(HISTORIES_DIR, file.replace(/\.history\.json$/, '.input.json')), 'utf8'),
+      ) as {
         steps: Array<Record<string, unknown>>;
       };
       for (const step of input.steps) for (const kind of STEP_KINDS) if (kind in step) kinds.add(kind);

@@ -51,7 +51,9 @@ describe('the HTTP form of the error tree', () => {
   });
 
   it('the workflow engine unavailable: 503 that does not show the cause', () => {
-    expect(answer(new WorkflowEngineUnavailableError('workflow engine unavailable: connect ECONNREFUSED 10.0.0.1:7233'))).toEqual({
+    expect(
+      answer(new WorkflowEngineUnavailableError('workflow engine unavailable: connect ECONNREFUSED 10.0.0.1:7233')),
+    ).toEqual({
       status: 503,
       headers: { 'Retry-After': '5' },
       body: { code: 14, message: 'the workflow engine is unavailable; retry later', details: [] },
@@ -66,7 +68,10 @@ describe('the HTTP form of the error tree', () => {
         code: 3,
         message: 'page_token is no longer valid',
         details: [
-          { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'page_token', description: 'page_token is no longer valid' }] },
+          {
+            '@type': 'type.googleapis.com/google.rpc.BadRequest',
+            fieldViolations: [{ field: 'page_token', description: 'page_token is no longer valid' }],
+          },
         ],
       },
     });
@@ -79,20 +84,33 @@ describe('the HTTP form of the error tree', () => {
       body: {
         code: 3,
         message: 'displayName: is required',
-        details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'displayName', description: 'is required' }] }],
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.BadRequest',
+            fieldViolations: [{ field: 'displayName', description: 'is required' }],
+          },
+        ],
       },
     });
-    expect(answer(notFound('user', 'u-1'))).toEqual({ status: 404, headers: {}, body: { code: 5, message: 'user not found', details: [] } });
+    expect(answer(notFound('user', 'u-1'))).toEqual({
+      status: 404,
+      headers: {},
+      body: { code: 5, message: 'user not found', details: [] },
+    });
     expect(answer(new FailedPreconditionError('the step is not waiting', 'STEP_NOT_WAITING')).body).toEqual({
       code: 6,
       message: 'the step is not waiting',
-      details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'STEP_NOT_WAITING', domain: 'automations' }],
+      details: [
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'STEP_NOT_WAITING', domain: 'automations' },
+      ],
     });
     expect(answer(new FailedPreconditionError('no')).body).toEqual({ code: 6, message: 'no', details: [] });
     expect(answer(new ConflictError('exists', { name: 'k' })).body).toEqual({
       code: 6,
       message: 'exists',
-      details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: { name: 'k' } }],
+      details: [
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'ALREADY_EXISTS', metadata: { name: 'k' } },
+      ],
     });
     expect(answer(new UnavailableError('the store is unavailable; retry later', 2))).toEqual({
       status: 503,
@@ -119,7 +137,11 @@ describe('the HTTP form of the error tree', () => {
     ['a configuration error', new ConfigError('PORT must be an integer')],
     ['anything else', new TypeError('x is undefined')],
   ])('%s reaching a request is a fault: a plain 500 that shows nothing', (_what, err) => {
-    expect(answer(err)).toEqual({ status: 500, headers: {}, body: { code: 13, message: 'internal error', details: [] } });
+    expect(answer(err)).toEqual({
+      status: 500,
+      headers: {},
+      body: { code: 13, message: 'internal error', details: [] },
+    });
   });
 
   it('each class carries its own literal code', () => {

@@ -3,7 +3,15 @@
  * workflows/lane.ts calls, without a Temporal server. test/integration/flow-control.test.ts and
  * lane-trust.test.ts check the lane as a workflow; test/integration/replay.test.ts that it replays.
  */
-import { admitWaiting, applyAsk, freeRun, MAX_RELEASED, queueFull, releaseApplies, type LaneQueue } from '../../workflows/lane-admission';
+import {
+  admitWaiting,
+  applyAsk,
+  freeRun,
+  MAX_RELEASED,
+  queueFull,
+  releaseApplies,
+  type LaneQueue,
+} from '../../workflows/lane-admission';
 
 const SELF = 'lane:auto-1:k';
 
@@ -35,7 +43,9 @@ describe('applyAsk', () => {
 
   it('ignores an ask naming another lane under the 0.6.0 protocol, and changes nothing', () => {
     const queue = queueOf({ limit: 1, holders: ['a'] });
-    expect(applyAsk(queue, { runId: 'b', limit: 5, lane: 'lane:auto-1:other', maxWaiting: 2 }, SELF, true)).toBe('ignored');
+    expect(applyAsk(queue, { runId: 'b', limit: 5, lane: 'lane:auto-1:other', maxWaiting: 2 }, SELF, true)).toBe(
+      'ignored',
+    );
     expect(queue).toStrictEqual(queueOf({ limit: 1, holders: ['a'] }));
     // Even a holder's repeated ask is not granted again when it names another lane.
     expect(applyAsk(queue, { runId: 'a', limit: 1, lane: 'lane:auto-1:other' }, SELF, true)).toBe('ignored');

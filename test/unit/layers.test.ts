@@ -34,11 +34,27 @@ describe('layers the linter enforces', () => {
   });
 
   it.each([
-    ['the store importing the domain (type only)', 'src/store/apps.ts', "import type { AutomationRuns } from '../domain/runs';"],
+    [
+      'the store importing the domain (type only)',
+      'src/store/apps.ts',
+      "import type { AutomationRuns } from '../domain/runs';",
+    ],
     ['the steps importing the store', 'src/steps/wait.ts', "import { openDb } from '../store/db';"],
-    ['activities importing the Temporal adapter', 'activities/lanes.ts', "import { temporalLanes } from '../src/temporal/lanes';"],
-    ['the workflow importing activities (same layer)', 'workflows/lane.ts', "import type { ActivityDeps } from '../activities';"],
-    ['the domain importing the delivery intake', 'src/domain/automations.ts', "import { ListenerCache } from '../delivery/listener-cache';"],
+    [
+      'activities importing the Temporal adapter',
+      'activities/lanes.ts',
+      "import { temporalLanes } from '../src/temporal/lanes';",
+    ],
+    [
+      'the workflow importing activities (same layer)',
+      'workflows/lane.ts',
+      "import type { ActivityDeps } from '../activities';",
+    ],
+    [
+      'the domain importing the delivery intake',
+      'src/domain/automations.ts',
+      "import { ListenerCache } from '../delivery/listener-cache';",
+    ],
     ['src importing scripts', 'src/main.ts', "import cli from '../scripts/temporal-cli.js';"],
     ['a ground-floor file importing the store', 'src/config.ts', "import type { Db } from './store/db';"],
   ])('refuses %s', async (_name, file, source) => {
@@ -46,20 +62,48 @@ describe('layers the linter enforces', () => {
   });
 
   it.each([
-    ['the Temporal adapter importing the workflow code (type only)', 'src/temporal/runs.ts', "import type { automation } from '../../workflows';"],
-    ['the Temporal adapter importing the activities', 'src/temporal/worker.ts', "import { createActivities } from '../../activities';"],
-    ['the composition root importing the activities', 'src/compose.ts', "import { createActivities } from '../activities';"],
+    [
+      'the Temporal adapter importing the workflow code (type only)',
+      'src/temporal/runs.ts',
+      "import type { automation } from '../../workflows';",
+    ],
+    [
+      'the Temporal adapter importing the activities',
+      'src/temporal/worker.ts',
+      "import { createActivities } from '../../activities';",
+    ],
+    [
+      'the composition root importing the activities',
+      'src/compose.ts',
+      "import { createActivities } from '../activities';",
+    ],
   ])('refuses %s: only the process composes them', async (_name, file, source) => {
     expect(await layerErrors(file, source)).toEqual([expect.stringContaining('only src/main.ts imports')]);
   });
 
   it.each([
     ['the domain importing the store', 'src/domain/apps.ts', "import type { Db } from '../store/db';"],
-    ['the adapter importing the domain port', 'src/temporal/runs.ts', "import type { AutomationRuns } from '../domain/runs';"],
-    ['the workflow importing the contract', 'workflows/lane.ts', "import type { AutomationActivities } from '../src/contract/activities';"],
+    [
+      'the adapter importing the domain port',
+      'src/temporal/runs.ts',
+      "import type { AutomationRuns } from '../domain/runs';",
+    ],
+    [
+      'the workflow importing the contract',
+      'workflows/lane.ts',
+      "import type { AutomationActivities } from '../src/contract/activities';",
+    ],
     ['the process importing the activities', 'src/main.ts', "import { createActivities } from '../activities';"],
-    ['the Temporal adapter importing the workflow contract', 'src/temporal/runs.ts', "import { AUTOMATION_WORKFLOW } from '../contract/workflows';"],
-    ['the store importing the error tree (ground floor)', 'src/store/db.ts', "import { UnavailableError } from '../errors';"],
+    [
+      'the Temporal adapter importing the workflow contract',
+      'src/temporal/runs.ts',
+      "import { AUTOMATION_WORKFLOW } from '../contract/workflows';",
+    ],
+    [
+      'the store importing the error tree (ground floor)',
+      'src/store/db.ts',
+      "import { UnavailableError } from '../errors';",
+    ],
     ['a ground-floor file importing another', 'src/logger.ts', "import { prettyDestination } from './log-pretty';"],
   ])('allows %s', async (_name, file, source) => {
     expect(await layerErrors(file, source)).toEqual([]);

@@ -11,7 +11,11 @@ import { ConfigError } from '../../src/errors';
 
 function capture(format: LogFormat): { lines: string[]; logger: ReturnType<typeof createLogger> } {
   const lines: string[] = [];
-  const logger = createLogger('info', { write: (text: string) => void lines.push(...text.split('\n').filter(Boolean)) }, format);
+  const logger = createLogger(
+    'info',
+    { write: (text: string) => void lines.push(...text.split('\n').filter(Boolean)) },
+    format,
+  );
   return { lines, logger };
 }
 
@@ -34,11 +38,20 @@ describe('log format', () => {
 
   it('a readable line is the level, the message, then the fields and the time', () => {
     const line = formatLogLine(
-      JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 1, 12), msg: 'store ready', store: 'pglite', n: 3, note: 'two words' }),
+      JSON.stringify({
+        level: 40,
+        time: Date.UTC(2026, 0, 1, 12),
+        msg: 'store ready',
+        store: 'pglite',
+        n: 3,
+        note: 'two words',
+      }),
       false,
     );
     expect(line).toMatch(/^WARN {2}store ready {2}store=pglite n=3 note="two words" · \d\d:\d\d:\d\d$/);
-    expect(formatLogLine(JSON.stringify({ level: 30, time: 0, msg: 'stopped' }), true)).toContain('\u001b[32mINFO \u001b[0m stopped');
+    expect(formatLogLine(JSON.stringify({ level: 30, time: 0, msg: 'stopped' }), true)).toContain(
+      '\u001b[32mINFO \u001b[0m stopped',
+    );
     expect(formatLogLine('not json\n', false)).toBe('not json');
   });
 
@@ -60,7 +73,11 @@ describe('start banner', () => {
     const banner = new StartBanner();
     banner.addUrl('Temporal Web UI', 'http://127.0.0.1:8233');
     banner.addUrl('API', 'http://localhost:8080');
-    banner.setBootstrap({ clientId: 'cli_abc', clientSecret: 's3cret', tokenUrl: 'http://localhost:8080/auth/v1/token' });
+    banner.setBootstrap({
+      clientId: 'cli_abc',
+      clientSecret: 's3cret',
+      tokenUrl: 'http://localhost:8080/auth/v1/token',
+    });
     const text = banner.render(false);
     expect(text).toMatch(/^API: +http:\/\/localhost:8080$/m);
     expect(text).toMatch(/^Temporal Web UI: +http:\/\/127\.0\.0\.1:8233$/m);

@@ -55,7 +55,9 @@ describe('the idle memory trimmer', () => {
     const reports: Array<{ rssBeforeBytes: number; rssAfterBytes: number }> = [];
     const trimmer = new MemoryTrimmer(probe, TRIM_DEFAULTS, (report) => reports.push(report));
     expect(await trimmer.check()).toBe('trimmed');
-    expect(reports).toEqual([expect.objectContaining({ rssBeforeBytes: 300 * MB, rssAfterBytes: 250 * MB, released: true })]);
+    expect(reports).toEqual([
+      expect.objectContaining({ rssBeforeBytes: 300 * MB, rssAfterBytes: 250 * MB, released: true }),
+    ]);
     // Grown by less than the minimum (8 MB), long after the follow-up: nothing.
     probe.clock = 60_000;
     await trimmer.check(); // the follow-up of the first trim
@@ -135,7 +137,8 @@ describe('the idle memory trimmer', () => {
 });
 
 const glibcLinux =
-  process.platform === 'linux' && Boolean((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime);
+  process.platform === 'linux' &&
+  Boolean((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime);
 
 describe('glibc malloc_trim through koffi', () => {
   (glibcLinux ? it : it.skip)(
@@ -157,7 +160,9 @@ describe('glibc malloc_trim through koffi', () => {
       expect(typeof (await result)).toBe('boolean');
       // The process's own probe: a first idle look trims and reports the resident set around it.
       const reports: Array<{ rssBeforeBytes: number; rssAfterBytes: number }> = [];
-      const trimmer = new MemoryTrimmer(processProbe(loaded.trim), { ...TRIM_DEFAULTS, idleUtilization: 1 }, (report) => reports.push(report));
+      const trimmer = new MemoryTrimmer(processProbe(loaded.trim), { ...TRIM_DEFAULTS, idleUtilization: 1 }, (report) =>
+        reports.push(report),
+      );
       expect(await trimmer.check()).toBe('trimmed');
       expect(reports).toHaveLength(1);
       expect(reports[0]!.rssBeforeBytes).toBeGreaterThan(10 * MB);

@@ -39,7 +39,11 @@ function reference() {
       buckets: BUCKETS,
       registers,
     }),
-    inFlight: new Gauge({ name: 'webhook_requests_in_flight', help: 'Inbound webhook deliveries being processed', registers }),
+    inFlight: new Gauge({
+      name: 'webhook_requests_in_flight',
+      help: 'Inbound webhook deliveries being processed',
+      registers,
+    }),
     summarized: new Counter({
       name: 'webhook_delivery_log_summarized_total',
       help: 'Webhook deliveries only counted in the delivery log (over the per-listener per-minute detail limit)',
@@ -77,7 +81,10 @@ describe('Metrics', () => {
     metrics.watchBreakers(async () => ['aut_1']);
     ref.breaker.set({ automation_id: 'aut_1' }, 1);
 
-    const read = async (): Promise<[string, string]> => [await metrics.registry.metrics(), await ref.registry.metrics()];
+    const read = async (): Promise<[string, string]> => [
+      await metrics.registry.metrics(),
+      await ref.registry.metrics(),
+    ];
     // Before anything is counted: the unlabelled series at 0, the labelled ones absent.
     {
       const [ours, theirs] = await read();
@@ -143,7 +150,9 @@ describe('Metrics', () => {
     ]);
     expect(ours).toContain(`http_request_duration_seconds_bucket{le="0.005",method="POST",route="${webhookRoute}"} 2`);
     expect(ours).toContain(`http_request_duration_seconds_bucket{le="10",method="GET",route="/api/v1/automations"} 0`);
-    expect(ours).toContain(`http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/api/v1/automations"} 1`);
+    expect(ours).toContain(
+      `http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/api/v1/automations"} 1`,
+    );
   });
 
   it('records a request latency from its start time', async () => {

@@ -31,7 +31,9 @@ describe('callWebhook URLs with private targets allowed', () => {
     'http://0.0.0.0/x',
     'http://224.0.0.1/x',
   ])('refuses the link-local, metadata or reserved target %s', (url) => {
-    expect(validateOutboundUrl(url, true)).toBe('URL must not point to a link-local, metadata or other reserved address');
+    expect(validateOutboundUrl(url, true)).toBe(
+      'URL must not point to a link-local, metadata or other reserved address',
+    );
   });
 
   it('still refuses other schemes and credentials', () => {
@@ -59,12 +61,14 @@ describe('callWebhook URLs with private targets refused (the default)', () => {
 
 describe('address policies', () => {
   it('public: every non-public address is forbidden', () => {
-    for (const address of ['127.0.0.1', '10.0.0.1', '::1', '169.254.169.254', 'fd00:ec2::254']) expect(isForbiddenAddress(address)).toBe(true);
+    for (const address of ['127.0.0.1', '10.0.0.1', '::1', '169.254.169.254', 'fd00:ec2::254'])
+      expect(isForbiddenAddress(address)).toBe(true);
     expect(isForbiddenAddress('93.184.216.34')).toBe(false);
   });
 
   it('private: loopback and private allowed, link-local and metadata forbidden', () => {
-    for (const address of ['127.0.0.1', '10.0.0.1', '::1', '192.168.1.1', 'fd12::1']) expect(isForbiddenAddress(address, 'private')).toBe(false);
+    for (const address of ['127.0.0.1', '10.0.0.1', '::1', '192.168.1.1', 'fd12::1'])
+      expect(isForbiddenAddress(address, 'private')).toBe(false);
     for (const address of ['169.254.169.254', 'fe80::1', 'fd00:ec2::254', '100.100.100.200', '0.0.0.0', '::']) {
       expect(isForbiddenAddress(address, 'private')).toBe(true);
     }
@@ -73,9 +77,17 @@ describe('address policies', () => {
 
 describe('configuration', () => {
   it('ALLOW_PRIVATE_OUTBOUND and ALLOW_INSECURE_JWKS are separate flags', () => {
-    expect(loadConfig({ ALLOW_INSECURE_JWKS: 'true' })).toMatchObject({ allowInsecureJwks: true, allowPrivateOutbound: false });
-    expect(loadConfig({ ALLOW_PRIVATE_OUTBOUND: 'true' })).toMatchObject({ allowInsecureJwks: false, allowPrivateOutbound: true });
-    expect(() => loadConfig({ ALLOW_PRIVATE_OUTBOUND: 'maybe' })).toThrow('ALLOW_PRIVATE_OUTBOUND must be true or false');
+    expect(loadConfig({ ALLOW_INSECURE_JWKS: 'true' })).toMatchObject({
+      allowInsecureJwks: true,
+      allowPrivateOutbound: false,
+    });
+    expect(loadConfig({ ALLOW_PRIVATE_OUTBOUND: 'true' })).toMatchObject({
+      allowInsecureJwks: false,
+      allowPrivateOutbound: true,
+    });
+    expect(() => loadConfig({ ALLOW_PRIVATE_OUTBOUND: 'maybe' })).toThrow(
+      'ALLOW_PRIVATE_OUTBOUND must be true or false',
+    );
   });
 
   it('ALLOW_INSECURE_JWKS still opens JWKS URLs', () => {
@@ -111,7 +123,13 @@ describe('checkOutboundUrl and isForbiddenAddress: edges StrykerJS found unpinne
   });
 
   it('allows public IPv6 addresses, with a zone id too, and a NAT64 or 6to4 form of a public IPv4 address', () => {
-    for (const address of ['2001:4860:4860::8888', '2606:4700:4700::1111', '2001:4860:4860::8888%eth0', '64:ff9b::808:808', '2002:808:808::1']) {
+    for (const address of [
+      '2001:4860:4860::8888',
+      '2606:4700:4700::1111',
+      '2001:4860:4860::8888%eth0',
+      '64:ff9b::808:808',
+      '2002:808:808::1',
+    ]) {
       expect([address, isForbiddenAddress(address)]).toStrictEqual([address, false]);
     }
     expect(isForbiddenAddress('8.8.8.8%eth0')).toBe(false);

@@ -27,7 +27,10 @@ function decodeOutcome(tokens: PageTokens, listing: string, filter: unknown, tok
   }
 }
 
-const INVALID = { status400: [{ field: 'page_token', description: 'page_token is invalid' }], message: 'page_token is invalid' };
+const INVALID = {
+  status400: [{ field: 'page_token', description: 'page_token is invalid' }],
+  message: 'page_token is invalid',
+};
 const FOREIGN = {
   status400: [{ field: 'page_token', description: 'page_token belongs to another listing or filter' }],
   message: 'page_token belongs to another listing or filter',
@@ -75,7 +78,10 @@ describe('reading the page fields of a query or body', () => {
   it('takes both spellings; snake_case wins when both are given', () => {
     expect(readPageRequest({ page_size: '40', page_token: 'abc' })).toEqual({ pageSize: 40, pageToken: 'abc' });
     expect(readPageRequest({ pageSize: 40, pageToken: 'abc' })).toEqual({ pageSize: 40, pageToken: 'abc' });
-    expect(readPageRequest({ page_size: 60, pageSize: 40, page_token: 'first', pageToken: 'second' })).toEqual({ pageSize: 60, pageToken: 'first' });
+    expect(readPageRequest({ page_size: 60, pageSize: 40, page_token: 'first', pageToken: 'second' })).toEqual({
+      pageSize: 60,
+      pageToken: 'first',
+    });
   });
 
   it('absent fields mean the default size and the first page', () => {
@@ -83,7 +89,10 @@ describe('reading the page fields of a query or body', () => {
   });
 
   it('a repeated query parameter counts by its first value', () => {
-    expect(readPageRequest({ page_size: ['20', '90'], page_token: ['one', 'two'] })).toEqual({ pageSize: 20, pageToken: 'one' });
+    expect(readPageRequest({ page_size: ['20', '90'], page_token: ['one', 'two'] })).toEqual({
+      pageSize: 20,
+      pageToken: 'one',
+    });
   });
 
   it('a token that is not a string is no token (the first page), never an error', () => {
@@ -131,7 +140,8 @@ describe('page tokens', () => {
   it('refuse any altered character, a truncated or extended signature, and a token of another shape', () => {
     const token = tokens.encode('appEntitlements', filter, 'ent-42');
     const [payload, signature] = token.split('.') as [string, string];
-    const flip = (text: string, at: number) => `${text.slice(0, at)}${text[at] === 'A' ? 'B' : 'A'}${text.slice(at + 1)}`;
+    const flip = (text: string, at: number) =>
+      `${text.slice(0, at)}${text[at] === 'A' ? 'B' : 'A'}${text.slice(at + 1)}`;
     const altered = [
       `${flip(payload, 0)}.${signature}`,
       `${flip(payload, payload.length - 1)}.${signature}`,
@@ -147,7 +157,8 @@ describe('page tokens', () => {
       '.',
       'not a token',
     ];
-    for (const candidate of altered) expect([candidate, decodeOutcome(tokens, 'appEntitlements', filter, candidate)]).toEqual([candidate, INVALID]);
+    for (const candidate of altered)
+      expect([candidate, decodeOutcome(tokens, 'appEntitlements', filter, candidate)]).toEqual([candidate, INVALID]);
   });
 
   it('a payload replaced by another signed token’s payload is refused (each signature covers its own payload)', () => {
@@ -164,20 +175,22 @@ describe('page tokens', () => {
 
 describe('stable JSON of a filter', () => {
   it('sorts object keys at every level, drops undefined fields, keeps array order', () => {
-    expect(stableJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null }, u: undefined })).toBe('{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
+    expect(stableJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null }, u: undefined })).toBe(
+      '{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}',
+    );
     expect(stableJson({ a: 1, b: 2 })).toBe(stableJson({ b: 2, a: 1 }));
     expect(stableJson(['b', 'a'])).toBe('["b","a"]');
   });
 
   it('writes scalars as JSON and nothing as null', () => {
-    expect([stableJson('x'), stableJson(3), stableJson(true), stableJson(null), stableJson(undefined), stableJson({})]).toEqual([
-      '"x"',
-      '3',
-      'true',
-      'null',
-      'null',
-      '{}',
-    ]);
+    expect([
+      stableJson('x'),
+      stableJson(3),
+      stableJson(true),
+      stableJson(null),
+      stableJson(undefined),
+      stableJson({}),
+    ]).toEqual(['"x"', '3', 'true', 'null', 'null', '{}']);
   });
 });
 

@@ -48,7 +48,10 @@ describe('EncryptionCodec', () => {
     const flipped = Buffer.from(encoded!.data!);
     flipped[20] = flipped[20]! ^ 1;
     await expect(codec.decode([{ ...encoded!, data: flipped }])).rejects.toThrow(/does not open/);
-    const relabelled = { ...encoded!, metadata: { ...encoded!.metadata, [KEY_ID_METADATA]: Buffer.from(first[0]!.id) } };
+    const relabelled = {
+      ...encoded!,
+      metadata: { ...encoded!.metadata, [KEY_ID_METADATA]: Buffer.from(first[0]!.id) },
+    };
     await expect(codec.decode([relabelled])).rejects.toThrow(/does not open/);
   });
 
@@ -59,10 +62,14 @@ describe('EncryptionCodec', () => {
     const ivs = new Set(encoded.map((payload) => Buffer.from(payload.data!).subarray(0, 12).toString('hex')));
     expect(ivs.size).toBe(600);
     const decoded = await codec.decode(encoded);
-    expect(decoded.map((payload) => defaultPayloadConverter.fromPayload(payload))).toEqual(Array.from({ length: 600 }, (_, i) => ({ i })));
+    expect(decoded.map((payload) => defaultPayloadConverter.fromPayload(payload))).toEqual(
+      Array.from({ length: 600 }, (_, i) => ({ i })),
+    );
     encoded[0]!.metadata![KEY_ID_METADATA]![0] = 0x21;
     expect(text(encoded[1]!.metadata![KEY_ID_METADATA])).toBe(first[0]!.id);
-    expect(text((await codec.encode([defaultPayloadConverter.toPayload(1)]))[0]!.metadata![KEY_ID_METADATA])).toBe(first[0]!.id);
+    expect(text((await codec.encode([defaultPayloadConverter.toPayload(1)]))[0]!.metadata![KEY_ID_METADATA])).toBe(
+      first[0]!.id,
+    );
   });
 
   it('passes payloads that were never encrypted unchanged', async () => {
@@ -107,7 +114,11 @@ describe('codec configuration', () => {
     const external = loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233' }).codec;
     expect(external.corsOrigins).toEqual([]);
     expect(external.allowLoopback).toBe(false);
-    const configured = loadConfig({ TEMPORAL_ADDRESS: 'temporal:7233', CODEC_CORS_ORIGINS: 'https://ui.example.com', CODEC_ALLOW_LOOPBACK: 'true' }).codec;
+    const configured = loadConfig({
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      CODEC_CORS_ORIGINS: 'https://ui.example.com',
+      CODEC_ALLOW_LOOPBACK: 'true',
+    }).codec;
     expect(configured).toMatchObject({ corsOrigins: ['https://ui.example.com'], allowLoopback: true });
     expect(() => loadConfig({ CODEC_CORS_ORIGINS: 'https://ui.example.com/path' })).toThrow(/CODEC_CORS_ORIGINS/);
   });

@@ -26,7 +26,11 @@ import {
 } from '../../scripts/stack-prod';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const binaries = require('../../scripts/prod-binaries.js') as { TEMPORAL_VERSION: string; UI_VERSION: string; SERVER_SOURCE: string };
+const binaries = require('../../scripts/prod-binaries.js') as {
+  TEMPORAL_VERSION: string;
+  UI_VERSION: string;
+  SERVER_SOURCE: string;
+};
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string): string => fs.readFileSync(path.join(root, file), 'utf8');
@@ -110,11 +114,15 @@ describe('the Temporal server', () => {
     for (const service of TEMPORAL_SERVICES) {
       const s = compose.services[`temporal-${service}`]!;
       expect(s.command).toEqual([service]);
-      expect(s.entrypoint?.join(' ')).toMatch(/temporal-server --root \/etc\/temporal --config config --env production start --service \$\$0/);
+      expect(s.entrypoint?.join(' ')).toMatch(
+        /temporal-server --root \/etc\/temporal --config config --env production start --service \$\$0/,
+      );
       expect(s.volumes).toContain('./deploy/temporal:/etc/temporal/config:ro');
     }
     expect(fs.existsSync(path.join(root, 'deploy/temporal/production.yaml'))).toBe(true);
-    expect(read('scripts/stack-prod.ts')).toMatch(/'--config', 'deploy\/temporal', '--env', 'production', 'start', '--service'/);
+    expect(read('scripts/stack-prod.ts')).toMatch(
+      /'--config', 'deploy\/temporal', '--env', 'production', 'start', '--service'/,
+    );
     // An authorizer on both sides: no `--allow-no-auth` anywhere.
     expect(read('docker-compose.yml')).not.toMatch(/allow-no-auth/);
     expect(read('scripts/stack-prod.ts')).not.toMatch(/allow-no-auth/);
@@ -126,10 +134,19 @@ describe('the Temporal server', () => {
       // deploy/temporal is mounted at /etc/temporal/config.
       expect(path.posix.relative('/etc/temporal/config', file)).toBe('authorization.yaml');
     }
-    expect(path.relative(root, scriptTemporalEnv.TEMPORAL_AUTHORIZATION_FILE!)).toBe('deploy/temporal/authorization.yaml');
-    const authorization = parse(read('deploy/temporal/authorization.yaml')) as { roles: Record<string, { access: string }>; subjects: Record<string, string> };
+    expect(path.relative(root, scriptTemporalEnv.TEMPORAL_AUTHORIZATION_FILE!)).toBe(
+      'deploy/temporal/authorization.yaml',
+    );
+    const authorization = parse(read('deploy/temporal/authorization.yaml')) as {
+      roles: Record<string, { access: string }>;
+      subjects: Record<string, string>;
+    };
     const script = read('deploy/temporal/make-certs.sh');
-    const issued = [...script.matchAll(/^issue (\S+) (\S+) (\S+) (\S+) /gm)].map((m) => ({ ca: m[1], holder: m[2], cn: m[4] }));
+    const issued = [...script.matchAll(/^issue (\S+) (\S+) (\S+) (\S+) /gm)].map((m) => ({
+      ca: m[1],
+      holder: m[2],
+      cn: m[4],
+    }));
     const clients = issued.filter((c) => c.ca === 'ca' && c.cn !== TEMPORAL_TLS_SERVER_NAME);
     expect(clients.map((c) => c.cn).sort()).toEqual(Object.keys(authorization.subjects).sort());
     const access = (cn: string): string | undefined => authorization.roles[authorization.subjects[cn]!]?.access;
@@ -142,7 +159,9 @@ describe('the Temporal server', () => {
     const config = read('deploy/temporal/production.yaml');
     const composeEnv = envOf('temporal-frontend');
     // TEMPORAL_AUTHORIZATION_FILE is read by the server's command line, not by the config.
-    const configNames = [...Object.keys(composeEnv), ...Object.keys(scriptTemporalEnv)].filter((name) => name !== 'TEMPORAL_AUTHORIZATION_FILE');
+    const configNames = [...Object.keys(composeEnv), ...Object.keys(scriptTemporalEnv)].filter(
+      (name) => name !== 'TEMPORAL_AUTHORIZATION_FILE',
+    );
     for (const name of configNames) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
     for (const name of [
       'POSTGRES_HOST',
@@ -157,7 +176,9 @@ describe('the Temporal server', () => {
     }
     for (const name of ['TEMPORAL_DB', 'TEMPORAL_VISIBILITY_DB', 'TEMPORAL_DB_USER', 'TEMPORAL_LOG_LEVEL'])
       expect([name, composeEnv[name]]).toEqual([name, scriptTemporalEnv[name]]);
-    expect(path.basename(composeEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!)).toBe(path.basename(scriptTemporalEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!));
+    expect(path.basename(composeEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!)).toBe(
+      path.basename(scriptTemporalEnv.TEMPORAL_DYNAMIC_CONFIG_FILE!),
+    );
   });
 
   it('PostgreSQL persistence and SQL visibility, no Elasticsearch', () => {
@@ -174,7 +195,11 @@ describe('the Temporal server', () => {
     expect(script).toMatch(/setup-schema -v 0\.0/);
     expect(script).toMatch(/update-schema -d "\$SCHEMA_DIR\/\$dir\/versioned"/);
     const env = envOf('temporal-schema');
-    expect([env.TEMPORAL_DB, env.TEMPORAL_VISIBILITY_DB, env.TEMPORAL_DB_USER]).toEqual([DATABASES.temporal, DATABASES.visibility, ROLES.temporal]);
+    expect([env.TEMPORAL_DB, env.TEMPORAL_VISIBILITY_DB, env.TEMPORAL_DB_USER]).toEqual([
+      DATABASES.temporal,
+      DATABASES.visibility,
+      ROLES.temporal,
+    ]);
     expect(env.SQL_PASSWORD).toBe(env.TEMPORAL_DB_PASSWORD);
   });
 });
@@ -186,7 +211,9 @@ describe('databases', () => {
     expect(init).toContain(`CREATE DATABASE ${DATABASES.temporal} OWNER ${ROLES.temporal};`);
     expect(init).toContain(`CREATE DATABASE ${DATABASES.visibility} OWNER ${ROLES.temporal};`);
     expect(init).toContain(`CREATE DATABASE ${DATABASES.app} OWNER ${ROLES.app};`);
-    expect(compose.services.postgres?.volumes).toContain('./deploy/postgres/init-databases.sh:/docker-entrypoint-initdb.d/init-databases.sh:ro');
+    expect(compose.services.postgres?.volumes).toContain(
+      './deploy/postgres/init-databases.sh:/docker-entrypoint-initdb.d/init-databases.sh:ro',
+    );
     for (const name of ['api', 'worker']) {
       const url = new URL(loadConfig(envOf(name)).databaseUrl!);
       expect([url.username, url.pathname]).toEqual([ROLES.app, `/${DATABASES.app}`]);
@@ -206,20 +233,27 @@ describe('namespace', () => {
 });
 
 describe('the app processes', () => {
-  it.each(['api', 'worker'] as const)('%s: the same namespace, task queue, proxy trust and variables on both sides', (role) => {
-    const composeEnv = envOf(role);
-    const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
-    // The service's own variables, or Temporal's environment configuration (TLS, checked below).
-    const names = [...Object.keys(composeEnv), ...Object.keys(scriptEnv)].filter((name) => name !== 'NODE_ENV');
-    const known: readonly string[] = [...CONFIG_VARIABLES, ...TEMPORAL_ENVCONFIG_VARIABLES];
-    for (const name of names) expect(known).toContain(name);
-    const a = loadConfig(composeEnv);
-    const b = loadConfig(scriptEnv);
-    expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([b.temporal.namespace, b.temporal.taskQueue, b.trustProxy]);
-    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS'])
-      expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
-    expect(compose.services[role]?.command).toEqual([role]);
-  });
+  it.each(['api', 'worker'] as const)(
+    '%s: the same namespace, task queue, proxy trust and variables on both sides',
+    (role) => {
+      const composeEnv = envOf(role);
+      const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
+      // The service's own variables, or Temporal's environment configuration (TLS, checked below).
+      const names = [...Object.keys(composeEnv), ...Object.keys(scriptEnv)].filter((name) => name !== 'NODE_ENV');
+      const known: readonly string[] = [...CONFIG_VARIABLES, ...TEMPORAL_ENVCONFIG_VARIABLES];
+      for (const name of names) expect(known).toContain(name);
+      const a = loadConfig(composeEnv);
+      const b = loadConfig(scriptEnv);
+      expect([a.temporal.namespace, a.temporal.taskQueue, a.trustProxy]).toEqual([
+        b.temporal.namespace,
+        b.temporal.taskQueue,
+        b.trustProxy,
+      ]);
+      for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS'])
+        expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
+      expect(compose.services[role]?.command).toEqual([role]);
+    },
+  );
 
   it('the APIs trust exactly the one proxy in front (nginx)', () => {
     expect(loadConfig(envOf('api')).trustProxy).toBe(1);
@@ -276,14 +310,19 @@ describe('the Temporal Web UI', () => {
     expect(script.TEMPORAL_CODEC_ENDPOINT).toBe(`${scriptApp.entryUrl}/codec`);
     expect(compose.services['temporal-ui']?.ports).toEqual(['127.0.0.1:8233:8080']);
     expect(script.TEMPORAL_UI_HOST).toBe('127.0.0.1');
-    expect(compose.services['temporal-ui']?.volumes).toContain('./deploy/temporal-ui/docker.yaml:/home/ui-server/config/docker.yaml:ro');
+    expect(compose.services['temporal-ui']?.volumes).toContain(
+      './deploy/temporal-ui/docker.yaml:/home/ui-server/config/docker.yaml:ro',
+    );
     const config = read('deploy/temporal-ui/docker.yaml');
-    for (const name of [...Object.keys(ui), ...Object.keys(script)]) expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
+    for (const name of [...Object.keys(ui), ...Object.keys(script)])
+      expect([name, config.includes(`"${name}"`)]).toEqual([name, true]);
   });
 
   it('the script\'s APIs link "Open in Temporal" to its own Web UI, on whatever port that runs', () => {
     const uiUrl = 'http://127.0.0.1:28233';
-    expect(loadConfig(appEnvironment('api', { ...scriptApp, uiUrl, port: 8080, adminPort: 9090 })).console.temporalUiUrl).toBe(uiUrl);
+    expect(
+      loadConfig(appEnvironment('api', { ...scriptApp, uiUrl, port: 8080, adminPort: 9090 })).console.temporalUiUrl,
+    ).toBe(uiUrl);
   });
 });
 
@@ -336,46 +375,67 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     expect(tls.internode.server.clientCaFiles).toEqual(['/tls/internode-ca.pem']);
     expect(tls.internode.client.rootCaFiles).toEqual(['/tls/internode-ca.pem']);
     expect(tls.frontend.server.clientCaFiles).toEqual(['/tls/ca.pem']);
-    expect([tls.systemWorker.certFile, tls.systemWorker.client.rootCaFiles]).toEqual(['/tls/system-worker.pem', ['/tls/ca.pem']]);
+    expect([tls.systemWorker.certFile, tls.systemWorker.client.rootCaFiles]).toEqual([
+      '/tls/system-worker.pem',
+      ['/tls/ca.pem'],
+    ]);
     expect(config).toMatch(/\$tls := env "TEMPORAL_TLS_DIR"/);
     expect(config).toContain(`serverName: ${TEMPORAL_TLS_SERVER_NAME}`);
     for (const service of TEMPORAL_SERVICES) {
       const env = envOf(`temporal-${service}`);
       expect(certFileOf(`temporal-${service}`, `${env.TEMPORAL_TLS_DIR}/ca.pem`)).toBe('temporal/ca.pem');
-      expect(compose.services[`temporal-${service}`]?.volumes?.some((v) => v.endsWith(':ro') && v.includes('/temporal:'))).toBe(true);
+      expect(
+        compose.services[`temporal-${service}`]?.volumes?.some((v) => v.endsWith(':ro') && v.includes('/temporal:')),
+      ).toBe(true);
     }
     expect(path.relative(TLS_DIR, scriptTemporalEnv.TEMPORAL_TLS_DIR!)).toBe('temporal');
   });
 
-  it.each(['api', 'worker'] as const)('%s: its own client certificate, the CA and the server name, through the Temporal environment configuration', (role) => {
-    const composeEnv = envOf(role);
-    const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
-    const tlsNames = (env: Record<string, string>): string[] =>
-      Object.keys(env)
-        .filter((n) => n.startsWith('TEMPORAL_TLS_'))
-        .sort();
-    expect(tlsNames(composeEnv)).toEqual(tlsNames(scriptEnv));
-    expect(tlsNames(scriptEnv)).toEqual([
-      'TEMPORAL_TLS_CLIENT_CERT_PATH',
-      'TEMPORAL_TLS_CLIENT_KEY_PATH',
-      'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
-      'TEMPORAL_TLS_SERVER_NAME',
-    ]);
-    expect([composeEnv.TEMPORAL_TLS_SERVER_NAME, scriptEnv.TEMPORAL_TLS_SERVER_NAME]).toEqual([TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_SERVER_NAME]);
-    for (const name of ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH']) {
-      expect([name, certFileOf(role, composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
-    }
-    expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CLIENT_CERT_PATH!)).toBe(`${role}/client.pem`);
-  });
+  it.each(['api', 'worker'] as const)(
+    '%s: its own client certificate, the CA and the server name, through the Temporal environment configuration',
+    (role) => {
+      const composeEnv = envOf(role);
+      const scriptEnv = appEnvironment(role, { ...scriptApp, port: 8080 });
+      const tlsNames = (env: Record<string, string>): string[] =>
+        Object.keys(env)
+          .filter((n) => n.startsWith('TEMPORAL_TLS_'))
+          .sort();
+      expect(tlsNames(composeEnv)).toEqual(tlsNames(scriptEnv));
+      expect(tlsNames(scriptEnv)).toEqual([
+        'TEMPORAL_TLS_CLIENT_CERT_PATH',
+        'TEMPORAL_TLS_CLIENT_KEY_PATH',
+        'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+        'TEMPORAL_TLS_SERVER_NAME',
+      ]);
+      expect([composeEnv.TEMPORAL_TLS_SERVER_NAME, scriptEnv.TEMPORAL_TLS_SERVER_NAME]).toEqual([
+        TEMPORAL_TLS_SERVER_NAME,
+        TEMPORAL_TLS_SERVER_NAME,
+      ]);
+      for (const name of [
+        'TEMPORAL_TLS_CLIENT_CERT_PATH',
+        'TEMPORAL_TLS_CLIENT_KEY_PATH',
+        'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+      ]) {
+        expect([name, certFileOf(role, composeEnv[name]!)]).toEqual([name, scriptCertFile(scriptEnv[name]!)]);
+      }
+      expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CLIENT_CERT_PATH!)).toBe(`${role}/client.pem`);
+    },
+  );
 
   it("the environment the stack gives a worker makes the connection code present the worker's certificate", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prod-shape-tls-'));
     const saved = { ...process.env };
     try {
-      execFileSync('sh', [path.join(root, 'deploy/temporal/make-certs.sh')], { env: { PATH: process.env.PATH, CERT_DIR: dir } });
+      execFileSync('sh', [path.join(root, 'deploy/temporal/make-certs.sh')], {
+        env: { PATH: process.env.PATH, CERT_DIR: dir },
+      });
       Object.assign(process.env, appEnvironment('worker', { ...scriptApp, tlsDir: dir }));
       const options = connectionOptions({ address: '127.0.0.1:7233', embedded: false });
-      const tls = options.tls as { serverNameOverride?: string; serverRootCACertificate?: Uint8Array; clientCertPair?: { crt: Uint8Array; key: Uint8Array } };
+      const tls = options.tls as {
+        serverNameOverride?: string;
+        serverRootCACertificate?: Uint8Array;
+        clientCertPair?: { crt: Uint8Array; key: Uint8Array };
+      };
       const text = (bytes: Uint8Array | undefined): string => Buffer.from(bytes ?? []).toString('utf8');
       const file = (name: string): string => fs.readFileSync(path.join(dir, name), 'utf8');
       expect(tls.serverNameOverride).toBe(TEMPORAL_TLS_SERVER_NAME);
@@ -402,17 +462,33 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     }
     expect(scriptCertFile(scriptEnv.TEMPORAL_TLS_CERT!)).toBe('ui/client.pem');
     for (const env of [composeEnv, scriptEnv])
-      expect([env.TEMPORAL_TLS_SERVER_NAME, env.TEMPORAL_TLS_ENABLE_HOST_VERIFICATION]).toEqual([TEMPORAL_TLS_SERVER_NAME, 'true']);
+      expect([env.TEMPORAL_TLS_SERVER_NAME, env.TEMPORAL_TLS_ENABLE_HOST_VERIFICATION]).toEqual([
+        TEMPORAL_TLS_SERVER_NAME,
+        'true',
+      ]);
   });
 
   it('every container that talks to Temporal waits for the certificate job; the services of compose are those of the stack', () => {
     for (const name of [...TEMPORAL_SERVICES.map((s) => `temporal-${s}`)]) {
-      expect((compose.services[name] as { depends_on?: Record<string, { condition: string }> }).depends_on?.['temporal-certs']).toEqual({
+      expect(
+        (compose.services[name] as { depends_on?: Record<string, { condition: string }> }).depends_on?.[
+          'temporal-certs'
+        ],
+      ).toEqual({
         condition: 'service_completed_successfully',
       });
     }
     expect(Object.keys(compose.services).sort()).toEqual(
-      ['api', 'nginx', 'postgres', 'temporal-certs', 'temporal-schema', 'temporal-ui', 'worker', ...TEMPORAL_SERVICES.map((s) => `temporal-${s}`)].sort(),
+      [
+        'api',
+        'nginx',
+        'postgres',
+        'temporal-certs',
+        'temporal-schema',
+        'temporal-ui',
+        'worker',
+        ...TEMPORAL_SERVICES.map((s) => `temporal-${s}`),
+      ].sort(),
     );
   });
 });
@@ -422,7 +498,9 @@ describe('the public entry', () => {
     expect((compose.services.nginx?.ports ?? []).map(substitute)).toEqual(['127.0.0.1:8080:8080']);
     const template = read('deploy/nginx/api.conf.template');
     // Every spelling of both (test/integration/admin-spellings.test.ts runs this file in a real nginx).
-    expect(template).toMatch(/location ~\* \^\/\(metrics\|ready\)\(\/\|\$\) \{\s+default_type application\/json;\s+return 404 /);
+    expect(template).toMatch(
+      /location ~\* \^\/\(metrics\|ready\)\(\/\|\$\) \{\s+default_type application\/json;\s+return 404 /,
+    );
     expect(read('scripts/stack-prod.ts')).toMatch(/deploy\/nginx\/api\.conf\.template/);
   });
 });

@@ -16,7 +16,9 @@ interface Outcome {
 }
 
 /** A server answering each request with what readRawBody made of its body. */
-async function serve(options: () => ReadBodyOptions): Promise<{ port: number; outcomes: Outcome[]; close(): Promise<void> }> {
+async function serve(
+  options: () => ReadBodyOptions,
+): Promise<{ port: number; outcomes: Outcome[]; close(): Promise<void> }> {
   const outcomes: Outcome[] = [];
   const server = http.createServer((req, res) => {
     readRawBody(req, 1024, options()).then(
@@ -92,10 +94,13 @@ describe('readRawBody deadlines and rates', () => {
         bodies.map(
           (body) =>
             new Promise<number>((resolve, reject) => {
-              const req = http.request({ host: '127.0.0.1', port: server.port, method: 'POST', path: '/', agent: false }, (res) => {
-                res.resume();
-                res.on('end', () => resolve(res.statusCode ?? 0));
-              });
+              const req = http.request(
+                { host: '127.0.0.1', port: server.port, method: 'POST', path: '/', agent: false },
+                (res) => {
+                  res.resume();
+                  res.on('end', () => resolve(res.statusCode ?? 0));
+                },
+              );
               req.on('error', reject);
               // Head first, body later: the read is pending (and watched) when the body arrives.
               req.flushHeaders();

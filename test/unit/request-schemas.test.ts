@@ -12,7 +12,10 @@ import { MAX_WEBHOOK_BODY_BYTES } from '../../src/webhooks/body';
 import { type FieldViolation, InvalidArgumentError } from '../../src/errors';
 
 /** The violations `parseOrThrow` throws (a 400), or the parsed value. */
-function parsed(schema: Parameters<typeof parseOrThrow>[0], input: unknown): { value: unknown } | { violations: FieldViolation[] } {
+function parsed(
+  schema: Parameters<typeof parseOrThrow>[0],
+  input: unknown,
+): { value: unknown } | { violations: FieldViolation[] } {
   try {
     return { value: parseOrThrow(schema, input) };
   } catch (err) {
@@ -30,7 +33,9 @@ describe('run control bodies', () => {
   it('a decision comment is an optional string of at most 2000 characters', () => {
     expect(parsed(api.DecisionRequest, {})).toEqual({ value: {} });
     expect(parsed(api.DecisionRequest, { comment: null })).toEqual({ value: { comment: null } });
-    expect(parsed(api.DecisionRequest, { comment: 'x'.repeat(2000) })).toEqual({ value: { comment: 'x'.repeat(2000) } });
+    expect(parsed(api.DecisionRequest, { comment: 'x'.repeat(2000) })).toEqual({
+      value: { comment: 'x'.repeat(2000) },
+    });
     expect(parsed(api.DecisionRequest, { comment: 'x'.repeat(2001) })).toEqual(refused('comment', COMMENT));
     expect(parsed(api.DecisionRequest, { comment: 7 })).toEqual(refused('comment', COMMENT));
   });
@@ -53,14 +58,18 @@ describe('API client create', () => {
   const ROLES = 'must be a non-empty list of super_admin, admin, read_only';
 
   it('names roles as one field whatever is wrong in it, and displayName by its rule', () => {
-    expect(parsed(api.CreateClientRequest, { roles: ['admin', 'admin'] })).toEqual({ value: { roles: ['admin', 'admin'] } });
+    expect(parsed(api.CreateClientRequest, { roles: ['admin', 'admin'] })).toEqual({
+      value: { roles: ['admin', 'admin'] },
+    });
     for (const roles of [undefined, 'admin', [], ['admin', 'root'], [7]]) {
       expect([roles, parsed(api.CreateClientRequest, { roles })]).toEqual([roles, refused('roles', ROLES)]);
     }
     expect(parsed(api.CreateClientRequest, { displayName: 'x'.repeat(201), roles: ['admin'] })).toEqual(
       refused('displayName', 'must be a string of at most 200 characters'),
     );
-    expect(parsed(api.CreateClientRequest, { displayName: 7, roles: ['admin'] })).toEqual(refused('displayName', 'must be a string of at most 200 characters'));
+    expect(parsed(api.CreateClientRequest, { displayName: 7, roles: ['admin'] })).toEqual(
+      refused('displayName', 'must be a string of at most 200 characters'),
+    );
   });
 });
 
@@ -71,14 +80,21 @@ describe('automation rotate-secret and dry run', () => {
     expect(parsed(api.RotateSecretRequest, { gracePeriod: '1.5s' })).toEqual({ value: { gracePeriod: '1.5s' } });
     expect(parsed(api.RotateSecretRequest, { gracePeriod: '604800s' })).toEqual({ value: { gracePeriod: '604800s' } });
     const FORMAT = 'must be a duration in seconds such as "86400s" (0s revokes the old secret at once)';
-    for (const gracePeriod of ['1h', 86400, null, '-1s']) expect(parsed(api.RotateSecretRequest, { gracePeriod })).toEqual(refused('gracePeriod', FORMAT));
-    expect(parsed(api.RotateSecretRequest, { gracePeriod: '604801s' })).toEqual(refused('gracePeriod', 'must be at most 604800s (7 days)'));
-    expect(parsed(api.RotateSecretRequest, { grace: '1s' })).toEqual(refused('grace', 'is not a field of this request (only gracePeriod)'));
+    for (const gracePeriod of ['1h', 86400, null, '-1s'])
+      expect(parsed(api.RotateSecretRequest, { gracePeriod })).toEqual(refused('gracePeriod', FORMAT));
+    expect(parsed(api.RotateSecretRequest, { gracePeriod: '604801s' })).toEqual(
+      refused('gracePeriod', 'must be at most 604800s (7 days)'),
+    );
+    expect(parsed(api.RotateSecretRequest, { grace: '1s' })).toEqual(
+      refused('grace', 'is not a field of this request (only gracePeriod)'),
+    );
   });
 
   it('payload is required (null is a payload) and at most a webhook body of JSON', () => {
     expect(parsed(api.DryRunRequest, { payload: null })).toEqual({ value: { payload: null } });
-    expect(parsed(api.DryRunRequest, {})).toEqual(refused('payload', 'is required: a sample webhook body (any JSON), read as ctx.trigger'));
+    expect(parsed(api.DryRunRequest, {})).toEqual(
+      refused('payload', 'is required: a sample webhook body (any JSON), read as ctx.trigger'),
+    );
     const big = 'x'.repeat(MAX_WEBHOOK_BODY_BYTES);
     expect(parsed(api.DryRunRequest, { payload: big })).toEqual(
       refused('payload', `must be at most ${MAX_WEBHOOK_BODY_BYTES} bytes of JSON, like a webhook body`),
@@ -91,16 +107,25 @@ describe('outbound secret bodies', () => {
   const good = { name: 'crm_token', value: 'v', allowedOrigins: ['HTTPS://CRM.example:443/', 'https://crm.example'] };
 
   it('a create is parsed with its origins normalised and folded', () => {
-    expect(parsed(secrets.CreateSecretRequest, good)).toEqual({ value: { name: 'crm_token', value: 'v', allowedOrigins: ['https://crm.example'] } });
+    expect(parsed(secrets.CreateSecretRequest, good)).toEqual({
+      value: { name: 'crm_token', value: 'v', allowedOrigins: ['https://crm.example'] },
+    });
   });
 
   it('names each rule of the name and the value, without quoting the value', () => {
     const NAME = 'must match ^[a-z][a-z0-9_]{0,62}$ (it is read as secrets.<name>)';
-    for (const name of [undefined, 7, 'Crm', 'a'.repeat(64)]) expect(parsed(secrets.CreateSecretRequest, { ...good, name })).toEqual(refused('name', NAME));
-    expect(parsed(secrets.CreateSecretRequest, { ...good, name: 'in' })).toEqual(refused('name', '"in" is a CEL keyword: secrets.in cannot be read'));
+    for (const name of [undefined, 7, 'Crm', 'a'.repeat(64)])
+      expect(parsed(secrets.CreateSecretRequest, { ...good, name })).toEqual(refused('name', NAME));
+    expect(parsed(secrets.CreateSecretRequest, { ...good, name: 'in' })).toEqual(
+      refused('name', '"in" is a CEL keyword: secrets.in cannot be read'),
+    );
     for (const value of [undefined, 42, ''])
-      expect(parsed(secrets.CreateSecretRequest, { ...good, value })).toEqual(refused('value', 'is required: a non-empty string'));
-    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'x'.repeat(4097) })).toEqual(refused('value', 'must be at most 4096 characters'));
+      expect(parsed(secrets.CreateSecretRequest, { ...good, value })).toEqual(
+        refused('value', 'is required: a non-empty string'),
+      );
+    expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'x'.repeat(4097) })).toEqual(
+      refused('value', 'must be at most 4096 characters'),
+    );
     expect(parsed(secrets.CreateSecretRequest, { ...good, value: 'a\r\nB: c' })).toEqual(
       refused('value', 'must hold only tabs and printable Latin-1 characters (no line breaks): it is sent in a header'),
     );
@@ -112,7 +137,10 @@ describe('outbound secret bodies', () => {
     );
     expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: [], extra: 1, more: 2 })).toEqual({
       violations: [
-        { field: 'allowedOrigins', description: 'is required: a list of 1 to 20 origins scheme://host[:port] the secret may be sent to' },
+        {
+          field: 'allowedOrigins',
+          description: 'is required: a list of 1 to 20 origins scheme://host[:port] the secret may be sent to',
+        },
         { field: 'extra', description: 'is not a field of this request (only name, value, allowedOrigins)' },
         { field: 'more', description: 'is not a field of this request (only name, value, allowedOrigins)' },
       ],
@@ -125,9 +153,17 @@ describe('outbound secret bodies', () => {
     for (const allowedOrigins of [undefined, null, [], 'https://crm.example', many]) {
       expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins })).toEqual(refused('allowedOrigins', LIST));
     }
-    expect(parsed(secrets.CreateSecretRequest, { ...good, allowedOrigins: ['https://ok.example', 'https://crm.example/path', 7] })).toEqual({
+    expect(
+      parsed(secrets.CreateSecretRequest, {
+        ...good,
+        allowedOrigins: ['https://ok.example', 'https://crm.example/path', 7],
+      }),
+    ).toEqual({
       violations: [
-        { field: 'allowedOrigins[1]', description: 'must be an origin only: scheme://host[:port], no path, query or fragment' },
+        {
+          field: 'allowedOrigins[1]',
+          description: 'must be an origin only: scheme://host[:port], no path, query or fragment',
+        },
         { field: 'allowedOrigins[2]', description: 'must be a string scheme://host[:port]' },
       ],
     });
@@ -138,22 +174,36 @@ describe('outbound secret bodies', () => {
 
   it('a replace needs value or allowedOrigins; gracePeriod goes with a value only', () => {
     expect(parsed(secrets.ReplaceSecretRequest, { value: 'v' })).toEqual({ value: { value: 'v' } });
-    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '60s' })).toEqual({ value: { value: 'v', gracePeriod: '60s' } });
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '60s' })).toEqual({
+      value: { value: 'v', gracePeriod: '60s' },
+    });
     expect(parsed(secrets.ReplaceSecretRequest, {})).toEqual(
-      refused('value', 'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)'),
+      refused(
+        'value',
+        'is required unless allowedOrigins is given: the new value (or give allowedOrigins to change where the secret may go)',
+      ),
     );
     const ALONE = 'applies to a new value only: give value with it';
-    expect(parsed(secrets.ReplaceSecretRequest, { gracePeriod: '60s', allowedOrigins: ['https://crm.example'] })).toEqual(refused('gracePeriod', ALONE));
-    expect(parsed(secrets.ReplaceSecretRequest, { gracePeriod: 'soon', allowedOrigins: ['https://crm.example'] })).toEqual(refused('gracePeriod', ALONE));
+    expect(
+      parsed(secrets.ReplaceSecretRequest, { gracePeriod: '60s', allowedOrigins: ['https://crm.example'] }),
+    ).toEqual(refused('gracePeriod', ALONE));
+    expect(
+      parsed(secrets.ReplaceSecretRequest, { gracePeriod: 'soon', allowedOrigins: ['https://crm.example'] }),
+    ).toEqual(refused('gracePeriod', ALONE));
     expect(parsed(secrets.ReplaceSecretRequest, { gracePeriod: '60s', allowedOrigins: [7] })).toEqual({
       violations: [
         { field: 'allowedOrigins[0]', description: 'must be a string scheme://host[:port]' },
         { field: 'gracePeriod', description: ALONE },
       ],
     });
-    const GRACE = 'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
-    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '604801s' })).toEqual(refused('gracePeriod', GRACE));
-    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: 60 })).toEqual(refused('gracePeriod', GRACE));
+    const GRACE =
+      'must be a duration in seconds such as "86400s", at most "604800s" (7 days); "0s" drops the old value at once';
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: '604801s' })).toEqual(
+      refused('gracePeriod', GRACE),
+    );
+    expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', gracePeriod: 60 })).toEqual(
+      refused('gracePeriod', GRACE),
+    );
     expect(parsed(secrets.ReplaceSecretRequest, { value: 'v', name: 'other' })).toEqual(
       refused('name', 'is not a field of this request (only value, gracePeriod, allowedOrigins)'),
     );
@@ -165,8 +215,12 @@ describe('codec payloads', () => {
     expect(parsed(api.CodecPayloads, { payloads: [{ metadata: { encoding: 'YmluYXJ5' }, data: 'e30=' }] })).toEqual({
       value: { payloads: [{ metadata: { encoding: 'YmluYXJ5' }, data: 'e30=' }] },
     });
-    expect(parsed(api.CodecPayloads, { payloads: [{ data: 'e30=' }, { data: 'not base64!' }] })).toEqual(refused('payloads[1].data', 'must be base64'));
-    expect(parsed(api.CodecPayloads, { payloads: [{ metadata: { encoding: '%%' } }] })).toEqual(refused('payloads[0].metadata.encoding', 'must be base64'));
+    expect(parsed(api.CodecPayloads, { payloads: [{ data: 'e30=' }, { data: 'not base64!' }] })).toEqual(
+      refused('payloads[1].data', 'must be base64'),
+    );
+    expect(parsed(api.CodecPayloads, { payloads: [{ metadata: { encoding: '%%' } }] })).toEqual(
+      refused('payloads[0].metadata.encoding', 'must be base64'),
+    );
   });
 });
 
@@ -175,8 +229,12 @@ describe('entitlement search', () => {
     expect(parsed(gov.SearchEntitlementsRequest, { query: 'x', page_size: 'many', pageToken: 7 })).toEqual({
       value: { query: 'x', page_size: 'many', pageToken: 7 },
     });
-    expect(parsed(gov.SearchEntitlementsRequest, { appIds: ['a', 7] })).toEqual({ violations: [{ field: 'appIds[1]', description: expect.any(String) }] });
-    expect(parsed(gov.SearchEntitlementsRequest, { query: 7 })).toEqual({ violations: [{ field: 'query', description: expect.any(String) }] });
+    expect(parsed(gov.SearchEntitlementsRequest, { appIds: ['a', 7] })).toEqual({
+      violations: [{ field: 'appIds[1]', description: expect.any(String) }],
+    });
+    expect(parsed(gov.SearchEntitlementsRequest, { query: 7 })).toEqual({
+      violations: [{ field: 'query', description: expect.any(String) }],
+    });
   });
 });
 
@@ -203,7 +261,8 @@ describe('automation create and update', () => {
     { field: 'steps[1].id', description: 'step id "a" is used twice' },
     {
       field: 'steps[1].log.message',
-      description: 'step "a": unknown name "x" at line 1, column 1: only ctx is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)',
+      description:
+        'step "a": unknown name "x" at line 1, column 1: only ctx is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)',
     },
     { field: 'steps[2]', description: `step "b": ${EXACTLY_ONE} (found 0)` },
     { field: 'filter', description: 'syntax error at line 1, column 4: found . but expecting end of input' },
@@ -216,7 +275,12 @@ describe('automation create and update', () => {
   });
 
   it('names the unknown fields of strict objects that zod leaves out of its output (a flow option, a step)', () => {
-    const body = { displayName: 'x', trigger: HMAC, steps: [{ id: 's', wait: { duration: '1s' }, extra: 1 }], concurrency: { limit: 1, zz: 1 } };
+    const body = {
+      displayName: 'x',
+      trigger: HMAC,
+      steps: [{ id: 's', wait: { duration: '1s' }, extra: 1 }],
+      concurrency: { limit: 1, zz: 1 },
+    };
     expect(parsed(api.CreateAutomationRequest, body)).toEqual({
       violations: [
         { field: 'steps[0].extra', description: 'step "s": unknown field' },
@@ -227,7 +291,12 @@ describe('automation create and update', () => {
 
   it('answers the draft as stored: name trimmed, trigger filled in, nulls dropped, every flow option present', () => {
     expect(
-      parsed(api.CreateAutomationRequest, { displayName: ' Offboard ', trigger: HMAC, steps: [{ id: 's', log: { message: "'hi'" }, when: null }], extra: 1 }),
+      parsed(api.CreateAutomationRequest, {
+        displayName: ' Offboard ',
+        trigger: HMAC,
+        steps: [{ id: 's', log: { message: "'hi'" }, when: null }],
+        extra: 1,
+      }),
     ).toEqual({
       value: {
         displayName: 'Offboard',
@@ -240,19 +309,33 @@ describe('automation create and update', () => {
   });
 
   it('checks a JWKS URL by the configuration the schemas are made with', () => {
-    const body = { displayName: 'x', trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks' } } };
+    const body = {
+      displayName: 'x',
+      trigger: { incomingWebhook: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks' } },
+    };
     const development = api.automationWriteRequests({ baseUrl: 'http://localhost', allowInsecureJwks: true });
-    expect(parsed(development.create, body)).toMatchObject({ value: { trigger: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks' } } });
-    expect(parsed(api.CreateAutomationRequest, body)).toEqual(refused('trigger.incomingWebhook.jwksUrl', 'JWKS URL must use https'));
+    expect(parsed(development.create, body)).toMatchObject({
+      value: { trigger: { authMethod: 'JWT', jwksUrl: 'http://127.0.0.1:9/jwks' } },
+    });
+    expect(parsed(api.CreateAutomationRequest, body)).toEqual(
+      refused('trigger.incomingWebhook.jwksUrl', 'JWKS URL must use https'),
+    );
   });
 
   it('an update: the first problem of its shape alone, then every violation of the masked fields (trigger and steps named from their own root)', () => {
-    expect(parsed(api.UpdateAutomationRequest, { automation: 'x' })).toEqual(refused('automation', 'is required and must be an object'));
+    expect(parsed(api.UpdateAutomationRequest, { automation: 'x' })).toEqual(
+      refused('automation', 'is required and must be an object'),
+    );
     expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 7 })).toEqual(
       refused('updateMask', 'must be a comma-separated list of field paths'),
     );
-    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 'displayName,owner' })).toEqual(
-      refused('updateMask', 'unknown field path "owner"; allowed: displayName, description, trigger, steps, filter, rateLimit, concurrency'),
+    expect(
+      parsed(api.UpdateAutomationRequest, { automation: { displayName: '' }, updateMask: 'displayName,owner' }),
+    ).toEqual(
+      refused(
+        'updateMask',
+        'unknown field path "owner"; allowed: displayName, description, trigger, steps, filter, rateLimit, concurrency',
+      ),
     );
     const { steps, rateLimit, trigger } = EVERYTHING_WRONG;
     expect(
@@ -271,7 +354,12 @@ describe('automation create and update', () => {
   });
 
   it('an update answers the masked fields as stored; without a mask, the fields the body carries', () => {
-    expect(parsed(api.UpdateAutomationRequest, { automation: { displayName: ' New ', filter: null }, updateMask: ['displayName', 'filter'] })).toEqual({
+    expect(
+      parsed(api.UpdateAutomationRequest, {
+        automation: { displayName: ' New ', filter: null },
+        updateMask: ['displayName', 'filter'],
+      }),
+    ).toEqual({
       value: { mask: new Set(['displayName', 'filter']), fields: { displayName: 'New' }, flow: { filter: null } },
     });
     expect(parsed(api.UpdateAutomationRequest, { automation: { description: 'd', unknown: 1 } })).toEqual({
@@ -291,7 +379,8 @@ describe('automation create and update', () => {
     // A rule that only looks at `name`: the shape's bound on `count` is the only thing against {count: 9}.
     const shape = setAside(z.strictObject({ name: z.string(), count: z.number().max(5) }));
     const schema = ruledByViolations(shape, (value, violations) => {
-      if (typeof (value as { name?: unknown }).name !== 'string') violations.push({ field: 'name', description: 'is required' });
+      if (typeof (value as { name?: unknown }).name !== 'string')
+        violations.push({ field: 'name', description: 'is required' });
       return value;
     });
     expect(parsed(schema, { name: 'a', count: 3 })).toEqual({ value: { name: 'a', count: 3 } });

@@ -11,10 +11,13 @@ skipDroppedSdkLogMetadata();
 /** A composing logger over `parent` whose metadata function counts how often it is asked. */
 function composed(parent: Logger): { logger: Logger; built: () => number } {
   let built = 0;
-  const logger = LoggerWithComposedMetadata.compose(LoggerWithComposedMetadata.compose(parent, { sdkComponent: 'worker', taskQueue: 'q' }), () => {
-    built += 1;
-    return { runId: 'run-1' };
-  });
+  const logger = LoggerWithComposedMetadata.compose(
+    LoggerWithComposedMetadata.compose(parent, { sdkComponent: 'worker', taskQueue: 'q' }),
+    () => {
+      built += 1;
+      return { runId: 'run-1' };
+    },
+  );
   return { logger, built: () => built };
 }
 
@@ -49,8 +52,16 @@ describe('the SDK log lines a DefaultLogger drops', () => {
     logger.debug('Activity started', { attempt: 1 });
     expect(built()).toBe(2);
     expect(lines(entries)).toEqual([
-      { level: 'TRACE', message: 'Got workflow activation', meta: { sdkComponent: 'worker', taskQueue: 'q', runId: 'run-1' } },
-      { level: 'DEBUG', message: 'Activity started', meta: { sdkComponent: 'worker', taskQueue: 'q', runId: 'run-1', attempt: 1 } },
+      {
+        level: 'TRACE',
+        message: 'Got workflow activation',
+        meta: { sdkComponent: 'worker', taskQueue: 'q', runId: 'run-1' },
+      },
+      {
+        level: 'DEBUG',
+        message: 'Activity started',
+        meta: { sdkComponent: 'worker', taskQueue: 'q', runId: 'run-1', attempt: 1 },
+      },
     ]);
   });
 

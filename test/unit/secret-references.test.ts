@@ -33,7 +33,9 @@ describe('readsSecrets', () => {
 describe('secret-bearing expressions', () => {
   it('read only secrets.<name> and literals, and name what they read', () => {
     expect(checkSecretExpression("'Bearer ' + secrets.crm_token")).toEqual({ secrets: ['crm_token'] });
-    expect(checkSecretExpression("secrets.user + ':' + secrets.pass + secrets.user")).toEqual({ secrets: ['user', 'pass'] });
+    expect(checkSecretExpression("secrets.user + ':' + secrets.pass + secrets.user")).toEqual({
+      secrets: ['user', 'pass'],
+    });
     expect(checkSecretExpression('ctx.trigger.a + secrets.b').problem).toMatch(/may not read ctx/);
     expect(checkSecretExpression("secrets['b']").problem).toMatch(/secrets\.<name>/);
     expect(checkSecretExpression("'no secret'").problem).toMatch(/at least one secret/);

@@ -14,7 +14,20 @@ const JEST = path.join(ROOT, 'node_modules/jest/bin/jest.js');
 const REPORTER = path.join(ROOT, 'test/reporters/skips.js');
 const BEGIN = '<!-- skips: written by test/reporters/skips.js (UPDATE_TESTING_DOC=1 npm test) -->';
 const END = '<!-- /skips -->';
-const DOC = ['# Testing', '', 'Before.', '', BEGIN, '```', 'not written yet by a whole run', '```', END, '', 'After.', ''].join('\n');
+const DOC = [
+  '# Testing',
+  '',
+  'Before.',
+  '',
+  BEGIN,
+  '```',
+  'not written yet by a whole run',
+  '```',
+  END,
+  '',
+  'After.',
+  '',
+].join('\n');
 
 let dir: string;
 
@@ -37,7 +50,10 @@ beforeEach(() => {
   );
   fs.writeFileSync(
     path.join(dir, 'browser.test.js'),
-    ["it('passes too', () => expect(2).toBe(2));", "it.skip('the console in a browser (skipped: no Chromium)', () => {});"].join('\n'),
+    [
+      "it('passes too', () => expect(2).toBe(2));",
+      "it.skip('the console in a browser (skipped: no Chromium)', () => {});",
+    ].join('\n'),
   );
 });
 
@@ -78,7 +94,9 @@ describe('UPDATE_TESTING_DOC=1', () => {
     expect(run.code).toBe(0);
     const expected = DOC.replace(
       '```\nnot written yet by a whole run\n```',
-      '```\n' + `${today()}, npm test without DATABASE_URL: 2 passed, 0 failed, 3 skipped: 2 (needs DATABASE_URL), 1 (no Chromium)` + '\n```',
+      '```\n' +
+        `${today()}, npm test without DATABASE_URL: 2 passed, 0 failed, 3 skipped: 2 (needs DATABASE_URL), 1 (no Chromium)` +
+        '\n```',
     );
     // The date is the run's: a run that crosses midnight may write the next day.
     expect(doc().replace(/\d{4}-\d{2}-\d{2}/, today())).toBe(expected);
@@ -88,7 +106,9 @@ describe('UPDATE_TESTING_DOC=1', () => {
     fs.writeFileSync(path.join(dir, 'failing.test.js'), "it('fails', () => expect(1).toBe(2));");
     const run = await runJest([], { UPDATE_TESTING_DOC: '1', DATABASE_URL: 'postgres://nowhere.invalid/db' });
     expect(run.code).toBe(1);
-    expect(doc()).toContain('npm test with DATABASE_URL: 2 passed, 1 failed, 3 skipped: 2 (needs DATABASE_URL), 1 (no Chromium)\n');
+    expect(doc()).toContain(
+      'npm test with DATABASE_URL: 2 passed, 1 failed, 3 skipped: 2 (needs DATABASE_URL), 1 (no Chromium)\n',
+    );
   });
 
   it('leaves the doc as it is after a run narrowed to some files, names or a shard', async () => {
@@ -96,14 +116,19 @@ describe('UPDATE_TESTING_DOC=1', () => {
       const run = await runJest(args, { UPDATE_TESTING_DOC: '1' });
       expect({ args, stderr: run.stderr }).toMatchObject({
         args,
-        stderr: expect.stringMatching(/UPDATE_TESTING_DOC=1: not a run of the whole suite \(.+\): testing\.md left as it is\./),
+        stderr: expect.stringMatching(
+          /UPDATE_TESTING_DOC=1: not a run of the whole suite \(.+\): testing\.md left as it is\./,
+        ),
       });
       expect(doc()).toBe(DOC);
     }
   });
 
   it('leaves the doc as it is when a test file could not run (its skips are not counted)', async () => {
-    fs.writeFileSync(path.join(dir, 'broken.test.js'), "describe('broken', () => {\n  it.skip('x [skipped: needs DATABASE_URL]', () => {});\n");
+    fs.writeFileSync(
+      path.join(dir, 'broken.test.js'),
+      "describe('broken', () => {\n  it.skip('x [skipped: needs DATABASE_URL]', () => {});\n",
+    );
     const run = await runJest([], { UPDATE_TESTING_DOC: '1' });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('UPDATE_TESTING_DOC=1: 1 test file(s) could not run: testing.md left as it is.');

@@ -32,9 +32,9 @@ describe('callKey', () => {
 describe('Standard Webhooks signatures', () => {
   it('matches the test vector of the Standard Webhooks libraries', () => {
     const key = signingKey('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
-    expect(standardSignature([key], 'msg_p5jXN8AQM9LWM0D4loKWxJek', '1614265330', Buffer.from('{"test": 2432232314}'))).toBe(
-      'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
-    );
+    expect(
+      standardSignature([key], 'msg_p5jXN8AQM9LWM0D4loKWxJek', '1614265330', Buffer.from('{"test": 2432232314}')),
+    ).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   });
 
   it('verifies with the standardwebhooks package: whsec_ values decoded, other values as raw bytes, both signatures during a rotation', () => {
@@ -42,14 +42,26 @@ describe('Standard Webhooks signatures', () => {
     const body = Buffer.from(JSON.stringify({ user: 'ada', note: 'café ☕' }), 'utf8');
     const whsec = `whsec_${randomBytes(32).toString('base64')}`;
     const raw = `plain-${randomBytes(8).toString('hex')}`;
-    const headers = (signature: string) => ({ 'webhook-id': 'k-1', 'webhook-timestamp': now, 'webhook-signature': signature });
+    const headers = (signature: string) => ({
+      'webhook-id': 'k-1',
+      'webhook-timestamp': now,
+      'webhook-signature': signature,
+    });
 
-    expect(new Webhook(whsec).verify(body.toString('utf8'), headers(standardSignature([signingKey(whsec)], 'k-1', now, body)))).toEqual({
+    expect(
+      new Webhook(whsec).verify(
+        body.toString('utf8'),
+        headers(standardSignature([signingKey(whsec)], 'k-1', now, body)),
+      ),
+    ).toEqual({
       user: 'ada',
       note: 'café ☕',
     });
     expect(() =>
-      new Webhook(raw, { format: 'raw' }).verify(body.toString('utf8'), headers(standardSignature([signingKey(raw)], 'k-1', now, body))),
+      new Webhook(raw, { format: 'raw' }).verify(
+        body.toString('utf8'),
+        headers(standardSignature([signingKey(raw)], 'k-1', now, body)),
+      ),
     ).not.toThrow();
 
     const both = standardSignature([signingKey(whsec), signingKey(raw)], 'k-1', now, body);
@@ -69,7 +81,11 @@ describe('Standard Webhooks signatures', () => {
     const body = Buffer.from('{"a":1}', 'utf8');
     const signature = standardSignature([signingKey(value)], 'k-1', now, body);
     expect(() =>
-      new Webhook(value, { format: 'raw' }).verify(body.toString('utf8'), { 'webhook-id': 'k-1', 'webhook-timestamp': now, 'webhook-signature': signature }),
+      new Webhook(value, { format: 'raw' }).verify(body.toString('utf8'), {
+        'webhook-id': 'k-1',
+        'webhook-timestamp': now,
+        'webhook-signature': signature,
+      }),
     ).not.toThrow();
   });
 
@@ -78,6 +94,7 @@ describe('Standard Webhooks signatures', () => {
       expect([value, isMalformedWhsec(value)]).toEqual([value, true]);
       expect(() => signingKey(value)).toThrow('base64');
     }
-    for (const value of ['whsec_YWJj', 'whsec_YWI=', 'sk_live_whsec_', 'not-a-whsec']) expect([value, isMalformedWhsec(value)]).toEqual([value, false]);
+    for (const value of ['whsec_YWJj', 'whsec_YWI=', 'sk_live_whsec_', 'not-a-whsec'])
+      expect([value, isMalformedWhsec(value)]).toEqual([value, false]);
   });
 });

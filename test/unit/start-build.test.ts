@@ -13,7 +13,9 @@ const { staleReason, ensureBuilt } = require('../../scripts/start.js') as {
   ensureBuilt: (root: string) => Promise<string | undefined>;
 };
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { buildDist } = require('../../scripts/build-dist.js') as { buildDist: (root: string) => { compiled: number; total: number } };
+const { buildDist } = require('../../scripts/build-dist.js') as {
+  buildDist: (root: string) => { compiled: number; total: number };
+};
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -22,7 +24,10 @@ function project(): string {
   fs.mkdirSync(path.join(root, 'src'));
   fs.writeFileSync(path.join(root, 'src', 'main.ts'), "import { twice } from './lib';\nconsole.log(twice(21));\n");
   fs.writeFileSync(path.join(root, 'src', 'lib.ts'), 'export const twice = (n: number): number => n * 2;\n');
-  fs.writeFileSync(path.join(root, 'tsconfig.build.json'), JSON.stringify({ compilerOptions: { outDir: 'dist' }, include: ['src'] }));
+  fs.writeFileSync(
+    path.join(root, 'tsconfig.build.json'),
+    JSON.stringify({ compilerOptions: { outDir: 'dist' }, include: ['src'] }),
+  );
   // the compiler is resolved from the project root, as in a clone after npm ci
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'));
   return root;
@@ -51,13 +56,17 @@ describe('npm start: building dist/', () => {
     const root = project();
     roots.push(root);
     expect(buildDist(root)).toEqual({ compiled: 2, total: 2 });
-    expect(execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim()).toBe('42');
+    expect(
+      execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim(),
+    ).toBe('42');
     // (no stamp: buildDist alone is not a start)
     expect(staleReason(root)).toBe('dist/ was not built by npm start');
     for (const file of ['src/main.ts', 'src/lib.ts']) past(path.join(root, file), 60);
     fs.writeFileSync(path.join(root, 'src', 'lib.ts'), 'export const twice = (n: number): number => n + n + 1;\n');
     expect(buildDist(root)).toEqual({ compiled: 1, total: 2 });
-    expect(execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim()).toBe('43');
+    expect(
+      execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim(),
+    ).toBe('43');
   });
 
   it('a start compiles a missing dist/ and stamps it; a second start compiles nothing; after a change, the next start compiles again', async () => {
@@ -65,10 +74,18 @@ describe('npm start: building dist/', () => {
     roots.push(root);
     expect(await ensureBuilt(root)).toBe('dist/ is missing');
     expect(fs.readFileSync(path.join(root, 'dist', '.build-stamp'), 'utf8')).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z\n$/);
-    expect(execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim()).toBe('42');
+    expect(
+      execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim(),
+    ).toBe('42');
 
     const built = distFiles(root);
-    expect(Object.keys(built).sort()).toEqual(['.build-stamp', 'src/lib.js', 'src/lib.js.map', 'src/main.js', 'src/main.js.map']);
+    expect(Object.keys(built).sort()).toEqual([
+      '.build-stamp',
+      'src/lib.js',
+      'src/lib.js.map',
+      'src/main.js',
+      'src/main.js.map',
+    ]);
     expect(staleReason(root)).toBeUndefined();
     expect(await ensureBuilt(root)).toBeUndefined();
     expect(distFiles(root)).toEqual(built); // nothing compiled, not even the stamp rewritten
@@ -77,6 +94,8 @@ describe('npm start: building dist/', () => {
     const later = new Date(Date.now() + 2000); // past the stamp, whatever the file system's clock granularity
     fs.utimesSync(path.join(root, 'src', 'lib.ts'), later, later);
     expect(await ensureBuilt(root)).toBe('the sources changed since the last build');
-    expect(execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim()).toBe('43');
+    expect(
+      execFileSync(process.execPath, [path.join(root, 'dist', 'src', 'main.js')], { encoding: 'utf8' }).trim(),
+    ).toBe('43');
   });
 });

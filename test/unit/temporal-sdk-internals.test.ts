@@ -28,7 +28,8 @@ const REVIEWED_FILES: Record<string, string> = {
   'worker/lib/workflow/vm-shared.js': 'f526eb66f88dd444a23e9862911b69db584dacdd7fab118ac53acd521344026c',
   // The thread's entry that workflow-thread.js loads, and the messages it answers.
   'worker/lib/workflow/workflow-worker-thread.js': '90673d5b74aa51fdf66e4435c8f73d8a003e892ec9826866fe07ef6251089052',
-  'worker/lib/workflow/workflow-worker-thread/input.d.ts': '4fe1f224408c5a6784cbd3fef599e76285959c3f07a076e5c46d79e7d2b75031',
+  'worker/lib/workflow/workflow-worker-thread/input.d.ts':
+    '4fe1f224408c5a6784cbd3fef599e76285959c3f07a076e5c46d79e7d2b75031',
   // Workflow and WorkflowCreator, which the guard implements.
   'worker/lib/workflow/interface.d.ts': '6958a560e342f7d430dbeafc4f70a33b862259c646e387f506a72d5d204ddb9d',
   // The activator's promiseStackStore, and globalThis.__TEMPORAL_ACTIVATOR__ that the hook reads.
@@ -48,24 +49,39 @@ function readJson<T>(file: string): T {
 
 function temporalDependencies(): Array<[string, string]> {
   const manifest = readJson<Manifest>(path.join(ROOT, 'package.json'));
-  return Object.entries({ ...manifest.dependencies, ...manifest.devDependencies }).filter(([name]) => name.startsWith('@temporalio/'));
+  return Object.entries({ ...manifest.dependencies, ...manifest.devDependencies }).filter(([name]) =>
+    name.startsWith('@temporalio/'),
+  );
 }
 
 function prototypeMethods(cls: { prototype: object }): string[] {
-  return Object.getOwnPropertyNames(cls.prototype).filter((name) => typeof (cls.prototype as Record<string, unknown>)[name] === 'function');
+  return Object.getOwnPropertyNames(cls.prototype).filter(
+    (name) => typeof (cls.prototype as Record<string, unknown>)[name] === 'function',
+  );
 }
 
 describe('the Temporal SDK internals the activation guard relies on', () => {
   it('pins every @temporalio/* package to the reviewed version, in package.json, package-lock.json and node_modules', () => {
     const dependencies = temporalDependencies();
-    expect(dependencies.map(([name]) => name)).toEqual(expect.arrayContaining(['@temporalio/worker', '@temporalio/workflow', '@temporalio/common']));
-    const lock = readJson<{ packages: Record<string, { version?: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }> }>(
-      path.join(ROOT, 'package-lock.json'),
+    expect(dependencies.map(([name]) => name)).toEqual(
+      expect.arrayContaining(['@temporalio/worker', '@temporalio/workflow', '@temporalio/common']),
     );
+    const lock = readJson<{
+      packages: Record<
+        string,
+        { version?: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> }
+      >;
+    }>(path.join(ROOT, 'package-lock.json'));
     const root = { ...lock.packages['']?.dependencies, ...lock.packages['']?.devDependencies };
     for (const [name, range] of dependencies) {
       const installed = readJson<{ version: string }>(require.resolve(`${name}/package.json`)).version;
-      expect({ name, range, locked: root[name], lockedVersion: lock.packages[`node_modules/${name}`]?.version, installed }).toEqual({
+      expect({
+        name,
+        range,
+        locked: root[name],
+        lockedVersion: lock.packages[`node_modules/${name}`]?.version,
+        installed,
+      }).toEqual({
         name,
         range: SDK_VERSION,
         locked: SDK_VERSION,
@@ -84,7 +100,10 @@ describe('the Temporal SDK internals the activation guard relies on', () => {
       Object.keys(REVIEWED_FILES).map((file) => {
         const [pkg = '', ...rest] = file.split('/');
         const full = path.join(path.dirname(require.resolve(`@temporalio/${pkg}/package.json`)), ...rest);
-        return [file, fs.existsSync(full) ? createHash('sha256').update(fs.readFileSync(full)).digest('hex') : 'missing'];
+        return [
+          file,
+          fs.existsSync(full) ? createHash('sha256').update(fs.readFileSync(full)).digest('hex') : 'missing',
+        ];
       }),
     );
     expect(actual).toEqual(REVIEWED_FILES);
@@ -112,9 +131,13 @@ describe('the Temporal SDK internals the activation guard relies on', () => {
     expect(typeof cutoffStackTrace).toBe('function');
     expect(fs.existsSync(require.resolve('@temporalio/worker/lib/workflow/workflow-worker-thread'))).toBe(true);
     // sdk-log-levels.ts: LoggerWithComposedMetadata's level methods and `log`, and the parent it keeps.
-    expect(prototypeMethods(LoggerWithComposedMetadata)).toEqual(expect.arrayContaining(['log', 'trace', 'debug', 'info', 'warn', 'error']));
+    expect(prototypeMethods(LoggerWithComposedMetadata)).toEqual(
+      expect.arrayContaining(['log', 'trace', 'debug', 'info', 'warn', 'error']),
+    );
     const parent = new DefaultLogger('WARN');
-    expect((LoggerWithComposedMetadata.compose(parent, { a: 1 }) as unknown as { parentLogger: unknown }).parentLogger).toBe(parent);
+    expect(
+      (LoggerWithComposedMetadata.compose(parent, { a: 1 }) as unknown as { parentLogger: unknown }).parentLogger,
+    ).toBe(parent);
     expect(parent.level).toBe('WARN');
   });
 });

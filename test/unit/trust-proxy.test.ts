@@ -78,12 +78,15 @@ describe('clientAddress (the webhook receiver, which answers before Koa)', () =>
     '2001:db8::1, ::ffff:192.0.2.5',
   ];
   for (const hops of [0, 1, 2, 3]) {
-    it.each(headers.map((h) => [h]))(`hops=${hops}, X-Forwarded-For %p: the same address as Koa's ctx.ip`, async (header) => {
-      const req = request(bothApp(hops)).get('/');
-      const res = await (header === undefined ? req : req.set('X-Forwarded-For', header));
-      expect(typeof res.body.koa).toBe('string');
-      expect(res.body.ours).toBe(res.body.koa);
-    });
+    it.each(headers.map((h) => [h]))(
+      `hops=${hops}, X-Forwarded-For %p: the same address as Koa's ctx.ip`,
+      async (header) => {
+        const req = request(bothApp(hops)).get('/');
+        const res = await (header === undefined ? req : req.set('X-Forwarded-For', header));
+        expect(typeof res.body.koa).toBe('string');
+        expect(res.body.ours).toBe(res.body.koa);
+      },
+    );
   }
 
   it('1 hop: the rightmost entry, trimmed; the socket address when that entry is empty', async () => {

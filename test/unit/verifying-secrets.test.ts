@@ -27,12 +27,19 @@ describe('verifyingHmacSecrets', () => {
   it('without a rotation only the current secret; without any secret nothing', () => {
     expect(verifyingHmacSecrets(listener('only-secret'), EXPIRES_AT)).toEqual(['only-secret']);
     expect(verifyingHmacSecrets(listener(undefined), EXPIRES_AT)).toEqual([]);
-    expect(verifyingHmacSecrets(listener(undefined, { secret: 'old-secret', expiresAtMs: EXPIRES_AT }), EXPIRES_AT - 1)).toEqual(['old-secret']);
+    expect(
+      verifyingHmacSecrets(listener(undefined, { secret: 'old-secret', expiresAtMs: EXPIRES_AT }), EXPIRES_AT - 1),
+    ).toEqual(['old-secret']);
   });
 
   it('reads the real clock when none is given', () => {
     const now = Date.now();
-    expect(verifyingHmacSecrets(listener('new-secret', { secret: 'old-secret', expiresAtMs: now + 60_000 }))).toEqual(['new-secret', 'old-secret']);
-    expect(verifyingHmacSecrets(listener('new-secret', { secret: 'old-secret', expiresAtMs: now - 60_000 }))).toEqual(['new-secret']);
+    expect(verifyingHmacSecrets(listener('new-secret', { secret: 'old-secret', expiresAtMs: now + 60_000 }))).toEqual([
+      'new-secret',
+      'old-secret',
+    ]);
+    expect(verifyingHmacSecrets(listener('new-secret', { secret: 'old-secret', expiresAtMs: now - 60_000 }))).toEqual([
+      'new-secret',
+    ]);
   });
 });

@@ -24,7 +24,9 @@ describe('waiting in tests', () => {
       (err: unknown) => err,
     );
     expect(failure).toBeInstanceOf(WaitTimeout);
-    expect((failure as WaitTimeout).message).toMatch(/^timed out after 50 ms waiting for a negative count; last value: \{ count: \d+ \}$/);
+    expect((failure as WaitTimeout).message).toMatch(
+      /^timed out after 50 ms waiting for a negative count; last value: \{ count: \d+ \}$/,
+    );
     expect((failure as WaitTimeout).lastValue).toEqual({ count: n });
   });
 
@@ -39,6 +41,8 @@ describe('waiting in tests', () => {
   });
 
   it('until throws naming `what`', async () => {
-    await expect(until(() => false, 'the impossible', { timeoutMs: 20, intervalMs: 5 })).rejects.toThrow('waiting for the impossible; last value: false');
+    await expect(until(() => false, 'the impossible', { timeoutMs: 20, intervalMs: 5 })).rejects.toThrow(
+      'waiting for the impossible; last value: false',
+    );
   });
 });

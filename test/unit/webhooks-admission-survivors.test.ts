@@ -5,7 +5,13 @@
  * its listener twice or after its release, the scope of a full listener, and the Content-Length
  * the header pre-check trusts (the exact limit, surrounding blanks, digits with other text).
  */
-import { DataRateWatch, headerVerdict, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import {
+  DataRateWatch,
+  headerVerdict,
+  precheckWebhookHeaders,
+  WebhookAdmission,
+  type PrecheckInput,
+} from '../../src/webhooks/admission';
 import { PRECHECK_NOW, precheckInput, verdict } from '../helpers/admission';
 import { AdmissionRefusal, WebhookRejection } from '../../src/errors';
 
@@ -107,7 +113,11 @@ describe('AdmissionTicket.enterListener', () => {
       caught = err;
     }
     expect(caught).toBeInstanceOf(AdmissionRefusal);
-    expect(caught).toMatchObject({ scope: 'listener', status: 429, message: 'too many deliveries in progress for this listener; retry later' });
+    expect(caught).toMatchObject({
+      scope: 'listener',
+      status: 429,
+      message: 'too many deliveries in progress for this listener; retry later',
+    });
   });
 });
 
@@ -115,23 +125,38 @@ describe('precheckWebhookHeaders: the Content-Length it trusts', () => {
   const bad = { eventId: 'nope' };
 
   it('refuses early at exactly the body limit, not one byte over it (that body may end in a 413)', () => {
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '65536' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '65536' })))).toBe(
+      '400 bad_event_id',
+    );
     expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '65537' })))).toBe('pass');
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '10', maxBodyBytes: 10 })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '11', maxBodyBytes: 10 })))).toBe('pass');
+    expect(
+      verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '10', maxBodyBytes: 10 }))),
+    ).toBe('400 bad_event_id');
+    expect(
+      verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '11', maxBodyBytes: 10 }))),
+    ).toBe('pass');
   });
 
   it('reads a Content-Length with blanks around it', () => {
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: ' 100 ' })))).toBe('400 bad_event_id');
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '\t65536 ' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: ' 100 ' })))).toBe(
+      '400 bad_event_id',
+    );
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '\t65536 ' })))).toBe(
+      '400 bad_event_id',
+    );
     expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: ' 65537' })))).toBe('pass');
   });
 
   it('trusts only a Content-Length made of digits alone: digits with other text around them is not one', () => {
     for (const contentLength of ['x100', '100x', '1 00', '+100', '-1', '1e3', '0x10', '', '12345678901']) {
-      expect([contentLength, verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength })))]).toEqual([contentLength, 'pass']);
+      expect([contentLength, verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength })))]).toEqual([
+        contentLength,
+        'pass',
+      ]);
     }
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '0' })))).toBe('400 bad_event_id');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ ...bad, contentLength: '0' })))).toBe(
+      '400 bad_event_id',
+    );
   });
 });
 
@@ -141,7 +166,9 @@ describe('headerVerdict', () => {
     expect(headerVerdict(precheckInput())).toMatchObject({ timestamp: NOW, signature: 'v1,abc' });
     // A listener whose method is unknown is a bug, not a refusal: it must not pass as a verdict
     // (the intake would take a returned error for the checked headers).
-    expect(() => headerVerdict(precheckInput({ authMethod: 'NOPE' as PrecheckInput['authMethod'] }))).toThrow(TypeError);
+    expect(() => headerVerdict(precheckInput({ authMethod: 'NOPE' as PrecheckInput['authMethod'] }))).toThrow(
+      TypeError,
+    );
   });
 });
 

@@ -4,7 +4,12 @@
  * admission counts; the data-rate watch.
  */
 import { checkWebhookHeaders } from '../../src/webhooks';
-import { DataRateWatch, precheckWebhookHeaders, WebhookAdmission, type PrecheckInput } from '../../src/webhooks/admission';
+import {
+  DataRateWatch,
+  precheckWebhookHeaders,
+  WebhookAdmission,
+  type PrecheckInput,
+} from '../../src/webhooks/admission';
 import { PRECHECK_DEADLINE_MS, PRECHECK_NOW, precheckInput, verdict } from '../helpers/admission';
 import { AdmissionRefusal } from '../../src/errors';
 
@@ -15,8 +20,12 @@ describe('precheckWebhookHeaders', () => {
   it('refuses header failures when Content-Length is within the limit', () => {
     expect(verdict(() => precheckWebhookHeaders(precheckInput({ eventId: 'nope' })))).toBe('400 bad_event_id');
     expect(verdict(() => precheckWebhookHeaders(precheckInput({ signature: undefined })))).toBe('400 missing_header');
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ contentType: 'text/plain' })))).toBe('400 bad_content_type');
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ authMethod: 'JWT', signature: undefined })))).toBe('401 missing_authorization');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ contentType: 'text/plain' })))).toBe(
+      '400 bad_content_type',
+    );
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ authMethod: 'JWT', signature: undefined })))).toBe(
+      '401 missing_authorization',
+    );
     expect(verdict(() => precheckWebhookHeaders(precheckInput()))).toBe('pass');
   });
 
@@ -40,17 +49,27 @@ describe('precheckWebhookHeaders', () => {
       if (early === 'pass') continue;
       // A refusal before the body must equal the full check's answer at any later moment up to the deadline.
       for (let later = 0; later <= DEADLINE_MS / 1000; later++) {
-        expect([c, later, verdict(() => checkWebhookHeaders({ ...precheckInput(c), nowSeconds: NOW + later }))]).toEqual([c, later, early]);
+        expect([
+          c,
+          later,
+          verdict(() => checkWebhookHeaders({ ...precheckInput(c), nowSeconds: NOW + later })),
+        ]).toEqual([c, later, early]);
       }
     }
     // A timestamp just beyond the window's future edge may come into it while the body arrives: not refused early.
     expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW + 305) })))).toBe('pass');
     // One beyond it even at the deadline is.
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW + 311) })))).toBe('400 timestamp_out_of_window');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW + 311) })))).toBe(
+      '400 timestamp_out_of_window',
+    );
     // A stale one only gets staler.
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW - 301) })))).toBe('400 timestamp_out_of_window');
+    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW - 301) })))).toBe(
+      '400 timestamp_out_of_window',
+    );
     // A bad event id behind a timestamp that may go stale meanwhile: the reason could change, so wait.
-    expect(verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW - 295), eventId: 'nope' })))).toBe('pass');
+    expect(
+      verdict(() => precheckWebhookHeaders(precheckInput({ timestamp: String(NOW - 295), eventId: 'nope' }))),
+    ).toBe('pass');
   });
 });
 

@@ -34,7 +34,9 @@ describe('IPv4-mapped addresses', () => {
 
 describe('IPv6 text', () => {
   it('reads every byte of a dotted IPv4 tail', () => {
-    expect(Array.from(parseIp('::ffff:1.2.3.4')?.bytes ?? [])).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4]);
+    expect(Array.from(parseIp('::ffff:1.2.3.4')?.bytes ?? [])).toEqual([
+      0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 1, 2, 3, 4,
+    ]);
     const ip = parseIp('64:ff9b::192.0.2.33');
     expect(ip && formatIp(ip)).toBe('64:ff9b::c000:221');
   });
@@ -46,11 +48,14 @@ describe('IPv6 text', () => {
     expect(ip && formatIp(ip)).toBe('ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff');
   });
 
-  it.each(['1:2:3:4::5:6:7:8', '::1:2:3:4:5:6:7:8', '1:2:3:4::5:6:7:8::9', '1::2::3', '1:2:3:4:5:6:7:8::'])('refuses %s', (text) => {
-    expect(parseIp(text)).toBeUndefined();
-    expect(parseCidrList([text])).toEqual({ ok: false, index: 0, error: 'not an IPv4 or IPv6 address' });
-    expect(isAddressAllowed(text, ['::/0'])).toBe(false);
-  });
+  it.each(['1:2:3:4::5:6:7:8', '::1:2:3:4:5:6:7:8', '1:2:3:4::5:6:7:8::9', '1::2::3', '1:2:3:4:5:6:7:8::'])(
+    'refuses %s',
+    (text) => {
+      expect(parseIp(text)).toBeUndefined();
+      expect(parseCidrList([text])).toEqual({ ok: false, index: 0, error: 'not an IPv4 or IPv6 address' });
+      expect(isAddressAllowed(text, ['::/0'])).toBe(false);
+    },
+  );
 });
 
 describe('allow-lists', () => {
@@ -62,7 +67,11 @@ describe('allow-lists', () => {
   });
 
   it('says why a value that is not an array is refused', () => {
-    expect(parseCidrList({ 0: '10.0.0.0/8', length: 1 })).toEqual({ ok: false, index: -1, error: 'must be an array of CIDR strings' });
+    expect(parseCidrList({ 0: '10.0.0.0/8', length: 1 })).toEqual({
+      ok: false,
+      index: -1,
+      error: 'must be an array of CIDR strings',
+    });
   });
 
   it('trims the entries it is given at request time as on save', () => {

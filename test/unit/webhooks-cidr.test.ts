@@ -72,7 +72,10 @@ describe('parseCidrList', () => {
   });
 
   it('refuses more than 100 entries', () => {
-    expect(parseCidrList(Array.from({ length: 101 }, (_, i) => `10.0.${i}.0/24`))).toMatchObject({ ok: false, index: 100 });
+    expect(parseCidrList(Array.from({ length: 101 }, (_, i) => `10.0.${i}.0/24`))).toMatchObject({
+      ok: false,
+      index: 100,
+    });
   });
 
   it('normalising twice changes nothing', () => {

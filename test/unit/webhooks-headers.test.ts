@@ -56,20 +56,27 @@ describe('checkWebhookHeaders: accepted', () => {
     expect(checked.eventIdHeader).toBe(EVENT_ID.toUpperCase());
   });
 
-  it.each(['application/json', 'Application/JSON', 'application/json; charset=utf-8', 'application/json;charset="UTF-8"', ' application/json '])(
-    'accepts Content-Type %j',
-    (contentType) => {
-      expect(checkWebhookHeaders(hmacInput({ contentType }))).toEqual(checkWebhookHeaders(hmacInput()));
-    },
-  );
+  it.each([
+    'application/json',
+    'Application/JSON',
+    'application/json; charset=utf-8',
+    'application/json;charset="UTF-8"',
+    ' application/json ',
+  ])('accepts Content-Type %j', (contentType) => {
+    expect(checkWebhookHeaders(hmacInput({ contentType }))).toEqual(checkWebhookHeaders(hmacInput()));
+  });
 
   it.each([-300, 300, 0, -1, 1])('accepts a timestamp %i s from now', (offset) => {
     expect(checkWebhookHeaders(hmacInput({ timestamp: String(NOW + offset) })).timestamp).toBe(NOW + offset);
   });
 
   it('drops fractions of the current time', () => {
-    expect(checkWebhookHeaders(hmacInput({ timestamp: String(NOW - 300), nowSeconds: NOW + 0.9 })).timestamp).toBe(NOW - 300);
-    expect(rejection(() => checkWebhookHeaders(hmacInput({ timestamp: String(NOW - 301), nowSeconds: NOW + 0.9 })))).toEqual({
+    expect(checkWebhookHeaders(hmacInput({ timestamp: String(NOW - 300), nowSeconds: NOW + 0.9 })).timestamp).toBe(
+      NOW - 300,
+    );
+    expect(
+      rejection(() => checkWebhookHeaders(hmacInput({ timestamp: String(NOW - 301), nowSeconds: NOW + 0.9 }))),
+    ).toEqual({
       status: 400,
       reason: 'timestamp_out_of_window',
     });
@@ -93,7 +100,10 @@ describe('checkWebhookHeaders: 400', () => {
     ['Webhook-Signature', { signature: undefined }],
     ['Webhook-Signature (empty)', { signature: '' }],
   ])('refuses a missing %s (HMAC)', (_name, overrides) => {
-    expect(rejection(() => checkWebhookHeaders(hmacInput(overrides)))).toEqual({ status: 400, reason: 'missing_header' });
+    expect(rejection(() => checkWebhookHeaders(hmacInput(overrides)))).toEqual({
+      status: 400,
+      reason: 'missing_header',
+    });
   });
 
   it.each([
@@ -117,19 +127,36 @@ describe('checkWebhookHeaders: 400', () => {
     expect(message).toBe('missing required headers: Content-Type, Webhook-Signature');
   });
 
-  it.each(['text/plain', 'application/jsonx', 'application/json-patch+json', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'json'])(
-    'refuses Content-Type %j',
-    (contentType) => {
-      expect(rejection(() => checkWebhookHeaders(hmacInput({ contentType })))).toEqual({ status: 400, reason: 'bad_content_type' });
-    },
-  );
+  it.each([
+    'text/plain',
+    'application/jsonx',
+    'application/json-patch+json',
+    'application/x-www-form-urlencoded',
+    'application/json; charset=latin1',
+    'json',
+  ])('refuses Content-Type %j', (contentType) => {
+    expect(rejection(() => checkWebhookHeaders(hmacInput({ contentType })))).toEqual({
+      status: 400,
+      reason: 'bad_content_type',
+    });
+  });
 
-  it.each(['+1700000000', '-1700000000', '1700000000.0', '1.7e9', '0x6553f100', '1 700000000', 'abc', '1700000000000000', '١٧٠٠٠٠٠٠٠٠'])(
-    'refuses the timestamp %j',
-    (timestamp) => {
-      expect(rejection(() => checkWebhookHeaders(hmacInput({ timestamp })))).toEqual({ status: 400, reason: 'bad_timestamp' });
-    },
-  );
+  it.each([
+    '+1700000000',
+    '-1700000000',
+    '1700000000.0',
+    '1.7e9',
+    '0x6553f100',
+    '1 700000000',
+    'abc',
+    '1700000000000000',
+    '١٧٠٠٠٠٠٠٠٠',
+  ])('refuses the timestamp %j', (timestamp) => {
+    expect(rejection(() => checkWebhookHeaders(hmacInput({ timestamp })))).toEqual({
+      status: 400,
+      reason: 'bad_timestamp',
+    });
+  });
 
   it.each([-301, 301, -100_000, 100_000])('refuses a timestamp %i s from now', (offset) => {
     expect(rejection(() => checkWebhookHeaders(hmacInput({ timestamp: String(NOW + offset) })))).toEqual({
@@ -152,23 +179,40 @@ describe('checkWebhookHeaders: 400', () => {
     ['non-hex', '3f2504e0-4f89-41d3-9a0c-0305e82c330g'],
     ['garbage', 'hello'],
   ])('refuses an event id that is %s', (_name, eventId) => {
-    expect(rejection(() => checkWebhookHeaders(hmacInput({ eventId })))).toEqual({ status: 400, reason: 'bad_event_id' });
+    expect(rejection(() => checkWebhookHeaders(hmacInput({ eventId })))).toEqual({
+      status: 400,
+      reason: 'bad_event_id',
+    });
   });
 
   it('checks Content-Type before the timestamp and the timestamp before the event id', () => {
-    expect(rejection(() => checkWebhookHeaders(hmacInput({ contentType: 'text/plain', timestamp: 'x', eventId: 'x' }))).reason).toBe('bad_content_type');
-    expect(rejection(() => checkWebhookHeaders(hmacInput({ timestamp: '1', eventId: 'x' }))).reason).toBe('timestamp_out_of_window');
+    expect(
+      rejection(() => checkWebhookHeaders(hmacInput({ contentType: 'text/plain', timestamp: 'x', eventId: 'x' })))
+        .reason,
+    ).toBe('bad_content_type');
+    expect(rejection(() => checkWebhookHeaders(hmacInput({ timestamp: '1', eventId: 'x' }))).reason).toBe(
+      'timestamp_out_of_window',
+    );
   });
 });
 
 describe('checkWebhookHeaders: 401 for JWT authorization', () => {
   it.each([undefined, '', '   '])('refuses a missing Authorization (%j)', (authorization) => {
-    expect(rejection(() => checkWebhookHeaders(jwtInput({ authorization })))).toEqual({ status: 401, reason: 'missing_authorization' });
+    expect(rejection(() => checkWebhookHeaders(jwtInput({ authorization })))).toEqual({
+      status: 401,
+      reason: 'missing_authorization',
+    });
   });
 
-  it.each(['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer a b', 'a.b.c', `Bearer ${'a'.repeat(17_000)}`])('refuses Authorization %j', (authorization) => {
-    expect(rejection(() => checkWebhookHeaders(jwtInput({ authorization })))).toEqual({ status: 401, reason: 'bad_authorization' });
-  });
+  it.each(['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer a b', 'a.b.c', `Bearer ${'a'.repeat(17_000)}`])(
+    'refuses Authorization %j',
+    (authorization) => {
+      expect(rejection(() => checkWebhookHeaders(jwtInput({ authorization })))).toEqual({
+        status: 401,
+        reason: 'bad_authorization',
+      });
+    },
+  );
 
   it('accepts any case of the Bearer scheme', () => {
     expect(bearerToken('bearer x.y.z')).toBe('x.y.z');
@@ -217,9 +261,13 @@ describe('exact answers (each found by mutation testing)', () => {
   });
 
   it('names all four missing headers in the check order', () => {
-    expect(message(() => checkWebhookHeaders(hmacInput({ contentType: undefined, timestamp: undefined, eventId: undefined, signature: undefined })))).toBe(
-      'missing required headers: Content-Type, Webhook-Timestamp, Webhook-Event-Id, Webhook-Signature',
-    );
+    expect(
+      message(() =>
+        checkWebhookHeaders(
+          hmacInput({ contentType: undefined, timestamp: undefined, eventId: undefined, signature: undefined }),
+        ),
+      ),
+    ).toBe('missing required headers: Content-Type, Webhook-Timestamp, Webhook-Event-Id, Webhook-Signature');
   });
 
   it.each([

@@ -1,5 +1,11 @@
 import fc from 'fast-check';
-import { bodySha256, hmacAuthenticator, signHmac, verifyHmac, verifyHmacWithAny } from '../../src/webhooks/authenticators/hmac';
+import {
+  bodySha256,
+  hmacAuthenticator,
+  signHmac,
+  verifyHmac,
+  verifyHmacWithAny,
+} from '../../src/webhooks/authenticators/hmac';
 
 const SECRET = 'c2VjcmV0LWZvci10ZXN0LXZlY3Rvci0wMDAwMDAwMDA';
 const TIMESTAMP = '1700000000';
@@ -69,12 +75,19 @@ describe('verifyHmac refusals', () => {
 describe('HMAC properties', () => {
   it('a signature verifies exactly its own input', () => {
     fc.assert(
-      fc.property(fc.string(), fc.string(), fc.uuid(), fc.uint8Array({ maxLength: 256 }), fc.uint8Array({ maxLength: 256 }), (secret, ts, id, a, b) => {
-        const signature = signHmac(secret, ts, id, Buffer.from(a));
-        expect(signature).toMatch(/^[A-Za-z0-9_-]{43}$/);
-        expect(verifyHmac(secret, ts, id, Buffer.from(a), signature)).toBe(true);
-        expect(verifyHmac(secret, ts, id, Buffer.from(b), signature)).toBe(Buffer.from(a).equals(Buffer.from(b)));
-      }),
+      fc.property(
+        fc.string(),
+        fc.string(),
+        fc.uuid(),
+        fc.uint8Array({ maxLength: 256 }),
+        fc.uint8Array({ maxLength: 256 }),
+        (secret, ts, id, a, b) => {
+          const signature = signHmac(secret, ts, id, Buffer.from(a));
+          expect(signature).toMatch(/^[A-Za-z0-9_-]{43}$/);
+          expect(verifyHmac(secret, ts, id, Buffer.from(a), signature)).toBe(true);
+          expect(verifyHmac(secret, ts, id, Buffer.from(b), signature)).toBe(Buffer.from(a).equals(Buffer.from(b)));
+        },
+      ),
     );
   });
 });
@@ -122,7 +135,9 @@ describe('verification with the rotation secrets', () => {
 
   it('the sender signs exactly as signHmac', async () => {
     const sign = await hmacAuthenticator.sender.signer({ secret: SECRET });
-    expect(await sign({ url: 'https://example.test/l', body: Buffer.from(BODY), eventId: EVENT_ID, timestamp: TIMESTAMP })).toEqual({
+    expect(
+      await sign({ url: 'https://example.test/l', body: Buffer.from(BODY), eventId: EVENT_ID, timestamp: TIMESTAMP }),
+    ).toEqual({
       'Webhook-Signature': SIGNATURE,
     });
   });

@@ -1,15 +1,23 @@
 import { resolveNameTo } from '../helpers/resolver';
-import { fetchJwks, guardedLookup, isForbiddenAddress, validateJwksUrl, ADDRESS_REFUSED } from '../../src/webhooks/jwks';
+import {
+  fetchJwks,
+  guardedLookup,
+  isForbiddenAddress,
+  validateJwksUrl,
+  ADDRESS_REFUSED,
+} from '../../src/webhooks/jwks';
 import { parseWebhookJson } from '../../src/webhooks/body';
 import { WebhookRejection } from '../../src/errors';
 
 describe('validateJwksUrl', () => {
-  it.each(['https://idp.example/jwks.json', 'https://idp.example:8443/.well-known/jwks.json?v=1', 'https://203.0.113.5/jwks', 'https://[2001:db8::1]/jwks'])(
-    'accepts %s',
-    (url) => {
-      expect(validateJwksUrl(url, false)).toBeUndefined();
-    },
-  );
+  it.each([
+    'https://idp.example/jwks.json',
+    'https://idp.example:8443/.well-known/jwks.json?v=1',
+    'https://203.0.113.5/jwks',
+    'https://[2001:db8::1]/jwks',
+  ])('accepts %s', (url) => {
+    expect(validateJwksUrl(url, false)).toBeUndefined();
+  });
 
   it.each([
     ['', 'empty', 'is required'],
@@ -22,22 +30,86 @@ describe('validateJwksUrl', () => {
     ['https://localhost/jwks.json', 'localhost', 'must not point to localhost'],
     ['https://LOCALHOST./jwks.json', 'localhost with dot', 'must not point to localhost'],
     ['https://api.localhost/jwks.json', '.localhost', 'must not point to localhost'],
-    ['https://127.0.0.1/jwks.json', 'loopback', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://2130706433/jwks.json', 'loopback as an integer', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://0x7f.1/jwks.json', 'loopback in hex', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://10.1.2.3/jwks.json', '10/8', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://172.16.0.1/jwks.json', '172.16/12', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://172.31.255.255/jwks.json', '172.16/12 top', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://192.168.1.1/jwks.json', '192.168/16', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://169.254.169.254/latest/meta-data', 'metadata', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://0.0.0.0/jwks.json', 'unspecified', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[::1]/jwks.json', 'IPv6 loopback', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[::]/jwks.json', 'IPv6 unspecified', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[fd00:ec2::254]/jwks.json', 'IPv6 unique local', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[fe80::1]/jwks.json', 'IPv6 link-local', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[::ffff:10.0.0.1]/jwks.json', 'mapped private', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[::ffff:169.254.169.254]/jwks.json', 'mapped metadata', 'must not point to a loopback, private, link-local or other non-public address'],
-    ['https://[64:ff9b::a9fe:a9fe]/jwks.json', 'NAT64 metadata', 'must not point to a loopback, private, link-local or other non-public address'],
+    [
+      'https://127.0.0.1/jwks.json',
+      'loopback',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://2130706433/jwks.json',
+      'loopback as an integer',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://0x7f.1/jwks.json',
+      'loopback in hex',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://10.1.2.3/jwks.json',
+      '10/8',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://172.16.0.1/jwks.json',
+      '172.16/12',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://172.31.255.255/jwks.json',
+      '172.16/12 top',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://192.168.1.1/jwks.json',
+      '192.168/16',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://169.254.169.254/latest/meta-data',
+      'metadata',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://0.0.0.0/jwks.json',
+      'unspecified',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[::1]/jwks.json',
+      'IPv6 loopback',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[::]/jwks.json',
+      'IPv6 unspecified',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[fd00:ec2::254]/jwks.json',
+      'IPv6 unique local',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[fe80::1]/jwks.json',
+      'IPv6 link-local',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[::ffff:10.0.0.1]/jwks.json',
+      'mapped private',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[::ffff:169.254.169.254]/jwks.json',
+      'mapped metadata',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
+    [
+      'https://[64:ff9b::a9fe:a9fe]/jwks.json',
+      'NAT64 metadata',
+      'must not point to a loopback, private, link-local or other non-public address',
+    ],
     [`https://idp.example/${'a'.repeat(3000)}`, 'too long', 'must be at most'],
   ])('refuses %s (%s)', (url, _label, reason) => {
     const message = validateJwksUrl(url, false);
@@ -75,9 +147,12 @@ describe('isForbiddenAddress', () => {
     expect(isForbiddenAddress(address)).toBe(true);
   });
 
-  it.each(['8.8.8.8', '203.0.113.10', '172.32.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'])('allows %s', (address) => {
-    expect(isForbiddenAddress(address)).toBe(false);
-  });
+  it.each(['8.8.8.8', '203.0.113.10', '172.32.0.1', '2001:4860:4860::8888', '::ffff:8.8.8.8'])(
+    'allows %s',
+    (address) => {
+      expect(isForbiddenAddress(address)).toBe(false);
+    },
+  );
 
   // RFC 8215 local-use NAT64 prefix, with the IPv4 address where RFC 6052 puts it for each prefix length.
   it.each([
@@ -92,9 +167,12 @@ describe('isForbiddenAddress', () => {
     expect(isForbiddenAddress(address)).toBe(true);
   });
 
-  it.each(['64:ff9b:1::808:808', '64:ff9b:1::cb00:710a'])('allows the NAT64 local-use address %s of a public IPv4 address', (address) => {
-    expect(isForbiddenAddress(address)).toBe(false);
-  });
+  it.each(['64:ff9b:1::808:808', '64:ff9b:1::cb00:710a'])(
+    'allows the NAT64 local-use address %s of a public IPv4 address',
+    (address) => {
+      expect(isForbiddenAddress(address)).toBe(false);
+    },
+  );
 });
 
 describe('guardedLookup', () => {
@@ -116,7 +194,13 @@ describe('guardedLookup', () => {
     // guard and the fetch around it are the real ones.
     const spy = resolveNameTo('jwks.loopback.test', '127.0.0.1');
     try {
-      await expect(fetchJwks('https://jwks.loopback.test:1/jwks.json', { allowInsecure: false, timeoutMs: 10_000, maxBytes: 1024 })).rejects.toMatchObject({
+      await expect(
+        fetchJwks('https://jwks.loopback.test:1/jwks.json', {
+          allowInsecure: false,
+          timeoutMs: 10_000,
+          maxBytes: 1024,
+        }),
+      ).rejects.toMatchObject({
         status: 401,
         reason: 'jwks_url_refused',
       });

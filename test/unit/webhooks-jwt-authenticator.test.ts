@@ -6,7 +6,13 @@
  */
 import { jwtAuthenticator, bearerToken } from '../../src/webhooks/authenticators/jwt';
 import type { VerifyRequest, VerifyResult } from '../../src/webhooks/authenticators/authenticator';
-import { makeSigningKey, signWebhookJwt, startJwksServer, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  makeSigningKey,
+  signWebhookJwt,
+  startJwksServer,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
 const BASE_URL = 'https://tenant.example.test';
@@ -30,12 +36,23 @@ describe('bearerToken', () => {
   });
 
   it.each([undefined, '', '   '])('answers missing_authorization for %j', (value) => {
-    expect(rejection(() => bearerToken(value))).toEqual({ status: 401, reason: 'missing_authorization', message: 'missing Authorization header' });
+    expect(rejection(() => bearerToken(value))).toEqual({
+      status: 401,
+      reason: 'missing_authorization',
+      message: 'missing Authorization header',
+    });
   });
 
-  it.each(['xBearer x.y.z', 'Token Bearer x.y.z', 'Bearer x.y.z extra'])('refuses %j with the expected form', (value) => {
-    expect(rejection(() => bearerToken(value))).toEqual({ status: 401, reason: 'bad_authorization', message: 'Authorization header must be "Bearer <JWT>"' });
-  });
+  it.each(['xBearer x.y.z', 'Token Bearer x.y.z', 'Bearer x.y.z extra'])(
+    'refuses %j with the expected form',
+    (value) => {
+      expect(rejection(() => bearerToken(value))).toEqual({
+        status: 401,
+        reason: 'bad_authorization',
+        message: 'Authorization header must be "Bearer <JWT>"',
+      });
+    },
+  );
 
   it('takes a token of 16,384 characters and refuses one more', () => {
     const token = 'a'.repeat(16 * 1024);
@@ -47,9 +64,16 @@ describe('bearerToken', () => {
 describe('checkFields', () => {
   it('accepts an https JWKS URL and refuses http unless insecure JWKS are allowed', () => {
     const check = jwtAuthenticator.checkFields;
-    expect(check({ jwksUrl: 'https://sender.example.com/jwks.json' }, { baseUrl: BASE_URL, allowInsecureJwks: false })).toEqual([]);
-    expect(check({ jwksUrl: 'http://127.0.0.1:1/jwks.json' }, { baseUrl: BASE_URL, allowInsecureJwks: true })).toEqual([]);
-    const problems = check({ jwksUrl: 'http://sender.example.com/jwks.json' }, { baseUrl: BASE_URL, allowInsecureJwks: false });
+    expect(
+      check({ jwksUrl: 'https://sender.example.com/jwks.json' }, { baseUrl: BASE_URL, allowInsecureJwks: false }),
+    ).toEqual([]);
+    expect(check({ jwksUrl: 'http://127.0.0.1:1/jwks.json' }, { baseUrl: BASE_URL, allowInsecureJwks: true })).toEqual(
+      [],
+    );
+    const problems = check(
+      { jwksUrl: 'http://sender.example.com/jwks.json' },
+      { baseUrl: BASE_URL, allowInsecureJwks: false },
+    );
     expect(problems).toEqual([{ field: 'jwksUrl', description: expect.stringMatching(/https/) }]);
   });
 });
@@ -71,7 +95,11 @@ describe('the verifier, one per listener and JWKS URL', () => {
 
   const listenerUrl = (id: string): string => `${BASE_URL}/api/v1/webhooks/incoming/${id}`;
 
-  function request(listenerId: string, jwksUrl: string, credential: string | undefined): VerifyRequest<{ jwksUrl: string }> {
+  function request(
+    listenerId: string,
+    jwksUrl: string,
+    credential: string | undefined,
+  ): VerifyRequest<{ jwksUrl: string }> {
     return {
       listenerId,
       listenerUrl: listenerUrl(listenerId),
@@ -102,11 +130,18 @@ describe('the verifier, one per listener and JWKS URL', () => {
     const verify = jwtAuthenticator.createVerifier({ baseUrl: BASE_URL, allowInsecureJwks: true });
     expect(await reason(verify(request('lst_1', a.url, token(keyA, 'lst_1'))))).toBe('accepted');
     expect(await reason(verify(request('lst_2', a.url, token(keyA, 'lst_1'))))).toBe('jwt_claim_invalid');
-    expect(await reason(verify({ ...request('lst_1', a.url, token(keyA, 'lst_1')), eventId: '9f2504e0-4f89-41d3-9a0c-0305e82c3301' }))).toBe(
+    expect(
+      await reason(
+        verify({ ...request('lst_1', a.url, token(keyA, 'lst_1')), eventId: '9f2504e0-4f89-41d3-9a0c-0305e82c3301' }),
+      ),
+    ).toBe('jwt_claim_invalid');
+    expect(await reason(verify({ ...request('lst_1', a.url, token(keyA, 'lst_1')), body: Buffer.from('{}') }))).toBe(
       'jwt_claim_invalid',
     );
-    expect(await reason(verify({ ...request('lst_1', a.url, token(keyA, 'lst_1')), body: Buffer.from('{}') }))).toBe('jwt_claim_invalid');
-    const otherTenant = jwtAuthenticator.createVerifier({ baseUrl: 'https://other.example.test', allowInsecureJwks: true });
+    const otherTenant = jwtAuthenticator.createVerifier({
+      baseUrl: 'https://other.example.test',
+      allowInsecureJwks: true,
+    });
     expect(await reason(otherTenant(request('lst_1', a.url, token(keyA, 'lst_1'))))).toBe('jwt_claim_invalid');
   });
 

@@ -9,7 +9,15 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { CompactSign, exportJWK } from 'jose';
 import { JwtVerifier, toRejection, type JwtCheck } from '../../src/webhooks/jwt';
-import { JWT_DELIVERY, makeSigningKey, signCompact, signWebhookJwt, useThreeKeyJwks, type JwksServer, type SigningKey } from '../fixtures/jwks-server';
+import {
+  JWT_DELIVERY,
+  makeSigningKey,
+  signCompact,
+  signWebhookJwt,
+  useThreeKeyJwks,
+  type JwksServer,
+  type SigningKey,
+} from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
 
 const { baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY } = JWT_DELIVERY;
@@ -27,11 +35,27 @@ function verifier(options: Partial<ConstructorParameters<typeof JwtVerifier>[1]>
 }
 
 function token(key: SigningKey, overrides: Partial<Parameters<typeof signWebhookJwt>[0]> = {}): string {
-  return signWebhookJwt({ key, baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY, nowSeconds: NOW, ...overrides });
+  return signWebhookJwt({
+    key,
+    baseUrl: BASE_URL,
+    audience: AUDIENCE,
+    eventId: EVENT_ID,
+    body: BODY,
+    nowSeconds: NOW,
+    ...overrides,
+  });
 }
 
 function check(tokenText: string, overrides: Partial<JwtCheck> = {}): JwtCheck {
-  return { token: tokenText, baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY, nowSeconds: NOW, ...overrides };
+  return {
+    token: tokenText,
+    baseUrl: BASE_URL,
+    audience: AUDIENCE,
+    eventId: EVENT_ID,
+    body: BODY,
+    nowSeconds: NOW,
+    ...overrides,
+  };
 }
 
 /** The refusal of `promise` as status, reason and message. */
@@ -53,12 +77,20 @@ describe('refusals before any JWKS fetch', () => {
     ['five parts', 'a.b.c.d.e'],
   ])('a token that is not three parts (%s)', async (_name, t) => {
     const v = verifier();
-    expect(await refusal(v.verify(check(t)))).toEqual({ status: 401, reason: 'jwt_malformed', message: 'Authorization does not carry a compact JWS' });
+    expect(await refusal(v.verify(check(t)))).toEqual({
+      status: 401,
+      reason: 'jwt_malformed',
+      message: 'Authorization does not carry a compact JWS',
+    });
     expect(v.jwksFetchCount).toBe(0);
   });
 
   it('a header that does not decode', async () => {
-    expect(await refusal(verifier().verify(check('a.b.c')))).toEqual({ status: 401, reason: 'jwt_malformed', message: 'JWT header cannot be decoded' });
+    expect(await refusal(verifier().verify(check('a.b.c')))).toEqual({
+      status: 401,
+      reason: 'jwt_malformed',
+      message: 'JWT header cannot be decoded',
+    });
   });
 
   it('a valid token longer than 16 KiB, and one of exactly 16 KiB accepted', async () => {
@@ -94,7 +126,9 @@ describe('refusals before any JWKS fetch', () => {
   });
 
   it('an embedded jku, with the parameter named', async () => {
-    expect(await refusal(verifier().verify(check(token(rsa, { header: { jku: 'https://attacker.example/jwks.json' } }))))).toEqual({
+    expect(
+      await refusal(verifier().verify(check(token(rsa, { header: { jku: 'https://attacker.example/jwks.json' } })))),
+    ).toEqual({
       status: 401,
       reason: 'jwt_header_forbidden',
       message: 'JWT header parameter jku is not accepted',
@@ -158,13 +192,22 @@ describe('key refusals', () => {
 
   it('a JWKS member that carries a private key', async () => {
     server.setKeys([{ ...(await exportJWK(rsa.privateKey)), kid: 'rsa-1', alg: 'RS256' }]);
-    expect(await refusal(verifier().verify(check(token(rsa))))).toEqual({ status: 401, reason: 'jwks_invalid', message: 'JWKS key cannot be used' });
+    expect(await refusal(verifier().verify(check(token(rsa))))).toEqual({
+      status: 401,
+      reason: 'jwks_invalid',
+      message: 'JWKS key cannot be used',
+    });
   });
 });
 
 describe('several JWKS keys under one kid', () => {
   it('skips an Ed448 candidate and verifies with the Ed25519 one', async () => {
-    const ed448 = { ...(await exportJWK(generateKeyPairSync('ed448').publicKey)), kid: 'ed-1', alg: 'EdDSA', use: 'sig' };
+    const ed448 = {
+      ...(await exportJWK(generateKeyPairSync('ed448').publicKey)),
+      kid: 'ed-1',
+      alg: 'EdDSA',
+      use: 'sig',
+    };
     server.setKeys([ed448, ed.publicJwk]);
     await expect(verifier().verify(check(token(ed)))).resolves.toBeUndefined();
   });
@@ -218,17 +261,27 @@ describe('claim refusals, with the claim and the fault named', () => {
   });
 
   it('a signed payload that is not a JSON object', async () => {
-    const t = await new CompactSign(new TextEncoder().encode('not json')).setProtectedHeader({ alg: 'ES256', kid: 'ec-1' }).sign(ec.privateKey);
-    expect(await refusal(verifier().verify(check(t)))).toEqual({ status: 401, reason: 'jwt_malformed', message: 'JWT is malformed' });
+    const t = await new CompactSign(new TextEncoder().encode('not json'))
+      .setProtectedHeader({ alg: 'ES256', kid: 'ec-1' })
+      .sign(ec.privateKey);
+    expect(await refusal(verifier().verify(check(t)))).toEqual({
+      status: 401,
+      reason: 'jwt_malformed',
+      message: 'JWT is malformed',
+    });
   });
 });
 
 describe('the clock and the key-set options', () => {
   it('reads the clock in seconds when no time is given', async () => {
     const now = Math.floor(Date.now() / 1000);
-    await expect(verifier().verify(check(token(rsa, { nowSeconds: now }), { nowSeconds: undefined }))).resolves.toBeUndefined();
+    await expect(
+      verifier().verify(check(token(rsa, { nowSeconds: now }), { nowSeconds: undefined })),
+    ).resolves.toBeUndefined();
     // Issued 400 s ago with a 300 s lifetime: expired by the clock (a time that is not a number would expire nothing).
-    expect(await refusal(verifier().verify(check(token(rsa, { nowSeconds: now - 400 }), { nowSeconds: undefined })))).toEqual({
+    expect(
+      await refusal(verifier().verify(check(token(rsa, { nowSeconds: now - 400 }), { nowSeconds: undefined }))),
+    ).toEqual({
       status: 401,
       reason: 'jwt_expired',
       message: 'JWT has expired',
@@ -277,7 +330,11 @@ describe('errors from outside jose', () => {
     (code) => {
       const result = toRejection(coded(code));
       expect(result).toBeInstanceOf(WebhookRejection);
-      expect(result).toMatchObject({ status: 401, reason: 'jwt_key_rejected', message: 'JWKS key is not acceptable for this algorithm' });
+      expect(result).toMatchObject({
+        status: 401,
+        reason: 'jwt_key_rejected',
+        message: 'JWKS key is not acceptable for this algorithm',
+      });
     },
   );
 

@@ -28,11 +28,27 @@ function verifier(options: Partial<ConstructorParameters<typeof JwtVerifier>[1]>
 }
 
 function token(key: SigningKey, overrides: Partial<Parameters<typeof signWebhookJwt>[0]> = {}): string {
-  return signWebhookJwt({ key, baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY, nowSeconds: NOW, ...overrides });
+  return signWebhookJwt({
+    key,
+    baseUrl: BASE_URL,
+    audience: AUDIENCE,
+    eventId: EVENT_ID,
+    body: BODY,
+    nowSeconds: NOW,
+    ...overrides,
+  });
 }
 
 function check(tokenText: string, overrides: Partial<JwtCheck> = {}): JwtCheck {
-  return { token: tokenText, baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY, nowSeconds: NOW, ...overrides };
+  return {
+    token: tokenText,
+    baseUrl: BASE_URL,
+    audience: AUDIENCE,
+    eventId: EVENT_ID,
+    body: BODY,
+    nowSeconds: NOW,
+    ...overrides,
+  };
 }
 
 async function rejection(promise: Promise<unknown>): Promise<{ status: number; reason: string }> {
@@ -53,7 +69,9 @@ describe('JwtVerifier: valid tokens', () => {
   });
 
   it('compares jti case-insensitively', async () => {
-    await expect(verifier().verify(check(token(rsa, { claims: { jti: EVENT_ID.toUpperCase() } })))).resolves.toBeUndefined();
+    await expect(
+      verifier().verify(check(token(rsa, { claims: { jti: EVENT_ID.toUpperCase() } }))),
+    ).resolves.toBeUndefined();
   });
 
   it('accepts exp exactly 600 s ahead', async () => {
@@ -61,7 +79,9 @@ describe('JwtVerifier: valid tokens', () => {
   });
 
   it('accepts aud as an array containing the listener URL', async () => {
-    await expect(verifier().verify(check(token(ed, { claims: { aud: ['other', AUDIENCE] } })))).resolves.toBeUndefined();
+    await expect(
+      verifier().verify(check(token(ed, { claims: { aud: ['other', AUDIENCE] } }))),
+    ).resolves.toBeUndefined();
   });
 
   it('fetches the JWKS once for many tokens', async () => {
@@ -84,7 +104,10 @@ describe('JwtVerifier: valid tokens', () => {
     server.setKeys([twin.publicJwk, rsa.publicJwk]);
     await expect(verifier().verify(check(token(rsa)))).resolves.toBeUndefined();
     const stranger = await makeSigningKey('RS256', 'rsa-1');
-    expect(await rejection(verifier().verify(check(token(stranger))))).toEqual({ status: 401, reason: 'jwt_signature_invalid' });
+    expect(await rejection(verifier().verify(check(token(stranger))))).toEqual({
+      status: 401,
+      reason: 'jwt_signature_invalid',
+    });
   });
 });
 
@@ -117,7 +140,10 @@ describe('JwtVerifier: header and signature refusals', () => {
 
   it('refuses a foreign key under a known kid', async () => {
     const foreign = await makeSigningKey('ES256', 'ec-1');
-    expect(await rejection(verifier().verify(check(token(foreign))))).toEqual({ status: 401, reason: 'jwt_signature_invalid' });
+    expect(await rejection(verifier().verify(check(token(foreign))))).toEqual({
+      status: 401,
+      reason: 'jwt_signature_invalid',
+    });
   });
 
   it('refuses a token without kid', async () => {
@@ -157,8 +183,13 @@ describe('JwtVerifier: header and signature refusals', () => {
 
   it('refuses a tampered payload', async () => {
     const [h, , s] = token(rsa).split('.');
-    const forged = Buffer.from(JSON.stringify({ sub: BASE_URL, aud: AUDIENCE, exp: NOW + 60, jti: EVENT_ID, htm: 'POST' })).toString('base64url');
-    expect(await rejection(verifier().verify(check(`${h}.${forged}.${s}`)))).toEqual({ status: 401, reason: 'jwt_signature_invalid' });
+    const forged = Buffer.from(
+      JSON.stringify({ sub: BASE_URL, aud: AUDIENCE, exp: NOW + 60, jti: EVENT_ID, htm: 'POST' }),
+    ).toString('base64url');
+    expect(await rejection(verifier().verify(check(`${h}.${forged}.${s}`)))).toEqual({
+      status: 401,
+      reason: 'jwt_signature_invalid',
+    });
   });
 
   it('refuses an RSA key under 2048 bits', async () => {
@@ -213,7 +244,9 @@ describe('JwtVerifier: claim refusals', () => {
 
   it('refuses a body that does not match htb_s256', async () => {
     const t = token(ed);
-    expect(await rejection(verifier().verify(check(t, { body: Buffer.from('{"employee_id":"12345","status":"hired"}') })))).toEqual({
+    expect(
+      await rejection(verifier().verify(check(t, { body: Buffer.from('{"employee_id":"12345","status":"hired"}') }))),
+    ).toEqual({
       status: 401,
       reason: 'jwt_claim_invalid',
     });
@@ -266,7 +299,10 @@ describe('JwtVerifier: JWKS retrieval', () => {
     const gone = await startJwksServer([rsa.publicJwk]);
     const url = gone.url;
     await gone.close();
-    expect(await rejection(verifier({}, url).verify(check(token(rsa))))).toEqual({ status: 401, reason: 'jwks_unreachable' });
+    expect(await rejection(verifier({}, url).verify(check(token(rsa))))).toEqual({
+      status: 401,
+      reason: 'jwks_unreachable',
+    });
   });
 
   it('refuses an http URL when insecure JWKS are not allowed, without fetching', async () => {
@@ -278,7 +314,11 @@ describe('JwtVerifier: JWKS retrieval', () => {
 
   it('refuses a loopback https URL when insecure JWKS are not allowed', async () => {
     const port = new URL(server.url).port;
-    for (const url of [`https://127.0.0.1:${port}/jwks.json`, `https://[::1]:${port}/jwks.json`, `https://localhost:${port}/jwks.json`]) {
+    for (const url of [
+      `https://127.0.0.1:${port}/jwks.json`,
+      `https://[::1]:${port}/jwks.json`,
+      `https://localhost:${port}/jwks.json`,
+    ]) {
       expect(await rejection(new JwtVerifier(url, { allowInsecure: false }).verify(check(token(rsa))))).toEqual({
         status: 401,
         reason: 'jwks_url_refused',
@@ -293,7 +333,10 @@ describe('JwtVerifier: JWKS retrieval', () => {
         res.writeHead(302, { location: target.url });
         res.end();
       });
-      expect(await rejection(verifier().verify(check(token(rsa))))).toEqual({ status: 401, reason: 'jwks_unreachable' });
+      expect(await rejection(verifier().verify(check(token(rsa))))).toEqual({
+        status: 401,
+        reason: 'jwks_unreachable',
+      });
       expect(target.fetchCount()).toBe(0);
     } finally {
       await target.close();
@@ -314,7 +357,10 @@ describe('JwtVerifier: JWKS retrieval', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ keys: [rsa.publicJwk], padding }));
     });
-    expect(await rejection(verifier({ maxBytes: 4096 }).verify(check(token(rsa))))).toEqual({ status: 401, reason: 'jwks_unreachable' });
+    expect(await rejection(verifier({ maxBytes: 4096 }).verify(check(token(rsa))))).toEqual({
+      status: 401,
+      reason: 'jwks_unreachable',
+    });
     server.setHandler((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write(`{"keys":[${JSON.stringify(rsa.publicJwk)}],"padding":"`);
@@ -327,14 +373,20 @@ describe('JwtVerifier: JWKS retrieval', () => {
       }, 5);
       res.on('close', () => clearInterval(timer));
     });
-    expect(await rejection(verifier({ maxBytes: 4096 }).verify(check(token(rsa))))).toEqual({ status: 401, reason: 'jwks_unreachable' });
+    expect(await rejection(verifier({ maxBytes: 4096 }).verify(check(token(rsa))))).toEqual({
+      status: 401,
+      reason: 'jwks_unreachable',
+    });
   });
 
   it('gives up on a JWKS endpoint that does not answer in time', async () => {
     server.setHandler(() => {
       // never answers
     });
-    expect(await rejection(verifier({ timeoutMs: 200 }).verify(check(token(rsa))))).toEqual({ status: 401, reason: 'jwks_unreachable' });
+    expect(await rejection(verifier({ timeoutMs: 200 }).verify(check(token(rsa))))).toEqual({
+      status: 401,
+      reason: 'jwks_unreachable',
+    });
   });
 
   it.each([

@@ -12,10 +12,19 @@ describe('parseDuration', () => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(['', '1', '1m', '-1s', '1.s', '.5s', '1.0000000001s', ' 1s', '1e3s', `${MAX_DURATION_SECONDS + 1}s`, `${MAX_DURATION_SECONDS}.5s`])(
-    'refuses %j',
-    (text) => {
-      expect(parseDuration(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    '1',
+    '1m',
+    '-1s',
+    '1.s',
+    '.5s',
+    '1.0000000001s',
+    ' 1s',
+    '1e3s',
+    `${MAX_DURATION_SECONDS + 1}s`,
+    `${MAX_DURATION_SECONDS}.5s`,
+  ])('refuses %j', (text) => {
+    expect(parseDuration(text)).toBeUndefined();
+  });
 });

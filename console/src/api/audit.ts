@@ -4,7 +4,14 @@ import { api, unwrap } from './client';
 export function listAudit(query: { actor?: string; action?: string; pageToken?: string }) {
   return unwrap(
     api.GET('/api/v1/audit', {
-      params: { query: { page_size: 50, actor: query.actor || undefined, action: query.action || undefined, page_token: query.pageToken || undefined } },
+      params: {
+        query: {
+          page_size: 50,
+          actor: query.actor || undefined,
+          action: query.action || undefined,
+          page_token: query.pageToken || undefined,
+        },
+      },
     }),
   );
 }

@@ -61,7 +61,9 @@ export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; respo
 }
 
 /** Like unwrap, with the answer's ETag. */
-export async function unwrapWithEtag<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<{ data: T; etag: string | null }> {
+export async function unwrapWithEtag<T>(
+  call: Promise<{ data?: T; error?: unknown; response: Response }>,
+): Promise<{ data: T; etag: string | null }> {
   const { data, error, response } = await call;
   if (!response.ok || data === undefined) throw toError(response.status, error);
   return { data, etag: response.headers.get('ETag') };
@@ -81,12 +83,16 @@ export async function consoleFetch<T>(path: string, init: RequestInit = {}): Pro
     body = undefined;
   }
   if (!response.ok) throw toError(response.status, body);
-  if (text !== '' && body === undefined) throw new ApiError(response.status, `unexpected answer from ${path} (not JSON)`);
+  if (text !== '' && body === undefined)
+    throw new ApiError(response.status, `unexpected answer from ${path} (not JSON)`);
   return body as T;
 }
 
 /** Every item of a paginated list, following nextPageToken (bounded). */
-export async function allPages<T>(page: (token: string) => Promise<{ list: T[]; nextPageToken: string }>, maxPages = 20): Promise<T[]> {
+export async function allPages<T>(
+  page: (token: string) => Promise<{ list: T[]; nextPageToken: string }>,
+  maxPages = 20,
+): Promise<T[]> {
   const items: T[] = [];
   let token = '';
   for (let i = 0; i < maxPages; i++) {

@@ -7,7 +7,11 @@ export function useAutomationNames() {
   return useQuery({
     queryKey: ['automations', 'names'],
     queryFn: async () => {
-      const list = await allPages((token) => unwrap(api.GET('/api/v1/automations', { params: { query: { page_size: 100, page_token: token || undefined } } })));
+      const list = await allPages((token) =>
+        unwrap(
+          api.GET('/api/v1/automations', { params: { query: { page_size: 100, page_token: token || undefined } } }),
+        ),
+      );
       return list.map(({ automation }) => ({ id: automation.id, name: automation.displayName }));
     },
     staleTime: 30_000,

@@ -34,8 +34,13 @@ export function listRuns(query: RunQuery): Promise<{ list: RunListItem[]; nextPa
 }
 
 /** One page of the automation's lanes (the keys with queued runs), by key. */
-export function listLanes(automationId: string, pageToken?: string): Promise<{ list: { lane: Schemas['Lane'] }[]; nextPageToken: string }> {
+export function listLanes(
+  automationId: string,
+  pageToken?: string,
+): Promise<{ list: { lane: Schemas['Lane'] }[]; nextPageToken: string }> {
   return unwrap(
-    api.GET('/api/v1/automations/{id}/lanes', { params: { path: { id: automationId }, query: { page_size: 100, page_token: pageToken || undefined } } }),
+    api.GET('/api/v1/automations/{id}/lanes', {
+      params: { path: { id: automationId }, query: { page_size: 100, page_token: pageToken || undefined } },
+    }),
   );
 }

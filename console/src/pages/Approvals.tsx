@@ -11,8 +11,8 @@ export function ApprovalsPage() {
   const inbox = useQuery({
     queryKey: ['approvals'],
     queryFn: async () =>
-      (await allPages((token) => listRuns({ waitingForApproval: true, pageToken: token, pageSize: 100 }))).sort((a, b) =>
-        a.execution.startedAt.localeCompare(b.execution.startedAt),
+      (await allPages((token) => listRuns({ waitingForApproval: true, pageToken: token, pageSize: 100 }))).sort(
+        (a, b) => a.execution.startedAt.localeCompare(b.execution.startedAt),
       ),
     refetchInterval: 5_000,
   });

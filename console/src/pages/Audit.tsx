@@ -82,13 +82,19 @@ export function AuditPage() {
                 <td>
                   <code>{e.subject}</code>
                 </td>
-                <td>{e.details && Object.keys(e.details).length > 0 ? <code>{JSON.stringify(e.details)}</code> : null}</td>
+                <td>
+                  {e.details && Object.keys(e.details).length > 0 ? <code>{JSON.stringify(e.details)}</code> : null}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
       ) : null}
-      <MoreButton hasMore={!!audit.hasNextPage} loading={audit.isFetchingNextPage} onMore={() => void audit.fetchNextPage()} />
+      <MoreButton
+        hasMore={!!audit.hasNextPage}
+        loading={audit.isFetchingNextPage}
+        onMore={() => void audit.fetchNextPage()}
+      />
     </>
   );
 }

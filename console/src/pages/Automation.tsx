@@ -140,7 +140,9 @@ const FIELD_LABELS: Record<keyof Omit<Draft, 'enabled'>, string> = {
 function changedFields(mine: Automation, theirs: Automation): string[] {
   const a = draftOf(mine);
   const b = draftOf(theirs);
-  const changed = (Object.keys(FIELD_LABELS) as Array<keyof typeof FIELD_LABELS>).filter((key) => a[key] !== b[key]).map((key) => FIELD_LABELS[key]);
+  const changed = (Object.keys(FIELD_LABELS) as Array<keyof typeof FIELD_LABELS>)
+    .filter((key) => a[key] !== b[key])
+    .map((key) => FIELD_LABELS[key]);
   if (a.enabled !== b.enabled) changed.push('Trigger enabled');
   if (mine.published !== theirs.published) changed.push('Published');
   return changed;
@@ -181,14 +183,21 @@ export default function AutomationPage({ id }: { id: string | null }) {
     setError(null);
     setConflict(null);
     setSaved(message);
-    queryClient.setQueryData(['automation', result.automation.id], { data: { automation: result.automation }, etag: result.etag });
+    queryClient.setQueryData(['automation', result.automation.id], {
+      data: { automation: result.automation },
+      etag: result.etag,
+    });
     await queryClient.invalidateQueries({ queryKey: ['automations'] });
   };
   const refuse = async (err: unknown) => {
     setSaved('');
     if (err instanceof ApiError && err.status === 412 && id && base) {
       const current = await unwrapWithEtag(api.GET('/api/v1/automations/{id}', { params: { path: { id } } }));
-      setConflict({ changed: changedFields(base.automation, current.data.automation), theirs: current.data.automation, etag: current.etag });
+      setConflict({
+        changed: changedFields(base.automation, current.data.automation),
+        theirs: current.data.automation,
+        etag: current.etag,
+      });
       setError(null);
       return;
     }
@@ -217,7 +226,10 @@ export default function AutomationPage({ id }: { id: string | null }) {
         api.POST('/api/v1/automations/{id}', {
           params: { path: { id } },
           headers: ifMatch(),
-          body: { automation: body as never, updateMask: 'displayName,description,trigger,steps,filter,concurrency,rateLimit' },
+          body: {
+            automation: body as never,
+            updateMask: 'displayName,description,trigger,steps,filter,concurrency,rateLimit',
+          },
         }),
       );
       if (updated.data.signingSecret) setSecret({ value: updated.data.signingSecret });
@@ -235,7 +247,10 @@ export default function AutomationPage({ id }: { id: string | null }) {
           ? api.POST('/api/v1/automations/{id}/publish', { params: { path: { id } }, headers: ifMatch() })
           : api.POST('/api/v1/automations/{id}/unpublish', { params: { path: { id } }, headers: ifMatch() });
       const result = await unwrapWithEtag(call);
-      await accept({ automation: result.data.automation, etag: result.etag }, which === 'publish' ? 'Published.' : 'Unpublished.');
+      await accept(
+        { automation: result.data.automation, etag: result.etag },
+        which === 'publish' ? 'Published.' : 'Unpublished.',
+      );
     } catch (err) {
       await refuse(err);
     }
@@ -253,7 +268,11 @@ export default function AutomationPage({ id }: { id: string | null }) {
       {automation ? (
         <section aria-label="Listener" className="panel">
           <p>
-            <strong>{automation.published ? `Published (version ${automation.publishedVersion ?? automation.version})` : 'Not published'}</strong>
+            <strong>
+              {automation.published
+                ? `Published (version ${automation.publishedVersion ?? automation.version})`
+                : 'Not published'}
+            </strong>
             {' · '}draft version {automation.version}
           </p>
           <p>
@@ -272,7 +291,11 @@ export default function AutomationPage({ id }: { id: string | null }) {
               disabled={!automation.published}
             />
             {automation.trigger.incomingWebhook.authMethod === 'HMAC' ? (
-              <RotateSecret id={automation.id} ifMatch={ifMatch} onRotated={(value, previousExpiresAt) => setSecret({ value, previousExpiresAt })} />
+              <RotateSecret
+                id={automation.id}
+                ifMatch={ifMatch}
+                onRotated={(value, previousExpiresAt) => setSecret({ value, previousExpiresAt })}
+              />
             ) : null}
             <Link to={`/runs?automation=${encodeURIComponent(automation.id)}`}>Runs of this automation</Link>
             <Link to={`/deliveries?automation=${encodeURIComponent(automation.id)}`}>Deliveries</Link>
@@ -281,7 +304,12 @@ export default function AutomationPage({ id }: { id: string | null }) {
       ) : null}
       {automation?.concurrency ? <Lanes id={automation.id} /> : null}
       {automation ? (
-        <CircuitBreaker automation={automation} ifMatch={ifMatch} onChanged={(result, message) => accept(result, message)} onRefused={refuse} />
+        <CircuitBreaker
+          automation={automation}
+          ifMatch={ifMatch}
+          onChanged={(result, message) => accept(result, message)}
+          onRefused={refuse}
+        />
       ) : null}
       {secret ? (
         <section aria-label="Signing secret" className="panel secret">
@@ -290,14 +318,19 @@ export default function AutomationPage({ id }: { id: string | null }) {
             <code className="secret-value">{secret.value}</code> <CopyButton value={secret.value} label="Copy secret" />
           </p>
           {secret.previousExpiresAt ? (
-            <p className="muted">The previous secret keeps working until {new Date(secret.previousExpiresAt).toLocaleString()}.</p>
+            <p className="muted">
+              The previous secret keeps working until {new Date(secret.previousExpiresAt).toLocaleString()}.
+            </p>
           ) : null}
         </section>
       ) : null}
       {conflict ? (
         <section role="alert" className="panel conflict" aria-label="Changed by someone else">
           <h2>Someone else changed this automation</h2>
-          <p>Your changes were not saved. Since you opened it, these changed: {conflict.changed.join(', ') || 'its revision only'}.</p>
+          <p>
+            Your changes were not saved. Since you opened it, these changed:{' '}
+            {conflict.changed.join(', ') || 'its revision only'}.
+          </p>
           <div className="actions">
             <button
               type="button"
@@ -323,16 +356,24 @@ export default function AutomationPage({ id }: { id: string | null }) {
       ) : null}
       <form onSubmit={(e) => void save(e)} className="automation-form" aria-label="Automation" noValidate>
         <Field label="Display name" errors={byField('displayName')}>
-          {(props) => <input {...props} required value={draft.displayName} onChange={(e) => set('displayName', e.target.value)} />}
+          {(props) => (
+            <input {...props} required value={draft.displayName} onChange={(e) => set('displayName', e.target.value)} />
+          )}
         </Field>
         <Field label="Description" errors={byField('description')}>
-          {(props) => <input {...props} value={draft.description} onChange={(e) => set('description', e.target.value)} />}
+          {(props) => (
+            <input {...props} value={draft.description} onChange={(e) => set('description', e.target.value)} />
+          )}
         </Field>
         <fieldset>
           <legend>Trigger</legend>
           <Field label="Auth method" errors={byField('authMethod')}>
             {(props) => (
-              <select {...props} value={draft.authMethod} onChange={(e) => set('authMethod', e.target.value as Draft['authMethod'])}>
+              <select
+                {...props}
+                value={draft.authMethod}
+                onChange={(e) => set('authMethod', e.target.value as Draft['authMethod'])}
+              >
                 <option value="HMAC">HMAC (Webhook-Signature header)</option>
                 <option value="JWT">JWT (sender’s JWKS)</option>
               </select>
@@ -340,35 +381,75 @@ export default function AutomationPage({ id }: { id: string | null }) {
           </Field>
           {draft.authMethod === 'JWT' ? (
             <Field label="JWKS URL" errors={byField('jwksUrl')}>
-              {(props) => <input {...props} type="url" value={draft.jwksUrl} onChange={(e) => set('jwksUrl', e.target.value)} />}
+              {(props) => (
+                <input {...props} type="url" value={draft.jwksUrl} onChange={(e) => set('jwksUrl', e.target.value)} />
+              )}
             </Field>
           ) : null}
-          <Field label="Allowed source addresses" hint="CIDR ranges, one per line; empty: any source." errors={byField('allowedCidrs')}>
-            {(props) => <textarea {...props} rows={2} value={draft.allowedCidrs} onChange={(e) => set('allowedCidrs', e.target.value)} />}
+          <Field
+            label="Allowed source addresses"
+            hint="CIDR ranges, one per line; empty: any source."
+            errors={byField('allowedCidrs')}
+          >
+            {(props) => (
+              <textarea
+                {...props}
+                rows={2}
+                value={draft.allowedCidrs}
+                onChange={(e) => set('allowedCidrs', e.target.value)}
+              />
+            )}
           </Field>
           <label className="check">
-            <input type="checkbox" checked={draft.enabled} onChange={(e) => set('enabled', e.target.checked)} /> Trigger enabled
+            <input type="checkbox" checked={draft.enabled} onChange={(e) => set('enabled', e.target.checked)} /> Trigger
+            enabled
           </label>
         </fieldset>
         <fieldset>
           <legend>Flow control</legend>
-          <Field label="Filter" hint="CEL over ctx.trigger; false: the event is recorded, no run starts." errors={byField('filter')}>
+          <Field
+            label="Filter"
+            hint="CEL over ctx.trigger; false: the event is recorded, no run starts."
+            errors={byField('filter')}
+          >
             {(props) => <input {...props} value={draft.filter} onChange={(e) => set('filter', e.target.value)} />}
           </Field>
           <div className="row">
             <Field label="Concurrency limit" hint="1 to 100; empty: no limit." errors={byField('concurrencyLimit')}>
-              {(props) => <input {...props} inputMode="numeric" value={draft.concurrencyLimit} onChange={(e) => set('concurrencyLimit', e.target.value)} />}
+              {(props) => (
+                <input
+                  {...props}
+                  inputMode="numeric"
+                  value={draft.concurrencyLimit}
+                  onChange={(e) => set('concurrencyLimit', e.target.value)}
+                />
+              )}
             </Field>
             <Field label="Concurrency key" errors={byField('concurrencyKey')}>
-              {(props) => <input {...props} value={draft.concurrencyKey} onChange={(e) => set('concurrencyKey', e.target.value)} />}
+              {(props) => (
+                <input
+                  {...props}
+                  value={draft.concurrencyKey}
+                  onChange={(e) => set('concurrencyKey', e.target.value)}
+                />
+              )}
             </Field>
           </div>
           <div className="row">
             <Field label="Rate limit" hint="Runs per period; empty: no limit." errors={byField('rateLimit')}>
-              {(props) => <input {...props} inputMode="numeric" value={draft.rateLimit} onChange={(e) => set('rateLimit', e.target.value)} />}
+              {(props) => (
+                <input
+                  {...props}
+                  inputMode="numeric"
+                  value={draft.rateLimit}
+                  onChange={(e) => set('rateLimit', e.target.value)}
+                />
+              )}
             </Field>
             <Field label="Rate period" errors={byField('ratePeriod')}>
-              {(props) => <input {...props} value={draft.ratePeriod} onChange={(e) => set('ratePeriod', e.target.value)} />}
+              {(props) => (
+                <input {...props} value={draft.ratePeriod} onChange={(e) => set('ratePeriod', e.target.value)} />
+              )}
             </Field>
             <Field label="Rate key" errors={byField('rateKey')}>
               {(props) => <input {...props} value={draft.rateKey} onChange={(e) => set('rateKey', e.target.value)} />}
@@ -397,7 +478,12 @@ export default function AutomationPage({ id }: { id: string | null }) {
               title={`Delete ${automation.displayName}?`}
               description="The automation and its listener are removed; deliveries to it are answered 404."
               onConfirm={async () => {
-                await unwrap(api.DELETE('/api/v1/automations/{id}', { params: { path: { id: automation.id } }, headers: ifMatch() }));
+                await unwrap(
+                  api.DELETE('/api/v1/automations/{id}', {
+                    params: { path: { id: automation.id } },
+                    headers: ifMatch(),
+                  }),
+                );
                 await queryClient.invalidateQueries({ queryKey: ['automations'] });
                 navigate('/automations');
               }}
@@ -417,7 +503,17 @@ interface FieldProps {
 }
 
 /** A labelled input with its hint and the API's errors for it, tied by aria-describedby. */
-function Field({ label, hint, errors, children }: { label: string; hint?: string; errors: FieldViolation[]; children: (props: FieldProps) => ReactNode }) {
+function Field({
+  label,
+  hint,
+  errors,
+  children,
+}: {
+  label: string;
+  hint?: string;
+  errors: FieldViolation[];
+  children: (props: FieldProps) => ReactNode;
+}) {
   const id = useId();
   const described = [hint ? `${id}-hint` : '', errors.length ? `${id}-errors` : ''].filter(Boolean).join(' ');
   return (
@@ -447,7 +543,15 @@ function FieldErrors({ id, errors, always = false }: { id: string; errors: Field
   );
 }
 
-function StepsField({ value, onChange, errors }: { value: string; onChange: (value: string) => void; errors: FieldViolation[] }) {
+function StepsField({
+  value,
+  onChange,
+  errors,
+}: {
+  value: string;
+  onChange: (value: string) => void;
+  errors: FieldViolation[];
+}) {
   const id = useId();
   return (
     <div className="field">
@@ -456,7 +560,13 @@ function StepsField({ value, onChange, errors }: { value: string; onChange: (val
       </span>
       <Suspense fallback={<Loading label="Loading the editor" />}>
         {/* The editor's attributes are set once: it is always described by its errors' list, empty or not. */}
-        <StepsEditor value={value} onChange={onChange} labelledBy={`${id}-label`} describedBy={`${id}-errors`} invalid={errors.length > 0} />
+        <StepsEditor
+          value={value}
+          onChange={onChange}
+          labelledBy={`${id}-label`}
+          describedBy={`${id}-errors`}
+          invalid={errors.length > 0}
+        />
       </Suspense>
       <FieldErrors id={`${id}-errors`} errors={errors} always />
     </div>
@@ -481,9 +591,14 @@ function RotateSecret({
       description="A new secret is made and shown once. During the grace period a signature by either secret is accepted."
       onConfirm={async () => {
         const seconds = Math.round(Number(hours) * 3600);
-        if (!Number.isFinite(seconds) || seconds < 0) throw new Error('The grace period is a number of hours, 0 to 168.');
+        if (!Number.isFinite(seconds) || seconds < 0)
+          throw new Error('The grace period is a number of hours, 0 to 168.');
         const result = await unwrap(
-          api.POST('/api/v1/automations/{id}/trigger/rotate-secret', { params: { path: { id } }, headers: ifMatch(), body: { gracePeriod: `${seconds}s` } }),
+          api.POST('/api/v1/automations/{id}/trigger/rotate-secret', {
+            params: { path: { id } },
+            headers: ifMatch(),
+            body: { gracePeriod: `${seconds}s` },
+          }),
         );
         onRotated(result.signingSecret, result.previousSecretExpiresAt);
       }}
@@ -537,7 +652,13 @@ function DryRun({ id }: { id: string }) {
                 <td>{step.id}</td>
                 <td>{step.kind}</td>
                 <td>{step.status}</td>
-                <td>{step.error ? <span className="error">{step.error}</span> : <code>{JSON.stringify(step.output)}</code>}</td>
+                <td>
+                  {step.error ? (
+                    <span className="error">{step.error}</span>
+                  ) : (
+                    <code>{JSON.stringify(step.output)}</code>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -614,7 +735,9 @@ function CircuitBreaker({
   const [outcome, setOutcome] = useState('');
   const state = useQuery({
     queryKey: ['breaker', automation.id],
-    queryFn: async () => (await unwrap(api.GET('/api/v1/automations/{id}', { params: { path: { id: automation.id } } }))).automation.breaker ?? null,
+    queryFn: async () =>
+      (await unwrap(api.GET('/api/v1/automations/{id}', { params: { path: { id: automation.id } } }))).automation
+        .breaker ?? null,
     refetchInterval: 3_000,
   });
   const breaker = state.data;
@@ -629,11 +752,17 @@ function CircuitBreaker({
               headers: ifMatch(),
               body: { maxRuns: Number(maxRuns), period },
             })
-          : api.DELETE('/api/v1/automations/{id}/circuit-breaker', { params: { path: { id: automation.id } }, headers: ifMatch() });
+          : api.DELETE('/api/v1/automations/{id}/circuit-breaker', {
+              params: { path: { id: automation.id } },
+              headers: ifMatch(),
+            });
       const result = await unwrapWithEtag(call);
       setViolations([]);
       if (which === 'remove') setMaxRuns('');
-      await onChanged({ automation: result.data.automation, etag: result.etag }, which === 'set' ? 'Circuit breaker set.' : 'Circuit breaker removed.');
+      await onChanged(
+        { automation: result.data.automation, etag: result.etag },
+        which === 'set' ? 'Circuit breaker set.' : 'Circuit breaker removed.',
+      );
       await queryClient.invalidateQueries({ queryKey: ['breaker', automation.id] });
     } catch (err) {
       setViolations(err instanceof ApiError ? err.fieldViolations : []);
@@ -660,7 +789,8 @@ function CircuitBreaker({
     <section aria-labelledby={headingId} className="panel">
       <h2 id={headingId}>Circuit breaker</h2>
       <p className="muted">
-        Past this many runs in the period, new runs are paused until a person resumes or cancels them. Applies at once, without a publish.
+        Past this many runs in the period, new runs are paused until a person resumes or cancels them. Applies at once,
+        without a publish.
       </p>
       <form
         aria-label="Circuit breaker setting"
@@ -715,7 +845,8 @@ function CircuitBreaker({
         <p role="status">
           {breaker.state === 'OPEN' ? (
             <>
-              <strong>Breaker OPEN</strong> since <DateTime value={breaker.trippedAt} />: {breaker.pausedRuns ?? 0} paused runs.
+              <strong>Breaker OPEN</strong> since <DateTime value={breaker.trippedAt} />: {breaker.pausedRuns ?? 0}{' '}
+              paused runs.
             </>
           ) : (
             <>
@@ -765,7 +896,13 @@ function ReasonButton({
   const [reason, setReason] = useState('');
   const fieldId = useId();
   return (
-    <ConfirmButton label={label} title={title} description={description} danger={danger} onConfirm={() => onConfirm(reason.trim())}>
+    <ConfirmButton
+      label={label}
+      title={title}
+      description={description}
+      danger={danger}
+      onConfirm={() => onConfirm(reason.trim())}
+    >
       <label htmlFor={fieldId}>Reason</label>
       <input id={fieldId} value={reason} maxLength={500} onChange={(e) => setReason(e.target.value)} />
     </ConfirmButton>

@@ -10,7 +10,12 @@ export function AutomationsPage() {
   const session = useSession();
   const automations = useQuery({
     queryKey: ['automations', 'list'],
-    queryFn: () => allPages((token) => unwrap(api.GET('/api/v1/automations', { params: { query: { page_size: 100, page_token: token || undefined } } }))),
+    queryFn: () =>
+      allPages((token) =>
+        unwrap(
+          api.GET('/api/v1/automations', { params: { query: { page_size: 100, page_token: token || undefined } } }),
+        ),
+      ),
   });
   return (
     <>
@@ -47,7 +52,13 @@ export function AutomationsPage() {
                 <td>
                   <Link to={`/automations/${encodeURIComponent(a.id)}`}>{a.displayName}</Link>
                 </td>
-                <td>{a.published ? `version ${a.publishedVersion ?? a.version}` : <span className="muted">draft only</span>}</td>
+                <td>
+                  {a.published ? (
+                    `version ${a.publishedVersion ?? a.version}`
+                  ) : (
+                    <span className="muted">draft only</span>
+                  )}
+                </td>
                 <td>{a.trigger.incomingWebhook.authMethod}</td>
                 <td>{a.trigger.incomingWebhook.enabled ? 'enabled' : 'disabled'}</td>
                 <td>

@@ -75,7 +75,9 @@ export function BulkActionForm({ filters }: { filters: BulkFilters }) {
 
   const start = async () => {
     if (!preview) throw new Error('Preview the matched runs first.');
-    const answer = await unwrap(api.POST('/api/v1/automation_executions/bulk', { body: { previewId: preview.previewId, action, reason } }));
+    const answer = await unwrap(
+      api.POST('/api/v1/automation_executions/bulk', { body: { previewId: preview.previewId, action, reason } }),
+    );
     setStarted((answer as Schemas['BulkActionResponse']).bulkAction.id);
     setPreview(null);
   };
@@ -95,7 +97,8 @@ export function BulkActionForm({ filters }: { filters: BulkFilters }) {
           On the runs of <strong>{filters.automationName}</strong>
           {filters.status?.length ? ` with status ${filters.status.join(', ')}` : ''}
           {filters.startedAfter ? `, started after ${new Date(filters.startedAfter).toLocaleString()}` : ''}
-          {filters.startedBefore ? `, started before ${new Date(filters.startedBefore).toLocaleString()}` : ''} (the filters above).
+          {filters.startedBefore ? `, started before ${new Date(filters.startedBefore).toLocaleString()}` : ''} (the
+          filters above).
         </p>
         <div className="row">
           <div className="field">
@@ -123,7 +126,13 @@ export function BulkActionForm({ filters }: { filters: BulkFilters }) {
           </div>
           <div className="field">
             <label htmlFor={`${ids}-reason`}>Reason</label>
-            <input id={`${ids}-reason`} value={reason} maxLength={500} required onChange={(e) => change(setReason)(e.target.value)} />
+            <input
+              id={`${ids}-reason`}
+              value={reason}
+              maxLength={500}
+              required
+              onChange={(e) => change(setReason)(e.target.value)}
+            />
           </div>
         </div>
         <div className="actions">
@@ -137,7 +146,9 @@ export function BulkActionForm({ filters }: { filters: BulkFilters }) {
         <div role="region" aria-label="Preview">
           <p role="status">
             {preview.matched} runs match.
-            {preview.whereErrors > 0 ? ` ${preview.whereErrors} runs were left out: the where expression failed on their payload.` : ''}
+            {preview.whereErrors > 0
+              ? ` ${preview.whereErrors} runs were left out: the where expression failed on their payload.`
+              : ''}
           </p>
           {preview.sample.length > 0 ? (
             <ul aria-label="Sample of the matched runs">
@@ -190,7 +201,8 @@ export function BulkProgress({ id }: { id: string }) {
       {b ? (
         <>
           <p role="status">
-            <StatusBadge status={b.state} /> {b.action}: {b.matched} matched, {b.succeeded} succeeded, {b.skipped} skipped, {b.failed} failed.
+            <StatusBadge status={b.state} /> {b.action}: {b.matched} matched, {b.succeeded} succeeded, {b.skipped}{' '}
+            skipped, {b.failed} failed.
           </p>
           {b.state === 'RUNNING' ? (
             <button type="button" className="danger" onClick={() => void stop()}>

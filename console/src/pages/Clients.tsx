@@ -12,7 +12,12 @@ export function ClientsPage() {
   const queryClient = useQueryClient();
   const clients = useQuery({
     queryKey: ['clients'],
-    queryFn: () => allPages((token) => unwrap(api.GET('/api/v1/iam/clients', { params: { query: { page_size: 100, page_token: token || undefined } } }))),
+    queryFn: () =>
+      allPages((token) =>
+        unwrap(
+          api.GET('/api/v1/iam/clients', { params: { query: { page_size: 100, page_token: token || undefined } } }),
+        ),
+      ),
   });
   const [displayName, setDisplayName] = useState('');
   const [role, setRole] = useState<Schemas['Role']>('read_only');
@@ -98,7 +103,8 @@ export function ClientsPage() {
             The secret of <code>{create.data.client.clientId}</code> is shown only now:
           </p>
           <p>
-            <code className="secret-value">{create.data.clientSecret}</code> <CopyButton value={create.data.clientSecret} label="Copy secret" />
+            <code className="secret-value">{create.data.clientSecret}</code>{' '}
+            <CopyButton value={create.data.clientSecret} label="Copy secret" />
           </p>
         </section>
       ) : null}

@@ -34,7 +34,12 @@ export function DeliveriesPage() {
         api.GET('/api/v1/automations/{id}/deliveries', {
           params: {
             path: { id: automationId },
-            query: { page_size: 50, page_token: pageParam || undefined, status: status ? Number(status) : undefined, reason: reason || undefined },
+            query: {
+              page_size: 50,
+              page_token: pageParam || undefined,
+              status: status ? Number(status) : undefined,
+              reason: reason || undefined,
+            },
           },
         }),
       ),
@@ -117,14 +122,20 @@ export function DeliveriesPage() {
                 </td>
                 <td>{d.eventId ?? <span className="muted">—</span>}</td>
                 <td>{d.sourceAddress}</td>
-                <td>{d.executionId ? <Link to={`/runs/${encodeURIComponent(d.executionId)}`}>Open run</Link> : null}</td>
+                <td>
+                  {d.executionId ? <Link to={`/runs/${encodeURIComponent(d.executionId)}`}>Open run</Link> : null}
+                </td>
                 <td>{d.latencyMs} ms</td>
               </tr>
             ))}
           </tbody>
         </table>
       ) : null}
-      <MoreButton hasMore={!!deliveries.hasNextPage} loading={deliveries.isFetchingNextPage} onMore={() => void deliveries.fetchNextPage()} />
+      <MoreButton
+        hasMore={!!deliveries.hasNextPage}
+        loading={deliveries.isFetchingNextPage}
+        onMore={() => void deliveries.fetchNextPage()}
+      />
     </>
   );
 }

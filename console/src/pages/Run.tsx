@@ -19,7 +19,8 @@ export function temporalUrl(runId: string): string {
 export function useRun(id: string) {
   return useQuery({
     queryKey: ['run', id],
-    queryFn: () => unwrap(api.GET('/api/v1/automation_executions/{id}', { params: { path: { id } } })).then((r) => r.execution),
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/automation_executions/{id}', { params: { path: { id } } })).then((r) => r.execution),
     refetchInterval: (query) => (query.state.data && !OPEN.has(query.state.data.status) ? false : 2_000),
   });
 }
@@ -39,7 +40,9 @@ export function RunPage({ id }: { id: string }) {
   const r = run.data;
   const open = OPEN.has(r.status);
   const rerun = async (fromFailedStep: boolean) => {
-    const result = await unwrap(api.POST('/api/v1/automation_executions/{id}/rerun', { params: { path: { id } }, body: { fromFailedStep } }));
+    const result = await unwrap(
+      api.POST('/api/v1/automation_executions/{id}/rerun', { params: { path: { id } }, body: { fromFailedStep } }),
+    );
     await queryClient.invalidateQueries({ queryKey: ['runs'] });
     navigate(`/runs/${encodeURIComponent(result.execution.id)}`);
   };
@@ -123,7 +126,12 @@ export function RunPage({ id }: { id: string }) {
             description="The run ends at once; no cleanup code runs."
             disabled={!open}
             onConfirm={async () => {
-              await unwrap(api.POST('/api/v1/automation_executions/{id}/terminate', { params: { path: { id } }, body: { reason } }));
+              await unwrap(
+                api.POST('/api/v1/automation_executions/{id}/terminate', {
+                  params: { path: { id } },
+                  body: { reason },
+                }),
+              );
               await refresh();
             }}
           >

@@ -53,7 +53,12 @@ export function RunsPage() {
     <>
       <PageHeading
         actions={
-          <button type="button" aria-expanded={bulkOpen} aria-controls="bulk-action" onClick={() => setBulkOpen((open) => !open)}>
+          <button
+            type="button"
+            aria-expanded={bulkOpen}
+            aria-controls="bulk-action"
+            onClick={() => setBulkOpen((open) => !open)}
+          >
             Bulk action
           </button>
         }
@@ -114,8 +119,16 @@ export function RunsPage() {
         ) : null}
       </div>
       <ErrorMessage error={runs.error} />
-      {runs.isPending ? <Loading label="Loading runs" /> : <RunsTable items={items} caption="Runs, open runs first, newest first" />}
-      <MoreButton hasMore={!!runs.hasNextPage} loading={runs.isFetchingNextPage} onMore={() => void runs.fetchNextPage()} />
+      {runs.isPending ? (
+        <Loading label="Loading runs" />
+      ) : (
+        <RunsTable items={items} caption="Runs, open runs first, newest first" />
+      )}
+      <MoreButton
+        hasMore={!!runs.hasNextPage}
+        loading={runs.isFetchingNextPage}
+        onMore={() => void runs.fetchNextPage()}
+      />
     </>
   );
 }
@@ -128,7 +141,13 @@ function isoOf(local: string): string | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
-export function RunsTable({ items, caption }: { items: Awaited<ReturnType<typeof listRuns>>['list']; caption: string }) {
+export function RunsTable({
+  items,
+  caption,
+}: {
+  items: Awaited<ReturnType<typeof listRuns>>['list'];
+  caption: string;
+}) {
   const [now] = useState(() => new Date().toISOString());
   if (items.length === 0) return <p className="muted">No runs match.</p>;
   return (
@@ -157,12 +176,19 @@ export function RunsTable({ items, caption }: { items: Awaited<ReturnType<typeof
             <td>
               <StatusBadge status={run.status} />
               {run.queue ? <span className="muted"> key {JSON.stringify(run.queue.key)}</span> : null}
-              {run.waitingForApproval ? <span className="muted"> waiting for approval ({run.waitingForApproval.stepId})</span> : null}
+              {run.waitingForApproval ? (
+                <span className="muted"> waiting for approval ({run.waitingForApproval.stepId})</span>
+              ) : null}
             </td>
             <td>
               <DateTime value={run.startedAt} />
             </td>
-            <td>{duration(run.startedAt, run.closedAt ?? (run.status === 'RUNNING' || run.status === 'QUEUED' ? null : now))}</td>
+            <td>
+              {duration(
+                run.startedAt,
+                run.closedAt ?? (run.status === 'RUNNING' || run.status === 'QUEUED' ? null : now),
+              )}
+            </td>
           </tr>
         ))}
       </tbody>

@@ -13,13 +13,19 @@ export function SecretsPage() {
   const canWrite = hasRole(session.data, 'super_admin');
   const secrets = useQuery({
     queryKey: ['secrets'],
-    queryFn: () => allPages((token) => unwrap(api.GET('/api/v1/secrets', { params: { query: { page_size: 100, page_token: token || undefined } } }))),
+    queryFn: () =>
+      allPages((token) =>
+        unwrap(api.GET('/api/v1/secrets', { params: { query: { page_size: 100, page_token: token || undefined } } })),
+      ),
   });
   const [name, setName] = useState('');
   const [value, setValue] = useState('');
   const [origins, setOrigins] = useState('');
   const create = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v1/secrets', { body: { name, value, allowedOrigins: origins.split(/\s+/).filter(Boolean) } })),
+    mutationFn: () =>
+      unwrap(
+        api.POST('/api/v1/secrets', { body: { name, value, allowedOrigins: origins.split(/\s+/).filter(Boolean) } }),
+      ),
     onSuccess: async () => {
       setName('');
       setValue('');
@@ -34,7 +40,9 @@ export function SecretsPage() {
   return (
     <>
       <PageHeading>Secrets</PageHeading>
-      <p className="muted">Read as secrets.&lt;name&gt; in callWebhook headers. Values are write-only: the console never shows them.</p>
+      <p className="muted">
+        Read as secrets.&lt;name&gt; in callWebhook headers. Values are write-only: the console never shows them.
+      </p>
       <ErrorMessage error={secrets.error} />
       {secrets.isPending ? <Loading label="Loading secrets" /> : null}
       {secrets.data?.length === 0 ? <p>No secrets yet.</p> : null}
@@ -86,11 +94,23 @@ export function SecretsPage() {
           </label>
           <label>
             Value
-            <input required type="password" autoComplete="off" value={value} onChange={(e) => setValue(e.target.value)} />
+            <input
+              required
+              type="password"
+              autoComplete="off"
+              value={value}
+              onChange={(e) => setValue(e.target.value)}
+            />
           </label>
           <label>
             Allowed origins (one per line)
-            <textarea required rows={2} value={origins} onChange={(e) => setOrigins(e.target.value)} placeholder="https://crm.example" />
+            <textarea
+              required
+              rows={2}
+              value={origins}
+              onChange={(e) => setOrigins(e.target.value)}
+              placeholder="https://crm.example"
+            />
           </label>
           <ErrorMessage error={create.error} />
           <button type="submit" className="primary" disabled={create.isPending}>

@@ -51,7 +51,13 @@ export function SignIn() {
           {CONFIG.oidc ? <p className="muted">Or with an API client’s credentials:</p> : null}
           <label>
             Client ID
-            <input name="clientId" autoComplete="username" required value={clientId} onChange={(e) => setClientId(e.target.value)} />
+            <input
+              name="clientId"
+              autoComplete="username"
+              required
+              value={clientId}
+              onChange={(e) => setClientId(e.target.value)}
+            />
           </label>
           <label>
             Client secret

@@ -23,7 +23,16 @@ import {
   type AutomationOptions,
   type AutomationWithPublishedVersion,
 } from '../../domain/automations';
-import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
+import {
+  ITEM_READ_ERRORS,
+  ITEM_WRITE_ERRORS,
+  mountOperations,
+  operation,
+  READ_ERRORS,
+  WRITE_ERRORS,
+  type Grant,
+  exactRouter,
+} from '../operation';
 
 const AUTOMATIONS: Grant = { area: 'automations', mode: 'write' };
 const READ: Grant = { area: 'automations', mode: 'read' };
@@ -37,7 +46,8 @@ const optionsOf = (deps: AppDeps, actor: string, expectedRevisions?: number[]): 
   actor,
   expectedRevisions,
 });
-const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation => automationView(record, deps.config.baseUrl);
+const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation =>
+  automationView(record, deps.config.baseUrl);
 /** The view of one automation with its circuit breaker's state (GET of one automation, the breaker's writes). */
 export const viewWithBreaker = async (deps: AppDeps, record: AutomationWithPublishedVersion): Promise<api.Automation> =>
   automationView(record, deps.config.baseUrl, await breakerView(deps.db, record));
@@ -47,7 +57,8 @@ export const IF_MATCH = [
   {
     name: 'If-Match',
     required: false,
-    description: 'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.',
+    description:
+      'The ETag the caller read: when the automation has changed since, 412 and nothing changes. Without it, the write is unconditional.',
   },
 ];
 
@@ -86,7 +97,13 @@ const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
     headers: IF_MATCH,
     etag: true,
     handle: async (input, ctx, deps) => ({
-      automation: view(deps, tagged(ctx, (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevisions(ctx)))!)),
+      automation: view(
+        deps,
+        tagged(
+          ctx,
+          (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevisions(ctx)))!,
+        ),
+      ),
     }),
   });
 
@@ -100,12 +117,21 @@ export const AUTOMATION_OPERATIONS = [
     tag: TAG,
     access: AUTOMATIONS,
     summary: 'Create an automation (super_admin). Every expression is compiled as CEL; errors name the step and field.',
-    body: { schema: api.CreateAutomationRequest, required: true, validation: 'schema', validator: (deps: AppDeps) => deps.automationRequests.create },
+    body: {
+      schema: api.CreateAutomationRequest,
+      required: true,
+      validation: 'schema',
+      validator: (deps: AppDeps) => deps.automationRequests.create,
+    },
     ok: api.AutomationWriteResponse,
     errors: WRITE_ERRORS,
     etag: true,
     handle: async (input, ctx, deps) => {
-      const { record, signingSecret } = await createAutomationFrom(deps.db, await input.body(), optionsOf(deps, input.actor));
+      const { record, signingSecret } = await createAutomationFrom(
+        deps.db,
+        await input.body(),
+        optionsOf(deps, input.actor),
+      );
       return { automation: view(deps, tagged(ctx, record)), ...(signingSecret ? { signingSecret } : {}) };
     },
   }),
@@ -121,7 +147,10 @@ export const AUTOMATION_OPERATIONS = [
     errors: READ_ERRORS,
     handle: async (input, _ctx, deps) => {
       const page = await listAutomations(deps.db, deps.pageTokens, input.page);
-      return { list: page.items.map((record) => ({ automation: view(deps, record) })), nextPageToken: page.nextPageToken };
+      return {
+        list: page.items.map((record) => ({ automation: view(deps, record) })),
+        nextPageToken: page.nextPageToken,
+      };
     },
   }),
   operation({
@@ -134,7 +163,9 @@ export const AUTOMATION_OPERATIONS = [
     ok: api.AutomationResponse,
     errors: ITEM_READ_ERRORS,
     etag: true,
-    handle: async (input, ctx, deps) => ({ automation: await viewWithBreaker(deps, tagged(ctx, await getAutomation(deps.db, input.params.id))) }),
+    handle: async (input, ctx, deps) => ({
+      automation: await viewWithBreaker(deps, tagged(ctx, await getAutomation(deps.db, input.params.id))),
+    }),
   }),
   operation({
     method: 'post',
@@ -144,7 +175,12 @@ export const AUTOMATION_OPERATIONS = [
     access: AUTOMATIONS,
     summary: 'Update an automation (super_admin); a trigger switched to HMAC returns a new signingSecret.',
     // The body is checked before the lookup: none of its rules needs the stored automation.
-    body: { schema: api.UpdateAutomationRequest, required: true, validation: 'schema', validator: (deps: AppDeps) => deps.automationRequests.update },
+    body: {
+      schema: api.UpdateAutomationRequest,
+      required: true,
+      validation: 'schema',
+      validator: (deps: AppDeps) => deps.automationRequests.update,
+    },
     ok: api.AutomationWriteResponse,
     errors: [...ITEM_WRITE_ERRORS, 412],
     headers: IF_MATCH,
@@ -191,7 +227,10 @@ export const AUTOMATION_OPERATIONS = [
       const record = await getAutomation(deps.db, input.params.id);
       const { payload } = await input.body();
       const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
-      const steps = await dryRunSteps(record.steps, payload, { allowInsecureOutbound: deps.config.allowPrivateOutbound, existingSecrets });
+      const steps = await dryRunSteps(record.steps, payload, {
+        allowInsecureOutbound: deps.config.allowPrivateOutbound,
+        existingSecrets,
+      });
       return { ...steps, flowControl: dryRunFlowControl(record.flow, payload) };
     },
   }),
@@ -201,7 +240,8 @@ export const AUTOMATION_OPERATIONS = [
     operationId: 'automations.rotateSecret',
     tag: TAG,
     access: AUTOMATIONS,
-    summary: 'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
+    summary:
+      'Rotate the HMAC signing secret (400 for a JWT trigger); the old one verifies during gracePeriod (default 24 h).',
     body: { schema: api.RotateSecretRequest, required: false, validation: 'schema' },
     ok: api.RotateSecretResponse,
     errors: [400, 401, 403, 404, 500],
@@ -209,7 +249,12 @@ export const AUTOMATION_OPERATIONS = [
     handle: async (input, ctx, deps) => {
       const { gracePeriod } = await input.body();
       const seconds = gracePeriod === undefined ? DEFAULT_ROTATION_GRACE_SECONDS : gracePeriodSeconds(gracePeriod);
-      const { revision, ...rotated } = await rotateSigningSecret(deps.db, input.params.id, seconds, optionsOf(deps, input.actor));
+      const { revision, ...rotated } = await rotateSigningSecret(
+        deps.db,
+        input.params.id,
+        seconds,
+        optionsOf(deps, input.actor),
+      );
       tagged(ctx, { revision });
       return rotated;
     },

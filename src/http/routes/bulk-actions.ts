@@ -7,7 +7,13 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
-import { cancelBulkAction, createBulkAction, listBulkActionsPage, readBulkAction, type BulkRunMatcher } from '../../domain/bulk-actions';
+import {
+  cancelBulkAction,
+  createBulkAction,
+  listBulkActionsPage,
+  readBulkAction,
+  type BulkRunMatcher,
+} from '../../domain/bulk-actions';
 import { mountOperations, operation, exactRouter, type Grant } from '../operation';
 import { WorkflowEngineUnavailableError } from '../../errors';
 
@@ -40,7 +46,12 @@ export const BULK_ACTION_OPERATIONS = [
       const body = await input.body();
       const created = await createBulkAction(deps.db, engine, input.actor, body, deps.bulkLimits);
       if (created.kind === 'preview')
-        return { matched: created.matched, sample: created.sample, previewId: created.previewId, whereErrors: created.whereErrors };
+        return {
+          matched: created.matched,
+          sample: created.sample,
+          previewId: created.previewId,
+          whereErrors: created.whereErrors,
+        };
       ctx.status = 202;
       ctx.body = { bulkAction: created.bulkAction };
       return undefined;
@@ -78,7 +89,8 @@ export const BULK_ACTION_OPERATIONS = [
     operationId: 'bulkActions.cancel',
     tag: TAG,
     access: WRITE,
-    summary: 'Stop a bulk action (super_admin): runs not yet acted on stay as they are; state CANCELED. 409 once it has completed.',
+    summary:
+      'Stop a bulk action (super_admin): runs not yet acted on stay as they are; state CANCELED. 409 once it has completed.',
     ok: api.BulkActionResponse,
     errors: [400, 401, 403, 404, 409, 413, 500],
     handle: async (input, _ctx, deps) => {

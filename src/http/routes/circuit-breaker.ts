@@ -52,7 +52,8 @@ export const CIRCUIT_BREAKER_OPERATIONS = [
     operationId: 'automations.circuitBreaker.set',
     tag: TAG,
     access: SETTING,
-    summary: 'Set the circuit breaker (super_admin): a live setting, applied without a publish to deliveries from 1 s after the answer.',
+    summary:
+      'Set the circuit breaker (super_admin): a live setting, applied without a publish to deliveries from 1 s after the answer.',
     body: { schema: api.CircuitBreakerRequest, required: true, validation: 'schema' },
     ok: api.AutomationResponse,
     errors: [...ITEM_WRITE_ERRORS, 412],
@@ -81,8 +82,14 @@ export const CIRCUIT_BREAKER_OPERATIONS = [
       return { automation: await viewWithBreaker(deps, tagged(ctx, record)) };
     },
   }),
-  letGo('resume', 'Resume the runs the circuit breaker paused, in acceptance order (admin or super_admin); the breaker closes and counts from zero.'),
-  letGo('cancel', 'Cancel the runs the circuit breaker paused (admin or super_admin): each ends CANCELED, no step ran; the breaker closes.'),
+  letGo(
+    'resume',
+    'Resume the runs the circuit breaker paused, in acceptance order (admin or super_admin); the breaker closes and counts from zero.',
+  ),
+  letGo(
+    'cancel',
+    'Cancel the runs the circuit breaker paused (admin or super_admin): each ends CANCELED, no step ran; the breaker closes.',
+  ),
 ];
 
 export function createCircuitBreakerRouter(deps: AppDeps): Router {

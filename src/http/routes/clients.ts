@@ -8,7 +8,15 @@ import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
 import * as gov from '../../domain/schemas';
 import { createApiClient, deleteApiClient, getApiClient, listApiClients } from '../../domain/clients';
-import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, type Grant, exactRouter } from '../operation';
+import {
+  ITEM_READ_ERRORS,
+  mountOperations,
+  operation,
+  READ_ERRORS,
+  WRITE_ERRORS,
+  type Grant,
+  exactRouter,
+} from '../operation';
 
 const IAM: Grant = { area: 'iam', mode: 'write' };
 const TAG = 'API Clients';

@@ -39,7 +39,9 @@ function fromJson(payload: z.output<typeof api.CodecPayloads>['payloads'][number
 
 function toJson(payload: Payload): { metadata: Record<string, string>; data: string } {
   return {
-    metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    metadata: Object.fromEntries(
+      Object.entries(payload.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    ),
     data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64'),
   };
 }
@@ -50,7 +52,8 @@ function corsOf(deps: AppDeps): Middleware {
   return async (ctx: Context, next: Next): Promise<void> => {
     const origin = ctx.get('origin');
     if (origin) {
-      if (!origins.has(origin)) throw new AppError(403, 'origin is not allowed to use the codec endpoint (CODEC_CORS_ORIGINS)');
+      if (!origins.has(origin))
+        throw new AppError(403, 'origin is not allowed to use the codec endpoint (CODEC_CORS_ORIGINS)');
       ctx.set('Access-Control-Allow-Origin', origin);
       ctx.set('Access-Control-Allow-Credentials', 'true');
     }
@@ -66,17 +69,26 @@ function authorizeOf(deps: AppDeps): Middleware {
     if (header) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
       const principal = match?.[1] ? await deps.tokens.verify(match[1]) : undefined;
-      if (!principal) throw new AppError(401, 'invalid or expired access token', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
-      if (!allows(principal, 'automations', 'read')) throw new AppError(403, 'role does not allow reading automation runs');
+      if (!principal)
+        throw new AppError(401, 'invalid or expired access token', {
+          headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
+        });
+      if (!allows(principal, 'automations', 'read'))
+        throw new AppError(403, 'role does not allow reading automation runs');
     } else {
       const source = (deps.config.trustProxy ? ctx.ip : ctx.req.socket.remoteAddress) ?? '';
       if (!deps.config.codec.allowLoopback || !isLoopbackAddress(source)) {
-        throw new AppError(401, 'the codec endpoint needs a bearer token', { headers: { 'WWW-Authenticate': 'Bearer' } });
+        throw new AppError(401, 'the codec endpoint needs a bearer token', {
+          headers: { 'WWW-Authenticate': 'Bearer' },
+        });
       }
     }
     const namespace = ctx.get('x-namespace');
     if (namespace && namespace !== deps.config.temporal.namespace) {
-      throw invalidArgument({ field: 'X-Namespace', description: `this codec serves namespace "${deps.config.temporal.namespace}"` });
+      throw invalidArgument({
+        field: 'X-Namespace',
+        description: `this codec serves namespace "${deps.config.temporal.namespace}"`,
+      });
     }
     if (!deps.payloadCodec) throw new AppError(503, 'no payload codec is configured');
     await next();
@@ -132,5 +144,8 @@ export const CODEC_OPERATIONS = [
     'decode',
     'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK.',
   ),
-  codecOperation('encode', 'Temporal Codec Server: encrypt payloads with the newest key. Same access as /codec/decode.'),
+  codecOperation(
+    'encode',
+    'Temporal Codec Server: encrypt payloads with the newest key. Same access as /codec/decode.',
+  ),
 ];

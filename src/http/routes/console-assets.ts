@@ -109,7 +109,10 @@ class ConsoleFiles {
     try {
       html = readFileSync(path.join(this.dir, 'index.html'), 'utf8');
     } catch {
-      throw new AppError(503, 'the console is not built: run `npm run build:console` (npm start builds it when console/ changed)');
+      throw new AppError(
+        503,
+        'the console is not built: run `npm run build:console` (npm start builds it when console/ changed)',
+      );
     }
     const meta = `<meta name="console-config" content="${escapeAttribute(JSON.stringify(consoleConfigOf(this.config)))}" />`;
     const index = asset(Buffer.from(html.replace('<!-- console-config -->', meta)), 'text/html; charset=utf-8');

@@ -63,7 +63,10 @@ function oidcOf(deps: AppDeps): OidcSignIn | undefined {
   if (!config) return undefined;
   let found = oidcs.get(deps);
   if (!found) {
-    found = new OidcSignIn(deps.db, config, { redirectUri: callbackUri(deps), allowInsecure: deps.config.console.oidcAllowInsecure });
+    found = new OidcSignIn(deps.db, config, {
+      redirectUri: callbackUri(deps),
+      allowInsecure: deps.config.console.oidcAllowInsecure,
+    });
     oidcs.set(deps, found);
   }
   return found;
@@ -76,7 +79,13 @@ function callbackUri(deps: AppDeps): string {
 /** The cookie binding an OIDC sign-in to the browser that started it (10 minutes). */
 function loginCookie(deps: AppDeps, value: string, maxAgeSeconds: number): string {
   const secure = deps.config.baseUrl.startsWith('https:');
-  const parts = [`${secure ? '__Host-' : ''}console_login=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Lax', `Max-Age=${maxAgeSeconds}`];
+  const parts = [
+    `${secure ? '__Host-' : ''}console_login=${value}`,
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Lax',
+    `Max-Age=${maxAgeSeconds}`,
+  ];
   if (secure) parts.push('Secure');
   return parts.join('; ');
 }
@@ -108,7 +117,11 @@ export function createConsoleRouter(deps: AppDeps): Router {
   oidcOf(deps); // a wrong OIDC_ROLE_MAP fails the start, not the first sign-in
 
   router.get('/config', (ctx) => {
-    ctx.body = { localSignIn: deps.config.console.localSignIn, oidc: oidcOf(deps) !== undefined, temporalUiUrl: deps.config.console.temporalUiUrl };
+    ctx.body = {
+      localSignIn: deps.config.console.localSignIn,
+      oidc: oidcOf(deps) !== undefined,
+      temporalUiUrl: deps.config.console.temporalUiUrl,
+    };
   });
 
   router.get('/login', async (ctx) => {
@@ -118,8 +131,12 @@ export function createConsoleRouter(deps: AppDeps): Router {
     try {
       started = await oidc.start();
     } catch (err) {
-      deps.logger.child({ component: 'console' }).warn({ err: (err as Error).message }, 'the identity provider could not be reached');
-      throw new AppError(503, 'the identity provider cannot be reached; retry later', { headers: { 'Retry-After': '5' } });
+      deps.logger
+        .child({ component: 'console' })
+        .warn({ err: (err as Error).message }, 'the identity provider could not be reached');
+      throw new AppError(503, 'the identity provider cannot be reached; retry later', {
+        headers: { 'Retry-After': '5' },
+      });
     }
     noStore(ctx);
     ctx.append('Set-Cookie', loginCookie(deps, started.browser, 600));
@@ -143,12 +160,23 @@ export function createConsoleRouter(deps: AppDeps): Router {
           action: 'console.sign_in_denied',
           resourceType: 'console_session',
           resourceId: err.person.actor,
-          details: { method: 'oidc', name: err.person.name, email: err.person.email, groups: err.person.groups.slice(0, 50), reason: 'no mapped role' },
+          details: {
+            method: 'oidc',
+            name: err.person.name,
+            email: err.person.email,
+            groups: err.person.groups.slice(0, 50),
+            reason: 'no mapped role',
+          },
         });
       }
       return refusal(ctx, err.status, err.message);
     }
-    await signIn(ctx, deps, { actor: person.actor, person: { id: person.id, name: person.name, email: person.email }, roles: person.roles, method: 'oidc' });
+    await signIn(ctx, deps, {
+      actor: person.actor,
+      person: { id: person.id, name: person.name, email: person.email },
+      roles: person.roles,
+      method: 'oidc',
+    });
     noStore(ctx);
     ctx.status = 303;
     ctx.redirect(person.returnTo);
@@ -192,7 +220,8 @@ export function createConsoleRouter(deps: AppDeps): Router {
     if (session) {
       checkOrigin(ctx, deps);
       const token = ctx.get('x-csrf-token');
-      if (token === '' || !sameToken(token, session.csrfToken)) throw new AppError(403, 'missing or wrong X-CSRF-Token');
+      if (token === '' || !sameToken(token, session.csrfToken))
+        throw new AppError(403, 'missing or wrong X-CSRF-Token');
       await sessionsOf(deps).end(session.idHash);
       await recordAudit(deps.db, {
         actor: actorString(session.principal),

@@ -17,13 +17,22 @@ export const DELIVERY_OPERATIONS = [
     tag: 'Automations',
     access: { area: 'automations', mode: 'read' },
     paged: true,
-    summary: 'The delivery log of the automation’s webhook listener, newest first (7 days; never a body, signature or secret).',
+    summary:
+      'The delivery log of the automation’s webhook listener, newest first (7 days; never a body, signature or secret).',
     description:
       'Detail is kept for a bounded number of deliveries per listener and minute; the rest are counted per minute, status and reason (store table webhook_delivery_counts, metric webhook_delivery_log_summarized_total).',
     // Read and checked by the domain (readDeliveryFilter).
     query: [
-      { name: 'status', description: 'Only deliveries answered with this HTTP status.', schema: { type: 'integer', minimum: 100, maximum: 599 } },
-      { name: 'reason', description: 'Only deliveries with this reason code.', schema: { type: 'string', pattern: '^[a-z_]{1,64}$' } },
+      {
+        name: 'status',
+        description: 'Only deliveries answered with this HTTP status.',
+        schema: { type: 'integer', minimum: 100, maximum: 599 },
+      },
+      {
+        name: 'reason',
+        description: 'Only deliveries with this reason code.',
+        schema: { type: 'string', pattern: '^[a-z_]{1,64}$' },
+      },
     ],
     ok: api.DeliveryList,
     errors: [400, 401, 403, 404, 500],

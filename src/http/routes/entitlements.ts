@@ -8,7 +8,14 @@ import * as entitlements from '../../domain/entitlements';
 import { readPageRequest } from '../../domain/pagination';
 import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, WRITE_ERRORS, exactRouter } from '../operation';
+import {
+  ITEM_READ_ERRORS,
+  ITEM_WRITE_ERRORS,
+  mountOperations,
+  operation,
+  WRITE_ERRORS,
+  exactRouter,
+} from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 
 const COLLECTION = '/api/v1/apps/{app_id}/entitlements';
@@ -44,7 +51,10 @@ export const ENTITLEMENT_OPERATIONS = [
     ok: gov.AppEntitlementList,
     errors: [400, 401, 403, 404, 500],
     handle: async (input, _ctx, deps) =>
-      listBody('appEntitlement', await entitlements.listAppEntitlements(deps.db, deps.pageTokens, input.params.app_id, input.page)),
+      listBody(
+        'appEntitlement',
+        await entitlements.listAppEntitlements(deps.db, deps.pageTokens, input.params.app_id, input.page),
+      ),
   }),
   operation({
     method: 'get',
@@ -55,7 +65,9 @@ export const ENTITLEMENT_OPERATIONS = [
     summary: 'Get an entitlement.',
     ok: gov.AppEntitlementResponse,
     errors: ITEM_READ_ERRORS,
-    handle: async (input, _ctx, deps) => ({ appEntitlement: await entitlements.getEntitlement(deps.db, input.params.app_id, input.params.id) }),
+    handle: async (input, _ctx, deps) => ({
+      appEntitlement: await entitlements.getEntitlement(deps.db, input.params.app_id, input.params.id),
+    }),
   }),
   operation({
     method: 'post',
@@ -69,7 +81,9 @@ export const ENTITLEMENT_OPERATIONS = [
     errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
-      return { appEntitlement: await entitlements.updateEntitlement(deps.db, input.params.app_id, input.params.id, body) };
+      return {
+        appEntitlement: await entitlements.updateEntitlement(deps.db, input.params.app_id, input.params.id, body),
+      };
     },
   }),
   operation({
@@ -92,14 +106,18 @@ export const ENTITLEMENT_OPERATIONS = [
     operationId: 'entitlements.search',
     tag: TAG,
     access: GOVERNANCE_READ,
-    summary: 'Search entitlements: query over displayName / slug / description, exact alias, app ids; paged by page_size / page_token in the body.',
+    summary:
+      'Search entitlements: query over displayName / slug / description, exact alias, app ids; paged by page_size / page_token in the body.',
     // The page fields never fail (readPageRequest reads them, with their aliases).
     body: { schema: gov.SearchEntitlementsRequest, required: false, validation: 'schema' },
     ok: gov.AppEntitlementList,
     errors: WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const body = await input.body();
-      return listBody('appEntitlement', await entitlements.searchEntitlements(deps.db, deps.pageTokens, body, readPageRequest(body)));
+      return listBody(
+        'appEntitlement',
+        await entitlements.searchEntitlements(deps.db, deps.pageTokens, body, readPageRequest(body)),
+      );
     },
   }),
 ];

@@ -39,7 +39,11 @@ async function current(deps: AppDeps, executionId: string) {
   const execution = await reader(deps).get(executionId);
   if (!execution) throw notFound('automation execution');
   const bulkActionId = await bulkActionOfExecution(deps.db, executionId);
-  return { ...execution, ...(bulkActionId ? { bulkActionId } : {}), unaudited: await unauditedParts(deps.db, execution) };
+  return {
+    ...execution,
+    ...(bulkActionId ? { bulkActionId } : {}),
+    unaudited: await unauditedParts(deps.db, execution),
+  };
 }
 
 /** A run canceled or terminated: the circuit breaker no longer lists it among its paused runs. */
@@ -84,12 +88,17 @@ export const EXECUTION_OPERATIONS = [
     tag: TAG,
     paged: true,
     access: READ,
-    summary: 'List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.',
+    summary:
+      'List the runs of every automation (admin or super_admin): open runs first, newest first; the approvals inbox with waitingForApproval=true.',
     description:
       "Read from the workflow engine's visibility (eventually consistent: a run shows a moment after it changes). Each run names its automation; a QUEUED run its concurrency key, a run waiting on a person the step that waits.",
     // Read and checked by the domain (readRunFilter): 400 naming the parameter.
     query: [
-      { name: 'automationId', description: 'Only runs of this automation.', schema: { type: 'string', maxLength: 200 } },
+      {
+        name: 'automationId',
+        description: 'Only runs of this automation.',
+        schema: { type: 'string', maxLength: 200 },
+      },
       {
         name: 'status',
         description: 'Only runs in one of these statuses (repeat the parameter for several).',
@@ -97,11 +106,20 @@ export const EXECUTION_OPERATIONS = [
       },
       {
         name: 'waitingForApproval',
-        description: 'true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked).',
+        description:
+          'true: only running runs with a step WAITING_FOR_APPROVAL (runs started before 0.7.0 are not marked).',
         schema: { type: 'string', enum: ['true'] },
       },
-      { name: 'startedAfter', description: 'Only runs started at or after this RFC 3339 time.', schema: { type: 'string', format: 'date-time' } },
-      { name: 'startedBefore', description: 'Only runs started before this RFC 3339 time.', schema: { type: 'string', format: 'date-time' } },
+      {
+        name: 'startedAfter',
+        description: 'Only runs started at or after this RFC 3339 time.',
+        schema: { type: 'string', format: 'date-time' },
+      },
+      {
+        name: 'startedBefore',
+        description: 'Only runs started before this RFC 3339 time.',
+        schema: { type: 'string', format: 'date-time' },
+      },
     ],
     ok: api.ExecutionSearchList,
     errors: [400, 401, 403, 500, 503],
@@ -109,11 +127,17 @@ export const EXECUTION_OPERATIONS = [
       const filter = readRunFilter(ctx.query as Record<string, unknown>);
       const runs = reader(deps);
       const cursor = deps.pageTokens.decode<string>('executions', filter, input.page.pageToken);
-      const result = await runs.search(filter, input.page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64'));
+      const result = await runs.search(
+        filter,
+        input.page.pageSize,
+        cursor === undefined ? undefined : Buffer.from(cursor, 'base64'),
+      );
       const named = await withAutomationNames(deps.db, result.executions);
       return {
         list: named.map((execution) => ({ execution })),
-        nextPageToken: result.nextPageToken ? deps.pageTokens.encode('executions', filter, Buffer.from(result.nextPageToken).toString('base64')) : '',
+        nextPageToken: result.nextPageToken
+          ? deps.pageTokens.encode('executions', filter, Buffer.from(result.nextPageToken).toString('base64'))
+          : '',
       };
     },
   }),
@@ -124,8 +148,10 @@ export const EXECUTION_OPERATIONS = [
     tag: TAG,
     paged: true,
     access: READ,
-    summary: 'The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.',
-    description: "Counted from the automation's running runs in visibility (runs started before 0.7.0 carry no key and are not counted).",
+    summary:
+      'The concurrency keys of the automation that have queued runs, by key: running and queued runs, when the oldest queued run started.',
+    description:
+      "Counted from the automation's running runs in visibility (runs started before 0.7.0 carry no key and are not counted).",
     ok: api.LaneList,
     errors: [400, 401, 403, 404, 500, 503],
     handle: async (input, _ctx, deps) => {
@@ -158,10 +184,16 @@ export const EXECUTION_OPERATIONS = [
       await getAutomation(deps.db, automationId); // 404 for an unknown automation
       const listing = `executions:${automationId}`;
       const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
-      const result = await reader(deps).list(automationId, page.pageSize, cursor === undefined ? undefined : Buffer.from(cursor, 'base64'));
+      const result = await reader(deps).list(
+        automationId,
+        page.pageSize,
+        cursor === undefined ? undefined : Buffer.from(cursor, 'base64'),
+      );
       return {
         list: result.executions.map((execution) => ({ execution })),
-        nextPageToken: result.nextPageToken ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64')) : '',
+        nextPageToken: result.nextPageToken
+          ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64'))
+          : '',
       };
     },
   }),
@@ -181,7 +213,11 @@ export const EXECUTION_OPERATIONS = [
     'approved',
     'Approve a waitForApproval step (admin or super_admin); answers the run once it has recorded the decision (`by`: the actor) and moved on.',
   ),
-  decision('reject', 'rejected', 'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.'),
+  decision(
+    'reject',
+    'rejected',
+    'Reject a waitForApproval step (admin or super_admin); by default the run then ends as FAILED with reason rejected.',
+  ),
   operation({
     method: 'post',
     path: `${RUN}/cancel`,
@@ -220,7 +256,8 @@ export const EXECUTION_OPERATIONS = [
     operationId: 'automations.executions.rerun',
     tag: TAG,
     access: WRITE,
-    summary: 'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
+    summary:
+      'Start a rerun (same payload, the published version) or a retry from the failed step (super_admin); answers the new run.',
     // An unknown run is a 404 (no engine: 503) before the body is read.
     body: { schema: api.RerunRequest, required: false, validation: 'schema' },
     ok: api.ExecutionResponse,
@@ -228,7 +265,14 @@ export const EXECUTION_OPERATIONS = [
     handle: async (input, _ctx, deps) => {
       const original = await current(deps, input.params.id);
       const body = await input.body();
-      const started = await rerunRun(deps.db, controller(deps), input.actor, input.params.id, original.automationId, body);
+      const started = await rerunRun(
+        deps.db,
+        controller(deps),
+        input.actor,
+        input.params.id,
+        original.automationId,
+        body,
+      );
       return { execution: await current(deps, started.executionId) };
     },
   }),

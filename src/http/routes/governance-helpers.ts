@@ -8,7 +8,10 @@ export const GOVERNANCE_READ: Grant = { area: 'governance', mode: 'read' };
 export const GOVERNANCE_WRITE: Grant = { area: 'governance', mode: 'write' };
 
 /** `{ list: [{ <key>: item }], nextPageToken }`. */
-export function listBody<K extends string, T>(key: K, page: Page<T>): { list: Array<Record<K, T>>; nextPageToken: string } {
+export function listBody<K extends string, T>(
+  key: K,
+  page: Page<T>,
+): { list: Array<Record<K, T>>; nextPageToken: string } {
   return {
     list: page.items.map((item) => ({ [key]: item }) as Record<K, T>),
     nextPageToken: page.nextPageToken,

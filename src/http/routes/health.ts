@@ -51,7 +51,10 @@ function readiness(deps: AppDeps): Promise<Readiness> {
   const cached = probes.get(deps);
   if (cached && Date.now() - cached.at < READINESS_CACHE_MS) return cached.pending;
   const timeoutMs = deps.readinessTimeoutMs ?? CHECK_TIMEOUT_MS;
-  const pending = Promise.all([withTimeout(pingStore(deps.db), timeoutMs), withTimeout(deps.runs.ping(), timeoutMs)]).then(([store, temporal]) => {
+  const pending = Promise.all([
+    withTimeout(pingStore(deps.db), timeoutMs),
+    withTimeout(deps.runs.ping(), timeoutMs),
+  ]).then(([store, temporal]) => {
     // The verdict counts from when it was reached, not from when the check began.
     probes.set(deps, { at: Date.now(), pending });
     return { store, temporal };
@@ -72,7 +75,9 @@ function requireAdminToken(deps: AppDeps) {
     if (expected !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('authorization'));
       if (!match?.[1] || !sameToken(match[1], expected)) {
-        throw new AppError(401, 'this operations endpoint needs the admin token', { headers: { 'WWW-Authenticate': 'Bearer' } });
+        throw new AppError(401, 'this operations endpoint needs the admin token', {
+          headers: { 'WWW-Authenticate': 'Bearer' },
+        });
       }
     }
     await next();
@@ -80,7 +85,10 @@ function requireAdminToken(deps: AppDeps) {
 }
 
 /** /ready and /metrics: served by the admin listener when ADMIN_PORT is set, else by the API port. */
-const OPERATOR_ERRORS = { errors: [401, 404], statusText: { 404: 'Not served on this listener: with ADMIN_PORT set, only the admin listener serves it.' } };
+const OPERATOR_ERRORS = {
+  errors: [401, 404],
+  statusText: { 404: 'Not served on this listener: with ADMIN_PORT set, only the admin listener serves it.' },
+};
 
 export const OPERATOR_OPERATIONS = [
   operation({
@@ -132,7 +140,11 @@ export const HEALTH_OPERATION = operation({
 
 /** The API port's operations routes: /health, and /ready and /metrics unless an admin port serves them. */
 export function createHealthRouter(deps: AppDeps): Router {
-  return mountOperations(exactRouter(), deps, deps.config.admin.port === undefined ? [HEALTH_OPERATION, ...OPERATOR_OPERATIONS] : [HEALTH_OPERATION]);
+  return mountOperations(
+    exactRouter(),
+    deps,
+    deps.config.admin.port === undefined ? [HEALTH_OPERATION, ...OPERATOR_OPERATIONS] : [HEALTH_OPERATION],
+  );
 }
 
 /** The admin listener's routes: /health, /ready and /metrics. */

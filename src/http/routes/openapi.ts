@@ -19,7 +19,12 @@ export function openApiOperation(all: () => readonly DocumentedOperation[]) {
       description: 'The OpenAPI document.',
       schema: {
         type: 'object',
-        properties: { openapi: { type: 'string' }, info: { type: 'object' }, paths: { type: 'object' }, components: { type: 'object' } },
+        properties: {
+          openapi: { type: 'string' },
+          info: { type: 'object' },
+          paths: { type: 'object' },
+          components: { type: 'object' },
+        },
         required: ['openapi', 'info', 'paths'],
       },
     },

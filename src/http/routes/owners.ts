@@ -4,7 +4,12 @@
  */
 import type Router from '@koa/router';
 import type { z } from 'zod';
-import { createEntitlementOwner, deleteEntitlementOwner, listEntitlementOwners, type EntitlementOwnerRef } from '../../domain/owners';
+import {
+  createEntitlementOwner,
+  deleteEntitlementOwner,
+  listEntitlementOwners,
+  type EntitlementOwnerRef,
+} from '../../domain/owners';
 import * as gov from '../../domain/schemas';
 
 import type { AppDeps } from '../context';
@@ -31,7 +36,10 @@ function checkBodyRef(body: z.output<typeof gov.CreateEntitlementOwnerRequest>, 
   if (!given) return;
   const violations: FieldViolation[] = [];
   if (given.appId != null && given.appId !== ref.appId) {
-    violations.push({ field: 'appEntitlementRef.appId', description: 'must equal app_entitlement_ref_app_id of the path' });
+    violations.push({
+      field: 'appEntitlementRef.appId',
+      description: 'must equal app_entitlement_ref_app_id of the path',
+    });
   }
   if (given.id != null && given.id !== ref.entitlementId) {
     violations.push({ field: 'appEntitlementRef.id', description: 'must equal app_entitlement_ref_id of the path' });
@@ -69,7 +77,10 @@ export const OWNER_OPERATIONS = [
     ok: gov.UserOwnerEntitlementList,
     errors: [400, 401, 403, 404, 500],
     handle: async (input, _ctx, deps) =>
-      listBody('userOwnerEntitlement', await listEntitlementOwners(deps.db, deps.pageTokens, input.params.user_id, input.page)),
+      listBody(
+        'userOwnerEntitlement',
+        await listEntitlementOwners(deps.db, deps.pageTokens, input.params.user_id, input.page),
+      ),
   }),
   operation({
     method: 'delete',
@@ -81,7 +92,8 @@ export const OWNER_OPERATIONS = [
     ok: gov.EmptyResponse,
     errors: [400, 401, 403, 404, 500],
     handle: async (input, _ctx, deps) => {
-      if (!(await deleteEntitlementOwner(deps.db, refOf(input.params), input.actor))) throw notFound('entitlement owner');
+      if (!(await deleteEntitlementOwner(deps.db, refOf(input.params), input.actor)))
+        throw notFound('entitlement owner');
       return {};
     },
   }),

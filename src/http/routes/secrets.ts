@@ -8,10 +8,24 @@
  */
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { createOutboundSecret, deleteOutboundSecret, getOutboundSecret, listOutboundSecrets, replaceOutboundSecret } from '../../domain/outbound-secrets';
+import {
+  createOutboundSecret,
+  deleteOutboundSecret,
+  getOutboundSecret,
+  listOutboundSecrets,
+  replaceOutboundSecret,
+} from '../../domain/outbound-secrets';
 import * as gov from '../../domain/schemas';
 import * as secrets from '../../domain/secret-schemas';
-import { type Grant, ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, READ_ERRORS, exactRouter } from '../operation';
+import {
+  type Grant,
+  ITEM_READ_ERRORS,
+  ITEM_WRITE_ERRORS,
+  mountOperations,
+  operation,
+  READ_ERRORS,
+  exactRouter,
+} from '../operation';
 import { GOVERNANCE_READ, listBody } from './governance-helpers';
 
 const TAG = 'Secrets';
@@ -31,7 +45,10 @@ export const SECRET_OPERATIONS = [
     ok: secrets.SecretResponse,
     errors: [400, 401, 403, 409, 413, 500],
     handle: async (input, _ctx, deps) => ({
-      secret: await createOutboundSecret(deps.db, await input.body(), { secretBox: deps.secretBox, actor: input.actor }),
+      secret: await createOutboundSecret(deps.db, await input.body(), {
+        secretBox: deps.secretBox,
+        actor: input.actor,
+      }),
     }),
   }),
   operation({
@@ -44,7 +61,8 @@ export const SECRET_OPERATIONS = [
     summary: 'List outbound secrets: names, allowed origins and timestamps only.',
     ok: secrets.SecretList,
     errors: READ_ERRORS,
-    handle: async (input, _ctx, deps) => listBody('secret', await listOutboundSecrets(deps.db, deps.pageTokens, input.page)),
+    handle: async (input, _ctx, deps) =>
+      listBody('secret', await listOutboundSecrets(deps.db, deps.pageTokens, input.page)),
   }),
   operation({
     method: 'get',

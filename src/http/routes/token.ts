@@ -49,7 +49,9 @@ export async function auditFailure(deps: AppDeps, clientId: string, source: stri
   try {
     await auditTokenDenied(deps.db, clientId, source);
   } catch (err) {
-    deps.logger.child({ component: 'token' }).warn({ err: (err as Error).message }, 'could not audit a failed token request');
+    deps.logger
+      .child({ component: 'token' })
+      .warn({ err: (err as Error).message }, 'could not audit a failed token request');
   }
 }
 
@@ -82,11 +84,16 @@ export const TOKEN_OPERATIONS = [
       const named = typeof body === 'object' && typeof body.client_id === 'string' ? body.client_id : '';
       const source = await guard.limits.admit(address, named);
       if (body === 'basic') {
-        return oauthError(ctx, 'invalid_request', 'client credentials belong in the request body (client_id, client_secret), not in an Authorization header');
+        return oauthError(
+          ctx,
+          'invalid_request',
+          'client credentials belong in the request body (client_id, client_secret), not in an Authorization header',
+        );
       }
       if (typeof body === 'string') return oauthError(ctx, 'invalid_request', body);
       const { grant_type: grantType, client_id: clientId, client_secret: clientSecret } = body;
-      if (typeof grantType !== 'string' || grantType === '') return oauthError(ctx, 'invalid_request', 'grant_type is required');
+      if (typeof grantType !== 'string' || grantType === '')
+        return oauthError(ctx, 'invalid_request', 'grant_type is required');
       if (grantType !== 'client_credentials') {
         return oauthError(ctx, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
       }

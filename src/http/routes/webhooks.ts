@@ -106,7 +106,11 @@ function loadRefusal(refusal: AdmissionRefusal): WebhookAnswer {
 }
 
 /** The body within the limit, the deadline and the minimum data rate; undefined when too large. */
-async function readWebhookBody(req: IncomingMessage, maxBytes: number, limits: AppDeps['config']['webhookAdmission']): Promise<Buffer | undefined> {
+async function readWebhookBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  limits: AppDeps['config']['webhookAdmission'],
+): Promise<Buffer | undefined> {
   try {
     const rate = limits.minBytesPerSecond > 0 ? new DataRateWatch(limits.minBytesPerSecond, limits.graceMs) : undefined;
     return await readRawBody(req, maxBytes, { timeoutMs: WEBHOOK_BODY_TIMEOUT_MS, rate });
@@ -118,7 +122,12 @@ async function readWebhookBody(req: IncomingMessage, maxBytes: number, limits: A
 
 /** An ErrorInfo detail of the one error shape (google.rpc.ErrorInfo). */
 function reasonDetail(reason: string, metadata?: Record<string, string>): ErrorDetail {
-  return { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: reason.toUpperCase(), domain: 'webhooks', ...(metadata ? { metadata } : {}) };
+  return {
+    '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+    reason: reason.toUpperCase(),
+    domain: 'webhooks',
+    ...(metadata ? { metadata } : {}),
+  };
 }
 
 /** The refusal's answer: status, machine reason (metrics label, delivery log), message and details. */
@@ -141,7 +150,12 @@ function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filt
         status: 409,
         reason: 'duplicate_event',
         message: 'event id already received by this listener',
-        details: [reasonDetail('duplicate_event', outcome.executionId === null ? { filtered: 'true' } : { executionId: outcome.executionId })],
+        details: [
+          reasonDetail(
+            'duplicate_event',
+            outcome.executionId === null ? { filtered: 'true' } : { executionId: outcome.executionId },
+          ),
+        ],
       };
     case 'limited':
       return {
@@ -190,15 +204,30 @@ function deepFreeze<T>(value: T): T {
 
 function answerOf(outcome: IntakeOutcome): ReasonedAnswer {
   if (outcome.verdict === 'filtered')
-    return { status: 200, reason: 'filtered', headers: {}, body: { eventId: outcome.eventId, executionId: null, filtered: true } };
+    return {
+      status: 200,
+      reason: 'filtered',
+      headers: {},
+      body: { eventId: outcome.eventId, executionId: null, filtered: true },
+    };
   if (outcome.verdict === 'accepted') {
-    return { status: 200, reason: outcome.paused ? 'paused' : 'accepted', headers: {}, body: { eventId: outcome.eventId, executionId: outcome.executionId } };
+    return {
+      status: 200,
+      reason: outcome.paused ? 'paused' : 'accepted',
+      headers: {},
+      body: { eventId: outcome.eventId, executionId: outcome.executionId },
+    };
   }
   // A refusal is the expected answer to a bad delivery: answered here, without an exception.
   const refusal = refusalOf(outcome);
   const headers = refusalHeaders(refusal.status);
   if (refusal.retryAfterSeconds !== undefined) headers['Retry-After'] = String(refusal.retryAfterSeconds);
-  return { status: refusal.status, reason: refusal.reason, headers, body: errorBody(refusal.status, refusal.message, refusal.details) };
+  return {
+    status: refusal.status,
+    reason: refusal.reason,
+    headers,
+    body: errorBody(refusal.status, refusal.message, refusal.details),
+  };
 }
 
 /**
@@ -242,7 +271,14 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
     let facts: IntakeOutcome['facts'] | undefined;
     try {
       // checks → decision → start: each stage answers a value; only the body is read here.
-      const opened = await intake.open({ listenerId, sourceAddress: source, headers: req.headers, now, bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS, ticket });
+      const opened = await intake.open({
+        listenerId,
+        sourceAddress: source,
+        headers: req.headers,
+        now,
+        bodyDeadlineMs: WEBHOOK_BODY_TIMEOUT_MS,
+        ticket,
+      });
       facts = opened.facts;
       let outcome: IntakeOutcome;
       if (opened.verdict !== 'read-body') outcome = opened;
@@ -295,7 +331,11 @@ const CANONICAL_PATH = /^\/api\/v1\/webhooks\/incoming\/([A-Za-z0-9_-]+)(?:\?|$)
  * true; for any other request it does nothing and returns false (the caller hands it to Koa).
  * Records the same HTTP metrics as the app's first middleware.
  */
-export function webhookFastPath(endpoint: WebhookEndpoint, metrics: Metrics, logger: Logger): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function webhookFastPath(
+  endpoint: WebhookEndpoint,
+  metrics: Metrics,
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse) => boolean {
   return function serveWebhook(req, res) {
     if (req.method !== 'POST') return false;
     const match = CANONICAL_PATH.exec(req.url ?? '');

@@ -107,7 +107,11 @@ export interface Sender {
   signer(values: Record<string, string | undefined>, target: URL): Promise<Signer>;
 }
 
-export interface Authenticator<Fields extends Record<string, string> = Record<string, string>, Input extends string = string, Output extends string = string> {
+export interface Authenticator<
+  Fields extends Record<string, string> = Record<string, string>,
+  Input extends string = string,
+  Output extends string = string,
+> {
   /** One sentence for the OpenAPI document: what the sender sends. */
   summary: string;
   credential: CredentialHeader<Input, Output>;

@@ -32,7 +32,13 @@ export function signHmac(secret: string, timestamp: string, eventId: string, bod
  * `eventId` must be the header values as sent, not normalised. Constant time in the signature
  * contents; padded or standard-base64 spellings of the right value do not verify.
  */
-export function verifyHmac(secret: string, timestamp: string, eventId: string, body: Buffer | string, signature: string): boolean {
+export function verifyHmac(
+  secret: string,
+  timestamp: string,
+  eventId: string,
+  body: Buffer | string,
+  signature: string,
+): boolean {
   const expected = Buffer.from(signHmac(secret, timestamp, eventId, body), 'utf8');
   const given = Buffer.from(signature, 'utf8');
   if (given.length !== expected.length) return false;
@@ -43,7 +49,13 @@ export function verifyHmac(secret: string, timestamp: string, eventId: string, b
  * True when `signature` verifies with any of `secrets` (the current secret and, during a rotation's
  * grace period, the previous one). Every secret is tried, so the time taken does not say which matched.
  */
-export function verifyHmacWithAny(secrets: readonly string[], timestamp: string, eventId: string, body: Buffer | string, signature: string): boolean {
+export function verifyHmacWithAny(
+  secrets: readonly string[],
+  timestamp: string,
+  eventId: string,
+  body: Buffer | string,
+  signature: string,
+): boolean {
   let ok = false;
   for (const secret of secrets) {
     if (verifyHmac(secret, timestamp, eventId, body, signature)) ok = true;
@@ -76,13 +88,20 @@ export const hmacAuthenticator = {
   fields: z.object({}),
   secret: {
     generate: newSigningSecret,
-    description: 'HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation.',
+    description:
+      'HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation.',
   },
   createVerifier: () => (request) => {
     const ok =
       request.secrets.length > 0 &&
       request.credential !== undefined &&
-      verifyHmacWithAny(request.secrets, request.timestampHeader, request.eventIdHeader, request.body, request.credential);
+      verifyHmacWithAny(
+        request.secrets,
+        request.timestampHeader,
+        request.eventIdHeader,
+        request.body,
+        request.credential,
+      );
     return ok ? undefined : SIGNATURE_MISMATCH;
   },
   sender: {
@@ -99,7 +118,9 @@ export const hmacAuthenticator = {
     hint: '--secret (HMAC listener)',
     signer: async (values) => {
       const secret = values.secret ?? '';
-      return async ({ body, eventId, timestamp }) => ({ 'Webhook-Signature': signHmac(secret, timestamp, eventId, body) });
+      return async ({ body, eventId, timestamp }) => ({
+        'Webhook-Signature': signHmac(secret, timestamp, eventId, body),
+      });
     },
   },
 } satisfies Authenticator<Record<string, never>, 'signature', 'signature'>;

@@ -24,7 +24,8 @@ export type CredentialInput = Registered['credential']['input'];
 /** Names of the checked credential fields (`signature`, `token`). */
 export type CredentialOutput = Registered['credential']['output'];
 /** The trigger fields of every method (`jwksUrl`), each `''` on triggers of other methods. */
-export type TriggerFieldName = { [M in AuthMethod]: keyof (typeof AUTHENTICATORS)[M]['fields']['shape'] }[AuthMethod] & string;
+export type TriggerFieldName = { [M in AuthMethod]: keyof (typeof AUTHENTICATORS)[M]['fields']['shape'] }[AuthMethod] &
+  string;
 export type TriggerFields = Record<TriggerFieldName, string>;
 
 export function isAuthMethod(value: unknown): value is AuthMethod {
@@ -38,7 +39,9 @@ export function authenticatorOf(method: AuthMethod): Authenticator {
 
 /** Every method's trigger field names, each with the method that owns it. */
 export function triggerFieldOwners(): Array<{ field: TriggerFieldName; method: AuthMethod }> {
-  return AUTH_METHODS.flatMap((method) => Object.keys(authenticatorOf(method).fields.shape).map((field) => ({ field: field as TriggerFieldName, method })));
+  return AUTH_METHODS.flatMap((method) =>
+    Object.keys(authenticatorOf(method).fields.shape).map((field) => ({ field: field as TriggerFieldName, method })),
+  );
 }
 
 /** The methods that have a signing secret. */
@@ -46,4 +49,12 @@ export function methodsWithSecret(): AuthMethod[] {
   return AUTH_METHODS.filter((method) => authenticatorOf(method).secret !== undefined);
 }
 
-export type { Authenticator, AuthenticatorConfig, Signer, SignRequest, Verify, VerifyRequest, VerifyResult } from './authenticator';
+export type {
+  Authenticator,
+  AuthenticatorConfig,
+  Signer,
+  SignRequest,
+  Verify,
+  VerifyRequest,
+  VerifyResult,
+} from './authenticator';

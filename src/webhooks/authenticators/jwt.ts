@@ -70,7 +70,10 @@ export const jwtAuthenticator = {
   },
   readCredential: bearerToken,
   fields: z.object({
-    jwksUrl: z.string({ error: REQUIRED }).min(1, { error: REQUIRED }).meta({ format: 'uri', description: 'https URL of the sender’s JWKS.' }),
+    jwksUrl: z
+      .string({ error: REQUIRED })
+      .min(1, { error: REQUIRED })
+      .meta({ format: 'uri', description: 'https URL of the sender’s JWKS.' }),
   }),
   checkFields: (fields, config) => {
     const problem = validateJwksUrl(fields.jwksUrl, config.allowInsecureJwks);
@@ -94,16 +97,23 @@ export const jwtAuthenticator = {
   sender: {
     selector: 'jwt-key',
     options: {
-      'jwt-key': { value: '<file>', description: 'JWT listeners: PEM private key (PKCS#8; PKCS#1 and SEC1 are accepted too)' },
+      'jwt-key': {
+        value: '<file>',
+        description: 'JWT listeners: PEM private key (PKCS#8; PKCS#1 and SEC1 are accepted too)',
+      },
       kid: { value: '<kid>', description: "JWT header kid: the key's id in the JWKS the listener fetches" },
-      alg: { value: '<alg>', description: `JWT algorithm: ${JWT_ALGORITHMS.slice(0, -1).join(', ')} or ${JWT_ALGORITHMS.at(-1)}` },
+      alg: {
+        value: '<alg>',
+        description: `JWT algorithm: ${JWT_ALGORITHMS.slice(0, -1).join(', ')} or ${JWT_ALGORITHMS.at(-1)}`,
+      },
       'base-url': { value: '<url>', description: 'JWT sub claim: the tenant base URL (default: the origin of --url)' },
     },
     synopsis: `--jwt-key <key.pem> --kid <kid> --alg <${JWT_ALGORITHMS.join('|')}> [--base-url <url>]`,
     hint: '--jwt-key with --kid and --alg (JWT listener)',
     signer: async (values, target) => {
       const alg = required(values.alg, '--alg (with --jwt-key)');
-      if (!(JWT_ALGORITHMS as readonly string[]).includes(alg)) throw new SenderUsageError(`--alg must be one of ${JWT_ALGORITHMS.join(', ')}`);
+      if (!(JWT_ALGORITHMS as readonly string[]).includes(alg))
+        throw new SenderUsageError(`--alg must be one of ${JWT_ALGORITHMS.join(', ')}`);
       const kid = required(values.kid, '--kid (with --jwt-key)');
       const key = await importKey(readKeyFile(values['jwt-key'] ?? ''), alg as Algorithm);
       const baseUrl = values['base-url'] ?? target.origin;
@@ -132,7 +142,9 @@ function readKeyFile(path: string): Buffer {
   try {
     return fs.readFileSync(path);
   } catch (err) {
-    throw new SenderUsageError(`--jwt-key: cannot read ${JSON.stringify(path)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new SenderUsageError(
+      `--jwt-key: cannot read ${JSON.stringify(path)} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 
