@@ -6,13 +6,10 @@
  */
 import { Context } from '@temporalio/activity';
 import type { Db } from '../src/store/db';
-import { actOnNextPage, finishBulkAction, type BulkRunActor } from '../src/domain/bulk-actions';
+import { actOnNextPage, finishBulkAction } from '../src/domain/bulk-actions';
+import type { RunEngine } from '../src/domain/engine';
 
-export function createBulkActionActivities(deps: { db: Db; bulkRuns?: BulkRunActor }) {
-  const actor = (): BulkRunActor => {
-    if (!deps.bulkRuns) throw new Error('this worker has no Temporal client for bulk actions');
-    return deps.bulkRuns;
-  };
+export function createBulkActionActivities(deps: { db: Db; engine: RunEngine }) {
   return {
     async bulkActionPage(input: {
       bulkActionId: string;
@@ -21,7 +18,7 @@ export function createBulkActionActivities(deps: { db: Db; bulkRuns?: BulkRunAct
     }): Promise<{ done: boolean; acted: number }> {
       // Heartbeats tell Temporal the page is alive; a worker that dies mid-page is noticed by the timeout.
       const context = Context.current();
-      return actOnNextPage(deps.db, actor(), input.bulkActionId, {
+      return actOnNextPage(deps.db, deps.engine, input.bulkActionId, {
         pageSize: input.pageSize,
         concurrency: input.concurrency,
         progress: () => context.heartbeat(),

@@ -11,8 +11,7 @@ import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
 import { createNotifyActivities } from './notify';
 import { createBulkActionActivities } from './bulk-actions';
-import type { BulkRunActor } from '../src/domain/bulk-actions';
-import type { Lanes } from '../src/contract/lanes';
+import type { RunEngine } from '../src/domain/engine';
 import type { AutomationActivities } from '../src/contract/activities';
 
 export type {
@@ -45,17 +44,15 @@ export interface ActivityDeps {
   allowPrivateOutbound: boolean;
   /** Opens named outbound secrets (`secrets.<name>` in callWebhook headers); without it such a header fails its step. */
   secretBox?: SecretBox;
-  /** The lanes of flow control (asking for a permit, checking holders), on the worker's Temporal client. */
-  lanes?: Lanes;
-  /** Acting on runs for bulk actions, on the worker's Temporal client. */
-  bulkRuns?: BulkRunActor;
+  /** The run engine on the worker's Temporal client: the lanes of flow control, acting on runs for bulk actions. */
+  engine: RunEngine;
 }
 
 /** Every activity the workflows call; `satisfies` fails the build when a declared effect has none. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createStepActivities({ db: deps.db }),
-    ...createLaneActivities({ ...(deps.lanes ? { lanes: deps.lanes } : {}) }),
+    ...createLaneActivities({ engine: deps.engine }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({
       allowPrivateOutbound: deps.allowPrivateOutbound,
@@ -67,6 +64,6 @@ export function createActivities(deps: ActivityDeps) {
       db: deps.db,
       ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
     }),
-    ...createBulkActionActivities({ db: deps.db, ...(deps.bulkRuns ? { bulkRuns: deps.bulkRuns } : {}) }),
+    ...createBulkActionActivities({ db: deps.db, engine: deps.engine }),
   } satisfies AutomationActivities;
 }

@@ -13,7 +13,7 @@ import { BARE_QUEUE, startBareKoa, type Server, type Stack } from './stack';
 import { percentile, request, type HttpResponse } from './util';
 import { runOfBody } from './webhooks';
 import { getAutomationByListener, type AutomationRecord } from '../src/store/automations';
-import { runStartOptions } from '../src/temporal/runs';
+import { runStartOptions } from '../src/temporal/engine';
 
 export interface E2eResult {
   p50Ms: number;
@@ -272,7 +272,7 @@ function productStart(stack: Stack, record: AutomationRecord): Koa.Middleware {
     const { input, display } = runOfBody(record, eventId, Buffer.concat(chunks));
     const workflowId = `product-floor:${record.listenerId}:${eventId}`;
     await stack.workerClient.workflow.start('localFourAsProduct', {
-      ...runStartOptions(BARE_QUEUE, workflowId, input, display),
+      ...runStartOptions(BARE_QUEUE, { runId: workflowId, input, ...display }),
       requestEagerStart: true,
     });
     ctx.body = { executionId: workflowId };

@@ -135,7 +135,7 @@ type FloorShape = 'start' | 'startAndAsk' | 'describeStartAndAsk' | 'startAndSig
 /**
  * `concurrency` loops of the accept path's Temporal calls with nothing of the service around them,
  * for `seconds`: a fresh run started on the unpolled queue and, for the limited shapes, its fresh
- * lane asked by signal-with-start (as src/temporal/lanes.ts asks it), after a describe of that lane
+ * lane asked by signal-with-start (as src/temporal/engine.ts asks it), after a describe of that lane
  * for `describeStartAndAsk`; for `startAndSignal`, a plain signal to a lane already running (one per
  * loop, started first: the ask as it would cost if lanes were per automation, not per key).
  * Completed loops per second.

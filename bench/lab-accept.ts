@@ -7,12 +7,12 @@
  *   bare       32 loops of `client.workflow.start` with the run's input (the ingress baseline)
  *   startAsApi the same loops with the start options the API sends (search attributes, memo,
  *              summary: `runStartOptions`), nothing else of the service
- *   startViaRuns  the same loops through the API's own runs port (`TemporalRuns.start`: its deadline
+ *   startViaRuns  the same loops through the API's own run engine (`engine.start`: its deadline
  *              and its lazy client), nothing else of the service
  *   httpStart  signed webhooks to the bench's product-shaped floor (bench/webhooks.ts): a bare
  *              Node handler that reads the body, parses it and starts the run as the API does
  *              (`runStartOptions`): HTTP and the start, nothing checked
- *   apiNoEngine   signed webhooks to the real app whose runs port starts nothing (answers at once):
+ *   apiNoEngine   signed webhooks to the real app whose run engine starts nothing (answers at once):
  *              the service's own part of an accepted delivery, without Temporal
  *   httpNoEngine  the same requests to a bare Node handler that reads the body, parses it and
  *              answers 200 with the same JSON: the floor of apiNoEngine
@@ -30,7 +30,8 @@ import { installRuntime, startStack, UNPOLLED_QUEUE, type Server, type Stack } f
 import { startHttpStartFloor } from './webhooks';
 import { closeHttpAgent, percentile, runToExit, startCpuProfile } from './util';
 import { getAutomationByListener } from '../src/store/automations';
-import { runStartOptions } from '../src/temporal/runs';
+import { runStartOptions } from '../src/temporal/engine';
+import { NO_TEMPORAL } from '../test/helpers/engine';
 import type { AutomationRunInput } from '../src/contract/run';
 import { AUTOMATION_WORKFLOW } from '../src/contract/workflows';
 import pino from 'pino';
@@ -128,7 +129,7 @@ async function main(): Promise<void> {
   try {
     await new Promise<void>((resolve) => httpNoEngine.listen(0, '127.0.0.1', resolve));
     const httpNoEngineUrl = `http://127.0.0.1:${(httpNoEngine.address() as AddressInfo).port}`;
-    // The real app as bench/stack.ts builds it, its runs port answering at once (the same store and secret box).
+    // The real app as bench/stack.ts builds it, its run engine answering at once (the same store and secret box).
     const noEngineServer = http.createServer();
     await new Promise<void>((resolve) => noEngineServer.listen(0, '127.0.0.1', resolve));
     const noEngineUrl = `http://127.0.0.1:${(noEngineServer.address() as AddressInfo).port}`;
@@ -138,10 +139,7 @@ async function main(): Promise<void> {
       db: stack.db,
       logger: createLogger(config.logLevel, pino.destination({ dest: '/dev/null', sync: true })),
       secretBox: stack.secretBox,
-      runs: {
-        start: async (input) => ({ runId: `webhook:${input.listenerId}:${input.eventId}` }),
-        ping: async () => undefined,
-      },
+      engine: { ...NO_TEMPORAL, start: async () => 'started' as const, ping: async () => undefined },
       pageTokenKey: Buffer.alloc(32, 1),
       tokens: await AccessTokens.load(stack.db, stack.secretBox, 600),
     });
@@ -199,22 +197,25 @@ async function main(): Promise<void> {
             }),
           );
         case 'startViaRuns':
-          return startLoops(stack.client, 32, secs, () =>
-            (stack.ingressApi as unknown as { deps: AppDeps }).deps.runs.start(inputOf(randomUUID(), trigger), {
+          return startLoops(stack.client, 32, secs, () => {
+            const eventId = randomUUID();
+            return (stack.ingressApi as unknown as { deps: AppDeps }).deps.engine.start({
+              runId: `webhook:${record.listenerId}:${eventId}`,
+              input: inputOf(eventId, trigger),
               automationName: 'bench',
-            }),
-          );
+              summary: `event ${eventId}`,
+            });
+          });
         case 'startAsApi':
           return startLoops(stack.client, 32, secs, (client) => {
             const eventId = randomUUID();
             return client.workflow.start(
               AUTOMATION_WORKFLOW,
-              runStartOptions(
-                UNPOLLED_QUEUE,
-                `webhook:${record.listenerId}:${eventId}`,
-                inputOf(eventId, trigger),
-                display,
-              ),
+              runStartOptions(UNPOLLED_QUEUE, {
+                runId: `webhook:${record.listenerId}:${eventId}`,
+                input: inputOf(eventId, trigger),
+                ...display,
+              }),
             );
           });
       }

@@ -30,7 +30,6 @@ import { startDevServer, freePort, type DevServer } from '../src/temporal/devser
 import { ensureNamespace } from '../src/temporal/setup';
 import { skipDroppedSdkLogMetadata } from '../src/temporal/sdk-log-levels';
 import { createLazyClient } from '../src/temporal/connection';
-import { type AutomationRuns } from '../src/domain/runs';
 import { automationBundleOptions, createAutomationWorker } from '../src/temporal/worker';
 import { createActivities } from '../activities';
 import { bundleInChild } from './bundle-child';
@@ -40,7 +39,7 @@ import { EncryptionCodec, encryptedDataConverter, newPayloadKeyEntry, parsePaylo
 const BENCH_CODEC = new EncryptionCodec(parsePayloadKeys(newPayloadKeyEntry()));
 import { createBareActivities } from './bare-activities';
 import { commandLineOf, descendantPids } from './util';
-import { WorkflowEngineUnavailableError } from '../src/errors';
+import { NO_TEMPORAL } from '../test/helpers/engine';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ensureTemporalCli } = require('../scripts/temporal-cli.js') as {
@@ -174,7 +173,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         namespace: NAMESPACE,
         taskQueue: AUTOMATION_QUEUE,
         db,
-        activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }),
+        activities: (engine) => createActivities({ db, allowPrivateOutbound: false, engine }),
         codec: BENCH_CODEC,
         bundle: automationBundle,
         ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
@@ -295,16 +294,6 @@ export async function openDataDirStore(): Promise<Db> {
   }
 }
 
-/** Runs are never started by this one (pagination servers). */
-const NO_RUNS: AutomationRuns = {
-  async start() {
-    throw new WorkflowEngineUnavailableError('no workflow engine in this server');
-  },
-  async ping() {
-    throw new WorkflowEngineUnavailableError('no workflow engine in this server');
-  },
-};
-
 export interface ApiOptions {
   db: Db;
   tokens: AccessTokens;
@@ -351,7 +340,7 @@ export async function startApi(
     db: options.db,
     logger: createLogger(config.logLevel, pino.destination({ dest: '/dev/null', sync: true })),
     secretBox: options.secretBox,
-    ...(temporal ? { temporal } : { runs: NO_RUNS }),
+    ...(temporal ? { temporal } : { engine: NO_TEMPORAL }),
     pageTokenKey: options.pageTokenKey,
     tokens: options.tokens,
   });

@@ -15,7 +15,7 @@ import http from 'node:http';
 import type Koa from 'koa';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
-import { runStartOptions } from '../src/temporal/runs';
+import { runStartOptions } from '../src/temporal/engine';
 import { AUTOMATION_WORKFLOW } from '../src/contract/workflows';
 import { getAutomationByListener, type AutomationRecord } from '../src/store/automations';
 import type { AutomationRunInput } from '../src/contract/run';
@@ -180,20 +180,22 @@ export async function startHttpStartFloor(client: Client, record: AutomationReco
       const eventId = String(req.headers['webhook-event-id']);
       const workflowId = `webhook:${record.listenerId}:${eventId}`;
       const { input, display } = runOfBody(record, eventId, Buffer.concat(chunks));
-      client.workflow.start(AUTOMATION_WORKFLOW, runStartOptions(UNPOLLED_QUEUE, workflowId, input, display)).then(
-        () => {
-          const body = JSON.stringify({ eventId, executionId: workflowId });
-          res.writeHead(200, {
-            'Content-Type': 'application/json; charset=utf-8',
-            'Content-Length': String(Buffer.byteLength(body)),
-          });
-          res.end(body);
-        },
-        () => {
-          res.writeHead(503);
-          res.end();
-        },
-      );
+      client.workflow
+        .start(AUTOMATION_WORKFLOW, runStartOptions(UNPOLLED_QUEUE, { runId: workflowId, input, ...display }))
+        .then(
+          () => {
+            const body = JSON.stringify({ eventId, executionId: workflowId });
+            res.writeHead(200, {
+              'Content-Type': 'application/json; charset=utf-8',
+              'Content-Length': String(Buffer.byteLength(body)),
+            });
+            res.end(body);
+          },
+          () => {
+            res.writeHead(503);
+            res.end();
+          },
+        );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

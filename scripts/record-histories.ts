@@ -25,12 +25,9 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import { bulkAction, type automation } from '../workflows';
 import { ApprovalWaitKey } from '../src/contract/workflows';
-import { bulkActionWorkflowId, TemporalBulkRuns } from '../src/temporal/bulk-actions';
-import { TemporalRunReader } from '../src/temporal/executions';
-import { TemporalRunControl } from '../src/temporal/run-control';
-import { bulkRerunsOf, insertBulkSet, stopBulkAction } from '../src/store/bulk-actions';
-import { bulkRerunId } from '../src/domain/bulk-actions';
-import { requestLanePermit, temporalLanes } from '../src/temporal/lanes';
+import { bulkActionWorkflowId, createTemporalEngine } from '../src/temporal/engine';
+import { insertBulkSet, stopBulkAction } from '../src/store/bulk-actions';
+import { bulkRerunId } from '../src/domain/runs';
 import {
   BREAKER_RESUME_SIGNAL,
   type BreakerResume,
@@ -894,16 +891,7 @@ async function main(): Promise<void> {
           db,
           allowPrivateOutbound: true,
           secretBox,
-          lanes: temporalLanes(client),
-          bulkRuns: new TemporalBulkRuns(
-            client,
-            taskQueue,
-            new TemporalRunControl(
-              client,
-              taskQueue,
-              new TemporalRunReader(client, { bulkReruns: (id) => bulkRerunsOf(db, id) }),
-            ),
-          ),
+          engine: createTemporalEngine({ client, taskQueue, db }),
         }),
       ),
     });
@@ -950,7 +938,7 @@ async function main(): Promise<void> {
             workflowId: `${workflowId}:holder`,
             args: [{ ...input, version: 2, eventId: `${eventId}-holder`, flow: undefined } as AutomationRunInput],
           });
-          await requestLanePermit(client, {
+          await createTemporalEngine({ client, taskQueue, db }).requestLanePermit({
             automationId,
             lane: queue.lane,
             runId: holder.workflowId,

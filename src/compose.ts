@@ -1,11 +1,10 @@
 /**
  * The composition root: one function builds the dependencies of the HTTP app (the store, the
- * secret box, the runs port on Temporal with its run reader and run controller, the token and
- * page-token keys, the token endpoint's flood guards, metrics, the delivery log, the webhook
- * endpoint, the automation write bodies' schemas) from the configuration; routes only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
+ * secret box, the run engine on Temporal, the token and page-token keys, the token endpoint's
+ * flood guards, metrics, the delivery log, the webhook endpoint, the automation write bodies'
+ * schemas) from the configuration; routes only read them. src/main.ts, the tests (test/helpers/test-service.ts) and the benchmarks
  * (bench/stack.ts) all build the app through it, so they run what production runs.
  */
-import type { Client } from '@temporalio/client';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Config } from './config';
 import type { Logger } from './logger';
@@ -15,17 +14,11 @@ import { loadPageTokenKey } from './auth/service-keys';
 import { AccessTokens } from './auth/tokens';
 import { createTokenGuard } from './auth/token-guard';
 import { PageTokens } from './domain/pagination';
-import type { AutomationRuns } from './domain/runs';
+import type { RunEngine } from './domain/engine';
 import { DeliveryLog, type DeliveryLogOptions } from './delivery/delivery-log';
-import { publishedSteps } from './domain/automations';
 import { automationWriteRequests } from './domain/api-schemas';
-import { TemporalRuns } from './temporal/runs';
-import { TemporalRunReader } from './temporal/executions';
-import { TemporalRunControl } from './temporal/run-control';
-import { TemporalPausedRunControl } from './temporal/breaker-control';
+import { createTemporalEngine, type TemporalEngineOptions } from './temporal/engine';
 import { openBreakers } from './store/circuit-breaker';
-import { TemporalBulkRuns } from './temporal/bulk-actions';
-import { bulkRerunsOf } from './store/bulk-actions';
 import { restartBulkActions } from './domain/bulk-actions';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
@@ -37,16 +30,12 @@ export interface AppInputs {
   logger: Logger;
   secretBox: SecretBox;
   /**
-   * Where runs start: on Temporal, with this client and task queue (`eagerStart` when the client is
-   * on the connection of a worker of this process)...
+   * The run engine: on Temporal, with this client and task queue (and bounds; the store and the
+   * lane queue's bound come from the other inputs)...
    */
-  temporal?: { client: Client; taskQueue: string; eagerStart?: boolean };
-  /**
-   * ...or through a runs port of the caller's own (one of the two is given). Runs are read back and
-   * controlled only when it is a `TemporalRuns` (on its client and task queue); any other port is
-   * an app without a workflow engine for those operations (they answer 503).
-   */
-  runs?: AutomationRuns;
+  temporal?: Omit<TemporalEngineOptions, 'db' | 'laneQueueLimit'>;
+  /** ...or one of the caller's own (a test's fake: one of the two is given). */
+  engine?: RunEngine;
   /** The key of page tokens; default: the service key kept sealed in the store (shared by every process). */
   pageTokenKey?: Buffer;
   /** Access tokens shared with another app of this process; default: loaded from the store. */
@@ -78,38 +67,19 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     onSummarized: () => metrics.deliverySummarized(),
     onError: (err) => logger.warn({ err: (err as Error).message }, 'delivery log: a batch could not be written'),
   });
-  const runs =
-    inputs.runs ??
+  const engine =
+    inputs.engine ??
     (inputs.temporal
-      ? new TemporalRuns(inputs.temporal.client, inputs.temporal.taskQueue, undefined, {
-          eagerStart: inputs.temporal.eagerStart ?? false,
-          laneQueueLimit: config.laneQueueLimit,
-        })
+      ? createTemporalEngine({ ...inputs.temporal, db, laneQueueLimit: config.laneQueueLimit })
       : undefined);
-  if (!runs) throw new Error('composeApp: give `temporal` or `runs`');
-  const runReader =
-    runs instanceof TemporalRuns
-      ? new TemporalRunReader(runs.client, {
-          loadSteps: (automationId, version) => publishedSteps(db, automationId, version),
-          bulkReruns: (executionId) => bulkRerunsOf(db, executionId),
-        })
-      : undefined;
-  const bulkRuns = runs instanceof TemporalRuns ? new TemporalBulkRuns(runs.client, runs.taskQueue) : undefined;
-  const runControl =
-    runs instanceof TemporalRuns && runReader
-      ? new TemporalRunControl(runs.client, runs.taskQueue, runReader)
-      : undefined;
+  if (!engine) throw new Error('composeApp: give `temporal` or `engine`');
   const base: Omit<AppDeps, 'webhookEndpoint'> = {
     config,
     db,
     logger,
     pageTokens: new PageTokens(inputs.pageTokenKey ?? (await loadPageTokenKey(db, secretBox))),
     tokens: inputs.tokens ?? (await AccessTokens.load(db, secretBox, config.accessTokenTtlSeconds)),
-    runs,
-    runReader,
-    runControl,
-    ...(runs instanceof TemporalRuns ? { pausedRunControl: new TemporalPausedRunControl(runs.client, runs) } : {}),
-    bulkRuns,
+    engine,
     metrics,
     automationRequests: automationWriteRequests(config),
     secretBox,
@@ -118,10 +88,10 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
     deliveryLog,
     ...inputs.overrides,
   };
-  const restart = bulkRuns && inputs.bulkRestart !== false ? (inputs.bulkRestart ?? BULK_RESTART) : undefined;
+  const restart = inputs.bulkRestart !== false ? (inputs.bulkRestart ?? BULK_RESTART) : undefined;
   const restartOnce = (): void => {
-    if (!bulkRuns || !restart) return;
-    restartBulkActions(db, bulkRuns, restart.afterMs).catch((err: unknown) =>
+    if (!restart) return;
+    restartBulkActions(db, engine, restart.afterMs).catch((err: unknown) =>
       logger.warn({ err: (err as Error).message }, 'bulk actions: could not restart their workflows'),
     );
   };

@@ -1,6 +1,6 @@
 /**
- * The lanes of flow control as the activities see them: a port the Temporal adapter implements
- * (src/temporal/lanes.ts), so that the activities need not import the adapter.
+ * A run's request to the lane of its concurrency key (workflows/lane.ts), as the workflow hands it
+ * to its `requestLanePermit` activity and the API sends it after a start (src/domain/engine.ts).
  */
 
 export interface LaneRequest {
@@ -14,11 +14,4 @@ export interface LaneRequest {
   maxWaiting?: number;
   /** For the Web UI: what the lane admits (never the key's value: it may be personal data). */
   automationName?: string;
-}
-
-export interface Lanes {
-  /** Asks the lane for a permit for `request.runId` (idempotent per run id); starts the lane when needed. */
-  requestPermit(request: LaneRequest): Promise<void>;
-  /** Of `runIds`, those that are closed (or unknown). */
-  closedRuns(runIds: string[]): Promise<string[]>;
 }

@@ -185,7 +185,7 @@ export const BREAKER_PATCH = 'circuit-breaker-pause';
  */
 export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
 
-/** Signal that lets a paused run go (the API's resume, src/temporal/breaker-control.ts). */
+/** Signal that lets a paused run go (the API's resume: src/domain/circuit-breaker.ts through the run engine). */
 export const BREAKER_RESUME_SIGNAL = 'breakerResume';
 
 /** The resume signal's argument. */

@@ -18,7 +18,7 @@ import type { Logger } from '../logger';
 import type { SecretBox } from '../crypto/secret-box';
 import type { Db } from '../store/db';
 import { ListenerCache, verifyingHmacSecrets, type Listener } from './listener-cache';
-import { type AutomationRuns } from '../domain/runs';
+import type { RunEngine } from '../domain/engine';
 import {
   AUTH_METHODS,
   authenticatorOf,
@@ -36,7 +36,7 @@ import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';
 import { decideDelivery, type DeliveryDecision } from '../flow';
 import type { AdmissionTicket } from '../webhooks/admission';
-import type { RunFlow } from '../contract/run';
+import { runWorkflowId, type RunFlow } from '../contract/run';
 import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
 
 export { LANE_QUEUE_RETRY_AFTER_SECONDS } from '../flow';
@@ -131,7 +131,7 @@ interface PlannedRun {
 
 export interface IntakeDeps {
   db: Db;
-  runs: AutomationRuns;
+  engine: RunEngine;
   secretBox: SecretBox;
   config: AuthenticatorConfig;
   logger: Logger;
@@ -344,7 +344,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         { version: published.snapshot.flow, live: latest.automation.liveFlow },
         {
           db: deps.db,
-          engine: deps.runs,
+          engine: deps.engine,
           automationId,
           automationName: published.snapshot.displayName,
           listenerId,
@@ -397,10 +397,12 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     const { decision } = run;
     let known: DeliveryFacts = facts;
     try {
-      let executionId: string;
+      // The run's id is the event's: a second start with it is refused (the 409 of a repeat is the engine's).
+      const executionId = runWorkflowId(run.listenerId, run.eventId);
       try {
-        ({ runId: executionId } = await deps.runs.start(
-          {
+        const started = await deps.engine.start({
+          runId: executionId,
+          input: {
             automationId: run.automationId,
             version: run.version,
             listenerId: run.listenerId,
@@ -409,8 +411,10 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
             trigger: run.payload,
             ...(run.flow ? { flow: run.flow } : {}),
           },
-          { automationName: run.automationName },
-        ));
+          automationName: run.automationName,
+          summary: `event ${run.eventId}`,
+        });
+        if (started === 'exists') throw new DuplicateEventError(executionId);
       } catch (err) {
         if (err instanceof DuplicateEventError) {
           await decision.release();

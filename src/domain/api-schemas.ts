@@ -23,6 +23,7 @@ import {
   breakerPeriodSeconds,
 } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
+import { RUN_STATUSES } from './runs';
 import { closedObject, oneViolation, ruledByViolations, setAside, whileValid } from './validation';
 import { automationChangeRule, MASK_PATHS, newAutomationRule } from './automation-validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
@@ -406,7 +407,7 @@ export const DryRunResponse = z
 const executionFields = {
   id: z.string().meta({ description: 'webhook:{listenerId}:{eventId}' }),
   eventId: z.string().nullable(),
-  status: z.enum(['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED']).meta({
+  status: z.enum(RUN_STATUSES).meta({
     description:
       'QUEUED: waiting for its concurrency key; PAUSED: held by the circuit breaker (no step started in either).',
   }),
@@ -593,7 +594,7 @@ export type RerunRequest = z.output<typeof RerunRequest>;
 // ---------------------------------------------------------------- bulk actions on runs
 
 export const BULK_ACTIONS = ['cancel', 'terminate', 'rerun'] as const;
-export const BULK_STATUSES = ['QUEUED', 'PAUSED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED'] as const;
+export const BULK_STATUSES = RUN_STATUSES;
 const timeRule = 'must be an RFC 3339 time such as 2026-01-02T03:04:05Z';
 const bulkTime = () =>
   z

@@ -7,22 +7,22 @@
  * a request id of its own, a terminate of a run the action had already claimed counts as done, a
  * rerun's id is derived from the bulk action and the original run).
  */
+import { createHash } from 'node:crypto';
 import { checkExpression, evaluate } from '../cel';
 import {
   CelEvaluationError,
   FailedPreconditionError,
   invalidArgument,
   notFound,
+  NotFoundError,
   UnavailableError,
   WorkflowEngineUnavailableError,
 } from '../errors';
 import { newId } from '../ids';
 import { recordAudit } from '../store/audit';
 import { getAutomation } from '../store/automations';
-import { getLatestPublishedVersion } from '../store/automation-versions';
 import {
   addBulkCountsToAudit,
-  bulkActionOfRun,
   claimRuns,
   completeBulkAction,
   copyPreviewRuns,
@@ -40,8 +40,9 @@ import {
   type RunOutcome,
 } from '../store/bulk-actions';
 import type { Db } from '../store/db';
-import type { BULK_STATUSES, BulkActionRequest, BulkFilter } from './api-schemas';
-import type { RerunOptions } from './executions';
+import type { BulkActionRequest, BulkFilter } from './api-schemas';
+import type { RunEngine, RunMatch } from './engine';
+import { publishedForRerun, startRerun, type RerunOptions } from './reruns';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 
@@ -52,39 +53,6 @@ export const MAX_MATCHED = 100_000;
 /** A dry run's preview can be acted on for this long. */
 export const PREVIEW_TTL_SECONDS = 600;
 const SAMPLE_SIZE = 20;
-
-/** The id of the run a bulk rerun starts: derived from the original and the bulk action, so a retry never starts a second. */
-export function bulkRerunId(runId: string, bulkActionId: string): string {
-  return `${runId}:rerun-bulk-${bulkActionId}`;
-}
-
-/** The bulk action whose rerun `executionId` is, when it is one of `rerunOf`. */
-export function bulkActionOfRerunId(executionId: string, rerunOf: string): string | undefined {
-  const prefix = `${rerunOf}:rerun-bulk-`;
-  return executionId.startsWith(prefix) && executionId.length > prefix.length
-    ? executionId.slice(prefix.length)
-    : undefined;
-}
-
-/** What visibility can match: the automation, statuses, start time. */
-export interface BulkVisibilityFilter {
-  automationId: string;
-  statuses: ReadonlyArray<(typeof BULK_STATUSES)[number]>;
-  startedAfter: string | undefined;
-  startedBefore: string | undefined;
-}
-
-/** What the API needs of the engine to match runs and start the action (src/temporal/bulk-actions.ts). */
-export interface BulkRunMatcher {
-  /** How many runs visibility matches (QUEUED and RUNNING both count as running there). */
-  count(filter: BulkVisibilityFilter): Promise<number>;
-  /** The ids of the matched runs, newest first, at most `max` + 1 (one more says "too many"). */
-  list(filter: BulkVisibilityFilter, max: number): Promise<string[]>;
-  /** Each run's payload (`ctx.trigger`); a run whose input cannot be read is missing. */
-  payloads(runIds: readonly string[]): Promise<Map<string, unknown>>;
-  /** Starts the action's workflow (once per id). */
-  start(bulkActionId: string): Promise<void>;
-}
 
 export interface BulkActRequest {
   action: BulkActionKind;
@@ -100,11 +68,6 @@ export interface BulkActRequest {
 
 export type BulkActResult =
   { outcome: 'succeeded'; newExecutionId?: string } | { outcome: 'skipped' | 'failed'; reason: string };
-
-/** What the activities need of the engine to act on one run (src/temporal/bulk-actions.ts). */
-export interface BulkRunActor {
-  act(request: BulkActRequest): Promise<BulkActResult>;
-}
 
 export interface BulkActionView {
   id: string;
@@ -163,11 +126,11 @@ export interface BulkLimits {
 export const BULK_LIMITS: BulkLimits = { maxWhereCandidates: MAX_WHERE_CANDIDATES, maxMatched: MAX_MATCHED };
 
 async function match(
-  matcher: BulkRunMatcher,
+  engine: RunEngine,
   filter: BulkFilter,
   limits: BulkLimits,
 ): Promise<{ runIds: string[]; whereErrors: number }> {
-  const visibility: BulkVisibilityFilter = {
+  const visibility: RunMatch = {
     automationId: filter.automationId,
     statuses: filter.status ? [...new Set(filter.status)] : [],
     startedAfter: filter.startedAfter ?? undefined,
@@ -175,12 +138,12 @@ async function match(
   };
   const where = filter.where ?? undefined;
   const limit = where !== undefined ? limits.maxWhereCandidates : limits.maxMatched;
-  const counted = await matcher.count(visibility);
+  const counted = await engine.count(visibility);
   if (counted > limit) throw tooMany(where !== undefined, counted, limits);
-  const candidates = await matcher.list(visibility, limit);
+  const candidates = await engine.matchIds(visibility, limit);
   if (candidates.length > limit) throw tooMany(where !== undefined, candidates.length, limits);
   if (where === undefined) return { runIds: candidates, whereErrors: 0 };
-  const payloads = await matcher.payloads(candidates);
+  const payloads = await engine.payloads(candidates);
   const runIds: string[] = [];
   let whereErrors = 0;
   for (const id of candidates) {
@@ -220,7 +183,7 @@ function tooMany(withWhere: boolean, count: number, limits: BulkLimits): Error {
  */
 export async function createBulkAction(
   db: Db,
-  matcher: BulkRunMatcher,
+  engine: RunEngine,
   actor: string,
   body: BulkActionRequest,
   limits: BulkLimits = BULK_LIMITS,
@@ -264,7 +227,7 @@ export async function createBulkAction(
       await audit(tx, record);
       return record;
     });
-    return { kind: 'action', bulkAction: view(await startOrUndo(db, matcher, created)) };
+    return { kind: 'action', bulkAction: view(await startOrUndo(db, engine, created)) };
   }
   const filter = body.filter ?? undefined;
   if (!filter)
@@ -288,7 +251,7 @@ export async function createBulkAction(
     throw invalidArgument({ field: 'filter.startedBefore', description: 'must be later than startedAfter' });
   }
   if (!(await getAutomation(db, filter.automationId))) throw notFound('automation', filter.automationId);
-  const { runIds, whereErrors } = await match(matcher, filter, limits);
+  const { runIds, whereErrors } = await match(engine, filter, limits);
   const id = newId();
   const set = {
     id,
@@ -318,7 +281,7 @@ export async function createBulkAction(
     await audit(tx, record);
     return record;
   });
-  return { kind: 'action', bulkAction: view(await startOrUndo(db, matcher, created)) };
+  return { kind: 'action', bulkAction: view(await startOrUndo(db, engine, created)) };
 }
 
 /** The one audit record of a bulk action; its counts are completed when the action ends (finishBulkAction). */
@@ -338,9 +301,9 @@ async function audit(tx: Parameters<typeof recordAudit>[0], record: BulkActionRe
   });
 }
 
-async function startOrUndo(db: Db, matcher: BulkRunMatcher, record: BulkActionRecord): Promise<BulkActionRecord> {
+async function startOrUndo(db: Db, engine: RunEngine, record: BulkActionRecord): Promise<BulkActionRecord> {
   try {
-    await matcher.start(record.id);
+    await engine.startBulkAction(record.id);
   } catch (err) {
     // Nothing was acted on: the action and its audit record go (no action left RUNNING without its workflow).
     await db.transaction((tx) => deleteBulkAction(tx, record.id, true));
@@ -360,9 +323,9 @@ const RESTART_BATCH = 100;
  * has its workflow changes nothing. The age keeps away from an action its API is still starting,
  * or undoing after a failed start. Answers the ids it started or found started.
  */
-export async function restartBulkActions(db: Db, matcher: BulkRunMatcher, olderThanMs: number): Promise<string[]> {
+export async function restartBulkActions(db: Db, engine: RunEngine, olderThanMs: number): Promise<string[]> {
   const ids = await runningBulkActionIds(db, olderThanMs / 1000, RESTART_BATCH);
-  for (const id of ids) await matcher.start(id);
+  for (const id of ids) await engine.startBulkAction(id);
   return ids;
 }
 
@@ -404,12 +367,83 @@ export async function cancelBulkAction(db: Db, id: string): Promise<BulkActionVi
   return view(record);
 }
 
-/** The bulk action that acted on a run, or whose rerun it is (an execution's `bulkActionId`). */
-export async function bulkActionOfExecution(db: Db, executionId: string): Promise<string | undefined> {
-  return bulkActionOfRun(db, executionId);
+// ---------------------------------------------------------------- the activities' side
+
+/** At most this long a cancel waits for its run to close (pacing: see `actOnRun`). */
+export const CLOSE_WAIT_MS = 10_000;
+/**
+ * A run whose close event is at most this much older than the cancel request was closed by it:
+ * the event's time is the engine's clock, the request's this process's.
+ */
+export const CLOCK_TOLERANCE_MS = 1000;
+
+/** A stable request id (UUID-shaped) for one bulk action and run: a repeated cancel is the same request to the engine. */
+function requestIdOf(bulkActionId: string, runId: string): string {
+  const hex = createHash('sha256').update(`${bulkActionId}\n${runId}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-// ---------------------------------------------------------------- the activities' side
+/**
+ * Acts on one run, at most once however often it is asked: a cancel carries a request id derived
+ * from the bulk action and the run, a terminate of a run an earlier attempt had claimed and that is
+ * now TERMINATED (or CANCELED, for a cancel) was that attempt's, and a rerun has a derived id (a
+ * second start answers the same run). A cancel or terminate is sent without asking first; only a
+ * refused one is looked at, to say why it was skipped. The engine accepts a cancel of a run that
+ * has closed already: how and when the run closed, which the cancel waits for, says whether this
+ * cancel ended it. That wait is the action's pacing: a cancel's cost is mostly paid after its call
+ * returns (the engine hands the run a task, a worker ends it), so a page acting on `concurrency`
+ * runs at once keeps that many between their cancel and their end; a run that has not closed by
+ * then (no worker, a stuck run) is left to close on its own.
+ */
+export async function actOnRun(
+  db: Db,
+  engine: RunEngine,
+  request: BulkActRequest,
+  closeWaitMs = CLOSE_WAIT_MS,
+): Promise<BulkActResult> {
+  const { runId, bulkActionId, claimedBefore } = request;
+  if (request.action === 'rerun') {
+    try {
+      const started = await startRerun(db, engine, runId, {
+        fromFailedStep: false,
+        published: request.published,
+        bulkActionId,
+      });
+      return { outcome: 'succeeded', newExecutionId: started.executionId };
+    } catch (err) {
+      if (err instanceof NotFoundError) return { outcome: 'skipped', reason: 'the run no longer exists' };
+      if (err instanceof FailedPreconditionError) return { outcome: 'failed', reason: err.message };
+      throw err;
+    }
+  }
+  const ours = request.action === 'cancel' ? 'CANCELED' : 'TERMINATED';
+  if (request.action === 'cancel') {
+    const sentAt = Date.now();
+    const answer = await engine.cancel(runId, {
+      requestId: requestIdOf(bulkActionId, runId),
+      reason: request.reason,
+      waitMs: closeWaitMs,
+    });
+    if (answer.accepted) {
+      const { closed } = answer;
+      if (!closed) return { outcome: 'succeeded' }; // requested; the run ends on its own time
+      if (closed.state === 'CANCELED' && (closed.atMs >= sentAt - CLOCK_TOLERANCE_MS || claimedBefore)) {
+        return { outcome: 'succeeded' };
+      }
+      return { outcome: 'skipped', reason: `the run is closed (${closed.state})` };
+    }
+  } else if (await engine.terminate(runId, request.reason)) {
+    return { outcome: 'succeeded' };
+  }
+  // Refused because the run is not running (closed, or unknown): only now is it looked at, for the
+  // outcome and its reason. A running run costs the one call.
+  const state = await engine.state(runId);
+  if (state === undefined) return { outcome: 'skipped', reason: 'the run no longer exists' };
+  if (state === 'RUNNING') return { outcome: 'skipped', reason: 'the run closed before the action reached it' };
+  // An earlier attempt claimed the run and may have stopped it before it died: that was this action.
+  if (claimedBefore && state === ours) return { outcome: 'succeeded' };
+  return { outcome: 'skipped', reason: `the run is closed (${state})` };
+}
 
 export interface BulkPageOptions {
   pageSize: number;
@@ -419,6 +453,8 @@ export interface BulkPageOptions {
   progress?: () => void;
   /** How often the outcomes so far are written and a stop looked for, in ms (default CHECKPOINT_MS). */
   checkpointMs?: number;
+  /** How long a cancel waits for its run to close (default CLOSE_WAIT_MS). */
+  closeWaitMs?: number;
 }
 
 /** Within a page, the outcomes so far are written, and a stop is seen, this often (as runs finish). */
@@ -434,7 +470,7 @@ export const CHECKPOINT_MS = 500;
  */
 export async function actOnNextPage(
   db: Db,
-  actor: BulkRunActor,
+  engine: RunEngine,
   bulkActionId: string,
   options: BulkPageOptions,
 ): Promise<{ done: boolean; acted: number }> {
@@ -442,18 +478,7 @@ export async function actOnNextPage(
   if (!action || action.state !== 'RUNNING' || action.action === null) return { done: true, acted: 0 };
   const runs = await pendingRuns(db, bulkActionId, options.pageSize);
   if (runs.length === 0) return { done: true, acted: 0 };
-  let published: RerunOptions['published'];
-  if (action.action === 'rerun') {
-    const automation = await getAutomation(db, action.automationId);
-    const latest = automation?.published ? await getLatestPublishedVersion(db, action.automationId) : undefined;
-    published = latest
-      ? {
-          version: latest.version,
-          automationName: latest.snapshot.displayName,
-          ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}),
-        }
-      : undefined;
-  }
+  const published = action.action === 'rerun' ? await publishedForRerun(db, action.automationId) : undefined;
   // Stopped, or acted on by another attempt meanwhile: the next page says which.
   const claims = await claimRuns(
     db,
@@ -481,14 +506,19 @@ export async function actOnNextPage(
     for (let run = queue.shift(); run !== undefined && !stopped; run = queue.shift()) {
       let result: BulkActResult;
       try {
-        result = await actor.act({
-          action: action.action!,
-          runId: run.runId,
-          bulkActionId,
-          reason: `bulk action ${bulkActionId}: ${action.reason}`,
-          claimedBefore: claims.get(run.seq)!.claimedBefore,
-          published,
-        });
+        result = await actOnRun(
+          db,
+          engine,
+          {
+            action: action.action!,
+            runId: run.runId,
+            bulkActionId,
+            reason: `bulk action ${bulkActionId}: ${action.reason}`,
+            claimedBefore: claims.get(run.seq)!.claimedBefore,
+            published,
+          },
+          options.closeWaitMs,
+        );
       } catch (err) {
         if (err instanceof UnavailableError || err instanceof WorkflowEngineUnavailableError) throw err;
         result = { outcome: 'failed', reason: (err as Error).message };

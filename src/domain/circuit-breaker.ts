@@ -22,6 +22,8 @@ import { listenerChanged } from './listener-changes';
 import { withPublishedVersion, type AutomationWithPublishedVersion } from './automations';
 import { notFound, StaleRevisionError } from '../errors';
 import type { BreakerActionRequest, CircuitBreakerRequest } from './api-schemas';
+import type { RunQueue } from '../contract/run';
+import type { RunEngine } from './engine';
 
 export type { CircuitBreakerSettings };
 
@@ -78,22 +80,69 @@ export async function setCircuitBreaker(
 }
 
 /** A paused run that still waits, and the lane its event was recorded for (undefined: none). */
-export interface PausedRun {
+interface PausedRun {
   runId: string;
-  /** The lane's id; runs of one lane are resumed one after the other, in acceptance order. */
-  lane: string | undefined;
-  /** What the engine needs to ask the lane (opaque here). */
-  queue?: unknown;
+  queue: RunQueue | undefined;
 }
 
-/** What resume and cancel need of the engine (src/temporal/breaker-control.ts implements it). */
-export interface PausedRunControl {
-  /** Whether a paused run still waits and where: undefined when it no longer waits (closed, or never started). */
-  look(runId: string): Promise<PausedRun | undefined>;
-  /** Lets a paused run go: asks its lane first (when it has one), then signals it. False when it no longer waits. */
-  resume(run: PausedRun, automation: { id: string; name: string }): Promise<boolean>;
-  /** Cancels a paused run (CANCELED, no step ran). False when it no longer waits. */
-  cancel(runId: string, reason: string): Promise<boolean>;
+/**
+ * A run not found yet may be a delivery whose start is still on its way: it is asked after again
+ * until the intake's start bound has passed (then it is taken as gone).
+ */
+const START_ON_ITS_WAY_MS = 5000;
+/** How often a run not found yet is asked after again. */
+const NOT_FOUND_RETRY_MS = 200;
+const NOT_FOUND = Symbol('not found');
+
+/** `act`'s answer, asked again while it is NOT_FOUND and a start may still be on its way; then `gone`. */
+async function untilFound<T>(act: () => Promise<T | typeof NOT_FOUND>, gone: T): Promise<T> {
+  const givesUpAt = Date.now() + START_ON_ITS_WAY_MS;
+  for (;;) {
+    const answer = await act();
+    if (answer !== NOT_FOUND) return answer;
+    if (Date.now() >= givesUpAt) return gone;
+    await new Promise((resolve) => setTimeout(resolve, NOT_FOUND_RETRY_MS));
+  }
+}
+
+/** Whether a paused run still waits (only an open run is let go) and the lane its input names. */
+function look(engine: RunEngine, runId: string): Promise<PausedRun | undefined> {
+  return untilFound(async () => {
+    const state = await engine.state(runId);
+    if (state === undefined) return NOT_FOUND;
+    if (state !== 'RUNNING') return undefined;
+    return { runId, queue: await engine.recordedQueue(runId) };
+  }, undefined);
+}
+
+/**
+ * Lets a paused run go: asks its lane for a permit first (when it has one, so that per key the
+ * paused runs are admitted in the order they are resumed), then signals it. False when it no longer waits.
+ */
+function resume(engine: RunEngine, run: PausedRun, automation: { id: string; name: string }): Promise<boolean> {
+  const { queue } = run;
+  return untilFound(async () => {
+    if (queue)
+      await engine.requestLanePermit({
+        automationId: automation.id,
+        lane: queue.lane,
+        runId: run.runId,
+        limit: queue.limit,
+        automationName: automation.name,
+      });
+    const sent = await engine.resume(run.runId, { laneRequested: queue !== undefined });
+    return sent === 'unknown' ? NOT_FOUND : sent === 'sent';
+  }, false);
+}
+
+/** Cancels a paused run (it ends CANCELED before any step). False when it no longer waits. */
+function cancelPaused(engine: RunEngine, runId: string): Promise<boolean> {
+  return untilFound(async () => {
+    const state = await engine.state(runId);
+    if (state === undefined) return NOT_FOUND;
+    if (state !== 'RUNNING') return false;
+    return (await engine.cancel(runId)).accepted ? true : NOT_FOUND;
+  }, false);
 }
 
 /** Calls to the engine in flight at once while paused runs are let go (each is a few round trips). */
@@ -129,22 +178,22 @@ async function bounded<T, R>(items: readonly T[], concurrency: number, work: (it
  * one more such sequence. Answers how many were let go.
  */
 async function resumeInOrder(
-  control: PausedRunControl,
+  engine: RunEngine,
   runIds: string[],
   automation: { id: string; name: string },
 ): Promise<number> {
-  const waiting = (await bounded(runIds, LET_GO_CONCURRENCY, (runId) => control.look(runId))).filter(
+  const waiting = (await bounded(runIds, LET_GO_CONCURRENCY, (runId) => look(engine, runId))).filter(
     (run) => run !== undefined,
   );
   const sequences = new Map<string | undefined, PausedRun[]>();
   for (const run of waiting) {
-    const sequence = sequences.get(run.lane);
+    const sequence = sequences.get(run.queue?.lane);
     if (sequence) sequence.push(run);
-    else sequences.set(run.lane, [run]);
+    else sequences.set(run.queue?.lane, [run]);
   }
   const counts = await bounded([...sequences.values()], LET_GO_CONCURRENCY, async (sequence) => {
     let resumed = 0;
-    for (const run of sequence) if (await control.resume(run, automation)) resumed += 1;
+    for (const run of sequence) if (await resume(engine, run, automation)) resumed += 1;
     return resumed;
   });
   return counts.reduce((sum, n) => sum + n, 0);
@@ -156,7 +205,7 @@ async function resumeInOrder(
  */
 export async function letGoPausedRuns(
   db: Db,
-  control: PausedRunControl,
+  engine: RunEngine,
   id: string,
   action: 'resume' | 'cancel',
   body: BreakerActionRequest,
@@ -169,8 +218,8 @@ export async function letGoPausedRuns(
     const runs = await pausedRuns(db, id);
     count +=
       action === 'resume'
-        ? await resumeInOrder(control, runs, { id, name: current.displayName })
-        : (await bounded(runs, LET_GO_CONCURRENCY, (run) => control.cancel(run, body.reason))).filter(Boolean).length;
+        ? await resumeInOrder(engine, runs, { id, name: current.displayName })
+        : (await bounded(runs, LET_GO_CONCURRENCY, (run) => cancelPaused(engine, run))).filter(Boolean).length;
     if (await releasePaused(db, id, runs)) break;
   }
   await recordAudit(db, {

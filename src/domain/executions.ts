@@ -1,38 +1,51 @@
 /**
- * Run control as the API offers it: approve or reject a waiting step, cancel, terminate, rerun or
- * retry from the failed step. Takes the bodies as their schemas parsed them (api-schemas.ts), asks
- * the run controller (Temporal), and records who did what in the audit trail once the engine has accepted it.
+ * Runs as the executions API reads and controls them: one run as its detail shows it (the engine's
+ * record, the bulk action that touched it, and what of it no API request recorded), approve or
+ * reject a waiting step, cancel, terminate, rerun or retry from the failed step. Takes the bodies
+ * as their schemas parsed them (api-schemas.ts), asks the run engine, and records who did what in
+ * the audit trail once the engine has accepted it.
  */
 import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
-import { getAutomation } from '../store/automations';
-import { getLatestPublishedVersion } from '../store/automation-versions';
-import { FailedPreconditionError } from '../errors';
+import { bulkActionOfRun } from '../store/bulk-actions';
+import { FailedPreconditionError, NotFoundError } from '../errors';
 import type { DecisionRequest, RerunRequest, TerminateRequest } from './api-schemas';
+import type { RunEngine } from './engine';
+import { unauditedParts } from './run-audit';
+import { publishedForRerun, readRun, startRerun } from './reruns';
+import { isOpen, type RunRecord } from './runs';
 
-export interface RerunOptions {
-  /** Retry from the failed step (original version, earlier results reused) instead of a fresh run. */
-  fromFailedStep: boolean;
-  /** For a fresh run: the automation's currently published version and name, or undefined when it is not published. */
-  published: { version: number; automationName: string; flow?: unknown } | undefined;
-  /** A bulk action's rerun: its id is derived from this and the original (src/domain/bulk-actions.ts `bulkRerunId`). */
+/** A run as its detail shows it. */
+export interface ExecutionView extends Omit<RunRecord, 'automationName' | 'callKeysOf'> {
+  /** The bulk action that canceled, terminated or reran this run, or that started it. */
   bulkActionId?: string;
+  /** What of the run no API request recorded in the audit trail (src/domain/run-audit.ts). */
+  unaudited: string[];
 }
 
-/** What the domain needs of the engine (src/temporal/run-control.ts implements it). */
-export interface RunController {
-  decide(
-    executionId: string,
-    input: { stepId: string; decision: 'approved' | 'rejected'; by: string; comment: string | null },
-  ): Promise<void>;
-  cancel(executionId: string): Promise<void>;
-  terminate(executionId: string, reason: string): Promise<void>;
-  rerun(executionId: string, options: RerunOptions): Promise<{ executionId: string }>;
+/** The run as it is now, the bulk action that touched it, and what of it lacks an audit entry; 404 when there is none. */
+export async function readExecution(db: Db, engine: RunEngine, executionId: string): Promise<ExecutionView> {
+  const run = await readRun(db, engine, executionId);
+  if (!run) throw new NotFoundError('automation execution');
+  const bulkActionId = await bulkActionOfRun(db, executionId);
+  const { automationName: _name, callKeysOf: _keys, ...shown } = run;
+  return { ...shown, ...(bulkActionId ? { bulkActionId } : {}), unaudited: await unauditedParts(db, run) };
+}
+
+/** NotFoundError for an unknown run, FailedPreconditionError for a closed one (naming its status when `showStatus`). */
+async function requireOpen(engine: RunEngine, executionId: string, showStatus = true): Promise<void> {
+  const execution = await engine.get(executionId);
+  if (!execution) throw new NotFoundError('automation execution', executionId);
+  if (!isOpen(execution.status)) throw runClosed(showStatus ? execution.status : undefined);
+}
+
+function runClosed(status?: string): FailedPreconditionError {
+  return new FailedPreconditionError(status ? `the run is closed (${status})` : 'the run is closed', 'RUN_CLOSED');
 }
 
 export async function decideStep(
   db: Db,
-  control: RunController,
+  engine: RunEngine,
   actor: string,
   executionId: string,
   stepId: string,
@@ -40,7 +53,9 @@ export async function decideStep(
   body: DecisionRequest,
 ): Promise<void> {
   const comment = body.comment ?? null;
-  await control.decide(executionId, { stepId, decision, by: actor, comment });
+  // An admin may decide without reading runs: no message here names a run's or a step's status.
+  await requireOpen(engine, executionId, false);
+  await engine.decide(executionId, { stepId, decision, by: actor, comment });
   await recordAudit(db, {
     actor,
     action: decision === 'approved' ? 'automation_execution.approve' : 'automation_execution.reject',
@@ -50,8 +65,10 @@ export async function decideStep(
   });
 }
 
-export async function cancelRun(db: Db, control: RunController, actor: string, executionId: string): Promise<void> {
-  await control.cancel(executionId);
+/** Asks the run to stop: a pending wait or approval ends, later steps do not run; status CANCELED. */
+export async function cancelRun(db: Db, engine: RunEngine, actor: string, executionId: string): Promise<void> {
+  await requireOpen(engine, executionId);
+  if (!(await engine.cancel(executionId)).accepted) throw runClosed();
   await recordAudit(db, {
     actor,
     action: 'automation_execution.cancel',
@@ -60,15 +77,17 @@ export async function cancelRun(db: Db, control: RunController, actor: string, e
   });
 }
 
+/** Ends the run at once, recording the reason; status TERMINATED. */
 export async function terminateRun(
   db: Db,
-  control: RunController,
+  engine: RunEngine,
   actor: string,
   executionId: string,
   body: TerminateRequest,
 ): Promise<void> {
   const { reason } = body;
-  await control.terminate(executionId, reason);
+  await requireOpen(engine, executionId);
+  if (!(await engine.terminate(executionId, reason))) throw runClosed();
   await recordAudit(db, {
     actor,
     action: 'automation_execution.terminate',
@@ -84,22 +103,14 @@ export async function terminateRun(
  */
 export async function rerunRun(
   db: Db,
-  control: RunController,
+  engine: RunEngine,
   actor: string,
   executionId: string,
   automationId: string,
   body: RerunRequest,
 ): Promise<{ executionId: string }> {
   const fromFailedStep = body.fromFailedStep ?? false;
-  const automation = await getAutomation(db, automationId);
-  const latest = automation?.published ? await getLatestPublishedVersion(db, automationId) : undefined;
-  const published = latest
-    ? {
-        version: latest.version,
-        automationName: latest.snapshot.displayName,
-        ...(latest.snapshot.flow ? { flow: latest.snapshot.flow } : {}),
-      }
-    : undefined;
+  const published = await publishedForRerun(db, automationId);
   // Unpublished means the automation runs nothing more, a retry included (it would run the failed
   // step's effects and the ones after it); a retry still runs the original version.
   if (fromFailedStep && !published) {
@@ -108,7 +119,7 @@ export async function rerunRun(
       'NOT_PUBLISHED',
     );
   }
-  const started = await control.rerun(executionId, { fromFailedStep, published });
+  const started = await startRerun(db, engine, executionId, { fromFailedStep, published });
   await recordAudit(db, {
     actor,
     action: fromFailedStep ? 'automation_execution.retry' : 'automation_execution.rerun',

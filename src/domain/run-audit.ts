@@ -12,7 +12,7 @@
 import type { Queryable } from '../store/db';
 import { listAuditEvents } from '../store/audit';
 import { inBulkSet } from '../store/bulk-actions';
-import { bulkActionOfRerunId } from './bulk-actions';
+import { bulkActionOfRerunId } from './runs';
 
 /** The parts of an execution the check reads. */
 export interface AuditedExecution {

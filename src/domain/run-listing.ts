@@ -2,17 +2,15 @@
  * Runs across automations, as the console's runs list and approvals inbox read them
  * (GET /api/v1/automation_executions), and the lanes of an automation's concurrency keys
  * (GET /api/v1/automations/{id}/lanes). The filters come from the query string and are checked
- * here (400 naming the parameter); the engine's reader (src/temporal/run-listing.ts) answers them
+ * here (400 naming the parameter); the run engine answers them
  * from visibility; the automations' names come from the store.
  */
 import type { Queryable } from '../store/queryable';
 import { automationNames } from '../store/automations';
 import { invalidArgument } from '../errors';
-import { ExecutionSummary } from './api-schemas';
+import { RUN_STATUSES, type RunStatus } from './runs';
 
-/** The run statuses a filter may name (those the API shows). */
-export const RUN_STATUSES = ExecutionSummary.shape.status.options;
-export type RunStatus = (typeof RUN_STATUSES)[number];
+export { RUN_STATUSES, type RunStatus };
 
 export interface RunFilter {
   automationId?: string;

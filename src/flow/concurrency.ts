@@ -91,10 +91,10 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
     const run = runQueueOf(settings, {
       automationId: delivery.automationId,
       payload: delivery.payload,
-      requested: delivery.engine.requestLanePermit !== undefined,
+      requested: true,
     });
     const queue = run.queue;
-    if (queue && delivery.engine.laneQueueFull && (await delivery.engine.laneQueueFull(queue.lane))) {
+    if (queue && (await delivery.engine.laneQueueFull(queue.lane))) {
       return {
         verdict: 'refused',
         reason: 'queue_full',
@@ -114,9 +114,8 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
    */
   async started(settings, delivery, executionId, repeat) {
     const { engine } = delivery;
-    if (!engine.requestLanePermit) return;
     let queue: { lane: string; limit: number } | undefined;
-    if (repeat) queue = engine.recordedQueue ? await engine.recordedQueue(executionId) : undefined;
+    if (repeat) queue = await engine.recordedQueue(executionId);
     else if (!delivery.runFails)
       queue = runQueueOf(settings, {
         automationId: delivery.automationId,

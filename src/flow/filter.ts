@@ -44,7 +44,7 @@ export const filter = defineFlowOption({
       if (!verdict.ok) decision = { verdict: 'start', run: { error: { field: 'filter', message: verdict.error } } };
       else if (!verdict.value) {
         // A repeat of an id that started a run (the filter changed since) or was filtered already is a 409.
-        const existing = await engine.runOf?.(listenerId, eventId);
+        const existing = await engine.runOf(listenerId, eventId);
         if (existing !== undefined) return { verdict: 'duplicate', executionId: existing };
         if (!(await recordFilteredEvent(db, listenerId, eventId))) return { verdict: 'duplicate', executionId: null };
         return { verdict: 'filtered' };

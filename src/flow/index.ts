@@ -195,7 +195,7 @@ export async function decideDelivery(
     const decision = settings === null ? await option.decide(null, delivery) : await option.decide(settings, delivery);
     if (decision.verdict === 'refused') {
       await release();
-      const existing = await facts.engine.runOf?.(facts.listenerId, facts.eventId);
+      const existing = await facts.engine.runOf(facts.listenerId, facts.eventId);
       if (existing !== undefined) return { verdict: 'duplicate', executionId: existing };
       return decision;
     }

@@ -12,12 +12,27 @@ import type { LaneRequest } from '../contract/lanes';
 import type { Db } from '../store/db';
 import { CelEvaluationError, type FieldViolation } from '../errors';
 
-/** The workflow engine as flow control uses it at delivery time (the domain's AutomationRuns satisfies it). */
+/**
+ * The run engine's calls that flow control makes at delivery time (the domain's RunEngine,
+ * src/domain/engine.ts, extends this), each bounded by the delivery's start timeout. Each throws
+ * WorkflowEngineUnavailableError when the engine does not answer in time.
+ */
 export interface FlowEngine {
-  requestLanePermit?(request: Omit<LaneRequest, 'taskQueue'>): Promise<void>;
-  laneQueueFull?(lane: string): Promise<boolean>;
-  recordedQueue?(runId: string): Promise<RunQueue | undefined>;
-  runOf?(listenerId: string, eventId: string): Promise<string | undefined>;
+  /**
+   * Asks the lane of a run's concurrency key for a permit (signal-with-start; idempotent per run),
+   * right after the run's start, so that requests reach the lane in the order events were accepted.
+   * Without `taskQueue`, the engine's own.
+   */
+  requestLanePermit(request: Omit<LaneRequest, 'taskQueue'> & { taskQueue?: string }): Promise<void>;
+  /** True when the lane's queue is at its bound (LANE_QUEUE_LIMIT): the delivery answers 429 and records nothing. */
+  laneQueueFull(lane: string): Promise<boolean>;
+  /**
+   * The lane a run was recorded for when it was started (its input's `flow.queue`), undefined for a
+   * run without one: a repeat of its event asks that lane, never one computed from the repeat's body.
+   */
+  recordedQueue(runId: string): Promise<RunQueue | undefined>;
+  /** The run started for this event, if there is one (the repeat check of a delivery that starts nothing). */
+  runOf(listenerId: string, eventId: string): Promise<string | undefined>;
 }
 
 /** One delivery that passed every check before flow control, as the options see it. */

@@ -1,5 +1,4 @@
 /** What every router gets: built once at start-up (src/compose.ts), passed to `createApp`. */
-import type { PausedRunControl } from '../domain/circuit-breaker';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config';
 import type { Db } from '../store/db';
@@ -7,14 +6,15 @@ import type { Logger } from '../logger';
 import type { PageTokens } from '../domain/pagination';
 import type { AutomationWriteRequests } from '../domain/api-schemas';
 import type { AccessTokens } from '../auth/tokens';
-import type { AutomationRuns } from '../domain/runs';
+import type { RunEngine } from '../domain/engine';
 import type { Metrics } from './metrics';
 import type { SecretBox } from '../crypto/secret-box';
 import type { TokenGuard } from '../auth/token-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { DeliveryLog } from '../delivery/delivery-log';
-import type { RunController } from '../domain/executions';
-import type { RunReader } from '../temporal/executions';
+import type { ConsoleSessions } from '../auth/sessions';
+import type { OidcSignIn } from '../auth/oidc';
+import type { BulkLimits } from '../domain/bulk-actions';
 
 /** What a delivery is answered with: status, headers beyond the standard ones, JSON body. */
 export interface WebhookAnswer {
@@ -25,9 +25,6 @@ export interface WebhookAnswer {
 
 /** Answers one delivery to `listenerId`; `path` names the request in logs. Every failure is an answer (a rejection would be a bug). */
 export type WebhookEndpoint = (listenerId: string, req: IncomingMessage, path: string) => Promise<WebhookAnswer>;
-import type { ConsoleSessions } from '../auth/sessions';
-import type { OidcSignIn } from '../auth/oidc';
-import type { BulkLimits, BulkRunMatcher } from '../domain/bulk-actions';
 
 export interface AppDeps {
   config: Config;
@@ -35,16 +32,8 @@ export interface AppDeps {
   logger: Logger;
   pageTokens: PageTokens;
   tokens: AccessTokens;
-  /** Starts automation runs on Temporal. */
-  runs: AutomationRuns;
-  /** Reads runs back (the executions API); undefined where runs are not on Temporal (the API answers 503). */
-  runReader: RunReader | undefined;
-  /** Approves, rejects, cancels, terminates and reruns runs; undefined where runs are not on Temporal (503). */
-  runControl: RunController | undefined;
-  /** Lets the circuit breaker's paused runs go (resume, cancel); undefined where runs are not on Temporal (503). */
-  pausedRunControl?: PausedRunControl;
-  /** Matches runs for bulk actions and starts their workflows; undefined where runs are not on Temporal (503). */
-  bulkRuns?: BulkRunMatcher | undefined;
+  /** The run engine (Temporal): starts, reads and controls runs; a test's fake answers 503 where it has none. */
+  engine: RunEngine;
   /** The bulk actions' limits (default BULK_LIMITS: 10,000 candidates with `where`, 100,000 runs); tests lower them. */
   bulkLimits?: BulkLimits;
   /** The webhook receiver: one per app, so that the fast path and the Koa route share its admission counts and listener cache. */

@@ -16,15 +16,10 @@ import { GuardedWorker } from './activation-guard';
 import type { PayloadCodec } from '@temporalio/common';
 import type { Db } from '../store/db';
 import type { AutomationActivities } from '../contract/activities';
-import type { Lanes } from '../contract/lanes';
-import type { BulkRunActor } from '../domain/bulk-actions';
+import type { RunEngine } from '../domain/engine';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
-import { temporalLanes } from './lanes';
-import { TemporalBulkRuns } from './bulk-actions';
-import { TemporalRunReader } from './executions';
-import { TemporalRunControl } from './run-control';
-import { bulkRerunsOf } from '../store/bulk-actions';
+import { createTemporalEngine } from './engine';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
@@ -32,10 +27,11 @@ export interface AutomationWorkerOptions {
   taskQueue: string;
   db: Db;
   /**
-   * Builds the activities from what the worker makes on its own client: `createActivities` of
-   * activities/ with the store and the outbound settings, handed in by whoever composes the worker.
+   * Builds the activities with the run engine the worker makes on its own connection and codec:
+   * `createActivities` of activities/ with the store and the outbound settings, handed in by
+   * whoever composes the worker.
    */
-  activities: (engine: WorkerEngine) => AutomationActivities;
+  activities: (engine: RunEngine) => AutomationActivities;
   /** Encrypts and decrypts payloads around the workflow sandbox (the bundle never sees it). */
   codec: PayloadCodec;
   /** Prebuilt workflow bundle; when absent the workflows are bundled from source at start. */
@@ -46,12 +42,6 @@ export interface AutomationWorkerOptions {
   maxCachedWorkflows?: number;
   /** Refuse to start unless the workflow code replays every committed history (WORKER_VERIFY_HISTORIES). */
   verifyHistories?: boolean;
-}
-
-/** What the activities reach Temporal through, on the worker's connection and payload codec. */
-export interface WorkerEngine {
-  lanes: Lanes;
-  bulkRuns: BulkRunActor;
 }
 
 /**
@@ -100,24 +90,19 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     await verifyCommittedHistories(bundle);
     opts = { ...opts, bundle };
   }
-  // Lanes and bulk actions reach Temporal with the worker's connection and payload codec.
+  // The activities reach Temporal (lanes, bulk actions) with the worker's connection and payload codec.
   const client = new Client({
     connection: opts.connection,
     namespace: opts.namespace,
     dataConverter: encryptedDataConverter(opts.codec),
   });
-  const runReader = new TemporalRunReader(client, { bulkReruns: (executionId) => bulkRerunsOf(opts.db, executionId) });
-  const bulkRuns = new TemporalBulkRuns(
-    client,
-    opts.taskQueue,
-    new TemporalRunControl(client, opts.taskQueue, runReader),
-  );
+  const engine = createTemporalEngine({ client, taskQueue: opts.taskQueue, db: opts.db });
   // Deadlock detection from the main thread instead of a vm watchdog per call (src/temporal/activation-guard.ts).
   return GuardedWorker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: opts.activities({ lanes: temporalLanes(client), bulkRuns }),
+    activities: opts.activities(engine),
     dataConverter: encryptedDataConverter(opts.codec),
     ...(opts.bundle
       ? { workflowBundle: opts.bundle }

@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { EncryptionCodec } from '../../src/temporal/codec';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { decodePayloadsInPlace } from '../../src/temporal/payloads';
 import { BREAKER_RESUME_SIGNAL, RUN_GRANT_SIGNAL } from '../../src/contract/run';
 import { signHmac } from '../../src/webhooks';
 import type { ProdStack } from '../../scripts/stack-prod';

@@ -15,7 +15,6 @@ import '../helpers/quiet-runtime';
 import { chromium, type Browser } from 'playwright-core';
 import { startDevServer, type DevServer } from '../../src/temporal/devserver';
 import { reservedPort } from '../helpers/ports';
-import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { createActivities } from '../../activities';
 import { startTestService, type TestService } from '../helpers/test-service';
@@ -102,7 +101,7 @@ describeWithChromium(
       connection = Connection.lazy({ address: `127.0.0.1:${port}` });
       client = new Client({ connection, namespace: 'default', ...testDataConverter() });
       service = await startTestService({
-        runs: new TemporalRuns(client, taskQueue, 30_000),
+        temporal: { client, taskQueue, startTimeoutMs: 30_000 },
         env: { CODEC_CORS_ORIGINS: uiUrl },
       });
       const codecEndpoint = `http://127.0.0.1:${(service.server.address() as { port: number }).port}/codec`;
@@ -121,7 +120,7 @@ describeWithChromium(
         namespace: 'default',
         taskQueue,
         db,
-        activities: (engine) => createActivities({ db, allowPrivateOutbound: false, ...engine }),
+        activities: (engine) => createActivities({ db, allowPrivateOutbound: false, engine }),
         codec: testCodec(),
         ...(bundle ? { bundle } : {}),
       });

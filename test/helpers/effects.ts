@@ -9,7 +9,7 @@
  *    transaction only when the insert reports that it created the row.
  */
 import type { Client } from '@temporalio/client';
-import { localActivityType } from '../../src/temporal/executions';
+import { localActivityType } from '../../src/temporal/run-history';
 import type { Pool } from 'pg';
 
 export interface RunRef {

@@ -5,7 +5,6 @@
  * task queue of their own, served by a worker in this process.
  */
 import { Client } from '@temporalio/client';
-import { TemporalRuns } from '../../src/temporal/runs';
 import { startStack, type Stack } from './stack';
 import type { TestServiceOptions } from './test-service';
 import { connectClient, testDataConverter, testTemporal, uniqueTaskQueue } from './temporal';
@@ -15,12 +14,8 @@ export async function startPatientStack(startTimeoutMs = 30_000, options: TestSe
   const temporal = await testTemporal();
   const connection = await connectClient(temporal.address);
   const taskQueue = uniqueTaskQueue('patient');
-  const runs = new TemporalRuns(
-    new Client({ connection, namespace: temporal.namespace, ...testDataConverter() }),
-    taskQueue,
-    startTimeoutMs,
-  );
-  const stack = await startStack({ ...options, runs, worker: false });
+  const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
+  const stack = await startStack({ ...options, temporal: { client, taskQueue, startTimeoutMs }, worker: false });
   const worker = await startWorker({
     address: temporal.address,
     namespace: temporal.namespace,

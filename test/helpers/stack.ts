@@ -8,7 +8,6 @@ import request from 'supertest';
 import { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import './quiet-runtime';
-import { TemporalRuns } from '../../src/temporal/runs';
 import { createAutomationWorker } from '../../src/temporal/worker';
 import { createActivities } from '../../activities';
 import { startTestService, type TestService, type TestServiceOptions } from './test-service';
@@ -51,9 +50,9 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
   const connection = await connectClient(temporal.address);
   const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
   // Starts may take long on a loaded test machine: the production bound (5 s, then 503) would turn
-  // a test about something else into a flaky 503. Tests about that bound pass `runs` of their own.
+  // a test about something else into a flaky 503. Tests about that bound pass `temporal` of their own.
   const service = await startTestService({
-    runs: new TemporalRuns(client, taskQueue, PATIENT_START_TIMEOUT_MS),
+    temporal: { client, taskQueue, startTimeoutMs: PATIENT_START_TIMEOUT_MS },
     ...options,
   });
   let worker: Worker | undefined;
@@ -72,7 +71,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
           db: service.deps.db,
           allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
           secretBox: service.deps.secretBox,
-          ...engine,
+          engine,
         }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),

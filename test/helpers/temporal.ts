@@ -1,7 +1,7 @@
 import { ApplicationFailure, Connection, WorkflowFailedError, Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { EncryptionCodec, encryptedDataConverter, parsePayloadKeys } from '../../src/temporal/codec';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { decodePayloadsInPlace } from '../../src/temporal/payloads';
 import { sleep } from './wait';
 /** The real Temporal dev server that jest's globalSetup started for this run. */
 export interface TestTemporal {

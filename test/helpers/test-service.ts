@@ -14,11 +14,15 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger, type Logger } from '../../src/logger';
 import { createClient } from '../../src/auth/clients';
 import type { Role } from '../../src/auth/roles';
-import { WorkflowEngineUnavailableError, type AutomationRuns } from '../../src/domain/runs';
+import type { RunEngine } from '../../src/domain/engine';
+import type { TemporalEngineOptions } from '../../src/temporal/engine';
 import type { Db } from '../../src/store/db';
 import { defaultTarget, openTestDb, type DatabaseTarget } from './databases';
 import { testCodec } from './temporal';
 import { installContractCheck } from './contract';
+import { NO_TEMPORAL } from './engine';
+
+export { NO_TEMPORAL };
 
 export interface TestService {
   deps: AppDeps;
@@ -29,20 +33,13 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-/** Used where a test runs without Temporal: every start answers "engine unavailable". */
-export const NO_TEMPORAL: AutomationRuns = {
-  async start() {
-    throw new WorkflowEngineUnavailableError('no workflow engine in this test');
-  },
-  async ping() {
-    throw new WorkflowEngineUnavailableError('no workflow engine in this test');
-  },
-};
-
 export interface TestServiceOptions {
   target?: DatabaseTarget;
   db?: Db;
-  runs?: AutomationRuns;
+  /** The run engine on Temporal with these options (the store is the service's)... */
+  temporal?: Omit<TemporalEngineOptions, 'db' | 'laneQueueLimit'>;
+  /** ...or a fake of the test's own (default: NO_TEMPORAL, every call 503). */
+  engine?: RunEngine;
   env?: Record<string, string>;
   config?: Partial<Config>;
   /** Logger of the app (default: silent). */
@@ -70,7 +67,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     db,
     logger: options.logger ?? createLogger('silent'),
     secretBox,
-    runs: options.runs ?? NO_TEMPORAL,
+    ...(options.temporal ? { temporal: options.temporal } : { engine: options.engine ?? NO_TEMPORAL }),
     pageTokenKey: randomBytes(32),
     metrics: new Metrics({ defaultMetrics: false }),
     ...(process.env.TEST_PAYLOAD_KEYS ? { payloadCodec: testCodec() } : {}),

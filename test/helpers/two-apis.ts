@@ -13,7 +13,6 @@ import path from 'node:path';
 import request from 'supertest';
 import { SecretBox } from '../../src/crypto/secret-box';
 import { openDb, type Db } from '../../src/store/db';
-import { TemporalRuns } from '../../src/temporal/runs';
 import type { DatabaseTarget } from './databases';
 import { PATIENT_START_TIMEOUT_MS, startStack, type Stack } from './stack';
 import { startTestService, type TestService } from './test-service';
@@ -78,7 +77,7 @@ export async function startTwoApis(target: DatabaseTarget, name: string): Promis
     // A second API process on the same store and Temporal (its own listener cache, its own pool on PostgreSQL).
     second = await startTestService({
       db: await store.open(),
-      runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS),
+      temporal: { client: stack.client, taskQueue: stack.taskQueue, startTimeoutMs: PATIENT_START_TIMEOUT_MS },
       deps: { secretBox: stack.service.deps.secretBox },
     });
   } catch (err) {

@@ -35,7 +35,7 @@ export async function startWorker(options: {
     taskQueue: options.taskQueue,
     db: options.db,
     activities: (engine) =>
-      createActivities({ db: options.db, allowPrivateOutbound: options.allowPrivateOutbound ?? false, ...engine }),
+      createActivities({ db: options.db, allowPrivateOutbound: options.allowPrivateOutbound ?? false, engine }),
     codec: testCodec(),
     ...(options.bundle ? { bundle: options.bundle } : {}),
   });

@@ -9,22 +9,20 @@
  */
 import { InterceptingCall } from '@grpc/grpc-js';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { bulkActionWorkflowId, CLOCK_TOLERANCE_MS, TemporalBulkRuns } from '../../src/temporal/bulk-actions';
-import { TemporalRunReader } from '../../src/temporal/executions';
-import { TemporalRunControl } from '../../src/temporal/run-control';
+import { bulkActionWorkflowId, createTemporalEngine } from '../../src/temporal/engine';
 import {
   actOnNextPage,
-  bulkRerunId,
+  actOnRun,
   BULK_LIMITS,
+  CLOCK_TOLERANCE_MS,
   createBulkAction,
   readBulkAction,
   restartBulkActions,
   type BulkActResult,
-  type BulkRunActor,
-  type BulkRunMatcher,
 } from '../../src/domain/bulk-actions';
+import { bulkRerunId } from '../../src/domain/runs';
+import type { RunEngine } from '../../src/domain/engine';
 import {
-  bulkRerunsOf,
   bulkRunOutcomes,
   bulkSetRunIds,
   insertBulkSet,
@@ -260,12 +258,7 @@ describe('terminate, skipped runs, stop', () => {
     const db = stack.service.deps.db;
     await db.query(`UPDATE bulk_actions SET state = 'RUNNING', succeeded = 0, skipped = 0 WHERE id = $1`, [done.id]);
     await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
-    const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
-    const actor = new TemporalBulkRuns(
-      stack.client,
-      stack.taskQueue,
-      new TemporalRunControl(stack.client, stack.taskQueue, reader),
-    );
+    const actor = createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db });
     expect(await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 })).toEqual({
       done: false,
       acted: 2,
@@ -360,12 +353,7 @@ describe('rerun', () => {
     const db = stack.service.deps.db;
     await db.query(`UPDATE bulk_actions SET state = 'RUNNING' WHERE id = $1`, [done.id]);
     await db.query(`UPDATE bulk_action_runs SET outcome = NULL WHERE bulk_action_id = $1`, [done.id]);
-    const reader = new TemporalRunReader(stack.client, { bulkReruns: (executionId) => bulkRerunsOf(db, executionId) });
-    const actor = new TemporalBulkRuns(
-      stack.client,
-      stack.taskQueue,
-      new TemporalRunControl(stack.client, stack.taskQueue, reader),
-    );
+    const actor = createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db });
     const page = await actOnNextPage(db, actor, done.id, { pageSize: 10, concurrency: 2 });
     expect(page).toEqual({ done: false, acted: 2 });
     const outcomes = await bulkRunOutcomes(db, done.id);
@@ -488,14 +476,9 @@ describe('an API killed between recording an action and starting its workflow', 
     const target = await automationWith([{ id: 'note', setVariables: { n: 'ctx.trigger.n' } }]);
     const ids = [await send(target, { n: 1 }), await send(target, { n: 2 })];
     await untilVisible(target.id, 'COMPLETED', ids);
-    const engine = new TemporalBulkRuns(stack.client, stack.taskQueue);
+    const engine = createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db });
     // The API dies at the start: the action, its set and its audit record are written; the start never comes.
-    const dying: BulkRunMatcher = {
-      count: (f) => engine.count(f),
-      list: (f, max) => engine.list(f, max),
-      payloads: (runs) => engine.payloads(runs),
-      start: () => new Promise<void>(() => undefined),
-    };
+    const dying: RunEngine = { ...engine, startBulkAction: () => new Promise<void>(() => undefined) };
     void createBulkAction(db, dying, superActor, {
       action: 'rerun',
       reason: 'crash drill',
@@ -575,7 +558,8 @@ describe("a page's store statements, calls to Temporal and stop", () => {
     return { db: counted, count: () => statements };
   }
 
-  const engine = (): TemporalBulkRuns => new TemporalBulkRuns(stack.client, stack.taskQueue);
+  const engine = (): RunEngine =>
+    createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db: stack.service.deps.db });
 
   it('claims the page in one statement and writes its outcomes and counters in one: four statements for six runs', async () => {
     const target = await automationWith(parked);
@@ -635,7 +619,10 @@ describe("a page's store statements, calls to Temporal and stop", () => {
     });
     try {
       const client = new Client({ connection, namespace: stack.client.options.namespace });
-      const counted = new TemporalBulkRuns(client, stack.taskQueue, undefined, 10_000, 300_000);
+      const counted = createTemporalEngine({ client, taskQueue: stack.taskQueue, db: stack.service.deps.db });
+      // A cancel waits up to 300 s for its run's end here (the worker is stopped meanwhile).
+      const act = (request: Parameters<typeof actOnRun>[2]) =>
+        actOnRun(stack.service.deps.db, counted, request, 300_000);
       const request = {
         action: 'cancel' as const,
         bulkActionId: newId(),
@@ -647,7 +634,7 @@ describe("a page's store statements, calls to Temporal and stop", () => {
       await restartable.stopWorker();
       let acted: BulkActResult | undefined;
       methods.length = 0; // the connection's own calls
-      const acting = counted.act({ ...request, runId: running }).then((result) => (acted = result));
+      const acting = act({ ...request, runId: running }).then((result) => (acted = result));
       await until(
         async () =>
           (await stack.client.workflow.getHandle(running).fetchHistory()).events!.some(
@@ -672,14 +659,14 @@ describe("a page's store statements, calls to Temporal and stop", () => {
         intervalMs: 100,
       });
       // Temporal accepts a cancel of a closed run: its close event, older than the request, says it was not this cancel.
-      expect(await counted.act({ ...request, runId: closed })).toEqual({
+      expect(await act({ ...request, runId: closed })).toEqual({
         outcome: 'skipped',
         reason: 'the run is closed (CANCELED)',
       });
       expect(methods).toEqual(['RequestCancelWorkflowExecution', 'GetWorkflowExecutionHistory']);
       // Unless an earlier attempt had claimed it: then the cancel that ended it was this action's.
-      expect(await counted.act({ ...request, runId: closed, claimedBefore: true })).toEqual({ outcome: 'succeeded' });
-      expect(await counted.act({ ...request, runId: `${closed}-unknown` })).toEqual({
+      expect(await act({ ...request, runId: closed, claimedBefore: true })).toEqual({ outcome: 'succeeded' });
+      expect(await act({ ...request, runId: `${closed}-unknown` })).toEqual({
         outcome: 'skipped',
         reason: 'the run no longer exists',
       });
@@ -696,9 +683,10 @@ describe("a page's store statements, calls to Temporal and stop", () => {
     const db = stack.service.deps.db;
     const real = engine();
     // The real engine; the action is stopped right after its first run.
-    const stoppingAfterOne: BulkRunActor = {
-      act: async (request) => {
-        const result = await real.act(request);
+    const stoppingAfterOne: RunEngine = {
+      ...real,
+      cancel: async (...args) => {
+        const result = await real.cancel(...args);
         await stopBulkAction(db, id);
         return result;
       },
@@ -721,11 +709,12 @@ describe("a page's store statements, calls to Temporal and stop", () => {
     const real = engine();
     let calls = 0;
     // The real engine, unreachable from its second call on (as when Temporal's frontend dies).
-    const dying: BulkRunActor = {
-      act: async (request) => {
+    const dying: RunEngine = {
+      ...real,
+      cancel: async (...args) => {
         calls += 1;
         if (calls >= 2) throw new WorkflowEngineUnavailableError('workflow engine unavailable: frontend killed');
-        return real.act(request);
+        return real.cancel(...args);
       },
     };
     await expect(

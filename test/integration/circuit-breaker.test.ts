@@ -14,7 +14,7 @@ import { DATABASES, describeOn } from '../helpers/databases';
 import { deliver, hmacEvent, type Stack } from '../helpers/stack';
 import { startTwoApis, type TwoApis } from '../helpers/two-apis';
 import { runCalls, type Target } from '../helpers/run-calls';
-import { runWorkflowId } from '../../src/temporal/runs';
+import { runWorkflowId } from '../../src/contract/run';
 import { takeBreaker } from '../../src/store/circuit-breaker';
 import { poll } from '../helpers/wait';
 

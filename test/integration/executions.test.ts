@@ -9,8 +9,8 @@ import { expectRunFailure, testDataConverter } from '../helpers/temporal';
 import request from 'supertest';
 import { Client, Connection } from '@temporalio/client';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type AutomationView } from '../helpers/stack';
-import { TemporalRuns } from '../../src/temporal/runs';
-import { TemporalRunReader, type ExecutionDetail } from '../../src/temporal/executions';
+import { createTemporalEngine } from '../../src/temporal/engine';
+import { readExecution, type ExecutionView } from '../../src/domain/executions';
 import { poll } from '../helpers/wait';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -45,6 +45,18 @@ describe('executions API', () => {
 
   const execution = async (id: string): Promise<request.Response> =>
     get(`/api/v1/automation_executions/${encodeURIComponent(id)}`);
+
+  /** The run's detail as the history alone tells it (the `state` query not waited for: no worker in time). */
+  const fromHistoryOf = (id: string): Promise<ExecutionView> => {
+    const { db } = stack.service.deps;
+    const historyOnly = createTemporalEngine({
+      client: stack.client,
+      taskQueue: stack.taskQueue,
+      db,
+      queryTimeoutMs: 0,
+    });
+    return readExecution(db, historyOnly, id);
+  };
 
   beforeAll(async () => {
     stack = await startStack();
@@ -197,7 +209,7 @@ describe('executions API', () => {
 
     const res = await execution(run.executionId);
     expect(res.status).toBe(200);
-    const got = res.body.execution as ExecutionDetail;
+    const got = res.body.execution as ExecutionView;
     expect(got.status).toBe('FAILED');
     expect(got.closedAt).not.toBeNull();
     expect(got.error).toMatch(/^step "broken" failed: /);
@@ -210,7 +222,7 @@ describe('executions API', () => {
     expect(got.steps[0]!.output).toEqual({ employee: '12345' });
 
     // Without the query (no worker in time), the history says the same.
-    const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
+    const fromHistory = await fromHistoryOf(run.executionId);
     expect({ ...fromHistory, unaudited: [] }).toEqual(got); // the API adds the audit cross-check
 
     const listed = await poll(
@@ -258,13 +270,13 @@ describe('executions API', () => {
     const run = await send(target);
     await expectRunFailure(stack.client.workflow.getHandle(run.executionId));
 
-    const got = (await execution(run.executionId)).body.execution as ExecutionDetail;
+    const got = (await execution(run.executionId)).body.execution as ExecutionView;
     expect(got.steps.map((s) => [s.id, s.status])).toEqual([
       ['own', 'DONE'],
       ['stop', 'FAILED'],
     ]);
     expect(got.steps[0]!.output).toEqual({ ...ref, createdAt: expect.any(String) });
-    const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
+    const fromHistory = await fromHistoryOf(run.executionId);
     expect({ ...fromHistory, unaudited: [] }).toEqual(got);
   });
 
@@ -296,7 +308,7 @@ describe('executions API', () => {
     ]);
 
     // The history fallback sees the running timer too.
-    const fromHistory = await new TemporalRunReader(stack.client, { queryTimeoutMs: 0 }).get(run.executionId);
+    const fromHistory = await fromHistoryOf(run.executionId);
     expect(fromHistory?.status).toBe('RUNNING');
     expect(fromHistory?.steps.map((s) => s.status)).toEqual(['DONE', 'WAITING', 'PENDING']);
     expect(fromHistory?.steps[0]!.output).toEqual({ employee: '12345' });
@@ -390,7 +402,11 @@ describe('executions API, workflow engine unreachable', () => {
     // No gRPC retry interceptor: calls fail at once, and no retry is left pending when the connection closes.
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 1000, interceptors: [] });
     const stack = await startStack({
-      runs: new TemporalRuns(new Client({ connection, ...testDataConverter() }), 'nowhere', 1500),
+      temporal: {
+        client: new Client({ connection, ...testDataConverter() }),
+        taskQueue: 'nowhere',
+        startTimeoutMs: 1500,
+      },
       worker: false,
     });
     try {

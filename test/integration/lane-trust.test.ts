@@ -10,8 +10,8 @@ import request from 'supertest';
 import type { WorkflowHandle } from '@temporalio/client';
 import { openDb, type Db } from '../../src/store/db';
 import { laneWorkflowId } from '../../src/flow';
-import { laneQueueFull } from '../../src/temporal/lanes';
-import { runWorkflowId, TemporalRuns } from '../../src/temporal/runs';
+import { runWorkflowId } from '../../src/contract/run';
+import { createTemporalEngine } from '../../src/temporal/engine';
 import {
   LANE_ACQUIRE_SIGNAL,
   LANE_RELEASE_SIGNAL,
@@ -48,9 +48,8 @@ for (const target of DATABASES) {
       // A second API process on the same store and Temporal, with a small queue bound.
       bounded = await startTestService({
         db,
-        runs: new TemporalRuns(stack.client, stack.taskQueue, PATIENT_START_TIMEOUT_MS, {
-          laneQueueLimit: QUEUE_BOUND,
-        }),
+        temporal: { client: stack.client, taskQueue: stack.taskQueue, startTimeoutMs: PATIENT_START_TIMEOUT_MS },
+        env: { LANE_QUEUE_LIMIT: String(QUEUE_BOUND) },
         deps: { secretBox: stack.service.deps.secretBox },
       });
     });
@@ -140,7 +139,9 @@ for (const target of DATABASES) {
       expect(resent.status).toBe(409);
       expect(resent.body.details[0].metadata).toEqual({ executionId: e2 });
       // What the 409 asks again: the lane recorded with the run, read from its start (through the payload codec).
-      expect(await new TemporalRuns(stack.client, stack.taskQueue).recordedQueue(e2)).toEqual({
+      expect(
+        await createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db }).recordedQueue(e2),
+      ).toEqual({
         key: 'a',
         lane: laneWorkflowId(to.id, 'a'),
         limit: 1,
@@ -225,7 +226,7 @@ for (const target of DATABASES) {
       const lane = laneWorkflowId(to.id, 'q');
       expect(
         await poll(
-          () => laneQueueFull(stack.client, lane),
+          () => createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db }).laneQueueFull(lane),
           (full) => full,
         ),
       ).toBe(true);
@@ -237,7 +238,12 @@ for (const target of DATABASES) {
       expect(over.body.details).toEqual([expect.objectContaining({ reason: 'QUEUE_FULL' })]);
       expect(over.headers['retry-after']).toBe('30');
       // Nothing recorded: no run for the event id.
-      expect(await new TemporalRuns(stack.client, stack.taskQueue).runOf(to.listenerId, overEvent)).toBeUndefined();
+      expect(
+        await createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db }).runOf(
+          to.listenerId,
+          overEvent,
+        ),
+      ).toBeUndefined();
       // Another key of the automation is not affected.
       const other = await post({ k: 'other' });
       expect(other.status).toBe(200);
@@ -247,7 +253,7 @@ for (const target of DATABASES) {
       await until(waiting[0]!, holding, 'holding after the first');
       expect(
         await poll(
-          () => laneQueueFull(stack.client, lane),
+          () => createTemporalEngine({ client: stack.client, taskQueue: stack.taskQueue, db }).laneQueueFull(lane),
           (full) => !full,
         ),
       ).toBe(false);

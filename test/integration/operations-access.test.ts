@@ -5,14 +5,14 @@
 import request from 'supertest';
 import { startTestService, NO_TEMPORAL, type TestService } from '../helpers/test-service';
 import { createAdminApp } from '../../src/http/admin';
-import type { AutomationRuns } from '../../src/domain/runs';
+import type { RunEngine } from '../../src/domain/engine';
 
 const ADMIN_TOKEN = 'admin-token-for-tests-0123456789abcdef';
 
-function countingRuns(): AutomationRuns & { pings: number } {
+function countingRuns(): RunEngine & { pings: number } {
   const runs = {
+    ...NO_TEMPORAL,
     pings: 0,
-    start: NO_TEMPORAL.start,
     async ping() {
       runs.pings += 1;
     },
@@ -23,7 +23,7 @@ function countingRuns(): AutomationRuns & { pings: number } {
 describe('operations endpoints behind ADMIN_TOKEN', () => {
   let service: TestService;
   beforeAll(async () => {
-    service = await startTestService({ env: { ADMIN_TOKEN }, runs: countingRuns() });
+    service = await startTestService({ env: { ADMIN_TOKEN }, engine: countingRuns() });
   });
   afterAll(async () => service.close());
 
@@ -52,7 +52,7 @@ describe('operations endpoints on the admin port', () => {
   let runs: ReturnType<typeof countingRuns>;
   beforeAll(async () => {
     runs = countingRuns();
-    service = await startTestService({ env: { ADMIN_PORT: '0' }, runs });
+    service = await startTestService({ env: { ADMIN_PORT: '0' }, engine: runs });
   });
   afterAll(async () => service.close());
 

@@ -8,7 +8,6 @@ import { DATABASES, itOn } from '../helpers/databases';
 import { testCodec } from '../helpers/temporal';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { createLazyClient } from '../../src/temporal/connection';
-import { TemporalRuns } from '../../src/temporal/runs';
 import { poll, sleep } from '../helpers/wait';
 
 const STEPS = [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } }];
@@ -35,7 +34,7 @@ describe('health, readiness and metrics', () => {
   it('/ready is 503 naming Temporal when it cannot be reached', async () => {
     // The production client, pointed at a port nothing listens on (1: privileged, never bound here).
     const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default', testCodec());
-    const service = await startTestService({ runs: new TemporalRuns(client, 'nowhere', 1500) });
+    const service = await startTestService({ temporal: { client, taskQueue: 'nowhere', startTimeoutMs: 1500 } });
     try {
       const res = await request(service.server).get('/ready');
       expect(res.status).toBe(503);
@@ -49,7 +48,7 @@ describe('health, readiness and metrics', () => {
   for (const target of DATABASES) {
     itOn(target)(`/ready is 503 naming the store when it is down (${target.label})`, async () => {
       const store = await openStoreWithOutage(target);
-      const service = await startTestService({ db: store.db, runs: stack.service.deps.runs });
+      const service = await startTestService({ db: store.db, engine: stack.service.deps.engine });
       try {
         expect((await request(service.server).get('/ready')).body).toEqual({
           status: 'ready',

@@ -15,6 +15,7 @@ import request from 'supertest';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
+import { NO_TEMPORAL } from '../helpers/engine';
 import { SecretBox, sealContext } from '../../src/crypto/secret-box';
 import { createLogger } from '../../src/logger';
 import { listAuditEvents } from '../../src/store/audit';
@@ -588,17 +589,27 @@ describe('outbound secrets in a real run', () => {
     const before = received.length;
     const db = stack.service.deps.db;
     const otherKey = await failureOf(() =>
-      createActivities({ db, allowPrivateOutbound: true, secretBox: new SecretBox(randomBytes(32)) }).callWebhook(
-        input,
-      ),
+      createActivities({
+        db,
+        allowPrivateOutbound: true,
+        secretBox: new SecretBox(randomBytes(32)),
+        engine: NO_TEMPORAL,
+      }).callWebhook(input),
     );
     expect([otherKey.type, otherKey.nonRetryable]).toEqual(['CallWebhookSecretUnavailable', false]);
     expect(otherKey.message).toBe(
       `callWebhook: headers.Authorization: secret "worker_key" cannot be opened with this worker's SECRET_KEY (is it the API's?)`,
     );
-    const noKey = await failureOf(() => createActivities({ db, allowPrivateOutbound: true }).callWebhook(input));
+    const noKey = await failureOf(() =>
+      createActivities({ db, allowPrivateOutbound: true, engine: NO_TEMPORAL }).callWebhook(input),
+    );
     expect([noKey.type, noKey.nonRetryable]).toEqual(['CallWebhookSecretUnavailable', false]);
-    const right = createActivities({ db, allowPrivateOutbound: true, secretBox: stack.service.deps.secretBox });
+    const right = createActivities({
+      db,
+      allowPrivateOutbound: true,
+      secretBox: stack.service.deps.secretBox,
+      engine: NO_TEMPORAL,
+    });
     const missing = await failureOf(() =>
       right.callWebhook({ ...input, secretHeaders: { Authorization: 'secrets.nobody' } }),
     );

@@ -18,7 +18,7 @@ import {
   newPayloadKeyEntry,
   parsePayloadKeys,
 } from '../../src/temporal/codec';
-import { TemporalRunReader } from '../../src/temporal/executions';
+import { createTemporalEngine } from '../../src/temporal/engine';
 import type { RunState } from '../../src/contract/run';
 import { poll } from '../helpers/wait';
 
@@ -224,7 +224,7 @@ describe('payloads encrypted in Temporal', () => {
     try {
       const client = new Client({ connection, namespace: 'default', dataConverter: encryptedDataConverter(rotated) });
       const detail = await poll(
-        () => new TemporalRunReader(client).get(executionId),
+        () => createTemporalEngine({ client, taskQueue: 'unused', db: stack.service.deps.db }).get(executionId),
         (d) => d !== undefined,
       );
       expect(detail!.steps[0]!.output).toEqual({ email: MARKER, upper: MARKER.toUpperCase() });

@@ -10,7 +10,6 @@ import type { Client } from '@temporalio/client';
 import type { DevServer } from '../../src/temporal/devserver';
 import { startTestDevServer } from '../helpers/ports';
 import { createLazyClient } from '../../src/temporal/connection';
-import { TemporalRuns } from '../../src/temporal/runs';
 import type { RunState } from '../../src/contract/run';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack, type RawResponse } from '../helpers/stack';
 import { testCodec, testTemporal, uniqueTaskQueue } from '../helpers/temporal';
@@ -65,7 +64,7 @@ describe('Temporal down mid-traffic', () => {
     // The API's own lazy client (production code), pointed at this server.
     lazy = createLazyClient({ address: server.address, embedded: true }, 'default', testCodec());
     const client = lazy.client;
-    stack = await startStack({ runs: new TemporalRuns(client, taskQueue), worker: false });
+    stack = await startStack({ temporal: { client, taskQueue }, worker: false });
     const db = stack.service.deps.db;
     const bundle = await bundleAutomationWorkflow();
     worker = await startWorker({ address: server.address, taskQueue, db, bundle });

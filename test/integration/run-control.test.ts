@@ -6,11 +6,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listAuditEvents } from '../../src/store/audit';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { decodePayloadsInPlace } from '../../src/temporal/payloads';
 import { automation } from '../../workflows';
 import { decideUpdate } from '../../src/contract/workflows';
 import type { AutomationRunInput } from '../../src/contract/run';
-import { runStartOptions } from '../../src/temporal/runs';
+import { runStartOptions } from '../../src/temporal/engine';
 import type { Stack } from '../helpers/stack';
 import { startRestartableStack, type RestartableStack } from '../helpers/restartable-stack';
 import { runCalls, type Target } from '../helpers/run-calls';
@@ -193,12 +193,13 @@ describe('waitForApproval', () => {
     };
     await stack.client.workflow.start(
       automation,
-      runStartOptions(
-        stack.taskQueue,
-        forgedId,
-        { ...input, rerunOf: id, resume },
-        { automationName: 'forged', rerunOf: id, summary: 'forged' },
-      ),
+      runStartOptions(stack.taskQueue, {
+        runId: forgedId,
+        input: { ...input, rerunOf: id, resume },
+        automationName: 'forged',
+        rerunOf: id,
+        summary: 'forged',
+      }),
     );
     const forged = await untilStatus(forgedId, 'COMPLETED');
     expect(forged.unaudited).toEqual(['decision:mgr', 'rerunOf']);

@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { ApplicationFailure } from '@temporalio/common';
 import { createActivities } from '../../activities';
+import { NO_TEMPORAL } from '../helpers/engine';
 import { sealContext } from '../../src/crypto/secret-box';
 import { listAuditEvents } from '../../src/store/audit';
 import { migrate } from '../../src/store/migrations';
@@ -491,7 +492,12 @@ describe('secret origins in a real run', () => {
 
   it('checks the URL before any secret, and no error of the activity depends on a secret value: the two oracle probes fail alike', async () => {
     const db = stack.service.deps.db;
-    const activities = createActivities({ db, allowPrivateOutbound: true, secretBox: stack.service.deps.secretBox });
+    const activities = createActivities({
+      db,
+      allowPrivateOutbound: true,
+      secretBox: stack.service.deps.secretBox,
+      engine: NO_TEMPORAL,
+    });
     const failureOf = async (input: Parameters<typeof activities.callWebhook>[0]): Promise<Record<string, unknown>> => {
       const err = await activities.callWebhook(input).then(
         () => undefined,

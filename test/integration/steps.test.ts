@@ -12,6 +12,7 @@ import type { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, type NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { GuardedWorker } from '../../src/temporal/activation-guard';
 import { createActivities } from '../../activities';
+import { NO_TEMPORAL } from '../helpers/engine';
 import { automationWorkflowsPath } from '../../src/temporal/worker';
 import type { Db } from '../../src/store/db';
 import { automation } from '../../workflows';
@@ -103,7 +104,7 @@ beforeAll(async () => {
       connection: nativeConnection,
       namespace: temporal.namespace,
       taskQueue: queues[mode],
-      activities: createActivities({ db, allowPrivateOutbound: mode === 'insecure' }),
+      activities: createActivities({ db, allowPrivateOutbound: mode === 'insecure', engine: NO_TEMPORAL }),
       ...testDataConverter(),
       ...(bundle ? { workflowBundle: bundle } : { workflowsPath: automationWorkflowsPath() }),
     });

@@ -7,7 +7,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { DATABASES, describeOn } from '../helpers/databases';
 import { openStoreWithOutage } from '../helpers/store-outage';
 import { deliver, hmacEvent, listenerPath, startStack } from '../helpers/stack';
-import { runWorkflowId } from '../../src/temporal/runs';
+import { runWorkflowId } from '../../src/contract/run';
 
 const STEPS = [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } }];
 

@@ -27,7 +27,9 @@ import {
   replayHistories,
   type NamedHistory,
 } from '../../src/temporal/history-replay';
-import { createAutomationWorker, verifyCommittedHistories, type WorkerEngine } from '../../src/temporal/worker';
+import { createAutomationWorker, verifyCommittedHistories } from '../../src/temporal/worker';
+import type { RunEngine } from '../../src/domain/engine';
+import { NO_TEMPORAL } from '../helpers/engine';
 import { RUN_STATE_QUERY, type RunState, type StepDefinition } from '../../src/contract/run';
 import { decideUpdate } from '../../src/contract/workflows';
 import { openTestDb, PGLITE } from '../helpers/databases';
@@ -110,7 +112,7 @@ async function runWorker(
     namespace: 'default',
     taskQueue,
     workflowBundle: bundle,
-    activities: createActivities({ db, allowPrivateOutbound: true }),
+    activities: createActivities({ db, allowPrivateOutbound: true, engine: NO_TEMPORAL }),
   });
   const running = worker.run();
   return async () => {
@@ -236,7 +238,7 @@ it('a worker with verifyHistories refuses to start on code that fails the commit
     namespace: 'default',
     taskQueue: uniqueTaskQueue('verify'),
     db,
-    activities: (engine: WorkerEngine) => createActivities({ db, allowPrivateOutbound: true, ...engine }),
+    activities: (engine: RunEngine) => createActivities({ db, allowPrivateOutbound: true, engine }),
     verifyHistories: true,
     codec: testCodec(),
   };

@@ -9,7 +9,7 @@ import { startStack, hmacEvent, deliver, listenerPath, type Stack, type Automati
 import { DATABASES, openTestDb, describeOn } from '../helpers/databases';
 import { migrate, MIGRATIONS } from '../../src/store/migrations';
 import { getLatestPublishedVersion } from '../../src/store/automation-versions';
-import { decodePayloadsInPlace } from '../../src/temporal/executions';
+import { decodePayloadsInPlace } from '../../src/temporal/payloads';
 import type { AutomationRunInput, RunState } from '../../src/contract/run';
 import { poll } from '../helpers/wait';
 

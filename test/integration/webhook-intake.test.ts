@@ -10,8 +10,9 @@ import { SecretBox } from '../../src/crypto/secret-box';
 import { changeAutomationState, createAutomation, listenerUrl } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
-import { TemporalRuns } from '../../src/temporal/runs';
-import { type AutomationRuns } from '../../src/domain/runs';
+import { createTemporalEngine } from '../../src/temporal/engine';
+import type { RunEngine } from '../../src/domain/engine';
+import { NO_TEMPORAL } from '../helpers/engine';
 import { AUTH_METHODS, authenticatorOf } from '../../src/webhooks/authenticators';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, REFUSAL_LOG_LINES_PER_MINUTE, type WebhookIntake } from '../../src/delivery/intake';
@@ -31,10 +32,10 @@ describe('webhook intake', () => {
   let secret: string;
   const secretBox = new SecretBox(randomBytes(32));
 
-  function intakeWith(runs: AutomationRuns): WebhookIntake {
+  function intakeWith(engine: RunEngine): WebhookIntake {
     return createWebhookIntake({
       db,
-      runs,
+      engine,
       secretBox,
       config,
       logger: createLogger('silent'),
@@ -47,7 +48,11 @@ describe('webhook intake', () => {
     const temporal = await testTemporal();
     connection = await connectClient(temporal.address);
     intake = intakeWith(
-      new TemporalRuns(new Client({ connection, namespace: temporal.namespace }), uniqueTaskQueue('intake')),
+      createTemporalEngine({
+        client: new Client({ connection, namespace: temporal.namespace }),
+        taskQueue: uniqueTaskQueue('intake'),
+        db,
+      }),
     );
     const options = { authenticators: config, secretBox, actor: 'test' };
     const created = await createAutomation(
@@ -150,7 +155,8 @@ describe('webhook intake', () => {
         done();
       },
     });
-    const neverStarts: AutomationRuns = {
+    const neverStarts: RunEngine = {
+      ...NO_TEMPORAL,
       start: async () => {
         throw new Error('a refused delivery starts no run');
       },
@@ -158,7 +164,7 @@ describe('webhook intake', () => {
     };
     const logged = createWebhookIntake({
       db,
-      runs: neverStarts,
+      engine: neverStarts,
       secretBox,
       config,
       logger: createLogger('info', sink),
@@ -191,6 +197,7 @@ describe('webhook intake', () => {
 
   it('answers 503 (never accepted) when the workflow engine does not confirm the start', async () => {
     const down = intakeWith({
+      ...NO_TEMPORAL,
       start: async () => {
         throw new WorkflowEngineUnavailableError('down');
       },

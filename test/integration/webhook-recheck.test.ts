@@ -16,7 +16,7 @@ import {
 } from '../../src/domain/automations';
 import { createLogger } from '../../src/logger';
 import type { Db } from '../../src/store/db';
-import { TemporalRuns } from '../../src/temporal/runs';
+import { createTemporalEngine } from '../../src/temporal/engine';
 import { signHmac } from '../../src/webhooks/authenticators/hmac';
 import { createWebhookIntake, type WebhookIntake } from '../../src/delivery/intake';
 import { deliver, type DeliveryAnswer, type TestDelivery } from '../helpers/intake';
@@ -37,13 +37,14 @@ describe('a delivery is judged again after its body', () => {
     db = await openTestDb(PGLITE);
     const temporal = await testTemporal();
     connection = await connectClient(temporal.address);
-    const runs = new TemporalRuns(
-      new Client({ connection, namespace: temporal.namespace }),
-      uniqueTaskQueue('recheck'),
-    );
+    const engine = createTemporalEngine({
+      client: new Client({ connection, namespace: temporal.namespace }),
+      taskQueue: uniqueTaskQueue('recheck'),
+      db,
+    });
     intake = createWebhookIntake({
       db,
-      runs,
+      engine,
       secretBox,
       config,
       logger: createLogger('silent'),

@@ -438,10 +438,9 @@ describe('inbound webhook, JWT', () => {
 describe('inbound webhook, workflow engine unreachable', () => {
   it('503 with Retry-After, never 200', async () => {
     const { createLazyClient } = await import('../../src/temporal/connection');
-    const { TemporalRuns } = await import('../../src/temporal/runs');
     const { testCodec } = await import('../helpers/temporal');
     const { client, connection } = createLazyClient({ address: '127.0.0.1:1', embedded: true }, 'default', testCodec());
-    const stack = await startStack({ runs: new TemporalRuns(client, 'nowhere', 1500), worker: false });
+    const stack = await startStack({ temporal: { client, taskQueue: 'nowhere', startTimeoutMs: 1500 }, worker: false });
     try {
       const created = await stack.createAutomation({
         displayName: 'down',

@@ -34,7 +34,8 @@ import {
   uniqueTaskQueue,
 } from '../helpers/temporal';
 import { publishedRunInput } from '../helpers/versions';
-import { decodePayloadsInPlace, localActivityType } from '../../src/temporal/executions';
+import { decodePayloadsInPlace } from '../../src/temporal/payloads';
+import { localActivityType } from '../../src/temporal/run-history';
 import { poll } from '../helpers/wait';
 
 let nativeConnection: NativeConnection;
@@ -89,7 +90,7 @@ for (const target of DATABASES) {
         namespace,
         taskQueue,
         db: workerDb,
-        activities: (engine) => createActivities({ db: workerDb, allowPrivateOutbound: false, ...engine }),
+        activities: (engine) => createActivities({ db: workerDb, allowPrivateOutbound: false, engine }),
         bundle,
         codec: testCodec(),
       });

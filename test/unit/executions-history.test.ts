@@ -10,7 +10,7 @@ import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { HISTORIES_DIR, historyFromJson } from '../../src/temporal/history-replay';
-import { stepsFromHistory } from '../../src/temporal/executions';
+import { stepsFromHistory } from '../../src/temporal/run-history';
 import type { StepDefinition } from '../../src/contract/run';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;

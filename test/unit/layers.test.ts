@@ -37,13 +37,13 @@ describe('layers the linter enforces', () => {
     [
       'the store importing the domain (type only)',
       'src/store/apps.ts',
-      "import type { AutomationRuns } from '../domain/runs';",
+      "import type { RunEngine } from '../domain/engine';",
     ],
     ['the steps importing the store', 'src/steps/wait.ts', "import { openDb } from '../store/db';"],
     [
       'activities importing the Temporal adapter',
       'activities/lanes.ts',
-      "import { temporalLanes } from '../src/temporal/lanes';",
+      "import { createTemporalEngine } from '../src/temporal/engine';",
     ],
     [
       'the workflow importing activities (same layer)',
@@ -64,7 +64,7 @@ describe('layers the linter enforces', () => {
   it.each([
     [
       'the Temporal adapter importing the workflow code (type only)',
-      'src/temporal/runs.ts',
+      'src/temporal/engine.ts',
       "import type { automation } from '../../workflows';",
     ],
     [
@@ -85,8 +85,8 @@ describe('layers the linter enforces', () => {
     ['the domain importing the store', 'src/domain/apps.ts', "import type { Db } from '../store/db';"],
     [
       'the adapter importing the domain port',
-      'src/temporal/runs.ts',
-      "import type { AutomationRuns } from '../domain/runs';",
+      'src/temporal/engine.ts',
+      "import type { RunEngine } from '../domain/engine';",
     ],
     [
       'the workflow importing the contract',
@@ -96,7 +96,7 @@ describe('layers the linter enforces', () => {
     ['the process importing the activities', 'src/main.ts', "import { createActivities } from '../activities';"],
     [
       'the Temporal adapter importing the workflow contract',
-      'src/temporal/runs.ts',
+      'src/temporal/engine.ts',
       "import { AUTOMATION_WORKFLOW } from '../contract/workflows';",
     ],
     [

@@ -7,24 +7,12 @@
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
-import {
-  cancelBulkAction,
-  createBulkAction,
-  listBulkActionsPage,
-  readBulkAction,
-  type BulkRunMatcher,
-} from '../../domain/bulk-actions';
+import { cancelBulkAction, createBulkAction, listBulkActionsPage, readBulkAction } from '../../domain/bulk-actions';
 import { mountOperations, operation, exactRouter, type Grant } from '../operation';
-import { WorkflowEngineUnavailableError } from '../../errors';
 
 const READ: Grant = { area: 'automations', mode: 'read' };
 const WRITE: Grant = { area: 'automations', mode: 'write' };
 const TAG = 'Bulk Actions';
-
-function matcher(deps: AppDeps): BulkRunMatcher {
-  if (!deps.bulkRuns) throw new WorkflowEngineUnavailableError('no workflow engine configured');
-  return deps.bulkRuns;
-}
 
 export const BULK_ACTION_OPERATIONS = [
   operation({
@@ -42,9 +30,8 @@ export const BULK_ACTION_OPERATIONS = [
     accepted: api.BulkActionResponse,
     errors: [400, 401, 403, 404, 413, 500, 503],
     handle: async (input, ctx, deps) => {
-      const engine = matcher(deps); // 503 without an engine, before the body is read
       const body = await input.body();
-      const created = await createBulkAction(deps.db, engine, input.actor, body, deps.bulkLimits);
+      const created = await createBulkAction(deps.db, deps.engine, input.actor, body, deps.bulkLimits);
       if (created.kind === 'preview')
         return {
           matched: created.matched,

@@ -1,27 +1,21 @@
 /**
  * The circuit breaker of an automation (docs/api.md, "Circuit breaker"): PUT and DELETE of the live
  * setting (super_admin; If-Match, audited), and letting its paused runs go: resume or cancel, each
- * with a reason (admin or super_admin; audited). 503 for resume and cancel without an engine.
+ * with a reason (admin or super_admin; audited); 503 when the engine cannot be reached.
  */
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
-import { letGoPausedRuns, setCircuitBreaker, type PausedRunControl } from '../../domain/circuit-breaker';
+import { letGoPausedRuns, setCircuitBreaker } from '../../domain/circuit-breaker';
 import { getAutomation } from '../../domain/automations';
 import { ITEM_READ_ERRORS, ITEM_WRITE_ERRORS, mountOperations, operation, type Grant, exactRouter } from '../operation';
 import { expectedRevisions, IF_MATCH, tagged, viewWithBreaker } from './automations';
-import { UnavailableError } from '../../errors';
 
 const SETTING: Grant = { area: 'automations', mode: 'write' };
 /** Resume and cancel: a person reviewing the held runs, as for approvals (admin or super_admin). */
 const REVIEW: Grant = { area: 'approvals', mode: 'write' };
 const TAG = 'Automations';
 const ITEM = '/api/v1/automations/{id}' as const;
-
-function control(deps: AppDeps): PausedRunControl {
-  if (!deps.pausedRunControl) throw new UnavailableError('no workflow engine configured; retry later', 5);
-  return deps.pausedRunControl;
-}
 
 const letGo = (action: 'resume' | 'cancel', summary: string) =>
   operation({
@@ -31,15 +25,14 @@ const letGo = (action: 'resume' | 'cancel', summary: string) =>
     tag: TAG,
     access: REVIEW,
     summary,
-    // An unknown automation is a 404 (no engine: 503) before the body is read.
+    // An unknown automation is a 404 before the body is read.
     body: { schema: api.BreakerActionRequest, required: true, validation: 'schema' },
     ok: action === 'resume' ? api.BreakerResumeResponse : api.BreakerCancelResponse,
     errors: [...ITEM_WRITE_ERRORS, 503],
     handle: async (input, _ctx, deps) => {
       await getAutomation(deps.db, input.params.id);
-      const runs = control(deps);
       const body = await input.body();
-      const { record, count } = await letGoPausedRuns(deps.db, runs, input.params.id, action, body, input.actor);
+      const { record, count } = await letGoPausedRuns(deps.db, deps.engine, input.params.id, action, body, input.actor);
       const automation = await viewWithBreaker(deps, record);
       return (action === 'resume' ? { automation, resumed: count } : { automation, canceled: count }) as never;
     },

@@ -11,44 +11,16 @@
  */
 import type Router from '@koa/router';
 import type { AppDeps } from '../context';
-import { unauditedParts } from '../../domain/run-audit';
-import { bulkActionOfExecution } from '../../domain/bulk-actions';
-import { cancelRun, decideStep, rerunRun, terminateRun, type RunController } from '../../domain/executions';
+import { cancelRun, decideStep, readExecution, rerunRun, terminateRun } from '../../domain/executions';
 import * as api from '../../domain/api-schemas';
 import { mountOperations, operation, type Grant, exactRouter } from '../operation';
 import { getAutomation } from '../../domain/automations';
 import { pausedRunEnded } from '../../domain/circuit-breaker';
-import type { RunReader } from '../../temporal/executions';
-import { notFound, UnavailableError, WorkflowEngineUnavailableError } from '../../errors';
 import { readRunFilter, RUN_STATUSES, withAutomationNames } from '../../domain/run-listing';
-
-/** The app's run reader (src/compose.ts builds it); 503 when no engine is configured. */
-function reader(deps: AppDeps): RunReader {
-  if (!deps.runReader) throw new WorkflowEngineUnavailableError('no workflow engine configured');
-  return deps.runReader;
-}
-
-/** The app's run controller (src/compose.ts builds it); 503 when no engine is configured. */
-function controller(deps: AppDeps): RunController {
-  if (!deps.runControl) throw new UnavailableError('no workflow engine configured; retry later', 5);
-  return deps.runControl;
-}
-
-/** The run as it is now, the bulk action that touched it, and what of it lacks an audit entry (src/domain/run-audit.ts); 404 when there is none. */
-async function current(deps: AppDeps, executionId: string) {
-  const execution = await reader(deps).get(executionId);
-  if (!execution) throw notFound('automation execution');
-  const bulkActionId = await bulkActionOfExecution(deps.db, executionId);
-  return {
-    ...execution,
-    ...(bulkActionId ? { bulkActionId } : {}),
-    unaudited: await unauditedParts(deps.db, execution),
-  };
-}
 
 /** A run canceled or terminated: the circuit breaker no longer lists it among its paused runs. */
 async function ended(deps: AppDeps, executionId: string) {
-  const execution = await current(deps, executionId);
+  const execution = await readExecution(deps.db, deps.engine, executionId);
   await pausedRunEnded(deps.db, execution.automationId, executionId);
   return execution;
 }
@@ -70,13 +42,11 @@ const decision = (action: 'approve' | 'reject', made: 'approved' | 'rejected', s
     body: { schema: api.DecisionRequest, required: false, validation: 'schema' },
     ok: api.ExecutionResponse,
     errors: RUN_ERRORS,
-    // Without an engine there is no run to decide on: 503 before the body is read.
     handle: async (input, _ctx, deps) => {
-      const control = controller(deps);
       const body = await input.body();
       const { actor, params } = input;
-      await decideStep(deps.db, control, actor, params.id, params.stepId, made, body);
-      return { execution: await current(deps, params.id) };
+      await decideStep(deps.db, deps.engine, actor, params.id, params.stepId, made, body);
+      return { execution: await readExecution(deps.db, deps.engine, params.id) };
     },
   });
 
@@ -125,14 +95,13 @@ export const EXECUTION_OPERATIONS = [
     errors: [400, 401, 403, 500, 503],
     handle: async (input, ctx, deps) => {
       const filter = readRunFilter(ctx.query as Record<string, unknown>);
-      const runs = reader(deps);
       const cursor = deps.pageTokens.decode<string>('executions', filter, input.page.pageToken);
-      const result = await runs.search(
+      const result = await deps.engine.search(
         filter,
         input.page.pageSize,
         cursor === undefined ? undefined : Buffer.from(cursor, 'base64'),
       );
-      const named = await withAutomationNames(deps.db, result.executions);
+      const named = await withAutomationNames(deps.db, result.runs);
       return {
         list: named.map((execution) => ({ execution })),
         nextPageToken: result.nextPageToken
@@ -159,7 +128,7 @@ export const EXECUTION_OPERATIONS = [
       await getAutomation(deps.db, automationId); // 404 for an unknown automation
       const listing = `lanes:${automationId}`;
       const after = deps.pageTokens.decode<string>(listing, {}, input.page.pageToken);
-      const lanes = (await reader(deps).lanes(automationId)).filter((lane) => after === undefined || lane.key > after);
+      const lanes = (await deps.engine.lanes(automationId)).filter((lane) => after === undefined || lane.key > after);
       const page = lanes.slice(0, input.page.pageSize);
       const last = page[page.length - 1];
       return {
@@ -184,13 +153,13 @@ export const EXECUTION_OPERATIONS = [
       await getAutomation(deps.db, automationId); // 404 for an unknown automation
       const listing = `executions:${automationId}`;
       const cursor = deps.pageTokens.decode<string>(listing, {}, page.pageToken);
-      const result = await reader(deps).list(
+      const result = await deps.engine.list(
         automationId,
         page.pageSize,
         cursor === undefined ? undefined : Buffer.from(cursor, 'base64'),
       );
       return {
-        list: result.executions.map((execution) => ({ execution })),
+        list: result.runs.map((execution) => ({ execution })),
         nextPageToken: result.nextPageToken
           ? deps.pageTokens.encode(listing, {}, Buffer.from(result.nextPageToken).toString('base64'))
           : '',
@@ -206,7 +175,7 @@ export const EXECUTION_OPERATIONS = [
     summary: 'Get one run with its steps (id: webhook:{listenerId}:{eventId}).',
     ok: api.ExecutionResponse,
     errors: [401, 403, 404, 500, 503],
-    handle: async (input, _ctx, deps) => ({ execution: await current(deps, input.params.id) }),
+    handle: async (input, _ctx, deps) => ({ execution: await readExecution(deps.db, deps.engine, input.params.id) }),
   }),
   decision(
     'approve',
@@ -229,7 +198,7 @@ export const EXECUTION_OPERATIONS = [
     errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
       await input.body(); // any JSON object; nothing in it is read
-      await cancelRun(deps.db, controller(deps), input.actor, input.params.id);
+      await cancelRun(deps.db, deps.engine, input.actor, input.params.id);
       return { execution: await ended(deps, input.params.id) };
     },
   }),
@@ -244,9 +213,8 @@ export const EXECUTION_OPERATIONS = [
     ok: api.ExecutionResponse,
     errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
-      const control = controller(deps); // 503 without an engine, before the body is read
       const body = await input.body();
-      await terminateRun(deps.db, control, input.actor, input.params.id, body);
+      await terminateRun(deps.db, deps.engine, input.actor, input.params.id, body);
       return { execution: await ended(deps, input.params.id) };
     },
   }),
@@ -263,17 +231,10 @@ export const EXECUTION_OPERATIONS = [
     ok: api.ExecutionResponse,
     errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
-      const original = await current(deps, input.params.id);
+      const original = await readExecution(deps.db, deps.engine, input.params.id);
       const body = await input.body();
-      const started = await rerunRun(
-        deps.db,
-        controller(deps),
-        input.actor,
-        input.params.id,
-        original.automationId,
-        body,
-      );
-      return { execution: await current(deps, started.executionId) };
+      const started = await rerunRun(deps.db, deps.engine, input.actor, input.params.id, original.automationId, body);
+      return { execution: await readExecution(deps.db, deps.engine, started.executionId) };
     },
   }),
 ];

@@ -53,7 +53,7 @@ function readiness(deps: AppDeps): Promise<Readiness> {
   const timeoutMs = deps.readinessTimeoutMs ?? CHECK_TIMEOUT_MS;
   const pending = Promise.all([
     withTimeout(pingStore(deps.db), timeoutMs),
-    withTimeout(deps.runs.ping(), timeoutMs),
+    withTimeout(deps.engine.ping(), timeoutMs),
   ]).then(([store, temporal]) => {
     // The verdict counts from when it was reached, not from when the check began.
     probes.set(deps, { at: Date.now(), pending });

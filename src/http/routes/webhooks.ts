@@ -239,7 +239,7 @@ function answerOf(outcome: IntakeOutcome): ReasonedAnswer {
 export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): WebhookEndpoint {
   const intake = createWebhookIntake({
     db: deps.db,
-    runs: deps.runs,
+    engine: deps.engine,
     secretBox: deps.secretBox,
     config: deps.config,
     logger: deps.logger,

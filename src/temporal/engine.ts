@@ -1,0 +1,688 @@
+/**
+ * The run engine on Temporal (the domain's RunEngine, src/domain/engine.ts): one object on one
+ * client and task queue, built here for the API (src/compose.ts) and for the worker's activities
+ * (src/temporal/worker.ts) alike. Runs are started, signalled, updated, cancelled and queried by the
+ * workflow type's name with the contract's signatures (src/contract/workflows.ts), so this adapter
+ * never imports the workflow code. What it answers are the domain's records.
+ *
+ * Reading a run: the list comes from visibility (eventually consistent); one run's steps come from
+ * the workflow itself — the result of a completed run, else the `state` query (answered while a
+ * worker is up), else a reconstruction from the run's history when the query cannot be answered
+ * (src/temporal/run-history.ts). Each step that sends the call's key shows that key.
+ *
+ * Every call races a deadline, so a request never waits on the engine longer than its budget: the
+ * delivery's calls (start, readiness, flow control's) the start timeout, which answers 503 quickly
+ * when Temporal cannot be reached; reads and control `callTimeoutMs`; an update (a decision) waits
+ * for a worker to take it, so it gets longer. Failures come back as the domain's errors.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  isGrpcServiceError,
+  ServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import {
+  AUTOMATION_WORKFLOW,
+  BULK_ACTION_WORKFLOW,
+  breakerResumeSignal,
+  decideUpdate,
+  FlowQueueKey,
+  type AutomationWorkflow,
+  type BulkActionWorkflow,
+} from '../contract/workflows';
+import {
+  LANE_ACQUIRE_SIGNAL,
+  LANE_QUEUE_FULL_MEMO,
+  RUN_STATE_QUERY,
+  runWorkflowId,
+  STEP_NOT_WAITING,
+  UNKNOWN_STEP,
+  type AutomationRunInput,
+  type LaneAcquire,
+  type LaneState,
+  type RunState as WorkflowState,
+  type StepKind,
+  type StepResult,
+} from '../contract/run';
+import type { CancelOutcome, RunEngine, RunStart, RunState } from '../domain/engine';
+import type { RunRecord, RunStep } from '../domain/runs';
+import type { LaneView } from '../domain/run-listing';
+import { publishedSteps } from '../domain/automations';
+import type { Queryable } from '../store/db';
+import { STEP_REGISTRY } from '../steps';
+import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
+import { isObject } from '../json';
+import {
+  FailedPreconditionError,
+  InvalidExecutionPageTokenError,
+  NotFoundError,
+  WorkflowEngineUnavailableError,
+} from '../errors';
+import { raceDeadline } from './deadline';
+import { decodePayloadsInPlace, numberOrNull } from './payloads';
+import { markInterrupted, readHistory, reconstructSteps, runError, type HistoryEvent } from './run-history';
+import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
+import {
+  automationRunsQuery,
+  entryFromVisibility,
+  executionStatus,
+  heldStatus,
+  lanesOf,
+  matchQuery,
+  QUEUE_KEY_MEMO,
+  quote,
+  runningRunOf,
+  runningRunsQuery,
+  runQuery,
+  summaryFromVisibility,
+  type RunningRun,
+} from './visibility';
+
+export interface TemporalEngineOptions {
+  client: Client;
+  taskQueue: string;
+  /** The store: the steps of a published version, for a run whose history does not hold them yet. */
+  db: Queryable;
+  /** Bound of a delivery's calls (start, readiness, flow control's), so an unreachable server answers 503 quickly. */
+  startTimeoutMs?: number;
+  /**
+   * Ask for eager workflow start: the server hands the run's first workflow task back in the start
+   * response, to a worker of this process, skipping one dispatch through matching. Only when
+   * `client` is on the NativeConnection of a worker polling `taskQueue` in this process (`npm
+   * start`); the server falls back to a normal start when no slot is free.
+   */
+  eagerStart?: boolean;
+  /** The most runs a key's lane may have waiting (LANE_QUEUE_LIMIT), sent with the API's lane requests; unset: none. */
+  laneQueueLimit?: number;
+  /** Bound of one read or control call. */
+  callTimeoutMs?: number;
+  /** How long the `state` query may wait for a worker before the history fallback. */
+  queryTimeoutMs?: number;
+  /** Bound of an update (a decision), which waits for a worker to take it. */
+  updateTimeoutMs?: number;
+}
+
+/** Temporal refuses longer workflow ids; nothing longer can name a run. */
+const MAX_RUN_ID_LENGTH = 1000;
+/** A page of this many runs at a time when the lanes, or a bulk action's match, read every run. */
+const SCAN_PAGE_SIZE = 1000;
+/** History reads at once when a bulk action's `where` reads payloads. */
+const PAYLOAD_READS_AT_ONCE = 8;
+/** gRPC status codes (google.rpc.Code). */
+const GRPC_INVALID_ARGUMENT = 3;
+const GRPC_NOT_FOUND = 5;
+const GRPC_FAILED_PRECONDITION = 9;
+
+/** The run engine on this client and task queue. */
+export function createTemporalEngine(options: TemporalEngineOptions): RunEngine {
+  const { client, taskQueue, db } = options;
+  const startTimeoutMs = options.startTimeoutMs ?? 5000;
+  const callTimeoutMs = options.callTimeoutMs ?? 10_000;
+  const queryTimeoutMs = options.queryTimeoutMs ?? 5000;
+  const updateTimeoutMs = options.updateTimeoutMs ?? 30_000;
+  const namespace = client.options.namespace;
+  const converter = client.options.loadedDataConverter;
+
+  /** `fn` bounded by `timeoutMs`: the gRPC deadline, and a race that also bounds connecting to an unreachable server. */
+  const call = <T>(timeoutMs: number, fn: () => Promise<T>): Promise<T> => {
+    const deadline = Date.now() + timeoutMs;
+    return raceDeadline(deadline, () => client.withDeadline(deadline, fn));
+  };
+
+  /** The input a run was started with: the first event of its history, decoded; undefined for an unknown run. */
+  async function firstInput(runId: string, timeoutMs: number): Promise<AutomationRunInput | undefined> {
+    let response: temporal.api.workflowservice.v1.IGetWorkflowExecutionHistoryResponse;
+    try {
+      response = await call(timeoutMs, () =>
+        client.workflowService.getWorkflowExecutionHistory({
+          namespace,
+          execution: { workflowId: runId },
+          maximumPageSize: 1,
+        }),
+      );
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+    const payload = response.history?.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    if (!payload) return undefined;
+    await decodePayloadsInPlace(payload, converter.payloadCodecs);
+    try {
+      return converter.payloadConverter.fromPayload(payload) as AutomationRunInput;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** How the run stands (open or how it closed), from a describe; undefined for an unknown run. */
+  async function describedState(runId: string, timeoutMs: number): Promise<RunState | undefined> {
+    try {
+      const description = await call(timeoutMs, () => client.workflow.getHandle(runId).describe());
+      return executionStatus(description.status.name);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+  }
+
+  /** One page of a visibility query, memos decoded. */
+  async function visibility(query: string, pageSize: number, pageToken: Uint8Array | undefined) {
+    let response: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
+    try {
+      response = await call(callTimeoutMs, () =>
+        client.workflowService.listWorkflowExecutions({
+          namespace,
+          pageSize,
+          ...(pageToken ? { nextPageToken: pageToken } : {}),
+          query,
+        }),
+      );
+    } catch (err) {
+      if (pageToken && grpcCode(err) === GRPC_INVALID_ARGUMENT) {
+        throw new InvalidExecutionPageTokenError('page_token is no longer valid');
+      }
+      throw unavailable(err);
+    }
+    const token = response.nextPageToken;
+    // Memos are payloads too (encrypted by the codec): decode them before reading the version.
+    await decodePayloadsInPlace(response.executions ?? [], converter.payloadCodecs);
+    return {
+      executions: response.executions ?? [],
+      nextPageToken: token && token.length > 0 ? token : undefined,
+    };
+  }
+
+  /**
+   * The ids of this run's direct reruns (`<id>:rerun-<n>`). Reruns take the first free n, so a run
+   * without `:rerun-1` has none: one describe answers that (most runs), and only a rerun run's
+   * original is listed from visibility.
+   */
+  async function numberedReruns(runId: string): Promise<string[]> {
+    const prefix = `${runId}:rerun-`;
+    try {
+      await call(callTimeoutMs, () => client.workflow.getHandle(`${prefix}1`).describe());
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw unavailable(err);
+    }
+    const page = await visibility(`WorkflowId STARTS_WITH ${quote(prefix)}`, 100, undefined);
+    const ids = page.executions.map((e) => e.execution?.workflowId ?? '');
+    // `:rerun-1` exists (described above) even while visibility has not caught up with it.
+    const direct = [
+      ...new Set([`${prefix}1`, ...ids.filter((id) => id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length)))]),
+    ];
+    return direct.sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
+  }
+
+  /** One run with its steps (see the module comment); undefined for no automation run of this id. */
+  async function get(runId: string): Promise<RunRecord | undefined> {
+    if (runId === '' || runId.length > MAX_RUN_ID_LENGTH) return undefined;
+    const handle = client.workflow.getHandle(runId);
+    let description: WorkflowExecutionDescription;
+    try {
+      description = await call(callTimeoutMs, () => handle.describe());
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+    const automationId = description.typedSearchAttributes.get(AutomationIdKey);
+    if (description.type !== AUTOMATION_WORKFLOW || automationId === undefined) return undefined;
+    // Read alongside the run itself (not after it); a failure surfaces where it is awaited.
+    const rerunsRead = numberedReruns(runId);
+    rerunsRead.catch(() => undefined);
+    const memo = description.memo ?? {};
+    const callKeysOf = callKeyScope(memo.callKeysOf) ?? { workflowId: runId, runId: description.runId };
+    const record = async (fields: Pick<RunRecord, 'status' | 'version' | 'error' | 'steps'> & Partial<RunRecord>) => ({
+      id: runId,
+      eventId: description.typedSearchAttributes.get(WebhookEventIdKey) ?? null,
+      startedAt: description.startTime.toISOString(),
+      closedAt: description.closeTime?.toISOString() ?? null,
+      automationId,
+      automationName: typeof memo.automationName === 'string' ? memo.automationName : null,
+      rerunOf: typeof memo.rerunOf === 'string' ? memo.rerunOf : null,
+      reruns: await rerunsRead,
+      callKeysOf,
+      ...fields,
+      steps: withCallKeys(fields.steps, callKeysOf),
+    });
+
+    const held =
+      description.status.name === 'RUNNING'
+        ? heldStatus(description.typedSearchAttributes.get(FlowQueueKey))
+        : undefined;
+    const status = held ?? executionStatus(description.status.name);
+    const version = numberOrNull(memo.automationVersion);
+
+    // A completed run's result is its final state: no worker needed.
+    if (status === 'COMPLETED') {
+      try {
+        const state = await call(callTimeoutMs, () => handle.result() as Promise<WorkflowState>);
+        return await record({ status, version, error: null, steps: state.steps });
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        // Fall through to the history, which says the same.
+      }
+    }
+
+    let state: WorkflowState | undefined;
+    if (status !== 'COMPLETED') {
+      try {
+        state = await call(queryTimeoutMs, () => handle.query<WorkflowState>(RUN_STATE_QUERY));
+      } catch {
+        state = undefined; // no worker (or none in time): read the history instead
+      }
+    }
+    if (state && (status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED') && version !== null) {
+      // The run's own word is the freshest: visibility may lag behind a grant by a moment.
+      const current = state.status === 'QUEUED' || state.status === 'PAUSED' ? state.status : 'RUNNING';
+      return record({
+        status: current,
+        version,
+        error: null,
+        steps: state.steps,
+        ...(state.queue ? { queue: state.queue } : {}),
+        ...(state.paused ? { paused: state.paused } : {}),
+      });
+    }
+
+    // The history says why a closed run stopped, and what a run did when no worker answers.
+    let events: HistoryEvent[];
+    try {
+      events = (await call(callTimeoutMs, () => handle.fetchHistory())).events ?? [];
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw unavailable(err);
+    }
+    await decodePayloadsInPlace(events, converter.payloadCodecs);
+    const run = readHistory(events);
+    const shownVersion = version ?? numberOrNull(run.input?.version);
+    if (run.steps.length === 0 && shownVersion !== null)
+      run.steps = (await publishedSteps(db, automationId, shownVersion)) ?? [];
+    const steps = state?.steps ?? reconstructSteps(run, status);
+    const error = runError(run, status);
+    const open = status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED';
+    return record({
+      status,
+      version: shownVersion,
+      error,
+      steps: open || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
+      ...(status === 'QUEUED' && run.input?.flow?.queue ? { queue: { key: run.input.flow.queue.key } } : {}),
+      ...(status === 'PAUSED' && run.input?.flow?.paused ? { paused: { since: run.input.flow.paused.since } } : {}),
+    });
+  }
+
+  /**
+   * Waits until the run has closed, at most `waitMs`: a long poll, which Temporal answers with the
+   * close event when the run closes, or empty when its own poll time is up (then asked again).
+   */
+  async function untilClosed(runId: string, waitMs: number): Promise<{ state: RunState; atMs: number } | undefined> {
+    const deadline = Date.now() + waitMs;
+    try {
+      while (Date.now() < deadline) {
+        const response = await raceDeadline(deadline, () =>
+          client.withDeadline(deadline, () =>
+            client.workflowService.getWorkflowExecutionHistory({
+              namespace,
+              execution: { workflowId: runId },
+              skipArchival: true,
+              waitNewEvent: true,
+              historyEventFilterType:
+                temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT,
+            }),
+          ),
+        );
+        const event = response.history?.events?.at(-1);
+        if (event) return { state: closeState(event), atMs: eventMs(event) };
+      }
+    } catch {
+      // The wait itself failed: the cancel stands either way.
+    }
+    return undefined;
+  }
+
+  const engine: RunEngine = {
+    async ping() {
+      await call(startTimeoutMs, () => client.workflowService.getSystemInfo({}));
+    },
+
+    async start(run) {
+      try {
+        await call(startTimeoutMs, () =>
+          client.workflow.start<AutomationWorkflow>(AUTOMATION_WORKFLOW, {
+            ...runStartOptions(taskQueue, run),
+            ...(options.eagerStart ? { requestEagerStart: true } : {}),
+          }),
+        );
+        return 'started';
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return 'exists';
+        throw unavailable(err);
+      }
+    },
+
+    // ------------------------------------------------------------ the delivery's calls (flow control)
+
+    async requestLanePermit(request) {
+      const initial: LaneState = {
+        automationId: request.automationId,
+        lane: request.lane,
+        limit: request.limit,
+        holders: [],
+        waiting: [],
+        released: [],
+      };
+      const maxWaiting = request.maxWaiting ?? options.laneQueueLimit;
+      try {
+        // By the lane workflow's type name (workflows/lane.ts `lane`, whose one argument is a LaneState).
+        await call(startTimeoutMs, () =>
+          client.workflow.signalWithStart<(state: LaneState) => Promise<void>, [LaneAcquire]>('lane', {
+            workflowId: request.lane,
+            taskQueue: request.taskQueue ?? taskQueue,
+            args: [initial],
+            signal: LANE_ACQUIRE_SIGNAL,
+            // The ask names its lane: a lane ignores an ask meant for another (workflows/lane.ts).
+            signalArgs: [
+              {
+                runId: request.runId,
+                limit: request.limit,
+                lane: request.lane,
+                ...(maxWaiting ? { maxWaiting } : {}),
+              } satisfies LaneAcquire,
+            ],
+            staticSummary: `lane of ${request.automationName ?? `automation ${request.automationId}`} (concurrency ${request.limit})`,
+          }),
+        );
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async laneQueueFull(lane) {
+      try {
+        const description = await call(startTimeoutMs, () => client.workflow.getHandle(lane).describe());
+        return description.status.name === 'RUNNING' && description.memo?.[LANE_QUEUE_FULL_MEMO] === true;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw unavailable(err);
+      }
+    },
+
+    async recordedQueue(runId) {
+      return (await firstInput(runId, startTimeoutMs))?.flow?.queue;
+    },
+
+    async runOf(listenerId, eventId) {
+      const runId = runWorkflowId(listenerId, eventId);
+      return (await describedState(runId, startTimeoutMs)) === undefined ? undefined : runId;
+    },
+
+    // ------------------------------------------------------------ reading runs
+
+    get,
+
+    input: (runId) => firstInput(runId, callTimeoutMs),
+
+    state: (runId) => describedState(runId, callTimeoutMs),
+
+    async list(automationId, pageSize, pageToken) {
+      const page = await visibility(automationRunsQuery(automationId), pageSize, pageToken);
+      return { runs: page.executions.map(summaryFromVisibility), nextPageToken: page.nextPageToken };
+    },
+
+    async search(filter, pageSize, pageToken) {
+      const page = await visibility(runQuery(filter), pageSize, pageToken);
+      return { runs: page.executions.map(entryFromVisibility), nextPageToken: page.nextPageToken };
+    },
+
+    async lanes(automationId): Promise<LaneView[]> {
+      // Every running run of the automation, a page of the most visibility answers at a time.
+      const runs: RunningRun[] = [];
+      let token: Uint8Array | undefined;
+      do {
+        const page = await visibility(runningRunsQuery(automationId), SCAN_PAGE_SIZE, token);
+        runs.push(...page.executions.map(runningRunOf));
+        token = page.nextPageToken;
+      } while (token);
+      return lanesOf(runs);
+    },
+
+    // ------------------------------------------------------------ controlling runs
+
+    async decide(runId, decision) {
+      const handle = client.workflow.getHandle<AutomationWorkflow>(runId);
+      try {
+        await call(updateTimeoutMs, () => handle.executeUpdate(decideUpdate, { args: [decision] }));
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+          if (err.cause.type === UNKNOWN_STEP) throw new NotFoundError('step', decision.stepId);
+          if (err.cause.type === STEP_NOT_WAITING)
+            throw new FailedPreconditionError(
+              `step ${JSON.stringify(decision.stepId)} is not waiting for approval`,
+              'STEP_NOT_WAITING',
+            );
+        }
+        // A run that closed between the domain's check and the call is a closed run.
+        if (notRunning(err)) throw new FailedPreconditionError('the run is closed', 'RUN_CLOSED');
+        throw unavailable(err);
+      }
+    },
+
+    async cancel(runId, cancel = {}): Promise<CancelOutcome> {
+      try {
+        await call(callTimeoutMs, () =>
+          client.workflowService.requestCancelWorkflowExecution({
+            namespace,
+            workflowExecution: { workflowId: runId },
+            identity: client.options.identity,
+            requestId: cancel.requestId ?? randomUUID(),
+            ...(cancel.reason !== undefined ? { reason: cancel.reason } : {}),
+          }),
+        );
+      } catch (err) {
+        if (notRunning(err)) return { accepted: false };
+        throw unavailable(err);
+      }
+      if (cancel.waitMs === undefined) return { accepted: true };
+      const closed = await untilClosed(runId, cancel.waitMs);
+      return closed ? { accepted: true, closed } : { accepted: true };
+    },
+
+    async terminate(runId, reason) {
+      try {
+        await call(callTimeoutMs, () => client.workflow.getHandle(runId).terminate(reason));
+        return true;
+      } catch (err) {
+        if (notRunning(err)) return false;
+        throw unavailable(err);
+      }
+    },
+
+    async resume(runId, signal) {
+      try {
+        await call(callTimeoutMs, () => client.workflow.getHandle(runId).signal(breakerResumeSignal, signal));
+        return 'sent';
+      } catch (err) {
+        const code = grpcCode(err);
+        if (code === GRPC_FAILED_PRECONDITION) return 'closed';
+        if (err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND) return 'unknown';
+        throw unavailable(err);
+      }
+    },
+
+    // ------------------------------------------------------------ lanes of flow control
+
+    async closedRuns(runIds) {
+      const closed = new Set<string>();
+      await Promise.all(
+        runIds.map(async (runId) => {
+          if ((await describedState(runId, callTimeoutMs)) !== 'RUNNING') closed.add(runId);
+        }),
+      );
+      return runIds.filter((id) => closed.has(id));
+    },
+
+    // ------------------------------------------------------------ bulk actions
+
+    async count(match) {
+      try {
+        const response = await call(callTimeoutMs, () =>
+          client.workflowService.countWorkflowExecutions({ namespace, query: matchQuery(match) }),
+        );
+        return Number(response.count ?? 0);
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async matchIds(match, max) {
+      const query = matchQuery(match);
+      const wanted = new Set(match.statuses);
+      const ids: string[] = [];
+      let token: Uint8Array | undefined;
+      do {
+        const page = await visibility(query, SCAN_PAGE_SIZE, token);
+        for (const raw of page.executions) {
+          const { id, status } = summaryFromVisibility(raw);
+          if (wanted.size > 0 && !wanted.has(status)) continue;
+          if (id) ids.push(id);
+        }
+        token = page.nextPageToken;
+      } while (token && ids.length <= max);
+      return ids.slice(0, max + 1);
+    },
+
+    async payloads(runIds) {
+      const found = new Map<string, unknown>();
+      const queue = [...runIds];
+      const reader = async (): Promise<void> => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          const input = await firstInput(id, callTimeoutMs);
+          if (input) found.set(id, input.trigger);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(PAYLOAD_READS_AT_ONCE, queue.length) }, reader));
+      return found;
+    },
+
+    async startBulkAction(bulkActionId) {
+      try {
+        await call(callTimeoutMs, () =>
+          client.workflow.start<BulkActionWorkflow>(BULK_ACTION_WORKFLOW, {
+            taskQueue,
+            workflowId: bulkActionWorkflowId(bulkActionId),
+            args: [{ bulkActionId }],
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            staticSummary: `bulk action ${bulkActionId}`,
+          }),
+        );
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw unavailable(err);
+      }
+    },
+  };
+  return engine;
+}
+
+/** The workflow id of a bulk action's workflow. */
+export function bulkActionWorkflowId(bulkActionId: string): string {
+  return `bulk-action:${bulkActionId}`;
+}
+
+/**
+ * How every run is started: the id refused when it was used before (REJECT_DUPLICATE, kept for the
+ * namespace retention), the search attributes operators find it by, its memo and its summary.
+ */
+export function runStartOptions(taskQueue: string, run: RunStart): WorkflowStartOptions<AutomationWorkflow> {
+  const { input } = run;
+  return {
+    taskQueue,
+    workflowId: run.runId,
+    args: [input],
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    workflowIdConflictPolicy: 'FAIL',
+    typedSearchAttributes: [
+      { key: AutomationIdKey, value: input.automationId },
+      { key: ListenerIdKey, value: input.listenerId },
+      { key: WebhookEventIdKey, value: input.eventId },
+    ],
+    memo: {
+      automationName: run.automationName,
+      automationVersion: input.version,
+      ...(run.rerunOf ? { rerunOf: run.rerunOf } : {}),
+      ...(run.bulkActionId ? { bulkActionId: run.bulkActionId } : {}),
+      // A retry from the failed step: the run whose call keys it sends (for the executions view).
+      ...(run.callKeysOf ? { callKeysOf: run.callKeysOf } : {}),
+      // A run admitted through a lane: its key, which the lanes of the automation count by (visibility.ts).
+      ...(input.flow?.queue ? { [QUEUE_KEY_MEMO]: input.flow.queue.key } : {}),
+    },
+    staticSummary: `${run.automationName} (v${input.version}) — ${run.summary}`,
+  };
+}
+
+// ---------------------------------------------------------------- small helpers
+
+/** The memo's `callKeysOf` (a retry from the failed step: the original run), when well-formed. */
+function callKeyScope(value: unknown): CallKeyScope | undefined {
+  if (!isObject(value) || typeof value.workflowId !== 'string' || typeof value.runId !== 'string') return undefined;
+  return { workflowId: value.workflowId, runId: value.runId };
+}
+
+/** The steps, each step that ran (or runs) a request carrying the call's key (`sendsCallKey`) with that key. */
+function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): RunStep[] {
+  const sends = (kind: string): boolean =>
+    kind in STEP_REGISTRY && (STEP_REGISTRY[kind as StepKind] as { sendsCallKey?: boolean }).sendsCallKey === true;
+  return steps.map((step) =>
+    sends(step.kind) && step.status !== 'PENDING' && step.status !== 'SKIPPED'
+      ? { ...step, idempotencyKey: callKey(keysOf, step.id) }
+      : step,
+  );
+}
+
+/** The state (as the API names it) a close event leaves a run in. */
+function closeState(event: temporal.api.history.v1.IHistoryEvent): RunState {
+  if (event.workflowExecutionCompletedEventAttributes) return 'COMPLETED';
+  if (event.workflowExecutionFailedEventAttributes || event.workflowExecutionTimedOutEventAttributes) return 'FAILED';
+  if (event.workflowExecutionCanceledEventAttributes) return 'CANCELED';
+  if (event.workflowExecutionTerminatedEventAttributes) return 'TERMINATED';
+  return 'COMPLETED'; // continued as new: this run has ended
+}
+
+function eventMs(event: temporal.api.history.v1.IHistoryEvent): number {
+  return Number(String(event.eventTime?.seconds ?? 0)) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+}
+
+function grpcCode(err: unknown): number | undefined {
+  if (isGrpcServiceError(err)) return err.code;
+  if (err instanceof ServiceError && isGrpcServiceError(err.cause)) return err.cause.code;
+  const cause = (err as { cause?: unknown })?.cause;
+  if (isGrpcServiceError(cause)) return cause.code;
+  return undefined;
+}
+
+/** Unknown run: not found, or an id Temporal refuses outright. */
+function isNotFound(err: unknown): boolean {
+  if (err instanceof WorkflowNotFoundError) return true;
+  const code = grpcCode(err);
+  return code === GRPC_NOT_FOUND || code === GRPC_INVALID_ARGUMENT;
+}
+
+/** Refused because the run is not running: unknown, or closed. */
+function notRunning(err: unknown): boolean {
+  const code = grpcCode(err);
+  return err instanceof WorkflowNotFoundError || code === GRPC_NOT_FOUND || code === GRPC_FAILED_PRECONDITION;
+}
+
+function unavailable(err: unknown): WorkflowEngineUnavailableError {
+  if (err instanceof WorkflowEngineUnavailableError) return err;
+  return new WorkflowEngineUnavailableError(
+    `workflow engine unavailable: ${(err as Error)?.message ?? 'unknown error'}`,
+  );
+}

@@ -1,0 +1,40 @@
+/**
+ * A run engine for tests that run without Temporal: every call answers as an unreachable engine
+ * does (WorkflowEngineUnavailableError: the API's 503). A test that needs one call to answer
+ * otherwise spreads this and replaces that call.
+ */
+import type { RunEngine } from '../../src/domain/engine';
+import { WorkflowEngineUnavailableError } from '../../src/errors';
+
+const unavailable = async (): Promise<never> => {
+  throw new WorkflowEngineUnavailableError('no workflow engine in this test');
+};
+
+export function unavailableEngine(): RunEngine {
+  return {
+    ping: unavailable,
+    start: unavailable,
+    requestLanePermit: unavailable,
+    laneQueueFull: unavailable,
+    recordedQueue: unavailable,
+    runOf: unavailable,
+    get: unavailable,
+    input: unavailable,
+    state: unavailable,
+    list: unavailable,
+    search: unavailable,
+    lanes: unavailable,
+    decide: unavailable,
+    cancel: unavailable,
+    terminate: unavailable,
+    resume: unavailable,
+    closedRuns: unavailable,
+    count: unavailable,
+    matchIds: unavailable,
+    payloads: unavailable,
+    startBulkAction: unavailable,
+  };
+}
+
+/** Used where a test runs without Temporal. */
+export const NO_TEMPORAL: RunEngine = unavailableEngine();
