@@ -34,6 +34,8 @@
  * `--cpu-prof=<dir>` writes a CPU profile of this process (API + workers) per measured round (API and baseline) of
  * the ingress and reject sections (<section>-round<N>.cpuprofile), and of bulk's cancel and its plain ingress before.
  * Prints a table and writes bench-results.json. Never part of `npm test`. Progress goes to stderr.
+ * Each section is one entry of SECTIONS below: the steps it runs (and when), the figures they write,
+ * its rows of the printed table.
  */
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
@@ -48,11 +50,9 @@ import { runConsoleBench, type ConsoleResult } from './console';
 import { LoadGenerator } from './load';
 import { runPaginationBench, type PaginationResult } from './pagination';
 import { runFlowBench, type FlowResult } from './flow';
-import type { SecretBox } from '../src/crypto/secret-box';
 import { installRuntime, startStack, type Stack } from './stack';
 import { runBreakerBench, type BreakerResult } from './breaker';
 import { runBulkBench, type BulkResult } from './bulk';
-import type { Db } from '../src/store/db';
 import { closeHttpAgent, peakRssOfPid, round, runToExit, startCpuProfile, startRssSampler } from './util';
 import type { PeakAnswer, PeakJob } from './peak-child';
 import {
@@ -63,20 +63,6 @@ import {
   type RejectResult,
   type Timing,
 } from './webhooks';
-
-const SECTIONS = [
-  'cel',
-  'ingress',
-  'reject',
-  'e2e',
-  'pagination',
-  'memory',
-  'flow',
-  'breaker',
-  'bulk',
-  'console',
-] as const;
-type Section = (typeof SECTIONS)[number];
 
 interface Profile {
   cel: { roundMs: number; rounds: number };
@@ -319,32 +305,24 @@ function peakInChild(job: PeakJob): Promise<PeakAnswer> {
   });
 }
 
-function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; cpuProfDir: string | undefined } {
-  let quick = false;
-  let cpuProfDir: string | undefined;
-  let only = new Set<Section>(SECTIONS);
-  for (const arg of argv) {
-    if (arg === '--quick') quick = true;
-    else if (arg.startsWith('--cpu-prof=')) cpuProfDir = path.resolve(arg.slice('--cpu-prof='.length));
-    else if (arg.startsWith('--only=')) {
-      const names = arg.slice('--only='.length).split(',').filter(Boolean);
-      for (const name of names) {
-        if (!(SECTIONS as readonly string[]).includes(name))
-          throw new Error(`unknown section "${name}": use ${SECTIONS.join(', ')}`);
-      }
-      only = new Set(names as Section[]);
-    } else
-      throw new Error(`unknown argument "${arg}": use --quick, --cpu-prof=<dir> and/or --only=${SECTIONS.join(',')}`);
-  }
-  return { quick, only, cpuProfDir };
+interface Args {
+  quick: boolean;
+  /** The names of the sections to run (--only=; every section without it). */
+  only: Set<string>;
+  cpuProfDir: string | undefined;
 }
 
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  const profile = args.quick ? QUICK : FULL;
-  const began = performance.now();
-  const notes: string[] = [];
-  const results: Results = {
+/** The shared stack as a section on it gets it: the stack, the load generator, the automation made on it. */
+interface OnStack {
+  stack: Stack;
+  load: LoadGenerator;
+  automation: BenchAutomation;
+}
+
+/** What every section's steps read and write: the run's options, the figures, the notes and the stack of the moment. */
+class Bench {
+  readonly notes: string[] = [];
+  readonly results: Results = {
     ingress: null,
     reject: null,
     e2e: null,
@@ -353,74 +331,120 @@ async function main(): Promise<void> {
     memory: null,
     search: null,
   };
-  const detail: Detail = {};
-
-  let stack: Stack | undefined;
-  let load: LoadGenerator | undefined;
+  readonly detail: Detail = {};
+  stack: Stack | undefined;
+  load: LoadGenerator | undefined;
+  /** The automation made on the shared stack of the moment (bench/automation.ts). */
+  automation: BenchAutomation | undefined;
   /** The bulk section's dev server database (bench/bulk.ts), removed with the stack. */
-  let temporalDataDir: string | undefined;
-  const cleanUp = async (): Promise<void> => {
-    await load?.close().catch(() => undefined);
-    load = undefined;
-    await stack?.stop().catch(() => undefined);
-    stack = undefined;
-    if (temporalDataDir) fs.rmSync(temporalDataDir, { recursive: true, force: true });
-    temporalDataDir = undefined;
-  };
-  let interrupted = false;
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => {
-      if (interrupted) return;
-      interrupted = true;
-      log(`${signal}: stopping`);
-      void cleanUp().finally(() => process.exit(130));
-    });
+  temporalDataDir: string | undefined;
+  /** The section the shared stack of the moment was started for (sharedStack). */
+  private stackHolder: string | undefined;
+
+  constructor(
+    readonly args: Args,
+    readonly profile: Profile,
+  ) {}
+
+  async cleanUp(): Promise<void> {
+    await this.load?.close().catch(() => undefined);
+    this.load = undefined;
+    await this.stack?.stop().catch(() => undefined);
+    this.stack = undefined;
+    if (this.temporalDataDir) fs.rmSync(this.temporalDataDir, { recursive: true, force: true });
+    this.temporalDataDir = undefined;
   }
 
-  log(`${args.quick ? 'quick' : 'full'} run: ${[...args.only].join(', ')}`);
-  // glibc reads it at the process's start: `npm run bench` sets it as `npm start` does for the
-  // service, so that the peak of this process describes the service a user runs.
-  if (process.env.MALLOC_ARENA_MAX !== '2') {
-    notes.push(
-      'memory: this process ran without MALLOC_ARENA_MAX=2 (npm start sets it; npm run bench does): apiWorkerPeakRssMb counts more malloc arenas than the service has',
-    );
-  }
-  try {
-    await measure();
-  } finally {
-    await cleanUp();
-    closeHttpAgent();
+  /** The stack the sections with an `onSharedStack` step share, with its load generator and automation. */
+  async startSharedStack(): Promise<void> {
+    // The store as `npm start` has it (files in a data directory): the API + workers figures measure the product.
+    this.stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
+    this.load = await LoadGenerator.start();
+    this.automation = await createBenchAutomation(this.stack.e2eApi.url, this.stack.adminToken);
+    this.detail.automation = this.automation;
+    if (this.automation.fallback)
+      this.notes.push(`e2e/ingress automation fell back to three setVariables steps: ${this.automation.fallback}`);
   }
 
-  const file = path.resolve(__dirname, '..', 'bench-results.json');
-  fs.writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  printTable(results, detail, profile, args.quick);
-  for (const note of notes) console.log(`note: ${note}`);
-  console.log(
-    `\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`,
-  );
+  /**
+   * The shared stack for the section named `holder` (a section that measures on another's stack names that
+   * one). A full run starts each holder on a stack of its own: its runs stay in the dev server (runs on the
+   * unpolled queue wait for ever), and a section must not measure a server that holds the tens of thousands
+   * of runs the sections before it left. A quick run leaves few: every holder has the first stack.
+   */
+  async sharedStack(holder: string): Promise<OnStack> {
+    if (holder !== this.stackHolder) {
+      const first = this.stackHolder === undefined;
+      this.stackHolder = holder;
+      if (!this.args.quick && !first) {
+        log(`a fresh stack for the ${holder} section`);
+        await this.stack!.stop();
+        this.stack = undefined;
+        this.stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
+        this.automation = await createBenchAutomation(this.stack.e2eApi.url, this.stack.adminToken);
+      }
+    }
+    return { stack: this.stack!, load: this.load!, automation: this.automation! };
+  }
 
   /** Runs a measured round of a section (API, or its baseline) under the CPU profiler when --cpu-prof was given. */
-  function profiled(section: Section): AroundApi {
+  profiled(section: string): AroundApi {
+    const dir = this.args.cpuProfDir;
     return async (round, fn, side = 'API') => {
-      if (!args.cpuProfDir) return fn();
+      if (!dir) return fn();
       const profiler = await startCpuProfile();
       try {
         return await fn();
       } finally {
-        const file = path.join(
-          args.cpuProfDir,
-          `${section}${side === 'API' ? '' : `-${side}`}-round${round}.cpuprofile`,
-        );
+        const file = path.join(dir, `${section}${side === 'API' ? '' : `-${side}`}-round${round}.cpuprofile`);
         await profiler.stop(file);
         log(`CPU profile of ${section}, ${side} round ${round}: ${file}`);
       }
     };
   }
+}
 
-  async function measure(): Promise<void> {
-    if (args.only.has('memory')) {
-      // In turns: `npm start`, then its floor, each alone on the machine.
+/** A step of a section: measures, and writes its figures into `bench.results` (the JSON) and `bench.detail` (the table). */
+type Step = (bench: Bench) => Promise<void> | void;
+
+/**
+ * One section of the bench (`--only=<name>`). Its steps run at the moments their names say, in this
+ * order: `alone` (before any stack), `onSharedStack`, `afterSharedStack` (every section on the shared
+ * stack done), `onOwnStack`, `afterStacks` (every stack stopped); at each moment the sections run in
+ * the order of SECTIONS. A section has the steps it needs, one at least.
+ */
+interface BenchSection {
+  name: string;
+  alone?: Step;
+  /** On the stack the sections share (bench.sharedStack: a fresh one per section in a full run). */
+  onSharedStack?: Step;
+  afterSharedStack?: Step;
+  /** On a stack the step starts for itself (bench.stack, stopped with bench.cleanUp). */
+  onOwnStack?: Step;
+  afterStacks?: Step;
+  /** The part of the printed table its rows go in (TABLE_PARTS). */
+  table: TablePart;
+  /** Its rows of the printed table, from what is in bench.results and bench.detail (nothing when it did not run). */
+  rows(bench: Bench, table: Table): void;
+}
+
+/** The printed table's parts, in order: it reads by what is measured, while the sections run in the order they need. */
+const TABLE_PARTS = ['webhooks', 'console', 'automations', 'store', 'cel', 'memory'] as const;
+type TablePart = (typeof TABLE_PARTS)[number];
+
+/**
+ * The bench's sections: a new one is one entry here (and its figures' keys in Results). The order
+ * matters only among the steps of one moment: console is listed before e2e, whose step on a fresh
+ * `npm start` runs after the console's, and pagination's after both.
+ */
+const SECTIONS: readonly BenchSection[] = [
+  {
+    // In turns: `npm start`, then its floor, each alone on the machine. The peak under the ingress
+    // load is the ingress section's (it needs that load); its row is printed here.
+    name: 'memory',
+    table: 'memory',
+    async alone(bench) {
+      const { profile, results, detail } = bench;
       detail.idle = await runMemoryBench(profile.memory, log);
       detail.idleFloor = await runMemoryFloorBench(profile.memory, log);
       const idle = detail.idle;
@@ -435,8 +459,58 @@ async function main(): Promise<void> {
         idleRatioToFloor: round(idle.idleRssMb / floor.idleRssMb, 3),
         idleRssOverFloorMb: round(idle.idleRssMb - floor.idleRssMb, 1),
       };
-    }
-    if (args.only.has('cel')) {
+    },
+    rows({ results, detail }, table) {
+      if (results.memory?.apiWorkerPeakRssMb != null) {
+        const peak = results.memory.apiWorkerPeakRssMb;
+        table.row(
+          'peak RSS MB: API + workers (the API alone under ingress load, own process) / Temporal',
+          `${peak.toFixed(0)} / ${results.memory.temporalPeakRssMb?.toFixed(0) ?? '?'}`,
+          results.memory.floorPeakRssMb != null
+            ? `${results.memory.floorPeakRssMb.toFixed(0)} its floor (bare HTTP + the same start, alone, own process); ${results.memory.sectionPeakRssMb?.toFixed(0) ?? '?'} over the ingress section`
+            : '',
+          results.memory.floorPeakRssMb != null ? (peak / results.memory.floorPeakRssMb).toFixed(3) : '',
+          '≤600',
+          peak <= 600
+            ? 'ok'
+            : results.memory.floorPeakRssMb != null
+              ? `MISSED (floor ${results.memory.floorPeakRssMb.toFixed(0)} MB)`
+              : 'MISSED',
+        );
+      }
+      if (detail.idle) {
+        const d = detail.idle;
+        const f = detail.idleFloor;
+        const parts = (of: MemoryResult, pick: (p: MemoryResult['processes'][number]) => number | undefined): string =>
+          of.processes.map((p) => `${p.command} ${pick(p)?.toFixed(0) ?? '?'}`).join(' + ');
+        table.row(
+          'idle npm start, RSS MB of its process group (as ps shows)',
+          d.idleRssMb.toFixed(0),
+          parts(d, (p) => p.rssMb),
+          f ? (d.idleRssMb / f.idleRssMb).toFixed(3) : '',
+          `≤${IDLE_RSS_GOAL_MB}`,
+          d.idleRssMb <= IDLE_RSS_GOAL_MB ? 'ok' : f ? `MISSED (floor ${f.idleRssMb.toFixed(0)} MB)` : 'MISSED',
+        );
+        table.row(
+          '  the same as PSS (shared pages counted once)',
+          d.idlePssMb?.toFixed(0) ?? '?',
+          parts(d, (p) => p.pssMb),
+        );
+        if (f) {
+          table.row(
+            '  its floor (memory.floorIdleRssMb): npm run bench:memory-floor, RSS / PSS MB',
+            `${f.idleRssMb.toFixed(0)} / ${f.idlePssMb?.toFixed(0) ?? '?'}`,
+            parts(f, (p) => p.rssMb),
+          );
+          table.row('  above the floor (memory.idleRssOverFloorMb), RSS MB', (d.idleRssMb - f.idleRssMb).toFixed(0));
+        }
+      }
+    },
+  },
+  {
+    name: 'cel',
+    table: 'cel',
+    alone({ profile, results, detail }) {
       log('CEL evaluations');
       const cel = runCelBench(profile.cel);
       detail.cel = cel;
@@ -445,208 +519,24 @@ async function main(): Promise<void> {
         rawPerSec: round(cel.rawPerSec, 0),
         ratioToRaw: round(cel.ratioToRaw, 3),
       };
-    }
-
-    const sharedSections = (['ingress', 'reject', 'e2e', 'flow', 'breaker'] as const).some((section) =>
-      args.only.has(section),
-    );
-    if (sharedSections || args.only.has('bulk')) installRuntime();
-    if (sharedSections) {
-      // The store as `npm start` has it (files in a data directory): the API + workers figures measure the product.
-      stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
-      load = await LoadGenerator.start();
-      let automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
-      detail.automation = automation;
-      if (automation.fallback)
-        notes.push(`e2e/ingress automation fell back to three setVariables steps: ${automation.fallback}`);
-      // A full run starts each of these sections on a stack of its own: its runs stay in the dev
-      // server (runs on the unpolled queue wait for ever), and a section must not measure a server
-      // that holds the tens of thousands of runs the sections before it left. A quick run leaves few.
-      let sectionsOnStack = 0;
-      const ownStack = async (section: Section): Promise<Stack> => {
-        if (args.quick || sectionsOnStack++ === 0) return stack!;
-        log(`a fresh stack for the ${section} section`);
-        await stack!.stop();
-        stack = undefined;
-        stack = await startStack({ log, databaseUrl: undefined, embeddedStore: 'dataDir' });
-        automation = await createBenchAutomation(stack.e2eApi.url, stack.adminToken);
-        return stack;
-      };
-
-      if (args.only.has('flow')) {
-        stack = await ownStack('flow');
-        results.flow = await runFlowBench(stack, { seconds: args.quick ? 4 : 10, chain: args.quick ? 15 : 40 }, log);
-        notes.push(
-          `flow: limit-1 ingress ${results.flow.limitedPerSec.toFixed(0)}/s ÷ plain ${results.flow.plainPerSec.toFixed(0)}/s = ${results.flow.ingressRatio.toFixed(2)} (goal ≥ 0.8); hand-off p50 ${results.flow.handoffP50Ms.toFixed(1)} ms ÷ start p50 ${results.flow.startP50Ms.toFixed(1)} ms = ${results.flow.handoffRatio.toFixed(2)} (goal ≤ 2)`,
-        );
-      }
-      if (args.only.has('ingress') || args.only.has('reject')) stack = await ownStack('ingress');
-      if (args.only.has('ingress')) {
-        const sampler = startRssSampler();
-        const ingress = await runIngressBench(stack, load, automation, profile.ingress, log, profiled('ingress'));
-        const sectionPeakRssMb = sampler.stop();
-        const temporalPeak = stack.temporalPid !== undefined ? peakRssOfPid(stack.temporalPid) : undefined;
-        if (temporalPeak === undefined)
-          notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
-        detail.ingress = ingress;
-        results.ingress = {
-          acceptedPerSec: round(ingress.acceptedPerSec, 1),
-          p50Ms: round(ingress.p50Ms),
-          p99Ms: round(ingress.p99Ms),
-          bareStartPerSec: round(ingress.bareStartPerSec, 1),
-          ratioToBareStart: round(ingress.ratioToBareStart, 3),
-          httpStartPerSec: round(ingress.httpStartPerSec, 1),
-          ratioToHttpStart: round(ingress.ratioToHttpStart, 3),
-        };
-        results.memory = {
-          idleRssMb: null,
-          idlePssMb: null,
-          floorIdleRssMb: null,
-          floorIdlePssMb: null,
-          idleRatioToFloor: null,
-          idleRssOverFloorMb: null,
-          ...results.memory,
-          // The API's own peak, on a fresh stack once the shared sections are done (below).
-          apiWorkerPeakRssMb: null,
-          sectionPeakRssMb: round(sectionPeakRssMb, 1),
-          temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1),
-        };
-        if (Object.keys(ingress.otherStatuses).length > 0)
-          notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
-      }
-      if (args.only.has('reject')) {
-        const reject = await runRejectBench(stack, load, automation, profile.reject, log, profiled('reject'));
-        detail.reject = reject;
-        results.reject = {
-          perSec: round(reject.perSec, 1),
-          bareKoaPerSec: round(reject.bareKoaPerSec, 1),
-          ratioToBareKoa: round(reject.ratioToBareKoa, 3),
-          hmacFloorPerSec: round(reject.hmacFloorPerSec, 1),
-          ratioToHmacFloor: round(reject.ratioToHmacFloor, 3),
-          roundRatiosToHmacFloor: reject.roundRatiosToHmacFloor.map((ratio) => round(ratio, 3)),
-          cpuRatioToHmacFloor: round(reject.hmacFloorCpuUsPerRequest / reject.cpuUsPerRequest, 3),
-        };
-        if (Object.keys(reject.otherStatuses).length > 0)
-          notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);
-      }
-      if (args.only.has('e2e')) {
-        stack = await ownStack('e2e');
-        const e2e = await runE2eBench(stack, automation, profile.e2e, log);
-        detail.e2e = e2e;
-        results.e2e = {
-          p50Ms: round(e2e.p50Ms),
-          bareP50Ms: round(e2e.bareP50Ms),
-          ratioToBare: round(e2e.ratioToBare, 3),
-          npmStartP50Ms: null,
-          emptyWorkflowP50Ms: round(e2e.emptyP50Ms),
-          ratioToEmptyWorkflow: round(e2e.ratioToEmptyWorkflow, 3),
-          shapeFloorRatioToEmptyWorkflow: round(e2e.shapeP50Ms / e2e.emptyP50Ms, 3),
-          shapeFloorP50Ms: round(e2e.shapeP50Ms),
-          ratioToShapeFloor: round(e2e.ratioToShapeFloor, 3),
-          shapeFloorWithStoreP50Ms: Number.isNaN(e2e.shapeWithStoreP50Ms) ? null : round(e2e.shapeWithStoreP50Ms),
-          ratioToShapeFloorWithStore: Number.isNaN(e2e.shapeWithStoreP50Ms)
-            ? null
-            : round(e2e.ratioToShapeFloorWithStore, 3),
-          productShapeFloorP50Ms: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.productShapeP50Ms),
-          ratioToProductShapeFloor: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.ratioToProductShapeFloor, 3),
-          productShapeFloorRatioToShapeFloor: Number.isNaN(e2e.productShapeP50Ms)
-            ? null
-            : round(e2e.productShapeP50Ms / e2e.shapeP50Ms, 3),
-          cpuMsPerRun: Object.fromEntries(
-            Object.entries(e2e.cpuMsPerRun).map(([kind, c]) => [
-              kind,
-              { process: round(c.process), mainThread: round(c.mainThread), temporal: round(c.temporal) },
-            ]),
-          ),
-        };
-        if (profile.e2eDiagnosticRuns > 0 && !automation.fallback) {
-          log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
-          const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
-          detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
-          detail.e2eFloor = await runFloorBench(
-            stack,
-            automation.body,
-            { warmup: 3, runs: profile.e2eDiagnosticRuns },
-            log,
-          );
-        }
-      }
-      if (args.only.has('breaker')) {
-        stack = await ownStack('breaker');
-        const breaker = await runBreakerBench(stack, profile.breaker, log);
-        detail.breaker = breaker;
-        results.breaker = {
-          ingressRatio: round(breaker.ingressRatio, 3),
-          breakerPerSec: round(breaker.breakerPerSec, 1),
-          plainPerSec: round(breaker.plainPerSec, 1),
-        };
-      }
-      if (args.only.has('ingress')) {
-        // The peak of API + workers under the ingress load against its floor's, each in a process
-        // of its own with a fresh stack, alone: the API, or the product-shaped floor
-        // (bench/peak-child.ts), in turns, `peakSamples` of each; each figure is its side's
-        // highest (a peak). This process's stack is stopped first: the machine holds only the
-        // measured one.
-        await stack.stop();
-        stack = undefined;
-        const peaks: Record<'api' | 'floor', PeakAnswer[]> = { api: [], floor: [] };
-        for (let sample = 0; sample < profile.peakSamples; sample++) {
-          for (const side of sample % 2 === 0 ? (['api', 'floor'] as const) : (['floor', 'api'] as const)) {
-            log(
-              `memory: a process of its own for the peak of ${side === 'api' ? 'the API' : 'its floor'} alone under the ingress load`,
-            );
-            const peak = await peakInChild({ side, timing: profile.ingress });
-            peaks[side].push(peak);
-            log(`memory: peak RSS ${peak.peakRssMb.toFixed(0)} MB at ${peak.perSec.toFixed(0)}/s`);
-          }
-        }
-        const highest = (side: 'api' | 'floor'): number => Math.max(...peaks[side].map((peak) => peak.peakRssMb));
-        results.memory = {
-          ...results.memory!,
-          apiWorkerPeakRssMb: round(highest('api'), 1),
-          floorPeakRssMb: round(highest('floor'), 1),
-          peakOverFloorMb: round(highest('api') - highest('floor'), 1),
-          peakSamplesMb: {
-            api: peaks.api.map((peak) => round(peak.peakRssMb, 1)),
-            floor: peaks.floor.map((peak) => round(peak.peakRssMb, 1)),
-          },
-        };
-      }
-    }
-    if (args.only.has('bulk')) {
-      // On a stack of its own in either mode, whose dev server keeps its database in a file as
-      // `npm start` does: the section leaves its parked runs and every run its ingress windows
-      // started, tens of thousands in a full run (bench/bulk.ts), more than an in-memory
-      // database holds.
-      log('a stack of its own for the bulk section (the dev server on a SQLite file)');
-      await cleanUp();
-      temporalDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-'));
-      stack = await startStack({
-        log,
-        databaseUrl: undefined,
-        embeddedStore: 'dataDir',
-        temporalDataDir,
-        baselineWorker: false,
-      });
-      // BENCH_BULK_RUNS: fewer (or more) parked runs than the profile's, for a shorter look at a cancel's cost.
-      const runs = Number(process.env.BENCH_BULK_RUNS ?? profile.bulk.runs);
-      const bulk = await runBulkBench(stack, { ...profile.bulk, runs }, log, profiled('bulk'));
-      detail.bulk = bulk;
-      results.bulk = {
-        ingressRatioDuringCancel: round(bulk.ingressRatioDuringCancel, 3),
-        duringCancelPerSec: round(bulk.duringCancelPerSec, 1),
-        duringCancelWindows: bulk.duringCancelWindows,
-        plainPerSec: round(bulk.plainPerSec, 1),
-        runs: bulk.runs,
-        cancelSeconds: round(bulk.cancelSeconds, 1),
-        cancelRunsPerSec: round(bulk.cancelRunsPerSec, 1),
-      };
-    }
-    if (stack) {
-      log('stopping Temporal, the workers, the API and their store');
-      await cleanUp();
-    }
-    if (args.only.has('console')) {
+    },
+    rows({ results, detail }, table) {
+      if (!results.cel) return;
+      const d = detail.cel!;
+      table.add(
+        'CEL evaluations/s (src/cel)',
+        d.perSec.toFixed(0),
+        `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`,
+        d.ratioToRaw,
+        '≥0.8',
+      );
+    },
+  },
+  {
+    // On a fresh `npm start` once the stacks are stopped.
+    name: 'console',
+    table: 'console',
+    async afterStacks({ args, results, detail, notes }) {
       const figures = await runConsoleBench({ loads: 5, lighthouseRuns: args.quick ? 1 : 3 }, log);
       detail.console = figures;
       results.console = {
@@ -657,28 +547,499 @@ async function main(): Promise<void> {
         lighthouseAccessibility: figures.lighthouse?.accessibility ?? null,
       };
       notes.push(...figures.notes);
-    }
-    if (args.only.has('e2e') && results.e2e) {
+    },
+    rows({ results }, table) {
+      if (!results.console) return;
+      const c = results.console;
+      const absolute = (
+        figure: string,
+        value: number | null,
+        unit: string,
+        goal: string,
+        ok: (v: number) => boolean,
+      ): void => {
+        table.row(
+          figure,
+          value === null ? 'n/a' : `${value}${unit}`,
+          '',
+          '',
+          goal,
+          value === null ? '' : ok(value) ? 'ok' : 'MISSED',
+        );
+      };
+      absolute('console runs list drawn, median of 5 cold loads', c.runsListMs, ' ms', '≤1000 ms', (v) => v <= 1000);
+      absolute('  console first page JavaScript, gzipped', c.firstPageJsGzKb, ' KB', '≤250 KB', (v) => v <= 250);
+      absolute('  console idle RSS added', c.idleRssCostMb, ' MB', '≤10 MB', (v) => v <= 10);
+      absolute('  Lighthouse desktop performance, runs page', c.lighthousePerformance, '', '≥95', (v) => v >= 95);
+      absolute('  Lighthouse desktop accessibility, runs page', c.lighthouseAccessibility, '', '≥95', (v) => v >= 95);
+    },
+  },
+  {
+    name: 'flow',
+    table: 'automations',
+    async onSharedStack(bench) {
+      const { args, results, notes } = bench;
+      const { stack } = await bench.sharedStack('flow');
+      results.flow = await runFlowBench(stack, { seconds: args.quick ? 4 : 10, chain: args.quick ? 15 : 40 }, log);
+      notes.push(
+        `flow: limit-1 ingress ${results.flow.limitedPerSec.toFixed(0)}/s ÷ plain ${results.flow.plainPerSec.toFixed(0)}/s = ${results.flow.ingressRatio.toFixed(2)} (goal ≥ 0.8); hand-off p50 ${results.flow.handoffP50Ms.toFixed(1)} ms ÷ start p50 ${results.flow.startP50Ms.toFixed(1)} ms = ${results.flow.handoffRatio.toFixed(2)} (goal ≤ 2)`,
+      );
+    },
+    rows({ results }, table) {
+      if (!results.flow) return;
+      const f = results.flow;
+      table.add(
+        'limit-1 ingress accepted/s (flow.ingressRatio)',
+        f.limitedPerSec.toFixed(0),
+        `${f.plainPerSec.toFixed(0)} plain/s`,
+        f.ingressRatio,
+        '≥0.80',
+      );
+      table.add(
+        '  its floor: bare start + lane signal-with-start /s',
+        f.floor.startAndAskPerSec.toFixed(0),
+        `${f.floor.startPerSec.toFixed(0)} bare start/s`,
+        f.floorIngressRatio,
+        '',
+      );
+      table.add(
+        '  the same with a describe of the lane first /s',
+        f.floor.describeStartAndAskPerSec.toFixed(0),
+        `${f.floor.startPerSec.toFixed(0)} bare start/s`,
+        f.floor.describeStartAndAskPerSec / f.floor.startPerSec,
+        '',
+      );
+      table.add(
+        '  bare start + a signal to a running lane /s',
+        f.floor.startAndSignalPerSec.toFixed(0),
+        `${f.floor.startPerSec.toFixed(0)} bare start/s`,
+        f.floor.startAndSignalPerSec / f.floor.startPerSec,
+        '',
+      );
+      table.add(
+        '  flow.ingressRatio ÷ its floor',
+        f.ingressRatio.toFixed(3),
+        f.floorIngressRatio.toFixed(3),
+        f.ingressRatioToFloor,
+        '',
+      );
+      table.add(
+        '  lane hand-off p50 ms',
+        f.handoffP50Ms.toFixed(1),
+        `${f.startP50Ms.toFixed(1)} start`,
+        f.handoffRatio,
+        '≤2.0',
+      );
+    },
+  },
+  {
+    name: 'ingress',
+    table: 'webhooks',
+    async onSharedStack(bench) {
+      const { profile, results, detail, notes } = bench;
+      const { stack, load, automation } = await bench.sharedStack('ingress');
+      const sampler = startRssSampler();
+      const ingress = await runIngressBench(stack, load, automation, profile.ingress, log, bench.profiled('ingress'));
+      const sectionPeakRssMb = sampler.stop();
+      const temporalPeak = stack.temporalPid !== undefined ? peakRssOfPid(stack.temporalPid) : undefined;
+      if (temporalPeak === undefined)
+        notes.push('memory: the Temporal server process was not found in /proc; temporalPeakRssMb is null');
+      detail.ingress = ingress;
+      results.ingress = {
+        acceptedPerSec: round(ingress.acceptedPerSec, 1),
+        p50Ms: round(ingress.p50Ms),
+        p99Ms: round(ingress.p99Ms),
+        bareStartPerSec: round(ingress.bareStartPerSec, 1),
+        ratioToBareStart: round(ingress.ratioToBareStart, 3),
+        httpStartPerSec: round(ingress.httpStartPerSec, 1),
+        ratioToHttpStart: round(ingress.ratioToHttpStart, 3),
+      };
+      results.memory = {
+        idleRssMb: null,
+        idlePssMb: null,
+        floorIdleRssMb: null,
+        floorIdlePssMb: null,
+        idleRatioToFloor: null,
+        idleRssOverFloorMb: null,
+        ...results.memory,
+        // The API's own peak, on a fresh stack once the shared sections are done (afterSharedStack).
+        apiWorkerPeakRssMb: null,
+        sectionPeakRssMb: round(sectionPeakRssMb, 1),
+        temporalPeakRssMb: temporalPeak === undefined ? null : round(temporalPeak, 1),
+      };
+      if (Object.keys(ingress.otherStatuses).length > 0)
+        notes.push(`ingress: other outcomes ${JSON.stringify(ingress.otherStatuses)}`);
+    },
+    async afterSharedStack(bench) {
+      // The peak of API + workers under the ingress load against its floor's, each in a process
+      // of its own with a fresh stack, alone: the API, or the product-shaped floor
+      // (bench/peak-child.ts), in turns, `peakSamples` of each; each figure is its side's
+      // highest (a peak). This process's stack is stopped first: the machine holds only the
+      // measured one.
+      const { profile, results } = bench;
+      await bench.stack!.stop();
+      bench.stack = undefined;
+      const peaks: Record<'api' | 'floor', PeakAnswer[]> = { api: [], floor: [] };
+      for (let sample = 0; sample < profile.peakSamples; sample++) {
+        for (const side of sample % 2 === 0 ? (['api', 'floor'] as const) : (['floor', 'api'] as const)) {
+          log(
+            `memory: a process of its own for the peak of ${side === 'api' ? 'the API' : 'its floor'} alone under the ingress load`,
+          );
+          const peak = await peakInChild({ side, timing: profile.ingress });
+          peaks[side].push(peak);
+          log(`memory: peak RSS ${peak.peakRssMb.toFixed(0)} MB at ${peak.perSec.toFixed(0)}/s`);
+        }
+      }
+      const highest = (side: 'api' | 'floor'): number => Math.max(...peaks[side].map((peak) => peak.peakRssMb));
+      results.memory = {
+        ...results.memory!,
+        apiWorkerPeakRssMb: round(highest('api'), 1),
+        floorPeakRssMb: round(highest('floor'), 1),
+        peakOverFloorMb: round(highest('api') - highest('floor'), 1),
+        peakSamplesMb: {
+          api: peaks.api.map((peak) => round(peak.peakRssMb, 1)),
+          floor: peaks.floor.map((peak) => round(peak.peakRssMb, 1)),
+        },
+      };
+    },
+    rows({ results, detail, profile }, table) {
+      if (!results.ingress) return;
+      const d = detail.ingress!;
+      const ratio = d.ratioToBareStart;
+      // Missed: the product-shaped floor's own ratio to the bare start says how much of the gap any receiver of this shape pays.
+      table.row(
+        `ingress accepted/s (c=${profile.ingress.concurrency}, ingress.ratioToBareStart)`,
+        results.ingress.acceptedPerSec.toFixed(0),
+        `${d.bareStartPerSec.toFixed(0)} bare start/s`,
+        ratio.toFixed(3),
+        '≥0.90',
+        verdict(ratio, '≥0.90') === 'ok' ? 'ok' : `MISSED (floor ${d.httpStartRatioToBareStart.toFixed(3)})`,
+      );
+      table.add(
+        '  the same vs bare HTTP + the same start (ingress.ratioToHttpStart)',
+        results.ingress.acceptedPerSec.toFixed(0),
+        `${d.httpStartPerSec.toFixed(0)} bare HTTP + start/s`,
+        d.ratioToHttpStart,
+        '',
+      );
+      table.add(
+        'ingress latency p50 / p99 ms',
+        `${d.p50Ms.toFixed(1)} / ${d.p99Ms.toFixed(1)}`,
+        `${d.bareStartP50Ms.toFixed(1)} / ${d.bareStartP99Ms.toFixed(1)} bare start`,
+        undefined,
+        '',
+      );
+      table.add(
+        '  CPU of this process per request µs',
+        d.apiCpuUsPerRequest.toFixed(0),
+        `${d.bareCpuUsPerStart.toFixed(0)} per bare start / ${d.httpStartCpuUsPerRequest.toFixed(0)} bare HTTP + start`,
+        undefined,
+        '',
+      );
+    },
+  },
+  {
+    name: 'reject',
+    table: 'webhooks',
+    async onSharedStack(bench) {
+      const { profile, results, detail, notes } = bench;
+      // On the ingress section's stack.
+      const { stack, load, automation } = await bench.sharedStack('ingress');
+      const reject = await runRejectBench(stack, load, automation, profile.reject, log, bench.profiled('reject'));
+      detail.reject = reject;
+      results.reject = {
+        perSec: round(reject.perSec, 1),
+        bareKoaPerSec: round(reject.bareKoaPerSec, 1),
+        ratioToBareKoa: round(reject.ratioToBareKoa, 3),
+        hmacFloorPerSec: round(reject.hmacFloorPerSec, 1),
+        ratioToHmacFloor: round(reject.ratioToHmacFloor, 3),
+        roundRatiosToHmacFloor: reject.roundRatiosToHmacFloor.map((ratio) => round(ratio, 3)),
+        cpuRatioToHmacFloor: round(reject.hmacFloorCpuUsPerRequest / reject.cpuUsPerRequest, 3),
+      };
+      if (Object.keys(reject.otherStatuses).length > 0)
+        notes.push(`reject: other outcomes ${JSON.stringify(reject.otherStatuses)}`);
+    },
+    rows({ results, detail }, table) {
+      if (!results.reject) return;
+      const d = detail.reject!;
+      table.add(
+        'bad signature rejected/s vs its floor',
+        d.perSec.toFixed(0),
+        `${d.hmacFloorPerSec.toFixed(0)} bare Koa + body + HMAC → the same 401 /s (median of ${d.roundRatiosToHmacFloor.length} rounds: ${d.roundRatiosToHmacFloor.map((r) => r.toFixed(2)).join(', ')})`,
+        d.ratioToHmacFloor,
+        '≥0.85',
+      );
+      table.add(
+        '  the same vs bare Koa answering 200',
+        d.perSec.toFixed(0),
+        `${d.bareKoaPerSec.toFixed(0)} bare Koa/s`,
+        d.ratioToBareKoa,
+        '',
+      );
+      table.add(
+        '  CPU of this process per request µs',
+        d.cpuUsPerRequest.toFixed(0),
+        `${d.hmacFloorCpuUsPerRequest.toFixed(0)} floor / ${d.bareKoaCpuUsPerRequest.toFixed(0)} bare Koa (floor ÷ API)`,
+        d.hmacFloorCpuUsPerRequest / d.cpuUsPerRequest,
+        '',
+      );
+    },
+  },
+  {
+    name: 'e2e',
+    table: 'webhooks',
+    async onSharedStack(bench) {
+      const { profile, results, detail } = bench;
+      const { stack, automation } = await bench.sharedStack('e2e');
+      const e2e = await runE2eBench(stack, automation, profile.e2e, log);
+      detail.e2e = e2e;
+      results.e2e = {
+        p50Ms: round(e2e.p50Ms),
+        bareP50Ms: round(e2e.bareP50Ms),
+        ratioToBare: round(e2e.ratioToBare, 3),
+        npmStartP50Ms: null,
+        emptyWorkflowP50Ms: round(e2e.emptyP50Ms),
+        ratioToEmptyWorkflow: round(e2e.ratioToEmptyWorkflow, 3),
+        shapeFloorRatioToEmptyWorkflow: round(e2e.shapeP50Ms / e2e.emptyP50Ms, 3),
+        shapeFloorP50Ms: round(e2e.shapeP50Ms),
+        ratioToShapeFloor: round(e2e.ratioToShapeFloor, 3),
+        shapeFloorWithStoreP50Ms: Number.isNaN(e2e.shapeWithStoreP50Ms) ? null : round(e2e.shapeWithStoreP50Ms),
+        ratioToShapeFloorWithStore: Number.isNaN(e2e.shapeWithStoreP50Ms)
+          ? null
+          : round(e2e.ratioToShapeFloorWithStore, 3),
+        productShapeFloorP50Ms: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.productShapeP50Ms),
+        ratioToProductShapeFloor: Number.isNaN(e2e.productShapeP50Ms) ? null : round(e2e.ratioToProductShapeFloor, 3),
+        productShapeFloorRatioToShapeFloor: Number.isNaN(e2e.productShapeP50Ms)
+          ? null
+          : round(e2e.productShapeP50Ms / e2e.shapeP50Ms, 3),
+        cpuMsPerRun: Object.fromEntries(
+          Object.entries(e2e.cpuMsPerRun).map(([kind, c]) => [
+            kind,
+            { process: round(c.process), mainThread: round(c.mainThread), temporal: round(c.temporal) },
+          ]),
+        ),
+      };
+      if (profile.e2eDiagnosticRuns > 0 && !automation.fallback) {
+        log('end to end, diagnostic: the same with three setVariables steps (3 activities, like the baseline)');
+        const plain = await createBenchAutomation(stack.e2eApi.url, stack.adminToken, { withOwnership: false });
+        detail.e2eSetVariables = await runE2eBench(stack, plain, { warmup: 3, runs: profile.e2eDiagnosticRuns }, log);
+        detail.e2eFloor = await runFloorBench(
+          stack,
+          automation.body,
+          { warmup: 3, runs: profile.e2eDiagnosticRuns },
+          log,
+        );
+      }
+    },
+    async afterStacks({ profile, results, detail }) {
+      // The same p50, absolute, on a fresh `npm start` (bench/start-e2e.ts).
+      if (!results.e2e) return;
       detail.e2eOnStart = await runStartE2eBench(profile.e2eOnStartRuns, log);
       results.e2e.npmStartP50Ms = round(detail.e2eOnStart.p50Ms);
-    }
-
-    if (args.only.has('pagination')) {
-      // An in-memory PGlite of its own (the stack's store is the file-backed one of npm start).
-      const targets: Array<{
-        name: 'pglite' | 'postgres';
-        databaseUrl: string | undefined;
-        db?: Db;
-        secretBox?: SecretBox;
-      }> = [{ name: 'pglite', databaseUrl: undefined }];
+    },
+    rows({ results, detail }, table) {
+      if (!results.e2e) return;
+      const d = detail.e2e!;
+      table.add(
+        `e2e POST→result p50 ms (${detail.automation?.shape ?? ''})`,
+        d.p50Ms.toFixed(1),
+        `${d.emptyP50Ms.toFixed(1)} empty workflow`,
+        d.ratioToEmptyWorkflow,
+        '',
+      );
+      // Missed: the product-shaped floor's own ratio to the shape's says how much of the gap any run recorded as the product's pays.
+      const productFloor = d.productShapeP50Ms / d.shapeP50Ms;
+      table.row(
+        "  e2e p50 ms vs its shape's floor (bare POST + 4 no-op local activities)",
+        d.p50Ms.toFixed(1),
+        `${d.shapeP50Ms.toFixed(1)} floor`,
+        d.ratioToShapeFloor.toFixed(3),
+        '≤1.15',
+        verdict(d.ratioToShapeFloor, '≤1.15') === 'ok' || !Number.isFinite(productFloor)
+          ? verdict(d.ratioToShapeFloor, '≤1.15')
+          : `MISSED (floor ${productFloor.toFixed(3)})`,
+      );
+      const cpuOf = (kind: string): string => {
+        const c = d.cpuMsPerRun[kind];
+        return c ? `${c.process.toFixed(1)} (${c.mainThread.toFixed(1)}) / ${c.temporal.toFixed(1)}` : '?';
+      };
+      table.row(
+        '  CPU ms per run, this process (its main thread) / Temporal',
+        cpuOf('automation'),
+        `${cpuOf('shape')} floor${d.cpuMsPerRun.shapeWithStore ? `; ${cpuOf('shapeWithStore')} with store` : ''}${d.cpuMsPerRun.product ? `; ${cpuOf('product')} product-shaped` : ''}; ${cpuOf('empty')} empty`,
+      );
+      if (!Number.isNaN(d.shapeWithStoreP50Ms))
+        table.add(
+          '  e2e p50 ms vs the floor with its store write (+ the ownership statement)',
+          d.p50Ms.toFixed(1),
+          `${d.shapeWithStoreP50Ms.toFixed(1)} floor with store`,
+          d.ratioToShapeFloorWithStore,
+          '',
+        );
+      if (!Number.isNaN(d.productShapeP50Ms))
+        table.add(
+          '  e2e p50 ms vs the product-shaped floor (+ start options, patch marker, summaries)',
+          d.p50Ms.toFixed(1),
+          `${d.productShapeP50Ms.toFixed(1)} product-shaped floor (${(d.productShapeP50Ms / d.shapeP50Ms).toFixed(3)} × the shape's)`,
+          d.ratioToProductShapeFloor,
+          '',
+        );
+      table.add(
+        '  e2e p50 ms vs bare 3 activities',
+        d.p50Ms.toFixed(1),
+        `${d.bareP50Ms.toFixed(1)} bare 3 activities`,
+        d.ratioToBare,
+        '≤1.0',
+      );
+      table.add(
+        '  e2e p90 ms',
+        d.p90Ms.toFixed(1),
+        `${d.bareP90Ms.toFixed(1)} bare / ${d.emptyP90Ms.toFixed(1)} empty`,
+        undefined,
+        '',
+      );
+      const plain = detail.e2eSetVariables;
+      const onStart = detail.e2eOnStart;
+      if (onStart)
+        table.row(
+          'e2e p50 ms on npm start, absolute (information)',
+          onStart.p50Ms.toFixed(1),
+          `p90 ${onStart.p90Ms.toFixed(1)}`,
+        );
+      if (plain)
+        table.add(
+          '  e2e p50 ms, setVariables ×3 (diagnostic)',
+          plain.p50Ms.toFixed(1),
+          `${plain.emptyP50Ms.toFixed(1)} empty workflow`,
+          plain.ratioToEmptyWorkflow,
+          '',
+        );
+      const floor = detail.e2eFloor;
+      if (floor) {
+        table.add(
+          '  3 no-op local activities, start→result p50 ms (diagnostic floor)',
+          floor.localThreeP50Ms.toFixed(1),
+          `${floor.emptyP50Ms.toFixed(1)} empty workflow`,
+          floor.ratioToEmptyWorkflow,
+          '',
+        );
+        table.add(
+          "  bare POST + 4 no-op local activities, p50 ms (the shape's floor)",
+          floor.shapeP50Ms.toFixed(1),
+          `${floor.emptyP50Ms.toFixed(1)} empty workflow`,
+          floor.shapeRatioToEmptyWorkflow,
+          '',
+        );
+        table.add(
+          '  bare POST + 3 no-op local activities, p50 ms (without the load)',
+          floor.shapeThreeP50Ms.toFixed(1),
+          `${floor.emptyP50Ms.toFixed(1)} empty workflow`,
+          floor.shapeThreeRatioToEmptyWorkflow,
+          '',
+        );
+      }
+    },
+  },
+  {
+    name: 'breaker',
+    table: 'automations',
+    async onSharedStack(bench) {
+      const { profile, results, detail } = bench;
+      const { stack } = await bench.sharedStack('breaker');
+      const breaker = await runBreakerBench(stack, profile.breaker, log);
+      detail.breaker = breaker;
+      results.breaker = {
+        ingressRatio: round(breaker.ingressRatio, 3),
+        breakerPerSec: round(breaker.breakerPerSec, 1),
+        plainPerSec: round(breaker.plainPerSec, 1),
+      };
+    },
+    rows({ detail }, table) {
+      if (!detail.breaker) return;
+      const b = detail.breaker;
+      table.add(
+        'closed circuit breaker ingress accepted/s (breaker.ingressRatio)',
+        b.breakerPerSec.toFixed(0),
+        `${b.plainPerSec.toFixed(0)} plain/s`,
+        b.ingressRatio,
+        '≥0.90',
+      );
+    },
+  },
+  {
+    name: 'bulk',
+    table: 'automations',
+    async onOwnStack(bench) {
+      // On a stack of its own in either mode, whose dev server keeps its database in a file as
+      // `npm start` does: the section leaves its parked runs and every run its ingress windows
+      // started, tens of thousands in a full run (bench/bulk.ts), more than an in-memory
+      // database holds.
+      const { profile, results, detail } = bench;
+      log('a stack of its own for the bulk section (the dev server on a SQLite file)');
+      await bench.cleanUp();
+      bench.temporalDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-'));
+      const stack = await startStack({
+        log,
+        databaseUrl: undefined,
+        embeddedStore: 'dataDir',
+        temporalDataDir: bench.temporalDataDir,
+        baselineWorker: false,
+      });
+      bench.stack = stack;
+      // BENCH_BULK_RUNS: fewer (or more) parked runs than the profile's, for a shorter look at a cancel's cost.
+      const runs = Number(process.env.BENCH_BULK_RUNS ?? profile.bulk.runs);
+      const bulk = await runBulkBench(stack, { ...profile.bulk, runs }, log, bench.profiled('bulk'));
+      detail.bulk = bulk;
+      results.bulk = {
+        ingressRatioDuringCancel: round(bulk.ingressRatioDuringCancel, 3),
+        duringCancelPerSec: round(bulk.duringCancelPerSec, 1),
+        duringCancelWindows: bulk.duringCancelWindows,
+        plainPerSec: round(bulk.plainPerSec, 1),
+        runs: bulk.runs,
+        cancelSeconds: round(bulk.cancelSeconds, 1),
+        cancelRunsPerSec: round(bulk.cancelRunsPerSec, 1),
+      };
+    },
+    rows({ detail }, table) {
+      if (!detail.bulk) return;
+      const b = detail.bulk;
+      table.add(
+        `ingress accepted/s during a bulk cancel of ${b.runs.toLocaleString('en')} runs (bulk.ingressRatioDuringCancel)`,
+        `${b.duringCancelPerSec.toFixed(0)} in ${b.duringCancelWindows} windows`,
+        `${b.plainPerSec.toFixed(0)} plain/s (${b.plainBeforePerSec.toFixed(0)} before, ${b.plainAfterPerSec.toFixed(0)} after)`,
+        b.ingressRatioDuringCancel,
+        '≥0.80',
+      );
+      table.add(
+        '  the bulk cancel: seconds / runs per second',
+        `${b.cancelSeconds.toFixed(1)} s / ${b.cancelRunsPerSec.toFixed(1)} runs/s`,
+        `parked in ${b.parkSeconds.toFixed(0)} s`,
+        undefined,
+        '',
+      );
+      table.add(
+        '  CPU per canceled run beyond ingress, ms: this process / Temporal',
+        `${b.perRunCpuMs.bench.toFixed(1)} / ${b.perRunCpuMs.temporal?.toFixed(1) ?? '?'}`,
+        `per webhook: ${b.cpu.before.perAcceptedMs.bench.toFixed(1)} / ${b.cpu.before.perAcceptedMs.temporal?.toFixed(1) ?? '?'}`,
+        undefined,
+        '',
+      );
+    },
+  },
+  {
+    // Pagination and search, on an in-memory PGlite of its own (the stack's store is the file-backed
+    // one of npm start) and on PostgreSQL when DATABASE_URL is set.
+    name: 'pagination',
+    table: 'store',
+    async afterStacks({ profile, results, detail, notes }) {
+      const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined }> = [
+        { name: 'pglite', databaseUrl: undefined },
+      ];
       const pgUrl = process.env.DATABASE_URL?.trim();
       if (pgUrl) targets.push({ name: 'postgres', databaseUrl: pgUrl });
       else notes.push('pagination on PostgreSQL skipped: DATABASE_URL is not set (pagination.postgres is null)');
       for (const target of targets) {
         const result = await runPaginationBench(target, profile.pagination, log);
-        if (target.db) {
-          await cleanUp();
-        }
         detail[target.name] = result;
         // Each store's figure; the top-level one is PostgreSQL's when measured, PGlite's when it is the only one.
         const figure: SearchFigure = {
@@ -713,394 +1074,160 @@ async function main(): Promise<void> {
         if (result.tokenFrom === 'walked')
           notes.push(`pagination on ${target.name}: the deep token was reached by walking pages`);
       }
-    }
+    },
+    rows({ detail }, table) {
+      for (const name of ['pglite', 'postgres'] as const) {
+        const d = detail[name];
+        if (!d) continue;
+        table.add(
+          `page at row ${(d.rows / 2).toLocaleString('en')} of ${d.rows.toLocaleString('en')}, ${name} (ms)`,
+          d.deepMs.toFixed(2),
+          `${d.firstMs.toFixed(2)} first page`,
+          d.ratioDeepToFirst,
+          '≤1.5',
+        );
+        table.add(
+          `search by query at ${d.rows.toLocaleString('en')} rows, ${name} (ms)`,
+          d.searchMs.toFixed(2),
+          `${d.firstMs.toFixed(2)} first page`,
+          d.ratioSearchToFirst,
+          '≤5',
+        );
+      }
+    },
+  },
+];
+
+function parseArgs(argv: string[]): Args {
+  const names = SECTIONS.map((section) => section.name);
+  let quick = false;
+  let cpuProfDir: string | undefined;
+  let only = new Set(names);
+  for (const arg of argv) {
+    if (arg === '--quick') quick = true;
+    else if (arg.startsWith('--cpu-prof=')) cpuProfDir = path.resolve(arg.slice('--cpu-prof='.length));
+    else if (arg.startsWith('--only=')) {
+      const chosen = arg.slice('--only='.length).split(',').filter(Boolean);
+      for (const name of chosen) {
+        if (!names.includes(name)) throw new Error(`unknown section "${name}": use ${names.join(', ')}`);
+      }
+      only = new Set(chosen);
+    } else throw new Error(`unknown argument "${arg}": use --quick, --cpu-prof=<dir> and/or --only=${names.join(',')}`);
   }
+  return { quick, only, cpuProfDir };
 }
 
-function printTable(results: Results, detail: Detail, profile: Profile, quick: boolean): void {
-  const rows: string[][] = [['figure', 'measured', 'baseline', 'ratio', 'goal', '']];
-  const verdict = (ratio: number | undefined, goal: string): string => {
-    if (ratio === undefined || !Number.isFinite(ratio)) return '';
-    const [op, value] = [goal.slice(0, 1), Number(goal.slice(1))];
-    return (op === '≥' ? ratio >= value : ratio <= value) ? 'ok' : 'MISSED';
-  };
-  const add = (figure: string, measured: string, baseline: string, ratio: number | undefined, goal: string): void => {
-    rows.push([
+/** Runs the chosen sections' steps, moment by moment (BenchSection), and stops the stacks they started. */
+async function measure(bench: Bench): Promise<void> {
+  const chosen = SECTIONS.filter((section) => bench.args.only.has(section.name));
+  for (const section of chosen) await section.alone?.(bench);
+  const onShared = chosen.some((section) => section.onSharedStack);
+  if (onShared || chosen.some((section) => section.onOwnStack)) installRuntime();
+  if (onShared) {
+    await bench.startSharedStack();
+    for (const section of chosen) await section.onSharedStack?.(bench);
+    for (const section of chosen) await section.afterSharedStack?.(bench);
+  }
+  for (const section of chosen) await section.onOwnStack?.(bench);
+  if (bench.stack) {
+    log('stopping Temporal, the workers, the API and their store');
+    await bench.cleanUp();
+  }
+  for (const section of chosen) await section.afterStacks?.(bench);
+}
+
+/** A goal's verdict on a ratio: 'ok', 'MISSED', or '' without a ratio. */
+function verdict(ratio: number | undefined, goal: string): string {
+  if (ratio === undefined || !Number.isFinite(ratio)) return '';
+  const [op, value] = [goal.slice(0, 1), Number(goal.slice(1))];
+  return (op === '≥' ? ratio >= value : ratio <= value) ? 'ok' : 'MISSED';
+}
+
+/** The printed table: figure, measured, baseline, ratio, goal, verdict. */
+class Table {
+  private readonly rows: string[][] = [['figure', 'measured', 'baseline', 'ratio', 'goal', '']];
+
+  /** A row whose verdict is its ratio's against its goal ('' = no goal). */
+  add(figure: string, measured: string, baseline: string, ratio: number | undefined, goal: string): void {
+    this.row(
       figure,
       measured,
       baseline,
       ratio === undefined ? '' : ratio.toFixed(3),
       goal,
       goal ? verdict(ratio, goal) : '',
-    ]);
-  };
-  if (results.ingress) {
-    const d = detail.ingress!;
-    const ratio = d.ratioToBareStart;
-    // Missed: the product-shaped floor's own ratio to the bare start says how much of the gap any receiver of this shape pays.
-    rows.push([
-      `ingress accepted/s (c=${profile.ingress.concurrency}, ingress.ratioToBareStart)`,
-      results.ingress.acceptedPerSec.toFixed(0),
-      `${d.bareStartPerSec.toFixed(0)} bare start/s`,
-      ratio.toFixed(3),
-      '≥0.90',
-      verdict(ratio, '≥0.90') === 'ok' ? 'ok' : `MISSED (floor ${d.httpStartRatioToBareStart.toFixed(3)})`,
-    ]);
-    add(
-      '  the same vs bare HTTP + the same start (ingress.ratioToHttpStart)',
-      results.ingress.acceptedPerSec.toFixed(0),
-      `${d.httpStartPerSec.toFixed(0)} bare HTTP + start/s`,
-      d.ratioToHttpStart,
-      '',
-    );
-    add(
-      'ingress latency p50 / p99 ms',
-      `${d.p50Ms.toFixed(1)} / ${d.p99Ms.toFixed(1)}`,
-      `${d.bareStartP50Ms.toFixed(1)} / ${d.bareStartP99Ms.toFixed(1)} bare start`,
-      undefined,
-      '',
-    );
-    add(
-      '  CPU of this process per request µs',
-      d.apiCpuUsPerRequest.toFixed(0),
-      `${d.bareCpuUsPerStart.toFixed(0)} per bare start / ${d.httpStartCpuUsPerRequest.toFixed(0)} bare HTTP + start`,
-      undefined,
-      '',
     );
   }
-  if (results.reject) {
-    const d = detail.reject!;
-    add(
-      'bad signature rejected/s vs its floor',
-      d.perSec.toFixed(0),
-      `${d.hmacFloorPerSec.toFixed(0)} bare Koa + body + HMAC → the same 401 /s (median of ${d.roundRatiosToHmacFloor.length} rounds: ${d.roundRatiosToHmacFloor.map((r) => r.toFixed(2)).join(', ')})`,
-      d.ratioToHmacFloor,
-      '≥0.85',
-    );
-    add(
-      '  the same vs bare Koa answering 200',
-      d.perSec.toFixed(0),
-      `${d.bareKoaPerSec.toFixed(0)} bare Koa/s`,
-      d.ratioToBareKoa,
-      '',
-    );
-    add(
-      '  CPU of this process per request µs',
-      d.cpuUsPerRequest.toFixed(0),
-      `${d.hmacFloorCpuUsPerRequest.toFixed(0)} floor / ${d.bareKoaCpuUsPerRequest.toFixed(0)} bare Koa (floor ÷ API)`,
-      d.hmacFloorCpuUsPerRequest / d.cpuUsPerRequest,
-      '',
-    );
+
+  /** A row as given, the columns left out empty. */
+  row(figure: string, measured = '', baseline = '', ratio = '', goal = '', verdict = ''): void {
+    this.rows.push([figure, measured, baseline, ratio, goal, verdict]);
   }
-  if (results.e2e) {
-    const d = detail.e2e!;
-    add(
-      `e2e POST→result p50 ms (${detail.automation?.shape ?? ''})`,
-      d.p50Ms.toFixed(1),
-      `${d.emptyP50Ms.toFixed(1)} empty workflow`,
-      d.ratioToEmptyWorkflow,
-      '',
-    );
-    // Missed: the product-shaped floor's own ratio to the shape's says how much of the gap any run recorded as the product's pays.
-    const productFloor = d.productShapeP50Ms / d.shapeP50Ms;
-    rows.push([
-      "  e2e p50 ms vs its shape's floor (bare POST + 4 no-op local activities)",
-      d.p50Ms.toFixed(1),
-      `${d.shapeP50Ms.toFixed(1)} floor`,
-      d.ratioToShapeFloor.toFixed(3),
-      '≤1.15',
-      verdict(d.ratioToShapeFloor, '≤1.15') === 'ok' || !Number.isFinite(productFloor)
-        ? verdict(d.ratioToShapeFloor, '≤1.15')
-        : `MISSED (floor ${productFloor.toFixed(3)})`,
-    ]);
-    const cpuOf = (kind: string): string => {
-      const c = d.cpuMsPerRun[kind];
-      return c ? `${c.process.toFixed(1)} (${c.mainThread.toFixed(1)}) / ${c.temporal.toFixed(1)}` : '?';
-    };
-    rows.push([
-      '  CPU ms per run, this process (its main thread) / Temporal',
-      cpuOf('automation'),
-      `${cpuOf('shape')} floor${d.cpuMsPerRun.shapeWithStore ? `; ${cpuOf('shapeWithStore')} with store` : ''}${d.cpuMsPerRun.product ? `; ${cpuOf('product')} product-shaped` : ''}; ${cpuOf('empty')} empty`,
-      '',
-      '',
-      '',
-    ]);
-    if (!Number.isNaN(d.shapeWithStoreP50Ms))
-      add(
-        '  e2e p50 ms vs the floor with its store write (+ the ownership statement)',
-        d.p50Ms.toFixed(1),
-        `${d.shapeWithStoreP50Ms.toFixed(1)} floor with store`,
-        d.ratioToShapeFloorWithStore,
-        '',
+
+  print(heading: string): void {
+    const rows = this.rows;
+    const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+    console.log(heading);
+    for (const [index, row] of rows.entries()) {
+      console.log(
+        row
+          .map((cell, col) => cell.padEnd(widths[col]!))
+          .join('  ')
+          .trimEnd(),
       );
-    if (!Number.isNaN(d.productShapeP50Ms))
-      add(
-        '  e2e p50 ms vs the product-shaped floor (+ start options, patch marker, summaries)',
-        d.p50Ms.toFixed(1),
-        `${d.productShapeP50Ms.toFixed(1)} product-shaped floor (${(d.productShapeP50Ms / d.shapeP50Ms).toFixed(3)} × the shape's)`,
-        d.ratioToProductShapeFloor,
-        '',
-      );
-    add(
-      '  e2e p50 ms vs bare 3 activities',
-      d.p50Ms.toFixed(1),
-      `${d.bareP50Ms.toFixed(1)} bare 3 activities`,
-      d.ratioToBare,
-      '≤1.0',
-    );
-    add(
-      '  e2e p90 ms',
-      d.p90Ms.toFixed(1),
-      `${d.bareP90Ms.toFixed(1)} bare / ${d.emptyP90Ms.toFixed(1)} empty`,
-      undefined,
-      '',
-    );
-    const plain = detail.e2eSetVariables;
-    const onStart = detail.e2eOnStart;
-    if (onStart)
-      rows.push([
-        'e2e p50 ms on npm start, absolute (information)',
-        onStart.p50Ms.toFixed(1),
-        `p90 ${onStart.p90Ms.toFixed(1)}`,
-        '',
-        '',
-        '',
-      ]);
-    if (plain)
-      add(
-        '  e2e p50 ms, setVariables ×3 (diagnostic)',
-        plain.p50Ms.toFixed(1),
-        `${plain.emptyP50Ms.toFixed(1)} empty workflow`,
-        plain.ratioToEmptyWorkflow,
-        '',
-      );
-    const floor = detail.e2eFloor;
-    if (floor) {
-      add(
-        '  3 no-op local activities, start→result p50 ms (diagnostic floor)',
-        floor.localThreeP50Ms.toFixed(1),
-        `${floor.emptyP50Ms.toFixed(1)} empty workflow`,
-        floor.ratioToEmptyWorkflow,
-        '',
-      );
-      add(
-        "  bare POST + 4 no-op local activities, p50 ms (the shape's floor)",
-        floor.shapeP50Ms.toFixed(1),
-        `${floor.emptyP50Ms.toFixed(1)} empty workflow`,
-        floor.shapeRatioToEmptyWorkflow,
-        '',
-      );
-      add(
-        '  bare POST + 3 no-op local activities, p50 ms (without the load)',
-        floor.shapeThreeP50Ms.toFixed(1),
-        `${floor.emptyP50Ms.toFixed(1)} empty workflow`,
-        floor.shapeThreeRatioToEmptyWorkflow,
-        '',
-      );
+      if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
     }
   }
-  if (results.console) {
-    const c = results.console;
-    const absolute = (
-      figure: string,
-      value: number | null,
-      unit: string,
-      goal: string,
-      ok: (v: number) => boolean,
-    ): void => {
-      rows.push([
-        figure,
-        value === null ? 'n/a' : `${value}${unit}`,
-        '',
-        '',
-        goal,
-        value === null ? '' : ok(value) ? 'ok' : 'MISSED',
-      ]);
-    };
-    absolute('console runs list drawn, median of 5 cold loads', c.runsListMs, ' ms', '≤1000 ms', (v) => v <= 1000);
-    absolute('  console first page JavaScript, gzipped', c.firstPageJsGzKb, ' KB', '≤250 KB', (v) => v <= 250);
-    absolute('  console idle RSS added', c.idleRssCostMb, ' MB', '≤10 MB', (v) => v <= 10);
-    absolute('  Lighthouse desktop performance, runs page', c.lighthousePerformance, '', '≥95', (v) => v >= 95);
-    absolute('  Lighthouse desktop accessibility, runs page', c.lighthouseAccessibility, '', '≥95', (v) => v >= 95);
+}
+
+/** Every section's rows, part by part (TABLE_PARTS). */
+function printTable(bench: Bench): void {
+  const table = new Table();
+  for (const part of TABLE_PARTS) {
+    for (const section of SECTIONS) if (section.table === part) section.rows(bench, table);
   }
-  if (results.flow) {
-    const f = results.flow;
-    add(
-      'limit-1 ingress accepted/s (flow.ingressRatio)',
-      f.limitedPerSec.toFixed(0),
-      `${f.plainPerSec.toFixed(0)} plain/s`,
-      f.ingressRatio,
-      '≥0.80',
-    );
-    add(
-      '  its floor: bare start + lane signal-with-start /s',
-      f.floor.startAndAskPerSec.toFixed(0),
-      `${f.floor.startPerSec.toFixed(0)} bare start/s`,
-      f.floorIngressRatio,
-      '',
-    );
-    add(
-      '  the same with a describe of the lane first /s',
-      f.floor.describeStartAndAskPerSec.toFixed(0),
-      `${f.floor.startPerSec.toFixed(0)} bare start/s`,
-      f.floor.describeStartAndAskPerSec / f.floor.startPerSec,
-      '',
-    );
-    add(
-      '  bare start + a signal to a running lane /s',
-      f.floor.startAndSignalPerSec.toFixed(0),
-      `${f.floor.startPerSec.toFixed(0)} bare start/s`,
-      f.floor.startAndSignalPerSec / f.floor.startPerSec,
-      '',
-    );
-    add(
-      '  flow.ingressRatio ÷ its floor',
-      f.ingressRatio.toFixed(3),
-      f.floorIngressRatio.toFixed(3),
-      f.ingressRatioToFloor,
-      '',
-    );
-    add(
-      '  lane hand-off p50 ms',
-      f.handoffP50Ms.toFixed(1),
-      `${f.startP50Ms.toFixed(1)} start`,
-      f.handoffRatio,
-      '≤2.0',
-    );
-  }
-  if (detail.breaker) {
-    const b = detail.breaker;
-    add(
-      'closed circuit breaker ingress accepted/s (breaker.ingressRatio)',
-      b.breakerPerSec.toFixed(0),
-      `${b.plainPerSec.toFixed(0)} plain/s`,
-      b.ingressRatio,
-      '≥0.90',
-    );
-  }
-  if (detail.bulk) {
-    const b = detail.bulk;
-    add(
-      `ingress accepted/s during a bulk cancel of ${b.runs.toLocaleString('en')} runs (bulk.ingressRatioDuringCancel)`,
-      `${b.duringCancelPerSec.toFixed(0)} in ${b.duringCancelWindows} windows`,
-      `${b.plainPerSec.toFixed(0)} plain/s (${b.plainBeforePerSec.toFixed(0)} before, ${b.plainAfterPerSec.toFixed(0)} after)`,
-      b.ingressRatioDuringCancel,
-      '≥0.80',
-    );
-    add(
-      '  the bulk cancel: seconds / runs per second',
-      `${b.cancelSeconds.toFixed(1)} s / ${b.cancelRunsPerSec.toFixed(1)} runs/s`,
-      `parked in ${b.parkSeconds.toFixed(0)} s`,
-      undefined,
-      '',
-    );
-    add(
-      '  CPU per canceled run beyond ingress, ms: this process / Temporal',
-      `${b.perRunCpuMs.bench.toFixed(1)} / ${b.perRunCpuMs.temporal?.toFixed(1) ?? '?'}`,
-      `per webhook: ${b.cpu.before.perAcceptedMs.bench.toFixed(1)} / ${b.cpu.before.perAcceptedMs.temporal?.toFixed(1) ?? '?'}`,
-      undefined,
-      '',
-    );
-  }
-  for (const name of ['pglite', 'postgres'] as const) {
-    const d = detail[name];
-    if (!d) continue;
-    add(
-      `page at row ${(d.rows / 2).toLocaleString('en')} of ${d.rows.toLocaleString('en')}, ${name} (ms)`,
-      d.deepMs.toFixed(2),
-      `${d.firstMs.toFixed(2)} first page`,
-      d.ratioDeepToFirst,
-      '≤1.5',
-    );
-    add(
-      `search by query at ${d.rows.toLocaleString('en')} rows, ${name} (ms)`,
-      d.searchMs.toFixed(2),
-      `${d.firstMs.toFixed(2)} first page`,
-      d.ratioSearchToFirst,
-      '≤5',
-    );
-  }
-  if (results.cel) {
-    const d = detail.cel!;
-    add(
-      'CEL evaluations/s (src/cel)',
-      d.perSec.toFixed(0),
-      `${d.rawPerSec.toFixed(0)} raw @bufbuild/cel`,
-      d.ratioToRaw,
-      '≥0.8',
-    );
-  }
-  if (results.memory?.apiWorkerPeakRssMb != null) {
-    const peak = results.memory.apiWorkerPeakRssMb;
-    rows.push([
-      'peak RSS MB: API + workers (the API alone under ingress load, own process) / Temporal',
-      `${peak.toFixed(0)} / ${results.memory.temporalPeakRssMb?.toFixed(0) ?? '?'}`,
-      results.memory.floorPeakRssMb != null
-        ? `${results.memory.floorPeakRssMb.toFixed(0)} its floor (bare HTTP + the same start, alone, own process); ${results.memory.sectionPeakRssMb?.toFixed(0) ?? '?'} over the ingress section`
-        : '',
-      results.memory.floorPeakRssMb != null ? (peak / results.memory.floorPeakRssMb).toFixed(3) : '',
-      '≤600',
-      peak <= 600
-        ? 'ok'
-        : results.memory.floorPeakRssMb != null
-          ? `MISSED (floor ${results.memory.floorPeakRssMb.toFixed(0)} MB)`
-          : 'MISSED',
-    ]);
-  }
-  if (detail.idle) {
-    const d = detail.idle;
-    const f = detail.idleFloor;
-    const parts = (of: MemoryResult, pick: (p: MemoryResult['processes'][number]) => number | undefined): string =>
-      of.processes.map((p) => `${p.command} ${pick(p)?.toFixed(0) ?? '?'}`).join(' + ');
-    rows.push([
-      'idle npm start, RSS MB of its process group (as ps shows)',
-      d.idleRssMb.toFixed(0),
-      parts(d, (p) => p.rssMb),
-      f ? (d.idleRssMb / f.idleRssMb).toFixed(3) : '',
-      `≤${IDLE_RSS_GOAL_MB}`,
-      d.idleRssMb <= IDLE_RSS_GOAL_MB ? 'ok' : f ? `MISSED (floor ${f.idleRssMb.toFixed(0)} MB)` : 'MISSED',
-    ]);
-    rows.push([
-      '  the same as PSS (shared pages counted once)',
-      d.idlePssMb?.toFixed(0) ?? '?',
-      parts(d, (p) => p.pssMb),
-      '',
-      '',
-      '',
-    ]);
-    if (f) {
-      rows.push([
-        '  its floor (memory.floorIdleRssMb): npm run bench:memory-floor, RSS / PSS MB',
-        `${f.idleRssMb.toFixed(0)} / ${f.idlePssMb?.toFixed(0) ?? '?'}`,
-        parts(f, (p) => p.rssMb),
-        '',
-        '',
-        '',
-      ]);
-      rows.push([
-        '  above the floor (memory.idleRssOverFloorMb), RSS MB',
-        (d.idleRssMb - f.idleRssMb).toFixed(0),
-        '',
-        '',
-        '',
-        '',
-      ]);
-    }
-  }
-  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
   const cpus = os.cpus();
-  console.log(
-    `\nBenchmark (${quick ? 'quick' : 'full'}), ${new Date().toISOString()}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, load average ${os.loadavg()[0]!.toFixed(1)}`,
+  table.print(
+    `\nBenchmark (${bench.args.quick ? 'quick' : 'full'}), ${new Date().toISOString()}, Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? 'unknown CPU'}, load average ${os.loadavg()[0]!.toFixed(1)}`,
   );
-  for (const [index, row] of rows.entries()) {
-    console.log(
-      row
-        .map((cell, col) => cell.padEnd(widths[col]!))
-        .join('  ')
-        .trimEnd(),
-    );
-    if (index === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const bench = new Bench(args, args.quick ? QUICK : FULL);
+  const began = performance.now();
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (interrupted) return;
+      interrupted = true;
+      log(`${signal}: stopping`);
+      void bench.cleanUp().finally(() => process.exit(130));
+    });
   }
+
+  log(`${args.quick ? 'quick' : 'full'} run: ${[...args.only].join(', ')}`);
+  // glibc reads it at the process's start: `npm run bench` sets it as `npm start` does for the
+  // service, so that the peak of this process describes the service a user runs.
+  if (process.env.MALLOC_ARENA_MAX !== '2') {
+    bench.notes.push(
+      'memory: this process ran without MALLOC_ARENA_MAX=2 (npm start sets it; npm run bench does): apiWorkerPeakRssMb counts more malloc arenas than the service has',
+    );
+  }
+  try {
+    await measure(bench);
+  } finally {
+    await bench.cleanUp();
+    closeHttpAgent();
+  }
+
+  const file = path.resolve(__dirname, '..', 'bench-results.json');
+  fs.writeFileSync(file, `${JSON.stringify(bench.results, null, 2)}\n`);
+  printTable(bench);
+  for (const note of bench.notes) console.log(`note: ${note}`);
+  console.log(
+    `\nwrote ${path.relative(process.cwd(), file) || file} in ${((performance.now() - began) / 1000).toFixed(0)} s`,
+  );
 }
 
 runToExit(main, log);

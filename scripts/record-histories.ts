@@ -50,6 +50,8 @@ const { ensureTemporalCli } = require('./temporal-cli.js') as { ensureTemporalCl
 const ROOT = path.resolve(__dirname, '..');
 const RELEASE = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 export const MANIFEST = path.join(HISTORIES_DIR, 'manifest.json');
+/** Where this release's histories are written. */
+const RELEASE_DIR = path.join(HISTORIES_DIR, RELEASE);
 
 type Handle = WorkflowHandle<typeof automation>;
 
@@ -59,7 +61,8 @@ type Drive = (
   ctx: { client: Client; releaseHolder: () => Promise<void>; lane?: string },
 ) => Promise<string>;
 
-interface Scenario {
+/** A run of the automation workflow, started and driven to its end (recordRun). */
+interface RunScenario {
   name: string;
   description: string;
   steps: StepDefinition[];
@@ -71,6 +74,24 @@ interface Scenario {
   /** With `laneHeld`: the queue bound the holder's ask carries (LANE_QUEUE_LIMIT), so that the lane says when its queue is full. */
   laneMaxWaiting?: number;
   drive?: Drive;
+}
+
+/** A bulk action's workflow over a set of its own: parked runs it acts on, and a run that does not exist (skipped; recordBulk). */
+interface BulkScenario {
+  name: string;
+  description: string;
+  action: 'cancel' | 'terminate' | 'rerun';
+  /** Parked runs of the set (each waits for an approval), besides one unknown run id. */
+  runs: number;
+  /** The action is stopped before its workflow starts: it acts on nothing. */
+  stopped?: boolean;
+}
+
+/** A recorded scenario; its name names its files under histories/<release>/. */
+type Scenario = RunScenario | BulkScenario;
+
+function isBulk(scenario: Scenario): scenario is BulkScenario {
+  return 'action' in scenario;
 }
 
 /** The queue of a run admitted through a lane of limit 1 that it asks itself (as a rerun does). */
@@ -126,470 +147,497 @@ const OWNERSHIP = {
   entitlementId: 'ctx.trigger.entitlement',
 };
 
-function scenarios(target: string): Scenario[] {
-  return [
-    {
-      name: 'set-variables-completed',
-      description: 'setVariables over the trigger, completed',
-      steps: [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } }],
-      trigger: { employee_id: '12345', status: 'terminated' },
-    },
-    {
-      name: 'wait-completed',
-      description: 'a 1 s wait (durable timer), then setVariables',
-      steps: [
-        { id: 'pause', wait: { duration: '1s' } },
-        { id: 'after', setVariables: { done: 'true' } },
-      ],
-      trigger: {},
-    },
-    {
-      name: 'ownership-create-delete',
-      description: 'createEntitlementOwner then deleteEntitlementOwner reading the first output',
-      steps: [
-        { id: 'own', createEntitlementOwner: OWNERSHIP },
-        {
-          id: 'disown',
-          deleteEntitlementOwner: {
-            userId: 'ctx.steps.own.userId',
-            roleSlug: 'ctx.steps.own.roleSlug',
-            appId: 'ctx.steps.own.appId',
-            entitlementId: 'ctx.steps.own.entitlementId',
-          },
-        },
-      ],
-      trigger: { entitlement: 'ent-1' },
-    },
-    {
-      name: 'ownership-after-a-skipped-one',
-      description: 'a createEntitlementOwner skipped by its condition, then one that runs',
-      steps: [
-        { id: 'maybe', when: 'ctx.trigger.entitlement == "none"', createEntitlementOwner: OWNERSHIP },
-        { id: 'own', createEntitlementOwner: OWNERSHIP },
-      ],
-      trigger: { entitlement: 'ent-1' },
-    },
-    {
-      name: 'ownership-retried-after-local-attempt',
-      description:
-        'createEntitlementOwner whose first (local) attempt fails: a timer, then the regular activity with the rest of the policy',
-      steps: [
-        {
-          id: 'own',
-          retry: { initialInterval: '0.1s', maximumAttempts: 3 },
-          createEntitlementOwner: { ...OWNERSHIP, roleSlug: `'${FLAKY_ROLE}'` },
-        },
-      ],
-      trigger: { entitlement: 'ent-1' },
-    },
-    {
-      name: 'call-webhook-completed',
-      description: 'callWebhook answered 200 at once',
-      steps: [
-        {
-          id: 'notify',
-          callWebhook: { url: `'${target}/ok'`, body: '{"who": ctx.trigger.user}', headers: { 'X-Run': "'history'" } },
-        },
-      ],
-      trigger: { user: 'u-1' },
-    },
-    {
-      name: 'call-webhook-retried',
-      description: 'callWebhook answered 500 twice, then 200 (retried under the step policy)',
-      steps: [
-        {
-          id: 'notify',
-          retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
-          callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: {} },
-        },
-      ],
-      trigger: { key: randomUUID() },
-    },
-    {
-      name: 'call-webhook-secret-header',
-      description:
-        'callWebhook with a header reading a named secret (resolved in the activity) and a plain header, answered 200',
-      steps: [
-        {
-          id: 'notify',
-          callWebhook: {
-            url: `'${target}/ok'`,
-            body: { who: 'ctx.trigger.user' },
-            headers: { Authorization: "'Bearer ' + secrets.history_token", 'X-Run': "'history'" },
-          },
-        },
-      ],
-      trigger: { user: 'u-3' },
-    },
-    {
-      name: 'call-webhook-secret-missing',
-      description:
-        'callWebhook with a header reading a secret that does not exist: the step fails at once, naming the secret',
-      steps: [
-        {
-          id: 'notify',
-          callWebhook: {
-            url: `'${target}/ok'`,
-            body: {},
-            headers: { Authorization: "'Bearer ' + secrets.deleted_token" },
-          },
-        },
-      ],
-      trigger: {},
-    },
-    {
-      name: 'call-webhook-signed',
-      description:
-        'a callWebhook signed with a named secret (Standard Webhooks), answered 500 twice, then 200: three attempts with one call key',
-      steps: [
-        {
-          id: 'notify',
-          retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
-          callWebhook: {
-            url: `'${target}/flaky/' + ctx.trigger.key`,
-            body: { who: 'ctx.trigger.user' },
-            signature: { secret: 'history_signing' },
-          },
-        },
-      ],
-      trigger: { key: randomUUID(), user: 'u-4' },
-    },
-    {
-      name: 'retry-from-failed-step-call-key',
-      description: 'a retry from the failed step whose callWebhook carries the original run’s call key (resume.keysOf)',
-      steps: [
-        { id: 'first', setVariables: { who: '"u-10"' } },
-        { id: 'notify', callWebhook: { url: `'${target}/ok'`, body: { who: 'ctx.steps.first.who' } } },
-      ],
-      trigger: {},
-      extra: {
-        rerunOf: 'webhook:listener-original:event-original',
-        resume: {
-          fromStepId: 'notify',
-          steps: [{ id: 'first', status: 'DONE', output: { who: 'u-10' } }],
-          keysOf: {
-            workflowId: 'webhook:listener-original:event-original',
-            runId: '0193a0c4-0000-7000-8000-000000000000',
-          },
+/**
+ * Every scenario the recorder runs, one function each (given the loopback target's origin), in one
+ * list: a new scenario is a new function here. The runs are recorded all at once, then the bulk actions.
+ */
+const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
+  (): RunScenario => ({
+    name: 'set-variables-completed',
+    description: 'setVariables over the trigger, completed',
+    steps: [{ id: 'vars', setVariables: { who: 'ctx.trigger.employee_id', status: 'ctx.trigger["status"]' } }],
+    trigger: { employee_id: '12345', status: 'terminated' },
+  }),
+  (): RunScenario => ({
+    name: 'wait-completed',
+    description: 'a 1 s wait (durable timer), then setVariables',
+    steps: [
+      { id: 'pause', wait: { duration: '1s' } },
+      { id: 'after', setVariables: { done: 'true' } },
+    ],
+    trigger: {},
+  }),
+  (): RunScenario => ({
+    name: 'ownership-create-delete',
+    description: 'createEntitlementOwner then deleteEntitlementOwner reading the first output',
+    steps: [
+      { id: 'own', createEntitlementOwner: OWNERSHIP },
+      {
+        id: 'disown',
+        deleteEntitlementOwner: {
+          userId: 'ctx.steps.own.userId',
+          roleSlug: 'ctx.steps.own.roleSlug',
+          appId: 'ctx.steps.own.appId',
+          entitlementId: 'ctx.steps.own.entitlementId',
         },
       },
-    },
-    {
-      name: 'log-completed',
-      description: 'log steps at info and warn',
-      steps: [
-        { id: 'hello', log: { message: '"offboarding " + ctx.trigger.user' } },
-        { id: 'careful', log: { message: '"second line"', level: 'warn' } },
-      ],
-      trigger: { user: 'u-2' },
-    },
-    {
-      name: 'approval-approved',
-      description: 'waitForApproval approved through the decide update, then a later step',
-      steps: [
-        { id: 'approve', waitForApproval: {} },
-        { id: 'after', setVariables: { by: 'ctx.steps.approve.by' } },
-      ],
-      trigger: {},
-      drive: decide('approve', 'approved'),
-    },
-    {
-      name: 'approval-rejected',
-      description: 'waitForApproval rejected (onReject fail): the run fails at the step',
-      steps: [{ id: 'approve', waitForApproval: { timeout: '3600s' } }],
-      trigger: {},
-      drive: decide('approve', 'rejected'),
-    },
-    {
-      name: 'approval-rejected-continue',
-      description: 'waitForApproval rejected with onReject continue; a later step branches on the decision',
-      steps: [
-        { id: 'approve', waitForApproval: { onReject: 'continue' } },
-        { id: 'ifApproved', when: 'ctx.steps.approve.decision == "approved"', setVariables: { path: '"approved"' } },
-        { id: 'ifRejected', when: 'ctx.steps.approve.decision == "rejected"', setVariables: { path: '"rejected"' } },
-      ],
-      trigger: {},
-      drive: decide('approve', 'rejected'),
-    },
-    {
-      name: 'approval-wait-marked',
-      description:
-        'waitForApproval (0.7.0): the run holds the ApprovalWait search attribute (the step id) while it waits and clears it once approved',
-      steps: [
-        { id: 'review', waitForApproval: {} },
-        { id: 'after', setVariables: { by: 'ctx.steps.review.by' } },
-      ],
-      trigger: {},
-      drive: async (handle) => {
-        const mark = async () => (await handle.describe()).typedSearchAttributes.get(ApprovalWaitKey);
-        await until(async () => (await mark()) === 'review');
-        const ended = await decide('review', 'approved')(handle, undefined as never);
-        if ((await mark()) !== undefined) throw new Error('the ApprovalWait mark outlived the wait');
-        return ended;
+    ],
+    trigger: { entitlement: 'ent-1' },
+  }),
+  (): RunScenario => ({
+    name: 'ownership-after-a-skipped-one',
+    description: 'a createEntitlementOwner skipped by its condition, then one that runs',
+    steps: [
+      { id: 'maybe', when: 'ctx.trigger.entitlement == "none"', createEntitlementOwner: OWNERSHIP },
+      { id: 'own', createEntitlementOwner: OWNERSHIP },
+    ],
+    trigger: { entitlement: 'ent-1' },
+  }),
+  (): RunScenario => ({
+    name: 'ownership-retried-after-local-attempt',
+    description:
+      'createEntitlementOwner whose first (local) attempt fails: a timer, then the regular activity with the rest of the policy',
+    steps: [
+      {
+        id: 'own',
+        retry: { initialInterval: '0.1s', maximumAttempts: 3 },
+        createEntitlementOwner: { ...OWNERSHIP, roleSlug: `'${FLAKY_ROLE}'` },
       },
-    },
-    {
-      name: 'approval-timed-out',
-      description: 'waitForApproval with a 1 s timeout that approves',
-      steps: [
-        { id: 'approve', waitForApproval: { timeout: '1s', onTimeout: 'approve' } },
-        { id: 'after', setVariables: { decision: 'ctx.steps.approve.decision' } },
-      ],
-      trigger: {},
-    },
-    {
-      name: 'when-skipped',
-      description: 'a step whose when is false is skipped; the next one runs',
-      steps: [
-        { id: 'maybe', when: 'ctx.trigger.status == "hired"', setVariables: { x: '1' } },
-        { id: 'always', setVariables: { y: '2' } },
-      ],
-      trigger: { status: 'terminated' },
-    },
-    {
-      name: 'cel-error-failed',
-      description: 'a CEL evaluation error (missing field) fails the run at the step',
-      steps: [
-        { id: 'ok', setVariables: { a: '1' } },
-        { id: 'broken', setVariables: { b: 'ctx.trigger.missing' } },
-        { id: 'never', setVariables: { c: '3' } },
-      ],
-      trigger: {},
-    },
-    {
-      name: 'fail-step',
-      description: 'a fail step ends the run as FAILED with its message',
-      steps: [
-        { id: 'check', setVariables: { ok: 'ctx.trigger.status == "active"' } },
-        {
-          id: 'stop',
-          when: '!ctx.steps.check.ok',
-          fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' },
-        },
-      ],
-      trigger: { user: 'u-7', status: 'suspended' },
-    },
-    {
-      name: 'terminated-mid-wait',
-      description: 'terminated while parked in a 1 h wait: the history ends there',
-      steps: [
-        { id: 'before', setVariables: { a: '1' } },
-        { id: 'pause', wait: { duration: '3600s' } },
-        { id: 'after', setVariables: { b: '2' } },
-      ],
-      trigger: {},
-      drive: async (handle) => {
-        await untilStep(handle, 'pause', 'WAITING');
-        await handle.terminate('recording a run parked in a wait');
-        return 'TERMINATED';
+    ],
+    trigger: { entitlement: 'ent-1' },
+  }),
+  (target: string): RunScenario => ({
+    name: 'call-webhook-completed',
+    description: 'callWebhook answered 200 at once',
+    steps: [
+      {
+        id: 'notify',
+        callWebhook: { url: `'${target}/ok'`, body: '{"who": ctx.trigger.user}', headers: { 'X-Run': "'history'" } },
       },
-    },
-    {
-      name: 'terminated-mid-retry',
-      description: 'terminated while callWebhook backs off between attempts (target answers 500)',
-      steps: [
-        {
-          id: 'notify',
-          retry: { initialInterval: '3600s', maximumAttempts: 5 },
-          callWebhook: { url: `'${target}/down'`, body: {} },
-        },
-      ],
-      trigger: {},
-      drive: async (handle) => {
-        await until(async () => {
-          const described = await handle.describe();
-          const pending = described.raw.pendingActivities ?? [];
-          return pending.some((a) => (a.attempt ?? 0) >= 2 && a.lastFailure);
-        });
-        await handle.terminate('recording a run parked mid-retry');
-        return 'TERMINATED';
+    ],
+    trigger: { user: 'u-1' },
+  }),
+  (target: string): RunScenario => ({
+    name: 'call-webhook-retried',
+    description: 'callWebhook answered 500 twice, then 200 (retried under the step policy)',
+    steps: [
+      {
+        id: 'notify',
+        retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
+        callWebhook: { url: `'${target}/flaky/' + ctx.trigger.key`, body: {} },
       },
-    },
-    {
-      name: 'cancelled-mid-wait',
-      description: 'cancelled while parked in a wait: the timer is cancelled, later steps do not run',
-      steps: [
-        { id: 'pause', wait: { duration: '3600s' } },
-        { id: 'after', setVariables: { b: '2' } },
-      ],
-      trigger: {},
-      drive: async (handle) => {
-        await untilStep(handle, 'pause', 'WAITING');
-        await handle.cancel();
-        return settle(handle);
-      },
-    },
-    {
-      name: 'retry-from-failed-step',
-      description: 'a retry from the failed step: the first step is reused from the original run (resume input)',
-      steps: [
-        { id: 'first', setVariables: { who: '"u-9"' } },
-        { id: 'second', setVariables: { again: 'ctx.steps.first.who' } },
-      ],
-      trigger: {},
-      extra: {
-        rerunOf: 'webhook:listener-original:event-original',
-        resume: { fromStepId: 'second', steps: [{ id: 'first', status: 'DONE', output: { who: 'u-9' } }] },
-      },
-    },
-    {
-      name: 'flow-filter-error',
-      description: 'flow control: the filter could not be evaluated; the run fails at once naming filter, no step runs',
-      steps: [{ id: 'v', setVariables: { a: '1' } }],
-      trigger: { other: true },
-      extra: { flow: { error: { field: 'filter', message: 'no such key: type' } } },
-    },
-    {
-      name: 'flow-queued-then-granted',
-      description:
-        'flow control: QUEUED in its lane behind another run, granted when that run gives the permit back, then completed',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: { flow: laneQueue('flow-queued-then-granted') },
-      laneHeld: true,
-      drive: async (handle, { releaseHolder }) => {
-        await untilQueued(handle);
-        await releaseHolder();
-        return settle(handle);
-      },
-    },
-    {
-      name: 'flow-canceled-while-queued',
-      description: 'flow control: canceled while QUEUED; no step runs, the request is given back to the lane',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: { flow: laneQueue('flow-canceled-while-queued') },
-      laneHeld: true,
-      drive: async (handle) => {
-        await untilQueued(handle);
-        await handle.cancel();
-        return settle(handle);
-      },
-    },
-    {
-      name: 'flow-lane-refuses-strangers',
-      description:
-        'flow control (0.6.0): QUEUED behind another run in a lane bounded to one waiting run (its queueFull memo set, then cleared); the run ignores a grant naming another lane, the lane a release of a run it never admitted and an ask naming another lane; granted by its own lane, then completed',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: { flow: laneQueue('flow-lane-refuses-strangers') },
-      laneHeld: true,
-      laneMaxWaiting: 1,
-      drive: async (handle, { client, releaseHolder, lane }) => {
-        await untilQueued(handle);
-        await handle.signal(RUN_GRANT_SIGNAL, { lane: 'lane:elsewhere:recorded' } satisfies LaneGrant);
-        const laneHandle = client.workflow.getHandle(lane!);
-        await laneHandle.signal(LANE_RELEASE_SIGNAL, { runId: 'webhook:listener-stranger:never-admitted' });
-        await laneHandle.signal(LANE_ACQUIRE_SIGNAL, {
-          runId: 'webhook:listener-stranger:elsewhere',
-          limit: 1,
-          lane: 'lane:elsewhere:recorded',
-        } satisfies LaneAcquire);
-        await until(
-          async () =>
-            (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' &&
-            (await laneHandle.describe()).raw.pendingWorkflowTask == null,
-        );
-        await releaseHolder();
-        return settle(handle);
-      },
-    },
-    {
-      name: 'breaker-paused-then-resumed',
-      description: 'circuit breaker: PAUSED (no step runs) until the resume signal, then completed',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
-      drive: async (handle) => {
-        await untilPaused(handle);
-        await handle.signal(BREAKER_RESUME_SIGNAL, { laneRequested: false } satisfies BreakerResume);
-        return settle(handle);
-      },
-    },
-    {
-      name: 'breaker-paused-then-resumed-through-lane',
-      description:
-        'circuit breaker: PAUSED, resumed (the resume asked the lane), QUEUED behind another run, granted, completed',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: {
-        flow: {
-          ...laneQueue('breaker-paused-then-resumed-through-lane'),
-          paused: { since: '2026-01-01T00:00:00.000Z' },
+    ],
+    trigger: { key: randomUUID() },
+  }),
+  (target: string): RunScenario => ({
+    name: 'call-webhook-secret-header',
+    description:
+      'callWebhook with a header reading a named secret (resolved in the activity) and a plain header, answered 200',
+    steps: [
+      {
+        id: 'notify',
+        callWebhook: {
+          url: `'${target}/ok'`,
+          body: { who: 'ctx.trigger.user' },
+          headers: { Authorization: "'Bearer ' + secrets.history_token", 'X-Run': "'history'" },
         },
       },
-      laneHeld: true,
-      drive: async (handle, { releaseHolder }) => {
-        await untilPaused(handle);
-        await handle.signal(BREAKER_RESUME_SIGNAL, { laneRequested: false } satisfies BreakerResume);
-        await untilQueued(handle);
-        await releaseHolder();
-        return settle(handle);
+    ],
+    trigger: { user: 'u-3' },
+  }),
+  (target: string): RunScenario => ({
+    name: 'call-webhook-secret-missing',
+    description:
+      'callWebhook with a header reading a secret that does not exist: the step fails at once, naming the secret',
+    steps: [
+      {
+        id: 'notify',
+        callWebhook: {
+          url: `'${target}/ok'`,
+          body: {},
+          headers: { Authorization: "'Bearer ' + secrets.deleted_token" },
+        },
+      },
+    ],
+    trigger: {},
+  }),
+  (target: string): RunScenario => ({
+    name: 'call-webhook-signed',
+    description:
+      'a callWebhook signed with a named secret (Standard Webhooks), answered 500 twice, then 200: three attempts with one call key',
+    steps: [
+      {
+        id: 'notify',
+        retry: { initialInterval: '0.2s', maximumInterval: '0.5s', maximumAttempts: 5 },
+        callWebhook: {
+          url: `'${target}/flaky/' + ctx.trigger.key`,
+          body: { who: 'ctx.trigger.user' },
+          signature: { secret: 'history_signing' },
+        },
+      },
+    ],
+    trigger: { key: randomUUID(), user: 'u-4' },
+  }),
+  (target: string): RunScenario => ({
+    name: 'retry-from-failed-step-call-key',
+    description: 'a retry from the failed step whose callWebhook carries the original run’s call key (resume.keysOf)',
+    steps: [
+      { id: 'first', setVariables: { who: '"u-10"' } },
+      { id: 'notify', callWebhook: { url: `'${target}/ok'`, body: { who: 'ctx.steps.first.who' } } },
+    ],
+    trigger: {},
+    extra: {
+      rerunOf: 'webhook:listener-original:event-original',
+      resume: {
+        fromStepId: 'notify',
+        steps: [{ id: 'first', status: 'DONE', output: { who: 'u-10' } }],
+        keysOf: {
+          workflowId: 'webhook:listener-original:event-original',
+          runId: '0193a0c4-0000-7000-8000-000000000000',
+        },
       },
     },
-    {
-      name: 'breaker-paused-then-canceled',
-      description: 'circuit breaker: canceled while PAUSED; no step runs',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
-      drive: async (handle) => {
-        await untilPaused(handle);
-        await handle.cancel();
-        return settle(handle);
+  }),
+  (): RunScenario => ({
+    name: 'log-completed',
+    description: 'log steps at info and warn',
+    steps: [
+      { id: 'hello', log: { message: '"offboarding " + ctx.trigger.user' } },
+      { id: 'careful', log: { message: '"second line"', level: 'warn' } },
+    ],
+    trigger: { user: 'u-2' },
+  }),
+  (): RunScenario => ({
+    name: 'approval-approved',
+    description: 'waitForApproval approved through the decide update, then a later step',
+    steps: [
+      { id: 'approve', waitForApproval: {} },
+      { id: 'after', setVariables: { by: 'ctx.steps.approve.by' } },
+    ],
+    trigger: {},
+    drive: decide('approve', 'approved'),
+  }),
+  (): RunScenario => ({
+    name: 'approval-rejected',
+    description: 'waitForApproval rejected (onReject fail): the run fails at the step',
+    steps: [{ id: 'approve', waitForApproval: { timeout: '3600s' } }],
+    trigger: {},
+    drive: decide('approve', 'rejected'),
+  }),
+  (): RunScenario => ({
+    name: 'approval-rejected-continue',
+    description: 'waitForApproval rejected with onReject continue; a later step branches on the decision',
+    steps: [
+      { id: 'approve', waitForApproval: { onReject: 'continue' } },
+      { id: 'ifApproved', when: 'ctx.steps.approve.decision == "approved"', setVariables: { path: '"approved"' } },
+      { id: 'ifRejected', when: 'ctx.steps.approve.decision == "rejected"', setVariables: { path: '"rejected"' } },
+    ],
+    trigger: {},
+    drive: decide('approve', 'rejected'),
+  }),
+  (): RunScenario => ({
+    name: 'approval-wait-marked',
+    description:
+      'waitForApproval (0.7.0): the run holds the ApprovalWait search attribute (the step id) while it waits and clears it once approved',
+    steps: [
+      { id: 'review', waitForApproval: {} },
+      { id: 'after', setVariables: { by: 'ctx.steps.review.by' } },
+    ],
+    trigger: {},
+    drive: async (handle) => {
+      const mark = async () => (await handle.describe()).typedSearchAttributes.get(ApprovalWaitKey);
+      await until(async () => (await mark()) === 'review');
+      const ended = await decide('review', 'approved')(handle, undefined as never);
+      if ((await mark()) !== undefined) throw new Error('the ApprovalWait mark outlived the wait');
+      return ended;
+    },
+  }),
+  (): RunScenario => ({
+    name: 'approval-timed-out',
+    description: 'waitForApproval with a 1 s timeout that approves',
+    steps: [
+      { id: 'approve', waitForApproval: { timeout: '1s', onTimeout: 'approve' } },
+      { id: 'after', setVariables: { decision: 'ctx.steps.approve.decision' } },
+    ],
+    trigger: {},
+  }),
+  (): RunScenario => ({
+    name: 'when-skipped',
+    description: 'a step whose when is false is skipped; the next one runs',
+    steps: [
+      { id: 'maybe', when: 'ctx.trigger.status == "hired"', setVariables: { x: '1' } },
+      { id: 'always', setVariables: { y: '2' } },
+    ],
+    trigger: { status: 'terminated' },
+  }),
+  (): RunScenario => ({
+    name: 'cel-error-failed',
+    description: 'a CEL evaluation error (missing field) fails the run at the step',
+    steps: [
+      { id: 'ok', setVariables: { a: '1' } },
+      { id: 'broken', setVariables: { b: 'ctx.trigger.missing' } },
+      { id: 'never', setVariables: { c: '3' } },
+    ],
+    trigger: {},
+  }),
+  (): RunScenario => ({
+    name: 'fail-step',
+    description: 'a fail step ends the run as FAILED with its message',
+    steps: [
+      { id: 'check', setVariables: { ok: 'ctx.trigger.status == "active"' } },
+      {
+        id: 'stop',
+        when: '!ctx.steps.check.ok',
+        fail: { message: '"user " + ctx.trigger.user + " is " + ctx.trigger.status' },
+      },
+    ],
+    trigger: { user: 'u-7', status: 'suspended' },
+  }),
+  (): RunScenario => ({
+    name: 'terminated-mid-wait',
+    description: 'terminated while parked in a 1 h wait: the history ends there',
+    steps: [
+      { id: 'before', setVariables: { a: '1' } },
+      { id: 'pause', wait: { duration: '3600s' } },
+      { id: 'after', setVariables: { b: '2' } },
+    ],
+    trigger: {},
+    drive: async (handle) => {
+      await untilStep(handle, 'pause', 'WAITING');
+      await handle.terminate('recording a run parked in a wait');
+      return 'TERMINATED';
+    },
+  }),
+  (target: string): RunScenario => ({
+    name: 'terminated-mid-retry',
+    description: 'terminated while callWebhook backs off between attempts (target answers 500)',
+    steps: [
+      {
+        id: 'notify',
+        retry: { initialInterval: '3600s', maximumAttempts: 5 },
+        callWebhook: { url: `'${target}/down'`, body: {} },
+      },
+    ],
+    trigger: {},
+    drive: async (handle) => {
+      await until(async () => {
+        const described = await handle.describe();
+        const pending = described.raw.pendingActivities ?? [];
+        return pending.some((a) => (a.attempt ?? 0) >= 2 && a.lastFailure);
+      });
+      await handle.terminate('recording a run parked mid-retry');
+      return 'TERMINATED';
+    },
+  }),
+  (): RunScenario => ({
+    name: 'cancelled-mid-wait',
+    description: 'cancelled while parked in a wait: the timer is cancelled, later steps do not run',
+    steps: [
+      { id: 'pause', wait: { duration: '3600s' } },
+      { id: 'after', setVariables: { b: '2' } },
+    ],
+    trigger: {},
+    drive: async (handle) => {
+      await untilStep(handle, 'pause', 'WAITING');
+      await handle.cancel();
+      return settle(handle);
+    },
+  }),
+  (): RunScenario => ({
+    name: 'retry-from-failed-step',
+    description: 'a retry from the failed step: the first step is reused from the original run (resume input)',
+    steps: [
+      { id: 'first', setVariables: { who: '"u-9"' } },
+      { id: 'second', setVariables: { again: 'ctx.steps.first.who' } },
+    ],
+    trigger: {},
+    extra: {
+      rerunOf: 'webhook:listener-original:event-original',
+      resume: { fromStepId: 'second', steps: [{ id: 'first', status: 'DONE', output: { who: 'u-9' } }] },
+    },
+  }),
+  (): RunScenario => ({
+    name: 'flow-filter-error',
+    description: 'flow control: the filter could not be evaluated; the run fails at once naming filter, no step runs',
+    steps: [{ id: 'v', setVariables: { a: '1' } }],
+    trigger: { other: true },
+    extra: { flow: { error: { field: 'filter', message: 'no such key: type' } } },
+  }),
+  (): RunScenario => ({
+    name: 'flow-queued-then-granted',
+    description:
+      'flow control: QUEUED in its lane behind another run, granted when that run gives the permit back, then completed',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: laneQueue('flow-queued-then-granted') },
+    laneHeld: true,
+    drive: async (handle, { releaseHolder }) => {
+      await untilQueued(handle);
+      await releaseHolder();
+      return settle(handle);
+    },
+  }),
+  (): RunScenario => ({
+    name: 'flow-canceled-while-queued',
+    description: 'flow control: canceled while QUEUED; no step runs, the request is given back to the lane',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: laneQueue('flow-canceled-while-queued') },
+    laneHeld: true,
+    drive: async (handle) => {
+      await untilQueued(handle);
+      await handle.cancel();
+      return settle(handle);
+    },
+  }),
+  (): RunScenario => ({
+    name: 'flow-lane-refuses-strangers',
+    description:
+      'flow control (0.6.0): QUEUED behind another run in a lane bounded to one waiting run (its queueFull memo set, then cleared); the run ignores a grant naming another lane, the lane a release of a run it never admitted and an ask naming another lane; granted by its own lane, then completed',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: laneQueue('flow-lane-refuses-strangers') },
+    laneHeld: true,
+    laneMaxWaiting: 1,
+    drive: async (handle, { client, releaseHolder, lane }) => {
+      await untilQueued(handle);
+      await handle.signal(RUN_GRANT_SIGNAL, { lane: 'lane:elsewhere:recorded' } satisfies LaneGrant);
+      const laneHandle = client.workflow.getHandle(lane!);
+      await laneHandle.signal(LANE_RELEASE_SIGNAL, { runId: 'webhook:listener-stranger:never-admitted' });
+      await laneHandle.signal(LANE_ACQUIRE_SIGNAL, {
+        runId: 'webhook:listener-stranger:elsewhere',
+        limit: 1,
+        lane: 'lane:elsewhere:recorded',
+      } satisfies LaneAcquire);
+      await until(
+        async () =>
+          (await handle.query<RunState>(RUN_STATE_QUERY)).status === 'QUEUED' &&
+          (await laneHandle.describe()).raw.pendingWorkflowTask == null,
+      );
+      await releaseHolder();
+      return settle(handle);
+    },
+  }),
+  (): RunScenario => ({
+    name: 'breaker-paused-then-resumed',
+    description: 'circuit breaker: PAUSED (no step runs) until the resume signal, then completed',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
+    drive: async (handle) => {
+      await untilPaused(handle);
+      await handle.signal(BREAKER_RESUME_SIGNAL, { laneRequested: false } satisfies BreakerResume);
+      return settle(handle);
+    },
+  }),
+  (): RunScenario => ({
+    name: 'breaker-paused-then-resumed-through-lane',
+    description:
+      'circuit breaker: PAUSED, resumed (the resume asked the lane), QUEUED behind another run, granted, completed',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: {
+      flow: {
+        ...laneQueue('breaker-paused-then-resumed-through-lane'),
+        paused: { since: '2026-01-01T00:00:00.000Z' },
       },
     },
-    {
-      name: 'breaker-paused-then-terminated',
-      description: 'circuit breaker: terminated while PAUSED; the history ends there',
-      steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
-      trigger: { user: 'user-1' },
-      extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
-      drive: async (handle) => {
-        await untilPaused(handle);
-        await handle.terminate('recording a paused run');
-        return 'TERMINATED';
-      },
+    laneHeld: true,
+    drive: async (handle, { releaseHolder }) => {
+      await untilPaused(handle);
+      await handle.signal(BREAKER_RESUME_SIGNAL, { laneRequested: false } satisfies BreakerResume);
+      await untilQueued(handle);
+      await releaseHolder();
+      return settle(handle);
     },
-    {
-      name: 'notify-completed',
-      description:
-        'a notify step posting {"text"} to an incoming webhook whose URL (with its token) is a named secret, answered 200',
-      steps: [{ id: 'tell', notify: { webhook: 'history_hook', text: "'Offboarded ' + ctx.trigger.user" } }],
-      trigger: { user: 'u-9' },
+  }),
+  (): RunScenario => ({
+    name: 'breaker-paused-then-canceled',
+    description: 'circuit breaker: canceled while PAUSED; no step runs',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
+    drive: async (handle) => {
+      await untilPaused(handle);
+      await handle.cancel();
+      return settle(handle);
     },
-    {
-      name: 'notify-origin-refused',
-      description:
-        'a notify step whose secret does not allow the origin of the URL it holds: the step fails at once, nothing is sent',
-      steps: [{ id: 'tell', notify: { webhook: 'history_hook_elsewhere', text: "'x'" } }],
-      trigger: {},
+  }),
+  (): RunScenario => ({
+    name: 'breaker-paused-then-terminated',
+    description: 'circuit breaker: terminated while PAUSED; the history ends there',
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: { paused: { since: '2026-01-01T00:00:00.000Z' } } },
+    drive: async (handle) => {
+      await untilPaused(handle);
+      await handle.terminate('recording a paused run');
+      return 'TERMINATED';
     },
-    {
-      name: 'many-steps',
-      description: '24 steps of every non-parking kind, with skips and a short wait',
-      steps: [
-        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({
-          id: `v${i}`,
-          setVariables: { n: `${i}.0 + ctx.trigger.base` },
-        })),
-        { id: 'skip1', when: 'ctx.steps.v0.n > 100.0', setVariables: { never: '1' } },
-        { id: 'note', log: { message: '"sum " + string(ctx.steps.v7.n)' } },
-        { id: 'own', createEntitlementOwner: OWNERSHIP },
-        { id: 'hook', callWebhook: { url: `'${target}/ok'`, body: '{"n": ctx.steps.v3.n}' } },
-        { id: 'pause', wait: { duration: '0.5s' } },
-        ...Array.from({ length: 8 }, (_, i): StepDefinition => ({
-          id: `w${i}`,
-          when: i % 2 === 0 ? 'true' : 'false',
-          setVariables: { m: `ctx.steps.v${i}.n * 2.0` },
-        })),
-        { id: 'disown', deleteEntitlementOwner: OWNERSHIP },
-        { id: 'done', log: { message: '"done"', level: 'info' } },
-      ],
-      trigger: { base: 1, entitlement: 'ent-1' },
-    },
-  ];
-}
+  }),
+  (): RunScenario => ({
+    name: 'notify-completed',
+    description:
+      'a notify step posting {"text"} to an incoming webhook whose URL (with its token) is a named secret, answered 200',
+    steps: [{ id: 'tell', notify: { webhook: 'history_hook', text: "'Offboarded ' + ctx.trigger.user" } }],
+    trigger: { user: 'u-9' },
+  }),
+  (): RunScenario => ({
+    name: 'notify-origin-refused',
+    description:
+      'a notify step whose secret does not allow the origin of the URL it holds: the step fails at once, nothing is sent',
+    steps: [{ id: 'tell', notify: { webhook: 'history_hook_elsewhere', text: "'x'" } }],
+    trigger: {},
+  }),
+  (target: string): RunScenario => ({
+    name: 'many-steps',
+    description: '24 steps of every non-parking kind, with skips and a short wait',
+    steps: [
+      ...Array.from({ length: 8 }, (_, i): StepDefinition => ({
+        id: `v${i}`,
+        setVariables: { n: `${i}.0 + ctx.trigger.base` },
+      })),
+      { id: 'skip1', when: 'ctx.steps.v0.n > 100.0', setVariables: { never: '1' } },
+      { id: 'note', log: { message: '"sum " + string(ctx.steps.v7.n)' } },
+      { id: 'own', createEntitlementOwner: OWNERSHIP },
+      { id: 'hook', callWebhook: { url: `'${target}/ok'`, body: '{"n": ctx.steps.v3.n}' } },
+      { id: 'pause', wait: { duration: '0.5s' } },
+      ...Array.from({ length: 8 }, (_, i): StepDefinition => ({
+        id: `w${i}`,
+        when: i % 2 === 0 ? 'true' : 'false',
+        setVariables: { m: `ctx.steps.v${i}.n * 2.0` },
+      })),
+      { id: 'disown', deleteEntitlementOwner: OWNERSHIP },
+      { id: 'done', log: { message: '"done"', level: 'info' } },
+    ],
+    trigger: { base: 1, entitlement: 'ent-1' },
+  }),
+  (): BulkScenario => ({
+    name: 'bulk-cancel',
+    description: 'a bulk cancel of two parked runs and an unknown one (skipped)',
+    action: 'cancel',
+    runs: 2,
+  }),
+  (): BulkScenario => ({
+    name: 'bulk-terminate',
+    description: 'a bulk terminate of two parked runs and an unknown one (skipped)',
+    action: 'terminate',
+    runs: 2,
+  }),
+  (): BulkScenario => ({
+    name: 'bulk-rerun',
+    description: 'a bulk rerun of two parked runs (each rerun parks too) and an unknown one (skipped)',
+    action: 'rerun',
+    runs: 2,
+  }),
+  (): BulkScenario => ({
+    name: 'bulk-stopped',
+    description: 'a bulk cancel stopped before it acted on anything',
+    action: 'cancel',
+    runs: 1,
+    stopped: true,
+  }),
+];
 
 /** True when any string of the history, as it is or base64-decoded (payload data), holds HISTORY_SECRET. */
 function holdsSecret(root: unknown): boolean {
@@ -697,57 +745,104 @@ async function publish(
   return { automationId, listenerId };
 }
 
-/** A bulk action's workflow over a set of its own: parked runs it acts on, and a run that does not exist (skipped). */
-interface BulkScenario {
-  name: string;
-  description: string;
-  action: 'cancel' | 'terminate' | 'rerun';
-  /** Parked runs of the set (each waits for an approval), besides one unknown run id. */
-  runs: number;
-  /** The action is stopped before its workflow starts: it acts on nothing. */
-  stopped?: boolean;
+/** What recording a scenario needs: the store, a client of the dev server, the worker's task queue. */
+interface Recorder {
+  db: Db;
+  client: Client;
+  taskQueue: string;
 }
 
-function bulkScenarios(): BulkScenario[] {
-  return [
-    {
-      name: 'bulk-cancel',
-      description: 'a bulk cancel of two parked runs and an unknown one (skipped)',
-      action: 'cancel',
-      runs: 2,
-    },
-    {
-      name: 'bulk-terminate',
-      description: 'a bulk terminate of two parked runs and an unknown one (skipped)',
-      action: 'terminate',
-      runs: 2,
-    },
-    {
-      name: 'bulk-rerun',
-      description: 'a bulk rerun of two parked runs (each rerun parks too) and an unknown one (skipped)',
-      action: 'rerun',
-      runs: 2,
-    },
-    {
-      name: 'bulk-stopped',
-      description: 'a bulk cancel stopped before it acted on anything',
-      action: 'cancel',
-      runs: 1,
-      stopped: true,
-    },
-  ];
+/** Publishes the scenario's automation, starts its run (behind a lane holder when `laneHeld`), drives it and saves its history. */
+async function recordRun(scenario: RunScenario, recorder: Recorder): Promise<void> {
+  const { db, client, taskQueue } = recorder;
+  const { automationId, listenerId } = await publish(db, scenario.name, scenario.steps);
+  const eventId = randomUUID();
+  const input: AutomationRunInput = {
+    automationId,
+    version: 1,
+    listenerId,
+    eventId,
+    receivedAt: new Date().toISOString(),
+    trigger: scenario.trigger,
+    ...scenario.extra,
+  };
+  const workflowId = `webhook:${listenerId}:${eventId}`;
+  const queue = input.flow?.queue;
+  const releaseHolder =
+    scenario.laneHeld && queue
+      ? await holdLane(scenario, input, workflowId, queue.lane, recorder)
+      : async (): Promise<void> => undefined;
+  const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
+  const outcome = await (scenario.drive ?? settle)(handle, {
+    client,
+    releaseHolder,
+    ...(queue ? { lane: queue.lane } : {}),
+  });
+  if (scenario.laneHeld) await releaseHolder().catch(() => undefined);
+  const history = await handle.fetchHistory();
+  const record = {
+    release: RELEASE,
+    scenario: scenario.name,
+    description: scenario.description,
+    outcome,
+    workflowId,
+    steps: scenario.steps,
+    input,
+  };
+  saveHistory(scenario.name, history, record);
+  if (scenario.laneHeld && queue) {
+    // The lane's own history (its grants, the release, the holder check): lanes are workflow code too.
+    // Ended by hand once the scenario is over (an idle lane would wait five minutes to complete).
+    const laneHandle = client.workflow.getHandle(queue.lane);
+    await until(async () => (await laneHandle.describe()).raw.pendingWorkflowTask == null);
+    await laneHandle.terminate('recording: the scenario is over');
+    saveHistory(`lane-${scenario.name}`, await laneHandle.fetchHistory(), {
+      ...record,
+      scenario: `lane-${scenario.name}`,
+      description: `the lane of ${scenario.name}`,
+      outcome: 'TERMINATED',
+      workflowId: queue.lane,
+      steps: [],
+    });
+  }
 }
 
-async function recordBulk(
-  scenario: BulkScenario,
-  ctx: {
-    db: Db;
-    client: Client;
-    taskQueue: string;
-    save: (name: string, history: Awaited<ReturnType<Handle['fetchHistory']>>, record: Record<string, unknown>) => void;
-  },
-): Promise<void> {
-  const { db, client, taskQueue } = ctx;
+/**
+ * The holder of a `laneHeld` scenario's lane: a run parked for approval (version 2 of the automation)
+ * that the lane grants the only permit to first. Answers how the holder gives the permit back.
+ */
+async function holdLane(
+  scenario: RunScenario,
+  input: AutomationRunInput,
+  workflowId: string,
+  lane: string,
+  { db, client, taskQueue }: Recorder,
+): Promise<() => Promise<void>> {
+  await recordPublishedVersion(db, input.automationId, 2, {
+    displayName: scenario.name,
+    steps: [{ id: 'hold', waitForApproval: {} }],
+  });
+  const holder = await client.workflow.start('automation', {
+    taskQueue,
+    workflowId: `${workflowId}:holder`,
+    args: [{ ...input, version: 2, eventId: `${input.eventId}-holder`, flow: undefined } as AutomationRunInput],
+  });
+  await createTemporalEngine({ client, taskQueue, db }).requestLanePermit({
+    automationId: input.automationId,
+    lane,
+    runId: holder.workflowId,
+    limit: 1,
+    taskQueue,
+    ...(scenario.laneMaxWaiting ? { maxWaiting: scenario.laneMaxWaiting } : {}),
+  });
+  return async () => {
+    await client.workflow.getHandle(lane).signal(LANE_RELEASE_SIGNAL, { runId: holder.workflowId });
+    await holder.terminate('recording: the holder gave its permit back');
+  };
+}
+
+/** Parks the scenario's runs, then runs its bulk action over them (and one unknown run) and saves the action's history. */
+async function recordBulk(scenario: BulkScenario, { db, client, taskQueue }: Recorder): Promise<void> {
   const steps: StepDefinition[] = [{ id: 'hold', waitForApproval: {} }];
   const { automationId, listenerId } = await publish(db, scenario.name, steps);
   const runIds: string[] = [];
@@ -797,7 +892,7 @@ async function recordBulk(
   });
   const result = await handle.result();
   const history = await handle.fetchHistory();
-  ctx.save(scenario.name, history, {
+  saveHistory(scenario.name, history, {
     release: RELEASE,
     scenario: scenario.name,
     description: scenario.description,
@@ -815,6 +910,33 @@ async function recordBulk(
   }
 }
 
+/** Writes a history and its input record (refused when the history holds the value of a named secret). */
+function saveHistory(
+  name: string,
+  history: Awaited<ReturnType<Handle['fetchHistory']>>,
+  record: Record<string, unknown>,
+): void {
+  const base = path.join(RELEASE_DIR, name);
+  const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
+  if (holdsSecret(JSON.parse(text))) throw new Error(`${name}: the history holds the value of a named secret`);
+  fs.writeFileSync(`${base}.history.json`, text);
+  fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
+  console.log(`${RELEASE}/${name}: ${String(record.outcome)}, ${history.events?.length ?? 0} events`);
+}
+
+/** Records each scenario, all at once; answers the failures, one line each (name and stack). */
+async function recordAll<S extends Scenario>(
+  scenarios: S[],
+  record: (scenario: S) => Promise<void>,
+): Promise<string[]> {
+  const results = await Promise.allSettled(scenarios.map(record));
+  return results.flatMap((r, i) =>
+    r.status === 'rejected'
+      ? [`${scenarios[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`]
+      : [],
+  );
+}
+
 export function sha256(file: string): string {
   return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
@@ -826,11 +948,75 @@ export function readManifest(): Record<string, string> {
     : {};
 }
 
+/** Rewrites the manifest: the sha256 of every file of every release folder. */
+function writeManifest(): void {
+  const files: Record<string, string> = {};
+  for (const release of fs.readdirSync(HISTORIES_DIR, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+    for (const file of fs.readdirSync(path.join(HISTORIES_DIR, release.name)).sort()) {
+      files[`${release.name}/${file}`] = sha256(path.join(HISTORIES_DIR, release.name, file));
+    }
+  }
+  fs.writeFileSync(
+    MANIFEST,
+    `${JSON.stringify({ note: 'sha256 of every committed history; append-only (checked by test/unit/history-manifest.test.ts)', files }, null, 2)}\n`,
+  );
+}
+
+/** The named secrets the scenarios read (history_token, the notify hooks, history_signing), sealed as the API seals them. */
+async function insertSecrets(db: Db, secretBox: SecretBox, origin: string): Promise<void> {
+  await insertOutboundSecret(
+    db,
+    'history_token',
+    secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')),
+    [origin],
+  );
+  await insertOutboundSecret(
+    db,
+    'history_hook_elsewhere',
+    secretBox.seal(`${origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook_elsewhere')),
+    ['https://hooks.slack.com'],
+  );
+  await insertOutboundSecret(
+    db,
+    'history_hook',
+    secretBox.seal(`${origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook')),
+    [origin],
+  );
+  await insertOutboundSecret(
+    db,
+    'history_signing',
+    secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')),
+    [origin],
+  );
+}
+
+/** The worker the runs execute on: the workflow bundle of the service, its activities (the first ownership of FLAKY_ROLE failing). */
+async function createWorker(
+  connection: NativeConnection,
+  { db, client, taskQueue }: Recorder,
+  secretBox: SecretBox,
+): Promise<Worker> {
+  const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
+  return Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    workflowBundle: bundle,
+    activities: withFlakyOwnership(
+      createActivities({
+        db,
+        allowPrivateOutbound: true,
+        secretBox,
+        engine: createTemporalEngine({ client, taskQueue, db }),
+      }),
+    ),
+  });
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const force = args.includes('--force');
   const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
-  const releaseDir = path.join(HISTORIES_DIR, RELEASE);
   const manifest = readManifest();
   if (!force && Object.keys(manifest).some((file) => file.startsWith(`${RELEASE}/`))) {
     throw new Error(
@@ -851,169 +1037,26 @@ async function main(): Promise<void> {
     await ensureNamespace(connection, 'default');
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
-    await insertOutboundSecret(
+    await insertSecrets(db, secretBox, target.origin);
+    const recorder: Recorder = {
       db,
-      'history_token',
-      secretBox.seal(HISTORY_SECRET, sealContext('outbound_secret', 'history_token')),
-      [target.origin],
-    );
-    await insertOutboundSecret(
-      db,
-      'history_hook_elsewhere',
-      secretBox.seal(
-        `${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`,
-        sealContext('outbound_secret', 'history_hook_elsewhere'),
-      ),
-      ['https://hooks.slack.com'],
-    );
-    await insertOutboundSecret(
-      db,
-      'history_hook',
-      secretBox.seal(`${target.origin}/hooks/${HISTORY_HOOK_TOKEN}`, sealContext('outbound_secret', 'history_hook')),
-      [target.origin],
-    );
-    await insertOutboundSecret(
-      db,
-      'history_signing',
-      secretBox.seal(HISTORY_SIGNING_SECRET, sealContext('outbound_secret', 'history_signing')),
-      [target.origin],
-    );
-    const client = new Client({ connection, namespace: 'default' });
-    const taskQueue = 'record-histories';
-    const bundle = await bundleWorkflowCode({ ...automationBundleOptions(), logger: new DefaultLogger('WARN') });
-    worker = await Worker.create({
-      connection: nativeConnection,
-      namespace: 'default',
-      taskQueue,
-      workflowBundle: bundle,
-      activities: withFlakyOwnership(
-        createActivities({
-          db,
-          allowPrivateOutbound: true,
-          secretBox,
-          engine: createTemporalEngine({ client, taskQueue, db }),
-        }),
-      ),
-    });
-    running = worker.run();
-    fs.mkdirSync(releaseDir, { recursive: true });
-
-    const save = (
-      name: string,
-      history: Awaited<ReturnType<Handle['fetchHistory']>>,
-      record: Record<string, unknown>,
-    ): void => {
-      const base = path.join(releaseDir, name);
-      const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
-      if (holdsSecret(JSON.parse(text))) throw new Error(`${name}: the history holds the value of a named secret`);
-      fs.writeFileSync(`${base}.history.json`, text);
-      fs.writeFileSync(`${base}.input.json`, `${JSON.stringify(record, null, 2)}\n`);
-      console.log(`${RELEASE}/${name}: ${String(record.outcome)}, ${history.events?.length ?? 0} events`);
+      client: new Client({ connection, namespace: 'default' }),
+      taskQueue: 'record-histories',
     };
-    const chosen = scenarios(target.origin).filter((s) => !only || s.name === only);
-    const results = await Promise.allSettled(
-      chosen.map(async (scenario) => {
-        const { automationId, listenerId } = await publish(db, scenario.name, scenario.steps);
-        const eventId = randomUUID();
-        const input: AutomationRunInput = {
-          automationId,
-          version: 1,
-          listenerId,
-          eventId,
-          receivedAt: new Date().toISOString(),
-          trigger: scenario.trigger,
-          ...scenario.extra,
-        };
-        const workflowId = `webhook:${listenerId}:${eventId}`;
-        let releaseHolder = async (): Promise<void> => undefined;
-        const queue = input.flow?.queue;
-        if (scenario.laneHeld && queue) {
-          // The holder: a run parked for approval (version 2 of the automation) that the lane grants the only permit to first.
-          await recordPublishedVersion(db, automationId, 2, {
-            displayName: scenario.name,
-            steps: [{ id: 'hold', waitForApproval: {} }],
-          });
-          const holder = await client.workflow.start('automation', {
-            taskQueue,
-            workflowId: `${workflowId}:holder`,
-            args: [{ ...input, version: 2, eventId: `${eventId}-holder`, flow: undefined } as AutomationRunInput],
-          });
-          await createTemporalEngine({ client, taskQueue, db }).requestLanePermit({
-            automationId,
-            lane: queue.lane,
-            runId: holder.workflowId,
-            limit: 1,
-            taskQueue,
-            ...(scenario.laneMaxWaiting ? { maxWaiting: scenario.laneMaxWaiting } : {}),
-          });
-          releaseHolder = async () => {
-            await client.workflow.getHandle(queue.lane).signal(LANE_RELEASE_SIGNAL, { runId: holder.workflowId });
-            await holder.terminate('recording: the holder gave its permit back');
-          };
-        }
-        const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
-        const outcome = await (scenario.drive ?? settle)(handle, {
-          client,
-          releaseHolder,
-          ...(queue ? { lane: queue.lane } : {}),
-        });
-        if (scenario.laneHeld) await releaseHolder().catch(() => undefined);
-        const history = await handle.fetchHistory();
-        const record = {
-          release: RELEASE,
-          scenario: scenario.name,
-          description: scenario.description,
-          outcome,
-          workflowId,
-          steps: scenario.steps,
-          input,
-        };
-        save(scenario.name, history, record);
-        if (scenario.laneHeld && queue) {
-          // The lane's own history (its grants, the release, the holder check): lanes are workflow code too.
-          // Ended by hand once the scenario is over (an idle lane would wait five minutes to complete).
-          const laneHandle = client.workflow.getHandle(queue.lane);
-          await until(async () => (await laneHandle.describe()).raw.pendingWorkflowTask == null);
-          await laneHandle.terminate('recording: the scenario is over');
-          save(`lane-${scenario.name}`, await laneHandle.fetchHistory(), {
-            ...record,
-            scenario: `lane-${scenario.name}`,
-            description: `the lane of ${scenario.name}`,
-            outcome: 'TERMINATED',
-            workflowId: queue.lane,
-            steps: [],
-          });
-        }
-      }),
-    );
-    const chosenBulk = bulkScenarios().filter((s) => !only || s.name === only);
-    const bulkResults = await Promise.allSettled(
-      chosenBulk.map((scenario) => recordBulk(scenario, { db, client, taskQueue, save })),
-    );
+    worker = await createWorker(nativeConnection, recorder, secretBox);
+    running = worker.run();
+    fs.mkdirSync(RELEASE_DIR, { recursive: true });
+
+    const chosen = SCENARIOS.map((scenario) => scenario(target.origin)).filter((s) => !only || s.name === only);
     const failed = [
-      ...results.flatMap((r, i) =>
-        r.status === 'rejected'
-          ? [`${chosen[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`]
-          : [],
-      ),
-      ...bulkResults.flatMap((r, i) =>
-        r.status === 'rejected'
-          ? [`${chosenBulk[i]!.name}: ${r.reason instanceof Error ? r.reason.stack : String(r.reason)}`]
-          : [],
-      ),
+      ...(await recordAll(
+        chosen.filter((s): s is RunScenario => !isBulk(s)),
+        (s) => recordRun(s, recorder),
+      )),
+      ...(await recordAll(chosen.filter(isBulk), (s) => recordBulk(s, recorder))),
     ];
     if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);
-
-    const files: Record<string, string> = {};
-    for (const release of fs.readdirSync(HISTORIES_DIR, { withFileTypes: true }).filter((d) => d.isDirectory())) {
-      for (const file of fs.readdirSync(path.join(HISTORIES_DIR, release.name)).sort()) {
-        files[`${release.name}/${file}`] = sha256(path.join(HISTORIES_DIR, release.name, file));
-      }
-    }
-    fs.writeFileSync(
-      MANIFEST,
-      `${JSON.stringify({ note: 'sha256 of every committed history; append-only (checked by test/unit/history-manifest.test.ts)', files }, null, 2)}\n`,
-    );
+    writeManifest();
   } finally {
     worker?.shutdown();
     await running?.catch(() => undefined);

@@ -710,6 +710,383 @@ function ensureBuild(log: (line: string) => void): void {
   execFileSync('npm', ['run', '--silent', 'bundle'], { cwd: ROOT, stdio: 'inherit' });
 }
 
+/** `http://…` answers 2xx within 2 s. */
+async function httpOk(url: string): Promise<boolean> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  return res.ok;
+}
+
+/**
+ * The stack's processes by name, each with the probe that waits until it answers. A process that dies
+ * is started again a second later, as a process supervisor (or compose's `restart: unless-stopped`)
+ * would; the drills rely on it after their SIGKILLs.
+ */
+class StackProcesses {
+  readonly byName = new Map<string, StackProcess>();
+  /** Waits until the named process answers (after a start or a restart). */
+  readonly readiness: Record<string, () => Promise<void>> = {};
+  /** Set by the stack's stop: no process is restarted any more. */
+  stopping = false;
+
+  constructor(
+    private readonly logDir: string,
+    private readonly env: Record<string, string | undefined>,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** Adds a process (not started) with PATH and HOME of the stack's environment besides `childEnv`. */
+  add(name: string, command: string, args: string[], childEnv: Record<string, string>): StackProcess {
+    const base: Record<string, string> = { PATH: this.env.PATH ?? '/usr/bin:/bin', HOME: this.env.HOME ?? '/tmp' };
+    const proc = new StackProcess(
+      name,
+      command,
+      args,
+      { ...base, ...childEnv },
+      path.join(this.logDir, `${name}.log`),
+      this.onUnexpectedExit,
+    );
+    this.byName.set(name, proc);
+    return proc;
+  }
+
+  get(name: string): StackProcess {
+    return this.byName.get(name)!;
+  }
+
+  private readonly onUnexpectedExit = (name: string, code: number | null, signal: string | null): void => {
+    if (this.stopping) return;
+    this.log(
+      `${name} exited (${signal ?? `code ${code}`}); restarting it in 1 s; its log: ${path.join(this.logDir, `${name}.log`)}`,
+    );
+    setTimeout(() => {
+      const proc = this.byName.get(name);
+      if (!this.stopping && proc && !proc.running) proc.start();
+    }, 1000).unref();
+  };
+}
+
+/** Every port the stack listens on, chosen at once (see lowPorts); the options' ports where given. */
+interface StackPorts {
+  entryPort: number;
+  temporalPort: number;
+  uiPort: number;
+  /** The Temporal services' TEMPORAL_<SERVICE>_PORT, _MEMBERSHIP_PORT (and the frontend's _HTTP_PORT) variables. */
+  temporalPorts: Record<string, string>;
+  apiPorts: number[];
+  /** The APIs' admin listeners (/ready, /metrics). */
+  adminPorts: number[];
+}
+
+async function choosePorts(options: StackOptions): Promise<StackPorts> {
+  const port = lowPorts();
+  const entryPort = options.port || (await port());
+  const temporalPort = options.temporalPort || (await port());
+  const uiPort = options.uiPort || (await port());
+  // Temporal: one process per service, every port chosen here.
+  const temporalPorts: Record<string, string> = {
+    TEMPORAL_FRONTEND_PORT: String(temporalPort),
+    TEMPORAL_FRONTEND_HTTP_PORT: String(await port()),
+  };
+  for (const service of TEMPORAL_SERVICES) {
+    if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await port());
+    // Also: Temporal keeps membership ports in a PostgreSQL smallint (below 32768).
+    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await port());
+  }
+  const apiPorts = [await port(), await port()];
+  const adminPorts = [await port(), await port()];
+  return { entryPort, temporalPort, uiPort, temporalPorts, apiPorts, adminPorts };
+}
+
+/** Temporal's schemas, exactly as an operator makes them with temporal-sql-tool (the script compose runs too). */
+function setUpTemporalSchemas(p: {
+  bins: ReturnType<typeof ensureProdBinaries>;
+  pg: PreparedPostgres;
+  env: Record<string, string | undefined>;
+  logDir: string;
+  log: (line: string) => void;
+}): void {
+  p.log('Temporal schemas: temporal-sql-tool setup-schema -v 0.0, update-schema -d …/versioned');
+  const schemaLog = fs.openSync(path.join(p.logDir, 'schema.log'), 'a');
+  execFileSync('sh', [path.join(ROOT, 'deploy/temporal/setup-schema.sh')], {
+    stdio: ['ignore', schemaLog, schemaLog],
+    env: {
+      PATH: p.env.PATH ?? '/usr/bin:/bin',
+      SQL_TOOL: p.bins['temporal-sql-tool'],
+      SCHEMA_DIR: p.bins.schemaDir,
+      POSTGRES_HOST: p.pg.host,
+      POSTGRES_PORT: p.pg.port,
+      TEMPORAL_DB_USER: ROLES.temporal,
+      SQL_PASSWORD: p.pg.passwords.temporal,
+      TEMPORAL_DB: DATABASES.temporal,
+      TEMPORAL_VISIBILITY_DB: DATABASES.visibility,
+    },
+  });
+  fs.closeSync(schemaLog);
+}
+
+/** The four Temporal services (deploy/temporal, production.yaml), each a process, and their readiness. */
+function addTemporal(
+  processes: StackProcesses,
+  p: { bin: string; pg: PreparedPostgres; ports: StackPorts; tlsDir: string; logLevel: string | undefined },
+): void {
+  const { temporalPort, temporalPorts } = p.ports;
+  const temporalEnv = temporalEnvironment({
+    pgHost: p.pg.host,
+    pgPort: p.pg.port,
+    password: p.pg.passwords.temporal,
+    ports: temporalPorts,
+    tlsDir: p.tlsDir,
+    logLevel: p.logLevel,
+  });
+  for (const service of TEMPORAL_SERVICES) {
+    processes.add(
+      `temporal-${service}`,
+      p.bin,
+      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', 'start', '--service', service],
+      temporalEnv,
+    );
+  }
+  const { readiness } = processes;
+  readiness['temporal-frontend'] = () =>
+    until('temporal frontend', 120_000, () => isListening(temporalPort), processes.get('temporal-frontend')).then(
+      () => undefined,
+    );
+  for (const service of ['history', 'matching', 'worker'] as const) {
+    readiness[`temporal-${service}`] = () =>
+      // The internal worker serves no gRPC: it is up when its membership (ringpop) port answers.
+      until(
+        `temporal ${service}`,
+        120_000,
+        () =>
+          isListening(
+            Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`]),
+          ),
+        processes.get(`temporal-${service}`),
+      ).then(() => undefined);
+  }
+}
+
+/**
+ * Starts the Temporal services, the frontend first: it writes the cluster metadata (e.g. a new
+ * frontend address) that the others would otherwise race to update at the same moment.
+ */
+async function startTemporal(processes: StackProcesses): Promise<void> {
+  processes.get('temporal-frontend').start();
+  await processes.readiness['temporal-frontend']!();
+  for (const service of ['history', 'matching', 'worker']) processes.get(`temporal-${service}`).start();
+  await Promise.all(['history', 'matching', 'worker'].map((service) => processes.readiness[`temporal-${service}`]!()));
+}
+
+/** The default namespace (retention, search attributes), made by the code the APIs and workers run at their start. */
+async function prepareNamespace(temporalAddress: string, tlsDir: string, log: (line: string) => void): Promise<void> {
+  const report = await until('the default namespace', 120_000, async () => {
+    const connection = await Connection.connect({
+      ...temporalConnectionOptions(temporalAddress, tlsDir),
+      connectTimeout: 2000,
+    });
+    try {
+      return await ensureNamespace(connection, 'default');
+    } finally {
+      await connection.close();
+    }
+  });
+  log(
+    `Temporal namespace default: retention 7 days${report.createdNamespace ? ' (created)' : ''}; search attributes ready`,
+  );
+}
+
+/** The Temporal Web UI server (deploy/temporal-ui) and its readiness. */
+function addTemporalUi(
+  processes: StackProcesses,
+  p: { bin: string; temporalAddress: string; uiPort: number; uiUrl: string; baseUrl: string; tlsDir: string },
+): void {
+  processes.add(
+    'temporal-ui',
+    p.bin,
+    ['--root', path.join(ROOT, 'deploy'), '--config', 'temporal-ui', '--env', 'docker', 'start'],
+    uiEnvironment({
+      temporalAddress: p.temporalAddress,
+      uiPort: p.uiPort,
+      uiUrl: p.uiUrl,
+      entryUrl: p.baseUrl,
+      tlsDir: p.tlsDir,
+    }),
+  );
+  processes.readiness['temporal-ui'] = () =>
+    until('Temporal Web UI', 60_000, () => isListening(p.uiPort), processes.get('temporal-ui')).then(() => undefined);
+}
+
+/**
+ * The variables of the caller's environment the APIs and workers get (PASSED_THROUGH), and the bootstrap
+ * super_admin client: the first start of a new store makes it here, so its secret is shown once on the
+ * terminal and never lands in a log file; later starts keep the stored client.
+ */
+function appPassThrough(
+  env: Record<string, string | undefined>,
+  created: PreparedPostgres['created'],
+): { passThrough: Record<string, string>; bootstrapCreated: ProdStack['bootstrapCreated'] } {
+  let bootstrapCreated: { clientId: string; clientSecret: string } | undefined;
+  if (created[DATABASES.app] && !env.BOOTSTRAP_CLIENT_ID) {
+    bootstrapCreated = { clientId: 'bootstrap-admin', clientSecret: randomBytes(32).toString('base64url') };
+  }
+  const passThrough: Record<string, string> = {};
+  for (const name of PASSED_THROUGH) if (env[name]) passThrough[name] = env[name]!;
+  if (bootstrapCreated) {
+    passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
+    passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
+  }
+  return { passThrough, bootstrapCreated };
+}
+
+/** What every API and worker process is given alike (appEnvironment). */
+type AppShared = Omit<Parameters<typeof appEnvironment>[1], 'dataDir' | 'port' | 'adminPort'>;
+
+/** The two APIs (`node dist/src/main.js api`), each with a data folder and an admin listener of its own, and their readiness. */
+function addApis(processes: StackProcesses, shared: AppShared, ports: StackPorts, stateDir: string): void {
+  const { apiPorts, adminPorts } = ports;
+  apiPorts.forEach((port, i) =>
+    processes.add(
+      `api-${i + 1}`,
+      process.execPath,
+      [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'api'],
+      appEnvironment('api', {
+        ...shared,
+        port,
+        adminPort: adminPorts[i],
+        dataDir: path.join(stateDir, `api-${i + 1}`),
+      }),
+    ),
+  );
+  const { readiness } = processes;
+  adminPorts.forEach((port, i) => {
+    readiness[`api-${i + 1}`] = () =>
+      until(
+        `api-${i + 1}`,
+        120_000,
+        () => httpOk(`http://127.0.0.1:${port}/ready`),
+        processes.get(`api-${i + 1}`),
+      ).then(() => undefined);
+  });
+}
+
+/** The identities Temporal lists among the `automations` task queue's workflow pollers, over one connection made on first use. */
+class Pollers {
+  private connection: Connection | undefined;
+
+  constructor(
+    private readonly temporalAddress: string,
+    private readonly tlsDir: string,
+  ) {}
+
+  async identities(): Promise<string[]> {
+    this.connection ??= await Connection.connect({
+      ...temporalConnectionOptions(this.temporalAddress, this.tlsDir),
+      connectTimeout: 2000,
+    });
+    const described = await this.connection.workflowService.describeTaskQueue({
+      namespace: 'default',
+      taskQueue: { name: 'automations', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return (described.pollers ?? []).map((p) => p.identity ?? '');
+  }
+
+  async close(): Promise<void> {
+    await this.connection?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The two workers (`node dist/src/main.js worker`, the prebuilt workflow bundle), each with a data
+ * folder of its own. A worker is ready when Temporal lists it (identity "<pid>@<host>") among the
+ * task queue's pollers.
+ */
+function addWorkers(processes: StackProcesses, shared: AppShared, stateDir: string, pollers: Pollers): void {
+  for (const i of [1, 2]) {
+    processes.add(
+      `worker-${i}`,
+      process.execPath,
+      [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'worker'],
+      appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }),
+    );
+    processes.readiness[`worker-${i}`] = () =>
+      until(
+        `worker-${i}`,
+        180_000,
+        async () =>
+          (await pollers.identities()).some((identity) => identity.startsWith(`${processes.get(`worker-${i}`).pid}@`)),
+        processes.get(`worker-${i}`),
+      ).then(() => undefined);
+  }
+}
+
+/** nginx, the single entry in front of both APIs (nginxSetup), and its readiness; answers its temp folder. */
+function addNginx(
+  processes: StackProcesses,
+  p: { stateDir: string; logDir: string; ports: StackPorts; entryUrl: string },
+): string {
+  const nginx = nginxSetup({
+    dir: path.join(p.stateDir, 'nginx'),
+    logDir: p.logDir,
+    apiPorts: p.ports.apiPorts,
+    listen: `127.0.0.1:${p.ports.entryPort}`,
+  });
+  processes.add('nginx', nginx.bin, nginx.args, {});
+  processes.readiness.nginx = () =>
+    until('nginx', 30_000, () => httpOk(`${p.entryUrl}/health`), processes.get('nginx')).then(() => undefined);
+  return nginx.tempDir;
+}
+
+/** Stops the stack's processes: the entry first, then the APIs, workers and Web UI, then Temporal. */
+async function stopProcesses(processes: StackProcesses): Promise<void> {
+  const order = [
+    'nginx',
+    'api-1',
+    'api-2',
+    'worker-1',
+    'worker-2',
+    'temporal-ui',
+    'temporal-frontend',
+    'temporal-matching',
+    'temporal-history',
+    'temporal-worker',
+  ];
+  for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
+    await Promise.all(group.map((name) => processes.byName.get(name)?.kill('SIGTERM')));
+  }
+}
+
+/** Starts every process in order, each once the ones it needs answer. */
+async function startAll(
+  processes: StackProcesses,
+  temporalAddress: string,
+  tlsDir: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const { readiness } = processes;
+  await startTemporal(processes);
+  await prepareNamespace(temporalAddress, tlsDir, log);
+  processes.get('temporal-ui').start();
+  // API 1 first: it migrates the store and makes the bootstrap client; then the others.
+  processes.get('api-1').start();
+  await readiness['api-1']!();
+  for (const name of ['api-2', 'worker-1', 'worker-2']) processes.get(name).start();
+  await Promise.all(['api-2', 'worker-1', 'worker-2', 'temporal-ui'].map((name) => readiness[name]!()));
+  processes.get('nginx').start();
+  await readiness.nginx!();
+}
+
+/** The error of a failed start: the processes that exited, and the one that was not ready in time, each named with its log's tail. */
+function startFailure(err: unknown, exited: StackProcess[], logDir: string): Error {
+  const blamed = new Set(exited);
+  if (err instanceof StartError && err.proc) blamed.add(err.proc);
+  const tails = [...blamed].map((p) => `\n---- ${p.name}: the end of ${p.logFile}\n${logTail(p)}`).join('');
+  const names = exited.length
+    ? ` (exited: ${exited.map((p) => p.name).join(', ')}; logs in ${logDir})`
+    : ` (logs in ${logDir})`;
+  return new Error(`${(err as Error).message}${names}${tails}`);
+}
+
 export async function startProdStack(options: StackOptions = {}): Promise<ProdStack> {
   const log = options.log ?? ((line: string) => console.log(line));
   const env = options.env ?? process.env;
@@ -724,127 +1101,34 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
 
   const tlsDir = path.join(stateDir, 'tls');
   ensureCertificates(tlsDir, log);
-
-  const {
-    host: pgHost,
-    port: pgPort,
-    passwords,
-    created,
-  } = await preparePostgres({
+  const pg = await preparePostgres({
     stateDir,
     ...(options.adminUrl ? { adminUrl: options.adminUrl } : { local: options.localPostgres ?? localCluster(log) }),
   });
-  const dbUrl = (role: string, password: string, db: string): string =>
-    `postgres://${role}:${encodeURIComponent(password)}@${pgHost}:${pgPort}/${db}`;
-
-  // Schemas exactly as an operator makes them with temporal-sql-tool (the script compose runs too).
-  log('Temporal schemas: temporal-sql-tool setup-schema -v 0.0, update-schema -d …/versioned');
-  const schemaLog = fs.openSync(path.join(logDir, 'schema.log'), 'a');
-  execFileSync('sh', [path.join(ROOT, 'deploy/temporal/setup-schema.sh')], {
-    stdio: ['ignore', schemaLog, schemaLog],
-    env: {
-      PATH: env.PATH ?? '/usr/bin:/bin',
-      SQL_TOOL: bins['temporal-sql-tool'],
-      SCHEMA_DIR: bins.schemaDir,
-      POSTGRES_HOST: pgHost,
-      POSTGRES_PORT: pgPort,
-      TEMPORAL_DB_USER: ROLES.temporal,
-      SQL_PASSWORD: passwords.temporal,
-      TEMPORAL_DB: DATABASES.temporal,
-      TEMPORAL_VISIBILITY_DB: DATABASES.visibility,
-    },
-  });
-  fs.closeSync(schemaLog);
+  setUpTemporalSchemas({ bins, pg, env, logDir, log });
 
   const secretKey =
     env.SECRET_KEY || readOrCreate(path.join(stateDir, 'secret.key'), () => randomBytes(32).toString('hex'));
   const payloadKeys = env.PAYLOAD_KEYS || readOrCreate(path.join(stateDir, 'payload.keys'), () => newPayloadKeyEntry());
-  // Every port the stack listens on: see lowPorts.
-  const port = lowPorts();
-  const entryPort = options.port || (await port());
-  const temporalPort = options.temporalPort || (await port());
-  const uiPort = options.uiPort || (await port());
-  const entryUrl = `http://127.0.0.1:${entryPort}`;
+  const ports = await choosePorts(options);
+  const entryUrl = `http://127.0.0.1:${ports.entryPort}`;
   const baseUrl = (options.baseUrl ?? entryUrl).replace(/\/+$/, '');
-  const uiUrl = `http://127.0.0.1:${uiPort}`;
-  const temporalAddress = `127.0.0.1:${temporalPort}`;
-  const appDatabaseUrl = dbUrl(ROLES.app, passwords.app, DATABASES.app);
+  const uiUrl = `http://127.0.0.1:${ports.uiPort}`;
+  const temporalAddress = `127.0.0.1:${ports.temporalPort}`;
+  const appDatabaseUrl = `postgres://${ROLES.app}:${encodeURIComponent(pg.passwords.app)}@${pg.host}:${pg.port}/${DATABASES.app}`;
 
-  const processes = new Map<string, StackProcess>();
-  let stopping = false;
-  // A process that dies is started again a second later, as a process supervisor (or compose's
-  // `restart: unless-stopped`) would; the drills rely on it after their SIGKILLs.
-  const onUnexpectedExit = (name: string, code: number | null, signal: string | null): void => {
-    if (stopping) return;
-    log(
-      `${name} exited (${signal ?? `code ${code}`}); restarting it in 1 s; its log: ${path.join(logDir, `${name}.log`)}`,
-    );
-    setTimeout(() => {
-      const proc = processes.get(name);
-      if (!stopping && proc && !proc.running) proc.start();
-    }, 1000).unref();
-  };
-  const add = (name: string, command: string, args: string[], childEnv: Record<string, string>): StackProcess => {
-    const base: Record<string, string> = { PATH: env.PATH ?? '/usr/bin:/bin', HOME: env.HOME ?? '/tmp' };
-    const proc = new StackProcess(
-      name,
-      command,
-      args,
-      { ...base, ...childEnv },
-      path.join(logDir, `${name}.log`),
-      onUnexpectedExit,
-    );
-    processes.set(name, proc);
-    return proc;
-  };
-
-  // Temporal: one process per service, every port chosen here.
-  const temporalPorts: Record<string, string> = {
-    TEMPORAL_FRONTEND_PORT: String(temporalPort),
-    TEMPORAL_FRONTEND_HTTP_PORT: String(await port()),
-  };
-  for (const service of TEMPORAL_SERVICES) {
-    if (service !== 'frontend') temporalPorts[`TEMPORAL_${service.toUpperCase()}_PORT`] = String(await port());
-    // Also: Temporal keeps membership ports in a PostgreSQL smallint (below 32768).
-    temporalPorts[`TEMPORAL_${service.toUpperCase()}_MEMBERSHIP_PORT`] = String(await port());
-  }
-  const temporalEnv = temporalEnvironment({
-    pgHost,
-    pgPort,
-    password: passwords.temporal,
-    ports: temporalPorts,
+  const processes = new StackProcesses(logDir, env, log);
+  addTemporal(processes, { bin: bins['temporal-server'], pg, ports, tlsDir, logLevel: env.TEMPORAL_LOG_LEVEL });
+  addTemporalUi(processes, {
+    bin: bins['temporal-ui-server'],
+    temporalAddress,
+    uiPort: ports.uiPort,
+    uiUrl,
+    baseUrl,
     tlsDir,
-    logLevel: env.TEMPORAL_LOG_LEVEL,
   });
-  for (const service of TEMPORAL_SERVICES) {
-    add(
-      `temporal-${service}`,
-      bins['temporal-server'],
-      ['--root', ROOT, '--config', 'deploy/temporal', '--env', 'production', 'start', '--service', service],
-      temporalEnv,
-    );
-  }
-
-  add(
-    'temporal-ui',
-    bins['temporal-ui-server'],
-    ['--root', path.join(ROOT, 'deploy'), '--config', 'temporal-ui', '--env', 'docker', 'start'],
-    uiEnvironment({ temporalAddress, uiPort, uiUrl, entryUrl: baseUrl, tlsDir }),
-  );
-
-  // The first start of a new store makes the bootstrap super_admin client here, so its secret is
-  // shown once on the terminal and never lands in a log file; later starts keep the stored client.
-  let bootstrapCreated: { clientId: string; clientSecret: string } | undefined;
-  if (created[DATABASES.app] && !env.BOOTSTRAP_CLIENT_ID) {
-    bootstrapCreated = { clientId: 'bootstrap-admin', clientSecret: randomBytes(32).toString('base64url') };
-  }
-  const passThrough: Record<string, string> = {};
-  for (const name of PASSED_THROUGH) if (env[name]) passThrough[name] = env[name]!;
-  if (bootstrapCreated) {
-    passThrough.BOOTSTRAP_CLIENT_ID = bootstrapCreated.clientId;
-    passThrough.BOOTSTRAP_CLIENT_SECRET = bootstrapCreated.clientSecret;
-  }
-  const shared = {
+  const { passThrough, bootstrapCreated } = appPassThrough(env, pg.created);
+  const shared: AppShared = {
     databaseUrl: appDatabaseUrl,
     temporalAddress,
     secretKey,
@@ -854,99 +1138,10 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     tlsDir,
     passThrough,
   };
-  const apiPorts = [await port(), await port()];
-  const adminPorts = [await port(), await port()];
-  apiPorts.forEach((port, i) =>
-    add(
-      `api-${i + 1}`,
-      process.execPath,
-      [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'api'],
-      appEnvironment('api', {
-        ...shared,
-        port,
-        adminPort: adminPorts[i],
-        dataDir: path.join(stateDir, `api-${i + 1}`),
-      }),
-    ),
-  );
-  for (const i of [1, 2]) {
-    add(
-      `worker-${i}`,
-      process.execPath,
-      [...SERVICE_NODE_FLAGS, 'dist/src/main.js', 'worker'],
-      appEnvironment('worker', { ...shared, dataDir: path.join(stateDir, `worker-${i}`) }),
-    );
-  }
-
-  const nginx = nginxSetup({ dir: path.join(stateDir, 'nginx'), logDir, apiPorts, listen: `127.0.0.1:${entryPort}` });
-  const temp = nginx.tempDir;
-  add('nginx', nginx.bin, nginx.args, {});
-
-  const httpOk = async (url: string): Promise<boolean> => {
-    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return res.ok;
-  };
-  const proc = (name: string): StackProcess => processes.get(name)!;
-  const readiness: Record<string, () => Promise<void>> = {
-    'temporal-frontend': () =>
-      until('temporal frontend', 120_000, () => isListening(temporalPort), proc('temporal-frontend')).then(
-        () => undefined,
-      ),
-    'temporal-ui': () =>
-      until('Temporal Web UI', 60_000, () => isListening(uiPort), proc('temporal-ui')).then(() => undefined),
-    nginx: () => until('nginx', 30_000, () => httpOk(`${entryUrl}/health`), proc('nginx')).then(() => undefined),
-  };
-  for (const service of ['history', 'matching', 'worker'] as const) {
-    readiness[`temporal-${service}`] = () =>
-      // The internal worker serves no gRPC: it is up when its membership (ringpop) port answers.
-      until(
-        `temporal ${service}`,
-        120_000,
-        () =>
-          isListening(
-            Number(temporalPorts[`TEMPORAL_${service.toUpperCase()}_${service === 'worker' ? 'MEMBERSHIP_' : ''}PORT`]),
-          ),
-        proc(`temporal-${service}`),
-      ).then(() => undefined);
-  }
-  adminPorts.forEach((port, i) => {
-    readiness[`api-${i + 1}`] = () =>
-      until(`api-${i + 1}`, 120_000, () => httpOk(`http://127.0.0.1:${port}/ready`), proc(`api-${i + 1}`)).then(
-        () => undefined,
-      );
-  });
-  // A worker is ready when Temporal lists it (identity "<pid>@<host>") among the task queue's pollers.
-  let pollerConnection: Connection | undefined;
-  const pollers = async (): Promise<string[]> => {
-    pollerConnection ??= await Connection.connect({
-      ...temporalConnectionOptions(temporalAddress, tlsDir),
-      connectTimeout: 2000,
-    });
-    const described = await pollerConnection.workflowService.describeTaskQueue({
-      namespace: 'default',
-      taskQueue: { name: 'automations', kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    });
-    return (described.pollers ?? []).map((p) => p.identity ?? '');
-  };
-  for (const i of [1, 2]) {
-    readiness[`worker-${i}`] = () =>
-      until(
-        `worker-${i}`,
-        180_000,
-        async () => (await pollers()).some((identity) => identity.startsWith(`${proc(`worker-${i}`).pid}@`)),
-        proc(`worker-${i}`),
-      ).then(() => undefined);
-  }
-
-  // The frontend first: it writes the cluster metadata (e.g. a new frontend address) that the
-  // others would otherwise race to update at the same moment.
-  const startTemporal = async (): Promise<void> => {
-    proc('temporal-frontend').start();
-    await readiness['temporal-frontend']!();
-    for (const service of ['history', 'matching', 'worker']) proc(`temporal-${service}`).start();
-    await Promise.all(['history', 'matching', 'worker'].map((service) => readiness[`temporal-${service}`]!()));
-  };
+  addApis(processes, shared, ports, stateDir);
+  const pollers = new Pollers(temporalAddress, tlsDir);
+  addWorkers(processes, shared, stateDir, pollers);
+  const temp = addNginx(processes, { stateDir, logDir, ports, entryUrl });
 
   const stack: ProdStack = {
     bootstrapCreated,
@@ -959,76 +1154,32 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     tlsDir,
     temporalConnectionOptions: (holder = 'api') => temporalConnectionOptions(temporalAddress, tlsDir, holder),
     temporalCliArgs: (holder = 'api') => temporalCliArgs(temporalAddress, tlsDir, holder),
-    processes,
-    waitReady: (name) => readiness[name]!(),
-    startTemporal,
+    processes: processes.byName,
+    waitReady: (name) => processes.readiness[name]!(),
+    startTemporal: () => startTemporal(processes),
     async restart(name) {
-      const proc = processes.get(name)!;
+      const proc = processes.get(name);
       await proc.kill('SIGTERM');
       proc.start();
-      await readiness[name]!();
+      await processes.readiness[name]!();
     },
     async stop() {
-      stopping = true;
-      await pollerConnection?.close().catch(() => undefined);
-      const order = [
-        'nginx',
-        'api-1',
-        'api-2',
-        'worker-1',
-        'worker-2',
-        'temporal-ui',
-        'temporal-frontend',
-        'temporal-matching',
-        'temporal-history',
-        'temporal-worker',
-      ];
-      for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
-        await Promise.all(group.map((name) => processes.get(name)?.kill('SIGTERM')));
-      }
+      processes.stopping = true;
+      await pollers.close();
+      await stopProcesses(processes);
       fs.rmSync(temp, { recursive: true, force: true });
     },
   };
-  const killAll = (): void => {
-    for (const proc of processes.values()) proc.child?.kill('SIGKILL');
-  };
-  process.once('exit', killAll);
+  process.once('exit', () => {
+    for (const proc of processes.byName.values()) proc.child?.kill('SIGKILL');
+  });
 
   try {
-    await startTemporal();
-    const report = await until('the default namespace', 120_000, async () => {
-      const connection = await Connection.connect({
-        ...temporalConnectionOptions(temporalAddress, tlsDir),
-        connectTimeout: 2000,
-      });
-      try {
-        return await ensureNamespace(connection, 'default');
-      } finally {
-        await connection.close();
-      }
-    });
-    log(
-      `Temporal namespace default: retention 7 days${report.createdNamespace ? ' (created)' : ''}; search attributes ready`,
-    );
-    processes.get('temporal-ui')!.start();
-    // API 1 first: it migrates the store and makes the bootstrap client; then the others.
-    processes.get('api-1')!.start();
-    await readiness['api-1']!();
-    for (const name of ['api-2', 'worker-1', 'worker-2']) processes.get(name)!.start();
-    await Promise.all(['api-2', 'worker-1', 'worker-2', 'temporal-ui'].map((name) => readiness[name]!()));
-    processes.get('nginx')!.start();
-    await readiness.nginx!();
+    await startAll(processes, temporalAddress, tlsDir, log);
   } catch (err) {
-    // The processes that exited, and the one that was not ready in time: each named with its log's tail.
-    const exited = [...processes.values()].filter((p) => p.child && !p.running);
-    const blamed = new Set(exited);
-    if (err instanceof StartError && err.proc) blamed.add(err.proc);
+    const exited = [...processes.byName.values()].filter((p) => p.child && !p.running);
     await stack.stop().catch(() => undefined);
-    const tails = [...blamed].map((p) => `\n---- ${p.name}: the end of ${p.logFile}\n${logTail(p)}`).join('');
-    const names = exited.length
-      ? ` (exited: ${exited.map((p) => p.name).join(', ')}; logs in ${logDir})`
-      : ` (logs in ${logDir})`;
-    throw new Error(`${(err as Error).message}${names}${tails}`);
+    throw startFailure(err, exited, logDir);
   }
   return stack;
 }

@@ -269,7 +269,7 @@ describe('the app processes', () => {
     }
     expect(JSON.stringify(compose.services.api?.healthcheck)).toContain(`127.0.0.1:${composeApi.admin.port}/ready`);
     expect(read('scripts/stack-prod.ts')).toMatch(
-      /adminPorts\.forEach\(\(port, i\) => \{\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) =>\s+until\(`api-\$\{i \+ 1\}`, 120_000, \(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/,
+      /adminPorts\.forEach\(\(port, i\) => \{\s+readiness\[`api-\$\{i \+ 1\}`\] = \(\) =>\s+until\(\s*`api-\$\{i \+ 1\}`,\s+120_000,\s+\(\) => httpOk\(`http:\/\/127\.0\.0\.1:\$\{port\}\/ready`\)/,
     );
   });
 
