@@ -1,7 +1,7 @@
 /**
  * `node -r ./scripts/swc-register.js bench/lab-401.ts [seconds per turn] [turns]`: the service's own CPU per
  * refused delivery (a wrong HMAC signature), without the network. Not part of `npm run bench`; a
- * lab for docs/performance.md.
+ * lab for docs/performance.md#labs.
  *
  * The real app (as bench/stack.ts's `startApi` builds it, no workflow engine) answers requests
  * made in this process: an `IncomingMessage` whose 1 KB body has arrived, handed to the app's

@@ -1,6 +1,6 @@
 /**
  * `node -r ./scripts/swc-register.js bench/lab-accept.ts [rounds] [seconds] [sides]`: where the
- * accept path's CPU goes, by process. Not part of `npm run bench`; a lab for docs/performance.md.
+ * accept path's CPU goes, by process. Not part of `npm run bench`; a lab for docs/performance.md#labs.
  *
  * Sides, at concurrency 32 on the unpolled queue, taking turns round by round:
  *   api        signed webhooks to the real API (the ingress figure's measured side)

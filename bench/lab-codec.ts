@@ -1,7 +1,7 @@
 /**
  * `node -r ./scripts/swc-register.js bench/lab-codec.ts [n]`: CPU µs per payload of the payload
  * codec's encode, on the payloads one accepted webhook's start carries (the run's input with a
- * 1 KB trigger, the memo's two fields, the summary). A lab for docs/performance.md.
+ * 1 KB trigger, the memo's two fields, the summary). A lab for docs/performance.md#labs.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { webhookBody } from './automation';

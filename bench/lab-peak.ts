@@ -6,7 +6,7 @@
  * `process.memoryUsage()` and /proc/self/status, and keeps the sample of each phase's highest RSS;
  * with `--expose-gc`, also what a full collection leaves after the flow section and at the end;
  * `--cache=N` sets the automation worker's sticky cache (default the service's).
- * Not part of `npm run bench`; a lab for docs/performance.md.
+ * Not part of `npm run bench`; a lab for docs/performance.md#labs.
  */
 import fs from 'node:fs';
 import v8 from 'node:v8';

@@ -160,7 +160,7 @@ export async function runPaginationBench(
     }
     // A search over its goal (5 × the first page) says why: the pieces the trigram statistics chose
     // and the plan PostgreSQL ran, as they are now (one full run took 1.5 s a search once; the
-    // same section again took 9 ms, docs/performance.md).
+    // same section again took 9 ms: docs/performance.md#pagination-search-and-cel).
     if (percentile(searchTimes, 50) > 5 * percentile(firstTimes, 50)) {
       const stats = await loadTrigramStats(db);
       const { text, values } = entitlementSearchQuery(

@@ -106,7 +106,7 @@ export interface StackOptions {
   maxCachedWorkflows?: number;
   /**
    * A directory for the dev server's SQLite file (as `npm start` keeps it: WAL, fsynced commits);
-   * default in memory. The in-memory database grows about 87 KB per run it holds (docs/performance.md),
+   * default in memory. The in-memory database grows about 87 KB per run it holds (docs/performance.md#constants),
    * so a section that leaves hundreds of thousands of runs (the full bulk section) keeps them on disk.
    */
   temporalDataDir?: string;

@@ -1,5 +1,5 @@
 /**
- * npm run docs:config: writes the configuration table of docs/operations.md from CONFIG_SCHEMA
+ * npm run docs:config: writes the configuration table of docs/operations.md#configuration from CONFIG_SCHEMA
  * (src/config.ts), between its two markers. test/unit/config-table.test.ts fails when the table in
  * the doc is not the one this writes.
  *

@@ -4,8 +4,8 @@
  * (killed and timed-out mutants over all valid ones, uncovered included), or could not be measured.
  * Stryker's own `thresholds.break` is one figure for a whole run; a strong module would hide a weak
  * one. Slow and CPU-heavy: not part of CI. Each module's JSON report lands in
- * reports/mutation/security/<name>.json, and its survivors are listed, to be killed or explained in
- * docs/testing.md.
+ * reports/mutation/security/<name>.json, and its survivors are listed at the end, read from those reports (how to
+ * read them, and what to do with one: docs/testing.md#mutation-testing).
  *
  * Incremental: each module's results are kept in reports/mutation/security/<name>.incremental.json
  * and a later run mutates again only what changed (--full: every mutant). --reports-only runs
@@ -103,7 +103,7 @@ export const MODULES: SecurityModule[] = [
   // sign-in, resolve (the id grammar, both lifetimes, the client's roles, the last-seen write) and
   // logout, the principal; the cookie, the Origin and the CSRF token. Left out: the purge of
   // expired rows (housekeeping: resolve refuses an expired row itself) and sessionsOf, which
-  // picks the app's ConsoleSessions; their mutants each ran the store-backed tests (docs/testing.md).
+  // picks the app's ConsoleSessions; their mutants each ran the store-backed tests (docs/testing.md#mutation-testing).
   {
     name: 'console-session',
     guards: "the console's sessions, session cookie, CSRF token and Origin checks",
@@ -274,7 +274,7 @@ async function main(): Promise<number> {
   );
   for (const verdict of verdicts) console.log(`  ${verdict}`);
   console.log(`${chosen.length - failed} of ${chosen.length} modules at or above ${MIN_SCORE} %`);
-  // The same figures as a table for docs/testing.md ("Mutation testing"), pasted as printed.
+  // The same figures as a Markdown table (one row per module, dated by its report), for a pull request or an issue.
   console.log(
     '\n| module | score | killed | timed out | survived | uncovered | measured |\n| --- | --- | --- | --- | --- | --- | --- |',
   );

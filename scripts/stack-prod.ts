@@ -64,7 +64,7 @@ export const PASSED_THROUGH = [
   'LOG_LEVEL',
   'ACCESS_TOKEN_TTL_SECONDS',
   'WEBHOOK_MAX_IN_FLIGHT',
-  // The console's sign-in through the organisation's OpenID provider (docs/console.md).
+  // The console's sign-in through the organisation's OpenID provider (docs/console.md#signing-in).
   'OIDC_ISSUER',
   'OIDC_CLIENT_ID',
   'OIDC_CLIENT_SECRET',

@@ -2,7 +2,7 @@
  * Typed, validated configuration read from the environment. No side effects at import time:
  * call `loadConfig(process.env)` where the process starts. One schema, CONFIG_SCHEMA (each
  * variable's type, default, description and reader), gives the loader, the `Config` type (what
- * `arrange` makes of the values) and the configuration table of docs/operations.md
+ * `arrange` makes of the values) and the configuration table of docs/operations.md#configuration
  * (`npm run docs:config`).
  */
 import path from 'node:path';
@@ -45,7 +45,10 @@ export interface ConsoleConfig {
   temporalUiUrl: string;
 }
 
-/** One environment variable: what the configuration table of docs/operations.md says of it, and how it is read. */
+/**
+ * One environment variable: what the configuration table of docs/operations.md#configuration says of it, and how
+ * it is read.
+ */
 export interface ConfigVariable<T> {
   /** Its type as the table shows it, e.g. `integer 0..65535`. */
   readonly type: string;
@@ -177,7 +180,7 @@ function readRoleMap(env: NodeJS.ProcessEnv): Record<string, string> {
 
 /**
  * Every environment variable the service reads, in the order of the configuration table in
- * docs/operations.md, which `npm run docs:config` writes from it (test/unit/config-table.test.ts
+ * docs/operations.md#configuration, which `npm run docs:config` writes from it (test/unit/config-table.test.ts
  * fails when the table is stale). Nothing else in the service reads the environment.
  */
 const SCHEMA = {

@@ -193,7 +193,7 @@ export class CelEvaluationError extends ServiceError {
 
 // --- Refusals at the edge -----------------------------------------------------------------------
 
-/** Statuses a webhook check may answer with (see the check order in docs/api.md). */
+/** Statuses a webhook check may answer with (see docs/api.md#check-order). */
 export type WebhookRejectionStatus = 400 | 401 | 403 | 404 | 409 | 413;
 
 /**

@@ -5,7 +5,7 @@
  * store's first statements, the worker's bundle) and every burst of work leave tens of MB free
  * inside its arenas, below their tops, where its own trimming never reaches: they stay resident
  * for the life of the process. `malloc_trim(0)` walks every arena and hands the free pages inside
- * them back (docs/performance.md measures it: an idle `npm start` holds 35–55 MB less).
+ * them back (docs/performance.md#constants measures it: an idle `npm start` holds 35–55 MB less).
  *
  * The trimmer looks every `everyMs` (an unref'd timer, so it never keeps the process alive). It
  * trims only when the main thread was idle since its last look (event-loop utilisation below

@@ -153,20 +153,21 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
 
   // Under ONE_MARKER_PATCH a run takes every change below without asking for its patch: one marker
   // (and one search-attribute upsert) per run instead of one per change. Asked first, in the run's
-  // first activation; runs recorded before it ask for each as they did (docs/upgrades.md).
+  // first activation; runs recorded before it ask for each as they did (docs/upgrades.md#live-patches).
   const current = patched(ONE_MARKER_PATCH);
   const has = (patch: string): boolean => current || patched(patch);
-  // Flow control (docs/upgrades.md): runs recorded before it existed never ask for the patch.
+  // Flow control (docs/upgrades.md#live-patches): runs recorded before it existed never ask for the patch.
   const flow = input.flow && has(FLOW_CONTROL_PATCH) ? input.flow : undefined;
-  // Under LANE_PROTOCOL_PATCH a queued run takes a grant only from the lane it was recorded for (docs/upgrades.md).
+  // Under LANE_PROTOCOL_PATCH a queued run takes a grant only from the lane it was recorded for
+  // (docs/upgrades.md#live-patches).
   // Asked here, in the run's first activation, before any local activity: a patch first asked
   // after a local activity's result is not found again when the history is replayed.
   const ownLaneOnly = flow?.queue !== undefined && has(LANE_PROTOCOL_PATCH);
-  // Under APPROVAL_WAIT_PATCH a run marks itself while a step waits for approval (docs/upgrades.md). Asked here
-  // for the same reason: the wait comes after local activities.
+  // Under APPROVAL_WAIT_PATCH a run marks itself while a step waits for approval (docs/upgrades.md#live-patches).
+  // Asked here for the same reason: the wait comes after local activities.
   const marksApprovalWait = has(APPROVAL_WAIT_PATCH);
-  // Under BREAKER_PATCH a run the circuit breaker paused waits to be resumed (docs/upgrades.md); asked only
-  // by paused runs, so the histories of every other run are unchanged.
+  // Under BREAKER_PATCH a run the circuit breaker paused waits to be resumed (docs/upgrades.md#live-patches); asked
+  // only by paused runs, so the histories of every other run are unchanged.
   const paused = flow?.paused !== undefined && has(BREAKER_PATCH) ? flow.paused : undefined;
   let resumed: BreakerResume | undefined;
   if (paused) {
@@ -374,7 +375,7 @@ function workflowEffects(
     // evaluate, evaluateAndPerform and perform are plain functions that return the activity's
     // promise (one `.then` where the result is reshaped), not async ones: each async layer and
     // `await` would be one more promise, and the thread's stack-trace hook captures a stack for
-    // every promise a run creates (docs/performance.md). The commands are the same either way.
+    // every promise a run creates (docs/performance.md#constants). The commands are the same either way.
     evaluate(expressions, what) {
       return local.evaluateStep
         .executeWithOptions({ summary: summary(step, what) }, [
@@ -420,7 +421,7 @@ function workflowEffects(
     evaluateAndPerform(effect, expressions, what) {
       // Under EVALUATE_IN_EFFECT_PATCH an effect that makes its first attempt locally evaluates its step's fields itself:
       // the step is one activity. Runs recorded before evaluated them in a local activity of their
-      // own first (docs/upgrades.md).
+      // own first (docs/upgrades.md#live-patches).
       if (effect.firstAttemptLocal && (options.current || patched(EVALUATE_IN_EFFECT_PATCH))) {
         const evaluating: EffectExpressions = { expressions, ctx: { trigger: input.trigger, steps: outputs } };
         return this.perform(effect, evaluating as never);
@@ -440,7 +441,8 @@ function workflowEffects(
         (acts[name] as unknown as EffectActivity)
           .executeWithOptions({ summary: summary(step, name), retry: attempts, ...timeout }, args)
           .then(copyOf);
-      // Runs recorded before local first attempts existed scheduled the activity at once (docs/upgrades.md).
+      // Runs recorded before local first attempts existed scheduled the activity at once
+      // (docs/upgrades.md#live-patches).
       if (effect.firstAttemptLocal && (options.current || patched(LOCAL_FIRST_ATTEMPT_PATCH))) {
         return attemptLocally(name, step, retry, args, timeout, regular);
       }

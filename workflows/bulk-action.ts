@@ -1,12 +1,13 @@
 /**
- * A bulk action on runs (docs/api.md, "Bulk actions on runs"): walks the action's matched set,
+ * A bulk action on runs (docs/api.md#bulk-actions-on-runs): walks the action's matched set,
  * which is kept in the store (100,000 ids do not fit a workflow's input), one page at a time
  * through an activity that acts on each run at most once and records its outcome, then ends the
  * action. Its only decisions are the loop's: the next page, a pause, continue-as-new.
  *
  * Pacing: a page is at most PAGE_SIZE runs, CONCURRENCY of them acted on at once, and the workflow
  * pauses PAUSE between pages, so a large action adds a bounded load on Temporal's frontend and
- * the store while webhooks keep being accepted (docs/operations.md says the rate).
+ * the store while webhooks keep being accepted (docs/operations.md#bulk-actions-pacing-and-a-bulk-rerun-after-an-outage
+ * says the rate).
  */
 import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { BulkActionActivities } from '../src/contract/activities';
@@ -16,7 +17,8 @@ import type { BulkActionInput, BulkActionWorkflow } from '../src/contract/workfl
 export const BULK_PAGE_SIZE = 50;
 /**
  * Runs of a page acted on at once. A cancel waits for its run's end, so on a busy machine this
- * number, not what a run costs, sets a bulk cancel's share of it (docs/operations.md). It is an
+ * number, not what a run costs, sets a bulk cancel's share of it
+ * (docs/operations.md#bulk-actions-pacing-and-a-bulk-rerun-after-an-outage). It is an
  * activity argument, which replay does not compare: changing it needs no patch.
  */
 export const BULK_CONCURRENCY = 3;

@@ -1,6 +1,6 @@
 /**
  * The lane of one automation and one concurrency key value: it admits that key's runs, at most
- * `limit` at a time, in the order their requests arrived (docs/api.md, "Flow control between runs").
+ * `limit` at a time, in the order their requests arrived (docs/api.md#flow-control-between-runs).
  *
  * A run asks with the `acquire` signal (the API sends it, with signal-with-start, right after the
  * run's start, so requests arrive in acceptance order; the run repeats it itself if no permit came,
@@ -76,8 +76,8 @@ export async function lane(input: LaneState): Promise<void> {
     waiting: [...input.waiting],
     released: [...input.released],
   };
-  // Under LANE_PROTOCOL_PATCH (docs/upgrades.md) the lane names itself in its grants, ignores a release or an ask
-  // not meant for it, and keeps the queueFull memo. Asked once, in the lane run's first activation
+  // Under LANE_PROTOCOL_PATCH (docs/upgrades.md#live-patches) the lane names itself in its grants, ignores a release
+  // or an ask not meant for it, and keeps the queueFull memo. Asked once, in the lane run's first activation
   // (a patch first asked after a local activity's result is not found again on replay): a lane
   // run started before keeps the old protocol until it continues-as-new or completes.
   const newProtocol = patched(LANE_PROTOCOL_PATCH);

@@ -64,7 +64,7 @@ export async function localFourWithStore(input: { trigger: unknown }): Promise<s
 /**
  * `localFourWithStore` with what every run of the product records beside its steps: one patch
  * marker (with the `TemporalChangeVersion` upsert the core SDK adds to it), as the automation's
- * upgrade discipline asks of each new run (docs/upgrades.md), and a summary on each local activity
+ * upgrade discipline asks of each new run (docs/upgrades.md#patching-a-change), and a summary on each local activity
  * (the Web UI's names for the steps). Started with the API's start options (search attributes, memo,
  * static summary) by bench/e2e.ts, it is the floor of a run with everything the product must record
  * and write, and none of its own work (no checks, no store reads, no CEL, no interpreter).

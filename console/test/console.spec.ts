@@ -4,7 +4,7 @@
  * every page checked with axe (no serious or critical violation), and the flows of an automation's
  * life — create with the API's field errors at the field, publish, rotate, test, receive signed
  * deliveries, approve, cancel, terminate, rerun — plus API clients, secrets and audit.
- * With CONSOLE_SCREENSHOTS=<dir> it also writes the screenshots of docs/console.md.
+ * With CONSOLE_SCREENSHOTS=<dir> it also writes the screenshots of docs/console.md#tests.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';

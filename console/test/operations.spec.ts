@@ -3,7 +3,7 @@
  * `npm start` (as console.spec.ts): an automation's breaker set on its page trips on signed
  * deliveries, its paused runs resumed or canceled through a dialog with a reason; a bulk cancel from
  * the Runs page acts on exactly the runs its preview counted. Each new state passes axe.
- * With CONSOLE_SCREENSHOTS=<dir> it also writes these states' screenshots for docs/console.md.
+ * With CONSOLE_SCREENSHOTS=<dir> it also writes these states' screenshots for docs/console.md#tests.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';

@@ -1,6 +1,6 @@
 /**
  * What every console spec does the same way: sign in with the bootstrap client, axe on the page as
- * drawn, and the screenshots of docs/console.md (with CONSOLE_SCREENSHOTS=<dir>: `npm run docs:console`).
+ * drawn, and the screenshots of docs/console.md#tests (with CONSOLE_SCREENSHOTS=<dir>: `npm run docs:console`).
  */
 import AxeBuilder from '@axe-core/playwright';
 import { expect, type Locator, type Page } from '@playwright/test';

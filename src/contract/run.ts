@@ -80,13 +80,19 @@ export interface RunQueue {
 /** Failure type of a run whose filter or concurrency key could not be evaluated (never retried). */
 export const FLOW_CONTROL_FAILED = 'FlowControlFailed';
 
-/** Name of the patch that admits runs through a lane (docs/upgrades.md). */
+/** Name of the patch that admits runs through a lane (docs/upgrades.md#live-patches). */
 export const FLOW_CONTROL_PATCH = 'flow-control-lane';
 
-/** Name of the patch that runs the first attempt of a `firstAttemptLocal` effect as a local activity (docs/upgrades.md). */
+/**
+ * Name of the patch that runs the first attempt of a `firstAttemptLocal` effect as a local activity
+ * (docs/upgrades.md#live-patches).
+ */
 export const LOCAL_FIRST_ATTEMPT_PATCH = 'effect-first-attempt-local';
 
-/** Name of the patch from which an effect that makes its first attempt locally evaluates its step's fields itself (docs/upgrades.md). */
+/**
+ * Name of the patch from which an effect that makes its first attempt locally evaluates its step's fields itself
+ * (docs/upgrades.md#live-patches).
+ */
 export const EVALUATE_IN_EFFECT_PATCH = 'effect-evaluates-step';
 
 /** Failure type of an effect whose step's evaluated field will not do (e.g. an ownership id that is not a non-empty string); never retried. */
@@ -100,14 +106,14 @@ export const RUN_GRANT_SIGNAL = 'grant';
 /**
  * Name of the patch from which a lane names itself in its grants and ignores a release or an ask
  * not meant for it, and a queued run takes a grant only from its own lane; also the patch from which
- * a lane keeps its queue's bound in the `queueFull` memo (docs/upgrades.md).
+ * a lane keeps its queue's bound in the `queueFull` memo (docs/upgrades.md#live-patches).
  */
 export const LANE_PROTOCOL_PATCH = 'lane-names-its-grants';
 
 /**
  * Name of the patch from which a run marks itself with the ApprovalWait search attribute (the
  * waiting step's id) while a step waits for approval, so the approvals inbox is one visibility
- * query (docs/upgrades.md).
+ * query (docs/upgrades.md#live-patches).
  */
 export const APPROVAL_WAIT_PATCH = 'approval-wait-search-attribute';
 
@@ -173,7 +179,10 @@ export interface RunState {
   paused?: { since: string };
 }
 
-/** Name of the patch from which a run the circuit breaker paused waits for the resume signal (docs/upgrades.md). */
+/**
+ * Name of the patch from which a run the circuit breaker paused waits for the resume signal
+ * (docs/upgrades.md#live-patches).
+ */
 export const BREAKER_PATCH = 'circuit-breaker-pause';
 
 /**
@@ -181,7 +190,7 @@ export const BREAKER_PATCH = 'circuit-breaker-pause';
  * change before it (FLOW_CONTROL_PATCH, LANE_PROTOCOL_PATCH, APPROVAL_WAIT_PATCH, BREAKER_PATCH,
  * LOCAL_FIRST_ATTEMPT_PATCH, EVALUATE_IN_EFFECT_PATCH): a run that records it takes all of them
  * without asking. Each marker also costs the run a `TemporalChangeVersion` search-attribute upsert
- * (docs/upgrades.md).
+ * (docs/upgrades.md#live-patches).
  */
 export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
 

@@ -27,7 +27,7 @@ export function sealContext(kind: SealKind, id: string): string {
 export class SecretBox {
   /**
    * The key as a KeyObject, made once: `createCipheriv` with a Buffer key repeats its key-type checks
-   * each time, most of an encryption's cost (docs/performance.md).
+   * each time, most of an encryption's cost (docs/performance.md#constants).
    */
   private readonly key: KeyObject;
 

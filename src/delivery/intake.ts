@@ -4,7 +4,7 @@
  * in-flight cap on the delivery's admission ticket, the headers) and answers how much body to read;
  * `decide` judges the body (size, authentication, JSON, the listener again, flow control) and
  * answers a refusal, a filtered event, a duplicate or a run to start; `start` starts it and
- * answers accepted, duplicate or unavailable. Checks run in the order of docs/api.md, the first
+ * answers accepted, duplicate or unavailable. Checks run in the order of docs/api.md#check-order, the first
  * failure answers: listener → source address → body size, enforced while reading → headers → the
  * listener's authentication method → JSON → duplicate event id → the version's filter (filtered:
  * no run) → its rate limit, then its key's queue bound → accepted (the run PAUSED when the circuit breaker is open). Outcomes say what happened

@@ -1,5 +1,5 @@
 /**
- * Bulk actions on runs (docs/api.md, "Bulk actions on runs"): cancel, terminate or rerun every run
+ * Bulk actions on runs (docs/api.md#bulk-actions-on-runs): cancel, terminate or rerun every run
  * of one automation that a filter matches. The matched set is fixed when the action (or its dry
  * run's preview) is made and kept in the store, never in a workflow's input; a durable workflow
  * (workflows/bulk-action.ts) walks it in pages through the activities, which act on each run at

@@ -1,5 +1,5 @@
 /**
- * The circuit breaker (docs/api.md, "Circuit breaker"): a live setting of an automation, past
+ * The circuit breaker (docs/api.md#circuit-breaker): a live setting of an automation, past
  * `maxRuns` runs started in the last `period` new runs are PAUSED until a person resumes or cancels
  * them. Its setting, its state as the API shows it, and resume and cancel are here; its
  * delivery-time decision is the flow option's (src/flow/circuit-breaker.ts); the paused runs wait

@@ -11,7 +11,7 @@ type Input = z.output<typeof AppEntitlementInput>;
 
 export const DEFAULT_PURPOSE = 'APP_ENTITLEMENT_PURPOSE_VALUE_UNSPECIFIED';
 
-/** Every writable field with its value when unset; the key order is the order of docs/api.md (App entitlements). */
+/** Every writable field with its value when unset; the key order is the order of docs/api.md#app-entitlements. */
 const WRITABLE_DEFAULTS = {
   appId: '',
   appResourceId: '',
@@ -77,7 +77,7 @@ function roString(value: unknown, fallback: string): string {
   return typeof value === 'string' ? value : fallback;
 }
 
-/** The API record of a stored row, every field present, in the order of docs/api.md (App entitlements). */
+/** The API record of a stored row, every field present, in the order of docs/api.md#app-entitlements. */
 export function toAppEntitlement(row: EntitlementRow): AppEntitlement {
   const f = fieldsOf(row);
   const ro = row.record;

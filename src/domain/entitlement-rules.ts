@@ -1,5 +1,5 @@
 /**
- * The AppEntitlement rules (docs/api.md, App entitlements) as small pure functions, used by the zod schemas
+ * The AppEntitlement rules (docs/api.md#app-entitlements) as small pure functions, used by the zod schemas
  * (src/domain/schemas.ts): annotations limits, protobuf-JSON durations, and "exactly one member"
  * of the oneof-like objects (ProvisionPolicy, ConnectorProvision, ProvisionerAssignment).
  */

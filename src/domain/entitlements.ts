@@ -19,7 +19,10 @@ import type {
 import type { z } from 'zod';
 import { invalidArgument, notFound } from '../errors';
 
-/** `appId` is a writable field of the record (docs/api.md), but an entitlement stays under the app of its path. */
+/**
+ * `appId` is a writable field of the record (docs/api.md#app-entitlements), but an entitlement stays under the app
+ * of its path.
+ */
 function checkAppId(fields: EntitlementFields, appId: string, field: string): void {
   if (fields.appId !== '' && fields.appId !== appId) {
     throw invalidArgument({ field, description: 'must be empty or equal to the app_id of the path' });

@@ -1,5 +1,5 @@
 /**
- * The list/search convention (docs/api.md, Pagination): `page_size` clamped to 10..100 (default 25) and opaque,
+ * The list/search convention (docs/api.md#pagination): `page_size` clamped to 10..100 (default 25) and opaque,
  * signed page tokens bound to one listing and its filter. Listings are keyset-paginated: a token
  * carries the last key returned, so a walk never repeats or skips a row that exists throughout it.
  */

@@ -289,7 +289,7 @@ export const AppEntitlement = z
   .meta({ id: 'AppEntitlement' });
 export type AppEntitlement = z.output<typeof AppEntitlement>;
 
-/** The writable fields, in the order of docs/api.md (App entitlements). */
+/** The writable fields, in the order of docs/api.md#app-entitlements. */
 export const WRITABLE_FIELDS = Object.keys(AppEntitlementInput.shape) as Array<
   keyof z.output<typeof AppEntitlementInput>
 >;

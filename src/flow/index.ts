@@ -1,5 +1,5 @@
 /**
- * Flow control between runs (docs/api.md, "Flow control between runs"): the registry of flow
+ * Flow control between runs (docs/api.md#flow-control-between-runs): the registry of flow
  * options. The API's schemas and validation, the automation view, the delivery intake, the dry run
  * and the rerun read the options only through this list, so a new option is one file in src/flow/
  * and one line in FLOW_OPTIONS (and a migration when it keeps state: its SQL goes to src/store).

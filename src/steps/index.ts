@@ -77,7 +77,7 @@ export type StepOutcome = { skipped: true } | { skipped: false; output: Record<s
  * Runs one step against `effects`: its `when` first, then its kind's interpreter. Rejects with
  * StepError. Plain functions returning promises, not async ones: in a run each async layer and
  * each `await` is a promise the workflow thread's stack-trace hook captures a stack for
- * (docs/performance.md), so a step without `when` adds one promise (`.then`) to its kind's.
+ * (docs/performance.md#constants), so a step without `when` adds one promise (`.then`) to its kind's.
  */
 export function runStep(step: StepDefinition, effects: StepEffects): Promise<StepOutcome> {
   if (step.when !== undefined && step.when.trim() !== '') return runWhen(step.when, step, effects);

@@ -1,5 +1,5 @@
 /**
- * The store side of the circuit breaker (docs/api.md, "Circuit breaker"): one row of state per
+ * The store side of the circuit breaker (docs/api.md#circuit-breaker): one row of state per
  * automation (`breaker_state`: the runs counted in the window, when it tripped) and one row per run
  * it counted or paused (`breaker_runs`, in acceptance order). A delivery is decided by one
  * statement, `breaker_take` (migration 21), on the store's clock: the state row's lock serialises

@@ -146,7 +146,7 @@ export async function dumpMemoryImage(): Promise<Blob> {
 /**
  * PostgreSQL settings of PGlite: small shared buffers instead of the default 128 MB, since a
  * file-backed store's files stay in the OS page cache anyway and every in-memory store (tests, the
- * benchmark) would otherwise fill its own (docs/performance.md).
+ * benchmark) would otherwise fill its own (docs/performance.md#constants).
  */
 const PGLITE_SETTINGS = ['-c', 'shared_buffers=8MB'];
 

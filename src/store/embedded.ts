@@ -11,7 +11,8 @@ import { openDb, pgliteDataDirExists, type Db } from './db';
 /** Opens (creating it first when missing) the embedded store in `storeDir`; `onCreated` runs after a creation. */
 export async function openEmbeddedStore(storeDir: string, onCreated?: () => void): Promise<Db> {
   // The embedded store's WebAssembly runs on V8's baseline compiler only: less resident code and
-  // compiler memory, and this service's queries do not need the optimising tier (docs/performance.md).
+  // compiler memory, and this service's queries do not need the optimising tier
+  // (docs/performance.md#constants).
   v8.setFlagsFromString('--liftoff-only');
   if (!pgliteDataDirExists(storeDir)) {
     // initdb's memory leaves with a child process instead of staying resident here.

@@ -46,7 +46,7 @@ type RawRecording = Partial<RawEntitlementRow> & {
  * the entitlement is live in it; its audit event is written with it, only when the row is new. A
  * repeat keeps the original createdAt. Answers what it found, for the caller to name what failed.
  * One statement instead of a transaction of five: one round trip to PostgreSQL, and about half the
- * time on either store (docs/performance.md); a prepared one, since every ownership step runs it.
+ * time on either store (docs/performance.md#constants); a prepared one, since every ownership step runs it.
  */
 export async function recordOwner(
   db: Queryable,

@@ -4,7 +4,7 @@
  * "Entitlement …") has one as long as the table; so the index gets only the substrings of `q` made
  * of its rarer trigrams, and the exact condition filters the candidates. Any substring of `q` is in
  * every text that holds `q`: the results are the same, only the work differs (figures in
- * docs/performance.md).
+ * docs/operations.md#entitlement-search).
  *
  * Trigram frequencies come from ANALYZE (the statistics object `app_entitlements_search_trgm_stats`,
  * read from `pg_stats_ext_exprs`). Without them (a table never analysed, a role that does not own
@@ -30,7 +30,8 @@ export interface QueryTrigram {
 
 /**
  * Cost of rechecking one more candidate row (heap fetch and ILIKE) in units of one posting-list
- * item read by GIN (the measurement is in docs/performance.md).
+ * item read by GIN (the measurement is in
+ * docs/performance.md#constants).
  */
 const CANDIDATE_COST = 200;
 

@@ -4,7 +4,7 @@
  * The SDK enforces `isolateExecutionTimeout` by passing `timeout` to every `runInContext` call into
  * the workflow's V8 context, several per activation. Node starts and joins a watchdog thread for
  * each such call (nodejs/node#47739), a large share of a workflow task's CPU (figures in
- * docs/performance.md, "The isolate watchdog").
+ * docs/performance.md#what-keeps-each-figure-low, "The workflow thread").
  *
  * `GuardedWorker` runs the workflow threads without that timeout and watches them from the main
  * thread instead. Each thread runs the calls sent to it in order, so it is stuck when it has calls

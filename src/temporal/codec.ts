@@ -44,7 +44,8 @@ export interface PayloadKey {
 export class EncryptionCodec implements PayloadCodec {
   /**
    * Keys as KeyObjects, made once: `createCipheriv` with a Buffer key repeats its key-type checks on
-   * every call, most of an encryption's cost (docs/performance.md), and every payload of every start, activity and result goes through here.
+   * every call, most of an encryption's cost (docs/performance.md#constants), and every payload of every start,
+   * activity and result goes through here.
    */
   private readonly newest: { id: string; key: KeyObject; idBytes: Buffer };
   private readonly byId: Map<string, KeyObject>;

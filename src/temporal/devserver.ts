@@ -13,12 +13,15 @@ import net from 'node:net';
 import path from 'node:path';
 import { SEARCH_ATTRIBUTE_NAMES } from './search-attributes';
 
-/** Dynamic configuration of the embedded server (see docs/performance.md, "Engine latency", for a cluster). */
+/**
+ * Dynamic configuration of the embedded server (for a cluster: docs/performance.md#what-keeps-each-figure-low,
+ * "Engine latency").
+ */
 export const DYNAMIC_CONFIG: Record<string, string> = {
   'system.enableActivityEagerExecution': 'true',
   // How often a history shard's transfer queue may be read (default 20 per second). The embedded
   // server has one shard, so in steady traffic every workflow task that follows an activity waited
-  // up to 50 ms to be read and dispatched (docs/performance.md).
+  // up to 50 ms to be read and dispatched (docs/performance.md#constants).
   'history.transferProcessorMaxPollRPS': '1000',
 };
 

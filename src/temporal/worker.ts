@@ -47,7 +47,7 @@ export interface AutomationWorkerOptions {
 /**
  * Sticky-cache size. The SDK's default grows with the heap limit, and every cached run keeps its
  * state in the workflow isolate, so memory would grow with the heap rather than with the work
- * (docs/performance.md). A run evicted from the cache is replayed from its history on its next task.
+ * (docs/performance.md#constants). A run evicted from the cache is replayed from its history on its next task.
  */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 200;
 
@@ -60,8 +60,8 @@ export function automationWorkflowsPath(): string {
  * Modules the workflow isolate evaluates once and shares between runs (the SDK's `preloadModules`,
  * frozen after loading) instead of once per run: zod and the step registry (src/steps, whose
  * schemas are built with zod). Evaluated per run, they would cost heap and CPU at every run's start
- * (docs/performance.md has the figures). Neither keeps per-run state: a module listed here must never hold a mutable module-level value (every run
- * would share it) nor call workflow APIs at load time.
+ * (docs/performance.md#constants has the figures). Neither keeps per-run state: a module listed here must never
+ * hold a mutable module-level value (every run would share it) nor call workflow APIs at load time.
  */
 export const AUTOMATION_PRELOAD_MODULES: readonly string[] = ['zod', require.resolve('../steps')];
 

@@ -8,8 +8,8 @@
  * hook builds an Error, formats its frames through the workflow bundle's source map and filters
  * the text with regular expressions, at once. Only the stacks of the promises a run is still
  * waiting on are ever shown, and only when someone asks. In the automation workflow that work was
- * 43 % of the workflow thread's CPU, about 3 ms per run (docs/performance.md, "The stack-trace
- * hook").
+ * 43 % of the workflow thread's CPU, about 3 ms per run (docs/performance.md#what-keeps-each-figure-low,
+ * "The workflow thread").
  *
  * Here the hook captures the frames (V8's CallSite objects) and formats them only when a query
  * reads them, with the SDK's own formatter (`Error.prepareStackTrace` as the SDK set it), source

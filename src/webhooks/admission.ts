@@ -7,7 +7,7 @@
  * - a minimum data rate for the body (after a short grace period), so a trickling body gives its
  *   slot back early (408) instead of holding it for the whole body deadline;
  * - a header pre-check that refuses, before a byte of body is read, what the check order of
- *   docs/api.md would refuse anyway, with the same status and reason.
+ *   docs/api.md#check-order would refuse anyway, with the same status and reason.
  *
  * The pre-check is exact, not a heuristic. The order is 404, 403, 413, 400 (headers), 401, ...;
  * listener and source are checked before it already. It runs only when the body cannot end in a

@@ -1,6 +1,6 @@
 /**
  * "A sender went wrong" on the production shape (`npm run stack:prod`, on a PostgreSQL of the
- * drill's own; docs/operations.md's runbook):
+ * drill's own; docs/operations.md#a-sender-went-wrong-the-circuit-breaker, the runbook):
  *   1. The circuit breaker: an automation with a breaker of 50 runs per hour and a concurrency lane
  *      (limit 1, per key); 8 senders (one key each) post 400 signed events, each key's next after
  *      the previous answer, while a worker, an API and the Temporal history process are SIGKILLed

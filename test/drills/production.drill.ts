@@ -18,7 +18,8 @@
  *      whole Temporal server is down for 20 s. Every answer is 200, 409, 429, 503 or a refused
  *      connection; after resending every unacknowledged event (until 200 or 409), every event has
  *      exactly one COMPLETED run and exactly one ownership row.
- * Figures go to the console and to test-artifacts/drills.json (docs/production.md quotes them).
+ * Figures go to the console and to test-artifacts/drills.json (docs/production.md#drills says what each drill
+ * checks).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';

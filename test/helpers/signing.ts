@@ -9,7 +9,7 @@ export interface SignedEvent {
   headers: Record<string, string>;
 }
 
-/** Headers and body of one HMAC-signed delivery, exactly as docs/api.md describes. */
+/** Headers and body of one HMAC-signed delivery, exactly as docs/api.md#hmac describes. */
 export function hmacEvent(
   secret: string,
   payload: unknown,

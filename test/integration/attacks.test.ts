@@ -1,7 +1,7 @@
 /**
  * The webhook receiver against a catalogue of attacks, through real HTTP (and raw sockets where a
  * well-behaved client cannot misbehave enough), on the real store, Temporal and worker. Every case
- * must be refused with the status, google.rpc code and reason of the check order in docs/api.md; no refusal
+ * must be refused with the status, google.rpc code and reason of the check order in docs/api.md#check-order; no refusal
  * may echo the signature, token, signing secret or payload; and nothing refused may run (the last
  * test compares the runs Temporal holds for the listeners with the few deliveries meant to pass).
  */

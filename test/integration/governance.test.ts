@@ -9,7 +9,7 @@ import {
   type Caller,
 } from '../helpers/governance';
 
-/** Every field of the AppEntitlement record (docs/api.md), in its order. */
+/** Every field of the AppEntitlement record (docs/api.md#app-entitlements), in its order. */
 const SEED_FIELDS = [
   'id',
   'appId',

@@ -2,7 +2,8 @@
  * The receiver's listener cache: one store read per listener, dropped at once in the writing
  * process, and across processes through PostgreSQL LISTEN/NOTIFY. The cross-process part runs a
  * second real process (test/fixtures/listener-cache-process.ts) on the same schema and prints
- * the staleness it measured (docs/performance.md states the bound; no timing is asserted here).
+ * the staleness it measured (docs/performance.md#what-keeps-each-figure-low states the bound; no timing is
+ * asserted here).
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -174,7 +174,7 @@ describe('OpenAPI document', () => {
       expect(search.page_token).toEqual({ type: 'string', description: expect.stringContaining('Alias: pageToken') });
     });
 
-    it('documents the webhook receiver: its headers and every status of docs/api.md', () => {
+    it('documents the webhook receiver: its headers and every status of docs/api.md#check-order', () => {
       const operation = doc.paths['/api/v1/webhooks/incoming/{listener_id}'].post;
       expect(operation.security).toEqual([]);
       const headers = operation.parameters

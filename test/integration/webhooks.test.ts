@@ -1,6 +1,6 @@
 /**
  * The webhook receiver end to end: real HTTP server, real store, real Temporal dev server and a
- * real worker. Every status code of the table in docs/api.md, for HMAC and for JWT (RS256, ES256, EdDSA).
+ * real worker. Every status code of docs/api.md#check-order, for HMAC and for JWT (RS256, ES256, EdDSA).
  */
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';

@@ -4,7 +4,7 @@
  * carry, the idle and absolute lifetimes to the millisecond, the last-seen write at most once a
  * minute, the purge of expired rows, the roles of a local sign-in following its API client, and the
  * constant-time token comparison the CSRF check uses. test/integration/console-sessions.test.ts
- * checks the same through HTTP; this one is what StrykerJS runs (docs/testing.md).
+ * checks the same through HTTP; this one is what StrykerJS runs (docs/testing.md#mutation-testing).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { ConsoleSessions, hashSessionId, sameToken, TOUCH_INTERVAL_MS } from '../../src/auth/sessions';

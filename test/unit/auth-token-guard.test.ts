@@ -2,7 +2,7 @@
  * The token endpoint's guards (src/auth/token-guard.ts): the cap on slow verifications, and the
  * limits kept in the store (per source, the failure backoff per client and source, the reset of its
  * count, the prune) on a real PGlite store, which is what StrykerJS runs for the module
- * (docs/testing.md). test/integration/token-limits.test.ts checks the same limits through HTTP on
+ * (docs/testing.md#mutation-testing). test/integration/token-limits.test.ts checks the same limits through HTTP on
  * both stores and across two API apps; the source key (an IPv6 /64) with the other address rules is
  * in test/unit/net-source-prefix.test.ts.
  */

@@ -3,7 +3,7 @@
  * the expression and its input only, so each rule of the model can be checked by how the cost
  * grows with the input (the constant part is the same at every size and cancels out). cel.test.ts
  * shows that hostile expressions stop; these pin what each operation pays, found as mutants
- * StrykerJS left alive (docs/testing.md, "Mutation testing").
+ * StrykerJS left alive (docs/testing.md#mutation-testing).
  */
 import { evaluate } from '../../src/cel';
 import { costUsed } from '../../src/cel/cost';

@@ -2,7 +2,7 @@
  * The bounds on automation expressions (src/cel/limits.ts) at their edges, and the conversion of
  * values between JSON and CEL (src/cel/convert.ts): each limit lets through exactly its value and
  * refuses one more, with its code and message. cel.test.ts shows that hostile expressions stop;
- * these pin where, found as mutants StrykerJS left alive (docs/testing.md, "Mutation testing").
+ * these pin where, found as mutants StrykerJS left alive (docs/testing.md#mutation-testing).
  */
 import { celLimits, checkExpression, evaluate, evaluateAll, type CelContext } from '../../src/cel';
 import { costUsed } from '../../src/cel/cost';

@@ -3,7 +3,7 @@
  * element per iteration, and `+` on lists shares one array between views. Every list stays
  * immutable (a view never sees elements appended after it), and building a list of n elements
  * costs n, not n² (so the largest comprehension the iteration budget allows fits the cost budget).
- * Found as mutants StrykerJS left alive (docs/testing.md, "Mutation testing").
+ * Found as mutants StrykerJS left alive (docs/testing.md#mutation-testing).
  */
 import { celLimits, evaluate, type CelContext } from '../../src/cel';
 import { costUsed } from '../../src/cel/cost';

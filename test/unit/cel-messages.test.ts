@@ -1,8 +1,7 @@
 /**
  * What an evaluation error says (src/cel/index.ts): the position of the failing node, the
  * expression quoted (cut at 200 characters), the field of a batch that failed, and a secret that
- * is not available named without its value. Found as mutants StrykerJS left alive (docs/testing.md,
- * "Mutation testing").
+ * is not available named without its value. Found as mutants StrykerJS left alive (docs/testing.md#mutation-testing).
  */
 import { evaluate, evaluateAll, evaluateSecretExpression } from '../../src/cel';
 import { CelEvaluationError } from '../../src/errors';

@@ -4,7 +4,7 @@
  * values (`int`, `string`), `has()` and field selections on them, indexes, calls to functions
  * whose names look like operators, message literals. Each case pins the reason given, so that a
  * grammar that lets the node through, or names it wrongly, fails here (these cases were the
- * mutants StrykerJS found alive; see docs/testing.md, "Mutation testing").
+ * mutants StrykerJS found alive; see docs/testing.md#mutation-testing).
  */
 import { parse } from '@bufbuild/cel';
 import { checkSecretExpression, secretsSelectedBy } from '../../src/cel';

@@ -2,7 +2,7 @@
  * The origin a callWebhook URL expression fixes whatever the run's input (src/cel/static-origin.ts):
  * a named secret may only go to the origins it allows, and on save a URL's origin is known only
  * when nothing the run supplies can change its scheme, host or port. No unit test reached this
- * module before StrykerJS pointed at it (docs/testing.md, "Mutation testing").
+ * module before StrykerJS pointed at it (docs/testing.md#mutation-testing).
  */
 import { staticOrigin } from '../../src/cel/static-origin';
 

@@ -1,5 +1,5 @@
 /**
- * The configuration table of docs/operations.md is the one `npm run docs:config` writes from
+ * The configuration table of docs/operations.md#configuration is the one `npm run docs:config` writes from
  * CONFIG_SCHEMA (src/config.ts): a variable added, removed or re-described in the schema and not in
  * the doc fails here. And the loader reads what the schema says: every integer variable's
  * documented default is the value loaded when it is unset, and an out-of-range value is refused

@@ -4,7 +4,7 @@
  * CSRF token and Origin checks of an unsafe request. The app is the middleware alone, behind the
  * service's error middleware, on a real PGlite store and real sessions (src/auth/sessions.ts);
  * test/integration/console-sessions.test.ts checks the same in the whole service. This one is what
- * StrykerJS runs (docs/testing.md): only the middleware's tests open the store, so that a mutant of
+ * StrykerJS runs (docs/testing.md#mutation-testing): only the middleware's tests open the store, so that a mutant of
  * the cookie or Origin checks runs without loading one.
  */
 import { randomBytes } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * What can be checked of the deployment without a Docker engine: docker-compose.yml's app
  * services parse with loadConfig and agree with each other, the Dockerfile is multi-stage,
- * non-root and ships the prebuilt workflow bundle, and docs/operations.md documents every variable.
+ * non-root and ships the prebuilt workflow bundle, and docs/operations.md#configuration documents every variable.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * The layer rules of eslint.config.js (docs/architecture.md, "Layers"): an import that climbs, or
+ * The layer rules of eslint.config.js (docs/architecture.md#layers): an import that climbs, or
  * goes sideways between two folders of one layer, is a lint error; one that points down is not.
  * Linted as text at a real path, with the project's own rule configuration.
  */

@@ -1,5 +1,5 @@
 /**
- * The list/search convention without a server (src/domain/pagination.ts, docs/api.md Pagination):
+ * The list/search convention without a server (src/domain/pagination.ts, docs/api.md#pagination):
  * page sizes clamped, never refused; page tokens signed and bound to one listing and its filter, so
  * that an altered, truncated or replayed token is a 400 naming `page_token`; keyset pages.
  * test/integration/pagination.test.ts walks the same rules over HTTP.

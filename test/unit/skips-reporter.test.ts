@@ -1,8 +1,9 @@
 /**
- * docs/testing.md's skipped-tests figure is written by the run (test/reporters/skips.js with
- * UPDATE_TESTING_DOC=1), not typed. Shown here on a suite of its own: real jest runs, in a child
- * process, over a few test files in a temporary folder, with the reporter writing a copy of the
- * doc's block. Only a run of the whole suite in which every file ran writes it.
+ * The line that ends `npm test`: every skipped case counted by its reason (test/reporters/skips.js),
+ * printed by the global teardown, with how to run the PostgreSQL cases when some were skipped for
+ * want of DATABASE_URL. Shown on a suite of its own: real jest runs, in a child process, over a few
+ * test files in a temporary folder, with a teardown that prints the line as test/global-teardown.ts
+ * does. The counts are the run's only: the reporter writes no file (docs/testing.md#skipped-cases).
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,32 +13,27 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '../..');
 const JEST = path.join(ROOT, 'node_modules/jest/bin/jest.js');
 const REPORTER = path.join(ROOT, 'test/reporters/skips.js');
-const BEGIN = '<!-- skips: written by test/reporters/skips.js (UPDATE_TESTING_DOC=1 npm test) -->';
-const END = '<!-- /skips -->';
-const DOC = [
-  '# Testing',
-  '',
-  'Before.',
-  '',
-  BEGIN,
-  '```',
-  'not written yet by a whole run',
-  '```',
-  END,
-  '',
-  'After.',
-  '',
-].join('\n');
 
 let dir: string;
 
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'skips-reporter-'));
-  fs.writeFileSync(path.join(dir, 'testing.md'), DOC);
   fs.writeFileSync(
     path.join(dir, 'jest.config.js'),
-    `module.exports = { rootDir: ${JSON.stringify(dir)}, testMatch: ['**/*.test.js'], transform: {}, reporters: [[${JSON.stringify(REPORTER)}, { doc: 'testing.md' }]] };\n`,
+    `module.exports = { rootDir: ${JSON.stringify(dir)}, testMatch: ['**/*.test.js'], transform: {}, reporters: ['default', ${JSON.stringify(REPORTER)}], globalTeardown: './teardown.js' };\n`,
   );
+  fs.writeFileSync(
+    path.join(dir, 'teardown.js'),
+    'module.exports = async () => { if (process.env.TEST_SKIPS_LINE) process.stderr.write(process.env.TEST_SKIPS_LINE); };\n',
+  );
+  fs.writeFileSync(path.join(dir, 'plain.test.js'), "it('passes', () => expect(1).toBe(1));\n");
+});
+
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function withSkips(): void {
   fs.writeFileSync(
     path.join(dir, 'store.test.js'),
     [
@@ -53,22 +49,19 @@ beforeEach(() => {
     [
       "it('passes too', () => expect(2).toBe(2));",
       "it.skip('the console in a browser (skipped: no Chromium)', () => {});",
+      "it.skip('a case that says nothing', () => {});",
     ].join('\n'),
   );
-});
-
-afterEach(() => {
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+}
 
 /** Runs jest over the temporary suite; answers its exit code and standard error. */
-function runJest(args: string[], env: Record<string, string>): Promise<{ code: number; stderr: string }> {
-  const base: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir() };
+function runJest(extra: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), ...extra };
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [JEST, '--config', path.join(dir, 'jest.config.js'), '--ci', ...args],
-      { cwd: dir, env: { ...base, ...env } },
+      [JEST, '--config', path.join(dir, 'jest.config.js'), '--ci'],
+      { cwd: dir, env },
       (err, _stdout, stderr) => {
         resolve({ code: err ? Number(err.code ?? 1) : 0, stderr });
       },
@@ -76,69 +69,45 @@ function runJest(args: string[], env: Record<string, string>): Promise<{ code: n
   });
 }
 
-function doc(): string {
-  return fs.readFileSync(path.join(dir, 'testing.md'), 'utf8');
+/** Every file of the folder with its content. */
+function snapshot(): Record<string, string> {
+  return Object.fromEntries(fs.readdirSync(dir).map((name) => [name, fs.readFileSync(path.join(dir, name), 'utf8')]));
 }
 
-const today = (): string => new Date().toISOString().slice(0, 10);
-
-describe('UPDATE_TESTING_DOC=1', () => {
-  it('finds its block in docs/testing.md (a whole run would fail without it)', () => {
-    const text = fs.readFileSync(path.join(ROOT, 'docs/testing.md'), 'utf8');
-    expect(text.indexOf(BEGIN)).toBeGreaterThan(0);
-    expect(text.indexOf(END)).toBeGreaterThan(text.indexOf(BEGIN));
-  });
-
-  it("writes the whole run's figures between the markers, and nothing else", async () => {
-    const run = await runJest([], { UPDATE_TESTING_DOC: '1' });
+describe('the skips line at the end of a run', () => {
+  it('counts every skipped case by its reason, most first, then says how to run the PostgreSQL ones', async () => {
+    withSkips();
+    const run = await runJest();
     expect(run.code).toBe(0);
-    const expected = DOC.replace(
-      '```\nnot written yet by a whole run\n```',
-      '```\n' +
-        `${today()}, npm test without DATABASE_URL: 2 passed, 0 failed, 3 skipped: 2 (needs DATABASE_URL), 1 (no Chromium)` +
-        '\n```',
-    );
-    // The date is the run's: a run that crosses midnight may write the next day.
-    expect(doc().replace(/\d{4}-\d{2}-\d{2}/, today())).toBe(expected);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines.slice(-2)).toEqual([
+      '4 skipped: 2 (needs DATABASE_URL), 1 (no Chromium), 1 (no reason given)',
+      'Run the 2 PostgreSQL cases with a PostgreSQL of your own: DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/<db> npm test (CI sets it).',
+    ]);
   });
 
-  it('says whether DATABASE_URL was set, and counts a failed test', async () => {
-    fs.writeFileSync(path.join(dir, 'failing.test.js'), "it('fails', () => expect(1).toBe(2));");
-    const run = await runJest([], { UPDATE_TESTING_DOC: '1', DATABASE_URL: 'postgres://nowhere.invalid/db' });
-    expect(run.code).toBe(1);
-    expect(doc()).toContain(
-      'npm test with DATABASE_URL: 2 passed, 1 failed, 3 skipped: 2 (needs DATABASE_URL), 1 (no Chromium)\n',
-    );
+  it('prints nothing when nothing was skipped', async () => {
+    const run = await runJest();
+    expect(run.code).toBe(0);
+    expect(run.stderr).not.toContain('skipped');
   });
 
-  it('leaves the doc as it is after a run narrowed to some files, names or a shard', async () => {
-    for (const args of [['store.test.js'], ['--testNamePattern', 'passes'], ['--shard', '1/2']]) {
-      const run = await runJest(args, { UPDATE_TESTING_DOC: '1' });
-      expect({ args, stderr: run.stderr }).toMatchObject({
-        args,
-        stderr: expect.stringMatching(
-          /UPDATE_TESTING_DOC=1: not a run of the whole suite \(.+\): testing\.md left as it is\./,
-        ),
-      });
-      expect(doc()).toBe(DOC);
-    }
-  });
-
-  it('leaves the doc as it is when a test file could not run (its skips are not counted)', async () => {
+  it('writes no file: the counts are in the run, not in a doc', async () => {
+    withSkips();
+    // What the reporter once rewrote on UPDATE_TESTING_DOC=1: a doc with its markers, named by its option.
     fs.writeFileSync(
-      path.join(dir, 'broken.test.js'),
-      "describe('broken', () => {\n  it.skip('x [skipped: needs DATABASE_URL]', () => {});\n",
+      path.join(dir, 'testing.md'),
+      '<!-- skips: written by test/reporters/skips.js (UPDATE_TESTING_DOC=1 npm test) -->\n```\nnone\n```\n<!-- /skips -->\n',
     );
-    const run = await runJest([], { UPDATE_TESTING_DOC: '1' });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain('UPDATE_TESTING_DOC=1: 1 test file(s) could not run: testing.md left as it is.');
-    expect(doc()).toBe(DOC);
-  });
-
-  it('is needed: a whole run without it leaves the doc as it is', async () => {
-    const run = await runJest([], {});
+    fs.writeFileSync(
+      path.join(dir, 'jest.config.js'),
+      fs
+        .readFileSync(path.join(dir, 'jest.config.js'), 'utf8')
+        .replace(`${JSON.stringify(REPORTER)}]`, `[${JSON.stringify(REPORTER)}, { doc: 'testing.md' }]]`),
+    );
+    const before = snapshot();
+    const run = await runJest({ UPDATE_TESTING_DOC: '1' });
     expect(run.code).toBe(0);
-    expect(run.stderr).not.toContain('UPDATE_TESTING_DOC');
-    expect(doc()).toBe(DOC);
+    expect(snapshot()).toEqual(before);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The SDK internals that src/temporal/activation-guard.ts and src/temporal/workflow-thread.js reach
- * (docs/upgrades.md, "Upgrading the Temporal SDK"), and src/temporal/sdk-log-levels.ts, are the
+ * (docs/upgrades.md#upgrading-the-temporal-sdk-temporalio), and src/temporal/sdk-log-levels.ts, are the
  * ones they were written against: every `@temporalio/*` package is pinned to one exact version,
  * that version is installed, and the files the three modules reach are byte for byte the reviewed
  * ones, with the exports they use. An upgrade

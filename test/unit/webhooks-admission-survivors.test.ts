@@ -1,6 +1,6 @@
 /**
  * Edges of webhook admission (src/webhooks/admission.ts) that webhooks-admission.test.ts did not
- * pin, found as mutants StrykerJS left alive (docs/testing.md, "Mutation testing"): a slot given
+ * pin, found as mutants StrykerJS left alive (docs/testing.md#mutation-testing): a slot given
  * back while others from the same address or listener are still in progress, a ticket that enters
  * its listener twice or after its release, the scope of a full listener, and the Content-Length
  * the header pre-check trusts (the exact limit, surrounding blanks, digits with other text).

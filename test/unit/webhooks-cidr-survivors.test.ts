@@ -1,7 +1,7 @@
 /**
  * Edges of the CIDR check (src/net/cidr.ts) that the cases and property tests of
- * webhooks-cidr.test.ts did not pin, found as mutants StrykerJS left alive (docs/testing.md,
- * "Mutation testing"): which IPv6 addresses count as IPv4-mapped (and so match IPv4 ranges), the
+ * webhooks-cidr.test.ts did not pin, found as mutants StrykerJS left alive (docs/testing.md#mutation-testing):
+ * which IPv6 addresses count as IPv4-mapped (and so match IPv4 ranges), the
  * bytes of a dotted IPv4 tail, the longest address text, `::` standing for at least one group and
  * appearing at most once, the 100-entry limit and the refusal reasons.
  */

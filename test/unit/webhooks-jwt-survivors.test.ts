@@ -4,7 +4,7 @@
  * before any JWKS fetch (jose would refuse the same token later, after fetching), the missing-claim
  * wording (which `requiredClaims` decides), several keys under one kid, a signed payload that is not
  * JSON, the options that tune the key set, and the clock when no time is given. Found as mutants
- * StrykerJS left alive (docs/testing.md, "Mutation testing").
+ * StrykerJS left alive (docs/testing.md#mutation-testing).
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { CompactSign, exportJWK } from 'jose';

@@ -1,5 +1,5 @@
 /**
- * The circuit breaker of an automation (docs/api.md, "Circuit breaker"): PUT and DELETE of the live
+ * The circuit breaker of an automation (docs/api.md#circuit-breaker): PUT and DELETE of the live
  * setting (super_admin; If-Match, audited), and letting its paused runs go: resume or cancel, each
  * with a reason (admin or super_admin; audited); 503 when the engine cannot be reached.
  */

@@ -64,7 +64,7 @@ export interface VerifyRequest<Fields> {
  * A verification's answer: undefined when the request is authentic, else the 401 refusal.
  * Returned, not thrown: a wrong credential is the expected answer to a bad delivery, and a thrown
  * one cost about 4 µs of CPU per refused delivery on the receiver's hot path (bench/lab-401.ts,
- * docs/performance.md), in a flood of wrong signatures. Anything else (a bug) still throws.
+ * docs/performance.md#constants), in a flood of wrong signatures. Anything else (a bug) still throws.
  */
 export type VerifyResult = WebhookRejection | undefined;
 

@@ -17,7 +17,7 @@ export { bodySha256 } from '../digest';
  * Computes the `Webhook-Signature` value a sender must send for this request. The key is the
  * secret string itself, which `createHmac` encodes as UTF-8 (the same bytes as
  * `Buffer.from(secret, 'utf8')`): on Node 24 a Buffer key costs about ten times a string's in
- * `createHmac`'s key-type check (docs/performance.md), and this runs for every delivery, rejected
+ * `createHmac`'s key-type check (docs/performance.md#constants), and this runs for every delivery, rejected
  * or not.
  */
 export function signHmac(secret: string, timestamp: string, eventId: string, body: Buffer | string): string {
