@@ -7,6 +7,7 @@ import { isString, pageOf } from './listing';
 import { CreateUserRequest, type User } from './schemas';
 import { parseOrThrow } from './validation';
 import { notFound } from '../errors';
+import { recordDirectoryEvent } from './directory-events';
 
 export const SERVICE_USER = 'USER_TYPE_SERVICE';
 
@@ -20,17 +21,24 @@ function toUser(row: store.UserRow): User {
   };
 }
 
-/** Creates a user from a request body; 400 naming the field when it is invalid. */
-export async function createUser(db: Db, body: unknown): Promise<User> {
+/**
+ * Creates a user from a request body, with its `user.created` event in the same transaction; 400
+ * naming the field when it is invalid.
+ */
+export async function createUser(db: Db, body: unknown, actor: string): Promise<User> {
   const input = parseOrThrow(CreateUserRequest, body);
-  return toUser(
-    await store.insertUser(db, {
-      id: newId(),
-      displayName: input.displayName,
-      email: input.email ?? '',
-      type: input.type,
-    }),
-  );
+  return db.transaction(async (tx) => {
+    const user = toUser(
+      await store.insertUser(tx, {
+        id: newId(),
+        displayName: input.displayName,
+        email: input.email ?? '',
+        type: input.type,
+      }),
+    );
+    await recordDirectoryEvent(tx, { type: 'user.created', actor, user: { ...user } });
+    return user;
+  });
 }
 
 /** The user, or 404. */

@@ -452,6 +452,23 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX bulk_action_runs_run ON bulk_action_runs (run_id, bulk_action_id);
   CREATE INDEX bulk_action_runs_new ON bulk_action_runs (new_execution_id) WHERE new_execution_id IS NOT NULL;
   `,
+  // 23: the directory's own events (the transactional outbox): each change of a user or a grant
+  // writes its event in the change's transaction; `seq` is the order they are dispatched in.
+  `
+  CREATE TABLE directory_events (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    type text NOT NULL,
+    occurred_at timestamptz NOT NULL DEFAULT now(),
+    actor text NOT NULL,
+    depth integer NOT NULL DEFAULT 1,
+    payload jsonb NOT NULL,
+    trace_context jsonb,
+    dispatched_at timestamptz
+  );
+  CREATE INDEX directory_events_undispatched ON directory_events (seq) WHERE dispatched_at IS NULL;
+  CREATE INDEX directory_events_occurred ON directory_events (occurred_at);
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -270,11 +270,11 @@ for (const target of DATABASES) {
 
     beforeAll(async () => {
       db = await openTestDb(target);
-      const user = await createUserRow(db, {
-        displayName: 'Robot',
-        email: 'robot@example.com',
-        type: 'USER_TYPE_SERVICE',
-      });
+      const user = await createUserRow(
+        db,
+        { displayName: 'Robot', email: 'robot@example.com', type: 'USER_TYPE_SERVICE' },
+        'client:test',
+      );
       const app = await createApp(db, { displayName: 'Prepared' });
       const entitlement = await createEntitlementRow(
         db,

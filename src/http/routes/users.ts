@@ -17,7 +17,7 @@ export const USER_OPERATIONS = [
     body: { schema: gov.CreateUserRequest, required: true, validation: 'schema' },
     ok: gov.UserResponse,
     errors: WRITE_ERRORS,
-    handle: async (input, _ctx, deps) => ({ user: await createUser(deps.db, await input.body()) }),
+    handle: async (input, _ctx, deps) => ({ user: await createUser(deps.db, await input.body(), input.actor) }),
   }),
   operation({
     method: 'get',

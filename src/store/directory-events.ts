@@ -1,0 +1,108 @@
+/**
+ * The directory's own events (the transactional outbox, table `directory_events`): a change of a
+ * user or a grant writes its event with the same `Queryable` as the change, inside the change's
+ * transaction, so that no change is committed without its event and no event without its change.
+ * `seq` orders them for dispatch; `dispatched_at` is set once every run the event starts has
+ * been started. Events are kept for a retention period, then purged.
+ */
+import { iso, type Queryable } from './db';
+
+export interface NewDirectoryEvent {
+  id: string;
+  type: string;
+  actor: string;
+  /** 1, or one more than the event whose run caused this change (the loop bound). */
+  depth: number;
+  /** What the event's runs see besides the envelope (`user`, `grant`, `appEntitlement`): never a secret. */
+  payload: Record<string, unknown>;
+  /** The W3C trace context of the change (`traceparent`, `tracestate`), when it was traced. */
+  traceContext?: Record<string, string> | null;
+}
+
+export interface DirectoryEventRow extends Required<Omit<NewDirectoryEvent, 'traceContext'>> {
+  seq: number;
+  occurredAt: string;
+  traceContext: Record<string, string> | null;
+  dispatchedAt: string | null;
+}
+
+interface RawRow {
+  seq: number | string;
+  id: string;
+  type: string;
+  occurred_at: unknown;
+  actor: string;
+  depth: number | string;
+  payload: Record<string, unknown> | string;
+  trace_context: Record<string, string> | string | null;
+  dispatched_at: unknown;
+}
+
+const COLUMNS = 'seq, id, type, occurred_at, actor, depth, payload, trace_context, dispatched_at';
+
+function json<T>(value: T | string): T {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
+}
+
+function toRow(raw: RawRow): DirectoryEventRow {
+  return {
+    seq: Number(raw.seq),
+    id: raw.id,
+    type: raw.type,
+    occurredAt: iso(raw.occurred_at)!,
+    actor: raw.actor,
+    depth: Number(raw.depth),
+    payload: json(raw.payload),
+    traceContext: raw.trace_context === null ? null : json(raw.trace_context),
+    dispatchedAt: iso(raw.dispatched_at),
+  };
+}
+
+/** Writes one event; call it with the transaction of the change it describes. */
+export async function insertDirectoryEvent(tx: Queryable, event: NewDirectoryEvent): Promise<DirectoryEventRow> {
+  const rows = await tx.query<RawRow>(
+    `INSERT INTO directory_events (id, type, actor, depth, payload, trace_context)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+    [
+      event.id,
+      event.type,
+      event.actor,
+      event.depth,
+      JSON.stringify(event.payload),
+      event.traceContext ? JSON.stringify(event.traceContext) : null,
+    ],
+  );
+  return toRow(rows[0]!);
+}
+
+/** One event by id. */
+export async function getDirectoryEvent(db: Queryable, id: string): Promise<DirectoryEventRow | undefined> {
+  const rows = await db.query<RawRow>(`SELECT ${COLUMNS} FROM directory_events WHERE id = $1`, [id]);
+  return rows[0] && toRow(rows[0]);
+}
+
+/** Up to `limit` events not yet dispatched, in the order they were written. */
+export async function undispatchedEvents(db: Queryable, limit: number): Promise<DirectoryEventRow[]> {
+  const rows = await db.query<RawRow>(
+    `SELECT ${COLUMNS} FROM directory_events WHERE dispatched_at IS NULL ORDER BY seq LIMIT $1`,
+    [limit],
+  );
+  return rows.map(toRow);
+}
+
+/** Marks events dispatched (every run they start has been started). */
+export async function markDispatched(db: Queryable, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(`UPDATE directory_events SET dispatched_at = now() WHERE id = ANY($1) AND dispatched_at IS NULL`, [
+    ids,
+  ]);
+}
+
+/** Removes the events that occurred more than `retentionSeconds` ago; answers how many. */
+export async function purgeDirectoryEvents(db: Queryable, retentionSeconds: number): Promise<number> {
+  const rows = await db.query<{ id: string }>(
+    `DELETE FROM directory_events WHERE occurred_at < now() - make_interval(secs => $1) RETURNING id`,
+    [retentionSeconds],
+  );
+  return rows.length;
+}
