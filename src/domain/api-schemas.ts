@@ -11,6 +11,7 @@
  * matches `Automation`.
  */
 import { z } from 'zod';
+import { checkExpression } from '../cel';
 import { ROLES } from '../auth/roles';
 import { MAX_CIDRS } from '../net/cidr';
 import { MAX_STEPS, RETRYABLE_STEP_KINDS, retrySchema, STEP_KINDS, STEP_REGISTRY, type StepKind } from '../steps';
@@ -24,7 +25,7 @@ import {
 } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
 import { RUN_STATUSES } from './runs';
-import { closedObject, oneViolation, ruledByViolations, setAside, whileValid } from './validation';
+import { closedObject, oneViolation, ruledByViolations, setAside, violationsOf, whileValid } from './validation';
 import { automationChangeRule, MASK_PATHS, newAutomationRule } from './automation-validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
 import {
@@ -617,32 +618,107 @@ export const BulkFilter = z
     startedBefore: bulkTime().meta({ description: 'Only runs started before this time.' }),
     where: z
       .string({ error: 'must be a CEL expression (a string)' })
+      .superRefine((where, ctx) => {
+        const problem = checkExpression(where);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem, input: where });
+      })
       .nullish()
       .meta({ description: 'CEL bool over ctx.trigger, the run’s payload.' }),
   })
+  .superRefine((filter, ctx) => {
+    const { startedAfter, startedBefore } = filter;
+    if (startedAfter && startedBefore && Date.parse(startedAfter) >= Date.parse(startedBefore))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['startedBefore'],
+        message: 'must be later than startedAfter',
+        input: filter,
+      });
+  })
   .meta({ id: 'BulkFilter' });
 export type BulkFilter = z.output<typeof BulkFilter>;
-export const BulkActionRequest = z
-  .object({
-    action: z.enum(BULK_ACTIONS, { error: `must be one of ${BULK_ACTIONS.join(', ')}` }).nullish(),
-    filter: BulkFilter.nullish(),
-    reason: z
-      .string({ error: reasonRule })
-      .min(1, { error: reasonRule, ...whileValid })
-      .max(MAX_REASON, { error: reasonRule, ...whileValid })
-      .regex(/\S/, { error: reasonRule, ...whileValid })
-      .nullish(),
+const bulkActionField = () => z.enum(BULK_ACTIONS, { error: `must be one of ${BULK_ACTIONS.join(', ')}` });
+const bulkReason = () =>
+  z
+    .string({ error: reasonRule })
+    .min(1, { error: reasonRule, ...whileValid })
+    .max(MAX_REASON, { error: reasonRule, ...whileValid })
+    .regex(/\S/, { error: reasonRule, ...whileValid })
+    .meta({ description: 'Why the runs are acted on (each run’s cancel or terminate reason names it).' });
+/** Act on exactly the runs a dry run matched. */
+export const BulkActionFromPreview = z
+  .looseObject({
+    previewId: z
+      .string({ error: 'must be the previewId of a dry run' })
+      .meta({ description: 'Act on exactly the runs a dry run matched (within 10 minutes of it).' }),
+    action: bulkActionField(),
+    reason: bulkReason(),
+  })
+  .meta({ id: 'BulkActionFromPreview', description: 'An action on the runs a dry run matched.' });
+/** Match runs by a filter: count and sample them (`dryRun`), or act on them. */
+export const BulkActionByFilter = z
+  .looseObject({
+    action: bulkActionField().nullish().meta({ description: 'Required unless dryRun is true.' }),
+    filter: BulkFilter,
+    reason: bulkReason(),
     dryRun: z
       .boolean({ error: 'must be a boolean' })
       .nullish()
       .meta({ description: 'true: count and sample the matched runs, change nothing, answer a previewId.' }),
-    previewId: z
-      .string({ error: 'must be the previewId of a dry run' })
-      .nullish()
-      .meta({ description: 'Act on exactly the runs a dry run matched (within 10 minutes of it).' }),
   })
-  .meta({ id: 'BulkActionRequest' });
-export type BulkActionRequest = z.output<typeof BulkActionRequest>;
+  .meta({ id: 'BulkActionByFilter', description: 'A dry run, or an action, over the runs a filter matches.' });
+/** What a bulk action request is, once read: from a preview, a dry run, or an action by filter. */
+export type BulkRequest =
+  | { kind: 'preview'; previewId: string; action: BulkAction; reason: string }
+  | { kind: 'dryRun'; filter: BulkFilter; reason: string; action: BulkAction | null }
+  | { kind: 'filter'; filter: BulkFilter; reason: string; action: BulkAction };
+type BulkAction = (typeof BULK_ACTIONS)[number];
+const reasonRequired = { field: 'reason', description: 'is required: why the runs are acted on' };
+const actionRequired = { field: 'action', description: 'is required: cancel, terminate or rerun' };
+/**
+ * A request with `previewId` acts on a preview; any other matches by its filter. Each is its
+ * schema's, with the rules the shape cannot say: a preview is not dry-run again, an action by
+ * filter names its action, and a missing field is named as the API has always named it. The
+ * branches keep the fields they do not name (loose), so that the rule reads the body as sent.
+ */
+export const BulkActionRequest = ruledByViolations(
+  setAside(z.union([BulkActionFromPreview, BulkActionByFilter])),
+  (value, violations): BulkRequest => {
+    const body = (value !== null && typeof value === 'object' ? value : {}) as Record<string, unknown>;
+    const missing = (field: string) => body[field] === undefined || body[field] === null;
+    if (!missing('previewId')) {
+      if (body.dryRun === true)
+        violations.push({ field: 'previewId', description: 'is for acting on a dry run: send it without dryRun' });
+      if (missing('action')) violations.push(actionRequired);
+      if (missing('reason')) violations.push(reasonRequired);
+      if (violations.length > 0) return undefined as never;
+      const parsed = BulkActionFromPreview.safeParse(body);
+      if (!parsed.success) {
+        violations.push(...violationsOf(parsed.error.issues));
+        return undefined as never;
+      }
+      const { previewId, action, reason } = parsed.data;
+      return { kind: 'preview', previewId, action, reason };
+    }
+    if (missing('filter'))
+      violations.push({
+        field: 'filter.automationId',
+        description: 'is required: the automation whose runs are matched',
+      });
+    if (missing('reason')) violations.push(reasonRequired);
+    if (body.dryRun !== true && missing('action')) violations.push(actionRequired);
+    if (violations.length > 0) return undefined as never;
+    const parsed = BulkActionByFilter.safeParse(body);
+    if (!parsed.success) {
+      violations.push(...violationsOf(parsed.error.issues));
+      return undefined as never;
+    }
+    const { filter, reason, action, dryRun } = parsed.data;
+    return dryRun === true
+      ? { kind: 'dryRun', filter, reason, action: action ?? null }
+      : { kind: 'filter', filter, reason, action: action! };
+  },
+).meta({ id: 'BulkActionRequest' });
 export const BulkDryRunResponse = z
   .object({
     matched: z.number().int(),

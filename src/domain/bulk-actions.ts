@@ -8,7 +8,7 @@
  * rerun's id is derived from the bulk action and the original run).
  */
 import { createHash } from 'node:crypto';
-import { checkExpression, evaluate } from '../cel';
+import { evaluate } from '../cel';
 import {
   CelEvaluationError,
   FailedPreconditionError,
@@ -40,7 +40,7 @@ import {
   type RunOutcome,
 } from '../store/bulk-actions';
 import type { Db } from '../store/db';
-import type { BulkActionRequest, BulkFilter } from './api-schemas';
+import type { BulkFilter, BulkRequest } from './api-schemas';
 import type { RunEngine, RunMatch } from './engine';
 import { publishedForRerun, startRerun, type RerunOptions } from './reruns';
 import { isString, pageOf } from './listing';
@@ -185,18 +185,12 @@ export async function createBulkAction(
   db: Db,
   engine: RunEngine,
   actor: string,
-  body: BulkActionRequest,
+  body: BulkRequest,
   limits: BulkLimits = BULK_LIMITS,
 ): Promise<BulkCreated> {
   await deleteExpiredPreviews(db);
-  const reason = body.reason ?? undefined;
-  if (body.previewId !== undefined && body.previewId !== null) {
-    if (body.dryRun === true)
-      throw invalidArgument({ field: 'previewId', description: 'is for acting on a dry run: send it without dryRun' });
-    if (!body.action)
-      throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
-    if (reason === undefined)
-      throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
+  const { reason } = body;
+  if (body.kind === 'preview') {
     const preview = await getBulkAction(db, body.previewId);
     if (!preview || preview.state !== 'PREVIEW' || preview.expired) {
       throw invalidArgument({
@@ -210,7 +204,7 @@ export async function createBulkAction(
         tx,
         {
           id,
-          action: body.action!,
+          action: body.action,
           automationId: preview.automationId,
           filter: preview.filter,
           reason,
@@ -229,33 +223,13 @@ export async function createBulkAction(
     });
     return { kind: 'action', bulkAction: view(await startOrUndo(db, engine, created)) };
   }
-  const filter = body.filter ?? undefined;
-  if (!filter)
-    throw invalidArgument({
-      field: 'filter.automationId',
-      description: 'is required: the automation whose runs are matched',
-    });
-  if (reason === undefined)
-    throw invalidArgument({ field: 'reason', description: 'is required: why the runs are acted on' });
-  if (body.dryRun !== true && !body.action)
-    throw invalidArgument({ field: 'action', description: 'is required: cancel, terminate or rerun' });
-  if (filter.where !== undefined && filter.where !== null) {
-    const problem = checkExpression(filter.where);
-    if (problem !== undefined) throw invalidArgument({ field: 'filter.where', description: problem });
-  }
-  if (
-    filter.startedAfter &&
-    filter.startedBefore &&
-    Date.parse(filter.startedAfter) >= Date.parse(filter.startedBefore)
-  ) {
-    throw invalidArgument({ field: 'filter.startedBefore', description: 'must be later than startedAfter' });
-  }
+  const { filter } = body;
   if (!(await getAutomation(db, filter.automationId))) throw notFound('automation', filter.automationId);
   const { runIds, whereErrors } = await match(engine, filter, limits);
   const id = newId();
   const set = {
     id,
-    action: body.action ?? null,
+    action: body.action,
     automationId: filter.automationId,
     filter: storedFilter(filter),
     reason,
@@ -264,7 +238,7 @@ export async function createBulkAction(
     whereErrors,
     previewId: null,
   };
-  if (body.dryRun === true) {
+  if (body.kind === 'dryRun') {
     await db.transaction((tx) =>
       insertBulkSet(tx, { ...set, state: 'PREVIEW', expiresInSeconds: PREVIEW_TTL_SECONDS }, runIds),
     );

@@ -480,6 +480,7 @@ describe('an API killed between recording an action and starting its workflow', 
     // The API dies at the start: the action, its set and its audit record are written; the start never comes.
     const dying: RunEngine = { ...engine, startBulkAction: () => new Promise<void>(() => undefined) };
     void createBulkAction(db, dying, superActor, {
+      kind: 'filter',
       action: 'rerun',
       reason: 'crash drill',
       filter: { automationId: target.id, status: ['COMPLETED'] },

@@ -391,3 +391,70 @@ describe('automation create and update', () => {
     expect('violations' in both && both.violations).toEqual([{ field: 'name', description: 'is required' }]);
   });
 });
+
+describe('a bulk action request: from a preview, or by a filter', () => {
+  const filter = { automationId: 'a-1' };
+  const REQUIRED_REASON = 'is required: why the runs are acted on';
+  const REQUIRED_ACTION = 'is required: cancel, terminate or rerun';
+
+  it('with a previewId it acts on the preview: action and reason required, never a dry run again', () => {
+    expect(parsed(api.BulkActionRequest, { previewId: 'p', action: 'cancel', reason: 'r' })).toEqual({
+      value: { kind: 'preview', previewId: 'p', action: 'cancel', reason: 'r' },
+    });
+    expect(parsed(api.BulkActionRequest, { previewId: 'p', reason: 'r' })).toEqual(refused('action', REQUIRED_ACTION));
+    expect(parsed(api.BulkActionRequest, { previewId: 'p', action: 'cancel' })).toEqual(
+      refused('reason', REQUIRED_REASON),
+    );
+    expect(parsed(api.BulkActionRequest, { previewId: 'p', action: 'cancel', reason: 'r', dryRun: true })).toEqual(
+      refused('previewId', 'is for acting on a dry run: send it without dryRun'),
+    );
+    expect(parsed(api.BulkActionRequest, { previewId: 7, action: 'cancel', reason: 'r' })).toEqual(
+      refused('previewId', 'must be the previewId of a dry run'),
+    );
+  });
+
+  it('without one it matches by its filter: a dry run needs no action, an action does', () => {
+    expect(parsed(api.BulkActionRequest, { filter, reason: 'r', dryRun: true })).toEqual({
+      value: { kind: 'dryRun', filter, reason: 'r', action: null },
+    });
+    expect(parsed(api.BulkActionRequest, { filter, reason: 'r', action: 'rerun', previewId: null })).toEqual({
+      value: { kind: 'filter', filter, reason: 'r', action: 'rerun' },
+    });
+    expect(parsed(api.BulkActionRequest, { filter, reason: 'r' })).toEqual(refused('action', REQUIRED_ACTION));
+    expect(parsed(api.BulkActionRequest, { filter, reason: 'r', dryRun: false })).toEqual(
+      refused('action', REQUIRED_ACTION),
+    );
+    expect(parsed(api.BulkActionRequest, { action: 'cancel', reason: 'r' })).toEqual(
+      refused('filter.automationId', 'is required: the automation whose runs are matched'),
+    );
+    expect(parsed(api.BulkActionRequest, { action: 'cancel', filter, reason: null })).toEqual(
+      refused('reason', REQUIRED_REASON),
+    );
+    expect(parsed(api.BulkActionRequest, { action: 'explode', filter, reason: 'r' })).toEqual(
+      refused('action', 'must be one of cancel, terminate, rerun'),
+    );
+  });
+
+  it("the filter's own rules: where compiles, startedBefore is later than startedAfter", () => {
+    const where = parsed(api.BulkActionRequest, {
+      action: 'cancel',
+      reason: 'r',
+      filter: { ...filter, where: 'ctx.trigger.(' },
+    });
+    expect(where).toMatchObject({ violations: [{ field: 'filter.where' }] });
+    expect(
+      parsed(api.BulkActionRequest, {
+        action: 'cancel',
+        reason: 'r',
+        filter: { ...filter, startedAfter: '2026-01-02T00:00:00Z', startedBefore: '2026-01-01T00:00:00Z' },
+      }),
+    ).toEqual(refused('filter.startedBefore', 'must be later than startedAfter'));
+    expect(
+      parsed(api.BulkActionRequest, {
+        action: 'cancel',
+        reason: 'r',
+        filter: { ...filter, startedAfter: '2026-01-01T00:00:00Z', startedBefore: '2026-01-02T00:00:00Z' },
+      }),
+    ).toMatchObject({ value: { kind: 'filter' } });
+  });
+});

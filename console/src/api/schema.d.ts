@@ -1337,21 +1337,36 @@ export interface components {
             /** Format: date-time */
             finishedAt: string | null;
         };
+        /** @description A dry run, or an action, over the runs a filter matches. */
+        BulkActionByFilter: {
+            /** @description Required unless dryRun is true. */
+            action?: ("cancel" | "terminate" | "rerun") | null;
+            filter: components["schemas"]["BulkFilter"];
+            /** @description Why the runs are acted on (each run’s cancel or terminate reason names it). */
+            reason: string;
+            /** @description true: count and sample the matched runs, change nothing, answer a previewId. */
+            dryRun?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description An action on the runs a dry run matched. */
+        BulkActionFromPreview: {
+            /** @description Act on exactly the runs a dry run matched (within 10 minutes of it). */
+            previewId: string;
+            /** @enum {string} */
+            action: "cancel" | "terminate" | "rerun";
+            /** @description Why the runs are acted on (each run’s cancel or terminate reason names it). */
+            reason: string;
+        } & {
+            [key: string]: unknown;
+        };
         BulkActionList: {
             list: {
                 bulkAction: components["schemas"]["BulkAction"];
             }[];
             nextPageToken: string;
         };
-        BulkActionRequest: {
-            action?: ("cancel" | "terminate" | "rerun") | null;
-            filter?: components["schemas"]["BulkFilter"] | null;
-            reason?: string | null;
-            /** @description true: count and sample the matched runs, change nothing, answer a previewId. */
-            dryRun?: boolean | null;
-            /** @description Act on exactly the runs a dry run matched (within 10 minutes of it). */
-            previewId?: string | null;
-        };
+        BulkActionRequest: components["schemas"]["BulkActionFromPreview"] | components["schemas"]["BulkActionByFilter"];
         BulkActionResponse: {
             bulkAction: components["schemas"]["BulkAction"];
         };
