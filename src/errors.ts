@@ -193,27 +193,24 @@ export class CelEvaluationError extends ServiceError {
 
 // --- Refusals at the edge -----------------------------------------------------------------------
 
-/** Statuses a webhook check may answer with (see docs/api.md#check-order). */
-export type WebhookRejectionStatus = 400 | 401 | 403 | 404 | 409 | 413;
-
 /**
- * Thrown by every inbound webhook check; `status` is the answer, `reason` a short machine code for
- * logs and metrics. The message is safe to send back: never secrets, tokens, signatures, resolved
- * addresses or the payload. Made without a stack trace (see `withoutStack`).
+ * Thrown by every inbound webhook check (and returned by an authenticator's verifier): `reason` is
+ * a short machine code for logs, metrics and the answer, from which the HTTP layer decides the
+ * status (docs/api.md#check-order). The message is safe to send back: never secrets, tokens,
+ * signatures, resolved addresses or the payload. Made without a stack trace (see `withoutStack`).
  */
 export class WebhookRejection extends ServiceError {
   declare readonly code: 'ERR_WEBHOOK_REJECTED';
-  readonly status: WebhookRejectionStatus;
   readonly reason: string;
 
-  constructor(status: WebhookRejectionStatus, message: string, reason: string, options?: { cause?: unknown }) {
+  constructor(message: string, reason: string, options?: { cause?: unknown }) {
     const restore = withoutStack();
     super(message, options);
     restore();
-    this.status = status;
     this.reason = reason;
   }
 }
+
 // On the prototype: nothing is set per refusal beyond its fields.
 WebhookRejection.prototype.name = 'WebhookRejection';
 (WebhookRejection.prototype as { code: string }).code = 'ERR_WEBHOOK_REJECTED';

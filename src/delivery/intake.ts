@@ -30,6 +30,7 @@ import {
 } from '../webhooks/authenticators';
 import { headerVerdict, precheckWebhookHeaders, type PrecheckInput } from '../webhooks/admission';
 import { MAX_WEBHOOK_BODY_BYTES, parseWebhookJson } from '../webhooks/body';
+import { rejectWebhook } from '../webhooks/errors';
 import { isAddressAllowed } from '../net/cidr';
 
 import type { CheckedWebhookHeaders } from '../webhooks/headers';
@@ -211,11 +212,11 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     const automation = listener?.automation;
     const trigger = automation?.trigger;
     if (!automation || !automation.published || !trigger?.enabled) {
-      throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+      throw rejectWebhook('listener_not_found', 'no active listener at this URL');
     }
     facts.automationId = automation.id;
     if (!isAddressAllowed(head.sourceAddress, trigger.allowedCidrs)) {
-      throw new WebhookRejection(403, 'source address is not allowed for this listener', 'source_not_allowed');
+      throw rejectWebhook('source_not_allowed', 'source address is not allowed for this listener');
     }
     return { automation, trigger };
   }
@@ -291,7 +292,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
     const facts = { ...opened.facts };
     try {
       if (body === undefined) {
-        throw new WebhookRejection(413, `request body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`, 'body_too_large');
+        throw rejectWebhook('body_too_large', `request body exceeds ${MAX_WEBHOOK_BODY_BYTES} bytes`);
       }
       if (verdict instanceof WebhookRejection) throw verdict;
       const headers = verdict;
@@ -325,17 +326,16 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (latest !== listener) {
         const again = activeTrigger(latest, head, facts);
         if (again.trigger.authMethod !== trigger.authMethod) {
-          throw new WebhookRejection(
-            401,
-            "the listener's authentication method changed while the body arrived",
+          throw rejectWebhook(
             'signature_mismatch',
+            "the listener's authentication method changed while the body arrived",
           );
         }
         const refusedAgain = await verify(latest!, again.trigger);
         if (refusedAgain) return refused(listenerId, refusedAgain, head.now.getTime(), facts);
       }
       // The run executes the latest published snapshot, not the draft; the trigger stays live.
-      if (!latest?.published) throw new WebhookRejection(404, 'no active listener at this URL', 'listener_not_found');
+      if (!latest?.published) throw rejectWebhook('listener_not_found', 'no active listener at this URL');
       const published = latest.published;
       const automationId = latest.automation.id;
       const { eventId } = headers;

@@ -8,6 +8,7 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import { ServiceError, type FieldViolation, type KnownServiceError, type ServiceErrorCode } from '../errors';
+import type { WebhookReason } from '../webhooks/errors';
 
 export const RPC_CODE: Record<number, number> = {
   400: 3, // INVALID_ARGUMENT
@@ -72,6 +73,42 @@ type ErrorWithCode<C extends ServiceErrorCode> = Extract<KnownServiceError, { re
 const badRequest = (violations: FieldViolation[]): ErrorDetail[] => [
   { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: violations },
 ];
+/**
+ * The status each refusal of a delivery's checks answers (docs/api.md#check-order), by its reason:
+ * the HTTP layer's decision, held complete by the compiler over every reason the checks raise.
+ */
+const WEBHOOK_STATUS: Record<WebhookReason, 400 | 401 | 403 | 404 | 413> = {
+  missing_header: 400,
+  bad_content_type: 400,
+  bad_timestamp: 400,
+  timestamp_out_of_window: 400,
+  bad_event_id: 400,
+  invalid_json: 400,
+  signature_mismatch: 401,
+  missing_authorization: 401,
+  bad_authorization: 401,
+  jwt_malformed: 401,
+  jwt_alg_not_allowed: 401,
+  jwt_header_forbidden: 401,
+  jwt_missing_kid: 401,
+  unknown_kid: 401,
+  jwt_signature_invalid: 401,
+  jwt_key_rejected: 401,
+  jwt_expired: 401,
+  jwt_claim_invalid: 401,
+  jwks_unreachable: 401,
+  jwks_invalid: 401,
+  jwks_url_refused: 401,
+  source_not_allowed: 403,
+  listener_not_found: 404,
+  body_too_large: 413,
+};
+
+/** The status a delivery refused for `reason` is answered with. */
+export function webhookStatus(reason: string): 400 | 401 | 403 | 404 | 413 {
+  return WEBHOOK_STATUS[reason as WebhookReason] ?? 400;
+}
+
 const retryAfter = (seconds: number): Record<string, string> => ({ 'Retry-After': String(seconds) });
 
 /**
@@ -102,7 +139,7 @@ const HTTP_OF: { [C in ServiceErrorCode]: ((err: ErrorWithCode<C>) => AppError) 
     new AppError(503, 'the workflow engine is unavailable; retry later', {
       headers: retryAfter(err.retryAfterSeconds),
     }),
-  ERR_WEBHOOK_REJECTED: (err) => new AppError(err.status, err.message),
+  ERR_WEBHOOK_REJECTED: (err) => new AppError(webhookStatus(err.reason), err.message),
   // At the global cap the connection is closed too, so a flood of connections is shed.
   ERR_ADMISSION_REFUSED: (err) =>
     new AppError(429, err.message, {

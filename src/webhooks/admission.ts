@@ -145,7 +145,7 @@ export function precheckWebhookHeaders(
   if (input.contentLength === undefined || !/^[0-9]{1,10}$/.test(input.contentLength.trim())) return;
   if (Number(input.contentLength.trim()) > input.maxBodyBytes) return; // the 413 path answers this
   const late = headerVerdict(input, input.nowSeconds + Math.ceil(input.bodyDeadlineMs / 1000));
-  if (late instanceof WebhookRejection && late.status === early.status && late.reason === early.reason) throw early;
+  if (late instanceof WebhookRejection && late.reason === early.reason) throw early;
 }
 
 /**

@@ -17,20 +17,16 @@ export function parseWebhookJson(body: Buffer): unknown {
   try {
     text = UTF8.decode(body);
   } catch {
-    throw rejectWebhook(400, 'invalid_json', 'request body is not valid UTF-8');
+    throw rejectWebhook('invalid_json', 'request body is not valid UTF-8');
   }
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
   } catch {
-    throw rejectWebhook(400, 'invalid_json', 'request body is not valid JSON');
+    throw rejectWebhook('invalid_json', 'request body is not valid JSON');
   }
   if (jsonDepth(text) > MAX_JSON_DEPTH) {
-    throw rejectWebhook(
-      400,
-      'invalid_json',
-      `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
-    );
+    throw rejectWebhook('invalid_json', `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return value;
 }

@@ -1,16 +1,14 @@
 /**
- * The reasons of inbound webhook verification. Every check in `src/webhooks` refuses with a
- * `WebhookRejection` (src/errors.ts) carrying the HTTP status to answer and a short machine
- * `reason` for logs and metrics: thrown by the checks, returned by an authenticator's verifier (its
- * `VerifyResult`). Messages are safe to send back to the caller: they never contain secrets,
- * tokens, signatures, resolved addresses or the payload.
+ * The reasons of inbound webhook verification. Every check of a delivery refuses with a
+ * `WebhookRejection` (src/errors.ts) carrying a short machine `reason` for logs, metrics and the
+ * answer's details: thrown by the checks, returned by an authenticator's verifier (its
+ * `VerifyResult`). What a reason answers over HTTP is the HTTP layer's (src/http/errors.ts
+ * `webhookStatus`), as jose's error codes are its callers'. Messages are safe to send back: they
+ * never contain secrets, tokens, signatures, resolved addresses or the payload.
  */
-import { WebhookRejection, type WebhookRejectionStatus } from '../errors';
+import { WebhookRejection } from '../errors';
 
-/**
- * Reasons raised by this module. The `reason` field stays a plain string so that callers can add
- * their own (for example 'listener_not_found' or 'duplicate_event').
- */
+/** Every reason a delivery's checks refuse with, grouped by the status the API answers them with. */
 export type WebhookReason =
   // 400
   | 'missing_header'
@@ -36,14 +34,13 @@ export type WebhookReason =
   | 'jwks_invalid'
   | 'jwks_url_refused'
   // 403
-  | 'source_not_allowed';
+  | 'source_not_allowed'
+  // 404
+  | 'listener_not_found'
+  // 413
+  | 'body_too_large';
 
 /** Shorthand used by the checks in this folder. */
-export function rejectWebhook(
-  status: WebhookRejectionStatus,
-  reason: WebhookReason,
-  message: string,
-  cause?: unknown,
-): WebhookRejection {
-  return new WebhookRejection(status, message, reason, cause === undefined ? undefined : { cause });
+export function rejectWebhook(reason: WebhookReason, message: string, cause?: unknown): WebhookRejection {
+  return new WebhookRejection(message, reason, cause === undefined ? undefined : { cause });
 }

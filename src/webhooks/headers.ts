@@ -67,20 +67,19 @@ export function checkWebhookHeaders(input: WebhookHeaderInput, nowSeconds = inpu
   if (missing.length > 0 || contentType === undefined || timestampHeader === undefined || eventIdHeader === undefined) {
     // (the undefined tests only narrow the types: `missing` is non-empty whenever one holds)
     throw rejectWebhook(
-      400,
       'missing_header',
       `missing required header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`,
     );
   }
 
   if (!isJsonContentType(contentType)) {
-    throw rejectWebhook(400, 'bad_content_type', 'Content-Type must be application/json');
+    throw rejectWebhook('bad_content_type', 'Content-Type must be application/json');
   }
 
   const timestamp = checkTimestamp(timestampHeader, nowSeconds);
 
   if (!isUuidV4(eventIdHeader)) {
-    throw rejectWebhook(400, 'bad_event_id', 'Webhook-Event-Id must be a UUID v4');
+    throw rejectWebhook('bad_event_id', 'Webhook-Event-Id must be a UUID v4');
   }
 
   const checked: CheckedWebhookHeaders = {
@@ -114,12 +113,11 @@ export function isJsonContentType(value: string): boolean {
 
 function checkTimestamp(value: string, nowSeconds: number): number {
   if (!DECIMAL_SECONDS.test(value)) {
-    throw rejectWebhook(400, 'bad_timestamp', 'Webhook-Timestamp must be Unix time in whole seconds');
+    throw rejectWebhook('bad_timestamp', 'Webhook-Timestamp must be Unix time in whole seconds');
   }
   const timestamp = Number(value);
   if (Math.abs(timestamp - Math.floor(nowSeconds)) > TIMESTAMP_TOLERANCE_SECONDS) {
     throw rejectWebhook(
-      400,
       'timestamp_out_of_window',
       `Webhook-Timestamp is more than ${TIMESTAMP_TOLERANCE_SECONDS} seconds away from the current time`,
     );

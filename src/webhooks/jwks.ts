@@ -87,7 +87,7 @@ export function validateJwksUrl(url: string, allowInsecure: boolean): string | u
  */
 export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONWebKeySet> {
   const urlError = validateJwksUrl(url, options.allowInsecure);
-  if (urlError !== undefined) return Promise.reject(rejectWebhook(401, 'jwks_url_refused', urlError));
+  if (urlError !== undefined) return Promise.reject(rejectWebhook('jwks_url_refused', urlError));
   const target = new URL(url);
   const request = target.protocol === 'https:' ? https.request : http.request;
 
@@ -105,7 +105,7 @@ export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONW
       }
     };
     const unreachable = (message: string, cause?: unknown): WebhookRejection =>
-      rejectWebhook(401, 'jwks_unreachable', message, cause);
+      rejectWebhook('jwks_unreachable', message, cause);
 
     const req = request(
       target,
@@ -145,11 +145,11 @@ export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONW
           try {
             json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks, size)));
           } catch (err) {
-            done(rejectWebhook(401, 'jwks_invalid', 'JWKS response is not valid JSON', err));
+            done(rejectWebhook('jwks_invalid', 'JWKS response is not valid JSON', err));
             return;
           }
           if (!isJwksShape(json)) {
-            done(rejectWebhook(401, 'jwks_invalid', 'JWKS response is not an object with a "keys" array'));
+            done(rejectWebhook('jwks_invalid', 'JWKS response is not an object with a "keys" array'));
             return;
           }
           done(undefined, json);
@@ -157,7 +157,7 @@ export function fetchJwks(url: string, options: JwksFetchOptions): Promise<JSONW
       },
     );
     req.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === ADDRESS_REFUSED) done(rejectWebhook(401, 'jwks_url_refused', err.message, err));
+      if (err.code === ADDRESS_REFUSED) done(rejectWebhook('jwks_url_refused', err.message, err));
       else done(unreachable('JWKS endpoint could not be reached', err));
     });
     const timer = setTimeout(
@@ -235,7 +235,7 @@ export class RemoteKeySet {
       try {
         local = createLocalJWKSet(jwks);
       } catch (err) {
-        throw rejectWebhook(401, 'jwks_invalid', 'JWKS document is malformed', err);
+        throw rejectWebhook('jwks_invalid', 'JWKS document is malformed', err);
       }
       this.local = local;
       this.fetchedAt = Date.now();
@@ -246,7 +246,7 @@ export class RemoteKeySet {
     const tracked = pending.catch((err: unknown) => {
       this.pending = undefined;
       const error =
-        err instanceof WebhookRejection ? err : rejectWebhook(401, 'jwks_unreachable', 'JWKS could not be loaded', err);
+        err instanceof WebhookRejection ? err : rejectWebhook('jwks_unreachable', 'JWKS could not be loaded', err);
       this.failure = { at: Date.now(), error };
       throw error;
     });

@@ -99,7 +99,7 @@ export class JwtVerifier {
   async verify(check: JwtCheck): Promise<void> {
     const now = Math.floor(check.nowSeconds ?? Date.now() / 1000);
     checkProtectedHeader(check.token);
-    if (this.urlError !== undefined) throw rejectWebhook(401, 'jwks_url_refused', this.urlError);
+    if (this.urlError !== undefined) throw rejectWebhook('jwks_url_refused', this.urlError);
 
     const options: JWTVerifyOptions = {
       algorithms: [...JWT_ALGORITHMS],
@@ -129,24 +129,24 @@ export class JwtVerifier {
 /** Refuses, before any key lookup, tokens that are malformed or whose header is not acceptable. */
 function checkProtectedHeader(token: string): ProtectedHeaderParameters {
   if (token.length > MAX_TOKEN_CHARS || token.split('.').length !== 3) {
-    throw rejectWebhook(401, 'jwt_malformed', 'Authorization does not carry a compact JWS');
+    throw rejectWebhook('jwt_malformed', 'Authorization does not carry a compact JWS');
   }
   let header: ProtectedHeaderParameters;
   try {
     header = decodeProtectedHeader(token);
   } catch (err) {
-    throw rejectWebhook(401, 'jwt_malformed', 'JWT header cannot be decoded', err);
+    throw rejectWebhook('jwt_malformed', 'JWT header cannot be decoded', err);
   }
   if (typeof header.alg !== 'string' || !(JWT_ALGORITHMS as readonly string[]).includes(header.alg)) {
-    throw rejectWebhook(401, 'jwt_alg_not_allowed', `JWT alg must be one of ${JWT_ALGORITHMS.join(', ')}`);
+    throw rejectWebhook('jwt_alg_not_allowed', `JWT alg must be one of ${JWT_ALGORITHMS.join(', ')}`);
   }
   for (const name of FORBIDDEN_HEADERS) {
     if (Object.prototype.hasOwnProperty.call(header, name)) {
-      throw rejectWebhook(401, 'jwt_header_forbidden', `JWT header parameter ${name} is not accepted`);
+      throw rejectWebhook('jwt_header_forbidden', `JWT header parameter ${name} is not accepted`);
     }
   }
   if (typeof header.kid !== 'string' || header.kid === '') {
-    throw rejectWebhook(401, 'jwt_missing_kid', 'JWT header kid is required');
+    throw rejectWebhook('jwt_missing_kid', 'JWT header kid is required');
   }
   return header;
 }
@@ -154,7 +154,7 @@ function checkProtectedHeader(token: string): ProtectedHeaderParameters {
 /** EdDSA here means Ed25519 only; jose would also take Ed448. */
 function assertKeyFits(alg: string | undefined, key: KeyLike): void {
   if (alg === 'EdDSA' && !(key instanceof KeyObject && key.asymmetricKeyType === 'ed25519')) {
-    throw rejectWebhook(401, 'jwt_key_rejected', 'EdDSA tokens must be signed with an Ed25519 key');
+    throw rejectWebhook('jwt_key_rejected', 'EdDSA tokens must be signed with an Ed25519 key');
   }
 }
 
@@ -174,7 +174,7 @@ async function verifyWithCandidates(
       throw toRejection(err);
     }
   }
-  throw rejectWebhook(401, 'jwt_signature_invalid', 'JWT signature does not verify with any matching JWKS key');
+  throw rejectWebhook('jwt_signature_invalid', 'JWT signature does not verify with any matching JWKS key');
 }
 
 /** The claims that bind the token to this request, checked after the signature. */
@@ -194,7 +194,7 @@ function checkBindingClaims(payload: JWTPayload, check: JwtCheck, now: number): 
 }
 
 function claimInvalid(claim: string, what: string): WebhookRejection {
-  return rejectWebhook(401, 'jwt_claim_invalid', `JWT claim ${claim} ${what}`);
+  return rejectWebhook('jwt_claim_invalid', `JWT claim ${claim} ${what}`);
 }
 
 /**
@@ -204,7 +204,7 @@ function claimInvalid(claim: string, what: string): WebhookRejection {
  */
 export function toRejection(err: unknown): unknown {
   if (err instanceof WebhookRejection) return err;
-  if (err instanceof joseErrors.JWTExpired) return rejectWebhook(401, 'jwt_expired', 'JWT has expired', err);
+  if (err instanceof joseErrors.JWTExpired) return rejectWebhook('jwt_expired', 'JWT has expired', err);
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     const claim = err.claim;
     if (err.reason === 'missing') return claimInvalid(claim, 'is missing');
@@ -213,27 +213,27 @@ export function toRejection(err: unknown): unknown {
     return claimInvalid(claim, 'is invalid');
   }
   if (err instanceof joseErrors.JWKSNoMatchingKey) {
-    return rejectWebhook(401, 'unknown_kid', 'no JWKS key matches the JWT kid and alg', err);
+    return rejectWebhook('unknown_kid', 'no JWKS key matches the JWT kid and alg', err);
   }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
-    return rejectWebhook(401, 'jwt_signature_invalid', 'JWT signature is invalid', err);
+    return rejectWebhook('jwt_signature_invalid', 'JWT signature is invalid', err);
   }
   if (err instanceof joseErrors.JOSEAlgNotAllowed) {
-    return rejectWebhook(401, 'jwt_alg_not_allowed', `JWT alg must be one of ${JWT_ALGORITHMS.join(', ')}`, err);
+    return rejectWebhook('jwt_alg_not_allowed', `JWT alg must be one of ${JWT_ALGORITHMS.join(', ')}`, err);
   }
   if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) {
-    return rejectWebhook(401, 'jwt_malformed', 'JWT is malformed', err);
+    return rejectWebhook('jwt_malformed', 'JWT is malformed', err);
   }
   if (
     err instanceof joseErrors.JWKSInvalid ||
     err instanceof joseErrors.JWKInvalid ||
     err instanceof joseErrors.JOSENotSupported
   ) {
-    return rejectWebhook(401, 'jwks_invalid', 'JWKS key cannot be used', err);
+    return rejectWebhook('jwks_invalid', 'JWKS key cannot be used', err);
   }
   if (err instanceof TypeError || isCryptoError(err)) {
     // e.g. an RSA key under 2048 bits, or a JWK that does not import.
-    return rejectWebhook(401, 'jwt_key_rejected', 'JWKS key is not acceptable for this algorithm', err);
+    return rejectWebhook('jwt_key_rejected', 'JWKS key is not acceptable for this algorithm', err);
   }
   return err;
 }

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PrecheckInput } from '../../src/webhooks/admission';
 import { WebhookRejection } from '../../src/errors';
+import { webhookStatus } from '../../src/http/errors';
 
 /** The clock of every pre-check input, in seconds. */
 export const PRECHECK_NOW = 1_800_000_000;
@@ -35,7 +36,7 @@ export function verdict(fn: () => unknown): string {
     fn();
     return 'pass';
   } catch (err) {
-    if (err instanceof WebhookRejection) return `${err.status} ${err.reason}`;
+    if (err instanceof WebhookRejection) return `${webhookStatus(err.reason)} ${err.reason}`;
     throw err;
   }
 }

@@ -119,15 +119,19 @@ describe('the HTTP form of the error tree', () => {
     });
   });
 
-  it('a webhook check answers with its own status; refusals are made without a stack trace', () => {
-    expect(new WebhookRejection(400, 'bad', 'missing_header').stack).not.toMatch(/\n\s+at /);
+  it("a webhook check's refusal answers the status of its reason; refusals are made without a stack trace", () => {
+    expect(new WebhookRejection('bad', 'missing_header').stack).not.toMatch(/\n\s+at /);
     expect(new AdmissionRefusal('listener').stack).not.toMatch(/\n\s+at /);
     expect(new StepError('x').stack).toMatch(/\n\s+at /);
-    expect(answer(new WebhookRejection(401, 'signature does not match', 'signature_mismatch'))).toEqual({
+    expect(answer(new WebhookRejection('signature does not match', 'signature_mismatch'))).toEqual({
       status: 401,
       headers: {},
       body: { code: 16, message: 'signature does not match', details: [] },
     });
+    expect(answer(new WebhookRejection('no active listener at this URL', 'listener_not_found')).status).toBe(404);
+    expect(answer(new WebhookRejection('source address is not allowed', 'source_not_allowed')).status).toBe(403);
+    expect(answer(new WebhookRejection('too large', 'body_too_large')).status).toBe(413);
+    expect(answer(new WebhookRejection('stale', 'timestamp_out_of_window')).status).toBe(400);
   });
 
   it.each([
@@ -155,7 +159,7 @@ describe('the HTTP form of the error tree', () => {
       new DuplicateEventError('x').code,
       new InvalidExecutionPageTokenError('x').code,
       new StepError('x').code,
-      new WebhookRejection(400, 'x', 'y').code,
+      new WebhookRejection('x', 'y').code,
       new AdmissionRefusal('global').code,
       new GuardRefusal(429, 'x', 1).code,
       new ConfigError('x').code,

@@ -1,6 +1,7 @@
 import { checkWebhookHeaders, isJsonContentType, isUuidV4, type WebhookHeaderInput } from '../../src/webhooks/headers';
 import { bearerToken } from '../../src/webhooks/authenticators/jwt';
 import { WebhookRejection } from '../../src/errors';
+import { webhookStatus } from '../../src/http/errors';
 
 const NOW = 1_700_000_000;
 const EVENT_ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
@@ -27,8 +28,8 @@ function rejection(fn: () => unknown): { status: number; reason: string } {
     fn();
   } catch (err) {
     expect(err).toBeInstanceOf(WebhookRejection);
-    const { status, reason } = err as WebhookRejection;
-    return { status, reason };
+    const { reason } = err as WebhookRejection;
+    return { status: webhookStatus(reason), reason };
   }
   throw new Error('expected a WebhookRejection');
 }

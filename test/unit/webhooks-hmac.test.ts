@@ -1,3 +1,4 @@
+import type { WebhookRejection } from '../../src/errors';
 import fc from 'fast-check';
 import {
   bodySha256,
@@ -6,6 +7,7 @@ import {
   verifyHmac,
   verifyHmacWithAny,
 } from '../../src/webhooks/authenticators/hmac';
+import { webhookStatus } from '../../src/http/errors';
 
 const SECRET = 'c2VjcmV0LWZvci10ZXN0LXZlY3Rvci0wMDAwMDAwMDA';
 const TIMESTAMP = '1700000000';
@@ -120,7 +122,9 @@ describe('verification with the rotation secrets', () => {
   const refusal = (secrets: string[], credential: string | undefined): unknown => {
     const answer = verify(request(secrets, credential) as unknown as Parameters<typeof verify>[0]);
     expect(answer).not.toBeInstanceOf(Promise);
-    return answer === undefined ? undefined : { ...(answer as object), message: (answer as Error).message };
+    if (answer === undefined) return undefined;
+    const { reason, message } = answer as WebhookRejection;
+    return { ...(answer as object), status: webhookStatus(reason), message };
   };
 
   it('the verifier accepts a signature made with either secret, and refuses a wrong, missing or secret-less one with 401', () => {

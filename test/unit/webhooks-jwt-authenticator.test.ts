@@ -14,6 +14,7 @@ import {
   type SigningKey,
 } from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
+import { webhookStatus } from '../../src/http/errors';
 
 const BASE_URL = 'https://tenant.example.test';
 const EVENT_ID = '3f2504e0-4f89-41d3-9a0c-0305e82c3301';
@@ -24,8 +25,8 @@ function rejection(fn: () => unknown): { status: number; reason: string; message
     fn();
   } catch (err) {
     expect(err).toBeInstanceOf(WebhookRejection);
-    const { status, reason, message } = err as WebhookRejection;
-    return { status, reason, message };
+    const { reason, message } = err as WebhookRejection;
+    return { status: webhookStatus(reason), reason, message };
   }
   throw new Error('expected a WebhookRejection');
 }
@@ -122,7 +123,7 @@ describe('the verifier, one per listener and JWKS URL', () => {
     const refusal = await answer;
     if (refusal === undefined) return 'accepted';
     expect(refusal).toBeInstanceOf(WebhookRejection);
-    expect(refusal.status).toBe(401);
+    expect(webhookStatus(refusal.reason)).toBe(401);
     return refusal.reason;
   }
 

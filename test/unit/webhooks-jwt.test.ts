@@ -12,6 +12,7 @@ import {
   type SigningKey,
 } from '../fixtures/jwks-server';
 import { WebhookRejection } from '../../src/errors';
+import { webhookStatus } from '../../src/http/errors';
 
 const { baseUrl: BASE_URL, audience: AUDIENCE, eventId: EVENT_ID, body: BODY } = JWT_DELIVERY;
 const NOW = Math.floor(Date.now() / 1000);
@@ -56,8 +57,8 @@ async function rejection(promise: Promise<unknown>): Promise<{ status: number; r
     await promise;
   } catch (err) {
     expect(err).toBeInstanceOf(WebhookRejection);
-    const { status, reason } = err as WebhookRejection;
-    return { status, reason };
+    const { reason } = err as WebhookRejection;
+    return { status: webhookStatus(reason), reason };
   }
   throw new Error('expected a WebhookRejection');
 }

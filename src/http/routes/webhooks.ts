@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Router from '@koa/router';
 import type { AppDeps, WebhookAnswer, WebhookEndpoint } from '../context';
 import { readRawBody } from '../body';
-import { AppError, errorBody, reportError, toAppError, type ErrorDetail } from '../errors';
+import { AppError, errorBody, reportError, toAppError, webhookStatus, type ErrorDetail } from '../errors';
 import { clientAddress } from '../proxy';
 import { SERVICE_HEADERS } from '../response-headers';
 import type { Metrics } from '../metrics';
@@ -140,7 +140,8 @@ function refusalOf(outcome: Exclude<IntakeOutcome, { verdict: 'accepted' | 'filt
 } {
   switch (outcome.verdict) {
     case 'rejected': {
-      const { status, reason, message } = outcome.rejection;
+      const { reason, message } = outcome.rejection;
+      const status = webhookStatus(reason);
       return { status, reason, message, details: status === 413 ? [] : [reasonDetail(reason)] };
     }
     case 'busy':

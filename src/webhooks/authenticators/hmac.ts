@@ -68,7 +68,7 @@ export function verifyHmacWithAny(
  * (no stack, no cause) and nothing changes it, so every refused delivery can answer with it
  * instead of making an error of its own.
  */
-const SIGNATURE_MISMATCH = Object.freeze(rejectWebhook(401, 'signature_mismatch', 'invalid webhook signature'));
+const SIGNATURE_MISMATCH = Object.freeze(rejectWebhook('signature_mismatch', 'invalid webhook signature'));
 
 /** A new signing secret: 256 random bits, base64url, no padding (43 characters). */
 function newSigningSecret(): string {

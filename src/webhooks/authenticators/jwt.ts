@@ -29,12 +29,12 @@ const SENT_JWT_LIFETIME_SECONDS = 300;
 export function bearerToken(authorization: string | undefined): string {
   const value = authorization?.trim();
   if (value === undefined || value === '') {
-    throw rejectWebhook(401, 'missing_authorization', 'missing Authorization header');
+    throw rejectWebhook('missing_authorization', 'missing Authorization header');
   }
   const match = /^bearer +([^\s]+)$/i.exec(value);
   const token = match?.[1];
   if (token === undefined || token.length > MAX_TOKEN_CHARS) {
-    throw rejectWebhook(401, 'bad_authorization', 'Authorization header must be "Bearer <JWT>"');
+    throw rejectWebhook('bad_authorization', 'Authorization header must be "Bearer <JWT>"');
   }
   return token;
 }
