@@ -188,89 +188,48 @@ class RefusalLogBudget {
 
 /** Builds the intake; it keeps one verifier per method (with its caches) for its lifetime. */
 export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
-  const log = deps.logger.child({ component: 'webhooks' });
-  const listeners = new ListenerCache(deps.db, deps.secretBox);
-  const verifiers = Object.fromEntries(
-    AUTH_METHODS.map((method) => [method, authenticatorOf(method).createVerifier(deps.config)]),
-  ) as Record<AuthMethod, Verify<Record<string, string>>>;
+  return new Intake(deps);
+}
 
-  const refusalLog = new RefusalLogBudget();
+/** A header's value as one string (an empty value is absent). */
+function header(head: DeliveryHead, name: string): string | undefined {
+  const value = head.headers[name];
+  return (typeof value === 'string' ? value : undefined) || undefined;
+}
 
-  function refused(listenerId: string, err: WebhookRejection, nowMs: number, facts: DeliveryFacts): IntakeOutcome {
-    const budget = refusalLog.take(listenerId, nowMs);
-    if (budget.unlogged > 0)
-      log.info(
-        { unlogged: budget.unlogged },
-        'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)',
-      );
-    if (budget.log) log.info({ listenerId, reason: err.reason }, 'webhook refused');
-    return { verdict: 'rejected', rejection: err, facts };
+/**
+ * The intake's three stages, in the check order: `open` (listener → source address → the
+ * listener's in-flight cap → headers), `decide` (body size → authentication → JSON → the listener
+ * again → flow control), `start` (the run, durably). Each stage answers an outcome for a failure
+ * that is an answer (`outcomeOf`) and throws only what is a fault.
+ */
+class Intake implements WebhookIntake {
+  private readonly log: Logger;
+  private readonly listeners: ListenerCache;
+  /** One verifier per authentication method, with its caches (a JWKS per URL). */
+  private readonly verifiers: Record<AuthMethod, Verify<Record<string, string>>>;
+  private readonly refusalLog = new RefusalLogBudget();
+
+  constructor(private readonly deps: IntakeDeps) {
+    this.log = deps.logger.child({ component: 'webhooks' });
+    this.listeners = new ListenerCache(deps.db, deps.secretBox);
+    this.verifiers = Object.fromEntries(
+      AUTH_METHODS.map((method) => [method, authenticatorOf(method).createVerifier(deps.config)]),
+    ) as Record<AuthMethod, Verify<Record<string, string>>>;
   }
 
-  /** Steps 1 and 2 of the check order for `listener`: its active trigger, or a rejection. */
-  function activeTrigger(listener: Listener | undefined, head: DeliveryHead, facts: DeliveryFacts) {
-    const automation = listener?.automation;
-    const trigger = automation?.trigger;
-    if (!automation || !automation.published || !trigger?.enabled) {
-      throw rejectWebhook('listener_not_found', 'no active listener at this URL');
-    }
-    facts.automationId = automation.id;
-    if (!isAddressAllowed(head.sourceAddress, trigger.allowedCidrs)) {
-      throw rejectWebhook('source_not_allowed', 'source address is not allowed for this listener');
-    }
-    return { automation, trigger };
-  }
+  // ---------------------------------------------------------------- the stages
 
-  /** The duplicate of an event id this listener already received; `executionId` null when it was filtered. */
-  function duplicate(listenerId: string, executionId: string | null, facts: DeliveryFacts): IntakeOutcome {
-    log.info({ listenerId, executionId }, 'webhook duplicate');
-    return { verdict: 'duplicate', executionId, facts: { ...facts, executionId } };
-  }
-
-  /** The outcome of a failure that is an answer (a refusal, a duplicate, an engine that does not answer); anything else is thrown. */
-  function outcomeOf(err: unknown, listenerId: string, now: Date, facts: DeliveryFacts): IntakeOutcome {
-    if (err instanceof WebhookRejection) return refused(listenerId, err, now.getTime(), facts);
-    if (err instanceof AdmissionRefusal) return { verdict: 'busy', refusal: err, facts };
-    if (err instanceof DuplicateEventError) return duplicate(listenerId, err.runId, facts);
-    if (err instanceof WorkflowEngineUnavailableError) {
-      // Not "rejected": a start that timed out may still have been recorded. Retrying with the
-      // same event id is always safe: it runs once, and a duplicate then confirms it was accepted.
-      log.warn({ listenerId }, 'webhook not accepted: workflow engine unavailable');
-      return { verdict: 'unavailable', facts };
-    }
-    throw err;
-  }
-
-  const header = (head: DeliveryHead, name: string): string | undefined => {
-    const value = head.headers[name];
-    return (typeof value === 'string' ? value : undefined) || undefined;
-  };
-
-  async function open(head: DeliveryHead): Promise<OpenDelivery | IntakeOutcome> {
+  async open(head: DeliveryHead): Promise<OpenDelivery | IntakeOutcome> {
     const { listenerId } = head;
     const facts: DeliveryFacts = { eventId: null, executionId: null };
     try {
       // Only well-formed ids reach the store (a NUL byte in the path made PostgreSQL fail: 500).
-      const cached = LISTENER_ID.test(listenerId) ? listeners.peek(listenerId) : { value: undefined };
-      const listener = cached ? cached.value : await listeners.lookup(listenerId);
+      const cached = LISTENER_ID.test(listenerId) ? this.listeners.peek(listenerId) : { value: undefined };
+      const listener = cached ? cached.value : await this.listeners.lookup(listenerId);
       const { trigger } = activeTrigger(listener, head, facts);
       head.ticket.enterListener(listenerId);
-      const authenticator = authenticatorOf(trigger.authMethod);
-      const input: PrecheckInput = {
-        contentType: header(head, 'content-type'),
-        timestamp: header(head, 'webhook-timestamp'),
-        eventId: header(head, 'webhook-event-id'),
-        authMethod: trigger.authMethod,
-        nowSeconds: Math.floor(head.now.getTime() / 1000),
-        contentLength: header(head, 'content-length'),
-        transferEncoding: header(head, 'transfer-encoding'),
-        maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
-        bodyDeadlineMs: head.bodyDeadlineMs,
-      };
-      input[authenticator.credential.input as CredentialInput] = header(
-        head,
-        authenticator.credential.name.toLowerCase(),
-      );
+      const input = precheckInput(head, trigger.authMethod);
       // The header check (step 4) judges the headers at the delivery's time: done once, here. Before
       // the body, it refuses only what the check order would refuse anyway (413 first).
       const verdict = headerVerdict(input);
@@ -282,11 +241,11 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
         checked: { head, listener: listener!, trigger, verdict },
       };
     } catch (err) {
-      return outcomeOf(err, head.listenerId, head.now, facts);
+      return this.outcomeOf(err, head.listenerId, head.now, facts);
     }
   }
 
-  async function decide(opened: OpenDelivery, body: Buffer | undefined): Promise<RunToStart | IntakeOutcome> {
+  async decide(opened: OpenDelivery, body: Buffer | undefined): Promise<RunToStart | IntakeOutcome> {
     const { head, listener, trigger, verdict } = opened.checked;
     const { listenerId } = head;
     const facts = { ...opened.facts };
@@ -297,102 +256,20 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       if (verdict instanceof WebhookRejection) throw verdict;
       const headers = verdict;
       facts.eventId = headers.eventId;
-      const authenticator = authenticatorOf(trigger.authMethod);
       // A promise only when the method needs one (a JWKS fetch): an HMAC is checked without waiting
       // a turn. A refusal is the verifier's answer, not an exception (a flood of wrong signatures).
-      const verify = (current: Listener, currentTrigger: typeof trigger): VerifyResult | Promise<VerifyResult> =>
-        verifiers[currentTrigger.authMethod]({
-          listenerId,
-          listenerUrl: deps.listenerUrl(listenerId),
-          fields: fieldsOf(currentTrigger),
-          secrets: verifyingHmacSecrets(current, head.now.getTime()),
-          credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
-          timestampHeader: headers.timestampHeader,
-          eventIdHeader: headers.eventIdHeader,
-          eventId: headers.eventId,
-          body,
-          nowSeconds: Math.floor(head.now.getTime() / 1000),
-        });
-      let refusal = verify(listener, trigger);
+      let refusal = this.verify(listener, trigger, head, headers, body);
       if (refusal instanceof Promise) refusal = await refusal;
-      if (refusal) return refused(listenerId, refusal, head.now.getTime(), facts);
+      if (refusal) return this.refused(listenerId, refusal, head.now.getTime(), facts);
       const payload = parseWebhookJson(body);
-      // The body may have taken up to its deadline to arrive: the listener is looked up again (the
-      // cached entry, re-read when a change invalidated it or it is over a second old) and, when it
-      // changed, judged again — an unpublish, a disabled trigger, a CIDR change or a "0s" rotation
-      // made while the body arrived refuses the delivery, as it would have at its headers.
-      const fresh = listeners.peek(listenerId);
-      const latest = fresh ? fresh.value : await listeners.lookup(listenerId);
-      if (latest !== listener) {
-        const again = activeTrigger(latest, head, facts);
-        if (again.trigger.authMethod !== trigger.authMethod) {
-          throw rejectWebhook(
-            'signature_mismatch',
-            "the listener's authentication method changed while the body arrived",
-          );
-        }
-        const refusedAgain = await verify(latest!, again.trigger);
-        if (refusedAgain) return refused(listenerId, refusedAgain, head.now.getTime(), facts);
-      }
-      // The run executes the latest published snapshot, not the draft; the trigger stays live.
-      if (!latest?.published) throw rejectWebhook('listener_not_found', 'no active listener at this URL');
-      const published = latest.published;
-      const automationId = latest.automation.id;
-      const { eventId } = headers;
-      const decision = await decideDelivery(
-        // Live options (the circuit breaker) are the automation's current settings, not the version's.
-        { version: published.snapshot.flow, live: latest.automation.liveFlow },
-        {
-          db: deps.db,
-          engine: deps.engine,
-          automationId,
-          automationName: published.snapshot.displayName,
-          listenerId,
-          eventId,
-          receivedAt: head.now.toISOString(),
-          payload,
-          hasFilteredEvents: latest.hasFilteredEvents,
-        },
-      );
-      if (decision.verdict === 'duplicate') return duplicate(listenerId, decision.executionId, facts);
-      if (decision.verdict === 'filtered') {
-        log.info({ listenerId, eventId }, 'webhook filtered');
-        return { verdict: 'filtered', eventId, facts };
-      }
-      if (decision.verdict === 'refused') {
-        log.info(
-          { listenerId, eventId, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds },
-          'webhook refused by flow control',
-        );
-        return {
-          verdict: 'limited',
-          reason: decision.reason,
-          message: decision.message,
-          retryAfterSeconds: decision.retryAfterSeconds,
-          facts,
-        };
-      }
-      return {
-        verdict: 'start',
-        facts: { ...facts, eventId },
-        run: {
-          automationId,
-          automationName: published.snapshot.displayName,
-          version: published.version,
-          listenerId,
-          eventId,
-          receivedAt: head.now.toISOString(),
-          payload,
-          flow: decision.flow,
-          decision,
-        },
-      };
+      const latest = await this.recheck(opened.checked, headers, body, facts);
+      return await this.flowOf(latest, head, headers.eventId, payload, facts);
     } catch (err) {
-      return outcomeOf(err, head.listenerId, head.now, facts);
+      return this.outcomeOf(err, head.listenerId, head.now, facts);
     }
   }
 
-  async function start(planned: RunToStart): Promise<IntakeOutcome> {
+  async start(planned: RunToStart): Promise<IntakeOutcome> {
     const { run, facts } = planned;
     const { decision } = run;
     let known: DeliveryFacts = facts;
@@ -400,7 +277,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       // The run's id is the event's: a second start with it is refused (the 409 of a repeat is the engine's).
       const executionId = runWorkflowId(run.listenerId, run.eventId);
       try {
-        const started = await deps.engine.start({
+        const started = await this.deps.engine.start({
           runId: executionId,
           input: {
             automationId: run.automationId,
@@ -426,7 +303,7 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       }
       known = { ...facts, executionId };
       await decision.started(executionId, false);
-      log.info(
+      this.log.info(
         { listenerId: run.listenerId, eventId: run.eventId, executionId, ...(decision.paused ? { paused: true } : {}) },
         'webhook accepted',
       );
@@ -439,9 +316,191 @@ export function createWebhookIntake(deps: IntakeDeps): WebhookIntake {
       };
     } catch (err) {
       // A lane request that fails after the start is unavailable too: the run is recorded, the sender's retry gets the duplicate.
-      return outcomeOf(err, run.listenerId, new Date(run.receivedAt), known);
+      return this.outcomeOf(err, run.listenerId, new Date(run.receivedAt), known);
     }
   }
 
-  return { open, decide, start };
+  // ---------------------------------------------------------------- the steps of `decide`
+
+  /** Step 5: the listener's authentication method over the body, its refusal or undefined. */
+  private verify(
+    listener: Listener,
+    trigger: HeadChecks['trigger'],
+    head: DeliveryHead,
+    headers: CheckedWebhookHeaders,
+    body: Buffer,
+  ): VerifyResult | Promise<VerifyResult> {
+    const { listenerId } = head;
+    const authenticator = authenticatorOf(trigger.authMethod);
+    return this.verifiers[trigger.authMethod]({
+      listenerId,
+      listenerUrl: this.deps.listenerUrl(listenerId),
+      fields: fieldsOf(trigger),
+      secrets: verifyingHmacSecrets(listener, head.now.getTime()),
+      credential: headers[authenticator.credential.output as keyof CheckedWebhookHeaders] as string | undefined,
+      timestampHeader: headers.timestampHeader,
+      eventIdHeader: headers.eventIdHeader,
+      eventId: headers.eventId,
+      body,
+      nowSeconds: Math.floor(head.now.getTime() / 1000),
+    });
+  }
+
+  /**
+   * The listener as it is now. The body may have taken up to its deadline to arrive: the listener
+   * is looked up again (the cached entry, re-read when a change invalidated it or it is over a
+   * second old) and, when it changed, judged again — an unpublish, a disabled trigger, a CIDR
+   * change or a "0s" rotation made while the body arrived refuses the delivery, as it would have
+   * at its headers. Answers the published listener; throws the refusal.
+   */
+  private async recheck(
+    checked: HeadChecks,
+    headers: CheckedWebhookHeaders,
+    body: Buffer,
+    facts: DeliveryFacts,
+  ): Promise<Listener & { published: NonNullable<Listener['published']> }> {
+    const { head, listener, trigger } = checked;
+    const fresh = this.listeners.peek(head.listenerId);
+    const latest = fresh ? fresh.value : await this.listeners.lookup(head.listenerId);
+    if (latest !== listener) {
+      const again = activeTrigger(latest, head, facts);
+      if (again.trigger.authMethod !== trigger.authMethod) {
+        throw rejectWebhook(
+          'signature_mismatch',
+          "the listener's authentication method changed while the body arrived",
+        );
+      }
+      const refusedAgain = await this.verify(latest!, again.trigger, head, headers, body);
+      if (refusedAgain) throw refusedAgain;
+    }
+    // The run executes the latest published snapshot, not the draft; the trigger stays live.
+    if (!latest?.published) throw rejectWebhook('listener_not_found', 'no active listener at this URL');
+    return latest as Listener & { published: NonNullable<Listener['published']> };
+  }
+
+  /** Steps 7 to 10: flow control's decision for a verified delivery (a duplicate, filtered, limited, or the run to start). */
+  private async flowOf(
+    latest: Listener & { published: NonNullable<Listener['published']> },
+    head: DeliveryHead,
+    eventId: string,
+    payload: unknown,
+    facts: DeliveryFacts,
+  ): Promise<RunToStart | IntakeOutcome> {
+    const { listenerId } = head;
+    const { published } = latest;
+    const automationId = latest.automation.id;
+    const decision = await decideDelivery(
+      // Live options (the circuit breaker) are the automation's current settings, not the version's.
+      { version: published.snapshot.flow, live: latest.automation.liveFlow },
+      {
+        db: this.deps.db,
+        engine: this.deps.engine,
+        automationId,
+        automationName: published.snapshot.displayName,
+        listenerId,
+        eventId,
+        receivedAt: head.now.toISOString(),
+        payload,
+        hasFilteredEvents: latest.hasFilteredEvents,
+      },
+    );
+    if (decision.verdict === 'duplicate') return this.duplicate(listenerId, decision.executionId, facts);
+    if (decision.verdict === 'filtered') {
+      this.log.info({ listenerId, eventId }, 'webhook filtered');
+      return { verdict: 'filtered', eventId, facts };
+    }
+    if (decision.verdict === 'refused') {
+      this.log.info(
+        { listenerId, eventId, reason: decision.reason, retryAfterSeconds: decision.retryAfterSeconds },
+        'webhook refused by flow control',
+      );
+      return {
+        verdict: 'limited',
+        reason: decision.reason,
+        message: decision.message,
+        retryAfterSeconds: decision.retryAfterSeconds,
+        facts,
+      };
+    }
+    return {
+      verdict: 'start',
+      facts: { ...facts, eventId },
+      run: {
+        automationId,
+        automationName: published.snapshot.displayName,
+        version: published.version,
+        listenerId,
+        eventId,
+        receivedAt: head.now.toISOString(),
+        payload,
+        flow: decision.flow,
+        decision,
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- outcomes
+
+  private refused(listenerId: string, err: WebhookRejection, nowMs: number, facts: DeliveryFacts): IntakeOutcome {
+    const budget = this.refusalLog.take(listenerId, nowMs);
+    if (budget.unlogged > 0)
+      this.log.info(
+        { unlogged: budget.unlogged },
+        'webhook refusals not logged one by one in the last minute (see the metrics and the delivery log)',
+      );
+    if (budget.log) this.log.info({ listenerId, reason: err.reason }, 'webhook refused');
+    return { verdict: 'rejected', rejection: err, facts };
+  }
+
+  /** The duplicate of an event id this listener already received; `executionId` null when it was filtered. */
+  private duplicate(listenerId: string, executionId: string | null, facts: DeliveryFacts): IntakeOutcome {
+    this.log.info({ listenerId, executionId }, 'webhook duplicate');
+    return { verdict: 'duplicate', executionId, facts: { ...facts, executionId } };
+  }
+
+  /** The outcome of a failure that is an answer (a refusal, a duplicate, an engine that does not answer); anything else is thrown. */
+  private outcomeOf(err: unknown, listenerId: string, now: Date, facts: DeliveryFacts): IntakeOutcome {
+    if (err instanceof WebhookRejection) return this.refused(listenerId, err, now.getTime(), facts);
+    if (err instanceof AdmissionRefusal) return { verdict: 'busy', refusal: err, facts };
+    if (err instanceof DuplicateEventError) return this.duplicate(listenerId, err.runId, facts);
+    if (err instanceof WorkflowEngineUnavailableError) {
+      // Not "rejected": a start that timed out may still have been recorded. Retrying with the
+      // same event id is always safe: it runs once, and a duplicate then confirms it was accepted.
+      this.log.warn({ listenerId }, 'webhook not accepted: workflow engine unavailable');
+      return { verdict: 'unavailable', facts };
+    }
+    throw err;
+  }
+}
+
+/** Steps 1 and 2 of the check order for `listener`: its active trigger, or a rejection. */
+function activeTrigger(listener: Listener | undefined, head: DeliveryHead, facts: DeliveryFacts) {
+  const automation = listener?.automation;
+  const trigger = automation?.trigger;
+  if (!automation || !automation.published || !trigger?.enabled) {
+    throw rejectWebhook('listener_not_found', 'no active listener at this URL');
+  }
+  facts.automationId = automation.id;
+  if (!isAddressAllowed(head.sourceAddress, trigger.allowedCidrs)) {
+    throw rejectWebhook('source_not_allowed', 'source address is not allowed for this listener');
+  }
+  return { automation, trigger };
+}
+
+/** What the header check (step 4) reads of the head, with the listener's credential header. */
+function precheckInput(head: DeliveryHead, authMethod: AuthMethod): PrecheckInput {
+  const authenticator = authenticatorOf(authMethod);
+  const input: PrecheckInput = {
+    contentType: header(head, 'content-type'),
+    timestamp: header(head, 'webhook-timestamp'),
+    eventId: header(head, 'webhook-event-id'),
+    authMethod,
+    nowSeconds: Math.floor(head.now.getTime() / 1000),
+    contentLength: header(head, 'content-length'),
+    transferEncoding: header(head, 'transfer-encoding'),
+    maxBodyBytes: MAX_WEBHOOK_BODY_BYTES,
+    bodyDeadlineMs: head.bodyDeadlineMs,
+  };
+  input[authenticator.credential.input as CredentialInput] = header(head, authenticator.credential.name.toLowerCase());
+  return input;
 }
