@@ -17,6 +17,7 @@ import { MAX_COMPREHENSION_ITERATIONS, MAX_EVALUATION_COST } from './limits';
 import { CelEvaluationError } from '../errors';
 
 export * as celLimits from './limits';
+export { costUsed } from './cost';
 
 /** What an expression sees as `ctx`. */
 export interface CelContext {

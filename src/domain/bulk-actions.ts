@@ -8,7 +8,7 @@
  * rerun's id is derived from the bulk action and the original run).
  */
 import { createHash } from 'node:crypto';
-import { evaluate } from '../cel';
+import { celLimits, costUsed, evaluate } from '../cel';
 import {
   CelEvaluationError,
   FailedPreconditionError,
@@ -121,11 +121,23 @@ export interface BulkLimits {
   maxWhereCandidates: number;
   /** At most this many runs per action (default MAX_MATCHED). */
   maxMatched: number;
+  /** The cost budget all candidates of one `where` share (default WHERE_BUDGET). */
+  whereBudget: number;
 }
 
-export const BULK_LIMITS: BulkLimits = { maxWhereCandidates: MAX_WHERE_CANDIDATES, maxMatched: MAX_MATCHED };
+/**
+ * The cost budget of evaluating `where` over all the candidates of one request: ten single
+ * evaluations' budgets, which 10,000 candidates of payloads up to about 8 KB fit in.
+ */
+export const WHERE_BUDGET = 10 * celLimits.MAX_EVALUATION_COST;
 
-async function match(
+export const BULK_LIMITS: BulkLimits = {
+  maxWhereCandidates: MAX_WHERE_CANDIDATES,
+  maxMatched: MAX_MATCHED,
+  whereBudget: WHERE_BUDGET,
+};
+
+export async function matchRuns(
   engine: RunEngine,
   filter: BulkFilter,
   limits: BulkLimits,
@@ -143,24 +155,74 @@ async function match(
   const candidates = await engine.matchIds(visibility, limit);
   if (candidates.length > limit) throw tooMany(where !== undefined, candidates.length, limits);
   if (where === undefined) return { runIds: candidates, whereErrors: 0 };
-  const payloads = await engine.payloads(candidates);
+  const matched = await matchWhere(engine, where, candidates, limits);
+  if (matched.runIds.length > limits.maxMatched) throw tooMany(false, matched.runIds.length, limits);
+  return matched;
+}
+
+/** Candidates whose payloads are read, and `where` evaluated over, at a time; the event loop turns between pages. */
+export const WHERE_PAGE_SIZE = 100;
+/** Within a page, the event loop also turns whenever this much of the budget was spent since it last did (about 100 KB of payloads). */
+export const WHERE_SLICE = 10_000;
+
+/**
+ * `where` over each candidate's payload, a page at a time: the payloads of one page are read, the
+ * expression evaluated over each, and the event loop turns before the next page, so the API keeps
+ * answering other requests meanwhile (under `npm start` the worker shares the process); within a
+ * page it also turns every WHERE_SLICE of cost, so a page of large payloads does not stall it. All
+ * candidates share one cost budget (`whereBudget`): each pays for its payload (1 per 10 characters
+ * of its JSON, what converting it for CEL costs) and for its evaluation (the CEL cost it used);
+ * when the budget is spent the request is refused, naming `filter.where`. A candidate whose
+ * payload cannot be read, or on which `where` fails or is not a bool, is left out and counted.
+ */
+async function matchWhere(
+  engine: RunEngine,
+  where: string,
+  candidates: readonly string[],
+  limits: BulkLimits,
+): Promise<{ runIds: string[]; whereErrors: number }> {
   const runIds: string[] = [];
   let whereErrors = 0;
-  for (const id of candidates) {
-    if (!payloads.has(id)) {
-      whereErrors += 1;
-      continue;
+  let spent = 0;
+  let sinceTurn = 0;
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  for (let start = 0; start < candidates.length; start += WHERE_PAGE_SIZE) {
+    if (start > 0) {
+      await turn();
+      sinceTurn = 0;
     }
-    try {
-      const verdict = evaluate(where, { trigger: payloads.get(id), steps: {} });
-      if (verdict === true) runIds.push(id);
-      else if (verdict !== false) whereErrors += 1;
-    } catch (err) {
-      if (!(err instanceof CelEvaluationError)) throw err;
-      whereErrors += 1;
+    const page = candidates.slice(start, start + WHERE_PAGE_SIZE);
+    const payloads = await engine.payloads(page);
+    for (const id of page) {
+      if (!payloads.has(id)) {
+        whereErrors += 1;
+        continue;
+      }
+      if (sinceTurn >= WHERE_SLICE) {
+        await turn();
+        sinceTurn = 0;
+      }
+      const trigger = payloads.get(id);
+      const before = spent;
+      spent += Math.ceil((JSON.stringify(trigger)?.length ?? 0) / 10);
+      try {
+        const verdict = evaluate(where, { trigger, steps: {} });
+        if (verdict === true) runIds.push(id);
+        else if (verdict !== false) whereErrors += 1;
+      } catch (err) {
+        if (!(err instanceof CelEvaluationError)) throw err;
+        whereErrors += 1;
+      }
+      spent += costUsed();
+      sinceTurn += spent - before;
+      if (spent > limits.whereBudget) {
+        throw invalidArgument({
+          field: 'filter.where',
+          description: `evaluating where over the candidate runs exceeds its cost budget of ${limits.whereBudget} (at candidate ${start + page.indexOf(id) + 1} of ${candidates.length}): narrow the filter (status, startedAfter, startedBefore) or simplify where`,
+        });
+      }
     }
   }
-  if (runIds.length > limits.maxMatched) throw tooMany(false, runIds.length, limits);
   return { runIds, whereErrors };
 }
 
@@ -225,7 +287,7 @@ export async function createBulkAction(
   }
   const { filter } = body;
   if (!(await getAutomation(db, filter.automationId))) throw notFound('automation', filter.automationId);
-  const { runIds, whereErrors } = await match(engine, filter, limits);
+  const { runIds, whereErrors } = await matchRuns(engine, filter, limits);
   const id = newId();
   const set = {
     id,

@@ -9,7 +9,7 @@
  */
 import { InterceptingCall } from '@grpc/grpc-js';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { bulkActionWorkflowId, createTemporalEngine } from '../../src/temporal/engine';
+import { bulkActionWorkflowId, createTemporalEngine, runStartOptions } from '../../src/temporal/engine';
 import {
   actOnNextPage,
   actOnRun,
@@ -390,6 +390,83 @@ describe('rerun', () => {
   });
 });
 
+describe('matching: by status, and over more than one page of visibility', () => {
+  it('a dry run matches by status: RUNNING, COMPLETED, or both when no status is named', async () => {
+    // One automation with a run of each status: one parked in its approval, one that completes.
+    const both = await automationWith([
+      { id: 'hold', when: 'ctx.trigger.park', waitForApproval: { timeout: '86400s' } },
+    ]);
+    const open = await send(both, { park: true });
+    const closed = await send(both, { park: false });
+    await untilVisible(both.id, 'COMPLETED', [closed]);
+    await untilVisible(both.id, 'RUNNING', [open]);
+    const dry = async (status?: string[]) => {
+      const res = await api(superAdmin).post(BULK, {
+        dryRun: true,
+        reason: 'look',
+        filter: { automationId: both.id, ...(status ? { status } : {}) },
+      });
+      expect(res.status).toBe(200);
+      return [res.body.matched, [...res.body.sample].sort()];
+    };
+    expect(await dry(['RUNNING'])).toEqual([1, [open]]);
+    expect(await dry(['COMPLETED'])).toEqual([1, [closed]]);
+    expect(await dry(['FAILED'])).toEqual([0, []]);
+    expect(await dry()).toEqual([2, [open, closed].sort()]);
+    expect(await dry(['RUNNING', 'COMPLETED'])).toEqual([2, [open, closed].sort()]);
+    await stack.client.workflow.getHandle(open).cancel();
+  });
+
+  it('matches 2,500 runs (three pages of visibility), and where over each of them', async () => {
+    // The runs wait on a task queue no worker polls: only their records are read.
+    const target = await automationWith(parked);
+    const version = (await api(superAdmin).get(`/api/v1/automations/${target.id}`)).body.automation.version;
+    const count = 2500;
+    const queue = `bulk-unpolled-${newId()}`;
+    const started: string[] = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        for (let n = next++; n < count; n = next++) {
+          const eventId = crypto.randomUUID();
+          const runId = `webhook:${target.path.split('/').pop()}:${eventId}`;
+          await stack.client.workflow.start(
+            'automation',
+            runStartOptions(queue, {
+              runId,
+              input: {
+                automationId: target.id,
+                version,
+                listenerId: target.path.split('/').pop()!,
+                eventId,
+                receivedAt: new Date().toISOString(),
+                trigger: { keep: n % 2 === 0 },
+              },
+              automationName: 'bulk paging',
+              summary: `event ${eventId}`,
+            }),
+          );
+          started.push(runId);
+        }
+      }),
+    );
+    await untilVisible(target.id, 'RUNNING', started);
+    const all = await api(superAdmin).post(BULK, {
+      dryRun: true,
+      reason: 'look',
+      filter: { automationId: target.id },
+    });
+    expect([all.status, all.body.matched, all.body.whereErrors]).toEqual([200, count, 0]);
+    expect(new Set(await bulkSetRunIds(stack.service.deps.db, all.body.previewId))).toEqual(new Set(started));
+    const kept = await api(superAdmin).post(BULK, {
+      dryRun: true,
+      reason: 'look',
+      filter: { automationId: target.id, where: 'ctx.trigger.keep' },
+    });
+    expect([kept.status, kept.body.matched, kept.body.whereErrors]).toEqual([200, count / 2, 0]);
+  });
+});
+
 describe('bad requests, limits and roles', () => {
   it('answers 400 naming the field, 404 for an unknown automation, and makes nothing', async () => {
     const target = await automationWith(parked);
@@ -425,7 +502,7 @@ describe('bad requests, limits and roles', () => {
     const target = await automationWith(parked);
     const ids = [await send(target, { n: 1 }), await send(target, { n: 2 }), await send(target, { n: 3 })];
     await untilVisible(target.id, 'RUNNING', ids);
-    stack.service.deps.bulkLimits = { maxWhereCandidates: 2, maxMatched: 2 };
+    stack.service.deps.bulkLimits = { ...BULK_LIMITS, maxWhereCandidates: 2, maxMatched: 2 };
     try {
       const withWhere = await api(superAdmin).post(BULK, {
         dryRun: true,
@@ -442,7 +519,7 @@ describe('bad requests, limits and roles', () => {
       });
       expect(tooMany.status).toBe(400);
       expect(tooMany.body.message).toContain('3 runs match');
-      stack.service.deps.bulkLimits = { maxWhereCandidates: 3, maxMatched: 3 };
+      stack.service.deps.bulkLimits = { ...BULK_LIMITS, maxWhereCandidates: 3, maxMatched: 3 };
       const fits = await api(superAdmin).post(BULK, {
         dryRun: true,
         reason: 'r',
