@@ -6,7 +6,7 @@
  * OIDC: `GET /console/auth/login` redirects to the provider, `GET /console/auth/callback` comes back
  * (src/auth/oidc.ts); a refusal is a page saying why (or the error shape for a JSON client).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import type { Role } from '../../auth/roles';
@@ -17,6 +17,7 @@ import { OidcSignIn, OidcSignInError } from '../../auth/oidc';
 import { recordAudit } from '../../store/audit';
 import { invalidArgument } from '../../errors';
 import { readJsonObject } from '../body';
+import { exactRouter } from '../operation';
 import { AppError } from '../errors';
 import { CONSOLE_PREFIX, checkOrigin, currentSession, sessionCookie, sessionsOf } from '../console-session';
 import { auditFailure, sourceOf } from './token';
@@ -113,7 +114,7 @@ function refusal(ctx: Context, status: 400 | 403, message: string): void {
 }
 
 export function createConsoleRouter(deps: AppDeps): Router {
-  const router = new Router({ prefix: `${CONSOLE_PREFIX}/auth` });
+  const router = exactRouter({ prefix: `${CONSOLE_PREFIX}/auth` });
   oidcOf(deps); // a wrong OIDC_ROLE_MAP fails the start, not the first sign-in
 
   router.get('/config', (ctx) => {
