@@ -317,7 +317,7 @@ const SCHEMA = {
     1,
     1_000_000,
     60,
-    '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`',
+    '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`. OIDC sign-in starts (`/console/auth/login`) get as many, counted apart',
   ),
   TOKEN_MAX_SLOW_VERIFICATIONS: integer(
     1,
