@@ -323,7 +323,7 @@ const SCHEMA = {
     1,
     64,
     2,
-    'scrypt verifications (operator-chosen secrets) running at once; beyond it 503 with `Retry-After`',
+    'scrypt verifications (operator-chosen secrets, and one per refused attempt) running at once; beyond it 503 with `Retry-After`',
   ),
   ADMIN_PORT: optionalInteger(
     0,

@@ -1,6 +1,7 @@
 /**
  * The token endpoint's defences against being used as a CPU-exhaustion lever: generated secrets
- * verified by a keyed hash (no scrypt), scrypt only for operator-chosen secrets and gated (503 with
+ * verified by a keyed hash (no scrypt), scrypt only for operator-chosen secrets and refusals (the
+ * same scrypt for every refusal, so that its cost tells no client id apart) and gated (503 with
  * Retry-After beyond the cap), legacy scrypt hashes
  * still accepted (and upgraded), and the audit of client changes and failed attempts.
  */
@@ -9,7 +10,7 @@ import { DATABASES, describeOn, openTestDb } from '../helpers/databases';
 import type { Db } from '../../src/store/db';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { createClient } from '../../src/auth/clients';
-import { hashChosenSecret } from '../../src/auth/client-secret-hashes';
+import { hashChosenSecret, kdf } from '../../src/auth/client-secret-hashes';
 import { createTokenGuard, type TokenGuard } from '../../src/auth/token-guard';
 import { loadConfig } from '../../src/config';
 import { listAuditEvents } from '../../src/store/audit';
@@ -67,7 +68,7 @@ for (const target of DATABASES) {
       expect((await tokenRequest(service, chosen.clientId, chosen.clientSecret)).status).toBe(200);
     });
 
-    it('answers 503 with Retry-After when the slow verifications are at their cap; keyed hashes are not held up', async () => {
+    it('answers 503 with Retry-After when the slow verifications are at their cap; a generated secret is not held up', async () => {
       let release!: () => void;
       const held = guard.slowVerifications.run(() => new Promise<void>((resolve) => (release = resolve)));
       try {
@@ -76,14 +77,45 @@ for (const target of DATABASES) {
         expect(busy.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
         expect(busy.body).toEqual({ code: 14, message: expect.stringContaining('retry later'), details: [] });
         expect(JSON.stringify(busy.body)).not.toContain(chosen.clientSecret);
-        // A generated secret (keyed hash) and an unknown client id need no slow verification.
+        // A generated secret (keyed hash) needs no slow verification.
         expect((await tokenRequest(service, generated.clientId, generated.clientSecret)).status).toBe(200);
-        expect((await tokenRequest(service, 'cli_unknown', 'whatever')).status).toBe(401);
+        // A refusal does (the decoy), so an unknown id meets the cap as the chosen-secret client
+        // does: the 503 does not tell which ids exist either.
+        for (const clientId of ['cli_unknown', generated.clientId, chosen.clientId]) {
+          const refused = await tokenRequest(service, clientId, 'whatever');
+          expect([clientId, refused.status]).toEqual([clientId, 503]);
+        }
       } finally {
         release();
         await held;
       }
       expect((await tokenRequest(service, chosen.clientId, chosen.clientSecret)).status).toBe(200);
+    });
+
+    it('a refusal costs one scrypt of the same parameters whether the client id exists (token endpoint and local sign-in)', async () => {
+      const runs = jest.spyOn(kdf, 'scrypt');
+      try {
+        const costOf = async (attempt: () => request.Test) => {
+          runs.mockClear();
+          const res = await attempt();
+          return {
+            status: res.status,
+            scrypts: runs.mock.calls.map(([, salt, keyLength, options]) => ({ salt: salt.length, keyLength, options })),
+          };
+        };
+        const oneScrypt = [{ salt: 16, keyLength: 32, options: { N: 16384, r: 8, p: 1 } }];
+        for (const clientId of [chosen.clientId, generated.clientId, `cli_${randomToken(12)}`]) {
+          expect([clientId, await costOf(() => tokenRequest(service, clientId, 'a wrong guess'))]).toEqual([
+            clientId,
+            { status: 401, scrypts: oneScrypt },
+          ]);
+          const local = () =>
+            request(service.server).post('/console/auth/local').send({ clientId, clientSecret: 'a wrong guess' });
+          expect([clientId, await costOf(local)]).toEqual([clientId, { status: 401, scrypts: oneScrypt }]);
+        }
+      } finally {
+        runs.mockRestore();
+      }
     });
 
     it('still accepts a generated secret stored as scrypt (before keyed hashes), and upgrades its hash', async () => {
@@ -101,9 +133,12 @@ for (const target of DATABASES) {
 
     it('audits failed attempts with the client id and source, never the secret', async () => {
       const wrong = `wrong-secret-${randomToken(8)}`;
+      const deniedBefore = (await listAuditEvents(service.deps.db, 'api_client', generated.clientId)).filter(
+        (e) => e.action === 'api_client.token_denied',
+      ).length;
       expect((await tokenRequest(service, generated.clientId, wrong)).status).toBe(401);
       const events = await listAuditEvents(service.deps.db, 'api_client', generated.clientId);
-      const denied = events.filter((e) => e.action === 'api_client.token_denied');
+      const denied = events.filter((e) => e.action === 'api_client.token_denied').slice(deniedBefore);
       expect(denied).toHaveLength(1);
       expect(denied[0]).toMatchObject({
         actor: 'anonymous',
