@@ -26,7 +26,7 @@ const CALLERS: Caller[] = ['none', 'read_only', 'admin', 'super_admin'];
  */
 type Access = 'public' | 'governance-read' | 'governance-write' | 'approver' | 'super';
 /**
- * The codec endpoint decodes run payloads: a token that may read runs (super_admin), or no token
+ * The codec endpoint decodes run payloads: a token that may read runs (admin, super_admin), or no token
  * from loopback where allowed (the test service allows it, as the embedded dev setup does).
  */
 const CODEC = { statuses: { none: 400, read_only: 403, admin: 400, super_admin: 400 } } as const;
