@@ -171,6 +171,63 @@ for (const target of DATABASES) {
   });
 }
 
+for (const target of DATABASES) {
+  describeOn(target)(`credential bodies over the limit (${target.label})`, () => {
+    const LIMIT = 16 * 1024;
+    /** A service whose per-source limit is 3 a minute, on a store of its own. */
+    async function limited(): Promise<{ service: TestService; db: Db }> {
+      const db = await openTestDb(target);
+      const tokenGuard = createTokenGuard(db, { perSourcePerMinute: 3, maxSlowVerifications: 2 });
+      return { service: await startTestService({ target, db, deps: { tokenGuard } }), db };
+    }
+    const tokenForm = (length: number) => {
+      const start = 'grant_type=client_credentials&client_id=nobody&client_secret=';
+      return `${start}${'x'.repeat(length - start.length)}`;
+    };
+
+    it('the token endpoint: 16 KiB is read, one byte more is 413 in the error shape, and it counts against the source', async () => {
+      const { service, db } = await limited();
+      try {
+        const send = (body: string) =>
+          request(service.server)
+            .post('/auth/v1/token')
+            .set('Content-Type', 'application/x-www-form-urlencoded')
+            .send(body);
+        expect((await send(tokenForm(LIMIT))).status).toBe(401);
+        for (let i = 0; i < 2; i++) {
+          const over = await send(tokenForm(LIMIT + 1));
+          expect([over.status, over.body]).toEqual([
+            413,
+            { code: 8, message: `request body exceeds ${LIMIT} bytes`, details: [] },
+          ]);
+        }
+        // Three requests from this source this minute: the next is over its limit.
+        expect((await send(tokenForm(100))).status).toBe(429);
+      } finally {
+        await service.close();
+        await db.close();
+      }
+    });
+
+    it('the local sign-in: a body over 16 KiB is 413 and counts against the source as well', async () => {
+      const { service, db } = await limited();
+      try {
+        const signIn = (clientSecret: string) =>
+          request(service.server).post('/console/auth/local').send({ clientId: 'nobody', clientSecret });
+        for (let i = 0; i < 3; i++) {
+          const over = await signIn('x'.repeat(LIMIT));
+          expect([over.status, over.body.code]).toEqual([413, 8]);
+        }
+        const next = await signIn('a guess');
+        expect([next.status, next.body.code]).toEqual([429, 8]);
+      } finally {
+        await service.close();
+        await db.close();
+      }
+    });
+  });
+}
+
 describe('BOOTSTRAP_CLIENT_SECRET', () => {
   it('must be long enough: a clear start-up error otherwise', () => {
     const short = () => loadConfig({ BOOTSTRAP_CLIENT_ID: 'boot', BOOTSTRAP_CLIENT_SECRET: 'short-secret' });

@@ -213,8 +213,15 @@ export function createConsoleRouter(deps: AppDeps): Router {
     const guard = deps.tokenGuard;
     const address = sourceOf(ctx, deps);
     // As the token endpoint: the body first (small), so that one statement counts the request
-    // against its source and reads the backoff of the client it names.
-    const body = await readJsonObject(ctx, SIGN_IN_BODY_LIMIT);
+    // against its source and reads the backoff of the client it names; a request whose body is
+    // refused counts too.
+    let body: Record<string, unknown>;
+    try {
+      body = await readJsonObject(ctx, SIGN_IN_BODY_LIMIT);
+    } catch (err) {
+      await guard.limits.admit(address, '');
+      throw err;
+    }
     const source = await guard.limits.admit(address, typeof body.clientId === 'string' ? body.clientId : '');
     const violations = (['clientId', 'clientSecret'] as const)
       .filter((field) => typeof body[field] !== 'string' || body[field] === '')
