@@ -225,6 +225,67 @@ for (const target of DATABASES) {
       expect([me.status, me.body.person?.id]).toEqual([200, `person:${provider.issuer}#u-1`]);
     });
 
+    it('refuses a callback without a state or without a code, and a refusal of the provider, with no session', async () => {
+      const { url, loginCookie } = await startLogin();
+      const callbackUrl = await new ProviderAgent().signIn(url.href, 'u-1', REDIRECT_URI);
+      const stateless = new URL(callbackUrl);
+      stateless.searchParams.delete('state');
+      const noState = await callback(service, stateless, loginCookie);
+      expect([noState.status, noState.text]).toEqual([400, expect.stringContaining('carries no state')]);
+      expect(cookieOf(noState, 'console_session')).toBeUndefined();
+      const codeless = new URL(callbackUrl);
+      codeless.searchParams.delete('code');
+      const noCode = await callback(service, codeless, loginCookie);
+      expect([noCode.status, noCode.text]).toEqual([400, expect.stringContaining('was not accepted')]);
+      expect(cookieOf(noCode, 'console_session')).toBeUndefined();
+
+      const other = await startLogin();
+      const refusedAtProvider = new URL(REDIRECT_URI);
+      refusedAtProvider.searchParams.set('error', 'access_denied');
+      refusedAtProvider.searchParams.set('state', other.url.searchParams.get('state')!);
+      const denied = await callback(service, refusedAtProvider, other.loginCookie);
+      expect([denied.status, denied.text]).toEqual([
+        400,
+        expect.stringContaining('refused the sign-in (access_denied)'),
+      ]);
+      expect(cookieOf(denied, 'console_session')).toBeUndefined();
+    });
+
+    it('a sign-in under way is good for 10 minutes: at 9 it completes, past 10 it is refused', async () => {
+      let now = Date.now();
+      const clocked = await startTestService({
+        db,
+        env,
+        deps: {
+          secretBox: service.deps.secretBox,
+          oidc: new OidcSignIn(
+            db,
+            loadConfig(env).console.oidc!,
+            { redirectUri: REDIRECT_URI, allowInsecure: true },
+            () => now,
+          ),
+        },
+      });
+      try {
+        const [early, late] = [await startLogin(clocked), await startLogin(clocked)];
+        const earlyCallback = await new ProviderAgent().signIn(early.url.href, 'u-1', REDIRECT_URI);
+        const lateCallback = await new ProviderAgent().signIn(late.url.href, 'u-1', REDIRECT_URI);
+        now += 9 * 60_000;
+        const completed = await callback(clocked, earlyCallback, early.loginCookie);
+        expect([completed.status, completed.headers.location]).toEqual([303, '/console']);
+        // No start in between (so no purge): the sign-in's own expiry refuses it.
+        now += 60_000 + 1000;
+        const expired = await callback(clocked, lateCallback, late.loginCookie);
+        expect([expired.status, expired.text]).toEqual([
+          400,
+          expect.stringContaining('unknown, already used or expired'),
+        ]);
+        expect(cookieOf(expired, 'console_session')).toBeUndefined();
+      } finally {
+        await clocked.close();
+      }
+    });
+
     it('refuses an ID token whose nonce is not the one kept with the sign-in', async () => {
       const { url, loginCookie } = await startLogin();
       // The provider signs the nonce the console sent; the sign-in under way now expects another.
