@@ -320,13 +320,13 @@ const SCHEMA = {
     1,
     1_000_000,
     60,
-    '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`',
+    '`/auth/v1/token` requests per source (an IPv4 address or an IPv6 /64) and minute, across all API processes; beyond it 429 with `Retry-After`. OIDC sign-in starts (`/console/auth/login`) get as many, counted apart',
   ),
   TOKEN_MAX_SLOW_VERIFICATIONS: integer(
     1,
     64,
     2,
-    'scrypt verifications (operator-chosen secrets) running at once; beyond it 503 with `Retry-After`',
+    'scrypt verifications (operator-chosen secrets, and one per refused attempt) running at once; beyond it 503 with `Retry-After`',
   ),
   ADMIN_PORT: optionalInteger(
     0,

@@ -4,8 +4,9 @@
  * SECRET_KEY, verified in microseconds on the event loop. Only a secret an operator chose
  * (BOOTSTRAP_CLIENT_SECRET, or one given to `createClient`) is stored as a salted scrypt hash,
  * `scrypt$N$r$p$<salt>$<key>`; every slow verification passes through a gate that caps how many
- * run at once. Hashes made before keyed hashes existed (`scrypt$` for generated secrets) still verify.
- * Comparisons are in constant time.
+ * run at once. A refused attempt costs one scrypt verification whatever the client (src/auth/clients.ts
+ * verifies against `decoyScryptHash` where nothing else ran scrypt). Hashes made before keyed hashes
+ * existed (`scrypt$` for generated secrets) still verify. Comparisons are in constant time.
  */
 import { createHmac, randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
@@ -21,11 +22,17 @@ export type SlowGate = <T>(work: () => Promise<T>) => Promise<T>;
 /** A gate without a cap (start-up, tests of other things). */
 export const UNGATED: SlowGate = (work) => work();
 
-function scrypt(secret: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scryptCb(secret, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
-  );
-}
+/**
+ * The key derivation behind every scrypt hash and verification, in one place (an object, so that
+ * a test can count the runs and see their parameters: timings never go in tests).
+ */
+export const kdf = {
+  scrypt(secret: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
+    return new Promise((resolve, reject) =>
+      scryptCb(secret, salt, keyLength, options, (err, key) => (err ? reject(err) : resolve(key))),
+    );
+  },
+};
 
 function mac(secret: string, macKey: Buffer): Buffer {
   return createHmac('sha256', macKey).update(secret, 'utf8').digest();
@@ -39,8 +46,16 @@ export function hashGeneratedSecret(secret: string, macKey: Buffer): string {
 /** The stored form of an operator-chosen secret: salted scrypt. */
 export async function hashChosenSecret(secret: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scrypt(secret, salt, KEY_LENGTH, { N, r: R, p: P });
+  const key = await kdf.scrypt(secret, salt, KEY_LENGTH, { N, r: R, p: P });
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+}
+
+/**
+ * A hash of the form and parameters `hashChosenSecret` makes (a random salt, a random key) that no
+ * secret matches: verifying against it costs what verifying an operator-chosen secret costs.
+ */
+export function decoyScryptHash(): string {
+  return `scrypt$${N}$${R}$${P}$${randomBytes(16).toString('base64url')}$${randomBytes(KEY_LENGTH).toString('base64url')}`;
 }
 
 /** True when verifying against this stored hash runs scrypt. */
@@ -67,7 +82,7 @@ export async function verifySecret(
   if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
   const expected = Buffer.from(key, 'base64url');
   const actual = await gate(() =>
-    scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) }),
+    kdf.scrypt(secret, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) }),
   );
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }

@@ -7,6 +7,7 @@ import type { Db, Queryable } from '../store/db';
 import * as apiClients from '../store/api-clients';
 import { newId, randomToken } from '../ids';
 import {
+  decoyScryptHash,
   hashChosenSecret,
   hashGeneratedSecret,
   isSlowHash,
@@ -64,9 +65,13 @@ export async function createClient(
 }
 
 /**
- * The client when id and secret match, else undefined. An unknown id costs one keyed hash, as a
- * generated secret does; a scrypt verification passes through `gate` (which may refuse it). A
- * legacy scrypt hash of a generated-looking secret is replaced by its keyed hash on success.
+ * The client when id and secret match, else undefined. Every refusal costs one scrypt verification
+ * of the parameters operator-chosen secrets are hashed with, through `gate` (which may refuse it):
+ * a wrong secret of a client whose secret was chosen (scrypt), of one whose secret was generated
+ * (a keyed hash, then the decoy) and an unknown id (the decoy) alike, so that neither the answer's
+ * time nor the gate's 503 tells which client ids exist. Only a success with a generated secret is
+ * fast, and its caller knew the secret. A legacy scrypt hash of a generated-looking secret is
+ * replaced by its keyed hash on success.
  */
 export async function authenticateClient(
   db: Queryable,
@@ -77,16 +82,19 @@ export async function authenticateClient(
 ): Promise<ApiClient | undefined> {
   const row = await apiClients.apiClientByClientId(db, clientId);
   const key = clientSecretKey(box);
-  const ok = await verifySecret(clientSecret, row?.secretHash ?? DECOY_HASH, key, gate);
-  if (!row || !ok) return undefined;
+  const ok = row !== undefined && (await verifySecret(clientSecret, row.secretHash, key, gate));
+  if (!row || !ok) {
+    if (!row || !isSlowHash(row.secretHash)) await verifySecret(clientSecret, DECOY_HASH, key, gate);
+    return undefined;
+  }
   if (isSlowHash(row.secretHash) && looksGenerated(clientSecret)) {
     await apiClients.replaceSecretHash(db, row.id, hashGeneratedSecret(clientSecret, key), row.secretHash);
   }
   return toClient(row);
 }
 
-/** Verified against when a client id is unknown: a keyed hash no secret matches. */
-const DECOY_HASH = `hmac-sha256$${randomToken(32)}`;
+/** Verified against by a refusal that ran no scrypt otherwise: a scrypt hash no secret matches. */
+const DECOY_HASH = decoyScryptHash();
 
 export async function listClients(db: Queryable, afterId: string | undefined, limit: number): Promise<ApiClient[]> {
   return (await apiClients.listApiClients(db, afterId, limit)).map(toClient);

@@ -18,6 +18,13 @@ import { isRole, type Role } from './roles';
 /** How long a sign-in may take at the provider. */
 const LOGIN_TTL_MS = 10 * 60_000;
 
+/**
+ * At most this many sign-ins under way are kept (across the API processes); beyond it the ones
+ * started longest ago are dropped. With the per-source limit on starts (src/http/routes/console.ts)
+ * and the expiry, the table stays small whatever arrives.
+ */
+export const MAX_PENDING_LOGINS = 10_000;
+
 export interface OidcPerson {
   actor: string;
   id: string;
@@ -48,6 +55,8 @@ export interface OidcOptions {
   allowInsecure: boolean;
   /** Seconds the local clock is taken to be off (tests move it to see an expired ID token). */
   clockSkewSeconds?: number;
+  /** The sign-ins under way kept at most (default MAX_PENDING_LOGINS). */
+  maxPendingLogins?: number;
 }
 
 function sha256(text: string): string {
@@ -80,6 +89,9 @@ function claimOf(err: unknown): string {
   ) {
     const claim = (cause as { claim?: unknown }).claim ?? (cause as { cause?: { claim?: unknown } }).cause?.claim;
     if (typeof claim === 'string') return ` (ID token claim "${claim}")`;
+    // A claim the ID token lacks is named in the message only (oauth4webapi: `JWT "nonce" (nonce) claim missing`).
+    const missing = /^JWT "([\w-]+)" \([^)]*\) claim missing$/.exec(String((cause as { message?: unknown }).message));
+    if (missing) return ` (ID token claim "${missing[1]}" missing)`;
   }
   return '';
 }
@@ -136,6 +148,7 @@ export class OidcSignIn {
       sha256(state),
       { browserHash: sha256(browser), nonce, codeVerifier, returnTo },
       new Date(now + LOGIN_TTL_MS),
+      this.options.maxPendingLogins ?? MAX_PENDING_LOGINS,
     );
     const url = client.buildAuthorizationUrl(configuration, {
       redirect_uri: this.options.redirectUri,
@@ -151,17 +164,23 @@ export class OidcSignIn {
   /**
    * Completes a sign-in from the callback's URL (`callbackUrl`: the redirect URI with the
    * provider's query) in the browser holding `browser`. Throws OidcSignInError saying why not.
+   * The browser binding is checked before the state is used: a callback without the cookie of the
+   * browser that started the sign-in (or with another) leaves it under way, so it cannot burn the
+   * person's own sign-in.
    */
   async complete(callbackUrl: URL, browser: string | undefined): Promise<OidcPerson & { returnTo: string }> {
     const client = await import('openid-client');
     const state = callbackUrl.searchParams.get('state');
     if (!state) throw new OidcSignInError('the sign-in answer carries no state: start again from the console', 400);
-    const pending = await takePendingLogin(this.db, sha256(state), new Date(this.now()));
+    const elsewhere = new OidcSignInError(
+      'this sign-in was started in another browser: start again from the console',
+      400,
+    );
+    if (!browser) throw elsewhere;
+    const pending = await takePendingLogin(this.db, sha256(state), sha256(browser), new Date(this.now()));
+    if (pending === 'other browser') throw elsewhere;
     if (!pending)
       throw new OidcSignInError('this sign-in is unknown, already used or expired: start again from the console', 400);
-    if (!browser || sha256(browser) !== pending.browserHash) {
-      throw new OidcSignInError('this sign-in was started in another browser: start again from the console', 400);
-    }
     const providerError = callbackUrl.searchParams.get('error');
     if (providerError)
       throw new OidcSignInError(`the identity provider refused the sign-in (${providerError.slice(0, 100)})`, 400);

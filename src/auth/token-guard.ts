@@ -8,7 +8,13 @@
 import { GuardRefusal } from '../errors';
 import { sourcePrefix } from '../net/cidr';
 import type { Queryable } from '../store/db';
-import { admitTokenRequest, pruneTokenLimits, recordTokenFailure, type BackoffPolicy } from '../store/token-limits';
+import {
+  admitTokenRequest,
+  pruneTokenLimits,
+  recordTokenFailure,
+  takeSourceRequest,
+  type BackoffPolicy,
+} from '../store/token-limits';
 
 /**
  * How failed attempts of one client id from one source (an IPv4 address or an IPv6 /64) make the
@@ -81,6 +87,34 @@ export class SharedTokenLimits {
     if (now - this.lastPruneMs < PRUNE_EVERY_MS) return;
     this.lastPruneMs = now;
     await pruneTokenLimits(this.db, this.backoff.forgetAfterMs);
+  }
+}
+
+/**
+ * A per-source limit of another kind of request than the token endpoint's (`kind`, e.g.
+ * `console-login`: its count is kept apart from the token endpoint's), shared by every API process
+ * through the store as the token endpoint's: `perMinute` requests per source (an IPv4 address or an
+ * IPv6 /64), refilled continuously; beyond it a 429 with Retry-After, and nothing else happens.
+ */
+export class SharedSourceLimit {
+  private lastPruneMs = Date.now();
+
+  constructor(
+    private readonly db: Queryable,
+    readonly kind: string,
+    readonly perMinute: number,
+    private readonly refusal: string,
+  ) {}
+
+  /** Counts a request from `address`; throws a 429 `GuardRefusal` (with Retry-After) when its source's limit is used up. */
+  async admit(address: string): Promise<void> {
+    const taken = await takeSourceRequest(this.db, `${this.kind}:${sourcePrefix(address)}`, this.perMinute, 60_000);
+    if (!taken.allowed) throw new GuardRefusal(429, this.refusal, Math.max(1, Math.ceil(taken.retryAfterMs / 1000)));
+    const now = Date.now();
+    if (now - this.lastPruneMs >= PRUNE_EVERY_MS) {
+      this.lastPruneMs = now;
+      await pruneTokenLimits(this.db, TOKEN_FAILURE_BACKOFF.forgetAfterMs);
+    }
   }
 }
 

@@ -6,7 +6,7 @@ import { AppError, errorMiddleware } from './errors';
 import { proxyOptions } from './proxy';
 import { SERVICE_HEADERS } from './response-headers';
 import { ROUTERS } from './routes';
-import { consoleHeaders } from './routes/console-assets';
+import { consoleHeaders, consolePages } from './routes/console-assets';
 import { webhookFastPath } from './routes/webhooks';
 
 type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -61,5 +61,8 @@ export function createApp(deps: AppDeps): Koa {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
+  // Last: the console's page paths, where no router answered (not a route: a page path is no
+  // resource, so no router's 405 may claim it).
+  app.use(consolePages(deps));
   return app;
 }

@@ -172,8 +172,8 @@ function inputOf(op: Operation, ctx: Context, deps: AppDeps): Input<string, Body
  * `/Ready` never reach a handler by another spelling: a proxy that hides a path by its exact
  * spelling (deploy/nginx) hides every spelling the service answers.
  */
-export function exactRouter(): Router {
-  return new Router({ strict: true, sensitive: true });
+export function exactRouter(options: { prefix?: string } = {}): Router {
+  return new Router({ ...options, strict: true, sensitive: true });
 }
 
 /**

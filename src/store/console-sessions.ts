@@ -111,29 +111,58 @@ export interface PendingLogin {
   returnTo: string;
 }
 
+/**
+ * Keeps a sign-in under way, and at most `cap` of them: beyond it the ones started longest ago are
+ * dropped (a flood of starts pushes out its own rows first; a person's sign-in survives as long as
+ * the flood takes to start `cap` more). Expired ones are purged by `purgeExpiredLogins`.
+ */
 export async function insertPendingLogin(
   db: Queryable,
   stateHash: string,
   login: PendingLogin,
   expiresAt: Date,
+  cap: number,
 ): Promise<void> {
   await db.query(
     'INSERT INTO console_logins (state_hash, browser_hash, nonce, code_verifier, return_to, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
     [stateHash, login.browserHash, login.nonce, login.codeVerifier, login.returnTo, expiresAt],
   );
+  await db.query(
+    `DELETE FROM console_logins WHERE state_hash IN (
+       SELECT state_hash FROM console_logins ORDER BY expires_at DESC, state_hash OFFSET $1
+     )`,
+    [cap],
+  );
 }
 
-/** Takes (reads and deletes, so that a state serves once) a sign-in still under way at `now`. */
-export async function takePendingLogin(db: Queryable, stateHash: string, now: Date): Promise<PendingLogin | undefined> {
+/**
+ * Takes (reads and deletes, so that a state serves once) the sign-in of `stateHash` still under way
+ * at `now`, if it was started in the browser of `browserHash`. A sign-in under way in another
+ * browser is left as it is (a callback without the right cookie does not burn it): answered as
+ * `'other browser'`.
+ */
+export async function takePendingLogin(
+  db: Queryable,
+  stateHash: string,
+  browserHash: string,
+  now: Date,
+): Promise<PendingLogin | 'other browser' | undefined> {
   const rows = await db.query<{
     browser_hash: string;
     nonce: string;
     code_verifier: string;
     return_to: string;
     expires_at: Date;
-  }>('DELETE FROM console_logins WHERE state_hash = $1 RETURNING *', [stateHash]);
+  }>('DELETE FROM console_logins WHERE state_hash = $1 AND browser_hash = $2 RETURNING *', [stateHash, browserHash]);
   const row = rows[0];
-  if (!row || new Date(row.expires_at).getTime() <= now.getTime()) return undefined;
+  if (!row) {
+    const elsewhere = await db.query('SELECT 1 FROM console_logins WHERE state_hash = $1 AND expires_at > $2', [
+      stateHash,
+      now,
+    ]);
+    return elsewhere.length > 0 ? 'other browser' : undefined;
+  }
+  if (new Date(row.expires_at).getTime() <= now.getTime()) return undefined;
   return { browserHash: row.browser_hash, nonce: row.nonce, codeVerifier: row.code_verifier, returnTo: row.return_to };
 }
 

@@ -62,6 +62,46 @@ export async function admitTokenRequest(
   };
 }
 
+/**
+ * One statement: takes one request of `key` (a kind of request and its source, e.g.
+ * `console-login:203.0.113.7`) from a limit of `limit` per `periodMs`, in the table of the token
+ * endpoint's per-source limits (GCRA, as `admitTokenRequest`; its keys are bare sources, so the
+ * counts stay apart). A refusal changes nothing and answers the milliseconds until the next request
+ * is allowed.
+ */
+export async function takeSourceRequest(
+  db: Queryable,
+  key: string,
+  limit: number,
+  periodMs: number,
+): Promise<{ allowed: true } | { allowed: false; retryAfterMs: number }> {
+  const interval = Math.ceil(periodMs / limit);
+  const rows = await db.query<{
+    granted: string | number | null;
+    current: string | number | null;
+    now_ms: string | number;
+  }>(
+    `WITH n AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms),
+     up AS (
+       INSERT INTO token_source_limits AS r (source, tat_ms)
+       SELECT $1, n.ms + $2::bigint FROM n
+       ON CONFLICT (source) DO UPDATE
+         SET tat_ms = greatest(r.tat_ms, EXCLUDED.tat_ms - $2::bigint) + $2::bigint
+         WHERE greatest(r.tat_ms, EXCLUDED.tat_ms - $2::bigint) + $2::bigint - (EXCLUDED.tat_ms - $2::bigint) <= $3::bigint
+       RETURNING tat_ms
+     )
+     SELECT (SELECT tat_ms FROM up) AS granted,
+            (SELECT tat_ms FROM token_source_limits WHERE source = $1) AS current,
+            (SELECT ms FROM n) AS now_ms`,
+    [key, interval, periodMs],
+  );
+  const row = rows[0]!;
+  if (row.granted !== null) return { allowed: true };
+  const now = Number(row.now_ms);
+  const tat = row.current === null ? now : Number(row.current);
+  return { allowed: false, retryAfterMs: Math.max(0, Math.max(tat, now) + interval - periodMs - now) };
+}
+
 /** How failures of one client id from one source make it wait (src/auth/token-guard.ts decides). */
 export interface BackoffPolicy {
   /** Failures allowed before any wait. */

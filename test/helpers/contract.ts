@@ -23,25 +23,20 @@ const WEBHOOK_RECEIVER = '/api/v1/webhooks/incoming/';
 
 /**
  * The path template of `doc` that `method path` names, or undefined (query ignored). Matched as the
- * routers match: exactly (letter case, no trailing slash), except the webhook receiver, which keeps
- * Koa's lenient matching (any case, optional trailing slash) for the spellings senders use. A
- * `/console/api/...` path is matched as the `/api/...` operation it serves for the console.
+ * routers match: exactly (letter case, no trailing slash, a literal segment as sent: `%61udit` is
+ * not `audit`; a parameter in any encoding), except the webhook receiver, which keeps Koa's lenient
+ * matching (any case, optional trailing slash) for the spellings senders use. A `/console/api/...`
+ * path is matched as the `/api/...` operation it serves for the console.
  */
 export function templateOf(doc: Json, method: string, path: string): string | undefined {
   // The console's API serves every /api operation under /console/api with the same shapes.
   const clean = path.split('?')[0]!.replace(/^\/console(?=\/api\/)/, '');
-  let decoded = clean;
-  try {
-    decoded = decodeURIComponent(clean);
-  } catch {
-    // Not decodable: matched as sent.
-  }
   const matches = Object.keys(doc.paths).filter((template) => {
     if (!doc.paths[template][method]) return false;
     const lenient = template.startsWith(WEBHOOK_RECEIVER);
     const body = template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+');
     const pattern = lenient ? new RegExp(`^${body}/?$`, 'i') : new RegExp(`^${body}$`);
-    return pattern.test(clean) || pattern.test(decoded);
+    return pattern.test(clean);
   });
   // The most specific template: the one with the fewest parameters.
   matches.sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0));

@@ -144,6 +144,20 @@ describe('the console at /console', () => {
     }
   });
 
+  it.each(['/CONSOLE', '/Console', '/Console/runs', '/CONSOLE/assets/index-AbC123.js', '/console/API/v1/apps'])(
+    '%s: the console is served under one spelling, and this answer too carries its headers',
+    async (spelled) => {
+      const res = await rawGet(service, spelled, {});
+      const text = res.body.toString();
+      expect([res.status, JSON.parse(text)]).toEqual([
+        404,
+        { code: 5, message: expect.stringMatching(/^no route for GET /), details: [] },
+      ]);
+      expect(text).not.toContain('console-config');
+      expectConsoleHeaders(res);
+    },
+  );
+
   it('sets no console headers on the API', async () => {
     const res = await request(service.server).get('/api/v1/automations');
     expect(res.status).toBe(401);

@@ -5,6 +5,7 @@
  * foreign-browser state; a wrong nonce; an expired ID token (the console's clock two hours ahead);
  * and what a person signed in this way does, attributed to `person:<issuer>#<subject>`.
  */
+import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { DATABASES, describeOn, openTestDb } from '../helpers/databases';
 import { startTestService, type TestService } from '../helpers/test-service';
@@ -16,6 +17,9 @@ import type { Db } from '../../src/store/db';
 const BASE_URL = 'http://console.test';
 const REDIRECT_URI = `${BASE_URL}/console/auth/callback`;
 const APPROVERS = 'cn=idm-approvers,ou=groups,dc=example';
+
+/** How the store keys a sign-in under way: the SHA-256 of its state (src/auth/oidc.ts). */
+const stateHash = (state: string): string => createHash('sha256').update(state).digest('base64url');
 
 function cookieOf(res: request.Response, name: string): string | undefined {
   const lines = (res.headers['set-cookie'] as unknown as string[] | undefined) ?? [];
@@ -189,11 +193,121 @@ for (const target of DATABASES) {
       expect(elsewhere.status).toBe(400);
       expect(elsewhere.text).toContain('another browser');
       expect(cookieOf(elsewhere, 'console_session')).toBeUndefined();
+      // Neither refusal used the sign-in up: the browser that started it still completes it.
+      const own = await callback(service, callbackUrl, loginCookie);
+      expect([own.status, own.headers.location]).toEqual([303, '/console']);
+      const me = await request(service.server).get('/console/auth/me').set('Cookie', cookieOf(own, 'console_session')!);
+      expect([me.status, me.body.person?.id]).toEqual([200, `person:${provider.issuer}#u-1`]);
       // The JSON shape for a client that asks for JSON.
       const json = await request(service.server)
         .get(`${forged.pathname}${forged.search}`)
         .set('Accept', 'application/json');
       expect([json.status, json.body.code]).toEqual([400, 3]);
+    });
+
+    it('gives a callback without the login cookie no session, and leaves the sign-in to the browser that started it', async () => {
+      const { url, loginCookie } = await startLogin();
+      const callbackUrl = await new ProviderAgent().signIn(url.href, 'u-1', REDIRECT_URI);
+      // A valid code and state, from a browser that never started this sign-in (no cookie at all).
+      const stranger = await callback(service, callbackUrl, undefined);
+      expect(stranger.status).toBe(400);
+      expect(stranger.text).toContain('another browser');
+      expect(cookieOf(stranger, 'console_session')).toBeUndefined();
+      const asJson = await request(service.server)
+        .get(`${callbackUrl.pathname}${callbackUrl.search}`)
+        .set('Accept', 'application/json');
+      expect([asJson.status, asJson.body]).toEqual([400, { code: 3, message: expect.any(String), details: [] }]);
+      expect(cookieOf(asJson, 'console_session')).toBeUndefined();
+      // The person's own callback still completes.
+      const own = await callback(service, callbackUrl, loginCookie);
+      expect([own.status, own.headers.location]).toEqual([303, '/console']);
+      const me = await request(service.server).get('/console/auth/me').set('Cookie', cookieOf(own, 'console_session')!);
+      expect([me.status, me.body.person?.id]).toEqual([200, `person:${provider.issuer}#u-1`]);
+    });
+
+    it('refuses a callback without a state or without a code, and a refusal of the provider, with no session', async () => {
+      const { url, loginCookie } = await startLogin();
+      const callbackUrl = await new ProviderAgent().signIn(url.href, 'u-1', REDIRECT_URI);
+      const stateless = new URL(callbackUrl);
+      stateless.searchParams.delete('state');
+      const noState = await callback(service, stateless, loginCookie);
+      expect([noState.status, noState.text]).toEqual([400, expect.stringContaining('carries no state')]);
+      expect(cookieOf(noState, 'console_session')).toBeUndefined();
+      const codeless = new URL(callbackUrl);
+      codeless.searchParams.delete('code');
+      const noCode = await callback(service, codeless, loginCookie);
+      expect([noCode.status, noCode.text]).toEqual([400, expect.stringContaining('was not accepted')]);
+      expect(cookieOf(noCode, 'console_session')).toBeUndefined();
+
+      const other = await startLogin();
+      const refusedAtProvider = new URL(REDIRECT_URI);
+      refusedAtProvider.searchParams.set('error', 'access_denied');
+      refusedAtProvider.searchParams.set('state', other.url.searchParams.get('state')!);
+      const denied = await callback(service, refusedAtProvider, other.loginCookie);
+      expect([denied.status, denied.text]).toEqual([
+        400,
+        expect.stringContaining('refused the sign-in (access_denied)'),
+      ]);
+      expect(cookieOf(denied, 'console_session')).toBeUndefined();
+    });
+
+    it('a sign-in under way is good for 10 minutes: at 9 it completes, past 10 it is refused', async () => {
+      let now = Date.now();
+      const clocked = await startTestService({
+        db,
+        env,
+        deps: {
+          secretBox: service.deps.secretBox,
+          oidc: new OidcSignIn(
+            db,
+            loadConfig(env).console.oidc!,
+            { redirectUri: REDIRECT_URI, allowInsecure: true },
+            () => now,
+          ),
+        },
+      });
+      try {
+        const [early, late] = [await startLogin(clocked), await startLogin(clocked)];
+        const earlyCallback = await new ProviderAgent().signIn(early.url.href, 'u-1', REDIRECT_URI);
+        const lateCallback = await new ProviderAgent().signIn(late.url.href, 'u-1', REDIRECT_URI);
+        now += 9 * 60_000;
+        const completed = await callback(clocked, earlyCallback, early.loginCookie);
+        expect([completed.status, completed.headers.location]).toEqual([303, '/console']);
+        // No start in between (so no purge): the sign-in's own expiry refuses it.
+        now += 60_000 + 1000;
+        const expired = await callback(clocked, lateCallback, late.loginCookie);
+        expect([expired.status, expired.text]).toEqual([
+          400,
+          expect.stringContaining('unknown, already used or expired'),
+        ]);
+        expect(cookieOf(expired, 'console_session')).toBeUndefined();
+      } finally {
+        await clocked.close();
+      }
+    });
+
+    it('refuses an ID token whose nonce is not the one kept with the sign-in', async () => {
+      const { url, loginCookie } = await startLogin();
+      // The provider signs the nonce the console sent; the sign-in under way now expects another.
+      await db.query('UPDATE console_logins SET nonce = $2 WHERE state_hash = $1', [
+        stateHash(url.searchParams.get('state')!),
+        'a-nonce-the-provider-never-saw-0123456789',
+      ]);
+      const callbackUrl = await new ProviderAgent().signIn(url.href, 'u-1', REDIRECT_URI);
+      const res = await callback(service, callbackUrl, loginCookie);
+      expect(res.status).toBe(400);
+      expect(res.text).toContain('claim &#34;nonce&#34;');
+      expect(cookieOf(res, 'console_session')).toBeUndefined();
+    });
+
+    it('refuses an ID token without a nonce (the authorization request stripped of it)', async () => {
+      const { url, loginCookie } = await startLogin();
+      url.searchParams.delete('nonce');
+      const callbackUrl = await new ProviderAgent().signIn(url.href, 'u-1', REDIRECT_URI);
+      const res = await callback(service, callbackUrl, loginCookie);
+      expect(res.status).toBe(400);
+      expect(res.text).toContain('claim &#34;nonce&#34; missing');
+      expect(cookieOf(res, 'console_session')).toBeUndefined();
     });
 
     it('refuses an ID token carrying another nonce than the sign-in sent', async () => {
@@ -204,6 +318,93 @@ for (const target of DATABASES) {
       expect(res.status).toBe(400);
       expect(res.text).toContain('claim &#34;nonce&#34;');
       expect(cookieOf(res, 'console_session')).toBeUndefined();
+    });
+
+    it('limits sign-in starts per source, across API processes, counted apart from the token endpoint', async () => {
+      // Each start keeps a sign-in under way in the store: 3 a minute per source here.
+      const limited = { ...env, TOKEN_RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: '1' };
+      const one = await startTestService({ db, env: limited, deps: { secretBox: service.deps.secretBox } });
+      const two = await startTestService({ db, env: limited, deps: { secretBox: service.deps.secretBox } });
+      try {
+        const source = '198.51.100.7';
+        const start = (on: TestService, from: string) =>
+          request(on.server).get('/console/auth/login').set('X-Forwarded-For', from).set('Accept', 'application/json');
+        const pending = async () =>
+          Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM console_logins'))[0]!.n);
+        const before = await pending();
+        expect((await start(one, source)).status).toBe(303);
+        expect((await start(two, source)).status).toBe(303);
+        expect((await start(one, source)).status).toBe(303);
+        for (const on of [one, two]) {
+          const refused = await start(on, source);
+          expect([refused.status, refused.body, refused.headers['retry-after']]).toEqual([
+            429,
+            { code: 8, message: 'too many sign-ins started from this address; retry later', details: [] },
+            expect.stringMatching(/^[1-9][0-9]*$/),
+          ]);
+          expect(cookieOf(refused, 'console_login')).toBeUndefined();
+        }
+        // Nothing kept for the refused starts.
+        expect(await pending()).toBe(before + 3);
+        // Another source is not held up, and the token endpoint counts the same source apart.
+        expect((await start(two, '198.51.100.8')).status).toBe(303);
+        const token = await request(one.server)
+          .post('/auth/v1/token')
+          .set('X-Forwarded-For', source)
+          .type('form')
+          .send({ grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'wrong' });
+        expect(token.status).toBe(401);
+      } finally {
+        await one.close();
+        await two.close();
+      }
+    });
+
+    it('keeps the newest sign-ins under way up to a cap, and purges the expired ones', async () => {
+      let now = Date.now();
+      const capped = await startTestService({
+        db,
+        env,
+        deps: {
+          secretBox: service.deps.secretBox,
+          oidc: new OidcSignIn(
+            db,
+            loadConfig(env).console.oidc!,
+            { redirectUri: REDIRECT_URI, allowInsecure: true, maxPendingLogins: 3 },
+            () => now,
+          ),
+        },
+      });
+      const kept = async () =>
+        (await db.query<{ state_hash: string }>('SELECT state_hash FROM console_logins')).map((row) => row.state_hash);
+      try {
+        const started: Array<{ url: URL; loginCookie: string }> = [];
+        for (let i = 0; i < 5; i++) {
+          now += 1000; // one a second: the order they were started in is the order they expire in
+          started.push(await startLogin(capped));
+        }
+        const hashes = started.map(({ url }) => stateHash(url.searchParams.get('state')!));
+        // At most 3 (whatever else was under way): the two started first were dropped.
+        expect((await kept()).sort()).toEqual(hashes.slice(2).sort());
+        const dropped = await new ProviderAgent().signIn(started[0]!.url.href, 'u-1', REDIRECT_URI);
+        const refused = await callback(capped, dropped, started[0]!.loginCookie);
+        expect([refused.status, refused.text]).toEqual([
+          400,
+          expect.stringContaining('unknown, already used or expired'),
+        ]);
+        const newest = await new ProviderAgent().signIn(started[4]!.url.href, 'u-1', REDIRECT_URI);
+        expect((await callback(capped, newest, started[4]!.loginCookie)).status).toBe(303);
+
+        // Past their 10 minutes, the next start purges the sign-ins still under way.
+        now += 10 * 60_000 + 1000;
+        const late = await startLogin(capped);
+        expect(await kept()).toEqual([stateHash(late.url.searchParams.get('state')!)]);
+        const expired = await new ProviderAgent().signIn(started[3]!.url.href, 'u-1', REDIRECT_URI);
+        const tooLate = await callback(capped, expired, started[3]!.loginCookie);
+        expect([tooLate.status, cookieOf(tooLate, 'console_session')]).toEqual([400, undefined]);
+      } finally {
+        await capped.close();
+      }
     });
 
     it("refuses an expired ID token (the console's clock two hours ahead of the provider's)", async () => {

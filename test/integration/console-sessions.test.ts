@@ -182,6 +182,10 @@ for (const target of DATABASES) {
       const oneOff = `${me.csrfToken.slice(0, -1)}${me.csrfToken.endsWith('A') ? 'B' : 'A'}`;
       const attempts = [
         { headers: {} },
+        // The console's own Origin is no substitute for the token.
+        { headers: { Origin: service.baseUrl } },
+        { headers: { Origin: service.baseUrl, 'X-CSRF-Token': '' } },
+        { headers: { Origin: service.baseUrl, 'X-CSRF-Token': oneOff } },
         { headers: { 'X-CSRF-Token': 'wrong' } },
         { headers: { 'X-CSRF-Token': oneOff } },
         { headers: { 'X-CSRF-Token': me.csrfToken, Origin: OTHER_ORIGIN } },
@@ -209,6 +213,20 @@ for (const target of DATABASES) {
         .send(secret);
       expect(ok.status).toBe(200);
       expect(JSON.stringify(ok.body)).not.toContain('v-123456');
+      // Replacing or deleting it from the console's origin without the token: 403, and it stays.
+      for (const method of ['put', 'delete'] as const) {
+        const server = request(service.server);
+        const res = await server[method]('/console/api/v1/secrets/crm_token')
+          .set('Cookie', me.cookie)
+          .set('Origin', service.baseUrl)
+          .send({ value: 'v-replaced', allowedOrigins: ['https://elsewhere.example'] });
+        expect([method, res.status, res.body.code]).toEqual([method, 403, 7]);
+      }
+      expect(
+        await db.query<{ allowed_origins: unknown }>(
+          "SELECT allowed_origins FROM outbound_secrets WHERE name = 'crm_token'",
+        ),
+      ).toEqual([{ allowed_origins: ['https://crm.example'] }]);
       const [audit] = await db.query<{ actor: string }>(
         "SELECT actor FROM audit_events WHERE action = 'outbound_secret.create' AND resource_id = 'crm_token'",
       );
@@ -219,6 +237,12 @@ for (const target of DATABASES) {
       const me = await signIn(service, ['admin']);
       const noToken = await request(service.server).post('/console/auth/logout').set('Cookie', me.cookie);
       expect(noToken.status).toBe(403);
+      const sameOriginNoToken = await request(service.server)
+        .post('/console/auth/logout')
+        .set('Cookie', me.cookie)
+        .set('Origin', service.baseUrl);
+      expect([sameOriginNoToken.status, sameOriginNoToken.body.code]).toEqual([403, 7]);
+      expect(await sessionRows(db)).toHaveLength(1);
       const res = await request(service.server)
         .post('/console/auth/logout')
         .set('Cookie', me.cookie)

@@ -3,7 +3,11 @@
  * scripts/prod-binaries.js, started exactly as `npm run stack:prod` starts it (deploy/temporal,
  * --env production) on a PostgreSQL database of its own with the schemas temporal-sql-tool makes.
  * Without TEMPORAL_TLS_DIR it refuses to start (no default serves plaintext); with it, it accepts
- * only clients that present a certificate of the cluster CA.
+ * only clients that present a certificate of the cluster CA. The service's own connections (the
+ * API's lazy client and its direct one, the worker's native connection: src/temporal/connection.ts,
+ * as src/main.ts builds them) are held to the same test: with the certificates the production shape
+ * gives them through the Temporal environment configuration they are answered, from the address
+ * alone they are refused.
  *
  * Needs PostgreSQL (DATABASE_URL) and the production binaries (.temporal/bin, built by
  * `node scripts/prod-binaries.js`); CI has both, and fails when this is skipped.
@@ -16,6 +20,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { Pool } from 'pg';
 import {
+  clientTlsEnvironment,
   clientTlsFiles,
   ensureCertificates,
   freeLowPort,
@@ -26,6 +31,13 @@ import {
   temporalEnvironment,
 } from '../../scripts/stack-prod';
 import { poll } from '../helpers/wait';
+import { testCodec } from '../helpers/temporal';
+import {
+  connectClientConnection,
+  connectWorkerConnection,
+  createLazyClient,
+  TEMPORAL_ENVCONFIG_VARIABLES,
+} from '../../src/temporal/connection';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { BIN, SCHEMA_DIR } = require('../../scripts/prod-binaries.js') as { BIN: string; SCHEMA_DIR: string };
@@ -159,14 +171,57 @@ describeWithServer(
       expect(frontend.output()).toMatch(/\/(internode|frontend)\.(pem|key)|tls|certificate/i);
     }, 180_000);
 
+    /** The frontend with TEMPORAL_TLS_DIR, started once for the tests that need it: its start, once listening. */
+    let served:
+      Promise<{ up: { exit: number | string | undefined; listening: boolean }; output: () => string }> | undefined;
+    function serveFrontend(): NonNullable<typeof served> {
+      served ??= (async () => {
+        const frontend = startFrontend(env);
+        const up = await poll(
+          async () => ({ exit: frontend.exit(), listening: await isListening(frontendPort) }),
+          (o) => o.exit !== undefined || o.listening,
+          { timeoutMs: 150_000, intervalMs: 250, what: 'the frontend with TEMPORAL_TLS_DIR to listen' },
+        );
+        return { up, output: frontend.output };
+      })();
+      return served;
+    }
+
+    type Tls = Parameters<typeof Connection.connect>[0] extends infer O
+      ? O extends { tls?: infer T }
+        ? T
+        : never
+      : never;
+    /** 'answered' when a client with `tls` gets the frontend's system info, else why not. */
+    const attempt = async (tls: Tls): Promise<string> => {
+      try {
+        const connection = await Connection.connect({
+          address: `127.0.0.1:${frontendPort}`,
+          tls,
+          connectTimeout: 10_000,
+        });
+        try {
+          await connection.workflowService.getSystemInfo({});
+          return 'answered';
+        } finally {
+          await connection.close();
+        }
+      } catch (err) {
+        return `refused: ${(err as Error).message.split('\n')[0]}`;
+      }
+    };
+    const withCertificateOf = (holder: 'api' | 'worker'): Tls => {
+      const files = clientTlsFiles(tlsDir, holder);
+      return {
+        serverNameOverride: TEMPORAL_TLS_SERVER_NAME,
+        serverRootCACertificate: fs.readFileSync(files.ca),
+        clientCertPair: { crt: fs.readFileSync(files.cert), key: fs.readFileSync(files.key) },
+      };
+    };
+
     it('with TEMPORAL_TLS_DIR it serves, and refuses a client without a certificate of the cluster CA', async () => {
-      const frontend = startFrontend(env);
-      const up = await poll(
-        async () => ({ exit: frontend.exit(), listening: await isListening(frontendPort) }),
-        (o) => o.exit !== undefined || o.listening,
-        { timeoutMs: 150_000, intervalMs: 250, what: 'the frontend with TEMPORAL_TLS_DIR to listen' },
-      );
-      expect([up, up.exit === undefined ? '' : frontend.output().slice(-3000)]).toEqual([
+      const { up, output } = await serveFrontend();
+      expect([up, up.exit === undefined ? '' : output().slice(-3000)]).toEqual([
         { exit: undefined, listening: true },
         '',
       ]);
@@ -176,38 +231,11 @@ describeWithServer(
         serverNameOverride: TEMPORAL_TLS_SERVER_NAME,
         serverRootCACertificate: fs.readFileSync(files.ca),
       };
-      const attempt = async (
-        tls: Parameters<typeof Connection.connect>[0] extends infer O
-          ? O extends { tls?: infer T }
-            ? T
-            : never
-          : never,
-      ): Promise<string> => {
-        try {
-          const connection = await Connection.connect({
-            address: `127.0.0.1:${frontendPort}`,
-            tls,
-            connectTimeout: 10_000,
-          });
-          try {
-            await connection.workflowService.getSystemInfo({});
-            return 'answered';
-          } finally {
-            await connection.close();
-          }
-        } catch (err) {
-          return `refused: ${(err as Error).message.split('\n')[0]}`;
-        }
-      };
       // Plaintext, and TLS without a client certificate: refused. A certificate of the cluster CA: answered.
       expect(await attempt(false)).toMatch(/^refused: /);
       expect(await attempt(serverTls)).toMatch(/^refused: /);
       const withCertificate = await poll(
-        () =>
-          attempt({
-            ...serverTls,
-            clientCertPair: { crt: fs.readFileSync(files.cert), key: fs.readFileSync(files.key) },
-          }),
+        () => attempt(withCertificateOf('api')),
         (answer) => answer === 'answered',
         {
           timeoutMs: 120_000,
@@ -216,6 +244,74 @@ describeWithServer(
         },
       );
       expect(withCertificate).toBe('answered');
+    }, 360_000);
+
+    it("the service's own connections (the API's lazy and direct clients, the worker's) use the certificates of the Temporal environment configuration, and none connects without them", async () => {
+      const { up } = await serveFrontend();
+      expect(up).toEqual({ exit: undefined, listening: true });
+      // The frontend answers a client with a certificate (it may take a while after it listens).
+      const ready = await poll(
+        () => attempt(withCertificateOf('worker')),
+        (answer) => answer === 'answered',
+        { timeoutMs: 120_000, intervalMs: 1000, what: 'the frontend to answer a client with a certificate' },
+      );
+      expect(ready).toBe('answered');
+
+      const target = { address: `127.0.0.1:${frontendPort}`, embedded: false };
+      /** The frontend's answer to each of the service's connections, as main.ts builds them. */
+      const builders = {
+        'API, lazy client (createLazyClient)': async () => {
+          const { client, connection } = createLazyClient(target, 'default', testCodec());
+          try {
+            await client.workflowService.getSystemInfo({});
+          } finally {
+            await connection.close();
+          }
+        },
+        'API, direct client (connectClientConnection)': async () => {
+          const connection = await connectClientConnection(target);
+          try {
+            await connection.workflowService.getSystemInfo({});
+          } finally {
+            await connection.close();
+          }
+        },
+        'worker (connectWorkerConnection)': async () => {
+          const connection = await connectWorkerConnection(target);
+          try {
+            await connection.workflowService.getSystemInfo({});
+          } finally {
+            await connection.close();
+          }
+        },
+      };
+      const holderOf = (name: string): 'api' | 'worker' => (name.startsWith('worker') ? 'worker' : 'api');
+      const answerOf = async (connect: () => Promise<void>, environment: Record<string, string>): Promise<string> => {
+        const saved = Object.fromEntries(TEMPORAL_ENVCONFIG_VARIABLES.map((name) => [name, process.env[name]]));
+        for (const name of TEMPORAL_ENVCONFIG_VARIABLES) delete process.env[name];
+        Object.assign(process.env, environment);
+        try {
+          await connect();
+          return 'answered';
+        } catch (err) {
+          return `refused: ${(err as Error).message.split('\n')[0]}`;
+        } finally {
+          for (const [name, value] of Object.entries(saved)) {
+            if (value === undefined) delete process.env[name];
+            else process.env[name] = value;
+          }
+        }
+      };
+      const answers: Record<string, { withCertificate: string; withoutTls: string }> = {};
+      for (const [name, connect] of Object.entries(builders)) {
+        answers[name] = {
+          withCertificate: await answerOf(connect, clientTlsEnvironment(tlsDir, holderOf(name))),
+          withoutTls: await answerOf(connect, {}),
+        };
+      }
+      // The same assertion for each: answered with its certificate, refused from the address alone.
+      const expected = { withCertificate: 'answered', withoutTls: expect.stringMatching(/^refused: /) };
+      expect(answers).toEqual(Object.fromEntries(Object.keys(builders).map((name) => [name, expected])));
     }, 360_000);
   },
 );

@@ -1,7 +1,7 @@
 /**
- * A flood of token requests must not starve the rest of the service: scrypt verifications are
- * capped (503 beyond the cap) and generated secrets and unknown ids cost a keyed hash, so the libuv
- * thread pool stays free for DNS lookups and the JWKS fetch. While hundreds of token requests are
+ * A flood of token requests must not starve the rest of the service: scrypt verifications (of
+ * operator-chosen secrets, and the one every refusal costs, unknown ids included) are capped (503
+ * beyond the cap), so the libuv thread pool stays free for DNS lookups and the JWKS fetch. While hundreds of token requests are
  * in progress, a JWT webhook whose JWKS host is a name (resolved on that pool) is verified and
  * accepted, and the API still accepts bearer tokens. Real HTTP, real store, real Temporal, a real
  * JWKS server (test/fixtures/jwks-server.ts).

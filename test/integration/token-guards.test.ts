@@ -1,6 +1,7 @@
 /**
  * The token endpoint's defences against being used as a CPU-exhaustion lever: generated secrets
- * verified by a keyed hash (no scrypt), scrypt only for operator-chosen secrets and gated (503 with
+ * verified by a keyed hash (no scrypt), scrypt only for operator-chosen secrets and refusals (the
+ * same scrypt for every refusal, so that its cost tells no client id apart) and gated (503 with
  * Retry-After beyond the cap), legacy scrypt hashes
  * still accepted (and upgraded), and the audit of client changes and failed attempts.
  */
@@ -9,7 +10,7 @@ import { DATABASES, describeOn, openTestDb } from '../helpers/databases';
 import type { Db } from '../../src/store/db';
 import { startTestService, type TestService } from '../helpers/test-service';
 import { createClient } from '../../src/auth/clients';
-import { hashChosenSecret } from '../../src/auth/client-secret-hashes';
+import { hashChosenSecret, kdf } from '../../src/auth/client-secret-hashes';
 import { createTokenGuard, type TokenGuard } from '../../src/auth/token-guard';
 import { loadConfig } from '../../src/config';
 import { listAuditEvents } from '../../src/store/audit';
@@ -67,7 +68,7 @@ for (const target of DATABASES) {
       expect((await tokenRequest(service, chosen.clientId, chosen.clientSecret)).status).toBe(200);
     });
 
-    it('answers 503 with Retry-After when the slow verifications are at their cap; keyed hashes are not held up', async () => {
+    it('answers 503 with Retry-After when the slow verifications are at their cap; a generated secret is not held up', async () => {
       let release!: () => void;
       const held = guard.slowVerifications.run(() => new Promise<void>((resolve) => (release = resolve)));
       try {
@@ -76,14 +77,45 @@ for (const target of DATABASES) {
         expect(busy.headers['retry-after']).toMatch(/^[1-9][0-9]*$/);
         expect(busy.body).toEqual({ code: 14, message: expect.stringContaining('retry later'), details: [] });
         expect(JSON.stringify(busy.body)).not.toContain(chosen.clientSecret);
-        // A generated secret (keyed hash) and an unknown client id need no slow verification.
+        // A generated secret (keyed hash) needs no slow verification.
         expect((await tokenRequest(service, generated.clientId, generated.clientSecret)).status).toBe(200);
-        expect((await tokenRequest(service, 'cli_unknown', 'whatever')).status).toBe(401);
+        // A refusal does (the decoy), so an unknown id meets the cap as the chosen-secret client
+        // does: the 503 does not tell which ids exist either.
+        for (const clientId of ['cli_unknown', generated.clientId, chosen.clientId]) {
+          const refused = await tokenRequest(service, clientId, 'whatever');
+          expect([clientId, refused.status]).toEqual([clientId, 503]);
+        }
       } finally {
         release();
         await held;
       }
       expect((await tokenRequest(service, chosen.clientId, chosen.clientSecret)).status).toBe(200);
+    });
+
+    it('a refusal costs one scrypt of the same parameters whether the client id exists (token endpoint and local sign-in)', async () => {
+      const runs = jest.spyOn(kdf, 'scrypt');
+      try {
+        const costOf = async (attempt: () => request.Test) => {
+          runs.mockClear();
+          const res = await attempt();
+          return {
+            status: res.status,
+            scrypts: runs.mock.calls.map(([, salt, keyLength, options]) => ({ salt: salt.length, keyLength, options })),
+          };
+        };
+        const oneScrypt = [{ salt: 16, keyLength: 32, options: { N: 16384, r: 8, p: 1 } }];
+        for (const clientId of [chosen.clientId, generated.clientId, `cli_${randomToken(12)}`]) {
+          expect([clientId, await costOf(() => tokenRequest(service, clientId, 'a wrong guess'))]).toEqual([
+            clientId,
+            { status: 401, scrypts: oneScrypt },
+          ]);
+          const local = () =>
+            request(service.server).post('/console/auth/local').send({ clientId, clientSecret: 'a wrong guess' });
+          expect([clientId, await costOf(local)]).toEqual([clientId, { status: 401, scrypts: oneScrypt }]);
+        }
+      } finally {
+        runs.mockRestore();
+      }
     });
 
     it('still accepts a generated secret stored as scrypt (before keyed hashes), and upgrades its hash', async () => {
@@ -101,9 +133,12 @@ for (const target of DATABASES) {
 
     it('audits failed attempts with the client id and source, never the secret', async () => {
       const wrong = `wrong-secret-${randomToken(8)}`;
+      const deniedBefore = (await listAuditEvents(service.deps.db, 'api_client', generated.clientId)).filter(
+        (e) => e.action === 'api_client.token_denied',
+      ).length;
       expect((await tokenRequest(service, generated.clientId, wrong)).status).toBe(401);
       const events = await listAuditEvents(service.deps.db, 'api_client', generated.clientId);
-      const denied = events.filter((e) => e.action === 'api_client.token_denied');
+      const denied = events.filter((e) => e.action === 'api_client.token_denied').slice(deniedBefore);
       expect(denied).toHaveLength(1);
       expect(denied[0]).toMatchObject({
         actor: 'anonymous',
@@ -132,6 +167,63 @@ for (const target of DATABASES) {
         ['api_client.delete', actor, ['admin', 'read_only']],
       ]);
       expect(JSON.stringify(events)).not.toContain(made.body.clientSecret);
+    });
+  });
+}
+
+for (const target of DATABASES) {
+  describeOn(target)(`credential bodies over the limit (${target.label})`, () => {
+    const LIMIT = 16 * 1024;
+    /** A service whose per-source limit is 3 a minute, on a store of its own. */
+    async function limited(): Promise<{ service: TestService; db: Db }> {
+      const db = await openTestDb(target);
+      const tokenGuard = createTokenGuard(db, { perSourcePerMinute: 3, maxSlowVerifications: 2 });
+      return { service: await startTestService({ target, db, deps: { tokenGuard } }), db };
+    }
+    const tokenForm = (length: number) => {
+      const start = 'grant_type=client_credentials&client_id=nobody&client_secret=';
+      return `${start}${'x'.repeat(length - start.length)}`;
+    };
+
+    it('the token endpoint: 16 KiB is read, one byte more is 413 in the error shape, and it counts against the source', async () => {
+      const { service, db } = await limited();
+      try {
+        const send = (body: string) =>
+          request(service.server)
+            .post('/auth/v1/token')
+            .set('Content-Type', 'application/x-www-form-urlencoded')
+            .send(body);
+        expect((await send(tokenForm(LIMIT))).status).toBe(401);
+        for (let i = 0; i < 2; i++) {
+          const over = await send(tokenForm(LIMIT + 1));
+          expect([over.status, over.body]).toEqual([
+            413,
+            { code: 8, message: `request body exceeds ${LIMIT} bytes`, details: [] },
+          ]);
+        }
+        // Three requests from this source this minute: the next is over its limit.
+        expect((await send(tokenForm(100))).status).toBe(429);
+      } finally {
+        await service.close();
+        await db.close();
+      }
+    });
+
+    it('the local sign-in: a body over 16 KiB is 413 and counts against the source as well', async () => {
+      const { service, db } = await limited();
+      try {
+        const signIn = (clientSecret: string) =>
+          request(service.server).post('/console/auth/local').send({ clientId: 'nobody', clientSecret });
+        for (let i = 0; i < 3; i++) {
+          const over = await signIn('x'.repeat(LIMIT));
+          expect([over.status, over.body.code]).toEqual([413, 8]);
+        }
+        const next = await signIn('a guess');
+        expect([next.status, next.body.code]).toEqual([429, 8]);
+      } finally {
+        await service.close();
+        await db.close();
+      }
     });
   });
 }

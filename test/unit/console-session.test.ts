@@ -206,6 +206,9 @@ describe('authenticateSession', () => {
     for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
       for (const headers of [
         { cookie },
+        // From the console's own origin: the Origin is no substitute for the token.
+        { cookie, origin: 'http://console.test:8080' },
+        { cookie, origin: 'http://console.test:8080', 'x-csrf-token': '' },
         { cookie, 'x-csrf-token': '' },
         { cookie, 'x-csrf-token': csrfToken.slice(0, -1) },
         { cookie, 'x-csrf-token': 'x'.repeat(csrfToken.length) },

@@ -557,7 +557,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK. */
+        /** Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). An admin or super_admin token (the roles that read runs), or a loopback caller when CODEC_ALLOW_LOOPBACK. */
         post: operations["codec.decode"];
         delete?: never;
         options?: never;
@@ -2351,6 +2351,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Too many requests in progress; retry after Retry-After seconds. */

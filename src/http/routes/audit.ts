@@ -1,9 +1,9 @@
 /** The audit trail (super_admin): GET /api/v1/audit, newest first, paginated, filters actor, action, subject, since. */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { AppDeps } from '../context';
 import * as api from '../../domain/api-schemas';
 import { listAudit } from '../../domain/audit';
-import { mountOperations, operation, READ_ERRORS } from '../operation';
+import { exactRouter, mountOperations, operation, READ_ERRORS } from '../operation';
 
 export const AUDIT_OPERATIONS = [
   operation({
@@ -46,5 +46,5 @@ export const AUDIT_OPERATIONS = [
 ];
 
 export function createAuditRouter(deps: AppDeps): Router {
-  return mountOperations(new Router(), deps, AUDIT_OPERATIONS);
+  return mountOperations(exactRouter(), deps, AUDIT_OPERATIONS);
 }

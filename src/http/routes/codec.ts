@@ -4,7 +4,8 @@
  * (protobuf JSON: base64 bytes), the `X-Namespace` header naming the namespace.
  *
  * Decoding is access to the data, so the endpoint is not open. A caller is let in with
- *  - a bearer token of this service whose roles may read automation runs (super_admin), sent by
+ *  - a bearer token of this service whose roles may read automation runs (admin or super_admin, who
+ *    read a run's decoded inputs and step outputs through the executions API already), sent by
  *    the CLI or by a Web UI set to forward credentials; or
  *  - no token, from a loopback address, when CODEC_ALLOW_LOOPBACK holds (default with the
  *    embedded dev server only): the embedded Web UI runs in a browser on this machine.
@@ -142,7 +143,7 @@ const codecOperation = (action: 'decode' | 'encode', summary: string) =>
 export const CODEC_OPERATIONS = [
   codecOperation(
     'decode',
-    'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). A super_admin token, or a loopback caller when CODEC_ALLOW_LOOPBACK.',
+    'Temporal Codec Server: decrypt payloads (for the Web UI and the CLI). An admin or super_admin token (the roles that read runs), or a loopback caller when CODEC_ALLOW_LOOPBACK.',
   ),
   codecOperation(
     'encode',

@@ -1,18 +1,20 @@
 /**
  * The console's files (built from console/ into dist/console by `npm run build:console`, or by
  * `npm start` when console/ changed): `GET /console` and every page path below it answer
- * index.html (`Cache-Control: no-cache`), `GET /console/assets/<hashed name>` the scripts and
- * styles (`immutable`). Sign-in (/console/auth) and the backend-for-frontend (/console/api) are
- * other routers'. Every /console response carries the console's Content-Security-Policy.
+ * index.html (`Cache-Control: no-cache`; `consolePages`, after every router),
+ * `GET /console/assets/<hashed name>` the scripts and styles (`immutable`). Sign-in (/console/auth)
+ * and the backend-for-frontend (/console/api) are other routers'. Every /console response carries
+ * the console's Content-Security-Policy.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { Config } from '../../config';
 import type { AppDeps } from '../context';
 import { AppError } from '../errors';
+import { exactRouter } from '../operation';
 
 export const CONSOLE_PATH = '/console';
 
@@ -40,11 +42,37 @@ const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
   'Cross-Origin-Opener-Policy': 'same-origin',
 };
 
-/** Sets the console's headers on every answer under /console (pages, assets, sign-in, its API). */
+/**
+ * Sets the console's headers on every answer under /console (pages, assets, sign-in, its API).
+ * Only the exact spelling `/console` reaches a console handler (every router matches letter case,
+ * src/http/operation.ts `exactRouter`); the prefix is compared without regard to case all the
+ * same, so that no answer to a path a browser may take for the console's goes out without them.
+ */
 export const consoleHeaders: Middleware = async (ctx, next) => {
-  if (ctx.path === CONSOLE_PATH || ctx.path.startsWith(`${CONSOLE_PATH}/`)) ctx.set(CONSOLE_HEADERS);
+  const prefix = ctx.path.slice(0, CONSOLE_PATH.length + 1).toLowerCase();
+  if (prefix === CONSOLE_PATH || prefix === `${CONSOLE_PATH}/`) ctx.set(CONSOLE_HEADERS);
   await next();
 };
+
+/** The first segments below /console that are not page paths of the app: other routers' (or no one's). */
+const NOT_PAGES = new Set(['auth', 'api', 'assets']);
+
+/**
+ * True for a page path of the single-page app below `/console/`: its first segment is none of
+ * `auth`, `api`, `assets` in any spelling (letter case, percent-encoding), so that another spelling
+ * of `/console/api/...` is a 404 rather than the app's page, and it has no empty segment (`//`).
+ */
+function isPagePath(rest: string): boolean {
+  const segments = rest.split('/');
+  if (segments.slice(0, -1).includes('')) return false;
+  let first = segments[0]!;
+  try {
+    first = decodeURIComponent(first);
+  } catch {
+    return false;
+  }
+  return !NOT_PAGES.has(first.toLowerCase());
+}
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -144,19 +172,48 @@ function send(ctx: Context, file: Asset, cacheControl: string): void {
   }
 }
 
+const consoleFiles = new WeakMap<AppDeps, ConsoleFiles>();
+
+function filesOf(deps: AppDeps): ConsoleFiles {
+  let files = consoleFiles.get(deps);
+  if (!files) {
+    files = new ConsoleFiles(deps.consoleDir ?? defaultConsoleDir(), deps.config);
+    consoleFiles.set(deps, files);
+  }
+  return files;
+}
+
+/** `GET /console/assets/<hashed name>`; exact matching, as every router but the webhook receiver's. */
 export function createConsoleAssetsRouter(deps: AppDeps): Router {
-  const files = new ConsoleFiles(deps.consoleDir ?? defaultConsoleDir(), deps.config);
-  const router = new Router();
+  const files = filesOf(deps);
+  const router = exactRouter();
   router.get(`${CONSOLE_PATH}/assets/:name`, (ctx) => {
     const file = files.get().assets.get(ctx.params.name ?? '');
     if (!file) throw new AppError(404, 'not found');
     send(ctx, file, 'public, max-age=31536000, immutable');
   });
-  // The page paths of the single-page app; /console/auth and /console/api belong to other routers.
-  router.get(`${CONSOLE_PATH}{/*page}`, (ctx, next) => {
-    const first = ctx.path.slice(CONSOLE_PATH.length).split('/')[1];
-    if (first === 'auth' || first === 'api' || first === 'assets') return next();
-    send(ctx, files.get().index, 'no-cache');
-  });
   return router;
+}
+
+/** The label of the console's pages in the HTTP metrics (they are no route of a router). */
+export const CONSOLE_PAGES_ROUTE = `${CONSOLE_PATH}/{*page}`;
+
+/**
+ * The pages of the single-page app, after every router (src/http/app.ts): a `GET` of `/console`,
+ * `/console/` (where the app's own links to its start page point) or a page path below it that no
+ * router answered is index.html. Only this spelling of `/console` (letter case counts) and only
+ * page paths (`isPagePath`): `/CONSOLE`, `/console/API/v1/apps` or `POST /console/runs` are no
+ * route (404), as a path no router serves, never a page and never a 405.
+ */
+export function consolePages(deps: AppDeps): Middleware {
+  const files = filesOf(deps);
+  return async (ctx, next) => {
+    const page =
+      (ctx.method === 'GET' || ctx.method === 'HEAD') &&
+      (ctx.path === CONSOLE_PATH ||
+        (ctx.path.startsWith(`${CONSOLE_PATH}/`) && isPagePath(ctx.path.slice(CONSOLE_PATH.length + 1))));
+    if (!page) return next();
+    (ctx as { _matchedRoute?: string })._matchedRoute = CONSOLE_PAGES_ROUTE;
+    send(ctx, files.get().index, 'no-cache');
+  };
 }

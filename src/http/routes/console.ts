@@ -3,10 +3,11 @@
  * `POST /console/auth/local` {clientId, clientSecret}: an API client's credentials, with the token
  * endpoint's flood guards, from BASE_URL's origin only; `POST /console/auth/logout`;
  * `GET /console/auth/me` → {person, csrfToken}; `GET /console/auth/config`: which sign-ins are on.
- * OIDC: `GET /console/auth/login` redirects to the provider, `GET /console/auth/callback` comes back
- * (src/auth/oidc.ts); a refusal is a page saying why (or the error shape for a JSON client).
+ * OIDC: `GET /console/auth/login` redirects to the provider (limited per source, as the token
+ * endpoint: each start keeps a sign-in under way in the store), `GET /console/auth/callback` comes
+ * back (src/auth/oidc.ts); a refusal is a page saying why (or the error shape for a JSON client).
  */
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AppDeps } from '../context';
 import type { Role } from '../../auth/roles';
@@ -14,9 +15,11 @@ import { actorString } from '../../auth/roles';
 import { sameToken, type Session, type SessionPerson } from '../../auth/sessions';
 import { authenticateClient } from '../../auth/clients';
 import { OidcSignIn, OidcSignInError } from '../../auth/oidc';
+import { SharedSourceLimit } from '../../auth/token-guard';
 import { recordAudit } from '../../store/audit';
 import { invalidArgument } from '../../errors';
 import { readJsonObject } from '../body';
+import { exactRouter } from '../operation';
 import { AppError } from '../errors';
 import { CONSOLE_PREFIX, checkOrigin, currentSession, sessionCookie, sessionsOf } from '../console-session';
 import { auditFailure, sourceOf } from './token';
@@ -72,6 +75,27 @@ function oidcOf(deps: AppDeps): OidcSignIn | undefined {
   return found;
 }
 
+const loginLimits = new WeakMap<AppDeps, SharedSourceLimit>();
+
+/**
+ * The per-source limit of sign-in starts (each writes a sign-in under way to the store): as many
+ * a minute as the token endpoint allows (TOKEN_RATE_LIMIT_PER_MINUTE), counted apart from it and
+ * shared by the API processes through the store.
+ */
+function loginLimitOf(deps: AppDeps): SharedSourceLimit {
+  let found = loginLimits.get(deps);
+  if (!found) {
+    found = new SharedSourceLimit(
+      deps.db,
+      'console-login',
+      deps.config.tokenEndpoint.perSourcePerMinute,
+      'too many sign-ins started from this address; retry later',
+    );
+    loginLimits.set(deps, found);
+  }
+  return found;
+}
+
 function callbackUri(deps: AppDeps): string {
   return `${deps.config.baseUrl}${CONSOLE_PREFIX}/auth/callback`;
 }
@@ -113,7 +137,7 @@ function refusal(ctx: Context, status: 400 | 403, message: string): void {
 }
 
 export function createConsoleRouter(deps: AppDeps): Router {
-  const router = new Router({ prefix: `${CONSOLE_PREFIX}/auth` });
+  const router = exactRouter({ prefix: `${CONSOLE_PREFIX}/auth` });
   oidcOf(deps); // a wrong OIDC_ROLE_MAP fails the start, not the first sign-in
 
   router.get('/config', (ctx) => {
@@ -127,6 +151,7 @@ export function createConsoleRouter(deps: AppDeps): Router {
   router.get('/login', async (ctx) => {
     const oidc = oidcOf(deps);
     if (!oidc) throw new AppError(404, 'sign-in through an identity provider is not configured (OIDC_ISSUER)');
+    await loginLimitOf(deps).admit(sourceOf(ctx, deps));
     let started: { url: string; browser: string };
     try {
       started = await oidc.start();
@@ -188,8 +213,15 @@ export function createConsoleRouter(deps: AppDeps): Router {
     const guard = deps.tokenGuard;
     const address = sourceOf(ctx, deps);
     // As the token endpoint: the body first (small), so that one statement counts the request
-    // against its source and reads the backoff of the client it names.
-    const body = await readJsonObject(ctx, SIGN_IN_BODY_LIMIT);
+    // against its source and reads the backoff of the client it names; a request whose body is
+    // refused counts too.
+    let body: Record<string, unknown>;
+    try {
+      body = await readJsonObject(ctx, SIGN_IN_BODY_LIMIT);
+    } catch (err) {
+      await guard.limits.admit(address, '');
+      throw err;
+    }
     const source = await guard.limits.admit(address, typeof body.clientId === 'string' ? body.clientId : '');
     const violations = (['clientId', 'clientSecret'] as const)
       .filter((field) => typeof body[field] !== 'string' || body[field] === '')

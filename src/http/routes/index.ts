@@ -81,6 +81,6 @@ export const ROUTERS: RouterFactory[] = [
   createSecretsRouter,
   createAuditRouter,
   createConsoleRouter,
-  // Last: its page paths under /console leave /console/auth and /console/api to the routers above.
+  // The console's assets; its pages are served after every router (src/http/app.ts).
   createConsoleAssetsRouter,
 ];

@@ -72,15 +72,22 @@ export const TOKEN_OPERATIONS = [
     // Read by the handler itself: the flood guards come before the body, and errors take the RFC 6749 shape.
     body: { schema: api.TokenRequest, required: true, form: true, validation: 'handler' },
     ok: api.TokenResponse,
-    errors: [400, 401, 429, 503],
+    errors: [400, 401, 413, 429, 503],
     errorSchema: api.OAuthError,
-    serviceErrors: [429, 503],
+    serviceErrors: [413, 429, 503],
     handle: async (_input, ctx, deps) => {
       const guard = deps.tokenGuard;
       const address = sourceOf(ctx, deps);
       // The body first (at most 16 KiB), so that one statement counts the request against its
-      // source and reads the backoff of the client it names; every request counts, good or bad.
-      const body = /^Basic\s/i.test(ctx.get('authorization')) ? 'basic' : await readTokenRequest(ctx);
+      // source and reads the backoff of the client it names; every request counts, good or bad
+      // (one whose body is refused too, before its refusal).
+      let body: Record<string, unknown> | string;
+      try {
+        body = /^Basic\s/i.test(ctx.get('authorization')) ? 'basic' : await readTokenRequest(ctx);
+      } catch (err) {
+        await guard.limits.admit(address, '');
+        throw err;
+      }
       const named = typeof body === 'object' && typeof body.client_id === 'string' ? body.client_id : '';
       const source = await guard.limits.admit(address, named);
       if (body === 'basic') {
