@@ -186,6 +186,9 @@ export function reconstructSteps(run: RunHistory, status: RunStatus): StepResult
   const failedIndex =
     run.failure?.stepId !== undefined ? steps.findIndex((step) => step.id === run.failure!.stepId) : -1;
   // Steps before this one are over; this one is in progress (or failed); later ones never started.
+  // A run still held (QUEUED in its lane, PAUSED by the breaker) has started none: its timers are
+  // the hold's (the lane asked again), not a step's.
+  const held = status === 'QUEUED' || status === 'PAUSED';
   const current = failedIndex >= 0 ? failedIndex : status === 'COMPLETED' ? steps.length : lastTouched;
   return steps.map((step, index): StepResult => {
     const kind = stepKind(step);
@@ -196,6 +199,7 @@ export function reconstructSteps(run: RunHistory, status: RunStatus): StepResult
       output: null,
       error: null,
     };
+    if (held) return result;
     const effects = run.effects.get(step.id) ?? [];
     // A step with a condition evaluates it first; `false` skipped the step.
     const condition = step.when !== undefined && step.when.trim() !== '' ? effects[0] : undefined;

@@ -117,3 +117,24 @@ describe('executions view from the history (0.5.0: the effect evaluates its step
     });
   });
 });
+
+describe('a run held before its first step, read from its history', () => {
+  it('QUEUED: every step PENDING, though the run keeps a timer to ask its lane again', () => {
+    // Up to the timer the queued run starts while it waits for its grant (0.9.0's recording), its
+    // version with a step that parks the run: the timer is the lane's, not that step's.
+    const all = withMoreSteps(events('0.9.0', 'flow-queued-then-granted'), [
+      { id: 'pause', wait: { duration: '60s' } } as StepDefinition,
+    ]);
+    const steps = stepsFromHistory(through(all, 'TIMER_STARTED'), 'QUEUED');
+    expect(steps.length).toBeGreaterThan(0);
+    expect(steps.map((s) => s.status)).toEqual(steps.map(() => 'PENDING'));
+  });
+
+  it('PAUSED: every step PENDING until the resume', () => {
+    const all = events('0.9.0', 'breaker-paused-then-resumed');
+    const signaled = all.findIndex((e) => e.workflowExecutionSignaledEventAttributes);
+    const steps = stepsFromHistory(all.slice(0, signaled), 'PAUSED');
+    expect(steps.length).toBeGreaterThan(0);
+    expect(steps.map((s) => s.status)).toEqual(steps.map(() => 'PENDING'));
+  });
+});
