@@ -1,5 +1,5 @@
 /**
- * How long a filtered event's id answers 409: the retention, 7 days (docs/api.md: "event id already
+ * How long a filtered event's id answers 409: the retention, 7 days (docs/api.md#check-order: "event id already
  * received by this listener within retention (7 days), whatever its first delivery became"). The
  * record of a filtered event is aged in the store (filtered_events.received_at) rather than waited
  * for: 2 days and 6 days 23 hours old it still refuses the repeat, 7 days 1 hour old it does not

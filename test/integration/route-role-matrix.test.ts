@@ -79,9 +79,10 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/automation_executions/:id/steps/:stepId/approve': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/steps/:stepId/reject': { access: 'approver', status: 503 },
   'POST /api/v1/automation_executions/:id/cancel': { access: 'super', status: 503 },
-  'POST /api/v1/automation_executions/:id/terminate': { access: 'super', status: 503 },
+  // The body (no reason, no filter) is refused before the engine is asked.
+  'POST /api/v1/automation_executions/:id/terminate': { access: 'super', status: 400 },
   'POST /api/v1/automation_executions/:id/rerun': { access: 'super', status: 503 },
-  'POST /api/v1/automation_executions/bulk': { access: 'super', status: 503 },
+  'POST /api/v1/automation_executions/bulk': { access: 'super', status: 400 },
   'GET /api/v1/bulk_actions': { access: 'approver', status: 200 },
   'GET /api/v1/bulk_actions/:id': { access: 'approver', status: 404 },
   'POST /api/v1/bulk_actions/:id/cancel': { access: 'super', status: 404 },

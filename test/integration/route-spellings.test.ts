@@ -6,7 +6,7 @@
  * trailing slash, a letter of a literal segment percent-encoded, a doubled slash) reaches no
  * handler: 404 `no route` in the error shape, never a 405. The one exception is documented: the
  * webhook receiver answers its path in another letter case, with a trailing slash, and with its
- * listener id percent-encoded (docs/architecture.md). The console's pages (no route of a router:
+ * listener id percent-encoded (docs/architecture.md#folders). The console's pages (no route of a router:
  * src/http/routes/console-assets.ts `consolePages`) are served under `/console` as spelled only.
  * No credentials are sent: a route that needs them answers its own spelling 401, which is a
  * handler's answer.
