@@ -6,7 +6,13 @@
  * both stores and across two API apps; the source key (an IPv6 /64) with the other address rules is
  * in test/unit/net-source-prefix.test.ts.
  */
-import { ConcurrencyCap, createTokenGuard, SharedTokenLimits, TOKEN_FAILURE_BACKOFF } from '../../src/auth/token-guard';
+import {
+  ConcurrencyCap,
+  createTokenGuard,
+  SharedSourceLimit,
+  SharedTokenLimits,
+  TOKEN_FAILURE_BACKOFF,
+} from '../../src/auth/token-guard';
 import { GuardRefusal } from '../../src/errors';
 import type { Db } from '../../src/store/db';
 import type { BackoffPolicy } from '../../src/store/token-limits';
@@ -203,5 +209,72 @@ describe('SharedTokenLimits on a PGlite store', () => {
     await limits.admit('192.0.2.5', 'cli_p');
     expect(await sources()).toEqual(['192.0.2.2', '192.0.2.3', '192.0.2.4', '192.0.2.5']);
     expect(await failures()).toHaveLength(1);
+  });
+
+  describe('SharedSourceLimit (the OIDC sign-in starts)', () => {
+    const sources = async (): Promise<string[]> =>
+      (await db.query<{ source: string }>('SELECT source FROM token_source_limits ORDER BY source')).map(
+        (r) => r.source,
+      );
+
+    it('admits perMinute requests per source and kind, then a 429 with its own message and Retry-After', async () => {
+      const logins = new SharedSourceLimit(db, 'console-login', 2, 'too many sign-ins from this source');
+      await logins.admit('198.51.100.20');
+      await logins.admit('198.51.100.20');
+      const refused = await refusal(logins.admit('198.51.100.20'));
+      expect(refused).toBeInstanceOf(GuardRefusal);
+      // Two a minute: the next one is free again in 30 s.
+      expect(refused).toMatchObject({
+        status: 429,
+        message: 'too many sign-ins from this source',
+        retryAfterSeconds: 30,
+      });
+      // Another source, another IPv6 /64 member of the same /64, and the token endpoint's count are apart.
+      await logins.admit('198.51.100.21');
+      await logins.admit('2001:db8:9:9::1');
+      await logins.admit('2001:db8:9:9::2');
+      await expect(refusal(logins.admit('2001:db8:9:9::3'))).resolves.toMatchObject({ status: 429 });
+      const tokens = new SharedTokenLimits(db, 1, POLICY);
+      await expect(tokens.admit('198.51.100.20', 'cli_x')).resolves.toBe('198.51.100.20');
+      expect(await sources()).toEqual([
+        '198.51.100.20',
+        'console-login:198.51.100.20',
+        'console-login:198.51.100.21',
+        'console-login:2001:db8:9:9::/64',
+      ]);
+    });
+
+    it('drops the stale rows at most once a minute per process', async () => {
+      const start = Date.now();
+      let now = start;
+      jest.spyOn(Date, 'now').mockImplementation(() => now);
+      // One a minute: a live row stays a minute of the store's clock, longer than this test.
+      const logins = new SharedSourceLimit(db, 'console-login', 1, 'too many');
+      const age = (source: string): Promise<unknown> =>
+        db.query('UPDATE token_source_limits SET tat_ms = tat_ms - 3600000 WHERE source = $1', [source]);
+      await logins.admit('192.0.2.60');
+      await age('console-login:192.0.2.60');
+      now = start + 59_999;
+      await logins.admit('192.0.2.61');
+      expect(await sources()).toEqual(['console-login:192.0.2.60', 'console-login:192.0.2.61']);
+      now = start + 60_000;
+      await logins.admit('192.0.2.62');
+      expect(await sources()).toEqual(['console-login:192.0.2.61', 'console-login:192.0.2.62']);
+      await age('console-login:192.0.2.61');
+      now = start + 119_999;
+      await logins.admit('192.0.2.63');
+      expect(await sources()).toEqual([
+        'console-login:192.0.2.61',
+        'console-login:192.0.2.62',
+        'console-login:192.0.2.63',
+      ]);
+      now = start + 120_000;
+      await logins.admit('192.0.2.64');
+      expect(await sources()).toEqual([
+        'console-login:192.0.2.62',
+        'console-login:192.0.2.63',
+        'console-login:192.0.2.64',
+      ]);
+    });
   });
 });
