@@ -194,6 +194,14 @@ export const BREAKER_PATCH = 'circuit-breaker-pause';
  */
 export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
 
+/**
+ * Name of the patch from which a run that holds a place in its key's lane (a queued run: `flow.queue`)
+ * gives the place back in the store when it ends, before it releases its permit (a local activity,
+ * `releaseLanePlace`): the queue's bound counts it no more (docs/upgrades.md#live-patches). Asked by
+ * the run itself, not through ONE_MARKER_PATCH (it came after it).
+ */
+export const LANE_PLACE_PATCH = 'lane-place-release';
+
 /** Signal that lets a paused run go (the API's resume: src/domain/circuit-breaker.ts through the run engine). */
 export const BREAKER_RESUME_SIGNAL = 'breakerResume';
 
