@@ -134,8 +134,8 @@ for (const target of DATABASES) {
 
       const accepted = answers.filter((res) => res.status === 200);
       const refused = answers.filter((res) => res.status !== 200);
-      expect(accepted).toHaveLength(LIMIT + QUEUE_BOUND);
-      expect(refused).toHaveLength(BURST - LIMIT - QUEUE_BOUND);
+      expect(accepted.length).toBe(LIMIT + QUEUE_BOUND);
+      expect(refused.length).toBe(BURST - LIMIT - QUEUE_BOUND);
       for (const res of refused) {
         expect(res.status).toBe(429);
         expect(res.body.code).toBe(8);
