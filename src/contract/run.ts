@@ -117,7 +117,10 @@ export const LANE_PROTOCOL_PATCH = 'lane-names-its-grants';
  */
 export const APPROVAL_WAIT_PATCH = 'approval-wait-search-attribute';
 
-/** The memo a lane keeps (from the `lane-names-its-grants` patch): true while its queue is at its bound. */
+/**
+ * The memo a lane keeps (from the `lane-names-its-grants` patch): true while its queue is at the
+ * bound its asks carry. Information only: the API bounds a key's queue by its places in the store.
+ */
 export const LANE_QUEUE_FULL_MEMO = 'queueFull';
 
 export interface LaneAcquire {
