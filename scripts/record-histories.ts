@@ -494,7 +494,7 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
   (): RunScenario => ({
     name: 'flow-queued-gives-place-back',
     description:
-      "flow control: a run holding a place in its key's queue bound, QUEUED behind another run, granted, completed; it gives its place back (releaseLanePlace, patch lane-place-release) before its permit",
+      "flow control: a run holding a place in its key's queue bound, QUEUED behind another run, granted, completed; it gives its permit back, then its place (releaseLanePlace, patch lane-place-release)",
     steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
     trigger: { user: 'user-1' },
     extra: { flow: laneQueue('flow-queued-gives-place-back') },

@@ -225,14 +225,14 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   } finally {
     // Whatever the end (completed, failed, canceled — queued or not), the lane gets the permit or the request back.
     await CancellationScope.nonCancellable(async () => {
-      // The place first, then the permit: a run the lane admits next finds the bound counting this one no more.
+      await getExternalWorkflowHandle(queue.lane)
+        .signal(releaseSignal, { runId: workflowInfo().workflowId })
+        .catch(() => undefined);
+      // The permit first (the lane's hand-off waits for no store write), then the place in the queue's bound.
       if (releasesPlace)
         await placeRelease
           .releaseLanePlace({ lane: queue.lane, runId: workflowInfo().workflowId })
           .catch(() => undefined);
-      await getExternalWorkflowHandle(queue.lane)
-        .signal(releaseSignal, { runId: workflowInfo().workflowId })
-        .catch(() => undefined);
     });
   }
 }

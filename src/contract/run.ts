@@ -199,7 +199,7 @@ export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
 
 /**
  * Name of the patch from which a run that holds a place in its key's lane (a queued run: `flow.queue`)
- * gives the place back in the store when it ends, before it releases its permit (a local activity,
+ * gives the place back in the store when it ends, once it has released its permit (a local activity,
  * `releaseLanePlace`): the queue's bound counts it no more (docs/upgrades.md#live-patches). Asked by
  * the run itself, not through ONE_MARKER_PATCH (it came after it).
  */
