@@ -52,7 +52,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createStepActivities({ db: deps.db }),
-    ...createLaneActivities({ engine: deps.engine }),
+    ...createLaneActivities({ engine: deps.engine, db: deps.db }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createCallWebhookActivities({
       allowPrivateOutbound: deps.allowPrivateOutbound,

@@ -19,6 +19,7 @@ import { SecretBox, sealContext } from '../src/crypto/secret-box';
 import { insertOutboundSecret } from '../src/store/outbound-secrets';
 import { recordPublishedVersion } from '../src/store/automation-versions';
 import { openDb, type Db } from '../src/store/db';
+import { lanePlacesTaken, takeLanePlace } from '../src/store/lane-places';
 import { freePort, startDevServer } from '../src/temporal/devserver';
 import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/temporal/history-replay';
 import { ensureNamespace } from '../src/temporal/setup';
@@ -58,7 +59,7 @@ type Handle = WorkflowHandle<typeof automation>;
 /** What a scenario does with its run once started; answers how the run ended. */
 type Drive = (
   handle: Handle,
-  ctx: { client: Client; releaseHolder: () => Promise<void>; lane?: string },
+  ctx: { client: Client; db: Db; releaseHolder: () => Promise<void>; lane?: string },
 ) => Promise<string>;
 
 /** A run of the automation workflow, started and driven to its end (recordRun). */
@@ -491,6 +492,24 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
     },
   }),
   (): RunScenario => ({
+    name: 'flow-queued-gives-place-back',
+    description:
+      "flow control: a run holding a place in its key's queue bound, QUEUED behind another run, granted, completed; it gives its permit back, then its place (releaseLanePlace, patch lane-place-release)",
+    steps: [{ id: 'v', setVariables: { user: 'ctx.trigger.user' } }],
+    trigger: { user: 'user-1' },
+    extra: { flow: laneQueue('flow-queued-gives-place-back') },
+    laneHeld: true,
+    drive: async (handle, { db, releaseHolder, lane }) => {
+      // The place its delivery would have taken (src/flow/concurrency.ts), taken here as the API takes it.
+      await takeLanePlace(db, lane!, handle.workflowId, 2);
+      await untilQueued(handle);
+      await releaseHolder();
+      const outcome = await settle(handle);
+      if ((await lanePlacesTaken(db, lane!)) !== 0) throw new Error('the run did not give its lane place back');
+      return outcome;
+    },
+  }),
+  (): RunScenario => ({
     name: 'flow-lane-refuses-strangers',
     description:
       'flow control (0.6.0): QUEUED behind another run in a lane bounded to one waiting run (its queueFull memo set, then cleared); the run ignores a grant naming another lane, the lane a release of a run it never admitted and an ask naming another lane; granted by its own lane, then completed',
@@ -775,6 +794,7 @@ async function recordRun(scenario: RunScenario, recorder: Recorder): Promise<voi
   const handle = (await client.workflow.start('automation', { taskQueue, workflowId, args: [input] })) as Handle;
   const outcome = await (scenario.drive ?? settle)(handle, {
     client,
+    db,
     releaseHolder,
     ...(queue ? { lane: queue.lane } : {}),
   });

@@ -314,7 +314,7 @@ const SCHEMA = {
     1,
     LANE_QUEUE_LIMITS.max,
     LANE_QUEUE_LIMITS.default,
-    'runs of one concurrency key that may wait (`QUEUED`) at a time; a delivery for a key whose queue is at the bound answers 429 with `Retry-After` and records nothing ([api.md](api.md#flow-control-between-runs))',
+    'runs of one concurrency key that may wait (`QUEUED`) at a time, exactly, across API processes (set it the same on each); a delivery for a key whose queue is at the bound answers 429 with `Retry-After` and records nothing ([api.md](api.md#flow-control-between-runs))',
   ),
   TOKEN_RATE_LIMIT_PER_MINUTE: integer(
     1,

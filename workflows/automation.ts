@@ -57,6 +57,7 @@ import {
   ONE_MARKER_PATCH,
   type BreakerResume,
   LANE_PROTOCOL_PATCH,
+  LANE_PLACE_PATCH,
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
   APPROVAL_WAIT_PATCH,
@@ -103,6 +104,20 @@ const local = proxyLocalActivities<Activities>({
     backoffCoefficient: 2,
     maximumInterval: '10 seconds',
     maximumAttempts: 10,
+  },
+});
+
+/**
+ * Giving back a lane place (LANE_PLACE_PATCH): a few quick tries, so that a store that does not
+ * answer holds up the permit's release only briefly (a place left behind is reconciled by the API).
+ */
+const placeRelease = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  retry: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '2 seconds',
+    maximumAttempts: 3,
   },
 });
 
@@ -163,6 +178,10 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   // Asked here, in the run's first activation, before any local activity: a patch first asked
   // after a local activity's result is not found again when the history is replayed.
   const ownLaneOnly = flow?.queue !== undefined && has(LANE_PROTOCOL_PATCH);
+  // Under LANE_PLACE_PATCH a queued run gives its place in the queue's bound back when it ends
+  // (docs/upgrades.md#live-patches). Its own patch (it came after ONE_MARKER_PATCH), asked here for
+  // the same reason.
+  const releasesPlace = flow?.queue !== undefined && patched(LANE_PLACE_PATCH);
   // Under APPROVAL_WAIT_PATCH a run marks itself while a step waits for approval (docs/upgrades.md#live-patches).
   // Asked here for the same reason: the wait comes after local activities.
   const marksApprovalWait = has(APPROVAL_WAIT_PATCH);
@@ -205,11 +224,16 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     return await runSteps(input, steps, state, decisions, options);
   } finally {
     // Whatever the end (completed, failed, canceled — queued or not), the lane gets the permit or the request back.
-    await CancellationScope.nonCancellable(() =>
-      getExternalWorkflowHandle(queue.lane)
+    await CancellationScope.nonCancellable(async () => {
+      await getExternalWorkflowHandle(queue.lane)
         .signal(releaseSignal, { runId: workflowInfo().workflowId })
-        .catch(() => undefined),
-    );
+        .catch(() => undefined);
+      // The permit first (the lane's hand-off waits for no store write), then the place in the queue's bound.
+      if (releasesPlace)
+        await placeRelease
+          .releaseLanePlace({ lane: queue.lane, runId: workflowInfo().workflowId })
+          .catch(() => undefined);
+    });
   }
 }
 

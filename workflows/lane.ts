@@ -14,8 +14,8 @@
  * Trust (under LANE_PROTOCOL_PATCH): an ask names the lane it is meant for, and a lane
  * ignores one naming another; a grant names the lane, and a run ignores one naming another; a
  * release of a run the lane neither holds nor queues changes nothing. An ask may carry the API's
- * queue bound (`maxWaiting`): the lane keeps the `queueFull` memo, which the API reads before it
- * records an event of the key (429 when true).
+ * queue bound (`maxWaiting`): the lane keeps the `queueFull` memo (information for the Web UI: the
+ * bound the API enforces is its key's places in the store, src/store/lane-places.ts).
  *
  * Each request costs the lane a few history events: it continues-as-new with its state when the
  * server suggests it (or at MAX_HISTORY_EVENTS), and completes after IDLE_TIMEOUT without holders or
@@ -124,7 +124,7 @@ export async function lane(input: LaneState): Promise<void> {
     changed = false;
     const full = queueFull(state);
     if (newProtocol && full !== undefined) {
-      // The API reads the memo before it records an event of this key (a 429 when the queue is full).
+      // The memo says whether the queue is at the bound the asks carry (the API's 429 is the store's places).
       if (full !== saysFull) {
         upsertMemo({ [LANE_QUEUE_FULL_MEMO]: full });
         saysFull = full;

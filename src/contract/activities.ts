@@ -63,6 +63,8 @@ export interface RunActivities {
   requestLanePermit(request: LaneRequest): Promise<void>;
   /** The ids among `runIds` of runs that have closed. */
   closedRuns(input: { runIds: string[] }): Promise<{ closed: string[] }>;
+  /** Gives back the run's place in its lane's queue bound (store; idempotent): the run ends. */
+  releaseLanePlace(input: { lane: string; runId: string }): Promise<void>;
 }
 
 /**

@@ -117,7 +117,10 @@ export const LANE_PROTOCOL_PATCH = 'lane-names-its-grants';
  */
 export const APPROVAL_WAIT_PATCH = 'approval-wait-search-attribute';
 
-/** The memo a lane keeps (from the `lane-names-its-grants` patch): true while its queue is at its bound. */
+/**
+ * The memo a lane keeps (from the `lane-names-its-grants` patch): true while its queue is at the
+ * bound its asks carry. Information only: the API bounds a key's queue by its places in the store.
+ */
 export const LANE_QUEUE_FULL_MEMO = 'queueFull';
 
 export interface LaneAcquire {
@@ -193,6 +196,14 @@ export const BREAKER_PATCH = 'circuit-breaker-pause';
  * (docs/upgrades.md#live-patches).
  */
 export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
+
+/**
+ * Name of the patch from which a run that holds a place in its key's lane (a queued run: `flow.queue`)
+ * gives the place back in the store when it ends, once it has released its permit (a local activity,
+ * `releaseLanePlace`): the queue's bound counts it no more (docs/upgrades.md#live-patches). Asked by
+ * the run itself, not through ONE_MARKER_PATCH (it came after it).
+ */
+export const LANE_PLACE_PATCH = 'lane-place-release';
 
 /** Signal that lets a paused run go (the API's resume: src/domain/circuit-breaker.ts through the run engine). */
 export const BREAKER_RESUME_SIGNAL = 'breakerResume';

@@ -36,6 +36,7 @@ import { isAddressAllowed } from '../net/cidr';
 import type { CheckedWebhookHeaders } from '../webhooks/headers';
 import { fieldsOf } from '../webhooks/trigger';
 import { decideDelivery, type DeliveryDecision } from '../flow';
+import { LANE_QUEUE_LIMITS } from '../config';
 import type { AdmissionTicket } from '../webhooks/admission';
 import { runWorkflowId, type RunFlow } from '../contract/run';
 import { AdmissionRefusal, DuplicateEventError, WebhookRejection, WorkflowEngineUnavailableError } from '../errors';
@@ -138,6 +139,8 @@ export interface IntakeDeps {
   logger: Logger;
   /** The listener URL for an id (the JWT `aud`). */
   listenerUrl(listenerId: string): string;
+  /** The most runs of one concurrency key that may wait (LANE_QUEUE_LIMIT); unset: its default. */
+  laneQueueLimit?: number;
 }
 
 export interface WebhookIntake {
@@ -402,6 +405,7 @@ class Intake implements WebhookIntake {
         receivedAt: head.now.toISOString(),
         payload,
         hasFilteredEvents: latest.hasFilteredEvents,
+        laneQueueLimit: this.deps.laneQueueLimit ?? LANE_QUEUE_LIMITS.default,
       },
     );
     if (decision.verdict === 'duplicate') return this.duplicate(listenerId, decision.executionId, facts);

@@ -2,12 +2,18 @@
  * `concurrency`: at most `limit` runs per key value execute at a time; the rest are QUEUED and
  * start in the order their events were accepted. The run is admitted through its key's lane
  * (workflows/lane.ts, which reads the lane from the run's input: `RunFlow.queue`). At delivery
- * time a key whose queue is at its bound (LANE_QUEUE_LIMIT) answers 429; once the run started, the
- * intake asks its lane for a permit before answering, so a key's events are admitted in order.
+ * time the run takes a place in its key's lane in the store (src/store/lane-places.ts: one
+ * statement, exact across API processes): at most `limit` + LANE_QUEUE_LIMIT places, so at most
+ * LANE_QUEUE_LIMIT runs wait; past it the delivery answers 429 and records nothing. The run gives
+ * its place back when it ends; a full lane first reconciles the places of runs that ended without
+ * a word or never started. Once the run started, the intake asks its lane for a permit before
+ * answering, so a key's events are admitted in order.
  */
 import { z } from 'zod';
-import type { RunFlow } from '../contract/run';
+import { runWorkflowId, type RunFlow } from '../contract/run';
 import { isObject } from '../json';
+import { claimLaneCheck, freeLanePlaces, oldestLanePlaces, takeLanePlace } from '../store/lane-places';
+import type { Db } from '../store/db';
 import {
   type KeyView,
   defineFlowOption,
@@ -20,6 +26,7 @@ import {
   START,
   validExpression,
   validInteger,
+  type FlowEngine,
   type FlowRun,
 } from './option';
 
@@ -27,6 +34,15 @@ export const CONCURRENCY_LIMITS = [1, 100] as const;
 
 /** Retry-After of a delivery refused because its key's queue is full (a queue drains as runs finish: no exact time). */
 export const LANE_QUEUE_RETRY_AFTER_SECONDS = 30;
+/** A full lane's places are reconciled against the engine at most once per this interval (across API processes). */
+export const LANE_RECONCILE_INTERVAL_MS = 10_000;
+/** The oldest places one reconcile asks the engine about. */
+const LANE_RECONCILE_BATCH = 256;
+/**
+ * A place whose run the engine does not know is freed only once it is this old: younger, its
+ * delivery's start may still be on its way (far beyond the start timeout and the lane request).
+ */
+export const UNSTARTED_PLACE_MS = 60_000;
 
 export const ConcurrencySettings = z
   .strictObject({
@@ -94,7 +110,15 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
       requested: true,
     });
     const queue = run.queue;
-    if (queue && (await delivery.engine.laneQueueFull(queue.lane))) {
+    if (!queue) return { verdict: 'start', run };
+    const { db, engine } = delivery;
+    // The run's id is the event's: a repeat of an accepted event finds its own place and is let through (to its 409).
+    const runId = runWorkflowId(delivery.listenerId, delivery.eventId);
+    const cap = settings.limit + delivery.laneQueueLimit;
+    let taken = await takeLanePlace(db, queue.lane, runId, cap);
+    if (!taken.admitted && (await reconcileLane(db, engine, queue.lane)) > 0)
+      taken = await takeLanePlace(db, queue.lane, runId, cap);
+    if (!taken.admitted) {
       return {
         verdict: 'refused',
         reason: 'queue_full',
@@ -102,7 +126,16 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
         retryAfterSeconds: LANE_QUEUE_RETRY_AFTER_SECONDS,
       };
     }
-    return { verdict: 'start', run };
+    // Gives back only the place this delivery took (a repeat, a later refusal), never its first delivery's.
+    // A start the engine did not confirm (503) keeps its place: it may have been recorded after all
+    // (the sender's retry finds the place; a run that never started is reconciled).
+    return {
+      verdict: 'start',
+      run,
+      release: async () => {
+        if (taken.inserted) await freeLanePlaces(db, queue.lane, [runId]);
+      },
+    };
   },
   /**
    * The lane request, in acceptance order: before the answer, so a sender that sends a key's events
@@ -138,3 +171,22 @@ export const concurrency = defineFlowOption<'concurrency', ConcurrencySettings, 
     view: keyView,
   },
 });
+
+/**
+ * Frees the places of a full lane whose runs have closed (terminated or timed out: no code of the
+ * run gave the place back) or were never started (a delivery that stopped between its place and
+ * its start), at most once per LANE_RECONCILE_INTERVAL_MS per lane. Answers how many were freed; an
+ * engine that does not answer frees nothing (the delivery is refused as the lane is full).
+ */
+export async function reconcileLane(db: Db, engine: FlowEngine, lane: string): Promise<number> {
+  if (!(await claimLaneCheck(db, lane, LANE_RECONCILE_INTERVAL_MS))) return 0;
+  const places = await oldestLanePlaces(db, lane, LANE_RECONCILE_BATCH);
+  let gone: { closed: string[]; unknown: string[] };
+  try {
+    gone = await engine.runsGone(places.map((place) => place.runId));
+  } catch {
+    return 0;
+  }
+  const old = new Set(places.filter((place) => place.ageMs >= UNSTARTED_PLACE_MS).map((place) => place.runId));
+  return freeLanePlaces(db, lane, [...gone.closed, ...gone.unknown.filter((runId) => old.has(runId))]);
+}

@@ -24,8 +24,11 @@ export interface FlowEngine {
    * Without `taskQueue`, the engine's own.
    */
   requestLanePermit(request: Omit<LaneRequest, 'taskQueue'> & { taskQueue?: string }): Promise<void>;
-  /** True when the lane's queue is at its bound (LANE_QUEUE_LIMIT): the delivery answers 429 and records nothing. */
-  laneQueueFull(lane: string): Promise<boolean>;
+  /**
+   * Which of `runIds` have closed, and which the engine does not know (never started, or past
+   * retention): the places of a full lane are reconciled with it (src/flow/concurrency.ts).
+   */
+  runsGone(runIds: readonly string[]): Promise<{ closed: string[]; unknown: string[] }>;
   /**
    * The lane a run was recorded for when it was started (its input's `flow.queue`), undefined for a
    * run without one: a repeat of its event asks that lane, never one computed from the repeat's body.
@@ -50,6 +53,8 @@ export interface FlowDelivery {
   hasFilteredEvents: boolean;
   /** An earlier option found the run must fail at once (an expression that could not be evaluated): no lane, no queue. */
   runFails: boolean;
+  /** The most runs of one concurrency key that may wait (LANE_QUEUE_LIMIT). */
+  laneQueueLimit: number;
 }
 
 /**

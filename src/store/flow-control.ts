@@ -90,8 +90,13 @@ export async function returnRateLimit(
   ]);
 }
 
-/** Drops filtered event ids past the retention and rate-limit rows that no longer limit anything. */
+/**
+ * Drops filtered event ids past the retention, rate-limit rows that no longer limit anything, and
+ * the count rows of concurrency lanes without a place (src/store/lane-places.ts: a later delivery
+ * of the key makes its row again; a take holding the row's lock keeps it).
+ */
 export async function pruneFlowControl(db: Queryable): Promise<void> {
   await db.query("DELETE FROM filtered_events WHERE received_at < now() - interval '7 days'");
   await db.query('DELETE FROM rate_limits WHERE tat_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+  await db.query('DELETE FROM lane_counts WHERE taken = 0');
 }

@@ -469,6 +469,58 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX directory_events_undispatched ON directory_events (seq) WHERE dispatched_at IS NULL;
   CREATE INDEX directory_events_occurred ON directory_events (occurred_at);
   `,
+  // The places of the concurrency lanes' queues (src/store/lane-places.ts): one row per run that
+  // holds a place in its key's lane (running or waiting) and one count per lane. lane_take admits
+  // or refuses a run in one statement, under the lane's count row lock, so the bound is exact
+  // across API processes; lane_free gives places back (a run's end, a reconcile).
+  `
+  CREATE TABLE lane_places (
+    lane text NOT NULL,
+    run_id text NOT NULL,
+    taken_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (lane, run_id)
+  );
+  CREATE INDEX lane_places_run ON lane_places (run_id);
+  CREATE INDEX lane_places_age ON lane_places (lane, taken_at);
+  CREATE TABLE lane_counts (
+    lane text PRIMARY KEY,
+    taken integer NOT NULL DEFAULT 0,
+    checked_at timestamptz
+  );
+  CREATE FUNCTION lane_take(p_lane text, p_run text, p_cap integer)
+    RETURNS TABLE (admitted boolean, inserted boolean) LANGUAGE plpgsql AS $$
+  DECLARE
+    n integer;
+  BEGIN
+    INSERT INTO lane_counts AS c (lane) VALUES (p_lane)
+      ON CONFLICT (lane) DO UPDATE SET taken = c.taken
+      RETURNING c.taken INTO n;
+    PERFORM 1 FROM lane_places p WHERE p.lane = p_lane AND p.run_id = p_run;
+    IF FOUND THEN
+      RETURN QUERY SELECT true, false;
+      RETURN;
+    END IF;
+    IF n >= p_cap THEN
+      RETURN QUERY SELECT false, false;
+      RETURN;
+    END IF;
+    INSERT INTO lane_places (lane, run_id) VALUES (p_lane, p_run);
+    UPDATE lane_counts SET taken = n + 1 WHERE lane = p_lane;
+    RETURN QUERY SELECT true, true;
+  END $$;
+  CREATE FUNCTION lane_free(p_lane text, p_runs text[]) RETURNS integer LANGUAGE plpgsql AS $$
+  DECLARE
+    freed integer;
+  BEGIN
+    PERFORM 1 FROM lane_counts WHERE lane = p_lane FOR UPDATE;
+    DELETE FROM lane_places WHERE lane = p_lane AND run_id = ANY(p_runs);
+    GET DIAGNOSTICS freed = ROW_COUNT;
+    IF freed > 0 THEN
+      UPDATE lane_counts SET taken = greatest(0, taken - freed) WHERE lane = p_lane;
+    END IF;
+    RETURN freed;
+  END $$;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

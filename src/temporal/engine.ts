@@ -39,7 +39,6 @@ import {
 } from '../contract/workflows';
 import {
   LANE_ACQUIRE_SIGNAL,
-  LANE_QUEUE_FULL_MEMO,
   RUN_STATE_QUERY,
   runWorkflowId,
   STEP_NOT_WAITING,
@@ -115,6 +114,8 @@ const MAX_RUN_ID_LENGTH = 1000;
 const SCAN_PAGE_SIZE = 1000;
 /** History reads at once when a bulk action's `where` reads payloads. */
 const PAYLOAD_READS_AT_ONCE = 8;
+/** Describes in flight at once when a full lane's places are reconciled (runsGone). */
+const RUNS_GONE_CONCURRENCY = 8;
 /** gRPC status codes (google.rpc.Code). */
 const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_NOT_FOUND = 5;
@@ -404,14 +405,20 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
       }
     },
 
-    async laneQueueFull(lane) {
-      try {
-        const description = await call(startTimeoutMs, () => client.workflow.getHandle(lane).describe());
-        return description.status.name === 'RUNNING' && description.memo?.[LANE_QUEUE_FULL_MEMO] === true;
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) return false;
-        throw unavailable(err);
-      }
+    async runsGone(runIds) {
+      const states = new Map<string, RunState | undefined>();
+      let next = 0;
+      const ask = async () => {
+        while (next < runIds.length) {
+          const runId = runIds[next++]!;
+          states.set(runId, await describedState(runId, callTimeoutMs));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(RUNS_GONE_CONCURRENCY, runIds.length) }, ask));
+      return {
+        closed: runIds.filter((id) => states.has(id) && states.get(id) !== undefined && states.get(id) !== 'RUNNING'),
+        unknown: runIds.filter((id) => states.has(id) && states.get(id) === undefined),
+      };
     },
 
     async recordedQueue(runId) {

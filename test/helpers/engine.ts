@@ -15,7 +15,7 @@ export function unavailableEngine(): RunEngine {
     ping: unavailable,
     start: unavailable,
     requestLanePermit: unavailable,
-    laneQueueFull: unavailable,
+    runsGone: unavailable,
     recordedQueue: unavailable,
     runOf: unavailable,
     get: unavailable,

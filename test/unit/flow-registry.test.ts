@@ -77,6 +77,7 @@ describe('flow registry', () => {
       payload: {},
       hasFilteredEvents: false,
       runFails: false,
+      laneQueueLimit: 3,
     };
     for (const option of FLOW_OPTIONS as readonly FlowOption[]) {
       expect([option.name, await option.decide(null, delivery)]).toEqual([option.name, START]);

@@ -245,6 +245,7 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
     config: deps.config,
     logger: deps.logger,
     listenerUrl: (listenerId) => listenerUrl(deps.config.baseUrl, listenerId),
+    laneQueueLimit: deps.config.laneQueueLimit,
   });
   const { metrics } = deps;
   const limits = deps.config.webhookAdmission;
