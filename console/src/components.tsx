@@ -1,12 +1,20 @@
 /** Shared pieces of the console's pages. */
 import * as Dialog from '@radix-ui/react-dialog';
-import { useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { ApiError } from './api/client';
+import { takeHeadingFocus } from './router';
 
+/** The page's h1; after a change of page it takes the focus (the router says when). */
 export function PageHeading({ children, actions }: { children: ReactNode; actions?: ReactNode }) {
+  const ref = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (takeHeadingFocus()) ref.current?.focus();
+  }, []);
   return (
     <div className="page-heading">
-      <h1>{children}</h1>
+      <h1 ref={ref} tabIndex={-1}>
+        {children}
+      </h1>
       {actions ? <div className="actions">{actions}</div> : null}
     </div>
   );
@@ -57,7 +65,8 @@ export function CopyButton({ value, label }: { value: string; label: string }) {
 }
 
 /**
- * A destructive action: the button opens a dialog that says what will happen; "Confirm" does it.
+ * A destructive action: the button opens a dialog that says what will happen; "Confirm" does it,
+ * "Back" (or Escape) closes it with nothing done.
  * `children` are extra fields of the dialog (a reason, a grace period).
  */
 export function ConfirmButton({
@@ -115,8 +124,9 @@ export function ConfirmButton({
           {children}
           <ErrorMessage error={error} />
           <div className="actions">
+            {/* "Back", never "Cancel": a dialog that cancels runs would otherwise ask with two "Cancel"s. */}
             <Dialog.Close asChild>
-              <button type="button">Cancel</button>
+              <button type="button">Back</button>
             </Dialog.Close>
             <button
               type="button"

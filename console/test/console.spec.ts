@@ -117,6 +117,8 @@ test('every page of the navigation opens with its heading and passes axe', async
   for (const name of NAV) {
     await nav.getByRole('link', { name, exact: true }).click();
     await expect(page.getByRole('heading', { level: 1, name })).toBeVisible();
+    // A change of page puts the focus on the new page's heading, not on the body.
+    await expect(page.getByRole('heading', { level: 1, name })).toBeFocused();
     await expect(nav.getByRole('link', { name, exact: true })).toHaveAttribute('aria-current', 'page');
     await expectAccessible(page, name);
   }
@@ -213,6 +215,10 @@ test('a run waiting for a person: its steps as a timeline, approved with a comme
   await screenshot(page, 'run-waiting');
   await approval.getByLabel('Comment').fill('ok by the console test');
   await approval.getByRole('button', { name: 'Approve' }).click();
+  // What was decided, by whom, with the focus on it (the step's buttons are gone).
+  const note = page.getByRole('status').filter({ hasText: 'Step approval approved by' });
+  await expect(note).toContainText('“ok by the console test”');
+  await expect(note).toBeFocused();
   // Live: the page follows the run to its end without a reload.
   await expect(page.getByText('COMPLETED').first()).toBeVisible();
   await expect(approval).toContainText('DONE');
@@ -303,6 +309,11 @@ test('Approvals: every run waiting on a person, oldest first, decided in place w
   await expect(first.getByRole('button', { name: 'Approve' })).toBeFocused();
   await page.keyboard.press('Enter');
   await expect(first).toHaveCount(0);
+  // The page says what was decided and by whom, and the focus is on the next card (not the body).
+  await expect(page.getByRole('status').filter({ hasText: /approved by/ })).toContainText(
+    `run ${older.executionId!.split(':').pop()} approved by`,
+  );
+  await expect(second).toBeFocused();
   const token = await bearer(request);
   const run = await request.get(`/api/v1/automation_executions/${encodeURIComponent(older.executionId!)}`, {
     headers: { Authorization: `Bearer ${token}` },
@@ -316,8 +327,15 @@ test('Approvals: every run waiting on a person, oldest first, decided in place w
     comment: 'approved from the inbox',
   });
 
+  // Reject asks for a comment first (the run fails with it), then rejects.
+  await second.getByRole('button', { name: 'Reject' }).click();
+  await expect(second.getByRole('alert')).toHaveText('To reject, say why in the comment: the run fails with it.');
+  await expect(second.getByLabel('Comment')).toBeFocused();
+  await expectAccessible(page, 'approvals: Reject without a comment');
+  await second.getByLabel('Comment').fill('not this one');
   await second.getByRole('button', { name: 'Reject' }).click();
   await expect(second).toHaveCount(0);
+  await expect(page.getByRole('status').filter({ hasText: /rejected by/ })).toContainText('“not this one”');
 });
 
 test('an automation with a concurrency limit shows its lanes; Runs shows a queued run with its key', async ({

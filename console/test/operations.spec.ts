@@ -170,6 +170,12 @@ test('a bulk cancel from the Runs page cancels exactly the runs its preview coun
   await preview.getByRole('button', { name: 'Cancel 3 runs' }).click();
   const dialog = page.getByRole('dialog', { name: 'Cancel 3 runs?' });
   await screenshot(page, 'bulk-confirm', dialog);
+  // Two buttons, "Confirm" and "Back" (never a second "Cancel"); Back changes nothing.
+  await expect(dialog.getByRole('button')).toHaveText(['Back', 'Confirm']);
+  await dialog.getByRole('button', { name: 'Back' }).click();
+  await expect(dialog).toHaveCount(0);
+  expect(await statusOf(request, runs[0]!)).toBe('RUNNING');
+  await preview.getByRole('button', { name: 'Cancel 3 runs' }).click();
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   const progress = page.getByRole('region', { name: /Progress of bulk action/ });
   await expect(progress.getByRole('status')).toContainText('COMPLETED');

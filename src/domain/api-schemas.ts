@@ -381,6 +381,10 @@ export const DryRunRequest = z
         ...whileValid,
       })
       .meta({ description: 'A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger.' }),
+    automation: z.object({}).catchall(z.unknown()).optional().meta({
+      description:
+        'A draft to test instead of the saved one, saving nothing: the fields an update would send (steps, flow control, trigger); a field left out is the saved draft’s.',
+    }),
   })
   .meta({ id: 'DryRunRequest' });
 export type DryRunRequest = z.output<typeof DryRunRequest>;

@@ -133,3 +133,31 @@ export function automationChangeRule(config: AuthenticatorConfig) {
     return change;
   };
 }
+
+/**
+ * The draft a dry run tests instead of the saved one (`POST …/test` with `"automation"`): the fields
+ * an update would send. Steps and flow options replace the saved draft's; the display name,
+ * description and trigger are accepted (the console sends what the editor shows) but change nothing
+ * a dry run evaluates; any other field is refused. A field left out is the saved draft's.
+ */
+export function draftUnderTest(
+  value: unknown,
+  violations: FieldViolation[],
+): { steps?: StepDefinition[]; flow: Partial<FlowControl> } {
+  const draft: { steps?: StepDefinition[]; flow: Partial<FlowControl> } = { flow: {} };
+  if (value === undefined) return draft;
+  if (!isObject(value)) {
+    violations.push({ field: 'automation', description: 'must be an object: the draft fields an update would send' });
+    return draft;
+  }
+  for (const key of Object.keys(value)) {
+    if (!(MASK_PATHS as readonly string[]).includes(key))
+      violations.push({ field: `automation.${key}`, description: `unknown field; expected ${MASK_PATHS.join(', ')}` });
+  }
+  if (value.steps !== undefined) draft.steps = validateSteps(value.steps, violations);
+  for (const name of FLOW_FIELDS) {
+    if (value[name] !== undefined)
+      (draft.flow as Record<string, unknown>)[name] = validateFlowField(name, value[name], 'automation.', violations);
+  }
+  return draft;
+}

@@ -154,10 +154,7 @@ export function validateSteps(
     };
     const kinds = STEP_KINDS.filter((kind) => raw[kind] !== undefined && raw[kind] !== null);
     if (kinds.length !== 1) {
-      violations.push({
-        field: at,
-        description: `step "${id}": exactly one of ${STEP_KINDS.join(', ')} must be set (found ${kinds.length})`,
-      });
+      violations.push(...kindViolations(raw, at, id, kinds));
       return;
     }
     const kind = kinds[0]!;
@@ -195,6 +192,43 @@ export function validateSteps(
     steps.push(step as unknown as StepDefinition);
   });
   return steps;
+}
+
+/**
+ * Why a step does not set exactly one kind, in the step registry's names: a field that is no kind
+ * (a mistyped `logg`) is named with the kind it is closest to; two kinds are named both.
+ */
+function kindViolations(raw: Record<string, unknown>, at: string, id: string, kinds: StepKind[]): FieldViolation[] {
+  const one = `a step sets exactly one of ${STEP_KINDS.join(', ')}`;
+  if (kinds.length > 1) return [{ field: at, description: `step "${id}": sets ${kinds.join(' and ')}; ${one}` }];
+  const strangers = Object.keys(raw).filter((key) => !STEP_FIELDS.has(key));
+  if (strangers.length === 0) return [{ field: at, description: `step "${id}": no step kind; ${one}` }];
+  return strangers.map((key) => {
+    const near = closestKind(key);
+    const hint = near ? `; did you mean "${near}"?` : '';
+    return { field: `${at}.${key}`, description: `step "${id}": "${key}" is not a step kind${hint} (${one})` };
+  });
+}
+
+/** The step kind a mistyped name is meant to be: the nearest by edit distance, ignoring case, at most 2 away. */
+function closestKind(name: string): StepKind | undefined {
+  let best: { kind: StepKind; distance: number } | undefined;
+  for (const kind of STEP_KINDS) {
+    const distance = editDistance(name.toLowerCase(), kind.toLowerCase());
+    if (distance <= 2 && (!best || distance < best.distance)) best = { kind, distance };
+  }
+  return best?.kind;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
 }
 
 export { StepError, describeValue };

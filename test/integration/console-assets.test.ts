@@ -171,4 +171,15 @@ describe('the console at /console', () => {
     expect(res.body).toEqual({ code: 14, message: expect.stringContaining('npm run build:console'), details: [] });
     expectConsoleHeaders(res);
   });
+
+  it('answers a browser a page that says the console is being built and reloads itself, with no script', async () => {
+    const res = await request(missing.server).get('/console/runs').set('Accept', 'text/html,application/xhtml+xml');
+    expect(res.status).toBe(503);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(res.headers['retry-after']).toBe('2');
+    expect(res.text).toContain('<h1>The console is being built</h1>');
+    expect(res.text).toContain('<meta http-equiv="refresh" content="2" />');
+    expect(res.text).not.toContain('<script');
+    expectConsoleHeaders(res);
+  });
 });

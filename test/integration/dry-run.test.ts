@@ -224,6 +224,40 @@ describe('automation dry run', () => {
     expect(hookRequests).toBe(0);
   });
 
+  it('tests the draft sent as `automation` instead of the saved one, saving nothing; a bad draft is a 400 naming its field', async () => {
+    const id = await createAutomation([{ id: 'greet', log: { message: 'string(ctx.trigger)' } }]);
+    const saved = await dryRun(id, { payload: { n: 1 } });
+    expect(saved.body.steps[0]).toMatchObject({
+      status: 'ERROR',
+      error: expect.stringMatching(/no matching overload/),
+    });
+    const fixed = {
+      steps: [{ id: 'greet', log: { message: "'got ' + string(size(ctx.trigger))" } }],
+      filter: 'ctx.trigger.n > 5',
+    };
+    const draft = await dryRun(id, { payload: { n: 1 }, automation: fixed });
+    expect(draft.status).toBe(200);
+    expect(draft.body.steps).toEqual([
+      { id: 'greet', kind: 'log', status: 'WOULD_RUN', output: { level: 'info', message: 'got 1' }, error: null },
+    ]);
+    expect(draft.body.flowControl.filter).toEqual({ matches: false, error: null });
+    // Only steps sent: the saved flow control; nothing was saved.
+    expect(
+      (await dryRun(id, { payload: { n: 1 }, automation: { steps: fixed.steps } })).body.flowControl.filter,
+    ).toBeNull();
+    const stored = await api().get(`/api/v1/automations/${id}`).set('Authorization', `Bearer ${token}`);
+    expect(stored.body.automation.steps).toEqual([{ id: 'greet', log: { message: 'string(ctx.trigger)' } }]);
+    expect(stored.body.automation.filter ?? null).toBeNull();
+
+    const bad = await dryRun(id, { payload: {}, automation: { steps: [{ id: 'greet', logg: {} }], colour: 'red' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.details[0].fieldViolations.map((v: { field: string }) => v.field).sort()).toEqual([
+      'automation.colour',
+      'steps[0].logg',
+    ]);
+    expect((await dryRun(id, { payload: {}, automation: [] })).status).toBe(400);
+  });
+
   it('400 without a payload or with one larger than a webhook body; 404 for an unknown automation; super_admin only', async () => {
     const id = await createAutomation([{ id: 'vars', setVariables: { x: 'ctx.trigger' } }]);
     const missing = await dryRun(id, {});

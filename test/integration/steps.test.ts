@@ -579,7 +579,7 @@ describe('saving automations with the new step kinds', () => {
     expect(
       violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description,
     ).toMatch(
-      /exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set \(found 2\)/,
+      /sets callWebhook and fail; a step sets exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify/,
     );
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, retyr: {} }]))).toEqual([
       { field: 'steps[0].retyr', description: 'step "stop": unknown field' },

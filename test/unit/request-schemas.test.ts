@@ -242,7 +242,7 @@ describe('automation create and update', () => {
   const HMAC = { incomingWebhook: { authMethod: 'HMAC' } };
   const NAME = 'must be a non-empty string of at most 200 characters';
   const EXACTLY_ONE =
-    'exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify must be set';
+    'a step sets exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify';
   /** A create body with one problem in each part, as the domain names them: its field path (the step's as `steps[n]…`) and message. */
   const EVERYTHING_WRONG = {
     displayName: ' ',
@@ -264,7 +264,7 @@ describe('automation create and update', () => {
       description:
         'step "a": unknown name "x" at line 1, column 1: only ctx is defined (ctx.trigger.<field>, ctx.steps.<id>.<field>)',
     },
-    { field: 'steps[2]', description: `step "b": ${EXACTLY_ONE} (found 0)` },
+    { field: 'steps[2]', description: `step "b": no step kind; ${EXACTLY_ONE}` },
     { field: 'filter', description: 'syntax error at line 1, column 4: found . but expecting end of input' },
     { field: 'rateLimit.other', description: 'is not a known field' },
     { field: 'rateLimit.limit', description: 'must be an integer from 1 to 10000' },

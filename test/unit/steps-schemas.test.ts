@@ -67,11 +67,23 @@ describe('the step list', () => {
 
   it('each step sets exactly one kind (null counts as unset)', () => {
     const kinds = STEP_KINDS.join(', ');
-    expect(refused({})).toEqual([
-      { field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 0)` },
-    ]);
+    const one = `a step sets exactly one of ${kinds}`;
+    expect(refused({})).toEqual([{ field: 'steps[0]', description: `step "s": no step kind; ${one}` }]);
     expect(refused({ log: { message: "'x'" }, wait: { duration: '1s' } })).toEqual([
-      { field: 'steps[0]', description: `step "s": exactly one of ${kinds} must be set (found 2)` },
+      { field: 'steps[0]', description: `step "s": sets wait and log; ${one}` },
+    ]);
+    // A mistyped kind is named at its field, with the kind it is closest to (or none when nothing is near).
+    expect(refused({ logg: { message: "'x'" } })).toEqual([
+      { field: 'steps[0].logg', description: `step "s": "logg" is not a step kind; did you mean "log"? (${one})` },
+    ]);
+    expect(refused({ WaitForAproval: {} })).toEqual([
+      {
+        field: 'steps[0].WaitForAproval',
+        description: `step "s": "WaitForAproval" is not a step kind; did you mean "waitForApproval"? (${one})`,
+      },
+    ]);
+    expect(refused({ sendEmail: {} })).toEqual([
+      { field: 'steps[0].sendEmail', description: `step "s": "sendEmail" is not a step kind (${one})` },
     ]);
     expect(check([{ id: 's', log: { message: "'x'" }, wait: null }])).toEqual({
       violations: [],

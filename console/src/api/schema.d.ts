@@ -221,7 +221,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Dry run: evaluate every step over a sample payload, without any effect. */
+        /** Dry run: evaluate every step over a sample payload, without any effect; with `automation`, of that draft instead of the saved one. */
         post: operations["automations.test"];
         delete?: never;
         options?: never;
@@ -1564,6 +1564,10 @@ export interface components {
         DryRunRequest: {
             /** @description A sample webhook body (any JSON, at most 64 KiB), read as ctx.trigger. */
             payload: unknown;
+            /** @description A draft to test instead of the saved one, saving nothing: the fields an update would send (steps, flow control, trigger); a field left out is the saved draft’s. */
+            automation?: {
+                [key: string]: unknown;
+            };
         };
         /** @description Every step evaluated over the payload, without any effect. */
         DryRunResponse: {

@@ -4,10 +4,12 @@ import { allPages } from '../api/client';
 import { listRuns, type RunListItem } from '../api/runs';
 import { DateTime, ErrorMessage, Loading, PageHeading } from '../components';
 import { Link, usePageTitle } from '../router';
-import { Decision } from './Run';
+import { useEffect, useRef, useState } from 'react';
+import { Decision, DecidedNote, type Decided } from './Run';
 
 export function ApprovalsPage() {
   usePageTitle('Approvals');
+  const [decided, setDecided] = useState<(Decided & { label: string; next: string | null }) | null>(null);
   const inbox = useQuery({
     queryKey: ['approvals'],
     queryFn: async () =>
@@ -22,10 +24,21 @@ export function ApprovalsPage() {
       <p className="muted">Runs waiting for a person’s decision, oldest first.</p>
       <ErrorMessage error={inbox.error} />
       {inbox.isPending ? <Loading label="Loading approvals" /> : null}
+      {decided ? (
+        <DecidedNote key={decided.label} {...decided} what={decided.label} focus={decided.next === null} />
+      ) : null}
       {inbox.data?.length === 0 ? <p>Nothing is waiting for approval.</p> : null}
       <ul className="cards">
-        {inbox.data?.map((item) => (
-          <Approval key={item.execution.id} item={item} />
+        {inbox.data?.map((item, index, all) => (
+          <Approval
+            key={item.execution.id}
+            item={item}
+            focus={decided?.next === item.execution.id}
+            onDecided={(d, label) =>
+              // The focus moves on to the next card (or the note, when this was the last).
+              setDecided({ ...d, label, next: (all[index + 1] ?? all[index - 1])?.execution.id ?? null })
+            }
+          />
         ))}
       </ul>
     </>
@@ -33,12 +46,24 @@ export function ApprovalsPage() {
 }
 
 /** One run's card: the step the list says waits, decided here (no read of the run itself). */
-function Approval({ item }: { item: RunListItem }) {
+function Approval({
+  item,
+  focus,
+  onDecided,
+}: {
+  item: RunListItem;
+  focus: boolean;
+  onDecided: (decided: Decided, label: string) => void;
+}) {
   const step = item.execution.waitingForApproval;
   const label = `${item.execution.automationName}, run ${item.execution.eventId ?? item.execution.id}`;
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (focus) ref.current?.focus();
+  }, [focus]);
   return (
     <li>
-      <section aria-label={label} className="card">
+      <section aria-label={label} className="card" ref={ref} tabIndex={-1}>
         <h2>
           <Link to={`/runs/${encodeURIComponent(item.execution.id)}`}>{label}</Link>
         </h2>
@@ -50,7 +75,7 @@ function Approval({ item }: { item: RunListItem }) {
             <p>
               Step <strong>{step.stepId}</strong> waits for approval.
             </p>
-            <Decision runId={item.execution.id} stepId={step.stepId} />
+            <Decision runId={item.execution.id} stepId={step.stepId} onDecided={(d) => onDecided(d, label)} />
           </div>
         ) : null}
       </section>

@@ -2,58 +2,32 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { listAudit } from '../api/audit';
 import { DateTime, ErrorMessage, Loading, MoreButton, PageHeading } from '../components';
-import { navigate, useLocation, usePageTitle } from '../router';
+import { FilterBar, useFilters } from '../FilterBar';
+import { usePageTitle } from '../router';
 
 export function AuditPage() {
   usePageTitle('Audit');
-  const { search } = useLocation();
-  const actor = search.get('actor') ?? '';
-  const action = search.get('action') ?? '';
+  const [filters, setFilters] = useFilters('/audit', ['actor', 'action']);
+  const { actor, action } = filters;
   const audit = useInfiniteQuery({
     queryKey: ['audit', { actor, action }],
     queryFn: ({ pageParam }) => listAudit({ actor, action, pageToken: pageParam }),
     initialPageParam: '',
     getNextPageParam: (last) => last.nextPageToken || undefined,
   });
-  const setFilter = (name: string, value: string) => {
-    const next = new URLSearchParams(search);
-    if (value) next.set(name, value);
-    else next.delete(name);
-    navigate(`/audit${next.size ? `?${next}` : ''}`, { replace: true });
-  };
   const items = audit.data?.pages.flatMap((page) => page.list) ?? [];
   return (
     <>
       <PageHeading>Audit</PageHeading>
-      <form
-        className="filters"
-        aria-label="Filter the audit trail"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const data = new FormData(e.currentTarget);
-          const next = new URLSearchParams();
-          for (const key of ['actor', 'action']) {
-            const value = String(data.get(key) ?? '');
-            if (value) next.set(key, value);
-          }
-          navigate(`/audit${next.size ? `?${next}` : ''}`, { replace: true });
-        }}
-      >
-        <label>
-          Actor
-          <input name="actor" defaultValue={actor} placeholder="client:… or person:…" />
-        </label>
-        <label>
-          Action
-          <input name="action" defaultValue={action} />
-        </label>
-        <button type="submit">Filter</button>
-        {actor || action ? (
-          <button type="button" onClick={() => setFilter('actor', '')}>
-            Clear
-          </button>
-        ) : null}
-      </form>
+      <FilterBar
+        label="Filter the audit trail"
+        values={filters}
+        onChange={setFilters}
+        fields={[
+          { kind: 'text', name: 'actor', label: 'Actor', placeholder: 'client:… or person:…' },
+          { kind: 'text', name: 'action', label: 'Action' },
+        ]}
+      />
       <ErrorMessage error={audit.error} />
       {audit.isPending ? <Loading label="Loading the audit trail" /> : null}
       {audit.isSuccess && items.length === 0 ? <p className="muted">No audit records match.</p> : null}

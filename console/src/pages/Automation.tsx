@@ -10,7 +10,8 @@ import { lazy, Suspense, useEffect, useId, useState, type FormEvent, type ReactN
 import { api, ApiError, unwrap, unwrapWithEtag, type FieldViolation, type Schemas } from '../api/client';
 import { ConfirmButton, CopyButton, DateTime, ErrorMessage, Loading, PageHeading } from '../components';
 import { listLanes } from '../api/runs';
-import { Link, navigate, usePageTitle } from '../router';
+import { Link, navigate, useLeaveGuard, usePageTitle } from '../router';
+import { STARTER_STEPS } from '../starter';
 
 const StepsEditor = lazy(() => import('../StepsEditor'));
 
@@ -46,7 +47,7 @@ const EMPTY: Draft = {
   rateLimit: '',
   ratePeriod: '60s',
   rateKey: '',
-  steps: '[\n  { "id": "hello", "log": { "message": "\'received \' + string(ctx.trigger)" } }\n]\n',
+  steps: `${JSON.stringify(STARTER_STEPS, null, 2)}\n`,
 };
 
 function draftOf(a: Automation): Draft {
@@ -172,6 +173,10 @@ export default function AutomationPage({ id }: { id: string | null }) {
     }
   }, [loaded.data, base]);
 
+  // Unsaved edits: leaving the page (a link, Back, closing the tab) asks first.
+  const unsaved = JSON.stringify(draft) !== JSON.stringify(base ? draftOf(base.automation) : EMPTY);
+  useLeaveGuard(unsaved, 'This automation has unsaved changes. Leave the page and lose them?');
+
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
   const ifMatch = () => (base?.etag ? { 'If-Match': base.etag } : undefined);
 
@@ -219,7 +224,7 @@ export default function AutomationPage({ id }: { id: string | null }) {
         const created = await unwrapWithEtag(api.POST('/api/v1/automations', { body: body as never }));
         if (created.data.signingSecret) setSecret({ value: created.data.signingSecret });
         await accept({ automation: created.data.automation, etag: created.etag }, 'Created.');
-        navigate(`/automations/${encodeURIComponent(created.data.automation.id)}`, { replace: true });
+        navigate(`/automations/${encodeURIComponent(created.data.automation.id)}`, { replace: true, leave: true });
         return;
       }
       const updated = await unwrapWithEtag(
@@ -485,13 +490,13 @@ export default function AutomationPage({ id }: { id: string | null }) {
                   }),
                 );
                 await queryClient.invalidateQueries({ queryKey: ['automations'] });
-                navigate('/automations');
+                navigate('/automations', { leave: true });
               }}
             />
           ) : null}
         </div>
       </form>
-      {automation ? <DryRun id={automation.id} /> : null}
+      {automation ? <DryRun id={automation.id} draft={() => bodyOf(draft).body} /> : null}
     </>
   );
 }
@@ -609,8 +614,11 @@ function RotateSecret({
   );
 }
 
-/** Test: the dry run of the draft over a sample payload, step by step, without any effect. */
-function DryRun({ id }: { id: string }) {
+/**
+ * Test: the dry run of what the editor shows (unsaved edits included, sent as the request's
+ * `automation`; nothing is saved) over a sample payload, step by step, without any effect.
+ */
+function DryRun({ id, draft }: { id: string; draft: () => Schemas['CreateAutomationRequest'] | undefined }) {
   const [payload, setPayload] = useState('{\n  "type": "user.created"\n}\n');
   const payloadId = useId();
   const test = useMutation({
@@ -621,7 +629,11 @@ function DryRun({ id }: { id: string }) {
       } catch (err) {
         throw new Error(`The payload is not valid JSON: ${(err as Error).message}`);
       }
-      return unwrap(api.POST('/api/v1/automations/{id}/test', { params: { path: { id } }, body: { payload: parsed } }));
+      const automation = draft();
+      if (!automation) throw new Error('The steps are not valid JSON: fix them to test what the editor shows.');
+      return unwrap(
+        api.POST('/api/v1/automations/{id}/test', { params: { path: { id } }, body: { payload: parsed, automation } }),
+      );
     },
   });
   return (
@@ -637,7 +649,7 @@ function DryRun({ id }: { id: string }) {
       <ErrorMessage error={test.error} />
       {test.data ? (
         <table>
-          <caption>Dry run of the draft</caption>
+          <caption>Dry run of the draft as the editor shows it (unsaved edits included)</caption>
           <thead>
             <tr>
               <th scope="col">Step</th>

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { allPages, api, unwrap, type Schemas } from '../api/client';
 import { ConfirmButton, CopyButton, DateTime, ErrorMessage, Loading, PageHeading } from '../components';
+import { FilterBar, optionsOf, useFilters } from '../FilterBar';
 import { usePageTitle } from '../router';
 
 const ROLES: Schemas['Role'][] = ['super_admin', 'admin', 'read_only'];
@@ -19,6 +20,8 @@ export function ClientsPage() {
         ),
       ),
   });
+  const [filters, setFilters] = useFilters('/clients', ['q', 'role']);
+  const shown = clients.data?.filter(({ client }) => matches(client, filters.q, filters.role));
   const [displayName, setDisplayName] = useState('');
   const [role, setRole] = useState<Schemas['Role']>('read_only');
   const create = useMutation({
@@ -35,9 +38,19 @@ export function ClientsPage() {
   return (
     <>
       <PageHeading>API clients</PageHeading>
+      <FilterBar
+        label="Filter API clients"
+        values={filters}
+        onChange={setFilters}
+        fields={[
+          { kind: 'text', name: 'q', label: 'Name or client ID' },
+          { kind: 'select', name: 'role', label: 'Access', any: 'Any access', options: optionsOf(ROLES) },
+        ]}
+      />
       <ErrorMessage error={clients.error} />
       {clients.isPending ? <Loading label="Loading API clients" /> : null}
-      {clients.data ? (
+      {shown?.length === 0 ? <p className="muted">No API clients match.</p> : null}
+      {shown && shown.length > 0 ? (
         <table>
           <caption className="visually-hidden">API clients</caption>
           <thead>
@@ -50,7 +63,7 @@ export function ClientsPage() {
             </tr>
           </thead>
           <tbody>
-            {clients.data.map(({ client }) => (
+            {shown.map(({ client }) => (
               <tr key={client.id}>
                 <td>{client.displayName}</td>
                 <td>
@@ -110,4 +123,11 @@ export function ClientsPage() {
       ) : null}
     </>
   );
+}
+
+/** The client list is read whole (page_size 100, every page), so its filter runs here. */
+function matches(client: Schemas['ApiClient'], q: string, role: string): boolean {
+  const text = q.trim().toLowerCase();
+  if (text && !`${client.displayName}\n${client.clientId}`.toLowerCase().includes(text)) return false;
+  return !role || client.roles.includes(role as Schemas['Role']);
 }

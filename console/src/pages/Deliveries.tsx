@@ -3,7 +3,8 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import { useAutomationNames } from '../api/reads';
 import { DateTime, ErrorMessage, Loading, MoreButton, PageHeading } from '../components';
-import { Link, navigate, useLocation, usePageTitle } from '../router';
+import { FilterBar, optionsOf, useFilters } from '../FilterBar';
+import { Link, usePageTitle } from '../router';
 
 const REASONS = [
   'accepted',
@@ -19,13 +20,14 @@ const REASONS = [
   'jwt_expired',
 ];
 
+const ANSWERS = [200, 400, 401, 403, 404, 409, 413, 429, 503];
+
 export function DeliveriesPage() {
   usePageTitle('Deliveries');
-  const { search } = useLocation();
+  const [filters, setFilters] = useFilters('/deliveries', ['automation', 'status', 'reason']);
   const automations = useAutomationNames();
-  const automationId = search.get('automation') || automations.data?.[0]?.id || '';
-  const status = search.get('status') ?? '';
-  const reason = search.get('reason') ?? '';
+  const automationId = filters.automation || automations.data?.[0]?.id || '';
+  const { status, reason } = filters;
   const deliveries = useInfiniteQuery({
     queryKey: ['deliveries', { automationId, status, reason }],
     enabled: automationId !== '',
@@ -47,51 +49,26 @@ export function DeliveriesPage() {
     getNextPageParam: (last) => last.nextPageToken || undefined,
     refetchInterval: 5_000,
   });
-  const setFilter = (name: string, value: string) => {
-    const next = new URLSearchParams(search);
-    if (name === 'automation' || !next.has('automation')) next.set('automation', automationId);
-    if (value) next.set(name, value);
-    else next.delete(name);
-    navigate(`/deliveries?${next}`, { replace: true });
-  };
   const items = deliveries.data?.pages.flatMap((page) => page.list) ?? [];
   return (
     <>
       <PageHeading>Deliveries</PageHeading>
-      <form className="filters" aria-label="Filter deliveries" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Automation
-          <select value={automationId} onChange={(e) => setFilter('automation', e.target.value)}>
-            {automations.data?.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Answer
-          <select value={status} onChange={(e) => setFilter('status', e.target.value)}>
-            <option value="">Any answer</option>
-            {[200, 400, 401, 403, 404, 409, 413, 429, 503].map((s) => (
-              <option key={s} value={String(s)}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Reason
-          <select value={reason} onChange={(e) => setFilter('reason', e.target.value)}>
-            <option value="">Any reason</option>
-            {REASONS.map((r) => (
-              <option key={r} value={r}>
-                {r}
-              </option>
-            ))}
-          </select>
-        </label>
-      </form>
+      <FilterBar
+        label="Filter deliveries"
+        values={{ ...filters, automation: automationId }}
+        // The automation chosen by default is written down with the first filter set.
+        onChange={(next) => setFilters({ ...next, automation: next.automation || automationId })}
+        fields={[
+          {
+            kind: 'select',
+            name: 'automation',
+            label: 'Automation',
+            options: automations.data?.map((a) => ({ value: a.id, label: a.name })) ?? [],
+          },
+          { kind: 'select', name: 'status', label: 'Answer', any: 'Any answer', options: optionsOf(ANSWERS) },
+          { kind: 'select', name: 'reason', label: 'Reason', any: 'Any reason', options: optionsOf(REASONS) },
+        ]}
+      />
       <ErrorMessage error={automations.error ?? deliveries.error} />
       {automations.data?.length === 0 ? <p>No automation yet: deliveries are recorded per automation.</p> : null}
       {deliveries.isLoading ? <Loading label="Loading deliveries" /> : null}

@@ -3,7 +3,7 @@
  * person, and run control (cancel, terminate, rerun), polled while the run is open.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import { api, unwrap, type Schemas } from '../api/client';
 import { ConfirmButton, DateTime, duration, ErrorMessage, Loading, PageHeading, StatusBadge } from '../components';
 import { CONFIG } from '../config';
@@ -33,6 +33,7 @@ export function RunPage({ id }: { id: string }) {
   const superAdmin = hasRole(session.data, 'super_admin');
   const [reason, setReason] = useState('');
   const reasonId = useId();
+  const [decided, setDecided] = useState<(Decided & { stepId: string }) | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['run', id] });
 
   if (run.isPending) return <Loading label="Loading the run" />;
@@ -159,12 +160,21 @@ export function RunPage({ id }: { id: string }) {
       ) : null}
 
       <h2>Steps</h2>
-      <StepTimeline runId={r.id} steps={r.steps} />
+      {decided ? <DecidedNote {...decided} what={`Step ${decided.stepId}`} /> : null}
+      <StepTimeline runId={r.id} steps={r.steps} onDecided={setDecided} />
     </>
   );
 }
 
-export function StepTimeline({ runId, steps }: { runId: string; steps: Schemas['StepResult'][] }) {
+export function StepTimeline({
+  runId,
+  steps,
+  onDecided,
+}: {
+  runId: string;
+  steps: Schemas['StepResult'][];
+  onDecided?: (decided: Decided & { stepId: string }) => void;
+}) {
   if (steps.length === 0) return <p className="muted">No step has started.</p>;
   return (
     <ol className="timeline" aria-label="Steps">
@@ -180,19 +190,64 @@ export function StepTimeline({ runId, steps }: { runId: string; steps: Schemas['
               <pre>{JSON.stringify(step.output, null, 2)}</pre>
             </details>
           ) : null}
-          {step.status === 'WAITING_FOR_APPROVAL' ? <Decision runId={runId} stepId={step.id} /> : null}
+          {step.status === 'WAITING_FOR_APPROVAL' ? (
+            <Decision runId={runId} stepId={step.id} onDecided={(d) => onDecided?.({ ...d, stepId: step.id })} />
+          ) : null}
         </li>
       ))}
     </ol>
   );
 }
 
-/** Approve or Reject a step waiting for a person, with an optional comment. */
-export function Decision({ runId, stepId }: { runId: string; stepId: string }) {
+/**
+ * Says what was just decided and by whom, and takes the focus: the decided step's buttons are gone,
+ * so the focus would otherwise drop to the page's body.
+ */
+export function DecidedNote({
+  what,
+  decision,
+  by,
+  comment,
+  focus = true,
+}: Decided & { what: string; focus?: boolean }) {
+  const ref = useRef<HTMLParagraphElement>(null);
+  useEffect(() => {
+    if (focus) ref.current?.focus();
+  }, [focus]);
+  return (
+    <p ref={ref} role="status" tabIndex={-1} className="panel decided">
+      {what} {decision} by {by}
+      {comment ? `: “${comment}”` : ''}.
+    </p>
+  );
+}
+
+/** What a person decided, as the page says it afterwards. */
+export interface Decided {
+  decision: 'approved' | 'rejected';
+  by: string;
+  comment: string;
+}
+
+/**
+ * Approve or Reject a step waiting for a person: a comment is optional to approve and asked for to
+ * reject (the run fails on it; the comment says why). `onDecided` hears what was decided and by whom.
+ */
+export function Decision({
+  runId,
+  stepId,
+  onDecided,
+}: {
+  runId: string;
+  stepId: string;
+  onDecided?: (decided: Decided) => void;
+}) {
   const queryClient = useQueryClient();
   const session = useSession();
   const [comment, setComment] = useState('');
+  const [missing, setMissing] = useState(false);
   const commentId = useId();
+  const commentRef = useRef<HTMLTextAreaElement>(null);
   const decide = useMutation({
     mutationFn: async (decision: 'approve' | 'reject') => {
       const params = { path: { id: runId, stepId } };
@@ -201,21 +256,52 @@ export function Decision({ runId, stepId }: { runId: string; stepId: string }) {
         ? unwrap(api.POST('/api/v1/automation_executions/{id}/steps/{stepId}/approve', { params, body }))
         : unwrap(api.POST('/api/v1/automation_executions/{id}/steps/{stepId}/reject', { params, body }));
     },
-    onSuccess: async () => {
+    onSuccess: async (_data, decision) => {
+      const me = session.data?.person;
+      onDecided?.({
+        decision: decision === 'approve' ? 'approved' : 'rejected',
+        by: me?.name || me?.id || 'you',
+        comment,
+      });
       await queryClient.invalidateQueries({ queryKey: ['run', runId] });
       await queryClient.invalidateQueries({ queryKey: ['approvals'] });
     },
   });
   if (!hasRole(session.data, 'super_admin', 'admin')) return <p className="muted">Waiting for an approver.</p>;
+  const reject = () => {
+    if (comment.trim() === '') {
+      setMissing(true);
+      commentRef.current?.focus();
+      return;
+    }
+    decide.mutate('reject');
+  };
+  const hintId = `${commentId}-hint`;
   return (
     <div className="decision">
       <label htmlFor={commentId}>Comment</label>
-      <textarea id={commentId} rows={2} value={comment} onChange={(e) => setComment(e.target.value)} />
+      <textarea
+        id={commentId}
+        ref={commentRef}
+        rows={2}
+        value={comment}
+        aria-invalid={missing || undefined}
+        aria-describedby={missing ? hintId : undefined}
+        onChange={(e) => {
+          setComment(e.target.value);
+          if (e.target.value.trim()) setMissing(false);
+        }}
+      />
+      {missing ? (
+        <p id={hintId} className="error" role="alert">
+          To reject, say why in the comment: the run fails with it.
+        </p>
+      ) : null}
       <div className="actions">
         <button type="button" className="primary" disabled={decide.isPending} onClick={() => decide.mutate('approve')}>
           Approve
         </button>
-        <button type="button" className="danger" disabled={decide.isPending} onClick={() => decide.mutate('reject')}>
+        <button type="button" className="danger" disabled={decide.isPending} onClick={reject}>
           Reject
         </button>
       </div>

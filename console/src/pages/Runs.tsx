@@ -8,16 +8,14 @@ import { useEffect, useState } from 'react';
 import { listRuns } from '../api/runs';
 import { RUN_STATUSES, useAutomationNames } from '../api/reads';
 import { DateTime, duration, ErrorMessage, Loading, MoreButton, PageHeading, StatusBadge } from '../components';
-import { Link, navigate, useLocation, usePageTitle } from '../router';
+import { FilterBar, optionsOf, useFilters } from '../FilterBar';
+import { Link, usePageTitle } from '../router';
 import { BulkActionForm } from './BulkAction';
 
 export function RunsPage() {
   usePageTitle('Runs');
-  const { search } = useLocation();
-  const automationId = search.get('automation') ?? '';
-  const status = search.get('status') ?? '';
-  const startedAfter = search.get('after') ?? '';
-  const startedBefore = search.get('before') ?? '';
+  const [filters, setFilters] = useFilters('/runs', ['automation', 'status', 'after', 'before']);
+  const { automation: automationId, status, after: startedAfter, before: startedBefore } = filters;
   const automations = useAutomationNames();
   const [bulkOpen, setBulkOpen] = useState(false);
   const runs = useInfiniteQuery({
@@ -41,14 +39,6 @@ export function RunsPage() {
     if (runs.isSuccess) performance.mark('console:runs-list-drawn');
   }, [runs.isSuccess]);
 
-  const setFilter = (name: string, value: string) => {
-    const next = new URLSearchParams(search);
-    if (value) next.set(name, value);
-    else next.delete(name);
-    const query = next.toString();
-    navigate(`/runs${query ? `?${query}` : ''}`, { replace: true });
-  };
-
   return (
     <>
       <PageHeading
@@ -65,38 +55,23 @@ export function RunsPage() {
       >
         Runs
       </PageHeading>
-      <form className="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Automation
-          <select value={automationId} onChange={(e) => setFilter('automation', e.target.value)}>
-            <option value="">All automations</option>
-            {automations.data?.map((a) => (
-              <option key={a.id} value={a.id}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Status
-          <select value={status} onChange={(e) => setFilter('status', e.target.value)}>
-            <option value="">Any status</option>
-            {RUN_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Started after
-          <input type="datetime-local" value={startedAfter} onChange={(e) => setFilter('after', e.target.value)} />
-        </label>
-        <label>
-          Started before
-          <input type="datetime-local" value={startedBefore} onChange={(e) => setFilter('before', e.target.value)} />
-        </label>
-      </form>
+      <FilterBar
+        label="Filter runs"
+        values={filters}
+        onChange={setFilters}
+        fields={[
+          {
+            kind: 'select',
+            name: 'automation',
+            label: 'Automation',
+            any: 'All automations',
+            options: automations.data?.map((a) => ({ value: a.id, label: a.name })) ?? [],
+          },
+          { kind: 'select', name: 'status', label: 'Status', any: 'Any status', options: optionsOf(RUN_STATUSES) },
+          { kind: 'datetime', name: 'after', label: 'Started after' },
+          { kind: 'datetime', name: 'before', label: 'Started before' },
+        ]}
+      />
       <div id="bulk-action">
         {bulkOpen ? (
           automationId ? (

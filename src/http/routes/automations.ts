@@ -7,6 +7,8 @@ import { revisionTag } from '../errors';
 import * as api from '../../domain/api-schemas';
 import * as gov from '../../domain/schemas';
 import { dryRunSteps } from '../../domain/automation-dry-run';
+import { draftUnderTest } from '../../domain/automation-validation';
+import { invalidArgument, type FieldViolation } from '../../errors';
 import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { breakerView } from '../../domain/circuit-breaker';
@@ -218,20 +220,25 @@ export const AUTOMATION_OPERATIONS = [
     operationId: 'automations.test',
     tag: TAG,
     access: AUTOMATIONS,
-    summary: 'Dry run: evaluate every step over a sample payload, without any effect.',
+    summary:
+      'Dry run: evaluate every step over a sample payload, without any effect; with `automation`, of that draft instead of the saved one.',
     // An unknown automation is a 404 before the body is read.
     body: { schema: api.DryRunRequest, required: true, validation: 'schema' },
     ok: api.DryRunResponse,
     errors: ITEM_WRITE_ERRORS,
     handle: async (input, _ctx, deps) => {
       const record = await getAutomation(deps.db, input.params.id);
-      const { payload } = await input.body();
-      const existingSecrets = await existingSecretsReadBy(deps.db, record.steps);
-      const steps = await dryRunSteps(record.steps, payload, {
+      const { payload, automation } = await input.body();
+      const violations: FieldViolation[] = [];
+      const draft = draftUnderTest(automation, violations);
+      if (violations.length > 0) throw invalidArgument(violations);
+      const tested = draft.steps ?? record.steps;
+      const existingSecrets = await existingSecretsReadBy(deps.db, tested);
+      const steps = await dryRunSteps(tested, payload, {
         allowInsecureOutbound: deps.config.allowPrivateOutbound,
         existingSecrets,
       });
-      return { ...steps, flowControl: dryRunFlowControl(record.flow, payload) };
+      return { ...steps, flowControl: dryRunFlowControl({ ...record.flow, ...draft.flow }, payload) };
     },
   }),
   operation({

@@ -214,6 +214,40 @@ export function consolePages(deps: AppDeps): Middleware {
         (ctx.path.startsWith(`${CONSOLE_PATH}/`) && isPagePath(ctx.path.slice(CONSOLE_PATH.length + 1))));
     if (!page) return next();
     (ctx as { _matchedRoute?: string })._matchedRoute = CONSOLE_PAGES_ROUTE;
-    send(ctx, files.get().index, 'no-cache');
+    let index: Asset;
+    try {
+      index = files.get().index;
+    } catch (err) {
+      // A browser (which asks for HTML) gets a page that says so and reloads itself until the
+      // build `npm start` runs is in place; any other client the JSON error.
+      if (!(err instanceof AppError) || !ctx.get('Accept').includes('text/html')) throw err;
+      ctx.status = 503;
+      ctx.set('Retry-After', String(BUILDING_RELOAD_SECONDS));
+      ctx.set('Cache-Control', 'no-store');
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = BUILDING_PAGE;
+      return;
+    }
+    send(ctx, index, 'no-cache');
   };
 }
+
+const BUILDING_RELOAD_SECONDS = 2;
+
+/** The page a browser gets while the console is not built yet: no script (the CSP allows none inline). */
+const BUILDING_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8" />
+<meta name="viewport" content="width=device-width, initial-scale=1" />
+<meta http-equiv="refresh" content="${BUILDING_RELOAD_SECONDS}" />
+<title>The console is being built · Automation console</title>
+</head>
+<body>
+<main>
+<h1>The console is being built</h1>
+<p role="status">This page reloads itself every ${BUILDING_RELOAD_SECONDS} seconds until the console is ready. If it stays here, build it with <code>npm run build:console</code> (<code>npm start</code> builds it when console/ changed).</p>
+</main>
+</body>
+</html>
+`;
