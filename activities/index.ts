@@ -11,6 +11,7 @@ import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
 import { createNotifyActivities } from './notify';
 import { createBulkActionActivities } from './bulk-actions';
+import { createGrantActivities } from './grants';
 import type { RunEngine } from '../src/domain/engine';
 import type { AutomationActivities } from '../src/contract/activities';
 
@@ -65,5 +66,6 @@ export function createActivities(deps: ActivityDeps) {
       ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
     }),
     ...createBulkActionActivities({ db: deps.db, engine: deps.engine }),
+    ...createGrantActivities({ db: deps.db }),
   } satisfies AutomationActivities;
 }

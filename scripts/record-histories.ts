@@ -26,9 +26,13 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { automationBundleOptions } from '../src/temporal/worker';
 import { bulkAction, type automation } from '../workflows';
 import { ApprovalWaitKey } from '../src/contract/workflows';
-import { bulkActionWorkflowId, createTemporalEngine } from '../src/temporal/engine';
+import { bulkActionWorkflowId, createTemporalEngine, grantWorkflowId } from '../src/temporal/engine';
 import { insertBulkSet, stopBulkAction } from '../src/store/bulk-actions';
 import { bulkRerunId } from '../src/domain/runs';
+import { createGrant, extendGrant, revokeGrant } from '../src/domain/grants';
+import { createUser } from '../src/domain/users';
+import { createApp } from '../src/domain/apps';
+import { createEntitlement } from '../src/domain/entitlements';
 import {
   BREAKER_RESUME_SIGNAL,
   type BreakerResume,
@@ -88,11 +92,28 @@ interface BulkScenario {
   stopped?: boolean;
 }
 
+/** A grant's workflow (workflows/grant.ts): a grant made through the domain, then driven (recordGrant). */
+interface GrantScenario {
+  name: string;
+  description: string;
+  grant: {
+    /** The entitlement's provisionerPolicy (none: unconfigured). */
+    provisionerPolicy?: Record<string, unknown>;
+    duration?: string;
+    /** What happens while it is held: nothing (it expires), a revoke, an extension then a revoke. */
+    then: 'expire' | 'revoke' | 'extend-revoke' | 'none';
+  };
+}
+
 /** A recorded scenario; its name names its files under histories/<release>/. */
-type Scenario = RunScenario | BulkScenario;
+type Scenario = RunScenario | BulkScenario | GrantScenario;
 
 function isBulk(scenario: Scenario): scenario is BulkScenario {
   return 'action' in scenario;
+}
+
+function isGrant(scenario: Scenario): scenario is GrantScenario {
+  return 'grant' in scenario;
 }
 
 /** The queue of a run admitted through a lane of limit 1 that it asks itself (as a rerun does). */
@@ -656,6 +677,26 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
     runs: 1,
     stopped: true,
   }),
+  (): GrantScenario => ({
+    name: 'grant-expired',
+    description: 'an unconfigured grant of 2 s, granted then expired by its timer',
+    grant: { duration: '2s', then: 'expire' },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-revoked',
+    description: 'a standing unconfigured grant, revoked',
+    grant: { then: 'revoke' },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-extended',
+    description: 'an unconfigured grant of 1 h, extended to 2 h, then revoked',
+    grant: { duration: '3600s', then: 'extend-revoke' },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-failed',
+    description: 'a grant whose provisioner this release cannot run (manual), failed by its provision',
+    grant: { provisionerPolicy: { manual: { instructions: 'by hand' } }, then: 'none' },
+  }),
 ];
 
 /** True when any string of the history, as it is or base64-decoded (payload data), holds HISTORY_SECRET. */
@@ -931,6 +972,53 @@ async function recordBulk(scenario: BulkScenario, { db, client, taskQueue }: Rec
 }
 
 /** Writes a history and its input record (refused when the history holds the value of a named secret). */
+/** Makes a user, an app and an entitlement, asks for the grant through the domain, drives it, and saves its workflow's history. */
+async function recordGrant(scenario: GrantScenario, { db, client, taskQueue }: Recorder): Promise<void> {
+  const engine = createTemporalEngine({ client, taskQueue, db });
+  const actor = 'client:recorder';
+  const user = await createUser(
+    db,
+    { displayName: scenario.name, email: `${scenario.name}@example.com`, type: 'USER_TYPE_HUMAN' },
+    actor,
+  );
+  const app = await createApp(db, { displayName: scenario.name });
+  const entitlement = await createEntitlement(db, app.id, {
+    displayName: scenario.name,
+    ...(scenario.grant.provisionerPolicy ? { provisionerPolicy: scenario.grant.provisionerPolicy } : {}),
+  } as Parameters<typeof createEntitlement>[2]);
+  const { grant } = await createGrant(
+    db,
+    engine,
+    {
+      userId: user.id,
+      appId: app.id,
+      appEntitlementId: entitlement.id,
+      ...(scenario.grant.duration ? { duration: scenario.grant.duration } : {}),
+    },
+    actor,
+  );
+  const handle = client.workflow.getHandle(grantWorkflowId(grant.id));
+  const held = async () => until(async () => (await handle.fetchHistory()).events!.length > 6);
+  if (scenario.grant.then === 'revoke') {
+    await held();
+    await revokeGrant(db, engine, grant.id, 'recording', actor);
+  } else if (scenario.grant.then === 'extend-revoke') {
+    await held();
+    await extendGrant(db, engine, grant.id, '7200s', actor);
+    await until(async () => (await handle.fetchHistory()).events!.length > 9);
+    await revokeGrant(db, engine, grant.id, 'recording', actor);
+  }
+  const result = (await handle.result()) as { state: string };
+  saveHistory(scenario.name, await handle.fetchHistory(), {
+    release: RELEASE,
+    scenario: scenario.name,
+    description: scenario.description,
+    outcome: result.state,
+    workflowId: handle.workflowId,
+    workflowType: 'grant',
+  });
+}
+
 function saveHistory(
   name: string,
   history: Awaited<ReturnType<Handle['fetchHistory']>>,
@@ -1070,10 +1158,11 @@ async function main(): Promise<void> {
     const chosen = SCENARIOS.map((scenario) => scenario(target.origin)).filter((s) => !only || s.name === only);
     const failed = [
       ...(await recordAll(
-        chosen.filter((s): s is RunScenario => !isBulk(s)),
+        chosen.filter((s): s is RunScenario => !isBulk(s) && !isGrant(s)),
         (s) => recordRun(s, recorder),
       )),
       ...(await recordAll(chosen.filter(isBulk), (s) => recordBulk(s, recorder))),
+      ...(await recordAll(chosen.filter(isGrant), (s) => recordGrant(s, recorder))),
     ];
     if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);
     writeManifest();

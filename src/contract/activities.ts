@@ -86,4 +86,20 @@ export interface BulkActionActivities {
   finishBulkAction(input: { bulkActionId: string }): Promise<{ state: string }>;
 }
 
-export type AutomationActivities = RunActivities & EffectActivities & BulkActionActivities;
+export type AutomationActivities = RunActivities & EffectActivities & BulkActionActivities & GrantActivities;
+
+/** What a grant's activity answers: the grant's state and expiry after it. */
+export interface GrantStep {
+  state: string;
+  expiresAt: string | null;
+}
+
+/** The activities of a grant's workflow (workflows/grant.ts): each reads and writes the grant's row, idempotently. */
+export interface GrantActivities {
+  /** Runs the grant's provisioning when it is PROVISIONING; answers its state after it. */
+  provisionGrant(input: { grantId: string }): Promise<GrantStep>;
+  /** Moves a GRANTED grant whose expiresAt has come to DEPROVISIONING (reason `expired`). */
+  expireGrant(input: { grantId: string }): Promise<GrantStep>;
+  /** Runs the deprovisioning of a DEPROVISIONING grant; REVOKED when it is done. */
+  deprovisionGrant(input: { grantId: string }): Promise<GrantStep>;
+}

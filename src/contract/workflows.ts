@@ -39,3 +39,18 @@ export const breakerResumeSignal = defineSignal<[BreakerResume]>(BREAKER_RESUME_
 export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttributeType.KEYWORD);
 /** Search attribute a run holds while a step waits for approval (value: the step's id); the approvals inbox reads it. */
 export const ApprovalWaitKey = defineSearchAttributeKey('ApprovalWait', SearchAttributeType.KEYWORD);
+
+/** Workflow type of a grant's life (`grant` in workflows/grant.ts): one per grant, id `grant:<grantId>`. */
+export const GRANT_WORKFLOW = 'grant';
+export interface GrantWorkflowInput {
+  grantId: string;
+  /** Set by continue-as-new: provisioning is behind, the grant is held until `expiresAt` (ISO, null: standing). */
+  held?: { expiresAt: string | null };
+}
+export type GrantWorkflow = (input: GrantWorkflowInput) => Promise<{ state: string }>;
+
+/** What the API tells a grant's workflow: a revoke was asked, the expiry moved, a failed deprovision is retried. */
+export type GrantSignal = { type: 'revoke' } | { type: 'extend'; expiresAt: string } | { type: 'retry' };
+/** Signal name of GrantSignal (never rename: histories hold it). */
+export const GRANT_CHANGE_SIGNAL = 'grantChange';
+export const grantChangeSignal = defineSignal<[GrantSignal]>(GRANT_CHANGE_SIGNAL);

@@ -25,6 +25,8 @@ import {
 } from '../flow/circuit-breaker';
 import { gracePeriodSchema } from './rotation-grace';
 import { RUN_STATUSES } from './runs';
+import { parseDuration } from '../duration';
+import { GRANT_STATES } from '../store/grants';
 import { closedObject, oneViolation, ruledByViolations, setAside, violationsOf, whileValid } from './validation';
 import { automationChangeRule, MASK_PATHS, newAutomationRule } from './automation-validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
@@ -758,6 +760,93 @@ export const BulkActionResponse = z.object({ bulkAction: BulkAction }).meta({ id
 export const BulkActionList = z
   .object({ list: z.array(z.object({ bulkAction: BulkAction })), nextPageToken: z.string() })
   .meta({ id: 'BulkActionList' });
+
+// ---------------------------------------------------------------- grants
+
+const positiveDuration = () =>
+  z
+    .string({
+      error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string'),
+    })
+    .refine(
+      (text) => (parseDuration(text) ?? 0) > 0,
+      'must be a positive protobuf-JSON duration such as "3600s" or "1.5s"',
+    );
+const requiredId = () =>
+  z
+    .string({
+      error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string'),
+    })
+    .regex(/\S/, 'must not be empty')
+    .max(200, 'must be at most 200 characters');
+
+export const GrantState = z.enum(GRANT_STATES).meta({ id: 'GrantState' });
+
+export const CreateGrantRequest = z
+  .object({
+    userId: requiredId(),
+    appId: requiredId(),
+    appEntitlementId: requiredId(),
+    duration: positiveDuration()
+      .nullish()
+      .meta({ description: "Bounded by the entitlement's durationGrant; absent: durationGrant, or standing access." }),
+    justification: z.string().max(1000, 'must be at most 1000 characters').nullish(),
+  })
+  .meta({ id: 'CreateGrantRequest' });
+export const RevokeGrantRequest = z
+  .object({
+    reason: z
+      .string({
+        error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string'),
+      })
+      .min(1, 'must be 1..500 characters')
+      .max(500, 'must be 1..500 characters'),
+  })
+  .meta({ id: 'RevokeGrantRequest' });
+export const ExtendGrantRequest = z.object({ duration: positiveDuration() }).meta({ id: 'ExtendGrantRequest' });
+
+export const ProvisioningEntry = z
+  .object({
+    phase: z.enum(['provision', 'deprovision']),
+    policy: z.string().meta({ description: 'unconfigured, manual, webhook, delegated, multiStep, connector, …' }),
+    step: z.string().meta({ description: '"" for the policy itself, provisionSteps[i] for a multiStep step.' }),
+    state: z.enum(['PENDING', 'DONE', 'FAILED']),
+    attempts: z.number().int(),
+    startedAt: z.string().nullable().meta({ format: 'date-time' }),
+    finishedAt: z.string().nullable().meta({ format: 'date-time' }),
+    error: z.string().nullable(),
+    detail: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'ProvisioningEntry' });
+export const Grant = z
+  .object({
+    id: z.string(),
+    userId: z.string(),
+    appId: z.string(),
+    appEntitlementId: z.string(),
+    state: GrantState,
+    requestedBy: z.string(),
+    justification: z.string(),
+    createdAt: z.string().meta({ format: 'date-time' }),
+    grantedAt: z.string().nullable().meta({ format: 'date-time' }),
+    expiresAt: z.string().nullable().meta({ format: 'date-time', description: 'null: standing access.' }),
+    revokedAt: z.string().nullable().meta({ format: 'date-time' }),
+    revokedBy: z.string().nullable(),
+    revokeReason: z.string().nullable(),
+    error: z.string().nullable(),
+    provisioning: z.array(ProvisioningEntry),
+  })
+  .meta({ id: 'Grant' });
+export const GrantResponse = z.object({ grant: Grant }).meta({ id: 'GrantResponse' });
+export const CreateGrantResponse = z
+  .object({
+    grant: Grant,
+    created: z.boolean().meta({ description: 'false: the live grant the user already held, unchanged.' }),
+  })
+  .meta({ id: 'CreateGrantResponse' });
+export const GrantList = z
+  .object({ list: z.array(z.object({ grant: Grant })), nextPageToken: z.string() })
+  .meta({ id: 'GrantList' });
 
 // ---------------------------------------------------------------- webhook receiver, operations
 

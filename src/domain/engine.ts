@@ -13,6 +13,7 @@
  */
 import type { AutomationRunInput, DecideInput } from '../contract/run';
 import type { LaneRequest } from '../contract/lanes';
+import type { GrantSignal } from '../contract/workflows';
 import type { FlowEngine } from '../flow';
 import type { LaneView, RunFilter } from './run-listing';
 import type { RunListEntry, RunRecord, RunStatus, RunSummary } from './runs';
@@ -116,6 +117,16 @@ export interface RunEngine extends FlowEngine {
   payloads(runIds: readonly string[]): Promise<Map<string, unknown>>;
   /** Starts the bulk action's workflow (once per id: a second start changes nothing). */
   startBulkAction(bulkActionId: string): Promise<void>;
+
+  // ---------------------------------------------------------------- grants
+
+  /** Starts the grant's workflow (its id derived from the grant's; a second start changes nothing). */
+  startGrant(grantId: string): Promise<void>;
+  /**
+   * Tells the grant's workflow of a change (signal-with-start: a workflow that is not running is
+   * started again, and reads the grant's state from the store).
+   */
+  signalGrant(grantId: string, signal: GrantSignal): Promise<void>;
 }
 
 export type { LaneRequest };

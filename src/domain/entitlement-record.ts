@@ -1,7 +1,7 @@
 /**
  * The AppEntitlement record: which fields are writable, their defaults, how a validated write is
  * split into table columns, and how a stored row becomes the API record with every field present
- * (`null` / `""` / `false` / `{}` where unset, `grantCount` `"0"`).
+ * (`null` / `""` / `false` / `{}` where unset; `grantCount` counted by the store).
  */
 import type { z } from 'zod';
 import { WRITABLE_FIELDS, type AppEntitlement, type AppEntitlementInput, type WritableField } from './schemas';
@@ -110,7 +110,7 @@ export function toAppEntitlement(row: EntitlementRow): AppEntitlement {
     matchBatonId: f.matchBatonId,
     externalId: roString(ro.externalId, ''),
     sourceConnectorIds: f.sourceConnectorIds,
-    grantCount: roString(ro.grantCount, '0'),
+    grantCount: row.grantCount,
     systemBuiltin: ro.systemBuiltin === true,
     userEditedMask: f.userEditedMask,
     createdAt: row.createdAt,

@@ -18,6 +18,8 @@ import type {
 } from './schemas';
 import type { z } from 'zod';
 import { invalidArgument, notFound } from '../errors';
+import type { RunEngine } from './engine';
+import { revokeGrantsOfEntitlement } from './grants';
 
 /**
  * `appId` is a writable field of the record (docs/api.md#app-entitlements), but an entitlement stays under the app
@@ -75,9 +77,22 @@ export async function updateEntitlement(
   });
 }
 
-/** Soft delete; 404 when there is no live entitlement `id` under `appId`. */
-export async function deleteEntitlement(db: Db, appId: string, id: string): Promise<void> {
-  if (!(await store.softDeleteEntitlement(db, appId, id))) throw notFound('app entitlement');
+/**
+ * Soft delete; 404 when there is no live entitlement `id` under `appId`. Its open grants are
+ * revoked first (reason `entitlement deleted`, by the deleter), in the same transaction.
+ */
+export async function deleteEntitlement(
+  db: Db,
+  engine: RunEngine,
+  appId: string,
+  id: string,
+  actor: string,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    if (!(await store.findLiveEntitlement(tx, appId, id, { forUpdate: true }))) throw notFound('app entitlement');
+    await revokeGrantsOfEntitlement(tx, engine, id, actor);
+    if (!(await store.softDeleteEntitlement(tx, appId, id))) throw notFound('app entitlement');
+  });
 }
 
 /** The live entitlements of an app, by id; 404 unknown app. */

@@ -5,6 +5,7 @@
  * `app_entitlements_alias_live`, `app_entitlements_live`).
  */
 import { iso, type Queryable } from './db';
+import { openGrantCount } from './grants';
 import { searchPieces, trigramStats, type TrigramStats } from './search-trigrams';
 
 export interface EntitlementColumns {
@@ -22,6 +23,8 @@ export interface EntitlementRow extends EntitlementColumns {
   createdAt: string;
   updatedAt: string;
   deletedAt: string | null;
+  /** Its GRANTED and DEPROVISIONING grants, counted by the statement that read the row. */
+  grantCount: string;
 }
 
 export interface EntitlementSearch {
@@ -40,13 +43,18 @@ export interface EntitlementSearch {
 export function entitlementColumns(t = ''): string {
   const c = t ? `${t}.` : '';
   return `${c}id, ${c}app_id AS "appId", ${c}alias, ${c}display_name AS "displayName", ${c}description, ${c}slug,
-  ${c}record, ${c}created_at AS "createdAt", ${c}updated_at AS "updatedAt", ${c}deleted_at AS "deletedAt"`;
+  ${c}record, ${c}created_at AS "createdAt", ${c}updated_at AS "updatedAt", ${c}deleted_at AS "deletedAt",
+  ${openGrantCount(t || 'app_entitlements')} AS "grantCount"`;
 }
 
 const COLUMNS = entitlementColumns();
 
-export interface RawEntitlementRow extends Omit<EntitlementRow, 'createdAt' | 'updatedAt' | 'deletedAt' | 'record'> {
+export interface RawEntitlementRow extends Omit<
+  EntitlementRow,
+  'createdAt' | 'updatedAt' | 'deletedAt' | 'record' | 'grantCount'
+> {
   record: unknown;
+  grantCount?: unknown;
   createdAt: unknown;
   updatedAt: unknown;
   deletedAt: unknown;
@@ -57,6 +65,7 @@ export function toEntitlementRow(raw: RawEntitlementRow): EntitlementRow {
   return {
     ...raw,
     record: (record ?? {}) as Record<string, unknown>,
+    grantCount: raw.grantCount === undefined || raw.grantCount === null ? '0' : String(raw.grantCount),
     createdAt: iso(raw.createdAt)!,
     updatedAt: iso(raw.updatedAt)!,
     deletedAt: iso(raw.deletedAt),
@@ -77,15 +86,19 @@ export async function insertEntitlement(
   return toEntitlementRow(rows[0]!);
 }
 
-/** The live (not deleted) entitlement `id` of app `appId`; `forUpdate` locks it in a transaction. */
+/**
+ * The live (not deleted) entitlement `id` of app `appId`; `forUpdate` locks it in a transaction,
+ * `forShare` keeps it from being deleted until the transaction ends (a grant asked for it).
+ */
 export async function findLiveEntitlement(
   db: Queryable,
   appId: string,
   id: string,
-  options: { forUpdate?: boolean } = {},
+  options: { forUpdate?: boolean; forShare?: boolean } = {},
 ): Promise<EntitlementRow | undefined> {
+  const lock = options.forUpdate ? ' FOR UPDATE' : options.forShare ? ' FOR SHARE' : '';
   const rows = await db.query<RawEntitlementRow>(
-    `SELECT ${COLUMNS} FROM app_entitlements WHERE id = $1 AND app_id = $2 AND deleted_at IS NULL${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    `SELECT ${COLUMNS} FROM app_entitlements WHERE id = $1 AND app_id = $2 AND deleted_at IS NULL${lock}`,
     [id, appId],
   );
   return rows[0] && toEntitlementRow(rows[0]);
@@ -174,4 +187,10 @@ export async function searchEntitlements(db: Queryable, search: EntitlementSearc
   const { text, values } = entitlementSearchQuery(search, search.query ? await trigramStats(db) : undefined);
   const rows = await db.query<RawEntitlementRow>(text, values);
   return rows.map(toEntitlementRow);
+}
+
+/** The entitlement `id`, deleted or not (a grant's record of what it was a grant of). */
+export async function findEntitlementById(db: Queryable, id: string): Promise<EntitlementRow | undefined> {
+  const rows = await db.query<RawEntitlementRow>(`SELECT ${COLUMNS} FROM app_entitlements WHERE id = $1`, [id]);
+  return rows[0] && toEntitlementRow(rows[0]);
 }

@@ -521,6 +521,37 @@ export const MIGRATIONS: readonly string[] = [
     RETURN freed;
   END $$;
   `,
+  // grants: a user holding an entitlement, from request to revocation. At most one live grant
+  // (PROVISIONING, GRANTED, DEPROVISIONING) per user and entitlement (grants_live); grantCount of
+  // an entitlement counts its GRANTED and DEPROVISIONING grants (grants_open).
+  `
+  CREATE TABLE grants (
+    id text PRIMARY KEY,
+    user_id text NOT NULL,
+    app_id text NOT NULL,
+    app_entitlement_id text NOT NULL,
+    state text NOT NULL,
+    requested_by text NOT NULL,
+    justification text NOT NULL DEFAULT '',
+    duration_ms bigint,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    granted_at timestamptz,
+    expires_at timestamptz,
+    revoked_at timestamptz,
+    revoked_by text,
+    revoke_reason text,
+    error text,
+    provisioner_policy jsonb,
+    deprovisioner_policy jsonb,
+    provisioning jsonb NOT NULL DEFAULT '[]'
+  );
+  CREATE UNIQUE INDEX grants_live ON grants (user_id, app_entitlement_id)
+    WHERE state IN ('PROVISIONING', 'GRANTED', 'DEPROVISIONING');
+  CREATE INDEX grants_open ON grants (app_entitlement_id) WHERE state IN ('GRANTED', 'DEPROVISIONING');
+  CREATE INDEX grants_user ON grants (user_id, id);
+  CREATE INDEX grants_entitlement ON grants (app_entitlement_id, id);
+  CREATE INDEX grants_app ON grants (app_id, id);
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -31,6 +31,10 @@ import { temporal } from '@temporalio/proto';
 import {
   AUTOMATION_WORKFLOW,
   BULK_ACTION_WORKFLOW,
+  GRANT_WORKFLOW,
+  grantChangeSignal,
+  type GrantSignal,
+  type GrantWorkflow,
   breakerResumeSignal,
   decideUpdate,
   FlowQueueKey,
@@ -594,8 +598,47 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
         throw unavailable(err);
       }
     },
+
+    async startGrant(grantId) {
+      try {
+        await call(startTimeoutMs, () =>
+          client.workflow.start<GrantWorkflow>(GRANT_WORKFLOW, {
+            taskQueue,
+            workflowId: grantWorkflowId(grantId),
+            args: [{ grantId }],
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            staticSummary: `grant ${grantId}`,
+          }),
+        );
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw unavailable(err);
+      }
+    },
+
+    async signalGrant(grantId, signal) {
+      try {
+        await call(startTimeoutMs, () =>
+          client.workflow.signalWithStart<GrantWorkflow, [GrantSignal]>(GRANT_WORKFLOW, {
+            taskQueue,
+            workflowId: grantWorkflowId(grantId),
+            args: [{ grantId }],
+            signal: grantChangeSignal,
+            signalArgs: [signal],
+            staticSummary: `grant ${grantId}`,
+          }),
+        );
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
   };
   return engine;
+}
+
+/** The workflow id of a grant's workflow. */
+export function grantWorkflowId(grantId: string): string {
+  return `grant:${grantId}`;
 }
 
 /** The workflow id of a bulk action's workflow. */

@@ -33,6 +33,8 @@ export function unavailableEngine(): RunEngine {
     matchIds: unavailable,
     payloads: unavailable,
     startBulkAction: unavailable,
+    startGrant: unavailable,
+    signalGrant: unavailable,
   };
 }
 

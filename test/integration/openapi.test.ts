@@ -369,6 +369,22 @@ describe('OpenAPI document', () => {
       expect((await call(admin, 'delete', path.replace('/owner/', '/approver/'))).status).toBe(200);
     });
 
+    responseTest('grants: create, get, list, extend, revoke', async () => {
+      const made = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, {
+        displayName: 'Granted',
+        durationGrant: '3600s',
+      });
+      const body = { userId, appId, appEntitlementId: made.body.appEntitlement.id, duration: '60s' };
+      const created = await call(admin, 'post', '/api/v1/grants', body);
+      expect(created.status).toBe(200);
+      const id = created.body.grant.id;
+      expect((await call(reader, 'get', `/api/v1/grants/${id}`)).status).toBe(200);
+      expect((await call(reader, 'get', `/api/v1/grants?userId=${userId}&state=GRANTED`)).body.list).toHaveLength(1);
+      expect((await call(admin, 'post', `/api/v1/grants/${id}/extend`, { duration: '600s' })).status).toBe(200);
+      expect((await call(admin, 'post', `/api/v1/grants/${id}/revoke`, { reason: 'done' })).status).toBe(200);
+      expect((await call(admin, 'post', `/api/v1/grants/${id}/extend`, { duration: '600s' })).status).toBe(409);
+    });
+
     responseTest('API clients: create, list, get, delete', async () => {
       const created = await call(superAdmin, 'post', '/api/v1/iam/clients', {
         displayName: 'ci',

@@ -104,6 +104,11 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
   'DELETE /api/v1/apps/:app_id/entitlements/:id': { access: 'governance-write', status: 404 },
   'POST /api/v1/search/entitlements': { access: 'governance-read', status: 200 },
+  'POST /api/v1/grants': { access: 'governance-write', status: 400 },
+  'GET /api/v1/grants': { access: 'governance-read', status: 200 },
+  'GET /api/v1/grants/:id': { access: 'governance-read', status: 404 },
+  'POST /api/v1/grants/:id/revoke': { access: 'governance-write', status: 400 },
+  'POST /api/v1/grants/:id/extend': { access: 'governance-write', status: 400 },
   'GET /api/v2/users/:user_id/owners/entitlements': { access: 'governance-read', status: 404 },
   'POST /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': {
     access: 'governance-write',

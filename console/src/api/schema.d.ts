@@ -801,6 +801,75 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/grants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List grants, newest first. */
+        get: operations["grants.list"];
+        put?: never;
+        /** Grant a user an entitlement (its provisionerPolicy runs); the user's live grant of it is answered unchanged with created false. */
+        post: operations["grants.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/grants/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a grant with its provisioning record. */
+        get: operations["grants.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/grants/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke a grant (its deprovisionerPolicy runs); a REVOKED grant answers unchanged, a failed deprovision is retried. */
+        post: operations["grants.revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/grants/{id}/extend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set a GRANTED grant's expiresAt to now + duration (bounded by the entitlement's durationGrant). */
+        post: operations["grants.extend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -1524,6 +1593,19 @@ export interface components {
         CreateEntitlementOwnerRequest: {
             appEntitlementRef?: components["schemas"]["AppEntitlementRef"] | null;
         };
+        CreateGrantRequest: {
+            userId: string;
+            appId: string;
+            appEntitlementId: string;
+            /** @description Bounded by the entitlement's durationGrant; absent: durationGrant, or standing access. */
+            duration?: string | null;
+            justification?: string | null;
+        };
+        CreateGrantResponse: {
+            grant: components["schemas"]["Grant"];
+            /** @description false: the live grant the user already held, unchanged. */
+            created: boolean;
+        };
         CreateSecretRequest: {
             /** @description Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$. */
             name: string;
@@ -1713,11 +1795,49 @@ export interface components {
             /** @description The automation version the run executes. */
             version: number | null;
         };
+        ExtendGrantRequest: {
+            duration: string;
+        };
         /** @description Ends the run as FAILED with the evaluated message. */
         FailStep: {
             /** @description A CEL expression over ctx (ctx.trigger, ctx.steps). */
             message: string;
         };
+        Grant: {
+            id: string;
+            userId: string;
+            appId: string;
+            appEntitlementId: string;
+            state: components["schemas"]["GrantState"];
+            requestedBy: string;
+            justification: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            grantedAt: string | null;
+            /**
+             * Format: date-time
+             * @description null: standing access.
+             */
+            expiresAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+            revokedBy: string | null;
+            revokeReason: string | null;
+            error: string | null;
+            provisioning: components["schemas"]["ProvisioningEntry"][];
+        };
+        GrantList: {
+            list: {
+                grant: components["schemas"]["Grant"];
+            }[];
+            nextPageToken: string;
+        };
+        GrantResponse: {
+            grant: components["schemas"]["Grant"];
+        };
+        /** @enum {string} */
+        GrantState: "PROVISIONING" | "GRANTED" | "DEPROVISIONING" | "REVOKED" | "FAILED";
         HealthStatus: {
             /** @constant */
             status: "ok";
@@ -1911,6 +2031,25 @@ export interface components {
                 fallbackUserIds?: string[] | null;
             } | null;
         };
+        ProvisioningEntry: {
+            /** @enum {string} */
+            phase: "provision" | "deprovision";
+            /** @description unconfigured, manual, webhook, delegated, multiStep, connector, … */
+            policy: string;
+            /** @description "" for the policy itself, provisionSteps[i] for a multiStep step. */
+            step: string;
+            /** @enum {string} */
+            state: "PENDING" | "DONE" | "FAILED";
+            attempts: number;
+            /** Format: date-time */
+            startedAt: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+            error: string | null;
+            detail: {
+                [key: string]: unknown;
+            };
+        };
         /** @description Exactly one member is set. */
         ProvisionPolicy: {
             connector?: components["schemas"]["ConnectorProvision"] | null;
@@ -2003,6 +2142,9 @@ export interface components {
         RerunRequest: {
             /** @description true: retry from the failed step on the original version, reusing the results of the steps before it. Default: a fresh run on the published version. */
             fromFailedStep?: boolean | null;
+        };
+        RevokeGrantRequest: {
+            reason: string;
         };
         /** @enum {string} */
         Role: "super_admin" | "admin" | "read_only";
@@ -6657,6 +6799,439 @@ export interface operations {
             /** @description Internal error (no details). (code 13) */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "grants.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+                /** @description Only grants of this user. */
+                userId?: string;
+                /** @description Only grants of this app. */
+                appId?: string;
+                /** @description Only grants of this entitlement. */
+                appEntitlementId?: string;
+                /** @description Only grants in these states (repeatable). */
+                state?: ("PROVISIONING" | "GRANTED" | "DEPROVISIONING" | "REVOKED" | "FAILED")[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "grants.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateGrantRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreateGrantResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "grants.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantResponse"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "grants.revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RevokeGrantRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already exists. (code 6) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "grants.extend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExtendGrantRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GrantResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already exists. (code 6) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -96,7 +96,7 @@ export const ENTITLEMENT_OPERATIONS = [
     ok: gov.EmptyResponse,
     errors: ITEM_READ_ERRORS,
     handle: async (input, _ctx, deps) => {
-      await entitlements.deleteEntitlement(deps.db, input.params.app_id, input.params.id);
+      await entitlements.deleteEntitlement(deps.db, deps.engine, input.params.app_id, input.params.id, input.actor);
       return {};
     },
   }),

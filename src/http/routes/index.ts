@@ -17,6 +17,7 @@ import { APP_OPERATIONS, createAppsRouter } from './apps';
 import { createUsersRouter, USER_OPERATIONS } from './users';
 import { createEntitlementsRouter, ENTITLEMENT_OPERATIONS } from './entitlements';
 import { createOwnersRouter, OWNER_OPERATIONS } from './owners';
+import { createGrantsRouter, GRANT_OPERATIONS } from './grants';
 import { openApiOperation } from './openapi';
 import { CODEC_OPERATIONS, createCodecRouter } from './codec';
 import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
@@ -48,6 +49,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...USER_OPERATIONS,
   ...ENTITLEMENT_OPERATIONS,
   ...OWNER_OPERATIONS,
+  ...GRANT_OPERATIONS,
   ...AUDIT_OPERATIONS,
 ];
 
@@ -76,6 +78,7 @@ export const ROUTERS: RouterFactory[] = [
   createUsersRouter,
   createEntitlementsRouter,
   createOwnersRouter,
+  createGrantsRouter,
   (deps) => mountOperations(exactRouter(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
