@@ -12,6 +12,7 @@
  */
 import request from 'supertest';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { NativeConnection, Worker } from '@temporalio/worker';
@@ -162,6 +163,23 @@ describe('tracing', () => {
 
     const detail = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
     expect(detail.body.execution.traceId).toBe(senderTrace);
+
+    // A library's automatic instrumentation (as @opentelemetry/instrumentation-http or -pg would record
+    // them): the same allowlist decides what of it leaves.
+    const library = trace.getTracer('@opentelemetry/instrumentation-http');
+    const leaky = library.startSpan(`POST /hooks/${SECRETS.pathPart}?k=${SECRETS.queryPart}`, {
+      attributes: {
+        'http.request.method': 'POST',
+        'url.full': `${receiver.origin}/hooks/${SECRETS.pathPart}?k=${SECRETS.queryPart}`,
+        'http.target': `/hooks/${SECRETS.pathPart}`,
+        'http.request.header.authorization': [`Bearer ${SECRETS.apiKey}`],
+        'db.statement': `SELECT '${SECRETS.ssn}'`,
+      },
+    });
+    leaky.addEvent('exception', { 'exception.type': 'Error', 'exception.message': `token ${SECRETS.token}` });
+    leaky.setStatus({ code: 2, message: SECRETS.token });
+    leaky.end();
+    await tracing.forceFlush();
 
     // Every exported span, whole, as a collector gets it.
     const { text } = otlp(exported.getFinishedSpans());
