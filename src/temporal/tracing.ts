@@ -11,14 +11,15 @@ import type { WorkflowClientInterceptor } from '@temporalio/client';
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { IResource } from '@opentelemetry/resources';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
-import {
-  OpenTelemetryActivityInboundInterceptor,
-  OpenTelemetryActivityOutboundInterceptor,
-  OpenTelemetryWorkflowClientInterceptor,
-  makeWorkflowExporter,
-  type OpenTelemetrySinks,
-} from '@temporalio/interceptors-opentelemetry';
+import type * as TemporalOtel from '@temporalio/interceptors-opentelemetry';
+import type { OpenTelemetrySinks } from '@temporalio/interceptors-opentelemetry';
 import { tracingOn } from '../tracing/spans';
+
+/** The interceptors package, loaded on first use (tracing on): off, the process never loads it or the SDK it imports. */
+function temporalOtel(): typeof TemporalOtel {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('@temporalio/interceptors-opentelemetry') as typeof TemporalOtel;
+}
 
 /** The module of workflow interceptors every automation bundle includes. */
 export const WORKFLOW_TRACING_INTERCEPTORS: string =
@@ -32,7 +33,7 @@ export interface WorkerTracing {
 
 /** The client's interceptors: Temporal's OpenTelemetry one while tracing is on, none otherwise. */
 export function tracingClientInterceptors(): { workflow: WorkflowClientInterceptor[] } | undefined {
-  return tracingOn() ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+  return tracingOn() ? { workflow: [new (temporalOtel().OpenTelemetryWorkflowClientInterceptor)()] } : undefined;
 }
 
 /** A sink that drops the workflow sandbox's spans (tracing off, replay). */
@@ -48,6 +49,8 @@ export function tracingWorkerOptions(
   tracing: WorkerTracing | undefined,
 ): Pick<WorkerOptions, 'sinks' | 'interceptors'> {
   if (tracing === undefined) return { sinks: DROPPED };
+  const { OpenTelemetryActivityInboundInterceptor, OpenTelemetryActivityOutboundInterceptor, makeWorkflowExporter } =
+    temporalOtel();
   return {
     sinks: {
       exporter: makeWorkflowExporter(tracing.processor as unknown as SpanExporter, tracing.resource as never),
