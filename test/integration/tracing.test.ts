@@ -164,6 +164,19 @@ describe('tracing', () => {
     const detail = await auth(api().get(`/api/v1/automation_executions/${encodeURIComponent(executionId)}`));
     expect(detail.body.execution.traceId).toBe(senderTrace);
 
+    // An API request: its server span names the route's template and the actor's kind, never the token.
+    const apiTrace = randomBytes(16).toString('hex');
+    await auth(api().get(`/api/v1/automations/${created.automation.id}?view=${SECRETS.queryPart}`))
+      .set('traceparent', `00-${apiTrace}-${randomBytes(8).toString('hex')}-01`)
+      .expect(200);
+    const [apiSpan] = await traceSpans(apiTrace, (all) => all.length > 0);
+    expect([apiSpan!.name, attr(apiSpan!, 'http.route'), attr(apiSpan!, 'actor.kind')]).toEqual([
+      'GET /api/v1/automations/:id',
+      '/api/v1/automations/:id',
+      'client',
+    ]);
+    expect(attr(apiSpan!, 'http.response.status_code')).toBe(200);
+
     // A library's automatic instrumentation (as @opentelemetry/instrumentation-http or -pg would record
     // them): the same allowlist decides what of it leaves.
     const library = trace.getTracer('@opentelemetry/instrumentation-http');
