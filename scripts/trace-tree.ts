@@ -85,4 +85,10 @@ async function main(): Promise<void> {
   console.log(spanTree(trace));
 }
 
-if (require.main === module) void main();
+if (require.main === module)
+  main().catch((err: unknown) => {
+    console.error(
+      `trace-tree: ${(err as Error).message}${(err as Error).cause ? ` (${String((err as Error).cause)})` : ''}`,
+    );
+    process.exit(1);
+  });
