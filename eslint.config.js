@@ -25,8 +25,8 @@ const LAYERS = [
     'src/node-child.ts',
     'src/memory-trim.ts',
   ],
-  // CEL, sealing at rest (SecretBox), IP addresses and CIDR ranges
-  ['src/cel', 'src/crypto', 'src/net'],
+  // CEL, sealing at rest (SecretBox), IP addresses and CIDR ranges, tracing (OpenTelemetry)
+  ['src/cel', 'src/crypto', 'src/net', 'src/tracing'],
   // the outbound policy: where the service may call out to (JWKS fetches, callWebhook)
   ['src/outbound'],
   ['src/steps'],

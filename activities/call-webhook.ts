@@ -48,6 +48,7 @@ import type { Queryable } from '../src/store/db';
 import { previousSealedOutboundSecret, sealedOutboundSecrets } from '../src/store/outbound-secrets';
 import { callKey, isMalformedWhsec, signingKey, standardSignature } from '../src/webhooks/standard-webhooks';
 import type { CallKeyScope, CallWebhookInput, CallWebhookOutput } from '../src/contract/activities';
+import { withClientSpan } from '../src/tracing/spans';
 import { checkSecretOrigins } from './secret-origin-check';
 import { CelEvaluationError } from '../src/errors';
 
@@ -339,9 +340,25 @@ export function postJson(
   headers['content-length'] = String(payload.length);
   // Set last: the service's values win over a step's (validation refuses these names on save).
   Object.assign(headers, outboundIdentityHeaders(identity, payload));
-  const request = target.protocol === 'https:' ? https.request : http.request;
   const where = `POST ${shown(target)}`;
 
+  // A client span per call (src/tracing); its W3C context goes out with the request, set last.
+  return withClientSpan('POST', target, (traceHeaders, responded) =>
+    send(target, { ...headers, ...traceHeaders }, payload, where, timeoutMs, allowPrivate, responded),
+  );
+}
+
+/** Sends the prepared POST and reads its answer within the limits. */
+function send(
+  target: URL,
+  headers: Record<string, string>,
+  payload: Buffer,
+  where: string,
+  timeoutMs: number,
+  allowPrivate: boolean,
+  responded: (status: number) => void,
+): Promise<CallWebhookOutput> {
+  const request = target.protocol === 'https:' ? https.request : http.request;
   return new Promise<CallWebhookOutput>((resolve, reject) => {
     let settled = false;
     const finish = (error: ApplicationFailure | undefined, value?: CallWebhookOutput): void => {
@@ -378,6 +395,7 @@ export function postJson(
     }
     function onResponse(res: http.IncomingMessage): void {
       const status = res.statusCode ?? 0;
+      responded(status);
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > MAX_RESPONSE_BYTES) {
         finish(tooLarge(where));

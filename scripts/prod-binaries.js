@@ -8,6 +8,10 @@
  *   .temporal/bin/temporal-sql-tool    go.temporal.io/server/cmd/tools/sql@v1.29.1
  *   .temporal/bin/temporal-ui-server   github.com/temporalio/ui-server/v2/cmd/server@v2.55.0
  *   .temporal/temporal-server-v1.29.1/schema/postgresql/v12/{temporal,visibility}  (from the module)
+ *   .temporal/bin/jaeger               github.com/jaegertracing/jaeger/cmd/jaeger@v1.76.0 (Jaeger v2: OTLP
+ *                                        in, the query API; no UI in this build), built in an empty
+ *                                        module with `go get -tool` (its replace directives refuse a
+ *                                        plain `go install`); about 10 minutes on 2 cores the first time
  * The `go install`ed programs are not rebuilt when the binary is present; each is installed into
  * its own GOBIN and renamed (the UI server's main package is called `server`). v1.29.1 is the
  * newest server that builds with Go 1.26.8; ui-server v2.55.0 is the newest UI server whose go.mod
@@ -25,6 +29,9 @@ const DIR = path.join(ROOT, '.temporal');
 const BIN = path.join(DIR, 'bin');
 const TEMPORAL_VERSION = 'v1.29.1';
 const UI_VERSION = 'v2.55.0';
+const JAEGER_VERSION = 'v1.76.0';
+const JAEGER_PKG = 'github.com/jaegertracing/jaeger/cmd/jaeger';
+const JAEGER_BINARY = path.join(BIN, 'jaeger');
 
 const SERVER_SOURCE = path.join(ROOT, 'deploy', 'temporal', 'server');
 const SERVER_BINARY = path.join(BIN, 'temporal-server-authz');
@@ -75,17 +82,19 @@ function serverIsCurrent(sourceHash) {
   }
 }
 
-/** Builds what is missing; returns the paths of the three programs and of the PostgreSQL schemas. */
+/** Builds what is missing; returns the paths of the programs and of the PostgreSQL schemas. */
 function ensureProdBinaries(log = (line) => console.log(line)) {
   const paths = Object.fromEntries(PROGRAMS.map((p) => [p.name, path.join(BIN, p.name)]));
   const missing = PROGRAMS.filter((p) => !fs.existsSync(paths[p.name]));
   const schemaMissing = !fs.existsSync(path.join(SCHEMA_DIR, 'visibility', 'versioned'));
   const sourceHash = serverSourceHash();
   const serverStale = !serverIsCurrent(sourceHash);
-  if ((missing.length > 0 || schemaMissing || serverStale) && !haveGo()) {
+  const jaegerMissing = !fs.existsSync(JAEGER_BINARY);
+  if ((missing.length > 0 || schemaMissing || serverStale || jaegerMissing) && !haveGo()) {
     const what = [
       ...(serverStale ? ['temporal-server-authz (deploy/temporal/server)'] : []),
       ...missing.map((p) => p.name),
+      ...(jaegerMissing ? ['jaeger'] : []),
       ...(schemaMissing ? ['the PostgreSQL schemas'] : []),
     ];
     throw new Error(
@@ -132,6 +141,7 @@ function ensureProdBinaries(log = (line) => console.log(line)) {
     fs.rmSync(gobin, { recursive: true, force: true });
     log(`built ${program.name} in ${Math.round((Date.now() - started) / 1000)} s`);
   }
+  if (jaegerMissing) buildJaeger(goEnvironment, log);
   if (schemaMissing) {
     execFileSync('go', ['mod', 'download', `go.temporal.io/server@${TEMPORAL_VERSION}`], {
       stdio: 'inherit',
@@ -144,10 +154,32 @@ function ensureProdBinaries(log = (line) => console.log(line)) {
     execFileSync('chmod', ['-R', 'u+w', path.dirname(SCHEMA_DIR)]);
     log(`PostgreSQL schemas of the Temporal server ${TEMPORAL_VERSION}: ${SCHEMA_DIR}`);
   }
-  return { 'temporal-server': SERVER_BINARY, ...paths, schemaDir: SCHEMA_DIR };
+  return { 'temporal-server': SERVER_BINARY, ...paths, jaeger: JAEGER_BINARY, schemaDir: SCHEMA_DIR };
 }
 
-module.exports = { ensureProdBinaries, TEMPORAL_VERSION, UI_VERSION, SCHEMA_DIR, BIN, SERVER_SOURCE };
+/** Jaeger in an empty module of its own (`go get -tool`, then `go build`), renamed into place when whole. */
+function buildJaeger(goEnvironment, log) {
+  const moduleDir = path.join(DIR, 'build-jaeger');
+  fs.rmSync(moduleDir, { recursive: true, force: true });
+  fs.mkdirSync(moduleDir, { recursive: true });
+  log(`building jaeger: go get -tool ${JAEGER_PKG}@${JAEGER_VERSION} (the first build takes about 10 minutes)`);
+  const started = Date.now();
+  const go = (args) =>
+    execFileSync('go', args, { cwd: moduleDir, stdio: ['ignore', 'inherit', 'inherit'], env: goEnvironment });
+  const partial = `${JAEGER_BINARY}.${process.pid}.tmp`;
+  try {
+    go(['mod', 'init', 'jaegerbuild']);
+    go(['get', '-tool', `${JAEGER_PKG}@${JAEGER_VERSION}`]);
+    go(['build', '-o', partial, JAEGER_PKG]);
+    fs.renameSync(partial, JAEGER_BINARY);
+  } finally {
+    fs.rmSync(partial, { force: true });
+    fs.rmSync(moduleDir, { recursive: true, force: true });
+  }
+  log(`built jaeger in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+module.exports = { ensureProdBinaries, TEMPORAL_VERSION, UI_VERSION, JAEGER_VERSION, SCHEMA_DIR, BIN, SERVER_SOURCE };
 
 if (require.main === module) {
   try {

@@ -45,6 +45,7 @@ const { ensureProdBinaries } = require('./prod-binaries.js') as {
     'temporal-server': string;
     'temporal-sql-tool': string;
     'temporal-ui-server': string;
+    jaeger: string;
     schemaDir: string;
   };
 };
@@ -220,6 +221,10 @@ export function appEnvironment(
     port?: number;
     /** The API's admin listener (/ready, /metrics; loopback): never the port nginx proxies to. */
     adminPort?: number;
+    /** Jaeger's OTLP/HTTP receiver: every API and worker exports its spans there. */
+    otlpEndpoint?: string;
+    /** The console's "Open trace" link (Jaeger's trace page, `{traceId}` replaced). */
+    traceUiUrl?: string;
     passThrough?: Record<string, string>;
   },
 ): Record<string, string> {
@@ -233,6 +238,9 @@ export function appEnvironment(
     PAYLOAD_KEYS: p.payloadKeys,
     DATA_DIR: p.dataDir,
     ...clientTlsEnvironment(p.tlsDir, role),
+    ...(p.otlpEndpoint
+      ? { OTEL_EXPORTER_OTLP_ENDPOINT: p.otlpEndpoint, OTEL_SERVICE_NAME: 'automation-governance' }
+      : {}),
     ...p.passThrough,
   };
   if (role === 'worker') return { ...common, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
@@ -247,7 +255,26 @@ export function appEnvironment(
     TRUST_PROXY: '1',
     CODEC_CORS_ORIGINS: p.uiUrl,
     TEMPORAL_UI_URL: p.uiUrl,
+    ...(p.traceUiUrl ? { TRACE_UI_URL: p.traceUiUrl } : {}),
   };
+}
+
+/** Jaeger's listeners (deploy/jaeger/config.yaml reads them), every one on loopback. */
+export function jaegerEnvironment(ports: JaegerPorts): Record<string, string> {
+  return {
+    JAEGER_OTLP_HTTP_PORT: String(ports.otlpHttp),
+    JAEGER_OTLP_GRPC_PORT: String(ports.otlpGrpc),
+    JAEGER_QUERY_PORT: String(ports.query),
+    JAEGER_QUERY_GRPC_PORT: String(ports.queryGrpc),
+  };
+}
+
+export interface JaegerPorts {
+  otlpHttp: number;
+  otlpGrpc: number;
+  /** The query API (HTTP): /api/traces/{traceId}. */
+  query: number;
+  queryGrpc: number;
 }
 
 export interface StackOptions {
@@ -334,6 +361,8 @@ export interface ProdStack {
   /** The address people open (StackOptions.baseUrl, else entryUrl). */
   baseUrl: string;
   uiUrl: string;
+  /** Jaeger's query API (http://127.0.0.1:<port>): /api/traces/{traceId}. */
+  jaegerUrl: string;
   temporalAddress: string;
   appDatabaseUrl: string;
   logDir: string;
@@ -775,6 +804,7 @@ interface StackPorts {
   apiPorts: number[];
   /** The APIs' admin listeners (/ready, /metrics). */
   adminPorts: number[];
+  jaeger: JaegerPorts;
 }
 
 async function choosePorts(options: StackOptions): Promise<StackPorts> {
@@ -794,7 +824,8 @@ async function choosePorts(options: StackOptions): Promise<StackPorts> {
   }
   const apiPorts = [await port(), await port()];
   const adminPorts = [await port(), await port()];
-  return { entryPort, temporalPort, uiPort, temporalPorts, apiPorts, adminPorts };
+  const jaeger = { otlpHttp: await port(), otlpGrpc: await port(), query: await port(), queryGrpc: await port() };
+  return { entryPort, temporalPort, uiPort, temporalPorts, apiPorts, adminPorts, jaeger };
 }
 
 /** Temporal's schemas, exactly as an operator makes them with temporal-sql-tool (the script compose runs too). */
@@ -893,6 +924,23 @@ async function prepareNamespace(temporalAddress: string, tlsDir: string, log: (l
   log(
     `Temporal namespace default: retention 7 days${report.createdNamespace ? ' (created)' : ''}; search attributes ready`,
   );
+}
+
+/** Jaeger (deploy/jaeger/config.yaml: in memory, OTLP in, the query API) and its readiness. */
+function addJaeger(processes: StackProcesses, p: { bin: string; ports: JaegerPorts }): void {
+  processes.add(
+    'jaeger',
+    p.bin,
+    ['--config', path.join(ROOT, 'deploy/jaeger/config.yaml')],
+    jaegerEnvironment(p.ports),
+  );
+  processes.readiness.jaeger = () =>
+    until(
+      'Jaeger',
+      60_000,
+      () => httpOk(`http://127.0.0.1:${p.ports.query}/api/services`),
+      processes.get('jaeger'),
+    ).then(() => undefined);
 }
 
 /** The Temporal Web UI server (deploy/temporal-ui) and its readiness. */
@@ -1046,12 +1094,13 @@ async function stopProcesses(processes: StackProcesses): Promise<void> {
     'worker-1',
     'worker-2',
     'temporal-ui',
+    'jaeger',
     'temporal-frontend',
     'temporal-matching',
     'temporal-history',
     'temporal-worker',
   ];
-  for (const group of [order.slice(0, 1), order.slice(1, 6), order.slice(6)]) {
+  for (const group of [order.slice(0, 1), order.slice(1, 7), order.slice(7)]) {
     await Promise.all(group.map((name) => processes.byName.get(name)?.kill('SIGTERM')));
   }
 }
@@ -1064,7 +1113,9 @@ async function startAll(
   log: (line: string) => void,
 ): Promise<void> {
   const { readiness } = processes;
+  processes.get('jaeger').start();
   await startTemporal(processes);
+  await readiness.jaeger!();
   await prepareNamespace(temporalAddress, tlsDir, log);
   processes.get('temporal-ui').start();
   // API 1 first: it migrates the store and makes the bootstrap client; then the others.
@@ -1127,6 +1178,8 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     baseUrl,
     tlsDir,
   });
+  addJaeger(processes, { bin: bins.jaeger, ports: ports.jaeger });
+  const jaegerUrl = `http://127.0.0.1:${ports.jaeger.query}`;
   const { passThrough, bootstrapCreated } = appPassThrough(env, pg.created);
   const shared: AppShared = {
     databaseUrl: appDatabaseUrl,
@@ -1136,6 +1189,8 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     entryUrl: baseUrl,
     uiUrl,
     tlsDir,
+    otlpEndpoint: `http://127.0.0.1:${ports.jaeger.otlpHttp}`,
+    traceUiUrl: `${jaegerUrl}/trace/{traceId}`,
     passThrough,
   };
   addApis(processes, shared, ports, stateDir);
@@ -1148,6 +1203,7 @@ export async function startProdStack(options: StackOptions = {}): Promise<ProdSt
     entryUrl,
     baseUrl,
     uiUrl,
+    jaegerUrl,
     temporalAddress,
     appDatabaseUrl,
     logDir,
@@ -1202,6 +1258,7 @@ Production stack up in ${Math.round((Date.now() - started) / 1000)} s (Ctrl-C st
   Temporal frontend (mTLS):      ${stack.temporalAddress}
     temporal workflow list ${stack.temporalCliArgs('api').join(' ')}
   Temporal Web UI (read-only):   ${stack.uiUrl}
+  Jaeger query API (traces):     ${stack.jaegerUrl}/api/traces/<traceId>
   logs:                          ${stack.logDir}
 ${bootstrap ? `  a super_admin API client was created; its secret is shown only now:\n    client_id ${bootstrap.clientId}\n    client_secret ${bootstrap.clientSecret}\n` : ''}`);
   let stopping = false;

@@ -396,6 +396,26 @@ const SCHEMA = {
         optional(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${readInteger(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`
       ).replace(/\/+$/, ''),
   },
+  TRACE_UI_URL: optionalText(
+    'URL template',
+    'where the console’s “Open trace” links on a traced run: `{traceId}` is replaced by the run’s trace id, e.g. `http://jaeger:16686/trace/{traceId}`',
+    'unset: no link',
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText(
+    'URL',
+    'turns tracing on: the OTLP endpoint spans are exported to (OpenTelemetry’s own variable; with `OTEL_EXPORTER_OTLP_PROTOCOL`, `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`: docs/operations.md#tracing)',
+    'unset: tracing off, the SDK not loaded',
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalText(
+    'URL',
+    'turns tracing on too: the endpoint for traces only (used as given, no `/v1/traces` appended)',
+  ),
+  OTEL_SERVICE_NAME: optionalText(
+    'string',
+    'the service name every process exports its spans under (read by OpenTelemetry’s SDK)',
+    '`automation-governance`',
+  ),
+  OTEL_SDK_DISABLED: flag('`true` keeps tracing off even with an endpoint set'),
   CONSOLE_LOCAL_SIGNIN: {
     type: 'boolean',
     default: '`true` without OIDC, `false` with it',
@@ -509,6 +529,14 @@ function arrange(v: ConfigValues, warnings: string[]) {
     codec: { payloadKeys: v.PAYLOAD_KEYS, corsOrigins: v.CODEC_CORS_ORIGINS, allowLoopback: v.CODEC_ALLOW_LOOPBACK },
     /** The console's sign-in and sessions (src/http/console). */
     console: consoleOf(v),
+    /** OpenTelemetry tracing (src/tracing): on when an OTLP endpoint is set and the SDK is not disabled. */
+    tracing: {
+      enabled:
+        !v.OTEL_SDK_DISABLED &&
+        (v.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined),
+      /** TRACE_UI_URL: the console's "Open trace" link, `{traceId}` replaced. */
+      uiUrl: v.TRACE_UI_URL,
+    },
   };
 }
 

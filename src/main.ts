@@ -33,6 +33,9 @@ import { skipDroppedSdkLogMetadata } from './temporal/sdk-log-levels';
 import { createActivities } from '../activities';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from './temporal/codec';
 import { CODEC_PATH } from './http/routes/codec';
+import { tracingClientInterceptors } from './temporal/tracing';
+import type * as TracingSdk from './tracing/sdk';
+import type { Tracing } from './tracing/sdk';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -64,6 +67,8 @@ async function main(): Promise<void> {
   });
   skipDroppedSdkLogMetadata();
   const stops: Array<() => Promise<void>> = [];
+  const tracing = startTracingWhenOn(config, logger);
+  if (tracing) stops.push(() => tracing.shutdown());
   let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
@@ -104,7 +109,7 @@ async function main(): Promise<void> {
     const sealing = await bindSealedValues(db, secretBox);
     if (sealing.resealed > 0)
       logger.info({ resealed: sealing.resealed }, 'sealed values bound to their rows (one-time migration)');
-    const parts: ProcessParts = { target, config, db, codec, logger, secretBox };
+    const parts: ProcessParts = { target, config, db, codec, logger, secretBox, tracing };
     let worker: Running | undefined;
     if (role !== 'api') {
       worker = await startWorker(parts, bundling);
@@ -215,10 +220,25 @@ interface ProcessParts {
   codec: EncryptionCodec;
   logger: Logger;
   secretBox: SecretBox;
+  /** The OpenTelemetry SDK, while tracing is on. */
+  tracing: Tracing | undefined;
+}
+
+/**
+ * Starts OpenTelemetry's SDK when the OTEL_* variables turn tracing on (src/tracing/sdk.ts, loaded
+ * only then); before any Temporal client is made, so that each gets the interceptors.
+ */
+function startTracingWhenOn(config: Config, logger: Logger): Tracing | undefined {
+  if (!config.tracing.enabled) return undefined;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { startTracing } = require('./tracing/sdk') as typeof TracingSdk;
+  const tracing = startTracing(process.env);
+  logger.info({ serviceName: tracing.resource.attributes['service.name'] }, 'tracing on: spans are exported over OTLP');
+  return tracing;
 }
 
 async function startWorker(
-  { target, config, db, codec, logger, secretBox }: ProcessParts,
+  { target, config, db, codec, logger, secretBox, tracing }: ProcessParts,
   bundling: Promise<string> | undefined,
 ): Promise<Running> {
   const connection = await connectWorkerConnection(target);
@@ -240,6 +260,7 @@ async function startWorker(
       : {}),
     ...(config.worker.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: config.worker.maxCachedWorkflows } : {}),
     ...(config.worker.verifyHistories ? { verifyHistories: true } : {}),
+    ...(tracing ? { tracing: { processor: tracing.processor, resource: tracing.resource } } : {}),
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err: (err as Error).message }, 'worker stopped unexpectedly'));
@@ -268,6 +289,7 @@ async function startApi(
         connection: workerConnection,
         namespace: config.temporal.namespace,
         dataConverter: encryptedDataConverter(codec),
+        interceptors: tracingClientInterceptors(),
       })
     : lazyClient;
   const deps = await composeApp({

@@ -33,6 +33,7 @@ import {
 } from '@temporalio/workflow';
 import type { Duration } from '@temporalio/common';
 import { grantSignal, releaseSignal } from './lane';
+import { annotateRunSpan, inStepSpan } from './step-span';
 import type { AutomationActivities } from '../src/contract/activities';
 import {
   evaluateThenPerform,
@@ -132,6 +133,7 @@ type EffectActivity = { executeWithOptions(options: ActivityOptions, args: [obje
 export async function automation(input: AutomationRunInput): Promise<RunState> {
   const state: RunState = { status: 'RUNNING', steps: [] };
   const decisions = new Map<string, ApprovalDecision>();
+  annotateRunSpan(input.automationId, input.version);
   setHandler(stateQuery, () => state);
   setHandler(
     decideUpdate,
@@ -330,7 +332,9 @@ async function runSteps(
     }
     result.status = 'RUNNING';
     try {
-      const outcome = await runStep(step, workflowEffects(input, step, result, outputs, decisions, options));
+      const outcome = await inStepSpan(step.id, stepKind(step), () =>
+        runStep(step, workflowEffects(input, step, result, outputs, decisions, options)),
+      );
       if (outcome.skipped) {
         result.status = 'SKIPPED';
         continue;

@@ -11,6 +11,8 @@ export interface ConsoleConfig {
   temporalUiUrl: string;
   /** The Temporal namespace runs live in. */
   namespace: string;
+  /** TRACE_UI_URL: where "Open trace" links, `{traceId}` replaced; absent: no link. */
+  traceUiUrl?: string;
 }
 
 function read(): ConsoleConfig {

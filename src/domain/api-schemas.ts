@@ -462,6 +462,11 @@ export const Execution = z
       .object({ since: z.string().meta({ format: 'date-time' }) })
       .optional()
       .meta({ description: 'While PAUSED: since when the circuit breaker holds the run.' }),
+    traceId: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/)
+      .optional()
+      .meta({ description: 'The OpenTelemetry trace id of the run, when it is traced (32 lowercase hex characters).' }),
     bulkActionId: z.string().optional().meta({
       description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).',
     }),

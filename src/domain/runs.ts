@@ -53,6 +53,8 @@ export interface RunRecord extends RunSummary {
   queue?: { key: string };
   /** While PAUSED: since when the circuit breaker holds the run. */
   paused?: { since: string };
+  /** The run's trace (its start's OpenTelemetry trace id), when it was started traced. */
+  traceId?: string;
 }
 
 /** A run that can still change (the engine holds it open). */

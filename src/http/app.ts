@@ -1,4 +1,6 @@
 /** The Koa application: error mapping first, then every router. Tested with supertest(app.callback()). */
+import { tracingOn, withServerSpan } from '../tracing/spans';
+import type { Principal } from '../auth/roles';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import type { AppDeps } from './context';
@@ -31,11 +33,34 @@ class ServiceApp extends Koa {
   }
 }
 
+/** The paths whose requests get a server span; deliveries have their own (src/http/routes/webhooks.ts). */
+const API_PATH = /^\/(?:console\/)?api\/(?!v1\/webhooks\/incoming\/)/i;
+
+/** Runs the request inside its server span; the name and `http.route` are the matched route's template. */
+function inApiSpan(ctx: Koa.Context, next: Koa.Next): Promise<void> {
+  return withServerSpan(ctx.method, ctx.headers, { 'http.request.method': ctx.method }, async (span) => {
+    try {
+      await next();
+    } finally {
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute;
+      const principal = ctx.state.principal as Principal | undefined;
+      if (route !== undefined) span?.updateName(`${ctx.method} ${route}`);
+      span?.setAttributes({
+        'http.response.status_code': ctx.status,
+        ...(route !== undefined ? { 'http.route': route } : {}),
+        ...(principal ? { 'actor.kind': principal.actor?.startsWith('person:') ? 'person' : 'client' } : {}),
+      });
+    }
+  });
+}
+
 export function createApp(deps: AppDeps): Koa {
   const app = new ServiceApp(
     proxyOptions(deps.config.trustProxy),
     webhookFastPath(deps.webhookEndpoint, deps.metrics, deps.logger),
   );
+  // API requests get a server span (src/tracing): the route's template and the actor's kind, nothing of the request.
+  app.use((ctx, next) => (tracingOn() && API_PATH.test(ctx.path) ? inApiSpan(ctx, next) : next()));
   app.use(async (ctx, next) => {
     const started = process.hrtime.bigint();
     try {

@@ -16,6 +16,7 @@ import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { PayloadCodec } from '@temporalio/common';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import { encryptedDataConverter } from './codec';
+import { tracingClientInterceptors } from './tracing';
 
 /**
  * The Temporal environment configuration variables that reach the connection (read by
@@ -121,7 +122,15 @@ export function createLazyClient(
     interceptors: [makeGrpcRetryInterceptor(retries.options(base))],
   }) as LazyConnection;
   connection.retries = retries;
-  return { client: new Client({ connection, namespace, dataConverter: encryptedDataConverter(codec) }), connection };
+  return {
+    client: new Client({
+      connection,
+      namespace,
+      dataConverter: encryptedDataConverter(codec),
+      interceptors: tracingClientInterceptors(),
+    }),
+    connection,
+  };
 }
 
 export async function connectClientConnection(target: TemporalTarget): Promise<Connection> {

@@ -15,6 +15,7 @@
  * when Temporal cannot be reached; reads and control `callTimeoutMs`; an update (a decision) waits
  * for a worker to take it, so it gets longer. Failures come back as the domain's errors.
  */
+import { activeTraceId } from '../tracing/spans';
 import { randomUUID } from 'node:crypto';
 import {
   isGrpcServiceError,
@@ -254,6 +255,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
       rerunOf: typeof memo.rerunOf === 'string' ? memo.rerunOf : null,
       reruns: await rerunsRead,
       callKeysOf,
+      ...(typeof memo.traceId === 'string' && TRACE_ID.test(memo.traceId) ? { traceId: memo.traceId } : {}),
       ...fields,
       steps: withCallKeys(fields.steps, callKeysOf),
     });
@@ -652,6 +654,7 @@ export function bulkActionWorkflowId(bulkActionId: string): string {
  */
 export function runStartOptions(taskQueue: string, run: RunStart): WorkflowStartOptions<AutomationWorkflow> {
   const { input } = run;
+  const traceId = activeTraceId();
   return {
     taskQueue,
     workflowId: run.runId,
@@ -672,12 +675,17 @@ export function runStartOptions(taskQueue: string, run: RunStart): WorkflowStart
       ...(run.callKeysOf ? { callKeysOf: run.callKeysOf } : {}),
       // A run admitted through a lane: its key, which the lanes of the automation count by (visibility.ts).
       ...(input.flow?.queue ? { [QUEUE_KEY_MEMO]: input.flow.queue.key } : {}),
+      // The trace the run was started in (the delivery's), for the run's detail: its `traceId`.
+      ...(traceId ? { traceId } : {}),
     },
     staticSummary: `${run.automationName} (v${input.version}) — ${run.summary}`,
   };
 }
 
 // ---------------------------------------------------------------- small helpers
+
+/** A W3C trace id as a run's memo keeps it. */
+const TRACE_ID = /^[0-9a-f]{32}$/;
 
 /** The memo's `callKeysOf` (a retry from the failed step: the original run), when well-formed. */
 function callKeyScope(value: unknown): CallKeyScope | undefined {

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { tracingWorkerOptions, type WorkerTracing } from './tracing';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -97,12 +98,17 @@ export function installQuietRuntime(): void {
 export async function replayHistories(
   bundle: WorkflowBundleOption,
   histories: NamedHistory[],
+  tracing?: WorkerTracing,
 ): Promise<ReplayFailure[]> {
   const failures: ReplayFailure[] = [];
   const answered = new Map(histories.map((h) => [h.name, 0]));
   // The replay worker reports by workflow id: each history gets its own name as id.
   const items = histories.map((h) => ({ workflowId: h.name, history: h.history }));
-  for await (const result of Worker.runReplayHistories({ workflowBundle: bundle }, items)) {
+  for await (const result of Worker.runReplayHistories(
+    // The bundle carries Temporal's OpenTelemetry workflow interceptors; their sink is registered as in a worker.
+    { workflowBundle: bundle, sinks: tracingWorkerOptions(tracing).sinks },
+    items,
+  )) {
     answered.set(result.workflowId, (answered.get(result.workflowId) ?? 0) + 1);
     if (result.error)
       failures.push({ name: result.workflowId, kind: result.error.name, message: result.error.message });

@@ -20,6 +20,12 @@ import type { RunEngine } from '../domain/engine';
 import { describeFailures, loadCommittedHistories, replayHistories } from './history-replay';
 import { encryptedDataConverter } from './codec';
 import { createTemporalEngine } from './engine';
+import {
+  tracingClientInterceptors,
+  tracingWorkerOptions,
+  WORKFLOW_TRACING_INTERCEPTORS,
+  type WorkerTracing,
+} from './tracing';
 
 export interface AutomationWorkerOptions {
   connection: NativeConnection;
@@ -42,6 +48,8 @@ export interface AutomationWorkerOptions {
   maxCachedWorkflows?: number;
   /** Refuse to start unless the workflow code replays every committed history (WORKER_VERIFY_HISTORIES). */
   verifyHistories?: boolean;
+  /** Where the workflow spans go while tracing is on (src/tracing/sdk.ts); absent: dropped. */
+  tracing?: WorkerTracing;
 }
 
 /**
@@ -74,11 +82,13 @@ const WORKFLOW_SOURCE_MAP = 'inline-nosources-cheap-module-source-map';
 
 /** Options for `bundleWorkflowCode` that make the automation workflow bundle, wherever it is built. */
 export function automationBundleOptions(): Required<
-  Pick<BundleOptions, 'workflowsPath' | 'preloadModules' | 'webpackConfigHook'>
+  Pick<BundleOptions, 'workflowsPath' | 'preloadModules' | 'webpackConfigHook' | 'workflowInterceptorModules'>
 > {
   return {
     workflowsPath: automationWorkflowsPath(),
     preloadModules: [...AUTOMATION_PRELOAD_MODULES],
+    // Temporal's OpenTelemetry workflow interceptors, in every bundle (src/temporal/tracing.ts).
+    workflowInterceptorModules: [WORKFLOW_TRACING_INTERCEPTORS],
     webpackConfigHook: (config) => ({ ...config, devtool: WORKFLOW_SOURCE_MAP }),
   };
 }
@@ -95,6 +105,7 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
     connection: opts.connection,
     namespace: opts.namespace,
     dataConverter: encryptedDataConverter(opts.codec),
+    interceptors: tracingClientInterceptors(),
   });
   const engine = createTemporalEngine({ client, taskQueue: opts.taskQueue, db: opts.db });
   // Deadlock detection from the main thread instead of a vm watchdog per call (src/temporal/activation-guard.ts).
@@ -112,7 +123,9 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
             preloadModules: [...AUTOMATION_PRELOAD_MODULES],
             webpackConfigHook: automationBundleOptions().webpackConfigHook,
           },
+          interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTORS] },
         }),
+    ...tracingWorkerOptions(opts.tracing),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined
       ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }

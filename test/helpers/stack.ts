@@ -9,6 +9,7 @@ import { Client } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import './quiet-runtime';
 import { createAutomationWorker } from '../../src/temporal/worker';
+import { tracingClientInterceptors, type WorkerTracing } from '../../src/temporal/tracing';
 import { createActivities } from '../../activities';
 import { startTestService, type TestService, type TestServiceOptions } from './test-service';
 import {
@@ -31,6 +32,8 @@ export interface Stack {
     body: Record<string, unknown>,
     publish?: boolean,
   ): Promise<{ automation: AutomationView; signingSecret?: string }>;
+  /** Stops the stack's worker (the runs wait for another worker on the task queue). */
+  stopWorker(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -44,11 +47,19 @@ export interface AutomationView {
 /** Upper bound for one workflow start in tests that expect 200. */
 export const PATIENT_START_TIMEOUT_MS = 60_000;
 
-export async function startStack(options: TestServiceOptions & { worker?: boolean } = {}): Promise<Stack> {
+export async function startStack(
+  options: TestServiceOptions & { worker?: boolean; tracing?: WorkerTracing } = {},
+): Promise<Stack> {
   const temporal = await testTemporal();
   const taskQueue = uniqueTaskQueue('stack');
   const connection = await connectClient(temporal.address);
-  const client = new Client({ connection, namespace: temporal.namespace, ...testDataConverter() });
+  // With tracing started in the test process (src/tracing/sdk.ts), the client starts runs traced.
+  const client = new Client({
+    connection,
+    namespace: temporal.namespace,
+    ...testDataConverter(),
+    interceptors: tracingClientInterceptors(),
+  });
   // Starts may take long on a loaded test machine: the production bound (5 s, then 503) would turn
   // a test about something else into a flaky 503. Tests about that bound pass `temporal` of their own.
   const service = await startTestService({
@@ -75,6 +86,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
         }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
+      ...(options.tracing ? { tracing: options.tracing } : {}),
     });
     running = worker.run();
   }
@@ -99,6 +111,15 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
         created.body.automation = published.body.automation;
       }
       return created.body;
+    },
+    async stopWorker() {
+      if (worker) {
+        worker.shutdown();
+        await running;
+        worker = undefined;
+      }
+      await workerConnection?.close();
+      workerConnection = undefined;
     },
     async close() {
       if (worker) {

@@ -251,6 +251,12 @@ describe('the app processes', () => {
       ]);
       for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS'])
         expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
+      // Traced on both sides, to the trace backend beside them (compose: the jaegertracing service).
+      const traced = appEnvironment(role, { ...scriptApp, port: 8080, otlpEndpoint: 'http://127.0.0.1:4318' });
+      expect([a.tracing.enabled, loadConfig(traced).tracing.enabled]).toEqual([true, true]);
+      expect(composeEnv.OTEL_SERVICE_NAME).toBe(traced.OTEL_SERVICE_NAME);
+      expect(new URL(composeEnv.OTEL_EXPORTER_OTLP_ENDPOINT!).hostname).toBe('jaegertracing');
+      expect(compose.services.jaegertracing?.image).toMatch(/^jaegertracing\/jaeger:/);
       expect(compose.services[role]?.command).toEqual([role]);
     },
   );
@@ -481,6 +487,7 @@ describe('mutual TLS to Temporal (the same certificates, holders and names on bo
     expect(Object.keys(compose.services).sort()).toEqual(
       [
         'api',
+        'jaegertracing',
         'nginx',
         'postgres',
         'temporal-certs',

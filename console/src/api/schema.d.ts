@@ -1734,6 +1734,8 @@ export interface components {
                 /** Format: date-time */
                 since: string;
             };
+            /** @description The OpenTelemetry trace id of the run, when it is traced (32 lowercase hex characters). */
+            traceId?: string;
             /** @description The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun). */
             bulkActionId?: string;
         };

@@ -16,6 +16,12 @@ export function temporalUrl(runId: string): string {
   return `${CONFIG.temporalUiUrl.replace(/\/$/, '')}/namespaces/${encodeURIComponent(CONFIG.namespace)}/workflows/${encodeURIComponent(runId)}`;
 }
 
+/** The trace backend's page of a traced run (TRACE_UI_URL, `{traceId}` replaced), or undefined. */
+export function traceUrl(traceId: string | undefined): string | undefined {
+  if (!CONFIG.traceUiUrl || !traceId) return undefined;
+  return CONFIG.traceUiUrl.split('{traceId}').join(encodeURIComponent(traceId));
+}
+
 export function useRun(id: string) {
   return useQuery({
     queryKey: ['run', id],
@@ -52,9 +58,16 @@ export function RunPage({ id }: { id: string }) {
     <>
       <PageHeading
         actions={
-          <a href={temporalUrl(r.id)} target="_blank" rel="noreferrer noopener">
-            Open in Temporal
-          </a>
+          <>
+            <a href={temporalUrl(r.id)} target="_blank" rel="noreferrer noopener">
+              Open in Temporal
+            </a>
+            {traceUrl(r.traceId) ? (
+              <a href={traceUrl(r.traceId)} target="_blank" rel="noreferrer noopener">
+                Open trace
+              </a>
+            ) : null}
+          </>
         }
       >
         Run {r.eventId ?? r.id}

@@ -115,6 +115,7 @@ function consoleConfigOf(config: Config): Record<string, unknown> {
     localSignin: config.console.localSignIn,
     temporalUiUrl: config.console.temporalUiUrl,
     namespace: config.temporal.namespace,
+    ...(config.tracing.uiUrl ? { traceUiUrl: config.tracing.uiUrl } : {}),
   };
 }
 

@@ -25,6 +25,8 @@ import * as api from '../../domain/api-schemas';
 import { AUTH_METHODS, authenticatorOf } from '../../webhooks/authenticators';
 import type { DocumentedOperation } from '../operation';
 import { AdmissionRefusal } from '../../errors';
+import { withServerSpan } from '../../tracing/spans';
+import type { Span } from '@opentelemetry/api';
 
 /**
  * The receiver's declaration: what the OpenAPI document says of it. It is served by this module
@@ -82,6 +84,16 @@ export const WEBHOOK_OPERATION: DocumentedOperation = {
     503: 'The workflow engine is unavailable; the event was not accepted, retry later.',
   },
 };
+
+/** The delivery's server span: its name and route are the path's template, never the listener id. */
+const WEBHOOK_SPAN_NAME = `POST ${WEBHOOK_PATH_PREFIX}{listener_id}`;
+const WEBHOOK_SPAN_ATTRIBUTES = {
+  'http.request.method': 'POST',
+  'http.route': `${WEBHOOK_PATH_PREFIX}{listener_id}`,
+} as const;
+
+/** An event id the span may carry: a UUID (the header's checked form), never another header value. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Seconds a sender is asked to wait after a 503 before retrying the same event. */
 const RETRY_AFTER_SECONDS = '5';
@@ -256,14 +268,28 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
   });
   metrics.watchWebhooksInFlight(() => admission.inFlight);
 
-  return async function answerDelivery(listenerId, req, path) {
+  return function answerDelivery(listenerId, req, path) {
+    // The delivery's server span continues the sender's W3C trace context (src/tracing).
+    return withServerSpan(WEBHOOK_SPAN_NAME, req.headers, WEBHOOK_SPAN_ATTRIBUTES, (span) =>
+      answer(listenerId, req, path, span),
+    );
+  };
+
+  async function answer(
+    listenerId: string,
+    req: IncomingMessage,
+    path: string,
+    span: Span | undefined,
+  ): Promise<WebhookAnswer> {
     const source = clientAddress(req, deps.config.trustProxy);
     let ticket: AdmissionTicket;
     try {
       ticket = admission.enter(source);
     } catch (err) {
       if (!(err instanceof AdmissionRefusal)) throw err;
-      metrics.recordWebhook(429, err.scope === 'source' ? 'source_busy' : 'overloaded');
+      const reason = err.scope === 'source' ? 'source_busy' : 'overloaded';
+      metrics.recordWebhook(429, reason);
+      span?.setAttributes({ 'http.response.status_code': 429, 'webhook.outcome': reason });
       return loadRefusal(err);
     }
     const started = process.hrtime.bigint();
@@ -304,6 +330,12 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
       ticket.release();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.recordWebhook(status, reason, seconds);
+      span?.setAttributes({
+        'http.response.status_code': status,
+        'webhook.outcome': reason,
+        ...(facts?.automationId !== undefined ? { 'automation.id': facts.automationId } : {}),
+        ...(facts?.eventId && UUID.test(facts.eventId) ? { 'webhook.event_id': facts.eventId } : {}),
+      });
       // Deliveries to an unknown listener are not logged: they belong to no automation.
       if (facts?.automationId !== undefined) {
         deps.deliveryLog?.record({
@@ -319,7 +351,7 @@ export function createWebhookEndpoint(deps: Omit<AppDeps, 'webhookEndpoint'>): W
         });
       }
     }
-  };
+  }
 }
 
 /** The service's headers and the JSON content type Koa gives a JSON body. */
