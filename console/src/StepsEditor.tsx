@@ -43,6 +43,8 @@ export default function StepsEditor({
           highlightActiveLine(),
           syntaxHighlighting(defaultHighlightStyle),
           json(),
+          // Long lines wrap: on a phone the editor never scrolls sideways (nor the page).
+          EditorView.lineWrapping,
           // Tab indents; Escape then Tab leaves the editor (CodeMirror's documented escape hatch).
           keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
           EditorView.contentAttributes.of(attributes),

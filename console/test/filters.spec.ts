@@ -1,7 +1,7 @@
 /**
  * The one filter control (console/src/FilterBar.tsx) on each list page, in a real browser against
- * a real `npm start`: on Runs, Deliveries, Audit and API clients a filter narrows the list to the
- * rows it names and leaves the others out, its value is in the address, and "Clear" brings them back.
+ * a real `npm start`: on Runs (searched by an event id's first characters too), Deliveries, Audit
+ * and API clients a filter narrows the list to the rows it names and leaves the others out, its value is in the address, and "Clear" brings them back.
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
@@ -84,6 +84,14 @@ test('a filter on Runs, Deliveries, Audit and API clients narrows the list, and 
   await filters.getByRole('button', { name: 'Clear' }).click();
   await expect(runRow(page, done.executionId!)).toBeVisible();
   await expect(runRow(page, open.executionId!)).toBeVisible();
+  // Searched by the first characters of an event id, in capitals.
+  await filters.getByLabel('Event or run id').fill(open.executionId!.split(':').pop()!.slice(0, 10).toUpperCase());
+  await filters.getByRole('button', { name: 'Filter' }).click();
+  await expect(runRow(page, done.executionId!)).toHaveCount(0);
+  await expect(runRow(page, open.executionId!)).toBeVisible();
+  await expect(page).toHaveURL(/q=/);
+  await filters.getByRole('button', { name: 'Clear' }).click();
+  await expect(runRow(page, done.executionId!)).toBeVisible();
 
   // Deliveries: by reason.
   await page.goto(`/console/deliveries?automation=${quick.id}`);

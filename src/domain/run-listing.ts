@@ -22,7 +22,13 @@ export interface RunFilter {
   startedAfter?: string;
   /** Started before. */
   startedBefore?: string;
+  /** Only the run of this event id (exact). */
+  eventId?: string;
+  /** A prefix of the run id or of the event id (case-insensitive: as typed and in lower case). */
+  q?: string;
 }
+
+const MAX_SEARCH = 200;
 
 /** A lane of one concurrency key value: its running and queued runs, the oldest queued run's start. */
 export interface LaneView {
@@ -82,6 +88,16 @@ export function readRunFilter(query: Record<string, unknown>): RunFilter {
     if (waiting !== 'true')
       throw invalidArgument({ field: 'waitingForApproval', description: 'must be true (or absent)' });
     filter.waitingForApproval = true;
+  }
+  for (const field of ['eventId', 'q'] as const) {
+    const text = single(query, field)?.trim();
+    if (text === undefined || text === '') continue;
+    if (text.length > MAX_SEARCH || [...text].some((c) => c < ' '))
+      throw invalidArgument({
+        field,
+        description: `must be at most ${MAX_SEARCH} characters, without control characters`,
+      });
+    filter[field] = text;
   }
   const after = time(query, 'startedAfter');
   const before = time(query, 'startedBefore');

@@ -52,6 +52,16 @@ export function runQuery(filter: RunFilter): string {
   if (filter.waitingForApproval) clauses.push('ExecutionStatus = "Running" AND ApprovalWait IS NOT NULL');
   if (filter.startedAfter !== undefined) clauses.push(`StartTime >= ${quote(filter.startedAfter)}`);
   if (filter.startedBefore !== undefined) clauses.push(`StartTime < ${quote(filter.startedBefore)}`);
+  if (filter.eventId !== undefined) clauses.push(`WebhookEventId = ${quote(filter.eventId)}`);
+  if (filter.q !== undefined) {
+    // Visibility compares as written: the prefix as typed and in lower case (ids are mostly lower case).
+    const prefixes = [...new Set([filter.q, filter.q.toLowerCase()])];
+    const matches = prefixes.flatMap((p) => [
+      `WorkflowId STARTS_WITH ${quote(p)}`,
+      `WebhookEventId STARTS_WITH ${quote(p)}`,
+    ]);
+    clauses.push(`(${matches.join(' OR ')})`);
+  }
   return clauses.join(' AND ');
 }
 

@@ -131,6 +131,23 @@ for (const target of DATABASES) {
       ]).toEqual([done]);
     });
 
+    it('eventId finds the run of one event; q a prefix of its run id or event id, in any letter case', async () => {
+      const flow = await automation('listing search', QUICK);
+      const first = await accepted(flow, { user: 's1' });
+      const second = await accepted(flow, { user: 's2' });
+      await untilListed(`automationId=${flow.id}`, (m) => m.size === 2);
+      const eventOf = (id: string) => id.split(':').pop()!;
+      const only = (query: string) => listed(`automationId=${flow.id}&${query}`).then((m) => [...m.keys()].sort());
+      expect(await only(`eventId=${encodeURIComponent(eventOf(first))}`)).toEqual([first]);
+      expect(await only(`q=${encodeURIComponent(eventOf(second).slice(0, 12).toUpperCase())}`)).toEqual([second]);
+      // A run id's prefix: the listener's part names both runs of this automation.
+      const listenerPart = first.slice(0, first.lastIndexOf(':') + 1);
+      expect(await only(`q=${encodeURIComponent(listenerPart)}`)).toEqual([first, second].sort());
+      expect(await only('q=no-such-prefix')).toEqual([]);
+      const tooLong = await get(`${RUNS}?q=${'x'.repeat(201)}`);
+      expect([tooLong.status, tooLong.body.details[0].fieldViolations[0].field]).toEqual([400, 'q']);
+    });
+
     it('waitingForApproval=true is the approvals inbox: running runs with a step waiting, naming the step; an approved run leaves it', async () => {
       const held = await automation('inbox', HOLD);
       const quick = await automation('inbox quick', QUICK);

@@ -11,6 +11,8 @@ export interface RunQuery {
   waitingForApproval?: boolean;
   startedAfter?: string;
   startedBefore?: string;
+  /** A prefix of the run id or of the event id. */
+  q?: string;
   pageToken?: string;
   pageSize?: number;
 }
@@ -25,6 +27,7 @@ export function listRuns(query: RunQuery): Promise<{ list: RunListItem[]; nextPa
           waitingForApproval: query.waitingForApproval ? 'true' : undefined,
           startedAfter: query.startedAfter || undefined,
           startedBefore: query.startedBefore || undefined,
+          q: query.q || undefined,
           page_token: query.pageToken || undefined,
           page_size: query.pageSize ?? 50,
         },

@@ -3895,6 +3895,10 @@ export interface operations {
                 startedAfter?: string;
                 /** @description Only runs started before this RFC 3339 time. */
                 startedBefore?: string;
+                /** @description Only the run of this event id (exact). */
+                eventId?: string;
+                /** @description Only runs whose run id or event id starts with this (case-insensitive). */
+                q?: string;
             };
             header?: never;
             path?: never;

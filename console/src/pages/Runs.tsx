@@ -1,6 +1,6 @@
 /**
- * Runs across automations (open runs first, newest first), filtered by automation, status and start
- * time; polled while shown, so statuses change without a reload. A queued run shows its key.
+ * Runs across automations (open runs first, newest first), searched by an event or run id's first
+ * characters and filtered by automation, status and start time; polled while shown, so statuses change without a reload. A queued run shows its key.
  * "Bulk action" opens a form that acts on the runs these filters select (BulkAction.tsx).
  */
 import { useInfiniteQuery } from '@tanstack/react-query';
@@ -14,18 +14,19 @@ import { BulkActionForm } from './BulkAction';
 
 export function RunsPage() {
   usePageTitle('Runs');
-  const [filters, setFilters] = useFilters('/runs', ['automation', 'status', 'after', 'before']);
-  const { automation: automationId, status, after: startedAfter, before: startedBefore } = filters;
+  const [filters, setFilters] = useFilters('/runs', ['q', 'automation', 'status', 'after', 'before']);
+  const { q, automation: automationId, status, after: startedAfter, before: startedBefore } = filters;
   const automations = useAutomationNames();
   const [bulkOpen, setBulkOpen] = useState(false);
   const runs = useInfiniteQuery({
-    queryKey: ['runs', { automationId, status, startedAfter, startedBefore }],
+    queryKey: ['runs', { q, automationId, status, startedAfter, startedBefore }],
     queryFn: ({ pageParam }) =>
       listRuns({
         automationId: automationId || undefined,
         status: (RUN_STATUSES as readonly string[]).includes(status) ? [status as RunStatus] : undefined,
         startedAfter: isoOf(startedAfter),
         startedBefore: isoOf(startedBefore),
+        q,
         pageToken: pageParam,
       }),
     initialPageParam: '',
@@ -60,6 +61,7 @@ export function RunsPage() {
         values={filters}
         onChange={setFilters}
         fields={[
+          { kind: 'text', name: 'q', label: 'Event or run id', placeholder: 'the first characters' },
           {
             kind: 'select',
             name: 'automation',

@@ -90,6 +90,16 @@ export const EXECUTION_OPERATIONS = [
         description: 'Only runs started before this RFC 3339 time.',
         schema: { type: 'string', format: 'date-time' },
       },
+      {
+        name: 'eventId',
+        description: 'Only the run of this event id (exact).',
+        schema: { type: 'string', maxLength: 200 },
+      },
+      {
+        name: 'q',
+        description: 'Only runs whose run id or event id starts with this (case-insensitive).',
+        schema: { type: 'string', maxLength: 200 },
+      },
     ],
     ok: api.ExecutionSearchList,
     errors: [400, 401, 403, 500, 503],
