@@ -110,7 +110,7 @@ const local = proxyLocalActivities<Activities>({
 
 /**
  * Giving back a lane place (LANE_PLACE_PATCH): a few quick tries, so that a store that does not
- * answer holds up the permit's release only briefly (a place left behind is reconciled by the API).
+ * answer holds up the run's end only briefly (a place left behind is reconciled by the API).
  */
 const placeRelease = proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',

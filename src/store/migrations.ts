@@ -472,7 +472,9 @@ export const MIGRATIONS: readonly string[] = [
   // The places of the concurrency lanes' queues (src/store/lane-places.ts): one row per run that
   // holds a place in its key's lane (running or waiting) and one count per lane. lane_take admits
   // or refuses a run in one statement, under the lane's count row lock, so the bound is exact
-  // across API processes; lane_free gives places back (a run's end, a reconcile).
+  // across API processes; lane_free gives places back (a run's end, a reconcile). No index beyond
+  // the keys: every read is of one lane (its primary key's prefix), on the delivery path as few
+  // writes as can be.
   `
   CREATE TABLE lane_places (
     lane text NOT NULL,
@@ -480,8 +482,6 @@ export const MIGRATIONS: readonly string[] = [
     taken_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (lane, run_id)
   );
-  CREATE INDEX lane_places_run ON lane_places (run_id);
-  CREATE INDEX lane_places_age ON lane_places (lane, taken_at);
   CREATE TABLE lane_counts (
     lane text PRIMARY KEY,
     taken integer NOT NULL DEFAULT 0,

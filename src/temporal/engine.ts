@@ -421,9 +421,10 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
         }
       };
       await Promise.all(Array.from({ length: Math.min(RUNS_GONE_CONCURRENCY, runIds.length) }, ask));
+      // Every id was described (a describe that fails throws: nothing is taken as gone then).
       return {
-        closed: runIds.filter((id) => states.has(id) && states.get(id) !== undefined && states.get(id) !== 'RUNNING'),
-        unknown: runIds.filter((id) => states.has(id) && states.get(id) === undefined),
+        closed: runIds.filter((id) => states.get(id) !== undefined && states.get(id) !== 'RUNNING'),
+        unknown: runIds.filter((id) => states.get(id) === undefined),
       };
     },
 
