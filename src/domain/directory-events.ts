@@ -9,17 +9,8 @@ import { newId } from '../ids';
 import type { Queryable } from '../store/db';
 import { insertDirectoryEvent, type DirectoryEventRow } from '../store/directory-events';
 
-/** Every event type the service records, in the contract's order. */
-export const DIRECTORY_EVENT_TYPES = [
-  'user.created',
-  'user.updated',
-  'grant.created',
-  'grant.granted',
-  'grant.revoked',
-  'grant.expired',
-  'grant.failed',
-] as const;
-export type DirectoryEventType = (typeof DIRECTORY_EVENT_TYPES)[number];
+export { DIRECTORY_EVENT_TYPES, type DirectoryEventType } from '../triggers';
+import type { DirectoryEventType } from '../triggers';
 
 /** Events are kept this long, then purged (as the webhook event records are). */
 export const DIRECTORY_EVENT_RETENTION_SECONDS = 7 * 24 * 3600;

@@ -983,9 +983,14 @@ export interface components {
             version: number;
             /** @description The version webhook events run (null when never published). */
             publishedVersion?: number | null;
+            /** @description Exactly one member: the trigger kind. */
             trigger: {
-                incomingWebhook: components["schemas"]["IncomingWebhookTrigger"];
+                incomingWebhook?: components["schemas"]["IncomingWebhookTrigger"];
+                schedule?: components["schemas"]["ScheduleTrigger"];
+                event?: components["schemas"]["EventTrigger"];
             };
+            /** @description A published schedule automation (GET of one automation): its next runs as the engine computes them. */
+            schedule?: components["schemas"]["ScheduleState"];
             steps: components["schemas"]["AutomationStepOutput"][];
             filter: string | null;
             rateLimit: components["schemas"]["RateLimitSettings"] | null;
@@ -1281,8 +1286,11 @@ export interface components {
             log?: null;
             waitForApproval?: null;
         };
+        /** @description Exactly one of incomingWebhook, schedule, event. */
         AutomationTriggerInput: {
-            incomingWebhook: components["schemas"]["IncomingWebhookTriggerInput"];
+            incomingWebhook?: components["schemas"]["IncomingWebhookTriggerInput"] | null;
+            schedule?: components["schemas"]["ScheduleTriggerInput"] | null;
+            event?: components["schemas"]["EventTriggerInput"] | null;
         };
         AutomationWriteResponse: {
             automation: components["schemas"]["Automation"];
@@ -1614,6 +1622,15 @@ export interface components {
             "@type": string;
         } & {
             [key: string]: unknown;
+        };
+        EventTrigger: {
+            types: ("user.created" | "user.updated" | "grant.created" | "grant.granted" | "grant.revoked" | "grant.expired" | "grant.failed")[];
+            enabled: boolean;
+        };
+        EventTriggerInput: {
+            types: ("user.created" | "user.updated" | "grant.created" | "grant.granted" | "grant.revoked" | "grant.expired" | "grant.failed")[];
+            /** @description Default true. */
+            enabled?: boolean | null;
         };
         Execution: {
             /** @description webhook:{listenerId}:{eventId} */
@@ -2010,6 +2027,39 @@ export interface components {
             /** @description HMAC signing secret: 256 random bits, base64url without padding. Shown only on create, HMAC switch and rotation. */
             signingSecret: string;
             previousSecretExpiresAt: string | null;
+        };
+        ScheduleState: {
+            /** @description Up to 5, ascending; [] while paused. */
+            nextRuns: string[];
+            paused: boolean;
+            /** Format: date-time */
+            lastRunAt: string | null;
+        };
+        ScheduleTrigger: {
+            cron?: string;
+            interval?: string;
+            offset?: string;
+            timezone: string;
+            /** @enum {string} */
+            overlap: "SKIP" | "BUFFER_ONE" | "BUFFER_ALL" | "CANCEL_OTHER" | "TERMINATE_OTHER" | "ALLOW_ALL";
+            catchupWindow: string;
+            enabled: boolean;
+        };
+        ScheduleTriggerInput: {
+            /** @description Five fields, or @yearly, @monthly, @weekly, @daily, @hourly. */
+            cron?: string | null;
+            /** @description At least "1s"; times are the Unix epoch + n × interval + offset. */
+            interval?: string | null;
+            /** @description Only with interval: "0s" (default) up to the interval. */
+            offset?: string | null;
+            /** @description An IANA time zone name; default "UTC". */
+            timezone?: string | null;
+            /** @description Default SKIP. */
+            overlap?: ("SKIP" | "BUFFER_ONE" | "BUFFER_ALL" | "CANCEL_OTHER" | "TERMINATE_OTHER" | "ALLOW_ALL") | null;
+            /** @description From "10s" to "86400s"; default "300s". */
+            catchupWindow?: string | null;
+            /** @description false pauses the schedule, true resumes it. Default true. */
+            enabled?: boolean | null;
         };
         SearchEntitlementsRequest: {
             /** @description Case-insensitive substring of displayName, slug or description. */
