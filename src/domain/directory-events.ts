@@ -7,7 +7,7 @@
  */
 import { newId } from '../ids';
 import type { Queryable } from '../store/db';
-import { insertDirectoryEvent, type DirectoryEventRow } from '../store/directory-events';
+import { insertDirectoryEvent, listeningAutomations, type DirectoryEventRow } from '../store/directory-events';
 
 export { DIRECTORY_EVENT_TYPES, type DirectoryEventType } from '../triggers';
 import type { DirectoryEventType } from '../triggers';
@@ -43,6 +43,7 @@ export async function recordDirectoryEvent(tx: Queryable, change: DirectoryChang
       ...(change.appEntitlement ? { appEntitlement: change.appEntitlement } : {}),
     },
     ...(change.traceContext ? { traceContext: change.traceContext } : {}),
+    targets: await listeningAutomations(tx, change.type),
   });
 }
 

@@ -469,6 +469,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX directory_events_undispatched ON directory_events (seq) WHERE dispatched_at IS NULL;
   CREATE INDEX directory_events_occurred ON directory_events (occurred_at);
   `,
+  // the event trigger's dispatch: each event keeps the automations that listened to its type when
+  // its change committed (with their published versions), so that exactly those run for it.
+  `
+  ALTER TABLE directory_events ADD COLUMN targets jsonb NOT NULL DEFAULT '[]'::jsonb;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {
