@@ -473,6 +473,7 @@ export const MIGRATIONS: readonly string[] = [
   // its change committed (with their published versions), so that exactly those run for it.
   `
   ALTER TABLE directory_events ADD COLUMN targets jsonb NOT NULL DEFAULT '[]'::jsonb;
+  ALTER TABLE users ADD COLUMN status text NOT NULL DEFAULT 'USER_STATUS_ENABLED';
   `,
 ];
 

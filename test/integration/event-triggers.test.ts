@@ -184,5 +184,42 @@ for (const target of DATABASES) {
         ),
       ).toHaveLength(1);
     });
+
+    it('a user update sends one user.updated with the user as it is now; one that changes nothing sends none', async () => {
+      const automation = await stack.createAutomation({
+        displayName: 'On updates',
+        trigger: { event: { types: ['user.updated'] } },
+        steps: STEPS,
+      });
+      const id = automation.automation.id;
+      const user = await makeUser('Mover');
+      const updated = await admin.post(`/api/v1/users/${user.id}`, {
+        user: { displayName: 'Mover Two', status: 'USER_STATUS_DISABLED' },
+        updateMask: 'displayName,status',
+      });
+      expect(updated.status).toBe(200);
+      expect(updated.body.user).toEqual({ ...user, displayName: 'Mover Two', status: 'USER_STATUS_DISABLED' });
+      const same = await admin.post(`/api/v1/users/${user.id}`, { user: { displayName: 'Mover Two' } });
+      expect(same.status).toBe(200);
+      const refused = await admin.post(`/api/v1/users/${user.id}`, { user: { status: 'USER_STATUS_GONE' } });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.body.details)).toContain('user.status');
+      const masked = await admin.post(`/api/v1/users/${user.id}`, { user: {}, updateMask: 'type' });
+      expect(masked.status).toBe(400);
+      expect(JSON.stringify(masked.body.details)).toContain('updateMask');
+      expect((await admin.post('/api/v1/users/nobody', { user: { displayName: 'X' } })).status).toBe(404);
+      const runs = await poll(
+        () => runsOf(id),
+        (list) => list.length > 0 && list.every((run) => run.status === 'COMPLETED'),
+      );
+      expect(runs).toHaveLength(1);
+      const input = (await engine().input(runs[0]!.id))!;
+      expect(input.trigger).toMatchObject({ type: 'user.updated', depth: 1, user: updated.body.user });
+      const events = await db().query<{ n: string }>(
+        `SELECT count(*) AS n FROM directory_events WHERE type = 'user.updated' AND payload->'user'->>'id' = $1`,
+        [user.id],
+      );
+      expect(Number(events[0]!.n)).toBe(1);
+    });
   });
 }

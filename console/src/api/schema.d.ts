@@ -702,7 +702,8 @@ export interface paths {
         /** Get a user. */
         get: operations["users.get"];
         put?: never;
-        post?: never;
+        /** Update a user (displayName, email, status); a change sends user.updated. */
+        post: operations["users.update"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2156,11 +2157,21 @@ export interface components {
             /** @description Comma-separated field paths among displayName, description, trigger, steps, filter, rateLimit, concurrency. */
             updateMask?: (string | string[]) | null;
         };
+        UpdateUserRequest: {
+            user?: {
+                displayName?: string | null;
+                email?: string | null;
+                status?: components["schemas"]["UserStatus"] | null;
+            } | null;
+            /** @description Comma-separated among displayName, email, status; empty = the fields given. */
+            updateMask?: string | null;
+        };
         User: {
             id: string;
             displayName: string;
             email: string;
             type: components["schemas"]["UserType"];
+            status: components["schemas"]["UserStatus"];
             /** Format: date-time */
             createdAt: string;
         };
@@ -2191,6 +2202,8 @@ export interface components {
         UserResponse: {
             user: components["schemas"]["User"];
         };
+        /** @enum {string} */
+        UserStatus: "USER_STATUS_ENABLED" | "USER_STATUS_DISABLED";
         /** @enum {string} */
         UserType: "USER_TYPE_SERVICE" | "USER_TYPE_HUMAN";
         /** @description Parks the run until a person approves or rejects it (or the timeout decides). */
@@ -6005,6 +6018,89 @@ export interface operations {
             };
             /** @description Not found. (code 5) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "users.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the user. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateUserRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
