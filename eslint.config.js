@@ -34,6 +34,8 @@ const LAYERS = [
   ['src/contract'],
   // pure verification of inbound webhooks (the authenticator registry, JWKS through the outbound policy)
   ['src/webhooks'],
+  // the trigger kinds: incomingWebhook (through src/webhooks), schedule, event
+  ['src/triggers'],
   // ALL SQL
   ['src/store'],
   ['src/auth'],

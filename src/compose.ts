@@ -23,6 +23,7 @@ import { restartBulkActions } from './domain/bulk-actions';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
 import { createWebhookEndpoint } from './http/routes/webhooks';
+import { EventDispatcher, type EventDispatcherDeps, type EventDispatcherOptions } from './delivery/event-dispatcher';
 
 export interface AppInputs {
   config: Config;
@@ -45,6 +46,8 @@ export interface AppInputs {
   payloadCodec?: PayloadCodec;
   /** Options of the delivery log (its metric and its failure warning are wired here). */
   deliveryLog?: Omit<DeliveryLogOptions, 'onSummarized' | 'onError'>;
+  /** The directory events' dispatcher (src/delivery/event-dispatcher.ts); false: none in this process. */
+  eventDispatch?: (EventDispatcherOptions & { onOutcome?: EventDispatcherDeps['onOutcome'] }) | false;
   /** Anything else of AppDeps (a token guard, a pinned clock, the readiness bound). */
   overrides?: Partial<AppDeps>;
   /** The restart of bulk actions left without their workflow (default BULK_RESTART); false: none. */
@@ -58,7 +61,9 @@ export interface AppInputs {
 export const BULK_RESTART = { afterMs: 60_000, everyMs: 60_000 };
 
 /** The app's dependencies; `close` stops what they hold (the delivery log writes its buffer). */
-export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close(): Promise<void> }> {
+export async function composeApp(
+  inputs: AppInputs,
+): Promise<AppDeps & { close(): Promise<void>; eventDispatcher?: EventDispatcher }> {
   const { config, db, logger, secretBox } = inputs;
   const metrics = inputs.metrics ?? new Metrics();
   metrics.watchBreakers(() => openBreakers(db));
@@ -97,14 +102,29 @@ export async function composeApp(inputs: AppInputs): Promise<AppDeps & { close()
   };
   const restartTimer = restart ? setInterval(restartOnce, restart.everyMs).unref() : undefined;
   restartOnce();
+  const dispatcher =
+    inputs.eventDispatch === false
+      ? undefined
+      : new EventDispatcher(
+          {
+            db,
+            engine,
+            logger,
+            ...(inputs.eventDispatch?.onOutcome ? { onOutcome: inputs.eventDispatch.onOutcome } : {}),
+          },
+          inputs.eventDispatch ?? {},
+        );
+  await dispatcher?.start();
   const composed = {
     ...base,
+    ...(dispatcher ? { eventDispatcher: dispatcher } : {}),
     async close() {
       if (restartTimer) clearInterval(restartTimer);
+      await dispatcher?.close();
       await deliveryLog.close();
       if (base.deliveryLog && base.deliveryLog !== deliveryLog) await base.deliveryLog.close();
     },
-  } as AppDeps & { close(): Promise<void> };
+  } as AppDeps & { close(): Promise<void>; eventDispatcher?: EventDispatcher };
   // Built on the very object the app is given, so that it reads its dependencies there at each
   // delivery, as routes do (a test may swap one, e.g. the delivery log).
   composed.webhookEndpoint = inputs.overrides?.webhookEndpoint ?? createWebhookEndpoint(composed);

@@ -14,6 +14,8 @@ import { getListener, LISTENER_CHANGED_CHANNEL, type ListenerRecord } from '../s
 import { sealContext, type SecretBox } from '../crypto/secret-box';
 import { subscribeListenerChanges } from '../domain/listener-changes';
 import { authenticatorOf } from '../webhooks/authenticators';
+import type { IncomingWebhookTrigger } from '../webhooks/trigger';
+import { isWebhookTrigger } from '../triggers';
 
 /** Longest time a cached entry is used without a re-read, notifications or not. */
 export const MAX_STALENESS_MS = 1000;
@@ -21,6 +23,8 @@ export const MAX_STALENESS_MS = 1000;
 const MAX_ENTRIES = 10_000;
 
 export interface Listener extends ListenerRecord {
+  /** Only an incoming-webhook automation has a listener (a schedule or event automation's id answers none). */
+  automation: ListenerRecord['automation'] & { trigger: IncomingWebhookTrigger };
   /** The unsealed HMAC signing secret; undefined for JWT triggers or when none is set. */
   hmacSecret: string | undefined;
   /** The secret replaced by the last rotation (unsealed), while its grace period lasts. */
@@ -94,9 +98,15 @@ export class ListenerCache {
     let value: Listener | undefined;
     try {
       const record = await getListener(this.db, listenerId);
-      value = record
-        ? { ...record, hmacSecret: this.unseal(record), previousHmacSecret: this.unsealPrevious(record) }
-        : undefined;
+      value =
+        record && isWebhookTrigger(record.automation.trigger)
+          ? {
+              ...record,
+              automation: { ...record.automation, trigger: record.automation.trigger },
+              hmacSecret: this.unseal(record),
+              previousHmacSecret: this.unsealPrevious(record),
+            }
+          : undefined;
     } finally {
       inFlight.delete(load);
       if (inFlight.size === 0 && this.loading.get(listenerId) === inFlight) this.loading.delete(listenerId);
@@ -135,7 +145,8 @@ export class ListenerCache {
 
   private unsealPrevious(record: ListenerRecord): Listener['previousHmacSecret'] {
     const { sealedPreviousSigningSecret: sealed, previousSecretExpiresAt: expires, trigger } = record.automation;
-    if (trigger.authMethod !== 'HMAC' || sealed === null || expires === null) return undefined;
+    if (!isWebhookTrigger(trigger) || trigger.authMethod !== 'HMAC' || sealed === null || expires === null)
+      return undefined;
     return {
       secret: this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id)),
       expiresAtMs: Date.parse(expires),
@@ -144,7 +155,8 @@ export class ListenerCache {
 
   private unseal(record: ListenerRecord): string | undefined {
     const sealed = record.automation.sealedSigningSecret;
-    return authenticatorOf(record.automation.trigger.authMethod).secret && sealed !== null
+    const { trigger } = record.automation;
+    return isWebhookTrigger(trigger) && authenticatorOf(trigger.authMethod).secret && sealed !== null
       ? this.secretBox.open(sealed, sealContext('automation_signing_secret', record.automation.id))
       : undefined;
   }

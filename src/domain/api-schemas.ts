@@ -31,6 +31,12 @@ import { closedObject, oneViolation, ruledByViolations, setAside, violationsOf, 
 import { automationChangeRule, MASK_PATHS, newAutomationRule } from './automation-validation';
 import { MAX_WEBHOOK_BODY_BYTES } from '../webhooks/body';
 import {
+  CATCHUP_WINDOW_SECONDS,
+  DEFAULT_CATCHUP_WINDOW_SECONDS,
+  DIRECTORY_EVENT_TYPES,
+  OVERLAP_POLICIES,
+} from '../triggers';
+import {
   AUTH_METHODS,
   authenticatorOf,
   methodsWithSecret,
@@ -188,9 +194,39 @@ export const IncomingWebhookTriggerInput = z
   )
   .meta({ id: 'IncomingWebhookTriggerInput' });
 
+const durationText = (description: string) => z.string().nullish().meta({ description });
+
+/** The schedule trigger (src/triggers/schedule.ts): `cron` or `interval`, exactly one. */
+export const ScheduleTriggerInput = z
+  .object({
+    cron: z.string().nullish().meta({ description: 'Five fields, or @yearly, @monthly, @weekly, @daily, @hourly.' }),
+    interval: durationText('At least "1s"; times are the Unix epoch + n × interval + offset.'),
+    offset: durationText('Only with interval: "0s" (default) up to the interval.'),
+    timezone: z.string().nullish().meta({ description: 'An IANA time zone name; default "UTC".' }),
+    overlap: z.enum(OVERLAP_POLICIES).nullish().meta({ description: 'Default SKIP.' }),
+    catchupWindow: durationText(
+      `From "${CATCHUP_WINDOW_SECONDS[0]}s" to "${CATCHUP_WINDOW_SECONDS[1]}s"; default "${DEFAULT_CATCHUP_WINDOW_SECONDS}s".`,
+    ),
+    enabled: z.boolean().nullish().meta({ description: 'false pauses the schedule, true resumes it. Default true.' }),
+  })
+  .meta({ id: 'ScheduleTriggerInput' });
+
+/** The event trigger (src/triggers/event.ts): the directory's own event types. */
+export const EventTriggerInput = z
+  .object({
+    types: z.array(z.enum(DIRECTORY_EVENT_TYPES)).min(1).max(DIRECTORY_EVENT_TYPES.length),
+    enabled: z.boolean().nullish().meta({ description: 'Default true.' }),
+  })
+  .meta({ id: 'EventTriggerInput' });
+
+/** Exactly one member: the trigger kind (src/triggers). */
 export const AutomationTriggerInput = z
-  .object({ incomingWebhook: IncomingWebhookTriggerInput })
-  .meta({ id: 'AutomationTriggerInput' });
+  .object({
+    incomingWebhook: IncomingWebhookTriggerInput.nullish(),
+    schedule: ScheduleTriggerInput.nullish(),
+    event: EventTriggerInput.nullish(),
+  })
+  .meta({ id: 'AutomationTriggerInput', description: 'Exactly one of incomingWebhook, schedule, event.' });
 
 const flowInputs = flowInputSchemas();
 
@@ -304,6 +340,32 @@ export const IncomingWebhookTrigger = z
   })
   .meta({ id: 'IncomingWebhookTrigger' });
 
+export const ScheduleTrigger = z
+  .object({
+    cron: z.string().optional(),
+    interval: z.string().optional(),
+    offset: z.string().optional(),
+    timezone: z.string(),
+    overlap: z.enum(OVERLAP_POLICIES),
+    catchupWindow: z.string(),
+    enabled: z.boolean(),
+  })
+  .meta({ id: 'ScheduleTrigger' });
+
+export const EventTrigger = z
+  .object({ types: z.array(z.enum(DIRECTORY_EVENT_TYPES)), enabled: z.boolean() })
+  .meta({ id: 'EventTrigger' });
+
+export const ScheduleState = z
+  .object({
+    nextRuns: z
+      .array(z.string().meta({ format: 'date-time' }))
+      .meta({ description: 'Up to 5, ascending; [] while paused.' }),
+    paused: z.boolean(),
+    lastRunAt: z.string().nullable().meta({ format: 'date-time' }),
+  })
+  .meta({ id: 'ScheduleState' });
+
 export const Automation = z
   .object({
     id: z.string(),
@@ -317,7 +379,17 @@ export const Automation = z
       .nullable()
       .optional()
       .meta({ description: 'The version webhook events run (null when never published).' }),
-    trigger: z.object({ incomingWebhook: IncomingWebhookTrigger }),
+    trigger: z
+      .object({
+        incomingWebhook: IncomingWebhookTrigger.optional(),
+        schedule: ScheduleTrigger.optional(),
+        event: EventTrigger.optional(),
+      })
+      .meta({ description: 'Exactly one member: the trigger kind.' }),
+    schedule: ScheduleState.optional().meta({
+      description:
+        'A published schedule automation (GET of one automation): its next runs as the engine computes them.',
+    }),
     steps: z.array(AutomationStep),
     ...flowViewSchemas(),
     breaker: BreakerView.optional().meta({

@@ -12,7 +12,7 @@ import type { FieldViolation } from '../errors';
 import { isObject } from '../json';
 import { FLOW_FIELDS, validateFlowControl, validateFlowField, type FlowControl } from '../flow';
 import type { AuthenticatorConfig } from '../webhooks/authenticators';
-import { validateTrigger, type IncomingWebhookTrigger } from '../webhooks/trigger';
+import { isScheduleTrigger, validateTrigger, type StoredTrigger } from '../triggers';
 
 export function validateDisplayName(value: unknown, field: string, violations: FieldViolation[]): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > 200) {
@@ -40,7 +40,7 @@ export function validateSteps(value: unknown, violations: FieldViolation[]): Ste
 export interface AutomationDraft {
   displayName: string;
   description: string;
-  trigger: IncomingWebhookTrigger;
+  trigger: StoredTrigger;
   steps: StepDefinition[];
   flow: FlowControl;
 }
@@ -49,14 +49,35 @@ export interface AutomationDraft {
 export function newAutomationRule(config: AuthenticatorConfig) {
   return (value: unknown, violations: FieldViolation[]): AutomationDraft => {
     const body = isObject(value) ? value : {};
-    return {
+    const draft = {
       displayName: validateDisplayName(body.displayName, 'displayName', violations),
       description: validateDescription(body.description, 'description', violations),
       trigger: validateTrigger(body.trigger, config, violations),
       steps: validateSteps(body.steps ?? [], violations),
       flow: validateFlowControl(body, '', violations),
     };
+    violations.push(...triggerFlowViolations(draft.trigger, draft.flow, ''));
+    return draft;
   };
+}
+
+/** Flow options a schedule automation refuses: `overlap` is its flow control. */
+export const SCHEDULE_REFUSED_FLOW = ['filter', 'concurrency', 'rateLimit'] as const;
+
+/** A schedule trigger with a filter, concurrency or rate limit: each such field named (under `prefix`). */
+export function triggerFlowViolations(
+  trigger: StoredTrigger,
+  flow: Partial<FlowControl>,
+  prefix: string,
+): FieldViolation[] {
+  if (!isScheduleTrigger(trigger)) return [];
+  return SCHEDULE_REFUSED_FLOW.filter((name) => {
+    const value = (flow as Record<string, unknown>)[name];
+    return value !== undefined && value !== null;
+  }).map((name) => ({
+    field: `${prefix}${name}`,
+    description: "a schedule automation takes none: the trigger's overlap is its flow control",
+  }));
 }
 
 export const MASK_PATHS = ['displayName', 'description', 'trigger', 'steps', ...FLOW_FIELDS] as const;

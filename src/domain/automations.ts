@@ -22,8 +22,8 @@ import type { StepDefinition } from '../steps';
 import { listenerChanged } from './listener-changes';
 import type { Queryable } from '../store/db';
 import { authenticatorOf, methodsWithSecret, type AuthenticatorConfig } from '../webhooks/authenticators';
-import { triggerConfigView } from '../webhooks/trigger';
-import type { AutomationChange, AutomationDraft } from './automation-validation';
+import { isWebhookTrigger, triggerView, type StoredTrigger } from '../triggers';
+import { triggerFlowViolations, type AutomationChange, type AutomationDraft } from './automation-validation';
 import { parseOrThrow } from './validation';
 import { missingSecretViolations } from './outbound-secrets';
 import { isString, pageOf } from './listing';
@@ -77,13 +77,10 @@ export function automationView(
     published: record.published,
     version: record.version,
     ...(record.publishedVersion !== undefined ? { publishedVersion: record.publishedVersion } : {}),
-    trigger: {
-      incomingWebhook: {
-        ...triggerConfigView(record.trigger),
-        listenerId: record.listenerId,
-        url: listenerUrl(baseUrl, record.listenerId),
-      },
-    },
+    trigger: triggerView(record.trigger, {
+      listenerId: record.listenerId,
+      listenerUrl: (listenerId) => listenerUrl(baseUrl, listenerId),
+    }) as Automation['trigger'],
     steps: record.steps.map((step) => ({ ...step })),
     ...flowControlOf(record.flow),
     ...liveFlowControlOf(record.liveFlow),
@@ -116,9 +113,19 @@ export function listAutomations(
   });
 }
 
-/** A new signing secret for a trigger of this method, or null when the method has none. */
-function newSecretFor(method: AutomationRecord['trigger']['authMethod']): string | null {
-  return authenticatorOf(method).secret?.generate() ?? null;
+/** Whether the trigger has a signing secret (an incoming webhook whose method has one). */
+function hasSecret(trigger: StoredTrigger): boolean {
+  return isWebhookTrigger(trigger) && authenticatorOf(trigger.authMethod).secret !== undefined;
+}
+
+/** A new signing secret for this trigger, or null when it has none. */
+function newSecretFor(trigger: StoredTrigger): string | null {
+  return isWebhookTrigger(trigger) ? (authenticatorOf(trigger.authMethod).secret?.generate() ?? null) : null;
+}
+
+/** The trigger's method when it is an incoming webhook, else its kind (a switch between them issues or drops a secret). */
+function secretIdentity(trigger: StoredTrigger): string {
+  return isWebhookTrigger(trigger) ? trigger.authMethod : (trigger.kind ?? '');
 }
 
 export interface AutomationOptions {
@@ -154,7 +161,7 @@ export async function createAutomationFrom(
 ): Promise<{ record: AutomationWithPublishedVersion; signingSecret: string | null }> {
   const missing = await missingSecretViolations(db, draft.steps);
   if (missing.length > 0) throw invalidArgument(missing);
-  const signingSecret = newSecretFor(draft.trigger.authMethod);
+  const signingSecret = newSecretFor(draft.trigger);
   const record = await db.transaction(async (tx) => {
     const id = newId();
     const inserted = await store.insertAutomation(tx, {
@@ -209,16 +216,18 @@ export async function updateAutomationWith(
     if (!current) throw notFound('automation');
     checkRevision(current, options.expectedRevisions);
     const next: AutomationRecord = { ...current, ...change.fields, flow: { ...current.flow, ...change.flow } };
+    const refused = triggerFlowViolations(next.trigger, flowControlOf(next.flow), 'automation.');
+    if (refused.length > 0) throw invalidArgument(refused);
     if (change.fields.steps) {
       const missing = await missingSecretViolations(tx, next.steps);
       if (missing.length > 0) throw invalidArgument(missing);
     }
     let signingSecret: string | null = null;
-    const switched = next.trigger.authMethod !== current.trigger.authMethod;
-    if (!authenticatorOf(next.trigger.authMethod).secret) {
+    const switched = secretIdentity(next.trigger) !== secretIdentity(current.trigger);
+    if (!hasSecret(next.trigger)) {
       next.sealedSigningSecret = null;
     } else if (switched || !current.sealedSigningSecret) {
-      signingSecret = newSecretFor(next.trigger.authMethod);
+      signingSecret = newSecretFor(next.trigger);
       next.sealedSigningSecret =
         signingSecret === null
           ? null
@@ -262,7 +271,13 @@ export async function rotateSigningSecret(
   const { rotated, listenerId } = await db.transaction(async (tx) => {
     const current = await store.getAutomation(tx, id, true);
     if (!current) throw notFound('automation');
-    const secret = newSecretFor(current.trigger.authMethod);
+    if (!isWebhookTrigger(current.trigger)) {
+      throw invalidArgument({
+        field: 'trigger',
+        description: `a ${current.trigger.kind} trigger has no listener and no signing secret`,
+      });
+    }
+    const secret = newSecretFor(current.trigger);
     if (secret === null) {
       throw invalidArgument({
         field: 'trigger.incomingWebhook.authMethod',

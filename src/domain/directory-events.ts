@@ -7,19 +7,10 @@
  */
 import { newId } from '../ids';
 import type { Queryable } from '../store/db';
-import { insertDirectoryEvent, type DirectoryEventRow } from '../store/directory-events';
+import { insertDirectoryEvent, listeningAutomations, type DirectoryEventRow } from '../store/directory-events';
 
-/** Every event type the service records, in the contract's order. */
-export const DIRECTORY_EVENT_TYPES = [
-  'user.created',
-  'user.updated',
-  'grant.created',
-  'grant.granted',
-  'grant.revoked',
-  'grant.expired',
-  'grant.failed',
-] as const;
-export type DirectoryEventType = (typeof DIRECTORY_EVENT_TYPES)[number];
+export { DIRECTORY_EVENT_TYPES, type DirectoryEventType } from '../triggers';
+import type { DirectoryEventType } from '../triggers';
 
 /** Events are kept this long, then purged (as the webhook event records are). */
 export const DIRECTORY_EVENT_RETENTION_SECONDS = 7 * 24 * 3600;
@@ -52,6 +43,7 @@ export async function recordDirectoryEvent(tx: Queryable, change: DirectoryChang
       ...(change.appEntitlement ? { appEntitlement: change.appEntitlement } : {}),
     },
     ...(change.traceContext ? { traceContext: change.traceContext } : {}),
+    targets: await listeningAutomations(tx, change.type),
   });
 }
 

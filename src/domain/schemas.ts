@@ -394,12 +394,49 @@ export const CreateUserRequest = z
   })
   .meta({ id: 'CreateUserRequest' });
 
+export const USER_STATUSES = ['USER_STATUS_ENABLED', 'USER_STATUS_DISABLED'] as const;
+export const UserStatus = z
+  .enum(USER_STATUSES, { error: `must be one of ${USER_STATUSES.join(', ')}` })
+  .meta({ id: 'UserStatus' });
+
+/** The fields a user update may set (`updateMask` names some of them; without one, those given). */
+export const USER_UPDATE_FIELDS = ['displayName', 'email', 'status'] as const;
+const userMaskRule = `must be a comma-separated list of ${USER_UPDATE_FIELDS.join(', ')}`;
+
+export const UpdateUserRequest = z
+  .object({
+    user: z
+      .object({
+        displayName: requiredText().nullish(),
+        email: z
+          .string()
+          .regex(/^$|^[^\s@]+@[^\s@]+$/, 'must be an email address')
+          .nullish(),
+        status: UserStatus.nullish(),
+      })
+      .nullish(),
+    updateMask: ruledBy(z.string().nullish(), (mask) => {
+      if (mask === undefined || mask === null) return undefined;
+      if (typeof mask !== 'string') return userMaskRule;
+      const paths = maskPaths(mask);
+      return paths.every((path) => (USER_UPDATE_FIELDS as readonly string[]).includes(path)) ? undefined : userMaskRule;
+    }).meta({ description: `Comma-separated among ${USER_UPDATE_FIELDS.join(', ')}; empty = the fields given.` }),
+  })
+  .meta({ id: 'UpdateUserRequest' });
+export type UpdateUserRequest = z.output<typeof UpdateUserRequest>;
+
+/** The paths of a user update's mask (validated by UpdateUserRequest). */
+export function userMaskPaths(mask: string | null | undefined): string[] {
+  return maskPaths(mask ?? '');
+}
+
 export const User = z
   .object({
     id: z.string(),
     displayName: z.string(),
     email: z.string(),
     type: UserType,
+    status: UserStatus,
     createdAt: z.string().meta({ format: 'date-time' }),
   })
   .meta({ id: 'User' });

@@ -4,9 +4,9 @@ import * as store from '../store/users';
 import type { Db, Queryable } from '../store/db';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { isString, pageOf } from './listing';
-import { CreateUserRequest, type User } from './schemas';
+import { CreateUserRequest, type UpdateUserRequest, userMaskPaths, USER_UPDATE_FIELDS, type User } from './schemas';
 import { parseOrThrow } from './validation';
-import { notFound } from '../errors';
+import { invalidArgument, notFound } from '../errors';
 import { recordDirectoryEvent } from './directory-events';
 
 export const SERVICE_USER = 'USER_TYPE_SERVICE';
@@ -17,6 +17,7 @@ function toUser(row: store.UserRow): User {
     displayName: row.displayName,
     email: row.email,
     type: row.type as User['type'],
+    status: row.status as User['status'],
     createdAt: row.createdAt,
   };
 }
@@ -37,6 +38,33 @@ export async function createUser(db: Db, body: unknown, actor: string): Promise<
       }),
     );
     await recordDirectoryEvent(tx, { type: 'user.created', actor, user: { ...user } });
+    return user;
+  });
+}
+
+/**
+ * Updates a user's `displayName`, `email` or `status` (`{user, updateMask}`: the mask's fields, or
+ * those given), with its `user.updated` event in the same transaction; an update that changes
+ * nothing writes nothing and sends no event. 404 for an unknown user, 400 naming a bad field.
+ */
+export async function updateUser(db: Db, id: string, body: UpdateUserRequest, actor: string): Promise<User> {
+  const patch = body.user ?? {};
+  const mask = userMaskPaths(body.updateMask);
+  const fields = (mask.length > 0 ? mask : USER_UPDATE_FIELDS.filter((field) => patch[field] != null)) as Array<
+    (typeof USER_UPDATE_FIELDS)[number]
+  >;
+  for (const field of fields) {
+    if (field !== 'email' && (patch[field] === undefined || patch[field] === null))
+      throw invalidArgument({ field: `user.${field}`, description: 'is required by the update mask' });
+  }
+  return db.transaction(async (tx) => {
+    const current = await store.findUser(tx, id, true);
+    if (!current) throw notFound('user', id);
+    const next = { ...current };
+    for (const field of fields) next[field] = (patch[field] ?? '') as string;
+    if (fields.every((field) => next[field] === current[field])) return toUser(current);
+    const user = toUser((await store.updateUser(tx, next))!);
+    await recordDirectoryEvent(tx, { type: 'user.updated', actor, user: { ...user } });
     return user;
   });
 }

@@ -2,7 +2,7 @@
 import type { Queryable } from './db';
 import { iso } from './db';
 import type { StepDefinition } from '../contract/run';
-import type { IncomingWebhookTrigger } from '../webhooks/trigger';
+import type { StoredTrigger } from '../triggers';
 
 /** An automation's flow control as stored: each option's settings under its name (src/flow). */
 export type StoredFlow = Record<string, unknown>;
@@ -13,7 +13,7 @@ export interface AutomationRecord {
   description: string;
   published: boolean;
   version: number;
-  trigger: IncomingWebhookTrigger;
+  trigger: StoredTrigger;
   listenerId: string;
   steps: StepDefinition[];
   /** The flow options' settings by name, as JSON (src/flow reads them: flowControlOf). */
@@ -37,7 +37,7 @@ export interface AutomationRow {
   description: string;
   published: boolean;
   version: number;
-  trigger: IncomingWebhookTrigger;
+  trigger: StoredTrigger;
   steps: StepDefinition[];
   flow?: StoredFlow | null;
   live_flow?: StoredFlow | null;

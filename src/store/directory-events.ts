@@ -17,9 +17,21 @@ export interface NewDirectoryEvent {
   payload: Record<string, unknown>;
   /** The W3C trace context of the change (`traceparent`, `tracestate`), when it was traced. */
   traceContext?: Record<string, string> | null;
+  /** The automations listening to the type when the change committed (each runs once for the event). */
+  targets?: EventTarget[];
 }
 
-export interface DirectoryEventRow extends Required<Omit<NewDirectoryEvent, 'traceContext'>> {
+/** An automation an event starts a run of, with the published version it runs. */
+export interface EventTarget {
+  automationId: string;
+  version: number;
+}
+
+/** Channel NOTIFYed (on commit) by every event written: the dispatchers of every process wake. */
+export const DIRECTORY_EVENTS_CHANNEL = 'directory_events';
+
+export interface DirectoryEventRow extends Required<Omit<NewDirectoryEvent, 'traceContext' | 'targets'>> {
+  targets: EventTarget[];
   seq: number;
   occurredAt: string;
   traceContext: Record<string, string> | null;
@@ -36,9 +48,10 @@ interface RawRow {
   payload: Record<string, unknown> | string;
   trace_context: Record<string, string> | string | null;
   dispatched_at: unknown;
+  targets: EventTarget[] | string;
 }
 
-const COLUMNS = 'seq, id, type, occurred_at, actor, depth, payload, trace_context, dispatched_at';
+const COLUMNS = 'seq, id, type, occurred_at, actor, depth, payload, trace_context, dispatched_at, targets';
 
 function json<T>(value: T | string): T {
   return typeof value === 'string' ? (JSON.parse(value) as T) : value;
@@ -55,14 +68,15 @@ function toRow(raw: RawRow): DirectoryEventRow {
     payload: json(raw.payload),
     traceContext: raw.trace_context === null ? null : json(raw.trace_context),
     dispatchedAt: iso(raw.dispatched_at),
+    targets: json(raw.targets ?? []),
   };
 }
 
 /** Writes one event; call it with the transaction of the change it describes. */
 export async function insertDirectoryEvent(tx: Queryable, event: NewDirectoryEvent): Promise<DirectoryEventRow> {
   const rows = await tx.query<RawRow>(
-    `INSERT INTO directory_events (id, type, actor, depth, payload, trace_context)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+    `INSERT INTO directory_events (id, type, actor, depth, payload, trace_context, targets)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
     [
       event.id,
       event.type,
@@ -70,8 +84,11 @@ export async function insertDirectoryEvent(tx: Queryable, event: NewDirectoryEve
       event.depth,
       JSON.stringify(event.payload),
       event.traceContext ? JSON.stringify(event.traceContext) : null,
+      JSON.stringify(event.targets ?? []),
     ],
   );
+  // Delivered when the change commits, to every process's dispatcher (this one's too); never when it rolls back.
+  if ((event.targets ?? []).length > 0) await tx.query(`SELECT pg_notify('${DIRECTORY_EVENTS_CHANNEL}', '')`);
   return toRow(rows[0]!);
 }
 
@@ -88,6 +105,24 @@ export async function undispatchedEvents(db: Queryable, limit: number): Promise<
     [limit],
   );
   return rows.map(toRow);
+}
+
+/**
+ * The published, enabled event automations whose trigger names `type`, each with its latest
+ * published version; read inside the change's transaction (the listeners as of its commit).
+ */
+export async function listeningAutomations(tx: Queryable, type: string): Promise<EventTarget[]> {
+  const rows = await tx.query<{ id: string; version: number | string }>(
+    `SELECT a.id, (SELECT max(v.version) FROM automation_versions v WHERE v.automation_id = a.id) AS version
+       FROM automations a
+      WHERE a.published AND a.trigger->>'kind' = 'event' AND a.trigger->'types' ? $1
+        AND COALESCE((a.trigger->>'enabled')::boolean, true)
+      ORDER BY a.id`,
+    [type],
+  );
+  return rows
+    .filter((row) => row.version !== null)
+    .map((row) => ({ automationId: row.id, version: Number(row.version) }));
 }
 
 /** Marks events dispatched (every run they start has been started). */

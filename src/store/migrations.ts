@@ -552,6 +552,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX grants_entitlement ON grants (app_entitlement_id, id);
   CREATE INDEX grants_app ON grants (app_id, id);
   `,
+  // the event trigger's dispatch: each event keeps the automations that listened to its type when
+  // its change committed (with their published versions), so that exactly those run for it.
+  `
+  ALTER TABLE directory_events ADD COLUMN targets jsonb NOT NULL DEFAULT '[]'::jsonb;
+  ALTER TABLE users ADD COLUMN status text NOT NULL DEFAULT 'USER_STATUS_ENABLED';
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

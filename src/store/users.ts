@@ -6,10 +6,11 @@ export interface UserRow {
   displayName: string;
   email: string;
   type: string;
+  status: string;
   createdAt: string;
 }
 
-const COLUMNS = `id, display_name AS "displayName", email, type, created_at AS "createdAt"`;
+const COLUMNS = `id, display_name AS "displayName", email, type, status, created_at AS "createdAt"`;
 
 type RawRow = Omit<UserRow, 'createdAt'> & { createdAt: unknown };
 
@@ -17,7 +18,7 @@ function toRow(raw: RawRow): UserRow {
   return { ...raw, createdAt: iso(raw.createdAt)! };
 }
 
-export async function insertUser(db: Queryable, user: Omit<UserRow, 'createdAt'>): Promise<UserRow> {
+export async function insertUser(db: Queryable, user: Omit<UserRow, 'createdAt' | 'status'>): Promise<UserRow> {
   const rows = await db.query<RawRow>(
     `INSERT INTO users (id, display_name, email, type) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
     [user.id, user.displayName, user.email, user.type],
@@ -25,8 +26,22 @@ export async function insertUser(db: Queryable, user: Omit<UserRow, 'createdAt'>
   return toRow(rows[0]!);
 }
 
-export async function findUser(db: Queryable, id: string): Promise<UserRow | undefined> {
-  const rows = await db.query<RawRow>(`SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
+/** Sets the user's display name, email and status; answers the row as it is now (undefined: no such user). */
+export async function updateUser(
+  db: Queryable,
+  user: Pick<UserRow, 'id' | 'displayName' | 'email' | 'status'>,
+): Promise<UserRow | undefined> {
+  const rows = await db.query<RawRow>(
+    `UPDATE users SET display_name = $2, email = $3, status = $4 WHERE id = $1 RETURNING ${COLUMNS}`,
+    [user.id, user.displayName, user.email, user.status],
+  );
+  return rows[0] && toRow(rows[0]);
+}
+
+export async function findUser(db: Queryable, id: string, forUpdate = false): Promise<UserRow | undefined> {
+  const rows = await db.query<RawRow>(`SELECT ${COLUMNS} FROM users WHERE id = $1${forUpdate ? ' FOR UPDATE' : ''}`, [
+    id,
+  ]);
   return rows[0] && toRow(rows[0]);
 }
 

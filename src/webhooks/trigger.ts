@@ -13,10 +13,11 @@ import {
   type AuthMethod,
   type TriggerFields,
 } from './authenticators';
-import { isObject } from '../json';
 
 /** The stored trigger: every method's fields are present, `''` for those of other methods. */
 export type IncomingWebhookTrigger = {
+  /** Absent on stored rows (the kind before the others existed). */
+  kind?: 'incomingWebhook';
   authMethod: AuthMethod;
   allowedCidrs: string[];
   enabled: boolean;
@@ -36,11 +37,11 @@ function emptyFields(): TriggerFields {
 }
 
 /**
- * The trigger `{incomingWebhook: {...}}`: the method's fields checked with its schema (and its
+ * The member `incomingWebhook` of a trigger: the method's fields checked with its schema (and its
  * configuration-dependent checks), other methods' fields refused unless empty.
  */
-export function validateTrigger(
-  value: unknown,
+export function validateIncomingWebhook(
+  hook: Record<string, unknown>,
   config: AuthenticatorConfig,
   violations: TriggerViolation[],
 ): IncomingWebhookTrigger {
@@ -50,11 +51,6 @@ export function validateTrigger(
     enabled: true,
     ...emptyFields(),
   };
-  if (!isObject(value) || !isObject(value.incomingWebhook)) {
-    violations.push({ field: FIELD, description: 'is required: the only trigger kind is incomingWebhook' });
-    return fallback;
-  }
-  const hook = value.incomingWebhook;
   const authMethod = hook.authMethod;
   if (!isAuthMethod(authMethod)) {
     violations.push({

@@ -6,7 +6,8 @@
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { createApp } from '../../src/http/app';
-import { composeApp } from '../../src/compose';
+import { composeApp, type AppInputs } from '../../src/compose';
+import type { EventDispatcher } from '../../src/delivery/event-dispatcher';
 import { Metrics } from '../../src/http/metrics';
 import { SecretBox } from '../../src/crypto/secret-box';
 import type { AppDeps } from '../../src/http/context';
@@ -26,6 +27,8 @@ export { NO_TEMPORAL };
 
 export interface TestService {
   deps: AppDeps;
+  /** The directory events' dispatcher, when the test asked for one (`eventDispatch`). */
+  dispatcher: EventDispatcher | undefined;
   server: http.Server;
   baseUrl: string;
   /** A bearer token for a caller with these roles. */
@@ -50,6 +53,8 @@ export interface TestServiceOptions {
   readinessTimeoutMs?: number;
   /** The webhook receiver's clock (default: Date.now). */
   clock?: () => number;
+  /** Run the directory events' dispatcher with these options (default: none, as the outbox tests read events undispatched). */
+  eventDispatch?: AppInputs['eventDispatch'];
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -72,6 +77,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     metrics: new Metrics({ defaultMetrics: false }),
     ...(process.env.TEST_PAYLOAD_KEYS ? { payloadCodec: testCodec() } : {}),
     deliveryLog: { flushIntervalMs: 200 },
+    eventDispatch: options.eventDispatch ?? false,
     overrides: {
       readinessTimeoutMs: options.readinessTimeoutMs ?? 60_000,
       ...(options.clock ? { clock: options.clock } : {}),
@@ -83,6 +89,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   await installContractCheck(server, port);
   return {
     deps,
+    dispatcher: deps.eventDispatcher,
     server,
     baseUrl: config.baseUrl,
     // A real API client per call: tokens of deleted (or never made) clients are refused.

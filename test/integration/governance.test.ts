@@ -118,6 +118,7 @@ for (const target of DATABASES) {
               displayName: 'Bot',
               email: 'bot@example.com',
               type,
+              status: 'USER_STATUS_ENABLED',
               createdAt: expect.any(String),
             },
           });

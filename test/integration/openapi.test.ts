@@ -292,6 +292,10 @@ describe('OpenAPI document', () => {
       });
       expect(user.status).toBe(200);
       await call(reader, 'get', `/api/v1/users/${user.body.user.id}`);
+      await call(admin, 'post', `/api/v1/users/${user.body.user.id}`, {
+        user: { status: 'USER_STATUS_DISABLED' },
+        updateMask: 'status',
+      });
       await call(reader, 'get', '/api/v1/users?pageSize=10');
     });
 

@@ -10,7 +10,7 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { buildOpenApiDocument } from '../../src/http/routes';
 import { validateDescription, validateDisplayName, validateSteps } from '../../src/domain/automation-validation';
-import { validateTrigger } from '../../src/webhooks/trigger';
+import { validateTrigger } from '../../src/triggers';
 import { automationView } from '../../src/domain/automations';
 import type { AutomationRecord } from '../../src/store/automations';
 import type { FieldViolation } from '../../src/errors';

@@ -702,7 +702,8 @@ export interface paths {
         /** Get a user. */
         get: operations["users.get"];
         put?: never;
-        post?: never;
+        /** Update a user (displayName, email, status); a change sends user.updated. */
+        post: operations["users.update"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1052,9 +1053,14 @@ export interface components {
             version: number;
             /** @description The version webhook events run (null when never published). */
             publishedVersion?: number | null;
+            /** @description Exactly one member: the trigger kind. */
             trigger: {
-                incomingWebhook: components["schemas"]["IncomingWebhookTrigger"];
+                incomingWebhook?: components["schemas"]["IncomingWebhookTrigger"];
+                schedule?: components["schemas"]["ScheduleTrigger"];
+                event?: components["schemas"]["EventTrigger"];
             };
+            /** @description A published schedule automation (GET of one automation): its next runs as the engine computes them. */
+            schedule?: components["schemas"]["ScheduleState"];
             steps: components["schemas"]["AutomationStepOutput"][];
             filter: string | null;
             rateLimit: components["schemas"]["RateLimitSettings"] | null;
@@ -1350,8 +1356,11 @@ export interface components {
             log?: null;
             waitForApproval?: null;
         };
+        /** @description Exactly one of incomingWebhook, schedule, event. */
         AutomationTriggerInput: {
-            incomingWebhook: components["schemas"]["IncomingWebhookTriggerInput"];
+            incomingWebhook?: components["schemas"]["IncomingWebhookTriggerInput"] | null;
+            schedule?: components["schemas"]["ScheduleTriggerInput"] | null;
+            event?: components["schemas"]["EventTriggerInput"] | null;
         };
         AutomationWriteResponse: {
             automation: components["schemas"]["Automation"];
@@ -1700,6 +1709,15 @@ export interface components {
             "@type": string;
         } & {
             [key: string]: unknown;
+        };
+        EventTrigger: {
+            types: ("user.created" | "user.updated" | "grant.created" | "grant.granted" | "grant.revoked" | "grant.expired" | "grant.failed")[];
+            enabled: boolean;
+        };
+        EventTriggerInput: {
+            types: ("user.created" | "user.updated" | "grant.created" | "grant.granted" | "grant.revoked" | "grant.expired" | "grant.failed")[];
+            /** @description Default true. */
+            enabled?: boolean | null;
         };
         Execution: {
             /** @description webhook:{listenerId}:{eventId} */
@@ -2159,6 +2177,39 @@ export interface components {
             signingSecret: string;
             previousSecretExpiresAt: string | null;
         };
+        ScheduleState: {
+            /** @description Up to 5, ascending; [] while paused. */
+            nextRuns: string[];
+            paused: boolean;
+            /** Format: date-time */
+            lastRunAt: string | null;
+        };
+        ScheduleTrigger: {
+            cron?: string;
+            interval?: string;
+            offset?: string;
+            timezone: string;
+            /** @enum {string} */
+            overlap: "SKIP" | "BUFFER_ONE" | "BUFFER_ALL" | "CANCEL_OTHER" | "TERMINATE_OTHER" | "ALLOW_ALL";
+            catchupWindow: string;
+            enabled: boolean;
+        };
+        ScheduleTriggerInput: {
+            /** @description Five fields, or @yearly, @monthly, @weekly, @daily, @hourly. */
+            cron?: string | null;
+            /** @description At least "1s"; times are the Unix epoch + n × interval + offset. */
+            interval?: string | null;
+            /** @description Only with interval: "0s" (default) up to the interval. */
+            offset?: string | null;
+            /** @description An IANA time zone name; default "UTC". */
+            timezone?: string | null;
+            /** @description Default SKIP. */
+            overlap?: ("SKIP" | "BUFFER_ONE" | "BUFFER_ALL" | "CANCEL_OTHER" | "TERMINATE_OTHER" | "ALLOW_ALL") | null;
+            /** @description From "10s" to "86400s"; default "300s". */
+            catchupWindow?: string | null;
+            /** @description false pauses the schedule, true resumes it. Default true. */
+            enabled?: boolean | null;
+        };
         SearchEntitlementsRequest: {
             /** @description Case-insensitive substring of displayName, slug or description. */
             query?: string | null;
@@ -2254,11 +2305,21 @@ export interface components {
             /** @description Comma-separated field paths among displayName, description, trigger, steps, filter, rateLimit, concurrency. */
             updateMask?: (string | string[]) | null;
         };
+        UpdateUserRequest: {
+            user?: {
+                displayName?: string | null;
+                email?: string | null;
+                status?: components["schemas"]["UserStatus"] | null;
+            } | null;
+            /** @description Comma-separated among displayName, email, status; empty = the fields given. */
+            updateMask?: string | null;
+        };
         User: {
             id: string;
             displayName: string;
             email: string;
             type: components["schemas"]["UserType"];
+            status: components["schemas"]["UserStatus"];
             /** Format: date-time */
             createdAt: string;
         };
@@ -2289,6 +2350,8 @@ export interface components {
         UserResponse: {
             user: components["schemas"]["User"];
         };
+        /** @enum {string} */
+        UserStatus: "USER_STATUS_ENABLED" | "USER_STATUS_DISABLED";
         /** @enum {string} */
         UserType: "USER_TYPE_SERVICE" | "USER_TYPE_HUMAN";
         /** @description Parks the run until a person approves or rejects it (or the timeout decides). */
@@ -6107,6 +6170,89 @@ export interface operations {
             };
             /** @description Not found. (code 5) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "users.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the user. */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateUserRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

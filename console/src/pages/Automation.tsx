@@ -55,10 +55,10 @@ function draftOf(a: Automation): Draft {
   return {
     displayName: a.displayName,
     description: a.description,
-    authMethod: hook.authMethod,
-    jwksUrl: hook.jwksUrl,
-    allowedCidrs: hook.allowedCidrs.join('\n'),
-    enabled: hook.enabled,
+    authMethod: hook?.authMethod ?? 'HMAC',
+    jwksUrl: hook?.jwksUrl ?? '',
+    allowedCidrs: (hook?.allowedCidrs ?? []).join('\n'),
+    enabled: hook?.enabled ?? a.trigger.schedule?.enabled ?? a.trigger.event?.enabled ?? true,
     filter: a.filter ?? '',
     concurrencyLimit: a.concurrency ? String(a.concurrency.limit) : '',
     concurrencyKey: a.concurrency?.key ?? '',
@@ -280,10 +280,14 @@ export default function AutomationPage({ id }: { id: string | null }) {
             </strong>
             {' · '}draft version {automation.version}
           </p>
-          <p>
-            Listener URL: <code className="url">{automation.trigger.incomingWebhook.url}</code>{' '}
-            <CopyButton value={automation.trigger.incomingWebhook.url} label="Copy URL" />
-          </p>
+          {automation.trigger.incomingWebhook ? (
+            <p>
+              Listener URL: <code className="url">{automation.trigger.incomingWebhook.url}</code>{' '}
+              <CopyButton value={automation.trigger.incomingWebhook.url} label="Copy URL" />
+            </p>
+          ) : (
+            <p>Trigger: {automation.trigger.schedule ? 'schedule' : 'directory events'} (no listener)</p>
+          )}
           <div className="actions">
             <button type="button" className="primary" onClick={() => void publish('publish')}>
               Publish
@@ -295,7 +299,7 @@ export default function AutomationPage({ id }: { id: string | null }) {
               onConfirm={() => publish('unpublish')}
               disabled={!automation.published}
             />
-            {automation.trigger.incomingWebhook.authMethod === 'HMAC' ? (
+            {automation.trigger.incomingWebhook?.authMethod === 'HMAC' ? (
               <RotateSecret
                 id={automation.id}
                 ifMatch={ifMatch}

@@ -59,8 +59,12 @@ export function AutomationsPage() {
                     <span className="muted">draft only</span>
                   )}
                 </td>
-                <td>{a.trigger.incomingWebhook.authMethod}</td>
-                <td>{a.trigger.incomingWebhook.enabled ? 'enabled' : 'disabled'}</td>
+                <td>{a.trigger.incomingWebhook?.authMethod ?? (a.trigger.schedule ? 'schedule' : 'event')}</td>
+                <td>
+                  {(a.trigger.incomingWebhook ?? a.trigger.schedule ?? a.trigger.event)?.enabled
+                    ? 'enabled'
+                    : 'disabled'}
+                </td>
                 <td>
                   {[
                     a.filter ? 'filter' : '',

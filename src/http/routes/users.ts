@@ -1,9 +1,17 @@
-/** Users: `POST /api/v1/users`, `GET /api/v1/users/{user_id}`, `GET /api/v1/users`. */
+/** Users: `POST /api/v1/users`, `GET /api/v1/users/{user_id}`, `POST /api/v1/users/{user_id}` (update), `GET /api/v1/users`. */
 import type Router from '@koa/router';
-import { createUser, getUser, listUsers } from '../../domain/users';
+import { createUser, getUser, listUsers, updateUser } from '../../domain/users';
 import * as gov from '../../domain/schemas';
 import type { AppDeps } from '../context';
-import { ITEM_READ_ERRORS, mountOperations, operation, READ_ERRORS, WRITE_ERRORS, exactRouter } from '../operation';
+import {
+  ITEM_READ_ERRORS,
+  ITEM_WRITE_ERRORS,
+  mountOperations,
+  operation,
+  READ_ERRORS,
+  WRITE_ERRORS,
+  exactRouter,
+} from '../operation';
 import { GOVERNANCE_READ, GOVERNANCE_WRITE, listBody } from './governance-helpers';
 
 export const USER_OPERATIONS = [
@@ -29,6 +37,20 @@ export const USER_OPERATIONS = [
     ok: gov.UserResponse,
     errors: ITEM_READ_ERRORS,
     handle: async (input, _ctx, deps) => ({ user: await getUser(deps.db, input.params.user_id) }),
+  }),
+  operation({
+    method: 'post',
+    path: '/api/v1/users/{user_id}',
+    operationId: 'users.update',
+    tag: 'Users',
+    summary: 'Update a user (displayName, email, status); a change sends user.updated.',
+    access: GOVERNANCE_WRITE,
+    body: { schema: gov.UpdateUserRequest, required: true, validation: 'schema' },
+    ok: gov.UserResponse,
+    errors: ITEM_WRITE_ERRORS,
+    handle: async (input, _ctx, deps) => ({
+      user: await updateUser(deps.db, input.params.user_id, await input.body(), input.actor),
+    }),
   }),
   operation({
     method: 'get',
