@@ -110,6 +110,7 @@ export async function composeApp(
             db,
             engine,
             logger,
+            laneQueueLimit: config.laneQueueLimit,
             ...(inputs.eventDispatch?.onOutcome ? { onOutcome: inputs.eventDispatch.onOutcome } : {}),
           },
           inputs.eventDispatch ?? {},

@@ -33,6 +33,7 @@ import { decideDelivery } from '../flow';
 import { runWorkflowId } from '../contract/run';
 import { WorkflowEngineUnavailableError } from '../errors';
 import { isObject } from '../json';
+import { LANE_QUEUE_LIMITS } from '../config';
 
 /** Above this depth no run starts (reason `event_depth`). */
 export const MAX_EVENT_DEPTH = 8;
@@ -58,6 +59,8 @@ export interface EventDispatcherDeps {
   db: Db;
   engine: RunEngine;
   logger: Logger;
+  /** The most runs of one concurrency key that may wait (LANE_QUEUE_LIMIT); a full queue delays the event, never drops it. */
+  laneQueueLimit?: number;
   /** Told about each target judged (tests, metrics). */
   onOutcome?: (event: DirectoryEventRow, outcome: TargetOutcome) => void;
 }
@@ -221,6 +224,7 @@ export class EventDispatcher {
         receivedAt: event.occurredAt,
         payload,
         hasFilteredEvents: false,
+        laneQueueLimit: this.deps.laneQueueLimit ?? LANE_QUEUE_LIMITS.default,
       },
     ).catch((err: unknown) => {
       if (err instanceof WorkflowEngineUnavailableError) throw new Wait(this.retryMs);
