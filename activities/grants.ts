@@ -7,10 +7,12 @@ import type { Db } from '../src/store/db';
 import { deprovisionGrant, expireGrant, provisionGrant } from '../src/domain/grants';
 import type { GrantActivities } from '../src/contract/activities';
 
-export function createGrantActivities(deps: { db: Db }): GrantActivities {
+export function createGrantActivities(deps: {
+  db: Db;
+}): Pick<GrantActivities, 'provisionGrant' | 'expireGrant' | 'deprovisionGrant'> {
   return {
     provisionGrant: (input) => provisionGrant(deps.db, input.grantId),
     expireGrant: (input) => expireGrant(deps.db, input.grantId),
-    deprovisionGrant: (input) => deprovisionGrant(deps.db, input.grantId),
+    deprovisionGrant: (input) => deprovisionGrant(deps.db, input.grantId, input.attempt ?? 1),
   };
 }

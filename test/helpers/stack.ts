@@ -72,6 +72,7 @@ export async function startStack(options: TestServiceOptions & { worker?: boolea
           allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
           secretBox: service.deps.secretBox,
           engine,
+          baseUrl: service.deps.config.baseUrl,
         }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),
