@@ -12,6 +12,7 @@ import { createLaneActivities } from './lanes';
 import { createNotifyActivities } from './notify';
 import { createBulkActionActivities } from './bulk-actions';
 import { createGrantActivities } from './grants';
+import { createProvisioningWebhookActivities } from './provisioning-webhook';
 import type { RunEngine } from '../src/domain/engine';
 import type { AutomationActivities } from '../src/contract/activities';
 
@@ -47,6 +48,8 @@ export interface ActivityDeps {
   secretBox?: SecretBox;
   /** The run engine on the worker's Temporal client: the lanes of flow control, acting on runs for bulk actions. */
   engine: RunEngine;
+  /** BASE_URL: the origin of provisioning webhooks' callback URLs (without it a call offers no callback). */
+  baseUrl?: string;
 }
 
 /** Every activity the workflows call; `satisfies` fails the build when a declared effect has none. */
@@ -67,5 +70,11 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createBulkActionActivities({ db: deps.db, engine: deps.engine }),
     ...createGrantActivities({ db: deps.db }),
+    ...createProvisioningWebhookActivities({
+      db: deps.db,
+      allowPrivateOutbound: deps.allowPrivateOutbound,
+      ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
+      ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),
+    }),
   } satisfies AutomationActivities;
 }

@@ -249,7 +249,13 @@ async function startWorker(
     taskQueue: config.temporal.taskQueue,
     db,
     activities: (engine) =>
-      createActivities({ db, allowPrivateOutbound: config.allowPrivateOutbound, secretBox, engine }),
+      createActivities({
+        db,
+        allowPrivateOutbound: config.allowPrivateOutbound,
+        secretBox,
+        engine,
+        baseUrl: config.baseUrl,
+      }),
     bundle: { codePath: bundlePath },
     codec,
     ...(config.worker.maxConcurrentActivityTaskExecutions

@@ -88,11 +88,22 @@ export interface BulkActionActivities {
 
 export type AutomationActivities = RunActivities & EffectActivities & BulkActionActivities & GrantActivities;
 
-/** What a grant's activity answers: the grant's state and expiry after it. */
+/** One call of a provisioning webhook: the phase and step path, and the attempt (a person's retry is a new one). */
+export interface ProvisioningCall {
+  phase: 'provision' | 'deprovision';
+  step: string;
+  attempt: number;
+}
+
+/** What a grant's activity answers: the grant's state and expiry after it, and a webhook call the workflow makes next. */
 export interface GrantStep {
   state: string;
   expiresAt: string | null;
+  call?: ProvisioningCall;
 }
+
+/** How a call ended, as the workflow records it: done, or failed with the error the grant shows. */
+export type CallOutcome = { ok: true } | { ok: false; error: string };
 
 /** The activities of a grant's workflow (workflows/grant.ts): each reads and writes the grant's row, idempotently. */
 export interface GrantActivities {
@@ -101,5 +112,14 @@ export interface GrantActivities {
   /** Moves a GRANTED grant whose expiresAt has come to DEPROVISIONING (reason `expired`). */
   expireGrant(input: { grantId: string }): Promise<GrantStep>;
   /** Runs the deprovisioning of a DEPROVISIONING grant; REVOKED when it is done. */
-  deprovisionGrant(input: { grantId: string }): Promise<GrantStep>;
+  deprovisionGrant(input: { grantId: string; attempt?: number }): Promise<GrantStep>;
+  /** Records how a webhook call ended and moves the grant on (GRANTED, FAILED, REVOKED, or as it was). */
+  finishProvisioningCall(input: ProvisioningCall & { grantId: string; outcome: CallOutcome }): Promise<GrantStep>;
+  /**
+   * POSTs the grant to its provisioning webhook: `done` (2xx), `accepted` (202: a callback follows),
+   * or `failed` (an answer retrying cannot change); 5xx, 429 and network errors throw (retried).
+   */
+  callProvisioningWebhook(
+    input: ProvisioningCall & { grantId: string },
+  ): Promise<{ status: 'done' | 'accepted' } | { status: 'failed'; error: string }>;
 }

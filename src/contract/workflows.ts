@@ -50,7 +50,18 @@ export interface GrantWorkflowInput {
 export type GrantWorkflow = (input: GrantWorkflowInput) => Promise<{ state: string }>;
 
 /** What the API tells a grant's workflow: a revoke was asked, the expiry moved, a failed deprovision is retried. */
-export type GrantSignal = { type: 'revoke' } | { type: 'extend'; expiresAt: string } | { type: 'retry' };
+export type GrantSignal =
+  | { type: 'revoke' }
+  | { type: 'extend'; expiresAt: string }
+  | { type: 'retry' }
+  | {
+      type: 'callback';
+      phase: 'provision' | 'deprovision';
+      step: string;
+      attempt: number;
+      status: 'done' | 'failed';
+      message: string | null;
+    };
 /** Signal name of GrantSignal (never rename: histories hold it). */
 export const GRANT_CHANGE_SIGNAL = 'grantChange';
 export const grantChangeSignal = defineSignal<[GrantSignal]>(GRANT_CHANGE_SIGNAL);

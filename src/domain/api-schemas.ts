@@ -925,6 +925,50 @@ export const GrantList = z
   .object({ list: z.array(z.object({ grant: Grant })), nextPageToken: z.string() })
   .meta({ id: 'GrantList' });
 
+// ---------------------------------------------------------------- provisioning webhooks
+
+export const CreateProvisioningWebhookRequest = z
+  .object({
+    displayName: z
+      .string({
+        error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string'),
+      })
+      .regex(/\S/, 'must not be empty')
+      .max(200, 'must be at most 200 characters'),
+    url: z
+      .string({
+        error: (issue) => (issue.input === undefined || issue.input === null ? 'is required' : 'must be a string'),
+      })
+      .max(2048, 'must be at most 2048 characters'),
+    signingSecret: z
+      .string()
+      .max(200, 'must be at most 200 characters')
+      .nullish()
+      .meta({ description: "The name of an outbound secret (Standard Webhooks format) that allows the URL's origin." }),
+  })
+  .meta({ id: 'CreateProvisioningWebhookRequest' });
+export const ProvisioningWebhook = z
+  .object({
+    id: z.string(),
+    displayName: z.string(),
+    url: z.string(),
+    signingSecret: z.string().nullable().meta({ description: 'The secret name, never its value.' }),
+    createdAt: z.string().meta({ format: 'date-time' }),
+  })
+  .meta({ id: 'ProvisioningWebhook' });
+export const ProvisioningWebhookResponse = z
+  .object({ provisioningWebhook: ProvisioningWebhook })
+  .meta({ id: 'ProvisioningWebhookResponse' });
+export const ProvisioningWebhookList = z
+  .object({ list: z.array(z.object({ provisioningWebhook: ProvisioningWebhook })), nextPageToken: z.string() })
+  .meta({ id: 'ProvisioningWebhookList' });
+export const ProvisioningCallbackRequest = z
+  .object({
+    status: z.enum(['done', 'failed'], { error: 'must be "done" or "failed"' }),
+    message: z.string().max(1000, 'must be at most 1000 characters').nullish(),
+  })
+  .meta({ id: 'ProvisioningCallbackRequest' });
+
 // ---------------------------------------------------------------- webhook receiver, operations
 
 export const WebhookAccepted = z

@@ -28,6 +28,8 @@ import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import type { ProvisionPolicyValue } from './schemas';
 import type { Grant } from './api-schemas';
+import type { CallOutcome, GrantStep, ProvisioningCall } from '../contract/activities';
+import { closeCallbackTokens } from '../store/provisioning-webhooks';
 import type { z } from 'zod';
 import type { CreateGrantRequest } from './api-schemas';
 
@@ -406,8 +408,14 @@ export async function revokeGrantsOfEntitlement(
 
 // ---------------------------------------------------------------- the workflow's steps
 
-function stepOf(row: GrantRow | undefined): { state: string; expiresAt: string | null } {
-  return { state: row?.state ?? 'REVOKED', expiresAt: row?.expiresAt ?? null };
+function stepOf(row: GrantRow | undefined, call?: ProvisioningCall): GrantStep {
+  return { state: row?.state ?? 'REVOKED', expiresAt: row?.expiresAt ?? null, ...(call ? { call } : {}) };
+}
+
+/** The webhook id of a `webhook` policy. */
+export function webhookIdOf(policy: Record<string, unknown> | null): string {
+  const webhook = policy?.webhook as { webhookId?: string | null } | null | undefined;
+  return webhook?.webhookId ?? '';
 }
 
 /**
@@ -415,11 +423,12 @@ function stepOf(row: GrantRow | undefined): { state: string; expiresAt: string |
  * (unconfigured) are done when the grant is made; those it cannot run fail here with
  * `system:provisioning` as the actor.
  */
-export async function provisionGrant(db: Db, id: string): Promise<{ state: string; expiresAt: string | null }> {
+export async function provisionGrant(db: Db, id: string): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'PROVISIONING') return stepOf(row);
     const member = policyMember(row.provisionerPolicy);
+    if (member === 'webhook') return stepOf(row, { phase: 'provision', step: '', attempt: 1 });
     const error = `provisioning by ${member} is not available in this version of the service`;
     const failed = (await store.updateGrant(tx, id, ['PROVISIONING'], {
       state: 'FAILED',
@@ -433,7 +442,7 @@ export async function provisionGrant(db: Db, id: string): Promise<{ state: strin
 }
 
 /** Expires a GRANTED grant whose expiresAt has come (by the store's clock); else answers its state. */
-export async function expireGrant(db: Db, id: string): Promise<{ state: string; expiresAt: string | null }> {
+export async function expireGrant(db: Db, id: string): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'GRANTED' || row.expiresAt === null) return stepOf(row);
@@ -447,12 +456,14 @@ export async function expireGrant(db: Db, id: string): Promise<{ state: string; 
  * unconfigured (or none) is done at once; one this service cannot run is recorded as failed and
  * the grant stays DEPROVISIONING (counted, listed, retried by a revoke).
  */
-export async function deprovisionGrant(db: Db, id: string): Promise<{ state: string; expiresAt: string | null }> {
+export async function deprovisionGrant(db: Db, id: string, attempt = 1): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'DEPROVISIONING') return stepOf(row);
+    await closeCallbackTokens(tx, id, 'provision');
     const member = policyMember(row.deprovisionerPolicy);
     if (member === 'unconfigured') return stepOf(await finishDeprovision(tx, row));
+    if (member === 'webhook') return stepOf(row, { phase: 'deprovision', step: '', attempt });
     const error = (CONNECTOR_MEMBERS as readonly string[]).includes(member)
       ? connectorMessage(member)
       : `deprovisioning by ${member} is not available in this version of the service`;
@@ -460,5 +471,72 @@ export async function deprovisionGrant(db: Db, id: string): Promise<{ state: str
       provisioning: withEntry(row.provisioning, entry('deprovision', member, 'FAILED', { error })),
     });
     return stepOf(failed);
+  });
+}
+
+/** The policy a call's phase follows. */
+export function phasePolicy(row: GrantRow, phase: ProvisioningCall['phase']): Record<string, unknown> | null {
+  return phase === 'provision' ? row.provisionerPolicy : row.deprovisionerPolicy;
+}
+
+/** Counts a call of a webhook in the grant's entry of its phase and step (PENDING while it is out). */
+export async function recordCallStarted(db: Db, id: string, call: ProvisioningCall): Promise<GrantRow | undefined> {
+  return db.transaction(async (tx) => {
+    const row = await store.findGrant(tx, id, { forUpdate: true });
+    if (!row) return undefined;
+    const pending = entry(call.phase, 'webhook', 'PENDING', {
+      step: call.step,
+      attempts: 1,
+      detail: { attempt: call.attempt },
+    });
+    return store.updateGrant(tx, id, [row.state], { provisioning: withEntry(row.provisioning, pending) });
+  });
+}
+
+/**
+ * Records how a webhook call ended and moves the grant on: a provision done → GRANTED (its
+ * expiresAt from now), failed → FAILED; a deprovision done → REVOKED, failed → stays
+ * DEPROVISIONING with the error in its entry. A grant revoked meanwhile only gets the entry.
+ */
+export async function finishProvisioningCall(
+  db: Db,
+  id: string,
+  call: ProvisioningCall,
+  outcome: CallOutcome,
+): Promise<GrantStep> {
+  return db.transaction(async (tx) => {
+    const row = await store.findGrant(tx, id, { forUpdate: true });
+    if (!row) return stepOf(row);
+    const done = entry(call.phase, 'webhook', outcome.ok ? 'DONE' : 'FAILED', {
+      step: call.step,
+      error: outcome.ok ? null : outcome.error,
+      detail: { attempt: call.attempt },
+    });
+    const provisioning = withEntry(row.provisioning, done);
+    if (call.phase === 'provision') {
+      if (row.state !== 'PROVISIONING') {
+        return stepOf(await store.updateGrant(tx, id, [row.state], { provisioning }));
+      }
+      if (outcome.ok) {
+        const granted = (await store.updateGrant(tx, id, ['PROVISIONING'], {
+          state: 'GRANTED',
+          grantNow: true,
+          provisioning,
+        }))!;
+        await recordGrantEvent(tx, 'grant.granted', PROVISIONING_ACTOR, granted);
+        return stepOf(granted);
+      }
+      const failed = (await store.updateGrant(tx, id, ['PROVISIONING'], {
+        state: 'FAILED',
+        error: outcome.error,
+        provisioning,
+      }))!;
+      await audit(tx, PROVISIONING_ACTOR, 'grant.fail', failed, { error: outcome.error });
+      await recordGrantEvent(tx, 'grant.failed', PROVISIONING_ACTOR, failed);
+      return stepOf(failed);
+    }
+    if (row.state !== 'DEPROVISIONING') return stepOf(row);
+    if (outcome.ok) return stepOf(await finishDeprovision(tx, row, done));
+    return stepOf(await store.updateGrant(tx, id, ['DEPROVISIONING'], { provisioning }));
   });
 }

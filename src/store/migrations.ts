@@ -558,6 +558,29 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE directory_events ADD COLUMN targets jsonb NOT NULL DEFAULT '[]'::jsonb;
   ALTER TABLE users ADD COLUMN status text NOT NULL DEFAULT 'USER_STATUS_ENABLED';
   `,
+  // provisioning webhooks (a grant's `webhook` provisioner calls one) and the single-use callback
+  // tokens of their calls (only a hash of each token is kept).
+  `
+  CREATE TABLE provisioning_webhooks (
+    id text PRIMARY KEY,
+    display_name text NOT NULL,
+    url text NOT NULL,
+    signing_secret text,
+    created_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE TABLE provisioning_callbacks (
+    token_hash text PRIMARY KEY,
+    grant_id text NOT NULL,
+    phase text NOT NULL,
+    step text NOT NULL,
+    attempt integer NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    used_at timestamptz,
+    status text,
+    message text
+  );
+  CREATE INDEX provisioning_callbacks_grant ON provisioning_callbacks (grant_id);
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -83,6 +83,7 @@ export async function startStack(
           allowPrivateOutbound: service.deps.config.allowPrivateOutbound,
           secretBox: service.deps.secretBox,
           engine,
+          baseUrl: service.deps.config.baseUrl,
         }),
       codec: testCodec(),
       ...(bundle ? { bundle } : {}),

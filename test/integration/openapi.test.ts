@@ -13,7 +13,8 @@ import request from 'supertest';
 import { startStack, hmacEvent, deliver, listenerPath, type Stack } from '../helpers/stack';
 import { callerFor, createGovernanceApp, createEntitlement, createUser, type Caller } from '../helpers/governance';
 import { createClient } from '../../src/auth/clients';
-import { poll } from '../helpers/wait';
+import { poll, until } from '../helpers/wait';
+import { startReceiver } from '../helpers/receiver';
 import { ContractChecker, templateOf as documentedTemplate } from '../helpers/contract';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -141,7 +142,11 @@ describe('OpenAPI document', () => {
         }),
       });
       expect(doc.security).toBeUndefined();
-      const open = ['/api/openapi.json', '/api/v1/webhooks/incoming/{listener_id}'];
+      const open = [
+        '/api/openapi.json',
+        '/api/v1/webhooks/incoming/{listener_id}',
+        '/api/v1/provisioning/callbacks/{token}',
+      ];
       for (const [path, item] of Object.entries(doc.paths as Json)) {
         for (const [method, operation] of Object.entries(item as Json)) {
           const secured = path.startsWith('/api/') && !open.includes(path);
@@ -387,6 +392,39 @@ describe('OpenAPI document', () => {
       expect((await call(admin, 'post', `/api/v1/grants/${id}/extend`, { duration: '600s' })).status).toBe(200);
       expect((await call(admin, 'post', `/api/v1/grants/${id}/revoke`, { reason: 'done' })).status).toBe(200);
       expect((await call(admin, 'post', `/api/v1/grants/${id}/extend`, { duration: '600s' })).status).toBe(409);
+    });
+
+    responseTest('provisioning webhooks: create, get, list, delete; a callback after a 202', async () => {
+      const receiver = await startReceiver(() => ({ status: 202 }));
+      try {
+        const made = await call(superAdmin, 'post', '/api/v1/provisioning_webhooks', {
+          displayName: 'receiver',
+          url: `${receiver.origin}/provision`,
+        });
+        expect(made.status).toBe(200);
+        const webhookId = made.body.provisioningWebhook.id;
+        expect((await call(admin, 'get', `/api/v1/provisioning_webhooks/${webhookId}`)).status).toBe(200);
+        expect((await call(admin, 'get', '/api/v1/provisioning_webhooks')).status).toBe(200);
+        const entitlement = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, {
+          displayName: 'Provisioned',
+          provisionerPolicy: { webhook: { webhookId } },
+        });
+        const grant = await call(admin, 'post', '/api/v1/grants', {
+          userId,
+          appId,
+          appEntitlementId: entitlement.body.appEntitlement.id,
+        });
+        expect(grant.body.grant.state).toBe('PROVISIONING');
+        await until(() => receiver.received.length > 0, 'the receiver to be called');
+        const callbackUrl = new URL(JSON.parse(receiver.received[0]!.body.toString()).callbackUrl as string);
+        expect(
+          (await call(callerFor(stack.service, undefined), 'post', callbackUrl.pathname, { status: 'done' })).status,
+        ).toBe(200);
+        await call(admin, 'delete', `/api/v1/apps/${appId}/entitlements/${entitlement.body.appEntitlement.id}`);
+        expect((await call(superAdmin, 'delete', `/api/v1/provisioning_webhooks/${webhookId}`)).status).toBe(200);
+      } finally {
+        await receiver.close();
+      }
     });
 
     responseTest('API clients: create, list, get, delete', async () => {

@@ -871,6 +871,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/provisioning_webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List provisioning webhooks. */
+        get: operations["provisioningWebhooks.list"];
+        put?: never;
+        /** Create a provisioning webhook (the outbound rules of callWebhook apply to its URL). */
+        post: operations["provisioningWebhooks.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/provisioning_webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a provisioning webhook. */
+        get: operations["provisioningWebhooks.get"];
+        put?: never;
+        post?: never;
+        /** Delete a provisioning webhook (409 while an entitlement policy names it). */
+        delete: operations["provisioningWebhooks.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/provisioning/callbacks/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A receiver's answer to a call it accepted with 202: single use; 404 for a used or unknown token (nothing changes). */
+        post: operations["provisioningCallbacks.receive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -1615,6 +1668,12 @@ export interface components {
             /** @description false: the live grant the user already held, unchanged. */
             created: boolean;
         };
+        CreateProvisioningWebhookRequest: {
+            displayName: string;
+            url: string;
+            /** @description The name of an outbound secret (Standard Webhooks format) that allows the URL's origin. */
+            signingSecret?: string | null;
+        };
         CreateSecretRequest: {
             /** @description Read as secrets.<name> in callWebhook header values, or named by a callWebhook signature: ^[a-z][a-z0-9_]{0,62}$. */
             name: string;
@@ -2051,6 +2110,11 @@ export interface components {
                 fallbackUserIds?: string[] | null;
             } | null;
         };
+        ProvisioningCallbackRequest: {
+            /** @enum {string} */
+            status: "done" | "failed";
+            message?: string | null;
+        };
         ProvisioningEntry: {
             /** @enum {string} */
             phase: "provision" | "deprovision";
@@ -2069,6 +2133,24 @@ export interface components {
             detail: {
                 [key: string]: unknown;
             };
+        };
+        ProvisioningWebhook: {
+            id: string;
+            displayName: string;
+            url: string;
+            /** @description The secret name, never its value. */
+            signingSecret: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        ProvisioningWebhookList: {
+            list: {
+                provisioningWebhook: components["schemas"]["ProvisioningWebhook"];
+            }[];
+            nextPageToken: string;
+        };
+        ProvisioningWebhookResponse: {
+            provisioningWebhook: components["schemas"]["ProvisioningWebhook"];
         };
         /** @description Exactly one member is set. */
         ProvisionPolicy: {
@@ -7354,6 +7436,349 @@ export interface operations {
             };
             /** @description Already exists. (code 6) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "provisioningWebhooks.list": {
+        parameters: {
+            query?: {
+                /** @description Page size, clamped to 10..100; default 25. */
+                page_size?: number;
+                /** @description nextPageToken of the previous page; empty or absent for the first page. */
+                page_token?: string;
+                /** @description Alias of page_size. */
+                pageSize?: number;
+                /** @description Alias of page_token. */
+                pageToken?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProvisioningWebhookList"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "provisioningWebhooks.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateProvisioningWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProvisioningWebhookResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "provisioningWebhooks.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProvisioningWebhookResponse"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "provisioningWebhooks.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already exists. (code 6) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "provisioningCallbacks.receive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description token */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProvisioningCallbackRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

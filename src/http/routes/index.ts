@@ -18,6 +18,7 @@ import { createUsersRouter, USER_OPERATIONS } from './users';
 import { createEntitlementsRouter, ENTITLEMENT_OPERATIONS } from './entitlements';
 import { createOwnersRouter, OWNER_OPERATIONS } from './owners';
 import { createGrantsRouter, GRANT_OPERATIONS } from './grants';
+import { createProvisioningWebhooksRouter, PROVISIONING_WEBHOOK_OPERATIONS } from './provisioning-webhooks';
 import { openApiOperation } from './openapi';
 import { CODEC_OPERATIONS, createCodecRouter } from './codec';
 import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
@@ -50,6 +51,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...ENTITLEMENT_OPERATIONS,
   ...OWNER_OPERATIONS,
   ...GRANT_OPERATIONS,
+  ...PROVISIONING_WEBHOOK_OPERATIONS,
   ...AUDIT_OPERATIONS,
 ];
 
@@ -79,6 +81,7 @@ export const ROUTERS: RouterFactory[] = [
   createEntitlementsRouter,
   createOwnersRouter,
   createGrantsRouter,
+  createProvisioningWebhooksRouter,
   (deps) => mountOperations(exactRouter(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
