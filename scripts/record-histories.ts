@@ -23,6 +23,7 @@ import { lanePlacesTaken, takeLanePlace } from '../src/store/lane-places';
 import { freePort, startDevServer } from '../src/temporal/devserver';
 import { HISTORIES_DIR, historyToJson, installQuietRuntime } from '../src/temporal/history-replay';
 import { ensureNamespace } from '../src/temporal/setup';
+import { tracingWorkerOptions } from '../src/temporal/tracing';
 import { automationBundleOptions } from '../src/temporal/worker';
 import { bulkAction, type automation } from '../workflows';
 import { ApprovalWaitKey } from '../src/contract/workflows';
@@ -1110,6 +1111,8 @@ async function createWorker(
     namespace: 'default',
     taskQueue,
     workflowBundle: bundle,
+    // The bundle's tracing interceptors call their sink: spans dropped, as in a worker with tracing off.
+    sinks: tracingWorkerOptions(undefined).sinks,
     activities: withFlakyOwnership(
       createActivities({
         db,
