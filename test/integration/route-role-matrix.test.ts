@@ -93,6 +93,7 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/users': { access: 'governance-write', status: 400 },
   'GET /api/v1/users': { access: 'governance-read', status: 200 },
   'GET /api/v1/users/:user_id': { access: 'governance-read', status: 404 },
+  'POST /api/v1/users/:user_id': { access: 'governance-write', status: 404 },
   'POST /api/v1/apps/:app_id/entitlements': { access: 'governance-write', status: 404 },
   'GET /api/v1/apps/:app_id/entitlements': { access: 'governance-read', status: 404 },
   'POST /api/v1/secrets': { access: 'super', status: 400 },
