@@ -70,9 +70,16 @@ async function bundleB(dir: string, withPatch: boolean): Promise<WorkflowBundleW
   );
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'automation.ts'), source);
+  // Every other workflow of workflows/index.ts as it is (the lane, the bulk action, the grant, ...).
+  const others = fs
+    .readFileSync(path.join(ROOT, 'workflows/index.ts'), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('export ') && !line.includes("from './automation'"))
+    .map((line) => line.replace(/from '\.\/([^']+)'/, (_m, p: string) => `from '${path.join(ROOT, 'workflows', p)}'`));
+  expect(others.length).toBeGreaterThanOrEqual(3);
   fs.writeFileSync(
     path.join(dir, 'index.ts'),
-    `export { automation, decideUpdate, stateQuery } from './automation';\nexport { lane } from '${path.join(ROOT, 'workflows', 'lane')}';\nexport { bulkAction } from '${path.join(ROOT, 'workflows', 'bulk-action')}';\n`,
+    [`export { automation, decideUpdate, stateQuery } from './automation';`, ...others, ''].join('\n'),
   );
   return bundleWorkflowCode({ workflowsPath: path.join(dir, 'index.ts'), logger: new DefaultLogger('WARN') });
 }
