@@ -40,7 +40,10 @@ describe('committed workflow histories', () => {
         fs.readFileSync(path.join(HISTORIES_DIR, file.replace(/\.history\.json$/, '.input.json')), 'utf8'),
       ) as {
         steps: Array<Record<string, unknown>>;
+        workflowType?: string;
       };
+      // A grant's history (workflows/grant.ts) starts from a grant, not from steps.
+      if (input.workflowType === 'grant') continue;
       for (const step of input.steps) for (const kind of STEP_KINDS) if (kind in step) kinds.add(kind);
     }
     expect([...kinds].sort()).toEqual([...STEP_KINDS].sort());
