@@ -6,36 +6,9 @@
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
 import { BOOTSTRAP } from '../playwright.config';
-import { assertAccessible, signIn } from './session';
+import { assertAccessible, bearer, createAutomation, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
-
-async function bearer(request: APIRequestContext): Promise<Record<string, string>> {
-  const res = await request.post('/auth/v1/token', {
-    form: { grant_type: 'client_credentials', client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret },
-  });
-  expect(res.status()).toBe(200);
-  return { Authorization: `Bearer ${((await res.json()) as { access_token: string }).access_token}` };
-}
-
-async function createAutomation(
-  request: APIRequestContext,
-  name: string,
-  steps: unknown[],
-): Promise<{ id: string; secret: string; url: string }> {
-  const headers = await bearer(request);
-  const created = await request.post('/api/v1/automations', {
-    headers,
-    data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps },
-  });
-  expect(created.status()).toBe(200);
-  const body = (await created.json()) as {
-    automation: { id: string; trigger: { incomingWebhook: { url: string } } };
-    signingSecret: string;
-  };
-  expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
-  return { id: body.automation.id, secret: body.signingSecret, url: body.automation.trigger.incomingWebhook.url };
-}
 
 /** A signed delivery (with `secret`, forged when it is not the automation's); resolves with its answer. */
 async function deliver(

@@ -7,37 +7,9 @@
  */
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { hmacEvent } from '../../test/helpers/signing';
-import { BOOTSTRAP } from '../playwright.config';
-import { assertAccessible as expectAccessible, screenshot, signIn } from './session';
+import { assertAccessible as expectAccessible, bearer, createAutomation, screenshot, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
-
-async function bearer(request: APIRequestContext): Promise<Record<string, string>> {
-  const res = await request.post('/auth/v1/token', {
-    form: { grant_type: 'client_credentials', client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret },
-  });
-  expect(res.status()).toBe(200);
-  return { Authorization: `Bearer ${((await res.json()) as { access_token: string }).access_token}` };
-}
-
-async function createAutomation(
-  request: APIRequestContext,
-  name: string,
-  steps: unknown[],
-): Promise<{ id: string; secret: string; url: string }> {
-  const headers = await bearer(request);
-  const created = await request.post('/api/v1/automations', {
-    headers,
-    data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps },
-  });
-  expect(created.status()).toBe(200);
-  const body = (await created.json()) as {
-    automation: { id: string; trigger: { incomingWebhook: { url: string } } };
-    signingSecret: string;
-  };
-  expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
-  return { id: body.automation.id, secret: body.signingSecret, url: body.automation.trigger.incomingWebhook.url };
-}
 
 /** A signed delivery; resolves with the run id it started (200 even when the run is paused). */
 async function deliver(

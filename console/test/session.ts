@@ -3,7 +3,7 @@
  * drawn, and the screenshots of docs/console.md#tests (with CONSOLE_SCREENSHOTS=<dir>: `npm run docs:console`).
  */
 import AxeBuilder from '@axe-core/playwright';
-import { expect, type Locator, type Page } from '@playwright/test';
+import { expect, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 import { BOOTSTRAP } from '../playwright.config';
 
 /** Local sign-in with the bootstrap client; done once the main navigation is drawn. */
@@ -38,4 +38,33 @@ export async function screenshot(page: Page, name: string, of?: Locator): Promis
   if (!dir) return;
   const options = { path: `${dir}/${name}.png`, mask: [page.locator('.secret-value')] };
   await (of ? of.screenshot(options) : page.screenshot({ ...options, fullPage: true }));
+}
+
+/** A bearer token of the bootstrap client, as the API's Authorization header. */
+export async function bearer(request: APIRequestContext): Promise<Record<string, string>> {
+  const res = await request.post('/auth/v1/token', {
+    form: { grant_type: 'client_credentials', client_id: BOOTSTRAP.clientId, client_secret: BOOTSTRAP.clientSecret },
+  });
+  expect(res.status()).toBe(200);
+  return { Authorization: `Bearer ${((await res.json()) as { access_token: string }).access_token}` };
+}
+
+/** A published HMAC webhook automation of `steps`: its id, signing secret and listener URL. */
+export async function createAutomation(
+  request: APIRequestContext,
+  name: string,
+  steps: unknown[],
+): Promise<{ id: string; secret: string; url: string }> {
+  const headers = await bearer(request);
+  const created = await request.post('/api/v1/automations', {
+    headers,
+    data: { displayName: name, trigger: { incomingWebhook: { authMethod: 'HMAC' } }, steps },
+  });
+  expect(created.status()).toBe(200);
+  const body = (await created.json()) as {
+    automation: { id: string; trigger: { incomingWebhook: { url: string } } };
+    signingSecret: string;
+  };
+  expect((await request.post(`/api/v1/automations/${body.automation.id}/publish`, { headers })).status()).toBe(200);
+  return { id: body.automation.id, secret: body.signingSecret, url: body.automation.trigger.incomingWebhook.url };
 }
