@@ -87,8 +87,14 @@ function npmCommand(npmArgs: string[]): [string, string[]] {
   return ['npm', npmArgs];
 }
 
-/** An idle `npm start`, counted over its process group `settleMs` after the API printed its address. */
-export function runMemoryBench(options: { settleMs: number }, log: (line: string) => void): Promise<MemoryResult> {
+/**
+ * An idle `npm start`, counted over its process group `settleMs` after the API printed its address;
+ * `env` over the bench's environment (the tracing section's OTEL_* variables).
+ */
+export function runMemoryBench(
+  options: { settleMs: number; env?: Record<string, string> },
+  log: (line: string) => void,
+): Promise<MemoryResult> {
   return measureIdleGroup({ npmArgs: ['start'], ready: /^API:/m, what: '`npm start`', ...options }, log);
 }
 
@@ -101,7 +107,13 @@ export function runMemoryFloorBench(options: { settleMs: number }, log: (line: s
 }
 
 async function measureIdleGroup(
-  { npmArgs, ready: readyLine, what, settleMs }: { npmArgs: string[]; ready: RegExp; what: string; settleMs: number },
+  {
+    npmArgs,
+    ready: readyLine,
+    what,
+    settleMs,
+    env: extraEnv = {},
+  }: { npmArgs: string[]; ready: RegExp; what: string; settleMs: number; env?: Record<string, string> },
   log: (line: string) => void,
 ): Promise<MemoryResult> {
   const root = path.resolve(__dirname, '..');
@@ -115,6 +127,7 @@ async function measureIdleGroup(
     TEMPORAL_ADDRESS: '',
     DATABASE_URL: '',
     LOG_LEVEL: 'warn',
+    ...extraEnv,
   };
   const [command, args] = npmCommand(npmArgs);
   log(`memory: ${what} in its own process group, DATA_DIR ${dataDir}`);

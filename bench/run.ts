@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,bulk,console] [-- --cpu-prof=<dir>]`
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,bulk,tracing,console] [-- --cpu-prof=<dir>]`
  *
  * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
  * automation worker and a baseline worker, the API on free ports), then measures, each figure
@@ -24,6 +24,8 @@
  *   breaker     ingress on an automation with a closed circuit breaker vs plain ingress (bench/breaker.ts)
  *   bulk        ingress while a bulk cancel of runs parked in waitForApproval runs vs plain ingress
  *               before and after; the cancel's duration and runs/s (bench/bulk.ts)
+ *   tracing     on npm start, alone: ingress with tracing exporting to Jaeger vs the variables unset, and
+ *               unset vs a bundle without the OpenTelemetry interceptors; idle memory on/off (bench/tracing.ts)
  *   search      entitlement search by `query` (substring) vs the first page (with pagination), on
  *               each store (search.pglite, search.postgres; the top-level figure is PostgreSQL's
  *               when measured, else PGlite's)
@@ -43,6 +45,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createBenchAutomation, type BenchAutomation } from './automation';
 import { runCelBench, type CelResult } from './cel';
+import { runTracingBench, type TracingResult, type TracingTiming } from './tracing';
 import { IDLE_RSS_GOAL_MB, runMemoryBench, runMemoryFloorBench, type MemoryResult } from './memory';
 import { runE2eBench, runFloorBench, type E2eResult, type FloorResult } from './e2e';
 import { runStartE2eBench, type StartE2eResult } from './start-e2e';
@@ -76,6 +79,8 @@ interface Profile {
   pagination: { rows: number; samples: number };
   memory: { settleMs: number };
   breaker: { seconds: number; rounds: number };
+  /** Tracing's cost on npm start (bench/tracing.ts): interleaved ingress rounds, and the idle memory's settle. */
+  tracing: TracingTiming;
   /** Runs parked in waitForApproval and canceled by one bulk action; seconds of plain ingress before and after. */
   bulk: { runs: number; seconds: number };
   /** Processes of each side for the peak under the ingress load (bench/peak-child.ts). */
@@ -93,6 +98,7 @@ const FULL: Profile = {
   pagination: { rows: 1_000_000, samples: 200 },
   memory: { settleMs: 10_000 },
   breaker: { seconds: 10, rounds: 2 },
+  tracing: { rounds: 5, warmupSec: 5, durationSec: 10, concurrency: 32, settleMs: 10_000 },
   bulk: { runs: 10_000, seconds: 10 },
   peakSamples: 2,
 };
@@ -107,6 +113,7 @@ const QUICK: Profile = {
   pagination: { rows: 100_000, samples: 40 },
   memory: { settleMs: 5_000 },
   breaker: { seconds: 4, rounds: 2 },
+  tracing: { rounds: 5, warmupSec: 2, durationSec: 4, concurrency: 32, settleMs: 5_000 },
   bulk: { runs: 1_000, seconds: 4 },
   peakSamples: 2,
 };
@@ -131,6 +138,7 @@ interface Detail {
   console?: ConsoleResult;
   breaker?: BreakerResult;
   bulk?: BulkResult;
+  tracing?: TracingResult;
 }
 
 interface Results {
@@ -251,6 +259,21 @@ interface Results {
   flow?: FlowResult | null;
   /** bench/breaker.ts: ingress with a closed circuit breaker ÷ plain ingress, same run. */
   breaker?: { ingressRatio: number; breakerPerSec: number; plainPerSec: number } | null;
+  /**
+   * bench/tracing.ts, on npm start: ingress with tracing exporting to Jaeger ÷ the variables unset, and
+   * unset ÷ a bundle without the OpenTelemetry workflow interceptors (medians of interleaved rounds);
+   * the idle memory with tracing on beside the same without.
+   */
+  tracing?: {
+    ingressRatio: number;
+    offIngressRatio: number;
+    onPerSec: number;
+    unsetPerSec: number;
+    noSdkPerSec: number;
+    rounds: number;
+    idleRssMbOn: number;
+    idleRssMbOff: number;
+  } | null;
   /** bench/bulk.ts: ingress while a bulk cancel of `runs` parked runs runs ÷ plain ingress before and after; the cancel's duration. */
   bulk?: {
     ingressRatioDuringCancel: number;
@@ -963,6 +986,53 @@ const SECTIONS: readonly BenchSection[] = [
         `${b.plainPerSec.toFixed(0)} plain/s`,
         b.ingressRatio,
         '≥0.90',
+      );
+    },
+  },
+  {
+    name: 'tracing',
+    table: 'webhooks',
+    // Alone, after every stack stopped: it runs three npm starts of its own, and a Jaeger.
+    async afterStacks({ profile, results, detail }) {
+      const load = await LoadGenerator.start();
+      try {
+        const t = await runTracingBench(load, profile.tracing, log);
+        detail.tracing = t;
+        results.tracing = {
+          ingressRatio: round(t.ingressRatio, 3),
+          offIngressRatio: round(t.offIngressRatio, 3),
+          onPerSec: round(t.medianPerSec.on, 1),
+          unsetPerSec: round(t.medianPerSec.unset, 1),
+          noSdkPerSec: round(t.medianPerSec.noSdk, 1),
+          rounds: t.perSec.on.length,
+          idleRssMbOn: round(t.idleOn.idleRssMb, 1),
+          idleRssMbOff: round(t.idleOff.idleRssMb, 1),
+        };
+      } finally {
+        await load.close();
+      }
+    },
+    rows({ detail }, table) {
+      if (!detail.tracing) return;
+      const t = detail.tracing;
+      table.add(
+        'ingress/s, tracing exporting to Jaeger vs unset, npm start (tracing.ingressRatio)',
+        t.medianPerSec.on.toFixed(0),
+        `${t.medianPerSec.unset.toFixed(0)} unset/s; ${t.exportedTraces} traces in Jaeger`,
+        t.ingressRatio,
+        '≥0.90',
+      );
+      table.add(
+        '  ingress/s, unset vs a bundle without the interceptors (tracing.offIngressRatio)',
+        t.medianPerSec.unset.toFixed(0),
+        `${t.medianPerSec.noSdk.toFixed(0)} without/s, median of ${t.perSec.unset.length}`,
+        t.offIngressRatio,
+        '≥0.95',
+      );
+      table.row(
+        '  idle npm start with tracing on / off, RSS MB (information)',
+        `${t.idleOn.idleRssMb.toFixed(0)} / ${t.idleOff.idleRssMb.toFixed(0)}`,
+        `on − off: ${(t.idleOn.idleRssMb - t.idleOff.idleRssMb).toFixed(0)} MB`,
       );
     },
   },

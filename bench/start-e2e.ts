@@ -4,16 +4,11 @@
  * fresh DATA_DIR, creates the bench automation through the API, then times POST → workflow result
  * (observed with a long-polling Temporal client) for `runs` runs after 5 warm-up runs; prints p50/p90.
  */
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../src/temporal/devserver';
 import { EncryptionCodec, encryptedDataConverter, loadPayloadKeys } from '../src/temporal/codec';
 import { createBenchAutomation, postEvent } from './automation';
 import { closeHttpAgent, percentile } from './util';
-import { sleep } from '../test/helpers/wait';
+import { startNpmStart } from './npm-start';
 
 export interface StartE2eResult {
   p50Ms: number;
@@ -24,49 +19,9 @@ export interface StartE2eResult {
 
 /** Measures POST → result on a fresh `npm start` (see the module comment). */
 export async function runStartE2eBench(runs: number, log: (line: string) => void): Promise<StartE2eResult> {
-  const root = path.resolve(__dirname, '..');
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
-    scripts: Record<string, string>;
-  };
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-start-e2e-'));
-  const [port, temporalPort] = [await freePort(), await freePort()];
-  const env = {
-    ...process.env,
-    PATH: `${path.join(root, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH ?? ''}`,
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    TEMPORAL_PORT: String(temporalPort),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    TEMPORAL_ADDRESS: '',
-    DATABASE_URL: '',
-    LOG_LEVEL: 'warn',
-  };
-  const child = spawn('/bin/sh', ['-c', pkg.scripts.start!], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  log(`e2e on npm start: starting \`${pkg.scripts.start}\` in ${dataDir}`);
+  const service = await startNpmStart('e2e on npm start', {}, log);
+  const { api, token, dataDir, temporalPort } = service;
   try {
-    const started = Date.now();
-    while (!/^API:/m.test(output) || !/client_secret:/.test(output)) {
-      if (child.exitCode !== null) throw new Error(`npm start exited:\n${output.slice(-2000)}`);
-      if (Date.now() - started > 180_000) throw new Error(`npm start did not come up:\n${output.slice(-2000)}`);
-      await sleep(200);
-    }
-    const clientId = /client_id:\s+(\S+)/.exec(output)![1]!;
-    const clientSecret = /client_secret:\s+(\S+)/.exec(output)![1]!;
-    const api = `http://127.0.0.1:${port}`;
-    const tokenResponse = await fetch(`${api}/auth/v1/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
-    });
-    const token = String(((await tokenResponse.json()) as { access_token?: string }).access_token);
     const automation = await createBenchAutomation(api, token);
     const codec = new EncryptionCodec(loadPayloadKeys(undefined, dataDir).keys);
     const connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
@@ -84,11 +39,7 @@ export async function runStartE2eBench(runs: number, log: (line: string) => void
     await connection.close();
     return { p50Ms: percentile(times, 50), p90Ms: percentile(times, 90), runs, shape: automation.shape };
   } finally {
-    if (child.exitCode === null) {
-      process.kill(-child.pid!, 'SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service.stop();
   }
 }
 
