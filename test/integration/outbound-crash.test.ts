@@ -25,7 +25,7 @@ import { testTemporal } from '../helpers/temporal';
 const DATABASE_URL = process.env.DATABASE_URL;
 const PROCESS_START_MS = 240_000;
 const title =
-  'a worker SIGKILLed while the target holds the request open: after the retry the target saw two requests with one key, both verifying';
+  'a worker SIGKILLed while the target holds the request open: after the retry every request the target saw (the held one and each retry) carries one key and verifies';
 
 interface Held {
   headers: Record<string, string>;
@@ -145,10 +145,14 @@ describe('outbound call keys across a worker crash (worker as a separate process
     pollers.add(await waitForNewPoller(stack.client, stack.taskQueue, pollers, PROCESS_START_MS, worker));
 
     // Temporal retries the attempt once its start-to-close timeout has passed; the new worker sends it.
+    // Activities run at least once: on a starved machine the retry itself can outlive its timeout and
+    // be sent again (CI saw three requests), so the count is bounded by the step's attempts, not fixed;
+    // what may never vary is the key.
     await arrivals(2);
     const result = (await handle.result()) as { status: string };
     expect(result.status).toBe('COMPLETED');
-    expect(requests).toHaveLength(2);
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    expect(requests.length).toBeLessThanOrEqual(5);
     const key = requests[0]!.headers['idempotency-key'];
     expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const receiver = new Webhook(signing);
