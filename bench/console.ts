@@ -1,8 +1,8 @@
 /**
  * The console on `npm start` (`npm run bench`, section console; `npm run lighthouse` runs only
- * the Lighthouse part): starts the start script with a fresh DATA_DIR and a bootstrap client,
+ * the Lighthouse part): starts the start script with a fresh DATA_DIR (bench/npm-start.ts),
  * makes runs to list (one published automation, signed deliveries), signs in through local
- * sign-in, and measures with Debian's Chromium:
+ * sign-in as the client the banner printed, and measures with Debian's Chromium:
  *   runsListMs        median over cold loads (a new browser context each: no cache, no memory of
  *                     the last load) of the `console:runs-list-drawn` mark the Runs page sets once
  *                     the list is drawn with its data, from navigation start
@@ -13,13 +13,10 @@
  *                     the performance and accessibility scores (0–100)
  * Before the runs list endpoint is served, the page draws no list: runsListMs is null, with a note.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Config as LighthouseConfig } from 'lighthouse';
 import { chromium } from 'playwright-core';
-import { freePort } from '../src/temporal/devserver';
+import { startNpmStart } from './npm-start';
 import { descendantPids, round } from './util';
 import { hmacEvent } from '../test/helpers/signing';
 import { sleep, until } from '../test/helpers/wait';
@@ -41,7 +38,6 @@ export interface ConsoleResult {
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const MARK = 'console:runs-list-drawn';
-const BOOTSTRAP = { clientId: 'console-bench', clientSecret: 'console-bench-secret-0123456789abcdef' };
 
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -79,20 +75,8 @@ async function settledRssMb(root: number, settleMs: number): Promise<number> {
 }
 
 /** Runs to list: one published automation with a log step, `count` signed deliveries. */
-async function makeRuns(api: string, count: number): Promise<void> {
-  const token = await json(
-    await fetch(`${api}/auth/v1/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: BOOTSTRAP.clientId,
-        client_secret: BOOTSTRAP.clientSecret,
-      }),
-    }),
-    'token',
-  );
-  const auth = { Authorization: `Bearer ${String(token.access_token)}`, 'Content-Type': 'application/json' };
+async function makeRuns(api: string, token: string, count: number): Promise<void> {
+  const auth = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
   const created = await json(
     await fetch(`${api}/api/v1/automations`, {
       method: 'POST',
@@ -122,11 +106,14 @@ async function makeRuns(api: string, count: number): Promise<void> {
 }
 
 /** A console session through local sign-in: the cookie a browser would hold. */
-async function signIn(api: string): Promise<{ name: string; value: string }> {
+async function signIn(
+  api: string,
+  credentials: { clientId: string; clientSecret: string },
+): Promise<{ name: string; value: string }> {
   const res = await fetch(`${api}/console/auth/local`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Origin: api },
-    body: JSON.stringify(BOOTSTRAP),
+    body: JSON.stringify(credentials),
   });
   await json(res, 'console sign-in');
   const pair = res.headers
@@ -220,26 +207,9 @@ export async function runConsoleBench(
   options: { loads: number; lighthouseRuns: number; runsListOnly?: boolean; lighthouseOnly?: boolean },
   log: (line: string) => void,
 ): Promise<ConsoleResult> {
-  const root = path.resolve(__dirname, '..');
-  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
-    scripts: Record<string, string>;
-  };
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-console-'));
-  const port = await freePort();
-  const env = {
-    ...process.env,
-    PATH: `${path.join(root, 'node_modules', '.bin')}${path.delimiter}${process.env.PATH ?? ''}`,
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    TEMPORAL_PORT: String(await freePort()),
-    TEMPORAL_UI_PORT: String(await freePort()),
-    TEMPORAL_ADDRESS: '',
-    DATABASE_URL: '',
-    LOG_LEVEL: 'warn',
-    BOOTSTRAP_CLIENT_ID: BOOTSTRAP.clientId,
-    BOOTSTRAP_CLIENT_SECRET: BOOTSTRAP.clientSecret,
-  };
-  const api = `http://localhost:${port}`;
+  const service = await startNpmStart('console', {}, log);
+  const credentials = { clientId: service.clientId, clientSecret: service.clientSecret };
+  const api = `http://localhost:${service.port}`;
   const result: ConsoleResult = {
     runsListMs: null,
     loadsMs: [],
@@ -249,20 +219,10 @@ export async function runConsoleBench(
     lighthouse: null,
     notes: [],
   };
-  log(`console: starting \`${pkg.scripts.start}\` in ${dataDir}`);
-  const child = spawn('/bin/sh', ['-c', pkg.scripts.start ?? 'node scripts/start.js'], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   const browser = await chromium.launch({ executablePath: CHROMIUM });
   try {
     await until(
       async () => {
-        if (child.exitCode !== null) throw new Error(`npm start exited:\n${output.slice(-2000)}`);
         if ((await fetch(`${api}/ready`).catch(() => undefined))?.status !== 200) return false;
         // A console never built is built while the service starts: 503 until it is in place.
         return (await fetch(`${api}/console`).catch(() => undefined))?.status === 200;
@@ -270,10 +230,10 @@ export async function runConsoleBench(
       'npm start ready, with its console',
       { timeoutMs: 300_000, intervalMs: 200 },
     );
-    await makeRuns(api, 20);
+    await makeRuns(api, service.token, 20);
     // Idle before any console file is asked for, then after the loads: what serving the console keeps.
-    const rssBefore = await settledRssMb(child.pid!, 10_000);
-    const session = await signIn(api);
+    const rssBefore = await settledRssMb(service.pid, 10_000);
+    const session = await signIn(api, credentials);
     const runsUrl = `${api}/console/runs`;
     const served = (
       await fetch(`${api}/console/api/v1/automation_executions?pageSize=1`, {
@@ -327,7 +287,7 @@ export async function runConsoleBench(
           `console.runsListMs: GET /api/v1/automation_executions is not served by this build, so the Runs page draws no list; the page drawn with its error: median ${median(result.settledMs).toFixed(0)} ms (${result.settledMs.map((ms) => ms.toFixed(0)).join(', ')})`,
         );
       } else result.runsListMs = round(median(result.loadsMs), 0);
-      result.idleRssCostMb = round((await settledRssMb(child.pid!, 10_000)) - rssBefore, 1);
+      result.idleRssCostMb = round((await settledRssMb(service.pid, 10_000)) - rssBefore, 1);
       log(
         `console: runs list ${result.loadsMs.map((ms) => ms.toFixed(0)).join(', ')} ms; first page JS ${result.firstPageJsGzKb} KB gz; idle RSS ${rssBefore.toFixed(0)} MB + ${result.idleRssCostMb} MB with the console served`,
       );
@@ -338,9 +298,7 @@ export async function runConsoleBench(
     return result;
   } finally {
     await browser.close();
-    child.kill('SIGTERM');
-    await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await service.stop();
   }
 }
 

@@ -12,8 +12,17 @@ import { freePort } from '../src/temporal/devserver';
 import { sleep } from '../test/helpers/wait';
 
 export interface NpmStart {
+  /** `http://127.0.0.1:<port>`; the console's sign-in wants `BASE_URL`'s origin, `http://localhost:<port>`. */
   api: string;
+  port: number;
+  /** The start script's process (the leader of its group). */
+  pid: number;
+  /** The first client's (printed once by the banner) and a token of it. */
+  clientId: string;
+  clientSecret: string;
   token: string;
+  /** What the service printed so far. */
+  output(): string;
   dataDir: string;
   temporalPort: number;
   /** SIGTERM to the process group, then the data directory removed. */
@@ -77,7 +86,18 @@ export async function startNpmStart(
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret }),
     });
     const token = String(((await tokenResponse.json()) as { access_token?: string }).access_token);
-    return { api, token, dataDir, temporalPort, stop };
+    return {
+      api,
+      port,
+      pid: child.pid!,
+      clientId,
+      clientSecret,
+      token,
+      output: () => output,
+      dataDir,
+      temporalPort,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
