@@ -26,6 +26,7 @@ const POSTGRES_SUITES = [
   'dry-run',
   'jwks-outage',
   'bulk-actions',
+  'ensure-user',
 ].map((name) => `<rootDir>/test/integration/${name}.test.ts`);
 
 module.exports = {

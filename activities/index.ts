@@ -7,6 +7,7 @@ import type { Db } from '../src/store/db';
 import type { SecretBox } from '../src/crypto/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
 import { createOwnershipActivities } from './owners';
+import { createUserActivities } from './users';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
 import { createNotifyActivities } from './notify';
@@ -58,6 +59,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createStepActivities({ db: deps.db }),
     ...createLaneActivities({ engine: deps.engine, db: deps.db }),
     ...createOwnershipActivities({ db: deps.db }),
+    ...createUserActivities({ db: deps.db }),
     ...createCallWebhookActivities({
       allowPrivateOutbound: deps.allowPrivateOutbound,
       db: deps.db,

@@ -322,6 +322,15 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
     },
   }),
   (): RunScenario => ({
+    name: 'ensure-user',
+    description: 'ensureUser makes a user, a second ensureUser of the same email in other case finds it',
+    steps: [
+      { id: 'person', ensureUser: { email: 'ctx.trigger.email', displayName: 'ctx.trigger.name' } },
+      { id: 'again', ensureUser: { email: "'JOINER@EXAMPLE.COM'" } },
+    ],
+    trigger: { email: 'joiner@example.com', name: 'Joiner' },
+  }),
+  (): RunScenario => ({
     name: 'log-completed',
     description: 'log steps at info and warn',
     steps: [

@@ -43,6 +43,32 @@ export async function createUser(db: Db, body: unknown, actor: string): Promise<
 }
 
 /**
+ * The user with `email` (case-insensitive; the oldest if several), made with `displayName` and
+ * `type` when there is none, with its `user.created` event in the same transaction. One user per
+ * lower-cased email even when callers race: the email's lock is held from the look-up to the insert.
+ * 400 naming the field when what would be made is invalid.
+ */
+export async function ensureUser(
+  db: Db,
+  wanted: { email: string; displayName: string; type: string },
+  actor: string,
+): Promise<{ user: User; created: boolean }> {
+  const input = parseOrThrow(CreateUserRequest, wanted);
+  const email = input.email ?? '';
+  if (email === '') throw invalidArgument({ field: 'email', description: 'is required' });
+  return db.transaction(async (tx) => {
+    await store.lockEmail(tx, email);
+    const existing = await store.findUserByEmail(tx, email);
+    if (existing) return { user: toUser(existing), created: false };
+    const user = toUser(
+      await store.insertUser(tx, { id: newId(), displayName: input.displayName, email, type: input.type }),
+    );
+    await recordDirectoryEvent(tx, { type: 'user.created', actor, user: { ...user } });
+    return { user, created: true };
+  });
+}
+
+/**
  * Updates a user's `displayName`, `email` or `status` (`{user, updateMask}`: the mask's fields, or
  * those given), with its `user.updated` event in the same transaction; an update that changes
  * nothing writes nothing and sends no event. 404 for an unknown user, 400 naming a bad field.

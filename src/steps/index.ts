@@ -13,6 +13,7 @@ import { isObject } from '../json';
 import { log } from './log';
 import { notify } from './notify';
 import { createEntitlementOwner, deleteEntitlementOwner } from './owners';
+import { ensureUser } from './ensure-user';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
 import { retrySchema } from './retry';
@@ -26,6 +27,7 @@ export const STEP_REGISTRY = {
   wait,
   createEntitlementOwner,
   deleteEntitlementOwner,
+  ensureUser,
   callWebhook,
   fail,
   log,

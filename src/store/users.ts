@@ -45,6 +45,23 @@ export async function findUser(db: Queryable, id: string, forUpdate = false): Pr
   return rows[0] && toRow(rows[0]);
 }
 
+/** The oldest user whose email is `email`, compared case-insensitively. */
+export async function findUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {
+  const rows = await db.query<RawRow>(
+    `SELECT ${COLUMNS} FROM users WHERE lower(email) = lower($1) ORDER BY created_at, id LIMIT 1`,
+    [email],
+  );
+  return rows[0] && toRow(rows[0]);
+}
+
+/**
+ * Holds, until the transaction ends, the lock of one lower-cased email: two transactions that find
+ * or make the user of one email take turns (both stores; PGlite has one connection anyway).
+ */
+export async function lockEmail(db: Queryable, email: string): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext('users.email:' || lower($1)))`, [email]);
+}
+
 /** Up to `limit` users with ids after `afterId`, by id. */
 export async function listUsers(db: Queryable, afterId: string | undefined, limit: number): Promise<UserRow[]> {
   const rows =

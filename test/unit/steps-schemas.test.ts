@@ -125,12 +125,18 @@ describe('retry policies', () => {
   const retry = (policy: unknown) => refused({ callWebhook: hook, retry: policy });
 
   it('apply only to the kinds whose effect is an activity', () => {
-    expect(RETRYABLE_STEP_KINDS).toEqual(['createEntitlementOwner', 'deleteEntitlementOwner', 'callWebhook', 'notify']);
+    expect(RETRYABLE_STEP_KINDS).toEqual([
+      'createEntitlementOwner',
+      'deleteEntitlementOwner',
+      'ensureUser',
+      'callWebhook',
+      'notify',
+    ]);
     expect(refused({ log: { message: "'x'" }, retry: { maximumAttempts: 2 } })).toEqual([
       {
         field: 'steps[0].retry',
         description:
-          'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, callWebhook, notify steps',
+          'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, notify steps',
       },
     ]);
     expect(check([{ id: 's', log: { message: "'x'" }, retry: null }]).violations).toEqual([]);

@@ -1135,7 +1135,7 @@ export interface components {
         AutomationResponse: {
             automation: components["schemas"]["Automation"];
         };
-        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify. */
+        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, fail, log, waitForApproval, notify. */
         AutomationStep: {
             /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
             id: string;
@@ -1146,6 +1146,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1161,6 +1162,7 @@ export interface components {
             setVariables?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1176,6 +1178,7 @@ export interface components {
             setVariables?: null;
             wait?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1191,6 +1194,23 @@ export interface components {
             setVariables?: null;
             wait?: null;
             createEntitlementOwner?: null;
+            ensureUser?: null;
+            callWebhook?: null;
+            fail?: null;
+            log?: null;
+            waitForApproval?: null;
+            notify?: null;
+        } | {
+            /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
+            id: string;
+            /** @description CEL condition; false skips the step. */
+            when?: string | null;
+            retry?: components["schemas"]["StepRetryPolicy"] | null;
+            ensureUser: components["schemas"]["EnsureUserStep"];
+            setVariables?: null;
+            wait?: null;
+            createEntitlementOwner?: null;
+            deleteEntitlementOwner?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1207,6 +1227,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             fail?: null;
             log?: null;
             waitForApproval?: null;
@@ -1222,6 +1243,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             log?: null;
             waitForApproval?: null;
@@ -1237,6 +1259,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             waitForApproval?: null;
@@ -1252,6 +1275,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1267,12 +1291,13 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
             waitForApproval?: null;
         };
-        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, callWebhook, fail, log, waitForApproval, notify. */
+        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, fail, log, waitForApproval, notify. */
         AutomationStepOutput: {
             /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
             id: string;
@@ -1283,6 +1308,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1298,6 +1324,7 @@ export interface components {
             setVariables?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1313,6 +1340,7 @@ export interface components {
             setVariables?: null;
             wait?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1328,6 +1356,23 @@ export interface components {
             setVariables?: null;
             wait?: null;
             createEntitlementOwner?: null;
+            ensureUser?: null;
+            callWebhook?: null;
+            fail?: null;
+            log?: null;
+            waitForApproval?: null;
+            notify?: null;
+        } | {
+            /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
+            id: string;
+            /** @description CEL condition; false skips the step. */
+            when?: string | null;
+            retry?: components["schemas"]["StepRetryPolicy"] | null;
+            ensureUser: components["schemas"]["EnsureUserStepOutput"];
+            setVariables?: null;
+            wait?: null;
+            createEntitlementOwner?: null;
+            deleteEntitlementOwner?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1344,6 +1389,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             fail?: null;
             log?: null;
             waitForApproval?: null;
@@ -1359,6 +1405,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             log?: null;
             waitForApproval?: null;
@@ -1374,6 +1421,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             waitForApproval?: null;
@@ -1389,6 +1437,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1404,6 +1453,7 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            ensureUser?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1724,7 +1774,7 @@ export interface components {
             steps: {
                 id: string;
                 /** @enum {string} */
-                kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
+                kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
                 /** @enum {string} */
                 status: "WOULD_RUN" | "SKIPPED" | "ERROR" | "NOT_REACHED";
                 /** @description What the step would produce; null unless WOULD_RUN. */
@@ -1755,6 +1805,24 @@ export interface components {
         /** @description Protobuf-JSON duration: seconds with up to 9 fractional digits and an "s". */
         Duration: string;
         Empty: Record<string, never>;
+        /** @description Finds or makes the user with an email. */
+        EnsureUserStep: {
+            /** @description CEL giving the email address (compared case-insensitively). */
+            email: string;
+            /** @description CEL giving the display name of a user made by the step (default: the email). */
+            displayName?: string | null;
+            /** @description The type of a user made by the step. Default USER_TYPE_HUMAN. */
+            type?: ("USER_TYPE_HUMAN" | "USER_TYPE_SERVICE") | null;
+        };
+        /** @description Finds or makes the user with an email. */
+        EnsureUserStepOutput: {
+            /** @description CEL giving the email address (compared case-insensitively). */
+            email: string;
+            /** @description CEL giving the display name of a user made by the step (default: the email). */
+            displayName?: string | null;
+            /** @description The type of a user made by the step. Default USER_TYPE_HUMAN. */
+            type?: ("USER_TYPE_HUMAN" | "USER_TYPE_SERVICE") | null;
+        };
         /** @description The one error shape of the API (grpc-gateway style). */
         Error: {
             /** @description google.rpc.Code: 3 INVALID_ARGUMENT, 5 NOT_FOUND, 16 UNAUTHENTICATED, … */
@@ -2333,7 +2401,7 @@ export interface components {
         StepResult: {
             id: string;
             /** @enum {string} */
-            kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
+            kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
             /** @enum {string} */
             status: "PENDING" | "RUNNING" | "WAITING" | "WAITING_FOR_APPROVAL" | "DONE" | "SKIPPED" | "FAILED";
             output: {
