@@ -10,11 +10,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
 import * as owners from '../src/domain/owners';
 import type { CreatedOwnership, OwnershipInput, OwnershipRef } from '../src/contract/activities';
-import { InvalidArgumentError, NotFoundError, StepError } from '../src/errors';
-import { effectInputFrom, type Effect, type EffectExpressions } from '../src/steps';
+import { InvalidArgumentError, NotFoundError } from '../src/errors';
+import type { Effect, EffectExpressions } from '../src/steps';
 import { createEntitlementOwnerEffect, deleteEntitlementOwnerEffect } from '../src/steps/owners';
-import { STEP_VALUE_INVALID } from '../src/contract/run';
-import { evaluateStepFields } from './steps';
+import { evaluatedEffectInput } from './steps';
 
 /** Failure types of ownership activities (non-retryable). */
 export const OWNERSHIP_NOT_FOUND = 'OwnershipNotFound';
@@ -48,22 +47,11 @@ export function createOwnershipActivities(deps: { db: Db }) {
 /** What the workflow sends under EVALUATE_IN_EFFECT_PATCH: the step's four fields, evaluated here (the step is one activity). */
 type OwnershipExpressions = EffectExpressions & Pick<OwnershipInput, 'stepId' | 'actor'>;
 
-/**
- * The ownership's ids and who acts: as sent, or evaluated from the step's fields. A field that
- * cannot be evaluated, or whose value is not a non-empty string, fails without retry (it would
- * fail again), with the message the step shows.
- */
+/** The ownership's ids and who acts: as sent, or evaluated from the step's fields (evaluatedEffectInput). */
 function refOf(effect: Effect<string, object>, input: OwnershipInput | OwnershipExpressions): OwnershipInput {
   if (!('expressions' in input)) return input;
-  const { expressions, ctx, ...context } = input;
-  const values = evaluateStepFields({ stepId: context.stepId ?? '', expressions, ctx });
-  try {
-    return { ...context, ...pick(effectInputFrom(effect, values) as OwnershipRef) };
-  } catch (err) {
-    if (err instanceof StepError)
-      throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
-    throw err;
-  }
+  const ref = pick(evaluatedEffectInput(effect, input) as OwnershipRef);
+  return { stepId: input.stepId, actor: input.actor, ...ref };
 }
 
 function pick(ref: OwnershipRef): OwnershipRef {

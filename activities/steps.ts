@@ -10,15 +10,16 @@ import { Context } from '@temporalio/activity';
 import { evaluateAll } from '../src/cel';
 import type { Db } from '../src/store/db';
 import { getPublishedVersion } from '../src/store/automation-versions';
-import type { LogLevel } from '../src/steps';
+import { effectInputFrom, type Effect, type EffectExpressions, type LogLevel } from '../src/steps';
 import {
   CEL_EVALUATION_FAILURE,
+  STEP_VALUE_INVALID,
   VERSION_NOT_FOUND,
   type AutomationVersionSteps,
   type EvaluatedStep,
 } from '../src/contract/run';
 import type { EvaluateStepInput } from '../src/contract/activities';
-import { CelEvaluationError } from '../src/errors';
+import { CelEvaluationError, StepError } from '../src/errors';
 
 export { CEL_EVALUATION_FAILURE };
 
@@ -40,6 +41,26 @@ export function evaluateStepFields(input: EvaluateStepInput): Record<string, unk
         details: [{ stepId: input.stepId, field: err.field ?? null, code: err.code, reason: err.message }],
       });
     }
+    throw err;
+  }
+}
+
+/**
+ * The input of `effect` from its step's fields, evaluated here (an effect performed with
+ * `evaluateAndPerform` whose activity evaluates them itself: the step is one activity). A field that
+ * cannot be evaluated, or a value `fromValues` will not take, fails without retry (it would fail
+ * again), with the message the step shows.
+ */
+export function evaluatedEffectInput<Input extends object>(
+  effect: Effect<string, Input>,
+  input: EffectExpressions & { stepId?: string },
+): Input {
+  const values = evaluateStepFields({ stepId: input.stepId ?? '', expressions: input.expressions, ctx: input.ctx });
+  try {
+    return effectInputFrom(effect, values);
+  } catch (err) {
+    if (err instanceof StepError)
+      throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
     throw err;
   }
 }

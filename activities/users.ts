@@ -9,10 +9,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Db } from '../src/store/db';
 import { ensureUser as ensureUserIn } from '../src/domain/users';
 import { STEP_VALUE_INVALID } from '../src/contract/run';
-import { InvalidArgumentError, StepError } from '../src/errors';
-import { effectInputFrom, type EffectExpressions } from '../src/steps';
+import { InvalidArgumentError } from '../src/errors';
+import type { EffectExpressions } from '../src/steps';
 import { ensureUserEffect, type EnsureUserRequest } from '../src/steps/ensure-user';
-import { evaluateStepFields } from './steps';
+import { evaluatedEffectInput } from './steps';
 
 type EnsureUserInput = (EnsureUserRequest | EffectExpressions) & { stepId?: string; actor?: string };
 
@@ -39,12 +39,5 @@ export function createUserActivities(deps: { db: Db }) {
 /** The request as sent, or evaluated from the step's fields (a bad value fails without retry). */
 function requestOf(input: EnsureUserInput): EnsureUserRequest {
   if (!('expressions' in input)) return { email: input.email, displayName: input.displayName, type: input.type };
-  const values = evaluateStepFields({ stepId: input.stepId ?? '', expressions: input.expressions, ctx: input.ctx });
-  try {
-    return effectInputFrom(ensureUserEffect, values) as EnsureUserRequest;
-  } catch (err) {
-    if (err instanceof StepError)
-      throw ApplicationFailure.create({ type: STEP_VALUE_INVALID, message: err.message, nonRetryable: true });
-    throw err;
-  }
+  return evaluatedEffectInput(ensureUserEffect, input) as EnsureUserRequest;
 }
