@@ -27,6 +27,7 @@ const POSTGRES_SUITES = [
   'jwks-outage',
   'bulk-actions',
   'ensure-user',
+  'access-steps',
 ].map((name) => `<rootDir>/test/integration/${name}.test.ts`);
 
 module.exports = {

@@ -8,6 +8,7 @@ import type { SecretBox } from '../src/crypto/secret-box';
 import { createCallWebhookActivities } from './call-webhook';
 import { createOwnershipActivities } from './owners';
 import { createUserActivities } from './users';
+import { createAccessActivities } from './access';
 import { createStepActivities } from './steps';
 import { createLaneActivities } from './lanes';
 import { createNotifyActivities } from './notify';
@@ -60,6 +61,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createLaneActivities({ engine: deps.engine, db: deps.db }),
     ...createOwnershipActivities({ db: deps.db }),
     ...createUserActivities({ db: deps.db }),
+    ...createAccessActivities({ db: deps.db, engine: deps.engine }),
     ...createCallWebhookActivities({
       allowPrivateOutbound: deps.allowPrivateOutbound,
       db: deps.db,

@@ -167,14 +167,22 @@ export async function createGrant(
   engine: RunEngine,
   body: z.output<typeof CreateGrantRequest>,
   actor: string,
+  options: { id?: string } = {},
 ): Promise<CreatedGrant> {
   return db.transaction(async (tx) => {
+    if (options.id) {
+      // A grant whose id the caller derived (a run's step): a repeat of the call that made it.
+      await store.lockGrantId(tx, options.id);
+      const made = await store.findGrant(tx, options.id);
+      if (made) return { grant: toGrant(made), created: true };
+    }
     if (!(await findUser(tx, body.userId))) throw notFound('user', body.userId);
     if (!(await findApp(tx, body.appId))) throw notFound('app', body.appId);
     const entitlement = await findLiveEntitlement(tx, body.appId, body.appEntitlementId, { forShare: true });
     if (!entitlement) throw notFound('app entitlement', body.appEntitlementId);
     const live = await store.findLiveGrant(tx, body.userId, body.appEntitlementId);
-    if (live) return { grant: toGrant(live), created: false };
+    // (A concurrent repeat of the same derived call may have made it since our first read.)
+    if (live) return { grant: toGrant(live), created: live.id === options.id };
 
     const view = toAppEntitlement(entitlement);
     const policy = view.provisionerPolicy as Record<string, unknown> | null;
@@ -184,7 +192,7 @@ export async function createGrant(
     const connector = (CONNECTOR_MEMBERS as readonly string[]).includes(member);
     const error = connector ? connectorMessage(member) : null;
     const row = await store.insertGrant(tx, {
-      id: newId(),
+      id: options.id ?? newId(),
       userId: body.userId,
       appId: body.appId,
       appEntitlementId: body.appEntitlementId,
@@ -205,7 +213,8 @@ export async function createGrant(
       // Another request made the live grant between our read and our insert (it has committed).
       const winner = await store.findLiveGrant(tx, body.userId, body.appEntitlementId);
       if (!winner) throw new FailedPreconditionError('the grant changed while it was asked for; ask again');
-      return { grant: toGrant(winner), created: false };
+      // A concurrent repeat of the same derived call made it: that is this call's grant.
+      return { grant: toGrant(winner), created: winner.id === options.id };
     }
     await audit(tx, actor, 'grant.create', row, { duration: body.duration ?? null });
     await recordGrantEvent(tx, 'grant.created', actor, row);

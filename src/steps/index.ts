@@ -14,6 +14,8 @@ import { log } from './log';
 import { notify } from './notify';
 import { createEntitlementOwner, deleteEntitlementOwner } from './owners';
 import { ensureUser } from './ensure-user';
+import { grantEntitlements } from './grant-entitlements';
+import { revokeEntitlements } from './revoke-entitlements';
 import { setVariables } from './set-variables';
 import { wait } from './wait';
 import { retrySchema } from './retry';
@@ -28,6 +30,8 @@ export const STEP_REGISTRY = {
   createEntitlementOwner,
   deleteEntitlementOwner,
   ensureUser,
+  grantEntitlements,
+  revokeEntitlements,
   callWebhook,
   fail,
   log,

@@ -154,6 +154,14 @@ export async function findLiveGrant(
 }
 
 /** One grant; `forUpdate` locks it in a transaction. */
+/**
+ * Holds, until the transaction ends, the lock of one grant id that a caller derived (a run's step):
+ * two repeats of that call take turns, and the second finds what the first made.
+ */
+export async function lockGrantId(db: Queryable, id: string): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext('grants.id:' || $1))`, [id]);
+}
+
 export async function findGrant(
   db: Queryable,
   id: string,
@@ -247,6 +255,8 @@ export interface GrantFilter {
   appId?: string;
   appEntitlementId?: string;
   states?: readonly GrantState[];
+  /** Who revoked it (`automation:<id>:<event id>` for a run's step). */
+  revokedBy?: string;
 }
 
 /** Up to `limit` grants matching `filter` with ids before `beforeId`, newest first. */
@@ -265,6 +275,7 @@ export async function listGrants(
   if (filter.userId !== undefined) where.push(`user_id = ${param(filter.userId)}`);
   if (filter.appId !== undefined) where.push(`app_id = ${param(filter.appId)}`);
   if (filter.appEntitlementId !== undefined) where.push(`app_entitlement_id = ${param(filter.appEntitlementId)}`);
+  if (filter.revokedBy !== undefined) where.push(`revoked_by = ${param(filter.revokedBy)}`);
   if (filter.states && filter.states.length > 0) where.push(`state = ANY(${param([...filter.states])}::text[])`);
   if (beforeId !== undefined) where.push(`id < ${param(beforeId)}`);
   const rows = await db.query<RawRow>(

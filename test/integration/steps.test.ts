@@ -533,7 +533,7 @@ describe('saving automations with the new step kinds', () => {
       {
         field: 'steps[0].retry',
         description:
-          'step "vars": retry applies only to createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, notify steps',
+          'step "vars": retry applies only to createEntitlementOwner, deleteEntitlementOwner, ensureUser, grantEntitlements, revokeEntitlements, callWebhook, notify steps',
       },
     ]);
   });
@@ -579,7 +579,7 @@ describe('saving automations with the new step kinds', () => {
     expect(
       violations(await create([{ id: 'stop', fail: { message: "'x'" }, callWebhook: hook }]))[0]!.description,
     ).toMatch(
-      /sets callWebhook and fail; a step sets exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, fail, log, waitForApproval, notify/,
+      /sets callWebhook and fail; a step sets exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, grantEntitlements, revokeEntitlements, callWebhook, fail, log, waitForApproval, notify/,
     );
     expect(violations(await create([{ id: 'stop', fail: { message: "'x'" }, retyr: {} }]))).toEqual([
       { field: 'steps[0].retyr', description: 'step "stop": unknown field' },

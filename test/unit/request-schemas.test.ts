@@ -242,7 +242,7 @@ describe('automation create and update', () => {
   const HMAC = { incomingWebhook: { authMethod: 'HMAC' } };
   const NAME = 'must be a non-empty string of at most 200 characters';
   const EXACTLY_ONE =
-    'a step sets exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, fail, log, waitForApproval, notify';
+    'a step sets exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, grantEntitlements, revokeEntitlements, callWebhook, fail, log, waitForApproval, notify';
   /** A create body with one problem in each part, as the domain names them: its field path (the step's as `steps[n]…`) and message. */
   const EVERYTHING_WRONG = {
     displayName: ' ',

@@ -129,6 +129,8 @@ describe('retry policies', () => {
       'createEntitlementOwner',
       'deleteEntitlementOwner',
       'ensureUser',
+      'grantEntitlements',
+      'revokeEntitlements',
       'callWebhook',
       'notify',
     ]);
@@ -136,7 +138,7 @@ describe('retry policies', () => {
       {
         field: 'steps[0].retry',
         description:
-          'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, notify steps',
+          'step "s": retry applies only to createEntitlementOwner, deleteEntitlementOwner, ensureUser, grantEntitlements, revokeEntitlements, callWebhook, notify steps',
       },
     ]);
     expect(check([{ id: 's', log: { message: "'x'" }, retry: null }]).violations).toEqual([]);

@@ -1135,7 +1135,7 @@ export interface components {
         AutomationResponse: {
             automation: components["schemas"]["Automation"];
         };
-        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, fail, log, waitForApproval, notify. */
+        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, grantEntitlements, revokeEntitlements, callWebhook, fail, log, waitForApproval, notify. */
         AutomationStep: {
             /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
             id: string;
@@ -1147,6 +1147,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1163,6 +1165,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1179,6 +1183,8 @@ export interface components {
             wait?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1195,6 +1201,8 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1211,6 +1219,44 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
+            callWebhook?: null;
+            fail?: null;
+            log?: null;
+            waitForApproval?: null;
+            notify?: null;
+        } | {
+            /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
+            id: string;
+            /** @description CEL condition; false skips the step. */
+            when?: string | null;
+            retry?: components["schemas"]["StepRetryPolicy"] | null;
+            grantEntitlements: components["schemas"]["GrantEntitlementsStep"];
+            setVariables?: null;
+            wait?: null;
+            createEntitlementOwner?: null;
+            deleteEntitlementOwner?: null;
+            ensureUser?: null;
+            revokeEntitlements?: null;
+            callWebhook?: null;
+            fail?: null;
+            log?: null;
+            waitForApproval?: null;
+            notify?: null;
+        } | {
+            /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
+            id: string;
+            /** @description CEL condition; false skips the step. */
+            when?: string | null;
+            retry?: components["schemas"]["StepRetryPolicy"] | null;
+            revokeEntitlements: components["schemas"]["RevokeEntitlementsStep"];
+            setVariables?: null;
+            wait?: null;
+            createEntitlementOwner?: null;
+            deleteEntitlementOwner?: null;
+            ensureUser?: null;
+            grantEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1228,6 +1274,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             fail?: null;
             log?: null;
             waitForApproval?: null;
@@ -1244,6 +1292,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             log?: null;
             waitForApproval?: null;
@@ -1260,6 +1310,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             waitForApproval?: null;
@@ -1276,6 +1328,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1292,12 +1346,14 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
             waitForApproval?: null;
         };
-        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, callWebhook, fail, log, waitForApproval, notify. */
+        /** @description Exactly one of setVariables, wait, createEntitlementOwner, deleteEntitlementOwner, ensureUser, grantEntitlements, revokeEntitlements, callWebhook, fail, log, waitForApproval, notify. */
         AutomationStepOutput: {
             /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
             id: string;
@@ -1309,6 +1365,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1325,6 +1383,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1341,6 +1401,8 @@ export interface components {
             wait?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1357,6 +1419,8 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1373,6 +1437,44 @@ export interface components {
             wait?: null;
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
+            callWebhook?: null;
+            fail?: null;
+            log?: null;
+            waitForApproval?: null;
+            notify?: null;
+        } | {
+            /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
+            id: string;
+            /** @description CEL condition; false skips the step. */
+            when?: string | null;
+            retry?: components["schemas"]["StepRetryPolicy"] | null;
+            grantEntitlements: components["schemas"]["GrantEntitlementsStepOutput"];
+            setVariables?: null;
+            wait?: null;
+            createEntitlementOwner?: null;
+            deleteEntitlementOwner?: null;
+            ensureUser?: null;
+            revokeEntitlements?: null;
+            callWebhook?: null;
+            fail?: null;
+            log?: null;
+            waitForApproval?: null;
+            notify?: null;
+        } | {
+            /** @description Unique in the automation; outputs are ctx.steps.<id>.<field>. */
+            id: string;
+            /** @description CEL condition; false skips the step. */
+            when?: string | null;
+            retry?: components["schemas"]["StepRetryPolicy"] | null;
+            revokeEntitlements: components["schemas"]["RevokeEntitlementsStepOutput"];
+            setVariables?: null;
+            wait?: null;
+            createEntitlementOwner?: null;
+            deleteEntitlementOwner?: null;
+            ensureUser?: null;
+            grantEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1390,6 +1492,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             fail?: null;
             log?: null;
             waitForApproval?: null;
@@ -1406,6 +1510,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             log?: null;
             waitForApproval?: null;
@@ -1422,6 +1528,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             waitForApproval?: null;
@@ -1438,6 +1546,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1454,6 +1564,8 @@ export interface components {
             createEntitlementOwner?: null;
             deleteEntitlementOwner?: null;
             ensureUser?: null;
+            grantEntitlements?: null;
+            revokeEntitlements?: null;
             callWebhook?: null;
             fail?: null;
             log?: null;
@@ -1774,7 +1886,7 @@ export interface components {
             steps: {
                 id: string;
                 /** @enum {string} */
-                kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
+                kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "grantEntitlements" | "revokeEntitlements" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
                 /** @enum {string} */
                 status: "WOULD_RUN" | "SKIPPED" | "ERROR" | "NOT_REACHED";
                 /** @description What the step would produce; null unless WOULD_RUN. */
@@ -1973,6 +2085,32 @@ export interface components {
             revokeReason: string | null;
             error: string | null;
             provisioning: components["schemas"]["ProvisioningEntry"][];
+        };
+        /** @description Grants a user entitlements. */
+        GrantEntitlementsStep: {
+            /** @description CEL giving the id of the user to grant (e.g. ctx.steps.user.userId). */
+            userId: string;
+            /** @description CEL giving a list of 1..50 maps {"appId", "entitlementId"}. */
+            entitlements: string;
+            /** @description How long each grant lasts, bounded by its entitlement's durationGrant (absent: that). */
+            duration?: string | null;
+            /** @description CEL giving the justification the grants record. */
+            justification?: string | null;
+            /** @description Wait until every grant is GRANTED or FAILED (default true). */
+            waitForProvisioning?: boolean | null;
+        };
+        /** @description Grants a user entitlements. */
+        GrantEntitlementsStepOutput: {
+            /** @description CEL giving the id of the user to grant (e.g. ctx.steps.user.userId). */
+            userId: string;
+            /** @description CEL giving a list of 1..50 maps {"appId", "entitlementId"}. */
+            entitlements: string;
+            /** @description How long each grant lasts, bounded by its entitlement's durationGrant (absent: that). */
+            duration?: string | null;
+            /** @description CEL giving the justification the grants record. */
+            justification?: string | null;
+            /** @description Wait until every grant is GRANTED or FAILED (default true). */
+            waitForProvisioning?: boolean | null;
         };
         GrantList: {
             list: {
@@ -2313,6 +2451,36 @@ export interface components {
             /** @description true: retry from the failed step on the original version, reusing the results of the steps before it. Default: a fresh run on the published version. */
             fromFailedStep?: boolean | null;
         };
+        /** @description Takes back a user's grants. */
+        RevokeEntitlementsStep: {
+            /** @description CEL giving the id of the user whose access is taken back. */
+            userId: string;
+            /** @description CEL giving a list of 1..50 maps {"appId", "entitlementId"} (exactly one of this and all). */
+            entitlements?: string | null;
+            /** @description Revoke every grant of the user (of appId when given); exactly one of this and entitlements. */
+            all?: true | null;
+            /** @description With all: CEL giving the app whose grants are revoked. */
+            appId?: string | null;
+            /** @description CEL giving the reason the grants record (1..500 characters). */
+            reason: string;
+            /** @description Wait until every revoked grant is REVOKED (default true). */
+            waitForDeprovisioning?: boolean | null;
+        };
+        /** @description Takes back a user's grants. */
+        RevokeEntitlementsStepOutput: {
+            /** @description CEL giving the id of the user whose access is taken back. */
+            userId: string;
+            /** @description CEL giving a list of 1..50 maps {"appId", "entitlementId"} (exactly one of this and all). */
+            entitlements?: string | null;
+            /** @description Revoke every grant of the user (of appId when given); exactly one of this and entitlements. */
+            all?: true | null;
+            /** @description With all: CEL giving the app whose grants are revoked. */
+            appId?: string | null;
+            /** @description CEL giving the reason the grants record (1..500 characters). */
+            reason: string;
+            /** @description Wait until every revoked grant is REVOKED (default true). */
+            waitForDeprovisioning?: boolean | null;
+        };
         RevokeGrantRequest: {
             reason: string;
         };
@@ -2401,7 +2569,7 @@ export interface components {
         StepResult: {
             id: string;
             /** @enum {string} */
-            kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
+            kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "grantEntitlements" | "revokeEntitlements" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
             /** @enum {string} */
             status: "PENDING" | "RUNNING" | "WAITING" | "WAITING_FOR_APPROVAL" | "DONE" | "SKIPPED" | "FAILED";
             output: {
