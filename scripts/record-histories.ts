@@ -331,6 +331,44 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
     trigger: { email: 'joiner@example.com', name: 'Joiner' },
   }),
   (): RunScenario => ({
+    name: 'grant-revoke-entitlements',
+    description:
+      'grantEntitlements grants one for an hour (unconfigured: GRANTED at once), then revokeEntitlements takes it back and reports one not held',
+    steps: [
+      {
+        id: 'grant',
+        grantEntitlements: {
+          userId: "'svc-1'",
+          entitlements: '[{"appId": "app-1", "entitlementId": ctx.trigger.entitlement}]',
+          duration: '3600s',
+          justification: "'recorded'",
+        },
+      },
+      {
+        id: 'revoke',
+        revokeEntitlements: {
+          userId: "'svc-1'",
+          entitlements:
+            '[{"appId": "app-1", "entitlementId": ctx.trigger.entitlement}, {"appId": "app-1", "entitlementId": "ent-none"}]',
+          reason: "'leaver'",
+        },
+      },
+    ],
+    trigger: { entitlement: 'ent-1' },
+  }),
+  (): RunScenario => ({
+    name: 'grant-entitlements-wait-failed',
+    description:
+      'grantEntitlements of an entitlement provisioned by hand: PROVISIONING, the step waits (a timer, a check) until the grant is FAILED, and fails naming it',
+    steps: [
+      {
+        id: 'grant',
+        grantEntitlements: { userId: "'svc-1'", entitlements: '[{"appId": "app-1", "entitlementId": "ent-manual"}]' },
+      },
+    ],
+    trigger: {},
+  }),
+  (): RunScenario => ({
     name: 'log-completed',
     description: 'log steps at info and warn',
     steps: [
@@ -791,6 +829,10 @@ async function seed(db: Db): Promise<void> {
   await db.query(`INSERT INTO apps (id, display_name) VALUES ('app-1', 'App one')`);
   await db.query(
     `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
+  );
+  await db.query(
+    `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-manual', 'app-1', 'By hand', 'by-hand', $1::jsonb)`,
+    [JSON.stringify({ provisionerPolicy: { manual: { instructions: 'by hand' } } })],
   );
 }
 
