@@ -5,9 +5,12 @@
  * activity call finds its grant), keeps a user's live grant (`created: false`), waits for
  * provisioning by default (the step is WAITING until the receiver's callback), fails after trying
  * all when one cannot be granted, naming it; `revokeEntitlements` takes back a list (reporting the
- * ones not held) or all of a user's access (of one app), idempotently. Save-time rules name the field.
+ * ones not held) or all of a user's access (of one app), idempotently. The joiner
+ * (docs/access.md#joiner), mover and leaver run as written. Save-time rules name the field.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { deliver, hmacEvent, listenerPath, startStack, type AutomationView, type Stack } from '../helpers/stack';
 import { expectRunFailure } from '../helpers/temporal';
 import { callerFor, createEntitlement, createGovernanceApp, violatedFields, type Caller } from '../helpers/governance';
@@ -253,6 +256,46 @@ describe('grantEntitlements and revokeEntitlements in real runs', () => {
     const step = await stepOf(await run(oneApp, { userId, appId: a.appId }));
     expect(step.output.revoked).toEqual([expect.objectContaining({ ...a, state: 'REVOKED' })]);
     expect([await countOf(a), await countOf(b)]).toEqual(['0', '1']);
+  });
+
+  it('the joiner, mover and leaver of docs/access.md, saved and run as written', async () => {
+    const doc = readFileSync(path.join(__dirname, '../../docs/access.md'), 'utf8');
+    const example = (name: string): Record<string, unknown> => {
+      const found = new RegExp(`<!-- example: ${name} -->\\s*\`\`\`json\\n([\\s\\S]*?)\`\`\``).exec(doc);
+      expect(found).not.toBeNull();
+      return JSON.parse(found![1]!);
+    };
+    const [a, b, c] = [await entitlement(), await entitlement(), await entitlement()];
+    const email = `joiner.${unique()}@acme.example`;
+    const joiner = await stack.createAutomation(example('joiner'));
+    const joined = await stepOf(await run(joiner, { email, name: 'Grace Hopper', entitlements: [a, b] }));
+    expect(joined).toMatchObject({ status: 'DONE', output: { created: true } });
+    const [made] = await stack.service.deps.db.query<{ id: string }>('SELECT id FROM users WHERE email = $1', [email]);
+    const userId = made!.id;
+    const held = () =>
+      grantsOf(userId).then((gs) =>
+        gs
+          .filter((g) => g.state === 'GRANTED')
+          .map((g) => g.appEntitlementId)
+          .sort(),
+      );
+    expect(await held()).toEqual([a.entitlementId, b.entitlementId].sort());
+    expect((await grantsOf(userId))[0].justification).toBe(`joiner: ${email}`);
+
+    const mover = await stack.createAutomation(example('mover'));
+    await stepOf(await run(mover, { userId, oldAppId: a.appId, entitlements: [c] }));
+    expect(await held()).toEqual([b.entitlementId, c.entitlementId].sort());
+
+    const leaver = await stack.createAutomation(example('leaver'));
+    await stepOf(await run(leaver, { userId }));
+    expect(await held()).toEqual([]);
+    expect((await grantsOf(userId)).map((g) => [g.state, g.revokeReason]).sort()).toEqual(
+      [
+        ['REVOKED', 'leaver'],
+        ['REVOKED', 'leaver'],
+        ['REVOKED', 'moved department'],
+      ].sort(),
+    );
   });
 
   it('refuses on save a revoke with both or neither of entitlements and all, and a grant without entitlements', async () => {
