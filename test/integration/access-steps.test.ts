@@ -28,8 +28,10 @@ describe('grantEntitlements and revokeEntitlements in real runs', () => {
   let superAdmin: Caller;
   let anonymous: Caller;
   let receiver: Receiver;
+  /** Paths the receiver answers otherwise than 202 (then a callback). */
+  const refusing = new Map<string, () => { status: number }>();
   beforeAll(async () => {
-    receiver = await startReceiver(() => ({ status: 202 }));
+    receiver = await startReceiver((r) => refusing.get(r.path)?.() ?? { status: 202 });
     stack = await startStack();
     admin = callerFor(stack.service, stack.adminToken);
     superAdmin = callerFor(stack.service, await stack.service.tokenFor('super_admin'));
@@ -286,9 +288,20 @@ describe('grantEntitlements and revokeEntitlements in real runs', () => {
     await stepOf(await run(mover, { userId, oldAppId: a.appId, entitlements: [c] }));
     expect(await held()).toEqual([b.entitlementId, c.entitlementId].sort());
 
+    expect(
+      (
+        await superAdmin.post('/api/v1/secrets', {
+          name: 'it_channel',
+          value: `${receiver.origin}/it-channel`,
+          allowedOrigins: [receiver.origin],
+        })
+      ).status,
+    ).toBe(200);
     const leaver = await stack.createAutomation(example('leaver'));
     await stepOf(await run(leaver, { userId }));
     expect(await held()).toEqual([]);
+    const told = receiver.received.filter((r) => r.path === '/it-channel');
+    expect(told.map((r) => JSON.parse(r.body.toString()))).toEqual([{ text: `Leaver ${userId}: 2 grants revoked` }]);
     expect((await grantsOf(userId)).map((g) => [g.state, g.revokeReason]).sort()).toEqual(
       [
         ['REVOKED', 'leaver'],
@@ -296,6 +309,45 @@ describe('grantEntitlements and revokeEntitlements in real runs', () => {
         ['REVOKED', 'moved department'],
       ].sort(),
     );
+  });
+
+  it('a failed deprovision keeps the revoke step waiting; revoking the grant again retries it and the step goes on', async () => {
+    let refuse = true;
+    const path = `/unprovision-${unique()}`;
+    refusing.set(path, () => ({ status: refuse ? 400 : 200 }));
+    const hook = await superAdmin.post('/api/v1/provisioning_webhooks', {
+      displayName: 'unprovision',
+      url: `${receiver.origin}${path}`,
+    });
+    const e = await entitlement({ deprovisionerPolicy: { webhook: { webhookId: hook.body.provisioningWebhook.id } } });
+    const userId = await user();
+    await stepOf(await run(await grantStep(), { userId, entitlements: [e], department: 'x' }));
+    const leaver = await automation({
+      revokeEntitlements: { userId: 'ctx.trigger.userId', all: true, reason: "'leaver'" },
+    });
+    const executionId = await run(leaver, { userId });
+    const [grant] = await grantsOf(userId);
+    const stuck = await poll(
+      async () => (await admin.get(`/api/v1/grants/${grant.id}`)).body.grant,
+      (g) => g.provisioning.some((x: Json) => x.phase === 'deprovision' && x.state === 'FAILED'),
+      { what: 'the deprovision FAILED' },
+    );
+    expect(stuck).toMatchObject({ state: 'DEPROVISIONING', revokeReason: 'leaver' });
+    const waiting = await poll(
+      () => execution(executionId),
+      (x) => x.steps[0]?.status === 'WAITING',
+      { what: 'the step WAITING' },
+    );
+    expect(waiting.status).toBe('RUNNING');
+    expect(await countOf(e)).toBe('1');
+    refuse = false;
+    expect((await admin.post(`/api/v1/grants/${grant.id}/revoke`, { reason: 'again' })).status).toBe(200);
+    const step = await stepOf(executionId);
+    expect(step).toMatchObject({
+      status: 'DONE',
+      output: { revoked: [expect.objectContaining({ grantId: grant.id, state: 'REVOKED' })] },
+    });
+    expect(await countOf(e)).toBe('0');
   });
 
   it('refuses on save a revoke with both or neither of entitlements and all, and a grant without entitlements', async () => {
