@@ -153,7 +153,6 @@ export async function findLiveGrant(
   return rows[0] && toRow(rows[0]);
 }
 
-/** One grant; `forUpdate` locks it in a transaction. */
 /**
  * Holds, until the transaction ends, the lock of one grant id that a caller derived (a run's step):
  * two repeats of that call take turns, and the second finds what the first made.
@@ -162,6 +161,7 @@ export async function lockGrantId(db: Queryable, id: string): Promise<void> {
   await db.query(`SELECT pg_advisory_xact_lock(hashtext('grants.id:' || $1))`, [id]);
 }
 
+/** One grant; `forUpdate` locks it in a transaction. */
 export async function findGrant(
   db: Queryable,
   id: string,
