@@ -10,7 +10,13 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../src/store/db';
 import { findGrant } from '../src/store/grants';
-import { deprovisionGrant, expireGrant, provisionGrant } from '../src/domain/grants';
+import {
+  delegationOutcome,
+  deprovisionGrant,
+  expireGrant,
+  provisionGrant,
+  type GrantEngine,
+} from '../src/domain/grants';
 import type { GrantActivities } from '../src/contract/activities';
 
 /** Attempts (1 s doubling to 1 min apart: about 10 minutes) before a grant not found counts as never committed. */
@@ -19,7 +25,8 @@ export const GRANT_NOT_COMMITTED = 'GrantNotCommitted';
 
 export function createGrantActivities(deps: {
   db: Db;
-}): Pick<GrantActivities, 'provisionGrant' | 'expireGrant' | 'deprovisionGrant'> {
+  engine: GrantEngine;
+}): Pick<GrantActivities, 'provisionGrant' | 'expireGrant' | 'deprovisionGrant' | 'checkDelegation'> {
   return {
     async provisionGrant(input) {
       if (!(await findGrant(deps.db, input.grantId)) && Context.current().info.attempt < UNCOMMITTED_ATTEMPTS) {
@@ -28,9 +35,10 @@ export function createGrantActivities(deps: {
           message: `grant ${input.grantId} is not in the store (yet)`,
         });
       }
-      return provisionGrant(deps.db, input.grantId);
+      return provisionGrant(deps.db, deps.engine, input.grantId);
     },
-    expireGrant: (input) => expireGrant(deps.db, input.grantId),
-    deprovisionGrant: (input) => deprovisionGrant(deps.db, input.grantId, input.attempt ?? 1),
+    expireGrant: (input) => expireGrant(deps.db, deps.engine, input.grantId),
+    deprovisionGrant: (input) => deprovisionGrant(deps.db, deps.engine, input.grantId, input.attempt ?? 1),
+    checkDelegation: async ({ grantId, ...call }) => ({ outcome: await delegationOutcome(deps.db, grantId, call) }),
   };
 }

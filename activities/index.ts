@@ -73,9 +73,10 @@ export function createActivities(deps: ActivityDeps) {
       ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
     }),
     ...createBulkActionActivities({ db: deps.db, engine: deps.engine }),
-    ...createGrantActivities({ db: deps.db }),
+    ...createGrantActivities({ db: deps.db, engine: deps.engine }),
     ...createProvisioningWebhookActivities({
       db: deps.db,
+      engine: deps.engine,
       allowPrivateOutbound: deps.allowPrivateOutbound,
       ...(deps.secretBox ? { secretBox: deps.secretBox } : {}),
       ...(deps.baseUrl ? { baseUrl: deps.baseUrl } : {}),

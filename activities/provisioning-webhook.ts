@@ -15,7 +15,13 @@ import { sealedOutboundSecrets } from '../src/store/outbound-secrets';
 import { findUser } from '../src/store/users';
 import { findEntitlementById } from '../src/store/entitlements';
 import { toAppEntitlement } from '../src/domain/entitlement-record';
-import { finishProvisioningCall, phasePolicy, recordCallStarted, toGrant, webhookIdOf } from '../src/domain/grants';
+import {
+  callWebhookId,
+  finishProvisioningCall,
+  recordCallStarted,
+  toGrant,
+  type GrantEngine,
+} from '../src/domain/grants';
 import { callbackTokenHash } from '../src/domain/provisioning-webhooks';
 import { signingKey } from '../src/webhooks/standard-webhooks';
 import type { GrantActivities, ProvisioningCall } from '../src/contract/activities';
@@ -26,6 +32,8 @@ const CALL_TIMEOUT_MS = 30_000;
 
 export interface ProvisioningWebhookDeps {
   db: Db;
+  /** Tells grants' workflows of what a finished call changed (a delegated parent, revoked children). */
+  engine: GrantEngine;
   allowPrivateOutbound: boolean;
   secretBox?: SecretBox;
   /** BASE_URL: the callbackUrl's origin; without it calls carry `callbackUrl: null`. */
@@ -41,19 +49,14 @@ export function createProvisioningWebhookActivities(
   deps: ProvisioningWebhookDeps,
 ): Pick<GrantActivities, 'callProvisioningWebhook' | 'finishProvisioningCall'> {
   return {
-    finishProvisioningCall: (input) =>
-      finishProvisioningCall(
-        deps.db,
-        input.grantId,
-        { phase: input.phase, step: input.step, attempt: input.attempt },
-        input.outcome,
-      ),
+    finishProvisioningCall: ({ grantId, outcome, ...call }) =>
+      finishProvisioningCall(deps.db, deps.engine, grantId, call, outcome),
 
     async callProvisioningWebhook(input) {
-      const call: ProvisioningCall = { phase: input.phase, step: input.step, attempt: input.attempt };
+      const { grantId: _grantId, ...call } = input;
       const row = await recordCallStarted(deps.db, input.grantId, call);
       if (!row) return { status: 'failed', error: 'the grant no longer exists' };
-      const webhookId = webhookIdOf(phasePolicy(row, call.phase));
+      const webhookId = callWebhookId(row, call);
       const webhook = await findProvisioningWebhook(deps.db, webhookId);
       if (!webhook) return { status: 'failed', error: `provisioning webhook "${webhookId}" does not exist` };
       const origin = new URL(webhook.url).origin;

@@ -31,6 +31,10 @@ import { bulkActionWorkflowId, createTemporalEngine, grantWorkflowId } from '../
 import { insertBulkSet, stopBulkAction } from '../src/store/bulk-actions';
 import { bulkRerunId } from '../src/domain/runs';
 import { createGrant, extendGrant, revokeGrant } from '../src/domain/grants';
+import { closeTask } from '../src/domain/provisioning-tasks';
+import { receiveCallback } from '../src/domain/provisioning-webhooks';
+import { findGrant } from '../src/store/grants';
+import { listTasks } from '../src/store/provisioning-tasks';
 import { createUser } from '../src/domain/users';
 import { createApp } from '../src/domain/apps';
 import { createEntitlement } from '../src/domain/entitlements';
@@ -101,8 +105,12 @@ interface GrantScenario {
     /** The entitlement's provisionerPolicy (none: unconfigured). */
     provisionerPolicy?: Record<string, unknown>;
     duration?: string;
-    /** What happens while it is held: nothing (it expires), a revoke, an extension then a revoke. */
-    then: 'expire' | 'revoke' | 'extend-revoke' | 'none';
+    /**
+     * What happens: nothing (it expires, or fails by itself), a revoke, an extension then a revoke;
+     * its provisioning task completed then a revoke; the receiver's callback after a 202 then a
+     * revoke; the first of two tasks completed, the second failed, the undo task completed.
+     */
+    then: 'expire' | 'revoke' | 'extend-revoke' | 'none' | 'task-revoke' | 'callback-revoke' | 'undo-tasks';
   };
 }
 
@@ -359,11 +367,11 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
   (): RunScenario => ({
     name: 'grant-entitlements-wait-failed',
     description:
-      'grantEntitlements of an entitlement provisioned by hand: PROVISIONING, the step waits (a timer, a check) until the grant is FAILED, and fails naming it',
+      'grantEntitlements of an entitlement delegated to one that does not exist: PROVISIONING, the step waits (a timer, a check) until the grant is FAILED, and fails naming it',
     steps: [
       {
         id: 'grant',
-        grantEntitlements: { userId: "'svc-1'", entitlements: '[{"appId": "app-1", "entitlementId": "ent-manual"}]' },
+        grantEntitlements: { userId: "'svc-1'", entitlements: '[{"appId": "app-1", "entitlementId": "ent-lost"}]' },
       },
     ],
     trigger: {},
@@ -742,8 +750,35 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
   }),
   (): GrantScenario => ({
     name: 'grant-failed',
-    description: 'a grant whose provisioner this release cannot run (manual), failed by its provision',
-    grant: { provisionerPolicy: { manual: { instructions: 'by hand' } }, then: 'none' },
+    description: 'a grant delegated to an entitlement that does not exist, failed by its provision',
+    grant: { provisionerPolicy: { delegated: { appId: 'app-1', entitlementId: 'ent-none' } }, then: 'none' },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-task-completed',
+    description: 'a grant provisioned by hand: its task completed by a person (the signal), GRANTED, then revoked',
+    grant: { provisionerPolicy: { manual: { instructions: 'by hand' } }, then: 'task-revoke' },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-waiting-callback',
+    description: "a grant provisioned by webhook: 202, the receiver's callback (the signal), GRANTED, then revoked",
+    grant: { provisionerPolicy: { webhook: { webhookId: 'hook-accept' } }, then: 'callback-revoke' },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-multistep-undone',
+    description:
+      'a multiStep of two manual steps: the first task completed, the second failed, the first undone by its undo task, FAILED (patch grant-provisioning-steps)',
+    grant: {
+      provisionerPolicy: {
+        multiStep: { provisionSteps: [{ manual: { instructions: 'one' } }, { manual: { instructions: 'two' } }] },
+      },
+      then: 'undo-tasks',
+    },
+  }),
+  (): GrantScenario => ({
+    name: 'grant-delegated',
+    description:
+      'a grant delegated to an unconfigured entitlement (its child GRANTED at once), then revoked with its child',
+    grant: { provisionerPolicy: { delegated: { appId: 'app-1', entitlementId: 'ent-1' } }, then: 'revoke' },
   }),
 ];
 
@@ -799,13 +834,27 @@ async function untilStep(handle: Handle, stepId: string, status: string): Promis
   });
 }
 
-/** Loopback target: /ok and /hooks/<token> answer 200, /flaky/<key> 500 twice then 200, /down always 500. */
+/** The callbackUrl of each call the target accepted with 202 (`/accept`). */
+const ACCEPTED_CALLBACKS: Array<string | null> = [];
+
+/**
+ * Loopback target: /ok and /hooks/<token> answer 200, /flaky/<key> 500 twice then 200, /down
+ * always 500, /accept 202 (its callbackUrl kept in ACCEPTED_CALLBACKS).
+ */
 async function startTarget(): Promise<{ origin: string; close(): Promise<void> }> {
   const attempts = new Map<string, number>();
   const server = http.createServer((req, res) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const url = req.url ?? '';
+      if (url === '/accept') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { callbackUrl: string | null };
+        ACCEPTED_CALLBACKS.push(body.callbackUrl);
+        res.writeHead(202, { 'content-type': 'application/json' });
+        res.end('{}');
+        return;
+      }
       const n = (attempts.get(url) ?? 0) + 1;
       attempts.set(url, n);
       const ok = url === '/ok' || url.startsWith('/hooks/') || (url.startsWith('/flaky/') && n > 2);
@@ -831,8 +880,8 @@ async function seed(db: Db): Promise<void> {
     `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-1', 'app-1', 'Admin', 'admin', '{}'::jsonb)`,
   );
   await db.query(
-    `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-manual', 'app-1', 'By hand', 'by-hand', $1::jsonb)`,
-    [JSON.stringify({ provisionerPolicy: { manual: { instructions: 'by hand' } } })],
+    `INSERT INTO app_entitlements (id, app_id, display_name, slug, record) VALUES ('ent-lost', 'app-1', 'Lost', 'lost', $1::jsonb)`,
+    [JSON.stringify({ provisionerPolicy: { delegated: { appId: 'app-1', entitlementId: 'ent-none' } } })],
   );
 }
 
@@ -1051,9 +1100,39 @@ async function recordGrant(scenario: GrantScenario, { db, client, taskQueue }: R
   );
   const handle = client.workflow.getHandle(grantWorkflowId(grant.id));
   const held = async () => until(async () => (await handle.fetchHistory()).events!.length > 6);
+  /** Closes the next OPEN task of the grant (of `phase`) as `state`. */
+  const close = async (state: 'DONE' | 'FAILED', phase: 'provision' | 'deprovision' = 'provision') => {
+    let open: Awaited<ReturnType<typeof listTasks>> = [];
+    await until(async () => {
+      open = (await listTasks(db, { grantId: grant.id, states: ['OPEN'] }, undefined, 10)).filter(
+        (t) => t.phase === phase,
+      );
+      return open.length > 0;
+    });
+    await closeTask(db, engine, open[0]!.id, state, 'recorded', actor);
+  };
+  const granted = () => until(async () => (await findGrant(db, grant.id))?.state === 'GRANTED');
   if (scenario.grant.then === 'revoke') {
     await held();
     await revokeGrant(db, engine, grant.id, 'recording', actor);
+  } else if (scenario.grant.then === 'task-revoke') {
+    await close('DONE');
+    await granted();
+    await held();
+    await revokeGrant(db, engine, grant.id, 'recording', actor);
+  } else if (scenario.grant.then === 'callback-revoke') {
+    await until(async () => ACCEPTED_CALLBACKS.some((url) => url !== null));
+    const token = ACCEPTED_CALLBACKS.find((url) => url !== null)!
+      .split('/')
+      .pop()!;
+    await receiveCallback(db, engine, token, { status: 'done' });
+    await granted();
+    await held();
+    await revokeGrant(db, engine, grant.id, 'recording', actor);
+  } else if (scenario.grant.then === 'undo-tasks') {
+    await close('DONE');
+    await close('FAILED');
+    await close('DONE', 'deprovision');
   } else if (scenario.grant.then === 'extend-revoke') {
     await held();
     await extendGrant(db, engine, grant.id, '7200s', actor);
@@ -1169,6 +1248,7 @@ async function createWorker(
         db,
         allowPrivateOutbound: true,
         secretBox,
+        baseUrl: 'http://127.0.0.1:1',
         engine: createTemporalEngine({ client, taskQueue, db }),
       }),
     ),
@@ -1200,6 +1280,9 @@ async function main(): Promise<void> {
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
     await insertSecrets(db, secretBox, target.origin);
+    await db.query(`INSERT INTO provisioning_webhooks (id, display_name, url) VALUES ('hook-accept', 'Accepts', $1)`, [
+      `${target.origin}/accept`,
+    ]);
     const recorder: Recorder = {
       db,
       client: new Client({ connection, namespace: 'default' }),

@@ -1,15 +1,17 @@
 /**
  * A grant's life (docs/api.md#grants): one workflow per grant, id `grant:<grantId>`. It provisions
- * (an activity; a provisioning webhook's call is an activity of its own, retried on 5xx, 429 and
- * network errors for 24 h, and a 202 waits up to 7 days for the receiver's callback), holds the
- * grant on a durable timer until its expiresAt (a timer that came due while every process was
- * down fires as soon as a worker is back), takes a revoke, an extension, a callback and a retry
- * of a failed deprovision as the `grantChange` signal, and deprovisions. The grant's row in the
- * store is the record: every activity reads the state it starts from, so a repeat or a second
- * workflow for the same grant changes nothing. A standing grant continues-as-new before its
- * history grows long.
+ * (activities that run the policy's steps in order; each step that waits is a call: a provisioning
+ * webhook's, retried on 5xx, 429 and network errors for 24 h, a 202 waiting up to 7 days for the
+ * receiver's callback; a person's provisioning task, waiting for its completion; a delegated child
+ * grant, waiting until the child is granted or failed, told by the child and looked at now and
+ * then), holds the grant on a durable timer until its expiresAt (a timer that came due while every
+ * process was down fires as soon as a worker is back), takes a revoke, an extension, a callback and
+ * a retry of a failed deprovision as the `grantChange` signal, and deprovisions, step by step. The
+ * grant's row in the store is the record: every activity reads the state it starts from and answers
+ * the next call, so a repeat or a second workflow for the same grant changes nothing. A standing
+ * grant continues-as-new before its history grows long.
  */
-import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { CallOutcome, GrantActivities, GrantStep, ProvisioningCall } from '../src/contract/activities';
 import {
   grantChangeSignal,
@@ -17,6 +19,7 @@ import {
   type GrantWorkflow,
   type GrantWorkflowInput,
 } from '../src/contract/workflows';
+import { GRANT_STEPS_PATCH } from '../src/contract/run';
 
 /** Continue-as-new beyond this many history events even when the server does not suggest it yet. */
 const MAX_HISTORY_EVENTS = 1000;
@@ -35,6 +38,9 @@ const webhook = proxyActivities<Pick<GrantActivities, 'callProvisioningWebhook'>
 
 /** How long a 202 waits for its callback. */
 const CALLBACK_WAIT = '7 days';
+/** A delegated step looks at its child again this long after it last looked (doubling), or when the child tells it. */
+const DELEGATION_FIRST_LOOK_MS = 5_000;
+const DELEGATION_LOOK_MAX_MS = 3_600_000;
 
 function callKey(call: Pick<ProvisioningCall, 'phase' | 'step' | 'attempt'>): string {
   return `${call.phase}:${call.step}:${call.attempt}`;
@@ -58,6 +64,50 @@ export async function grant(input: GrantWorkflowInput): Promise<{ state: string 
     else moved = signal.expiresAt;
   });
 
+  const stops = (call: ProvisioningCall) => call.phase === 'provision' && !call.undo && revoke;
+
+  /** Waits for a person to close the task of `call` (its signal), or for a revoke that stops a provision. */
+  async function awaitTask(call: ProvisioningCall): Promise<CallOutcome> {
+    const key = callKey(call);
+    await condition(() => callbacks.has(key) || stops(call));
+    const back = callbacks.get(key);
+    if (!back) return { ok: false, error: 'stopped by a revoke' };
+    return back.status === 'done' ? { ok: true } : { ok: false, error: back.message ?? 'the task was failed' };
+  }
+
+  /** Waits until the delegated child of `call` is granted or failed: told by the child, looked at now and then. */
+  async function awaitChild(call: ProvisioningCall): Promise<CallOutcome> {
+    const key = callKey(call);
+    let lookAfterMs = DELEGATION_FIRST_LOOK_MS;
+    for (;;) {
+      await condition(() => callbacks.has(key) || stops(call), lookAfterMs);
+      if (stops(call)) return { ok: false, error: 'stopped by a revoke' };
+      callbacks.delete(key);
+      const seen = await activities.checkDelegation({ grantId: input.grantId, ...call });
+      if (seen.outcome) return seen.outcome;
+      lookAfterMs = Math.min(lookAfterMs * 2, DELEGATION_LOOK_MAX_MS);
+    }
+  }
+
+  /** Makes `call` (a webhook's, a task's, a child's), waits for how it ends, and records that: the next step. */
+  async function runCall(call: ProvisioningCall): Promise<GrantStep> {
+    if (call.member === 'manual' || call.member === 'delegated') {
+      const outcome = call.member === 'manual' ? await awaitTask(call) : await awaitChild(call);
+      return activities.finishProvisioningCall({ grantId: input.grantId, ...call, outcome });
+    }
+    return callWebhook(call);
+  }
+
+  /** Runs the calls of a phase, each after the one before, as the store answers them. */
+  async function runCalls(first: GrantStep): Promise<GrantStep> {
+    let step = first;
+    while (step.call) {
+      step = await runCall(step.call);
+      if (step.call && !patched(GRANT_STEPS_PATCH)) break;
+    }
+    return step;
+  }
+
   /** Calls the webhook of `call`, waits for its callback after a 202, and records how it ended. */
   async function callWebhook(call: ProvisioningCall): Promise<GrantStep> {
     let outcome: CallOutcome;
@@ -69,14 +119,13 @@ export async function grant(input: GrantWorkflowInput): Promise<{ state: string 
         outcome = { ok: true };
       } else {
         const key = callKey(call);
-        const stops = () => call.phase === 'provision' && revoke;
-        await condition(() => callbacks.has(key) || stops(), CALLBACK_WAIT);
+        await condition(() => callbacks.has(key) || stops(call), CALLBACK_WAIT);
         const back = callbacks.get(key);
         outcome = back
           ? back.status === 'done'
             ? { ok: true }
             : { ok: false, error: back.message ?? 'the receiver reported a failure' }
-          : { ok: false, error: stops() ? 'stopped by a revoke' : 'no callback within 7 days' };
+          : { ok: false, error: stops(call) ? 'stopped by a revoke' : 'no callback within 7 days' };
       }
     } catch (err) {
       outcome = { ok: false, error: failureMessage(err) };
@@ -87,7 +136,7 @@ export async function grant(input: GrantWorkflowInput): Promise<{ state: string 
   let step: GrantStep = input.held
     ? { state: 'GRANTED', expiresAt: input.held.expiresAt }
     : await activities.provisionGrant({ grantId: input.grantId });
-  if (step.call) step = await callWebhook(step.call);
+  step = await runCalls(step);
 
   // Held: until a revoke, or the expiry the store confirms.
   while (step.state === 'GRANTED') {
@@ -127,8 +176,7 @@ export async function grant(input: GrantWorkflowInput): Promise<{ state: string 
   // Taken back: deprovision until done; a failed deprovision waits for a person's retry (a new attempt).
   let attempt = 1;
   while (step.state === 'DEPROVISIONING') {
-    step = await activities.deprovisionGrant({ grantId: input.grantId, attempt });
-    if (step.call) step = await callWebhook(step.call);
+    step = await runCalls(await activities.deprovisionGrant({ grantId: input.grantId, attempt }));
     if (step.state !== 'DEPROVISIONING') break;
     await condition(() => retry);
     retry = false;

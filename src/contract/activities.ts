@@ -88,11 +88,18 @@ export interface BulkActionActivities {
 
 export type AutomationActivities = RunActivities & EffectActivities & BulkActionActivities & GrantActivities;
 
-/** One call of a provisioning webhook: the phase and step path, and the attempt (a person's retry is a new one). */
+/**
+ * One call a grant's provisioning makes and waits for: the phase and step path, the attempt (a
+ * person's retry is a new one), what answers it (a webhook's receiver, absent in histories before
+ * the other members; a person's task; a delegated child grant), and `undo` when it takes back a
+ * provision step that was done (a later one failed: phase `deprovision`, the provision step's path).
+ */
 export interface ProvisioningCall {
   phase: 'provision' | 'deprovision';
   step: string;
   attempt: number;
+  member?: 'webhook' | 'manual' | 'delegated';
+  undo?: boolean;
 }
 
 /** What a grant's activity answers: the grant's state and expiry after it, and a webhook call the workflow makes next. */
@@ -113,8 +120,10 @@ export interface GrantActivities {
   expireGrant(input: { grantId: string }): Promise<GrantStep>;
   /** Runs the deprovisioning of a DEPROVISIONING grant; REVOKED when it is done. */
   deprovisionGrant(input: { grantId: string; attempt?: number }): Promise<GrantStep>;
-  /** Records how a webhook call ended and moves the grant on (GRANTED, FAILED, REVOKED, or as it was). */
+  /** Records how a call ended and moves the grant on (its next call, GRANTED, FAILED, REVOKED, or as it was). */
   finishProvisioningCall(input: ProvisioningCall & { grantId: string; outcome: CallOutcome }): Promise<GrantStep>;
+  /** How a delegated step's child grant stands: its outcome, or `null` while it is being provisioned. */
+  checkDelegation(input: ProvisioningCall & { grantId: string }): Promise<{ outcome: CallOutcome | null }>;
   /**
    * POSTs the grant to its provisioning webhook: `done` (2xx), `accepted` (202: a callback follows),
    * or `failed` (an answer retrying cannot change); 5xx, 429 and network errors throw (retried).

@@ -205,6 +205,14 @@ export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
  */
 export const LANE_PLACE_PATCH = 'lane-place-release';
 
+/**
+ * Name of the patch from which a grant's workflow (workflows/grant.ts) follows a provisioning call
+ * with the next one the store answers (a multiStep's steps, an undo, a deprovisioner's steps).
+ * Asked only when a second call follows a first: a history from before has at most one call per
+ * phase and never asks it (docs/upgrades.md#live-patches).
+ */
+export const GRANT_STEPS_PATCH = 'grant-provisioning-steps';
+
 /** Signal that lets a paused run go (the API's resume: src/domain/circuit-breaker.ts through the run engine). */
 export const BREAKER_RESUME_SIGNAL = 'breakerResume';
 

@@ -969,6 +969,34 @@ export const ProvisioningCallbackRequest = z
   })
   .meta({ id: 'ProvisioningCallbackRequest' });
 
+// ---------------------------------------------------------------- provisioning tasks
+
+export const ProvisioningTaskState = z.enum(['OPEN', 'DONE', 'FAILED']).meta({ id: 'ProvisioningTaskState' });
+export const ProvisioningTask = z
+  .object({
+    id: z.string(),
+    grantId: z.string(),
+    phase: z.enum(['provision', 'deprovision']),
+    step: z.string().meta({ description: '"" for the policy itself, provisionSteps[i] for a multiStep step.' }),
+    instructions: z.string(),
+    assigneeUserIds: z.array(z.string()),
+    state: ProvisioningTaskState,
+    createdAt: z.string().meta({ format: 'date-time' }),
+    closedAt: z.string().nullable().meta({ format: 'date-time' }),
+    closedBy: z.string().nullable().meta({ description: 'The actor who completed or failed it.' }),
+    comment: z.string().nullable(),
+  })
+  .meta({ id: 'ProvisioningTask' });
+export const ProvisioningTaskResponse = z
+  .object({ provisioningTask: ProvisioningTask })
+  .meta({ id: 'ProvisioningTaskResponse' });
+export const ProvisioningTaskList = z
+  .object({ list: z.array(z.object({ provisioningTask: ProvisioningTask })), nextPageToken: z.string() })
+  .meta({ id: 'ProvisioningTaskList' });
+export const CloseProvisioningTaskRequest = z
+  .object({ comment: z.string().max(1000, 'must be at most 1000 characters').nullish() })
+  .meta({ id: 'CloseProvisioningTaskRequest' });
+
 // ---------------------------------------------------------------- webhook receiver, operations
 
 export const WebhookAccepted = z

@@ -7,9 +7,12 @@
  * the row on, each step conditional on the state it starts from, so a repeat changes nothing.
  *
  * Provisioning follows the entitlement's provisionerPolicy as it was when the grant was asked for,
- * deprovisioning its deprovisionerPolicy as it is when the grant is revoked or expires.
+ * deprovisioning its deprovisionerPolicy as it is when the grant is revoked or expires, one policy
+ * step after the other (src/domain/provisioning-policy.ts: a multiStep's steps in written order).
  * `unconfigured` (or none) is done at once, in the same transaction; the connector members fail at
- * once; the others are the workflow's.
+ * once; a `delegated` step is a child grant made in the step's transaction; `webhook` and `manual`
+ * steps are calls the workflow makes and waits for (a receiver's answer or callback, a person's
+ * task). A failed provision step undoes the steps done before it, in reverse order.
  */
 import { newId } from '../ids';
 import { parseDuration } from '../duration';
@@ -26,10 +29,12 @@ import { recordDirectoryEvent, type DirectoryEventType } from './directory-event
 import { toAppEntitlement } from './entitlement-record';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
-import type { ProvisionPolicyValue } from './schemas';
 import type { Grant } from './api-schemas';
 import type { CallOutcome, GrantStep, ProvisioningCall } from '../contract/activities';
 import { closeCallbackTokens } from '../store/provisioning-webhooks';
+import * as tasks from '../store/provisioning-tasks';
+import { derivedId } from '../ids';
+import { policyMember, policySteps, policyStepAt, type PolicyObject, type PolicyStep } from './provisioning-policy';
 import type { z } from 'zod';
 import type { CreateGrantRequest } from './api-schemas';
 
@@ -66,12 +71,11 @@ export function toGrant(row: GrantRow): GrantView {
   };
 }
 
-/** The member a policy sets (`unconfigured` for none). */
-export function policyMember(policy: ProvisionPolicyValue | Record<string, unknown> | null | undefined): string {
-  if (!policy) return 'unconfigured';
-  for (const [key, value] of Object.entries(policy)) if (value !== null && value !== undefined) return key;
-  return 'unconfigured';
-}
+export { policyMember };
+/** The engine as a grant's changes use it. */
+export type GrantEngine = Pick<RunEngine, 'startGrant' | 'signalGrant'>;
+/** How many delegations a chain may hold (entitlement A's grant made by B's made by C's …). */
+export const MAX_DELEGATIONS = 8;
 
 export function connectorMessage(member: string): string {
   return `provisioning by ${member} needs a connector, which this service does not run`;
@@ -112,7 +116,12 @@ function withEntry(list: readonly ProvisioningEntry[], next: ProvisioningEntry):
   const at = list.findIndex((e) => e.phase === next.phase && e.step === next.step);
   if (at < 0) return [...list, next];
   const previous = list[at]!;
-  const merged = { ...next, startedAt: previous.startedAt, attempts: previous.attempts + next.attempts };
+  const merged = {
+    ...next,
+    startedAt: previous.startedAt,
+    attempts: previous.attempts + next.attempts,
+    detail: { ...previous.detail, ...next.detail },
+  };
   return list.map((e, i) => (i === at ? merged : e));
 }
 
@@ -164,12 +173,26 @@ export interface CreatedGrant {
  */
 export async function createGrant(
   db: Db,
-  engine: RunEngine,
+  engine: GrantEngine,
   body: z.output<typeof CreateGrantRequest>,
   actor: string,
   options: { id?: string } = {},
 ): Promise<CreatedGrant> {
-  return db.transaction(async (tx) => {
+  return db.transaction((tx) => createGrantIn(tx, engine, body, actor, options));
+}
+
+/**
+ * createGrant in the caller's transaction. `durationMs` (a delegated child's: its parent's
+ * duration) stands for the ask, bounded by the entitlement's durationGrant as an ask is.
+ */
+export async function createGrantIn(
+  tx: Queryable,
+  engine: GrantEngine,
+  body: z.output<typeof CreateGrantRequest>,
+  actor: string,
+  options: { id?: string; durationMs?: number | null } = {},
+): Promise<CreatedGrant> {
+  {
     if (options.id) {
       // A grant whose id the caller derived (a run's step): a repeat of the call that made it.
       await store.lockGrantId(tx, options.id);
@@ -187,7 +210,12 @@ export async function createGrant(
     const view = toAppEntitlement(entitlement);
     const policy = view.provisionerPolicy as Record<string, unknown> | null;
     const member = policyMember(policy);
-    const askedMs = body.duration ? parseDuration(body.duration) : undefined;
+    const askedMs =
+      options.durationMs !== undefined
+        ? (options.durationMs ?? undefined)
+        : body.duration
+          ? parseDuration(body.duration)
+          : undefined;
     const now = member === 'unconfigured';
     const connector = (CONNECTOR_MEMBERS as readonly string[]).includes(member);
     const error = connector ? connectorMessage(member) : null;
@@ -226,7 +254,7 @@ export async function createGrant(
       await engine.startGrant(row.id);
     }
     return { grant: toGrant(row), created: true };
-  });
+  }
 }
 
 /** One grant, or 404. */
@@ -290,16 +318,14 @@ export function listGrants(
  */
 async function beginDeprovision(
   tx: Queryable,
+  engine: GrantEngine,
   row: GrantRow,
   by: string,
   reason: string,
   action: 'grant.revoke' | 'grant.expire',
 ): Promise<GrantRow> {
   const entitlement = await findEntitlementById(tx, row.appEntitlementId);
-  const policy = (entitlement ? toAppEntitlement(entitlement).deprovisionerPolicy : null) as Record<
-    string,
-    unknown
-  > | null;
+  const policy = (entitlement ? toAppEntitlement(entitlement).deprovisionerPolicy : null) as PolicyObject | null;
   const started = await store.updateGrant(tx, row.id, LIVE, {
     state: 'DEPROVISIONING',
     revokedBy: by,
@@ -308,22 +334,53 @@ async function beginDeprovision(
   });
   if (!started) throw new FailedPreconditionError('the grant is not live');
   await audit(tx, by, action, started, { reason });
+  if (row.state === 'PROVISIONING') {
+    // The provisioning stops: its open tasks close as failed, its callback tokens stop working.
+    await tasks.failOpenTasks(tx, row.id, 'provision', { by, comment: 'the grant was revoked' });
+    await closeCallbackTokens(tx, row.id, 'provision');
+  }
   // Access that was never granted has nothing to take back downstream yet: the workflow stops the provisioning.
-  if (row.state === 'GRANTED' && policyMember(policy) === 'unconfigured') return finishDeprovision(tx, started);
+  if (row.state === 'GRANTED' && policyMember(policy) === 'unconfigured') {
+    return (await advanceDeprovision(tx, engine, started, 1)).row;
+  }
   return started;
 }
 
-/** Ends a DEPROVISIONING grant whose deprovision is done: REVOKED, with its event. */
-async function finishDeprovision(tx: Queryable, row: GrantRow, done?: ProvisioningEntry): Promise<GrantRow> {
-  const revoked = await store.updateGrant(tx, row.id, ['DEPROVISIONING'], {
-    state: 'REVOKED',
-    revokedNow: true,
-    provisioning: withEntry(row.provisioning, done ?? entry('deprovision', 'unconfigured', 'DONE')),
-  });
+/**
+ * Ends a DEPROVISIONING grant whose deprovision is done: REVOKED, with its event; then the
+ * delegated children it made are revoked (by `grant:<id>`, for the same reason).
+ */
+async function finishDeprovision(tx: Queryable, engine: GrantEngine, row: GrantRow): Promise<GrantRow> {
+  const revoked = await store.updateGrant(tx, row.id, ['DEPROVISIONING'], { state: 'REVOKED', revokedNow: true });
   if (!revoked) return row;
   const expired = revoked.revokeReason === EXPIRED_REASON && revoked.revokedBy === EXPIRY_ACTOR;
   await recordGrantEvent(tx, expired ? 'grant.expired' : 'grant.revoked', revoked.revokedBy ?? EXPIRY_ACTOR, revoked);
+  for (const childId of madeChildren(revoked)) {
+    await revokeChild(tx, engine, revoked, childId, revoked.revokeReason ?? 'revoked');
+  }
   return revoked;
+}
+
+/** The ids of the delegated grants this grant made (not those it found and linked). */
+function madeChildren(row: GrantRow): string[] {
+  return row.provisioning
+    .filter((e) => e.phase === 'provision' && e.policy === 'delegated' && typeof e.detail.grantId === 'string')
+    .filter((e) => e.detail.linked !== true)
+    .map((e) => e.detail.grantId as string);
+}
+
+/** Revokes a child this grant made, when it is still PROVISIONING or GRANTED. */
+async function revokeChild(
+  tx: Queryable,
+  engine: GrantEngine,
+  parent: GrantRow,
+  childId: string,
+  reason: string,
+): Promise<void> {
+  const child = await store.findGrant(tx, childId, { forUpdate: true });
+  if (!child || (child.state !== 'PROVISIONING' && child.state !== 'GRANTED')) return;
+  await beginDeprovision(tx, engine, child, `grant:${parent.id}`, reason, 'grant.revoke');
+  await engine.signalGrant(child.id, { type: 'revoke' });
 }
 
 function lastDeprovisionFailed(row: GrantRow): boolean {
@@ -336,7 +393,7 @@ function lastDeprovisionFailed(row: GrantRow): boolean {
  */
 export async function revokeGrant(
   db: Db,
-  engine: RunEngine,
+  engine: GrantEngine,
   id: string,
   reason: string,
   actor: string,
@@ -352,7 +409,7 @@ export async function revokeGrant(
       await engine.signalGrant(id, { type: 'retry' });
       return toGrant(row);
     }
-    const changed = await beginDeprovision(tx, row, actor, reason, 'grant.revoke');
+    const changed = await beginDeprovision(tx, engine, row, actor, reason, 'grant.revoke');
     await engine.signalGrant(id, { type: 'revoke' });
     return toGrant(changed);
   });
@@ -364,7 +421,7 @@ export async function revokeGrant(
  */
 export async function extendGrant(
   db: Db,
-  engine: RunEngine,
+  engine: GrantEngine,
   id: string,
   duration: string,
   actor: string,
@@ -392,6 +449,7 @@ export async function extendGrant(
     const extended = (await store.updateGrant(tx, id, ['GRANTED'], { expiresInMs: ms }))!;
     await audit(tx, actor, 'grant.extend', extended, { duration, expiresAt: extended.expiresAt });
     await engine.signalGrant(id, { type: 'extend', expiresAt: extended.expiresAt! });
+    await alignChildren(tx, engine, extended);
     return toGrant(extended);
   });
 }
@@ -402,14 +460,14 @@ export async function extendGrant(
  */
 export async function revokeGrantsOfEntitlement(
   tx: Queryable,
-  engine: RunEngine,
+  engine: GrantEngine,
   appEntitlementId: string,
   actor: string,
 ): Promise<number> {
   const rows = await store.lockLiveGrantsOf(tx, appEntitlementId);
   for (const row of rows) {
     if (row.state === 'DEPROVISIONING') continue;
-    await beginDeprovision(tx, row, actor, 'entitlement deleted', 'grant.revoke');
+    await beginDeprovision(tx, engine, row, actor, 'entitlement deleted', 'grant.revoke');
     await engine.signalGrant(row.id, { type: 'revoke' });
   }
   return rows.length;
@@ -421,71 +479,380 @@ function stepOf(row: GrantRow | undefined, call?: ProvisioningCall): GrantStep {
   return { state: row?.state ?? 'REVOKED', expiresAt: row?.expiresAt ?? null, ...(call ? { call } : {}) };
 }
 
-/** The webhook id of a `webhook` policy. */
-export function webhookIdOf(policy: Record<string, unknown> | null): string {
-  const webhook = policy?.webhook as { webhookId?: string | null } | null | undefined;
-  return webhook?.webhookId ?? '';
+/** The policy a call follows: the provisioner's for a provision and for undoing one, else the deprovisioner's. */
+export function callPolicy(row: GrantRow, call: Pick<ProvisioningCall, 'phase' | 'undo'>): PolicyObject | null {
+  return call.phase === 'provision' || call.undo ? row.provisionerPolicy : row.deprovisionerPolicy;
+}
+
+/** The webhook id of the `webhook` step a call makes. */
+export function callWebhookId(row: GrantRow, call: Pick<ProvisioningCall, 'phase' | 'undo' | 'step'>): string {
+  const step = policyStepAt(callPolicy(row, call), call.step);
+  return typeof step?.settings.webhookId === 'string' ? step.settings.webhookId : '';
+}
+
+function entryOf(row: GrantRow, phase: ProvisioningEntry['phase'], step: string): ProvisioningEntry | undefined {
+  return row.provisioning.find((e) => e.phase === phase && e.step === step);
+}
+
+/** `error` of a step of a multiStep names its path. */
+function stepError(step: string, error: string): string {
+  return step === '' ? error : `${step}: ${error}`;
+}
+
+/** What starting one policy step came to: done at once, failed at once, or a call the workflow makes. */
+type Started =
+  | { kind: 'done'; row: GrantRow }
+  | { kind: 'failed'; row: GrantRow; error: string }
+  | { kind: 'call'; row: GrantRow; call: ProvisioningCall };
+
+async function record(tx: Queryable, row: GrantRow, next: ProvisioningEntry): Promise<GrantRow> {
+  return (await store.updateGrant(tx, row.id, [row.state], { provisioning: withEntry(row.provisioning, next) }))!;
+}
+
+/** The users a manual step's task is assigned to, as the contract resolves its assignee. */
+async function assigneesOf(tx: Queryable, row: GrantRow, settings: PolicyObject): Promise<string[]> {
+  const strings = (value: unknown): string[] =>
+    Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+  const assignee = settings.assignee as PolicyObject | null | undefined;
+  if (!assignee) return strings(settings.userIds);
+  const kind = policyMember(assignee);
+  const of = (assignee[kind] ?? {}) as PolicyObject;
+  if (kind === 'users') return strings(of.userIds);
+  const fallback = strings(of.fallbackUserIds);
+  if (kind === 'entitlementOwners') {
+    const owners = await tasks.entitlementOwnerIds(tx, row.appId, row.appEntitlementId);
+    return owners.length > 0 ? owners : fallback;
+  }
+  if (kind === 'group' && typeof of.appGroupId === 'string' && of.appGroupId !== '') {
+    const members = await tasks.grantedUserIds(tx, of.appGroupId);
+    return members.length > 0 ? members : fallback;
+  }
+  return fallback;
+}
+
+/** The entitlement ids of a grant's delegation chain, from the grant that started it to this one. */
+async function delegationChain(tx: Queryable, row: GrantRow): Promise<string[]> {
+  const chain = [row.appEntitlementId];
+  let current: GrantRow | undefined = row;
+  while (current && current.requestedBy.startsWith('grant:') && chain.length <= MAX_DELEGATIONS + 1) {
+    current = await store.findGrant(tx, current.requestedBy.slice('grant:'.length));
+    if (current) chain.unshift(current.appEntitlementId);
+  }
+  return chain;
+}
+
+/** A delegated provision step: the child grant of the target for the same user (made, or the live one linked). */
+async function startDelegation(
+  tx: Queryable,
+  engine: GrantEngine,
+  row: GrantRow,
+  step: PolicyStep,
+  pending: ProvisioningEntry,
+): Promise<Started> {
+  const appId = typeof step.settings.appId === 'string' ? step.settings.appId : '';
+  const target = typeof step.settings.entitlementId === 'string' ? step.settings.entitlementId : '';
+  const chain = await delegationChain(tx, row);
+  const path = [...chain, target || '?'].join(' -> ');
+  const failed = (error: string): Started => ({ kind: 'failed', row, error });
+  if (chain.includes(target)) return failed(`delegation comes back to an entitlement of its chain: ${path}`);
+  if (chain.length > MAX_DELEGATIONS) return failed(`delegation chain longer than ${MAX_DELEGATIONS}: ${path}`);
+  if (!target || !(await findLiveEntitlement(tx, appId, target))) {
+    return failed(`delegation to an unknown entitlement: ${path}`);
+  }
+  let child = await store.findLiveGrant(tx, row.userId, target);
+  const linked = child !== undefined;
+  if (!child) {
+    const id = derivedId(JSON.stringify(['delegated', row.id, step.step]), Date.parse(row.createdAt));
+    const made = await createGrantIn(
+      tx,
+      engine,
+      { userId: row.userId, appId, appEntitlementId: target, justification: `delegated by grant ${row.id}` },
+      `grant:${row.id}`,
+      { id, durationMs: row.durationMs },
+    );
+    child = (await store.findGrant(tx, made.grant.id))!;
+  }
+  const detail = { grantId: child.id, linked, attempt: 1 };
+  const outcome = delegationOutcomeOf(child, linked);
+  if (outcome === null) {
+    const waiting = await record(tx, row, { ...pending, detail });
+    return {
+      kind: 'call',
+      row: waiting,
+      call: { phase: 'provision', step: step.step, attempt: 1, member: 'delegated' },
+    };
+  }
+  if (!outcome.ok) return { kind: 'failed', row: await record(tx, row, { ...pending, detail }), error: outcome.error };
+  const done = entry('provision', 'delegated', 'DONE', { step: step.step, attempts: 1, detail });
+  return { kind: 'done', row: await record(tx, row, done) };
+}
+
+/** How a delegated step stands by its child: null while the child is being provisioned. */
+function delegationOutcomeOf(child: GrantRow | undefined, linked: boolean): CallOutcome | null {
+  if (!child) return { ok: false, error: 'the delegated grant does not exist' };
+  if (child.state === 'PROVISIONING') return null;
+  if (child.state === 'GRANTED' || (child.state === 'DEPROVISIONING' && !linked)) return { ok: true };
+  if (child.state === 'FAILED') return { ok: false, error: `delegated grant ${child.id} failed: ${child.error ?? ''}` };
+  return { ok: false, error: `delegated grant ${child.id} is ${child.state}` };
 }
 
 /**
- * Runs the provisioning of a PROVISIONING grant. The members this service provisions by itself
- * (unconfigured) are done when the grant is made; those it cannot run fail here with
- * `system:provisioning` as the actor.
+ * Starts one step of a phase: the members this service does itself end here (done or failed), a
+ * webhook or a task is a call. `undo` takes back a provision step that was done (a later one failed).
  */
-export async function provisionGrant(db: Db, id: string): Promise<GrantStep> {
+async function startStep(
+  tx: Queryable,
+  engine: GrantEngine,
+  row: GrantRow,
+  phase: ProvisioningEntry['phase'],
+  step: PolicyStep,
+  attempt: number,
+  undo = false,
+): Promise<Started> {
+  const call: ProvisioningCall = { phase, step: step.step, attempt, ...(undo ? { undo: true } : {}) };
+  const detail = { attempt, ...(undo ? { undo: true } : {}) };
+  const pending = entry(phase, step.member, 'PENDING', { step: step.step, attempts: 1, detail });
+  if (step.member === 'unconfigured') {
+    if (undo) return { kind: 'done', row };
+    return { kind: 'done', row: await record(tx, row, entry(phase, 'unconfigured', 'DONE', { step: step.step })) };
+  }
+  if (step.member === 'webhook') return { kind: 'call', row, call: { ...call, member: 'webhook' } };
+  if (step.member === 'manual') {
+    const instructions = typeof step.settings.instructions === 'string' ? step.settings.instructions : '';
+    const task = await tasks.openTask(tx, {
+      id: newId(),
+      grantId: row.id,
+      phase,
+      step: step.step,
+      attempt,
+      instructions: undo ? `Undo (a later provisioning step failed): ${instructions}` : instructions,
+      assigneeUserIds: await assigneesOf(tx, row, step.settings),
+    });
+    const waiting = await record(tx, row, { ...pending, detail: { ...detail, taskId: task.id } });
+    return { kind: 'call', row: waiting, call: { ...call, member: 'manual' } };
+  }
+  if (step.member === 'delegated') {
+    if (phase === 'provision' && !undo) return startDelegation(tx, engine, row, step, pending);
+    if (undo) {
+      const made = entryOf(row, 'provision', step.step);
+      if (typeof made?.detail.grantId === 'string' && made.detail.linked !== true) {
+        await revokeChild(tx, engine, row, made.detail.grantId, 'a later provisioning step failed');
+      }
+    }
+    // A delegated deprovision step: the children this grant made are revoked after its deprovision.
+    const done = entry(phase, 'delegated', 'DONE', { step: step.step, detail });
+    return { kind: 'done', row: await record(tx, row, done) };
+  }
+  const error = (CONNECTOR_MEMBERS as readonly string[]).includes(step.member)
+    ? connectorMessage(step.member)
+    : `${phase === 'provision' ? 'provisioning' : 'deprovisioning'} by ${step.member} is not available in this version of the service`;
+  return { kind: 'failed', row, error };
+}
+
+/** A PROVISIONING grant becomes GRANTED: its event, its parent told, its children's expiry aligned. */
+async function finishProvision(tx: Queryable, engine: GrantEngine, row: GrantRow): Promise<GrantStep> {
+  const granted = await store.updateGrant(tx, row.id, ['PROVISIONING'], { state: 'GRANTED', grantNow: true });
+  if (!granted) return stepOf(row);
+  await recordGrantEvent(tx, 'grant.granted', PROVISIONING_ACTOR, granted);
+  await tellParent(tx, engine, granted, { status: 'done', message: null });
+  await alignChildren(tx, engine, granted);
+  return stepOf(granted);
+}
+
+/** A PROVISIONING grant whose provisioning failed (and was undone) becomes FAILED. */
+async function failGrant(tx: Queryable, engine: GrantEngine, row: GrantRow, error: string): Promise<GrantStep> {
+  const failed = await store.updateGrant(tx, row.id, ['PROVISIONING'], { state: 'FAILED', error });
+  if (!failed) return stepOf(row);
+  await audit(tx, PROVISIONING_ACTOR, 'grant.fail', failed, { error });
+  await recordGrantEvent(tx, 'grant.failed', PROVISIONING_ACTOR, failed);
+  await tellParent(tx, engine, failed, { status: 'failed', message: error });
+  return stepOf(failed);
+}
+
+/** Wakes the parent of a delegated child that is waiting for it (the parent reads the child's state itself). */
+async function tellParent(
+  tx: Queryable,
+  engine: GrantEngine,
+  child: GrantRow,
+  outcome: { status: 'done' | 'failed'; message: string | null },
+): Promise<void> {
+  if (!child.requestedBy.startsWith('grant:')) return;
+  const parent = await store.findGrant(tx, child.requestedBy.slice('grant:'.length));
+  if (!parent || parent.state !== 'PROVISIONING') return;
+  const waiting = parent.provisioning.find(
+    (e) => e.phase === 'provision' && e.state === 'PENDING' && e.detail.grantId === child.id,
+  );
+  if (!waiting) return;
+  await engine.signalGrant(parent.id, {
+    type: 'callback',
+    phase: 'provision',
+    step: waiting.step,
+    attempt: Number(waiting.detail.attempt ?? 1),
+    ...outcome,
+  });
+}
+
+/**
+ * A delegated child lives as long as its parent: each GRANTED child this grant made gets the
+ * parent's expiresAt (bounded by the child's own durationGrant), told to its workflow.
+ */
+async function alignChildren(tx: Queryable, engine: GrantEngine, parent: GrantRow): Promise<void> {
+  if (parent.expiresAt === null) return;
+  for (const childId of madeChildren(parent)) {
+    const child = await store.findGrant(tx, childId, { forUpdate: true });
+    if (!child || child.state !== 'GRANTED') continue;
+    const entitlement = await findEntitlementById(tx, child.appEntitlementId);
+    const maxMs = effectiveDurationMs(undefined, entitlement ? toAppEntitlement(entitlement).durationGrant : null);
+    const target =
+      maxMs === null
+        ? parent.expiresAt
+        : new Date(Math.min(Date.parse(parent.expiresAt), Date.now() + maxMs)).toISOString();
+    if (child.expiresAt === target) continue;
+    const moved = await store.updateGrant(tx, child.id, ['GRANTED'], { expiresAt: target });
+    if (moved) await engine.signalGrant(child.id, { type: 'extend', expiresAt: moved.expiresAt! });
+  }
+}
+
+/**
+ * Runs a PROVISIONING grant's provision steps from the first not done: on to the next while each
+ * ends at once; a call the workflow makes next; GRANTED after the last; a failure undoes.
+ */
+async function advanceProvision(tx: Queryable, engine: GrantEngine, row: GrantRow): Promise<GrantStep> {
+  let current = row;
+  for (const step of policySteps(current.provisionerPolicy)) {
+    const seen = entryOf(current, 'provision', step.step);
+    if (seen?.state === 'DONE') continue;
+    if (seen?.state === 'PENDING' && step.member !== 'delegated') {
+      // A repeat (a second workflow for the grant): the same call again, with its key.
+      const member = step.member === 'manual' ? 'manual' : 'webhook';
+      return stepOf(current, { phase: 'provision', step: step.step, attempt: 1, member });
+    }
+    if (seen?.state === 'PENDING') {
+      return stepOf(current, { phase: 'provision', step: step.step, attempt: 1, member: 'delegated' });
+    }
+    const started = await startStep(tx, engine, current, 'provision', step, 1);
+    if (started.kind === 'call') return stepOf(started.row, started.call);
+    if (started.kind === 'failed') return failProvision(tx, engine, started.row, step, started.error);
+    current = started.row;
+  }
+  return finishProvision(tx, engine, current);
+}
+
+/** Records a provision step's failure and undoes the steps done before it (then FAILED). */
+async function failProvision(
+  tx: Queryable,
+  engine: GrantEngine,
+  row: GrantRow,
+  step: Pick<PolicyStep, 'step' | 'member'>,
+  error: string,
+): Promise<GrantStep> {
+  const seen = entryOf(row, 'provision', step.step);
+  const failedEntry = entry('provision', seen?.policy ?? step.member, 'FAILED', {
+    step: step.step,
+    attempts: seen ? 0 : 1,
+    error,
+  });
+  const failing = (await store.updateGrant(tx, row.id, ['PROVISIONING'], {
+    error: stepError(step.step, error),
+    provisioning: withEntry(row.provisioning, failedEntry),
+  }))!;
+  return advanceUndo(tx, engine, failing);
+}
+
+/** Takes back, last first, each provision step that was done; FAILED when none is left. */
+async function advanceUndo(tx: Queryable, engine: GrantEngine, row: GrantRow): Promise<GrantStep> {
+  let current = row;
+  const done = policySteps(current.provisionerPolicy)
+    .filter((s) => entryOf(current, 'provision', s.step)?.state === 'DONE')
+    .reverse();
+  for (const step of done) {
+    const seen = entryOf(current, 'deprovision', step.step);
+    if (seen?.state === 'DONE' || seen?.state === 'FAILED') continue;
+    if (seen?.state === 'PENDING') {
+      const member = step.member === 'manual' ? 'manual' : 'webhook';
+      return stepOf(current, { phase: 'deprovision', step: step.step, attempt: 1, member, undo: true });
+    }
+    const started = await startStep(tx, engine, current, 'deprovision', step, 1, true);
+    if (started.kind === 'call') return stepOf(started.row, started.call);
+    current = started.row;
+  }
+  return failGrant(tx, engine, current, current.error ?? 'the provisioning failed');
+}
+
+/**
+ * Runs a DEPROVISIONING grant's deprovision steps (in written order) from the first not done:
+ * REVOKED after the last; a failed step is recorded and the grant stays DEPROVISIONING (counted,
+ * listed, retried by a revoke: the next attempt).
+ */
+async function advanceDeprovision(
+  tx: Queryable,
+  engine: GrantEngine,
+  row: GrantRow,
+  attempt: number,
+): Promise<{ row: GrantRow; call?: ProvisioningCall }> {
+  let current = row;
+  for (const step of policySteps(current.deprovisionerPolicy)) {
+    const seen = entryOf(current, 'deprovision', step.step);
+    if (seen?.state === 'DONE') continue;
+    if (seen?.state === 'PENDING' && Number(seen.detail.attempt ?? 1) === attempt) {
+      const member = step.member === 'manual' ? 'manual' : 'webhook';
+      return { row: current, call: { phase: 'deprovision', step: step.step, attempt, member } };
+    }
+    const started = await startStep(tx, engine, current, 'deprovision', step, attempt);
+    if (started.kind === 'call') return { row: started.row, call: started.call };
+    if (started.kind === 'failed') {
+      const failed = entry('deprovision', step.member, 'FAILED', {
+        step: step.step,
+        attempts: 1,
+        error: started.error,
+        detail: { attempt },
+      });
+      return { row: await record(tx, started.row, failed) };
+    }
+    current = started.row;
+  }
+  return { row: await finishDeprovision(tx, engine, current) };
+}
+
+/**
+ * Runs the provisioning of a PROVISIONING grant from where it stands (a repeat finds the call
+ * under way); the members this service cannot run fail with `system:provisioning` as the actor.
+ */
+export async function provisionGrant(db: Db, engine: GrantEngine, id: string): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'PROVISIONING') return stepOf(row);
-    const member = policyMember(row.provisionerPolicy);
-    if (member === 'webhook') return stepOf(row, { phase: 'provision', step: '', attempt: 1 });
-    const error = `provisioning by ${member} is not available in this version of the service`;
-    const failed = (await store.updateGrant(tx, id, ['PROVISIONING'], {
-      state: 'FAILED',
-      error,
-      provisioning: withEntry(row.provisioning, entry('provision', member, 'FAILED', { error })),
-    }))!;
-    await audit(tx, PROVISIONING_ACTOR, 'grant.fail', failed, { error });
-    await recordGrantEvent(tx, 'grant.failed', PROVISIONING_ACTOR, failed);
-    return stepOf(failed);
+    if (row.error !== null) return advanceUndo(tx, engine, row);
+    return advanceProvision(tx, engine, row);
   });
 }
 
 /** Expires a GRANTED grant whose expiresAt has come (by the store's clock); else answers its state. */
-export async function expireGrant(db: Db, id: string): Promise<GrantStep> {
+export async function expireGrant(db: Db, engine: GrantEngine, id: string): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'GRANTED' || row.expiresAt === null) return stepOf(row);
     if (!(await store.hasExpired(tx, id, EXPIRY_TOLERANCE_MS))) return stepOf(row);
-    return stepOf(await beginDeprovision(tx, row, EXPIRY_ACTOR, EXPIRED_REASON, 'grant.expire'));
+    return stepOf(await beginDeprovision(tx, engine, row, EXPIRY_ACTOR, EXPIRED_REASON, 'grant.expire'));
   });
 }
 
 /**
- * Runs the deprovisioning of a DEPROVISIONING grant by the policy recorded when it began:
- * unconfigured (or none) is done at once; one this service cannot run is recorded as failed and
- * the grant stays DEPROVISIONING (counted, listed, retried by a revoke).
+ * Runs the deprovisioning of a DEPROVISIONING grant by the policy recorded when it began (attempt
+ * n: a person's retry is a new attempt); what was still being provisioned stops.
  */
-export async function deprovisionGrant(db: Db, id: string, attempt = 1): Promise<GrantStep> {
+export async function deprovisionGrant(db: Db, engine: GrantEngine, id: string, attempt = 1): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'DEPROVISIONING') return stepOf(row);
     await closeCallbackTokens(tx, id, 'provision');
-    const member = policyMember(row.deprovisionerPolicy);
-    if (member === 'unconfigured') return stepOf(await finishDeprovision(tx, row));
-    if (member === 'webhook') return stepOf(row, { phase: 'deprovision', step: '', attempt });
-    const error = (CONNECTOR_MEMBERS as readonly string[]).includes(member)
-      ? connectorMessage(member)
-      : `deprovisioning by ${member} is not available in this version of the service`;
-    const failed = await store.updateGrant(tx, id, ['DEPROVISIONING'], {
-      provisioning: withEntry(row.provisioning, entry('deprovision', member, 'FAILED', { error })),
+    await tasks.failOpenTasks(tx, id, 'provision', {
+      by: row.revokedBy ?? PROVISIONING_ACTOR,
+      comment: 'the grant was revoked',
     });
-    return stepOf(failed);
+    const next = await advanceDeprovision(tx, engine, row, attempt);
+    return stepOf(next.row, next.call);
   });
-}
-
-/** The policy a call's phase follows. */
-export function phasePolicy(row: GrantRow, phase: ProvisioningCall['phase']): Record<string, unknown> | null {
-  return phase === 'provision' ? row.provisionerPolicy : row.deprovisionerPolicy;
 }
 
 /** Counts a call of a webhook in the grant's entry of its phase and step (PENDING while it is out). */
@@ -496,19 +863,35 @@ export async function recordCallStarted(db: Db, id: string, call: ProvisioningCa
     const pending = entry(call.phase, 'webhook', 'PENDING', {
       step: call.step,
       attempts: 1,
-      detail: { attempt: call.attempt },
+      detail: { attempt: call.attempt, ...(call.undo ? { undo: true } : {}) },
     });
     return store.updateGrant(tx, id, [row.state], { provisioning: withEntry(row.provisioning, pending) });
   });
 }
 
+/** How a delegated step's child stands now (null: still being provisioned). */
+export async function delegationOutcome(db: Db, id: string, call: ProvisioningCall): Promise<CallOutcome | null> {
+  const row = await store.findGrant(db, id);
+  if (!row) return { ok: false, error: 'the grant no longer exists' };
+  const seen = entryOf(row, call.phase, call.step);
+  if (!seen || seen.state !== 'PENDING')
+    return seen?.state === 'DONE' ? { ok: true } : { ok: false, error: seen?.error ?? 'stopped' };
+  const childId = seen.detail.grantId;
+  return delegationOutcomeOf(
+    typeof childId === 'string' ? await store.findGrant(db, childId) : undefined,
+    seen.detail.linked === true,
+  );
+}
+
 /**
- * Records how a webhook call ended and moves the grant on: a provision done → GRANTED (its
- * expiresAt from now), failed → FAILED; a deprovision done → REVOKED, failed → stays
- * DEPROVISIONING with the error in its entry. A grant revoked meanwhile only gets the entry.
+ * Records how a call ended (a webhook's answer or callback, a task closed, a child granted) and
+ * moves the grant on: the next step, GRANTED, an undo then FAILED; a deprovision's next step or
+ * REVOKED, or, failed, DEPROVISIONING with the error in its entry. A grant revoked meanwhile only
+ * gets the entry.
  */
 export async function finishProvisioningCall(
   db: Db,
+  engine: GrantEngine,
   id: string,
   call: ProvisioningCall,
   outcome: CallOutcome,
@@ -516,36 +899,41 @@ export async function finishProvisioningCall(
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row) return stepOf(row);
-    const done = entry(call.phase, 'webhook', outcome.ok ? 'DONE' : 'FAILED', {
+    const seen = entryOf(row, call.phase, call.step);
+    if (seen && seen.state !== 'PENDING' && Number(seen.detail.attempt ?? 1) === call.attempt) {
+      // Recorded already (a repeat of this activity): where the grant stands.
+      return row.state === 'PROVISIONING' || row.state === 'DEPROVISIONING' ? resume(tx, engine, row) : stepOf(row);
+    }
+    const done = entry(call.phase, call.member ?? 'webhook', outcome.ok ? 'DONE' : 'FAILED', {
       step: call.step,
       error: outcome.ok ? null : outcome.error,
-      detail: { attempt: call.attempt },
+      detail: { attempt: call.attempt, ...(call.undo ? { undo: true } : {}) },
     });
-    const provisioning = withEntry(row.provisioning, done);
+    const recorded = (await store.updateGrant(tx, id, [row.state], {
+      provisioning: withEntry(row.provisioning, done),
+    }))!;
+    if (call.undo) return recorded.state === 'PROVISIONING' ? advanceUndo(tx, engine, recorded) : stepOf(recorded);
     if (call.phase === 'provision') {
-      if (row.state !== 'PROVISIONING') {
-        return stepOf(await store.updateGrant(tx, id, [row.state], { provisioning }));
-      }
-      if (outcome.ok) {
-        const granted = (await store.updateGrant(tx, id, ['PROVISIONING'], {
-          state: 'GRANTED',
-          grantNow: true,
-          provisioning,
-        }))!;
-        await recordGrantEvent(tx, 'grant.granted', PROVISIONING_ACTOR, granted);
-        return stepOf(granted);
-      }
-      const failed = (await store.updateGrant(tx, id, ['PROVISIONING'], {
-        state: 'FAILED',
-        error: outcome.error,
-        provisioning,
-      }))!;
-      await audit(tx, PROVISIONING_ACTOR, 'grant.fail', failed, { error: outcome.error });
-      await recordGrantEvent(tx, 'grant.failed', PROVISIONING_ACTOR, failed);
-      return stepOf(failed);
+      if (recorded.state !== 'PROVISIONING') return stepOf(recorded);
+      if (outcome.ok) return advanceProvision(tx, engine, recorded);
+      return failProvision(tx, engine, recorded, { step: call.step, member: done.policy }, outcome.error);
     }
-    if (row.state !== 'DEPROVISIONING') return stepOf(row);
-    if (outcome.ok) return stepOf(await finishDeprovision(tx, row, done));
-    return stepOf(await store.updateGrant(tx, id, ['DEPROVISIONING'], { provisioning }));
+    if (recorded.state !== 'DEPROVISIONING' || !outcome.ok) return stepOf(recorded);
+    const next = await advanceDeprovision(tx, engine, recorded, call.attempt);
+    return stepOf(next.row, next.call);
   });
+}
+
+/** Where a grant under way stands after a repeated record: its next call, if any. */
+async function resume(tx: Queryable, engine: GrantEngine, row: GrantRow): Promise<GrantStep> {
+  if (row.state === 'PROVISIONING')
+    return row.error !== null ? advanceUndo(tx, engine, row) : advanceProvision(tx, engine, row);
+  const attempt = Math.max(
+    1,
+    ...row.provisioning.filter((e) => e.phase === 'deprovision').map((e) => Number(e.detail.attempt ?? 1)),
+  );
+  const last = row.provisioning.filter((e) => e.phase === 'deprovision');
+  if (last.some((e) => e.state === 'FAILED')) return stepOf(row);
+  const next = await advanceDeprovision(tx, engine, row, attempt);
+  return stepOf(next.row, next.call);
 }

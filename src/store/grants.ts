@@ -191,6 +191,8 @@ export interface GrantChange {
   grantNow?: boolean;
   /** Sets expiresAt to now + this many milliseconds. */
   expiresInMs?: number;
+  /** Sets expiresAt to this time (ISO). */
+  expiresAt?: string;
   revokedNow?: boolean;
   revokedBy?: string;
   revokeReason?: string;
@@ -222,6 +224,7 @@ export async function updateGrant(
   if (change.expiresInMs !== undefined) {
     sets.push(`expires_at = now() + make_interval(secs => ${param(change.expiresInMs)}::bigint / 1000.0)`);
   }
+  if (change.expiresAt !== undefined) sets.push(`expires_at = ${param(change.expiresAt)}::timestamptz`);
   if (change.revokedNow) sets.push('revoked_at = now()');
   if (change.revokedBy !== undefined) sets.push(`revoked_by = ${param(change.revokedBy)}`);
   if (change.revokeReason !== undefined) sets.push(`revoke_reason = ${param(change.revokeReason)}`);

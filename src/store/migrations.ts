@@ -581,6 +581,26 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX provisioning_callbacks_grant ON provisioning_callbacks (grant_id);
   `,
+  // provisioning tasks: a `manual` member's work for people, one per grant, phase, step path and
+  // attempt (a repeat of the activity that opens one finds it).
+  `
+  CREATE TABLE provisioning_tasks (
+    id text PRIMARY KEY,
+    grant_id text NOT NULL,
+    phase text NOT NULL,
+    step text NOT NULL,
+    attempt integer NOT NULL,
+    instructions text NOT NULL DEFAULT '',
+    assignee_user_ids jsonb NOT NULL DEFAULT '[]',
+    state text NOT NULL DEFAULT 'OPEN',
+    created_at timestamptz NOT NULL DEFAULT now(),
+    closed_at timestamptz,
+    closed_by text,
+    comment text
+  );
+  CREATE UNIQUE INDEX provisioning_tasks_call ON provisioning_tasks (grant_id, phase, step, attempt);
+  CREATE INDEX provisioning_tasks_open ON provisioning_tasks (id) WHERE state = 'OPEN';
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -394,6 +394,31 @@ describe('OpenAPI document', () => {
       expect((await call(admin, 'post', `/api/v1/grants/${id}/extend`, { duration: '600s' })).status).toBe(409);
     });
 
+    responseTest('provisioning tasks: list, complete, fail', async () => {
+      const made = await call(admin, 'post', `/api/v1/apps/${appId}/entitlements`, {
+        displayName: 'By hand',
+        provisionerPolicy: { manual: { instructions: 'two people' } },
+      });
+      const ids: string[] = [];
+      for (const email of ['task-one@example.com', 'task-two@example.com']) {
+        const user = await call(admin, 'post', '/api/v1/users', { displayName: email, email, type: 'USER_TYPE_HUMAN' });
+        const grant = await call(admin, 'post', '/api/v1/grants', {
+          userId: user.body.user.id,
+          appId,
+          appEntitlementId: made.body.appEntitlement.id,
+        });
+        const opened = await poll(
+          async () => (await call(admin, 'get', `/api/v1/provisioning_tasks?grantId=${grant.body.grant.id}`)).body.list,
+          (list: Json[]) => list.length === 1,
+        );
+        ids.push(opened[0].provisioningTask.id);
+      }
+      expect((await call(admin, 'get', '/api/v1/provisioning_tasks?state=OPEN')).status).toBe(200);
+      expect((await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[0]}/complete`, { comment: 'ok' })).status).toBe(200);
+      expect((await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[1]}/fail`, {})).status).toBe(200);
+      expect((await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[1]}/fail`, {})).status).toBe(409);
+    });
+
     responseTest('provisioning webhooks: create, get, list, delete; a callback after a 202', async () => {
       const receiver = await startReceiver(() => ({ status: 202 }));
       try {

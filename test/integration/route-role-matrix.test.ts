@@ -115,6 +115,9 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'GET /api/v1/provisioning_webhooks/:id': { access: 'approver', status: 404 },
   'DELETE /api/v1/provisioning_webhooks/:id': { access: 'super', status: 404 },
   'POST /api/v1/provisioning/callbacks/:token': { access: 'public', status: 400 },
+  'GET /api/v1/provisioning_tasks': { access: 'governance-write', status: 200 },
+  'POST /api/v1/provisioning_tasks/:id/complete': { access: 'governance-write', status: 404 },
+  'POST /api/v1/provisioning_tasks/:id/fail': { access: 'governance-write', status: 404 },
   'GET /api/v2/users/:user_id/owners/entitlements': { access: 'governance-read', status: 404 },
   'POST /api/v2/users/:user_id/owners/entitlements/:role_slug/:app_entitlement_ref_app_id/:app_entitlement_ref_id': {
     access: 'governance-write',

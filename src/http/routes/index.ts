@@ -19,6 +19,7 @@ import { createEntitlementsRouter, ENTITLEMENT_OPERATIONS } from './entitlements
 import { createOwnersRouter, OWNER_OPERATIONS } from './owners';
 import { createGrantsRouter, GRANT_OPERATIONS } from './grants';
 import { createProvisioningWebhooksRouter, PROVISIONING_WEBHOOK_OPERATIONS } from './provisioning-webhooks';
+import { createProvisioningTasksRouter, PROVISIONING_TASK_OPERATIONS } from './provisioning-tasks';
 import { openApiOperation } from './openapi';
 import { CODEC_OPERATIONS, createCodecRouter } from './codec';
 import { createWebhookRouter, WEBHOOK_OPERATION } from './webhooks';
@@ -52,6 +53,7 @@ export const OPERATIONS: readonly DocumentedOperation[] = [
   ...OWNER_OPERATIONS,
   ...GRANT_OPERATIONS,
   ...PROVISIONING_WEBHOOK_OPERATIONS,
+  ...PROVISIONING_TASK_OPERATIONS,
   ...AUDIT_OPERATIONS,
 ];
 
@@ -82,6 +84,7 @@ export const ROUTERS: RouterFactory[] = [
   createOwnersRouter,
   createGrantsRouter,
   createProvisioningWebhooksRouter,
+  createProvisioningTasksRouter,
   (deps) => mountOperations(exactRouter(), deps, [OPENAPI_OPERATION]),
   createCodecRouter,
   createSecretsRouter,
