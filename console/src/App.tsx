@@ -14,6 +14,8 @@ import { DeliveriesPage } from './pages/Deliveries';
 import { SecretsPage } from './pages/Secrets';
 import { ClientsPage } from './pages/Clients';
 import { AuditPage } from './pages/Audit';
+import { AccessPage, EntitlementAccessPage, GrantPage } from './pages/Access';
+import { TasksPage } from './pages/Tasks';
 
 // The automation editor brings CodeMirror: loaded only when an automation is opened.
 const AutomationPage = lazy(() => import('./pages/Automation'));
@@ -22,6 +24,8 @@ const NAV: Array<[string, string]> = [
   ['/automations', 'Automations'],
   ['/runs', 'Runs'],
   ['/approvals', 'Approvals'],
+  ['/access', 'Access'],
+  ['/tasks', 'Tasks'],
   ['/deliveries', 'Deliveries'],
   ['/secrets', 'Secrets'],
   ['/clients', 'API clients'],
@@ -40,6 +44,13 @@ function route(path: string): ReactNode {
       return id ? <AutomationPage id={id} /> : <AutomationsPage />;
     case 'approvals':
       return <ApprovalsPage />;
+    case 'access':
+      if (id === 'grants' && parts[2]) return <GrantPage id={parts[2]} />;
+      if (id === 'entitlements' && parts[2] && parts[3])
+        return <EntitlementAccessPage appId={parts[2]} id={parts[3]} />;
+      return <AccessPage />;
+    case 'tasks':
+      return <TasksPage />;
     case 'deliveries':
       return <DeliveriesPage />;
     case 'secrets':

@@ -13,7 +13,7 @@ import { assertAccessible, screenshot, signIn } from './session';
 
 test.describe.configure({ mode: 'serial' });
 
-const NAV = ['Automations', 'Runs', 'Approvals', 'Deliveries', 'Secrets', 'API clients', 'Audit'];
+const NAV = ['Automations', 'Runs', 'Approvals', 'Access', 'Tasks', 'Deliveries', 'Secrets', 'API clients', 'Audit'];
 const STEPS = [
   { id: 'greet', log: { message: "'hello ' + ctx.trigger.name" } },
   { id: 'approval', waitForApproval: {} },

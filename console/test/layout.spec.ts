@@ -22,7 +22,7 @@ const SIZES = [
   { width: 390, height: 844 },
   { width: 1280, height: 800 },
 ];
-const NAV = ['Automations', 'Runs', 'Approvals', 'Deliveries', 'Secrets', 'API clients', 'Audit'];
+const NAV = ['Automations', 'Runs', 'Approvals', 'Access', 'Tasks', 'Deliveries', 'Secrets', 'API clients', 'Audit'];
 
 /** How much wider than the window the page is (0: it fits). */
 async function overflow(page: Page): Promise<number> {

@@ -407,14 +407,16 @@ describe('OpenAPI document', () => {
           appId,
           appEntitlementId: made.body.appEntitlement.id,
         });
-        const opened = await poll(
+        const opened: Json[] = await poll(
           async () => (await call(admin, 'get', `/api/v1/provisioning_tasks?grantId=${grant.body.grant.id}`)).body.list,
           (list: Json[]) => list.length === 1,
         );
-        ids.push(opened[0].provisioningTask.id);
+        ids.push(opened[0]!.provisioningTask.id);
       }
       expect((await call(admin, 'get', '/api/v1/provisioning_tasks?state=OPEN')).status).toBe(200);
-      expect((await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[0]}/complete`, { comment: 'ok' })).status).toBe(200);
+      expect(
+        (await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[0]}/complete`, { comment: 'ok' })).status,
+      ).toBe(200);
       expect((await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[1]}/fail`, {})).status).toBe(200);
       expect((await call(admin, 'post', `/api/v1/provisioning_tasks/${ids[1]}/fail`, {})).status).toBe(409);
     });
