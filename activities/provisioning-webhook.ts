@@ -102,13 +102,19 @@ export function createProvisioningWebhookActivities(
           deps.allowPrivateOutbound,
           { key, signingKeys },
         );
-        return { status: answer.status === 202 && callbackUrl !== null ? 'accepted' : 'done' };
+        if (answer.status === 202 && callbackUrl !== null) return { status: 'accepted' };
+        // Recorded here, not by a second activity: one round trip less on every call answered at once.
+        const step = await finishProvisioningCall(deps.db, deps.engine, row.id, call, { ok: true });
+        return { status: 'done', step };
       } catch (err) {
         const failure = err instanceof ApplicationFailure ? err : undefined;
         const status = (failure?.details?.[0] as { status?: number } | undefined)?.status;
         const what = status === undefined ? 'could not be reached' : `answered HTTP ${status}`;
         const message = `provisioning webhook ${origin} ${what}`;
-        if (failure && failure.nonRetryable) return { status: 'failed', error: message };
+        if (failure && failure.nonRetryable) {
+          const step = await finishProvisioningCall(deps.db, deps.engine, row.id, call, { ok: false, error: message });
+          return { status: 'failed', error: message, step };
+        }
         throw ApplicationFailure.create({ type: PROVISIONING_WEBHOOK_RETRYABLE, message, nonRetryable: false });
       }
     },

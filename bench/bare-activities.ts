@@ -15,7 +15,18 @@ interface OwnershipTrigger {
 
 /** `db`: the store the automation's worker writes to, for `ownOnly`; without it `ownOnly` fails. */
 export function createBareActivities(db?: Queryable) {
+  let table: Promise<unknown> | undefined;
   return {
+    /** Writes one row of a table of its own (the floor of a grant's one-row change) and answers when. */
+    async recordRow(): Promise<number> {
+      if (!db) throw new Error('recordRow needs the store');
+      table ??= db.query(
+        'CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, at timestamptz DEFAULT now())',
+      );
+      await table;
+      await db.query('INSERT INTO bench_rows DEFAULT VALUES');
+      return Date.now();
+    },
     async noopOne(_payload: unknown): Promise<Record<string, never>> {
       return {};
     },

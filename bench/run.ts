@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,bulk,tracing,console] [-- --cpu-prof=<dir>]`
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,grants,bulk,tracing,console] [-- --cpu-prof=<dir>]`
  *
  * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
  * automation worker and a baseline worker, the API on free ports), then measures, each figure
@@ -22,6 +22,9 @@
  *               (bench/memory-floor.js: the same dev server, Koa, PGlite and a worker, nothing of ours)
  *   flow        concurrency-limited ingress vs plain ingress; lane hand-off vs a run's start (bench/flow.ts)
  *   breaker     ingress on an automation with a closed circuit breaker vs plain ingress (bench/breaker.ts)
+ *   grants      a grant's time to GRANTED through its workflow vs a one-row workflow; the p99 lateness of
+ *               100 and of 1,000 (full: 10,000) grants expiring at one instant, the latter vs as many
+ *               bare timers (bench/grants.ts)
  *   bulk        ingress while a bulk cancel of runs parked in waitForApproval runs vs plain ingress
  *               before and after; the cancel's duration and runs/s (bench/bulk.ts)
  *   tracing     on npm start, alone: ingress with tracing exporting to Jaeger vs the variables unset, and
@@ -56,6 +59,7 @@ import { runFlowBench, type FlowResult } from './flow';
 import { installRuntime, startStack, type Stack } from './stack';
 import { runBreakerBench, type BreakerResult } from './breaker';
 import { runBulkBench, type BulkResult } from './bulk';
+import { runGrantsBench, type GrantsResult, type GrantsTiming } from './grants';
 import { closeHttpAgent, peakRssOfPid, round, runToExit, startCpuProfile, startRssSampler } from './util';
 import type { PeakAnswer, PeakJob } from './peak-child';
 import {
@@ -79,6 +83,8 @@ interface Profile {
   pagination: { rows: number; samples: number };
   memory: { settleMs: number };
   breaker: { seconds: number; rounds: number };
+  /** Sequential grants to GRANTED (and floor runs); grants moved to one expiresAt (with as many bare timers). */
+  grants: GrantsTiming;
   /** Tracing's cost on npm start (bench/tracing.ts): interleaved ingress rounds, and the idle memory's settle. */
   tracing: TracingTiming;
   /** Runs parked in waitForApproval and canceled by one bulk action; seconds of plain ingress before and after. */
@@ -98,6 +104,7 @@ const FULL: Profile = {
   pagination: { rows: 1_000_000, samples: 200 },
   memory: { settleMs: 10_000 },
   breaker: { seconds: 10, rounds: 2 },
+  grants: { samples: 60, expiryGrants: 10_000 },
   tracing: { rounds: 5, warmupSec: 5, durationSec: 10, concurrency: 32, settleMs: 10_000 },
   bulk: { runs: 10_000, seconds: 10 },
   peakSamples: 2,
@@ -113,6 +120,7 @@ const QUICK: Profile = {
   pagination: { rows: 100_000, samples: 40 },
   memory: { settleMs: 5_000 },
   breaker: { seconds: 4, rounds: 2 },
+  grants: { samples: 20, expiryGrants: 1_000 },
   tracing: { rounds: 5, warmupSec: 2, durationSec: 4, concurrency: 32, settleMs: 5_000 },
   bulk: { runs: 1_000, seconds: 4 },
   peakSamples: 2,
@@ -137,6 +145,7 @@ interface Detail {
   idleFloor?: MemoryResult;
   console?: ConsoleResult;
   breaker?: BreakerResult;
+  grants?: GrantsResult;
   bulk?: BulkResult;
   tracing?: TracingResult;
 }
@@ -259,6 +268,17 @@ interface Results {
   flow?: FlowResult | null;
   /** bench/breaker.ts: ingress with a closed circuit breaker ÷ plain ingress, same run. */
   breaker?: { ingressRatio: number; breakerPerSec: number; plainPerSec: number } | null;
+  grants?: {
+    ratioToFloor: number;
+    grantedP50Ms: number;
+    floorP50Ms: number;
+    expiryLatenessP99Ms: number;
+    expiryRatioToFloor: number;
+    expiryGrants: number;
+    expiryP99Ms: number;
+    floorP99Ms: number;
+    ingressRatioDuringExpiry: number | null;
+  } | null;
   /**
    * bench/tracing.ts, on npm start: ingress with tracing exporting to Jaeger ÷ the variables unset, and
    * unset ÷ a bundle without the OpenTelemetry workflow interceptors (medians of interleaved rounds);
@@ -986,6 +1006,50 @@ const SECTIONS: readonly BenchSection[] = [
         `${b.plainPerSec.toFixed(0)} plain/s`,
         b.ingressRatio,
         '≥0.90',
+      );
+    },
+  },
+  {
+    name: 'grants',
+    table: 'automations',
+    async onSharedStack(bench) {
+      const { profile, results, detail } = bench;
+      const { stack } = await bench.sharedStack('grants');
+      const g = await runGrantsBench(stack, profile.grants, log);
+      detail.grants = g;
+      results.grants = {
+        ratioToFloor: round(g.ratioToFloor, 3),
+        grantedP50Ms: round(g.grantedP50Ms, 1),
+        floorP50Ms: round(g.floorP50Ms, 1),
+        expiryLatenessP99Ms: round(g.expiry100P99Ms, 0),
+        expiryRatioToFloor: round(g.expiryRatioToFloor, 3),
+        expiryGrants: g.expiryGrants,
+        expiryP99Ms: round(g.expiryManyP99Ms, 0),
+        floorP99Ms: round(g.floorManyP99Ms, 0),
+        ingressRatioDuringExpiry: g.ingressRatioDuringExpiry,
+      };
+    },
+    rows({ detail }, table) {
+      if (!detail.grants) return;
+      const g = detail.grants;
+      table.add(
+        'grant to GRANTED p50 ms, provisioned in its workflow (grants.ratioToFloor)',
+        g.grantedP50Ms.toFixed(1),
+        `${g.floorP50Ms.toFixed(1)} ms a one-row workflow`,
+        g.ratioToFloor,
+        '≤1.30',
+      );
+      table.row(
+        '  100 grants of one expiresAt, p99 ms late (grants.expiryLatenessP99Ms; goal ≤5000)',
+        g.expiry100P99Ms.toFixed(0),
+        '',
+      );
+      table.add(
+        `  ${g.expiryGrants} grants of one expiresAt, p99 ms late (grants.expiryRatioToFloor)`,
+        g.expiryManyP99Ms.toFixed(0),
+        `${g.floorManyP99Ms.toFixed(0)} ms as many bare timers`,
+        g.expiryRatioToFloor,
+        '≤1.50',
       );
     },
   },

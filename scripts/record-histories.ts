@@ -104,6 +104,8 @@ interface GrantScenario {
   grant: {
     /** The entitlement's provisionerPolicy (none: unconfigured). */
     provisionerPolicy?: Record<string, unknown>;
+    /** The entitlement's deprovisionerPolicy (none: unconfigured). */
+    deprovisionerPolicy?: Record<string, unknown>;
     duration?: string;
     /**
      * What happens: nothing (it expires, or fails by itself), a revoke, an extension then a revoke;
@@ -775,6 +777,17 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
     },
   }),
   (): GrantScenario => ({
+    name: 'grant-webhook-expired',
+    description:
+      'a grant of 2 s provisioned and deprovisioned by a webhook answering 200: each call recorded by the call itself, the expiry starting the deprovision call',
+    grant: {
+      provisionerPolicy: { webhook: { webhookId: 'hook-ok' } },
+      deprovisionerPolicy: { webhook: { webhookId: 'hook-ok' } },
+      duration: '2s',
+      then: 'expire',
+    },
+  }),
+  (): GrantScenario => ({
     name: 'grant-delegated',
     description:
       'a grant delegated to an unconfigured entitlement (its child GRANTED at once), then revoked with its child',
@@ -1086,6 +1099,7 @@ async function recordGrant(scenario: GrantScenario, { db, client, taskQueue }: R
   const entitlement = await createEntitlement(db, app.id, {
     displayName: scenario.name,
     ...(scenario.grant.provisionerPolicy ? { provisionerPolicy: scenario.grant.provisionerPolicy } : {}),
+    ...(scenario.grant.deprovisionerPolicy ? { deprovisionerPolicy: scenario.grant.deprovisionerPolicy } : {}),
   } as Parameters<typeof createEntitlement>[2]);
   const { grant } = await createGrant(
     db,
@@ -1280,6 +1294,9 @@ async function main(): Promise<void> {
     await seed(db);
     const secretBox = new SecretBox(randomBytes(32));
     await insertSecrets(db, secretBox, target.origin);
+    await db.query(`INSERT INTO provisioning_webhooks (id, display_name, url) VALUES ('hook-ok', 'Answers 200', $1)`, [
+      `${target.origin}/ok`,
+    ]);
     await db.query(`INSERT INTO provisioning_webhooks (id, display_name, url) VALUES ('hook-accept', 'Accepts', $1)`, [
       `${target.origin}/accept`,
     ]);

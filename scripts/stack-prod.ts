@@ -65,6 +65,8 @@ export const PASSED_THROUGH = [
   'LOG_LEVEL',
   'ACCESS_TOKEN_TTL_SECONDS',
   'WEBHOOK_MAX_IN_FLIGHT',
+  // Outbound calls (callWebhook, notify, provisioning webhooks) to loopback and private addresses: a receiver of a drill's own.
+  'ALLOW_PRIVATE_OUTBOUND',
   // The console's sign-in through the organisation's OpenID provider (docs/console.md#signing-in).
   'OIDC_ISSUER',
   'OIDC_CLIENT_ID',
@@ -243,7 +245,10 @@ export function appEnvironment(
       : {}),
     ...p.passThrough,
   };
-  if (role === 'worker') return { ...common, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
+  // The worker's BASE_URL: the origin of the callbackUrl it gives provisioning webhooks.
+  if (role === 'worker') {
+    return { ...common, BASE_URL: p.entryUrl, WORKFLOW_BUNDLE: path.join(ROOT, 'dist/workflow-bundle.js') };
+  }
   // One proxy (nginx) in front: the source address is the X-Forwarded-For entry it appended.
   // /ready and /metrics only on the admin listener, so no spelling of them reaches the API port.
   return {

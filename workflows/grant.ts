@@ -113,6 +113,8 @@ export async function grant(input: GrantWorkflowInput): Promise<{ state: string 
     let outcome: CallOutcome;
     try {
       const answer = await webhook.callProvisioningWebhook({ grantId: input.grantId, ...call });
+      // Recorded by the call itself (a history before 0.13.0 holds answers without `step`).
+      if (answer.step) return answer.step;
       if (answer.status === 'failed') {
         outcome = { ok: false, error: answer.error };
       } else if (answer.status === 'done') {
@@ -174,9 +176,12 @@ export async function grant(input: GrantWorkflowInput): Promise<{ state: string 
   }
 
   // Taken back: deprovision until done; a failed deprovision waits for a person's retry (a new attempt).
+  // An expiry's answer already holds the deprovision's first call (a history before 0.13.0 never does).
   let attempt = 1;
+  let started: GrantStep | undefined = step.call ? step : undefined;
   while (step.state === 'DEPROVISIONING') {
-    step = await runCalls(await activities.deprovisionGrant({ grantId: input.grantId, attempt }));
+    step = await runCalls(started ?? (await activities.deprovisionGrant({ grantId: input.grantId, attempt })));
+    started = undefined;
     if (step.state !== 'DEPROVISIONING') break;
     await condition(() => retry);
     retry = false;

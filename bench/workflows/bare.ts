@@ -8,7 +8,7 @@
  * same server.
  * Deterministic: imports only @temporalio/workflow and types.
  */
-import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { BareActivities } from '../bare-activities';
 
 const acts = proxyActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
@@ -77,4 +77,22 @@ export async function localFourAsProduct(input: { trigger: unknown }): Promise<s
   await locals.ownOnly.executeWithOptions(step('step two: ownership'), [input.trigger]);
   await locals.noopThree.executeWithOptions(step('step three'), [input.trigger]);
   return 'done';
+}
+
+/**
+ * The floor of a grant's time to GRANTED (bench/grants.ts): one activity that writes one row of
+ * the store, and returns its time (ms since the epoch).
+ */
+export async function rowNow(): Promise<number> {
+  return acts.recordRow();
+}
+
+/**
+ * The floor of a grant's expiry (bench/grants.ts): a durable timer until `at` (ms since the epoch),
+ * then one activity that writes one row; answers the write's time.
+ */
+export async function timerThenRow(input: { at: number }): Promise<number> {
+  const waitMs = input.at - Date.now();
+  if (waitMs > 0) await sleep(waitMs);
+  return acts.recordRow();
 }

@@ -126,9 +126,12 @@ export interface GrantActivities {
   checkDelegation(input: ProvisioningCall & { grantId: string }): Promise<{ outcome: CallOutcome | null }>;
   /**
    * POSTs the grant to its provisioning webhook: `done` (2xx), `accepted` (202: a callback follows),
-   * or `failed` (an answer retrying cannot change); 5xx, 429 and network errors throw (retried).
+   * or `failed` (an answer retrying cannot change); 5xx, 429 and network errors throw (retried). A
+   * `done` or `failed` call is recorded by the activity itself, which answers the grant's next
+   * `step` (histories from before 0.13.0 hold answers without it: the workflow records those with
+   * finishProvisioningCall).
    */
   callProvisioningWebhook(
     input: ProvisioningCall & { grantId: string },
-  ): Promise<{ status: 'done' | 'accepted' } | { status: 'failed'; error: string }>;
+  ): Promise<({ status: 'done' | 'accepted' } | { status: 'failed'; error: string }) & { step?: GrantStep }>;
 }

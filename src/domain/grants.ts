@@ -827,13 +827,20 @@ export async function provisionGrant(db: Db, engine: GrantEngine, id: string): P
   });
 }
 
-/** Expires a GRANTED grant whose expiresAt has come (by the store's clock); else answers its state. */
+/**
+ * Expires a GRANTED grant whose expiresAt has come (by the store's clock) and starts its
+ * deprovision (the answer carries its first call, if any); else answers its state.
+ */
 export async function expireGrant(db: Db, engine: GrantEngine, id: string): Promise<GrantStep> {
   return db.transaction(async (tx) => {
     const row = await store.findGrant(tx, id, { forUpdate: true });
     if (!row || row.state !== 'GRANTED' || row.expiresAt === null) return stepOf(row);
     if (!(await store.hasExpired(tx, id, EXPIRY_TOLERANCE_MS))) return stepOf(row);
-    return stepOf(await beginDeprovision(tx, engine, row, EXPIRY_ACTOR, EXPIRED_REASON, 'grant.expire'));
+    const started = await beginDeprovision(tx, engine, row, EXPIRY_ACTOR, EXPIRED_REASON, 'grant.expire');
+    if (started.state !== 'DEPROVISIONING') return stepOf(started);
+    // The deprovision's first step in the same transaction: the workflow makes its call next.
+    const next = await advanceDeprovision(tx, engine, started, 1);
+    return stepOf(next.row, next.call);
   });
 }
 

@@ -127,6 +127,11 @@ export async function createAutomationWorker(opts: AutomationWorkerOptions): Pro
         }),
     ...tracingWorkerOptions(opts.tracing),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
+    // A worker that died (SIGKILL, out of memory) leaves every run it cached waiting this long at its
+    // next task before the server gives the task to another worker: Temporal's 10 s would make a
+    // grant expiring after a worker's crash up to 10 s late. A live worker takes a sticky task within
+    // milliseconds, so 2 s moves only the tasks of a dead or wedged one.
+    stickyQueueScheduleToStartTimeout: '2s',
     ...(opts.maxConcurrentActivityTaskExecutions !== undefined
       ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions }
       : {}),

@@ -44,13 +44,15 @@ export interface DrillStackParts {
 
 /**
  * Starts the stack. `name` names the state folder (`drill-<name>-…`); `beforeStart` runs once the
- * drill's PostgreSQL is up and before the stack touches it. `parts` is filled as each part starts, so
+ * drill's PostgreSQL is up and before the stack touches it; `env` adds variables the stack passes
+ * through to its APIs and workers (scripts/stack-prod.ts: PASSED_THROUGH). `parts` is filled as each part starts, so
  * that a failed start can still be stopped by `stopDrillStack(parts)`.
  */
 export async function startDrillStack(
   name: string,
   parts: DrillStackParts,
   beforeStart?: (pg: OwnPostgres) => Promise<void>,
+  env: Record<string, string> = {},
 ): Promise<DrillStack> {
   const pg = (parts.pg = await OwnPostgres.create());
   if (beforeStart) await beforeStart(pg);
@@ -69,6 +71,7 @@ export async function startDrillStack(
       BOOTSTRAP_CLIENT_SECRET: clientSecret,
       LOG_LEVEL: 'warn',
       PAYLOAD_KEYS: payloadKeys,
+      ...env,
     },
     log: (line) => console.log(`[stack] ${line}`),
   }));

@@ -249,7 +249,7 @@ describe('the app processes', () => {
         b.temporal.taskQueue,
         b.trustProxy,
       ]);
-      for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS'])
+      for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'SECRET_KEY', 'PAYLOAD_KEYS', 'BASE_URL'])
         expect([name, name in composeEnv, name in scriptEnv]).toEqual([name, true, true]);
       // Traced on both sides, to the trace backend beside them (compose: the jaegertracing service).
       const traced = appEnvironment(role, { ...scriptApp, port: 8080, otlpEndpoint: 'http://127.0.0.1:4318' });
