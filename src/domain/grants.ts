@@ -27,7 +27,7 @@ import { FailedPreconditionError, invalidArgument, notFound } from '../errors';
 import type { RunEngine } from './engine';
 import { recordDirectoryEvent, type DirectoryEventType } from './directory-events';
 import { toAppEntitlement } from './entitlement-record';
-import { isString, pageOf } from './listing';
+import { isString, pageOf, queryStates, queryValue } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import type { Grant } from './api-schemas';
 import type { CallOutcome, GrantStep, ProvisioningCall } from '../contract/activities';
@@ -264,33 +264,17 @@ export async function getGrant(db: Queryable, id: string): Promise<GrantView> {
   return toGrant(row);
 }
 
-function one(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (Array.isArray(value)) {
-    if (value.length > 1) throw invalidArgument({ field, description: 'must be given at most once' });
-    value = value[0];
-  }
-  if (typeof value !== 'string' || value === '') return undefined;
-  if (value.length > 200) throw invalidArgument({ field, description: 'must be at most 200 characters' });
-  return value;
-}
-
 /** The filters of `GET /api/v1/grants`; 400 naming the field for a bad one. */
 export function readGrantFilter(query: Record<string, unknown>): store.GrantFilter {
   const filter: store.GrantFilter = {};
-  const userId = one(query.userId, 'userId');
-  const appId = one(query.appId, 'appId');
-  const appEntitlementId = one(query.appEntitlementId, 'appEntitlementId');
+  const userId = queryValue(query.userId, 'userId');
+  const appId = queryValue(query.appId, 'appId');
+  const appEntitlementId = queryValue(query.appEntitlementId, 'appEntitlementId');
   if (userId !== undefined) filter.userId = userId;
   if (appId !== undefined) filter.appId = appId;
   if (appEntitlementId !== undefined) filter.appEntitlementId = appEntitlementId;
-  const states = query.state === undefined ? [] : Array.isArray(query.state) ? query.state : [query.state];
-  for (const state of states) {
-    if (!(store.GRANT_STATES as readonly unknown[]).includes(state)) {
-      throw invalidArgument({ field: 'state', description: `must be one of ${store.GRANT_STATES.join(', ')}` });
-    }
-  }
-  if (states.length > 0) filter.states = [...new Set(states as GrantState[])].sort();
+  const states = queryStates(query.state, store.GRANT_STATES);
+  if (states.length > 0) filter.states = states;
   return filter;
 }
 

@@ -34,3 +34,26 @@ export async function pageOf<Row, Item, Cursor>(
 export function isString(value: unknown): value is string {
   return typeof value === 'string';
 }
+
+/** A filter given at most once in the query string (at most 200 characters); undefined when absent or empty. */
+export function queryValue(value: unknown, field: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) {
+    if (value.length > 1) throw invalidArgument({ field, description: 'must be given at most once' });
+    value = value[0];
+  }
+  if (typeof value !== 'string' || value === '') return undefined;
+  if (value.length > 200) throw invalidArgument({ field, description: 'must be at most 200 characters' });
+  return value;
+}
+
+/** A repeatable `state` filter: the distinct states given, sorted (a 400 naming `state` for another value). */
+export function queryStates<S extends string>(value: unknown, allowed: readonly S[]): S[] {
+  const states = value === undefined ? [] : Array.isArray(value) ? value : [value];
+  for (const state of states) {
+    if (!(allowed as readonly unknown[]).includes(state)) {
+      throw invalidArgument({ field: 'state', description: `must be one of ${allowed.join(', ')}` });
+    }
+  }
+  return [...new Set(states as S[])].sort();
+}

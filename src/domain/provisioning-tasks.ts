@@ -7,11 +7,11 @@
  */
 import type { Db } from '../store/db';
 import * as store from '../store/provisioning-tasks';
-import type { ProvisioningTaskRow, TaskFilter, TaskState } from '../store/provisioning-tasks';
+import type { ProvisioningTaskRow, TaskFilter } from '../store/provisioning-tasks';
 import { recordAudit } from '../store/audit';
-import { FailedPreconditionError, invalidArgument, notFound } from '../errors';
+import { FailedPreconditionError, notFound } from '../errors';
 import type { RunEngine } from './engine';
-import { isString, pageOf } from './listing';
+import { isString, pageOf, queryStates, queryValue } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import type { ProvisioningTask } from './api-schemas';
 import type { z } from 'zod';
@@ -37,20 +37,10 @@ export function toTask(row: ProvisioningTaskRow): TaskView {
 /** The filters of `GET /api/v1/provisioning_tasks`; 400 naming the field for a bad one. */
 export function readTaskFilter(query: Record<string, unknown>): TaskFilter {
   const filter: TaskFilter = {};
-  const grantId = Array.isArray(query.grantId) ? query.grantId : query.grantId === undefined ? [] : [query.grantId];
-  if (grantId.length > 1) throw invalidArgument({ field: 'grantId', description: 'must be given at most once' });
-  if (typeof grantId[0] === 'string' && grantId[0] !== '') {
-    if (grantId[0].length > 200)
-      throw invalidArgument({ field: 'grantId', description: 'must be at most 200 characters' });
-    filter.grantId = grantId[0];
-  }
-  const states = query.state === undefined ? [] : Array.isArray(query.state) ? query.state : [query.state];
-  for (const state of states) {
-    if (!(store.TASK_STATES as readonly unknown[]).includes(state)) {
-      throw invalidArgument({ field: 'state', description: `must be one of ${store.TASK_STATES.join(', ')}` });
-    }
-  }
-  if (states.length > 0) filter.states = [...new Set(states as TaskState[])].sort();
+  const grantId = queryValue(query.grantId, 'grantId');
+  if (grantId !== undefined) filter.grantId = grantId;
+  const states = queryStates(query.state, store.TASK_STATES);
+  if (states.length > 0) filter.states = states;
   return filter;
 }
 

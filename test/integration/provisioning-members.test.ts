@@ -12,7 +12,14 @@
  */
 import { DATABASES, describeOn } from '../helpers/databases';
 import { startStack, type Stack } from '../helpers/stack';
-import { callerFor, createEntitlement, createGovernanceApp, createUser, type Caller } from '../helpers/governance';
+import {
+  callerFor,
+  createEntitlement,
+  createGovernanceApp,
+  createUser,
+  violatedFields,
+  type Caller,
+} from '../helpers/governance';
 import { startReceiver, type Receiver } from '../helpers/receiver';
 import { poll } from '../helpers/wait';
 import { listAuditEvents } from '../../src/store/audit';
@@ -120,6 +127,10 @@ for (const target of DATABASES) {
         (await admin.post(`/api/v1/provisioning_tasks/${task.id}/complete`, { comment: 'x'.repeat(1001) })).status,
       ).toBe(400);
       expect((await admin.post('/api/v1/provisioning_tasks/no-such-task/complete', {})).status).toBe(404);
+      const badState = await admin.get('/api/v1/provisioning_tasks?state=NOPE');
+      expect([badState.status, violatedFields(badState.body)]).toEqual([400, ['state']]);
+      const twice = await admin.get(`/api/v1/provisioning_tasks?grantId=a&grantId=b`);
+      expect([twice.status, violatedFields(twice.body)]).toEqual([400, ['grantId']]);
 
       const done = await admin.post(`/api/v1/provisioning_tasks/${task.id}/complete`, { comment: 'added' });
       expect(done.status).toBe(200);

@@ -20,7 +20,8 @@ const DURATIONS: Array<[string, string]> = [
   ['2592000s', '30 days'],
 ];
 
-function useUsers() {
+/** Every user the role may read (100 a page, at most 10 pages). */
+export function useUsers() {
   return useQuery({
     queryKey: ['users'],
     queryFn: () =>

@@ -8,6 +8,7 @@ import { useState } from 'react';
 import { allPages, api, unwrap, type Schemas } from '../api/client';
 import { ConfirmButton, DateTime, ErrorMessage, Loading, PageHeading } from '../components';
 import { Link, usePageTitle } from '../router';
+import { useUsers } from './Access';
 
 type Task = Schemas['ProvisioningTask'];
 
@@ -73,15 +74,7 @@ function TaskCard({ task, userName }: { task: Task; userName: (id: string) => st
 export function TasksPage() {
   usePageTitle('Tasks');
   const queryClient = useQueryClient();
-  const users = useQuery({
-    queryKey: ['users'],
-    queryFn: () =>
-      allPages(
-        (token) =>
-          unwrap(api.GET('/api/v1/users', { params: { query: { page_size: 100, page_token: token || undefined } } })),
-        10,
-      ),
-  });
+  const users = useUsers();
   const userName = (id: string) => users.data?.find((u) => u.user.id === id)?.user.displayName ?? id;
   const tasks = useQuery({
     queryKey: ['tasks'],
