@@ -35,7 +35,7 @@ export function isString(value: unknown): value is string {
   return typeof value === 'string';
 }
 
-/** A filter given at most once in the query string (at most 200 characters); undefined when absent or empty. */
+/** A filter given at most once in the query string (at most 200 characters, no NUL); undefined when absent or empty. */
 export function queryValue(value: unknown, field: string): string | undefined {
   if (value === undefined) return undefined;
   if (Array.isArray(value)) {
@@ -44,6 +44,9 @@ export function queryValue(value: unknown, field: string): string | undefined {
   }
   if (typeof value !== 'string' || value === '') return undefined;
   if (value.length > 200) throw invalidArgument({ field, description: 'must be at most 200 characters' });
+  // The store cannot hold a NUL character (PostgreSQL refuses it): no id has one.
+  if (value.includes('\u0000'))
+    throw invalidArgument({ field, description: 'must not contain NUL characters (\\u0000)' });
   return value;
 }
 

@@ -131,6 +131,11 @@ for (const target of DATABASES) {
       expect([badState.status, violatedFields(badState.body)]).toEqual([400, ['state']]);
       const twice = await admin.get(`/api/v1/provisioning_tasks?grantId=a&grantId=b`);
       expect([twice.status, violatedFields(twice.body)]).toEqual([400, ['grantId']]);
+      // A NUL character reaches no store (PostgreSQL refuses it): 400, not 500, for tasks and grants alike.
+      const nul = await admin.get('/api/v1/provisioning_tasks?grantId=a%00b');
+      expect([nul.status, violatedFields(nul.body)]).toEqual([400, ['grantId']]);
+      const nulGrants = await admin.get('/api/v1/grants?userId=%00');
+      expect([nulGrants.status, violatedFields(nulGrants.body)]).toEqual([400, ['userId']]);
 
       const done = await admin.post(`/api/v1/provisioning_tasks/${task.id}/complete`, { comment: 'added' });
       expect(done.status).toBe(200);
