@@ -15,6 +15,7 @@ import { createNotifyActivities } from './notify';
 import { createBulkActionActivities } from './bulk-actions';
 import { createGrantActivities } from './grants';
 import { createProvisioningWebhookActivities } from './provisioning-webhook';
+import { createScheduleActivities } from './schedules';
 import type { RunEngine } from '../src/domain/engine';
 import type { AutomationActivities } from '../src/contract/activities';
 
@@ -74,6 +75,7 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createBulkActionActivities({ db: deps.db, engine: deps.engine }),
     ...createGrantActivities({ db: deps.db, engine: deps.engine }),
+    ...createScheduleActivities({ db: deps.db, engine: deps.engine }),
     ...createProvisioningWebhookActivities({
       db: deps.db,
       engine: deps.engine,

@@ -26,8 +26,15 @@ import { ensureNamespace } from '../src/temporal/setup';
 import { tracingWorkerOptions } from '../src/temporal/tracing';
 import { automationBundleOptions } from '../src/temporal/worker';
 import { bulkAction, type automation } from '../workflows';
-import { ApprovalWaitKey } from '../src/contract/workflows';
-import { bulkActionWorkflowId, createTemporalEngine, grantWorkflowId } from '../src/temporal/engine';
+import {
+  ApprovalWaitKey,
+  SCHEDULED_RUN_WORKFLOW,
+  type ScheduledRunInput,
+  type ScheduledRunResult,
+} from '../src/contract/workflows';
+import { bulkActionWorkflowId, createTemporalEngine, grantWorkflowId, scheduleIdOf } from '../src/temporal/engine';
+import { scheduleDefinitionOf } from '../src/domain/schedules';
+import { getAutomation } from '../src/store/automations';
 import { insertBulkSet, stopBulkAction } from '../src/store/bulk-actions';
 import { bulkRerunId } from '../src/domain/runs';
 import { createGrant, extendGrant, revokeGrant } from '../src/domain/grants';
@@ -116,8 +123,18 @@ interface GrantScenario {
   };
 }
 
+/**
+ * A schedule automation's action (workflows/scheduled-run.ts): the Schedule's own (its id carries
+ * the scheduled time), or a backfill of two times one after another. Its run is its child.
+ */
+interface ScheduleScenario {
+  name: string;
+  description: string;
+  schedule: { kind: 'scheduled' | 'backfill' };
+}
+
 /** A recorded scenario; its name names its files under histories/<release>/. */
-type Scenario = RunScenario | BulkScenario | GrantScenario;
+type Scenario = RunScenario | BulkScenario | GrantScenario | ScheduleScenario;
 
 function isBulk(scenario: Scenario): scenario is BulkScenario {
   return 'action' in scenario;
@@ -125,6 +142,10 @@ function isBulk(scenario: Scenario): scenario is BulkScenario {
 
 function isGrant(scenario: Scenario): scenario is GrantScenario {
   return 'grant' in scenario;
+}
+
+function isSchedule(scenario: Scenario): scenario is ScheduleScenario {
+  return 'schedule' in scenario;
 }
 
 /** The queue of a run admitted through a lane of limit 1 that it asks itself (as a rerun does). */
@@ -793,6 +814,16 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
       'a grant delegated to an unconfigured entitlement (its child GRANTED at once), then revoked with its child',
     grant: { provisionerPolicy: { delegated: { appId: 'app-1', entitlementId: 'ent-1' } }, then: 'revoke' },
   }),
+  (): ScheduleScenario => ({
+    name: 'schedule-action',
+    description: "a schedule's own action (the time in its workflow id): its run as a child, completed",
+    schedule: { kind: 'scheduled' },
+  }),
+  (): ScheduleScenario => ({
+    name: 'schedule-backfill-buffered',
+    description: 'a backfill of two times one after another (BUFFER_ALL): two child runs in order',
+    schedule: { kind: 'backfill' },
+  }),
 ];
 
 /** True when any string of the history, as it is or base64-decoded (payload data), holds HISTORY_SECRET. */
@@ -1164,6 +1195,71 @@ async function recordGrant(scenario: GrantScenario, { db, client, taskQueue }: R
   });
 }
 
+/** Publishes a schedule automation, starts its action as its Schedule (or a backfill) would, and saves the action's history. */
+async function recordSchedule(scenario: ScheduleScenario, { db, client, taskQueue }: Recorder): Promise<void> {
+  const steps: StepDefinition[] = [{ id: 'seen', setVariables: { kind: 'ctx.trigger.kind' } }];
+  const automationId = `auto-${scenario.name}`;
+  await db.query(
+    `INSERT INTO automations (id, display_name, published, version, trigger, steps, listener_id) VALUES ($1, $2, true, 1, $3, $4, $5)`,
+    [
+      automationId,
+      scenario.name,
+      JSON.stringify({
+        kind: 'schedule',
+        cron: '0 9 * * *',
+        interval: null,
+        offset: null,
+        timezone: 'Europe/Berlin',
+        overlap: 'SKIP',
+        catchupWindow: '300s',
+        enabled: true,
+      }),
+      JSON.stringify(steps),
+      `listener-${scenario.name}`,
+    ],
+  );
+  await recordPublishedVersion(db, automationId, 1, { displayName: scenario.name, steps });
+  let input: ScheduledRunInput;
+  let handle;
+  if (scenario.schedule.kind === 'scheduled') {
+    // A real Schedule's action: paused, triggered once, then removed (the action is what is recorded).
+    const engine = createTemporalEngine({ client, taskQueue, db });
+    const automation = (await getAutomation(db, automationId))!;
+    await engine.putSchedule(
+      scheduleDefinitionOf({ ...automation, trigger: { ...automation.trigger, enabled: false } as never })!,
+    );
+    const schedule = client.schedule.getHandle(scheduleIdOf(automationId));
+    await schedule.trigger();
+    let workflowId: string | undefined;
+    await until(async () => {
+      workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
+      return workflowId !== undefined;
+    });
+    await engine.deleteSchedule(automationId);
+    input = { automationId };
+    handle = client.workflow.getHandle(workflowId!);
+  } else {
+    input = { automationId, kind: 'backfill', times: ['2027-01-04T08:00:00.000Z', '2027-01-05T08:00:00.000Z'] };
+    handle = await client.workflow.start(SCHEDULED_RUN_WORKFLOW, {
+      taskQueue,
+      workflowId: `schedule:${automationId}-backfill-1`,
+      args: [input],
+    });
+  }
+  const workflowId = handle.workflowId;
+  const result = (await handle.result()) as ScheduledRunResult;
+  saveHistory(scenario.name, await handle.fetchHistory(), {
+    release: RELEASE,
+    scenario: scenario.name,
+    description: scenario.description,
+    outcome: `started ${result.started}`,
+    workflowId,
+    workflowType: SCHEDULED_RUN_WORKFLOW,
+    steps: [],
+    input,
+  });
+}
+
 function saveHistory(
   name: string,
   history: Awaited<ReturnType<Handle['fetchHistory']>>,
@@ -1312,11 +1408,12 @@ async function main(): Promise<void> {
     const chosen = SCENARIOS.map((scenario) => scenario(target.origin)).filter((s) => !only || s.name === only);
     const failed = [
       ...(await recordAll(
-        chosen.filter((s): s is RunScenario => !isBulk(s) && !isGrant(s)),
+        chosen.filter((s): s is RunScenario => !isBulk(s) && !isGrant(s) && !isSchedule(s)),
         (s) => recordRun(s, recorder),
       )),
       ...(await recordAll(chosen.filter(isBulk), (s) => recordBulk(s, recorder))),
       ...(await recordAll(chosen.filter(isGrant), (s) => recordGrant(s, recorder))),
+      ...(await recordAll(chosen.filter(isSchedule), (s) => recordSchedule(s, recorder))),
     ];
     if (failed.length > 0) throw new Error(`recording failed (manifest not rewritten):\n${failed.join('\n')}`);
     writeManifest();

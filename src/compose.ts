@@ -23,6 +23,7 @@ import { restartBulkActions } from './domain/bulk-actions';
 import type { AppDeps } from './http/context';
 import { Metrics } from './http/metrics';
 import { createWebhookEndpoint } from './http/routes/webhooks';
+import { startScheduleReconciler } from './domain/schedules';
 import { EventDispatcher, type EventDispatcherDeps, type EventDispatcherOptions } from './delivery/event-dispatcher';
 
 export interface AppInputs {
@@ -50,6 +51,12 @@ export interface AppInputs {
   eventDispatch?: (EventDispatcherOptions & { onOutcome?: EventDispatcherDeps['onOutcome'] }) | false;
   /** Anything else of AppDeps (a token guard, a pinned clock, the readiness bound). */
   overrides?: Partial<AppDeps>;
+  /**
+   * Reconcile the engine's Schedules with the store at boot and daily (src/domain/schedules.ts):
+   * only where this store is the only one on the namespace (the service; not tests that share a
+   * Temporal server between stores).
+   */
+  scheduleReconcile?: boolean;
   /** The restart of bulk actions left without their workflow (default BULK_RESTART); false: none. */
   bulkRestart?: { afterMs: number; everyMs: number } | false;
 }
@@ -116,11 +123,13 @@ export async function composeApp(
           inputs.eventDispatch ?? {},
         );
   await dispatcher?.start();
+  const stopReconciler = inputs.scheduleReconcile ? startScheduleReconciler(db, engine, logger) : undefined;
   const composed = {
     ...base,
     ...(dispatcher ? { eventDispatcher: dispatcher } : {}),
     async close() {
       if (restartTimer) clearInterval(restartTimer);
+      stopReconciler?.();
       await dispatcher?.close();
       await deliveryLog.close();
       if (base.deliveryLog && base.deliveryLog !== deliveryLog) await base.deliveryLog.close();

@@ -305,6 +305,7 @@ async function startApi(
     secretBox,
     temporal: { client, taskQueue: config.temporal.taskQueue, eagerStart: workerConnection !== undefined },
     payloadCodec: codec,
+    scheduleReconcile: true,
   });
   const app = createApp(deps);
   const server = http.createServer(app.callback());

@@ -3,3 +3,4 @@ export { automation } from './automation';
 export { lane } from './lane';
 export { bulkAction } from './bulk-action';
 export { grant } from './grant';
+export { scheduledRun } from './scheduled-run';

@@ -86,7 +86,36 @@ export interface BulkActionActivities {
   finishBulkAction(input: { bulkActionId: string }): Promise<{ state: string }>;
 }
 
-export type AutomationActivities = RunActivities & EffectActivities & BulkActionActivities & GrantActivities;
+export type AutomationActivities = RunActivities &
+  EffectActivities &
+  BulkActionActivities &
+  GrantActivities &
+  ScheduleActivities;
+
+/** A schedule action's run as the starter starts it (its child): the options of the run's start. */
+export interface PreparedScheduledRun {
+  executionId: string;
+  /** The run's input, memo, untyped search attributes and summary (as the engine's own start gives them). */
+  args: unknown[];
+  memo: Record<string, unknown>;
+  searchAttributes: Record<string, string[]>;
+  staticSummary: string;
+}
+
+/** The activities of a schedule's action (workflows/scheduled-run.ts). */
+export interface ScheduleActivities {
+  /**
+   * Records the action (automation, scheduled time, kind, fired time; the first record of a time
+   * stays) and answers the run to start, or `gone` when the automation is not a published schedule
+   * automation. The run's id is derived from the automation and the time: a repeat answers the same.
+   */
+  prepareScheduledRun(input: {
+    automationId: string;
+    scheduledAt: string;
+    firedAt: string;
+    kind: 'scheduled' | 'backfill' | 'manual';
+  }): Promise<{ run: PreparedScheduledRun } | { skip: 'gone' }>;
+}
 
 /**
  * One call a grant's provisioning makes and waits for: the phase and step path, the attempt (a

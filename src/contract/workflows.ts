@@ -40,6 +40,31 @@ export const FlowQueueKey = defineSearchAttributeKey('FlowQueue', SearchAttribut
 /** Search attribute a run holds while a step waits for approval (value: the step's id); the approvals inbox reads it. */
 export const ApprovalWaitKey = defineSearchAttributeKey('ApprovalWait', SearchAttributeType.KEYWORD);
 
+/**
+ * Workflow type of one action of a schedule automation (`scheduledRun` in workflows/scheduled-run.ts):
+ * its Temporal Schedule starts it (id `schedule:<automationId>-<scheduled time>`, the time read from
+ * the id), a backfill or a manual trigger starts it with `kind` and the `times` it runs, one after
+ * another. It starts each run as its child and stays open while the run is, so the Schedule's
+ * overlap policy sees the run.
+ */
+export const SCHEDULED_RUN_WORKFLOW = 'scheduledRun';
+export interface ScheduledRunInput {
+  automationId: string;
+  /** Absent for the Schedule's own actions (`scheduled`). */
+  kind?: 'backfill' | 'manual';
+  /** RFC 3339 scheduled times, run in order; absent for the Schedule's own actions (the one time in the workflow id). */
+  times?: string[];
+}
+export type ScheduledRunWorkflow = (input: ScheduledRunInput) => Promise<ScheduledRunResult>;
+export interface ScheduledRunResult {
+  /** Runs started (and closed, whatever their outcome). */
+  started: number;
+  /** Times whose run existed before. */
+  existed: number;
+  /** Times not run: the automation is no longer a published schedule automation. */
+  gone: number;
+}
+
 /** Workflow type of a grant's life (`grant` in workflows/grant.ts): one per grant, id `grant:<grantId>`. */
 export const GRANT_WORKFLOW = 'grant';
 export interface GrantWorkflowInput {

@@ -421,6 +421,26 @@ export const BreakerCancelResponse = z
 export const AutomationList = z
   .object({ list: z.array(z.object({ automation: Automation })), nextPageToken: z.string() })
   .meta({ id: 'AutomationList' });
+export const ScheduleBackfillRequest = closedObject({
+  startAt: z
+    .string()
+    .meta({ format: 'date-time', description: 'The first time of the range (inclusive), in the past.' }),
+  endAt: z.string().meta({ format: 'date-time', description: 'The end of the range (exclusive), not in the future.' }),
+  overlap: z
+    .enum(OVERLAP_POLICIES)
+    .optional()
+    .meta({ description: "The schedule's by default: ALLOW_ALL runs them at once, any other one after another." }),
+}).meta({ id: 'ScheduleBackfillRequest' });
+export const ScheduleBackfillResponse = z
+  .object({
+    started: z.number().int().meta({ description: 'Times of the range whose run starts now.' }),
+    skipped: z.number().int().meta({ description: 'Times of the range that already ran (not run again).' }),
+  })
+  .meta({ id: 'ScheduleBackfillResponse' });
+export const ScheduleTriggerResponse = z
+  .object({ executionId: z.string().meta({ description: 'The run of this manual action.' }) })
+  .meta({ id: 'ScheduleTriggerResponse' });
+
 export const RotateSecretRequest = closedObject({
   gracePeriod: gracePeriodSchema().optional().meta({
     description:

@@ -12,6 +12,8 @@ import * as store from '../store/automations';
 import type { AutomationRecord } from '../store/automations';
 import { sealContext, type SecretBox } from '../crypto/secret-box';
 import { recordAudit } from '../store/audit';
+import { deleteScheduleActions } from '../store/schedule-actions';
+import { syncSchedule, type ScheduleEngine } from './schedules';
 import {
   getLatestPublishedVersion,
   getPublishedVersion,
@@ -136,6 +138,8 @@ export interface AutomationOptions {
   actor: string;
   /** The revisions the caller names (`If-Match`): a write to another one changes nothing (StaleRevisionError). */
   expectedRevisions?: readonly number[] | undefined;
+  /** The engine's Schedules: a write to a schedule automation puts or removes its Schedule before the commit. */
+  schedules?: ScheduleEngine | undefined;
 }
 
 /** Refuses a conditional write to a record whose revision moved on. */
@@ -234,6 +238,8 @@ export async function updateAutomationWith(
           : options.secretBox.seal(signingSecret, sealContext('automation_signing_secret', current.id));
     }
     const saved = await store.saveAutomation(tx, next);
+    // A trigger is live: a published automation's Schedule follows it at once (503 if the engine does not answer).
+    await syncSchedule(options.schedules, current, saved);
     await recordAudit(tx, {
       actor: options.actor,
       action: 'automation.update',
@@ -322,6 +328,7 @@ export async function changeAutomationState(
   change: 'publish' | 'unpublish' | 'delete',
   actor: string,
   expectedRevisions?: readonly number[],
+  schedules?: ScheduleEngine,
 ): Promise<AutomationWithPublishedVersion | undefined> {
   const result = await db.transaction(async (tx) => {
     let record: AutomationRecord | undefined;
@@ -348,6 +355,8 @@ export async function changeAutomationState(
       }
     }
     if (!record) throw notFound('automation');
+    if (change === 'delete') await deleteScheduleActions(tx, id);
+    await syncSchedule(schedules, record, change === 'delete' ? undefined : record);
     await recordAudit(tx, {
       actor,
       action: `automation.${change}`,

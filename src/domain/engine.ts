@@ -14,6 +14,8 @@
 import type { AutomationRunInput, DecideInput } from '../contract/run';
 import type { LaneRequest } from '../contract/lanes';
 import type { GrantSignal } from '../contract/workflows';
+import type { PreparedScheduledRun } from '../contract/activities';
+import type { OverlapPolicy, ScheduleTrigger } from '../triggers';
 import type { FlowEngine } from '../flow';
 import type { LaneView, RunFilter } from './run-listing';
 import type { RunListEntry, RunRecord, RunStatus, RunSummary } from './runs';
@@ -127,6 +129,62 @@ export interface RunEngine extends FlowEngine {
    * started again, and reads the grant's state from the store).
    */
   signalGrant(grantId: string, signal: GrantSignal): Promise<void>;
+
+  // ---------------------------------------------------------------- schedules
+
+  /** Makes the automation's Schedule what the definition says (created, updated, paused, resumed); a repeat changes nothing. */
+  putSchedule(definition: ScheduleDefinition): Promise<void>;
+  /** Removes the automation's Schedule (none: nothing happens). */
+  deleteSchedule(automationId: string): Promise<void>;
+  /** The Schedule's next times and pause, or undefined when the automation has none. */
+  describeSchedule(automationId: string, count: number): Promise<ScheduleState | undefined>;
+  /** The automations that have a Schedule (reconciliation). */
+  scheduledAutomations(): Promise<string[]>;
+  /**
+   * The times the Schedule fires at `startAt` ≤ t < `endAt` (the server's computation; RFC 3339,
+   * ascending); with `limit`, it may stop reading once it has more than that many.
+   */
+  scheduleTimes(automationId: string, startAt: Date, endAt: Date, limit?: number): Promise<string[]>;
+  /**
+   * Starts the actions of a backfill or a manual trigger, one per time (its id as the Schedule's
+   * own action of that time would have): with an overlap other than ALLOW_ALL, one after another.
+   */
+  startScheduleActions(
+    automationId: string,
+    times: readonly string[],
+    kind: 'backfill' | 'manual',
+    overlap: OverlapPolicy,
+  ): Promise<void>;
+  /** The start options of a run that a schedule's action starts as its child (as `start` would start it). */
+  childRunOptions(run: RunStart): PreparedScheduledRun;
+}
+
+/** A wall-clock minute in a schedule's time zone (a daylight-saving correction leaves it out). */
+export interface WallTime {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+}
+
+/**
+ * What an automation's Temporal Schedule is made of: the trigger, and the corrections that make a
+ * daylight-saving change fire as the contract says (src/domain/schedule-dst.ts): wall-clock times
+ * the zone's Schedule leaves out, and instants a second Schedule (in UTC) fires instead.
+ */
+export interface ScheduleDefinition {
+  automationId: string;
+  automationName: string;
+  trigger: ScheduleTrigger;
+  corrections: { skip: WallTime[]; add: string[] };
+}
+
+/** What the engine tells of a Schedule: the next times it fires (both Schedules merged) and whether it is paused. */
+export interface ScheduleState {
+  nextRuns: string[];
+  paused: boolean;
 }
 
 export type { LaneRequest };

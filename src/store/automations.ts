@@ -134,6 +134,15 @@ export async function listAutomations(
   return rows.map(toAutomationRecord);
 }
 
+/** The published automations whose trigger is of `kind` (a schedule's reconciliation). */
+export async function publishedOfTriggerKind(db: Queryable, kind: string): Promise<AutomationRecord[]> {
+  const rows = await db.query<AutomationRow>(
+    "SELECT * FROM automations WHERE published AND trigger->>'kind' = $1 ORDER BY id",
+    [kind],
+  );
+  return rows.map(toAutomationRecord);
+}
+
 /** Saves a changed definition; every change makes a new version. */
 export async function saveAutomation(db: Queryable, record: AutomationRecord): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(

@@ -601,6 +601,18 @@ export const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX provisioning_tasks_call ON provisioning_tasks (grant_id, phase, step, attempt);
   CREATE INDEX provisioning_tasks_open ON provisioning_tasks (id) WHERE state = 'OPEN';
   `,
+  // schedule actions: one row per automation and scheduled time that started (or judged) its run, so
+  // a backfill counts the times that already ran and a read answers the latest `firedAt`.
+  `
+  CREATE TABLE schedule_actions (
+    automation_id text NOT NULL,
+    scheduled_at timestamptz NOT NULL,
+    kind text NOT NULL,
+    fired_at timestamptz NOT NULL,
+    execution_id text NOT NULL,
+    PRIMARY KEY (automation_id, scheduled_at)
+  );
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -19,12 +19,16 @@ import { activeTraceId } from '../tracing/spans';
 import { randomUUID } from 'node:crypto';
 import {
   isGrpcServiceError,
+  ScheduleAlreadyRunning,
+  ScheduleNotFoundError,
   ServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
   type WorkflowExecutionDescription,
+  type CalendarSpec,
+  type ScheduleSpec,
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -33,6 +37,8 @@ import {
   AUTOMATION_WORKFLOW,
   BULK_ACTION_WORKFLOW,
   GRANT_WORKFLOW,
+  SCHEDULED_RUN_WORKFLOW,
+  type ScheduledRunInput,
   grantChangeSignal,
   type GrantSignal,
   type GrantWorkflow,
@@ -55,7 +61,8 @@ import {
   type StepKind,
   type StepResult,
 } from '../contract/run';
-import type { CancelOutcome, RunEngine, RunStart, RunState } from '../domain/engine';
+import type { CancelOutcome, RunEngine, RunStart, RunState, ScheduleDefinition, WallTime } from '../domain/engine';
+import { durationSeconds } from '../triggers';
 import type { RunRecord, RunStep } from '../domain/runs';
 import type { LaneView } from '../domain/run-listing';
 import { publishedSteps } from '../domain/automations';
@@ -635,9 +642,309 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
         throw unavailable(err);
       }
     },
+
+    // ------------------------------------------------------------ schedules
+
+    async putSchedule(definition) {
+      const { automationId, corrections } = definition;
+      try {
+        await call(callTimeoutMs * 2, async () => {
+          await putOne(scheduleIdOf(automationId), zoneSpec(definition), definition);
+          if (corrections.add.length > 0)
+            await putOne(
+              correctionScheduleIdOf(automationId),
+              { calendars: corrections.add.map(utcCalendar), timezone: 'UTC' },
+              definition,
+            );
+          else await deleteOne(correctionScheduleIdOf(automationId));
+        });
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async deleteSchedule(automationId) {
+      try {
+        await call(callTimeoutMs, async () => {
+          await deleteOne(scheduleIdOf(automationId));
+          await deleteOne(correctionScheduleIdOf(automationId));
+        });
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async describeSchedule(automationId, count) {
+      try {
+        return await call(callTimeoutMs, async () => {
+          const main = await describeOne(scheduleIdOf(automationId));
+          if (!main) return undefined;
+          const extra = await describeOne(correctionScheduleIdOf(automationId));
+          const paused = main.state.paused;
+          const times = paused
+            ? []
+            : [...main.info.nextActionTimes, ...(extra?.info.nextActionTimes ?? [])].map((time) => time.toISOString());
+          return { nextRuns: [...new Set(times)].sort().slice(0, count), paused };
+        });
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async scheduledAutomations() {
+      try {
+        return await call(callTimeoutMs * 4, async () => {
+          const ids = new Set<string>();
+          for await (const summary of client.schedule.list({ pageSize: 1000 })) {
+            const id = automationOfScheduleId(summary.scheduleId);
+            if (id) ids.add(id);
+          }
+          return [...ids];
+        });
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async scheduleTimes(automationId, startAt, endAt, limit = Number.MAX_SAFE_INTEGER) {
+      try {
+        return await call(callTimeoutMs * 8, async () => {
+          const times = new Set<string>();
+          for (const id of [scheduleIdOf(automationId), correctionScheduleIdOf(automationId)]) {
+            // The server answers at most MATCHING_TIMES_PAGE times of a range: read on from the last one.
+            let from = startAt.getTime();
+            for (;;) {
+              let answer;
+              try {
+                answer = await client.workflowService.listScheduleMatchingTimes({
+                  namespace: client.options.namespace,
+                  scheduleId: id,
+                  // The server leaves its start out: ask from a second before.
+                  startTime: timestampOf(new Date(from - 1000)),
+                  endTime: timestampOf(endAt),
+                });
+              } catch (err) {
+                if (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND) break;
+                throw err;
+              }
+              const found = (answer.startTime ?? []).map(
+                (time) => Number(time.seconds ?? 0) * 1000 + Math.floor((time.nanos ?? 0) / 1e6),
+              );
+              // The contract's range leaves its end out (the server's does not).
+              for (const ms of found) if (ms >= from && ms < endAt.getTime()) times.add(new Date(ms).toISOString());
+              const last = found.at(-1);
+              if (found.length < MATCHING_TIMES_PAGE || last === undefined || last + 1 >= endAt.getTime()) break;
+              if (times.size > limit) break;
+              from = last + 1;
+            }
+          }
+          return [...times].sort();
+        });
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    async startScheduleActions(automationId, times, kind, overlap) {
+      // Concurrent (ALLOW_ALL, or one time): one workflow per time. Otherwise one workflow that runs
+      // the times one after another. The run's id is the time's either way: a time runs once.
+      const groups: Array<{ workflowId: string; times: string[] }> =
+        overlap === 'ALLOW_ALL' || times.length === 1
+          ? times.map((time) => ({ workflowId: actionWorkflowIdOf(automationId, time, kind), times: [time] }))
+          : [{ workflowId: `${SCHEDULE_ACTION_PREFIX}${automationId}-${kind}-${randomUUID()}`, times: [...times] }];
+      try {
+        await call(callTimeoutMs * 4, async () => {
+          for (const group of groups) {
+            try {
+              await client.workflow.start(SCHEDULED_RUN_WORKFLOW, {
+                taskQueue,
+                workflowId: group.workflowId,
+                args: [{ automationId, kind, times: group.times } satisfies ScheduledRunInput],
+                staticSummary: `${kind} of automation ${automationId}: ${group.times.length} time(s) from ${group.times[0]}`,
+              });
+            } catch (err) {
+              if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+            }
+          }
+        });
+      } catch (err) {
+        throw unavailable(err);
+      }
+    },
+
+    childRunOptions(run) {
+      const options = runStartOptions(taskQueue, run);
+      const searchAttributes: Record<string, string[]> = {};
+      for (const pair of options.typedSearchAttributes as Array<{ key: { name: string }; value: string }>)
+        searchAttributes[pair.key.name] = [pair.value];
+      return {
+        executionId: run.runId,
+        args: options.args as unknown[],
+        memo: options.memo as Record<string, unknown>,
+        searchAttributes,
+        staticSummary: options.staticSummary ?? run.summary,
+      };
+    },
   };
+
+  /** The Schedule's settings common to both of an automation's Schedules. */
+  function scheduleParts(definition: ScheduleDefinition) {
+    const { trigger, automationId } = definition;
+    return {
+      action: {
+        type: 'startWorkflow' as const,
+        workflowType: SCHEDULED_RUN_WORKFLOW,
+        workflowId: `${SCHEDULE_ACTION_PREFIX}${automationId}`,
+        taskQueue,
+        args: [{ automationId } satisfies ScheduledRunInput],
+        staticSummary: `schedule of ${definition.automationName}`,
+      },
+      policies: {
+        overlap: trigger.overlap,
+        catchupWindow: (durationSeconds(trigger.catchupWindow) ?? 300) * 1000,
+        pauseOnFailure: false,
+      },
+    };
+  }
+
+  /** Creates or replaces one Schedule, then pauses or resumes it as the trigger's `enabled` says. */
+  async function putOne(scheduleId: string, spec: ScheduleSpec, definition: ScheduleDefinition): Promise<void> {
+    const parts = scheduleParts(definition);
+    const paused = !definition.trigger.enabled;
+    const note = `automation ${definition.automationId}: ${paused ? 'paused' : 'enabled'}`;
+    const handle = client.schedule.getHandle(scheduleId);
+    try {
+      await handle.update((previous) => ({ ...previous, spec, ...parts, state: { ...previous.state, paused, note } }));
+    } catch (err) {
+      if (!(err instanceof ScheduleNotFoundError)) throw err;
+      try {
+        await client.schedule.create({ scheduleId, spec, ...parts, state: { paused, note } });
+        return;
+      } catch (created) {
+        // Made by another process in the meantime: update it as above.
+        if (!(created instanceof ScheduleAlreadyRunning)) throw created;
+        await handle.update((previous) => ({
+          ...previous,
+          spec,
+          ...parts,
+          state: { ...previous.state, paused, note },
+        }));
+      }
+    }
+    // An update leaves the pause as it was on some servers: say it again.
+    if (paused) await handle.pause(note);
+    else await handle.unpause(note);
+  }
+
+  async function deleteOne(scheduleId: string): Promise<void> {
+    try {
+      await client.schedule.getHandle(scheduleId).delete();
+    } catch (err) {
+      if (err instanceof ScheduleNotFoundError) return;
+      if (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND) return;
+      throw err;
+    }
+  }
+
+  async function describeOne(scheduleId: string) {
+    try {
+      return await client.schedule.getHandle(scheduleId).describe();
+    } catch (err) {
+      if (err instanceof ScheduleNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
   return engine;
 }
+
+/** The most times ListScheduleMatchingTimes answers for one range. */
+const MATCHING_TIMES_PAGE = 1000;
+/** The Schedule of an automation, and the one (in UTC) that fires its daylight-saving corrections. */
+const SCHEDULE_PREFIX = 'automation:';
+const CORRECTION_SCHEDULE_PREFIX = 'automation-dst:';
+/** The workflow id a Schedule's action gets before the Schedule appends the time. */
+export const SCHEDULE_ACTION_PREFIX = 'schedule:';
+
+export function scheduleIdOf(automationId: string): string {
+  return `${SCHEDULE_PREFIX}${automationId}`;
+}
+function correctionScheduleIdOf(automationId: string): string {
+  return `${CORRECTION_SCHEDULE_PREFIX}${automationId}`;
+}
+function automationOfScheduleId(scheduleId: string): string | undefined {
+  for (const prefix of [SCHEDULE_PREFIX, CORRECTION_SCHEDULE_PREFIX])
+    if (scheduleId.startsWith(prefix)) return scheduleId.slice(prefix.length);
+  return undefined;
+}
+
+/** The id a Schedule gives its action of `time` (the time in RFC 3339 to the second), with the kind for those it did not start. */
+function actionWorkflowIdOf(automationId: string, time: string, kind: string): string {
+  return `${SCHEDULE_ACTION_PREFIX}${automationId}-${kind}-${time}`;
+}
+
+/** A protobuf Timestamp (protobufjs takes a number for its 64-bit seconds). */
+function timestampOf(date: Date): temporal.api.workflowservice.v1.IListScheduleMatchingTimesRequest['startTime'] {
+  return {
+    seconds: Math.floor(date.getTime() / 1000) as unknown as Long,
+    nanos: (date.getTime() % 1000) * 1e6,
+  };
+}
+
+/** The zone's Schedule: the trigger's cron or interval in its time zone, without the wall times a correction replaces. */
+function zoneSpec(definition: ScheduleDefinition): ScheduleSpec {
+  const { trigger, corrections } = definition;
+  const spec: ScheduleSpec = { timezone: trigger.timezone };
+  if (trigger.cron !== null) spec.cronExpressions = [trigger.cron];
+  else
+    spec.intervals = [
+      {
+        every: (durationSeconds(trigger.interval) ?? 1) * 1000,
+        offset: (durationSeconds(trigger.offset) ?? 0) * 1000,
+      },
+    ];
+  if (corrections.skip.length > 0) spec.skip = corrections.skip.map(wallCalendar);
+  return spec;
+}
+
+function wallCalendar(time: WallTime): CalendarSpec {
+  return {
+    year: time.year,
+    month: MONTH_NAMES[time.month - 1]!,
+    dayOfMonth: time.day,
+    hour: time.hour,
+    minute: time.minute,
+    second: time.second,
+  };
+}
+
+/** One instant as a calendar of the UTC Schedule. */
+function utcCalendar(instant: string): CalendarSpec {
+  const date = new Date(instant);
+  return wallCalendar({
+    year: date.getUTCFullYear(),
+    month: date.getUTCMonth() + 1,
+    day: date.getUTCDate(),
+    hour: date.getUTCHours(),
+    minute: date.getUTCMinutes(),
+    second: date.getUTCSeconds(),
+  });
+}
+
+const MONTH_NAMES = [
+  'JANUARY',
+  'FEBRUARY',
+  'MARCH',
+  'APRIL',
+  'MAY',
+  'JUNE',
+  'JULY',
+  'AUGUST',
+  'SEPTEMBER',
+  'OCTOBER',
+  'NOVEMBER',
+  'DECEMBER',
+] as const;
 
 /** The workflow id of a grant's workflow. */
 export function grantWorkflowId(grantId: string): string {

@@ -65,3 +65,46 @@ export function cronProblem(source: string): string | undefined {
   }
   return undefined;
 }
+
+/** What a cron expression matches, field by field (the day of week 0-6 from Sunday). */
+export interface CronFields {
+  minute: Set<number>;
+  hour: Set<number>;
+  dayOfMonth: Set<number>;
+  month: Set<number>;
+  dayOfWeek: Set<number>;
+}
+
+const NAMED: Record<string, string> = {
+  '@yearly': '0 0 1 1 *',
+  '@annually': '0 0 1 1 *',
+  '@monthly': '0 0 1 * *',
+  '@weekly': '0 0 * * 0',
+  '@daily': '0 0 * * *',
+  '@midnight': '0 0 * * *',
+  '@hourly': '0 * * * *',
+};
+
+/** The values of a valid cron expression (cronProblem undefined), as the Temporal Schedule matches them (every field). */
+export function cronFields(source: string): CronFields {
+  const text = source.trim();
+  const fields = (NAMED[text.toLowerCase()] ?? text).split(/\s+/);
+  const sets = fields.map((field, index) => {
+    const rule = FIELDS[index]!;
+    const values = new Set<number>();
+    for (const part of field.split(',')) {
+      const [range, step] = part.split('/');
+      const every = step === undefined ? 1 : Number(step);
+      let [from, to] = [rule.min, rule.max];
+      if (range !== '*') {
+        const bounds = range!.split('-').map((token) => valueOf(token, rule)!);
+        from = bounds[0]!;
+        to = bounds.length === 2 ? bounds[1]! : step === undefined ? from : rule.max;
+      }
+      for (let value = from; value <= to; value += every) values.add(value);
+    }
+    return values;
+  });
+  const dayOfWeek = new Set([...sets[4]!].map((day) => day % 7));
+  return { minute: sets[0]!, hour: sets[1]!, dayOfMonth: sets[2]!, month: sets[3]!, dayOfWeek };
+}

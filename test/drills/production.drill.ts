@@ -30,7 +30,7 @@ import { execFile, execFileSync } from 'node:child_process';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { findTemporalCli } = require('../../scripts/temporal-cli.js') as { findTemporalCli: () => string | undefined };
 import { Client as PgClient, Pool } from 'pg';
-import { Connection, type Client, type TLSConfig } from '@temporalio/client';
+import { Client as ClientOf, Connection, type Client, type TLSConfig } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { TEMPORAL_TLS_SERVER_NAME, clientTlsFiles, type ProdStack } from '../../scripts/stack-prod';
 import { postOnce, type PostOutcome } from '../helpers/raw-http';
@@ -505,6 +505,18 @@ describe('the engine authorizes by certificate subject (deploy/temporal/authoriz
     ).resolves.toMatchObject({
       executions: expect.any(Array),
     });
+    // It may make, pause and remove the Schedules of schedule automations.
+    const schedules = new ClientOf({ connection: temporalConnection, namespace: 'default' }).schedule;
+    const scheduleId = `drill-authz-${randomUUID()}`;
+    const made = await schedules.create({
+      scheduleId,
+      spec: { intervals: [{ every: '1h' }] },
+      action: { type: 'startWorkflow', workflowType: 'scheduledRun', taskQueue: 'drill-authz', args: [] },
+      state: { paused: true },
+    });
+    await made.pause('drill');
+    expect((await made.describe()).state.paused).toBe(true);
+    await made.delete();
   });
 
   it('the services accept only the internode CA between them, and the frontend refuses the internode certificate', async () => {

@@ -35,6 +35,15 @@ export function unavailableEngine(): RunEngine {
     startBulkAction: unavailable,
     startGrant: unavailable,
     signalGrant: unavailable,
+    putSchedule: unavailable,
+    deleteSchedule: unavailable,
+    describeSchedule: unavailable,
+    scheduledAutomations: unavailable,
+    scheduleTimes: unavailable,
+    startScheduleActions: unavailable,
+    childRunOptions: () => {
+      throw new WorkflowEngineUnavailableError('no workflow engine in this test');
+    },
   };
 }
 

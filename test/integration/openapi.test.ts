@@ -531,6 +531,24 @@ describe('OpenAPI document', () => {
           gracePeriod: '0s',
         });
         const secret: string = rotated.body.signingSecret;
+        // A schedule automation: its read with the Schedule's state, a manual action, a backfill.
+        const nightly = await call(superAdmin, 'post', '/api/v1/automations', {
+          displayName: 'Hourly',
+          trigger: { schedule: { interval: '3600s', enabled: false } },
+          steps: [{ id: 'seen', setVariables: { kind: 'ctx.trigger.kind' } }],
+        });
+        const nightlyId = nightly.body.automation.id as string;
+        await call(superAdmin, 'post', `/api/v1/automations/${nightlyId}/publish`);
+        const scheduled = await call(superAdmin, 'get', `/api/v1/automations/${nightlyId}`);
+        expect(scheduled.body.automation.schedule.paused).toBe(true);
+        expect((await call(superAdmin, 'post', `/api/v1/automations/${nightlyId}/schedule/trigger`)).status).toBe(200);
+        const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000;
+        const backfilled = await call(superAdmin, 'post', `/api/v1/automations/${nightlyId}/schedule/backfill`, {
+          startAt: new Date(hour - 7_200_000).toISOString(),
+          endAt: new Date(hour).toISOString(),
+        });
+        expect(backfilled.body).toEqual({ started: 2, skipped: 0 });
+        await call(superAdmin, 'delete', `/api/v1/automations/${nightlyId}`);
 
         const path = listenerPath(published.body.automation);
         const event = hmacEvent(secret, { kind: 'hire', service_account: userId });

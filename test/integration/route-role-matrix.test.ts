@@ -68,6 +68,8 @@ const ACCESS: Record<string, { access: Access; status: number } | { statuses: Re
   'POST /api/v1/automations/:id/unpublish': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/test': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/trigger/rotate-secret': { access: 'super', status: 404 },
+  'POST /api/v1/automations/:id/schedule/backfill': { access: 'super', status: 400 },
+  'POST /api/v1/automations/:id/schedule/trigger': { access: 'super', status: 404 },
   'PUT /api/v1/automations/:id/circuit-breaker': { access: 'super', status: 404 },
   'DELETE /api/v1/automations/:id/circuit-breaker': { access: 'super', status: 404 },
   'POST /api/v1/automations/:id/breaker/resume': { access: 'approver', status: 404 },

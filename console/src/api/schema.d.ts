@@ -246,6 +246,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/automations/{id}/schedule/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run the actions of a past range (super_admin): at most 1,000; a time that already ran is skipped and counted. */
+        post: operations["automations.scheduleBackfill"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/automations/{id}/schedule/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run one action now (super_admin; also while paused): kind manual, the schedule's overlap. */
+        post: operations["automations.scheduleTrigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/automations/{id}/circuit-breaker": {
         parameters: {
             query?: never;
@@ -2578,6 +2612,29 @@ export interface components {
             signingSecret: string;
             previousSecretExpiresAt: string | null;
         };
+        ScheduleBackfillRequest: {
+            /**
+             * Format: date-time
+             * @description The first time of the range (inclusive), in the past.
+             */
+            startAt: string;
+            /**
+             * Format: date-time
+             * @description The end of the range (exclusive), not in the future.
+             */
+            endAt: string;
+            /**
+             * @description The schedule's by default: ALLOW_ALL runs them at once, any other one after another.
+             * @enum {string}
+             */
+            overlap?: "SKIP" | "BUFFER_ONE" | "BUFFER_ALL" | "CANCEL_OTHER" | "TERMINATE_OTHER" | "ALLOW_ALL";
+        };
+        ScheduleBackfillResponse: {
+            /** @description Times of the range whose run starts now. */
+            started: number;
+            /** @description Times of the range that already ran (not run again). */
+            skipped: number;
+        };
         ScheduleState: {
             /** @description Up to 5, ascending; [] while paused. */
             nextRuns: string[];
@@ -2610,6 +2667,10 @@ export interface components {
             catchupWindow?: string | null;
             /** @description false pauses the schedule, true resumes it. Default true. */
             enabled?: boolean | null;
+        };
+        ScheduleTriggerResponse: {
+            /** @description The run of this manual action. */
+            executionId: string;
         };
         SearchEntitlementsRequest: {
             /** @description Case-insensitive substring of displayName, slug or description. */
@@ -3576,6 +3637,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "automations.delete": {
@@ -3643,6 +3715,17 @@ export interface operations {
             /** @description Internal error (no details). (code 13) */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3742,6 +3825,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "automations.unpublish": {
@@ -3811,6 +3905,17 @@ export interface operations {
             /** @description Internal error (no details). (code 13) */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3970,6 +4075,208 @@ export interface operations {
             /** @description Internal error (no details). (code 13) */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.scheduleBackfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleBackfillRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleBackfillResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already exists. (code 6) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "automations.scheduleTrigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the resource. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleTriggerResponse"];
+                };
+            };
+            /** @description Invalid argument: the field path is named in message and details. (code 3) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials. (code 16) */
+            401: {
+                headers: {
+                    /** @description Bearer */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The caller’s roles do not allow this operation. (code 7) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found. (code 5) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Already exists. (code 6) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large. (code 8) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error (no details). (code 13) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A dependency is unavailable; retry later. (code 14) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {

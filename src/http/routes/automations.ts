@@ -12,6 +12,7 @@ import { invalidArgument, type FieldViolation } from '../../errors';
 import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { breakerView } from '../../domain/circuit-breaker';
+import { backfillSchedule, scheduleView, triggerSchedule } from '../../domain/schedules';
 import {
   automationView,
   changeAutomationState,
@@ -47,12 +48,21 @@ const optionsOf = (deps: AppDeps, actor: string, expectedRevisions?: number[]): 
   secretBox: deps.secretBox,
   actor,
   expectedRevisions,
+  schedules: deps.engine,
 });
 const view = (deps: AppDeps, record: AutomationWithPublishedVersion): api.Automation =>
   automationView(record, deps.config.baseUrl);
 /** The view of one automation with its circuit breaker's state (GET of one automation, the breaker's writes). */
-export const viewWithBreaker = async (deps: AppDeps, record: AutomationWithPublishedVersion): Promise<api.Automation> =>
-  automationView(record, deps.config.baseUrl, await breakerView(deps.db, record));
+export const viewWithBreaker = async (
+  deps: AppDeps,
+  record: AutomationWithPublishedVersion,
+): Promise<api.Automation> => {
+  const [breaker, schedule] = await Promise.all([
+    breakerView(deps.db, record),
+    scheduleView(deps.db, deps.engine, record, deps.logger),
+  ]);
+  return { ...automationView(record, deps.config.baseUrl, breaker), ...(schedule ? { schedule } : {}) };
+};
 
 /** `If-Match` of a conditional write: the request header documented on each operation that reads it. */
 export const IF_MATCH = [
@@ -95,7 +105,7 @@ const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
     // Publishing re-checks the secrets the steps read (400 when one was deleted or no longer allows the step's origin).
     summary,
     ok: api.AutomationResponse,
-    errors: action === 'publish' ? [...ITEM_WRITE_ERRORS, 412] : [...ITEM_READ_ERRORS, 412],
+    errors: action === 'publish' ? [...ITEM_WRITE_ERRORS, 412, 503] : [...ITEM_READ_ERRORS, 412, 503],
     headers: IF_MATCH,
     etag: true,
     handle: async (input, ctx, deps) => ({
@@ -103,7 +113,14 @@ const stateChange = (action: 'publish' | 'unpublish', summary: string) =>
         deps,
         tagged(
           ctx,
-          (await changeAutomationState(deps.db, input.params.id, action, input.actor, expectedRevisions(ctx)))!,
+          (await changeAutomationState(
+            deps.db,
+            input.params.id,
+            action,
+            input.actor,
+            expectedRevisions(ctx),
+            deps.engine,
+          ))!,
         ),
       ),
     }),
@@ -184,7 +201,7 @@ export const AUTOMATION_OPERATIONS = [
       validator: (deps: AppDeps) => deps.automationRequests.update,
     },
     ok: api.AutomationWriteResponse,
-    errors: [...ITEM_WRITE_ERRORS, 412],
+    errors: [...ITEM_WRITE_ERRORS, 412, 503],
     headers: IF_MATCH,
     etag: true,
     handle: async (input, ctx, deps) => {
@@ -205,10 +222,10 @@ export const AUTOMATION_OPERATIONS = [
     access: AUTOMATIONS,
     summary: 'Delete an automation (super_admin).',
     ok: gov.EmptyResponse,
-    errors: [...ITEM_READ_ERRORS, 412],
+    errors: [...ITEM_READ_ERRORS, 412, 503],
     headers: IF_MATCH,
     handle: async (input, ctx, deps) => {
-      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor, expectedRevisions(ctx));
+      await changeAutomationState(deps.db, input.params.id, 'delete', input.actor, expectedRevisions(ctx), deps.engine);
       return {};
     },
   }),
@@ -265,6 +282,31 @@ export const AUTOMATION_OPERATIONS = [
       tagged(ctx, { revision });
       return rotated;
     },
+  }),
+  operation({
+    method: 'post',
+    path: `${ITEM}/schedule/backfill`,
+    operationId: 'automations.scheduleBackfill',
+    tag: TAG,
+    access: AUTOMATIONS,
+    summary:
+      'Run the actions of a past range (super_admin): at most 1,000; a time that already ran is skipped and counted.',
+    body: { schema: api.ScheduleBackfillRequest, required: true, validation: 'schema' },
+    ok: api.ScheduleBackfillResponse,
+    errors: [...ITEM_WRITE_ERRORS, 409, 503],
+    handle: async (input, _ctx, deps) =>
+      backfillSchedule(deps.db, deps.engine, input.params.id, await input.body(), input.actor),
+  }),
+  operation({
+    method: 'post',
+    path: `${ITEM}/schedule/trigger`,
+    operationId: 'automations.scheduleTrigger',
+    tag: TAG,
+    access: AUTOMATIONS,
+    summary: "Run one action now (super_admin; also while paused): kind manual, the schedule's overlap.",
+    ok: api.ScheduleTriggerResponse,
+    errors: [...ITEM_WRITE_ERRORS, 409, 503],
+    handle: async (input, _ctx, deps) => triggerSchedule(deps.db, deps.engine, input.params.id, input.actor),
   }),
 ];
 
