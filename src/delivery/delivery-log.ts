@@ -22,7 +22,13 @@ import { pruneFlowControl } from '../store/flow-control';
 export const DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 /** One delivery as the receiver hands it over: the stored record before it has an id, with its listener and a Date. */
-export type DeliveryEntry = Omit<DeliveryRecord, 'id' | 'receivedAt'> & { listenerId: string; receivedAt: Date };
+/** A webhook delivery: always an HTTP status and a source address. */
+export type DeliveryEntry = Omit<DeliveryRecord, 'id' | 'receivedAt' | 'status' | 'sourceAddress' | 'source'> & {
+  status: number;
+  sourceAddress: string;
+  listenerId: string;
+  receivedAt: Date;
+};
 
 export interface DeliveryLogOptions {
   /** Deliveries kept in detail per listener and minute; the rest are counted. */

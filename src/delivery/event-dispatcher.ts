@@ -29,6 +29,7 @@ import {
   type EventTarget,
 } from '../store/directory-events';
 import { DIRECTORY_EVENT_RETENTION_SECONDS, eventTrigger } from '../domain/directory-events';
+import { recordTriggerDelivery } from '../domain/deliveries';
 import { decideDelivery } from '../flow';
 import { runWorkflowId } from '../contract/run';
 import { WorkflowEngineUnavailableError } from '../errors';
@@ -183,11 +184,31 @@ export class EventDispatcher {
       if (this.closed) return false;
       for (const target of event.targets) {
         const outcome = await this.dispatchTarget(event, target);
+        await this.logOutcome(event, outcome);
         this.deps.onOutcome?.(event, outcome);
       }
       await markDispatched(this.deps.db, [event.id]);
     }
     return events.length === this.batch;
+  }
+
+  /** The automation's delivery log: what became of the event (a repeat's `exists` and a gone automation add nothing). */
+  private async logOutcome(event: DirectoryEventRow, outcome: TargetOutcome): Promise<void> {
+    if (outcome.reason === 'exists' || outcome.reason === 'gone') return;
+    const paused = outcome.reason === 'started' && outcome.paused === true;
+    await recordTriggerDelivery(this.deps.db, {
+      automationId: outcome.automationId,
+      source: 'event',
+      reason: paused ? 'paused' : outcome.reason,
+      eventId: event.id,
+      executionId: outcome.reason === 'started' ? outcome.executionId : null,
+      occurredAt: event.occurredAt,
+    }).catch((err: unknown) =>
+      this.log.warn(
+        { err: (err as Error).message, eventId: event.id },
+        'directory events: a delivery log entry was not written',
+      ),
+    );
   }
 
   private async purge(): Promise<void> {

@@ -498,6 +498,13 @@ export const DryRunResponse = z
       }),
     ),
     flowControl: flowDryRunSchema(),
+    nextRuns: z
+      .array(z.string().meta({ format: 'date-time' }))
+      .optional()
+      .meta({
+        description:
+          "A schedule trigger's next 5 times (the draft's when it sends one, else the saved one's), RFC 3339 UTC; [] when not enabled.",
+      }),
   })
   .meta({ id: 'DryRunResponse', description: 'Every step evaluated over the payload, without any effect.' });
 
@@ -568,18 +575,29 @@ export const Execution = z
 export const Delivery = z
   .object({
     receivedAt: z.string().meta({ format: 'date-time' }),
-    status: z.number().int().meta({ description: 'The HTTP status the receiver answered.' }),
+    status: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The HTTP status the receiver answered; null for a schedule action or a directory event.' }),
     reason: z.string().meta({
       description:
-        'The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …',
+        'The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …; for a schedule or an event: started, paused, filtered, own_event, event_depth, skipped.',
     }),
-    eventId: z.string().nullable().meta({ description: 'Webhook-Event-Id, once the headers were valid.' }),
-    sourceAddress: z.string(),
+    eventId: z.string().nullable().meta({
+      description:
+        "Webhook-Event-Id, once the headers were valid; a directory event's id; a schedule action's scheduledAt.",
+    }),
+    sourceAddress: z
+      .string()
+      .nullable()
+      .meta({ description: "The sender's address; null for a schedule or an event." }),
     executionId: z
       .string()
       .nullable()
       .meta({ description: 'The run started (200) or already started (409) for the event.' }),
     latencyMs: z.number(),
+    source: z.enum(['webhook', 'schedule', 'event']),
   })
   .meta({ id: 'Delivery' });
 export const DeliveryList = z

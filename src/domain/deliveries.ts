@@ -5,13 +5,21 @@
  */
 import { getAutomation } from '../store/automations';
 import type { Db } from '../store/db';
-import { listDeliveries, type DeliveryFilter, type DeliveryRecord } from '../store/deliveries';
+import {
+  insertDeliveries,
+  listDeliveries,
+  type DeliveryFilter,
+  type DeliveryRecord,
+  type DeliverySource,
+} from '../store/deliveries';
+import type { Queryable } from '../store/db';
+import { derivedId } from '../ids';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
 import { invalidArgument, notFound } from '../errors';
 
 /** An entry as the API shows it: the stored record without its internal ids. */
-export type Delivery = Omit<DeliveryRecord, 'id' | 'automationId'>;
+export type Delivery = Omit<DeliveryRecord, 'id' | 'automationId' | 'source'> & { source: DeliverySource };
 
 const REASON = /^[a-z_]{1,64}$/;
 
@@ -46,7 +54,43 @@ function toDelivery(record: DeliveryRecord): Delivery {
     sourceAddress: record.sourceAddress,
     executionId: record.executionId,
     latencyMs: record.latencyMs,
+    source: record.source ?? 'webhook',
   };
+}
+
+/**
+ * Records what became of a schedule's action or a directory event for one automation (reason
+ * `started`, `paused`, `filtered`, `own_event`, `event_depth`, `skipped`): the delivery log of a
+ * schedule or event automation. `eventId` is the directory event's id, or the action's scheduled
+ * time; latency is from the event (or the scheduled time) to now. The entry's id is derived from
+ * the automation and the event, so a repeat (an activity's retry, a second dispatch) adds none.
+ */
+export async function recordTriggerDelivery(
+  db: Queryable,
+  entry: {
+    automationId: string;
+    source: Exclude<DeliverySource, 'webhook'>;
+    reason: string;
+    eventId: string;
+    executionId: string | null;
+    occurredAt: string;
+  },
+): Promise<void> {
+  const now = Date.now();
+  await insertDeliveries(db, [
+    {
+      id: derivedId(`${entry.source}:${entry.automationId}:${entry.eventId}`, Date.parse(entry.occurredAt)),
+      automationId: entry.automationId,
+      receivedAt: new Date(now).toISOString(),
+      status: null,
+      reason: entry.reason,
+      eventId: entry.eventId,
+      sourceAddress: null,
+      executionId: entry.executionId,
+      latencyMs: Math.max(0, now - Date.parse(entry.occurredAt)),
+      source: entry.source,
+    },
+  ]);
 }
 
 /** One page of an automation's delivery log; 404 when the automation does not exist. */

@@ -135,3 +135,61 @@ export function dstCorrections(trigger: ScheduleTrigger, nowMs: number): { skip:
   }
   return { skip, add: [...add].sort() };
 }
+
+/** Beyond this many days ahead the next times are not looked for (a cron that matches a rarer day shows fewer). */
+const NEXT_RUNS_HORIZON_DAYS = 400;
+
+/**
+ * The next `count` times a schedule trigger fires after `nowMs`, by the contract's rules (the
+ * daylight-saving ones above; an interval from the Unix epoch), computed here for a draft that has
+ * no Temporal Schedule yet (a dry run). A Schedule's own times come from the server.
+ */
+export function nextRunsOf(trigger: ScheduleTrigger, nowMs: number, count: number): string[] {
+  const times: number[] = [];
+  if (trigger.interval !== null) {
+    const every = Math.round(Number(trigger.interval.slice(0, -1)) * 1000);
+    const offset = Math.round(Number((trigger.offset ?? '0s').slice(0, -1)) * 1000);
+    let next = Math.floor((nowMs - offset) / every) * every + offset;
+    while (times.length < count) {
+      if (next > nowMs) times.push(next);
+      next += every;
+    }
+    return times.map((ms) => new Date(ms).toISOString());
+  }
+  const fields = cronFields(trigger.cron!);
+  const end = nowMs + NEXT_RUNS_HORIZON_DAYS * DAY;
+  const changes = trigger.timezone === 'UTC' ? [] : offsetChanges(trigger.timezone, nowMs, end);
+  let offset = trigger.timezone === 'UTC' ? 0 : offsetMinutes(trigger.timezone, nowMs);
+  let change = 0;
+  for (let at = Math.floor(nowMs / MINUTE) * MINUTE + MINUTE; at < end && times.length < count; at += MINUTE) {
+    const due = changes[change];
+    if (due && at >= due.atMs) {
+      const shift = (due.after - due.before) * MINUTE;
+      // A gap: any matched wall time in it fires once, at the first instant after it.
+      if (shift > 0 && !matches(fields, due.atMs + due.after * MINUTE)) {
+        const gapStart = due.atMs + due.before * MINUTE;
+        for (let wall = gapStart; wall < gapStart + shift; wall += MINUTE)
+          if (matches(fields, wall)) {
+            times.push(due.atMs);
+            break;
+          }
+      }
+      offset = due.after;
+      change += 1;
+      if (times.length >= count) break;
+    }
+    // A repeat's second occurrences are left out: the first one fired.
+    const previous = changes[change - 1];
+    if (
+      previous &&
+      previous.after < previous.before &&
+      at < previous.atMs + (previous.before - previous.after) * MINUTE
+    )
+      continue;
+    if (matches(fields, at + offset * MINUTE)) times.push(at);
+  }
+  return [...new Set(times)]
+    .sort((a, b) => a - b)
+    .slice(0, count)
+    .map((ms) => new Date(ms).toISOString());
+}

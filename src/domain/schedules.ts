@@ -30,6 +30,7 @@ import type { PreparedScheduledRun } from '../contract/activities';
 import { decideDelivery } from '../flow';
 import { FailedPreconditionError, invalidArgument, notFound, WorkflowEngineUnavailableError } from '../errors';
 import { recordAudit } from '../store/audit';
+import { recordTriggerDelivery } from './deliveries';
 import { dstCorrections } from './schedule-dst';
 import type { RunEngine, ScheduleDefinition } from './engine';
 
@@ -148,6 +149,7 @@ export async function prepareScheduledRun(
   };
   // Only the Schedule's own actions count for (and are paused by) a circuit breaker.
   let flow;
+  let paused = false;
   if (input.kind === 'scheduled') {
     const decision = await decideDelivery(
       { version: version.snapshot.flow, live: automation.liveFlow },
@@ -165,7 +167,10 @@ export async function prepareScheduledRun(
         laneQueueLimit: 0,
       },
     );
-    if (decision.verdict === 'start') flow = decision.flow;
+    if (decision.verdict === 'start') {
+      flow = decision.flow;
+      paused = decision.paused;
+    }
   }
   await recordScheduleAction(db, {
     automationId: automation.id,
@@ -173,6 +178,14 @@ export async function prepareScheduledRun(
     kind: input.kind,
     firedAt: input.firedAt,
     executionId,
+  });
+  await recordTriggerDelivery(db, {
+    automationId: automation.id,
+    source: 'schedule',
+    reason: paused ? 'paused' : 'started',
+    eventId: scheduledAt,
+    executionId,
+    occurredAt: scheduledAt,
   });
   return {
     run: engine.childRunOptions({
@@ -257,6 +270,15 @@ export async function backfillSchedule(
     });
   const ran = await timesThatRan(db, id, times);
   const missing = times.filter((time) => !ran.has(time));
+  for (const time of times.filter((t) => ran.has(t)))
+    await recordTriggerDelivery(db, {
+      automationId: id,
+      source: 'schedule',
+      reason: 'skipped',
+      eventId: time,
+      executionId: scheduledRunId(record.listenerId, time),
+      occurredAt: new Date(nowMs).toISOString(),
+    });
   if (missing.length > 0) await engine.startScheduleActions(id, missing, 'backfill', overlap);
   const counts = { started: missing.length, skipped: times.length - missing.length };
   await recordAudit(db, {

@@ -6,16 +6,22 @@
 import type { Queryable } from './db';
 import { iso } from './db';
 
+export type DeliverySource = 'webhook' | 'schedule' | 'event';
+
 export interface DeliveryRecord {
   id: string;
   automationId: string;
   receivedAt: string;
-  status: number;
+  /** The HTTP status answered; null for a schedule's action or a directory event. */
+  status: number | null;
   reason: string;
   eventId: string | null;
-  sourceAddress: string;
+  /** The sender's address; null for a schedule's action or a directory event. */
+  sourceAddress: string | null;
   executionId: string | null;
   latencyMs: number;
+  /** Absent: `webhook`. */
+  source?: DeliverySource;
 }
 
 export interface DeliveryCount {
@@ -31,15 +37,16 @@ interface DeliveryRow {
   id: string;
   automation_id: string;
   received_at: Date;
-  status: number;
+  status: number | null;
   reason: string;
   event_id: string | null;
-  source_address: string;
+  source_address: string | null;
   execution_id: string | null;
   latency_ms: number;
+  source: DeliverySource;
 }
 
-const COLUMNS = 9;
+const COLUMNS = 10;
 
 /** One multi-row INSERT per call (callers pass bounded batches). */
 export async function insertDeliveries(db: Queryable, records: readonly DeliveryRecord[]): Promise<void> {
@@ -56,12 +63,13 @@ export async function insertDeliveries(db: Queryable, records: readonly Delivery
       r.sourceAddress,
       r.executionId,
       r.latencyMs,
+      r.source ?? 'webhook',
     );
     const base = i * COLUMNS;
-    return `($${base + 1}, $${base + 2}, $${base + 3}::timestamptz, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7}, $${base + 8}, $${base + 9})`;
+    return `($${base + 1}, $${base + 2}, $${base + 3}::timestamptz, $${base + 4}, $${base + 5}, $${base + 6}, $${base + 7}, $${base + 8}, $${base + 9}, $${base + 10})`;
   });
   await db.query(
-    `INSERT INTO webhook_deliveries (id, automation_id, received_at, status, reason, event_id, source_address, execution_id, latency_ms)
+    `INSERT INTO webhook_deliveries (id, automation_id, received_at, status, reason, event_id, source_address, execution_id, latency_ms, source)
      VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`,
     params,
   );
@@ -106,12 +114,13 @@ export async function listDeliveries(
     id: row.id,
     automationId: row.automation_id,
     receivedAt: iso(row.received_at) ?? '',
-    status: Number(row.status),
+    status: row.status === null ? null : Number(row.status),
     reason: row.reason,
     eventId: row.event_id,
     sourceAddress: row.source_address,
     executionId: row.execution_id,
     latencyMs: Number(row.latency_ms),
+    source: row.source ?? 'webhook',
   }));
 }
 

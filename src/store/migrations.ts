@@ -613,6 +613,13 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (automation_id, scheduled_at)
   );
   `,
+  // the delivery log lists schedule actions and directory events too: their source, and no HTTP
+  // status or source address.
+  `
+  ALTER TABLE webhook_deliveries ADD COLUMN source text NOT NULL DEFAULT 'webhook';
+  ALTER TABLE webhook_deliveries ALTER COLUMN status DROP NOT NULL;
+  ALTER TABLE webhook_deliveries ALTER COLUMN source_address DROP NOT NULL;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

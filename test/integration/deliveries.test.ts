@@ -66,6 +66,7 @@ describe('webhook delivery log', () => {
       sourceAddress: '127.0.0.1',
       executionId: accepted.body.executionId,
       latencyMs: expect.any(Number),
+      source: 'webhook',
     });
     expect(entries[1]!.executionId).toBe(accepted.body.executionId);
     expect(entries[0]!.eventId).toBe(forged.eventId);

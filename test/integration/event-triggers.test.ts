@@ -93,6 +93,20 @@ for (const target of DATABASES) {
       expect(await runsOf(other.automation.id)).toEqual([]);
       expect(await runsOf(draft.automation.id)).toEqual([]);
       expect((await getDirectoryEvent(db(), started.event.id))!.dispatchedAt).not.toBeNull();
+      // The automation's delivery log lists the event as started, without an HTTP status or address.
+      const log = await admin.get(`/api/v1/automations/${listening.automation.id}/deliveries`);
+      expect(log.body.list).toEqual([
+        {
+          delivery: expect.objectContaining({
+            source: 'event',
+            reason: 'started',
+            eventId: started.event.id,
+            executionId: runs[0]!.id,
+            status: null,
+            sourceAddress: null,
+          }),
+        },
+      ]);
     });
 
     it('a crash between commit and dispatch, and between start and mark, still ends with one run', async () => {
@@ -151,6 +165,8 @@ for (const target of DATABASES) {
       await makeUser('Ada');
       await until(() => outcomesOf(id).length === 2, 'both events judged');
       expect(outcomesOf(id)).toEqual(['filtered', 'started']);
+      const log = await admin.get(`/api/v1/automations/${id}/deliveries?reason=filtered`);
+      expect(log.body.list).toEqual([{ delivery: expect.objectContaining({ source: 'event', executionId: null }) }]);
       const runs = await poll(
         () => runsOf(id),
         (list) => list.length === 1,
@@ -177,6 +193,13 @@ for (const target of DATABASES) {
       });
       await until(() => outcomesOf(id).length === 3, 'the three events judged');
       expect(outcomesOf(id)).toEqual(['own_event', 'event_depth', 'started']);
+      // Newest first in the delivery log, each reason as judged.
+      const log = await admin.get(`/api/v1/automations/${id}/deliveries`);
+      expect(log.body.list.map((item: { delivery: { reason: string; source: string } }) => item.delivery)).toEqual([
+        expect.objectContaining({ source: 'event', reason: 'started' }),
+        expect.objectContaining({ source: 'event', reason: 'event_depth', executionId: null }),
+        expect.objectContaining({ source: 'event', reason: 'own_event', executionId: null }),
+      ]);
       expect(
         await poll(
           () => runsOf(id),

@@ -67,6 +67,29 @@ for (const target of DATABASES) {
       ).toEqual(['2027-01-10T01:30:00.000Z']);
     });
 
+    it("a dry run answers the next times as the server computes them; a draft's trigger answers its own", async () => {
+      const automation = await create({ cron: '15 2 * * SUN', timezone: 'Europe/Berlin' });
+      const server = (await admin.get(`/api/v1/automations/${automation.id}`)).body.automation.schedule.nextRuns;
+      expect(server).toHaveLength(5);
+      const tested = await admin.post(`/api/v1/automations/${automation.id}/test`, { payload: {} });
+      expect(tested.status).toBe(200);
+      expect(tested.body.nextRuns).toEqual(server);
+      const draft = await admin.post(`/api/v1/automations/${automation.id}/test`, {
+        payload: {},
+        automation: { trigger: { schedule: { interval: '7s', offset: '3s' } } },
+      });
+      expect(draft.status).toBe(200);
+      expect(draft.body.nextRuns).toHaveLength(5);
+      for (const time of draft.body.nextRuns as string[]) expect(Date.parse(time) % 7000).toBe(3000);
+      const bad = await admin.post(`/api/v1/automations/${automation.id}/test`, {
+        payload: {},
+        automation: { trigger: { schedule: { cron: '0 25 * * *' } } },
+      });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body)).toContain('automation.trigger.schedule.cron');
+      await admin.post(`/api/v1/automations/${automation.id}/unpublish`);
+    });
+
     it('publish makes the Schedule: its actions run with derived ids, a read shows the next runs, a pause stops them', async () => {
       const automation = await create({ interval: '2s' });
       const listenerId = await listenerOf(automation.id);
@@ -173,6 +196,19 @@ for (const target of DATABASES) {
         (list) => list.filter((run) => run.status === 'COMPLETED').length === 7,
       );
       expect(new Set(all.map((run) => run.id)).size).toBe(7);
+      // The delivery log: seven started actions, and the two skipped times of the second backfill.
+      const log = await admin.get(`/api/v1/automations/${automation.id}/deliveries?page_size=50`);
+      expect(log.status).toBe(200);
+      const entries = (log.body.list as Array<{ delivery: Record<string, unknown> }>).map(({ delivery }) => delivery);
+      expect(entries.filter((entry) => entry.reason === 'started')).toHaveLength(7);
+      expect(entries.filter((entry) => entry.reason === 'skipped').map((entry) => entry.eventId)).toEqual(
+        expect.arrayContaining([new Date(end - 300_000).toISOString(), new Date(end - 240_000).toISOString()]),
+      );
+      for (const entry of entries) {
+        expect(entry).toMatchObject({ source: 'schedule', status: null, sourceAddress: null });
+        if (entry.reason === 'started')
+          expect(entry.executionId).toBe(scheduledRunId(listenerId, entry.eventId as string));
+      }
 
       const bad = async (body: Record<string, unknown>, field: string) => {
         const answer = await admin.post(`/api/v1/automations/${automation.id}/schedule/backfill`, body);

@@ -5,7 +5,7 @@
  * test/integration/schedules.test.ts reads the same instants from the Temporal server.
  */
 import { cronFields } from '../../src/triggers/cron';
-import { dstCorrections, offsetChanges } from '../../src/domain/schedule-dst';
+import { dstCorrections, nextRunsOf, offsetChanges } from '../../src/domain/schedule-dst';
 import type { ScheduleTrigger } from '../../src/triggers';
 
 const NOW = Date.parse('2027-01-01T00:00:00Z');
@@ -90,5 +90,32 @@ describe('dstCorrections', () => {
     expect(
       dstCorrections({ ...cron('30 2 * * *', 'Europe/Berlin'), cron: null, interval: '3600s', offset: '0s' }, NOW),
     ).toEqual({ skip: [], add: [] });
+  });
+});
+
+describe('nextRunsOf (a draft without a Schedule)', () => {
+  it("Berlin's 02:30 across both changes: the gap's end, then the first occurrence", () => {
+    const trigger = cron('30 2 * * *', 'Europe/Berlin');
+    expect(nextRunsOf(trigger, Date.parse('2027-03-27T12:00:00Z'), 2)).toEqual([
+      '2027-03-28T01:00:00.000Z',
+      '2027-03-29T00:30:00.000Z',
+    ]);
+    expect(nextRunsOf(trigger, Date.parse('2027-10-30T12:00:00Z'), 2)).toEqual([
+      '2027-10-31T00:30:00.000Z',
+      '2027-11-01T01:30:00.000Z',
+    ]);
+  });
+
+  it('an interval counts from the epoch with its offset; a weekday cron skips the weekend', () => {
+    const interval = { ...cron('0 0 * * *', 'UTC'), cron: null, interval: '3600s', offset: '300s' };
+    expect(nextRunsOf(interval, Date.parse('2027-01-01T00:10:00Z'), 2)).toEqual([
+      '2027-01-01T01:05:00.000Z',
+      '2027-01-01T02:05:00.000Z',
+    ]);
+    // 2027-01-01 is a Friday: the next two weekday 09:00s in Berlin are Friday and Monday (08:00Z).
+    expect(nextRunsOf(cron('0 9 * * MON-FRI', 'Europe/Berlin'), Date.parse('2027-01-01T00:00:00Z'), 2)).toEqual([
+      '2027-01-01T08:00:00.000Z',
+      '2027-01-04T08:00:00.000Z',
+    ]);
   });
 });

@@ -1944,16 +1944,19 @@ export interface components {
         Delivery: {
             /** Format: date-time */
             receivedAt: string;
-            /** @description The HTTP status the receiver answered. */
-            status: number;
-            /** @description The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, … */
+            /** @description The HTTP status the receiver answered; null for a schedule action or a directory event. */
+            status: number | null;
+            /** @description The receiver’s reason code: accepted, paused, filtered, rate_limited, queue_full, signature_mismatch, timestamp_out_of_window, duplicate_event, body_too_large, source_not_allowed, missing_header, invalid_json, jwt_expired, …; for a schedule or an event: started, paused, filtered, own_event, event_depth, skipped. */
             reason: string;
-            /** @description Webhook-Event-Id, once the headers were valid. */
+            /** @description Webhook-Event-Id, once the headers were valid; a directory event's id; a schedule action's scheduledAt. */
             eventId: string | null;
-            sourceAddress: string;
+            /** @description The sender's address; null for a schedule or an event. */
+            sourceAddress: string | null;
             /** @description The run started (200) or already started (409) for the event. */
             executionId: string | null;
             latencyMs: number;
+            /** @enum {string} */
+            source: "webhook" | "schedule" | "event";
         };
         DeliveryList: {
             list: {
@@ -2001,6 +2004,8 @@ export interface components {
                     error: string | null;
                 } | null;
             };
+            /** @description A schedule trigger's next 5 times (the draft's when it sends one, else the saved one's), RFC 3339 UTC; [] when not enabled. */
+            nextRuns?: string[];
         };
         /** @description Protobuf-JSON duration: seconds with up to 9 fractional digits and an "s". */
         Duration: string;

@@ -12,7 +12,10 @@ import { invalidArgument, type FieldViolation } from '../../errors';
 import { dryRunFlowControl } from '../../flow';
 import { existingSecretsReadBy } from '../../domain/outbound-secrets';
 import { breakerView } from '../../domain/circuit-breaker';
-import { backfillSchedule, scheduleView, triggerSchedule } from '../../domain/schedules';
+import { backfillSchedule, NEXT_RUNS, scheduleView, triggerSchedule } from '../../domain/schedules';
+import { nextRunsOf } from '../../domain/schedule-dst';
+import { isScheduleTrigger, validateTrigger } from '../../triggers';
+import { isObject } from '../../json';
 import {
   automationView,
   changeAutomationState,
@@ -248,6 +251,11 @@ export const AUTOMATION_OPERATIONS = [
       const { payload, automation } = await input.body();
       const violations: FieldViolation[] = [];
       const draft = draftUnderTest(automation, violations);
+      // A schedule draft (or the saved schedule) answers its next times too, by the contract's rules.
+      const trigger =
+        isObject(automation) && automation.trigger !== undefined
+          ? validateTrigger(automation.trigger, deps.config, violations, 'automation.trigger')
+          : record.trigger;
       if (violations.length > 0) throw invalidArgument(violations);
       const tested = draft.steps ?? record.steps;
       const existingSecrets = await existingSecretsReadBy(deps.db, tested);
@@ -255,7 +263,13 @@ export const AUTOMATION_OPERATIONS = [
         allowInsecureOutbound: deps.config.allowPrivateOutbound,
         existingSecrets,
       });
-      return { ...steps, flowControl: dryRunFlowControl({ ...record.flow, ...draft.flow }, payload) };
+      return {
+        ...steps,
+        flowControl: dryRunFlowControl({ ...record.flow, ...draft.flow }, payload),
+        ...(isScheduleTrigger(trigger)
+          ? { nextRuns: trigger.enabled ? nextRunsOf(trigger, Date.now(), NEXT_RUNS) : [] }
+          : {}),
+      };
     },
   }),
   operation({
