@@ -698,6 +698,26 @@ async function alignChildren(tx: Queryable, engine: GrantEngine, parent: GrantRo
 }
 
 /**
+ * The call of a step that is out already (PENDING), answered again to a repeat (a second workflow
+ * for the grant): the same call, with its key. Only a provision step waits on a delegated child;
+ * taking a step back waits on a person's task or a webhook.
+ */
+function repeatCall(
+  phase: ProvisioningCall['phase'],
+  step: Pick<PolicyStep, 'step' | 'member'>,
+  attempt: number,
+  undo = false,
+): ProvisioningCall {
+  const member =
+    step.member === 'manual'
+      ? 'manual'
+      : step.member === 'delegated' && phase === 'provision' && !undo
+        ? 'delegated'
+        : 'webhook';
+  return { phase, step: step.step, attempt, member, ...(undo ? { undo: true } : {}) };
+}
+
+/**
  * Runs a PROVISIONING grant's provision steps from the first not done: on to the next while each
  * ends at once; a call the workflow makes next; GRANTED after the last; a failure undoes.
  */
@@ -706,14 +726,7 @@ async function advanceProvision(tx: Queryable, engine: GrantEngine, row: GrantRo
   for (const step of policySteps(current.provisionerPolicy)) {
     const seen = entryOf(current, 'provision', step.step);
     if (seen?.state === 'DONE') continue;
-    if (seen?.state === 'PENDING' && step.member !== 'delegated') {
-      // A repeat (a second workflow for the grant): the same call again, with its key.
-      const member = step.member === 'manual' ? 'manual' : 'webhook';
-      return stepOf(current, { phase: 'provision', step: step.step, attempt: 1, member });
-    }
-    if (seen?.state === 'PENDING') {
-      return stepOf(current, { phase: 'provision', step: step.step, attempt: 1, member: 'delegated' });
-    }
+    if (seen?.state === 'PENDING') return stepOf(current, repeatCall('provision', step, 1));
     const started = await startStep(tx, engine, current, 'provision', step, 1);
     if (started.kind === 'call') return stepOf(started.row, started.call);
     if (started.kind === 'failed') return failProvision(tx, engine, started.row, step, started.error);
@@ -752,10 +765,7 @@ async function advanceUndo(tx: Queryable, engine: GrantEngine, row: GrantRow): P
   for (const step of done) {
     const seen = entryOf(current, 'deprovision', step.step);
     if (seen?.state === 'DONE' || seen?.state === 'FAILED') continue;
-    if (seen?.state === 'PENDING') {
-      const member = step.member === 'manual' ? 'manual' : 'webhook';
-      return stepOf(current, { phase: 'deprovision', step: step.step, attempt: 1, member, undo: true });
-    }
+    if (seen?.state === 'PENDING') return stepOf(current, repeatCall('deprovision', step, 1, true));
     const started = await startStep(tx, engine, current, 'deprovision', step, 1, true);
     if (started.kind === 'call') return stepOf(started.row, started.call);
     current = started.row;
@@ -778,10 +788,8 @@ async function advanceDeprovision(
   for (const step of policySteps(current.deprovisionerPolicy)) {
     const seen = entryOf(current, 'deprovision', step.step);
     if (seen?.state === 'DONE') continue;
-    if (seen?.state === 'PENDING' && Number(seen.detail.attempt ?? 1) === attempt) {
-      const member = step.member === 'manual' ? 'manual' : 'webhook';
-      return { row: current, call: { phase: 'deprovision', step: step.step, attempt, member } };
-    }
+    if (seen?.state === 'PENDING' && Number(seen.detail.attempt ?? 1) === attempt)
+      return { row: current, call: repeatCall('deprovision', step, attempt) };
     const started = await startStep(tx, engine, current, 'deprovision', step, attempt);
     if (started.kind === 'call') return { row: started.row, call: started.call };
     if (started.kind === 'failed') {
