@@ -27,6 +27,10 @@ export function createBareActivities(db?: Queryable) {
       await db.query('INSERT INTO bench_rows DEFAULT VALUES');
       return Date.now();
     },
+    /** The time it started (ms since the epoch): the floor of a scheduled run's first step (bench/schedules.ts). */
+    async stampNow(): Promise<number> {
+      return Date.now();
+    },
     async noopOne(_payload: unknown): Promise<Record<string, never>> {
       return {};
     },

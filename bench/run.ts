@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,grants,bulk,tracing,console] [-- --cpu-prof=<dir>]`
+ * `npm run bench [-- --quick] [-- --only=cel,ingress,reject,e2e,pagination,memory,flow,breaker,grants,schedule,events,bulk,tracing,console] [-- --cpu-prof=<dir>]`
  *
  * Starts its own embedded stack (Temporal dev server in memory on a free port, the store, the
  * automation worker and a baseline worker, the API on free ports), then measures, each figure
@@ -25,6 +25,10 @@
  *   grants      a grant's time to GRANTED through its workflow vs a one-row workflow; the p99 lateness of
  *               100 and of 1,000 (full: 10,000) grants expiring at one instant, the latter vs as many
  *               bare timers (bench/grants.ts)
+ *   schedule    a schedule automation's lateness (scheduledAt → its run's first step) vs a bare
+ *               Temporal Schedule's (scheduled time → its one activity's start) (bench/schedules.ts)
+ *   events      commit of a user → the run of an event automation started, vs a commit → a bare
+ *               client.workflow.start, on PGlite and on PostgreSQL (DATABASE_URL) (bench/events.ts)
  *   bulk        ingress while a bulk cancel of runs parked in waitForApproval runs vs plain ingress
  *               before and after; the cancel's duration and runs/s (bench/bulk.ts)
  *   tracing     on npm start, alone: ingress with tracing exporting to Jaeger vs the variables unset, and
@@ -60,6 +64,8 @@ import { installRuntime, startStack, type Stack } from './stack';
 import { runBreakerBench, type BreakerResult } from './breaker';
 import { runBulkBench, type BulkResult } from './bulk';
 import { runGrantsBench, type GrantsResult, type GrantsTiming } from './grants';
+import { runScheduleBench, type ScheduleResult, type ScheduleTiming } from './schedules';
+import { runEventsBench, type EventsResult, type EventsTiming } from './events';
 import { closeHttpAgent, peakRssOfPid, round, runToExit, startCpuProfile, startRssSampler } from './util';
 import type { PeakAnswer, PeakJob } from './peak-child';
 import {
@@ -85,6 +91,10 @@ interface Profile {
   breaker: { seconds: number; rounds: number };
   /** Sequential grants to GRANTED (and floor runs); grants moved to one expiresAt (with as many bare timers). */
   grants: GrantsTiming;
+  /** Actions of a schedule automation and of a bare Schedule measured (bench/schedules.ts). */
+  schedule: ScheduleTiming;
+  /** Users made (and as many bare starts) per store (bench/events.ts). */
+  events: EventsTiming;
   /** Tracing's cost on npm start (bench/tracing.ts): interleaved ingress rounds, and the idle memory's settle. */
   tracing: TracingTiming;
   /** Runs parked in waitForApproval and canceled by one bulk action; seconds of plain ingress before and after. */
@@ -105,6 +115,8 @@ const FULL: Profile = {
   memory: { settleMs: 10_000 },
   breaker: { seconds: 10, rounds: 2 },
   grants: { samples: 60, expiryGrants: 10_000 },
+  schedule: { actions: 60 },
+  events: { samples: 60 },
   tracing: { rounds: 5, warmupSec: 5, durationSec: 10, concurrency: 32, settleMs: 10_000 },
   bulk: { runs: 10_000, seconds: 10 },
   peakSamples: 2,
@@ -121,6 +133,8 @@ const QUICK: Profile = {
   memory: { settleMs: 5_000 },
   breaker: { seconds: 4, rounds: 2 },
   grants: { samples: 20, expiryGrants: 1_000 },
+  schedule: { actions: 20 },
+  events: { samples: 20 },
   tracing: { rounds: 5, warmupSec: 2, durationSec: 4, concurrency: 32, settleMs: 5_000 },
   bulk: { runs: 1_000, seconds: 4 },
   peakSamples: 2,
@@ -146,6 +160,8 @@ interface Detail {
   console?: ConsoleResult;
   breaker?: BreakerResult;
   grants?: GrantsResult;
+  schedule?: ScheduleResult;
+  events?: EventsResult[];
   bulk?: BulkResult;
   tracing?: TracingResult;
 }
@@ -278,6 +294,28 @@ interface Results {
     expiryP99Ms: number;
     floorP99Ms: number;
     ingressRatioDuringExpiry: number | null;
+  } | null;
+  /** bench/schedules.ts: scheduledAt → the run's first step, p50 (goal ≤ 1,500), beside a bare Schedule's. */
+  schedule?: {
+    latenessP50Ms: number;
+    floorP50Ms: number;
+    ratioToFloor: number;
+    latenessP90Ms: number;
+    floorP90Ms: number;
+    actions: number;
+  } | null;
+  /**
+   * bench/events.ts: a user's commit → its event automation's run started, p50 (goal ≤ 250), on
+   * PGlite, and on PostgreSQL when DATABASE_URL is set (null otherwise), beside commit → a bare start.
+   */
+  events?: {
+    dispatchP50Ms: number;
+    floorP50Ms: number;
+    ratioToFloor: number;
+    dispatchP50MsPostgres: number | null;
+    floorP50MsPostgres: number | null;
+    ratioToFloorPostgres: number | null;
+    samples: number;
   } | null;
   /**
    * bench/tracing.ts, on npm start: ingress with tracing exporting to Jaeger ÷ the variables unset, and
@@ -1051,6 +1089,96 @@ const SECTIONS: readonly BenchSection[] = [
         g.expiryRatioToFloor,
         '≤1.50',
       );
+    },
+  },
+  {
+    name: 'schedule',
+    table: 'automations',
+    async onSharedStack(bench) {
+      const { profile, results, detail } = bench;
+      const { stack } = await bench.sharedStack('schedule');
+      const s = await runScheduleBench(stack, profile.schedule, log);
+      detail.schedule = s;
+      results.schedule = {
+        latenessP50Ms: round(s.latenessP50Ms, 0),
+        floorP50Ms: round(s.floorP50Ms, 0),
+        ratioToFloor: round(s.ratioToFloor, 3),
+        latenessP90Ms: round(s.latenessP90Ms, 0),
+        floorP90Ms: round(s.floorP90Ms, 0),
+        actions: s.actions,
+      };
+    },
+    rows({ detail }, table) {
+      if (!detail.schedule) return;
+      const s = detail.schedule;
+      table.add(
+        'schedule automation, scheduledAt → first step p50 ms (schedule.ratioToFloor)',
+        s.latenessP50Ms.toFixed(0),
+        `${s.floorP50Ms.toFixed(0)} ms a bare Schedule → its activity`,
+        s.ratioToFloor,
+        '',
+      );
+      table.row(
+        `  schedule.latenessP50Ms (goal ≤1500), ${s.actions} actions`,
+        s.latenessP50Ms.toFixed(0),
+        `p90 ${s.latenessP90Ms.toFixed(0)}; floor p90 ${s.floorP90Ms.toFixed(0)}`,
+        '',
+        '≤1500 ms',
+        s.latenessP50Ms <= 1500 ? 'ok' : `MISSED (floor ${s.floorP50Ms.toFixed(0)} ms)`,
+      );
+      table.row(
+        '  of which: scheduledAt → the action started / the action → the first step, p50 ms',
+        `${s.scheduleToActionP50Ms.toFixed(0)} / ${s.actionToStepP50Ms.toFixed(0)}`,
+        `first step: ${s.firstStepFrom}`,
+      );
+    },
+  },
+  {
+    name: 'events',
+    table: 'automations',
+    async onSharedStack(bench) {
+      const { profile, results, detail, notes } = bench;
+      const { stack } = await bench.sharedStack('events');
+      const targets: Array<{ name: 'pglite' | 'postgres'; databaseUrl: string | undefined }> = [
+        { name: 'pglite', databaseUrl: undefined },
+      ];
+      const pgUrl = process.env.DATABASE_URL?.trim();
+      if (pgUrl) targets.push({ name: 'postgres', databaseUrl: pgUrl });
+      else notes.push('events on PostgreSQL skipped: DATABASE_URL is not set (events.dispatchP50MsPostgres is null)');
+      const measured: EventsResult[] = [];
+      for (const target of targets) measured.push(await runEventsBench(stack, target, profile.events, log));
+      detail.events = measured;
+      const pglite = measured.find((e) => e.store === 'pglite')!;
+      const postgres = measured.find((e) => e.store === 'postgres');
+      results.events = {
+        dispatchP50Ms: round(pglite.dispatchP50Ms, 1),
+        floorP50Ms: round(pglite.floorP50Ms, 1),
+        ratioToFloor: round(pglite.ratioToFloor, 3),
+        dispatchP50MsPostgres: postgres ? round(postgres.dispatchP50Ms, 1) : null,
+        floorP50MsPostgres: postgres ? round(postgres.floorP50Ms, 1) : null,
+        ratioToFloorPostgres: postgres ? round(postgres.ratioToFloor, 3) : null,
+        samples: pglite.samples,
+      };
+    },
+    rows({ detail }, table) {
+      for (const e of detail.events ?? []) {
+        const key = e.store === 'postgres' ? 'dispatchP50MsPostgres' : 'dispatchP50Ms';
+        table.add(
+          `event automation, commit → run started p50 ms, ${e.store} (events.${key})`,
+          e.dispatchP50Ms.toFixed(1),
+          `${e.floorP50Ms.toFixed(1)} ms commit → a bare start`,
+          e.ratioToFloor,
+          '',
+        );
+        table.row(
+          `  events.${key} (goal ≤250), ${e.samples} users`,
+          e.dispatchP50Ms.toFixed(1),
+          `p90 ${e.dispatchP90Ms.toFixed(1)}; floor p90 ${e.floorP90Ms.toFixed(1)}; marked dispatched p50 ${e.markedP50Ms.toFixed(1)}`,
+          '',
+          '≤250 ms',
+          e.dispatchP50Ms <= 250 ? 'ok' : `MISSED (floor ${e.floorP50Ms.toFixed(1)} ms)`,
+        );
+      }
     },
   },
   {

@@ -8,7 +8,8 @@
  * same server.
  * Deterministic: imports only @temporalio/workflow and types.
  */
-import { patched, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import type { BareActivities } from '../bare-activities';
 
 const acts = proxyActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
@@ -95,4 +96,18 @@ export async function timerThenRow(input: { at: number }): Promise<number> {
   const waitMs = input.at - Date.now();
   if (waitMs > 0) await sleep(waitMs);
   return acts.recordRow();
+}
+
+/** The search attribute a Schedule sets on its action: the time it was scheduled for. */
+const ScheduledStartTimeKey = defineSearchAttributeKey('TemporalScheduledStartTime', SearchAttributeType.DATETIME);
+
+/**
+ * The floor of a schedule automation's lateness (bench/schedules.ts): the action of a bare Temporal
+ * Schedule, one activity; answers the scheduled time (ms since the epoch, the Schedule's search
+ * attribute) and the time its activity started.
+ */
+export async function scheduledStamp(): Promise<{ scheduledAt: number; activityAt: number }> {
+  const at = workflowInfo().typedSearchAttributes.get(ScheduledStartTimeKey);
+  const activityAt = await acts.stampNow();
+  return { scheduledAt: at ? new Date(at).getTime() : Number.NaN, activityAt };
 }
