@@ -17,6 +17,8 @@ import {
 } from '../../src/temporal/codec';
 import { startProdStack, type ProdStack } from '../../scripts/stack-prod';
 import { OwnPostgres } from './postgres';
+import { callApi } from '../helpers/api-call';
+import { sleep } from '../helpers/wait';
 
 export interface DrillStack {
   pg: OwnPostgres;
@@ -106,6 +108,30 @@ export async function startDrillStack(
     codec,
     startSeconds,
   };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Json = Record<string, any>;
+
+/**
+ * An API call through the entry, retried (every 0.5 s, about 2 minutes) while the stack is being
+ * killed: connection refused, a 502 or 503 of the entry. A 4xx is the answer and is thrown at once.
+ */
+export async function persistently(
+  entryPort: number,
+  token: string,
+  method: 'GET' | 'POST',
+  pathname: string,
+  body?: unknown,
+): Promise<Json> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await callApi(entryPort, token, method, pathname, body);
+    } catch (err) {
+      if (attempt > 240 || /: 4\d\d /.test(String(err))) throw err;
+      await sleep(500);
+    }
+  }
 }
 
 export async function stopDrillStack(parts: DrillStackParts): Promise<void> {

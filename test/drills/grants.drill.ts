@@ -12,7 +12,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ProdStack } from '../../scripts/stack-prod';
-import { startDrillStack, stopDrillStack, type DrillStackParts } from './drill-stack';
+import {
+  persistently as persistentlyAt,
+  startDrillStack,
+  stopDrillStack,
+  type DrillStackParts,
+  type Json,
+} from './drill-stack';
 import { callApi } from '../helpers/api-call';
 import { sleep } from '../helpers/wait';
 
@@ -29,22 +35,12 @@ let token: string;
 let receiver: http.Server;
 let receiverOrigin: string;
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
 const call = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Json> =>
   callApi(entryPort, token, method, pathname, body);
 
-/** A call that is retried while the stack is being killed (connection refused, 502/503 from the entry). */
-async function persistently(method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Json> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await call(method, pathname, body);
-    } catch (err) {
-      if (attempt > 240 || /: 4\d\d /.test(String(err))) throw err;
-      await sleep(500);
-    }
-  }
-}
+/** A call retried while the stack is being killed (drill-stack.ts). */
+const persistently = (method: 'GET' | 'POST', pathname: string, body?: unknown): Promise<Json> =>
+  persistentlyAt(entryPort, token, method, pathname, body);
 
 /** When a killed process answers again: the supervisor starts it a second after it died. */
 async function backAgain(name: string): Promise<number> {

@@ -127,9 +127,27 @@ for (const target of DATABASES) {
         paused: true,
         lastRunAt: expect.any(String),
       });
+      const pausedAt = Date.now();
       const settled = (await runsOf(automation.id)).length;
       await new Promise((resolve) => setTimeout(resolve, 4500));
       expect((await runsOf(automation.id)).length).toBeLessThanOrEqual(settled + 1);
+
+      // Resumed: it fires again, and the times due while paused never run (inside the catch-up window too).
+      const resumedAt = Date.now();
+      const resumed = await admin.post(`/api/v1/automations/${automation.id}`, {
+        automation: { trigger: { schedule: { interval: '2s', enabled: true } } },
+        updateMask: 'trigger',
+      });
+      expect(resumed.status).toBe(200);
+      const later = await poll(
+        () => runsOf(automation.id),
+        (list) => list.some((run) => Date.parse(run.eventId!) > resumedAt + 1000 && run.status === 'COMPLETED'),
+      );
+      const duringPause = later.filter(
+        (run) => Date.parse(run.eventId!) > pausedAt + 2000 && Date.parse(run.eventId!) < resumedAt - 1000,
+      );
+      expect(duringPause.map((run) => run.eventId)).toEqual([]);
+      await admin.post(`/api/v1/automations/${automation.id}/unpublish`);
     });
 
     it('trigger-now runs a manual action while paused; unpublish removes the Schedule', async () => {
