@@ -11,20 +11,43 @@ import { api, ApiError, unwrap, unwrapWithEtag, type FieldViolation, type Schema
 import { ConfirmButton, CopyButton, DateTime, ErrorMessage, Loading, PageHeading } from '../components';
 import { listLanes } from '../api/runs';
 import { Link, navigate, useLeaveGuard, usePageTitle } from '../router';
+import { hasRole, useSession } from '../session';
 import { STARTER_STEPS } from '../starter';
+import { NextRunsPreview, OVERLAPS, SchedulePanel, TIME_ZONES, type Overlap } from './Schedule';
 
 const StepsEditor = lazy(() => import('../StepsEditor'));
 
 type Automation = Schemas['Automation'];
+type EventType = Schemas['EventTrigger']['types'][number];
+type TriggerKind = 'incomingWebhook' | 'schedule' | 'event';
 
-/** The form's state: every field as the inputs hold it. */
+export const EVENT_TYPES: EventType[] = [
+  'user.created',
+  'user.updated',
+  'grant.created',
+  'grant.granted',
+  'grant.revoked',
+  'grant.expired',
+  'grant.failed',
+];
+
+/** The form's state: every field as the inputs hold it (those of each trigger kind kept while another is chosen). */
 interface Draft {
   displayName: string;
   description: string;
+  kind: TriggerKind;
   authMethod: 'HMAC' | 'JWT';
   jwksUrl: string;
   allowedCidrs: string;
   enabled: boolean;
+  scheduleSpec: 'cron' | 'interval';
+  cron: string;
+  interval: string;
+  offset: string;
+  timezone: string;
+  overlap: Overlap;
+  catchupWindow: string;
+  eventTypes: EventType[];
   filter: string;
   concurrencyLimit: string;
   concurrencyKey: string;
@@ -37,10 +60,19 @@ interface Draft {
 const EMPTY: Draft = {
   displayName: '',
   description: '',
+  kind: 'incomingWebhook',
   authMethod: 'HMAC',
   jwksUrl: '',
   allowedCidrs: '',
   enabled: true,
+  scheduleSpec: 'cron',
+  cron: '0 9 * * MON-FRI',
+  interval: '3600s',
+  offset: '0s',
+  timezone: 'UTC',
+  overlap: 'SKIP',
+  catchupWindow: '300s',
+  eventTypes: [],
   filter: '',
   concurrencyLimit: '',
   concurrencyKey: '',
@@ -52,9 +84,19 @@ const EMPTY: Draft = {
 
 function draftOf(a: Automation): Draft {
   const hook = a.trigger.incomingWebhook;
+  const schedule = a.trigger.schedule;
   return {
     displayName: a.displayName,
     description: a.description,
+    kind: schedule ? 'schedule' : a.trigger.event ? 'event' : 'incomingWebhook',
+    scheduleSpec: schedule?.interval ? 'interval' : 'cron',
+    cron: schedule?.cron ?? EMPTY.cron,
+    interval: schedule?.interval ?? EMPTY.interval,
+    offset: schedule?.offset ?? EMPTY.offset,
+    timezone: schedule?.timezone ?? EMPTY.timezone,
+    overlap: schedule?.overlap ?? EMPTY.overlap,
+    catchupWindow: schedule?.catchupWindow ?? EMPTY.catchupWindow,
+    eventTypes: a.trigger.event?.types ?? [],
     authMethod: hook?.authMethod ?? 'HMAC',
     jwksUrl: hook?.jwksUrl ?? '',
     allowedCidrs: (hook?.allowedCidrs ?? []).join('\n'),
@@ -77,12 +119,31 @@ function bodyOf(d: Draft): { body?: Schemas['CreateAutomationRequest']; violatio
   } catch (err) {
     return { violations: [{ field: 'steps', description: `not valid JSON: ${(err as Error).message}` }] };
   }
-  const trigger: Schemas['AutomationTriggerInput'] = {
-    incomingWebhook:
-      d.authMethod === 'JWT'
-        ? { authMethod: 'JWT', jwksUrl: d.jwksUrl, allowedCidrs: lines(d.allowedCidrs), enabled: d.enabled }
-        : { authMethod: 'HMAC', allowedCidrs: lines(d.allowedCidrs), enabled: d.enabled },
-  };
+  let trigger: Schemas['AutomationTriggerInput'];
+  if (d.kind === 'schedule') {
+    trigger = {
+      schedule: {
+        ...(d.scheduleSpec === 'cron'
+          ? { cron: d.cron.trim() }
+          : { interval: d.interval.trim(), offset: d.offset.trim() || null }),
+        timezone: d.timezone.trim() || 'UTC',
+        overlap: d.overlap,
+        catchupWindow: d.catchupWindow.trim(),
+        enabled: d.enabled,
+      },
+    };
+  } else if (d.kind === 'event') {
+    trigger = { event: { types: EVENT_TYPES.filter((type) => d.eventTypes.includes(type)), enabled: d.enabled } };
+  } else {
+    trigger = {
+      incomingWebhook:
+        d.authMethod === 'JWT'
+          ? { authMethod: 'JWT', jwksUrl: d.jwksUrl, allowedCidrs: lines(d.allowedCidrs), enabled: d.enabled }
+          : { authMethod: 'HMAC', allowedCidrs: lines(d.allowedCidrs), enabled: d.enabled },
+    };
+  }
+  // A schedule takes no filter, concurrency or rate limit (its overlap is its flow control): null removes them.
+  const flow = d.kind !== 'schedule';
   return {
     violations: [],
     body: {
@@ -90,9 +151,11 @@ function bodyOf(d: Draft): { body?: Schemas['CreateAutomationRequest']; violatio
       description: d.description,
       trigger,
       steps,
-      filter: d.filter || null,
-      concurrency: d.concurrencyLimit ? { limit: Number(d.concurrencyLimit), key: d.concurrencyKey || null } : null,
-      rateLimit: d.rateLimit ? { limit: Number(d.rateLimit), period: d.ratePeriod, key: d.rateKey || null } : null,
+      filter: (flow && d.filter) || null,
+      concurrency:
+        flow && d.concurrencyLimit ? { limit: Number(d.concurrencyLimit), key: d.concurrencyKey || null } : null,
+      rateLimit:
+        flow && d.rateLimit ? { limit: Number(d.rateLimit), period: d.ratePeriod, key: d.rateKey || null } : null,
     },
   };
 }
@@ -105,14 +168,23 @@ function lines(text: string): string[] {
 }
 
 /** The form field a violation's path belongs to (paths may start with "automation."). */
-function fieldOf(path: string): keyof Draft | 'other' {
+function fieldOf(path: string, d: Draft): keyof Draft | 'other' {
   const p = path.replace(/^automation\./, '');
   if (p.startsWith('steps')) return 'steps';
   if (p.startsWith('displayName')) return 'displayName';
   if (p.startsWith('description')) return 'description';
   if (p.startsWith('trigger.incomingWebhook.jwksUrl')) return 'jwksUrl';
   if (p.startsWith('trigger.incomingWebhook.allowedCidrs')) return 'allowedCidrs';
-  if (p.startsWith('trigger')) return 'authMethod';
+  if (p.startsWith('trigger.incomingWebhook')) return 'authMethod';
+  if (p.startsWith('trigger.schedule.cron')) return 'cron';
+  if (p.startsWith('trigger.schedule.interval')) return 'interval';
+  if (p.startsWith('trigger.schedule.offset')) return 'offset';
+  if (p.startsWith('trigger.schedule.timezone')) return 'timezone';
+  if (p.startsWith('trigger.schedule.overlap')) return 'overlap';
+  if (p.startsWith('trigger.schedule.catchupWindow')) return 'catchupWindow';
+  if (p.startsWith('trigger.schedule')) return d.scheduleSpec === 'cron' ? 'cron' : 'interval';
+  if (p.startsWith('trigger.event')) return 'eventTypes';
+  if (p.startsWith('trigger')) return 'kind';
   if (p.startsWith('filter')) return 'filter';
   if (p.startsWith('concurrency.key')) return 'concurrencyKey';
   if (p.startsWith('concurrency')) return 'concurrencyLimit';
@@ -125,9 +197,18 @@ function fieldOf(path: string): keyof Draft | 'other' {
 const FIELD_LABELS: Record<keyof Omit<Draft, 'enabled'>, string> = {
   displayName: 'Display name',
   description: 'Description',
+  kind: 'Trigger kind',
   authMethod: 'Auth method',
   jwksUrl: 'JWKS URL',
   allowedCidrs: 'Allowed source addresses',
+  scheduleSpec: 'Schedule by',
+  cron: 'Cron',
+  interval: 'Interval',
+  offset: 'Offset',
+  timezone: 'Time zone',
+  overlap: 'Overlap',
+  catchupWindow: 'Catch-up window',
+  eventTypes: 'Event types',
   filter: 'Filter',
   concurrencyLimit: 'Concurrency limit',
   concurrencyKey: 'Concurrency key',
@@ -142,7 +223,7 @@ function changedFields(mine: Automation, theirs: Automation): string[] {
   const a = draftOf(mine);
   const b = draftOf(theirs);
   const changed = (Object.keys(FIELD_LABELS) as Array<keyof typeof FIELD_LABELS>)
-    .filter((key) => a[key] !== b[key])
+    .filter((key) => JSON.stringify(a[key]) !== JSON.stringify(b[key]))
     .map((key) => FIELD_LABELS[key]);
   if (a.enabled !== b.enabled) changed.push('Trigger enabled');
   if (mine.published !== theirs.published) changed.push('Published');
@@ -152,6 +233,9 @@ function changedFields(mine: Automation, theirs: Automation): string[] {
 export default function AutomationPage({ id }: { id: string | null }) {
   usePageTitle(id ? 'Automation' : 'New automation');
   const queryClient = useQueryClient();
+  const session = useSession();
+  const superAdmin = hasRole(session.data, 'super_admin');
+  const zonesId = useId();
   const loaded = useQuery({
     queryKey: ['automation', id],
     enabled: id !== null,
@@ -264,8 +348,12 @@ export default function AutomationPage({ id }: { id: string | null }) {
   if (id !== null && loaded.isPending) return <Loading label="Loading the automation" />;
   if (id !== null && loaded.isError) return <ErrorMessage error={loaded.error} />;
   const automation = base?.automation;
-  const byField = (field: keyof Draft) => violations.filter((v) => fieldOf(v.field) === field);
-  const others = violations.filter((v) => fieldOf(v.field) === 'other');
+  const byField = (field: keyof Draft) => violations.filter((v) => fieldOf(v.field, draft) === field);
+  const others = violations.filter((v) => fieldOf(v.field, draft) === 'other');
+  const savedDraft = base ? draftOf(base.automation) : EMPTY;
+  const scheduleEdited = (['scheduleSpec', 'cron', 'interval', 'offset', 'timezone', 'enabled'] as const).some(
+    (key) => draft[key] !== savedDraft[key],
+  );
 
   return (
     <>
@@ -310,6 +398,14 @@ export default function AutomationPage({ id }: { id: string | null }) {
             <Link to={`/deliveries?automation=${encodeURIComponent(automation.id)}`}>Deliveries</Link>
           </div>
         </section>
+      ) : null}
+      {automation?.published && automation.trigger.schedule ? (
+        <SchedulePanel
+          automation={automation}
+          canAct={superAdmin}
+          ifMatch={ifMatch}
+          onChanged={(result, message) => accept(result, message)}
+        />
       ) : null}
       {automation?.concurrency ? <Lanes id={automation.id} /> : null}
       {automation ? (
@@ -376,95 +472,215 @@ export default function AutomationPage({ id }: { id: string | null }) {
         </Field>
         <fieldset>
           <legend>Trigger</legend>
-          <Field label="Auth method" errors={byField('authMethod')}>
+          <Field label="Trigger kind" errors={byField('kind')}>
             {(props) => (
-              <select
-                {...props}
-                value={draft.authMethod}
-                onChange={(e) => set('authMethod', e.target.value as Draft['authMethod'])}
-              >
-                <option value="HMAC">HMAC (Webhook-Signature header)</option>
-                <option value="JWT">JWT (sender’s JWKS)</option>
+              <select {...props} value={draft.kind} onChange={(e) => set('kind', e.target.value as TriggerKind)}>
+                <option value="incomingWebhook">Incoming webhook</option>
+                <option value="schedule">Schedule</option>
+                <option value="event">Event (directory changes)</option>
               </select>
             )}
           </Field>
-          {draft.authMethod === 'JWT' ? (
-            <Field label="JWKS URL" errors={byField('jwksUrl')}>
-              {(props) => (
-                <input {...props} type="url" value={draft.jwksUrl} onChange={(e) => set('jwksUrl', e.target.value)} />
-              )}
-            </Field>
+          {draft.kind === 'incomingWebhook' ? (
+            <>
+              <Field label="Auth method" errors={byField('authMethod')}>
+                {(props) => (
+                  <select
+                    {...props}
+                    value={draft.authMethod}
+                    onChange={(e) => set('authMethod', e.target.value as Draft['authMethod'])}
+                  >
+                    <option value="HMAC">HMAC (Webhook-Signature header)</option>
+                    <option value="JWT">JWT (sender’s JWKS)</option>
+                  </select>
+                )}
+              </Field>
+              {draft.authMethod === 'JWT' ? (
+                <Field label="JWKS URL" errors={byField('jwksUrl')}>
+                  {(props) => (
+                    <input
+                      {...props}
+                      type="url"
+                      value={draft.jwksUrl}
+                      onChange={(e) => set('jwksUrl', e.target.value)}
+                    />
+                  )}
+                </Field>
+              ) : null}
+              <Field
+                label="Allowed source addresses"
+                hint="CIDR ranges, one per line; empty: any source."
+                errors={byField('allowedCidrs')}
+              >
+                {(props) => (
+                  <textarea
+                    {...props}
+                    rows={2}
+                    value={draft.allowedCidrs}
+                    onChange={(e) => set('allowedCidrs', e.target.value)}
+                  />
+                )}
+              </Field>
+            </>
           ) : null}
-          <Field
-            label="Allowed source addresses"
-            hint="CIDR ranges, one per line; empty: any source."
-            errors={byField('allowedCidrs')}
-          >
-            {(props) => (
-              <textarea
-                {...props}
-                rows={2}
-                value={draft.allowedCidrs}
-                onChange={(e) => set('allowedCidrs', e.target.value)}
-              />
-            )}
-          </Field>
+          {draft.kind === 'schedule' ? (
+            <>
+              <Field label="Schedule by" errors={byField('scheduleSpec')}>
+                {(props) => (
+                  <select
+                    {...props}
+                    value={draft.scheduleSpec}
+                    onChange={(e) => set('scheduleSpec', e.target.value as Draft['scheduleSpec'])}
+                  >
+                    <option value="cron">Cron expression</option>
+                    <option value="interval">Interval</option>
+                  </select>
+                )}
+              </Field>
+              {draft.scheduleSpec === 'cron' ? (
+                <Field
+                  label="Cron"
+                  hint="Five fields (minute hour day-of-month month day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly."
+                  errors={byField('cron')}
+                >
+                  {(props) => (
+                    <input
+                      {...props}
+                      className="mono"
+                      spellCheck={false}
+                      value={draft.cron}
+                      onChange={(e) => set('cron', e.target.value)}
+                    />
+                  )}
+                </Field>
+              ) : (
+                <div className="row">
+                  <Field label="Interval" hint="Seconds, at least 1s, e.g. 3600s." errors={byField('interval')}>
+                    {(props) => (
+                      <input {...props} value={draft.interval} onChange={(e) => set('interval', e.target.value)} />
+                    )}
+                  </Field>
+                  <Field label="Offset" hint="From 0s to less than the interval." errors={byField('offset')}>
+                    {(props) => (
+                      <input {...props} value={draft.offset} onChange={(e) => set('offset', e.target.value)} />
+                    )}
+                  </Field>
+                </div>
+              )}
+              <div className="row">
+                <Field label="Time zone" hint="An IANA name, e.g. Europe/Berlin." errors={byField('timezone')}>
+                  {(props) => (
+                    <input
+                      {...props}
+                      list={zonesId}
+                      autoComplete="off"
+                      value={draft.timezone}
+                      onChange={(e) => set('timezone', e.target.value)}
+                    />
+                  )}
+                </Field>
+                <datalist id={zonesId}>
+                  {TIME_ZONES.map((zone) => (
+                    <option key={zone} value={zone} />
+                  ))}
+                </datalist>
+                <Field
+                  label="Catch-up window"
+                  hint="After an outage, missed times within it run: 10s to 86400s."
+                  errors={byField('catchupWindow')}
+                >
+                  {(props) => (
+                    <input
+                      {...props}
+                      value={draft.catchupWindow}
+                      onChange={(e) => set('catchupWindow', e.target.value)}
+                    />
+                  )}
+                </Field>
+              </div>
+              <Field label="Overlap" hint="When a time comes while a run is open." errors={byField('overlap')}>
+                {(props) => (
+                  <select {...props} value={draft.overlap} onChange={(e) => set('overlap', e.target.value as Overlap)}>
+                    {OVERLAPS.map((o) => (
+                      <option key={o.value} value={o.value}>
+                        {o.label}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+              <NextRunsPreview automation={automation} timezone={draft.timezone} edited={scheduleEdited} />
+            </>
+          ) : null}
+          {draft.kind === 'event' ? (
+            <EventTypes
+              value={draft.eventTypes}
+              onChange={(types) => set('eventTypes', types)}
+              errors={byField('eventTypes')}
+            />
+          ) : null}
           <label className="check">
-            <input type="checkbox" checked={draft.enabled} onChange={(e) => set('enabled', e.target.checked)} /> Trigger
-            enabled
+            <input type="checkbox" checked={draft.enabled} onChange={(e) => set('enabled', e.target.checked)} />{' '}
+            {draft.kind === 'schedule' ? 'Schedule enabled (off: paused)' : 'Trigger enabled'}
           </label>
         </fieldset>
-        <fieldset>
-          <legend>Flow control</legend>
-          <Field
-            label="Filter"
-            hint="CEL over ctx.trigger; false: the event is recorded, no run starts."
-            errors={byField('filter')}
-          >
-            {(props) => <input {...props} value={draft.filter} onChange={(e) => set('filter', e.target.value)} />}
-          </Field>
-          <div className="row">
-            <Field label="Concurrency limit" hint="1 to 100; empty: no limit." errors={byField('concurrencyLimit')}>
-              {(props) => (
-                <input
-                  {...props}
-                  inputMode="numeric"
-                  value={draft.concurrencyLimit}
-                  onChange={(e) => set('concurrencyLimit', e.target.value)}
-                />
-              )}
+        {draft.kind === 'schedule' ? (
+          <p className="muted">
+            A schedule takes no filter, concurrency or rate limit: its overlap is its flow control.
+          </p>
+        ) : (
+          <fieldset>
+            <legend>Flow control</legend>
+            <Field
+              label="Filter"
+              hint="CEL over ctx.trigger; false: the event is recorded, no run starts."
+              errors={byField('filter')}
+            >
+              {(props) => <input {...props} value={draft.filter} onChange={(e) => set('filter', e.target.value)} />}
             </Field>
-            <Field label="Concurrency key" errors={byField('concurrencyKey')}>
-              {(props) => (
-                <input
-                  {...props}
-                  value={draft.concurrencyKey}
-                  onChange={(e) => set('concurrencyKey', e.target.value)}
-                />
-              )}
-            </Field>
-          </div>
-          <div className="row">
-            <Field label="Rate limit" hint="Runs per period; empty: no limit." errors={byField('rateLimit')}>
-              {(props) => (
-                <input
-                  {...props}
-                  inputMode="numeric"
-                  value={draft.rateLimit}
-                  onChange={(e) => set('rateLimit', e.target.value)}
-                />
-              )}
-            </Field>
-            <Field label="Rate period" errors={byField('ratePeriod')}>
-              {(props) => (
-                <input {...props} value={draft.ratePeriod} onChange={(e) => set('ratePeriod', e.target.value)} />
-              )}
-            </Field>
-            <Field label="Rate key" errors={byField('rateKey')}>
-              {(props) => <input {...props} value={draft.rateKey} onChange={(e) => set('rateKey', e.target.value)} />}
-            </Field>
-          </div>
-        </fieldset>
+            <div className="row">
+              <Field label="Concurrency limit" hint="1 to 100; empty: no limit." errors={byField('concurrencyLimit')}>
+                {(props) => (
+                  <input
+                    {...props}
+                    inputMode="numeric"
+                    value={draft.concurrencyLimit}
+                    onChange={(e) => set('concurrencyLimit', e.target.value)}
+                  />
+                )}
+              </Field>
+              <Field label="Concurrency key" errors={byField('concurrencyKey')}>
+                {(props) => (
+                  <input
+                    {...props}
+                    value={draft.concurrencyKey}
+                    onChange={(e) => set('concurrencyKey', e.target.value)}
+                  />
+                )}
+              </Field>
+            </div>
+            <div className="row">
+              <Field label="Rate limit" hint="Runs per period; empty: no limit." errors={byField('rateLimit')}>
+                {(props) => (
+                  <input
+                    {...props}
+                    inputMode="numeric"
+                    value={draft.rateLimit}
+                    onChange={(e) => set('rateLimit', e.target.value)}
+                  />
+                )}
+              </Field>
+              <Field label="Rate period" errors={byField('ratePeriod')}>
+                {(props) => (
+                  <input {...props} value={draft.ratePeriod} onChange={(e) => set('ratePeriod', e.target.value)} />
+                )}
+              </Field>
+              <Field label="Rate key" errors={byField('rateKey')}>
+                {(props) => <input {...props} value={draft.rateKey} onChange={(e) => set('rateKey', e.target.value)} />}
+              </Field>
+            </div>
+          </fieldset>
+        )}
         <StepsField value={draft.steps} onChange={(value) => set('steps', value)} errors={byField('steps')} />
         {others.length > 0 ? (
           <ul className="error">
@@ -536,6 +752,43 @@ function Field({
       ) : null}
       <FieldErrors id={`${id}-errors`} errors={errors} />
     </div>
+  );
+}
+
+/** The event types as checkboxes, in a group named "Event types" described by the API's errors. */
+function EventTypes({
+  value,
+  onChange,
+  errors,
+}: {
+  value: EventType[];
+  onChange: (types: EventType[]) => void;
+  errors: FieldViolation[];
+}) {
+  const id = useId();
+  return (
+    <fieldset
+      aria-describedby={`${id}-hint${errors.length ? ` ${id}-errors` : ''}`}
+      className={errors.length ? 'invalid' : undefined}
+    >
+      <legend>Event types</legend>
+      <small id={`${id}-hint`} className="muted">
+        Each change of one of these types starts a run (at least one).
+      </small>
+      <div className="checks">
+        {EVENT_TYPES.map((type) => (
+          <label key={type} className="check">
+            <input
+              type="checkbox"
+              checked={value.includes(type)}
+              onChange={(e) => onChange(e.target.checked ? [...value, type] : value.filter((t) => t !== type))}
+            />{' '}
+            <code>{type}</code>
+          </label>
+        ))}
+      </div>
+      <FieldErrors id={`${id}-errors`} errors={errors} />
+    </fieldset>
   );
 }
 
