@@ -187,6 +187,17 @@ test('Backfill a past range: the dialog counts its times; a range too long is th
   await expect(panel.getByRole('status').filter({ hasText: 'Backfill: started 0, skipped 5' })).toBeVisible();
 });
 
+test('Deliveries shows the schedule’s actions with source Schedule, no answer and no address', async ({ page }) => {
+  await signIn(page);
+  await page.goto(`/console/deliveries?automation=${encodeURIComponent(shared.scheduleId!)}`);
+  await expect(page.getByRole('heading', { level: 1, name: 'Deliveries' })).toBeVisible();
+  await expect(page.getByRole('columnheader', { name: 'Source', exact: true })).toBeVisible();
+  const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'Schedule', exact: true }) });
+  await expect(row.first()).toBeVisible();
+  await expect(row.filter({ hasText: 'skipped' }).first()).toBeVisible();
+  await assertAccessible(page, 'the deliveries of a schedule automation');
+});
+
 test('at 390 px the schedule page fits the window and its buttons are reached', async ({ page }) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await signIn(page);
@@ -222,4 +233,19 @@ test('an event automation: the types as checkboxes, saved with those checked', a
   await expect(types.getByRole('checkbox', { name: 'user.created' })).toBeChecked();
   await expect(types.getByRole('checkbox', { name: 'grant.revoked' })).toBeChecked();
   await expect(types.getByRole('checkbox', { name: 'user.updated' })).not.toBeChecked();
+
+  // Published, a new user starts its run: its delivery log has the event, source Event, reason started.
+  const listener = page.getByRole('region', { name: 'Listener' });
+  await listener.getByRole('button', { name: 'Publish', exact: true }).click();
+  await expect(listener.getByText(/Published \(version 1\)/)).toBeVisible();
+  const user = await request.post('/api/v1/users', {
+    headers: await bearer(request),
+    data: { displayName: `Joiner ${Date.now()}`, type: 'USER_TYPE_HUMAN' },
+  });
+  expect(user.status()).toBe(200);
+  await listener.getByRole('link', { name: 'Deliveries' }).click();
+  const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'Event', exact: true }) });
+  await expect(row.filter({ hasText: 'started' })).toHaveCount(1);
+  await expect(row.getByRole('link', { name: 'Open run' })).toBeVisible();
+  await assertAccessible(page, 'the deliveries of an event automation');
 });

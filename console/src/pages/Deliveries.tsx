@@ -1,4 +1,8 @@
-/** The delivery log of an automation, with reasons: why a sender got the answer it got. */
+/**
+ * The delivery log of an automation, with reasons: why a sender got the answer it got; for a
+ * schedule or event automation, each action or directory event (source schedule or event, no answer
+ * or address) and whether it started a run.
+ */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { api, unwrap } from '../api/client';
 import { useAutomationNames } from '../api/reads';
@@ -18,7 +22,14 @@ const REASONS = [
   'missing_header',
   'invalid_json',
   'jwt_expired',
+  'started',
+  'paused',
+  'skipped',
+  'own_event',
+  'event_depth',
 ];
+
+const SOURCES: Record<string, string> = { webhook: 'Webhook', schedule: 'Schedule', event: 'Event' };
 
 const ANSWERS = [200, 400, 401, 403, 404, 409, 413, 429, 503];
 
@@ -81,8 +92,9 @@ export function DeliveriesPage() {
               <th scope="col">Received</th>
               <th scope="col">Answer</th>
               <th scope="col">Reason</th>
-              <th scope="col">Event id</th>
               <th scope="col">Source</th>
+              <th scope="col">Event id or time</th>
+              <th scope="col">Source address</th>
               <th scope="col">Run</th>
               <th scope="col">Latency</th>
             </tr>
@@ -93,12 +105,13 @@ export function DeliveriesPage() {
                 <td>
                   <DateTime value={d.receivedAt} />
                 </td>
-                <td>{d.status}</td>
+                <td>{d.status ?? <span className="muted">—</span>}</td>
                 <td>
                   <code>{d.reason}</code>
                 </td>
+                <td>{SOURCES[d.source] ?? d.source}</td>
                 <td>{d.eventId ?? <span className="muted">—</span>}</td>
-                <td>{d.sourceAddress}</td>
+                <td>{d.sourceAddress ?? <span className="muted">—</span>}</td>
                 <td>
                   {d.executionId ? <Link to={`/runs/${encodeURIComponent(d.executionId)}`}>Open run</Link> : null}
                 </td>
