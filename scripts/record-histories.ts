@@ -454,6 +454,31 @@ const SCENARIOS: ReadonlyArray<(target: string) => Scenario> = [
     },
   }),
   (): RunScenario => ({
+    name: 'approval-with-context',
+    description:
+      'waitForApproval (0.15.0) with a title and details: evaluated when the wait starts, kept in the approvals memo with the deadline, then approved',
+    steps: [
+      {
+        id: 'manager',
+        when: 'ctx.trigger.email != ""',
+        waitForApproval: {
+          timeout: '3600s',
+          title: '"Offboard " + ctx.trigger.email',
+          details: { Who: 'ctx.trigger.email', Access: 'ctx.trigger.roles', Count: 'size(ctx.trigger.roles)' },
+        },
+      },
+      { id: 'after', setVariables: { by: 'ctx.steps.manager.by' } },
+    ],
+    trigger: { email: 'leaver@example.com', roles: ['crm', 'erp'] },
+    drive: decide('manager', 'approved'),
+  }),
+  (): RunScenario => ({
+    name: 'approval-context-error',
+    description: 'waitForApproval (0.15.0) whose title cannot be evaluated: the step fails naming title',
+    steps: [{ id: 'manager', waitForApproval: { title: 'ctx.trigger.missing.deeper' } }],
+    trigger: {},
+  }),
+  (): RunScenario => ({
     name: 'approval-timed-out',
     description: 'waitForApproval with a 1 s timeout that approves',
     steps: [

@@ -26,6 +26,7 @@ import {
   setCurrentDetails,
   setHandler,
   sleep,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
@@ -41,6 +42,7 @@ import {
   runStep,
   stepKind,
   StepError,
+  type ApprovalContext,
   type ApprovalDecision,
   type EffectContext,
   type EffectExpressions,
@@ -62,6 +64,8 @@ import {
   LOCAL_FIRST_ATTEMPT_PATCH,
   EVALUATE_IN_EFFECT_PATCH,
   APPROVAL_WAIT_PATCH,
+  APPROVAL_CONTEXT_PATCH,
+  APPROVALS_MEMO,
   type RunQueue,
   STEP_FAILED,
   STEP_NOT_WAITING,
@@ -171,7 +175,10 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
   // Under ONE_MARKER_PATCH a run takes every change below without asking for its patch: one marker
   // (and one search-attribute upsert) per run instead of one per change. Asked first, in the run's
   // first activation; runs recorded before it ask for each as they did (docs/upgrades.md#live-patches).
-  const current = patched(ONE_MARKER_PATCH);
+  // APPROVAL_CONTEXT_PATCH is the one marker of runs recorded from then on: it takes them too, and
+  // the approval context (a run that records it never asks for ONE_MARKER_PATCH).
+  const contextual = patched(APPROVAL_CONTEXT_PATCH);
+  const current = contextual || patched(ONE_MARKER_PATCH);
   const has = (patch: string): boolean => current || patched(patch);
   // Flow control (docs/upgrades.md#live-patches): runs recorded before it existed never ask for the patch.
   const flow = input.flow && has(FLOW_CONTROL_PATCH) ? input.flow : undefined;
@@ -208,7 +215,7 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     });
   }
 
-  const { steps } = await loadSteps(input);
+  const { steps, automationName } = await loadSteps(input);
   state.steps = steps.map((step) => ({
     id: step.id,
     kind: stepKind(step) ?? ('unknown' as StepKind),
@@ -216,7 +223,11 @@ export async function automation(input: AutomationRunInput): Promise<RunState> {
     output: null,
     error: null,
   }));
-  const options: RunOptions = { marksApprovalWait, current };
+  const options: RunOptions = {
+    marksApprovalWait,
+    current,
+    ...(contextual ? { approvals: { automationName, asked: {} } } : {}),
+  };
   if (paused) await hold(paused, state, () => resumed);
   if (!flow?.queue) return runSteps(input, steps, state, decisions, options);
   // A paused run did not ask its lane when it was accepted: the resume did (in acceptance order), or the run asks now.
@@ -307,6 +318,11 @@ interface RunOptions {
   marksApprovalWait: boolean;
   /** The run recorded ONE_MARKER_PATCH: the effects' changes are taken without asking for their patches. */
   current: boolean;
+  /**
+   * Under APPROVAL_CONTEXT_PATCH: what each waitForApproval step asked (by step id), kept in the
+   * memo; the automation's name makes the default title.
+   */
+  approvals?: { automationName: string; asked: Record<string, ApprovalContext> };
 }
 
 /** Runs the steps in order; answers the final state, or throws STEP_FAILED at the first failed step. */
@@ -374,7 +390,7 @@ function mustWaitForHandlers(): boolean {
 }
 
 /** The steps of the run's version, from the worker's store; a version that does not exist fails the run at once. */
-function loadSteps(input: AutomationRunInput): Promise<{ steps: StepDefinition[] }> {
+function loadSteps(input: AutomationRunInput): Promise<{ steps: StepDefinition[]; automationName: string }> {
   return local.loadAutomationVersion
     .executeWithOptions({ summary: `load automation ${input.automationId} v${input.version}` }, [
       { automationId: input.automationId, version: input.version },
@@ -417,8 +433,27 @@ function workflowEffects(
     park(status) {
       result.status = status;
     },
-    async awaitApproval(timeoutMs, what) {
+    async awaitApproval(timeoutMs, what, ask) {
       const decided = (): boolean => decisions.has(step.id);
+      // Under APPROVAL_CONTEXT_PATCH the approver's title and details are evaluated now (a local
+      // activity, only when the step writes any) and kept in the memo with the deadline.
+      if (options.approvals) {
+        // Nobody decides before the context is there: the step shows RUNNING while it is evaluated.
+        const parked = result.status;
+        result.status = 'RUNNING';
+        const values =
+          Object.keys(ask.expressions).length === 0 ? {} : await this.evaluate(ask.expressions, 'approval context');
+        result.status = parked;
+        const requestedAt = new Date();
+        const asked: ApprovalContext = {
+          ...ask.present(values, `${options.approvals.automationName}: ${step.id}`),
+          requestedAt: requestedAt.toISOString(),
+          deadline: timeoutMs === undefined ? null : new Date(requestedAt.getTime() + timeoutMs).toISOString(),
+        };
+        options.approvals.asked[step.id] = asked;
+        result.approval = asked;
+        upsertMemo({ [APPROVALS_MEMO]: options.approvals.asked });
+      }
       // Shown by the Web UI as the run's current details while it waits (no history event).
       setCurrentDetails(`Waiting for approval: step ${step.id} (${what})`);
       // Visibility lists the runs waiting on a person by this mark. A run that ends during the wait

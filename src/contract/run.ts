@@ -3,7 +3,7 @@
  * names of its query and failure types. Types and constants only: safe to import from workflow code.
  * What a step is lives in src/steps (the step registry).
  */
-import type { StepDefinition, StepKind } from '../steps';
+import type { ApprovalContext, StepDefinition, StepKind } from '../steps';
 
 export type { StepDefinition, StepKind };
 
@@ -168,6 +168,8 @@ export interface StepResult {
   status: StepStatus;
   output: Record<string, unknown> | null;
   error: string | null;
+  /** A waitForApproval step that started waiting (under APPROVAL_CONTEXT_PATCH): what its approver reads. */
+  approval?: ApprovalContext;
 }
 
 /** Name of the workflow query that answers the RunState of a run. */
@@ -196,6 +198,18 @@ export const BREAKER_PATCH = 'circuit-breaker-pause';
  * (docs/upgrades.md#live-patches).
  */
 export const ONE_MARKER_PATCH = 'run-records-one-patch-marker';
+
+/**
+ * Name of the patch from which a waitForApproval step evaluates its `title` and `details` when it
+ * starts waiting and keeps them, with when it was asked and its deadline, in the run's memo
+ * (APPROVALS_MEMO). It is also the run's one marker from then on, as ONE_MARKER_PATCH was before
+ * it: a run that records it takes every change ONE_MARKER_PATCH takes without asking for either
+ * (docs/upgrades.md#live-patches).
+ */
+export const APPROVAL_CONTEXT_PATCH = 'approval-context';
+
+/** The memo field that holds, by step id, what the approver of each waitForApproval step reads (ApprovalContext). */
+export const APPROVALS_MEMO = 'approvals';
 
 /**
  * Name of the patch from which a run that holds a place in its key's lane (a queued run: `flow.queue`)

@@ -524,6 +524,20 @@ const executionFields = {
 
 export const ExecutionSummary = z.object(executionFields).meta({ id: 'ExecutionSummary' });
 
+export const ApprovalContext = z
+  .object({
+    title: z.string().meta({ description: 'The step’s evaluated title; without one "<automation name>: <step id>".' }),
+    details: z.array(z.object({ label: z.string(), value: z.string() })).meta({
+      description: 'The step’s details, in the order written (a string as it is, any other value as its JSON).',
+    }),
+    requestedAt: z.string().meta({ format: 'date-time', description: 'When the step started waiting.' }),
+    deadline: z.string().nullable().meta({
+      format: 'date-time',
+      description: 'requestedAt plus the step’s timeout, when the timeout decides; null without one.',
+    }),
+  })
+  .meta({ id: 'ApprovalContext', description: 'What a person reads before deciding a waitForApproval step.' });
+
 export const StepResult = z
   .object({
     id: z.string(),
@@ -535,6 +549,9 @@ export const StepResult = z
       description:
         'callWebhook and notify steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried.',
     }),
+    approval: ApprovalContext.optional().meta({
+      description: 'A waitForApproval step that started waiting: what its approver reads (kept once decided).',
+    }),
   })
   .meta({ id: 'StepResult' });
 
@@ -542,12 +559,18 @@ export const Execution = z
   .object({
     ...executionFields,
     automationId: z.string(),
+    automationName: z.string().nullable().meta({
+      description: "The automation's display name (the name the run started under, once the automation is deleted).",
+    }),
     rerunOf: z
       .string()
       .nullable()
       .meta({ description: 'The run this one reruns or retries; null for a run started by an event.' }),
     reruns: z.array(z.string()).meta({ description: 'Ids of the reruns and retries of this run, oldest first.' }),
     error: z.string().nullable(),
+    trigger: z.unknown().optional().meta({
+      description: 'The payload the run was started with (ctx.trigger), decoded, as received.',
+    }),
     steps: z.array(StepResult),
     unaudited: z.array(z.string()).optional().meta({
       description:
@@ -652,6 +675,9 @@ export const ExecutionListEntry = z
     waitingForApproval: z.object({ stepId: z.string() }).optional().meta({
       description:
         'While a step waits for a person: that step (approve or reject it at .../steps/{stepId}/approve or /reject).',
+    }),
+    approval: ApprovalContext.optional().meta({
+      description: 'With waitingForApproval: what the waiting step’s approver reads.',
     }),
   })
   .meta({ id: 'ExecutionListEntry' });

@@ -132,8 +132,10 @@ function simulatedEffects(
     },
     async sleep() {},
     park() {},
-    async awaitApproval() {
-      // A dry run follows the approved path; `by` and `at` stay empty: nobody decided.
+    async awaitApproval(_timeoutMs, what, ask) {
+      // The title and details are evaluated as the run would (an error shows here, naming its field);
+      // then a dry run follows the approved path; `by` and `at` stay empty: nobody decided.
+      if (Object.keys(ask.expressions).length > 0) ask.present(await this.evaluate(ask.expressions, what), '');
       return { decision: 'approved', by: '', at: '', comment: null };
     },
     async annotate() {},

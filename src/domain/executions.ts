@@ -8,6 +8,7 @@
 import type { Db } from '../store/db';
 import { recordAudit } from '../store/audit';
 import { bulkActionOfRun } from '../store/bulk-actions';
+import { automationNames } from '../store/automations';
 import { FailedPreconditionError, NotFoundError } from '../errors';
 import type { DecisionRequest, RerunRequest, TerminateRequest } from './api-schemas';
 import type { RunEngine } from './engine';
@@ -16,7 +17,7 @@ import { publishedForRerun, readRun, startRerun } from './reruns';
 import { isOpen, type RunRecord } from './runs';
 
 /** A run as its detail shows it. */
-export interface ExecutionView extends Omit<RunRecord, 'automationName' | 'callKeysOf'> {
+export interface ExecutionView extends Omit<RunRecord, 'callKeysOf'> {
   /** The bulk action that canceled, terminated or reran this run, or that started it. */
   bulkActionId?: string;
   /** What of the run no API request recorded in the audit trail (src/domain/run-audit.ts). */
@@ -27,9 +28,19 @@ export interface ExecutionView extends Omit<RunRecord, 'automationName' | 'callK
 export async function readExecution(db: Db, engine: RunEngine, executionId: string): Promise<ExecutionView> {
   const run = await readRun(db, engine, executionId);
   if (!run) throw new NotFoundError('automation execution');
-  const bulkActionId = await bulkActionOfRun(db, executionId);
-  const { automationName: _name, callKeysOf: _keys, ...shown } = run;
-  return { ...shown, ...(bulkActionId ? { bulkActionId } : {}), unaudited: await unauditedParts(db, run) };
+  const [bulkActionId, names] = await Promise.all([
+    bulkActionOfRun(db, executionId),
+    automationNames(db, [run.automationId]),
+  ]);
+  const { callKeysOf: _keys, ...shown } = run;
+  // The automation's current name; the one the run started under once it is deleted.
+  const automationName = names.get(run.automationId) ?? run.automationName;
+  return {
+    ...shown,
+    automationName,
+    ...(bulkActionId ? { bulkActionId } : {}),
+    unaudited: await unauditedParts(db, run),
+  };
 }
 
 /** NotFoundError for an unknown run, FailedPreconditionError for a closed one (naming its status when `showStatus`). */

@@ -5,6 +5,7 @@
  */
 import type { CallKeyScope } from '../webhooks/standard-webhooks';
 import type { StepResult } from '../contract/run';
+import type { ApprovalContext } from '../steps';
 
 export { DuplicateEventError, WorkflowEngineUnavailableError } from '../errors';
 
@@ -30,10 +31,16 @@ export interface RunListEntry extends RunSummary {
   automationName: string;
   queue?: { key: string };
   waitingForApproval?: { stepId: string };
+  /** With `waitingForApproval`: what its approver reads (runs recorded from the `approval-context` patch). */
+  approval?: ApprovalContext;
 }
 
 /** A step as a run shows it: a step that sends the call's key (callWebhook, notify) also shows that key. */
-export type RunStep = StepResult & { idempotencyKey?: string };
+export type RunStep = StepResult & {
+  idempotencyKey?: string;
+  /** A waitForApproval step that started waiting: what its approver reads (kept once decided). */
+  approval?: ApprovalContext;
+};
 
 /** One run with its steps. */
 export interface RunRecord extends RunSummary {
@@ -53,6 +60,8 @@ export interface RunRecord extends RunSummary {
   queue?: { key: string };
   /** While PAUSED: since when the circuit breaker holds the run. */
   paused?: { since: string };
+  /** The payload the run was started with (`ctx.trigger`), decoded; undefined when the engine could not say. */
+  trigger?: unknown;
   /** The run's trace (its start's OpenTelemetry trace id), when it was started traced. */
   traceId?: string;
 }

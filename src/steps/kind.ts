@@ -27,6 +27,31 @@ export interface ApprovalDecision {
   comment: string | null;
 }
 
+/** One labelled value an approver reads before deciding, as the run evaluated it. */
+export interface ApprovalDetail {
+  label: string;
+  value: string;
+}
+
+/** What a person sees of a waitForApproval step: evaluated when the step starts waiting. */
+export interface ApprovalContext {
+  title: string;
+  /** In the order written. */
+  details: ApprovalDetail[];
+  /** RFC 3339 time the step started waiting. */
+  requestedAt: string;
+  /** `requestedAt` plus the step's timeout; null without one. */
+  deadline: string | null;
+}
+
+/** What a waitForApproval step asks the approver's page to show: expressions, and how their values read. */
+export interface ApprovalAsk {
+  /** CEL sources evaluated when the wait starts, keyed by the field an error names (`title`, `details.<label>`). */
+  expressions: Record<string, string>;
+  /** The title and details from the evaluated values (`defaultTitle` without a `title`); throws StepError when a value will not do. */
+  present(values: Record<string, unknown>, defaultTitle: string): Pick<ApprovalContext, 'title' | 'details'>;
+}
+
 /** Retry policy of an effectful step; intervals are protobuf-JSON durations. Unset fields take RETRY_DEFAULTS. */
 export interface StepRetryPolicy {
   maximumAttempts?: number | null | undefined;
@@ -137,8 +162,11 @@ export interface StepEffects {
   park(status: ParkedStatus): void;
   /** Records one line in the run's history (as an event summary) and in the worker's log. */
   annotate(level: LogLevel, line: string): Promise<void>;
-  /** Parks until a person decides (undefined: `timeoutMs` passed first). `what` names the wait in the history. */
-  awaitApproval(timeoutMs: number | undefined, what: string): Promise<ApprovalDecision | undefined>;
+  /**
+   * Parks until a person decides (undefined: `timeoutMs` passed first). `what` names the wait in
+   * the history; `ask` is what the approver reads (evaluated first, when the run evaluates it).
+   */
+  awaitApproval(timeoutMs: number | undefined, what: string, ask: ApprovalAsk): Promise<ApprovalDecision | undefined>;
   /** Ends the run as FAILED with `message` (the dry run records it as what would happen). */
   fail(message: string): Promise<Record<string, unknown>>;
   /** Runs `effect` with `input` (with the step's retry policy); resolves with its result, the step's output. */

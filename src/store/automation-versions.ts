@@ -51,7 +51,7 @@ export async function recordPublishedVersion(
   snapshot: AutomationSnapshot,
 ): Promise<AutomationVersionRecord> {
   const rows = await db.query<VersionRow>(
-    `INSERT INTO automation_versions (automation_id, version, snapshot) VALUES ($1, $2, $3::jsonb)
+    `INSERT INTO automation_versions (automation_id, version, snapshot) VALUES ($1, $2, $3::json)
      ON CONFLICT (automation_id, version) DO UPDATE SET published_at = now()
      RETURNING *`,
     [automationId, version, JSON.stringify(snapshot)],

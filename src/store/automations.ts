@@ -87,7 +87,7 @@ export type NewAutomation = Omit<
 export async function insertAutomation(db: Queryable, input: NewAutomation): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
     `INSERT INTO automations (id, display_name, description, trigger, steps, listener_id, signing_secret, flow)
-     VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8::jsonb) RETURNING *`,
+     VALUES ($1, $2, $3, $4::jsonb, $5::json, $6, $7, $8::jsonb) RETURNING *`,
     [
       input.id,
       input.displayName,
@@ -146,7 +146,7 @@ export async function publishedOfTriggerKind(db: Queryable, kind: string): Promi
 /** Saves a changed definition; every change makes a new version. */
 export async function saveAutomation(db: Queryable, record: AutomationRecord): Promise<AutomationRecord> {
   const rows = await db.query<AutomationRow>(
-    `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::jsonb,
+    `UPDATE automations SET display_name = $2, description = $3, trigger = $4::jsonb, steps = $5::json,
        signing_secret = $6, published = $7, flow = $8::jsonb, version = version + 1, revision = revision + 1, updated_at = now(),
        previous_signing_secret = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_signing_secret END,
        previous_secret_expires_at = CASE WHEN $6::text IS NULL THEN NULL ELSE previous_secret_expires_at END

@@ -620,6 +620,12 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE webhook_deliveries ALTER COLUMN status DROP NOT NULL;
   ALTER TABLE webhook_deliveries ALTER COLUMN source_address DROP NOT NULL;
   `,
+  // steps keep the order they were written in (jsonb sorts an object's keys): a waitForApproval
+  // step's details are shown in that order. Rows stored before keep the order jsonb gave them.
+  `
+  ALTER TABLE automations ALTER COLUMN steps TYPE json USING steps::json;
+  ALTER TABLE automation_versions ALTER COLUMN snapshot TYPE json USING snapshot::json;
+  `,
 ];
 
 export async function migrate(db: Db): Promise<void> {

@@ -49,6 +49,7 @@ import {
   type BulkActionWorkflow,
 } from '../contract/workflows';
 import {
+  APPROVALS_MEMO,
   LANE_ACQUIRE_SIGNAL,
   RUN_STATE_QUERY,
   runWorkflowId,
@@ -67,7 +68,7 @@ import type { RunRecord, RunStep } from '../domain/runs';
 import type { LaneView } from '../domain/run-listing';
 import { publishedSteps } from '../domain/automations';
 import type { Queryable } from '../store/db';
-import { STEP_REGISTRY } from '../steps';
+import { STEP_REGISTRY, type ApprovalContext } from '../steps';
 import { callKey, type CallKeyScope } from '../webhooks/standard-webhooks';
 import { isObject } from '../json';
 import {
@@ -88,6 +89,7 @@ import {
   lanesOf,
   matchQuery,
   QUEUE_KEY_MEMO,
+  approvalsOf,
   quote,
   runningRunOf,
   runningRunsQuery,
@@ -250,6 +252,12 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
     // Read alongside the run itself (not after it); a failure surfaces where it is awaited.
     const rerunsRead = numberedReruns(runId);
     rerunsRead.catch(() => undefined);
+    // The payload, from the first event of the history (the history path reads it whole instead).
+    let inputRead: Promise<AutomationRunInput | undefined> | undefined;
+    const startedWith = () => {
+      inputRead ??= firstInput(runId, callTimeoutMs);
+      return inputRead;
+    };
     const memo = description.memo ?? {};
     const callKeysOf = callKeyScope(memo.callKeysOf) ?? { workflowId: runId, runId: description.runId };
     const record = async (fields: Pick<RunRecord, 'status' | 'version' | 'error' | 'steps'> & Partial<RunRecord>) => ({
@@ -264,7 +272,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
       callKeysOf,
       ...(typeof memo.traceId === 'string' && TRACE_ID.test(memo.traceId) ? { traceId: memo.traceId } : {}),
       ...fields,
-      steps: withCallKeys(fields.steps, callKeysOf),
+      steps: withApprovals(withCallKeys(fields.steps, callKeysOf), approvalsOf(memo[APPROVALS_MEMO])),
     });
 
     const held =
@@ -277,8 +285,15 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
     // A completed run's result is its final state: no worker needed.
     if (status === 'COMPLETED') {
       try {
+        startedWith().catch(() => undefined);
         const state = await call(callTimeoutMs, () => handle.result() as Promise<WorkflowState>);
-        return await record({ status, version, error: null, steps: state.steps });
+        return await record({
+          status,
+          version,
+          error: null,
+          steps: state.steps,
+          trigger: (await startedWith())?.trigger,
+        });
       } catch (err) {
         if (isNotFound(err)) return undefined;
         // Fall through to the history, which says the same.
@@ -287,6 +302,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
 
     let state: WorkflowState | undefined;
     if (status !== 'COMPLETED') {
+      startedWith().catch(() => undefined);
       try {
         state = await call(queryTimeoutMs, () => handle.query<WorkflowState>(RUN_STATE_QUERY));
       } catch {
@@ -301,6 +317,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
         version,
         error: null,
         steps: state.steps,
+        trigger: (await startedWith())?.trigger,
         ...(state.queue ? { queue: state.queue } : {}),
         ...(state.paused ? { paused: state.paused } : {}),
       });
@@ -327,6 +344,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
       version: shownVersion,
       error,
       steps: open || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
+      trigger: run.input?.trigger,
       ...(status === 'QUEUED' && run.input?.flow?.queue ? { queue: { key: run.input.flow.queue.key } } : {}),
       ...(status === 'PAUSED' && run.input?.flow?.paused ? { paused: { since: run.input.flow.paused.since } } : {}),
     });
@@ -1010,6 +1028,15 @@ function withCallKeys(steps: StepResult[], keysOf: CallKeyScope): RunStep[] {
       ? { ...step, idempotencyKey: callKey(keysOf, step.id) }
       : step,
   );
+}
+
+/** Each waitForApproval step that started waiting, with what its approver reads (from the run's memo). */
+function withApprovals(steps: RunStep[], approvals: Map<string, ApprovalContext>): RunStep[] {
+  if (approvals.size === 0) return steps;
+  return steps.map((step) => {
+    const approval = step.kind === 'waitForApproval' && !step.approval ? approvals.get(step.id) : undefined;
+    return approval ? { ...step, approval } : step;
+  });
 }
 
 /** The state (as the API names it) a close event leaves a run in. */

@@ -5,10 +5,13 @@
  * step waits for approval) and Temporal's own ExecutionStatus and StartTime; an entry becomes a
  * run summary. A run's memo holds its automation's name, its version and, for a run admitted
  * through a lane, its concurrency key (`queueKey`), which the lanes read: the keys with queued
- * runs, counted from the automation's running runs.
+ * runs, counted from the automation's running runs; and, by step id, what the approver of each
+ * waitForApproval step reads (`approvals`, from the `approval-context` patch).
  */
 import { temporal } from '@temporalio/proto';
 import { ApprovalWaitKey, AUTOMATION_WORKFLOW, FlowQueueKey } from '../contract/workflows';
+import { APPROVALS_MEMO } from '../contract/run';
+import type { ApprovalContext } from '../steps';
 import type { LaneView, RunFilter } from '../domain/run-listing';
 import type { RunMatch } from '../domain/engine';
 import type { RunListEntry, RunStatus, RunSummary } from '../domain/runs';
@@ -19,6 +22,30 @@ export type WorkflowInfo = temporal.api.workflow.v1.IWorkflowExecutionInfo;
 
 /** The memo field that holds a run's concurrency key value (set when it is started: src/temporal/engine.ts). */
 export const QUEUE_KEY_MEMO = 'queueKey';
+
+/** The approvals a run's memo holds, by step id; a malformed entry is left out. */
+export function approvalsOf(memo: unknown): Map<string, ApprovalContext> {
+  const approvals = new Map<string, ApprovalContext>();
+  if (typeof memo !== 'object' || memo === null) return approvals;
+  const time = (value: unknown): value is string => typeof value === 'string' && !Number.isNaN(Date.parse(value));
+  for (const [stepId, raw] of Object.entries(memo as Record<string, unknown>)) {
+    if (typeof raw !== 'object' || raw === null) continue;
+    const { title, details, requestedAt, deadline } = raw as Record<string, unknown>;
+    if (typeof title !== 'string' || !Array.isArray(details) || !time(requestedAt)) continue;
+    if (deadline !== null && !time(deadline)) continue;
+    const shown = details.filter(
+      (d): d is { label: string; value: string } =>
+        typeof d === 'object' && d !== null && typeof d.label === 'string' && typeof d.value === 'string',
+    );
+    approvals.set(stepId, {
+      title,
+      details: shown.map(({ label, value }) => ({ label, value })),
+      requestedAt,
+      deadline,
+    });
+  }
+  return approvals;
+}
 
 /** A visibility query string literal. */
 export function quote(value: string): string {
@@ -166,13 +193,17 @@ export function entryFromVisibility(raw: WorkflowInfo): RunListEntry {
   const automationName = decode(raw.memo?.fields?.automationName);
   const key = decode(raw.memo?.fields?.[QUEUE_KEY_MEMO]);
   const waitingStep = decode(raw.searchAttributes?.indexedFields?.[ApprovalWaitKey.name]);
+  const approval =
+    typeof waitingStep === 'string'
+      ? approvalsOf(decode(raw.memo?.fields?.[APPROVALS_MEMO])).get(waitingStep)
+      : undefined;
   return {
     ...summary,
     automationId: typeof automationId === 'string' ? automationId : '',
     automationName: typeof automationName === 'string' ? automationName : '',
     ...(summary.status === 'QUEUED' && typeof key === 'string' ? { queue: { key } } : {}),
     ...(summary.status === 'RUNNING' && typeof waitingStep === 'string'
-      ? { waitingForApproval: { stepId: waitingStep } }
+      ? { waitingForApproval: { stepId: waitingStep }, ...(approval ? { approval } : {}) }
       : {}),
   };
 }

@@ -170,6 +170,8 @@ describe('executions API', () => {
         id: run.executionId,
         eventId: run.eventId,
         automationId: target.automation.id,
+        automationName: 'executions',
+        trigger: { employee_id: '12345', status: 'terminated' },
         rerunOf: null,
         reruns: [],
         status: 'COMPLETED',
@@ -384,7 +386,10 @@ describe('executions API', () => {
         status: 'RUNNING',
         version: 1,
         automationId: created.automation.id,
+        automationName: 'no worker',
         eventId: accepted.body.eventId,
+        // The payload, from the history (encrypted there), as received.
+        trigger: PAYLOAD,
       });
       expect(res.body.execution.steps.map((s: Json) => [s.id, s.kind, s.status])).toEqual([
         ['vars', 'setVariables', 'PENDING'],

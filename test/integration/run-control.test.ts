@@ -94,6 +94,54 @@ describe('waitForApproval', () => {
     ]);
   });
 
+  it('the approver reads the title, the details and the deadline, on the run and in the inbox; a decided step keeps them', async () => {
+    const target = await automationWith([
+      {
+        id: 'mgr',
+        waitForApproval: {
+          timeout: '3600s',
+          title: "'Offboard ' + ctx.trigger.email",
+          details: { Who: 'ctx.trigger.email', Access: 'ctx.trigger.roles', Count: 'ctx.trigger.n' },
+        },
+      },
+    ]);
+    const id = await send(target, { email: 'ana@example.com', roles: ['crm', 'erp'], n: 2 });
+    const waiting = await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    expect(waiting.automationName).toBe('run control');
+    const approval = waiting.steps[0].approval;
+    expect(approval).toEqual({
+      title: 'Offboard ana@example.com',
+      details: [
+        { label: 'Who', value: 'ana@example.com' },
+        { label: 'Access', value: '["crm","erp"]' },
+        { label: 'Count', value: '2' },
+      ],
+      requestedAt: expect.any(String),
+      deadline: expect.any(String),
+    });
+    expect(Date.parse(approval.deadline) - Date.parse(approval.requestedAt)).toBe(3_600_000);
+    const inbox = await poll(
+      () => api(admin).get(`/api/v1/automation_executions?waitingForApproval=true&automationId=${target.id}`),
+      (res) => res.body.list?.length === 1,
+    );
+    expect(inbox.body.list[0].execution).toMatchObject({ waitingForApproval: { stepId: 'mgr' }, approval });
+
+    expect((await api(admin).post(`${runPath(id)}/steps/mgr/reject`, { comment: 'not yet' })).status).toBe(200);
+    const failed = await untilStatus(id, 'FAILED');
+    expect(failed.steps[0]).toMatchObject({ status: 'FAILED', approval });
+  });
+
+  it('without a title the automation name and step id; a title that cannot be evaluated fails the step naming it', async () => {
+    const plain = await automationWith(approval());
+    const id = await send(plain);
+    const waiting = await untilStep(id, 'mgr', 'WAITING_FOR_APPROVAL');
+    expect(waiting.steps[0].approval).toMatchObject({ title: 'run control: mgr', details: [], deadline: null });
+    const broken = await automationWith(approval({ title: 'ctx.trigger.missing.deeper' }));
+    const failed = await untilStatus(await send(broken), 'FAILED');
+    expect(failed.steps[0]).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^title: /) });
+    expect(failed.steps[0].approval).toBeUndefined();
+  });
+
   it('a rejection ends the run as FAILED with reason rejected; the step keeps the decision', async () => {
     const target = await automationWith(approval());
     const id = await send(target);

@@ -17,7 +17,7 @@ import { automationBundleOptions, createAutomationWorker } from '../../src/tempo
 import { createActivities } from '../../activities';
 import { automation } from '../../workflows';
 import {
-  ONE_MARKER_PATCH,
+  APPROVAL_CONTEXT_PATCH,
   RUN_STATE_QUERY,
   type AutomationRunInput,
   type RunState,
@@ -354,11 +354,12 @@ for (const target of DATABASES) {
         }
 
         /**
-         * The patches a run records with an ownership step: one marker, asked in its first activation,
-         * under which the run marks its approval waits and the effect evaluates the step's fields itself
-         * and makes its first attempt locally, without a marker of their own.
+         * The patches a run records with an ownership step: one marker (since 0.15.0 `approval-context`,
+         * which took over from `run-records-one-patch-marker`), asked in its first activation, under
+         * which the run marks its approval waits and the effect evaluates the step's fields itself and
+         * makes its first attempt locally, without a marker of their own.
          */
-        const BOTH_PATCHES = [ONE_MARKER_PATCH];
+        const BOTH_PATCHES = [APPROVAL_CONTEXT_PATCH];
 
         /** What the run's history shows of the ownership effect: local attempts (ok or failed), timers, regular activities, patches, and how many evaluations of their own. */
         async function effectEvents(handle: WorkflowHandle<typeof automation>) {
@@ -411,8 +412,8 @@ for (const target of DATABASES) {
               )
               .filter((data) => data !== undefined && data !== null)
               .map((data) => JSON.parse(Buffer.from(data).toString()) as unknown);
-            expect(changeVersions).toEqual([[ONE_MARKER_PATCH]]);
-            expect((await effectEvents(handle)).patches).toEqual([ONE_MARKER_PATCH]);
+            expect(changeVersions).toEqual([[APPROVAL_CONTEXT_PATCH]]);
+            expect((await effectEvents(handle)).patches).toEqual([APPROVAL_CONTEXT_PATCH]);
           });
         });
 

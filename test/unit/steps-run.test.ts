@@ -27,6 +27,7 @@ interface Recorded {
   parked: string[];
   annotations: Array<[string, string]>;
   approvals: Array<[number | undefined, string]>;
+  asked: Array<{ title: string; details: Array<{ label: string; value: string }> }>;
   performed: Array<[string, unknown]>;
   failed: string[];
 }
@@ -39,6 +40,7 @@ function recording(trigger: unknown, decision?: ApprovalDecision): { effects: St
     parked: [],
     annotations: [],
     approvals: [],
+    asked: [],
     performed: [],
     failed: [],
   };
@@ -56,8 +58,12 @@ function recording(trigger: unknown, decision?: ApprovalDecision): { effects: St
     async annotate(level, line) {
       recorded.annotations.push([level, line]);
     },
-    async awaitApproval(timeoutMs, what) {
+    async awaitApproval(timeoutMs, what, ask) {
       recorded.approvals.push([timeoutMs, what]);
+      if (Object.keys(ask.expressions).length > 0) {
+        recorded.evaluations.push('approval context');
+        recorded.asked.push(ask.present(evaluateAll(ask.expressions, { trigger, steps: {} }), 'Default: a'));
+      }
       return decision;
     },
     async fail(message) {
@@ -336,6 +342,48 @@ describe('waitForApproval', () => {
       skipped: false,
       output: timedOut,
     });
+  });
+
+  it('title and details: evaluated before the wait, strings as they are, others as JSON, long ones cut', async () => {
+    const trigger = { email: 'ana@example.com', n: 3.0, roles: ['a', 'b'], long: 'x'.repeat(600) };
+    const { recorded } = await run(
+      {
+        id: 'a',
+        waitForApproval: {
+          title: "'Offboard ' + ctx.trigger.email",
+          details: {
+            Who: 'ctx.trigger.email',
+            Count: 'ctx.trigger.n',
+            Roles: 'ctx.trigger.roles',
+            Long: 'ctx.trigger.long',
+          },
+        },
+      } as StepDefinition,
+      trigger,
+      approved,
+    );
+    expect(recorded.evaluations).toEqual(['approval context']);
+    const [asked] = recorded.asked;
+    expect(asked?.title).toBe('Offboard ana@example.com');
+    expect(asked?.details.map((d) => d.label)).toEqual(['Who', 'Count', 'Roles', 'Long']);
+    expect(asked?.details.slice(0, 3).map((d) => d.value)).toEqual(['ana@example.com', '3', '["a","b"]']);
+    expect(asked?.details[3]?.value).toBe(`${'x'.repeat(499)}…`);
+    expect([...(asked?.details[3]?.value ?? '')]).toHaveLength(500);
+  });
+
+  it('without a title the default one; a title that is not a string fails the step naming it', async () => {
+    const plain = await run({ id: 'a', waitForApproval: { details: { Who: "'x'" } } } as StepDefinition, {}, approved);
+    expect(plain.recorded.asked[0]?.title).toBe('Default: a');
+    const nothing = await run({ id: 'a', waitForApproval: {} }, {}, approved);
+    expect(nothing.recorded.evaluations).toEqual([]);
+    const bad = await run({ id: 'a', waitForApproval: { title: 'ctx.trigger' } } as StepDefinition, { n: 1 }, approved);
+    expect(bad.error).toBe('title: must be a string, not a map');
+    const long = await run(
+      { id: 'a', waitForApproval: { title: 'ctx.trigger.t' } } as StepDefinition,
+      { t: 'é'.repeat(300) },
+      approved,
+    );
+    expect(long.recorded.asked[0]?.title).toBe(`${'é'.repeat(199)}…`);
   });
 
   it('onTimeout approve does not turn a rejection into an approval', async () => {

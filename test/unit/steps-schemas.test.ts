@@ -233,6 +233,27 @@ describe('bounds of the kinds', () => {
     ]);
   });
 
+  it('waitForApproval: a CEL title, and at most 20 details labelled with 1 to 60 characters', () => {
+    const details = (n: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`Label ${i}`, 'ctx.trigger.x']));
+    expect(body('waitForApproval', { title: "'Offboard ' + ctx.trigger.email", details: details(20) })).toEqual([]);
+    expect(body('waitForApproval', { details: details(21) })).toEqual([
+      {
+        field: 'steps[0].waitForApproval.details',
+        description: 'step "s": must have at most 20 labels of 1 to 60 characters',
+      },
+    ]);
+    expect(body('waitForApproval', { details: { ['x'.repeat(61)]: "'v'" } })).toEqual([
+      expect.objectContaining({ description: 'step "s": each label must be 1 to 60 characters' }),
+    ]);
+    expect(body('waitForApproval', { title: 'ctx.trigger.' })).toEqual([
+      expect.objectContaining({ field: 'steps[0].waitForApproval.title' }),
+    ]);
+    expect(body('waitForApproval', { details: { Who: 'ctx.trigger.(' } })).toEqual([
+      expect.objectContaining({ field: 'steps[0].waitForApproval.details.Who' }),
+    ]);
+  });
+
   it('setVariables: 1 to 50 variables named like ids', () => {
     const vars = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`v${i}`, '1']));
     expect(body('setVariables', vars(1))).toEqual([]);

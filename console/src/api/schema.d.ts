@@ -1164,6 +1164,26 @@ export interface components {
         AppResponse: {
             app: components["schemas"]["App"];
         };
+        /** @description What a person reads before deciding a waitForApproval step. */
+        ApprovalContext: {
+            /** @description The step’s evaluated title; without one "<automation name>: <step id>". */
+            title: string;
+            /** @description The step’s details, in the order written (a string as it is, any other value as its JSON). */
+            details: {
+                label: string;
+                value: string;
+            }[];
+            /**
+             * Format: date-time
+             * @description When the step started waiting.
+             */
+            requestedAt: string;
+            /**
+             * Format: date-time
+             * @description requestedAt plus the step’s timeout, when the timeout decides; null without one.
+             */
+            deadline: string | null;
+        };
         AuditEvent: {
             at: string;
             /** @description `client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`. */
@@ -2067,11 +2087,15 @@ export interface components {
             /** @description The automation version the run executes. */
             version: number | null;
             automationId: string;
+            /** @description The automation's display name (the name the run started under, once the automation is deleted). */
+            automationName: string | null;
             /** @description The run this one reruns or retries; null for a run started by an event. */
             rerunOf: string | null;
             /** @description Ids of the reruns and retries of this run, oldest first. */
             reruns: string[];
             error: string | null;
+            /** @description The payload the run was started with (ctx.trigger), decoded, as received. */
+            trigger?: unknown;
             steps: components["schemas"]["StepResult"][];
             /** @description What the run holds that no API request recorded in the audit trail: decision:<stepId> for a decision, rerunOf for a rerun link. Non-empty: it reached the workflow engine some other way. */
             unaudited?: string[];
@@ -2121,6 +2145,8 @@ export interface components {
             waitingForApproval?: {
                 stepId: string;
             };
+            /** @description With waitingForApproval: what the waiting step’s approver reads. */
+            approval?: components["schemas"]["ApprovalContext"];
         };
         ExecutionResponse: {
             execution: components["schemas"]["Execution"];
@@ -2727,6 +2753,8 @@ export interface components {
             error: string | null;
             /** @description callWebhook and notify steps that ran: the Idempotency-Key (and webhook-id) every request of the call carried. */
             idempotencyKey?: string;
+            /** @description A waitForApproval step that started waiting: what its approver reads (kept once decided). */
+            approval?: components["schemas"]["ApprovalContext"];
         };
         /** @description Retry policy of an effectful step; intervals at most 3600s. */
         StepRetryPolicy: {
@@ -2825,6 +2853,12 @@ export interface components {
         WaitForApprovalStep: {
             /** @description How long to wait for a decision; at most 2592000s. Unset: until someone decides. */
             timeout?: string | null;
+            /** @description What the approver decides on, e.g. `'Offboard ' + ctx.trigger.email` (a CEL string; at most 200 characters are shown). Unset: "<automation name>: <step id>". */
+            title?: string | null;
+            /** @description Label → CEL expression, shown in the order written (a string as it is, any other value as its JSON; at most 500 characters each). */
+            details?: {
+                [key: string]: string;
+            } | null;
             /** @description What a timeout decides; default reject. */
             onTimeout?: ("reject" | "approve") | null;
             /** @description fail (default): a rejection ends the run as FAILED; continue: later steps branch on the decision. */
