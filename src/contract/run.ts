@@ -160,7 +160,9 @@ export interface AutomationVersionSteps {
   steps: StepDefinition[];
 }
 
-export type StepStatus = 'PENDING' | 'RUNNING' | 'WAITING' | 'WAITING_FOR_APPROVAL' | 'DONE' | 'SKIPPED' | 'FAILED';
+/** NOT_RUN: a step that never started in a run that closed (the readers mark it; the workflow never reports it). */
+export type StepStatus =
+  'PENDING' | 'RUNNING' | 'WAITING' | 'WAITING_FOR_APPROVAL' | 'DONE' | 'SKIPPED' | 'FAILED' | 'NOT_RUN';
 
 export interface StepResult {
   id: string;

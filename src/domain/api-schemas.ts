@@ -542,7 +542,12 @@ export const StepResult = z
   .object({
     id: z.string(),
     kind: z.enum(STEP_KINDS as [StepKind, ...StepKind[]]),
-    status: z.enum(['PENDING', 'RUNNING', 'WAITING', 'WAITING_FOR_APPROVAL', 'DONE', 'SKIPPED', 'FAILED']),
+    status: z
+      .enum(['PENDING', 'RUNNING', 'WAITING', 'WAITING_FOR_APPROVAL', 'DONE', 'SKIPPED', 'FAILED', 'NOT_RUN'])
+      .meta({
+        description:
+          'NOT_RUN: never started in a run that closed; a step still running when the run was canceled or terminated is FAILED with error canceled or terminated.',
+      }),
     output: z.record(z.string(), z.unknown()).nullable(),
     error: z.string().nullable(),
     idempotencyKey: z.string().optional().meta({
@@ -592,6 +597,29 @@ export const Execution = z
     bulkActionId: z.string().optional().meta({
       description: 'The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun).',
     }),
+    closedBy: z
+      .object({
+        actor: z.string().nullable().meta({
+          description: 'Who: the actor string; null when the run was stopped on the workflow engine directly.',
+        }),
+        actorDisplayName: z
+          .string()
+          .nullable()
+          .meta({ description: "A person's name or the API client's display name." }),
+        reason: z.string().nullable(),
+        bulkActionId: z.string().optional(),
+      })
+      .optional()
+      .meta({ description: 'A CANCELED or TERMINATED run: who stopped it and why.' }),
+    rejectedBy: z
+      .object({
+        actor: z.string(),
+        actorDisplayName: z.string().nullable(),
+        stepId: z.string(),
+        comment: z.string().nullable(),
+      })
+      .optional()
+      .meta({ description: 'A run that FAILED on a rejection by a person or client (not by a timeout).' }),
   })
   .meta({ id: 'Execution' });
 
@@ -729,6 +757,17 @@ export const TerminateRequest = z
   })
   .meta({ id: 'TerminateRequest' });
 export type TerminateRequest = z.output<typeof TerminateRequest>;
+const cancelReasonRule = `must be a string of at most ${MAX_REASON} characters`;
+export const CancelRequest = z
+  .object({
+    reason: z
+      .string({ error: cancelReasonRule })
+      .max(MAX_REASON, { error: cancelReasonRule })
+      .nullish()
+      .meta({ description: 'Why (optional); the run detail shows it in closedBy, the audit trail keeps it.' }),
+  })
+  .meta({ id: 'CancelRequest' });
+export type CancelRequest = z.output<typeof CancelRequest>;
 export const RerunRequest = z
   .object({
     fromFailedStep: z.boolean({ error: 'must be a boolean' }).nullish().meta({

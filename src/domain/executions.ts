@@ -13,6 +13,7 @@ import { FailedPreconditionError, NotFoundError } from '../errors';
 import type { DecisionRequest, RerunRequest, TerminateRequest } from './api-schemas';
 import type { RunEngine } from './engine';
 import { unauditedParts } from './run-audit';
+import { whoEndedIt, type ClosedBy, type RejectedBy } from './run-words';
 import { publishedForRerun, readRun, startRerun } from './reruns';
 import { isOpen, type RunRecord } from './runs';
 
@@ -22,6 +23,10 @@ export interface ExecutionView extends Omit<RunRecord, 'callKeysOf'> {
   bulkActionId?: string;
   /** What of the run no API request recorded in the audit trail (src/domain/run-audit.ts). */
   unaudited: string[];
+  /** A CANCELED or TERMINATED run: who stopped it and why. */
+  closedBy?: ClosedBy;
+  /** A run that FAILED on a person's or client's rejection. */
+  rejectedBy?: RejectedBy;
 }
 
 /** The run as it is now, the bulk action that touched it, and what of it lacks an audit entry; 404 when there is none. */
@@ -35,11 +40,13 @@ export async function readExecution(db: Db, engine: RunEngine, executionId: stri
   const { callKeysOf: _keys, ...shown } = run;
   // The automation's current name; the one the run started under once it is deleted.
   const automationName = names.get(run.automationId) ?? run.automationName;
+  const [unaudited, words] = await Promise.all([unauditedParts(db, run), whoEndedIt(db, run, bulkActionId)]);
   return {
     ...shown,
     automationName,
     ...(bulkActionId ? { bulkActionId } : {}),
-    unaudited: await unauditedParts(db, run),
+    ...words,
+    unaudited,
   };
 }
 
@@ -77,7 +84,13 @@ export async function decideStep(
 }
 
 /** Asks the run to stop: a pending wait or approval ends, later steps do not run; status CANCELED. */
-export async function cancelRun(db: Db, engine: RunEngine, actor: string, executionId: string): Promise<void> {
+export async function cancelRun(
+  db: Db,
+  engine: RunEngine,
+  actor: string,
+  executionId: string,
+  reason: string | null = null,
+): Promise<void> {
   await requireOpen(engine, executionId);
   if (!(await engine.cancel(executionId)).accepted) throw runClosed();
   await recordAudit(db, {
@@ -85,6 +98,7 @@ export async function cancelRun(db: Db, engine: RunEngine, actor: string, execut
     action: 'automation_execution.cancel',
     resourceType: 'automation_execution',
     resourceId: executionId,
+    ...(reason !== null && reason.trim() !== '' ? { details: { reason } } : {}),
   });
 }
 

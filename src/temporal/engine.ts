@@ -343,7 +343,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
       status,
       version: shownVersion,
       error,
-      steps: open || status === 'COMPLETED' ? steps : markInterrupted(steps, error),
+      steps: open || status === 'COMPLETED' ? steps : markInterrupted(steps, error, status),
       trigger: run.input?.trigger,
       ...(status === 'QUEUED' && run.input?.flow?.queue ? { queue: { key: run.input.flow.queue.key } } : {}),
       ...(status === 'PAUSED' && run.input?.flow?.paused ? { paused: { since: run.input.flow.paused.since } } : {}),

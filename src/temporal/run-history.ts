@@ -232,13 +232,20 @@ function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, u
     : lastResult(effects);
 }
 
-/** A closed run's step still RUNNING or WAITING was stopped there: it shows why. */
-export function markInterrupted(steps: StepResult[], error: string | null): StepResult[] {
-  return steps.map((step) =>
-    step.status === 'RUNNING' || step.status === 'WAITING' || step.status === 'WAITING_FOR_APPROVAL'
-      ? { ...step, status: 'FAILED', error: step.error ?? error ?? 'run stopped' }
-      : step,
-  );
+/**
+ * The steps of a run that closed without completing: one still RUNNING, WAITING or
+ * WAITING_FOR_APPROVAL was stopped there (FAILED, its error `canceled` or `terminated`, or why the
+ * run stopped), and those that never started are NOT_RUN.
+ */
+export function markInterrupted(steps: StepResult[], error: string | null, status: RunStatus): StepResult[] {
+  const stopped =
+    status === 'CANCELED' ? 'canceled' : status === 'TERMINATED' ? 'terminated' : (error ?? 'run stopped');
+  return steps.map((step) => {
+    if (step.status === 'PENDING') return { ...step, status: 'NOT_RUN' };
+    if (step.status === 'RUNNING' || step.status === 'WAITING' || step.status === 'WAITING_FOR_APPROVAL')
+      return { ...step, status: 'FAILED', error: step.error ?? stopped };
+    return step;
+  });
 }
 
 export function runError(run: RunHistory, status: RunStatus): string | null {

@@ -150,6 +150,13 @@ describe('dry run and action', () => {
         { what: `${id} CANCELED` },
       );
       expect(run.bulkActionId).toBe(started.id);
+      // Who stopped it: the bulk action's author, with its reason.
+      expect(run.closedBy).toEqual({
+        actor: started.by,
+        actorDisplayName: expect.any(String),
+        reason: 'bad sync',
+        bulkActionId: started.id,
+      });
       // The cancel request's reason names the bulk action.
       const history = await stack.client.workflow.getHandle(id).fetchHistory();
       const cause = history.events!.find((e) => e.workflowExecutionCancelRequestedEventAttributes)

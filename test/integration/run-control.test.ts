@@ -6,6 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listAuditEvents } from '../../src/store/audit';
+import { apiClientByClientId } from '../../src/store/api-clients';
 import { decodePayloadsInPlace } from '../../src/temporal/payloads';
 import { automation } from '../../workflows';
 import { decideUpdate } from '../../src/contract/workflows';
@@ -56,6 +57,14 @@ async function untilStatus(id: string, status: string): Promise<Json> {
   );
   expect(got.status).toBe(status);
   return got;
+}
+
+/** The actor string of a token's client and its display name. */
+async function whoIs(token: string): Promise<{ actor: string; name: string }> {
+  const { clientId } = (await stack.service.deps.tokens.verify(token))!;
+  const client = await apiClientByClientId(stack.service.deps.db, clientId);
+  expect(client?.displayName).toEqual(expect.any(String));
+  return { actor: `client:${clientId}`, name: client!.displayName };
 }
 
 const approval = (extra: Record<string, unknown> = {}) => [
@@ -152,9 +161,12 @@ describe('waitForApproval', () => {
     expect(failed.error).toBe('step "mgr" failed: rejected');
     expect(failed.steps.map((s: Json) => [s.id, s.status])).toEqual([
       ['mgr', 'FAILED'],
-      ['after', 'PENDING'],
+      ['after', 'NOT_RUN'],
     ]);
     expect(failed.steps[0].output).toMatchObject({ decision: 'rejected', comment: 'no' });
+    const { actor, name } = await whoIs(superAdmin);
+    expect(failed.rejectedBy).toEqual({ actor, actorDisplayName: name, stepId: 'mgr', comment: 'no' });
+    expect(failed.closedBy).toBeUndefined();
   });
 
   it('with onReject continue, a rejection lets later steps branch on the decision', async () => {
@@ -181,6 +193,8 @@ describe('waitForApproval', () => {
     expect(done.steps[1].output).toEqual({ decision: 'timed_out', by: null });
     const failed = await untilStatus(b, 'FAILED');
     expect(failed.steps[0]).toMatchObject({ status: 'FAILED', error: 'rejected', output: { decision: 'timed_out' } });
+    // A timeout is nobody's rejection.
+    expect(failed.rejectedBy).toBeUndefined();
   });
 
   it('approving twice: the second is 409; an unknown step 404; a closed run 409; an unknown run 404', async () => {
@@ -274,12 +288,36 @@ describe('cancel, terminate', () => {
     const id = await send(target);
     await untilStep(id, 'pause', 'WAITING');
     expect((await api(admin).post(`${runPath(id)}/cancel`)).status).toBe(403);
-    expect((await api(superAdmin).post(`${runPath(id)}/cancel`)).status).toBe(200);
+    expect((await api(superAdmin).post(`${runPath(id)}/cancel`, { reason: 7 })).status).toBe(400);
+    expect((await api(superAdmin).post(`${runPath(id)}/cancel`, { reason: 'sent by mistake' })).status).toBe(200);
     const canceled = await untilStatus(id, 'CANCELED');
-    expect(canceled.steps.map((s: Json) => s.status)).toEqual(['FAILED', 'PENDING']);
+    expect(canceled.steps.map((s: Json) => [s.status, s.error])).toEqual([
+      ['FAILED', 'canceled'],
+      ['NOT_RUN', null],
+    ]);
+    const { actor, name } = await whoIs(superAdmin);
+    expect(canceled.closedBy).toEqual({ actor, actorDisplayName: name, reason: 'sent by mistake' });
     expect((await api(superAdmin).post(`${runPath(id)}/cancel`)).status).toBe(409);
     const audit = await listAuditEvents(stack.service.deps.db, 'automation_execution', id);
-    expect(audit.map((a) => a.action)).toEqual(['automation_execution.cancel']);
+    expect(audit.map((a) => [a.action, a.details])).toEqual([
+      ['automation_execution.cancel', { reason: 'sent by mistake' }],
+    ]);
+  });
+
+  it('a run canceled or terminated on the workflow engine directly names no actor; a termination keeps its reason', async () => {
+    const target = await automationWith(approval());
+    const [a, b] = [await send(target), await send(target)];
+    await untilStep(a, 'mgr', 'WAITING_FOR_APPROVAL');
+    await untilStep(b, 'mgr', 'WAITING_FOR_APPROVAL');
+    await stack.client.workflow.getHandle(a).cancel();
+    await stack.client.workflow.getHandle(b).terminate('by hand in the Web UI');
+    expect((await untilStatus(a, 'CANCELED')).closedBy).toEqual({ actor: null, actorDisplayName: null, reason: null });
+    const terminated = await untilStatus(b, 'TERMINATED');
+    expect(terminated.closedBy).toEqual({ actor: null, actorDisplayName: null, reason: 'by hand in the Web UI' });
+    expect(terminated.steps.map((s: Json) => [s.status, s.error])).toEqual([
+      ['FAILED', 'terminated'],
+      ['NOT_RUN', null],
+    ]);
   });
 
   it('terminate needs a reason and ends the run at once', async () => {
@@ -290,6 +328,8 @@ describe('cancel, terminate', () => {
     expect((await api(superAdmin).post(`${runPath(id)}/terminate`, { reason: 'wrong target' })).status).toBe(200);
     const terminated = await untilStatus(id, 'TERMINATED');
     expect(terminated.error).toBe('run terminated: wrong target');
+    const { actor, name } = await whoIs(superAdmin);
+    expect(terminated.closedBy).toEqual({ actor, actorDisplayName: name, reason: 'wrong target' });
   });
 });
 

@@ -203,12 +203,14 @@ export const EXECUTION_OPERATIONS = [
     operationId: 'automations.executions.cancel',
     tag: TAG,
     access: WRITE,
-    summary: 'Cancel a run (super_admin): a pending wait or approval ends, later steps do not run; status CANCELED.',
+    summary:
+      'Cancel a run (super_admin), with an optional reason: a pending wait or approval ends, later steps do not run; status CANCELED.',
+    body: { schema: api.CancelRequest, required: false, validation: 'schema' },
     ok: api.ExecutionResponse,
     errors: RUN_ERRORS,
     handle: async (input, _ctx, deps) => {
-      await input.body(); // any JSON object; nothing in it is read
-      await cancelRun(deps.db, deps.engine, input.actor, input.params.id);
+      const body = await input.body();
+      await cancelRun(deps.db, deps.engine, input.actor, input.params.id, body?.reason ?? null);
       return { execution: await ended(deps, input.params.id) };
     },
   }),
