@@ -152,6 +152,7 @@ const STATUS_CLASS: Record<string, string> = {
   QUEUED: 'warn',
   PAUSED: 'warn',
   PENDING: 'muted',
+  NOT_RUN: 'muted',
   SKIPPED: 'muted',
   FAILED: 'bad',
   CANCELED: 'muted',
@@ -162,10 +163,30 @@ export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge ${STATUS_CLASS[status] ?? 'muted'}`}>{status}</span>;
 }
 
+/** A time in the browser's zone, the zone named (`4 Dec 2026, 20:03:29 UTC`). */
 export function DateTime({ value }: { value: string | null | undefined }) {
   if (!value) return <span className="muted">—</span>;
   const date = new Date(value);
-  return <time dateTime={value}>{date.toLocaleString()}</time>;
+  return (
+    <time dateTime={value} title={value}>
+      {date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'long' })}
+    </time>
+  );
+}
+
+/** "in 5 minutes", "3 hours ago". */
+export function relative(value: string, now = Date.now()): string {
+  const seconds = Math.round((new Date(value).getTime() - now) / 1000);
+  const format = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+  // Days from two on: "in 36 hours" says more than "tomorrow".
+  const units: Array<[Intl.RelativeTimeFormatUnit, number, number]> = [
+    ['day', 86_400, 2 * 86_400],
+    ['hour', 3_600, 3_600],
+    ['minute', 60, 60],
+  ];
+  for (const [unit, size, from] of units)
+    if (Math.abs(seconds) >= from) return format.format(Math.round(seconds / size), unit);
+  return format.format(seconds, 'second');
 }
 
 export function duration(start: string | null | undefined, end: string | null | undefined): string {

@@ -16,7 +16,14 @@ test.describe.configure({ mode: 'serial' });
 const NAV = ['Automations', 'Runs', 'Approvals', 'Access', 'Tasks', 'Deliveries', 'Secrets', 'API clients', 'Audit'];
 const STEPS = [
   { id: 'greet', log: { message: "'hello ' + ctx.trigger.name" } },
-  { id: 'approval', waitForApproval: {} },
+  {
+    id: 'approval',
+    waitForApproval: {
+      timeout: '86400s',
+      title: "'Welcome ' + ctx.trigger.name",
+      details: { Who: 'ctx.trigger.name', 'Fields sent': 'size(ctx.trigger)' },
+    },
+  },
   { id: 'done', log: { message: "'approved'" } },
 ];
 
@@ -206,6 +213,14 @@ test('a run waiting for a person: its steps as a timeline, approved with a comme
   const approval = steps.getByRole('listitem').filter({ hasText: 'waitForApproval' });
   await expect(approval).toContainText('WAITING_FOR_APPROVAL');
   await expect(steps.getByRole('listitem').filter({ hasText: 'greet' })).toContainText('DONE');
+  // What the approver reads: the title, the details in the order written, the deadline.
+  await expect(approval).toContainText('Welcome Ada');
+  await expect(approval.getByRole('term')).toHaveText(['Who', 'Fields sent']);
+  await expect(approval.getByRole('definition')).toHaveText(['Ada', '1']);
+  await expect(approval).toContainText(/Deadline .+ \(in 24 hours\): then the timeout decides\./);
+  // The payload as received, on the page.
+  await expect(page.getByRole('region', { name: 'Payload' })).toContainText('"name": "Ada"');
+  await expect(page.getByRole('link', { name: 'Console approval flow' })).toBeVisible();
   const temporal = page.getByRole('link', { name: 'Open in Temporal' });
   await expect(temporal).toHaveAttribute(
     'href',
@@ -290,6 +305,12 @@ test('Approvals: every run waiting on a person, oldest first, decided in place w
   const first = cardOf(older);
   const second = cardOf(newer);
   await expect(first.getByRole('button', { name: 'Approve' })).toBeVisible();
+  // Each card says what is decided (its title, details, deadline), the payload one click away.
+  await expect(first.getByRole('heading', { level: 2 })).toHaveText('Welcome Flo');
+  await expect(first.getByRole('definition').first()).toHaveText('Flo');
+  await expect(first).toContainText('then the timeout decides');
+  await first.getByText('Payload', { exact: true }).click();
+  await expect(first.getByLabel('Payload as JSON')).toContainText('"name": "Flo"');
   await expect(second.getByRole('button', { name: 'Approve' })).toBeVisible();
   // Oldest first: Flo's card comes before Gus's.
   const labels = await page
@@ -401,8 +422,14 @@ test('run control asks first in a dialog: Cancel run, Terminate run, Rerun', asy
   await expect(page.getByText('RUNNING').first()).toBeVisible();
 
   await page.getByRole('button', { name: 'Cancel run' }).click();
+  await expect(page.getByRole('dialog').getByRole('button')).toHaveText(['Back', 'Confirm']);
+  await page.getByRole('dialog').getByLabel('Reason (optional)').fill('sent twice');
   await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
   await expect(page.getByText('CANCELED').first()).toBeVisible();
+  // Who canceled it and why, in words; the step after the wait never ran.
+  await expect(page.getByText(/^Canceled by .+: “sent twice”\.$/)).toBeVisible();
+  await expect(page.getByRole('list', { name: 'Steps' }).getByRole('listitem').last()).toContainText('NOT_RUN');
+  await expectAccessible(page, 'canceled run');
 
   const second = await deliver(request, 'Cy');
   await page.goto(`/console/runs/${encodeURIComponent(second.executionId!)}`);

@@ -449,7 +449,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a run (super_admin): a pending wait or approval ends, later steps do not run; status CANCELED. */
+        /** Cancel a run (super_admin), with an optional reason: a pending wait or approval ends, later steps do not run; status CANCELED. */
         post: operations["automations.executions.cancel"];
         delete?: never;
         options?: never;
@@ -1813,6 +1813,10 @@ export interface components {
                 secret: string;
             } | null;
         };
+        CancelRequest: {
+            /** @description Why (optional); the run detail shows it in closedBy, the audit trail keeps it. */
+            reason?: string | null;
+        };
         CircuitBreakerRequest: {
             /** @description Runs per period; the run past it trips the breaker. */
             maxRuns: number;
@@ -2112,6 +2116,22 @@ export interface components {
             traceId?: string;
             /** @description The bulk action that canceled, terminated or reran this run, or that started it (a bulk rerun). */
             bulkActionId?: string;
+            /** @description A CANCELED or TERMINATED run: who stopped it and why. */
+            closedBy?: {
+                /** @description Who: the actor string; null when the run was stopped on the workflow engine directly. */
+                actor: string | null;
+                /** @description A person's name or the API client's display name. */
+                actorDisplayName: string | null;
+                reason: string | null;
+                bulkActionId?: string;
+            };
+            /** @description A run that FAILED on a rejection by a person or client (not by a timeout). */
+            rejectedBy?: {
+                actor: string;
+                actorDisplayName: string | null;
+                stepId: string;
+                comment: string | null;
+            };
         };
         ExecutionList: {
             list: {
@@ -2745,8 +2765,11 @@ export interface components {
             id: string;
             /** @enum {string} */
             kind: "setVariables" | "wait" | "createEntitlementOwner" | "deleteEntitlementOwner" | "ensureUser" | "grantEntitlements" | "revokeEntitlements" | "callWebhook" | "fail" | "log" | "waitForApproval" | "notify";
-            /** @enum {string} */
-            status: "PENDING" | "RUNNING" | "WAITING" | "WAITING_FOR_APPROVAL" | "DONE" | "SKIPPED" | "FAILED";
+            /**
+             * @description NOT_RUN: never started in a run that closed; a step still running when the run was canceled or terminated is FAILED with error canceled or terminated.
+             * @enum {string}
+             */
+            status: "PENDING" | "RUNNING" | "WAITING" | "WAITING_FOR_APPROVAL" | "DONE" | "SKIPPED" | "FAILED" | "NOT_RUN";
             output: {
                 [key: string]: unknown;
             } | null;
@@ -5230,7 +5253,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CancelRequest"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {

@@ -1,11 +1,11 @@
 /** The approvals inbox: every run waiting on a person, oldest first, each with its decision. */
 import { useQuery } from '@tanstack/react-query';
-import { allPages } from '../api/client';
+import { allPages, api, unwrap } from '../api/client';
 import { listRuns, type RunListItem } from '../api/runs';
 import { DateTime, ErrorMessage, Loading, PageHeading } from '../components';
 import { Link, usePageTitle } from '../router';
 import { useEffect, useRef, useState } from 'react';
-import { Decision, DecidedNote, type Decided } from './Run';
+import { ApprovalFacts, Decision, DecidedNote, type Decided } from './Run';
 
 export function ApprovalsPage() {
   usePageTitle('Approvals');
@@ -56,6 +56,7 @@ function Approval({
   onDecided: (decided: Decided, label: string) => void;
 }) {
   const step = item.execution.waitingForApproval;
+  const approval = item.execution.approval;
   const label = `${item.execution.automationName}, run ${item.execution.eventId ?? item.execution.id}`;
   const ref = useRef<HTMLElement>(null);
   useEffect(() => {
@@ -65,11 +66,13 @@ function Approval({
     <li>
       <section aria-label={label} className="card" ref={ref} tabIndex={-1}>
         <h2>
-          <Link to={`/runs/${encodeURIComponent(item.execution.id)}`}>{label}</Link>
+          <Link to={`/runs/${encodeURIComponent(item.execution.id)}`}>{approval?.title ?? label}</Link>
         </h2>
         <p className="muted">
-          Started <DateTime value={item.execution.startedAt} />
+          {approval ? `${label}. ` : ''}Started <DateTime value={item.execution.startedAt} />
         </p>
+        {approval ? <ApprovalFacts approval={approval} /> : null}
+        <PayloadDetails runId={item.execution.id} />
         {step ? (
           <div>
             <p>
@@ -80,5 +83,31 @@ function Approval({
         ) : null}
       </section>
     </li>
+  );
+}
+
+/** The run's payload, read when the person opens it: one click from the card. */
+function PayloadDetails({ runId }: { runId: string }) {
+  const [open, setOpen] = useState(false);
+  const run = useQuery({
+    queryKey: ['run', runId, 'payload'],
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/automation_executions/{id}', { params: { path: { id: runId } } })).then(
+        (r) => r.execution.trigger,
+      ),
+    enabled: open,
+    staleTime: Infinity,
+  });
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Payload</summary>
+      <ErrorMessage error={run.error} />
+      {run.isFetching ? <Loading label="Loading the payload" /> : null}
+      {run.isSuccess ? (
+        <pre tabIndex={0} aria-label="Payload as JSON">
+          {JSON.stringify(run.data, null, 2) ?? 'null'}
+        </pre>
+      ) : null}
+    </details>
   );
 }

@@ -3,9 +3,19 @@
  * person, and run control (cancel, terminate, rerun), polled while the run is open.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useId, useRef, useState } from 'react';
+import { Fragment, useEffect, useId, useRef, useState } from 'react';
 import { api, unwrap, type Schemas } from '../api/client';
-import { ConfirmButton, DateTime, duration, ErrorMessage, Loading, PageHeading, StatusBadge } from '../components';
+import {
+  ConfirmButton,
+  CopyButton,
+  DateTime,
+  duration,
+  ErrorMessage,
+  Loading,
+  PageHeading,
+  relative,
+  StatusBadge,
+} from '../components';
 import { CONFIG } from '../config';
 import { Link, navigate, usePageTitle } from '../router';
 import { hasRole, useSession } from '../session';
@@ -39,6 +49,8 @@ export function RunPage({ id }: { id: string }) {
   const superAdmin = hasRole(session.data, 'super_admin');
   const [reason, setReason] = useState('');
   const reasonId = useId();
+  const [cancelReason, setCancelReason] = useState('');
+  const cancelReasonId = useId();
   const [decided, setDecided] = useState<(Decided & { stepId: string }) | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['run', id] });
 
@@ -72,6 +84,7 @@ export function RunPage({ id }: { id: string }) {
       >
         Run {r.eventId ?? r.id}
       </PageHeading>
+      <Ending run={r} />
       <dl className="facts">
         <dt>Status</dt>
         <dd>
@@ -80,7 +93,9 @@ export function RunPage({ id }: { id: string }) {
         </dd>
         <dt>Automation</dt>
         <dd>
-          <Link to={`/automations/${encodeURIComponent(r.automationId)}`}>{r.automationId}</Link>
+          <Link to={`/automations/${encodeURIComponent(r.automationId)}`} title={r.automationId}>
+            {r.automationName ?? r.automationId}
+          </Link>
           {r.version !== null ? ` (version ${r.version})` : ''}
         </dd>
         <dt>Started</dt>
@@ -130,10 +145,14 @@ export function RunPage({ id }: { id: string }) {
             description="The run is asked to stop: the step in progress ends and no further step starts."
             disabled={!open}
             onConfirm={async () => {
-              await unwrap(api.POST('/api/v1/automation_executions/{id}/cancel', { params: { path: { id } } }));
+              const body = cancelReason.trim() ? { reason: cancelReason.trim() } : {};
+              await unwrap(api.POST('/api/v1/automation_executions/{id}/cancel', { params: { path: { id } }, body }));
               await refresh();
             }}
-          />
+          >
+            <label htmlFor={cancelReasonId}>Reason (optional)</label>
+            <input id={cancelReasonId} value={cancelReason} onChange={(e) => setCancelReason(e.target.value)} />
+          </ConfirmButton>
           <ConfirmButton
             label="Terminate run"
             title="Terminate this run?"
@@ -175,7 +194,90 @@ export function RunPage({ id }: { id: string }) {
       <h2>Steps</h2>
       {decided ? <DecidedNote {...decided} what={`Step ${decided.stepId}`} /> : null}
       <StepTimeline runId={r.id} steps={r.steps} onDecided={setDecided} />
+      {r.trigger !== undefined ? <Payload value={r.trigger} /> : null}
     </>
+  );
+}
+
+type Execution = Schemas['Execution'];
+
+/** Who canceled or terminated the run and why, or who rejected the approval it failed on, in words. */
+function Ending({ run }: { run: Execution }) {
+  const who = (actor: string | null, name: string | null) =>
+    actor === null ? (
+      'someone on the workflow engine directly (not through this service)'
+    ) : (
+      <abbr title={actor}>{name ?? actor}</abbr>
+    );
+  if (run.closedBy) {
+    const { actor, actorDisplayName, reason, bulkActionId } = run.closedBy;
+    return (
+      <p className="panel ending">
+        {run.status === 'CANCELED' ? 'Canceled' : 'Terminated'} by {who(actor, actorDisplayName)}
+        {bulkActionId ? (
+          <>
+            {' '}
+            through bulk action <code>{bulkActionId}</code>
+          </>
+        ) : null}
+        {reason ? `: “${reason}”` : ' (no reason given)'}.
+      </p>
+    );
+  }
+  if (run.rejectedBy) {
+    const { actor, actorDisplayName, stepId, comment } = run.rejectedBy;
+    return (
+      <p className="panel ending">
+        Rejected by {who(actor, actorDisplayName)} at step {stepId}
+        {comment ? `: “${comment}”` : ''}.
+      </p>
+    );
+  }
+  return null;
+}
+
+/** The payload the run was started with, as received, with Copy. */
+function Payload({ value }: { value: unknown }) {
+  const text = JSON.stringify(value, null, 2) ?? 'null';
+  return (
+    <section aria-labelledby="payload-heading">
+      <h2 id="payload-heading">Payload</h2>
+      <CopyButton value={text} label="Copy payload" />
+      <pre tabIndex={0} aria-label="Payload as JSON">
+        {text}
+      </pre>
+    </section>
+  );
+}
+
+/**
+ * What the approver reads before deciding: the step's details, when it was asked and when the
+ * timeout decides (absolute, in the browser's zone, and relative). The title is the caller's heading.
+ */
+export function ApprovalFacts({ approval }: { approval: Schemas['ApprovalContext'] }) {
+  return (
+    <div className="approval-context">
+      {approval.details.length > 0 ? (
+        <dl className="facts">
+          {approval.details.map((detail) => (
+            <Fragment key={detail.label}>
+              <dt>{detail.label}</dt>
+              <dd>{detail.value}</dd>
+            </Fragment>
+          ))}
+        </dl>
+      ) : null}
+      <p className="muted">
+        Asked <DateTime value={approval.requestedAt} /> ({relative(approval.requestedAt)}).{' '}
+        {approval.deadline ? (
+          <>
+            Deadline <DateTime value={approval.deadline} /> ({relative(approval.deadline)}): then the timeout decides.
+          </>
+        ) : (
+          'No deadline: it waits until someone decides.'
+        )}
+      </p>
+    </div>
   );
 }
 
@@ -196,6 +298,12 @@ export function StepTimeline({
           <div className="step-head">
             <strong>{step.id}</strong> <span className="muted">{step.kind}</span> <StatusBadge status={step.status} />
           </div>
+          {step.approval ? (
+            <>
+              <p className="approval-title">{step.approval.title}</p>
+              <ApprovalFacts approval={step.approval} />
+            </>
+          ) : null}
           {step.error ? <p className="error">{step.error}</p> : null}
           {step.output ? (
             <details>

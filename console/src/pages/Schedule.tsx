@@ -7,7 +7,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
 import { api, unwrap, unwrapWithEtag, type Schemas } from '../api/client';
-import { ConfirmButton, DateTime, ErrorMessage } from '../components';
+import { ConfirmButton, DateTime, ErrorMessage, relative } from '../components';
 import { Link } from '../router';
 
 type Automation = Schemas['Automation'];
@@ -54,20 +54,6 @@ export function inZone(value: string, timeZone: string): string {
   } catch {
     return `${new Date(value).toLocaleString(undefined, options)} (${timeZone} is not a zone this browser knows)`;
   }
-}
-
-/** "in 5 minutes", "3 hours ago". */
-export function relative(value: string, now = Date.now()): string {
-  const seconds = Math.round((new Date(value).getTime() - now) / 1000);
-  const format = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
-  const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [
-    ['day', 86_400],
-    ['hour', 3_600],
-    ['minute', 60],
-  ];
-  for (const [unit, size] of units)
-    if (Math.abs(seconds) >= size) return format.format(Math.round(seconds / size), unit);
-  return format.format(seconds, 'second');
 }
 
 /**
