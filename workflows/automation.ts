@@ -347,10 +347,13 @@ async function runSteps(
       continue;
     }
     result.status = 'RUNNING';
+    // The workflow's clock (deterministic): state the query and the result show, no command.
+    result.startedAt = new Date().toISOString();
     try {
       const outcome = await inStepSpan(step.id, stepKind(step), () =>
         runStep(step, workflowEffects(input, step, result, outputs, decisions, options)),
       );
+      result.finishedAt = new Date().toISOString();
       if (outcome.skipped) {
         result.status = 'SKIPPED';
         continue;
@@ -360,6 +363,7 @@ async function runSteps(
       outputs[step.id] = outcome.output;
     } catch (err) {
       if (isCancellation(err)) throw err;
+      result.finishedAt = new Date().toISOString();
       const message = failureMessage(err);
       result.status = 'FAILED';
       result.error = message;

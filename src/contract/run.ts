@@ -172,6 +172,11 @@ export interface StepResult {
   error: string | null;
   /** A waitForApproval step that started waiting (under APPROVAL_CONTEXT_PATCH): what its approver reads. */
   approval?: ApprovalContext;
+  /** RFC 3339 time the step started (the run's own clock: state only, no command), and when it ended. */
+  startedAt?: string;
+  finishedAt?: string;
+  /** A step whose effect runs in an activity: every attempt of the effect so far, a first local one included (from the history). */
+  attempts?: number;
 }
 
 /** Name of the workflow query that answers the RunState of a run. */

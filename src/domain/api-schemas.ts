@@ -557,6 +557,15 @@ export const StepResult = z
     approval: ApprovalContext.optional().meta({
       description: 'A waitForApproval step that started waiting: what its approver reads (kept once decided).',
     }),
+    startedAt: z.string().optional().meta({ format: 'date-time', description: 'When the step started.' }),
+    finishedAt: z
+      .string()
+      .optional()
+      .meta({ format: 'date-time', description: 'When it ended (DONE, SKIPPED, FAILED).' }),
+    attempts: z.number().int().optional().meta({
+      description:
+        'A step whose effect runs in an activity (callWebhook, notify, ownership and access steps): every attempt of the effect so far, a first local one included.',
+    }),
   })
   .meta({ id: 'StepResult' });
 
@@ -661,8 +670,15 @@ export const AuditEvent = z
     actor: z
       .string()
       .meta({ description: '`client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`.' }),
+    actorDisplayName: z.string().nullable().meta({
+      description: "A person's name, the API client's display name or the automation's name; null when none is known.",
+    }),
     action: z.string().meta({ description: 'e.g. `automation.update`, `automation_execution.approve`.' }),
     subject: z.string().meta({ description: '`<type>:<id>` of what the action touched.' }),
+    subjectDisplayName: z.string().nullable().meta({
+      description:
+        "The subject's display name (an automation, an API client, an entitlement) while it exists; null otherwise.",
+    }),
     details: z
       .record(z.string(), z.unknown())
       .meta({ description: 'Never a secret value or a payload; a person’s name and email for a person’s action.' }),

@@ -79,7 +79,15 @@ import {
 } from '../errors';
 import { raceDeadline } from './deadline';
 import { decodePayloadsInPlace, numberOrNull } from './payloads';
-import { markInterrupted, readHistory, reconstructSteps, runError, type HistoryEvent } from './run-history';
+import {
+  markInterrupted,
+  readHistory,
+  reconstructSteps,
+  runError,
+  withHistoryFacts,
+  type HistoryEvent,
+  type RunHistory,
+} from './run-history';
 import { AutomationIdKey, ListenerIdKey, WebhookEventIdKey } from './search-attributes';
 import {
   automationRunsQuery,
@@ -252,12 +260,28 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
     // Read alongside the run itself (not after it); a failure surfaces where it is awaited.
     const rerunsRead = numberedReruns(runId);
     rerunsRead.catch(() => undefined);
-    // The payload, from the first event of the history (the history path reads it whole instead).
-    let inputRead: Promise<AutomationRunInput | undefined> | undefined;
-    const startedWith = () => {
-      inputRead ??= firstInput(runId, callTimeoutMs);
-      return inputRead;
+    // The history, read once, alongside the run's own answer: the payload, the effects' attempts,
+    // step times a run recorded before it kept them lacks; and all of it when no worker answers.
+    let historyRead: Promise<RunHistory | undefined> | undefined;
+    const history = () => {
+      historyRead ??= (async () => {
+        let events: HistoryEvent[];
+        try {
+          events = (await call(callTimeoutMs, () => handle.fetchHistory())).events ?? [];
+        } catch (err) {
+          if (isNotFound(err)) return undefined;
+          throw unavailable(err);
+        }
+        await decodePayloadsInPlace(events, converter.payloadCodecs);
+        return readHistory(events);
+      })();
+      return historyRead;
     };
+    /** The history's facts, when it could be read (the run's own answer stands without them). */
+    const facts = async (): Promise<RunHistory | undefined> => history().catch(() => undefined);
+    const pendingAttempts = new Map(
+      (description.raw.pendingActivities ?? []).map((pending) => [pending.activityId ?? '', pending.attempt ?? 1]),
+    );
     const memo = description.memo ?? {};
     const callKeysOf = callKeyScope(memo.callKeysOf) ?? { workflowId: runId, runId: description.runId };
     const record = async (fields: Pick<RunRecord, 'status' | 'version' | 'error' | 'steps'> & Partial<RunRecord>) => ({
@@ -285,14 +309,15 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
     // A completed run's result is its final state: no worker needed.
     if (status === 'COMPLETED') {
       try {
-        startedWith().catch(() => undefined);
+        history().catch(() => undefined);
         const state = await call(callTimeoutMs, () => handle.result() as Promise<WorkflowState>);
+        const run = await facts();
         return await record({
           status,
           version,
           error: null,
-          steps: state.steps,
-          trigger: (await startedWith())?.trigger,
+          steps: run ? withHistoryFacts(state.steps, run, pendingAttempts) : state.steps,
+          trigger: run?.input?.trigger,
         });
       } catch (err) {
         if (isNotFound(err)) return undefined;
@@ -302,7 +327,7 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
 
     let state: WorkflowState | undefined;
     if (status !== 'COMPLETED') {
-      startedWith().catch(() => undefined);
+      history().catch(() => undefined);
       try {
         state = await call(queryTimeoutMs, () => handle.query<WorkflowState>(RUN_STATE_QUERY));
       } catch {
@@ -312,31 +337,25 @@ export function createTemporalEngine(options: TemporalEngineOptions): RunEngine 
     if (state && (status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED') && version !== null) {
       // The run's own word is the freshest: visibility may lag behind a grant by a moment.
       const current = state.status === 'QUEUED' || state.status === 'PAUSED' ? state.status : 'RUNNING';
+      const run = await facts();
       return record({
         status: current,
         version,
         error: null,
-        steps: state.steps,
-        trigger: (await startedWith())?.trigger,
+        steps: run ? withHistoryFacts(state.steps, run, pendingAttempts) : state.steps,
+        trigger: run?.input?.trigger,
         ...(state.queue ? { queue: state.queue } : {}),
         ...(state.paused ? { paused: state.paused } : {}),
       });
     }
 
     // The history says why a closed run stopped, and what a run did when no worker answers.
-    let events: HistoryEvent[];
-    try {
-      events = (await call(callTimeoutMs, () => handle.fetchHistory())).events ?? [];
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw unavailable(err);
-    }
-    await decodePayloadsInPlace(events, converter.payloadCodecs);
-    const run = readHistory(events);
+    const run = await history();
+    if (!run) return undefined;
     const shownVersion = version ?? numberOrNull(run.input?.version);
     if (run.steps.length === 0 && shownVersion !== null)
       run.steps = (await publishedSteps(db, automationId, shownVersion)) ?? [];
-    const steps = state?.steps ?? reconstructSteps(run, status);
+    const steps = withHistoryFacts(state?.steps ?? reconstructSteps(run, status), run, pendingAttempts);
     const error = runError(run, status);
     const open = status === 'RUNNING' || status === 'QUEUED' || status === 'PAUSED';
     return record({

@@ -18,7 +18,7 @@ import {
 } from '../contract/run';
 import type { RunStatus } from '../domain/runs';
 import { isObject } from '../json';
-import { decode } from './payloads';
+import { decode, timestamp } from './payloads';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -36,6 +36,12 @@ export interface RunHistory {
   /** The run's failure; `stepError` is the failed step's own message. */
   failure: { stepId: string | undefined; message: string; stepError: string } | undefined;
   stopReason: string | undefined;
+  /** Per step id: when its first effect was recorded and when its last one ended (event times). */
+  times: Map<string, { startedAt: string; finishedAt?: string }>;
+  /** Per step id whose kind has an effect: the attempts of that effect the history shows (a local first one included). */
+  attempts: Map<string, number>;
+  /** Activity id → step id of the effect activities scheduled (an attempt still running shows in the run's pending activities). */
+  effectActivities: Map<string, string>;
 }
 
 /**
@@ -55,7 +61,25 @@ export function readHistory(events: HistoryEvent[]): RunHistory {
     touched: [],
     failure: undefined,
     stopReason: undefined,
+    times: new Map(),
+    attempts: new Map(),
+    effectActivities: new Map(),
   };
+  let at: string | undefined;
+  const started = (stepId: string): void => {
+    if (at !== undefined && !run.times.has(stepId)) run.times.set(stepId, { startedAt: at });
+  };
+  const ended = (stepId: string | undefined): void => {
+    const times = stepId === undefined ? undefined : run.times.get(stepId);
+    if (times && at !== undefined) times.finishedAt = at;
+  };
+  const attempted = (stepId: string, count: number): void => {
+    run.attempts.set(stepId, (run.attempts.get(stepId) ?? 0) + count);
+  };
+  /** Scheduled event id → the effect activity's step, until its attempt count is known (started event). */
+  const effectByScheduledId = new Map<string, string>();
+  const stepByScheduledId = new Map<string, string>();
+  const stepByTimerId = new Map<string, string>();
   const byScheduledId = new Map<string, StepEffect>();
   const byTimerId = new Map<string, StepEffect>();
   const add = (stepId: string, effect: StepEffect): void => {
@@ -64,6 +88,7 @@ export function readHistory(events: HistoryEvent[]): RunHistory {
       run.touched.push(stepId);
     }
     run.effects.get(stepId)!.push(effect);
+    started(stepId);
   };
   const nextParkingStep = (): string | undefined => {
     const last = run.touched[run.touched.length - 1];
@@ -101,6 +126,7 @@ export function readHistory(events: HistoryEvent[]): RunHistory {
   let retryTimerNext = false;
   for (const event of events) {
     const eventId = String(event.eventId ?? '');
+    at = timestamp(event.eventTime) ?? at;
     if (event.workflowExecutionStartedEventAttributes) {
       run.input = decode(event.workflowExecutionStartedEventAttributes.input?.payloads?.[0]) as
         AutomationRunInput | undefined;
@@ -113,35 +139,65 @@ export function readHistory(events: HistoryEvent[]): RunHistory {
         // in progress, and its regular activity follows.
         const stepId = effectStep(effect);
         const done = !marker.failure && result !== undefined;
-        if (stepId !== undefined) add(stepId, { kind: 'activity', done, result: done ? result : undefined });
+        if (stepId !== undefined) {
+          add(stepId, { kind: 'activity', done, result: done ? result : undefined });
+          attempted(stepId, 1);
+          ended(stepId);
+        }
         retryTimerNext = Boolean(marker.failure);
       } else if (isObject(result) && Array.isArray(result.steps) && typeof result.automationName === 'string') {
         run.steps = result.steps as StepDefinition[];
       } else if (isObject(result) && typeof result.stepId === 'string') {
         const kind = isObject(result.values) ? 'evaluate' : 'annotate';
         add(result.stepId, { kind, done: true, result: kind === 'evaluate' ? result.values : result });
+        ended(result.stepId);
       }
     } else if (event.activityTaskScheduledEventAttributes) {
       const input = decode(event.activityTaskScheduledEventAttributes.input?.payloads?.[0]);
       const effect: StepEffect = { kind: 'activity', done: false, result: undefined };
       byScheduledId.set(eventId, effect);
-      if (isObject(input) && typeof input.stepId === 'string') add(input.stepId, effect);
+      if (isObject(input) && typeof input.stepId === 'string') {
+        add(input.stepId, effect);
+        stepByScheduledId.set(eventId, input.stepId);
+        const type = event.activityTaskScheduledEventAttributes.activityType?.name ?? '';
+        if (EFFECT_NAMES.has(type)) {
+          effectByScheduledId.set(eventId, input.stepId);
+          run.effectActivities.set(event.activityTaskScheduledEventAttributes.activityId ?? '', input.stepId);
+        }
+      }
+    } else if (event.activityTaskStartedEventAttributes) {
+      // Recorded once the activity has ended, with its last attempt's number.
+      const scheduled = String(event.activityTaskStartedEventAttributes.scheduledEventId ?? '');
+      const stepId = effectByScheduledId.get(scheduled);
+      if (stepId !== undefined) {
+        attempted(stepId, Math.max(1, event.activityTaskStartedEventAttributes.attempt ?? 1));
+        effectByScheduledId.delete(scheduled);
+      }
     } else if (event.activityTaskCompletedEventAttributes) {
-      const effect = byScheduledId.get(String(event.activityTaskCompletedEventAttributes.scheduledEventId ?? ''));
+      const scheduled = String(event.activityTaskCompletedEventAttributes.scheduledEventId ?? '');
+      const effect = byScheduledId.get(scheduled);
       if (effect) {
         effect.done = true;
         effect.result = decode(event.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
       }
+      ended(stepByScheduledId.get(scheduled));
+    } else if (event.activityTaskFailedEventAttributes || event.activityTaskTimedOutEventAttributes) {
+      const failed = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
+      ended(stepByScheduledId.get(String(failed?.scheduledEventId ?? '')));
     } else if (event.timerStartedEventAttributes && retryTimerNext) {
       retryTimerNext = false;
     } else if (event.timerStartedEventAttributes) {
       const effect: StepEffect = { kind: 'timer', done: false, result: undefined };
       byTimerId.set(event.timerStartedEventAttributes.timerId ?? '', effect);
       const stepId = nextParkingStep();
-      if (stepId !== undefined) add(stepId, effect);
+      if (stepId !== undefined) {
+        add(stepId, effect);
+        stepByTimerId.set(event.timerStartedEventAttributes.timerId ?? '', stepId);
+      }
     } else if (event.timerFiredEventAttributes) {
       const effect = byTimerId.get(event.timerFiredEventAttributes.timerId ?? '');
       if (effect) effect.done = true;
+      ended(stepByTimerId.get(event.timerFiredEventAttributes.timerId ?? ''));
     } else if (event.workflowExecutionFailedEventAttributes) {
       run.failure = failureOf(event.workflowExecutionFailedEventAttributes.failure);
     } else if (event.workflowExecutionTerminatedEventAttributes) {
@@ -230,6 +286,32 @@ function outputOf(step: StepDefinition, effects: StepEffect[]): Record<string, u
   return definition.outputFromHistory
     ? definition.outputFromHistory((step as unknown as Record<string, unknown>)[kind], effects)
     : lastResult(effects);
+}
+
+/**
+ * The steps with what only the history says: the attempts of each step whose kind has an effect
+ * (`pending`: activity id → the attempt of an effect activity still running, from the run's
+ * description), and the times of steps whose state lacks them (a run recorded before its state kept
+ * them): a step's first recorded effect and, once it is over, its last.
+ */
+export function withHistoryFacts(steps: StepResult[], run: RunHistory, pending: Map<string, number>): StepResult[] {
+  const attempts = new Map(run.attempts);
+  for (const [activityId, attempt] of pending) {
+    const stepId = run.effectActivities.get(activityId);
+    if (stepId !== undefined) attempts.set(stepId, (attempts.get(stepId) ?? 0) + attempt);
+  }
+  return steps.map((step) => {
+    const kind = STEP_REGISTRY[step.kind as StepKind] as { effect?: unknown } | undefined;
+    const times = run.times.get(step.id);
+    const over = step.status === 'DONE' || step.status === 'SKIPPED' || step.status === 'FAILED';
+    const started = step.status !== 'PENDING' && step.status !== 'NOT_RUN';
+    return {
+      ...step,
+      ...(step.startedAt === undefined && started && times ? { startedAt: times.startedAt } : {}),
+      ...(step.finishedAt === undefined && over && times?.finishedAt ? { finishedAt: times.finishedAt } : {}),
+      ...(kind?.effect && started ? { attempts: attempts.get(step.id) ?? 0 } : {}),
+    };
+  });
 }
 
 /**

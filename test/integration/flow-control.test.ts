@@ -190,7 +190,7 @@ for (const target of DATABASES) {
         expect([wasCanceled.status, wasTerminated.status]).toEqual(['CANCELED', 'TERMINATED']);
         // Zero steps ran: none started, none has an output.
         for (const run of [wasCanceled, wasTerminated]) {
-          expect([run.id, run.steps.filter((s: Json) => s.status !== 'PENDING' || s.output !== null)]).toEqual([
+          expect([run.id, run.steps.filter((s: Json) => s.status !== 'NOT_RUN' || s.output !== null)]).toEqual([
             run.id,
             [],
           ]);

@@ -354,7 +354,15 @@ describe('rerun and retry', () => {
     const done = await untilStatus(rerunId, 'COMPLETED');
     expect(done).toMatchObject({ version: 2, rerunOf: id, eventId: (await execution(id)).eventId });
     expect(done.steps).toEqual([
-      { id: 'ok', kind: 'setVariables', status: 'DONE', output: { who: '42' }, error: null },
+      {
+        id: 'ok',
+        kind: 'setVariables',
+        status: 'DONE',
+        output: { who: '42' },
+        error: null,
+        startedAt: expect.any(String),
+        finishedAt: expect.any(String),
+      },
     ]);
     const original = await poll(
       () => execution(id),
@@ -425,6 +433,45 @@ describe('rerun and retry', () => {
       expect(
         (await api(superAdmin).post(`${runPath(retry.body.execution.id)}/rerun`, { fromFailedStep: true })).status,
       ).toBe(409);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("each step's start, end and its effect's attempts: a call answered 503 twice, then 200, took 3", async () => {
+    let calls = 0;
+    const server = http.createServer((_req, res) => {
+      calls += 1;
+      res.writeHead(calls <= 2 ? 503 : 200, { 'content-type': 'application/json' });
+      res.end('{"ok": true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const target = await automationWith([
+        { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
+        {
+          id: 'hook',
+          retry: { maximumAttempts: 5, initialInterval: '0.1s', maximumInterval: '0.2s' },
+          callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } },
+        },
+        { id: 'never', when: 'false', setVariables: { x: '1' } },
+      ]);
+      const id = await send(target);
+      const done = await untilStatus(id, 'COMPLETED');
+      expect(calls).toBe(3);
+      const [vars, hook, skipped] = done.steps;
+      expect(vars.attempts).toBeUndefined(); // no effect: evaluation only
+      expect(hook.attempts).toBe(3);
+      expect(skipped.status).toBe('SKIPPED');
+      for (const step of done.steps) {
+        expect(Date.parse(step.startedAt)).not.toBeNaN();
+        expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
+      }
+      // The call's retries took their intervals: the step lasted at least the two waits.
+      expect(Date.parse(hook.finishedAt) - Date.parse(hook.startedAt)).toBeGreaterThanOrEqual(200);
+      expect(Date.parse(hook.startedAt)).toBeGreaterThanOrEqual(Date.parse(vars.finishedAt));
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -119,16 +119,29 @@ for (const target of DATABASES) {
         return handle.result();
       });
       expect(result.status).toBe('COMPLETED');
+      // Each step's times are the run's own clock: the second starts no earlier than the first ended.
+      const times = { startedAt: expect.any(String), finishedAt: expect.any(String) };
       expect(result.steps).toEqual([
-        { id: 'vars', kind: 'setVariables', status: 'DONE', output: { who: 'svc-1', ent: 'ent-9', n: 4 }, error: null },
+        {
+          id: 'vars',
+          kind: 'setVariables',
+          status: 'DONE',
+          output: { who: 'svc-1', ent: 'ent-9', n: 4 },
+          error: null,
+          ...times,
+        },
         {
           id: 'derived',
           kind: 'setVariables',
           status: 'DONE',
           output: { greeting: 'hello svc-1', isTwo: true },
           error: null,
+          ...times,
         },
       ]);
+      const [vars, derived] = result.steps;
+      expect(Date.parse(vars!.finishedAt!)).toBeGreaterThanOrEqual(Date.parse(vars!.startedAt!));
+      expect(Date.parse(derived!.startedAt!)).toBeGreaterThanOrEqual(Date.parse(vars!.finishedAt!));
     });
 
     it('skips a step whose when is false and runs one whose when is true', async () => {
