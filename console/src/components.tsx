@@ -197,6 +197,23 @@ export function duration(start: string | null | undefined, end: string | null | 
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/** The time now, refreshed every `everyMs` while `live` (a running clock for open runs' durations). */
+export function useNow(live: boolean, everyMs = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!live) return;
+    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(timer);
+  }, [live, everyMs]);
+  return now;
+}
+
+/** How long from `start` to `end`; without an end, to now, counting while it is shown. */
+export function Duration({ start, end }: { start: string; end: string | null | undefined }) {
+  const now = useNow(!end);
+  return <>{duration(start, end ?? new Date(now).toISOString())}</>;
+}
+
 /** "Load more" for a paginated list. */
 export function MoreButton({ hasMore, loading, onMore }: { hasMore: boolean; loading: boolean; onMore: () => void }) {
   if (!hasMore) return null;

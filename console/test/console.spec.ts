@@ -213,6 +213,9 @@ test('a run waiting for a person: its steps as a timeline, approved with a comme
   const approval = steps.getByRole('listitem').filter({ hasText: 'waitForApproval' });
   await expect(approval).toContainText('WAITING_FOR_APPROVAL');
   await expect(steps.getByRole('listitem').filter({ hasText: 'greet' })).toContainText('DONE');
+  // Each step that ran says when it started and how long it took; the waiting one counts on.
+  await expect(steps.getByRole('listitem').filter({ hasText: 'greet' })).toContainText(/Started .+, took \d+ ms/);
+  await expect(approval).toContainText(/running for \d/);
   // What the approver reads: the title, the details in the order written, the deadline.
   await expect(approval).toContainText('Welcome Ada');
   await expect(approval.getByRole('term')).toHaveText(['Who', 'Fields sent']);
@@ -523,6 +526,14 @@ test('Audit: who did what, as the signed-in actor', async ({ page, request }) =>
   await page.getByLabel('Actor').fill(`client:${BOOTSTRAP.clientId}`);
   await page.getByRole('button', { name: 'Filter' }).click();
   await expect(page).toHaveURL(/actor=client/);
+  // Names beside the ids: the automation this spec made, by its display name; details readable.
+  const created = page
+    .getByRole('row')
+    .filter({ hasText: 'automation.create' })
+    .filter({ hasText: `automation:${shared.automationId!}` });
+  await expect(created).toContainText('Console approval flow');
+  const approved = page.getByRole('row').filter({ hasText: 'automation_execution.approve' }).first();
+  await expect(approved.getByRole('term').first()).toBeVisible();
   await expectAccessible(page, 'audit');
   await screenshot(page, 'audit');
 });

@@ -4,6 +4,8 @@
  * (what writes them sees to that), so they are shown as written.
  */
 import type { Db } from '../store/db';
+import type { Queryable } from '../store/queryable';
+import { automationNames } from '../store/automations';
 import { listAuditTrail, type AuditEvent, type AuditFilter } from '../store/audit';
 import { isString, pageOf } from './listing';
 import type { Page, PageRequest, PageTokens } from './pagination';
@@ -12,8 +14,12 @@ import { invalidArgument } from '../errors';
 export interface AuditView {
   at: string;
   actor: string;
+  /** A person's name, an API client's display name, an automation's name; null when none is known. */
+  actorDisplayName: string | null;
   action: string;
   subject: string;
+  /** The subject's display name (an automation, an API client, an entitlement) while it exists; null otherwise. */
+  subjectDisplayName: string | null;
   details: Record<string, unknown>;
 }
 
@@ -48,13 +54,72 @@ export function readAuditFilter(query: Record<string, unknown>): AuditFilter {
   return filter;
 }
 
-function toView(event: AuditEvent): AuditView {
+function toView(event: AuditEvent, names: Names): AuditView {
+  const person = event.details.name;
+  const [kind, id = ''] = splitActor(event.actor);
+  const actorDisplayName =
+    typeof person === 'string' && person !== ''
+      ? person
+      : ((kind === 'client' ? names.clients.get(id) : kind === 'automation' ? names.automations.get(id) : undefined) ??
+        null);
   return {
     at: event.at,
     actor: event.actor,
+    actorDisplayName,
     action: event.action,
     subject: `${event.resourceType}:${event.resourceId}`,
+    subjectDisplayName: names.subjects.get(`${event.resourceType}:${event.resourceId}`) ?? null,
     details: event.details,
+  };
+}
+
+interface Names {
+  /** client id → display name */
+  clients: Map<string, string>;
+  automations: Map<string, string>;
+  /** `<type>:<id>` → display name */
+  subjects: Map<string, string>;
+}
+
+/** `client:<clientId>` → ['client', clientId]; `automation:<id>:<event>` → ['automation', id]. */
+function splitActor(actor: string): [string, string?] {
+  const at = actor.indexOf(':');
+  if (at < 0) return [actor];
+  const kind = actor.slice(0, at);
+  const rest = actor.slice(at + 1);
+  return [kind, kind === 'automation' ? rest.split(':')[0] : rest];
+}
+
+/** The names a page of records shows, in one query per kind. */
+async function namesOf(db: Queryable, events: readonly AuditEvent[]): Promise<Names> {
+  const clientIds = new Set<string>();
+  const automationIds = new Set<string>();
+  const apiClients = new Set<string>();
+  const entitlements = new Set<string>();
+  for (const event of events) {
+    const [kind, id] = splitActor(event.actor);
+    if (kind === 'client' && id) clientIds.add(id);
+    if (kind === 'automation' && id) automationIds.add(id);
+    if (event.resourceType === 'automation') automationIds.add(event.resourceId);
+    if (event.resourceType === 'api_client') apiClients.add(event.resourceId);
+    if (event.resourceType === 'app_entitlement') entitlements.add(event.resourceId);
+  }
+  const rows = (sql: string, ids: Set<string>) =>
+    ids.size === 0 ? Promise.resolve([]) : db.query<{ id: string; name: string }>(sql, [[...ids]]);
+  const [clients, automations, clientRows, entitlementRows] = await Promise.all([
+    rows('SELECT client_id AS id, display_name AS name FROM api_clients WHERE client_id = ANY($1::text[])', clientIds),
+    automationNames(db, [...automationIds]),
+    rows('SELECT id, display_name AS name FROM api_clients WHERE id = ANY($1::text[])', apiClients),
+    rows('SELECT id, display_name AS name FROM app_entitlements WHERE id = ANY($1::text[])', entitlements),
+  ]);
+  const subjects = new Map<string, string>();
+  for (const [id, name] of automations) subjects.set(`automation:${id}`, name);
+  for (const row of clientRows) if (row.name) subjects.set(`api_client:${row.id}`, row.name);
+  for (const row of entitlementRows) if (row.name) subjects.set(`app_entitlement:${row.id}`, row.name);
+  return {
+    clients: new Map(clients.filter((row) => row.name).map((row) => [row.id, row.name])),
+    automations,
+    subjects,
   };
 }
 
@@ -71,6 +136,9 @@ export function listAudit(
     isCursor: isString,
     fetch: (before, limit) => listAuditTrail(db, filter, before, limit),
     keyOf: (event) => event.id,
-    toItem: (event) => ({ auditEvent: toView(event) }),
+    toItem: (event) => event,
+  }).then(async (page) => {
+    const names = await namesOf(db, page.items);
+    return { ...page, items: page.items.map((event) => ({ auditEvent: toView(event, names) })) };
   });
 }

@@ -195,10 +195,16 @@ for (const target of DATABASES) {
         expect(mine.body.list[0].auditEvent).toEqual({
           at: expect.stringMatching(/Z$/),
           actor,
+          // Names beside the ids: the client's display name, the automation's.
+          actorDisplayName: 'auditor',
           action: 'automation.create',
           subject: `automation:${made[10]}`,
+          subjectDisplayName: 'audited 10',
           details: {},
         });
+        // A subject without a display name of its own (a secret: its name is its id) has none.
+        const secret = await as(superAdmin).get('/api/v1/audit').query({ actor, action: 'outbound_secret.create' });
+        expect(secret.body.list[0].auditEvent).toMatchObject({ actorDisplayName: 'auditor', subjectDisplayName: null });
 
         const bySubject = await as(superAdmin)
           .get('/api/v1/audit')

@@ -1188,10 +1188,14 @@ export interface components {
             at: string;
             /** @description `client:<clientId>`, `person:<issuer>#<subject>`, `automation:<id>` or `anonymous`. */
             actor: string;
+            /** @description A person's name, the API client's display name or the automation's name; null when none is known. */
+            actorDisplayName: string | null;
             /** @description e.g. `automation.update`, `automation_execution.approve`. */
             action: string;
             /** @description `<type>:<id>` of what the action touched. */
             subject: string;
+            /** @description The subject's display name (an automation, an API client, an entitlement) while it exists; null otherwise. */
+            subjectDisplayName: string | null;
             /** @description Never a secret value or a payload; a person’s name and email for a person’s action. */
             details: {
                 [key: string]: unknown;
@@ -2778,6 +2782,18 @@ export interface components {
             idempotencyKey?: string;
             /** @description A waitForApproval step that started waiting: what its approver reads (kept once decided). */
             approval?: components["schemas"]["ApprovalContext"];
+            /**
+             * Format: date-time
+             * @description When the step started.
+             */
+            startedAt?: string;
+            /**
+             * Format: date-time
+             * @description When it ended (DONE, SKIPPED, FAILED).
+             */
+            finishedAt?: string;
+            /** @description A step whose effect runs in an activity (callWebhook, notify, ownership and access steps): every attempt of the effect so far, a first local one included. */
+            attempts?: number;
         };
         /** @description Retry policy of an effectful step; intervals at most 3600s. */
         StepRetryPolicy: {

@@ -1,5 +1,6 @@
 /** The audit trail: who did what, when, newest first. */
 import { useInfiniteQuery } from '@tanstack/react-query';
+import { Fragment } from 'react';
 import { listAudit } from '../api/audit';
 import { DateTime, ErrorMessage, Loading, MoreButton, PageHeading } from '../components';
 import { FilterBar, useFilters } from '../FilterBar';
@@ -50,14 +51,23 @@ export function AuditPage() {
                   <DateTime value={e.at} />
                 </td>
                 <td>
-                  <code>{e.actor}</code>
+                  <Named name={e.actorDisplayName} id={e.actor} />
                 </td>
                 <td>{e.action}</td>
                 <td>
-                  <code>{e.subject}</code>
+                  <Named name={e.subjectDisplayName} id={e.subject} />
                 </td>
                 <td>
-                  {e.details && Object.keys(e.details).length > 0 ? <code>{JSON.stringify(e.details)}</code> : null}
+                  {e.details && Object.keys(e.details).length > 0 ? (
+                    <dl className="details">
+                      {Object.entries(e.details).map(([key, value]) => (
+                        <Fragment key={key}>
+                          <dt>{key}</dt>
+                          <dd>{typeof value === 'string' ? value : JSON.stringify(value)}</dd>
+                        </Fragment>
+                      ))}
+                    </dl>
+                  ) : null}
                 </td>
               </tr>
             ))}
@@ -69,6 +79,18 @@ export function AuditPage() {
         loading={audit.isFetchingNextPage}
         onMore={() => void audit.fetchNextPage()}
       />
+    </>
+  );
+}
+
+/** A name, with its id below it (the id alone when there is no name). */
+function Named({ name, id }: { name: string | null; id: string }) {
+  if (!name) return <code>{id}</code>;
+  return (
+    <>
+      {name}
+      <br />
+      <code className="muted">{id}</code>
     </>
   );
 }

@@ -9,6 +9,7 @@ import {
   ConfirmButton,
   CopyButton,
   DateTime,
+  Duration,
   duration,
   ErrorMessage,
   Loading,
@@ -298,6 +299,17 @@ export function StepTimeline({
           <div className="step-head">
             <strong>{step.id}</strong> <span className="muted">{step.kind}</span> <StatusBadge status={step.status} />
           </div>
+          {step.startedAt ? (
+            <p className="muted step-times">
+              Started <DateTime value={step.startedAt} />
+              {', '}
+              {step.finishedAt ? 'took ' : 'running for '}
+              <Duration start={step.startedAt} end={step.finishedAt} />
+              {step.attempts !== undefined ? `, ${step.attempts} ${step.attempts === 1 ? 'attempt' : 'attempts'}` : ''}
+            </p>
+          ) : step.status === 'NOT_RUN' ? (
+            <p className="muted">Never ran: the run ended before it.</p>
+          ) : null}
           {step.approval ? (
             <>
               <p className="approval-title">{step.approval.title}</p>

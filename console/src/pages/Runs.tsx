@@ -7,7 +7,7 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { listRuns } from '../api/runs';
 import { RUN_STATUSES, useAutomationNames } from '../api/reads';
-import { DateTime, duration, ErrorMessage, Loading, MoreButton, PageHeading, StatusBadge } from '../components';
+import { DateTime, Duration, ErrorMessage, Loading, MoreButton, PageHeading, StatusBadge } from '../components';
 import { FilterBar, optionsOf, useFilters } from '../FilterBar';
 import { Link, usePageTitle } from '../router';
 import { BulkActionForm } from './BulkAction';
@@ -161,10 +161,13 @@ export function RunsTable({
               <DateTime value={run.startedAt} />
             </td>
             <td>
-              {duration(
-                run.startedAt,
-                run.closedAt ?? (run.status === 'RUNNING' || run.status === 'QUEUED' ? null : now),
-              )}
+              <Duration
+                start={run.startedAt}
+                end={
+                  run.closedAt ??
+                  (run.status === 'RUNNING' || run.status === 'QUEUED' || run.status === 'PAUSED' ? null : now)
+                }
+              />
             </td>
           </tr>
         ))}
