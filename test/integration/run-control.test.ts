@@ -59,6 +59,21 @@ async function untilStatus(id: string, status: string): Promise<Json> {
   return got;
 }
 
+/** A receiver on 127.0.0.1 answering `status()` with a JSON body, its URL given to `use`; closed afterwards. */
+async function withReceiver(status: () => number, use: (url: string) => Promise<void>): Promise<void> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(status(), { 'content-type': 'application/json' });
+    res.end('{"ok": true}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
 /** The actor string of a token's client and its display name. */
 async function whoIs(token: string): Promise<{ actor: string; name: string }> {
   const { clientId } = (await stack.service.deps.tokens.verify(token))!;
@@ -379,103 +394,88 @@ describe('rerun and retry', () => {
 
   it('retries from the failed step: earlier results are reused, the failed step runs again', async () => {
     let answer = 400;
-    const server = http.createServer((_req, res) => {
-      res.writeHead(answer, { 'content-type': 'application/json' });
-      res.end('{"ok": true}');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-      const target = await automationWith([
-        { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
-        {
-          id: 'hook',
-          retry: { maximumAttempts: 1 },
-          callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } },
-        },
-      ]);
-      const id = await send(target);
-      const failed = await untilStatus(id, 'FAILED');
-      expect(failed.steps.map((s: Json) => s.status)).toEqual(['DONE', 'FAILED']);
-      expect((await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: 'yes' })).status).toBe(400);
+    await withReceiver(
+      () => answer,
+      async (url) => {
+        const target = await automationWith([
+          { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
+          {
+            id: 'hook',
+            retry: { maximumAttempts: 1 },
+            callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } },
+          },
+        ]);
+        const id = await send(target);
+        const failed = await untilStatus(id, 'FAILED');
+        expect(failed.steps.map((s: Json) => s.status)).toEqual(['DONE', 'FAILED']);
+        expect((await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: 'yes' })).status).toBe(400);
 
-      answer = 200;
-      // Unpublished, the automation runs nothing more: no retry either (it would run its effects).
-      expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/unpublish`)).status).toBe(200);
-      const refused = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
-      expect([refused.status, refused.body.message]).toEqual([
-        409,
-        'the automation is not published: publish it before a retry from the failed step',
-      ]);
-      expect(await listAuditEvents(stack.service.deps.db, 'automation_execution', id)).toEqual([]);
-      expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
-      const retry = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
-      expect(retry.status).toBe(200);
-      expect(retry.body.execution.unaudited).toEqual([]);
-      const done = await untilStatus(retry.body.execution.id, 'COMPLETED');
-      // Still the original version (1), although publishing again made version 2.
-      expect(done.version).toBe(1);
-      expect(done.steps.map((s: Json) => [s.id, s.status])).toEqual([
-        ['vars', 'DONE'],
-        ['hook', 'DONE'],
-      ]);
-      expect(done.steps[0].output).toEqual(failed.steps[0].output);
-      expect(done.steps[1].output).toMatchObject({ status: 200, body: { ok: true } });
-      // Only the failed step ran again: the run's history holds no evaluation of `vars`.
-      const history = await stack.client.workflow.getHandle(retry.body.execution.id).fetchHistory();
-      await decodePayloadsInPlace(history.events ?? [], stack.client.options.loadedDataConverter.payloadCodecs);
-      const summaries = (history.events ?? [])
-        .map((e) => (e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : ''))
-        .join('\n');
-      expect(summaries).toContain('step: hook');
-      expect(summaries).not.toContain('step: vars');
-      // A run that completed cannot be retried from a failed step.
-      expect(
-        (await api(superAdmin).post(`${runPath(retry.body.execution.id)}/rerun`, { fromFailedStep: true })).status,
-      ).toBe(409);
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+        answer = 200;
+        // Unpublished, the automation runs nothing more: no retry either (it would run its effects).
+        expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/unpublish`)).status).toBe(200);
+        const refused = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
+        expect([refused.status, refused.body.message]).toEqual([
+          409,
+          'the automation is not published: publish it before a retry from the failed step',
+        ]);
+        expect(await listAuditEvents(stack.service.deps.db, 'automation_execution', id)).toEqual([]);
+        expect((await api(superAdmin).post(`/api/v1/automations/${target.id}/publish`)).status).toBe(200);
+        const retry = await api(superAdmin).post(`${runPath(id)}/rerun`, { fromFailedStep: true });
+        expect(retry.status).toBe(200);
+        expect(retry.body.execution.unaudited).toEqual([]);
+        const done = await untilStatus(retry.body.execution.id, 'COMPLETED');
+        // Still the original version (1), although publishing again made version 2.
+        expect(done.version).toBe(1);
+        expect(done.steps.map((s: Json) => [s.id, s.status])).toEqual([
+          ['vars', 'DONE'],
+          ['hook', 'DONE'],
+        ]);
+        expect(done.steps[0].output).toEqual(failed.steps[0].output);
+        expect(done.steps[1].output).toMatchObject({ status: 200, body: { ok: true } });
+        // Only the failed step ran again: the run's history holds no evaluation of `vars`.
+        const history = await stack.client.workflow.getHandle(retry.body.execution.id).fetchHistory();
+        await decodePayloadsInPlace(history.events ?? [], stack.client.options.loadedDataConverter.payloadCodecs);
+        const summaries = (history.events ?? [])
+          .map((e) => (e.userMetadata?.summary?.data ? Buffer.from(e.userMetadata.summary.data).toString() : ''))
+          .join('\n');
+        expect(summaries).toContain('step: hook');
+        expect(summaries).not.toContain('step: vars');
+        // A run that completed cannot be retried from a failed step.
+        expect(
+          (await api(superAdmin).post(`${runPath(retry.body.execution.id)}/rerun`, { fromFailedStep: true })).status,
+        ).toBe(409);
+      },
+    );
   });
 
   it("each step's start, end and its effect's attempts: a call answered 503 twice, then 200, took 3", async () => {
     let calls = 0;
-    const server = http.createServer((_req, res) => {
-      calls += 1;
-      res.writeHead(calls <= 2 ? 503 : 200, { 'content-type': 'application/json' });
-      res.end('{"ok": true}');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-      const target = await automationWith([
-        { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
-        {
-          id: 'hook',
-          retry: { maximumAttempts: 5, initialInterval: '0.1s', maximumInterval: '0.2s' },
-          callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } },
-        },
-        { id: 'never', when: 'false', setVariables: { x: '1' } },
-      ]);
-      const id = await send(target);
-      const done = await untilStatus(id, 'COMPLETED');
-      expect(calls).toBe(3);
-      const [vars, hook, skipped] = done.steps;
-      expect(vars.attempts).toBeUndefined(); // no effect: evaluation only
-      expect(hook.attempts).toBe(3);
-      expect(skipped.status).toBe('SKIPPED');
-      for (const step of done.steps) {
-        expect(Date.parse(step.startedAt)).not.toBeNaN();
-        expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
-      }
-      // The call's retries took their intervals: the step lasted at least the two waits.
-      expect(Date.parse(hook.finishedAt) - Date.parse(hook.startedAt)).toBeGreaterThanOrEqual(200);
-      expect(Date.parse(hook.startedAt)).toBeGreaterThanOrEqual(Date.parse(vars.finishedAt));
-    } finally {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
+    await withReceiver(
+      () => (++calls <= 2 ? 503 : 200),
+      async (url) => {
+        const target = await automationWith([
+          { id: 'vars', setVariables: { who: 'ctx.trigger.employee_id' } },
+          {
+            id: 'hook',
+            retry: { maximumAttempts: 5, initialInterval: '0.1s', maximumInterval: '0.2s' },
+            callWebhook: { url: `'${url}'`, body: { who: 'ctx.steps.vars.who' } },
+          },
+          { id: 'never', when: 'false', setVariables: { x: '1' } },
+        ]);
+        const id = await send(target);
+        const done = await untilStatus(id, 'COMPLETED');
+        expect(calls).toBe(3);
+        const [vars, hook, skipped] = done.steps;
+        expect(vars.attempts).toBeUndefined(); // no effect: evaluation only
+        expect(hook.attempts).toBe(3);
+        expect(skipped.status).toBe('SKIPPED');
+        for (const step of done.steps) {
+          expect(Date.parse(step.startedAt)).not.toBeNaN();
+          expect(Date.parse(step.finishedAt)).toBeGreaterThanOrEqual(Date.parse(step.startedAt));
+        }
+        expect(Date.parse(hook.startedAt)).toBeGreaterThanOrEqual(Date.parse(vars.finishedAt));
+      },
+    );
   });
 
   it('a rerun of an unpublished automation is refused with 409', async () => {
