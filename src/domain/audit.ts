@@ -54,18 +54,24 @@ export function readAuditFilter(query: Record<string, unknown>): AuditFilter {
   return filter;
 }
 
+/**
+ * The name of an actor: a person's (the `name` their audit record's details carry), an API
+ * client's display name, an automation's; null when none is known.
+ */
+export function actorName(actor: string, details: Record<string, unknown> | undefined, names: Names): string | null {
+  const person = details?.name;
+  if (typeof person === 'string' && person !== '') return person;
+  const [kind, id = ''] = splitActor(actor);
+  return (
+    (kind === 'client' ? names.clients.get(id) : kind === 'automation' ? names.automations.get(id) : undefined) ?? null
+  );
+}
+
 function toView(event: AuditEvent, names: Names): AuditView {
-  const person = event.details.name;
-  const [kind, id = ''] = splitActor(event.actor);
-  const actorDisplayName =
-    typeof person === 'string' && person !== ''
-      ? person
-      : ((kind === 'client' ? names.clients.get(id) : kind === 'automation' ? names.automations.get(id) : undefined) ??
-        null);
   return {
     at: event.at,
     actor: event.actor,
-    actorDisplayName,
+    actorDisplayName: actorName(event.actor, event.details, names),
     action: event.action,
     subject: `${event.resourceType}:${event.resourceId}`,
     subjectDisplayName: names.subjects.get(`${event.resourceType}:${event.resourceId}`) ?? null,
@@ -73,7 +79,7 @@ function toView(event: AuditEvent, names: Names): AuditView {
   };
 }
 
-interface Names {
+export interface Names {
   /** client id → display name */
   clients: Map<string, string>;
   automations: Map<string, string>;
@@ -90,8 +96,11 @@ function splitActor(actor: string): [string, string?] {
   return [kind, kind === 'automation' ? rest.split(':')[0] : rest];
 }
 
-/** The names a page of records shows, in one query per kind. */
-async function namesOf(db: Queryable, events: readonly AuditEvent[]): Promise<Names> {
+/** The names of the actors and subjects of some records (a subject is optional), in one query per kind. */
+export async function namesOf(
+  db: Queryable,
+  events: ReadonlyArray<Pick<AuditEvent, 'actor'> & Partial<Pick<AuditEvent, 'resourceType' | 'resourceId'>>>,
+): Promise<Names> {
   const clientIds = new Set<string>();
   const automationIds = new Set<string>();
   const apiClients = new Set<string>();
@@ -100,6 +109,7 @@ async function namesOf(db: Queryable, events: readonly AuditEvent[]): Promise<Na
     const [kind, id] = splitActor(event.actor);
     if (kind === 'client' && id) clientIds.add(id);
     if (kind === 'automation' && id) automationIds.add(id);
+    if (event.resourceId === undefined) continue;
     if (event.resourceType === 'automation') automationIds.add(event.resourceId);
     if (event.resourceType === 'api_client') apiClients.add(event.resourceId);
     if (event.resourceType === 'app_entitlement') entitlements.add(event.resourceId);

@@ -7,9 +7,8 @@
  */
 import type { Queryable } from '../store/queryable';
 import { listAuditEvents, type AuditEvent } from '../store/audit';
-import { apiClientByClientId } from '../store/api-clients';
 import { getBulkAction } from '../store/bulk-actions';
-import { automationNames } from '../store/automations';
+import { actorName, namesOf } from './audit';
 import type { RunRecord } from './runs';
 
 export interface ClosedBy {
@@ -97,13 +96,5 @@ async function closedBy(
 
 /** A person's name (from their audit record), an API client's display name, an automation's name; null when none is known. */
 async function displayName(db: Queryable, actor: string, record: AuditEvent | undefined): Promise<string | null> {
-  const name = record?.details.name;
-  if (typeof name === 'string' && name !== '') return name;
-  if (actor.startsWith('client:'))
-    return (await apiClientByClientId(db, actor.slice('client:'.length)))?.displayName ?? null;
-  if (actor.startsWith('automation:')) {
-    const id = actor.slice('automation:'.length).split(':')[0]!;
-    return (await automationNames(db, [id])).get(id) ?? null;
-  }
-  return null;
+  return actorName(actor, record?.details, await namesOf(db, [{ actor }]));
 }
